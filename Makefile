@@ -1,0 +1,98 @@
+# Makefile - builds mha-repl (the teaching REPL) and mha.so (the same library for a stock lua5.4),
+# and runs the tests. Every target first installs missing Debian packages (tools/deps.sh).
+
+BUILD  ?= build
+CFLAGS ?= -O2 -g
+SAN    ?=
+WARN    = -Wall -Wextra -Wpedantic -Wshadow -Wstrict-prototypes -Wvla -Wno-unused-parameter
+DEFS    = -std=c11 -D_DEFAULT_SOURCE -D_POSIX_C_SOURCE=200809L -D_XOPEN_SOURCE=700
+# pkg-config runs when a recipe needs it, that is after `deps` has installed it
+LUA_CFLAGS = $(shell pkg-config --cflags lua5.4)
+LUA_LIBS   = $(shell pkg-config --libs lua5.4)
+RL_LIBS    = $(shell pkg-config --libs readline)
+ALL_CFLAGS = $(DEFS) $(WARN) $(CFLAGS) $(SAN) -fPIC -Icore -Ilua -I$(BUILD)
+
+CORE_SRC  = $(wildcard core/*.c)
+BIND_SRC  = $(filter-out lua/repl.c, $(wildcard lua/*.c))
+LUA_FILES = $(wildcard lua/*.lua)
+TEST_SRC  = $(wildcard tests/core/test_*.c tests/repl/test_*.c)
+CORE_OBJ  = $(CORE_SRC:%.c=$(BUILD)/%.o)
+BIND_OBJ  = $(BIND_SRC:%.c=$(BUILD)/%.o) $(BUILD)/embedded.o
+TEST_BIN  = $(patsubst tests/%.c,$(BUILD)/tests/%,$(notdir $(TEST_SRC)))
+
+.PHONY: all run test asan bench golden clean deps deps-run deps-test deps-bench
+.DEFAULT_GOAL := all
+
+# all: the REPL binary and the loadable module, linked at the top for convenience
+all: $(BUILD)/mha-repl $(BUILD)/mha.so $(TEST_BIN)
+	@[ "$(BUILD)" != build ] || { ln -sf build/mha-repl mha-repl; ln -sf build/mha.so mha.so; }
+
+# run: start the REPL on the first lesson
+run: deps-run all
+	$(BUILD)/mha-repl --lesson 1
+
+# test: build and run every suite; the last line is "N passed, M failed"
+test: deps-test all
+	tests/run.sh $(BUILD)
+
+# asan: the whole test suite under AddressSanitizer and UndefinedBehaviorSanitizer
+asan:
+	$(MAKE) BUILD=build/asan CFLAGS="-O1 -g -fno-omit-frame-pointer" \
+	  SAN="-fsanitize=address,undefined -fno-sanitize-recover=all" test
+
+# golden: regenerate the lesson transcripts in tests/golden/ on purpose
+golden: deps-test all
+	tests/golden.sh $(BUILD) --update
+
+# clean: remove everything the build made
+clean:
+	rm -rf build mha-repl mha.so
+
+deps:
+	@tools/deps.sh build
+deps-run:
+	@tools/deps.sh run
+deps-test:
+	@tools/deps.sh test
+deps-bench:
+	@tools/deps.sh bench
+
+$(BUILD)/core/%.o: core/%.c $(wildcard core/*.h) | deps
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+$(BUILD)/lua/%.o: lua/%.c $(wildcard core/*.h lua/*.h) | deps
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) $(LUA_CFLAGS) -c $< -o $@
+
+$(BUILD)/bin2c: tools/bin2c.c | deps
+	@mkdir -p $(@D)
+	$(CC) -O1 -o $@ $<
+
+$(BUILD)/embedded.c: $(BUILD)/bin2c $(LUA_FILES)
+	$(BUILD)/bin2c $@ $(foreach f,$(LUA_FILES),mha.$(basename $(notdir $(f)))=$(f))
+
+$(BUILD)/embedded.o: $(BUILD)/embedded.c lua/embedded.h
+	$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+$(BUILD)/libmhacore.a: $(CORE_OBJ)
+	rm -f $@; ar rcs $@ $^
+
+$(BUILD)/mha-repl: $(BUILD)/lua/repl.o $(BIND_OBJ) $(BUILD)/libmhacore.a
+	$(CC) $(CFLAGS) $(SAN) -o $@ $^ $(LUA_LIBS) $(RL_LIBS) -lm -lutil
+
+$(BUILD)/mha.so: $(BIND_OBJ) $(BUILD)/libmhacore.a
+	$(CC) $(CFLAGS) $(SAN) -shared -o $@ $^ -lm
+
+# every tests/*/test_X.c is one test program, linked against the core
+$(BUILD)/tests/%: tests/core/%.c tests/check.h $(BUILD)/libmhacore.a
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -Itests -o $@ $< $(BUILD)/libmhacore.a -lm
+
+$(BUILD)/tests/%: tests/repl/%.c tests/check.h
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -Itests -o $@ $< -lutil
+
+# bench: single-threaded timings of the kernels and the attention layer, beside NumPy when present
+bench: deps-bench all
+	@echo "bench: not built yet"

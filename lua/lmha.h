@@ -1,0 +1,33 @@
+/* lua/lmha.h - what the Lua binding files share: the userdata types' names, the check/push helpers
+ * for tensors, and the luaopen_ functions of each Lua-visible library. */
+#ifndef MHA_LMHA_H
+#define MHA_LMHA_H
+
+#include <lua.h>
+#include <lauxlib.h>
+#include "tensor.h"
+#include "attention.h"
+
+#define MHA_TENSOR_T     "mha.Tensor"              /* metatable name: errors read "mha.Tensor expected" */
+#define MHA_MULTIHEAD_T  "mha.MultiheadAttention"
+
+/* The userdata of a tensor is the mha_tensor itself (liolib.c's LStream shape): it is created empty,
+ * then filled by a core call, so a failing call leaves an empty tensor that __gc ignores. */
+#define totensor(L, i) ((mha_tensor *)luaL_checkudata(L, i, MHA_TENSOR_T))
+
+mha_tensor *lmha_checktensor(lua_State *L, int arg);       /* a tensor, or an error naming arg */
+mha_tensor *lmha_testtensor(lua_State *L, int arg);        /* a tensor or NULL */
+mha_tensor *lmha_newtensor(lua_State *L);                  /* pushes an empty tensor userdata */
+/* Pushes the result of a core call into the empty userdata at the top, or raises the core's
+ * message as a Lua error when status != MHA_OK (the userdata stays empty and is collected). */
+int lmha_result(lua_State *L, mha_status status);
+/* A 1-based or negative Lua dimension for a tensor of ndim dims -> 0-based; error names arg. */
+size_t lmha_checkdim(lua_State *L, int arg, size_t ndim, const char *fname);
+/* A tensor from a tensor, a number (a scalar tensor) or a nested table of numbers/booleans. */
+mha_tensor *lmha_totensor(lua_State *L, int arg, const char *fname);
+
+int luaopen_mha(lua_State *L);          /* module "mha": tensors, ops, attention, modules, io */
+int lmha_open_tensor(lua_State *L);     /* registers the mha.Tensor metatable (called by luaopen_mha) */
+int lmha_open_multihead(lua_State *L);  /* registers the mha.MultiheadAttention metatable */
+
+#endif

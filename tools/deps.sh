@@ -1,0 +1,26 @@
+#!/bin/sh
+# tools/deps.sh - installs the Debian packages mha-repl needs that this machine lacks, saying which,
+# so that `make run` and `make test` work on a fresh Debian machine. usage: tools/deps.sh [build|run|test|bench]
+set -eu
+need="gcc make pkg-config liblua5.4-dev libreadline-dev"
+case "${1:-build}" in
+    build) ;;
+    run|test) need="$need gnuplot-nox" ;;
+    bench) need="$need python3-numpy libopenblas0-pthread" ;;
+    *) echo "usage: tools/deps.sh [build|run|test|bench]" >&2; exit 2 ;;
+esac
+missing=""
+for p in $need; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+if ! command -v apt-get >/dev/null 2>&1; then
+    echo "mha-repl needs these Debian packages:$missing (no apt-get here: install them by hand)" >&2
+    exit 1
+fi
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+echo "mha-repl: installing the missing Debian packages:$missing"
+$sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+# shellcheck disable=SC2086
+$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $missing
