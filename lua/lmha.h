@@ -26,7 +26,13 @@ size_t lmha_checkdim(lua_State *L, int arg, size_t ndim, const char *fname);
 /* A tensor from a tensor, a number (a scalar tensor) or a nested table of numbers/booleans. */
 mha_tensor *lmha_totensor(lua_State *L, int arg, const char *fname);
 
+/* luaopen_mha builds the "mha" table, stores it in package.loaded["mha"] at once (so the Lua helpers
+ * it loads can require it), registers in package.preload every embedded Lua module (mha.display,
+ * mha.plot, mha.lesson, mha.repl, mha.help, ...) and the C libraries below, then requires
+ * "mha.display", which adds show/format/printoptions/heat to the table. */
 int luaopen_mha(lua_State *L);          /* module "mha": tensors, ops, attention, modules, io */
+int luaopen_mha_gnuplot(lua_State *L);  /* module "mha.gnuplot": gnuplot processes behind pipes (lua/lgnuplot.c) */
+int luaopen_mha_term(lua_State *L);     /* module "mha.term": isatty, columns, display width (lua/lterm.c) */
 int lmha_open_tensor(lua_State *L);     /* registers the mha.Tensor metatable (called by luaopen_mha) */
 int lmha_open_multihead(lua_State *L);  /* registers the mha.MultiheadAttention metatable */
 
