@@ -28,14 +28,14 @@ static void check_report(int ok, const char *name, const char *fmt, ...) {
 }
 
 /* |got - want| <= atol + rtol*|want|; NaN equals NaN, inf equals inf of the same sign. */
-static int check_close_value(double got, double want, double rtol, double atol) {
+static inline int check_close_value(double got, double want, double rtol, double atol) {
     if (isnan(want)) return isnan(got);
     if (isinf(want)) return got == want;
     return fabs(got - want) <= atol + rtol * fabs(want);
 }
 
 /* Compare n floats; on failure name the first differing flat index and both values. */
-static int check_close_array(const char *name, const float *got, const float *want, size_t n,
+static inline int check_close_array(const char *name, const float *got, const float *want, size_t n,
                              double rtol, double atol) {
     for (size_t i = 0; i < n; i++) {
         if (!check_close_value(got[i], want[i], rtol, atol)) {

@@ -8,6 +8,9 @@ build=${1:?usage: tests/run.sh BUILD_DIR}
 cd "$(dirname "$0")/.." || exit 2
 export MHA_REPL="$build/mha-repl" MHA_BUILD="$build" NO_COLOR=1 LC_ALL=C.UTF-8
 export MHA_REPL_HISTORY=/dev/null
+# sanitizer builds: a failing huge malloc must return NULL (the tests check that path), leaks count
+export ASAN_OPTIONS=${ASAN_OPTIONS:-allocator_may_return_null=1:detect_leaks=1:abort_on_error=0}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 passed=0 failed=0
 log=$(mktemp); trap 'rm -f "$log"' EXIT
 
