@@ -1,0 +1,486 @@
+/* core/npy.c - NumPy .npy files: read versions 1.0, 2.0 and 3.0 of any float, int, uint or bool dtype
+ * (converted to float32 or bool, C or Fortran order), and write float32/bool exactly as np.save does.
+ *
+ * The format (numpy/lib/format.py, NEP 1):
+ *     "\x93NUMPY"  major minor  header_len  header  data
+ *   header_len is a little-endian uint16 in version 1.0 and uint32 in 2.0 and 3.0 (3.0: UTF-8 header).
+ *   The header is a Python dict literal, padded with spaces and ended by '\n' so the data starts on a
+ *   64-byte boundary:   {'descr': '<f4', 'fortran_order': False, 'shape': (3, 4), }
+ *   The data is numel elements of descr, in C order (last index fastest) or Fortran order (first fastest).
+ *
+ * Reading is strict: anything np.save would not write is an error naming the file and the fault, and the
+ * parser never reads outside the bytes it is given. A file with bytes after the data is refused too
+ * (np.load would ignore them; here they most likely mean two arrays saved into one file). */
+
+#include "tensor.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define NPY_MAGIC     "\x93NUMPY"
+#define NPY_MAGIC_LEN 6
+#define NPY_ALIGN     64  /* np.save pads the header so the data starts on this boundary */
+#define NPY_GROWTH    21  /* numpy 1.24's GROWTH_AXIS_MAX_DIGITS: spare header room for the growing axis */
+
+/* Where a parse comes from, for messages: "load: 'a.npy': ..." or "npy_parse: <memory>: ...". */
+typedef struct npy_source {
+    const char *fname;  /* the public function's name */
+    const char *what;   /* the quoted path, or "<memory>" */
+} npy_source;
+
+/* The element type of a file, decoded from its descr string. */
+typedef struct npy_dtype {
+    char kind;        /* 'f' float, 'i' signed int, 'u' unsigned int, 'b' bool */
+    size_t size;      /* bytes per element: 1, 2, 4 or 8 */
+    bool big_endian;  /* byte order of multi-byte elements */
+} npy_dtype;
+
+/* What the header says. */
+typedef struct npy_header {
+    char descr[32];
+    bool have_descr, have_fortran, have_shape;
+    bool fortran_order;
+    size_t ndim;
+    size_t shape[MHA_MAX_DIMS];
+} npy_header;
+
+/* A cursor over the header text, for the little dict parser below. */
+typedef struct npy_cursor {
+    const char *start, *p, *end;
+    bool allow_long_suffix;  /* versions 1.0/2.0 may come from Python 2, which wrote 3L for ints */
+    char err[160];           /* what went wrong, when a parse function returns false */
+} npy_cursor;
+
+static bool host_is_big_endian(void) {
+    const uint16_t one = 1;
+    unsigned char first;
+    memcpy(&first, &one, 1);
+    return first == 0;
+}
+
+/* "(3,4)" for a shape, "()" for a scalar, "(5,)" never: mha's style, as mha_shape_str writes it. */
+static char *dims_str(char *buf, size_t n, size_t ndim, const size_t *shape) {
+    size_t used = (size_t)snprintf(buf, n, "(");
+    for (size_t d = 0; d < ndim && used < n; d++)
+        used += (size_t)snprintf(buf + used, n - used, d ? ",%zu" : "%zu", shape[d]);
+    if (used < n) snprintf(buf + used, n - used, ")");
+    return buf;
+}
+
+static bool cursor_fail(npy_cursor *c, const char *what) {
+    snprintf(c->err, sizeof c->err, "%s at header byte %zu", what, (size_t)(c->p - c->start));
+    return false;
+}
+
+static void skip_space(npy_cursor *c) {
+    while (c->p < c->end && (*c->p == ' ' || *c->p == '\t' || *c->p == '\n' || *c->p == '\r'))
+        c->p++;
+}
+
+static bool accept(npy_cursor *c, char ch) {
+    skip_space(c);
+    if (c->p < c->end && *c->p == ch) { c->p++; return true; }
+    return false;
+}
+
+/* A quoted Python string without escapes ('x' or "x") into buf. */
+static bool parse_string(npy_cursor *c, char *buf, size_t n) {
+    skip_space(c);
+    if (c->p >= c->end || (*c->p != '\'' && *c->p != '"')) return cursor_fail(c, "expected a quoted string");
+    char quote = *c->p++;
+    size_t len = 0;
+    while (c->p < c->end && *c->p != quote) {
+        if (*c->p == '\\') return cursor_fail(c, "escape sequences in strings are not supported");
+        if (*c->p == '\n') return cursor_fail(c, "unterminated string");
+        if (len + 1 >= n) return cursor_fail(c, "string too long");
+        buf[len++] = *c->p++;
+    }
+    if (c->p >= c->end) return cursor_fail(c, "unterminated string");
+    c->p++;
+    buf[len] = '\0';
+    return true;
+}
+
+/* A bare word: True, False. */
+static bool parse_bool(npy_cursor *c, bool *value) {
+    skip_space(c);
+    size_t left = (size_t)(c->end - c->p);
+    if (left >= 4 && memcmp(c->p, "True", 4) == 0) { *value = true; c->p += 4; }
+    else if (left >= 5 && memcmp(c->p, "False", 5) == 0) { *value = false; c->p += 5; }
+    else return cursor_fail(c, "'fortran_order' must be True or False");
+    if (c->p < c->end && (*c->p == '_' || isalnum((unsigned char)*c->p)))
+        return cursor_fail(c, "'fortran_order' must be True or False");
+    return true;
+}
+
+/* A non-negative decimal integer that fits size_t. */
+static bool parse_dim(npy_cursor *c, size_t *value) {
+    skip_space(c);
+    if (c->p < c->end && *c->p == '-') return cursor_fail(c, "negative dimension in 'shape'");
+    if (c->p >= c->end || *c->p < '0' || *c->p > '9') return cursor_fail(c, "expected a dimension in 'shape'");
+    size_t v = 0;
+    while (c->p < c->end && *c->p >= '0' && *c->p <= '9') {
+        size_t digit = (size_t)(*c->p - '0');
+        if (v > (SIZE_MAX - digit) / 10) return cursor_fail(c, "dimension in 'shape' does not fit size_t");
+        v = v * 10 + digit;
+        c->p++;
+    }
+    if (c->allow_long_suffix && c->p < c->end && (*c->p == 'L' || *c->p == 'l')) c->p++;
+    *value = v;
+    return true;
+}
+
+/* A Python tuple of ints: (), (3,), (3, 4), (3, 4,). "(3)" is an int in Python, not a tuple: refused. */
+static bool parse_shape(npy_cursor *c, npy_header *h) {
+    if (!accept(c, '(')) return cursor_fail(c, "'shape' must be a tuple like (3, 4)");
+    h->ndim = 0;
+    if (accept(c, ')')) return true;
+    for (;;) {
+        size_t dim;
+        if (!parse_dim(c, &dim)) return false;
+        if (h->ndim == MHA_MAX_DIMS) {
+            snprintf(c->err, sizeof c->err, "'shape' has more than %d dimensions; mha tensors have at most %d",
+                     MHA_MAX_DIMS, MHA_MAX_DIMS);
+            return false;
+        }
+        h->shape[h->ndim++] = dim;
+        bool comma = accept(c, ',');
+        if (accept(c, ')')) {
+            if (h->ndim == 1 && !comma) return cursor_fail(c, "'shape' (n) is not a tuple; numpy writes (n,)");
+            return true;
+        }
+        if (!comma) return cursor_fail(c, "expected ',' or ')' in 'shape'");
+    }
+}
+
+/* The whole header: the dict np.save writes, with exactly the keys descr, fortran_order and shape. */
+static bool parse_header(npy_cursor *c, npy_header *h) {
+    if (!accept(c, '{')) return cursor_fail(c, "expected '{' (the header is not a Python dict)");
+    while (!accept(c, '}')) {
+        char key[32];
+        if (!parse_string(c, key, sizeof key)) return false;
+        if (!accept(c, ':')) return cursor_fail(c, "expected ':' after a key");
+        bool *seen;
+        if (strcmp(key, "descr") == 0) {
+            seen = &h->have_descr;
+            skip_space(c);
+            if (c->p < c->end && *c->p == '[')
+                return cursor_fail(c, "'descr' is a list (a structured dtype), which mha does not read");
+            if (!parse_string(c, h->descr, sizeof h->descr)) return false;
+        } else if (strcmp(key, "fortran_order") == 0) {
+            seen = &h->have_fortran;
+            if (!parse_bool(c, &h->fortran_order)) return false;
+        } else if (strcmp(key, "shape") == 0) {
+            seen = &h->have_shape;
+            if (!parse_shape(c, h)) return false;
+        } else {
+            snprintf(c->err, sizeof c->err, "unknown key '%s' (numpy writes descr, fortran_order, shape)", key);
+            return false;
+        }
+        if (*seen) {
+            snprintf(c->err, sizeof c->err, "key '%s' appears twice", key);
+            return false;
+        }
+        *seen = true;
+        if (!accept(c, ',')) {
+            if (accept(c, '}')) break;
+            return cursor_fail(c, "expected ',' or '}' after a value");
+        }
+    }
+    skip_space(c);
+    if (c->p != c->end) return cursor_fail(c, "text after the closing '}'");
+    const char *missing = !h->have_descr ? "descr" : !h->have_fortran ? "fortran_order"
+                        : !h->have_shape ? "shape" : NULL;
+    if (missing) {
+        snprintf(c->err, sizeof c->err, "missing key '%s'", missing);
+        return false;
+    }
+    return true;
+}
+
+/* descr like '<f4', '>i2', '|b1', '|u1' -> kind, size, byte order; false with why otherwise. */
+static bool parse_descr(npy_dtype *dt, const char *descr, const char **why) {
+    const char *p = descr;
+    bool big = host_is_big_endian();
+    if (*p == '<') { big = false; p++; }
+    else if (*p == '>') { big = true; p++; }
+    else if (*p == '|' || *p == '=') p++;
+    char kind = *p ? *p++ : '\0';
+    size_t size = 0;
+    if (*p >= '1' && *p <= '9' && p[1] == '\0') size = (size_t)(*p - '0');
+    *why = "";
+    switch (kind) {
+    case 'c': *why = " (complex)"; return false;
+    case 'O': *why = " (Python objects)"; return false;
+    case 'U': case 'S': case 'a': *why = " (strings)"; return false;
+    case 'V': *why = " (raw bytes or records)"; return false;
+    case 'M': case 'm': *why = " (dates or time spans)"; return false;
+    case 'f': if (size == 2 || size == 4 || size == 8) break; return false;
+    case 'i': case 'u': if (size == 1 || size == 2 || size == 4 || size == 8) break; return false;
+    case 'b': if (size == 1) break; return false;
+    default: return false;
+    }
+    dt->kind = kind;
+    dt->size = size;
+    dt->big_endian = big;
+    return true;
+}
+
+/* IEEE 754 binary16 -> float: 1 sign, 5 exponent (bias 15), 10 fraction bits. */
+static float half_to_float(uint16_t h) {
+    int exponent = (h >> 10) & 0x1f;
+    float magnitude;
+    if (exponent == 0) magnitude = ldexpf((float)(h & 0x3ff), -24);            /* subnormal or zero */
+    else if (exponent == 31) magnitude = (h & 0x3ff) ? NAN : INFINITY;
+    else magnitude = ldexpf((float)((h & 0x3ff) | 0x400), exponent - 25);
+    return (h & 0x8000) ? -magnitude : magnitude;
+}
+
+/* One element at p (any alignment, the file's byte order) as a float. Bool reads as 0/1. */
+static float element_value(const unsigned char *p, const npy_dtype *dt) {
+    uint64_t bits = 0;
+    for (size_t i = 0; i < dt->size; i++) {
+        size_t shift = 8 * (dt->big_endian ? dt->size - 1 - i : i);
+        bits |= (uint64_t)p[i] << shift;
+    }
+    switch (dt->kind) {
+    case 'f':
+        if (dt->size == 2) return half_to_float((uint16_t)bits);
+        if (dt->size == 4) { uint32_t b32 = (uint32_t)bits; float f; memcpy(&f, &b32, 4); return f; }
+        { double d; memcpy(&d, &bits, 8); return (float)d; }
+    case 'i': {
+        if (dt->size < 8 && (bits >> (8 * dt->size - 1)) & 1)
+            bits |= ~(uint64_t)0 << (8 * dt->size);                        /* sign-extend */
+        int64_t v;
+        memcpy(&v, &bits, 8);
+        return (float)v;
+    }
+    case 'u': return (float)bits;
+    default:  return bits ? 1.0f : 0.0f;  /* 'b': numpy writes 0/1; any non-zero byte is true */
+    }
+}
+
+/* Fill out (C order, numel elements) from data (the file's order). */
+static void convert_data(mha_tensor *out, const unsigned char *data, const npy_dtype *dt, const npy_header *h) {
+    size_t n = mha_numel(out);
+    if (n == 0) return;
+    /* source element stride of each output dim: C order, or Fortran (first index fastest) */
+    size_t src_stride[MHA_MAX_DIMS];
+    size_t step = 1;
+    for (size_t k = 0; k < h->ndim; k++) {
+        size_t d = h->fortran_order ? k : h->ndim - 1 - k;
+        src_stride[d] = step;
+        step *= h->shape[d];
+    }
+    size_t index[MHA_MAX_DIMS] = {0};
+    size_t src = 0;
+    float *f = out->dtype == MHA_FLOAT32 ? mha_f32(out) : NULL;
+    bool *b = out->dtype == MHA_BOOL ? mha_bool(out) : NULL;
+    bool plain_f32 = !h->fortran_order && dt->kind == 'f' && dt->size == 4 && dt->big_endian == host_is_big_endian();
+    if (plain_f32) { memcpy(f, data, n * 4); return; }
+    for (size_t i = 0; i < n; i++) {
+        float v = element_value(data + src * dt->size, dt);
+        if (f) f[i] = v; else b[i] = v != 0.0f;
+        /* next C-order index, carrying into the slower dims */
+        for (size_t d = h->ndim; d-- > 0;) {
+            src += src_stride[d];
+            if (++index[d] < h->shape[d]) break;
+            src -= src_stride[d] * index[d];
+            index[d] = 0;
+        }
+    }
+}
+
+static mha_status parse_named(mha_tensor *out, const unsigned char *bytes, size_t nbytes, const npy_source *from) {
+    const char *fn = from->fname, *what = from->what;
+    if (nbytes < NPY_MAGIC_LEN || memcmp(bytes, NPY_MAGIC, NPY_MAGIC_LEN) != 0)
+        return mha_fail(MHA_E_FORMAT, "%s: %s: not a .npy file (it does not start with \\x93NUMPY)", fn, what);
+    if (nbytes < NPY_MAGIC_LEN + 2)
+        return mha_fail(MHA_E_FORMAT, "%s: %s: truncated after the magic string (%zu bytes)", fn, what, nbytes);
+    unsigned major = bytes[6], minor = bytes[7];
+    if ((major != 1 && major != 2 && major != 3) || minor != 0)
+        return mha_fail(MHA_E_FORMAT, "%s: %s: unknown .npy format version %u.%u (mha reads 1.0, 2.0 and 3.0)",
+                        fn, what, major, minor);
+    size_t len_bytes = major == 1 ? 2 : 4;
+    size_t preamble = NPY_MAGIC_LEN + 2 + len_bytes;
+    if (nbytes < preamble)
+        return mha_fail(MHA_E_FORMAT, "%s: %s: truncated: %zu bytes, the header length needs %zu",
+                        fn, what, nbytes, preamble);
+    size_t header_len = 0;
+    for (size_t i = 0; i < len_bytes; i++) header_len |= (size_t)bytes[8 + i] << (8 * i);
+    if (header_len > nbytes - preamble)
+        return mha_fail(MHA_E_FORMAT, "%s: %s: truncated header: header length %zu runs past the end of the "
+                        "file (%zu bytes after the preamble)", fn, what, header_len, nbytes - preamble);
+
+    npy_header h = {0};
+    npy_cursor c = {.start = (const char *)bytes + preamble, .allow_long_suffix = major < 3};
+    c.p = c.start;
+    c.end = c.start + header_len;
+    if (!parse_header(&c, &h))
+        return mha_fail(MHA_E_FORMAT, "%s: %s: header is not the dict numpy writes: %s", fn, what, c.err);
+    npy_dtype dt;
+    const char *why;
+    if (!parse_descr(&dt, h.descr, &why))
+        return mha_fail(MHA_E_FORMAT, "%s: %s: unsupported dtype '%s'%s; mha reads float (f2 f4 f8), int and uint "
+                        "(1, 2, 4, 8 bytes) and bool (b1)", fn, what, h.descr, why);
+
+    char shape[MHA_MAX_DIMS * 22 + 4];
+    dims_str(shape, sizeof shape, h.ndim, h.shape);
+    size_t numel = 1;
+    bool overflow = false;
+    for (size_t d = 0; d < h.ndim; d++) {
+        if (h.shape[d] == 0) { numel = 0; overflow = false; break; }  /* a 0 anywhere: no elements */
+        if (numel > SIZE_MAX / h.shape[d]) overflow = true;
+        else numel *= h.shape[d];
+    }
+    if (overflow || numel > SIZE_MAX / dt.size)
+        return mha_fail(MHA_E_FORMAT, "%s: %s: shape %s has more elements than size_t can count", fn, what, shape);
+    size_t need = numel * dt.size;
+    size_t have = nbytes - preamble - header_len;
+    if (have < need)
+        return mha_fail(MHA_E_FORMAT, "%s: %s: truncated data: %zu bytes, shape %s of '%s' needs %zu",
+                        fn, what, have, shape, h.descr, need);
+    if (have > need)
+        return mha_fail(MHA_E_FORMAT, "%s: %s: %zu bytes after the data of shape %s of '%s' (two arrays saved "
+                        "into one file?)", fn, what, have - need, shape, h.descr);
+
+    mha_status st = mha_empty(out, dt.kind == 'b' ? MHA_BOOL : MHA_FLOAT32, h.ndim, h.shape);
+    if (st != MHA_OK) return st;
+    convert_data(out, bytes + preamble + header_len, &dt, &h);
+    return MHA_OK;
+}
+
+mha_status mha_npy_parse(mha_tensor *out, const void *bytes, size_t nbytes) {
+    const npy_source from = {"npy_parse", "<memory>"};
+    if (bytes == NULL && nbytes != 0)
+        return mha_fail(MHA_E_ARG, "npy_parse: bytes is NULL but nbytes is %zu", nbytes);
+    return parse_named(out, bytes ? bytes : "", nbytes, &from);
+}
+
+mha_status mha_npy_load(mha_tensor *out, const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (f == NULL) return mha_fail(MHA_E_IO, "load: cannot open '%s': %s", path, strerror(errno));
+    struct stat st_file;
+    if (fstat(fileno(f), &st_file) != 0) {
+        int err = errno;
+        fclose(f);
+        return mha_fail(MHA_E_IO, "load: cannot read '%s': %s", path, strerror(err));
+    }
+    if (!S_ISREG(st_file.st_mode)) {
+        bool dir = S_ISDIR(st_file.st_mode);
+        fclose(f);
+        return mha_fail(MHA_E_IO, "load: cannot read '%s': %s", path, dir ? "it is a directory" : "not a regular file");
+    }
+    if ((uintmax_t)st_file.st_size > SIZE_MAX) {
+        fclose(f);
+        return mha_fail(MHA_E_NOMEM, "load: '%s' is too large to read into memory", path);
+    }
+    size_t nbytes = (size_t)st_file.st_size;
+    unsigned char *bytes = mha_alloc(nbytes ? nbytes : 1);
+    if (bytes == NULL) {
+        fclose(f);
+        return mha_fail(MHA_E_NOMEM, "load: '%s': cannot allocate %zu bytes to read it", path, nbytes);
+    }
+    size_t got = fread(bytes, 1, nbytes, f);
+    bool failed = ferror(f) != 0;
+    fclose(f);
+    if (failed || got != nbytes) {
+        mha_free(bytes, nbytes ? nbytes : 1);
+        return mha_fail(MHA_E_IO, "load: cannot read '%s': read %zu of %zu bytes", path, got, nbytes);
+    }
+    char what[4096];
+    snprintf(what, sizeof what, "'%s'", path);
+    const npy_source from = {"load", what};
+    mha_status st = parse_named(out, bytes, nbytes, &from);
+    mha_free(bytes, nbytes ? nbytes : 1);
+    return st;
+}
+
+/* The header np.save (numpy 1.24) writes for a C-order array: the dict with sorted keys and the repr of
+ * the shape tuple, NPY_GROWTH - len(repr(shape[0])) spaces of room to grow, then spaces and '\n' up to
+ * the next 64-byte boundary. Version 1.0 unless the header is too long for its uint16 length. */
+static size_t build_header(unsigned char *buf, size_t n, const char *descr, size_t ndim, const size_t *shape) {
+    char dict[MHA_MAX_DIMS * 24 + 128];
+    size_t len = (size_t)snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': (", descr);
+    for (size_t d = 0; d < ndim; d++)
+        len += (size_t)snprintf(dict + len, sizeof dict - len, d ? ", %zu" : "%zu", shape[d]);
+    len += (size_t)snprintf(dict + len, sizeof dict - len, "%s), }", ndim == 1 ? "," : "");
+    if (ndim > 0) {
+        int digits = snprintf(NULL, 0, "%zu", shape[0]);
+        for (int i = digits; i < NPY_GROWTH; i++) dict[len++] = ' ';
+    }
+    unsigned major = 1;
+    size_t prefix = NPY_MAGIC_LEN + 2 + 2;
+    size_t hlen = len + 1;                              /* with the final '\n' */
+    size_t pad = NPY_ALIGN - (prefix + hlen) % NPY_ALIGN;
+    if (hlen + pad > 65535) {
+        major = 2;
+        prefix = NPY_MAGIC_LEN + 2 + 4;
+        pad = NPY_ALIGN - (prefix + hlen) % NPY_ALIGN;
+    }
+    size_t total = prefix + hlen + pad;
+    if (total > n) return 0;
+    memcpy(buf, NPY_MAGIC, NPY_MAGIC_LEN);
+    buf[6] = (unsigned char)major;
+    buf[7] = 0;
+    size_t header_len = hlen + pad;
+    for (size_t i = 0; i < prefix - 8; i++) buf[8 + i] = (unsigned char)(header_len >> (8 * i));
+    memcpy(buf + prefix, dict, len);
+    memset(buf + prefix + len, ' ', pad);
+    buf[total - 1] = '\n';
+    return total;
+}
+
+/* Write a contiguous tensor's data as little-endian float32 or 0/1 bytes, a block at a time. */
+static bool write_data(FILE *f, const mha_tensor *t) {
+    size_t n = mha_numel(t);
+    unsigned char block[4096];
+    if (t->dtype == MHA_BOOL) {
+        const bool *b = mha_bool(t);
+        for (size_t i = 0; i < n;) {
+            size_t k = 0;
+            for (; k < sizeof block && i < n; k++, i++) block[k] = b[i] ? 1 : 0;
+            if (fwrite(block, 1, k, f) != k) return false;
+        }
+        return true;
+    }
+    const float *x = mha_f32(t);
+    for (size_t i = 0; i < n;) {
+        size_t k = 0;
+        for (; k + 4 <= sizeof block && i < n; k += 4, i++) {
+            uint32_t bits;
+            memcpy(&bits, &x[i], 4);
+            for (size_t j = 0; j < 4; j++) block[k + j] = (unsigned char)(bits >> (8 * j));
+        }
+        if (fwrite(block, 1, k, f) != k) return false;
+    }
+    return true;
+}
+
+mha_status mha_npy_save(const char *path, const mha_tensor *t) {
+    if (t == NULL || t->storage == NULL)
+        return mha_fail(MHA_E_ARG, "save: '%s': the tensor is empty (released or never filled)", path);
+    unsigned char header[1024];
+    size_t header_len = build_header(header, sizeof header, t->dtype == MHA_BOOL ? "|b1" : "<f4", t->ndim, t->shape);
+    if (header_len == 0) return mha_fail(MHA_E_ARG, "save: '%s': header does not fit its buffer", path);
+    mha_tensor c = MHA_TENSOR_EMPTY;
+    mha_status st = mha_contiguous(&c, t);
+    if (st != MHA_OK) return st;
+    FILE *f = fopen(path, "wb");
+    if (f == NULL) {
+        int err = errno;
+        mha_release(&c);
+        return mha_fail(MHA_E_IO, "save: cannot open '%s' for writing: %s", path, strerror(err));
+    }
+    bool ok = fwrite(header, 1, header_len, f) == header_len && write_data(f, &c);
+    int err = ok ? 0 : errno;
+    if (fclose(f) != 0 && ok) { ok = false; err = errno; }
+    mha_release(&c);
+    if (!ok) return mha_fail(MHA_E_IO, "save: cannot write '%s': %s", path, err ? strerror(err) : "write failed");
+    return MHA_OK;
+}
