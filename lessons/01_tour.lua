@@ -1,0 +1,118 @@
+-- lessons/01_tour.lua - a tour: what attention computes, on three tokens, in one screen.
+return lesson{
+    name = "tour", seed = 1,
+    title = {en = "A tour of attention", zh = "注意力速览"},
+    summary = {en = "what attention computes, on three tokens, in one screen",
+               zh = "用三个词元、一屏内容看注意力算了什么"},
+
+    step{
+        title = {en = "Three tokens", zh = "三个词元"},
+        text = {
+            en = [[
+A sentence reaches attention as a matrix X: one row per token, one column per feature. Here L = 3 tokens
+and E = 4 features (the *embedding dimension*, d_model in the papers). Attention will let every token
+look at every other token and take a mix of what it finds.]],
+            zh = [[
+句子进入注意力层时是一个矩阵 X：每个词元一行，每个特征一列。这里有 L = 3 个词元，E = 4 个特征（*嵌入维度*，
+论文里叫 d_model）。注意力让每个词元去看所有词元，并把看到的内容按比例混合起来。]],
+        },
+        code = [[
+tokens = {"the", "cat", "sat"}
+X = mha.tensor{{1.0, 0.0, 1.0, 0.0},
+               {0.0, 2.0, 0.0, 2.0},
+               {1.0, 1.0, 1.0, 1.0}}
+show(X, {rows = tokens, title = "X (L=3, E=4)"})]],
+    },
+
+    step{
+        title = {en = "Attention in one call", zh = "一次调用算出注意力"},
+        text = {
+            en = [[
+Each token asks a *query* and offers a *key* and a *value*. Here we take Q = K = V = X (the next lessons
+add the learned projections). Attention computes
+
+    weights = softmax(Q·Kᵀ/√d_k)      (L×L: how much token i looks at token j)
+    out     = weights·V               (L×E: each row a weighted mix of the rows of V)
+
+d_k = 4 is the length of a query. Read a row of `weights`: it is how one token spreads its attention.]],
+            zh = [[
+每个词元提出一个*查询*（query），并提供一个*键*（key）和一个*值*（value）。这里先取 Q = K = V = X
+（后面的课会加上学习得到的投影）。注意力计算
+
+    weights = softmax(Q·Kᵀ/√d_k)      （L×L：词元 i 看词元 j 的程度）
+    out     = weights·V               （L×E：每行是 V 各行的加权混合）
+
+d_k = 4 是查询向量的长度。读 `weights` 的一行：那就是一个词元如何分配它的注意力。]],
+        },
+        code = [[
+Q, K, V = X, X, X
+out, weights = mha.scaled_dot_product_attention(Q, K, V)
+show(weights, {rows = tokens, cols = tokens, title = "weights = softmax(Q·Kᵀ/√4)"})
+show(out, {rows = tokens, title = "out = weights·V"})]],
+    },
+
+    step{
+        title = {en = "Every row is a distribution", zh = "每一行都是一个概率分布"},
+        text = {
+            en = [[
+Softmax makes each row of `weights` positive and sum to 1, so every output row is an *average* of the
+value rows, weighted by how well the query matched each key. "cat" has the largest vector, so it
+matches every query best and every token borrows most from it.]],
+            zh = [[
+softmax 让 `weights` 的每一行都为正且和为 1，所以每个输出行都是值向量的*加权平均*，权重取决于查询与各个键
+的匹配程度。"cat" 的向量最大，与每个查询都最匹配，所以每个词元都从它那里借得最多。]],
+        },
+        code = [[
+show(weights:sum(2), {rows = tokens, title = "weights:sum(2): one per row"})
+plot.heatmap(weights, {rows = tokens, cols = tokens, title = "attention weights", values = true})]],
+    },
+
+    step{
+        title = {en = "Many heads at once", zh = "多个头同时计算"},
+        text = {
+            en = [[
+*Multi-head* attention runs several attentions side by side, each on its own learned projection of X
+(a smaller space of E/H features), then joins their outputs and mixes them with one more matrix W^O.
+mha.MultiheadAttention is the same layer as PyTorch's nn.MultiheadAttention. With 2 heads each head
+has its own L×L weights; they differ because their projections differ.
+
+The next lessons take this apart: dot products by hand (2), projections (3), scaling (4), softmax (5),
+masks (6), splitting into heads (7), the whole layer (8), its cost (9), residual and position (10),
+cross-attention (11), and a check of a textbook's worked example (12).]],
+            zh = [[
+*多头*注意力把几个注意力并排运行，每个头作用在 X 的一个自己学到的投影上（一个 E/H 维的较小空间），
+然后把各头的输出拼接起来，再用一个矩阵 W^O 混合。mha.MultiheadAttention 与 PyTorch 的
+nn.MultiheadAttention 是同一个层。两个头各有自己的 L×L 权重；它们不同，因为各自的投影不同。
+
+后面的课会把它逐一拆开：手算点积（2）、投影（3）、缩放（4）、softmax（5）、掩码（6）、拆分成多个头（7）、
+完整的层（8）、计算量（9）、残差与位置（10）、交叉注意力（11），以及核对一本教材的算例（12）。]],
+        },
+        code = [[
+layer = mha.MultiheadAttention{embed_dim = 4, num_heads = 2}
+out2, head_weights = layer:forward(X, X, X, {average_attn_weights = false})
+show(head_weights, {rows = tokens, cols = tokens, dims = {"head", "query", "key"}, title = "weights per head"})
+show(out2, {rows = tokens, title = "multi-head output"})
+plot.heads(head_weights, {tokens = tokens, title = "two heads"})]],
+    },
+
+    exercise{
+        title = {en = "One output row by hand", zh = "手算一行输出"},
+        prompt = {
+            en = [[
+Compute the output row of "cat" yourself: the weighted sum of the rows of V with the weights in row 2
+of `weights`. (weights:select(1, 2) is that row, a vector of 3; a vector times a matrix is :matmul.)]],
+            zh = [[
+自己算出 "cat" 的输出行：用 `weights` 第 2 行的权重对 V 的各行加权求和。
+（weights:select(1, 2) 就是那一行，长度为 3 的向量；向量乘矩阵用 :matmul。）]],
+        },
+        solution = [[weights:select(1, 2):matmul(V)]],
+        mistakes = {
+            mistake{wrong = [[V:select(1, 2)]],
+                hint = {en = "that is cat's own value row; attention mixes ALL the value rows, weighted by row 2 of weights",
+                        zh = "这是 cat 自己的值向量；注意力要按 weights 第 2 行的权重混合所有的值向量"}},
+            mistake{wrong = [[weights:select(2, 2):matmul(V)]],
+                hint = {en = "you took column 2 of weights (how much each token looks AT cat); cat's own weights are row 2: select(1, 2)",
+                        zh = "你取的是 weights 的第 2 列（各词元看 cat 的程度）；cat 自己的权重是第 2 行：select(1, 2)"}},
+        },
+    },
+}

@@ -1,0 +1,1013 @@
+-- lua/lesson.lua - module "mha.lesson": the lesson format (lesson, step, exercise, mistake), the runner
+-- that steps through a lesson at the prompt or replays it in batch mode, exercise checking, text wrapping.
+--
+-- A lesson file (lessons/NN_name.lua) is a Lua chunk that returns one lesson; lesson, step, exercise and
+-- mistake are in scope while it loads:
+--
+--     return lesson{
+--         name = "dot_product", seed = 2,
+--         title   = {en = "Dot-product attention", zh = "点积注意力"},
+--         summary = {en = "scores, softmax, weighted sum", zh = "分数、softmax、加权和"},
+--         step{ title = {en = ..., zh = ...}, text = {en = [[...]], zh = [[...]]},
+--               code = [[ scores = Q:matmul(K:transpose(1, 2)); show(scores, {rows = tokens}) ]] },
+--         exercise{ title = {...}, prompt = {en = ..., zh = ...}, solution = [[ softmax(scores, -1) ]],
+--                   mistakes = { mistake.softmax_axis, mistake{wrong = [[softmax(scores, 1)]], hint = {...}} } },
+--     }
+--
+-- Step code runs in the REPL's global environment, so the student keeps Q, K, weights... between steps.
+-- :back and :goto replay the earlier steps quietly from the lesson's seed, so state is never stale.
+
+local M = {}
+
+local unpack = table.unpack
+
+-- ---------------------------------------------------------------------------------------------
+-- Language: --lang, then MHA_LANG, then LANG (zh* -> zh), else English.
+-- ---------------------------------------------------------------------------------------------
+
+M.languages = {en = true, zh = true}
+
+function M.choose_lang(requested)
+    for _, candidate in ipairs({requested, os.getenv("MHA_LANG")}) do
+        if candidate and candidate ~= "" then
+            local lang = candidate:lower():sub(1, 2)
+            if M.languages[lang] then return lang end
+        end
+    end
+    local env = os.getenv("LANG") or ""
+    if env:lower():match("^zh") then return "zh" end
+    return "en"
+end
+
+-- The runner's own words, in both languages.
+local words = {
+    en = {
+        step = "step", exercise = "Exercise", of_lesson = "lesson",
+        ask = "Answer with answer(value) or :answer EXPR; :solution shows the lesson's own answer, Enter goes on.",
+        batch_answer = "(batch mode: answered with the lesson's own solution)",
+        correct = "correct", not_yet = "not yet",
+        skipped = "(exercise skipped; :solution shows the answer)",
+        the_end = "End of the lesson. :lessons lists the others; :restart starts this one again.",
+        next_hint = "Enter (or :next) runs the next step; :back, :goto K, :run, :restart.",
+        no_lesson = "no lesson is open: :lessons lists them, :open NAME opens one",
+        no_exercise = "there is no exercise to answer at this step",
+        replaying = function(k, seed) return string.format("(replaying steps 1-%d from seed %d)", k, seed) end,
+        solution = "solution",
+        error_in_step = "error in step %d",
+        lessons = "Lessons (:open NAME or NUMBER):",
+    },
+    zh = {
+        step = "第", exercise = "练习", of_lesson = "课",
+        ask = "用 answer(值) 或 :answer 表达式 作答；:solution 显示本课的答案，回车继续。",
+        batch_answer = "（批处理模式：用本课自带的答案作答）",
+        correct = "正确", not_yet = "还不对",
+        skipped = "（跳过了练习；:solution 显示答案）",
+        the_end = "本课结束。:lessons 列出其他课程；:restart 从头再来。",
+        next_hint = "回车（或 :next）运行下一步；:back、:goto K、:run、:restart。",
+        no_lesson = "没有打开的课程：:lessons 列出课程，:open 名称 打开一课",
+        no_exercise = "这一步没有要回答的练习",
+        replaying = function(k, seed) return string.format("（从种子 %d 重放第 1-%d 步）", seed, k) end,
+        solution = "答案",
+        error_in_step = "第 %d 步出错",
+        lessons = "课程（:open 名称或编号）：",
+    },
+}
+
+-- ---------------------------------------------------------------------------------------------
+-- Text: display width (CJK counts 2), wrapping that may break between CJK characters, and the small
+-- markup lesson texts use: "# heading", "- item", blank line = new paragraph, a line indented by two
+-- or more spaces is kept as it is (formulas, tables), `code` and *emphasis* are kept as written
+-- (emphasis is drawn bold on a colour terminal).
+-- ---------------------------------------------------------------------------------------------
+
+-- East Asian Wide and Fullwidth ranges (Unicode 15, the blocks lessons use) and zero-width marks.
+local wide_ranges = {
+    {0x1100, 0x115F}, {0x2E80, 0x303E}, {0x3041, 0x33FF}, {0x3400, 0x4DBF}, {0x4E00, 0x9FFF},
+    {0xA000, 0xA4CF}, {0xAC00, 0xD7A3}, {0xF900, 0xFAFF}, {0xFE30, 0xFE4F}, {0xFF00, 0xFF60},
+    {0xFFE0, 0xFFE6}, {0x1F300, 0x1F64F}, {0x1F900, 0x1F9FF}, {0x20000, 0x3FFFD},
+}
+local function is_wide(cp)
+    if cp < 0x1100 then return false end
+    for _, r in ipairs(wide_ranges) do
+        if cp >= r[1] and cp <= r[2] then return true end
+    end
+    return false
+end
+local function is_zero_width(cp)
+    return (cp >= 0x0300 and cp <= 0x036F) or cp == 0x200B or (cp >= 0xFE00 and cp <= 0xFE0F)
+end
+
+local function char_width(cp)
+    if is_zero_width(cp) then return 0 end
+    return is_wide(cp) and 2 or 1
+end
+
+-- Display width of a UTF-8 string; invalid bytes count one column each.
+function M.width(s)
+    local w = 0
+    local ok = pcall(function()
+        for _, cp in utf8.codes(s) do w = w + char_width(cp) end
+    end)
+    if not ok then return #s end
+    return w
+end
+
+-- Characters that may not start a line (closing punctuation) or end one (opening punctuation).
+local no_break_before = {}
+for _, c in utf8.codes("，。、；：？！）」』》〉】”’…%,.;:!?)]}·") do no_break_before[c] = true end
+local no_break_after = {}
+for _, c in utf8.codes("（「『《〈【“‘([{") do no_break_after[c] = true end
+
+-- Splits one paragraph into atoms {text, width, space (a space came before it), glue (no break before)}:
+-- a run of non-space, non-wide characters is one atom; each wide (CJK) character is an atom of its own.
+local function atoms_of(paragraph)
+    local atoms = {}
+    local current, current_w, pending_space = {}, 0, false
+    local function flush()
+        if #current > 0 then
+            atoms[#atoms + 1] = {text = table.concat(current), width = current_w, space = pending_space}
+            current, current_w, pending_space = {}, 0, false
+        end
+    end
+    for _, cp in utf8.codes(paragraph) do
+        local ch = utf8.char(cp)
+        if ch == " " or ch == "\t" or ch == "\n" then
+            flush()
+            pending_space = #atoms > 0
+        elseif is_wide(cp) and not no_break_before[cp] then
+            flush()
+            atoms[#atoms + 1] = {text = ch, width = 2, space = pending_space}
+            pending_space = false
+        elseif no_break_before[cp] and #current == 0 and #atoms > 0 and not pending_space then
+            -- closing punctuation right after a CJK character: glue it to that character
+            local last = atoms[#atoms]
+            last.text, last.width = last.text .. ch, last.width + char_width(cp)
+        else
+            current[#current + 1] = ch
+            current_w = current_w + char_width(cp)
+        end
+    end
+    flush()
+    -- no break after opening punctuation
+    for i = 2, #atoms do
+        local prev = atoms[i - 1].text
+        local last_cp = utf8.codepoint(prev, utf8.offset(prev, -1))
+        if no_break_after[last_cp] and not atoms[i].space then atoms[i].glue = true end
+    end
+    return atoms
+end
+
+-- Wraps one paragraph to `width` columns; every line starts with `first` (the first line) or `rest`.
+function M.wrap(paragraph, width, first, rest)
+    first, rest = first or "", rest or first or ""
+    local lines = {}
+    local line, line_w = first, M.width(first)
+    local empty = true
+    local atoms = atoms_of(paragraph)
+    local i = 1
+    while i <= #atoms do
+        -- gather atoms glued together (no break allowed between them)
+        local group, group_w = {atoms[i]}, atoms[i].width
+        local j = i + 1
+        while j <= #atoms and atoms[j].glue do
+            group[#group + 1] = atoms[j]
+            group_w = group_w + (atoms[j].space and 1 or 0) + atoms[j].width
+            j = j + 1
+        end
+        local sep = (not empty and atoms[i].space) and 1 or 0
+        if not empty and line_w + sep + group_w > width then
+            lines[#lines + 1] = line
+            line, line_w, empty, sep = rest, M.width(rest), true, 0
+        end
+        for k, atom in ipairs(group) do
+            local s = (k == 1) and (sep == 1 and " " or "") or (atom.space and " " or "")
+            line = line .. s .. atom.text
+        end
+        line_w = line_w + sep + group_w
+        empty = false
+        i = j
+    end
+    if not empty or #lines == 0 then lines[#lines + 1] = line end
+    return lines
+end
+
+local function rule(width, title)
+    local head = "── " .. title .. " "
+    return head .. string.rep("─", math.max(3, width - M.width(head)))
+end
+
+-- Renders a lesson text (the markup above) to a list of lines of at most `width` columns.
+function M.render(text, width)
+    local out = {}
+    local paragraph = {}
+    local function flush()
+        if #paragraph > 0 then
+            for _, l in ipairs(M.wrap(table.concat(paragraph, " "), width)) do out[#out + 1] = l end
+            paragraph = {}
+        end
+    end
+    local raw = text:gsub("^%s*\n", ""):gsub("%s+$", "")
+    for line in (raw .. "\n"):gmatch("(.-)\n") do
+        local heading = line:match("^#+%s+(.*)$")
+        local item = line:match("^%s?[-•]%s+(.*)$")
+        if line:match("^%s*$") then
+            flush()
+            if #out > 0 and out[#out] ~= "" then out[#out + 1] = "" end
+        elseif heading then
+            flush()
+            out[#out + 1] = heading
+            out[#out + 1] = string.rep("─", M.width(heading))
+        elseif item then
+            flush()
+            for _, l in ipairs(M.wrap(item, width, "• ", "  ")) do out[#out + 1] = l end
+        elseif line:match("^  ") then
+            flush()
+            out[#out + 1] = line
+        else
+            paragraph[#paragraph + 1] = line
+        end
+    end
+    flush()
+    return out
+end
+
+-- ---------------------------------------------------------------------------------------------
+-- Output: everything the runner prints goes through say_line, so quiet replays can silence it.
+-- ---------------------------------------------------------------------------------------------
+
+local session -- the open lesson; nil when none
+
+local function write(...) io.stdout:write(...) end
+local function say_line(s) write(s, "\n") end
+
+local function columns()
+    if session and session.batch then return 80 end
+    local ok, term = pcall(require, "mha.term")
+    if ok and term.isatty and term.isatty(1) and term.columns then
+        local c = term.columns()
+        if c and c >= 40 then return math.min(c, 100) end
+    end
+    return 80
+end
+
+local function use_color()
+    if session and session.batch then return false end
+    local nc = os.getenv("NO_COLOR")
+    if nc and nc ~= "" then return false end
+    local ok, term = pcall(require, "mha.term")
+    return ok and term.isatty and term.isatty(1) or false
+end
+
+local function emphasize(line)
+    if not use_color() then return line end
+    line = line:gsub("%*%*(.-)%*%*", "\27[1m%1\27[0m")
+    return (line:gsub("%*([^%*%s][^%*]-)%*", "\27[1m%1\27[0m"))
+end
+
+-- Picks the session's language out of a {en=, zh=} table (a plain string is taken as it is).
+local function tr(t, lang)
+    if type(t) ~= "table" then return t end
+    return t[lang or (session and session.lang) or "en"] or t.en
+end
+M.tr = tr
+
+-- ---------------------------------------------------------------------------------------------
+-- The lesson format: constructors used inside lesson files, and validation.
+-- ---------------------------------------------------------------------------------------------
+
+local Step, Exercise, Mistake = {}, {}, {}
+
+function M.step(t) t.kind = "step"; return setmetatable(t, Step) end
+function M.exercise(t) t.kind = "exercise"; return setmetatable(t, Exercise) end
+
+-- mistake{wrong = [[expr]], hint = {...}}: the student's answer equals the value of expr (a classic
+-- wrong computation). mistake{error = "pattern", hint = {...}}: evaluating the answer raised an error
+-- matching pattern. mistake{test = function(got, expected) -> bool}: a property of the answer.
+M.mistake = setmetatable({}, {__call = function(_, t) return setmetatable(t, Mistake) end})
+
+function M.lesson(t)
+    t.steps = t.steps or {}
+    for _, s in ipairs(t) do t.steps[#t.steps + 1] = s end
+    for i = #t, 1, -1 do t[i] = nil end
+    return t
+end
+
+-- Every text of a lesson must exist in every language; returns nil or a message naming what is missing.
+function M.validate(lesson, origin)
+    local problems = {}
+    local function need(t, what)
+        for lang in pairs(M.languages) do
+            if type(t) ~= "table" or type(t[lang]) ~= "string" or t[lang]:match("^%s*$") then
+                problems[#problems + 1] = string.format("%s: %s has no '%s' text", origin, what, lang)
+            end
+        end
+    end
+    if type(lesson) ~= "table" or type(lesson.steps) ~= "table" then
+        return origin .. ": the file must return lesson{...}"
+    end
+    if type(lesson.name) ~= "string" then problems[#problems + 1] = origin .. ": lesson has no name" end
+    need(lesson.title, "the title")
+    need(lesson.summary, "the summary")
+    if #lesson.steps == 0 then problems[#problems + 1] = origin .. ": lesson has no steps" end
+    for i, s in ipairs(lesson.steps) do
+        local where = "step " .. i
+        need(s.title, where .. "'s title")
+        if s.kind == "exercise" then
+            need(s.prompt, where .. "'s prompt")
+            if s.solution == nil then problems[#problems + 1] = origin .. ": " .. where .. " has no solution" end
+            for j, m in ipairs(s.mistakes or {}) do need(m.hint, where .. "'s mistake " .. j .. " hint") end
+        elseif s.kind == "step" then
+            need(s.text, where .. "'s text")
+        else
+            problems[#problems + 1] = origin .. ": " .. where .. " is neither step{} nor exercise{}"
+        end
+        for _, field in ipairs({"code", "setup"}) do
+            if s[field] and not load(s[field], "=" .. where) then
+                local _, err = load(s[field], "=" .. where)
+                problems[#problems + 1] = origin .. ": " .. err
+            end
+        end
+    end
+    if #problems > 0 then return table.concat(problems, "\n") end
+    return nil
+end
+
+-- ---------------------------------------------------------------------------------------------
+-- Finding and loading lesson files.
+-- ---------------------------------------------------------------------------------------------
+
+-- Where lessons are looked for: $MHA_LESSONS, ./lessons, and lessons/ beside the binary's directory.
+function M.dirs()
+    local dirs = {}
+    local env = os.getenv("MHA_LESSONS")
+    if env and env ~= "" then dirs[#dirs + 1] = env end
+    dirs[#dirs + 1] = "lessons"
+    local exe = rawget(_G, "arg") and arg[0]
+    if exe then
+        local dir = exe:match("^(.*)/[^/]*$")
+        if dir then
+            dirs[#dirs + 1] = dir .. "/../lessons"
+            dirs[#dirs + 1] = dir .. "/../../lessons"
+        end
+    end
+    return dirs
+end
+
+-- The lesson files of the first directory that has any, sorted: {{number=1, name="tour", path=...}}.
+function M.files()
+    for _, dir in ipairs(M.dirs()) do
+        local found = {}
+        local p = io.popen('ls -1 "' .. dir:gsub('"', '\\"') .. '" 2>/dev/null')
+        if p then
+            for f in p:lines() do
+                local num, name = f:match("^(%d+)_([%w_]+)%.lua$")
+                if num then
+                    found[#found + 1] = {number = tonumber(num), name = name, file = f, path = dir .. "/" .. f}
+                end
+            end
+            p:close()
+        end
+        if #found > 0 then
+            table.sort(found, function(a, b) return a.number < b.number end)
+            return found, dir
+        end
+    end
+    return {}, nil
+end
+
+local function lesson_env()
+    return setmetatable({lesson = M.lesson, step = M.step, exercise = M.exercise, mistake = M.mistake},
+        {__index = _G})
+end
+
+-- Loads and validates one lesson file; returns lesson or nil, message.
+function M.load(path)
+    local chunk, err = loadfile(path, "t", lesson_env())
+    if not chunk then return nil, err end
+    local ok, lesson = pcall(chunk)
+    if not ok then return nil, path .. ": " .. tostring(lesson) end
+    local problem = M.validate(lesson, path)
+    if problem then return nil, problem end
+    lesson.path = path
+    return lesson
+end
+
+-- Finds a lesson by number ("2", 2), file-name part ("dot_product"), or file name ("02_dot_product").
+function M.find(which)
+    local files, dir = M.files()
+    if #files == 0 then
+        return nil, "no lessons found (looked in " .. table.concat(M.dirs(), ", ") .. "; set MHA_LESSONS)"
+    end
+    local key = tostring(which):gsub("%.lua$", "")
+    for _, f in ipairs(files) do
+        if tostring(f.number) == key:gsub("^0+(%d)", "%1") or f.name == key or f.file == key .. ".lua" then
+            return f
+        end
+    end
+    local names = {}
+    for _, f in ipairs(files) do names[#names + 1] = string.format("%02d_%s", f.number, f.name) end
+    return nil, string.format("no lesson '%s' in %s; there are: %s", key, dir, table.concat(names, ", "))
+end
+
+-- ---------------------------------------------------------------------------------------------
+-- Exercise checking. Answers and solutions are numbers, booleans, strings, lists (a shape {3,4}),
+-- nested tables of numbers, or tensors; they are compared as (shape, flat values) within a tolerance.
+-- ---------------------------------------------------------------------------------------------
+
+local function is_tensor(v)
+    local mt = getmetatable(v)
+    return type(v) == "userdata" and type(mt) == "table" and mt.__name == "mha.Tensor"
+end
+
+local function flatten_table(t, shape, data, depth)
+    if type(t) ~= "table" then
+        if type(t) == "boolean" then t = t and 1 or 0 end
+        if type(t) ~= "number" then return nil, "it contains a " .. type(t) end
+        data[#data + 1] = t
+        return true
+    end
+    if shape[depth] == nil then shape[depth] = #t
+    elseif shape[depth] ~= #t then return nil, "its rows have different lengths" end
+    for i = 1, #t do
+        local ok, err = flatten_table(t[i], shape, data, depth + 1)
+        if not ok then return nil, err end
+    end
+    return true
+end
+
+-- value -> {shape = {...}, data = {...}} or nil, reason.
+function M.flatten(v)
+    if is_tensor(v) then
+        local shape = {v:shape()}
+        if type(shape[1]) == "table" then shape = shape[1] end
+        local total = 1
+        for _, n in ipairs(shape) do total = total * n end
+        local nested = v:totable()
+        local flat = {shape = shape, data = {}}
+        if type(nested) ~= "table" then flat.data[1] = (type(nested) == "boolean") and (nested and 1 or 0) or nested
+        else
+            local ok, err = flatten_table(nested, {}, flat.data, 1)
+            if not ok then return nil, err end
+        end
+        if #flat.data ~= total then return nil, "a tensor whose values could not be read" end
+        return flat
+    elseif type(v) == "number" or type(v) == "boolean" then
+        return {shape = {}, data = {type(v) == "boolean" and (v and 1 or 0) or v}}
+    elseif type(v) == "table" then
+        local flat = {shape = {}, data = {}}
+        local ok, err = flatten_table(v, flat.shape, flat.data, 1)
+        if not ok then return nil, err end
+        return flat
+    end
+    return nil, "a " .. type(v)
+end
+
+function M.shape_str(shape)
+    local parts = {}
+    for i, n in ipairs(shape) do parts[i] = tostring(n) end
+    return "(" .. table.concat(parts, ",") .. (#parts == 1 and ",)" or ")")
+end
+
+local function index_str(shape, flat_index)
+    local idx, rem = {}, flat_index - 1
+    for d = #shape, 1, -1 do
+        idx[d] = rem % shape[d] + 1
+        rem = rem // shape[d]
+    end
+    return "[" .. table.concat(idx, ",") .. "]"
+end
+
+local function close(a, b, tol)
+    if a ~= a or b ~= b then return a ~= a and b ~= b end
+    if a == b then return true end
+    return math.abs(a - b) <= tol.atol + tol.rtol * math.abs(b)
+end
+
+-- Compares two flattened values: true, or false, message (in the session's language).
+local msgs = {
+    en = {
+        shape = "your answer has shape %s; the expected one has shape %s",
+        value = "your answer differs at %s: you have %.6g (tolerance %.0e)",
+        count = "your answer has %d number(s); the expected one has %d",
+        kind = "your answer is %s; a %s is expected",
+        string = "your answer is %q",
+        malformed = "your answer cannot be read: %s",
+        error = "evaluating your answer failed: %s",
+        nan = "your answer contains NaN (not a number) at %s",
+    },
+    zh = {
+        shape = "你的答案形状是 %s；应为 %s",
+        value = "你的答案在 %s 处不同：你的是 %.6g（容差 %.0e）",
+        count = "你的答案有 %d 个数；应有 %d 个",
+        kind = "你的答案是 %s；需要的是 %s",
+        string = "你的答案是 %q",
+        malformed = "无法读取你的答案：%s",
+        error = "计算你的答案时出错：%s",
+        nan = "你的答案在 %s 处是 NaN（非数）",
+    },
+}
+local function msg(key, ...)
+    local lang = (session and session.lang) or "en"
+    return string.format(msgs[lang][key], ...)
+end
+M.msg = msg
+
+local function kind_of(v)
+    if is_tensor(v) then return "tensor" end
+    if type(v) == "table" then return "table" end
+    return type(v)
+end
+
+local function compare(expected, got, tol)
+    if type(expected) == "string" then
+        if got == expected then return true end
+        if type(got) ~= "string" then return false, msg("kind", kind_of(got), "string") end
+        return false, msg("string", got)
+    end
+    local e, err = M.flatten(expected)
+    if not e then error("the lesson's own solution is not checkable: " .. err) end
+    local g
+    g, err = M.flatten(got)
+    if not g then return false, msg("malformed", err), "malformed" end
+    -- a number answers a one-element tensor, a list answers a 1-D tensor: compare counts then shapes
+    local same_shape = #e.shape == #g.shape
+    for i = 1, #e.shape do same_shape = same_shape and e.shape[i] == g.shape[i] end
+    if not same_shape then
+        if #e.data ~= #g.data or (#e.data > 1 and #g.shape > 0 and #e.shape > 0) then
+            if #e.shape == 0 or #g.shape == 0 then
+                return false, msg("count", #g.data, #e.data), "malformed"
+            end
+            return false, msg("shape", M.shape_str(g.shape), M.shape_str(e.shape)), "shape"
+        end
+    end
+    for i = 1, #e.data do
+        if not close(g.data[i], e.data[i], tol) then
+            if g.data[i] ~= g.data[i] then return false, msg("nan", index_str(e.shape, i)), "value" end
+            return false, msg("value", index_str(e.shape, i), g.data[i], tol.atol), "value"
+        end
+    end
+    return true
+end
+M.compare = function(expected, got, tol) return compare(expected, got, tol or {atol = 1e-4, rtol = 1e-4}) end
+
+-- Runs a code string (or calls a function) in the global environment and returns its value.
+local function evaluate(code, what)
+    if type(code) == "function" then return code(_G) end
+    local chunk, err = load("return " .. code, "=" .. what, "t", _G)
+    if not chunk then chunk, err = load(code, "=" .. what, "t", _G) end
+    if not chunk then error(err, 0) end
+    return chunk()
+end
+
+-- The built-in hint for the most common mistake of all: softmax over the wrong axis. It applies when
+-- the expected answer is a matrix of weights (sums to 1 along its last dim) and the answer sums to 1
+-- along another dim instead.
+local function sums_to_one(flat, dim)
+    local shape = flat.shape
+    local nd = #shape
+    if nd < 2 then return false end
+    local strides, s = {}, 1
+    for d = nd, 1, -1 do strides[d] = s; s = s * shape[d] end
+    local sums = {}
+    for i = 1, #flat.data do
+        local rem, key = i - 1, {}
+        for d = 1, nd do
+            local k = rem // strides[d]; rem = rem % strides[d]
+            if d ~= dim then key[#key + 1] = k end
+        end
+        local k = table.concat(key, ",")
+        sums[k] = (sums[k] or 0) + flat.data[i]
+    end
+    for _, v in pairs(sums) do
+        if math.abs(v - 1) > 1e-3 then return false end
+    end
+    return true
+end
+
+M.mistake.softmax_axis = M.mistake{
+    test = function(got, expected)
+        local e, g = M.flatten(expected), M.flatten(got)
+        if not (e and g) or #g.shape ~= #e.shape or #e.shape < 2 then return false end
+        local last = #e.shape
+        if not sums_to_one(e, last) or sums_to_one(g, last) then return false end
+        for d = 1, last - 1 do
+            if sums_to_one(g, d) then return true, d end
+        end
+        return false
+    end,
+    hint = {
+        en = "your rows don't sum to 1 along dim %LAST (the keys); they sum to 1 along dim %D: softmax was "
+            .. "taken over the wrong axis. Each query's weights over the keys must sum to 1: softmax(x, -1).",
+        zh = "你的结果沿第 %LAST 维（键）求和不为 1，而沿第 %D 维求和为 1：softmax 用错了轴。"
+            .. "每个查询对所有键的权重之和必须为 1：softmax(x, -1)。",
+    },
+}
+
+-- Checks an answer (or the error its evaluation raised) against an exercise.
+-- Returns ok, message (the verdict or the hint, in the session's language).
+function M.check(ex, got, eval_error)
+    local lang = (session and session.lang) or "en"
+    if eval_error then
+        for _, m in ipairs(ex.mistakes or {}) do
+            if m.error and tostring(eval_error):find(m.error) then
+                return false, tr(m.hint, lang)
+            end
+        end
+        return false, msg("error", tostring(eval_error))
+    end
+    local expected = evaluate(ex.solution, "solution")
+    local tol = {atol = ex.atol or ex.tol or 1e-4, rtol = ex.rtol or 1e-4}
+    local ok, why, kind = compare(expected, got, tol)
+    if ok then return true, words[lang].correct end
+    if kind == "malformed" then return false, why end
+    for _, m in ipairs(ex.mistakes or {}) do
+        if m.wrong then
+            local okw, wrong_value = pcall(evaluate, m.wrong, "mistake")
+            if okw and compare(wrong_value, got, tol) then return false, tr(m.hint, lang) end
+        elseif m.test then
+            local hit, d = m.test(got, expected)
+            if hit then
+                local e = M.flatten(expected)
+                local text = tr(m.hint, lang):gsub("%%LAST", tostring(#e.shape)):gsub("%%D", tostring(d))
+                return false, text
+            end
+        end
+    end
+    local hint = ex.hint and tr(ex.hint, lang)
+    return false, why .. (hint and ("\n" .. hint) or "")
+end
+
+-- ---------------------------------------------------------------------------------------------
+-- Plots in batch mode and during quiet replays: no window, no gnuplot, deterministic output. A plot
+-- prints a one-line note, and a heatmap is drawn as text with mha.heat.
+-- ---------------------------------------------------------------------------------------------
+
+local function shape_of(t)
+    if is_tensor(t) then
+        local s = {t:shape()}
+        if type(s[1]) == "table" then s = s[1] end
+        local parts = {}
+        for i, n in ipairs(s) do parts[i] = tostring(n) end
+        return table.concat(parts, "×")
+    end
+    return "?"
+end
+
+local function note(kind, opts, detail)
+    local title = opts and opts.title
+    say_line(string.format("[plot: %s%s%s]", kind, title and (" \"" .. title .. "\"") or "",
+        detail and (" " .. detail) or ""))
+end
+
+M.batch_plot = {
+    heatmap = function(m, opts)
+        note("heatmap", opts, shape_of(m))
+        local mha = package.loaded.mha
+        if mha and mha.heat then mha.heat(m, {rows = opts and opts.rows, cols = opts and opts.cols}) end
+    end,
+    heads = function(w, opts)
+        note("heads", opts, shape_of(w))
+        local mha = package.loaded.mha
+        if not (mha and mha.heat and is_tensor(w)) then return end
+        if #{w:shape()} == 4 then w = w:select(1, 1) end   -- (N,H,L,S): the first batch item
+        local tokens = opts and opts.tokens
+        for h = 1, ({w:shape()})[1] do
+            say_line(string.format("head %d", h))
+            mha.heat(w:select(1, h), {rows = tokens, cols = tokens})
+        end
+    end,
+    line = function(spec)
+        local names = {}
+        for i, series in ipairs(spec) do names[i] = series.title or ("series " .. i) end
+        note("line", spec, #spec .. " series: " .. table.concat(names, ", "))
+    end,
+    bar = function(labels, values, opts) note("bar", opts, #labels .. " bars") end,
+    save = function(file) end,
+}
+local silent_plot = setmetatable({}, {__index = function() return function() end end})
+
+-- ---------------------------------------------------------------------------------------------
+-- The session: showing steps, replaying, exercises.
+-- ---------------------------------------------------------------------------------------------
+
+local function header(k, n, title)
+    local lang = session.lang
+    local label
+    if lang == "zh" then label = string.format("第 %d/%d 步：%s", k, n, title)
+    else label = string.format("step %d/%d: %s", k, n, title) end
+    return rule(columns(), label)
+end
+
+local function print_text(text)
+    for _, line in ipairs(M.render(text, columns())) do say_line(emphasize(line)) end
+end
+
+local function echo_code(code)
+    local body = code:gsub("^%s*\n", ""):gsub("%s+$", "")
+    local indent = body:match("^( *)") or ""
+    for line in (body .. "\n"):gmatch("(.-)\n") do
+        if line:sub(1, #indent) == indent then line = line:sub(#indent + 1) end
+        say_line("  │ " .. line)
+    end
+end
+
+-- Runs a step's code in the global environment; returns true or false, message.
+local function run_code(code, k)
+    local chunk, err = load(code, "=step " .. k, "t", _G)
+    if not chunk then return false, err end
+    return xpcall(chunk, function(e) return tostring(e) end)
+end
+
+-- Runs fn with the runner's and the lesson's output thrown away (print, io.write, io.stdout, plots).
+local function quietly(fn)
+    local null = assert(io.open("/dev/null", "w"))
+    local saved_print, saved_stdout, saved_output, saved_plot = print, io.stdout, io.output(), rawget(_G, "plot")
+    _G.print = function() end
+    io.output(null)
+    io.stdout = null
+    _G.plot = silent_plot
+    local ok, err = pcall(fn)
+    _G.print, io.stdout, _G.plot = saved_print, saved_stdout, saved_plot
+    io.output(saved_output)
+    null:close()
+    return ok, err
+end
+
+-- Fresh state: the lesson's seed and the fixed print options every transcript relies on.
+local function reset_state()
+    local mha = package.loaded.mha
+    if mha then
+        if mha.seed then mha.seed(session.lesson.seed or 0) end
+        if mha.printoptions then mha.printoptions(session.print_options) end
+    end
+end
+
+local function exercise_prompt(ex, k)
+    local lang = session.lang
+    print_text(tr(ex.prompt, lang))
+end
+
+-- Shows step k (title, text, code echoed and run); returns true, or false, message on an error.
+local function show_step(k)
+    local lesson = session.lesson
+    local s = lesson.steps[k]
+    local lang = session.lang
+    say_line("")
+    say_line(header(k, #lesson.steps, tr(s.title, lang)))
+    if s.kind == "exercise" then
+        say_line(words[lang].exercise .. ":")
+        exercise_prompt(s, k)
+    else
+        print_text(tr(s.text, lang))
+    end
+    local code = s.code or s.setup
+    if code then
+        say_line("")
+        echo_code(code)
+        local ok, err = run_code(code, k)
+        if not ok then
+            say_line(string.format(words[lang].error_in_step, k) .. ": " .. err)
+            return false, err
+        end
+    end
+    session.pos = k
+    session.pending = nil
+    if s.kind == "exercise" then
+        if session.batch then
+            local shown = type(s.solution) == "string" and s.solution:gsub("^%s+", ""):gsub("%s+$", "") or "solution"
+            say_line("")
+            say_line(words[lang].batch_answer)
+            say_line("answer(" .. shown .. ")")
+            local value = evaluate(s.solution, "solution")
+            local ok, verdict = M.check(s, value)
+            say_line(verdict)
+            if not ok then return false, "the lesson's own solution was not accepted: " .. verdict end
+        else
+            session.pending = s
+            say_line("")
+            say_line(words[lang].ask)
+        end
+    end
+    return true
+end
+
+-- Replays steps 1..k-1 quietly from the seed, so the state is what step k expects.
+local function replay_before(k)
+    reset_state()
+    for i = 1, k - 1 do
+        local s = session.lesson.steps[i]
+        local code = s.code or s.setup
+        if code then
+            local ok, err = quietly(function()
+                local okc, errc = run_code(code, i)
+                if not okc then error(errc, 0) end
+            end)
+            if not ok then return false, string.format(words[session.lang].error_in_step, i) .. ": " .. tostring(err) end
+        end
+    end
+    return true
+end
+
+local function need_session()
+    if not session then say_line(words[M.choose_lang()].no_lesson); return false end
+    return true
+end
+
+function M.next()
+    if not need_session() then return false end
+    if session.pending then say_line(words[session.lang].skipped); session.pending = nil end
+    local k = session.pos + 1
+    if k > #session.lesson.steps then say_line(words[session.lang].the_end); return true end
+    return show_step(k)
+end
+
+function M.goto_step(k)
+    if not need_session() then return false end
+    local n = #session.lesson.steps
+    k = math.tointeger(tonumber(k))
+    if not k or k < 1 or k > n then
+        say_line(string.format(session.lang == "zh" and ":goto：步骤编号应在 1 到 %d 之间" or
+            ":goto: the step number must be between 1 and %d", n))
+        return false
+    end
+    if k > 1 then say_line(words[session.lang].replaying(k - 1, session.lesson.seed or 0)) end
+    local ok, err = replay_before(k)
+    if not ok then say_line(err); return false end
+    return show_step(k)
+end
+
+function M.back()
+    if not need_session() then return false end
+    return M.goto_step(math.max(1, session.pos - 1))
+end
+
+function M.restart()
+    if not need_session() then return false end
+    return M.goto_step(1)
+end
+
+-- Runs every remaining step; stops at the first error.
+function M.run_rest()
+    if not need_session() then return false end
+    while session.pos < #session.lesson.steps do
+        local ok, err = M.next()
+        if not ok then return false, err end
+    end
+    say_line(words[session.lang].the_end)
+    return true
+end
+
+-- answer(value) at the prompt, or :answer EXPR (then the expression's error can match a hint).
+function M.answer(value, eval_error)
+    if not need_session() then return false end
+    local ex = session.pending
+    if not ex then
+        ex = session.lesson.steps[session.pos]
+        if not (ex and ex.kind == "exercise") then say_line(words[session.lang].no_exercise); return false end
+    end
+    local okc, ok, message = pcall(M.check, ex, value, eval_error)
+    if not okc then
+        say_line(msg("malformed", tostring(ok)))
+        return false
+    end
+    say_line(ok and message or (words[session.lang].not_yet .. ": " .. message))
+    if ok then
+        session.pending = nil
+        if session.pos < #session.lesson.steps then say_line(words[session.lang].next_hint) end
+    end
+    return ok
+end
+
+function M.answer_expression(expr)
+    local chunk, err = load("return " .. expr, "=answer", "t", _G)
+    if not chunk then chunk, err = load(expr, "=answer", "t", _G) end
+    if not chunk then return M.answer(nil, err) end
+    local ok, value = pcall(chunk)
+    if not ok then return M.answer(nil, value) end
+    return M.answer(value)
+end
+
+function M.show_solution()
+    if not need_session() then return false end
+    local ex = session.lesson.steps[session.pos]
+    if not (ex and ex.kind == "exercise") then say_line(words[session.lang].no_exercise); return false end
+    say_line(words[session.lang].solution .. ": " ..
+        (type(ex.solution) == "string" and ex.solution:gsub("^%s+", ""):gsub("%s+$", "") or "(a function)"))
+    return true
+end
+
+-- The one-line list of :lessons.
+function M.list(lang)
+    lang = lang or (session and session.lang) or M.choose_lang()
+    local files = M.files()
+    say_line(words[lang].lessons)
+    for _, f in ipairs(files) do
+        local lesson, err = M.load(f.path)
+        if lesson then
+            say_line(string.format("  %2d  %-16s %s — %s", f.number, f.name, tr(lesson.title, lang), tr(lesson.summary, lang)))
+        else
+            say_line(string.format("  %2d  %-16s (cannot load: %s)", f.number, f.name, err:match("[^\n]*")))
+        end
+    end
+    return true
+end
+
+function M.current() return session end
+
+-- Opens a lesson and shows its first step (interactive), or runs it all (batch).
+-- opts: batch (bool), lang (string or nil). Returns true, or false, message when a step failed.
+function M.start(which, opts)
+    opts = opts or {}
+    local f, err = M.find(which)
+    if not f then say_line(err); return false, err end
+    local lesson
+    lesson, err = M.load(f.path)
+    if not lesson then say_line(err); return false, err end
+    local batch = opts.batch
+    if batch == nil then
+        local ok, term = pcall(require, "mha.term")
+        batch = not (ok and term.isatty and term.isatty(0) and term.isatty(1))
+    end
+    session = {lesson = lesson, number = f.number, lang = M.choose_lang(opts.lang), batch = batch, pos = 0,
+               print_options = {precision = 4}}
+    M.install_globals()
+    if batch then _G.plot = M.batch_plot end
+    local lang = session.lang
+    say_line(rule(columns(), string.format("%02d %s", f.number, tr(lesson.title, lang))))
+    print_text(tr(lesson.summary, lang))
+    reset_state()
+    if batch then
+        for k = 1, #lesson.steps do
+            local ok, e = show_step(k)
+            if not ok then return false, e end
+        end
+        say_line("")
+        say_line(words[lang].the_end)
+        return true
+    end
+    say_line(words[lang].next_hint)
+    local ok, e = show_step(1)
+    return ok, e
+end
+
+-- Names a lesson's code can count on: mha, show, plot, answer, say{en=,zh=}, LESSON.
+function M.install_globals()
+    local mha = package.loaded.mha or (pcall(require, "mha") and package.loaded.mha)
+    if mha then
+        if rawget(_G, "mha") == nil then _G.mha = mha end
+        if rawget(_G, "show") == nil and mha.show then _G.show = mha.show end
+    end
+    if rawget(_G, "plot") == nil then
+        local ok, plot = pcall(require, "mha.plot")
+        if ok then _G.plot = plot end
+    end
+    _G.answer = function(value) return M.answer(value) end
+    _G.say = function(t) say_line(tr(t)); end
+    _G.LESSON = setmetatable({}, {__index = function(_, key)
+        if key == "batch" then return session and session.batch end
+        if key == "lang" then return session and session.lang end
+    end})
+end
+
+-- ---------------------------------------------------------------------------------------------
+-- REPL commands. The REPL calls install(repl) once; the lesson commands are then listed by :help.
+-- ---------------------------------------------------------------------------------------------
+
+local installed = false
+function M.install(repl)
+    if installed or not repl or not repl.add_command then return end
+    installed = true
+    local function cmd(name, args, help, run) repl.add_command(name, {args = args, help = help, run = run}) end
+    cmd("lessons", "", "list the lessons with a one-line summary", function() M.list() end)
+    cmd("open", "NAME|NUMBER", "open a lesson at its first step", function(a)
+        local which = a:match("^%s*(%S+)")
+        if not which then say_line(":open NAME|NUMBER (:lessons lists them)"); return end
+        local ok = M.start(which, {batch = false, lang = session and session.lang})
+        if ok then repl.on_empty_line = M.next end
+    end)
+    cmd("next", "", "run the next step of the lesson (Enter on an empty line does too)", function() M.next() end)
+    cmd("back", "", "go back one step (replays the steps before it)", function() M.back() end)
+    cmd("goto", "K", "go to step K (replays steps 1..K-1 from the seed)", function(a) M.goto_step(a:match("%S+")) end)
+    cmd("run", "", "run the rest of the lesson", function() M.run_rest() end)
+    cmd("restart", "", "start the lesson again from step 1 and its seed", function() M.restart() end)
+    cmd("answer", "EXPR", "answer the exercise with the value of EXPR", function(a) M.answer_expression(a) end)
+    cmd("solution", "", "show the exercise's own solution", function() M.show_solution() end)
+    cmd("lang", "en|zh", "switch the lesson language", function(a)
+        local lang = a:match("%a+")
+        if session and lang and M.languages[lang] then session.lang = lang end
+    end)
+end
+
+-- Called by mha-repl --lesson: sets the REPL up (commands, Enter = :next) and starts the lesson.
+local start = M.start
+function M.start(which, opts)
+    local repl = package.loaded["mha.repl"]
+    if repl then
+        M.install(repl)
+    end
+    local ok, err = start(which, opts)
+    if repl and session and not session.batch then repl.on_empty_line = M.next end
+    return ok, err
+end
+
+return M
