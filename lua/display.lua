@@ -1,0 +1,658 @@
+-- lua/display.lua - module "mha.display": tensors printed for people (aligned columns, NumPy's rules
+-- for decimals and scientific notation, token labels, summaries, wrapping) and as shaded heat maps.
+--
+-- It adds mha.format, mha.show, mha.printoptions and mha.heat to the "mha" table; a Tensor's
+-- __tostring is mha.format. It also formats plain nested Lua tables of numbers or booleans.
+
+local term = require "mha.term"
+
+local M = {}
+
+-- ---------------------------------------------------------------------------------------------
+-- Options
+-- ---------------------------------------------------------------------------------------------
+
+-- linewidth nil: the terminal's width when stdout is a terminal, else 80 (so output piped to a file
+-- or a test is the same everywhere). sci_mode nil: decided per tensor, as NumPy does.
+local DEFAULTS = { precision = 4, threshold = 1000, edgeitems = 3, linewidth = nil, sci_mode = nil }
+local options = {}
+for k, v in pairs(DEFAULTS) do options[k] = v end
+
+local OPTION_CHECK = {
+    precision = function(v) return math.type(v) == "integer" and v >= 0 and v <= 16, "an integer 0..16" end,
+    threshold = function(v) return math.type(v) == "integer" and v >= 0, "an integer >= 0" end,
+    edgeitems = function(v) return math.type(v) == "integer" and v >= 1, "an integer >= 1" end,
+    linewidth = function(v) return v == "auto" or (math.type(v) == "integer" and v >= 10), "an integer >= 10 or \"auto\"" end,
+    sci_mode = function(v) return type(v) == "boolean" or v == "auto", "true, false or \"auto\"" end,
+}
+
+local function copy_options()
+    local out = {}
+    for k, v in pairs(options) do out[k] = v end
+    return out
+end
+
+-- Checks the printing options in `given` (a table) and returns them merged over `base`.
+local function merge_options(fname, base, given)
+    local merged = {}
+    for k, v in pairs(base) do merged[k] = v end
+    for k in pairs(OPTION_CHECK) do
+        local v = given[k]
+        if v ~= nil then
+            local ok, want = OPTION_CHECK[k](v)
+            if not ok then
+                error(string.format("%s: option %s must be %s, got %s", fname, k, want, tostring(v)), 3)
+            end
+            if v == "auto" then v = nil end
+            merged[k] = v
+        end
+    end
+    return merged
+end
+
+-- mha.printoptions{precision=, threshold=, edgeitems=, linewidth=, sci_mode=} sets the options for
+-- every later print; mha.printoptions() returns them; mha.printoptions("reset") restores the defaults.
+function M.printoptions(given)
+    if given == nil then return copy_options() end
+    if given == "reset" then
+        options = {}
+        for k, v in pairs(DEFAULTS) do options[k] = v end
+        return copy_options()
+    end
+    if type(given) ~= "table" then
+        error("printoptions: expected a table of options or \"reset\", got " .. type(given), 2)
+    end
+    for k in pairs(given) do
+        if OPTION_CHECK[k] == nil then
+            error(string.format("printoptions: unknown option '%s' (precision, threshold, edgeitems, linewidth, sci_mode)", tostring(k)), 2)
+        end
+    end
+    options = merge_options("printoptions", options, given)
+    return copy_options()
+end
+
+local function linewidth_of(opts)
+    if opts.linewidth then return opts.linewidth end
+    if term.isatty(io.stdout) then return term.columns(io.stdout) end
+    return 80
+end
+
+-- ---------------------------------------------------------------------------------------------
+-- Sources: a tensor or a nested Lua table, seen as a shape, a dtype and a way to read one element
+-- ---------------------------------------------------------------------------------------------
+
+local function is_tensor(v)
+    local mt = getmetatable(v)
+    return type(mt) == "table" and mt.__name == "mha.Tensor"
+end
+
+-- Shape of a nested table, checked rectangular, and whether its leaves are booleans.
+local function table_shape(fname, t)
+    local shape, leaf_type = {}, nil
+    local function walk(x, d, where)
+        if type(x) == "table" then
+            if shape[d] == nil then shape[d] = #x
+            elseif shape[d] ~= #x then
+                error(string.format("%s: ragged table: %s has %d entries where %d were expected", fname, where, #x, shape[d]), 4)
+            end
+            for i = 1, #x do walk(x[i], d + 1, where .. "[" .. i .. "]") end
+        else
+            if shape[d] ~= nil then
+                error(string.format("%s: ragged table: %s is a %s where a table was expected", fname, where, type(x)), 4)
+            end
+            if type(x) ~= "number" and type(x) ~= "boolean" then
+                error(string.format("%s: %s is a %s, not a number or boolean", fname, where, type(x)), 4)
+            end
+            leaf_type = leaf_type or type(x)
+        end
+    end
+    walk(t, 1, "t")
+    -- an empty table {} has shape (0); trailing nils from the first walk are impossible
+    return shape, leaf_type == "boolean"
+end
+
+-- source(fname, t) -> { shape = {...}, dtype = "float32"|"bool"|..., read = function(idx) }
+-- idx is a list of 1-based indices, one per dimension. `whole` says every element will be read,
+-- so a tensor is converted once with totable() rather than element by element.
+local function source(fname, t, whole)
+    if is_tensor(t) then
+        local shape = t:shape()
+        local src = { shape = shape, dtype = t:dtype(), tensor = true }
+        if #shape == 0 then
+            src.read = function() return t:get() end
+        elseif whole then
+            local data = t:totable()
+            src.read = function(idx)
+                local x = data
+                for d = 1, #idx do x = x[idx[d]] end
+                return x
+            end
+        else
+            src.read = function(idx) return t:get(table.unpack(idx)) end
+        end
+        return src
+    elseif type(t) == "number" or type(t) == "boolean" then
+        return { shape = {}, dtype = type(t) == "boolean" and "bool" or "number", read = function() return t end }
+    elseif type(t) == "table" then
+        local shape, is_bool = table_shape(fname, t)
+        return {
+            shape = shape, dtype = is_bool and "bool" or "table",
+            read = function(idx)
+                local x = t
+                for d = 1, #idx do x = x[idx[d]] end
+                return x
+            end,
+        }
+    end
+    error(string.format("%s: expected a tensor, a number or a table, got %s", fname, type(t)), 3)
+end
+
+local function shape_str(shape)
+    local parts = {}
+    for i, n in ipairs(shape) do parts[i] = tostring(n) end
+    return "(" .. table.concat(parts, ",") .. ")"
+end
+
+local function numel(shape)
+    local n = 1
+    for _, s in ipairs(shape) do n = n * s end
+    return n
+end
+
+-- The indices shown along a dimension of size n: all of them, or when summarising the first and
+-- last `edge` with the marker "..." between (only when that hides at least one index).
+local function shown_indices(n, summarise, edge)
+    local ix = {}
+    if summarise and n > 2 * edge then
+        for i = 1, edge do ix[#ix + 1] = i end
+        ix[#ix + 1] = "..."
+        for i = n - edge + 1, n do ix[#ix + 1] = i end
+    else
+        for i = 1, n do ix[i] = i end
+    end
+    return ix
+end
+
+-- ---------------------------------------------------------------------------------------------
+-- Numbers to text: NumPy's rules, with a fixed number of decimals
+-- ---------------------------------------------------------------------------------------------
+
+-- Chooses how to write every number of one tensor, from the values that will be shown:
+--   scientific when some magnitude demands it (NumPy: of the finite non-zero |x|, max >= 1e8, or
+--   min < 1e-4, or max/min > 1e3), unless sci_mode forces it on or off;
+--   integers as "3." when every finite value is a whole number (NumPy and PyTorch do the same);
+--   otherwise `precision` decimals.
+local function number_format(values, opts)
+    local lo, hi, all_whole = math.huge, 0, true
+    for _, v in ipairs(values) do
+        if v == v and v ~= math.huge and v ~= -math.huge then
+            local a = math.abs(v)
+            if a ~= 0 then
+                if a < lo then lo = a end
+                if a > hi then hi = a end
+            end
+            if v ~= math.floor(v) then all_whole = false end
+        end
+    end
+    local sci = opts.sci_mode
+    if sci == nil then
+        sci = hi > 0 and (hi >= 1e8 or lo < 1e-4 or hi / lo > 1e3)
+    end
+    local p = opts.precision
+    if sci then return "%." .. p .. "e", false end
+    if all_whole then return "%.0f", true end
+    return "%." .. p .. "f", false
+end
+
+local function format_number(v, fmt, whole)
+    if v ~= v then return "nan" end
+    if v == math.huge then return "inf" end
+    if v == -math.huge then return "-inf" end
+    local s = string.format(fmt, v)
+    -- -0, and a negative number that rounds to zero, is written without its sign
+    if s:sub(1, 1) == "-" and not s:find("[1-9]") then s = s:sub(2) end
+    if whole then s = s .. "." end
+    return s
+end
+
+-- ---------------------------------------------------------------------------------------------
+-- Labels
+-- ---------------------------------------------------------------------------------------------
+
+local MAX_LABEL = 24   -- cells; longer labels are cut and end in "…"
+
+-- Text safe to print: control characters (which could move the cursor or change colours) become "?",
+-- and a label wider than MAX_LABEL cells is cut.
+local function clean_label(s)
+    s = tostring(s):gsub("[%c]", "?")
+    if term.width(s) > MAX_LABEL then s = term.truncate(s, MAX_LABEL - 1) .. "…" end
+    return s
+end
+
+-- Labels from a list, or from a string: split on spaces, or into characters when it has none
+-- ("我爱你" -> 我, 爱, 你).
+local function label_list(fname, what, given, n)
+    if given == nil then return nil end
+    local list = {}
+    if type(given) == "string" then
+        if given:find("%s") then
+            for word in given:gmatch("%S+") do list[#list + 1] = word end
+        else
+            for _, c in utf8.codes(given, true) do list[#list + 1] = utf8.char(c) end
+        end
+    elseif type(given) == "table" then
+        for i = 1, #given do list[i] = given[i] end
+    else
+        error(string.format("%s: %s must be a list of labels or a string, got %s", fname, what, type(given)), 3)
+    end
+    if #list ~= n then
+        error(string.format("%s: %s has %d labels for %d %s", fname, what, #list, n, what), 3)
+    end
+    for i = 1, #list do list[i] = clean_label(list[i]) end
+    return list
+end
+
+local function pad_left(s, width) return string.rep(" ", width - term.width(s)) .. s end
+local function pad_right(s, width) return s .. string.rep(" ", width - term.width(s)) end
+
+-- "[1,:,:]", or "[head 1]" when every leading dimension has a name in dims.
+local function slice_label(index, ndim, dims)
+    local named = dims ~= nil
+    for d = 1, #index do
+        if type(dims) ~= "table" or type(dims[d]) ~= "string" then named = false end
+    end
+    local parts = {}
+    if named then
+        for d = 1, #index do parts[d] = clean_label(dims[d]) .. " " .. index[d] end
+        return "[" .. table.concat(parts, ", ") .. "]"
+    end
+    for d = 1, #index do parts[d] = tostring(index[d]) end
+    for _ = #index + 1, ndim do parts[#parts + 1] = ":" end
+    return "[" .. table.concat(parts, ",") .. "]"
+end
+
+-- Every combination of the shown indices of the leading dimensions (those before the last two), in
+-- order; a combination containing "..." is the single marker "..." (one marker line per gap).
+local function leading_slices(ix, nlead)
+    local slices = { {} }
+    for d = 1, nlead do
+        local grown = {}
+        for _, prefix in ipairs(slices) do
+            if prefix == "..." then
+                grown[#grown + 1] = "..."
+            else
+                for _, i in ipairs(ix[d]) do
+                    if i == "..." then
+                        grown[#grown + 1] = "..."
+                    else
+                        local s = { table.unpack(prefix) }
+                        s[#s + 1] = i
+                        grown[#grown + 1] = s
+                    end
+                end
+            end
+        end
+        -- runs of markers collapse into one
+        slices = {}
+        for _, s in ipairs(grown) do
+            if not (s == "..." and slices[#slices] == "...") then slices[#slices + 1] = s end
+        end
+    end
+    return slices
+end
+
+-- ---------------------------------------------------------------------------------------------
+-- The 2-D grid: rows of cells, wrapped to the line width
+-- ---------------------------------------------------------------------------------------------
+
+local SEP = "  "
+
+-- Lays out one matrix. cells[r][c] are strings (rows and columns as shown, "..." included), and
+-- cells[r] is the string "..." for the marker row of a summary;
+-- col_index[c] is the original column index or "..."; row_labels/col_labels may be nil.
+-- Returns the lines.
+local function layout(cells, col_index, row_labels, col_labels, cell_width, linewidth)
+    local ncols = #col_index
+    local widths = {}
+    for c = 1, ncols do
+        local w = cell_width
+        if col_index[c] == "..." then w = 3 end
+        if col_labels and col_labels[c] then w = math.max(w, term.width(col_labels[c])) end
+        widths[c] = w
+    end
+    local label_width = 0
+    if row_labels then
+        for _, l in ipairs(row_labels) do label_width = math.max(label_width, term.width(l)) end
+    end
+    local lead = row_labels and label_width + #SEP or 0
+
+    -- greedy chunks of columns that fit in linewidth (at least one column per chunk)
+    local chunks, start, used = {}, 1, lead
+    for c = 1, ncols do
+        local w = widths[c] + (c > start and #SEP or 0)
+        if c > start and used + w > linewidth then
+            chunks[#chunks + 1] = { start, c - 1 }
+            start, used = c, lead + widths[c]
+        else
+            used = used + w
+        end
+    end
+    if ncols > 0 then chunks[#chunks + 1] = { start, ncols } end
+
+    local lines = {}
+    for k, chunk in ipairs(chunks) do
+        local first, last = chunk[1], chunk[2]
+        if #chunks > 1 then
+            if k > 1 then lines[#lines + 1] = "" end
+            -- the marker names original column numbers: the first and last real ones in the chunk
+            local a, b
+            for c = first, last do
+                if col_index[c] ~= "..." then a = a or col_index[c]; b = col_index[c] end
+            end
+            if a == nil then lines[#lines + 1] = "columns ..."
+            elseif a == b then lines[#lines + 1] = "column " .. a
+            else lines[#lines + 1] = "columns " .. a .. "-" .. b end
+        end
+        if col_labels then
+            local parts = {}
+            for c = first, last do parts[#parts + 1] = pad_left(col_labels[c] or "", widths[c]) end
+            lines[#lines + 1] = (string.rep(" ", lead) .. table.concat(parts, SEP)):gsub("%s+$", "")
+        end
+        for r, row in ipairs(cells) do
+            local prefix = row_labels and pad_right(row_labels[r], label_width) .. SEP or ""
+            if row == "..." then
+                lines[#lines + 1] = prefix .. "..."
+            else
+                local parts = {}
+                for c = first, last do parts[#parts + 1] = pad_left(row[c], widths[c]) end
+                lines[#lines + 1] = (prefix .. table.concat(parts, SEP)):gsub("%s+$", "")
+            end
+        end
+    end
+    return lines
+end
+
+-- ---------------------------------------------------------------------------------------------
+-- format and show
+-- ---------------------------------------------------------------------------------------------
+
+-- The shared work of format/show/heat: the source, the options, the shown indices and the slices.
+local function plan(fname, t, opts)
+    opts = opts or {}
+    if type(opts) ~= "table" then error(fname .. ": options must be a table, got " .. type(opts), 3) end
+    local o = merge_options(fname, options, opts)
+    local probe = source(fname, t, false)
+    local shape = probe.shape
+    local summarise = numel(shape) > o.threshold
+    local src = summarise and probe or source(fname, t, true)
+    local ix = {}
+    for d = 1, #shape do ix[d] = shown_indices(shape[d], summarise, o.edgeitems) end
+    return src, o, ix
+end
+
+-- The footer: "[float32 (3,4)]".
+local function footer(src)
+    return "[" .. src.dtype .. " " .. shape_str(src.shape) .. "]"
+end
+
+-- Reads the values of every shown element, slice by slice: values[s][r][c] (nil at "..." places),
+-- and a flat list of them for the format decision.
+local function gather(src, ix, slices)
+    local ndim = #src.shape
+    local rows_ix = ndim >= 2 and ix[ndim - 1] or { 1 }
+    local cols_ix = ndim >= 1 and ix[ndim] or { 1 }
+    local flat, grids = {}, {}
+    for s, prefix in ipairs(slices) do
+        if prefix ~= "..." then
+            local grid = {}
+            for r, i in ipairs(rows_ix) do
+                grid[r] = {}
+                if i ~= "..." then
+                    for c, j in ipairs(cols_ix) do
+                        if j ~= "..." then
+                            local idx = { table.unpack(prefix) }
+                            if ndim >= 2 then idx[#idx + 1] = i end
+                            if ndim >= 1 then idx[#idx + 1] = j end
+                            local v = src.read(idx)
+                            grid[r][c] = v
+                            flat[#flat + 1] = v
+                        end
+                    end
+                end
+            end
+            grids[s] = grid
+        end
+    end
+    return grids, flat, rows_ix, cols_ix
+end
+
+-- mha.format(t [, opts]) -> the text of t: its elements in aligned columns, then "[dtype (shape)]".
+-- opts: the printoptions, plus rows=, cols= (token labels), title=, dims= (names of dimensions).
+function M.format(t, opts)
+    opts = opts or {}
+    local src, o, ix = plan("format", t, opts)
+    local shape, ndim = src.shape, #src.shape
+    local lines = {}
+    if opts.title ~= nil then lines[#lines + 1] = clean_label(opts.title) end
+    if numel(shape) == 0 then
+        lines[#lines + 1] = footer(src)
+        return table.concat(lines, "\n")
+    end
+
+    local nlead = math.max(ndim - 2, 0)
+    local slices = leading_slices(ix, nlead)
+    local grids, flat, rows_ix, cols_ix = gather(src, ix, slices)
+
+    -- one format for the whole tensor, so every slice lines up with every other
+    local text_of
+    if src.dtype == "bool" then
+        text_of = function(v) return (v == true or (type(v) == "number" and v ~= 0)) and "true" or "false" end
+    else
+        local fmt, whole = number_format(flat, o)
+        text_of = function(v) return format_number(v, fmt, whole) end
+    end
+    local cell_width = 0
+    local texts = {}
+    for s, grid in pairs(grids) do
+        texts[s] = {}
+        for r = 1, #rows_ix do
+            texts[s][r] = {}
+            if rows_ix[r] == "..." then texts[s][r] = "..." end
+            for c = 1, (rows_ix[r] == "...") and 0 or #cols_ix do
+                local v = grid[r][c]
+                local text = (v == nil) and "..." or text_of(v)
+                if v ~= nil then cell_width = math.max(cell_width, #text) end
+                texts[s][r][c] = text
+            end
+        end
+    end
+
+    local nrows = ndim >= 2 and shape[ndim - 1] or 1
+    local ncols = ndim >= 1 and shape[ndim] or 1
+    local row_labels = ndim >= 2 and label_list("format", "rows", opts.rows, nrows) or nil
+    local col_labels = ndim >= 1 and label_list("format", "cols", opts.cols, ncols) or nil
+    local function pick(labels, shown)
+        if labels == nil then return nil end
+        local out = {}
+        for k, i in ipairs(shown) do out[k] = (i == "...") and "" or labels[i] end
+        return out
+    end
+    row_labels, col_labels = pick(row_labels, rows_ix), pick(col_labels, cols_ix)
+
+    local width = linewidth_of(o)
+    for s, prefix in ipairs(slices) do
+        if nlead > 0 then
+            if s > 1 then lines[#lines + 1] = "" end
+            if prefix == "..." then
+                lines[#lines + 1] = "..."
+            else
+                lines[#lines + 1] = slice_label(prefix, ndim, opts.dims)
+            end
+        end
+        if prefix ~= "..." then
+            local cells = texts[s]
+            for _, line in ipairs(layout(cells, cols_ix, row_labels, col_labels, cell_width, width)) do
+                lines[#lines + 1] = line
+            end
+        end
+    end
+    lines[#lines + 1] = footer(src)
+    return table.concat(lines, "\n")
+end
+
+-- mha.show(t [, opts]) prints mha.format(t, opts): token labels on rows and columns, a title.
+function M.show(t, opts)
+    io.write(M.format(t, opts), "\n")
+end
+
+-- ---------------------------------------------------------------------------------------------
+-- heat: a matrix as shaded cells
+-- ---------------------------------------------------------------------------------------------
+
+local SHADES = { " ", "░", "▒", "▓", "█" }   -- lowest to highest
+local GRAY_FIRST, GRAY_LAST = 232, 255        -- the 24 grays of the 256-colour palette, dark to light
+
+-- Colour when stdout is a terminal that has it and the user has not opted out (no-color.org).
+local function use_colour(opts)
+    if opts.color ~= nil then return opts.color and true or false end
+    local nc = os.getenv("NO_COLOR")
+    if nc ~= nil and nc ~= "" then return false end
+    local termname = os.getenv("TERM")
+    if termname == nil or termname == "dumb" then return false end
+    return term.isatty(io.stdout)
+end
+
+local MAX_HEAT_ROWS = 64
+
+-- mha.heat(t [, opts]) -> prints t (1-D, 2-D or more, as slices) as shaded cells with a scale.
+-- opts: rows=, cols= (labels), title=, zrange={lo,hi}, dims=, color=true|false (default: detect).
+-- Position in the range: x = (v - lo) / (hi - lo); shade k of 5 covers x in [k/5, (k+1)/5).
+function M.heat(t, opts)
+    opts = opts or {}
+    local src = source("heat", t, true)
+    local shape, ndim = src.shape, #src.shape
+    if ndim == 0 then error("heat: expected a tensor with at least one dimension, got a scalar", 2) end
+    local ix = {}
+    for d = 1, ndim do
+        ix[d] = {}
+        for i = 1, math.min(shape[d], d == ndim - 1 and MAX_HEAT_ROWS or math.huge) do ix[d][i] = i end
+    end
+    local nlead = math.max(ndim - 2, 0)
+    local slices = leading_slices(ix, nlead)
+    local grids, flat, rows_ix, cols_ix = gather(src, ix, slices)
+    if src.dtype == "bool" then
+        for _, grid in pairs(grids) do
+            for _, row in pairs(grid) do
+                for c, v in pairs(row) do row[c] = (v == true or v == 1) and 1 or 0 end
+            end
+        end
+        flat = { 0, 1 }
+    end
+
+    local lo, hi = math.huge, -math.huge
+    if opts.zrange then
+        if type(opts.zrange) ~= "table" or type(opts.zrange[1]) ~= "number" or type(opts.zrange[2]) ~= "number"
+            or not (opts.zrange[1] < opts.zrange[2]) then
+            error("heat: zrange must be {lo, hi} with lo < hi", 2)
+        end
+        lo, hi = opts.zrange[1], opts.zrange[2]
+    else
+        for _, v in ipairs(flat) do
+            if type(v) == "number" and v == v and v ~= math.huge and v ~= -math.huge then
+                lo, hi = math.min(lo, v), math.max(hi, v)
+            end
+        end
+        if lo > hi then lo, hi = 0, 1 end   -- nothing finite
+    end
+
+    local colour = use_colour(opts)
+    local nrows = ndim >= 2 and shape[ndim - 1] or 1
+    local ncols = shape[ndim]
+    local row_labels = ndim >= 2 and label_list("heat", "rows", opts.rows, nrows) or nil
+    local col_labels = label_list("heat", "cols", opts.cols, ncols)
+    local cw = 2
+    if col_labels then
+        for _, l in ipairs(col_labels) do cw = math.max(cw, math.min(term.width(l), 6)) end
+    end
+    local label_width = 0
+    if row_labels then
+        for r = 1, #rows_ix do label_width = math.max(label_width, term.width(row_labels[r])) end
+    end
+    local lead = row_labels and label_width + 1 or 0
+    local width = linewidth_of(merge_options("heat", options, opts))
+    local shown_cols = math.max(1, math.min(#cols_ix, (width - lead + 1) // (cw + 1)))
+
+    -- the level of v: 0..1 on the scale, or nil for NaN
+    local function position(v)
+        if v ~= v then return nil end
+        if hi == lo then return 0.5 end
+        local x = (v - lo) / (hi - lo)
+        return math.max(0, math.min(1, x))
+    end
+    local function cell(v)
+        local x = position(v)
+        if x == nil then return string.rep("?", cw) end
+        if colour then
+            local k = GRAY_FIRST + math.floor(x * (GRAY_LAST - GRAY_FIRST) + 0.5)
+            return "\27[48;5;" .. k .. "m" .. string.rep(" ", cw) .. "\27[0m"
+        end
+        local k = math.min(#SHADES, math.floor(x * #SHADES) + 1)
+        return string.rep(SHADES[k], cw)
+    end
+
+    local lines = {}
+    if opts.title ~= nil then lines[#lines + 1] = clean_label(opts.title) end
+    for s, prefix in ipairs(slices) do
+        if nlead > 0 then
+            if s > 1 then lines[#lines + 1] = "" end
+            lines[#lines + 1] = slice_label(prefix, ndim, opts.dims)
+        end
+        if col_labels then
+            local parts = {}
+            for c = 1, shown_cols do parts[c] = pad_right(term.truncate(col_labels[c], cw), cw) end
+            lines[#lines + 1] = (string.rep(" ", lead) .. table.concat(parts, " ")):gsub("%s+$", "")
+        end
+        for r = 1, #rows_ix do
+            local parts = {}
+            for c = 1, shown_cols do parts[c] = cell(grids[s][r][c]) end
+            local prefix_text = row_labels and pad_right(row_labels[r], label_width) .. " " or ""
+            lines[#lines + 1] = prefix_text .. table.concat(parts, " ")
+        end
+    end
+    local notes = {}
+    if nrows > #rows_ix then notes[#notes + 1] = string.format("rows 1-%d of %d", #rows_ix, nrows) end
+    if ncols > shown_cols then notes[#notes + 1] = string.format("columns 1-%d of %d", shown_cols, ncols) end
+    if #notes > 0 then lines[#lines + 1] = "(" .. table.concat(notes, ", ") .. " shown)" end
+
+    -- the scale: each shade with the lowest value it stands for, or the gray ramp between lo and hi
+    local fmt, whole = number_format({ lo, hi }, merge_options("heat", options, {}))
+    local function num(v) return format_number(v, fmt, whole) end
+    if colour then
+        local ramp = {}
+        for k = GRAY_FIRST, GRAY_LAST do ramp[#ramp + 1] = "\27[48;5;" .. k .. "m \27[0m" end
+        lines[#lines + 1] = "scale: " .. num(lo) .. " " .. table.concat(ramp) .. " " .. num(hi)
+    else
+        local parts = {}
+        for k = 1, #SHADES do
+            parts[k] = "[" .. SHADES[k] .. "] " .. num(lo + (hi - lo) * (k - 1) / #SHADES)
+        end
+        lines[#lines + 1] = "scale: " .. table.concat(parts, "  ") .. " .. " .. num(hi)
+    end
+    lines[#lines + 1] = footer(src)
+    io.write(table.concat(lines, "\n"), "\n")
+end
+
+-- Exposed for mha.plot (its text fallback) and for the tests.
+M.clean_label = clean_label
+M.label_list = label_list
+
+-- Install into the mha table when it is there (mha-repl and mha.so both create it first).
+local mha = package.loaded.mha
+if type(mha) == "table" then
+    mha.format = M.format
+    mha.show = M.show
+    mha.printoptions = M.printoptions
+    mha.heat = M.heat
+end
+
+return M
