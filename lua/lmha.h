@@ -26,6 +26,24 @@ size_t lmha_checkdim(lua_State *L, int arg, size_t ndim, const char *fname);
 /* A tensor from a tensor, a number (a scalar tensor) or a nested table of numbers/booleans. */
 mha_tensor *lmha_totensor(lua_State *L, int arg, const char *fname);
 
+/* As lmha_checkdim, for a dim of t among `positions` places (t->ndim, or t->ndim+1 where a new dim may
+ * go, as in unsqueeze); the error shows t's shape. lmha_opttdim gives def when the argument is absent. */
+size_t lmha_checktdim(lua_State *L, int arg, const mha_tensor *t, size_t positions, const char *fname);
+size_t lmha_opttdim(lua_State *L, int arg, const mha_tensor *t, size_t def, const char *fname);
+/* Sizes given as arguments first..last, or as one table at first: f(2,3) or f{2,3}. Returns ndim. */
+size_t lmha_checkshape(lua_State *L, int first, int last, size_t *shape, const char *fname);
+#define LMHA_SHAPE_BUF 200                              /* room for "(s1,...,s8)" of any sizes */
+const char *lmha_shape(char *buf, const mha_tensor *t); /* "(2,3)"; buf has LMHA_SHAPE_BUF bytes */
+#define LMHA_LIB_KEY "mha.lib"  /* registry field holding the mha table (tostring finds "format" there) */
+int lmha_multihead_new(lua_State *L);   /* mha.MultiheadAttention{...} (lua/lmultihead.c) */
+/* a op b for the values at 1 and 2: tensors, numbers (either side) or nested tables; pushes the result. */
+int lmha_arith(lua_State *L, mha_binop op, const char *fname);
+/* Options tables: an error naming fname and listing `names` (NULL-terminated) for an unknown key;
+ * typed reads that name the option when its value has the wrong type. idx may hold nil (no options). */
+void lmha_checkoptions(lua_State *L, int idx, const char *fname, const char *const names[]);
+int lmha_optboolean(lua_State *L, int idx, const char *key, int def, const char *fname);
+const mha_tensor *lmha_opttensor(lua_State *L, int idx, const char *key, const char *fname);
+
 /* luaopen_mha builds the "mha" table, stores it in package.loaded["mha"] at once (so the Lua helpers
  * it loads can require it), registers in package.preload every embedded Lua module (mha.display,
  * mha.plot, mha.lesson, mha.repl, mha.help, ...) and the C libraries below, then requires

@@ -1,0 +1,320 @@
+/* lua/lmultihead.c - the mha.MultiheadAttention userdata: PyTorch 1.13's nn.MultiheadAttention
+ * (batch_first=True) with its options as fields, its parameters by state_dict name, forward and trace.
+ *
+ *   m = mha.MultiheadAttention{embed_dim = 4, num_heads = 2}
+ *   out, weights = m:forward(q, k, v, {attn_mask = mask})   -- or m(q, k, v, ...)
+ *   m.in_proj_weight           -- (3E,E), a tensor sharing the module's storage
+ *   m.out_proj_bias = t        -- copies t after checking its shape
+ * The userdata IS the mha_multihead: created zeroed, then initialised by the core, so __gc can always
+ * release it. Parameter names are PyTorch's state_dict names with '.' written '_'. */
+#include <stdio.h>
+#include <string.h>
+
+#include "lmha.h"
+
+#define MHA_TRACE_SCRATCH_T "mha.MultiheadAttention.trace" /* a trace being handed to Lua */
+
+#define tomultihead(L) ((mha_multihead *)luaL_checkudata(L, 1, MHA_MULTIHEAD_T))
+
+/* A module whose parameters __close released reads as closed: out_proj_weight always exists otherwise. */
+static mha_multihead *checkmultihead(lua_State *L) {
+    mha_multihead *m = tomultihead(L);
+    if (!m->out_proj_weight.storage) luaL_argerror(L, 1, "the MultiheadAttention was closed");
+    return m;
+}
+
+/* ---- construction ---- */
+
+/* A positive integer option; def 0 means the option is required. */
+static size_t opt_size(lua_State *L, const char *key, size_t def) {
+    int type = lua_getfield(L, 1, key);
+    if (type == LUA_TNIL) {
+        if (def == 0)
+            luaL_error(L, "MultiheadAttention: option %s is required, e.g. mha.MultiheadAttention{embed_dim = 4, num_heads = 2}",
+                       key);
+        lua_pop(L, 1);
+        return def;
+    }
+    int isint;
+    lua_Integer n = lua_tointegerx(L, -1, &isint);
+    if (!isint || n < 1)
+        luaL_error(L, "MultiheadAttention: option %s must be a positive integer, got %s", key, luaL_tolstring(L, -1, NULL));
+    lua_pop(L, 1);
+    return (size_t)n;
+}
+
+/* mha.MultiheadAttention{embed_dim=, num_heads=, bias=true, kdim=, vdim=, add_bias_kv=false,
+ * add_zero_attn=false, batch_first=true}: parameters initialised as PyTorch does, from mha.seed's generator. */
+int lmha_multihead_new(lua_State *L) {
+    static const char *const fname = "MultiheadAttention";
+    static const char *const options[] = {"embed_dim", "num_heads", "bias", "kdim", "vdim", "add_bias_kv",
+                                          "add_zero_attn", "batch_first", NULL};
+    luaL_checktype(L, 1, LUA_TTABLE);
+    lmha_checkoptions(L, 1, fname, options);
+    mha_multihead_options opt = {0};
+    opt.embed_dim = opt_size(L, "embed_dim", 0);
+    opt.num_heads = opt_size(L, "num_heads", 0);
+    opt.kdim = opt_size(L, "kdim", opt.embed_dim);
+    opt.vdim = opt_size(L, "vdim", opt.embed_dim);
+    opt.bias = lmha_optboolean(L, 1, "bias", 1, fname);
+    opt.add_bias_kv = lmha_optboolean(L, 1, "add_bias_kv", 0, fname);
+    opt.add_zero_attn = lmha_optboolean(L, 1, "add_zero_attn", 0, fname);
+    if (!lmha_optboolean(L, 1, "batch_first", 1, fname))
+        return luaL_error(L, "%s", "MultiheadAttention: batch_first=false is not supported: batched inputs are (N,L,E), "
+                                   "batch first (transpose (L,N,E) inputs with x:transpose(1, 2))");
+    mha_multihead *m = (mha_multihead *)lua_newuserdatauv(L, sizeof *m, 0);
+    memset(m, 0, sizeof *m);
+    luaL_setmetatable(L, MHA_MULTIHEAD_T);
+    if (mha_multihead_init(m, &opt) != MHA_OK) return luaL_error(L, "%s", mha_errmsg());
+    return 1;
+}
+
+/* ---- fields and parameters ---- */
+
+static const char *const field_names[] = {"embed_dim", "num_heads", "head_dim", "kdim", "vdim", "bias",
+                                          "add_bias_kv", "add_zero_attn", "batch_first", "same_embed_dim", NULL};
+
+static int is_param_name(const char *name) {
+    for (size_t i = 0; mha_multihead_param_names[i]; i++)
+        if (strcmp(name, mha_multihead_param_names[i]) == 0) return 1;
+    return 0;
+}
+
+/* Pushes field `name`; 0 when there is no such field. */
+static int push_field(lua_State *L, const mha_multihead *m, const char *name) {
+    if (strcmp(name, "embed_dim") == 0) lua_pushinteger(L, (lua_Integer)m->embed_dim);
+    else if (strcmp(name, "num_heads") == 0) lua_pushinteger(L, (lua_Integer)m->num_heads);
+    else if (strcmp(name, "head_dim") == 0) lua_pushinteger(L, (lua_Integer)m->head_dim);
+    else if (strcmp(name, "kdim") == 0) lua_pushinteger(L, (lua_Integer)m->kdim);
+    else if (strcmp(name, "vdim") == 0) lua_pushinteger(L, (lua_Integer)m->vdim);
+    else if (strcmp(name, "bias") == 0) lua_pushboolean(L, m->bias);
+    else if (strcmp(name, "add_bias_kv") == 0) lua_pushboolean(L, m->add_bias_kv);
+    else if (strcmp(name, "add_zero_attn") == 0) lua_pushboolean(L, m->add_zero_attn);
+    else if (strcmp(name, "batch_first") == 0) lua_pushboolean(L, 1);
+    else if (strcmp(name, "same_embed_dim") == 0) lua_pushboolean(L, m->same_embed_dim);
+    else return 0;
+    return 1;
+}
+
+/* Raises "MultiheadAttention: no field 'x' (fields: ...; parameters: ...)". */
+static int unknown_name(lua_State *L, const char *name, const char *what) {
+    luaL_Buffer b;
+    luaL_buffinit(L, &b);
+    for (size_t i = 0; field_names[i]; i++) {
+        luaL_addstring(&b, i ? ", " : "");
+        luaL_addstring(&b, field_names[i]);
+    }
+    luaL_addstring(&b, "; parameters: ");
+    for (size_t i = 0; mha_multihead_param_names[i]; i++) {
+        luaL_addstring(&b, i ? ", " : "");
+        luaL_addstring(&b, mha_multihead_param_names[i]);
+    }
+    luaL_pushresult(&b);
+    return luaL_error(L, "MultiheadAttention: %s '%s' (fields: %s)", what, name, lua_tostring(L, -1));
+}
+
+/* Pushes parameter `name` as a tensor sharing the module's storage, or nil when this module has
+ * none by that name (in_proj_weight when kdim/vdim differ from embed_dim, biases when bias=false). */
+static void push_param(lua_State *L, const mha_multihead *m, const char *name) {
+    mha_tensor *slot;
+    if (mha_multihead_param(&slot, m, name) != MHA_OK || !slot->storage) { lua_pushnil(L); return; }
+    lmha_result(L, mha_share(lmha_newtensor(L), slot));
+}
+
+/* m.name: a method, a field, or a parameter. */
+static int m_index(lua_State *L) {
+    mha_multihead *m = tomultihead(L);
+    const char *name = luaL_checkstring(L, 2);
+    lua_pushvalue(L, 2);
+    if (lua_rawget(L, lua_upvalueindex(1)) != LUA_TNIL) return 1; /* a method */
+    lua_pop(L, 1);
+    if (push_field(L, m, name)) return 1;
+    if (is_param_name(name)) {
+        checkmultihead(L);
+        push_param(L, m, name);
+        return 1;
+    }
+    return unknown_name(L, name, "no field");
+}
+
+/* m.name = t: replaces a parameter by a copy of t (a tensor or nested table) of the same shape. */
+static int m_newindex(lua_State *L) {
+    mha_multihead *m = checkmultihead(L);
+    const char *name = luaL_checkstring(L, 2);
+    if (is_param_name(name)) {
+        mha_tensor *value = lmha_totensor(L, 3, name);
+        if (mha_multihead_set_param(m, name, value) != MHA_OK) return luaL_error(L, "%s", mha_errmsg());
+        return 0;
+    }
+    lua_pushvalue(L, 2);
+    if (push_field(L, m, name) || lua_rawget(L, lua_upvalueindex(1)) != LUA_TNIL)
+        return luaL_error(L, "MultiheadAttention: %s is read-only (make a new module with the options you want)", name);
+    return unknown_name(L, name, "cannot assign to unknown field");
+}
+
+/* m:parameters(): name -> tensor for every parameter this module has (sharing its storage). */
+static int m_parameters(lua_State *L) {
+    mha_multihead *m = checkmultihead(L);
+    lua_newtable(L);
+    for (size_t i = 0; mha_multihead_param_names[i]; i++) {
+        push_param(L, m, mha_multihead_param_names[i]);
+        lua_setfield(L, -2, mha_multihead_param_names[i]);
+    }
+    return 1;
+}
+
+/* m:parameter_names(): the names of the parameters this module has, in PyTorch's state_dict order. */
+static int m_parameter_names(lua_State *L) {
+    mha_multihead *m = checkmultihead(L);
+    lua_newtable(L);
+    lua_Integer n = 0;
+    for (size_t i = 0; mha_multihead_param_names[i]; i++) {
+        mha_tensor *slot;
+        if (mha_multihead_param(&slot, m, mha_multihead_param_names[i]) == MHA_OK && slot->storage) {
+            lua_pushstring(L, mha_multihead_param_names[i]);
+            lua_rawseti(L, -2, ++n);
+        }
+    }
+    return 1;
+}
+
+/* ---- forward and trace ---- */
+
+/* Reads q, k, v at 2, 3, 4 (k and v default to q: self-attention) and the options at 5. */
+static void forward_args(lua_State *L, const mha_tensor **qkv, mha_forward_options *opt, const char *fname) {
+    static const char *const options[] = {"key_padding_mask", "attn_mask", "need_weights", "average_attn_weights",
+                                          "is_causal", NULL};
+    qkv[0] = lmha_checktensor(L, 2);
+    qkv[1] = lua_isnoneornil(L, 3) ? qkv[0] : lmha_checktensor(L, 3);
+    qkv[2] = lua_isnoneornil(L, 4) ? qkv[1] : lmha_checktensor(L, 4);
+    lmha_checkoptions(L, 5, fname, options);
+    opt->key_padding_mask = lmha_opttensor(L, 5, "key_padding_mask", fname);
+    opt->attn_mask = lmha_opttensor(L, 5, "attn_mask", fname);
+    opt->need_weights = lmha_optboolean(L, 5, "need_weights", 1, fname);
+    opt->average_attn_weights = lmha_optboolean(L, 5, "average_attn_weights", 1, fname);
+    opt->is_causal = lmha_optboolean(L, 5, "is_causal", 0, fname);
+}
+
+/* m:forward(query, key, value [, opts]) -> out, weights (weights nil when need_weights=false).
+ * opts: key_padding_mask, attn_mask, need_weights=true, average_attn_weights=true, is_causal=false. */
+static int m_forward(lua_State *L) {
+    mha_multihead *m = checkmultihead(L);
+    const mha_tensor *qkv[3];
+    mha_forward_options opt;
+    forward_args(L, qkv, &opt, "forward");
+    lua_settop(L, 5);
+    mha_tensor *out = lmha_newtensor(L);
+    mha_tensor *weights = opt.need_weights ? lmha_newtensor(L) : NULL;
+    lmha_result(L, mha_multihead_forward(out, weights, m, qkv[0], qkv[1], qkv[2], &opt, NULL));
+    if (!weights) lua_pushnil(L);
+    return 2;
+}
+
+/* A trace on its way into Lua: a userdata whose __gc releases what was not handed over yet. */
+typedef struct trace_scratch {
+    mha_trace trace;
+    mha_tensor out;
+} trace_scratch;
+
+static int trace_scratch_gc(lua_State *L) {
+    trace_scratch *s = (trace_scratch *)luaL_checkudata(L, 1, MHA_TRACE_SCRATCH_T);
+    mha_trace_release(&s->trace);
+    mha_release(&s->out);
+    return 0;
+}
+
+/* m:trace(query, key, value [, opts]) -> a table name -> tensor of every intermediate of one forward
+ * pass, whose array part lists the names in order: for i, name in ipairs(tr) do print(name, tr[name]) end */
+static int m_trace(lua_State *L) {
+    mha_multihead *m = checkmultihead(L);
+    const mha_tensor *qkv[3];
+    mha_forward_options opt;
+    forward_args(L, qkv, &opt, "trace");
+    opt.need_weights = false; /* the trace holds the per-head weights */
+    lua_settop(L, 5);
+    trace_scratch *s = (trace_scratch *)lua_newuserdatauv(L, sizeof *s, 0);
+    memset(s, 0, sizeof *s);
+    luaL_setmetatable(L, MHA_TRACE_SCRATCH_T);
+    mha_status st = mha_multihead_forward(&s->out, NULL, m, qkv[0], qkv[1], qkv[2], &opt, &s->trace);
+    if (st != MHA_OK) return lmha_result(L, st); /* the scratch's __gc frees what was made */
+    lua_createtable(L, (int)s->trace.count, (int)s->trace.count);
+    for (size_t i = 0; i < s->trace.count; i++) {
+        mha_tensor *t = lmha_newtensor(L);
+        *t = s->trace.tensors[i]; /* handed over: the scratch no longer owns it */
+        s->trace.tensors[i] = MHA_TENSOR_EMPTY;
+        lua_setfield(L, -2, s->trace.names[i]);
+        lua_pushstring(L, s->trace.names[i]);
+        lua_rawseti(L, -2, (lua_Integer)i + 1);
+    }
+    mha_release(&s->out); /* the trace holds the output too */
+    return 1;
+}
+
+/* ---- life cycle and printing ---- */
+
+static int m_gc(lua_State *L) {
+    mha_multihead_release(tomultihead(L));
+    return 0;
+}
+
+/* Like PyTorch's repr, with the options shown (PyTorch's shows only the out_proj line). */
+static int m_tostring(lua_State *L) {
+    mha_multihead *m = tomultihead(L);
+    if (!m->out_proj_weight.storage) { lua_pushliteral(L, "MultiheadAttention(closed)"); return 1; }
+    luaL_Buffer b;
+    luaL_buffinit(L, &b);
+    lua_pushfstring(L, "MultiheadAttention(embed_dim=%I, num_heads=%I, head_dim=%I", (LUAI_UACINT)m->embed_dim,
+                    (LUAI_UACINT)m->num_heads, (LUAI_UACINT)m->head_dim);
+    luaL_addvalue(&b);
+    if (!m->same_embed_dim) {
+        lua_pushfstring(L, ", kdim=%I, vdim=%I", (LUAI_UACINT)m->kdim, (LUAI_UACINT)m->vdim);
+        luaL_addvalue(&b);
+    }
+    if (!m->bias) luaL_addstring(&b, ", bias=false");
+    if (m->add_bias_kv) luaL_addstring(&b, ", add_bias_kv=true");
+    if (m->add_zero_attn) luaL_addstring(&b, ", add_zero_attn=true");
+    lua_pushfstring(L, ")(\n  (out_proj): NonDynamicallyQuantizableLinear(in_features=%I, out_features=%I, bias=%s)\n)",
+                    (LUAI_UACINT)m->embed_dim, (LUAI_UACINT)m->embed_dim, m->bias ? "True" : "False");
+    luaL_addvalue(&b);
+    luaL_pushresult(&b);
+    return 1;
+}
+
+static const luaL_Reg meth[] = {
+    {"forward", m_forward},
+    {"trace", m_trace},
+    {"parameters", m_parameters},
+    {"parameter_names", m_parameter_names},
+    {"close", m_gc},
+    {NULL, NULL}
+};
+
+static const luaL_Reg metameth[] = {
+    {"__index", NULL}, /* placeholder: a closure over the method table */
+    {"__newindex", NULL},
+    {"__call", m_forward}, /* m(q, k, v, opts), as a PyTorch module is called */
+    {"__tostring", m_tostring},
+    {"__gc", m_gc},
+    {"__close", m_gc},
+    {NULL, NULL}
+};
+
+int lmha_open_multihead(lua_State *L) {
+    luaL_newmetatable(L, MHA_MULTIHEAD_T);
+    luaL_setfuncs(L, metameth, 0);
+    luaL_newlibtable(L, meth);
+    luaL_setfuncs(L, meth, 0);
+    lua_pushvalue(L, -1);
+    lua_setfield(L, -3, "__methods");
+    lua_pushvalue(L, -1);
+    lua_pushcclosure(L, m_index, 1);
+    lua_setfield(L, -3, "__index");
+    lua_pushcclosure(L, m_newindex, 1);
+    lua_setfield(L, -2, "__newindex");
+    lua_pop(L, 1);
+    luaL_newmetatable(L, MHA_TRACE_SCRATCH_T);
+    lua_pushcfunction(L, trace_scratch_gc);
+    lua_setfield(L, -2, "__gc");
+    lua_pop(L, 1);
+    return 0;
+}

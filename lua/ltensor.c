@@ -1,0 +1,797 @@
+/* lua/ltensor.c - the mha.Tensor userdata: a Lua value that IS an mha_tensor, with its methods (shape,
+ * element access, the view family) and metamethods (+ - * / ^, unary minus, ==, #, t[i], tostring, gc).
+ *
+ * Lua conventions hold at this border: dimensions and indices are 1-based, negative ones count from the
+ * end (-1 is the last). They are converted to the core's 0-based size_t here, and checked here, so an
+ * error names the function, the Lua dimension and the shape. The op methods (t:softmax(dim), t:sum(dim),
+ * t:matmul(u) ...) live in lua/lmha.c, which adds them to this method table as well as to the library. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "lmha.h"
+
+/* ---- creating, checking and filling tensor userdata ---- */
+
+mha_tensor *lmha_newtensor(lua_State *L) {
+    mha_tensor *t = (mha_tensor *)lua_newuserdatauv(L, sizeof(mha_tensor), 0);
+    *t = MHA_TENSOR_EMPTY;
+    luaL_setmetatable(L, MHA_TENSOR_T);
+    return t;
+}
+
+int lmha_result(lua_State *L, mha_status status) {
+    if (status == MHA_OK) return 1;
+    if (status == MHA_E_INTERRUPTED) {
+        mha_interrupt_clear(); /* reported once; the next call starts afresh */
+        return luaL_error(L, "%s", "interrupted");
+    }
+    return luaL_error(L, "%s", mha_errmsg());
+}
+
+mha_tensor *lmha_testtensor(lua_State *L, int arg) {
+    mha_tensor *t = (mha_tensor *)luaL_testudata(L, arg, MHA_TENSOR_T);
+    return t && t->storage ? t : NULL;
+}
+
+mha_tensor *lmha_checktensor(lua_State *L, int arg) {
+    mha_tensor *t = totensor(L, arg);
+    if (!t->storage) luaL_argerror(L, arg, "the tensor was closed");
+    return t;
+}
+
+/* "(2,3)" for a tensor's shape; buf holds LMHA_SHAPE_BUF bytes. */
+const char *lmha_shape(char *buf, const mha_tensor *t) {
+    return mha_shape_str(buf, LMHA_SHAPE_BUF, t);
+}
+
+/* ---- dimensions and indices: Lua's 1-based or negative -> the core's 0-based ---- */
+
+/* d in 1..n or -n..-1 -> 0..n-1; SIZE_MAX when out of range. */
+static size_t from_lua_index(lua_Integer d, size_t n) {
+    if (d >= 1 && (lua_Unsigned)d <= n) return (size_t)d - 1;
+    if (d < 0 && (lua_Unsigned)(-(d + 1)) < n) return n - (size_t)(-(d + 1)) - 1;
+    return SIZE_MAX;
+}
+
+size_t lmha_checkdim(lua_State *L, int arg, size_t ndim, const char *fname) {
+    lua_Integer d = luaL_checkinteger(L, arg);
+    size_t dim = from_lua_index(d, ndim);
+    if (dim == SIZE_MAX) {
+        if (ndim == 0) luaL_error(L, "%s: dim %I out of range: the tensor is a scalar, it has no dims", fname, (LUAI_UACINT)d);
+        luaL_error(L, "%s: dim %I out of range for %I dims (expected 1..%I or -%I..-1)", fname, (LUAI_UACINT)d,
+                   (LUAI_UACINT)ndim, (LUAI_UACINT)ndim, (LUAI_UACINT)ndim);
+    }
+    return dim;
+}
+
+/* The general form: `positions` valid places (ndim for most functions, ndim+1 for unsqueeze/stack). */
+size_t lmha_checktdim(lua_State *L, int arg, const mha_tensor *t, size_t positions, const char *fname) {
+    char shape[LMHA_SHAPE_BUF];
+    lua_Integer d = luaL_checkinteger(L, arg);
+    size_t dim = from_lua_index(d, positions);
+    if (dim == SIZE_MAX) {
+        if (positions == 0)
+            luaL_error(L, "%s: dim %I out of range: a tensor of shape () is a scalar, it has no dims", fname,
+                       (LUAI_UACINT)d);
+        luaL_error(L, "%s: dim %I out of range for a tensor of shape %s (expected 1..%I or -%I..-1)", fname,
+                   (LUAI_UACINT)d, lmha_shape(shape, t), (LUAI_UACINT)positions, (LUAI_UACINT)positions);
+    }
+    return dim;
+}
+
+size_t lmha_opttdim(lua_State *L, int arg, const mha_tensor *t, size_t def, const char *fname) {
+    if (lua_isnoneornil(L, arg)) return def;
+    return lmha_checktdim(L, arg, t, t->ndim, fname);
+}
+
+/* An element index along dim (1-based or negative) -> 0-based, checked against the size. */
+static size_t checkindex(lua_State *L, int arg, const mha_tensor *t, size_t dim, const char *fname) {
+    char shape[LMHA_SHAPE_BUF];
+    lua_Integer i = luaL_checkinteger(L, arg);
+    size_t index = from_lua_index(i, t->shape[dim]);
+    if (index == SIZE_MAX)
+        luaL_error(L, "%s: index %I out of range for dim %I of size %I in a tensor of shape %s (expected 1..%I or -%I..-1)",
+                   fname, (LUAI_UACINT)i, (LUAI_UACINT)dim + 1, (LUAI_UACINT)t->shape[dim], lmha_shape(shape, t),
+                   (LUAI_UACINT)t->shape[dim], (LUAI_UACINT)t->shape[dim]);
+    return index;
+}
+
+/* ---- shapes given as arguments: f(2,3) or f{2,3} ---- */
+
+/* Reads the sizes at first..last (or one table at first) into shape; -1 allowed when allow_infer. */
+static size_t read_sizes(lua_State *L, int first, int last, ptrdiff_t *shape, int allow_infer, const char *fname) {
+    size_t n = 0;
+    int from_table = lua_istable(L, first);
+    lua_Integer count = from_table ? luaL_len(L, first) : last - first + 1;
+    if (count < 0) count = 0;
+    if (count > MHA_MAX_DIMS)
+        luaL_error(L, "%s: %I sizes given, a tensor has at most %d dims", fname, (LUAI_UACINT)count, MHA_MAX_DIMS);
+    for (int k = 1; k <= (int)count; k++) {
+        int isint;
+        lua_Integer size;
+        if (from_table) {
+            lua_geti(L, first, k);
+            size = lua_tointegerx(L, -1, &isint);
+            lua_pop(L, 1);
+        } else {
+            size = lua_tointegerx(L, first + k - 1, &isint);
+        }
+        if (!isint)
+            luaL_error(L, "%s: size %d of the shape is not an integer (%s)", fname, k,
+                       from_table ? "in the table" : luaL_typename(L, first + k - 1));
+        if (size < 0 && !(allow_infer && size == -1))
+            luaL_error(L, "%s: size %I at position %d of the shape is negative%s", fname, (LUAI_UACINT)size, k,
+                       allow_infer ? " (only -1, \"infer this size\", is allowed)" : "");
+        shape[n++] = (ptrdiff_t)size;
+    }
+    return n;
+}
+
+size_t lmha_checkshape(lua_State *L, int first, int last, size_t *shape, const char *fname) {
+    ptrdiff_t sizes[MHA_MAX_DIMS];
+    size_t n = read_sizes(L, first, last, sizes, 0, fname);
+    for (size_t d = 0; d < n; d++) shape[d] = (size_t)sizes[d];
+    return n;
+}
+
+/* ---- nested tables of numbers or booleans -> tensors ---- */
+
+/* The Lua path of an element being converted, for messages: "t[2][1]". */
+static const char *table_path(char *buf, size_t n, const size_t *index, size_t depth) {
+    size_t used = (size_t)snprintf(buf, n, "t");
+    for (size_t d = 0; d < depth && used < n; d++) used += (size_t)snprintf(buf + used, n - used, "[%zu]", index[d] + 1);
+    return buf;
+}
+
+typedef struct table_walk {
+    size_t ndim;
+    size_t shape[MHA_MAX_DIMS];
+    int leaf_type;              /* LUA_TNUMBER or LUA_TBOOLEAN */
+    size_t index[MHA_MAX_DIMS]; /* where the walk is, for messages */
+    size_t next;                /* elements written so far */
+    mha_tensor *out;
+    const char *fname;
+} table_walk;
+
+/* Pass 1: the shape, read down the first elements: {{1,2,3},{4,5,6}} -> (2,3). */
+static void table_shape(lua_State *L, int idx, table_walk *w) {
+    char path[128];
+    lua_pushvalue(L, idx);
+    w->ndim = 0;
+    w->leaf_type = LUA_TNUMBER; /* an empty table makes a float tensor */
+    for (;;) {
+        int type = lua_type(L, -1);
+        if (type == LUA_TNUMBER || type == LUA_TBOOLEAN) { w->leaf_type = type; break; }
+        if (type != LUA_TTABLE)
+            luaL_error(L, "%s: %s is a %s, expected a number, a boolean or a table of them", w->fname,
+                       table_path(path, sizeof path, w->index, w->ndim), luaL_typename(L, -1));
+        if (w->ndim == MHA_MAX_DIMS)
+            luaL_error(L, "%s: the table is nested deeper than %d levels, the most dims a tensor has", w->fname,
+                       MHA_MAX_DIMS);
+        size_t len = (size_t)lua_rawlen(L, -1);
+        w->index[w->ndim] = 0;
+        w->shape[w->ndim++] = len;
+        if (len == 0) break;
+        lua_rawgeti(L, -1, 1);
+        lua_remove(L, -2);
+    }
+    lua_pop(L, 1);
+}
+
+/* Pass 2: check every element against the shape and type, and write it into w->out in C order. */
+static void table_fill(lua_State *L, table_walk *w, size_t depth) {
+    char path[128], first[128];
+    size_t zero[MHA_MAX_DIMS] = {0};
+    int type = lua_type(L, -1);
+    if (depth == w->ndim) {
+        if (type != w->leaf_type) {
+            if (type == LUA_TTABLE)
+                luaL_error(L, "%s: ragged table: %s is a table, but %s is a %s", w->fname,
+                           table_path(path, sizeof path, w->index, depth), table_path(first, sizeof first, zero, depth),
+                           lua_typename(L, w->leaf_type));
+            luaL_error(L, "%s: %s is a %s, but %s is a %s (a tensor holds numbers or booleans, not both)", w->fname,
+                       table_path(path, sizeof path, w->index, depth), luaL_typename(L, -1),
+                       table_path(first, sizeof first, zero, depth), lua_typename(L, w->leaf_type));
+        }
+        if (type == LUA_TBOOLEAN) mha_bool(w->out)[w->next++] = lua_toboolean(L, -1);
+        else mha_f32(w->out)[w->next++] = (float)lua_tonumber(L, -1);
+        return;
+    }
+    if (type != LUA_TTABLE) {
+        if (type == LUA_TNUMBER || type == LUA_TBOOLEAN)
+            luaL_error(L, "%s: ragged table: %s is a %s, but %s is a table of %I", w->fname,
+                       table_path(path, sizeof path, w->index, depth), luaL_typename(L, -1),
+                       table_path(first, sizeof first, zero, depth), (LUAI_UACINT)w->shape[depth]);
+        luaL_error(L, "%s: %s is a %s, expected a number, a boolean or a table of them", w->fname,
+                   table_path(path, sizeof path, w->index, depth), luaL_typename(L, -1));
+    }
+    size_t len = (size_t)lua_rawlen(L, -1);
+    if (len != w->shape[depth])
+        luaL_error(L, "%s: ragged table: %s has %I elements, but %s has %I", w->fname,
+                   table_path(path, sizeof path, w->index, depth), (LUAI_UACINT)len,
+                   table_path(first, sizeof first, zero, depth), (LUAI_UACINT)w->shape[depth]);
+    luaL_checkstack(L, 2, "nested table");
+    for (size_t i = 0; i < len; i++) {
+        w->index[depth] = i;
+        lua_rawgeti(L, -1, (lua_Integer)i + 1);
+        table_fill(L, w, depth + 1);
+        lua_pop(L, 1);
+    }
+    w->index[depth] = 0;
+}
+
+/* Pushes a new tensor made from the nested table at idx. */
+static mha_tensor *tensor_from_table(lua_State *L, int idx, const char *fname) {
+    table_walk w = {.fname = fname};
+    idx = lua_absindex(L, idx);
+    table_shape(L, idx, &w);
+    w.out = lmha_newtensor(L);
+    lmha_result(L, mha_empty(w.out, w.leaf_type == LUA_TBOOLEAN ? MHA_BOOL : MHA_FLOAT32, w.ndim, w.shape));
+    lua_pushvalue(L, idx);
+    table_fill(L, &w, 0);
+    lua_pop(L, 1);
+    return w.out;
+}
+
+/* Pushes a new scalar tensor holding a number or a boolean. */
+static mha_tensor *tensor_from_scalar(lua_State *L, int idx) {
+    mha_tensor *t = lmha_newtensor(L);
+    if (lua_isboolean(L, idx)) {
+        lmha_result(L, mha_empty(t, MHA_BOOL, 0, NULL));
+        mha_bool(t)[0] = lua_toboolean(L, idx);
+    } else {
+        lmha_result(L, mha_full(t, 0, NULL, (float)lua_tonumber(L, idx)));
+    }
+    return t;
+}
+
+mha_tensor *lmha_totensor(lua_State *L, int arg, const char *fname) {
+    mha_tensor *t = lmha_testtensor(L, arg);
+    if (t) return t;
+    arg = lua_absindex(L, arg);
+    switch (lua_type(L, arg)) {
+    case LUA_TNUMBER: case LUA_TBOOLEAN: t = tensor_from_scalar(L, arg); break;
+    case LUA_TTABLE: t = tensor_from_table(L, arg, fname); break;
+    default:
+        if (luaL_testudata(L, arg, MHA_TENSOR_T)) luaL_argerror(L, arg, "the tensor was closed");
+        luaL_typeerror(L, arg, "mha.Tensor, number or table");
+    }
+    lua_replace(L, arg); /* the new tensor takes the argument's place, which keeps it alive */
+    return t;
+}
+
+/* ---- reading tensors back into Lua ---- */
+
+static void push_element(lua_State *L, const mha_tensor *t, ptrdiff_t offset) {
+    if (t->dtype == MHA_BOOL) lua_pushboolean(L, mha_bool(t)[offset]);
+    else lua_pushnumber(L, (lua_Number)mha_f32(t)[offset]);
+}
+
+/* Pushes t's elements from dimension d on as nested tables, starting at element offset. */
+static void push_nested(lua_State *L, const mha_tensor *t, size_t d, ptrdiff_t offset) {
+    if (d == t->ndim) { push_element(L, t, offset); return; }
+    luaL_checkstack(L, 2, "totable");
+    lua_createtable(L, t->shape[d] < 1u << 20 ? (int)t->shape[d] : 0, 0);
+    for (size_t i = 0; i < t->shape[d]; i++) {
+        push_nested(L, t, d + 1, offset + (ptrdiff_t)i * t->stride[d]);
+        lua_rawseti(L, -2, (lua_Integer)i + 1);
+    }
+}
+
+/* ---- methods: what a tensor is ---- */
+
+static int t_shape(lua_State *L) {
+    mha_tensor *t = lmha_checktensor(L, 1);
+    lua_createtable(L, (int)t->ndim, 0);
+    for (size_t d = 0; d < t->ndim; d++) {
+        lua_pushinteger(L, (lua_Integer)t->shape[d]);
+        lua_rawseti(L, -2, (lua_Integer)d + 1);
+    }
+    return 1;
+}
+
+/* t:size() is the shape table, t:size(dim) one size. */
+static int t_size(lua_State *L) {
+    mha_tensor *t = lmha_checktensor(L, 1);
+    if (lua_isnoneornil(L, 2)) return t_shape(L);
+    lua_pushinteger(L, (lua_Integer)t->shape[lmha_checktdim(L, 2, t, t->ndim, "size")]);
+    return 1;
+}
+
+static int t_strides(lua_State *L) {
+    mha_tensor *t = lmha_checktensor(L, 1);
+    lua_createtable(L, (int)t->ndim, 0);
+    for (size_t d = 0; d < t->ndim; d++) {
+        lua_pushinteger(L, (lua_Integer)t->stride[d]);
+        lua_rawseti(L, -2, (lua_Integer)d + 1);
+    }
+    return 1;
+}
+
+/* The element offset into the storage: a count of elements, so 0 means "starts at the first one". */
+static int t_offset(lua_State *L) {
+    lua_pushinteger(L, (lua_Integer)lmha_checktensor(L, 1)->offset);
+    return 1;
+}
+
+static int t_dim(lua_State *L) {
+    lua_pushinteger(L, (lua_Integer)lmha_checktensor(L, 1)->ndim);
+    return 1;
+}
+
+static int t_numel(lua_State *L) {
+    lua_pushinteger(L, (lua_Integer)mha_numel(lmha_checktensor(L, 1)));
+    return 1;
+}
+
+static int t_dtype(lua_State *L) {
+    lua_pushstring(L, lmha_checktensor(L, 1)->dtype == MHA_BOOL ? "bool" : "float32");
+    return 1;
+}
+
+static int t_is_contiguous(lua_State *L) {
+    lua_pushboolean(L, mha_is_contiguous(lmha_checktensor(L, 1)));
+    return 1;
+}
+
+/* Two tensors share memory when they view the same storage (a view and its base, two views...). */
+static int t_shares_storage(lua_State *L) {
+    mha_tensor *a = lmha_checktensor(L, 1), *b = lmha_checktensor(L, 2);
+    lua_pushboolean(L, a->storage == b->storage);
+    return 1;
+}
+
+/* Reads the `given` indices at first.. (one for every dim of t), converted to 0-based. */
+static void read_index(lua_State *L, int first, int given, const mha_tensor *t, size_t *index, const char *fname) {
+    char shape[LMHA_SHAPE_BUF];
+    if (given != (int)t->ndim)
+        luaL_error(L, "%s: %d indices given for a tensor of shape %s, expected %d", fname, given < 0 ? 0 : given,
+                   lmha_shape(shape, t), (int)t->ndim);
+    for (size_t d = 0; d < t->ndim; d++) index[d] = checkindex(L, first + (int)d, t, d, fname);
+}
+
+/* t:get(i, j, ...): one element (1-based indices, negative from the end). */
+static int t_get(lua_State *L) {
+    mha_tensor *t = lmha_checktensor(L, 1);
+    size_t index[MHA_MAX_DIMS];
+    read_index(L, 2, lua_gettop(L) - 1, t, index, "get");
+    double value;
+    if (mha_get(&value, t, index) != MHA_OK) return luaL_error(L, "%s", mha_errmsg());
+    if (t->dtype == MHA_BOOL) lua_pushboolean(L, value != 0.0);
+    else lua_pushnumber(L, value);
+    return 1;
+}
+
+/* t:set(i, j, ..., value): writes one element, through any view into the shared storage. */
+static int t_set(lua_State *L) {
+    mha_tensor *t = lmha_checktensor(L, 1);
+    size_t index[MHA_MAX_DIMS];
+    int v = lua_gettop(L); /* the value is the last argument */
+    read_index(L, 2, v - 2, t, index, "set");
+    double value;
+    if (lua_isboolean(L, v)) value = lua_toboolean(L, v);
+    else if (lua_type(L, v) == LUA_TNUMBER) value = lua_tonumber(L, v);
+    else return luaL_error(L, "set: the value (last argument) is a %s, expected a number or a boolean", luaL_typename(L, v));
+    if (mha_set(t, index, value) != MHA_OK) return luaL_error(L, "%s", mha_errmsg());
+    lua_settop(L, 1);
+    return 1;
+}
+
+/* t:totable(): nested tables (a number or boolean for a scalar). */
+static int t_totable(lua_State *L) {
+    mha_tensor *t = lmha_checktensor(L, 1);
+    push_nested(L, t, 0, 0);
+    return 1;
+}
+
+/* t:item(): the only element of a one-element tensor. */
+static int t_item(lua_State *L) {
+    char shape[LMHA_SHAPE_BUF];
+    mha_tensor *t = lmha_checktensor(L, 1);
+    size_t n = mha_numel(t);
+    if (n != 1)
+        return luaL_error(L, "item: a tensor of shape %s has %I elements, expected exactly 1", lmha_shape(shape, t),
+                          (LUAI_UACINT)n);
+    ptrdiff_t offset = 0; /* every index is 0: the first element */
+    push_element(L, t, offset);
+    return 1;
+}
+
+/* ---- methods: copies and conversions ---- */
+
+static int t_clone(lua_State *L) {
+    mha_tensor *t = lmha_checktensor(L, 1);
+    return lmha_result(L, mha_clone(lmha_newtensor(L), t));
+}
+
+static int t_contiguous(lua_State *L) {
+    mha_tensor *t = lmha_checktensor(L, 1);
+    return lmha_result(L, mha_contiguous(lmha_newtensor(L), t));
+}
+
+static int t_float(lua_State *L) {
+    mha_tensor *t = lmha_checktensor(L, 1);
+    if (t->dtype == MHA_FLOAT32) { lua_settop(L, 1); return 1; } /* like torch: already float, same tensor */
+    return lmha_result(L, mha_to_dtype(lmha_newtensor(L), t, MHA_FLOAT32));
+}
+
+static int t_bool(lua_State *L) {
+    mha_tensor *t = lmha_checktensor(L, 1);
+    if (t->dtype == MHA_BOOL) { lua_settop(L, 1); return 1; }
+    return lmha_result(L, mha_to_dtype(lmha_newtensor(L), t, MHA_BOOL));
+}
+
+/* t:copy_(src): writes src (a tensor, number or table, broadcast to t's shape) into t, in place. */
+static int t_copy_(lua_State *L) {
+    mha_tensor *t = lmha_checktensor(L, 1);
+    mha_tensor *src = lmha_totensor(L, 2, "copy_");
+    mha_tensor converted = MHA_TENSOR_EMPTY;
+    if (src->dtype != t->dtype) { /* a number into a bool tensor, a bool mask into a float one */
+        if (mha_to_dtype(&converted, src, t->dtype) != MHA_OK) return luaL_error(L, "%s", mha_errmsg());
+        src = &converted;
+    }
+    mha_status st = mha_copy_into(t, src);
+    mha_release(&converted);
+    if (st != MHA_OK) return luaL_error(L, "%s", mha_errmsg());
+    lua_settop(L, 1);
+    return 1;
+}
+
+/* t:fill_(value): every element := value, in place (through views, into the shared storage). */
+static int t_fill_(lua_State *L) {
+    luaL_checkany(L, 2);
+    if (!lua_isboolean(L, 2)) luaL_checknumber(L, 2);
+    return t_copy_(L);
+}
+
+/* ---- methods: the view family (share storage, never copy) ---- */
+
+/* t:view(2, 3) or t:view{2, 3}; one size may be -1. */
+static int t_view(lua_State *L) {
+    mha_tensor *t = lmha_checktensor(L, 1);
+    ptrdiff_t shape[MHA_MAX_DIMS];
+    size_t ndim = read_sizes(L, 2, lua_gettop(L), shape, 1, "view");
+    return lmha_result(L, mha_view(lmha_newtensor(L), t, ndim, shape));
+}
+
+static int t_reshape(lua_State *L) {
+    mha_tensor *t = lmha_checktensor(L, 1);
+    ptrdiff_t shape[MHA_MAX_DIMS];
+    size_t ndim = read_sizes(L, 2, lua_gettop(L), shape, 1, "reshape");
+    return lmha_result(L, mha_reshape(lmha_newtensor(L), t, ndim, shape));
+}
+
+static int t_transpose(lua_State *L) {
+    mha_tensor *t = lmha_checktensor(L, 1);
+    size_t d0 = lmha_checktdim(L, 2, t, t->ndim, "transpose");
+    size_t d1 = lmha_checktdim(L, 3, t, t->ndim, "transpose");
+    return lmha_result(L, mha_transpose(lmha_newtensor(L), t, d0, d1));
+}
+
+/* t:T(): the transpose of a 2-D tensor (a view). */
+static int t_T(lua_State *L) {
+    char shape[LMHA_SHAPE_BUF];
+    mha_tensor *t = lmha_checktensor(L, 1);
+    if (t->ndim != 2)
+        return luaL_error(L, "T: expects a 2-D tensor, got shape %s (use transpose(d0, d1) or permute)",
+                          lmha_shape(shape, t));
+    return lmha_result(L, mha_transpose(lmha_newtensor(L), t, 0, 1));
+}
+
+/* t:permute(3, 1, 2) or t:permute{3, 1, 2}: dim k of the result is dim perm[k] of t. */
+static int t_permute(lua_State *L) {
+    char shape[LMHA_SHAPE_BUF];
+    mha_tensor *t = lmha_checktensor(L, 1);
+    size_t perm[MHA_MAX_DIMS];
+    if (lua_istable(L, 2)) { /* unpack the table onto the stack, then read as arguments */
+        int n = (int)luaL_len(L, 2);
+        luaL_checkstack(L, n, "permute");
+        lua_settop(L, 2);
+        for (int k = 1; k <= n; k++) lua_geti(L, 2, k);
+        lua_remove(L, 2);
+    }
+    int given = lua_gettop(L) - 1;
+    if (given != (int)t->ndim)
+        return luaL_error(L, "permute: %d dims given for a tensor of shape %s, expected %d (one for each dim)", given,
+                          lmha_shape(shape, t), (int)t->ndim);
+    for (size_t d = 0; d < t->ndim; d++) perm[d] = lmha_checktdim(L, 2 + (int)d, t, t->ndim, "permute");
+    for (size_t d = 0; d < t->ndim; d++)
+        for (size_t e = 0; e < d; e++)
+            if (perm[e] == perm[d])
+                return luaL_error(L, "permute: dim %d appears twice in the permutation", (int)perm[d] + 1);
+    return lmha_result(L, mha_permute(lmha_newtensor(L), t, perm));
+}
+
+/* t:narrow(dim, start, length): elements start .. start+length-1 along dim (start 1-based). */
+static int t_narrow(lua_State *L) {
+    char shape[LMHA_SHAPE_BUF];
+    mha_tensor *t = lmha_checktensor(L, 1);
+    size_t dim = lmha_checktdim(L, 2, t, t->ndim, "narrow");
+    size_t start = checkindex(L, 3, t, dim, "narrow");
+    lua_Integer length = luaL_checkinteger(L, 4);
+    if (length < 0 || (lua_Unsigned)length > t->shape[dim] - start)
+        return luaL_error(L, "narrow: start %I with length %I runs past size %I of dim %I (tensor of shape %s)",
+                          (LUAI_UACINT)start + 1, (LUAI_UACINT)length, (LUAI_UACINT)t->shape[dim],
+                          (LUAI_UACINT)dim + 1, lmha_shape(shape, t));
+    return lmha_result(L, mha_narrow(lmha_newtensor(L), t, dim, start, (size_t)length));
+}
+
+/* t:select(dim, i): the slice at index i along dim, which is dropped. */
+static int t_select(lua_State *L) {
+    mha_tensor *t = lmha_checktensor(L, 1);
+    size_t dim = lmha_checktdim(L, 2, t, t->ndim, "select");
+    size_t index = checkindex(L, 3, t, dim, "select");
+    return lmha_result(L, mha_select(lmha_newtensor(L), t, dim, index));
+}
+
+/* t:unsqueeze(dim): a new size-1 dim at position dim of the result (1..ndim+1, -1 appends). */
+static int t_unsqueeze(lua_State *L) {
+    mha_tensor *t = lmha_checktensor(L, 1);
+    size_t dim = lmha_checktdim(L, 2, t, t->ndim + 1, "unsqueeze");
+    return lmha_result(L, mha_unsqueeze(lmha_newtensor(L), t, dim));
+}
+
+/* t:squeeze([dim]): drops dim if its size is 1, or every size-1 dim. */
+static int t_squeeze(lua_State *L) {
+    mha_tensor *t = lmha_checktensor(L, 1);
+    size_t dim = lmha_opttdim(L, 2, t, MHA_ALL_DIMS, "squeeze");
+    return lmha_result(L, mha_squeeze(lmha_newtensor(L), t, dim));
+}
+
+/* t:expand(4, -1, 3) or t:expand{...}: a broadcast view; -1 keeps a size. */
+static int t_expand(lua_State *L) {
+    char shape[LMHA_SHAPE_BUF];
+    mha_tensor *t = lmha_checktensor(L, 1);
+    ptrdiff_t sizes[MHA_MAX_DIMS];
+    size_t want[MHA_MAX_DIMS];
+    size_t ndim = read_sizes(L, 2, lua_gettop(L), sizes, 1, "expand");
+    if (ndim < t->ndim)
+        return luaL_error(L, "expand: %d sizes given for a tensor of shape %s, expected at least %d", (int)ndim,
+                          lmha_shape(shape, t), (int)t->ndim);
+    size_t lead = ndim - t->ndim;
+    for (size_t d = 0; d < ndim; d++) {
+        if (sizes[d] == -1 && d < lead)
+            return luaL_error(L, "expand: size -1 at position %d is a new leading dim, which has no size to keep",
+                              (int)d + 1);
+        want[d] = sizes[d] == -1 ? t->shape[d - lead] : (size_t)sizes[d];
+    }
+    return lmha_result(L, mha_expand(lmha_newtensor(L), t, ndim, want));
+}
+
+/* t:split(size [, dim]) and t:chunk(n [, dim]): several views, returned as several values. */
+static int split_or_chunk(lua_State *L, int chunk) {
+    const char *fname = chunk ? "chunk" : "split";
+    mha_tensor *t = lmha_checktensor(L, 1);
+    lua_Integer n = luaL_checkinteger(L, 2);
+    size_t dim = lmha_opttdim(L, 3, t, 0, fname);
+    if (n <= 0) return luaL_error(L, "%s: %s must be a positive integer, got %I", fname, chunk ? "chunks" : "split_size", (LUAI_UACINT)n);
+    size_t size = t->shape[dim], piece = (size_t)n;
+    if (chunk) piece = size == 0 ? 1 : (size + (size_t)n - 1) / (size_t)n;
+    size_t count = size == 0 ? 1 : (size + piece - 1) / piece;
+    if (count > LUAI_MAXSTACK / 2)
+        return luaL_error(L, "%s: %I pieces are too many to return as separate values", fname, (LUAI_UACINT)count);
+    luaL_checkstack(L, (int)count + 2, fname);
+    /* the pieces are made in a scratch array first (a userdata, so an error cannot leak it) */
+    mha_tensor *pieces = (mha_tensor *)lua_newuserdatauv(L, count * sizeof(mha_tensor), 0);
+    int scratch = lua_gettop(L);
+    for (size_t i = 0; i < count; i++) {
+        pieces[i] = MHA_TENSOR_EMPTY;
+        lmha_newtensor(L); /* the empty results, made before any storage is shared */
+    }
+    size_t made = 0;
+    mha_status st = chunk ? mha_chunk(pieces, count, &made, t, (size_t)n, dim)
+                          : mha_split(pieces, count, &made, t, piece, dim);
+    if (st != MHA_OK) return lmha_result(L, st);
+    for (size_t i = 0; i < made; i++) *(mha_tensor *)lua_touserdata(L, scratch + 1 + (int)i) = pieces[i];
+    lua_settop(L, scratch + (int)made);
+    return (int)made;
+}
+
+static int t_split(lua_State *L) { return split_or_chunk(L, 0); }
+static int t_chunk(lua_State *L) { return split_or_chunk(L, 1); }
+
+/* ---- metamethods ---- */
+
+/* t:close() / __gc / __close: drop the reference now; the tensor reads as closed afterwards. */
+static int t_gc(lua_State *L) {
+    mha_release(totensor(L, 1));
+    return 0;
+}
+
+/* a op b where either side may be a number (tensor-number in both orders) or a table. */
+int lmha_arith(lua_State *L, mha_binop op, const char *fname) {
+    int a_num = lua_type(L, 1) == LUA_TNUMBER, b_num = lua_type(L, 2) == LUA_TNUMBER;
+    if (a_num || b_num) {
+        mha_tensor *t = lmha_totensor(L, a_num ? 2 : 1, fname);
+        float s = (float)lua_tonumber(L, a_num ? 1 : 2);
+        return lmha_result(L, mha_binary_scalar(lmha_newtensor(L), op, t, s, a_num));
+    }
+    mha_tensor *a = lmha_totensor(L, 1, fname), *b = lmha_totensor(L, 2, fname);
+    return lmha_result(L, mha_binary(lmha_newtensor(L), op, a, b));
+}
+
+static int t_add(lua_State *L) { return lmha_arith(L, MHA_ADD, "add"); }
+static int t_sub(lua_State *L) { return lmha_arith(L, MHA_SUB, "sub"); }
+static int t_mul(lua_State *L) { return lmha_arith(L, MHA_MUL, "mul"); }
+static int t_div(lua_State *L) { return lmha_arith(L, MHA_DIV, "div"); }
+static int t_pow(lua_State *L) { return lmha_arith(L, MHA_POW, "pow"); }
+
+static int t_unm(lua_State *L) {
+    mha_tensor *t = lmha_checktensor(L, 1);
+    return lmha_result(L, mha_unary(lmha_newtensor(L), MHA_NEG, t));
+}
+
+/* a == b: true when same shape, dtype and values (torch.equal; NaN is unequal to itself). Lua's ==
+ * must give a boolean: the elementwise comparison is a:eq(b), giving a bool tensor. */
+static int t_eq(lua_State *L) {
+    mha_tensor *a = lmha_testtensor(L, 1), *b = lmha_testtensor(L, 2);
+    if (!a || !b || a->dtype != b->dtype || !mha_same_shape(a, b)) { lua_pushboolean(L, 0); return 1; }
+    mha_tensor ca = MHA_TENSOR_EMPTY, cb = MHA_TENSOR_EMPTY; /* C-order copies (shares when already so) */
+    mha_status st = mha_contiguous(&ca, a);
+    if (st == MHA_OK) st = mha_contiguous(&cb, b);
+    int equal = st == MHA_OK;
+    for (size_t i = 0, n = mha_numel(a); equal && i < n; i++)
+        equal = a->dtype == MHA_BOOL ? mha_bool(&ca)[i] == mha_bool(&cb)[i] : mha_f32(&ca)[i] == mha_f32(&cb)[i];
+    mha_release(&ca), mha_release(&cb);
+    if (st != MHA_OK) return lmha_result(L, st);
+    lua_pushboolean(L, equal);
+    return 1;
+}
+
+/* #t: the size of dim 1, like len() of a torch tensor. */
+static int t_len(lua_State *L) {
+    mha_tensor *t = lmha_checktensor(L, 1);
+    if (t->ndim == 0) return luaL_error(L, "%s", "#: a scalar tensor (shape ()) has no length");
+    lua_pushinteger(L, (lua_Integer)t->shape[0]);
+    return 1;
+}
+
+/* t[i]: the slice i along dim 1, a view (a number or boolean when t is 1-D); t.name: a method. */
+static int t_index(lua_State *L) {
+    if (lua_type(L, 2) == LUA_TNUMBER) {
+        mha_tensor *t = lmha_checktensor(L, 1);
+        if (t->ndim == 0) return luaL_error(L, "%s", "index: a scalar tensor (shape ()) cannot be indexed; use t:item()");
+        if (!lua_isinteger(L, 2)) return luaL_error(L, "index: t[%f]: an index must be an integer", lua_tonumber(L, 2));
+        size_t index = checkindex(L, 2, t, 0, "index");
+        if (t->ndim == 1) { push_element(L, t, (ptrdiff_t)index * t->stride[0]); return 1; }
+        return lmha_result(L, mha_select(lmha_newtensor(L), t, 0, index));
+    }
+    lua_pushvalue(L, 2);
+    lua_rawget(L, lua_upvalueindex(1)); /* the method table */
+    return 1;
+}
+
+/* t[i] = v: writes v (number, boolean, table or tensor, broadcast) into the slice i along dim 1. */
+static int t_newindex(lua_State *L) {
+    mha_tensor *t = lmha_checktensor(L, 1);
+    if (lua_type(L, 2) != LUA_TNUMBER || !lua_isinteger(L, 2))
+        return luaL_error(L, "newindex: t[%s] = ...: only integer indices can be assigned (tensors have no fields)",
+                          luaL_tolstring(L, 2, NULL));
+    if (t->ndim == 0) return luaL_error(L, "%s", "newindex: a scalar tensor (shape ()) cannot be indexed; use t:fill_(v)");
+    size_t index = checkindex(L, 2, t, 0, "newindex");
+    mha_tensor *row = lmha_newtensor(L);
+    lmha_result(L, mha_select(row, t, 0, index));
+    lua_replace(L, 1); /* copy_(row, value) */
+    lua_remove(L, 2);
+    t_copy_(L);
+    return 0;
+}
+
+/* A plain printout used when the "format" function of lua/display.lua is not there. */
+static void format_plain(luaL_Buffer *b, const mha_tensor *t, size_t d, ptrdiff_t offset) {
+    char num[64];
+    if (d == t->ndim) {
+        if (t->dtype == MHA_BOOL) luaL_addstring(b, mha_bool(t)[offset] ? "true" : "false");
+        else {
+            snprintf(num, sizeof num, "%.6g", (double)mha_f32(t)[offset]);
+            luaL_addstring(b, num);
+        }
+        return;
+    }
+    luaL_addchar(b, '[');
+    for (size_t i = 0; i < t->shape[d]; i++) {
+        if (i > 0) {
+            luaL_addchar(b, ',');
+            if (d + 1 < t->ndim) {
+                luaL_addchar(b, '\n');
+                for (size_t k = 0; k <= d; k++) luaL_addchar(b, ' ');
+            } else {
+                luaL_addchar(b, ' ');
+            }
+        }
+        format_plain(b, t, d + 1, offset + (ptrdiff_t)i * t->stride[d]);
+    }
+    luaL_addchar(b, ']');
+}
+
+#define PLAIN_MAX_ELEMENTS 1000 /* beyond this the fallback shows only the shape */
+
+static int t_tostring(lua_State *L) {
+    char shape[LMHA_SHAPE_BUF];
+    mha_tensor *t = totensor(L, 1);
+    if (!t->storage) { lua_pushstring(L, "mha.Tensor (closed)"); return 1; }
+    lua_getfield(L, LUA_REGISTRYINDEX, LMHA_LIB_KEY);
+    if (lua_istable(L, -1) && lua_getfield(L, -1, "format") == LUA_TFUNCTION) {
+        lua_pushvalue(L, 1);
+        lua_call(L, 1, 1);
+        if (lua_type(L, -1) == LUA_TSTRING) return 1;
+        return luaL_error(L, "%s", "__tostring: mha.format did not return a string");
+    }
+    luaL_Buffer b;
+    luaL_buffinit(L, &b);
+    lua_pushfstring(L, "mha.Tensor %s %s", lmha_shape(shape, t), t->dtype == MHA_BOOL ? "bool" : "float32");
+    luaL_addvalue(&b);
+    if (mha_numel(t) <= PLAIN_MAX_ELEMENTS) {
+        luaL_addchar(&b, '\n');
+        format_plain(&b, t, 0, 0);
+    }
+    luaL_pushresult(&b);
+    return 1;
+}
+
+static const luaL_Reg meth[] = {
+    {"shape", t_shape},
+    {"size", t_size},
+    {"strides", t_strides},
+    {"offset", t_offset},
+    {"dim", t_dim},
+    {"numel", t_numel},
+    {"dtype", t_dtype},
+    {"is_contiguous", t_is_contiguous},
+    {"shares_storage", t_shares_storage},
+    {"get", t_get},
+    {"set", t_set},
+    {"totable", t_totable},
+    {"item", t_item},
+    {"clone", t_clone},
+    {"contiguous", t_contiguous},
+    {"float", t_float},
+    {"bool", t_bool},
+    {"copy_", t_copy_},
+    {"fill_", t_fill_},
+    {"view", t_view},
+    {"reshape", t_reshape},
+    {"transpose", t_transpose},
+    {"T", t_T},
+    {"permute", t_permute},
+    {"narrow", t_narrow},
+    {"select", t_select},
+    {"unsqueeze", t_unsqueeze},
+    {"squeeze", t_squeeze},
+    {"expand", t_expand},
+    {"split", t_split},
+    {"chunk", t_chunk},
+    {"close", t_gc},
+    {NULL, NULL}
+};
+
+static const luaL_Reg metameth[] = {
+    {"__index", NULL},      /* placeholder: a closure over the method table */
+    {"__newindex", t_newindex},
+    {"__add", t_add},
+    {"__sub", t_sub},
+    {"__mul", t_mul},
+    {"__div", t_div},
+    {"__pow", t_pow},
+    {"__unm", t_unm},
+    {"__eq", t_eq},
+    {"__len", t_len},
+    {"__tostring", t_tostring},
+    {"__gc", t_gc},
+    {"__close", t_gc},
+    {NULL, NULL}
+};
+
+int lmha_open_tensor(lua_State *L) {
+    luaL_newmetatable(L, MHA_TENSOR_T); /* sets __name */
+    luaL_setfuncs(L, metameth, 0);
+    luaL_newlibtable(L, meth);
+    luaL_setfuncs(L, meth, 0);
+    lua_pushvalue(L, -1);
+    lua_setfield(L, -3, "__methods"); /* the REPL's completion and help list these */
+    lua_pushcclosure(L, t_index, 1);
+    lua_setfield(L, -2, "__index");
+    lua_pop(L, 1);
+    return 0;
+}
