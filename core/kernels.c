@@ -1,10 +1,13 @@
 /* core/kernels.c - the compute kernels under the tensor ops: matrix multiply and attention over raw
  * float pointers, each plain reference kernel kept beside the fast kernel that tests hold equal to it. */
 #include <math.h>
+#include <pthread.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "kernels.h"
+#include "kernels_isa.h"
 
 /* ---------------------------------------------------------------------------------------------
  * Reference kernels: the formulas written as loops, nothing clever.
@@ -24,17 +27,6 @@ void mha_sgemm_ref(float *c, size_t ldc,
             c[i * ldc + j] = (float)sum;
         }
     }
-}
-
-/* The fast kernel; for now the reference, so the ops above can link while it is tuned. */
-mha_status mha_sgemm(float *c, size_t ldc,
-                     const float *a, ptrdiff_t a_rs, ptrdiff_t a_cs,
-                     const float *b, ptrdiff_t b_rs, ptrdiff_t b_cs,
-                     size_t M, size_t N, size_t K, bool accumulate) {
-    if (mha_interrupted())
-        return mha_fail(MHA_E_INTERRUPTED, "sgemm: (%zu,%zu) @ (%zu,%zu): interrupted", M, K, K, N);
-    mha_sgemm_ref(c, ldc, a, a_rs, a_cs, b, b_rs, b_cs, M, N, K, accumulate);
-    return MHA_OK;
 }
 
 /* softmax of one row in place: w_j = exp(x_j - max x) / sum_k exp(x_k - max x).
@@ -104,7 +96,358 @@ done:
     return status;
 }
 
-/* The fused kernel; for now the reference path, so callers can link while it is written. */
+
+/* ---------------------------------------------------------------------------------------------
+ * Instruction sets. The register tile and the softmax step are written once per instruction set
+ * (core/kernels_x86.c for AVX-512 and AVX2); here is the portable one, plain C that any compiler
+ * vectorises a little. The best the CPU has is chosen at the first call.
+ * ------------------------------------------------------------------------------------------- */
+
+enum { MR_PORTABLE = 4, NR_PORTABLE = 16 };
+
+static void tile_portable(size_t kc, const float *a, const float *b, float *c, size_t ldc, bool add) {
+    float acc[MR_PORTABLE][NR_PORTABLE] = {{0}};
+    for (size_t p = 0; p < kc; p++, a += MR_PORTABLE, b += NR_PORTABLE)
+        for (size_t i = 0; i < MR_PORTABLE; i++)
+            for (size_t j = 0; j < NR_PORTABLE; j++) acc[i][j] += a[i] * b[j];
+    for (size_t i = 0; i < MR_PORTABLE; i++, c += ldc)
+        for (size_t j = 0; j < NR_PORTABLE; j++) c[j] = (add ? c[j] : 0.0f) + acc[i][j];
+}
+
+static void softmax_step_portable(float *scores, size_t nk, float *m, float *l, float *alpha) {
+    for (size_t j = 0; j < NR_PORTABLE; j++) {
+        float m_new = m[j];
+        for (size_t p = 0; p < nk; p++)
+            if (scores[p * NR_PORTABLE + j] > m_new) m_new = scores[p * NR_PORTABLE + j];
+        float m_safe = m_new == -INFINITY ? 0.0f : m_new; /* exp(-inf - 0) = 0, not NaN */
+        float sum = 0.0f;
+        for (size_t p = 0; p < nk; p++) {
+            float e = expf(scores[p * NR_PORTABLE + j] - m_safe);
+            scores[p * NR_PORTABLE + j] = e;
+            sum += e;
+        }
+        alpha[j] = expf(m[j] - m_safe);
+        l[j] = l[j] * alpha[j] + sum;
+        m[j] = m_new;
+    }
+}
+
+static const kernel_isa kernels_portable = {"portable", MR_PORTABLE, NR_PORTABLE, tile_portable,
+                                            softmax_step_portable};
+
+static const kernel_isa *const isa_all[] = {
+#ifdef MHA_KERNELS_X86
+    &mha_kernels_avx512, &mha_kernels_avx2,
+#endif
+    &kernels_portable, NULL};
+
+static bool isa_supported(const kernel_isa *isa) {
+#ifdef MHA_KERNELS_X86
+    __builtin_cpu_init();
+    if (isa == &mha_kernels_avx512) return __builtin_cpu_supports("avx512f");
+    if (isa == &mha_kernels_avx2) return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#endif
+    return isa == &kernels_portable;
+}
+
+static const kernel_isa *isa_current;
+static pthread_once_t isa_once = PTHREAD_ONCE_INIT;
+
+/* The first instruction set of isa_all this CPU supports; MHA_ISA may name a lower one. */
+static void isa_choose(void) {
+    for (size_t i = 0; isa_all[i]; i++) {
+        if (isa_supported(isa_all[i])) { isa_current = isa_all[i]; break; }
+    }
+    const char *env = getenv("MHA_ISA");
+    for (size_t i = 0; env && isa_all[i]; i++)
+        if (strcmp(env, isa_all[i]->name) == 0 && isa_supported(isa_all[i])) isa_current = isa_all[i];
+}
+
+static const kernel_isa *isa(void) {
+    pthread_once(&isa_once, isa_choose);
+    return isa_current;
+}
+
+const char *mha_kernels_isa(void) { return isa()->name; }
+
+bool mha_kernels_use_isa(const char *name) {
+    isa();
+    for (size_t i = 0; isa_all[i]; i++) {
+        if (strcmp(name, isa_all[i]->name) == 0 && isa_supported(isa_all[i])) {
+            isa_current = isa_all[i];
+            return true;
+        }
+    }
+    return false;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Scratch: one mha_alloc per call (so the memory accounting sees it), carved into buffers that
+ * start on 64-byte cache lines.
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct scratch {
+    void *base;
+    size_t nbytes;
+} scratch;
+
+/* Floats needed for buffers of the given sizes, each rounded up to a cache line; 0 on overflow. */
+static size_t scratch_floats(const size_t *sizes, size_t n) {
+    size_t total = 16; /* room to align the start */
+    for (size_t i = 0; i < n; i++) {
+        size_t rounded = (sizes[i] + 15) / 16 * 16;
+        if (rounded < sizes[i] || total + rounded < total) return 0;
+        total += rounded;
+    }
+    return total <= SIZE_MAX / sizeof(float) ? total : 0;
+}
+
+/* Allocates the buffers; bufs[i] gets sizes[i] floats. false when out of memory. */
+static bool scratch_alloc(scratch *s, float **bufs, const size_t *sizes, size_t n) {
+    size_t total = scratch_floats(sizes, n);
+    s->nbytes = total * sizeof(float);
+    s->base = total ? mha_alloc(s->nbytes) : NULL;
+    if (s->base == NULL) return false;
+    uintptr_t at = ((uintptr_t)s->base + 63) & ~(uintptr_t)63;
+    for (size_t i = 0; i < n; i++) {
+        bufs[i] = (float *)at;
+        at += (sizes[i] + 15) / 16 * 16 * sizeof(float);
+    }
+    return true;
+}
+
+static void scratch_free(scratch *s) { mha_free(s->base, s->nbytes); }
+
+static size_t min_size(size_t a, size_t b) { return a < b ? a : b; }
+static size_t round_up(size_t n, size_t m) { return (n + m - 1) / m * m; }
+
+/* ---------------------------------------------------------------------------------------------
+ * Packing: copy a block of A or B, whatever its strides, into the panel order the register tile
+ * reads (kernels_isa.h), padding the last panel with zeros. A transposed operand costs nothing more.
+ * ------------------------------------------------------------------------------------------- */
+
+/* A (mc,kc) with (i,p) at a[i*a_rs + p*a_cs]  ->  panels of mr rows: dst[(i/mr)*mr*kc + p*mr + i%mr]. */
+static void pack_a(float *dst, const float *a, ptrdiff_t a_rs, ptrdiff_t a_cs, size_t mc, size_t kc, size_t mr) {
+    for (size_t i0 = 0; i0 < mc; i0 += mr, dst += mr * kc) {
+        size_t rows = min_size(mr, mc - i0);
+        if (a_rs == 1) { /* a column of the panel is contiguous in memory */
+            for (size_t p = 0; p < kc; p++) {
+                const float *src = a + (ptrdiff_t)i0 + (ptrdiff_t)p * a_cs;
+                for (size_t i = 0; i < rows; i++) dst[p * mr + i] = src[i];
+                for (size_t i = rows; i < mr; i++) dst[p * mr + i] = 0.0f;
+            }
+        } else {         /* walk each row of A along its own stride */
+            for (size_t i = 0; i < rows; i++) {
+                const float *src = a + (ptrdiff_t)(i0 + i) * a_rs;
+                for (size_t p = 0; p < kc; p++) dst[p * mr + i] = src[(ptrdiff_t)p * a_cs];
+            }
+            for (size_t i = rows; i < mr; i++)
+                for (size_t p = 0; p < kc; p++) dst[p * mr + i] = 0.0f;
+        }
+    }
+}
+
+/* B (kc,nc) with (p,j) at b[p*b_rs + j*b_cs], times scale  ->  panels of nr columns:
+ * dst[(j/nr)*nr*kc + p*nr + j%nr]. */
+static void pack_b(float *dst, const float *b, ptrdiff_t b_rs, ptrdiff_t b_cs, size_t kc, size_t nc, size_t nr,
+                   float scale) {
+    for (size_t j0 = 0; j0 < nc; j0 += nr, dst += nr * kc) {
+        size_t cols = min_size(nr, nc - j0);
+        if (b_cs == 1) { /* a row of the panel is contiguous in memory */
+            for (size_t p = 0; p < kc; p++) {
+                const float *src = b + (ptrdiff_t)p * b_rs + (ptrdiff_t)j0;
+                for (size_t j = 0; j < cols; j++) dst[p * nr + j] = src[j] * scale;
+                for (size_t j = cols; j < nr; j++) dst[p * nr + j] = 0.0f;
+            }
+        } else {         /* walk each column of B along its own stride (Wᵀ, Kᵀ) */
+            for (size_t j = 0; j < cols; j++) {
+                const float *src = b + (ptrdiff_t)(j0 + j) * b_cs;
+                for (size_t p = 0; p < kc; p++) dst[p * nr + j] = src[(ptrdiff_t)p * b_rs] * scale;
+            }
+            for (size_t j = cols; j < nr; j++)
+                for (size_t p = 0; p < kc; p++) dst[p * nr + j] = 0.0f;
+        }
+    }
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * The fast matrix multiply, in the loop order of Goto and van de Geijn (BLIS): a KC-deep slice of B
+ * is packed once and stays in L2; an MC-row block of A is packed and stays in L2 too; the register
+ * tile then sweeps the block, one NR-wide panel of B (in L1) against every MR-row panel of A.
+ * ------------------------------------------------------------------------------------------- */
+
+enum {
+    KC = 256,  /* depth of one pass: an 8x32 tile then reads 8 KB of A and 32 KB of B (L1 is 48 KB) */
+    MC = 144,  /* rows of A per packed block (a multiple of every MR: 4, 6, 8); 144 KB in L2 */
+    NC = 2048, /* columns of B per packed slice (a multiple of every NR); 2 MB at KC = 256 */
+    MAX_TILE = 16 * 64
+};
+
+/* C block (mc,nc) (+)= packed A block (mc,kc) · packed B slice (kc,nc). Tiles that stick out of C
+ * are computed into a small buffer and the part inside is copied. */
+static void multiply_block(const kernel_isa *k, float *c, size_t ldc, const float *pa, const float *pb,
+                           size_t mc, size_t nc, size_t kc, bool add) {
+    _Alignas(64) float edge[MAX_TILE];
+    for (size_t jr = 0; jr < nc; jr += k->nr) {
+        size_t n = min_size(k->nr, nc - jr);
+        for (size_t ir = 0; ir < mc; ir += k->mr) {
+            size_t m = min_size(k->mr, mc - ir);
+            float *ct = c + ir * ldc + jr;
+            if (m == k->mr && n == k->nr) {
+                k->tile(kc, pa + ir * kc, pb + jr * kc, ct, ldc, add);
+                continue;
+            }
+            k->tile(kc, pa + ir * kc, pb + jr * kc, edge, k->nr, false);
+            for (size_t i = 0; i < m; i++)
+                for (size_t j = 0; j < n; j++)
+                    ct[i * ldc + j] = (add ? ct[i * ldc + j] : 0.0f) + edge[i * k->nr + j];
+        }
+    }
+}
+
+mha_status mha_sgemm(float *c, size_t ldc,
+                     const float *a, ptrdiff_t a_rs, ptrdiff_t a_cs,
+                     const float *b, ptrdiff_t b_rs, ptrdiff_t b_cs,
+                     size_t M, size_t N, size_t K, bool accumulate) {
+    if (M == 0 || N == 0) return MHA_OK;
+    if (K == 0) { /* an empty sum */
+        if (!accumulate)
+            for (size_t i = 0; i < M; i++) memset(c + i * ldc, 0, N * sizeof(float));
+        return MHA_OK;
+    }
+    const kernel_isa *k = isa();
+    size_t kc_max = min_size(K, KC), mc_max = min_size(round_up(M, k->mr), MC);
+    size_t nc_max = min_size(round_up(N, k->nr), NC);
+    float *bufs[2];
+    size_t sizes[2] = {mc_max * kc_max, kc_max * nc_max};
+    scratch s;
+    if (!scratch_alloc(&s, bufs, sizes, 2))
+        return mha_fail(MHA_E_NOMEM, "sgemm: (%zu,%zu) @ (%zu,%zu): out of memory for packing", M, K, K, N);
+    float *packed_a = bufs[0], *packed_b = bufs[1];
+    mha_status status = MHA_OK;
+
+    for (size_t jc = 0; jc < N; jc += NC) {
+        size_t nc = min_size(NC, N - jc);
+        for (size_t pc = 0; pc < K; pc += KC) {
+            size_t kc = min_size(KC, K - pc);
+            pack_b(packed_b, b + (ptrdiff_t)pc * b_rs + (ptrdiff_t)jc * b_cs, b_rs, b_cs, kc, nc, k->nr, 1.0f);
+            for (size_t ic = 0; ic < M; ic += MC) {
+                if (mha_interrupted()) {
+                    status = mha_fail(MHA_E_INTERRUPTED, "sgemm: (%zu,%zu) @ (%zu,%zu): interrupted", M, K, K, N);
+                    goto done;
+                }
+                size_t mc = min_size(MC, M - ic);
+                pack_a(packed_a, a + (ptrdiff_t)ic * a_rs + (ptrdiff_t)pc * a_cs, a_rs, a_cs, mc, kc, k->mr);
+                multiply_block(k, c + ic * ldc + jc, ldc, packed_a, packed_b, mc, nc, kc, accumulate || pc > 0);
+            }
+        }
+    }
+done:
+    scratch_free(&s);
+    return status;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Fused attention (the method of FlashAttention, on a CPU): for a tile of queries, walk the keys
+ * tile by tile keeping per query the running max m, the running sum l and the accumulated
+ * sum_j exp(s_j - m)·v_j; when a tile raises m, what came before is rescaled by exp(m_old - m_new).
+ * At the end out = acc / l. The (L,S) scores never exist: only a (key tile, query tile) block does.
+ *
+ * The block is computed transposed, keys down and queries across (scoresᵀ = K·Qᵀ), so that:
+ *   - the softmax along the keys of one query is a column: the max and sum are plain vector ops;
+ *   - the register tile writes scoresᵀ straight into the panel order the second product reads as
+ *     its B operand: accᵀ (Dv, queries) += Vᵀ · P, with P = exp(scoresᵀ - m) — no transposition.
+ * ------------------------------------------------------------------------------------------- */
+
+enum {
+    QUERY_TILE = 128, /* queries per tile (a multiple of every NR); Q, acc and m,l are this wide */
+    KEY_TILE = 256    /* keys per tile; K, V and the score block are this deep */
+};
+
+/* Adds the additive mask and hides the future (key > query) in one (nk keys, nr queries) panel. */
+static void mask_panel(float *scores, size_t nr, const mha_attn_args *args, size_t q0, size_t nq, size_t k0, size_t nk) {
+    if (args->mask) {
+        for (size_t p = 0; p < nk; p++) {
+            const float *mrow = args->mask + (ptrdiff_t)(k0 + p) * args->mask_cs + (ptrdiff_t)q0 * args->mask_rs;
+            for (size_t j = 0; j < nq; j++) scores[p * nr + j] += mrow[(ptrdiff_t)j * args->mask_rs];
+        }
+    }
+    if (args->causal && k0 + nk > q0 + 1) {
+        for (size_t p = 0; p < nk; p++)
+            for (size_t j = 0; j < nq && q0 + j < k0 + p; j++) scores[p * nr + j] = -INFINITY;
+    }
+}
+
 mha_status mha_attention_fused(const mha_attn_args *args) {
-    return mha_attention_ref(args, NULL);
+    const size_t L = args->L, S = args->S, D = args->D, Dv = args->Dv;
+    if (L == 0 || Dv == 0) return MHA_OK;
+    if (S == 0) { /* no keys: an empty weighted sum, as the reference path gives */
+        for (size_t i = 0; i < L; i++) memset(args->out + i * args->ld_out, 0, Dv * sizeof(float));
+        return MHA_OK;
+    }
+    const kernel_isa *k = isa();
+    const size_t mr = k->mr, nr = k->nr;
+    const size_t bq = min_size(QUERY_TILE, round_up(L, nr));
+    const size_t bk = min_size(KEY_TILE / mr * mr, round_up(S, mr));
+    const size_t dv_pad = round_up(Dv, mr);
+
+    enum { QT, KP, VT, SC, ACC, M, LSUM, ALPHA, NBUF };
+    float *bufs[NBUF];
+    size_t sizes[NBUF] = {
+        [QT] = D * bq,          /* scale·Qᵀ (D, queries), B panels */
+        [KP] = bk * D,          /* K (keys, D), A panels */
+        [VT] = dv_pad * bk,     /* Vᵀ (Dv, keys), A panels */
+        [SC] = bk * bq,         /* scoresᵀ then P (keys, queries), B panels */
+        [ACC] = dv_pad * bq,    /* accᵀ (Dv, queries), row-major */
+        [M] = bq, [LSUM] = bq, [ALPHA] = bq};
+    scratch s;
+    if (!scratch_alloc(&s, bufs, sizes, NBUF))
+        return mha_fail(MHA_E_NOMEM, "attention: q (%zu,%zu), k (%zu,%zu): out of memory for tiles", L, D, S, D);
+    float *qt = bufs[QT], *kp = bufs[KP], *vt = bufs[VT], *sc = bufs[SC], *acc = bufs[ACC];
+    float *m = bufs[M], *l = bufs[LSUM], *alpha = bufs[ALPHA];
+    mha_status status = MHA_OK;
+
+    for (size_t q0 = 0; q0 < L; q0 += bq) {
+        const size_t nq = min_size(bq, L - q0), nq_pad = round_up(nq, nr);
+        pack_b(qt, args->q + q0 * args->ld_q, 1, (ptrdiff_t)args->ld_q, D, nq, nr, args->scale);
+        for (size_t j = 0; j < nq_pad; j++) { m[j] = -INFINITY; l[j] = 0.0f; }
+        memset(acc, 0, dv_pad * bq * sizeof(float));
+        /* with causal, the last query of the tile sees keys up to q0 + nq - 1 */
+        const size_t key_end = args->causal ? min_size(S, q0 + nq) : S;
+
+        for (size_t k0 = 0; k0 < key_end; k0 += bk) {
+            if (mha_interrupted()) {
+                status = mha_fail(MHA_E_INTERRUPTED, "attention: q (%zu,%zu), k (%zu,%zu): interrupted", L, D, S, D);
+                goto done;
+            }
+            const size_t nk = min_size(bk, key_end - k0), nk_pad = round_up(nk, mr);
+            pack_a(kp, args->k + k0 * args->ld_k, (ptrdiff_t)args->ld_k, 1, nk, D, mr);
+            pack_a(vt, args->v + k0 * args->ld_v, 1, (ptrdiff_t)args->ld_v, Dv, nk, mr);
+
+            for (size_t j0 = 0; j0 < nq_pad; j0 += nr) {
+                float *panel = sc + j0 * bk; /* (nk_pad, nr) */
+                /* pass 1: scoresᵀ = K·(scale·Qᵀ) */
+                for (size_t i0 = 0; i0 < nk_pad; i0 += mr)
+                    k->tile(D, kp + i0 * D, qt + j0 * D, panel + i0 * nr, nr, false);
+                /* pass 2: mask; pass 3: online softmax, P = exp(scoresᵀ - m) */
+                if (args->mask || args->causal)
+                    mask_panel(panel, nr, args, q0 + j0, j0 < nq ? min_size(nr, nq - j0) : 0, k0, nk);
+                k->softmax_step(panel, nk, m + j0, l + j0, alpha + j0);
+                /* pass 4: accᵀ = accᵀ·alpha + Vᵀ·P */
+                for (size_t d = 0; d < dv_pad; d++)
+                    for (size_t j = 0; j < nr; j++) acc[d * bq + j0 + j] *= alpha[j0 + j];
+                for (size_t i0 = 0; i0 < dv_pad; i0 += mr)
+                    k->tile(nk, vt + i0 * nk, panel, acc + i0 * bq + j0, bq, true);
+            }
+        }
+        /* out = acc / l; a query that saw no key (l = 0) is NaN, like softmax of all -inf */
+        for (size_t i = 0; i < nq; i++) {
+            float *row = args->out + (q0 + i) * args->ld_out;
+            float inv = l[i] > 0.0f ? 1.0f / l[i] : NAN;
+            for (size_t d = 0; d < Dv; d++) row[d] = acc[d * bq + i] * inv;
+        }
+    }
+done:
+    scratch_free(&s);
+    return status;
 }

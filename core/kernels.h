@@ -19,6 +19,13 @@ mha_status mha_sgemm(float *c, size_t ldc,
                      const float *b, ptrdiff_t b_rs, ptrdiff_t b_cs,
                      size_t M, size_t N, size_t K, bool accumulate);
 
+/* The instruction set the fast kernels use: "avx512", "avx2" or "portable", the best this CPU has
+ * unless the environment variable MHA_ISA names another it supports. mha_kernels_use_isa switches
+ * (tests run every path on one machine); false, and no change, for a name this CPU cannot run.
+ * Not to be called while a kernel runs on another thread. */
+const char *mha_kernels_isa(void);
+bool mha_kernels_use_isa(const char *name);
+
 /* One head of attention: out = softmax(q·kᵀ·scale + mask)·v.
  *   out (L,Dv) row stride ld_out; q (L,D) row stride ld_q; k (S,D) ld_k; v (S,Dv) ld_v (unit column stride)
  *   mask: NULL, or an additive float mask (L,S) with row stride mask_rs and column stride mask_cs;

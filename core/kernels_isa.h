@@ -1,0 +1,33 @@
+/* core/kernels_isa.h - private to the kernels: the few pieces written once per instruction set (the
+ * register tile of the matrix multiply, the online-softmax step) that core/kernels.c drives. */
+#ifndef MHA_KERNELS_ISA_H
+#define MHA_KERNELS_ISA_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* Packed layouts (the packing routines in kernels.c write them):
+ *   an A panel holds MR rows of A over kc columns, column after column: A(i,p) at a[p*MR + i];
+ *   a B panel holds NR columns of B over kc rows, row after row:        B(p,j) at b[p*NR + j].
+ * The tile broadcasts one A value and multiplies it by NR/lanes vectors of B. */
+typedef struct kernel_isa {
+    const char *name;   /* "avx512", "avx2", "portable" */
+    size_t mr, nr;      /* the register tile: MR rows by NR columns */
+    /* c (MR,NR) with row stride ldc  =  (add ? c : 0) + a·b  over kc, a and b packed panels */
+    void (*tile)(size_t kc, const float *a, const float *b, float *c, size_t ldc, bool add);
+    /* One key tile of online softmax for NR queries side by side. scores (nk,NR): row p holds key p's
+     * score for each query. With m, l the running max and sum per query (NR each):
+     *   m' = max(m, max_p scores[p]);  scores[p] <- exp(scores[p] - m');
+     *   alpha = exp(m - m');  l <- l·alpha + sum_p scores[p];  m <- m'
+     * alpha (NR) is written: the factor that rescales what was accumulated before this tile.
+     * A query whose scores are all -inf so far keeps m = -inf, l = 0 and gets exp(...) = 0. */
+    void (*softmax_step)(float *scores, size_t nk, float *m, float *l, float *alpha);
+} kernel_isa;
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define MHA_KERNELS_X86 1
+extern const kernel_isa mha_kernels_avx512; /* 8x32 tile, 16-lane exp; core/kernels_x86.c */
+extern const kernel_isa mha_kernels_avx2;   /* 6x16 tile, 8-lane exp */
+#endif
+
+#endif

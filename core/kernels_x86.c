@@ -1,0 +1,173 @@
+/* core/kernels_x86.c - the x86 register tiles and softmax steps (AVX-512 and AVX2+FMA), compiled for
+ * those instruction sets function by function, so the rest of mha-repl builds for any x86-64. */
+#include "kernels_isa.h"
+
+#ifdef MHA_KERNELS_X86
+#include <immintrin.h>
+#include <math.h>
+
+#define AVX512 __attribute__((target("avx512f,fma")))
+#define AVX2 __attribute__((target("avx2,fma")))
+
+/* exp(x) = 2^n · exp(r), n = round(x / ln 2), r = x - n·ln 2 in [-ln2/2, ln2/2]; ln 2 is split in a
+ * high part exact in float and a low part, so n·ln2_hi has no rounding error. exp(r) is Cephes'
+ * degree-7 minimax polynomial (relative error about 1e-7, the float ulp). */
+static const float LOG2E = 1.44269504088896341f;
+static const float LN2_HI = 0.693359375f, LN2_LO = -2.12194440e-4f;
+static const float EXP_P0 = 1.9875691500e-4f, EXP_P1 = 1.3981999507e-3f, EXP_P2 = 8.3334519073e-3f,
+                   EXP_P3 = 4.1665795894e-2f, EXP_P4 = 1.6666665459e-1f, EXP_P5 = 5.0000001201e-1f;
+
+/* ---------------------------------------------------------------------------------------------
+ * AVX-512: 32 registers of 16 floats. The tile is 8 rows by 32 columns: 16 accumulators, 2 for the
+ * row of B, 1 for the broadcast A value - 2 FMAs per broadcast keep both FMA pipes busy.
+ * ------------------------------------------------------------------------------------------- */
+enum { MR512 = 8, NV512 = 2 }; /* NR = 16·NV512 = 32 */
+
+AVX512 static void tile_avx512(size_t kc, const float *a, const float *b, float *c, size_t ldc, bool add) {
+    __m512 acc[MR512][NV512];
+#pragma GCC unroll 8
+    for (int i = 0; i < MR512; i++)
+        for (int v = 0; v < NV512; v++) acc[i][v] = _mm512_setzero_ps();
+    for (size_t p = 0; p < kc; p++, a += MR512, b += 16 * NV512) {
+        __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);
+#pragma GCC unroll 8
+        for (int i = 0; i < MR512; i++) {
+            __m512 ai = _mm512_set1_ps(a[i]);
+            acc[i][0] = _mm512_fmadd_ps(ai, b0, acc[i][0]);
+            acc[i][1] = _mm512_fmadd_ps(ai, b1, acc[i][1]);
+        }
+    }
+#pragma GCC unroll 8
+    for (int i = 0; i < MR512; i++, c += ldc) {
+        for (int v = 0; v < NV512; v++) {
+            if (add) acc[i][v] = _mm512_add_ps(acc[i][v], _mm512_loadu_ps(c + 16 * v));
+            _mm512_storeu_ps(c + 16 * v, acc[i][v]);
+        }
+    }
+}
+
+/* exp of 16 lanes. x = -inf (a masked key) gives exactly 0: x is clamped to -120, far below where
+ * exp underflows (-103.9), and there scalef(p, n) = p·2^n, n = -173, rounds to 0. NaN stays NaN (max keeps its second
+ * operand when one is NaN). Only x <= 0 reaches it from softmax. */
+AVX512 static __m512 exp_avx512(__m512 x) {
+    x = _mm512_max_ps(_mm512_set1_ps(-120.0f), x);
+    __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(LOG2E)),
+                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(LN2_HI), x);
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(LN2_LO), r);
+    __m512 p = _mm512_set1_ps(EXP_P0);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(EXP_P1));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(EXP_P2));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(EXP_P3));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(EXP_P4));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(EXP_P5));
+    p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
+    return _mm512_scalef_ps(p, n);
+}
+
+/* See kernel_isa.softmax_step. NR = 32 queries: two vectors per row of scores. */
+AVX512 static void softmax_step_avx512(float *scores, size_t nk, float *m, float *l, float *alpha) {
+    const __m512 neg_inf = _mm512_set1_ps(-INFINITY), zero = _mm512_setzero_ps();
+    for (int v = 0; v < NV512; v++) {
+        float *s = scores + 16 * v;
+        __m512 m_old = _mm512_loadu_ps(m + 16 * v), m_new = m_old;
+        for (size_t p = 0; p < nk; p++) m_new = _mm512_max_ps(_mm512_loadu_ps(s + p * 32), m_new);
+        /* a query with no visible key yet subtracts 0 instead of -inf, so exp(-inf - 0) = 0, not NaN */
+        __m512 m_safe = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(m_new, neg_inf, _CMP_EQ_OQ), m_new, zero);
+        __m512 sum0 = zero, sum1 = zero; /* two chains, so the adds overlap */
+        size_t p = 0;
+        for (; p + 1 < nk; p += 2) {
+            __m512 e0 = exp_avx512(_mm512_sub_ps(_mm512_loadu_ps(s + p * 32), m_safe));
+            __m512 e1 = exp_avx512(_mm512_sub_ps(_mm512_loadu_ps(s + (p + 1) * 32), m_safe));
+            _mm512_storeu_ps(s + p * 32, e0);
+            _mm512_storeu_ps(s + (p + 1) * 32, e1);
+            sum0 = _mm512_add_ps(sum0, e0);
+            sum1 = _mm512_add_ps(sum1, e1);
+        }
+        if (p < nk) {
+            __m512 e0 = exp_avx512(_mm512_sub_ps(_mm512_loadu_ps(s + p * 32), m_safe));
+            _mm512_storeu_ps(s + p * 32, e0);
+            sum0 = _mm512_add_ps(sum0, e0);
+        }
+        __m512 a = exp_avx512(_mm512_sub_ps(m_old, m_safe));
+        _mm512_storeu_ps(alpha + 16 * v, a);
+        _mm512_storeu_ps(l + 16 * v, _mm512_fmadd_ps(_mm512_loadu_ps(l + 16 * v), a, _mm512_add_ps(sum0, sum1)));
+        _mm512_storeu_ps(m + 16 * v, m_new);
+    }
+}
+
+const kernel_isa mha_kernels_avx512 = {"avx512", MR512, 16 * NV512, tile_avx512, softmax_step_avx512};
+
+/* ---------------------------------------------------------------------------------------------
+ * AVX2 + FMA: 16 registers of 8 floats. The tile is 6 rows by 16 columns: 12 accumulators, 2 for
+ * the row of B, 1 for the broadcast.
+ * ------------------------------------------------------------------------------------------- */
+enum { MR256 = 6, NV256 = 2 }; /* NR = 8·NV256 = 16 */
+
+AVX2 static void tile_avx2(size_t kc, const float *a, const float *b, float *c, size_t ldc, bool add) {
+    __m256 acc[MR256][NV256];
+#pragma GCC unroll 6
+    for (int i = 0; i < MR256; i++)
+        for (int v = 0; v < NV256; v++) acc[i][v] = _mm256_setzero_ps();
+    for (size_t p = 0; p < kc; p++, a += MR256, b += 8 * NV256) {
+        __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8);
+#pragma GCC unroll 6
+        for (int i = 0; i < MR256; i++) {
+            __m256 ai = _mm256_broadcast_ss(a + i);
+            acc[i][0] = _mm256_fmadd_ps(ai, b0, acc[i][0]);
+            acc[i][1] = _mm256_fmadd_ps(ai, b1, acc[i][1]);
+        }
+    }
+#pragma GCC unroll 6
+    for (int i = 0; i < MR256; i++, c += ldc) {
+        for (int v = 0; v < NV256; v++) {
+            if (add) acc[i][v] = _mm256_add_ps(acc[i][v], _mm256_loadu_ps(c + 8 * v));
+            _mm256_storeu_ps(c + 8 * v, acc[i][v]);
+        }
+    }
+}
+
+/* exp of 8 lanes: as exp_avx512, building 2^n in the exponent bits. x is clamped to -87.3 so 2^n
+ * stays a normal float; below that the result is set to 0 (so -inf gives exactly 0). */
+AVX2 static __m256 exp_avx2(__m256 x) {
+    const __m256 lo = _mm256_set1_ps(-87.3f);
+    __m256 underflow = _mm256_cmp_ps(x, lo, _CMP_LT_OQ); /* false for NaN, which then stays NaN */
+    x = _mm256_max_ps(lo, x);
+    __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(LOG2E)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(LN2_HI), x);
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(LN2_LO), r);
+    __m256 p = _mm256_set1_ps(EXP_P0);
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(EXP_P1));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(EXP_P2));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(EXP_P3));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(EXP_P4));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(EXP_P5));
+    p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+    __m256i bits = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+    __m256 e = _mm256_mul_ps(p, _mm256_castsi256_ps(bits));
+    return _mm256_andnot_ps(underflow, e);
+}
+
+AVX2 static void softmax_step_avx2(float *scores, size_t nk, float *m, float *l, float *alpha) {
+    const __m256 neg_inf = _mm256_set1_ps(-INFINITY), zero = _mm256_setzero_ps();
+    for (int v = 0; v < NV256; v++) {
+        float *s = scores + 8 * v;
+        __m256 m_old = _mm256_loadu_ps(m + 8 * v), m_new = m_old;
+        for (size_t p = 0; p < nk; p++) m_new = _mm256_max_ps(_mm256_loadu_ps(s + p * 16), m_new);
+        __m256 m_safe = _mm256_blendv_ps(m_new, zero, _mm256_cmp_ps(m_new, neg_inf, _CMP_EQ_OQ));
+        __m256 sum = zero;
+        for (size_t p = 0; p < nk; p++) {
+            __m256 e = exp_avx2(_mm256_sub_ps(_mm256_loadu_ps(s + p * 16), m_safe));
+            _mm256_storeu_ps(s + p * 16, e);
+            sum = _mm256_add_ps(sum, e);
+        }
+        __m256 a = exp_avx2(_mm256_sub_ps(m_old, m_safe));
+        _mm256_storeu_ps(alpha + 8 * v, a);
+        _mm256_storeu_ps(l + 8 * v, _mm256_fmadd_ps(_mm256_loadu_ps(l + 8 * v), a, sum));
+        _mm256_storeu_ps(m + 8 * v, m_new);
+    }
+}
+
+const kernel_isa mha_kernels_avx2 = {"avx2", MR256, 8 * NV256, tile_avx2, softmax_step_avx2};
+
+#endif

@@ -1,0 +1,330 @@
+/* tests/core/test_kernels.c - holds the fast kernels (packed sgemm, fused attention) equal to the
+ * reference kernels, and both to plain double-precision loops written here, on every instruction set. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "kernels.h"
+
+/* Tolerances, |got - want| <= atol + rtol·|want|:
+ *   sgemm: rtol 1e-5, atol = 4·K·u·max|a|·max|b| (u = 2^-24, the float unit roundoff), the size of
+ *          the rounding a float sum of K products may collect, so entries near 0 do not fail on it;
+ *   attention: rtol 1e-5, atol 2e-6 (outputs are averages of values in [-1,1], so about 1). */
+static const double RTOL = 1e-5;
+static const double U = 5.9604644775390625e-08; /* 2^-24 */
+static const double ATTN_ATOL = 2e-6;
+
+static const size_t AWKWARD[] = {1, 3, 7, 17, 33, 65, 129, 257};
+enum { NAWK = sizeof AWKWARD / sizeof AWKWARD[0] };
+
+/* A small deterministic generator (splitmix64), so the test needs no other part of the core. */
+static uint64_t rng_state = 0x6d68612d6b65726eULL;
+static float uniform(float lo, float hi) {
+    uint64_t z = (rng_state += 0x9E3779B97F4A7C15ULL);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    z ^= z >> 31;
+    return lo + (hi - lo) * (float)((double)(z >> 40) / (double)(1ULL << 24));
+}
+static float *random_floats(size_t n) {
+    float *x = malloc((n ? n : 1) * sizeof *x);
+    for (size_t i = 0; i < n; i++) x[i] = uniform(-1.0f, 1.0f);
+    return x;
+}
+
+/* ---- sgemm ---- */
+
+/* One layout of the operands: A stored (M,K) row-major, or transposed (K,M); the same for B;
+ * row strides padded by `pad`; columns every `step` elements. */
+typedef struct layout {
+    const char *name;
+    bool a_trans, b_trans;
+    size_t pad, step;
+    bool accumulate;
+} layout;
+
+/* Runs fast and reference on one (M,N,K) and layout; returns 0 and explains on mismatch. */
+static int sgemm_case(char *why, size_t whylen, const layout *lay, size_t M, size_t N, size_t K) {
+    size_t st = lay->step;
+    /* A (M,K): element (i,p) */
+    size_t a_rows = lay->a_trans ? K : M, a_cols = lay->a_trans ? M : K;
+    size_t lda = a_cols * st + lay->pad;
+    size_t b_rows = lay->b_trans ? N : K, b_cols = lay->b_trans ? K : N;
+    size_t ldb = b_cols * st + lay->pad;
+    size_t ldc = N + lay->pad;
+    float *a = random_floats(a_rows * lda), *b = random_floats(b_rows * ldb);
+    float *c_fast = random_floats(M * ldc), *c_ref = malloc(M * ldc * sizeof(float));
+    memcpy(c_ref, c_fast, M * ldc * sizeof(float));
+    ptrdiff_t a_rs = lay->a_trans ? (ptrdiff_t)st : (ptrdiff_t)lda, a_cs = lay->a_trans ? (ptrdiff_t)lda : (ptrdiff_t)st;
+    ptrdiff_t b_rs = lay->b_trans ? (ptrdiff_t)st : (ptrdiff_t)ldb, b_cs = lay->b_trans ? (ptrdiff_t)ldb : (ptrdiff_t)st;
+
+    mha_status status = mha_sgemm(c_fast, ldc, a, a_rs, a_cs, b, b_rs, b_cs, M, N, K, lay->accumulate);
+    mha_sgemm_ref(c_ref, ldc, a, a_rs, a_cs, b, b_rs, b_cs, M, N, K, lay->accumulate);
+    int ok = status == MHA_OK;
+    if (!ok) snprintf(why, whylen, "(%zu,%zu,%zu): status %d: %s", M, N, K, (int)status, mha_errmsg());
+    double atol = 4.0 * (double)K * U; /* entries are in [-1,1] */
+    for (size_t i = 0; ok && i < M; i++) {
+        for (size_t j = 0; ok && j < ldc; j++) {
+            float got = c_fast[i * ldc + j], want = c_ref[i * ldc + j];
+            /* the padding between rows of C must be left alone */
+            ok = j < N ? check_close_value(got, want, RTOL, atol) : got == want;
+            if (!ok)
+                snprintf(why, whylen, "M,N,K = %zu,%zu,%zu: C[%zu,%zu] = %.9g, reference %.9g (atol %.3g)",
+                         M, N, K, i, j, (double)got, (double)want, atol);
+        }
+    }
+    free(a); free(b); free(c_fast); free(c_ref);
+    return ok;
+}
+
+/* Every (M,N,K) from the awkward sizes, or only those with one size awkward and the others small. */
+static void check_sgemm_layout(const char *isa, const layout *lay, bool every) {
+    char name[128], why[256] = "";
+    snprintf(name, sizeof name, "sgemm[%s] == reference, %s", isa, lay->name);
+    int ok = 1;
+    for (size_t x = 0; ok && x < NAWK; x++)
+        for (size_t y = 0; ok && y < NAWK; y++)
+            for (size_t z = 0; ok && z < NAWK; z++) {
+                if (!every && (x > 3) + (y > 3) + (z > 3) > 1) continue;
+                ok = sgemm_case(why, sizeof why, lay, AWKWARD[x], AWKWARD[y], AWKWARD[z]);
+            }
+    CHECK(name, ok, "%s", why);
+}
+
+static void check_sgemm(const char *isa) {
+    const layout full = {"A·B row-major, every size in {1,3,7,17,33,65,129,257}^3", false, false, 0, 1, false};
+    check_sgemm_layout(isa, &full, true);
+    const layout others[] = {
+        {"Aᵀ stored (A transposed)", true, false, 0, 1, false},
+        {"Bᵀ stored (x·Wᵀ)", false, true, 0, 1, false},
+        {"both transposed, padded rows", true, true, 5, 1, false},
+        {"every other column (stride 2), padded rows", false, false, 3, 2, false},
+        {"accumulate into C", false, false, 2, 1, true},
+        {"Bᵀ, stride 3, accumulate", false, true, 1, 3, true},
+    };
+    for (size_t i = 0; i < sizeof others / sizeof others[0]; i++) check_sgemm_layout(isa, &others[i], false);
+
+    /* past one packed slice of B (NC = 2048 columns) and one depth pass (KC = 256) */
+    char name[128], why[256] = "";
+    const layout wide = {"", false, true, 0, 1, true};
+    snprintf(name, sizeof name, "sgemm[%s] == reference, (5,300) @ (300,2100)", isa);
+    CHECK(name, sgemm_case(why, sizeof why, &wide, 5, 2100, 300), "%s", why);
+}
+
+/* ---- attention ---- */
+
+/* The formula in double, written independently of core/kernels.c:
+ * out[i] = sum_j w_ij v_j,  w_ij = exp(s_ij - max_j s_ij) / sum_j exp(...),
+ * s_ij = scale·q_i·k_j + mask_ij, -inf where causal and j > i; a row of all -inf is NaN. */
+static void attention_double(double *out /* (L,Dv) */, const mha_attn_args *x) {
+    double *s = malloc((x->S ? x->S : 1) * sizeof *s);
+    for (size_t i = 0; i < x->L; i++) {
+        double max = -INFINITY;
+        for (size_t j = 0; j < x->S; j++) {
+            double dot = 0;
+            for (size_t d = 0; d < x->D; d++) dot += (double)x->q[i * x->ld_q + d] * x->k[j * x->ld_k + d];
+            s[j] = dot * x->scale;
+            if (x->mask) s[j] += x->mask[(ptrdiff_t)i * x->mask_rs + (ptrdiff_t)j * x->mask_cs];
+            if (x->causal && j > i) s[j] = -INFINITY;
+            if (s[j] > max) max = s[j];
+        }
+        double sum = 0;
+        for (size_t j = 0; j < x->S; j++) sum += (s[j] = exp(s[j] - max));
+        for (size_t d = 0; d < x->Dv; d++) {
+            double o = 0;
+            for (size_t j = 0; j < x->S; j++) o += s[j] / sum * x->v[j * x->ld_v + d];
+            out[i * x->Dv + d] = max == -INFINITY ? NAN : o;
+        }
+    }
+    free(s);
+}
+
+typedef enum { NO_MASK, FULL_MASK, ROW_MASK, TRANSPOSED_MASK } mask_kind;
+
+typedef struct attn_case {
+    const char *name;
+    size_t L, S, D, Dv;
+    mask_kind mask;
+    bool causal;
+    float scale;          /* 0: 1/sqrt(D) */
+    size_t masked_rows;   /* this many rows (every 3rd) fully masked, so NaN */
+    bool eighths;         /* q, k in multiples of 1/8: with D <= 64 and a power-of-2 scale the scores
+                           * are exact in float, so large scores test exp, not the rounding of q·k */
+} attn_case;
+
+/* Compares out (L,Dv) with row stride ld to want (L,Dv); NaN rows must be NaN exactly there. */
+static int compare_out(char *why, size_t whylen, const float *out, size_t ld, const double *want, size_t L, size_t Dv) {
+    for (size_t i = 0; i < L; i++)
+        for (size_t d = 0; d < Dv; d++)
+            if (!check_close_value(out[i * ld + d], want[i * Dv + d], RTOL, ATTN_ATOL)) {
+                snprintf(why, whylen, "out[%zu,%zu] = %.9g, want %.9g", i, d, (double)out[i * ld + d], want[i * Dv + d]);
+                return 0;
+            }
+    return 1;
+}
+
+static void check_attention_case(const char *isa, const attn_case *c) {
+    const size_t L = c->L, S = c->S, D = c->D, Dv = c->Dv;
+    /* rows padded, so the kernels must honour every leading dimension */
+    size_t ld_q = D + 3, ld_k = D + 1, ld_v = Dv + 2, ld_out = Dv + 4;
+    float *q = random_floats(L * ld_q), *k = random_floats(S * ld_k), *v = random_floats(S * ld_v);
+    if (c->eighths) {
+        for (size_t i = 0; i < L * ld_q; i++) q[i] = roundf(q[i] * 8) / 8;
+        for (size_t i = 0; i < S * ld_k; i++) k[i] = roundf(k[i] * 8) / 8;
+    }
+    float *mask = NULL;
+    ptrdiff_t mask_rs = 0, mask_cs = 0;
+    if (c->mask == FULL_MASK || c->mask == TRANSPOSED_MASK) {
+        mask = malloc(L * S * sizeof *mask);
+        for (size_t i = 0; i < L * S; i++) mask[i] = uniform(0.0f, 1.0f) < 0.2f ? -INFINITY : uniform(-2.0f, 2.0f);
+        /* stored (S,L) when transposed: the kernel reads it through its strides */
+        mask_rs = c->mask == FULL_MASK ? (ptrdiff_t)S : 1;
+        mask_cs = c->mask == FULL_MASK ? 1 : (ptrdiff_t)L;
+        for (size_t r = 0; r < c->masked_rows; r++)
+            for (size_t j = 0; j < S; j++) mask[(ptrdiff_t)(3 * r) * mask_rs + (ptrdiff_t)j * mask_cs] = -INFINITY;
+    } else if (c->mask == ROW_MASK) { /* a key padding mask: the last third of the keys hidden */
+        mask = malloc(S * sizeof *mask);
+        for (size_t j = 0; j < S; j++) mask[j] = j >= S - S / 3 ? -INFINITY : 0.0f;
+        mask_rs = 0;
+        mask_cs = 1;
+    }
+    float *out_fused = malloc(L * ld_out * sizeof(float)), *out_ref = malloc(L * ld_out * sizeof(float));
+    float *weights = malloc(L * S * sizeof(float));
+    double *want = malloc(L * Dv * sizeof(double));
+    for (size_t i = 0; i < L * ld_out; i++) out_fused[i] = out_ref[i] = 7.0f; /* padding must stay 7 */
+
+    mha_attn_args args = {
+        .out = out_fused, .ld_out = ld_out, .q = q, .ld_q = ld_q, .k = k, .ld_k = ld_k, .v = v, .ld_v = ld_v,
+        .mask = mask, .mask_rs = mask_rs, .mask_cs = mask_cs, .causal = c->causal,
+        .scale = c->scale ? c->scale : 1.0f / sqrtf((float)D), .L = L, .S = S, .D = D, .Dv = Dv};
+    attention_double(want, &args);
+    mha_status fused_status = mha_attention_fused(&args);
+    args.out = out_ref;
+    mha_status ref_status = mha_attention_ref(&args, weights);
+
+    char name[160], why[256] = "";
+    snprintf(name, sizeof name, "attention_fused[%s] == formula: %s (L=%zu S=%zu D=%zu Dv=%zu)", isa, c->name, L, S, D, Dv);
+    int ok = fused_status == MHA_OK;
+    if (!ok) snprintf(why, sizeof why, "status %d: %s", (int)fused_status, mha_errmsg());
+    ok = ok && compare_out(why, sizeof why, out_fused, ld_out, want, L, Dv);
+    for (size_t i = 0; ok && i < L; i++)
+        for (size_t d = Dv; ok && d < ld_out; d++)
+            if (out_fused[i * ld_out + d] != 7.0f) { ok = 0; snprintf(why, sizeof why, "wrote past Dv in row %zu", i); }
+    CHECK(name, ok, "%s", why);
+
+    snprintf(name, sizeof name, "attention_ref[%s] == formula: %s (L=%zu S=%zu D=%zu Dv=%zu)", isa, c->name, L, S, D, Dv);
+    ok = ref_status == MHA_OK;
+    if (!ok) snprintf(why, sizeof why, "status %d: %s", (int)ref_status, mha_errmsg());
+    ok = ok && compare_out(why, sizeof why, out_ref, ld_out, want, L, Dv);
+    /* each weights row sums to 1, or is all NaN where every key is masked */
+    for (size_t i = 0; ok && i < L; i++) {
+        double sum = 0;
+        for (size_t j = 0; j < S; j++) sum += weights[i * S + j];
+        if (!(isnan(want[i * Dv]) ? isnan(sum) : fabs(sum - 1.0) < 1e-5)) {
+            ok = 0;
+            snprintf(why, sizeof why, "weights row %zu sums to %.9g", i, sum);
+        }
+    }
+    CHECK(name, ok, "%s", why);
+
+    free(q); free(k); free(v); free(mask); free(out_fused); free(out_ref); free(weights); free(want);
+}
+
+static void check_attention(const char *isa) {
+    const attn_case cases[] = {
+        {"no mask", 33, 65, 16, 16, NO_MASK, false, 0, 0, false},
+        {"one query, one key", 1, 1, 7, 3, NO_MASK, false, 0, 0, false},
+        {"L != S, D != Dv", 17, 129, 7, 33, NO_MASK, false, 0, 0, false},
+        {"additive (L,S) mask with -inf", 65, 33, 17, 65, FULL_MASK, false, 0, 0, false},
+        {"mask stored transposed (strides)", 33, 17, 8, 8, TRANSPOSED_MASK, false, 0, 0, false},
+        {"key padding mask (broadcast row)", 129, 257, 64, 64, ROW_MASK, false, 0, 0, false},
+        {"causal", 257, 257, 64, 64, NO_MASK, true, 0, 0, false},
+        {"causal, L > S", 65, 17, 3, 7, NO_MASK, true, 0, 0, false},
+        {"causal, L < S", 17, 300, 33, 1, NO_MASK, true, 0, 0, false},
+        {"causal and key padding", 129, 129, 32, 16, ROW_MASK, true, 0, 0, false},
+        {"fully masked rows come out NaN", 33, 65, 16, 16, FULL_MASK, false, 0, 5, false},
+        {"fully masked rows, causal, across tiles", 300, 520, 64, 64, FULL_MASK, true, 0, 40, false},
+        {"several query and key tiles", 300, 600, 64, 64, NO_MASK, false, 0, 0, false},
+        {"large exact scores (scale 16): exp far from 0", 65, 129, 64, 64, NO_MASK, false, 16.0f, 0, true},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) check_attention_case(isa, &cases[i]);
+}
+
+/* ---- exact small cases, edge sizes, interrupts ---- */
+
+static void check_exact(void) {
+    /* [1 2 3; 4 5 6] · [1 0; 0 1; 1 1] = [4 5; 10 11], computed by hand */
+    const float a[] = {1, 2, 3, 4, 5, 6}, b[] = {1, 0, 0, 1, 1, 1}, want[] = {4, 5, 10, 11};
+    float c_ref[4] = {0}, c_fast[4] = {0};
+    mha_sgemm_ref(c_ref, 2, a, 3, 1, b, 2, 1, 2, 2, 3, false);
+    mha_status status = mha_sgemm(c_fast, 2, a, 3, 1, b, 2, 1, 2, 2, 3, false);
+    check_close_array("sgemm_ref: hand-computed 2x3 @ 3x2", c_ref, want, 4, 0, 0);
+    CHECK("sgemm: hand-computed 2x3 @ 3x2", status == MHA_OK && memcmp(c_fast, want, sizeof want) == 0,
+          "got %g %g %g %g", (double)c_fast[0], (double)c_fast[1], (double)c_fast[2], (double)c_fast[3]);
+
+    /* K = 0: C = 0, or C unchanged when accumulating */
+    float c0[4] = {1, 2, 3, 4};
+    mha_sgemm(c0, 2, a, 0, 1, b, 2, 1, 2, 2, 0, true);
+    int kept = c0[0] == 1 && c0[3] == 4;
+    mha_sgemm(c0, 2, a, 0, 1, b, 2, 1, 2, 2, 0, false);
+    CHECK("sgemm: K = 0 keeps C when accumulating, else zeroes it", kept && c0[0] == 0 && c0[3] == 0,
+          "got %g %g", (double)c0[0], (double)c0[3]);
+
+    /* S = 0: an empty weighted sum is 0 on both paths */
+    float q[2] = {1, 1}, out[4] = {9, 9, 9, 9};
+    mha_attn_args args = {.out = out, .ld_out = 2, .q = q, .ld_q = 1, .k = q, .ld_k = 1, .v = q, .ld_v = 2,
+                          .scale = 1, .L = 2, .S = 0, .D = 1, .Dv = 2};
+    mha_status s1 = mha_attention_fused(&args);
+    int fused_zero = out[0] == 0 && out[3] == 0;
+    out[0] = out[3] = 9;
+    mha_status s2 = mha_attention_ref(&args, NULL);
+    CHECK("attention: no keys (S = 0) gives zeros on both paths",
+          s1 == MHA_OK && s2 == MHA_OK && fused_zero && out[0] == 0 && out[3] == 0, "got %g", (double)out[0]);
+}
+
+static void check_interrupt(void) {
+    size_t n = 300;
+    float *a = random_floats(n * n), *c = malloc(n * n * sizeof(float));
+    size_t live = mha_live_bytes();
+    mha_interrupt();
+    mha_status s = mha_sgemm(c, n, a, (ptrdiff_t)n, 1, a, (ptrdiff_t)n, 1, n, n, n, false);
+    CHECK("sgemm: interrupted -> MHA_E_INTERRUPTED, message, scratch freed",
+          s == MHA_E_INTERRUPTED && strstr(mha_errmsg(), "sgemm: (300,300) @ (300,300): interrupted") &&
+          mha_live_bytes() == live, "status %d, message \"%s\", live bytes %zu -> %zu", (int)s, mha_errmsg(), live,
+          mha_live_bytes());
+    mha_attn_args args = {.out = c, .ld_out = n, .q = a, .ld_q = n, .k = a, .ld_k = n, .v = a, .ld_v = n,
+                          .scale = 0.1f, .L = n, .S = n, .D = 64, .Dv = 64};
+    s = mha_attention_fused(&args);
+    CHECK("attention_fused: interrupted -> MHA_E_INTERRUPTED, scratch freed",
+          s == MHA_E_INTERRUPTED && strstr(mha_errmsg(), "interrupted") && mha_live_bytes() == live,
+          "status %d, message \"%s\", live bytes %zu -> %zu", (int)s, mha_errmsg(), live, mha_live_bytes());
+    s = mha_attention_ref(&args, NULL);
+    CHECK("attention_ref: interrupted -> MHA_E_INTERRUPTED, scratch freed",
+          s == MHA_E_INTERRUPTED && mha_live_bytes() == live, "status %d, live bytes %zu -> %zu", (int)s, live,
+          mha_live_bytes());
+    mha_interrupt_clear();
+    s = mha_sgemm(c, n, a, (ptrdiff_t)n, 1, a, (ptrdiff_t)n, 1, n, n, n, false);
+    CHECK("sgemm: runs again once the interrupt is cleared", s == MHA_OK, "status %d", (int)s);
+    free(a); free(c);
+}
+
+int main(void) {
+    const char *best = mha_kernels_isa();
+    check_exact();
+    check_interrupt();
+    const char *isas[] = {"avx512", "avx2", "portable"};
+    for (size_t i = 0; i < sizeof isas / sizeof isas[0]; i++) {
+        if (!mha_kernels_use_isa(isas[i])) {
+            printf("# this CPU cannot run %s: its kernels are not tested here\n", isas[i]);
+            continue;
+        }
+        check_sgemm(isas[i]);
+        check_attention(isas[i]);
+    }
+    CHECK("mha_kernels_use_isa: an unknown name is refused", !mha_kernels_use_isa("sse9"), "%s", "accepted");
+    mha_kernels_use_isa(best);
+    CHECK_DONE();
+}
