@@ -63,7 +63,7 @@ softmax 让 `weights` 的每一行都为正且和为 1，所以每个输出行�
 的匹配程度。"cat" 的向量最大，与每个查询都最匹配，所以每个词元都从它那里借得最多。]],
         },
         code = [[
-show(weights:sum(2), {rows = tokens, title = "weights:sum(2): one per row"})
+show(weights:sum(2), {cols = tokens, title = "weights:sum(2): one per row"})
 plot.heatmap(weights, {rows = tokens, cols = tokens, title = "attention weights", values = true})]],
     },
 

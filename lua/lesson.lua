@@ -438,8 +438,7 @@ end
 -- value -> {shape = {...}, data = {...}} or nil, reason.
 function M.flatten(v)
     if is_tensor(v) then
-        local shape = {v:shape()}
-        if type(shape[1]) == "table" then shape = shape[1] end
+        local shape = v:shape()
         local total = 1
         for _, n in ipairs(shape) do total = total * n end
         local nested = v:totable()
@@ -603,6 +602,17 @@ M.mistake.softmax_axis = M.mistake{
     },
 }
 
+-- mistake.nan_hint{hint = {...}}: the answer contains NaN (an overflow, a fully masked row, 0/0).
+function M.mistake.nan_hint(t)
+    t.test = function(got)
+        local g = M.flatten(got)
+        if not g then return false end
+        for _, v in ipairs(g.data) do if v ~= v then return true end end
+        return false
+    end
+    return M.mistake(t)
+end
+
 -- Checks an answer (or the error its evaluation raised) against an exercise.
 -- Returns ok, message (the verdict or the hint, in the session's language).
 function M.check(ex, got, eval_error)
@@ -644,8 +654,7 @@ end
 
 local function shape_of(t)
     if is_tensor(t) then
-        local s = {t:shape()}
-        if type(s[1]) == "table" then s = s[1] end
+        local s = t:shape()
         local parts = {}
         for i, n in ipairs(s) do parts[i] = tostring(n) end
         return table.concat(parts, "×")
@@ -669,9 +678,9 @@ M.batch_plot = {
         note("heads", opts, shape_of(w))
         local mha = package.loaded.mha
         if not (mha and mha.heat and is_tensor(w)) then return end
-        if #{w:shape()} == 4 then w = w:select(1, 1) end   -- (N,H,L,S): the first batch item
+        if #w:shape() == 4 then w = w:select(1, 1) end   -- (N,H,L,S): the first batch item
         local tokens = opts and opts.tokens
-        for h = 1, ({w:shape()})[1] do
+        for h = 1, w:shape()[1] do
             say_line(string.format("head %d", h))
             mha.heat(w:select(1, h), {rows = tokens, cols = tokens})
         end

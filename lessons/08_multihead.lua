@@ -1,0 +1,129 @@
+-- lessons/08_multihead.lua - multi-head attention end to end with the output projection W^O, computed by
+-- hand from the layer's own parameters and shown equal to mha.MultiheadAttention; heads plotted.
+return lesson{
+    name = "multihead", seed = 8,
+    title = {en = "Multi-head attention end to end", zh = "多头注意力全过程"},
+    summary = {en = "projections, heads, attention, concat, W^O: by hand, equal to mha.MultiheadAttention",
+               zh = "投影、分头、注意力、拼接、W^O：手算并与 mha.MultiheadAttention 对照"},
+
+    step{
+        title = {en = "The layer and its parameters", zh = "层与它的参数"},
+        text = {
+            en = [[
+    MultiHead(X) = Concat(head_1, …, head_h)·W^O,   head_i = softmax(Q_i·K_iᵀ/√d_k)·V_i
+
+mha.MultiheadAttention keeps PyTorch's parameters: in_proj_weight (3E×E) stacks W^Q, W^K, W^V in
+nn.Linear's (out, in) layout, in_proj_bias (3E) their biases, out_proj_weight (E×E) and out_proj_bias
+are W^O and its bias. Here E = 4, h = 2, so d_k = E/h = 2. We give the biases random values so they
+are visible.]],
+            zh = [[
+    MultiHead(X) = Concat(head_1, …, head_h)·W^O，  head_i = softmax(Q_i·K_iᵀ/√d_k)·V_i
+
+mha.MultiheadAttention 保留了 PyTorch 的参数：in_proj_weight（3E×E）按 nn.Linear 的 (输出, 输入) 方式
+叠放 W^Q、W^K、W^V，in_proj_bias（3E）是它们的偏置，out_proj_weight（E×E）和 out_proj_bias 是 W^O 及其
+偏置。这里 E = 4，h = 2，所以 d_k = E/h = 2。我们给偏置赋随机值，让它们的作用看得见。]],
+        },
+        code = [[
+tokens = {"we", "like", "green", "tea"}
+E, H = 4, 2
+D = E // H
+layer = mha.MultiheadAttention{embed_dim = E, num_heads = H}
+layer.in_proj_bias = mha.randn{3 * E} * 0.1
+layer.out_proj_bias = mha.randn{E} * 0.1
+X = mha.randn{4, E}
+show(X, {rows = tokens, title = "X (L=4, E=4)"})
+show(layer.in_proj_weight, {title = "in_proj_weight (3E×E) = [W_q; W_k; W_v]"})]],
+    },
+
+    step{
+        title = {en = "Projections", zh = "投影"},
+        text = {
+            en = [[
+Cut in_proj_weight into its three E×E blocks and apply each as nn.Linear does, y = x·Wᵀ + b.]],
+            zh = [[
+把 in_proj_weight 切成三个 E×E 的块，每块按 nn.Linear 的方式使用：y = x·Wᵀ + b。]],
+        },
+        code = [[
+W_q, W_k, W_v = layer.in_proj_weight:chunk(3, 1)
+b_q, b_k, b_v = layer.in_proj_bias:chunk(3, 1)
+Q = mha.linear(X, W_q, b_q)
+K = mha.linear(X, W_k, b_k)
+V = mha.linear(X, W_v, b_v)
+show(Q, {rows = tokens, title = "Q = X·W_qᵀ + b_q"})
+show(K, {rows = tokens, title = "K"})
+show(V, {rows = tokens, title = "V"})]],
+    },
+
+    step{
+        title = {en = "Heads, scores, weights", zh = "分头、分数、权重"},
+        text = {
+            en = [[
+Split each into H heads of D = 2 features (lesson 7), compute every head's scores at once with a
+batched matmul, scale by 1/√d_k with d_k = D (the head size, not E), and softmax along the keys.]],
+            zh = [[
+把每个矩阵拆成 H 个头、每头 D = 2 个特征（第 7 课），用批量矩阵乘法一次算出所有头的分数，乘以 1/√d_k
+（d_k = D，是头的大小，不是 E），再沿键的方向做 softmax。]],
+        },
+        code = [[
+split_heads = function(t) return t:view(4, H, D):transpose(1, 2) end   -- (L, E) -> (H, L, D)
+Qh, Kh, Vh = split_heads(Q), split_heads(K), split_heads(V)
+scores = Qh:matmul(Kh:transpose(2, 3)) / math.sqrt(D)
+weights = mha.softmax(scores, 3)
+show(weights, {rows = tokens, cols = tokens, dims = {"head", "query", "key"}, title = "weights per head"})
+plot.heads(weights, {tokens = tokens, title = "each head's attention"})]],
+    },
+
+    step{
+        title = {en = "Weighted sums, concat, W^O", zh = "加权和、拼接、W^O"},
+        text = {
+            en = [[
+Each head mixes its own values; the outputs are joined per token (transpose, contiguous, view) and
+W^O mixes the heads' features into one E-wide row per token.]],
+            zh = [[
+每个头混合它自己的值；各头输出按词元拼接（transpose、contiguous、view），再由 W^O 把各头的特征混合成
+每个词元一行、宽 E 的输出。]],
+        },
+        code = [[
+head_outputs = weights:matmul(Vh)                       -- (H, L, D)
+concat = head_outputs:transpose(1, 2):contiguous():view(4, E)
+show(concat, {rows = tokens, title = "Concat(head_1, head_2)"})
+by_hand = mha.linear(concat, layer.out_proj_weight, layer.out_proj_bias)
+show(by_hand, {rows = tokens, title = "by hand: Concat·W^Oᵀ + b_o"})]],
+    },
+
+    step{
+        title = {en = "Equal to the layer", zh = "与层的输出一致"},
+        text = {
+            en = [[
+The layer's forward gives the same numbers, and the same per-head weights. layer:trace returns every
+intermediate under a name, so you can compare any of them.]],
+            zh = [[
+层的 forward 给出相同的数值和相同的每头权重。layer:trace 按名字返回每个中间结果，你可以逐一对照。]],
+        },
+        code = [[
+out, layer_weights = layer:forward(X, X, X, {average_attn_weights = false})
+show(out, {rows = tokens, title = "layer:forward(X, X, X)"})
+print(string.format("max |by hand - layer| = %.2e", (by_hand - out):abs():max():item()))
+print(string.format("max |weights - layer's weights| = %.2e", (weights - layer_weights):abs():max():item()))
+trace = layer:trace(X, X, X)
+print("trace: " .. table.concat(trace, " "))]],
+    },
+
+    exercise{
+        title = {en = "The scaled scores", zh = "缩放后的分数"},
+        prompt = {
+            en = [[
+Compute the scaled scores of both heads, (H, L, L) = (2, 4, 4), from Qh and Kh, and answer with them.]],
+            zh = [[
+用 Qh 和 Kh 算出两个头缩放后的分数，形状 (H, L, L) = (2, 4, 4)，并作答。]],
+        },
+        solution = [[Qh:matmul(Kh:transpose(2, 3)) / math.sqrt(D)]],
+        mistakes = {
+            mistake{wrong = [[Qh:matmul(Kh:transpose(2, 3)) / math.sqrt(E)]],
+                hint = {en = "you scaled by √d_model = √4; each head's dot products have d_k = D = 2 terms: divide by √2",
+                        zh = "你除以的是 √d_model = √4；每个头的点积只有 d_k = D = 2 项：应除以 √2"}},
+            mistake{wrong = [[Qh:matmul(Kh:transpose(2, 3))]],
+                hint = {en = "these are the raw scores; divide by √d_k", zh = "这是原始分数；还要除以 √d_k"}},
+        },
+    },
+}
