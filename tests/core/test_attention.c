@@ -1,0 +1,662 @@
+/* tests/core/test_attention.c - the attention layer against its references: torch 1.13's MultiheadAttention
+ * and float64 NumPy formulas (tests/fixtures/, written by tests/gen_fixtures.py), plus fused vs plain sdpa,
+ * the trace's consistency, init, and the error messages. Tolerance: |got - want| <= 1e-6 + 1e-5·|want|. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attention.h"
+#include "check.h"
+#include "kernels.h"
+#include "tensor.h"
+
+#define RTOL 1e-5
+#define ATOL 1e-6
+
+/* ---- fixtures: cases.txt lines of key=value, one directory of .npy files per case ---- */
+
+#define MAX_OPTS 24
+typedef struct fixture_case {
+    char line[1024];
+    size_t n;
+    const char *key[MAX_OPTS], *value[MAX_OPTS];
+    char dir[256];
+} fixture_case;
+
+static const char *opt_str(const fixture_case *c, const char *key) {
+    for (size_t i = 0; i < c->n; i++)
+        if (strcmp(c->key[i], key) == 0) return c->value[i];
+    return NULL;
+}
+static long opt_int(const fixture_case *c, const char *key) {
+    const char *v = opt_str(c, key);
+    return v ? strtol(v, NULL, 10) : 0;
+}
+static double opt_num(const fixture_case *c, const char *key) {
+    const char *v = opt_str(c, key);
+    return v ? strtod(v, NULL) : 0.0;
+}
+static bool opt_is(const fixture_case *c, const char *key, const char *want) {
+    const char *v = opt_str(c, key);
+    return v && strcmp(v, want) == 0;
+}
+
+/* Reads every case of tests/fixtures/<kind>/cases.txt into *cases (malloc'd); returns the count. */
+static size_t read_cases(fixture_case **cases, const char *kind) {
+    char path[256];
+    snprintf(path, sizeof path, "tests/fixtures/%s/cases.txt", kind);
+    FILE *f = fopen(path, "r");
+    *cases = NULL;
+    if (!f) {
+        check_report(0, kind, "cannot open %s (run from the repository root)", path);
+        return 0;
+    }
+    size_t n = 0, cap = 0;
+    char line[1024];
+    while (fgets(line, sizeof line, f)) {
+        if (line[0] == '#' || line[0] == '\n') continue;
+        if (n == cap) {
+            cap = cap ? 2 * cap : 32;
+            *cases = realloc(*cases, cap * sizeof **cases);
+        }
+        fixture_case *c = &(*cases)[n++];
+        memset(c, 0, sizeof *c);
+        strcpy(c->line, line);
+    }
+    fclose(f);
+    /* split once every case is in place: the pointers point into c->line, which realloc moves */
+    for (size_t i = 0; i < n; i++) {
+        fixture_case *c = &(*cases)[i];
+        for (char *tok = strtok(c->line, " \n"); tok && c->n < MAX_OPTS; tok = strtok(NULL, " \n")) {
+            char *eq = strchr(tok, '=');
+            if (!eq) continue;
+            *eq = '\0';
+            c->key[c->n] = tok;
+            c->value[c->n++] = eq + 1;
+        }
+        snprintf(c->dir, sizeof c->dir, "tests/fixtures/%s/%s", kind, opt_str(c, "name"));
+    }
+    return n;
+}
+
+/* Loads <case dir>/<file>.npy into out; false (with a FAIL line) when it cannot. */
+static bool load(mha_tensor *out, const fixture_case *c, const char *file) {
+    char path[320];
+    snprintf(path, sizeof path, "%s/%s.npy", c->dir, file);
+    if (mha_npy_load(out, path) != MHA_OK) {
+        check_report(0, path, "load: %s", mha_errmsg());
+        return false;
+    }
+    return true;
+}
+static bool has_file(const fixture_case *c, const char *file) {
+    char path[320];
+    snprintf(path, sizeof path, "%s/%s.npy", c->dir, file);
+    FILE *f = fopen(path, "rb");
+    if (f) fclose(f);
+    return f != NULL;
+}
+
+/* Compares got to want: same shape, then every element within the tolerance (NaN equals NaN). */
+static int check_tensor(const char *name, const mha_tensor *got, const mha_tensor *want, double rtol, double atol) {
+    char sg[96], sw[96];
+    if (got->storage == NULL) return check_report(0, name, "no result"), 0;
+    if (!mha_same_shape(got, want))
+        return check_report(0, name, "shape %s, want %s", mha_shape_str(sg, sizeof sg, got),
+                            mha_shape_str(sw, sizeof sw, want)), 0;
+    mha_tensor g = MHA_TENSOR_EMPTY, w = MHA_TENSOR_EMPTY;
+    int ok = 0;
+    if (mha_contiguous(&g, got) == MHA_OK && mha_contiguous(&w, want) == MHA_OK)
+        ok = check_close_array(name, mha_f32(&g), mha_f32(&w), mha_numel(want), rtol, atol);
+    else
+        check_report(0, name, "contiguous: %s", mha_errmsg());
+    mha_release(&g);
+    mha_release(&w);
+    return ok;
+}
+
+static void checkf(const char *fmt_name, const char *case_name, char *buf, size_t n) {
+    snprintf(buf, n, fmt_name, case_name);
+}
+
+/* ---- the smaller functions ---- */
+
+static void test_attn_fixtures(void) {
+    fixture_case *cases;
+    size_t n = read_cases(&cases, "attn");
+    CHECK("attn fixtures: cases.txt read", n >= 20, "%zu cases", n);
+    for (size_t i = 0; i < n; i++) {
+        const fixture_case *c = &cases[i];
+        const char *name = opt_str(c, "name");
+        char label[160];
+        mha_tensor x = MHA_TENSOR_EMPTY, want = MHA_TENSOR_EMPTY, got = MHA_TENSOR_EMPTY;
+        mha_tensor W = MHA_TENSOR_EMPTY, b = MHA_TENSOR_EMPTY, extra = MHA_TENSOR_EMPTY;
+        mha_tensor q = MHA_TENSOR_EMPTY, k = MHA_TENSOR_EMPTY, v = MHA_TENSOR_EMPTY, mask = MHA_TENSOR_EMPTY;
+        mha_tensor wantw = MHA_TENSOR_EMPTY, gotw = MHA_TENSOR_EMPTY, fused = MHA_TENSOR_EMPTY;
+        if (!load(&want, c, "out")) continue;
+        checkf("%s: matches the reference", name, label, sizeof label);
+        mha_status st = MHA_OK;
+        if (opt_is(c, "fn", "softmax")) {
+            if (load(&x, c, "x")) st = mha_softmax(&got, &x, (size_t)opt_int(c, "dim"));
+        } else if (opt_is(c, "fn", "linear")) {
+            if (load(&x, c, "x") && load(&W, c, "W") && (!opt_int(c, "bias") || load(&b, c, "b"))) {
+                st = mha_linear(&got, &x, &W, opt_int(c, "bias") ? &b : NULL);
+                /* the same W as a transposed view of its transpose: linear reads W through its strides */
+                mha_tensor wt = MHA_TENSOR_EMPTY, wt_c = MHA_TENSOR_EMPTY, w_view = MHA_TENSOR_EMPTY;
+                if (st == MHA_OK && mha_transpose(&wt, &W, 0, 1) == MHA_OK && mha_clone(&wt_c, &wt) == MHA_OK &&
+                    mha_transpose(&w_view, &wt_c, 0, 1) == MHA_OK &&
+                    mha_linear(&extra, &x, &w_view, opt_int(c, "bias") ? &b : NULL) == MHA_OK) {
+                    checkf("%s: W as a non-contiguous view", name, label, sizeof label);
+                    CHECK(label, !mha_is_contiguous(&w_view), "%s", "the view should be non-contiguous");
+                    check_tensor(label, &extra, &want, RTOL, ATOL);
+                }
+                mha_release(&wt);
+                mha_release(&wt_c);
+                mha_release(&w_view);
+                checkf("%s: matches the reference", name, label, sizeof label);
+            }
+        } else if (opt_is(c, "fn", "layer_norm")) {
+            bool hw = opt_int(c, "weight"), hb = opt_int(c, "bias");
+            if (load(&x, c, "x") && (!hw || load(&W, c, "weight")) && (!hb || load(&b, c, "bias")))
+                st = mha_layer_norm(&got, &x, (size_t)opt_int(c, "norm_ndim"), hw ? &W : NULL, hb ? &b : NULL,
+                                    (float)opt_num(c, "eps"));
+        } else if (opt_is(c, "fn", "positional_encoding")) {
+            st = mha_positional_encoding(&got, (size_t)opt_int(c, "L"), (size_t)opt_int(c, "E"));
+        } else if (opt_is(c, "fn", "sdpa")) {
+            bool hm = !opt_is(c, "attn_mask", "none");
+            if (load(&q, c, "q") && load(&k, c, "k") && load(&v, c, "v") && load(&wantw, c, "weights") &&
+                (!hm || load(&mask, c, "attn_mask"))) {
+                mha_sdpa_options o = {.attn_mask = hm ? &mask : NULL, .is_causal = opt_int(c, "is_causal"),
+                                      .scale = (float)opt_num(c, "scale")};
+                st = mha_sdpa(&got, &gotw, &q, &k, &v, &o);
+                if (st == MHA_OK) {
+                    checkf("%s: weights match the reference", name, label, sizeof label);
+                    check_tensor(label, &gotw, &wantw, RTOL, ATOL);
+                    checkf("%s: fused path (no weights) matches the reference", name, label, sizeof label);
+                    if (mha_sdpa(&fused, NULL, &q, &k, &v, &o) == MHA_OK) check_tensor(label, &fused, &want, RTOL, ATOL);
+                    else check_report(0, label, "%s", mha_errmsg());
+                }
+                checkf("%s: matches the reference", name, label, sizeof label);
+            }
+        } else {
+            check_report(0, name, "unknown fn %s", opt_str(c, "fn"));
+        }
+        if (st != MHA_OK) check_report(0, label, "%s", mha_errmsg());
+        else if (got.storage) check_tensor(label, &got, &want, RTOL, ATOL);
+        mha_tensor *all[] = {&x, &want, &got, &W, &b, &extra, &q, &k, &v, &mask, &wantw, &gotw, &fused};
+        for (size_t j = 0; j < sizeof all / sizeof *all; j++) mha_release(all[j]);
+    }
+    free(cases);
+}
+
+/* ---- MultiheadAttention against torch 1.13 ---- */
+
+/* Builds the module of a fixture case with its parameters. */
+static bool fixture_module(mha_multihead *m, const fixture_case *c) {
+    mha_multihead_options o = {
+        .embed_dim = (size_t)opt_int(c, "embed_dim"), .num_heads = (size_t)opt_int(c, "num_heads"),
+        .kdim = (size_t)opt_int(c, "kdim"), .vdim = (size_t)opt_int(c, "vdim"), .bias = opt_int(c, "bias"),
+        .add_bias_kv = opt_int(c, "add_bias_kv"), .add_zero_attn = opt_int(c, "add_zero_attn"),
+    };
+    memset(m, 0, sizeof *m);
+    if (mha_multihead_init(m, &o) != MHA_OK) {
+        check_report(0, opt_str(c, "name"), "init: %s", mha_errmsg());
+        return false;
+    }
+    for (size_t i = 0; mha_multihead_param_names[i]; i++) {
+        const char *p = mha_multihead_param_names[i];
+        mha_tensor *slot;
+        bool present = mha_multihead_param(&slot, m, p) == MHA_OK;
+        char label[160];
+        snprintf(label, sizeof label, "%s: parameter %s present exactly when the fixture has it", opt_str(c, "name"), p);
+        if (present != has_file(c, p)) {
+            check_report(0, label, "module %s it, fixture %s it", present ? "has" : "lacks", has_file(c, p) ? "has" : "lacks");
+            mha_multihead_release(m);
+            return false;
+        }
+        if (!present) continue;
+        mha_tensor value = MHA_TENSOR_EMPTY;
+        if (!load(&value, c, p)) {
+            mha_multihead_release(m);
+            return false;
+        }
+        mha_status st = mha_multihead_set_param(m, p, &value);
+        mha_release(&value);
+        if (st != MHA_OK) {
+            check_report(0, label, "set_param: %s", mha_errmsg());
+            mha_multihead_release(m);
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Sum over heads / H of per-head weights (N,H,L,S) or (H,L,S): what averaged weights must be. */
+static bool average_heads(mha_tensor *out, const mha_tensor *w, bool batched) {
+    size_t hd = batched ? 1 : 0;
+    return mha_reduce(out, MHA_MEAN, w, hd, false) == MHA_OK;
+}
+
+static void test_mha_fixtures(void) {
+    fixture_case *cases;
+    size_t n = read_cases(&cases, "mha");
+    CHECK("mha fixtures: cases.txt read", n >= 30, "%zu cases", n);
+    for (size_t i = 0; i < n; i++) {
+        const fixture_case *c = &cases[i];
+        const char *name = opt_str(c, "name");
+        char label[200];
+        mha_multihead m;
+        if (!fixture_module(&m, c)) continue;
+        bool self = opt_int(c, "self_attn"), batched = opt_int(c, "batched");
+        bool need = opt_int(c, "need_weights"), avg = opt_int(c, "average_attn_weights");
+        mha_tensor query = MHA_TENSOR_EMPTY, key = MHA_TENSOR_EMPTY, value = MHA_TENSOR_EMPTY;
+        mha_tensor am = MHA_TENSOR_EMPTY, kpm = MHA_TENSOR_EMPTY, want = MHA_TENSOR_EMPTY, wantw = MHA_TENSOR_EMPTY;
+        mha_tensor out = MHA_TENSOR_EMPTY, w = MHA_TENSOR_EMPTY, out2 = MHA_TENSOR_EMPTY, w2 = MHA_TENSOR_EMPTY;
+        mha_tensor out3 = MHA_TENSOR_EMPTY, mean = MHA_TENSOR_EMPTY;
+        mha_trace trace = {0};
+        bool ok = load(&query, c, "query") && load(&want, c, "out");
+        if (ok && !self) ok = load(&key, c, "key") && load(&value, c, "value");
+        if (ok && !opt_is(c, "attn_mask", "none")) ok = load(&am, c, "attn_mask");
+        if (ok && !opt_is(c, "key_padding_mask", "none")) ok = load(&kpm, c, "key_padding_mask");
+        if (ok && need) ok = load(&wantw, c, "weights");
+        if (!ok) goto next;
+        const mha_tensor *k = self ? &query : &key, *v = self ? &query : &value;
+        mha_forward_options o = {
+            .key_padding_mask = kpm.storage ? &kpm : NULL, .attn_mask = am.storage ? &am : NULL,
+            .need_weights = need, .average_attn_weights = avg, .is_causal = opt_int(c, "is_causal"),
+        };
+        if (mha_multihead_forward(&out, &w, &m, &query, k, v, &o, NULL) != MHA_OK) {
+            snprintf(label, sizeof label, "%s: forward", name);
+            check_report(0, label, "%s", mha_errmsg());
+            goto next;
+        }
+        snprintf(label, sizeof label, "%s: output matches torch 1.13", name);
+        check_tensor(label, &out, &want, RTOL, ATOL);
+        if (need) {
+            snprintf(label, sizeof label, "%s: weights match torch 1.13", name);
+            check_tensor(label, &w, &wantw, RTOL, ATOL);
+        } else {
+            snprintf(label, sizeof label, "%s: no weights when need_weights is false", name);
+            CHECK(label, w.storage == NULL, "%s", "weights were filled");
+        }
+
+        /* the same forward traced: its output and weights are the returned ones, bit for bit */
+        mha_forward_options ot = o;
+        ot.need_weights = true;
+        if (mha_multihead_forward(&out2, &w2, &m, &query, k, v, &ot, &trace) != MHA_OK) {
+            snprintf(label, sizeof label, "%s: traced forward", name);
+            check_report(0, label, "%s", mha_errmsg());
+            goto next;
+        }
+        const mha_tensor *t_out = mha_trace_get(&trace, "output"), *t_w = mha_trace_get(&trace, "weights");
+        snprintf(label, sizeof label, "%s: trace output == forward output", name);
+        if (t_out) check_tensor(label, t_out, &out, 0.0, 0.0);
+        else check_report(0, label, "%s", "no 'output' in the trace");
+        snprintf(label, sizeof label, "%s: trace output == returned output", name);
+        check_tensor(label, &out2, &out, 0.0, 0.0);
+        if (t_w) {
+            snprintf(label, sizeof label, "%s: returned weights == trace weights (mean over heads when averaged)", name);
+            if (avg) {
+                if (average_heads(&mean, t_w, batched)) check_tensor(label, &w2, &mean, 1e-6, 1e-7);
+                else check_report(0, label, "mean: %s", mha_errmsg());
+            } else {
+                check_tensor(label, &w2, t_w, 0.0, 0.0);
+            }
+        } else {
+            check_report(0, name, "%s", "no 'weights' in the trace");
+        }
+        /* and without weights or trace (the scratch path): the same numbers */
+        mha_forward_options on = o;
+        on.need_weights = false;
+        snprintf(label, sizeof label, "%s: need_weights=false gives the same output", name);
+        if (mha_multihead_forward(&out3, NULL, &m, &query, k, v, &on, NULL) == MHA_OK)
+            check_tensor(label, &out3, &out, 0.0, 0.0);
+        else
+            check_report(0, label, "%s", mha_errmsg());
+    next:;
+        mha_tensor *all[] = {&query, &key, &value, &am, &kpm, &want, &wantw, &out, &w, &out2, &w2, &out3, &mean};
+        for (size_t j = 0; j < sizeof all / sizeof *all; j++) mha_release(all[j]);
+        mha_trace_release(&trace);
+        mha_multihead_release(&m);
+    }
+    free(cases);
+}
+
+/* ---- the trace: names, shapes, and each step following from the last ---- */
+
+static void expect_shape(const char *label, const mha_tensor *t, size_t ndim, const size_t *shape) {
+    char s[96];
+    mha_tensor want = {.ndim = ndim};
+    memcpy(want.shape, shape, ndim * sizeof *shape);
+    if (t == NULL) { check_report(0, label, "%s", "missing"); return; }
+    CHECK(label, mha_same_shape(t, &want), "shape %s", mha_shape_str(s, sizeof s, t));
+}
+
+static void test_trace(void) {
+    mha_multihead m = {0};
+    mha_multihead_options o = {.embed_dim = 6, .num_heads = 2, .kdim = 5, .vdim = 4, .bias = true,
+                               .add_bias_kv = true, .add_zero_attn = true};
+    mha_seed(11);
+    if (mha_multihead_init(&m, &o) != MHA_OK) { check_report(0, "trace: init", "%s", mha_errmsg()); return; }
+    const size_t N = 2, L = 3, S = 4, E = 6, H = 2, D = 3, S2 = S + 2;
+    size_t qs[3] = {N, L, E}, ks[3] = {N, S, 5}, vs[3] = {N, S, 4}, kps[2] = {N, S};
+    mha_tensor q = MHA_TENSOR_EMPTY, k = MHA_TENSOR_EMPTY, v = MHA_TENSOR_EMPTY, kpm = MHA_TENSOR_EMPTY;
+    mha_tensor out = MHA_TENSOR_EMPTY, w = MHA_TENSOR_EMPTY, x = MHA_TENSOR_EMPTY, y = MHA_TENSOR_EMPTY;
+    mha_trace trace = {0};
+    mha_randn(&q, 3, qs);
+    mha_randn(&k, 3, ks);
+    mha_randn(&v, 3, vs);
+    mha_zeros(&kpm, MHA_BOOL, 2, kps);
+    mha_bool(&kpm)[1] = true; /* batch 0 ignores key 1 */
+    mha_forward_options fo = {.key_padding_mask = &kpm, .need_weights = true, .average_attn_weights = false,
+                              .is_causal = true};
+    if (mha_multihead_forward(&out, &w, &m, &q, &k, &v, &fo, &trace) != MHA_OK) {
+        check_report(0, "trace: forward", "%s", mha_errmsg());
+        goto done;
+    }
+    static const char *names[] = {"query", "key", "value", "Q", "K", "V", "Q_heads", "K_heads", "V_heads",
+                                  "scores", "scaled_scores", "masked_scores", "weights", "head_outputs", "concat",
+                                  "output"};
+    bool in_order = trace.count == sizeof names / sizeof *names;
+    for (size_t i = 0; in_order && i < trace.count; i++) in_order = strcmp(trace.names[i], names[i]) == 0;
+    CHECK("trace: the 16 names in order", in_order, "count %zu", trace.count);
+    expect_shape("trace: Q (N,L,E)", mha_trace_get(&trace, "Q"), 3, (size_t[]){N, L, E});
+    expect_shape("trace: K (N,S,E) before bias_k", mha_trace_get(&trace, "K"), 3, (size_t[]){N, S, E});
+    expect_shape("trace: Q_heads (N,H,L,D)", mha_trace_get(&trace, "Q_heads"), 4, (size_t[]){N, H, L, D});
+    expect_shape("trace: K_heads (N,H,S+2,D)", mha_trace_get(&trace, "K_heads"), 4, (size_t[]){N, H, S2, D});
+    expect_shape("trace: scores (N,H,L,S+2)", mha_trace_get(&trace, "scores"), 4, (size_t[]){N, H, L, S2});
+    expect_shape("trace: head_outputs (N,H,L,D)", mha_trace_get(&trace, "head_outputs"), 4, (size_t[]){N, H, L, D});
+    expect_shape("trace: concat (N,L,E)", mha_trace_get(&trace, "concat"), 3, (size_t[]){N, L, E});
+    const mha_tensor *Qh = mha_trace_get(&trace, "Q_heads"), *Q = mha_trace_get(&trace, "Q");
+    CHECK("trace: Q_heads is a view of Q (the head split copies nothing)", Qh && Q && Qh->storage == Q->storage,
+          "%s", "separate storage");
+
+    /* scaled = scores / √D; masked = scaled with -inf at masked keys; weights = softmax(masked) */
+    const float *sc = mha_f32(mha_trace_get(&trace, "scores")), *ss = mha_f32(mha_trace_get(&trace, "scaled_scores"));
+    const float *ms = mha_f32(mha_trace_get(&trace, "masked_scores")), *ws = mha_f32(mha_trace_get(&trace, "weights"));
+    bool scaled_ok = true, masked_ok = true;
+    for (size_t n = 0; n < N; n++)
+        for (size_t h = 0; h < H; h++)
+            for (size_t i = 0; i < L; i++)
+                for (size_t j = 0; j < S2; j++) {
+                    size_t at = ((n * H + h) * L + i) * S2 + j;
+                    scaled_ok &= check_close_value(ss[at], sc[at] / sqrt((double)D), 1e-5, 1e-6);
+                    bool hidden = (j < S && j > i) || (n == 0 && j == 1);
+                    masked_ok &= hidden ? ms[at] == -INFINITY : ms[at] == ss[at];
+                }
+    CHECK("trace: scaled_scores = scores / sqrt(D)", scaled_ok, "%s", "differs");
+    CHECK("trace: masked_scores = scaled_scores, -inf where causal or padded; bias_k and zero key visible", masked_ok,
+          "%s", "differs");
+    mha_tensor msv = MHA_TENSOR_EMPTY;
+    mha_share(&msv, mha_trace_get(&trace, "masked_scores"));
+    if (mha_softmax(&x, &msv, 3) == MHA_OK) check_tensor("trace: weights = softmax(masked_scores)", mha_trace_get(&trace, "weights"), &x, 1e-6, 1e-7);
+    mha_release(&msv);
+    mha_release(&x);
+    if (mha_matmul(&x, mha_trace_get(&trace, "weights"), mha_trace_get(&trace, "V_heads")) == MHA_OK)
+        check_tensor("trace: head_outputs = weights · V_heads", mha_trace_get(&trace, "head_outputs"), &x, 1e-5, 1e-6);
+    else
+        check_report(0, "trace: head_outputs = weights · V_heads", "matmul: %s", mha_errmsg());
+    if (mha_linear(&y, mha_trace_get(&trace, "concat"), &m.out_proj_weight, &m.out_proj_bias) == MHA_OK)
+        check_tensor("trace: output = linear(concat, out_proj)", mha_trace_get(&trace, "output"), &y, 0.0, 0.0);
+    check_tensor("trace: weights == returned per-head weights", &w, mha_trace_get(&trace, "weights"), 0.0, 0.0);
+    (void)ws;
+
+    /* unbatched: every entry without N */
+    mha_trace t2 = {0};
+    mha_tensor q1 = MHA_TENSOR_EMPTY, k1 = MHA_TENSOR_EMPTY, v1 = MHA_TENSOR_EMPTY, o1 = MHA_TENSOR_EMPTY;
+    mha_select(&q1, &q, 0, 1);
+    mha_select(&k1, &k, 0, 1);
+    mha_select(&v1, &v, 0, 1);
+    if (mha_multihead_forward(&o1, NULL, &m, &q1, &k1, &v1, NULL, &t2) == MHA_OK) {
+        expect_shape("trace unbatched: weights (H,L,S+2)", mha_trace_get(&t2, "weights"), 3, (size_t[]){H, L, S2});
+        expect_shape("trace unbatched: concat (L,E)", mha_trace_get(&t2, "concat"), 2, (size_t[]){L, E});
+        expect_shape("trace unbatched: output (L,E)", &o1, 2, (size_t[]){L, E});
+    } else {
+        check_report(0, "trace unbatched: forward", "%s", mha_errmsg());
+    }
+    mha_trace_release(&t2);
+    mha_release(&q1); mha_release(&k1); mha_release(&v1); mha_release(&o1);
+done:
+    mha_trace_release(&trace);
+    mha_tensor *all[] = {&q, &k, &v, &kpm, &out, &w, &x, &y};
+    for (size_t j = 0; j < sizeof all / sizeof *all; j++) mha_release(all[j]);
+    mha_multihead_release(&m);
+}
+
+/* ---- fused vs plain sdpa, every mask kind ---- */
+
+static void test_fused_vs_plain(void) {
+    const size_t N = 2, H = 3, L = 9, S = 37, D = 8;
+    size_t qshape[4] = {N, H, L, D}, kshape[4] = {N, H, S, D};
+    mha_tensor q = MHA_TENSOR_EMPTY, k = MHA_TENSOR_EMPTY, v = MHA_TENSOR_EMPTY;
+    mha_seed(5);
+    mha_randn(&q, 4, qshape);
+    mha_randn(&k, 4, kshape);
+    mha_randn(&v, 4, kshape);
+    struct { const char *name; size_t ndim; size_t shape[4]; bool is_bool, causal, full_row; } kinds[] = {
+        {"no mask", 0, {0}, false, false, false},
+        {"bool (L,S)", 2, {L, S}, true, false, false},
+        {"float (L,S)", 2, {L, S}, false, false, false},
+        {"bool (N,H,L,S)", 4, {N, H, L, S}, true, false, false},
+        {"float (N,H,L,S)", 4, {N, H, L, S}, false, false, false},
+        {"bool key padding (N,1,1,S)", 4, {N, 1, 1, S}, true, false, false},
+        {"float key padding (N,1,1,S)", 4, {N, 1, 1, S}, false, false, false},
+        {"causal", 0, {0}, false, true, false},
+        {"causal + bool (L,S)", 2, {L, S}, true, true, false},
+        {"fully masked row", 2, {L, S}, true, false, true},
+    };
+    for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++) {
+        char label[160];
+        mha_tensor mask = MHA_TENSOR_EMPTY, r = MHA_TENSOR_EMPTY, plain = MHA_TENSOR_EMPTY, w = MHA_TENSOR_EMPTY;
+        mha_tensor fused = MHA_TENSOR_EMPTY;
+        if (kinds[i].ndim) {
+            mha_rand(&r, kinds[i].ndim, kinds[i].shape);
+            if (kinds[i].is_bool) {
+                mha_empty(&mask, MHA_BOOL, kinds[i].ndim, kinds[i].shape);
+                for (size_t e = 0; e < mha_numel(&r); e++) mha_bool(&mask)[e] = mha_f32(&r)[e] < 0.3f;
+                for (size_t e = 0; e < mha_numel(&r); e += kinds[i].shape[kinds[i].ndim - 1]) mha_bool(&mask)[e] = false;
+                if (kinds[i].full_row)
+                    for (size_t j = 0; j < S; j++) mha_bool(&mask)[2 * S + j] = true;
+            } else {
+                mha_share(&mask, &r);
+                for (size_t e = 0; e < mha_numel(&r); e++) mha_f32(&mask)[e] = 4.0f * mha_f32(&r)[e] - 2.0f;
+            }
+        }
+        mha_sdpa_options o = {.attn_mask = kinds[i].ndim ? &mask : NULL, .is_causal = kinds[i].causal};
+        snprintf(label, sizeof label, "sdpa fused == plain: %s", kinds[i].name);
+        mha_status st = mha_sdpa(&fused, NULL, &q, &k, &v, &o);
+        if (st == MHA_OK && mha_sdpa(&plain, &w, &q, &k, &v, &o) == MHA_OK) {
+            check_tensor(label, &fused, &plain, RTOL, ATOL);
+            if (kinds[i].full_row) {
+                snprintf(label, sizeof label, "sdpa: a fully masked row is NaN on both paths");
+                CHECK(label, isnan(mha_f32(&fused)[2 * D]) && isnan(mha_f32(&plain)[2 * D]) && isnan(mha_f32(&w)[2 * S]),
+                      "fused %g plain %g", (double)mha_f32(&fused)[2 * D], (double)mha_f32(&plain)[2 * D]);
+            }
+        } else {
+            check_report(0, label, "%s", mha_errmsg());
+        }
+        mha_tensor *all[] = {&mask, &r, &plain, &w, &fused};
+        for (size_t j = 0; j < sizeof all / sizeof *all; j++) mha_release(all[j]);
+    }
+    mha_release(&q);
+    mha_release(&k);
+    mha_release(&v);
+
+    /* memory: without weights, a causal or key-padding mask costs no (L,S) buffer (here 4 MB) */
+    const size_t Lb = 1024, Db = 16;
+    size_t shape[3] = {1, Lb, Db}, row[3] = {1, 1, Lb};
+    mha_tensor kpm = MHA_TENSOR_EMPTY, out = MHA_TENSOR_EMPTY;
+    mha_randn(&q, 3, shape);
+    mha_randn(&k, 3, shape);
+    mha_randn(&v, 3, shape);
+    mha_zeros(&kpm, MHA_BOOL, 3, row);
+    mha_bool(&kpm)[7] = true;
+    size_t before = mha_live_bytes();
+    mha_reset_peak();
+    mha_status st = mha_sdpa(&out, NULL, &q, &k, &v, &(mha_sdpa_options){.attn_mask = &kpm, .is_causal = true});
+    size_t extra = mha_peak_bytes() - before, limit = Lb * Lb * sizeof(float) / 4;
+    CHECK("sdpa fused: causal + key padding row over (1024,1024) allocates under a quarter of an (L,S) buffer",
+          st == MHA_OK && extra < limit, "status %s, peak extra %zu bytes, limit %zu", mha_status_name(st), extra, limit);
+    mha_release(&out);
+    mha_release(&kpm);
+    mha_release(&q);
+    mha_release(&k);
+    mha_release(&v);
+}
+
+/* ---- init as PyTorch's _reset_parameters ---- */
+
+static void test_init(void) {
+    mha_multihead m = {0};
+    mha_multihead_options o = {.embed_dim = 16, .num_heads = 4, .bias = true, .add_bias_kv = true};
+    mha_seed(1);
+    if (mha_multihead_init(&m, &o) != MHA_OK) { check_report(0, "init", "%s", mha_errmsg()); return; }
+    expect_shape("init: in_proj_weight (3E,E)", &m.in_proj_weight, 2, (size_t[]){48, 16});
+    expect_shape("init: bias_k (1,1,E)", &m.bias_k, 3, (size_t[]){1, 1, 16});
+    CHECK("init: q/k/v_proj_weight absent when kdim = vdim = E", m.q_proj_weight.storage == NULL, "%s", "present");
+    double a = sqrt(6.0 / (16 + 48)), amax = 0, bmax = 0, bias_abs = 0, ss = 0;
+    for (size_t i = 0; i < 48 * 16; i++) amax = fmax(amax, fabs(mha_f32(&m.in_proj_weight)[i]));
+    for (size_t i = 0; i < 16 * 16; i++) bmax = fmax(bmax, fabs(mha_f32(&m.out_proj_weight)[i]));
+    for (size_t i = 0; i < 48; i++) bias_abs += fabs(mha_f32(&m.in_proj_bias)[i]);
+    for (size_t i = 0; i < 16; i++) bias_abs += fabs(mha_f32(&m.out_proj_bias)[i]);
+    for (size_t i = 0; i < 16; i++) ss += mha_f32(&m.bias_k)[i] * mha_f32(&m.bias_k)[i];
+    CHECK("init: in_proj_weight xavier_uniform within ±sqrt(6/(E+3E)), reaching near it", amax <= a && amax > 0.8 * a,
+          "max |w| %g, bound %g", amax, a);
+    CHECK("init: out_proj_weight within ±1/sqrt(E)", bmax <= 0.25 && bmax > 0.2, "max |w| %g", bmax);
+    CHECK("init: biases zero", bias_abs == 0.0, "sum |b| %g", bias_abs);
+    CHECK("init: bias_k xavier_normal (std 1/sqrt(E) = 0.25), rms plausible", sqrt(ss / 16) > 0.1 && sqrt(ss / 16) < 0.45,
+          "rms %g", sqrt(ss / 16));
+    mha_multihead_release(&m);
+
+    mha_multihead m2 = {0};
+    mha_multihead_options o2 = {.embed_dim = 8, .num_heads = 2, .kdim = 3, .vdim = 5};
+    if (mha_multihead_init(&m2, &o2) == MHA_OK) {
+        expect_shape("init kdim/vdim: k_proj_weight (E,kdim)", &m2.k_proj_weight, 2, (size_t[]){8, 3});
+        expect_shape("init kdim/vdim: v_proj_weight (E,vdim)", &m2.v_proj_weight, 2, (size_t[]){8, 5});
+        CHECK("init kdim/vdim: no in_proj_weight, no biases", !m2.in_proj_weight.storage && !m2.in_proj_bias.storage &&
+              !m2.out_proj_bias.storage, "%s", "present");
+    }
+    mha_multihead_release(&m2);
+}
+
+/* ---- error messages, by text, and nothing leaked ---- */
+
+static void expect_error(const char *label, mha_status st, mha_status want, const char *text, size_t live_before) {
+    bool ok = st == want && strstr(mha_errmsg(), text) != NULL;
+    check_report(ok, label, "status %s, message \"%s\", want %s containing \"%s\"", mha_status_name(st), mha_errmsg(),
+                 mha_status_name(want), text);
+    char leak[200];
+    snprintf(leak, sizeof leak, "%s: nothing leaked", label);
+    CHECK(leak, mha_live_bytes() == live_before, "%zu bytes still allocated", mha_live_bytes() - live_before);
+}
+
+static void test_errors(void) {
+    size_t live = mha_live_bytes();
+    mha_multihead m = {0};
+    mha_tensor out = MHA_TENSOR_EMPTY, w = MHA_TENSOR_EMPTY;
+    mha_status st = mha_multihead_init(&m, &(mha_multihead_options){.embed_dim = 10, .num_heads = 3});
+    expect_error("error: embed_dim not divisible", st, MHA_E_ARG,
+                 "MultiheadAttention: embed_dim 10 is not divisible by num_heads 3", live);
+
+    mha_multihead_init(&m, &(mha_multihead_options){.embed_dim = 8, .num_heads = 4, .kdim = 3, .vdim = 4, .bias = true});
+    live = mha_live_bytes();
+    mha_tensor q = MHA_TENSOR_EMPTY, k = MHA_TENSOR_EMPTY, v = MHA_TENSOR_EMPTY, v2 = MHA_TENSOR_EMPTY;
+    mha_tensor am = MHA_TENSOR_EMPTY, kpm = MHA_TENSOR_EMPTY, q2 = MHA_TENSOR_EMPTY, b = MHA_TENSOR_EMPTY;
+    mha_zeros(&q, MHA_FLOAT32, 3, (size_t[]){2, 4, 8});
+    mha_zeros(&k, MHA_FLOAT32, 3, (size_t[]){2, 5, 3});
+    mha_zeros(&v, MHA_FLOAT32, 3, (size_t[]){2, 6, 4});
+    mha_zeros(&v2, MHA_FLOAT32, 3, (size_t[]){2, 5, 4});
+    mha_zeros(&am, MHA_BOOL, 2, (size_t[]){4, 5});
+    mha_zeros(&kpm, MHA_BOOL, 2, (size_t[]){2, 4});
+    mha_zeros(&q2, MHA_FLOAT32, 2, (size_t[]){4, 8});
+    mha_zeros(&b, MHA_BOOL, 2, (size_t[]){8, 8});
+    live = mha_live_bytes();
+    mha_trace trace = {0};
+    st = mha_multihead_forward(&out, &w, &m, &q, &k, &v, NULL, &trace);
+    expect_error("error: key and value lengths", st, MHA_E_SHAPE,
+                 "MultiheadAttention.forward: key (2,5,3) and value (2,6,4): batch or length differ", live);
+    mha_release(&v);
+    mha_zeros(&v, MHA_FLOAT32, 3, (size_t[]){2, 6, 4});
+    mha_release(&k);
+    mha_zeros(&k, MHA_FLOAT32, 3, (size_t[]){2, 6, 3});
+    live = mha_live_bytes();
+    st = mha_multihead_forward(&out, &w, &m, &q, &k, &v, &(mha_forward_options){.attn_mask = &am}, NULL);
+    expect_error("error: attn_mask shape", st, MHA_E_SHAPE,
+                 "MultiheadAttention.forward: attn_mask: expected (4,6) or (8,4,6), got (4,5)", live);
+    st = mha_multihead_forward(&out, &w, &m, &q, &k, &v, &(mha_forward_options){.key_padding_mask = &kpm}, NULL);
+    expect_error("error: key_padding_mask shape", st, MHA_E_SHAPE,
+                 "MultiheadAttention.forward: key_padding_mask: expected (2,6), got (2,4)", live);
+    st = mha_multihead_forward(&out, &w, &m, &q2, &k, &v, NULL, NULL);
+    expect_error("error: unbatched query, batched key", st, MHA_E_SHAPE,
+                 "query (4,8) is unbatched, so key and value must be 2-D, got key (2,6,3) and value (2,6,4)", live);
+    st = mha_multihead_forward(&out, &w, &m, &k, &k, &v, NULL, NULL);
+    expect_error("error: query embed dim", st, MHA_E_SHAPE, "query (2,6,3): last size 3 is not embed_dim 8", live);
+    st = mha_multihead_forward(&out, &w, &m, &q, &v, &v, NULL, NULL);
+    expect_error("error: key dim vs kdim", st, MHA_E_SHAPE, "key (2,6,4): last size 4 is not kdim 3", live);
+    st = mha_multihead_forward(&out, &w, &m, &am, &k, &v, NULL, NULL);
+    expect_error("error: bool query", st, MHA_E_DTYPE, "MultiheadAttention.forward: query (4,5) is bool, expected float32",
+                 live);
+
+    mha_tensor *slot;
+    st = mha_multihead_param(&slot, &m, "in_proj_weights");
+    expect_error("error: unknown parameter lists the real ones", st, MHA_E_ARG,
+                 "no parameter named 'in_proj_weights'; this module has in_proj_bias, q_proj_weight, k_proj_weight, "
+                 "v_proj_weight, out_proj_weight, out_proj_bias", live);
+    st = mha_multihead_param(&slot, &m, "in_proj_weight");
+    expect_error("error: absent parameter", st, MHA_E_ARG, "this module has no in_proj_weight", live);
+    st = mha_multihead_set_param(&m, "k_proj_weight", &q2);
+    expect_error("error: set_param shape", st, MHA_E_SHAPE, "MultiheadAttention: k_proj_weight: expected (8,3), got (4,8)",
+                 live);
+    st = mha_multihead_set_param(&m, "out_proj_weight", &b);
+    expect_error("error: set_param dtype", st, MHA_E_DTYPE, "out_proj_weight must be float32, got a bool tensor (8,8)", live);
+
+    st = mha_softmax(&out, &q, 3);
+    expect_error("error: softmax dim", st, MHA_E_ARG, "softmax: dim 3 out of range for x (2,4,8)", live);
+    st = mha_linear(&out, &q, &k, NULL);
+    expect_error("error: linear W rank", st, MHA_E_SHAPE, "linear: W (2,6,3) must be 2-D (out, in)", live);
+    mha_tensor W = MHA_TENSOR_EMPTY;
+    mha_zeros(&W, MHA_FLOAT32, 2, (size_t[]){5, 4});
+    live = mha_live_bytes();
+    st = mha_linear(&out, &q, &W, NULL);
+    expect_error("error: linear inner sizes", st, MHA_E_SHAPE,
+                 "linear: x (2,4,8) and W (5,4): x's last size 8 is not W's in size 4", live);
+    st = mha_layer_norm(&out, &q, 1, &W, NULL, 1e-5f);
+    expect_error("error: layer_norm weight", st, MHA_E_SHAPE,
+                 "layer_norm: weight (5,4) does not match the normalized shape (8) of x (2,4,8)", live);
+    st = mha_sdpa(&out, &w, &q, &k, &v, NULL);
+    expect_error("error: sdpa head dims", st, MHA_E_SHAPE, "sdpa: q (2,4,8) and k (2,6,3): head dims 8 and 3 differ", live);
+    st = mha_sdpa(&out, NULL, &q, &q, &q, &(mha_sdpa_options){.attn_mask = &am});
+    expect_error("error: sdpa mask", st, MHA_E_SHAPE, "sdpa: attn_mask (4,5) does not broadcast to the scores (2,4,4)", live);
+    st = mha_sdpa(&out, NULL, &q, &q2, &q2, &(mha_sdpa_options){.scale = NAN});
+    expect_error("error: sdpa scale", st, MHA_E_ARG, "sdpa: scale nan is not a finite number", live);
+
+    /* an interrupt stops the forward, frees everything, empties the trace */
+    mha_release(&v);
+    mha_zeros(&v, MHA_FLOAT32, 3, (size_t[]){2, 6, 4});
+    live = mha_live_bytes();
+    mha_interrupt();
+    st = mha_multihead_forward(&out, &w, &m, &q, &k, &v, NULL, &trace);
+    mha_interrupt_clear();
+    expect_error("error: interrupted forward", st, MHA_E_INTERRUPTED, "interrupted", live);
+    CHECK("error: interrupted forward leaves the trace empty and out empty", trace.count == 0 && out.storage == NULL &&
+          w.storage == NULL, "trace count %zu", trace.count);
+    mha_interrupt();
+    st = mha_sdpa(&out, &w, &q, &q, &q, NULL);
+    mha_interrupt_clear();
+    expect_error("error: interrupted sdpa", st, MHA_E_INTERRUPTED, "interrupted", live);
+
+    mha_tensor *all[] = {&q, &k, &v, &v2, &am, &kpm, &q2, &b, &W, &out, &w};
+    for (size_t j = 0; j < sizeof all / sizeof *all; j++) mha_release(all[j]);
+    mha_multihead_release(&m);
+}
+
+int main(void) {
+    test_attn_fixtures();
+    test_mha_fixtures();
+    test_trace();
+    test_fused_vs_plain();
+    test_init();
+    test_errors();
+    CHECK_DONE();
+}
