@@ -388,6 +388,7 @@ static const mha_tensor **check_list(lua_State *L, int arg, size_t *n, const cha
 /* mha.cat({a, b, ...} [, dim]): joined along an existing dim (default 1). */
 static int l_cat(lua_State *L) {
     size_t n;
+    lua_settop(L, 2); /* the list's tensors go above the arguments */
     const mha_tensor **ts = check_list(L, 1, &n, "cat");
     size_t dim = lmha_opttdim(L, 2, ts[0], 0, "cat");
     return lmha_result(L, mha_cat(lmha_newtensor(L), ts, n, dim));
@@ -396,6 +397,7 @@ static int l_cat(lua_State *L) {
 /* mha.stack({a, b, ...} [, dim]): joined along a new dim (default 1; up to ndim+1). */
 static int l_stack(lua_State *L) {
     size_t n;
+    lua_settop(L, 2); /* the list's tensors go above the arguments */
     const mha_tensor **ts = check_list(L, 1, &n, "stack");
     size_t dim = lua_isnoneornil(L, 2) ? 0 : lmha_checktdim(L, 2, ts[0], ts[0]->ndim + 1, "stack");
     return lmha_result(L, mha_stack(lmha_newtensor(L), ts, n, dim));
