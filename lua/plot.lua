@@ -1,0 +1,721 @@
+-- lua/plot.lua - module "mha.plot" (the global `plot` in the REPL): attention heat maps, head grids,
+-- line and bar charts, drawn by one long-lived gnuplot per figure driven through a pipe (mha.gnuplot).
+--
+-- A drawing is a list of gnuplot commands (its "script"), kept by the figure so that plot.save can run
+-- it again on a file terminal. Data travels inline as datablocks; user text travels only inside
+-- single-quoted gnuplot strings, where gnuplot expands nothing (no backquotes, no macros, no escapes).
+
+local gnuplot = require "mha.gnuplot"
+local display = require "mha.display"
+local term = require "mha.term"
+
+local plot = {}
+
+-- ---------------------------------------------------------------------------------------------
+-- Text and numbers for gnuplot
+-- ---------------------------------------------------------------------------------------------
+
+-- A gnuplot string holding s as plain text: control characters (a newline would end the command)
+-- become spaces, and a single quote is doubled, which is the only escape a single-quoted gnuplot
+-- string knows. Text inside it is never run: `system`, backquotes and @macros stay letters.
+local function quote(s)
+    s = tostring(s):gsub("%c", " ")
+    return "'" .. s:gsub("'", "''") .. "'"
+end
+
+-- A tic label is also a printf format to gnuplot ("%s" would print a number): % is doubled too.
+local function quote_tic(s)
+    return quote((tostring(s):gsub("%%", "%%%%")))
+end
+
+-- A number as data: gnuplot reads "NaN" as a missing value, which an image leaves blank. Infinite
+-- values (masked scores) are left blank the same way.
+local function data_number(v)
+    if v ~= v or v == math.huge or v == -math.huge then return "NaN" end
+    return string.format("%.9g", v)
+end
+
+-- ---------------------------------------------------------------------------------------------
+-- Inputs: tensors or Lua tables, as plain Lua arrays
+-- ---------------------------------------------------------------------------------------------
+
+local function is_tensor(v)
+    local mt = getmetatable(v)
+    return type(mt) == "table" and mt.__name == "mha.Tensor"
+end
+
+local function shape_str(shape)
+    local parts = {}
+    for i, n in ipairs(shape) do parts[i] = tostring(n) end
+    return "(" .. table.concat(parts, ",") .. ")"
+end
+
+-- (values as nested Lua arrays, shape) of a tensor or nested table of numbers, checked to have
+-- `ndim` dimensions. Booleans count as 1 and 0.
+local function array_of(fname, what, v, ndim, hint)
+    local data, shape
+    if is_tensor(v) then
+        shape = v:shape()
+        data = v:totable()
+    elseif type(v) == "table" then
+        data, shape = v, {}
+        local x = v
+        while type(x) == "table" do
+            shape[#shape + 1] = #x
+            x = x[1]
+        end
+    else
+        error(string.format("%s: %s must be a tensor or a table of numbers, got %s", fname, what, type(v)), 3)
+    end
+    if #shape ~= ndim then
+        error(string.format("%s: %s must have %d dimensions, got shape %s%s", fname, what, ndim,
+            shape_str(shape), hint or ""), 3)
+    end
+    for d = 1, ndim do
+        if shape[d] == 0 then error(string.format("%s: %s is empty, shape %s", fname, what, shape_str(shape)), 3) end
+    end
+    -- walk it once: rectangular, numbers only
+    local function check(x, d, where)
+        if d > ndim then
+            if type(x) == "boolean" then return x and 1 or 0 end
+            if type(x) ~= "number" then
+                error(string.format("%s: %s%s is a %s, not a number", fname, what, where, type(x)), 0)
+            end
+            return x
+        end
+        if type(x) ~= "table" or #x ~= shape[d] then
+            error(string.format("%s: %s%s should hold %d entries (shape %s)", fname, what, where, shape[d], shape_str(shape)), 0)
+        end
+        local out = {}
+        for i = 1, shape[d] do out[i] = check(x[i], d + 1, where .. "[" .. i .. "]") end
+        return out
+    end
+    return check(data, 1, ""), shape
+end
+
+-- ---------------------------------------------------------------------------------------------
+-- Terminals: probed once per process
+-- ---------------------------------------------------------------------------------------------
+
+local NOT_FOUND = "plot: gnuplot not found; install the Debian package gnuplot-nox"
+local gnuplot_missing = false   -- set once the first spawn finds no gnuplot; said once
+local terminals_cache           -- set of terminal names, from the first probe
+local chosen_terminal           -- plot.terminal(name); nil means the automatic choice
+
+-- Starts a gnuplot, or returns nil (saying once that it is not installed).
+local function spawn()
+    if gnuplot_missing then return nil end
+    local proc, err, reason = gnuplot.spawn(os.getenv("MHA_GNUPLOT") or "gnuplot")
+    if proc then return proc end
+    if reason == "notfound" then
+        gnuplot_missing = true
+        io.stderr:write(NOT_FOUND, "\n")
+        return nil
+    end
+    error("plot: " .. err, 0)
+end
+
+local sync_count = 0
+local function next_marker()
+    sync_count = sync_count + 1
+    return "mha-sync-" .. sync_count
+end
+
+-- The terminals this gnuplot has (GPVAL_TERMINALS), probed once per process; nil without gnuplot.
+local function terminals()
+    if terminals_cache then return terminals_cache end
+    local proc = spawn()
+    if not proc then return nil end
+    local marker = next_marker()
+    local set = {}
+    if proc:send("print GPVAL_TERMINALS\nprint '" .. marker .. "'\n") then
+        local _, err, status = proc:sync(marker, 10)
+        if status == "ok" then
+            for name in err:gmatch("%S+") do set[name] = true end
+        end
+    end
+    proc:close()
+    terminals_cache = set
+    return set
+end
+plot.terminals = function()
+    local set, list = terminals(), {}
+    for name in pairs(set or {}) do list[#list + 1] = name end
+    table.sort(list)
+    return list
+end
+
+local WINDOWED = { "qt", "wxt", "x11" }
+local ALIASES = { sixel = "sixelgd", none = "none", window = "window" }
+
+local function colour_tty()
+    local nc = os.getenv("NO_COLOR")
+    return term.isatty(io.stdout) and (nc == nil or nc == "") and os.getenv("TERM") ~= "dumb"
+end
+
+-- The terminal a figure draws on: plot.terminal(name), else $MHA_PLOT_TERM, else a window when
+-- DISPLAY is set and gnuplot has a windowed terminal, else text in this terminal (dumb).
+local function resolve_terminal(name)
+    local set = terminals() or {}
+    name = name or chosen_terminal or os.getenv("MHA_PLOT_TERM")
+    if name == "" then name = nil end
+    if name then
+        name = ALIASES[name] or name
+        if name == "none" or name == "dumb" or set[name] then return name end
+        if name ~= "window" then
+            io.stderr:write("plot: gnuplot has no terminal '", display.clean_label(name), "'; choosing one\n")
+        end
+    end
+    if os.getenv("DISPLAY") and os.getenv("DISPLAY") ~= "" then
+        for _, w in ipairs(WINDOWED) do
+            if set[w] then return w end
+        end
+    end
+    return "dumb"
+end
+
+-- plot.terminal([name]) -> the terminal new drawings go to; with a name ("dumb", "qt", "sixelgd",
+-- "none", ...) sets it for every figure.
+function plot.terminal(name)
+    if name ~= nil then
+        if type(name) ~= "string" or not name:match("^[%w_]+$") then
+            error("plot.terminal: expected a terminal name such as 'dumb', 'qt', 'sixelgd' or 'none'", 2)
+        end
+        local set = terminals()
+        name = ALIASES[name] or name
+        if set and name ~= "none" and name ~= "dumb" and name ~= "window" and not set[name] then
+            error("plot.terminal: gnuplot has no terminal '" .. name .. "'", 2)
+        end
+        chosen_terminal = name
+    end
+    return resolve_terminal()
+end
+
+-- The `set terminal` command for drawing on screen. Text terminals get the size of this one.
+local function screen_terminal_command(name, fig, size)
+    if name == "none" then return "set terminal unknown" end
+    if name == "dumb" then
+        local columns = term.isatty(io.stdout) and math.min(term.columns(io.stdout), 200) or 80
+        local rows = math.max(15, math.min(40, columns * 3 // 10))
+        return string.format("set terminal dumb size %d,%d nofeed noenhanced %s", columns, rows,
+            colour_tty() and "ansi" or "mono")
+    end
+    if name == "sixelgd" then
+        return string.format("set terminal sixelgd size %d,%d truecolor noenhanced", size[1], size[2])
+    end
+    return string.format("set terminal %s %d size %d,%d noenhanced title %s", name, fig.number,
+        size[1], size[2], quote("mha-repl figure " .. fig.number))
+end
+
+-- ---------------------------------------------------------------------------------------------
+-- Figures
+-- ---------------------------------------------------------------------------------------------
+
+local Figure = {}
+Figure.__index = Figure
+Figure.__name = "mha.plot.Figure"
+
+local figure_count = 0
+local open_figures = setmetatable({}, { __mode = "k" })   -- for plot.closeall; never keeps one alive
+local current
+
+-- plot.figure() -> a new figure (its own gnuplot, started at its first drawing), now the current one.
+function plot.figure()
+    figure_count = figure_count + 1
+    local fig = setmetatable({ number = figure_count }, Figure)
+    open_figures[fig] = true
+    current = fig
+    return fig
+end
+
+-- plot.current() -> the current figure (made on first use)
+function plot.current()
+    return current or plot.figure()
+end
+
+function Figure:__tostring()
+    return string.format("figure %d (%s)", self.number, self.proc and tostring(self.proc) or "no gnuplot running")
+end
+
+-- fig:close(): ends its gnuplot and reaps it. The figure can draw again (with a new gnuplot).
+function Figure:close()
+    if self.proc then
+        self.proc:close()
+        self.proc = nil
+    end
+    if current == self then current = nil end
+end
+Figure.__close = Figure.close
+
+-- plot.close([fig]): closes fig, or the current figure. plot.closeall(): every figure.
+function plot.close(fig)
+    fig = fig or current
+    if fig then fig:close() end
+end
+
+function plot.closeall()
+    for fig in pairs(open_figures) do fig:close() end
+end
+
+-- Cleans gnuplot's message: its "line 0:" prefix, the caret lines, blank lines.
+local function clean_message(text)
+    local lines = {}
+    for line in text:gmatch("[^\n]+") do
+        line = line:gsub("^%s+", ""):gsub("%s+$", ""):gsub("^line %d+: ", "")
+        if line ~= "" and not line:match("^%^$") then lines[#lines + 1] = line end
+    end
+    return table.concat(lines, "; ")
+end
+
+-- The first line of a command, shortened, to name it in an error.
+local function command_title(cmd)
+    local first = cmd:match("^[^\n]*")
+    if #first > 100 then first = first:sub(1, 97) .. "..." end
+    return first
+end
+
+-- Runs commands on the figure's gnuplot and waits until it has done them all. Each command is
+-- followed by `print 'marker-i'`, so whatever gnuplot says between two markers is about the command
+-- before the second one; errors become one Lua error quoting the command, warnings go to stderr.
+-- What gnuplot writes on stdout (a text or sixel drawing) is written to io.stdout. Warnings that
+-- contain one of the strings in quiet_warnings are expected and not shown.
+-- Returns false when gnuplot is not installed.
+function Figure:run(fname, commands, quiet_warnings)
+    if self.proc and not self.proc:running() then
+        self.proc:close()
+        self.proc = nil
+    end
+    if not self.proc then
+        self.proc = spawn()
+        if not self.proc then return false end
+    end
+    local base = next_marker()
+    local parts = {}
+    for i, cmd in ipairs(commands) do
+        parts[#parts + 1] = cmd .. "\nprint '" .. base .. "-" .. i .. "'\n"
+    end
+    io.stdout:flush()
+    local ok, err = self.proc:send(table.concat(parts), 30)
+    local out, errtext, status = "", "", "ok"
+    if ok then
+        out, errtext, status = self.proc:sync(base .. "-" .. #commands, 60)
+    end
+    if out ~= "" then
+        io.stdout:write(out, out:sub(-1) == "\n" and "" or "\n")
+        io.stdout:flush()
+    end
+    if not ok or status ~= "ok" then
+        local why = not ok and err or ({
+            exited = "gnuplot exited unexpectedly",
+            timeout = "gnuplot did not answer within 60 s",
+            interrupted = "interrupted",
+        })[status]
+        self.proc:close()   -- its state is unknown now; the next drawing starts a fresh one
+        self.proc = nil
+        local said = clean_message(errtext:gsub("mha%-sync%-[%d%-]+", ""))
+        error(string.format("%s: %s%s", fname, why, said ~= "" and (" (gnuplot said: " .. said .. ")") or ""), 0)
+    end
+
+    -- split what gnuplot said by command
+    local said, index = {}, 1
+    for line in (errtext .. "\n"):gmatch("([^\n]*)\n") do
+        local n = line:match("^" .. base:gsub("%-", "%%-") .. "%-(%d+)$")
+        if n then
+            index = tonumber(n) + 1
+        elseif not line:match("^mha%-sync%-") then   -- a marker left from an interrupted run
+            said[index] = (said[index] or "") .. line .. "\n"
+        end
+    end
+    local errors = {}
+    for i = 1, #commands do
+        local text = said[i] and clean_message(said[i]) or ""
+        if text ~= "" then
+            if text:lower():find("warning:", 1, true) then
+                local hushed = false
+                for _, w in ipairs(quiet_warnings) do
+                    if text:find(w, 1, true) then hushed = true end
+                end
+                if not hushed then
+                    io.stderr:write(fname, ": gnuplot ", text, " (in: ", command_title(commands[i]), ")\n")
+                end
+            else
+                errors[#errors + 1] = string.format("gnuplot: %s (in: %s)", text, command_title(commands[i]))
+            end
+        end
+    end
+    if #errors > 0 then error(fname .. ": " .. table.concat(errors, "; "), 0) end
+    return true
+end
+
+-- Draws a script on the figure's screen terminal. A script is
+--   { commands = {...}, size = {w, h} (pixels), image = true when it draws matrices,
+--     fallback = function() ... end (a text rendering: mha.heat or a note), warning = text to hush }
+-- On the dumb terminal an image would be blank, so the script is checked on the `unknown` terminal and
+-- the text rendering is printed instead. Without gnuplot, only the text rendering is printed.
+function Figure:draw(fname, script)
+    self.script = script
+    local name = resolve_terminal(self.terminal)
+    local text_instead = (name == "dumb" and script.image)
+    local first = text_instead and "set terminal unknown" or screen_terminal_command(name, self, script.size)
+    local commands = { first, "unset multiplot", "reset" }
+    for _, c in ipairs(script.commands) do commands[#commands + 1] = c end
+    local drawn = self:run(fname, commands, { script.warning, "Plotting with an 'unknown' terminal" })
+    if (not drawn or text_instead) and script.fallback then script.fallback() end
+    return self
+end
+
+local FILE_TERMINALS = {
+    png = function(w, h) return string.format("set terminal pngcairo size %d,%d noenhanced font 'sans,10'", w, h) end,
+    svg = function(w, h) return string.format("set terminal svg size %d,%d dynamic noenhanced font 'sans,10'", w, h) end,
+    pdf = function(w, h) return string.format("set terminal pdfcairo size %.2fin,%.2fin noenhanced font 'sans,8'", w / 100, h / 100) end,
+}
+
+-- fig:save(path [, {width=, height=}]) writes the figure's last drawing to a .png, .svg or .pdf
+-- file; the file is complete and closed when it returns. Returns path.
+function Figure:save(path, opts)
+    opts = opts or {}
+    if type(path) ~= "string" or path == "" then
+        error("plot.save: expected a file name ending in .png, .svg or .pdf, got " .. type(path), 2)
+    end
+    if path:find("%c") then error("plot.save: the file name contains a control character", 2) end
+    local ext = (path:match("%.(%w+)$") or ""):lower()
+    if not FILE_TERMINALS[ext] then
+        error("plot.save: '" .. display.clean_label(path) .. "': the name must end in .png, .svg or .pdf", 2)
+    end
+    if not self.script then error("plot.save: figure " .. self.number .. " is empty: draw something first", 2) end
+    if gnuplot_missing then error(NOT_FOUND, 2) end
+    local w = opts.width or self.script.size[1]
+    local h = opts.height or self.script.size[2]
+    if math.type(w) ~= "integer" or math.type(h) ~= "integer" or w < 50 or h < 50 or w > 10000 or h > 10000 then
+        error("plot.save: width and height must be integers from 50 to 10000 pixels", 2)
+    end
+    local commands = { FILE_TERMINALS[ext](w, h), "set output " .. quote(path), "unset multiplot", "reset" }
+    for _, c in ipairs(self.script.commands) do commands[#commands + 1] = c end
+    commands[#commands + 1] = "unset output"   -- closes the file
+    if not self:run("plot.save", commands, { self.script.warning }) then error(NOT_FOUND, 2) end
+    local f = io.open(path, "rb")
+    local size = f and f:seek("end") or 0
+    if f then f:close() end
+    if size == 0 then error("plot.save: gnuplot wrote nothing to '" .. display.clean_label(path) .. "'", 2) end
+    return path
+end
+
+-- plot.save(path [, opts]): saves the current figure.
+function plot.save(path, opts)
+    if not current then error("plot.save: no figure: draw something first", 2) end
+    return current:save(path, opts)
+end
+
+-- ---------------------------------------------------------------------------------------------
+-- Heat maps
+-- ---------------------------------------------------------------------------------------------
+
+-- Palettes by name only: a palette is never gnuplot text from the user.
+local PALETTES = {
+    viridis = "set palette defined (0 '#440154', 1 '#472c7a', 2 '#3b518b', 3 '#2c718e', 4 '#21908d', "
+        .. "5 '#27ad81', 6 '#5cc863', 7 '#aadc32', 8 '#fde725')",
+    gray = "set palette gray",
+    grey = "set palette gray",
+    hot = "set palette rgbformulae 21,22,23",
+    blues = "set palette defined (0 '#f7fbff', 1 '#6baed6', 2 '#08306b')",
+    redblue = "set palette defined (0 '#2166ac', 1 '#f7f7f7', 2 '#b2182b')",
+}
+
+local function palette_command(fname, name)
+    name = name or "viridis"
+    local cmd = PALETTES[name]
+    if not cmd then
+        local names = {}
+        for k in pairs(PALETTES) do names[#names + 1] = k end
+        table.sort(names)
+        error(string.format("%s: unknown palette '%s' (one of: %s)", fname, display.clean_label(name),
+            table.concat(names, ", ")), 3)
+    end
+    return cmd
+end
+
+-- "set xtics ('The' 0, 'cat' 1, ...)", tilted when the labels are long or many.
+local function tics_command(axis, labels)
+    local parts, longest = {}, 0
+    for i, l in ipairs(labels) do
+        parts[i] = quote_tic(l) .. " " .. (i - 1)
+        longest = math.max(longest, term.width(l))
+    end
+    local tilt = axis == "x" and (longest > 4 or #labels * longest > 40) and " rotate by 45 right" or ""
+    return "set " .. axis .. "tics (" .. table.concat(parts, ", ") .. ")" .. tilt
+end
+
+-- The range of the finite values of matrices (for a colour bar shared by every head).
+local function finite_range(mats)
+    local lo, hi = math.huge, -math.huge
+    for _, m in ipairs(mats) do
+        for _, row in ipairs(m) do
+            for _, v in ipairs(row) do
+                if v == v and v ~= math.huge and v ~= -math.huge then
+                    lo, hi = math.min(lo, v), math.max(hi, v)
+                end
+            end
+        end
+    end
+    if lo > hi then return 0, 1 end
+    if lo == hi then return lo - 0.5, hi + 0.5 end
+    return lo, hi
+end
+
+local function zrange_of(fname, opts, mats)
+    if opts.zrange == nil then return finite_range(mats) end
+    local z = opts.zrange
+    if type(z) ~= "table" or type(z[1]) ~= "number" or type(z[2]) ~= "number" or not (z[1] < z[2]) then
+        error(fname .. ": zrange must be {lo, hi} with lo < hi", 3)
+    end
+    return z[1], z[2]
+end
+
+local function datablock(name, rows)
+    local lines = { name .. " << EOD" }
+    for _, row in ipairs(rows) do
+        local cells = {}
+        for j, v in ipairs(row) do cells[j] = data_number(v) end
+        lines[#lines + 1] = table.concat(cells, " ")
+    end
+    lines[#lines + 1] = "EOD"
+    return table.concat(lines, "\n")
+end
+
+-- The commands that draw one matrix (already in a datablock) with token labels, row 1 on top.
+local function matrix_commands(block, nrows, ncols, row_labels, col_labels, lo, hi, values)
+    local c = {
+        string.format("set xrange [-0.5:%d.5]", ncols - 1),
+        string.format("set yrange [%d.5:-0.5]", nrows - 1),   -- reversed: row 1 at the top
+        string.format("set cbrange [%s:%s]", data_number(lo), data_number(hi)),
+        col_labels and tics_command("x", col_labels) or "set xtics 1",
+        row_labels and tics_command("y", row_labels) or "set ytics 1",
+        "set tics scale 0",
+    }
+    if not col_labels then c[#c + 1] = "set format x '%.0f'" end
+    local plotcmd = "plot " .. block .. " matrix with image notitle"
+    if values then
+        -- the value in each cell, light on the dark half of the palette and dark on the light half
+        local mid = data_number((lo + hi) / 2)
+        local fmt = "'%." .. values .. "f'"
+        plotcmd = plotcmd
+            .. ", " .. block .. " matrix using 1:2:($3 < " .. mid .. " ? sprintf(" .. fmt .. ", $3) : '') with labels tc rgb '#ffffff' notitle"
+            .. ", " .. block .. " matrix using 1:2:($3 >= " .. mid .. " ? sprintf(" .. fmt .. ", $3) : '') with labels tc rgb '#000000' notitle"
+    end
+    c[#c + 1] = plotcmd
+    return c
+end
+
+local function values_digits(fname, v)
+    if v == nil or v == false then return nil end
+    if v == true then return 2 end
+    if math.type(v) == "integer" and v >= 0 and v <= 6 then return v end
+    error(fname .. ": values must be true, false or a number of decimals 0..6", 3)
+end
+
+-- Label lists for rows and columns, checked against the matrix; rows/cols default to tokens.
+local function labels_for(fname, opts, nrows, ncols)
+    local rows = display.label_list(fname, "rows", opts.rows or opts.tokens, nrows)
+    local cols = display.label_list(fname, "cols", opts.cols or opts.tokens, ncols)
+    return rows, cols
+end
+
+-- plot.heatmap(M [, opts]) draws a matrix, typically attention weights (L,S), with token labels.
+function plot.heatmap(M, opts)
+    opts = opts or {}
+    local fname = "plot.heatmap"
+    local m, shape = array_of(fname, "M", M, 2, " (for (H,L,S) weights use plot.heads)")
+    local rows, cols = labels_for(fname, opts, shape[1], shape[2])
+    local lo, hi = zrange_of(fname, opts, { m })
+    local commands = {
+        palette_command(fname, opts.palette),
+        "set title " .. quote(opts.title or ""),
+        "set size ratio " .. (shape[1] / shape[2] > 0.2 and shape[1] / shape[2] < 5 and "-1" or "0"),
+        datablock("$mha_heat", m),
+    }
+    if opts.xlabel then commands[#commands + 1] = "set xlabel " .. quote(opts.xlabel) end
+    if opts.ylabel then commands[#commands + 1] = "set ylabel " .. quote(opts.ylabel) end
+    for _, c in ipairs(matrix_commands("$mha_heat", shape[1], shape[2], rows, cols, lo, hi,
+        values_digits(fname, opts.values))) do
+        commands[#commands + 1] = c
+    end
+    local side = math.max(480, math.min(1600, 40 * math.max(shape[1], shape[2]) + 200))
+    return plot.current():draw(fname, {
+        commands = commands,
+        size = { side + 80, side },
+        image = true,
+        warning = "matrix contains missing or undefined values",
+        fallback = function()
+            display.heat(M, { rows = rows, cols = cols, title = opts.title, zrange = opts.zrange and { lo, hi } })
+        end,
+    })
+end
+
+-- plot.heads(W [, opts]) draws every head of (H,L,S) attention weights in one grid, "head 1" ...
+function plot.heads(W, opts)
+    opts = opts or {}
+    local fname = "plot.heads"
+    local w, shape = array_of(fname, "W", W, 3, " (H,L,S); for batched (B,H,L,S) weights select one: W:select(1,1)")
+    local H, L, S = shape[1], shape[2], shape[3]
+    local rows, cols = labels_for(fname, opts, L, S)
+    local lo, hi = zrange_of(fname, opts, w)
+    local grid_cols = math.ceil(math.sqrt(H))
+    local grid_rows = math.ceil(H / grid_cols)
+    local commands = {
+        palette_command(fname, opts.palette),
+        "set size ratio -1",
+        "unset colorbox",
+    }
+    for h = 1, H do commands[#commands + 1] = datablock("$mha_head_" .. h, w[h]) end
+    -- fixed margins keep every panel the same size; the one colour bar stands in the right margin.
+    -- In pixels: 70 on top (the title, the first heads' titles), 60 below the panels of each row
+    -- (tic labels, the next row's titles).
+    local cell = math.max(300, math.min(600, 30 * math.max(L, S) + 150))
+    local width, height = cell * grid_cols + 80, cell * grid_rows + 70
+    commands[#commands + 1] = string.format(
+        "set multiplot layout %d,%d margins %.4f,%.4f,%.4f,%.4f spacing %.4f,%.4f title %s",
+        grid_rows, grid_cols, 60 / width, 1 - 90 / width, 50 / height, 1 - 70 / height,
+        60 / width, 70 / height, quote(opts.title or ""))
+    local digits = values_digits(fname, opts.values)
+    for h = 1, H do
+        commands[#commands + 1] = "set title " .. quote("head " .. h)
+        if h == H then
+            commands[#commands + 1] = string.format(
+                "set colorbox user origin screen %.4f,0.15 size screen %.4f,0.7", 1 - 70 / width, 18 / width)
+        end
+        for _, c in ipairs(matrix_commands("$mha_head_" .. h, L, S, rows, cols, lo, hi, digits)) do
+            commands[#commands + 1] = c
+        end
+    end
+    commands[#commands + 1] = "unset multiplot"
+    return plot.current():draw(fname, {
+        commands = commands,
+        size = { width, height },
+        image = true,
+        warning = "matrix contains missing or undefined values",
+        fallback = function()
+            display.heat(W, { rows = rows, cols = cols, title = opts.title, dims = { "head", "query", "key" },
+                zrange = { lo, hi } })
+        end,
+    })
+end
+
+-- ---------------------------------------------------------------------------------------------
+-- Lines and bars
+-- ---------------------------------------------------------------------------------------------
+
+local function vector_of(fname, what, v)
+    local data = array_of(fname, what, v, 1)
+    return data
+end
+
+-- plot.line{ {x=, y=, title=}, ..., title=, xlabel=, ylabel=, logx=, logy= } draws one or more
+-- series (x defaults to 1..n); a table with y= at the top is one series.
+function plot.line(spec)
+    local fname = "plot.line"
+    if type(spec) ~= "table" then error(fname .. ": expected a table of series, e.g. plot.line{ {x=xs, y=ys, title='a'} }", 2) end
+    local series = {}
+    if spec.y ~= nil then series[1] = spec else for i = 1, #spec do series[i] = spec[i] end end
+    if #series == 0 then error(fname .. ": no series given (each is {x=..., y=..., title=...})", 2) end
+    local commands = {
+        "set title " .. quote(spec.title or ""),
+        "set xlabel " .. quote(spec.xlabel or ""),
+        "set ylabel " .. quote(spec.ylabel or ""),
+        "set key top left box opaque",
+        "set grid",
+    }
+    if spec.logx then commands[#commands + 1] = "set logscale x" end
+    if spec.logy then commands[#commands + 1] = "set logscale y" end
+    local plots, notes = {}, {}
+    for k, s in ipairs(series) do
+        if type(s) ~= "table" or s.y == nil then error(string.format("%s: series %d has no y", fname, k), 2) end
+        local y = vector_of(fname, "series " .. k .. " y", s.y)
+        local x
+        if s.x ~= nil then
+            x = vector_of(fname, "series " .. k .. " x", s.x)
+            if #x ~= #y then
+                error(string.format("%s: series %d has %d x values and %d y values", fname, k, #x, #y), 2)
+            end
+        else
+            x = {}
+            for i = 1, #y do x[i] = i end
+        end
+        for i = 1, #y do
+            if spec.logx and not (x[i] > 0) then
+                error(string.format("%s: logx needs positive x, series %d has x[%d] = %s", fname, k, i, tostring(x[i])), 2)
+            end
+            if spec.logy and not (y[i] > 0) then
+                error(string.format("%s: logy needs positive y, series %d has y[%d] = %s", fname, k, i, tostring(y[i])), 2)
+            end
+        end
+        local pairs_ = {}
+        for i = 1, #y do pairs_[i] = { x[i], y[i] } end
+        commands[#commands + 1] = datablock("$mha_line_" .. k, pairs_)
+        local title = s.title or ("series " .. k)
+        plots[#plots + 1] = "$mha_line_" .. k .. " using 1:2 with linespoints pt 7 ps 0.6 lw 2 title " .. quote(title)
+        notes[#notes + 1] = display.clean_label(title) .. " (" .. #y .. " points)"
+    end
+    commands[#commands + 1] = "plot " .. table.concat(plots, ", ")
+    return plot.current():draw(fname, {
+        commands = commands,
+        size = { 800, 500 },
+        fallback = function()
+            io.write("plot.line: not drawn without gnuplot: ", table.concat(notes, ", "), "\n")
+        end,
+    })
+end
+
+-- plot.bar(labels, values [, opts]) draws one bar per label; opts: title=, xlabel=, ylabel=.
+function plot.bar(labels, values, opts)
+    opts = opts or {}
+    local fname = "plot.bar"
+    local v = vector_of(fname, "values", values)
+    local names = display.label_list(fname, "labels", labels, #v)
+    local lo, hi = 0, 0
+    for _, x in ipairs(v) do lo, hi = math.min(lo, x), math.max(hi, x) end
+    local rows = {}
+    for i, x in ipairs(v) do rows[i] = { i - 1, x } end
+    local commands = {
+        "set title " .. quote(opts.title or ""),
+        "set xlabel " .. quote(opts.xlabel or ""),
+        "set ylabel " .. quote(opts.ylabel or ""),
+        "set style fill solid 0.8 border -1",
+        "set boxwidth 0.7",
+        "set grid ytics",
+        string.format("set xrange [-0.6:%d.4]", #v - 1),
+        string.format("set yrange [%s:%s]", data_number(lo), hi > lo and "*" or "1"),
+        tics_command("x", names),
+        "set xtics scale 0",
+        datablock("$mha_bar", rows),
+        "plot $mha_bar using 1:2 with boxes lc rgb '#3b518b' notitle",
+    }
+    return plot.current():draw(fname, {
+        commands = commands,
+        size = { math.max(480, 60 * #v + 160), 420 },
+        fallback = function()
+            -- bars of "█" in the terminal, as long as the values are large
+            local width = 0
+            for _, n in ipairs(names) do width = math.max(width, term.width(n)) end
+            local top = math.max(math.abs(lo), math.abs(hi))
+            for i, n in ipairs(names) do
+                local cells = top > 0 and math.floor(40 * math.abs(v[i]) / top + 0.5) or 0
+                io.write(n, string.rep(" ", width - term.width(n)), " ", string.rep("█", cells), " ",
+                    string.format("%.4g", v[i]), "\n")
+            end
+        end,
+    })
+end
+
+-- Figure methods mirror the module functions, drawing on that figure.
+for _, name in ipairs({ "heatmap", "heads", "line", "bar" }) do
+    Figure[name] = function(self, ...)
+        local saved = current
+        current = self
+        local ok, result = pcall(plot[name], ...)
+        current = saved or self
+        if not ok then error(result, 0) end
+        return result
+    end
+end
+
+return plot
