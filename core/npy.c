@@ -26,6 +26,7 @@
 #define NPY_MAGIC_LEN 6
 #define NPY_ALIGN     64  /* np.save pads the header so the data starts on this boundary */
 #define NPY_GROWTH    21  /* numpy 1.24's GROWTH_AXIS_MAX_DIGITS: spare header room for the growing axis */
+#define NPY_MAX_PARSED_DIMS 64  /* numpy itself allows 32; a longer shape is refused while parsing */
 
 /* Where a parse comes from, for messages: "load: 'a.npy': ..." or "npy_parse: <memory>: ...". */
 typedef struct npy_source {
@@ -45,7 +46,7 @@ typedef struct npy_header {
     char descr[32];
     bool have_descr, have_fortran, have_shape;
     bool fortran_order;
-    size_t ndim;
+    size_t ndim;                  /* may exceed MHA_MAX_DIMS: refused after parsing, with the count */
     size_t shape[MHA_MAX_DIMS];
 } npy_header;
 
@@ -143,12 +144,9 @@ static bool parse_shape(npy_cursor *c, npy_header *h) {
     for (;;) {
         size_t dim;
         if (!parse_dim(c, &dim)) return false;
-        if (h->ndim == MHA_MAX_DIMS) {
-            snprintf(c->err, sizeof c->err, "'shape' has more than %d dimensions; mha tensors have at most %d",
-                     MHA_MAX_DIMS, MHA_MAX_DIMS);
-            return false;
-        }
-        h->shape[h->ndim++] = dim;
+        if (h->ndim == NPY_MAX_PARSED_DIMS) return cursor_fail(c, "'shape' has more than 64 dimensions");
+        if (h->ndim < MHA_MAX_DIMS) h->shape[h->ndim] = dim;  /* more dims are counted, then refused */
+        h->ndim++;
         bool comma = accept(c, ',');
         if (accept(c, ')')) {
             if (h->ndim == 1 && !comma) return cursor_fail(c, "'shape' (n) is not a tuple; numpy writes (n,)");
@@ -323,6 +321,9 @@ static mha_status parse_named(mha_tensor *out, const unsigned char *bytes, size_
     c.end = c.start + header_len;
     if (!parse_header(&c, &h))
         return mha_fail(MHA_E_FORMAT, "%s: %s: header is not the dict numpy writes: %s", fn, what, c.err);
+    if (h.ndim > MHA_MAX_DIMS)
+        return mha_fail(MHA_E_FORMAT, "%s: %s: the array has %zu dimensions; mha tensors have at most %d",
+                        fn, what, h.ndim, MHA_MAX_DIMS);
     npy_dtype dt;
     const char *why;
     if (!parse_descr(&dt, h.descr, &why))
@@ -403,7 +404,9 @@ mha_status mha_npy_load(mha_tensor *out, const char *path) {
 
 /* The header np.save (numpy 1.24) writes for a C-order array: the dict with sorted keys and the repr of
  * the shape tuple, NPY_GROWTH - len(repr(shape[0])) spaces of room to grow, then spaces and '\n' up to
- * the next 64-byte boundary. Version 1.0 unless the header is too long for its uint16 length. */
+ * the next 64-byte boundary. np.save moves to version 2.0 only for a header over 65535 bytes; with at
+ * most MHA_MAX_DIMS dimensions of at most 20 digits ours stays under 400, so it is always version 1.0. */
+_Static_assert(MHA_MAX_DIMS * 22 + 128 < 65535, "an mha header always fits version 1.0's uint16 length");
 static size_t build_header(unsigned char *buf, size_t n, const char *descr, size_t ndim, const size_t *shape) {
     char dict[MHA_MAX_DIMS * 24 + 128];
     size_t len = (size_t)snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': (", descr);
@@ -414,22 +417,17 @@ static size_t build_header(unsigned char *buf, size_t n, const char *descr, size
         int digits = snprintf(NULL, 0, "%zu", shape[0]);
         for (int i = digits; i < NPY_GROWTH; i++) dict[len++] = ' ';
     }
-    unsigned major = 1;
-    size_t prefix = NPY_MAGIC_LEN + 2 + 2;
+    size_t prefix = NPY_MAGIC_LEN + 2 + 2;              /* magic, version 1.0, uint16 header length */
     size_t hlen = len + 1;                              /* with the final '\n' */
     size_t pad = NPY_ALIGN - (prefix + hlen) % NPY_ALIGN;
-    if (hlen + pad > 65535) {
-        major = 2;
-        prefix = NPY_MAGIC_LEN + 2 + 4;
-        pad = NPY_ALIGN - (prefix + hlen) % NPY_ALIGN;
-    }
     size_t total = prefix + hlen + pad;
     if (total > n) return 0;
     memcpy(buf, NPY_MAGIC, NPY_MAGIC_LEN);
-    buf[6] = (unsigned char)major;
+    buf[6] = 1;
     buf[7] = 0;
     size_t header_len = hlen + pad;
-    for (size_t i = 0; i < prefix - 8; i++) buf[8 + i] = (unsigned char)(header_len >> (8 * i));
+    buf[8] = (unsigned char)(header_len & 0xff);
+    buf[9] = (unsigned char)(header_len >> 8);
     memcpy(buf + prefix, dict, len);
     memset(buf + prefix + len, ' ', pad);
     buf[total - 1] = '\n';

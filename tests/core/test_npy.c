@@ -289,7 +289,8 @@ static void test_malformed(void) {
     refuse_header("refuse shape [3, 4]", "{'descr': '<f4', 'fortran_order': False, 'shape': [3, 4]}", "'shape' must be a tuple");
     refuse_header("refuse a negative dimension", "{'descr': '<f4', 'fortran_order': False, 'shape': (-1, 4)}", "negative dimension in 'shape'");
     refuse_header("refuse a dimension beyond size_t", "{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999999999999999,)}", "does not fit size_t");
-    refuse_header("refuse 9 dimensions", "{'descr': '<f4', 'fortran_order': False, 'shape': (1,1,1,1,1,1,1,1,1)}", "more than 8 dimensions");
+    refuse_header("refuse 9 dimensions", "{'descr': '<f4', 'fortran_order': False, 'shape': (1,1,1,1,1,1,1,1,1)}", "the array has 9 dimensions; mha tensors have at most 8");
+    refuse_header("refuse 65 dimensions", "{'descr': '<f4', 'fortran_order': False, 'shape': (1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1)}", "'shape' has more than 64 dimensions");
     refuse_header("refuse text after the dict", "{'descr': '<f4', 'fortran_order': False, 'shape': (3, 4)} x", "text after the closing '}'");
     refuse_header("refuse a string quoted wrongly", "{'descr': '<f4, 'fortran_order': False, 'shape': (3, 4)}", "expected ',' or '}' after a value at header byte 17");
     refuse_header("refuse a header cut inside a string", "{'descr': '<f4", "unterminated string");
@@ -327,7 +328,7 @@ static void test_malformed(void) {
         {"bad_unicode.npy", "unsupported dtype '<U3' (strings)"},
         {"bad_record.npy", "'descr' is a list (a structured dtype)"},
         {"bad_datetime.npy", "unsupported dtype '<M8[D]' (dates or time spans)"},
-        {"bad_9d.npy", "more than 8 dimensions"},
+        {"bad_9d.npy", "the array has 9 dimensions; mha tensors have at most 8"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         char path[160], name[160];
