@@ -1,0 +1,1099 @@
+/* lua/repl.c - mha-repl's main: Lua 5.4's stand-alone interpreter (lua.c) grown into a teaching REPL,
+ * with GNU Readline editing and completion, a history kept across sessions, Ctrl-C that stops kernels too.
+ *
+ * The shape is lua.c's: main -> pmain (in protected mode) -> collectargs/runargs -> handle_script or
+ * doREPL; docall runs every chunk with msghandler and the SIGINT hook; incomplete() spots the <eof> mark
+ * and addreturn() tries "return <line>" first. What a teaching REPL adds lives in lua/repl.lua (the
+ * ':' commands, printing values, the transcript for :save); this file keeps what must be C: the
+ * terminal, signals, the history file and the lua_State itself (which :reset replaces). */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/select.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <readline/readline.h>
+#include <readline/history.h>
+
+#include <lua.h>
+#include <lauxlib.h>
+#include <lualib.h>
+
+#include "lmha.h"
+
+#define MHA_REPL_VERSION "0.1.0"
+#define PROGNAME         "mha-repl"
+#define PROMPT           "> "
+#define PROMPT2          ">> "
+#define HISTORY_MAX      1000
+#define HISTORY_ENV      "MHA_REPL_HISTORY"
+#define HISTORY_DEFAULT  ".mha_repl_history"   /* in $HOME */
+
+/* exit codes */
+#define EXIT_OK     0
+#define EXIT_SCRIPT 1   /* a script, -e chunk or lesson raised an error */
+#define EXIT_USAGE  2   /* a bad command line */
+
+static lua_State *globalL = NULL;          /* the state running Lua code, for laction */
+static const char *progname = PROGNAME;    /* NULL in the REPL: errors there need no prefix */
+
+/* Interactive mode: readline on a terminal. Set once by pmain, kept across :reset. */
+static int use_readline = 0;
+static int use_colour = 0;
+
+/* What the user asked for at the ':' prompt that only C can do, read back after each input. */
+static int quit_requested = 0;
+static int reset_requested = 0;
+static char *carried = NULL;   /* repl.lua's state (transcript, :time) carried across :reset */
+
+
+/* ---- Ctrl-C ----
+ * While Lua code runs (evaluating), SIGINT asks the core's kernels to stop (mha_interrupt, a flag they
+ * poll) and sets a hook that raises "interrupted" at the next Lua instruction, call or return: the
+ * lua.c technique, since a signal handler cannot touch a lua_State safely. At the prompt, it only sets
+ * a flag; the readline loop sees select() fail with EINTR and clears the line. */
+
+static volatile sig_atomic_t evaluating = 0;
+static volatile sig_atomic_t prompt_interrupted = 0;
+static volatile sig_atomic_t window_resized = 0;
+
+static void lstop(lua_State *L, lua_Debug *ar) {
+    (void)ar;
+    lua_sethook(L, NULL, 0, 0);
+    luaL_error(L, "%s", "interrupted");
+}
+
+static void laction(int sig) {
+    if (evaluating) {
+        mha_interrupt();
+        lua_sethook(globalL, lstop, LUA_MASKCALL | LUA_MASKRET | LUA_MASKCOUNT, 1);
+        /* outside the REPL, a second Ctrl-C ends a script that ignores the first, as in lua.c */
+        if (!use_readline) signal(sig, SIG_DFL);
+    } else {
+        prompt_interrupted = 1;
+    }
+}
+
+static void on_winch(int sig) {
+    (void)sig;
+    window_resized = 1;
+}
+
+/* Installs handler for sig without SA_RESTART, so a blocked select() or read() returns EINTR. */
+static void set_signal(int sig, void (*handler)(int)) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = handler;
+    sigemptyset(&sa.sa_mask);
+    sigaction(sig, &sa, NULL);
+}
+
+
+/* ---- messages and errors ---- */
+
+static void print_usage(const char *badoption) {
+    if (badoption) {
+        fprintf(stderr, "%s: ", progname);
+        if (strcmp(badoption, "-e") == 0 || strcmp(badoption, "-l") == 0 || strcmp(badoption, "--lesson") == 0
+            || strcmp(badoption, "--lang") == 0)
+            fprintf(stderr, "'%s' needs an argument\n", badoption);
+        else
+            fprintf(stderr, "unrecognized option '%s'\n", badoption);
+    }
+    fprintf(stderr, "usage: %s [options] [script [args]]   (%s --help explains)\n", progname, progname);
+}
+
+static void print_help(void) {
+    printf(
+        "usage: %s [options] [script [args]]\n"
+        "  (no arguments)   the interactive REPL (or, when stdin is not a terminal, run stdin as a script)\n"
+        "  script [args]    run a Lua script with the global 'arg' holding its arguments\n"
+        "  -                run a script read from stdin (no prompt, no colour)\n"
+        "  -e chunk         run the Lua chunk\n"
+        "  -l name          require library 'name' into global 'name'\n"
+        "  -i               enter the REPL after running the script or chunks\n"
+        "  -v, --version    show the version\n"
+        "  --lesson NAME|NUMBER [--batch] [--lang en|zh]\n"
+        "                   open a lesson; --batch runs it straight through\n"
+        "  --help           this text\n"
+        "  --               stop handling options\n"
+        "exit status: 0 success, 1 an error in the script, 2 a bad command line.\n"
+        "environment: MHA_REPL_HISTORY (history file, default ~/%s), NO_COLOR, MHA_LANG.\n"
+        "In the REPL, type ? for its commands and help() for the functions.\n",
+        progname, HISTORY_DEFAULT);
+}
+
+static void print_version(void) {
+    printf("%s %s (%s, GNU Readline %s)\n", PROGNAME, MHA_REPL_VERSION, LUA_RELEASE, rl_library_version);
+    fflush(stdout);
+}
+
+static void l_message(const char *pname, const char *msg) {
+    if (pname) fprintf(stderr, "%s: ", pname);
+    fprintf(stderr, "%s\n", msg);
+    fflush(stderr);
+}
+
+/* Pushes field `name` of module mha.repl (nil when the module is not loaded). */
+static int push_repl_field(lua_State *L, const char *name) {
+    lua_getfield(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
+    lua_getfield(L, -1, "mha.repl");
+    lua_remove(L, -2);
+    if (!lua_istable(L, -1)) return lua_type(L, -1);
+    lua_getfield(L, -1, name);
+    lua_remove(L, -2);
+    return lua_type(L, -1);
+}
+
+/* Prints the error message at the top of the stack. In the REPL it goes through repl.lua, which colours
+ * it and keeps it in the transcript; elsewhere to stderr with the program's name, as lua.c does. */
+static int report(lua_State *L, int status) {
+    if (status != LUA_OK) {
+        const char *msg = lua_tostring(L, -1);
+        if (msg == NULL) msg = "(error object is not a string)";
+        l_message(progname, msg);
+        lua_pop(L, 1);
+    }
+    return status;
+}
+
+/* A traceback frame the reader does not need: the C entry point, the REPL's own Lua code. */
+static int hidden_frame(const char *line, size_t len) {
+    static const char *const hidden[] = {"[C]: in ?", "lua/repl.lua:", "mha.repl:", NULL};
+    for (int i = 0; hidden[i]; i++) {
+        size_t n = strlen(hidden[i]);
+        for (size_t j = 0; j + n <= len; j++)
+            if (memcmp(line + j, hidden[i], n) == 0) return 1;
+    }
+    return 0;
+}
+
+/* A frame that says nothing the message does not: the chunk typed at the prompt, error() itself. */
+static int trivial_frame(const char *line, size_t len) {
+    static const char *const trivial[] = {"in main chunk", "in function 'error'", "in function 'assert'",
+                                          "(...tail calls...)", NULL};
+    for (int i = 0; trivial[i]; i++) {
+        size_t n = strlen(trivial[i]);
+        if (len >= n && memcmp(line + len - n, trivial[i], n) == 0) return 1;
+    }
+    return 0;
+}
+
+/* Message handler of every chunk: the message and a short traceback. The traceback leaves out the
+ * REPL's own frames, and is left out altogether when it only repeats where the message points. */
+static int msghandler(lua_State *L) {
+    const char *msg = lua_tostring(L, 1);
+    if (msg == NULL) {  /* not a string: use its __tostring, or say what it is */
+        if (luaL_callmeta(L, 1, "__tostring") && lua_type(L, -1) == LUA_TSTRING) return 1;
+        msg = lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
+    }
+    luaL_traceback(L, L, NULL, 1);
+    const char *tb = lua_tostring(L, -1);
+    luaL_Buffer b;
+    luaL_buffinit(L, &b);
+    int useful = 0;
+    const char *line = strchr(tb, '\n');  /* skip "stack traceback:" */
+    while (line) {
+        line++;
+        const char *end = strchr(line, '\n');
+        size_t len = end ? (size_t)(end - line) : strlen(line);
+        if (!hidden_frame(line, len)) {
+            if (!trivial_frame(line, len)) useful = 1;
+            luaL_addchar(&b, '\n');
+            luaL_addlstring(&b, line, len);
+        }
+        line = end;
+    }
+    luaL_pushresult(&b);
+    if (useful) {
+        lua_pushstring(L, msg);
+        lua_pushliteral(L, "\nstack traceback:");
+        lua_pushvalue(L, -3);
+        lua_concat(L, 3);
+    } else {
+        lua_pushstring(L, msg);
+    }
+    return 1;
+}
+
+/* Runs the function below narg arguments with msghandler, Ctrl-C armed: lua.c's docall. The kernels'
+ * interrupt flag is cleared first, and a hook left by a Ctrl-C that came as the code finished is
+ * removed, so it cannot stop the next, innocent call. */
+static int docall(lua_State *L, int narg, int nres) {
+    int base = lua_gettop(L) - narg;
+    lua_pushcfunction(L, msghandler);
+    lua_insert(L, base);
+    globalL = L;
+    mha_interrupt_clear();
+    if (!use_readline) set_signal(SIGINT, laction);
+    evaluating = 1;
+    int status = lua_pcall(L, narg, nres, base);
+    evaluating = 0;
+    if (!use_readline) signal(SIGINT, SIG_DFL);
+    if (lua_gethook(L) == lstop) lua_sethook(L, NULL, 0, 0);
+    mha_interrupt_clear();
+    lua_remove(L, base);
+    return status;
+}
+
+/* lua.c's arg table: arg[0] is the script, its arguments at 1.., the interpreter's options below 0. */
+static void createargtable(lua_State *L, char **argv, int argc, int script) {
+    if (script == argc) script = 0;  /* no script name: the interpreter is arg[0] */
+    int narg = argc - (script + 1);
+    lua_createtable(L, narg > 0 ? narg : 0, script + 1);
+    for (int i = 0; i < argc; i++) {
+        lua_pushstring(L, argv[i]);
+        lua_rawseti(L, -2, i - script);
+    }
+    lua_setglobal(L, "arg");
+}
+
+static int dochunk(lua_State *L, int status) {
+    if (status == LUA_OK) status = docall(L, 0, 0);
+    return report(L, status);
+}
+
+static int dofile(lua_State *L, const char *name) {
+    return dochunk(L, luaL_loadfile(L, name));
+}
+
+static int dostring(lua_State *L, const char *s, const char *name) {
+    return dochunk(L, luaL_loadbuffer(L, s, strlen(s), name));
+}
+
+/* require(name) into the global `name` (option -l). */
+static int dolibrary(lua_State *L, const char *name) {
+    lua_getglobal(L, "require");
+    lua_pushstring(L, name);
+    int status = docall(L, 1, 1);
+    if (status == LUA_OK) lua_setglobal(L, name);
+    return report(L, status);
+}
+
+static int pushargs(lua_State *L) {
+    if (lua_getglobal(L, "arg") != LUA_TTABLE) luaL_error(L, "'arg' is not a table");
+    int n = (int)luaL_len(L, -1);
+    luaL_checkstack(L, n + 3, "too many arguments to script");
+    int i;
+    for (i = 1; i <= n; i++) lua_rawgeti(L, -i, i);
+    lua_remove(L, -i);
+    return n;
+}
+
+static int handle_script(lua_State *L, char **argv) {
+    const char *fname = argv[0];
+    if (strcmp(fname, "-") == 0 && strcmp(argv[-1], "--") != 0) fname = NULL;  /* stdin */
+    int status = luaL_loadfile(L, fname);
+    if (status == LUA_OK) {
+        int n = pushargs(L);
+        status = docall(L, n, LUA_MULTRET);
+    }
+    return report(L, status);
+}
+
+
+/* ---- the command line ---- */
+
+#define has_error  1   /* bad option */
+#define has_i      2   /* -i */
+#define has_v      4   /* -v, --version */
+#define has_e      8   /* -e */
+#define has_help   16  /* --help */
+#define has_lesson 32  /* --lesson */
+#define has_batch  64  /* --batch */
+#define has_lang   128 /* --lang */
+
+static const char *lesson_name = NULL;
+static const char *lesson_lang = NULL;
+
+/* Walks argv as lua.c does, returning a mask of the options seen; *first is the script's index (argc
+ * when there is none) or, on has_error, the bad argument's. Long options are mha-repl's own. */
+static int collectargs(char **argv, int *first) {
+    int args = 0;
+    int i;
+    for (i = 1; argv[i] != NULL; i++) {
+        *first = i;
+        const char *a = argv[i];
+        if (a[0] != '-') return args;            /* the script */
+        if (strcmp(a, "--") == 0) { *first = i + 1; return args; }
+        if (strcmp(a, "-") == 0) return args;    /* the script is stdin */
+        if (strcmp(a, "--help") == 0) { args |= has_help; continue; }
+        if (strcmp(a, "--version") == 0 || strcmp(a, "-v") == 0) { args |= has_v; continue; }
+        if (strcmp(a, "-i") == 0) { args |= has_i; continue; }
+        if (strcmp(a, "--batch") == 0) { args |= has_batch; continue; }
+        if (strcmp(a, "--lesson") == 0 || strcmp(a, "--lang") == 0) {
+            if (argv[i + 1] == NULL || argv[i + 1][0] == '-') return has_error;
+            if (a[3] == 'e') { args |= has_lesson; lesson_name = argv[++i]; }
+            else { args |= has_lang; lesson_lang = argv[++i]; }
+            continue;
+        }
+        if (a[1] == 'e' || a[1] == 'l') {        /* -e chunk, -l name (or -echunk, -lname) */
+            if (a[1] == 'e') args |= has_e;
+            if (a[2] == '\0') {
+                i++;
+                if (argv[i] == NULL || argv[i][0] == '-') { *first = i - 1; return has_error; }
+            }
+            continue;
+        }
+        return has_error;
+    }
+    *first = i;
+    return args;
+}
+
+/* Runs the -e and -l options in order. Returns 0 when one raised an error. */
+static int runargs(lua_State *L, char **argv, int n) {
+    for (int i = 1; i < n; i++) {
+        int option = argv[i][1];
+        if (option == '-') {  /* a long option: skip the argument of those that take one */
+            if (strcmp(argv[i], "--lesson") == 0 || strcmp(argv[i], "--lang") == 0) i++;
+        } else if (option == 'e' || option == 'l') {
+            const char *extra = argv[i] + 2;
+            if (*extra == '\0') extra = argv[++i];
+            int status = option == 'e' ? dostring(L, extra, "=(command line)") : dolibrary(L, extra);
+            if (status != LUA_OK) return 0;
+        }
+    }
+    return 1;
+}
+
+
+/* ---- the state: standard libraries, mha, and the lazy globals ---- */
+
+/* Globals that exist from the start but load their module on first use, so startup stays fast:
+ * `plot` is require "mha.plot", `help` is require("mha.help").help. */
+static const struct { const char *name, *module, *field; } lazy_globals[] = {
+    {"plot", "mha.plot", NULL},
+    {"help", "mha.help", "help"},
+    {NULL, NULL, NULL}
+};
+
+/* __index of _G's metatable: loads a lazy global, stores it with rawset, and returns it. */
+static int lazy_index(lua_State *L) {
+    if (lua_type(L, 2) != LUA_TSTRING) return 0;
+    const char *key = lua_tostring(L, 2);
+    for (int i = 0; lazy_globals[i].name; i++) {
+        if (strcmp(key, lazy_globals[i].name) != 0) continue;
+        lua_getglobal(L, "require");
+        lua_pushstring(L, lazy_globals[i].module);
+        lua_call(L, 1, 1);
+        if (lazy_globals[i].field) lua_getfield(L, -1, lazy_globals[i].field);
+        lua_pushvalue(L, 2);
+        lua_pushvalue(L, -2);
+        lua_rawset(L, 1);
+        return 1;
+    }
+    return 0;
+}
+
+/* The libraries every mode gets: Lua's, `mha` as a global, and the lazy globals. The metatable of _G
+ * also lists the lazy names in __lazy, so completion can offer them before they are loaded. */
+static void openlibs(lua_State *L) {
+    luaL_openlibs(L);
+    luaL_requiref(L, "mha", luaopen_mha, 1);
+    lua_pop(L, 1);
+    lua_pushglobaltable(L);
+    lua_createtable(L, 0, 2);
+    lua_pushcfunction(L, lazy_index);
+    lua_setfield(L, -2, "__index");
+    lua_createtable(L, 0, 2);
+    for (int i = 0; lazy_globals[i].name; i++) {
+        lua_pushboolean(L, 1);
+        lua_setfield(L, -2, lazy_globals[i].name);
+    }
+    lua_setfield(L, -2, "__lazy");
+    lua_setmetatable(L, -2);
+    lua_pop(L, 1);
+}
+
+/* Wall-clock seconds, for :time (os.clock measures CPU time, not what the student waits). */
+static int l_clock(lua_State *L) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    lua_pushnumber(L, (lua_Number)ts.tv_sec + (lua_Number)ts.tv_nsec * 1e-9);
+    return 1;
+}
+
+/* Loads mha.repl and tells it how it runs; restores what it carried across a :reset. Called in
+ * protected mode; returns the status. */
+static int open_repl(lua_State *L) {
+    lua_getglobal(L, "require");
+    lua_pushliteral(L, "mha.repl");
+    int status = docall(L, 1, 1);
+    if (status != LUA_OK) return report(L, status);
+    lua_pushboolean(L, use_colour);
+    lua_setfield(L, -2, "colour");
+    lua_pushboolean(L, use_readline);
+    lua_setfield(L, -2, "interactive");
+    lua_pushcfunction(L, l_clock);
+    lua_setfield(L, -2, "clock");
+    lua_getfield(L, -1, "init");
+    lua_pushstring(L, carried);   /* nil when there is nothing to carry */
+    free(carried);
+    carried = NULL;
+    status = docall(L, 1, 0);
+    lua_pop(L, 1);
+    return report(L, status);
+}
+
+
+/* ---- history: $MHA_REPL_HISTORY or ~/.mha_repl_history ----
+ * One entry per line, UTF-8, oldest first. A multi-line entry stays one entry: in the file a newline
+ * inside an entry is written as the two characters \n and a backslash as \\ (nothing else is escaped).
+ * At most HISTORY_MAX entries; a repeat of the previous entry is not added. At exit the file is
+ * rewritten atomically: under flock on FILE.lock, re-read what other REPLs wrote meanwhile, append this
+ * session's entries, write FILE.XXXXXX in the same directory, fsync, rename over FILE. Two REPLs
+ * exiting at once thus both keep their entries. A path that is not a regular file (/dev/null) or an
+ * empty MHA_REPL_HISTORY turns the history off. Any failure is one warning, never an error. */
+
+static char *history_path = NULL;
+static char **session_entries = NULL;   /* entries typed in this session, oldest first */
+static size_t session_count = 0, session_cap = 0;
+static int history_warned = 0;
+
+static void history_warn(const char *what, const char *path) {
+    if (history_warned) return;
+    history_warned = 1;
+    fprintf(stderr, "%s: warning: cannot %s the history file %s: %s (history is not kept)\n", PROGNAME, what,
+            path, strerror(errno));
+}
+
+static char *history_escape(const char *s) {
+    size_t n = 0;
+    for (const char *p = s; *p; p++) n += (*p == '\n' || *p == '\\') ? 2 : 1;
+    char *out = malloc(n + 1), *q = out;
+    if (!out) return NULL;
+    for (const char *p = s; *p; p++) {
+        if (*p == '\n') { *q++ = '\\'; *q++ = 'n'; }
+        else if (*p == '\\') { *q++ = '\\'; *q++ = '\\'; }
+        else *q++ = *p;
+    }
+    *q = '\0';
+    return out;
+}
+
+static void history_unescape(char *s) {
+    char *q = s;
+    for (char *p = s; *p; p++) {
+        if (p[0] == '\\' && p[1] == 'n') { *q++ = '\n'; p++; }
+        else if (p[0] == '\\' && p[1] == '\\') { *q++ = '\\'; p++; }
+        else *q++ = *p;
+    }
+    *q = '\0';
+}
+
+/* Reads the history file into a malloc'd array of entries (*n of them). A missing file is empty.
+ * Returns -1 (errno set) when the file exists but cannot be read. */
+static int history_read(const char *path, char ***entries, size_t *n) {
+    *entries = NULL;
+    *n = 0;
+    FILE *f = fopen(path, "r");
+    if (!f) return errno == ENOENT ? 0 : -1;
+    size_t cap = 0;
+    char *line = NULL;
+    size_t linecap = 0;
+    ssize_t len;
+    while ((len = getline(&line, &linecap, f)) >= 0) {
+        if (len > 0 && line[len - 1] == '\n') line[--len] = '\0';
+        if (len == 0) continue;
+        history_unescape(line);
+        if (*n == cap) {
+            cap = cap ? 2 * cap : 256;
+            char **grown = realloc(*entries, cap * sizeof *grown);
+            if (!grown) break;
+            *entries = grown;
+        }
+        (*entries)[(*n)++] = line;
+        line = NULL;
+        linecap = 0;
+    }
+    free(line);
+    fclose(f);
+    return 0;
+}
+
+static void free_entries(char **entries, size_t n) {
+    for (size_t i = 0; i < n; i++) free(entries[i]);
+    free(entries);
+}
+
+/* Chooses the path and loads the file into readline's history. */
+static void history_load(void) {
+    const char *env = getenv(HISTORY_ENV);
+    if (env) {
+        if (*env == '\0') return;
+        history_path = strdup(env);
+    } else {
+        const char *home = getenv("HOME");
+        if (!home || !*home) return;
+        size_t n = strlen(home) + sizeof HISTORY_DEFAULT + 1;
+        history_path = malloc(n);
+        if (history_path) snprintf(history_path, n, "%s/%s", home, HISTORY_DEFAULT);
+    }
+    if (!history_path) return;
+    struct stat st;
+    if (stat(history_path, &st) == 0 && !S_ISREG(st.st_mode)) {  /* /dev/null: no history */
+        free(history_path);
+        history_path = NULL;
+        return;
+    }
+    char **entries;
+    size_t n;
+    if (history_read(history_path, &entries, &n) != 0) {
+        history_warn("read", history_path);
+        return;
+    }
+    for (size_t i = n > HISTORY_MAX ? n - HISTORY_MAX : 0; i < n; i++) add_history(entries[i]);
+    free_entries(entries, n);
+}
+
+/* Adds a complete input to readline's history and to this session's entries, unless it repeats the
+ * previous entry. */
+static void history_add(const char *entry) {
+    if (!*entry) return;
+    HIST_ENTRY *last = history_length > 0 ? history_get(history_base + history_length - 1) : NULL;
+    if (last && strcmp(last->line, entry) == 0) return;
+    add_history(entry);
+    if (session_count == session_cap) {
+        size_t cap = session_cap ? 2 * session_cap : 64;
+        char **grown = realloc(session_entries, cap * sizeof *grown);
+        if (!grown) return;
+        session_entries = grown;
+        session_cap = cap;
+    }
+    char *copy = strdup(entry);
+    if (copy) session_entries[session_count++] = copy;
+}
+
+/* Writes the history file at exit (see above); registered with atexit so os.exit() keeps it too. */
+static void history_save(void) {
+    if (!history_path || session_count == 0) return;
+    char *lock = NULL, *tmp = NULL, **entries = NULL;
+    size_t n = 0;
+    int lockfd = -1, fd = -1, made_tmp = 0;
+    FILE *f = NULL;
+    size_t plen = strlen(history_path);
+    lock = malloc(plen + 6);
+    tmp = malloc(plen + 8);
+    if (!lock || !tmp) goto fail;
+    snprintf(lock, plen + 6, "%s.lock", history_path);
+    snprintf(tmp, plen + 8, "%s.XXXXXX", history_path);
+    lockfd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (lockfd < 0 || flock(lockfd, LOCK_EX) != 0) goto fail;
+    if (history_read(history_path, &entries, &n) != 0) goto fail;
+    /* the merged list: the file as it is now, then this session's entries, no repeats in a row */
+    size_t total = n + session_count;
+    char **merged = realloc(entries, (total ? total : 1) * sizeof *merged);
+    if (!merged) goto fail;
+    entries = merged;
+    for (size_t i = 0; i < session_count; i++) {
+        if (n > 0 && strcmp(entries[n - 1], session_entries[i]) == 0) continue;
+        entries[n] = strdup(session_entries[i]);
+        if (!entries[n]) goto fail;
+        n++;
+    }
+    fd = mkstemp(tmp);
+    if (fd < 0) goto fail;
+    made_tmp = 1;
+    f = fdopen(fd, "w");
+    if (!f) goto fail;
+    fd = -1;
+    for (size_t i = n > HISTORY_MAX ? n - HISTORY_MAX : 0; i < n; i++) {
+        char *e = history_escape(entries[i]);
+        if (!e) goto fail;
+        fprintf(f, "%s\n", e);
+        free(e);
+    }
+    if (fflush(f) != 0 || fsync(fileno(f)) != 0) goto fail;
+    if (fclose(f) != 0) { f = NULL; goto fail; }
+    f = NULL;
+    if (rename(tmp, history_path) != 0) goto fail;
+    goto done;
+fail:
+    history_warn("write", history_path);
+    if (f) fclose(f);
+    if (fd >= 0) close(fd);
+    if (made_tmp) unlink(tmp);  /* remove the partial file */
+done:
+    if (lockfd >= 0) close(lockfd);  /* releases the flock */
+    free_entries(entries, n);
+    free(lock);
+    free(tmp);
+    free_entries(session_entries, session_count);
+    session_entries = NULL;
+    session_count = 0;
+}
+
+
+/* ---- completion ----
+ * Inside a string, file names (readline's own completer, which also closes the quote). Elsewhere
+ * repl.complete(text, line, start) in Lua gives the candidates: keywords, globals, fields, methods,
+ * ':' commands; it may answer "files" to ask for file names (a FILE argument). */
+
+static char **candidates = NULL;
+static size_t ncandidates = 0, next_candidate = 0;
+
+static char *candidate_generator(const char *text, int state) {
+    (void)text;
+    if (state == 0) next_candidate = 0;
+    return next_candidate < ncandidates ? strdup(candidates[next_candidate++]) : NULL;
+}
+
+static char **complete(const char *text, int start, int end) {
+    (void)end;
+    rl_completion_append_character = '\0';
+    if (rl_completion_quote_character) return NULL;  /* in a string: file names */
+    rl_attempted_completion_over = 1;
+    lua_State *L = globalL;
+    if (!L) return NULL;
+    int top = lua_gettop(L);
+    char **matches = NULL;
+    if (push_repl_field(L, "complete") == LUA_TFUNCTION) {
+        lua_pushstring(L, text);
+        lua_pushstring(L, rl_line_buffer);
+        lua_pushinteger(L, start);
+        evaluating = 1;  /* a Ctrl-C stops a runaway __index */
+        int status = lua_pcall(L, 3, 1, 0);
+        evaluating = 0;
+        if (lua_gethook(L) == lstop) lua_sethook(L, NULL, 0, 0);
+        if (status == LUA_OK && lua_type(L, -1) == LUA_TSTRING && strcmp(lua_tostring(L, -1), "files") == 0) {
+            rl_attempted_completion_over = 0;
+        } else if (status == LUA_OK && lua_istable(L, -1)) {
+            size_t n = (size_t)luaL_len(L, -1);
+            candidates = calloc(n ? n : 1, sizeof *candidates);
+            for (size_t i = 0; candidates && i < n; i++) {
+                lua_rawgeti(L, -1, (lua_Integer)i + 1);
+                const char *c = lua_tostring(L, -1);
+                candidates[ncandidates] = c ? strdup(c) : NULL;
+                if (candidates[ncandidates]) ncandidates++;
+                lua_pop(L, 1);
+            }
+            if (ncandidates > 0) matches = rl_completion_matches(text, candidate_generator);
+            for (size_t i = 0; i < ncandidates; i++) free(candidates[i]);
+            free(candidates);
+            candidates = NULL;
+            ncandidates = 0;
+        }
+    }
+    lua_settop(L, top);
+    return matches;
+}
+
+static void init_readline(void) {
+    rl_readline_name = "mha-repl";
+    rl_instream = stdin;
+    rl_outstream = stdout;
+    rl_catch_signals = 0;        /* SIGINT is ours: see laction */
+    rl_catch_sigwinch = 0;       /* so is SIGWINCH: see on_winch */
+    rl_change_environment = 0;   /* no stale LINES/COLUMNS for the programs we start (gnuplot) */
+    rl_attempted_completion_function = complete;
+    rl_completer_word_break_characters = " \t\n\"'`><=;|&{}()[],+-*%^#~?";
+    rl_completer_quote_characters = "\"'";
+    set_signal(SIGINT, laction);
+    set_signal(SIGWINCH, on_winch);
+    history_load();
+    stifle_history(HISTORY_MAX);
+    atexit(history_save);
+}
+
+
+/* ---- reading input ---- */
+
+#define LINE_OK     1
+#define LINE_EOF    0
+#define LINE_CANCEL (-1)   /* Ctrl-C at the prompt */
+
+static char *rl_result = NULL;
+static int rl_have_result = 0;
+
+static void on_line(char *line) {
+    rl_result = line;
+    rl_have_result = 1;
+    rl_callback_handler_remove();
+}
+
+/* readline through its callback interface, so a Ctrl-C at the prompt can abandon the line:
+ * select() returns EINTR, the line is dropped and LINE_CANCEL returned. *line is malloc'd. */
+static int read_with_readline(const char *prompt, char **line) {
+    rl_have_result = 0;
+    rl_result = NULL;
+    prompt_interrupted = 0;
+    rl_callback_handler_install(prompt, on_line);
+    while (!rl_have_result) {
+        if (prompt_interrupted) {
+            prompt_interrupted = 0;
+            rl_free_line_state();
+            rl_callback_sigcleanup();
+            rl_cleanup_after_signal();
+            rl_callback_handler_remove();
+            fputs("^C\n", stdout);
+            fflush(stdout);
+            return LINE_CANCEL;
+        }
+        if (window_resized) {
+            window_resized = 0;
+            rl_resize_terminal();
+        }
+        fd_set fds;
+        FD_ZERO(&fds);
+        FD_SET(fileno(rl_instream), &fds);
+        int r = select(fileno(rl_instream) + 1, &fds, NULL, NULL, NULL);
+        if (r < 0) {
+            if (errno == EINTR) continue;
+            rl_callback_handler_remove();
+            return LINE_EOF;
+        }
+        rl_callback_read_char();
+    }
+    *line = rl_result;
+    return rl_result ? LINE_OK : LINE_EOF;
+}
+
+/* Without a terminal (mha-repl -i FILE < input): plain lines, no prompt. */
+static int read_plain(char **line) {
+    size_t cap = 0;
+    *line = NULL;
+    ssize_t len = getline(line, &cap, stdin);
+    if (len < 0) {
+        free(*line);
+        *line = NULL;
+        return LINE_EOF;
+    }
+    if (len > 0 && (*line)[len - 1] == '\n') (*line)[len - 1] = '\0';
+    return LINE_OK;
+}
+
+/* The prompt: _PROMPT / _PROMPT2 when the user set them, as in lua.c; green and bold with colour
+ * (\001 and \002 tell readline the escapes take no room on the screen). Pushes the prompt string. */
+static const char *get_prompt(lua_State *L, int firstline) {
+    lua_getglobal(L, firstline ? "_PROMPT" : "_PROMPT2");
+    const char *p = lua_tostring(L, -1);
+    if (p == NULL) p = firstline ? PROMPT : PROMPT2;
+    if (use_colour) p = lua_pushfstring(L, "\001\033[1;32m\002%s\001\033[0m\002", p);
+    else p = lua_pushstring(L, p);
+    lua_remove(L, -2);
+    return p;
+}
+
+/* Reads a line and pushes it. Returns LINE_OK, LINE_EOF or LINE_CANCEL. */
+static int pushline(lua_State *L, int firstline) {
+    char *b = NULL;
+    int r;
+    if (use_readline) {
+        get_prompt(L, firstline);
+        r = read_with_readline(lua_tostring(L, -1), &b);
+        lua_pop(L, 1);
+    } else {
+        r = read_plain(&b);
+    }
+    if (r != LINE_OK) return r;
+    lua_pushstring(L, b);
+    free(b);
+    return LINE_OK;
+}
+
+/* mark in error messages for incomplete statements */
+#define EOFMARK "<eof>"
+#define marklen (sizeof(EOFMARK) / sizeof(char) - 1)
+
+/* Is the syntax error at the top of the stack an incomplete statement? Then pop it. */
+static int incomplete(lua_State *L, int status) {
+    if (status == LUA_ERRSYNTAX) {
+        size_t lmsg;
+        const char *msg = lua_tolstring(L, -1, &lmsg);
+        if (lmsg >= marklen && strcmp(msg + lmsg - marklen, EOFMARK) == 0) {
+            lua_pop(L, 1);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Tries to compile the input at index 1 as "return <input>;". A trailing ';' is taken off first and
+ * sets *quiet: the values are kept in `_` but not printed. On success the chunk is pushed. */
+static int addreturn(lua_State *L, int *quiet) {
+    size_t len;
+    const char *line = lua_tolstring(L, 1, &len);
+    while (len > 0 && (line[len - 1] == ' ' || line[len - 1] == '\t' || line[len - 1] == '\n')) len--;
+    *quiet = len > 0 && line[len - 1] == ';';
+    if (*quiet) len--;
+    lua_pushliteral(L, "return ");
+    lua_pushlstring(L, line, len);
+    lua_pushliteral(L, ";");
+    lua_concat(L, 3);
+    size_t rlen;
+    const char *retline = lua_tolstring(L, -1, &rlen);
+    int status = luaL_loadbuffer(L, retline, rlen, "=stdin");
+    lua_remove(L, -2);  /* the modified line */
+    if (status != LUA_OK) {
+        lua_pop(L, 1);
+        *quiet = 0;
+    }
+    return status;
+}
+
+#define INPUT_CANCEL (-1)
+
+/* Reads continuation lines until the input at index 1 is a complete chunk (as an expression, then as
+ * statements), which it pushes; or pushes the syntax error. A blank line does not end the input; only
+ * Ctrl-C (INPUT_CANCEL) or end of input does. *expr says the chunk is "return <input>". */
+static int loadinput(lua_State *L, int *expr, int *quiet) {
+    for (;;) {
+        if (addreturn(L, quiet) == LUA_OK) { *expr = 1; return LUA_OK; }
+        *expr = 0;
+        size_t len;
+        const char *text = lua_tolstring(L, 1, &len);
+        int status = luaL_loadbuffer(L, text, len, "=stdin");
+        if (!incomplete(L, status)) return status;
+        int r = pushline(L, 0);
+        if (r == LINE_CANCEL) return INPUT_CANCEL;
+        if (r == LINE_EOF) return luaL_loadbuffer(L, text, len, "=stdin");  /* the <eof> error again */
+        lua_pushliteral(L, "\n");
+        lua_insert(L, -2);
+        lua_concat(L, 3);
+    }
+}
+
+/* Reads repl.lua's answer left by a command: "quit" or "reset" are acted upon here. */
+static void take_action(lua_State *L) {
+    const char *action = lua_tostring(L, -1);
+    if (action && strcmp(action, "quit") == 0) quit_requested = 1;
+    if (action && strcmp(action, "reset") == 0) reset_requested = 1;
+}
+
+/* Runs repl.<fn>(input) for a ':' or '?' line, or an empty line at the first prompt. */
+static void docommand(lua_State *L, const char *fn, int input_index) {
+    if (push_repl_field(L, fn) != LUA_TFUNCTION) { lua_pop(L, 1); return; }
+    lua_pushvalue(L, input_index);
+    if (docall(L, 1, 1) != LUA_OK) { report(L, LUA_ERRRUN); return; }
+    take_action(L);
+    lua_pop(L, 1);
+}
+
+/* Evaluates the chunk at the top and shows what came of it through repl.after(input, how, seconds,
+ * ...): how is "print" (the values follow), "quiet" (values follow, not printed), "stmt", or "error"
+ * (the message follows). */
+static void evaluate(lua_State *L, int status, int expr, int quiet) {
+    int base = lua_gettop(L);  /* the chunk or the syntax error */
+    double start = 0, seconds = 0;
+    struct timespec ts;
+    if (status == LUA_OK) {
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        start = (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+        status = docall(L, 0, LUA_MULTRET);
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        seconds = (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9 - start;
+    }
+    int nres = lua_gettop(L) - base + 1;  /* results, or the one error message */
+    luaL_checkstack(L, LUA_MINSTACK, "too many results to print");
+    if (push_repl_field(L, "after") != LUA_TFUNCTION) {  /* no repl.lua: print as lua.c would */
+        lua_pop(L, 1);
+        if (status != LUA_OK) report(L, status);
+        return;
+    }
+    lua_insert(L, base);
+    lua_pushvalue(L, 1);
+    lua_insert(L, base + 1);
+    lua_pushstring(L, status != LUA_OK ? "error" : !expr ? "stmt" : quiet ? "quiet" : "print");
+    lua_insert(L, base + 2);
+    lua_pushnumber(L, seconds);
+    lua_insert(L, base + 3);
+    if (docall(L, nres + 3, 0) != LUA_OK) report(L, LUA_ERRRUN);
+}
+
+/* The read-eval-print loop. Returns when the input ends, or on :quit or :reset. */
+static void doREPL(lua_State *L) {
+    const char *oldprogname = progname;
+    progname = NULL;
+    for (;;) {
+        lua_settop(L, 0);
+        int r = pushline(L, 1);
+        if (r == LINE_EOF) break;
+        if (r == LINE_CANCEL) continue;
+        const char *line = lua_tostring(L, 1);
+        const char *p = line + strspn(line, " \t");
+        if (*p == '\0') {
+            docommand(L, "empty_line", 1);
+        } else if ((p[0] == ':' && p[1] != ':') || p[0] == '?') {  /* '::label::' is Lua */
+            if (use_readline) history_add(line);
+            docommand(L, "command", 1);
+        } else {
+            int expr, quiet;
+            int status = loadinput(L, &expr, &quiet);
+            if (status == INPUT_CANCEL) continue;
+            if (use_readline) history_add(lua_tostring(L, 1));
+            evaluate(L, status, expr, quiet);
+        }
+        fflush(stdout);
+        if (quit_requested || reset_requested) break;
+    }
+    lua_settop(L, 0);
+    if (!quit_requested && !reset_requested && use_readline) fputs("\n", stdout);
+    fflush(stdout);
+    progname = oldprogname;
+}
+
+/* Before a :reset closes the state: keep repl.lua's state as a string for the new one. */
+static void carry_state(lua_State *L) {
+    if (push_repl_field(L, "carry") == LUA_TFUNCTION && docall(L, 0, 1) == LUA_OK && lua_isstring(L, -1)) {
+        free(carried);
+        carried = strdup(lua_tostring(L, -1));
+    }
+    lua_pop(L, 1);
+}
+
+/* --lesson: require("mha.lesson").start(name, {batch=, lang=}); at a terminal the REPL follows. */
+static int dolesson(lua_State *L, int batch) {
+    lua_getfield(L, LUA_REGISTRYINDEX, LUA_PRELOAD_TABLE);
+    int present = lua_getfield(L, -1, "mha.lesson") != LUA_TNIL;
+    lua_pop(L, 2);
+    if (!present) {
+        l_message(progname, "--lesson: the lesson runner (module mha.lesson) is not in this build");
+        return LUA_ERRRUN;
+    }
+    lua_getglobal(L, "require");
+    lua_pushliteral(L, "mha.lesson");
+    int status = docall(L, 1, 1);
+    if (status != LUA_OK) return report(L, status);
+    lua_getfield(L, -1, "start");
+    lua_remove(L, -2);
+    lua_pushstring(L, lesson_name);
+    lua_createtable(L, 0, 2);
+    lua_pushboolean(L, batch);
+    lua_setfield(L, -2, "batch");
+    if (lesson_lang) {
+        lua_pushstring(L, lesson_lang);
+        lua_setfield(L, -2, "lang");
+    }
+    status = docall(L, 2, 2);
+    if (status != LUA_OK) return report(L, status);
+    /* start returns ok, err as Lua functions that may fail politely do */
+    if (!lua_toboolean(L, -2) && !lua_isnil(L, -1)) {
+        l_message(progname, luaL_tolstring(L, -1, NULL));
+        lua_pop(L, 3);
+        return LUA_ERRRUN;
+    }
+    lua_pop(L, 2);
+    return LUA_OK;
+}
+
+static int stdin_is_tty(void) { return isatty(0); }
+
+/* Sets how the REPL talks: readline and colour when at a terminal (colour unless NO_COLOR or TERM=dumb). */
+static void choose_terminal(void) {
+    use_readline = stdin_is_tty();
+    const char *no_colour = getenv("NO_COLOR"), *term = getenv("TERM");
+    use_colour = isatty(1) && !(no_colour && *no_colour) && !(term && strcmp(term, "dumb") == 0);
+}
+
+/* Readline, signals and history once per process; mha.repl once per state. */
+static int start_repl(lua_State *L) {
+    static int initialised = 0;
+    if (!initialised) {
+        initialised = 1;
+        if (use_readline) init_readline();
+    }
+    return open_repl(L);
+}
+
+/* The interactive loop, after start_repl. */
+static void interact(lua_State *L) {
+    doREPL(L);
+    if (reset_requested) carry_state(L);
+}
+
+/* Main body, in protected mode. Returns (as an integer) the exit status. */
+static int pmain(lua_State *L) {
+    int argc = (int)lua_tointeger(L, 1);
+    char **argv = (char **)lua_touserdata(L, 2);
+    static int resetting = 0;
+    luaL_checkversion(L);
+    if (resetting) {  /* :reset: a fresh state, straight back to the prompt */
+        openlibs(L);
+        if (start_repl(L) == LUA_OK) interact(L);
+        resetting = reset_requested;
+        lua_pushinteger(L, EXIT_OK);
+        return 1;
+    }
+    int script;
+    int args = collectargs(argv, &script);
+    if (argv[0] && argv[0][0]) progname = argv[0];
+    if (args == has_error) {
+        print_usage(argv[script]);
+        lua_pushinteger(L, EXIT_USAGE);
+        return 1;
+    }
+    if (args & has_help) {
+        print_help();
+        lua_pushinteger(L, EXIT_OK);
+        return 1;
+    }
+    if ((args & (has_batch | has_lang)) && !(args & has_lesson)) {
+        l_message(progname, "--batch and --lang go with --lesson NAME");
+        print_usage(NULL);
+        lua_pushinteger(L, EXIT_USAGE);
+        return 1;
+    }
+    if (lesson_lang && strcmp(lesson_lang, "en") != 0 && strcmp(lesson_lang, "zh") != 0) {
+        l_message(progname, lua_pushfstring(L, "--lang: '%s' is not a language of the lessons (en, zh)", lesson_lang));
+        lua_pushinteger(L, EXIT_USAGE);
+        return 1;
+    }
+    if (args & has_v) print_version();
+    choose_terminal();
+    openlibs(L);
+    createargtable(L, argv, argc, script);
+    lua_gc(L, LUA_GCRESTART);
+    lua_gc(L, LUA_GCGEN, 0, 0);
+    int code = EXIT_OK;
+    if (!runargs(L, argv, script)) code = EXIT_SCRIPT;
+    else if (script < argc && handle_script(L, argv + script) != LUA_OK) code = EXIT_SCRIPT;
+    else if (args & has_lesson) {
+        int batch = (args & has_batch) || !stdin_is_tty();
+        if (!batch && start_repl(L) != LUA_OK) code = EXIT_SCRIPT;
+        if (code == EXIT_OK && dolesson(L, batch) != LUA_OK) code = EXIT_SCRIPT;
+        if (code == EXIT_OK && !batch) interact(L);
+    } else if (args & has_i) {
+        if (start_repl(L) == LUA_OK) interact(L);
+    } else if (script == argc && !(args & (has_e | has_v))) {
+        if (stdin_is_tty()) {
+            printf("%s %s (%s) - type ? for the commands, help() for the functions, Ctrl-D to quit\n",
+                   PROGNAME, MHA_REPL_VERSION, LUA_RELEASE);
+            if (start_repl(L) == LUA_OK) interact(L);
+        } else {
+            if (dofile(L, NULL) != LUA_OK) code = EXIT_SCRIPT;
+        }
+    }
+    resetting = reset_requested;
+    lua_pushinteger(L, code);
+    return 1;
+}
+
+int main(int argc, char **argv) {
+    int code;
+    do {
+        reset_requested = 0;
+        lua_State *L = luaL_newstate();
+        if (L == NULL) {
+            l_message(argv[0], "cannot create state: not enough memory");
+            return EXIT_FAILURE;
+        }
+        lua_gc(L, LUA_GCSTOP);  /* stop GC while building state */
+        lua_pushcfunction(L, pmain);
+        lua_pushinteger(L, argc);
+        lua_pushlightuserdata(L, argv);
+        int status = lua_pcall(L, 2, 1, 0);
+        code = status == LUA_OK ? (int)lua_tointeger(L, -1) : EXIT_SCRIPT;
+        if (status != LUA_OK) report(L, status);
+        globalL = NULL;
+        lua_close(L);
+        fflush(stdout);
+    } while (reset_requested && !quit_requested);
+    return code;
+}
