@@ -8,15 +8,15 @@
  *   64-byte boundary:   {'descr': '<f4', 'fortran_order': False, 'shape': (3, 4), }
  *   The data is numel elements of descr, in C order (last index fastest) or Fortran order (first fastest).
  *
- * Reading is strict: anything np.save would not write is an error naming the file and the fault, and the
- * parser never reads outside the bytes it is given. A file with bytes after the data is refused too
- * (np.load would ignore them; here they most likely mean two arrays saved into one file). */
+ * Reading takes what numpy's own reader takes for these dtypes (keys in any order, either quote, any
+ * spacing or padding, Python 2's 3L) and refuses anything else with an error naming the file and the
+ * fault; the parser never reads outside the bytes it is given. A file with bytes after the data is
+ * refused too (np.load would ignore them; here they most likely mean two arrays saved into one file). */
 
 #include "tensor.h"
 
 #include <ctype.h>
 #include <errno.h>
-#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -64,7 +64,7 @@ static bool host_is_big_endian(void) {
     return first == 0;
 }
 
-/* "(3,4)" for a shape, "()" for a scalar, "(5,)" never: mha's style, as mha_shape_str writes it. */
+/* "(3,4)", "(5)" for a vector, "()" for a scalar: as mha_shape_str writes a tensor's shape. */
 static char *dims_str(char *buf, size_t n, size_t ndim, const size_t *shape) {
     size_t used = (size_t)snprintf(buf, n, "(");
     for (size_t d = 0; d < ndim && used < n; d++)
