@@ -316,17 +316,23 @@ static ptrdiff_t batch_offset(size_t flat, size_t nb, const size_t *bshape, cons
     return off;
 }
 
-/* A bool mask as the float mask it stands for (true -> -inf, false -> 0), of the mask's own shape. */
+/* A bool mask as the float mask it stands for (true -> -inf, false -> 0), of the mask's own size: a
+ * broadcast (stride 0) dimension stays broadcast, so an expanded key padding row stays one row. */
 static mha_status additive_mask(mha_tensor *out, const mha_tensor *mask) {
-    mha_tensor cm = MHA_TENSOR_EMPTY;
-    mha_status st = mha_contiguous(&cm, mask);
+    mha_tensor compact = MHA_TENSOR_EMPTY;
+    size_t shape[MHA_MAX_DIMS];
+    for (size_t d = 0; d < mask->ndim; d++) shape[d] = mask->stride[d] == 0 ? 1 : mask->shape[d];
+    mha_status st = mha_empty(&compact, MHA_FLOAT32, mask->ndim, shape);
     if (st != MHA_OK) return st;
-    if ((st = mha_empty(out, MHA_FLOAT32, mask->ndim, mask->shape)) == MHA_OK) {
-        const bool *src = mha_bool(&cm);
-        float *dst = mha_f32(out);
-        for (size_t n = mha_numel(mask); n-- > 0;) dst[n] = src[n] ? -INFINITY : 0.0f;
+    float *dst = mha_f32(&compact);
+    const bool *src = mha_bool(mask);
+    for (size_t n = 0, total = mha_numel(&compact); n < total; n++) {
+        ptrdiff_t at = 0;
+        for (size_t d = mask->ndim, rest = n; d-- > 0; rest /= shape[d]) at += (ptrdiff_t)(rest % shape[d]) * mask->stride[d];
+        dst[n] = src[at] ? -INFINITY : 0.0f;
     }
-    mha_release(&cm);
+    st = mha_expand(out, &compact, mask->ndim, mask->shape);
+    mha_release(&compact);
     return st;
 }
 
@@ -706,7 +712,7 @@ mha_status mha_multihead_forward(mha_tensor *out, mha_tensor *weights, const mha
 
     /* every tensor this function makes, so one exit releases them all */
     enum { IN_Q, IN_K, IN_V, W_Q, W_K, W_V, B_Q, B_K, B_V, Q, K, V, KX, VX, QS, SCORES, SCALED, MASKED, WEIGHTS,
-           CONCAT, OUTPUT, AVG, HEADS, NTENSORS };
+           CONCAT, OUTPUT, AVG, HEADS, AM, KPM, PAD_ROWS, NTENSORS };
     mha_tensor t[NTENSORS];
     for (int i = 0; i < NTENSORS; i++) t[i] = MHA_TENSOR_EMPTY;
     float *scratch = NULL;
@@ -758,7 +764,13 @@ mha_status mha_multihead_forward(mha_tensor *out, mha_tensor *weights, const mha
             (st = mha_empty(&t[MASKED], MHA_FLOAT32, 4, shape4)) != MHA_OK)
             goto fail;
     }
-    if (!keep_weights && L * S2 > 0) { /* one (L,S') slice reused for every head */
+    /* When nobody looks at the (L,S') weights, the fused kernel runs wherever its one additive mask and causal
+     * flag can say what the masks say: no mask, a key padding row, a float attn_mask without appended keys. */
+    const mha_tensor *am = opt->attn_mask, *kpm = opt->key_padding_mask;
+    const bool appended = S2 > S;
+    const bool fused = !keep_weights && !(am && kpm) && !(am && (am->dtype == MHA_BOOL || appended)) &&
+                       !(opt->is_causal && appended);
+    if (!keep_weights && !fused && L * S2 > 0) { /* one (L,S') slice reused for every head */
         scratch_bytes = L * S2 * sizeof(float);
         if ((scratch = mha_alloc(scratch_bytes)) == NULL) {
             st = mha_fail(MHA_E_NOMEM, "%s: (%zu,%zu) scores: out of memory", fn, L, S2);
@@ -769,16 +781,22 @@ mha_status mha_multihead_forward(mha_tensor *out, mha_tensor *weights, const mha
     if ((st = mha_empty(&t[CONCAT], MHA_FLOAT32, 3, shape3)) != MHA_OK) goto fail;
 
     /* step 5: the masks, read where the caller left them. attn_mask (L,S) or (N·H,L,S) and key_padding_mask
-     * (N,S) add up (bool: true -> -inf); the appended keys are never masked (torch pads the masks with 0). */
-    const mha_tensor *am = opt->attn_mask, *kpm = opt->key_padding_mask;
-    mha_tensor cam = MHA_TENSOR_EMPTY, ckpm = MHA_TENSOR_EMPTY;
-    if (am && (st = mha_contiguous(&cam, am)) != MHA_OK) goto fail;
-    if (kpm && (st = mha_contiguous(&ckpm, kpm)) != MHA_OK) {
-        mha_release(&cam);
-        goto fail;
+     * (N,S) add up (bool: true -> -inf); the appended keys are never masked (torch pads the masks with 0).
+     * The fused kernel gets the key padding as float rows (N,S'), the padding columns 0. */
+    if (am && (st = mha_contiguous(&t[AM], am)) != MHA_OK) goto fail;
+    if (kpm && (st = mha_contiguous(&t[KPM], kpm)) != MHA_OK) goto fail;
+    if (kpm && fused) {
+        size_t shape_rows[2] = {N, S2};
+        if ((st = mha_zeros(&t[PAD_ROWS], MHA_FLOAT32, 2, shape_rows)) != MHA_OK) goto fail;
+        float *rows = mha_f32(&t[PAD_ROWS]);
+        for (size_t n = 0; n < N; n++)
+            for (size_t j = 0; j < S; j++)
+                rows[n * S2 + j] = kpm->dtype == MHA_FLOAT32 ? mha_f32(&t[KPM])[n * S + j]
+                                                             : mha_bool(&t[KPM])[n * S + j] ? -INFINITY : 0.0f;
     }
 
-    /* step 6: per batch and head, the plain attention of head_plain: scores, softmax, ·V into concat */
+    /* step 6: per batch and head, the plain attention of head_plain (scores, softmax, ·V into concat),
+     * or the fused kernel's online softmax giving the same head output */
     for (size_t n = 0; n < N && st == MHA_OK; n++) {
         for (size_t h = 0; h < H; h++) {
             if (mha_interrupted()) {
@@ -796,13 +814,22 @@ mha_status mha_multihead_forward(mha_tensor *out, mha_tensor *weights, const mha
             if (am) {
                 size_t off = am->ndim == 3 ? (n * H + h) * L * S : 0;
                 job.attn.rs = (ptrdiff_t)S, job.attn.cs = 1;
-                if (am->dtype == MHA_FLOAT32) job.attn.f = mha_f32(&cam) + off;
-                else job.attn.b = mha_bool(&cam) + off;
+                if (am->dtype == MHA_FLOAT32) job.attn.f = mha_f32(&t[AM]) + off;
+                else job.attn.b = mha_bool(&t[AM]) + off;
             }
             if (kpm) {
                 job.pad.rs = 0, job.pad.cs = 1;
-                if (kpm->dtype == MHA_FLOAT32) job.pad.f = mha_f32(&ckpm) + n * S;
-                else job.pad.b = mha_bool(&ckpm) + n * S;
+                if (kpm->dtype == MHA_FLOAT32) job.pad.f = mha_f32(&t[KPM]) + n * S;
+                else job.pad.b = mha_bool(&t[KPM]) + n * S;
+            }
+            if (fused) {
+                mha_attn_args args = {
+                    .out = job.out, .ld_out = E, .q = job.q, .ld_q = E, .k = job.k, .ld_k = E, .v = job.v, .ld_v = E,
+                    .mask = kpm ? mha_f32(&t[PAD_ROWS]) + n * S2 : job.attn.f, .mask_rs = kpm ? 0 : job.attn.rs,
+                    .mask_cs = 1, .causal = opt->is_causal, .scale = 1.0f, .L = L, .S = S2, .D = D, .Dv = D,
+                };
+                if ((st = mha_attention_fused(&args)) != MHA_OK) break;
+                continue;
             }
             if (trace != NULL) { /* raw scores Q·Kᵀ, for the trace only: the output flows from the scaled ones */
                 st = mha_sgemm(mha_f32(&t[SCORES]) + slice, S2, mha_f32(&t[Q]) + n * L * E + h * D, (ptrdiff_t)E, 1,
@@ -814,8 +841,6 @@ mha_status mha_multihead_forward(mha_tensor *out, mha_tensor *weights, const mha
             if (st != MHA_OK) break;
         }
     }
-    mha_release(&cam);
-    mha_release(&ckpm);
     if (st != MHA_OK) goto fail;
 
     /* step 7: out-projection, output = concat·W_oᵀ + b_o */
