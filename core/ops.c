@@ -716,8 +716,101 @@ typedef struct reduction {
     size_t since_poll;
 } reduction;
 
+/* Fold the n reduced positions r0, r0+1, ... (elements x[i·sx]) into the single accumulator *acc
+ * (and *arg): the path when no inner dims are left, as in a sum over the last dim. */
+static void fold_run(pass_kind kind, double *acc, size_t *arg, const double *mean, size_t r0,
+                     const float *x, ptrdiff_t sx, size_t n) {
+    size_t i = 0;
+    if (r0 == 0 && kind != PASS_SUM && kind != PASS_SQDEV) {   /* start from the first element */
+        *acc = x[0];
+        if (arg) *arg = 0;
+        i = 1;
+    }
+    switch (kind) {
+    case PASS_FIRST:
+        break;
+    case PASS_SUM: {    /* four partial sums, so the CPU can overlap the additions */
+        double part[4] = {0.0, 0.0, 0.0, 0.0};
+        for (; i + 4 <= n; i += 4)
+            for (size_t k = 0; k < 4; k++) part[k] += x[(ptrdiff_t)(i + k) * sx];
+        for (; i < n; i++) part[0] += x[(ptrdiff_t)i * sx];
+        *acc += (part[0] + part[1]) + (part[2] + part[3]);
+        break;
+    }
+    case PASS_SQDEV: {
+        double part[4] = {0.0, 0.0, 0.0, 0.0}, m = *mean;
+        for (; i + 4 <= n; i += 4) {
+            for (size_t k = 0; k < 4; k++) {
+                double dev = x[(ptrdiff_t)(i + k) * sx] - m;
+                part[k] += dev * dev;
+            }
+        }
+        for (; i < n; i++) {
+            double dev = x[(ptrdiff_t)i * sx] - m;
+            part[0] += dev * dev;
+        }
+        *acc += (part[0] + part[1]) + (part[2] + part[3]);
+        break;
+    }
+    case PASS_MAX:
+    case PASS_MIN: {    /* a NaN seen anywhere makes the result NaN; an earlier NaN in *acc stays */
+        float best = (float)*acc;
+        bool seen_nan = false;
+        if (kind == PASS_MAX) {
+            for (; i < n; i++) {
+                float v = x[(ptrdiff_t)i * sx];
+                seen_nan |= isnan(v);
+                best = v > best ? v : best;
+            }
+        } else {
+            for (; i < n; i++) {
+                float v = x[(ptrdiff_t)i * sx];
+                seen_nan |= isnan(v);
+                best = v < best ? v : best;
+            }
+        }
+        *acc = seen_nan ? NAN : best;
+        break;
+    }
+    case PASS_ARGMAX:
+    case PASS_ARGMIN:   /* the first NaN wins and is kept; ties keep the first */
+        for (; i < n && !isnan(*acc); i++) {
+            double v = x[(ptrdiff_t)i * sx];
+            if (isnan(v) || (kind == PASS_ARGMAX ? v > *acc : v < *acc)) *acc = v, *arg = r0 + i;
+        }
+        break;
+    }
+}
+
+/* One pass when no inner dims are left: runs along the innermost reduced dim, in C order. */
+static mha_status reduce_runs(reduction *rd, pass_kind kind, ptrdiff_t base) {
+    const dims *red = &rd->red;
+    size_t run = red->ndim ? red->shape[red->ndim - 1] : 1;
+    ptrdiff_t run_stride = red->ndim ? red->stride[red->ndim - 1] : 0;
+    size_t runs = run ? red->count / run : 0, r = 0;
+    size_t index[MHA_MAX_DIMS] = {0};
+    ptrdiff_t off = 0;
+    if (kind == PASS_SUM || kind == PASS_SQDEV) rd->acc[0] = 0.0;
+    for (size_t j = 0; j < runs; j++) {
+        for (size_t start = 0; start < run; start += BLOCK) {
+            size_t n = run - start < BLOCK ? run - start : BLOCK;
+            fold_run(kind, rd->acc, rd->arg, rd->mean, r, rd->x + base + off + (ptrdiff_t)start * run_stride,
+                     run_stride, n);
+            r += n;
+            rd->since_poll += n;
+            if (rd->since_poll >= BLOCK) {
+                rd->since_poll = 0;
+                if (mha_interrupted()) return interrupted(rd->fname);
+            }
+        }
+        if (red->ndim > 1) off += dims_step(red, index, red->ndim - 1);
+    }
+    return MHA_OK;
+}
+
 /* One pass over the reduced and inner positions under one outer position (element offset base). */
 static mha_status reduce_pass(reduction *rd, pass_kind kind, ptrdiff_t base) {
+    if (rd->inner.count == 1) return reduce_runs(rd, kind, base);
     const dims *in = &rd->inner;
     size_t row = in->ndim ? in->shape[in->ndim - 1] : 1;    /* inner positions in one inner row */
     ptrdiff_t row_stride = in->ndim ? in->stride[in->ndim - 1] : 0;

@@ -190,7 +190,10 @@ def reduction_cases():
 
     # long enough to cross the 65536-element poll block and to show accumulation error
     big = uniform(0, 1, 70001)
+    big[68000], big[66000] = 1.5, -0.5    # argmax/argmin past the first block, so r counts across blocks
     save("rdb_x", big); save("rdb_sum", big.sum()); save("rdb_mean", big.mean()); save("rdb_var1", big.var(ddof=1))
+    save("rdb_max", big.max()); save("rdb_argmax", big.argmax()); save("rdb_argmin", big.argmin())
+    save("rdb_mul3", big * np.float64(3.0)); save("rdb_exp", np.exp(big))
 
 
 def join_cases():

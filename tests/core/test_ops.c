@@ -332,6 +332,11 @@ static void test_reductions(void) {
         expect("sum of 70001 elements", mha_reduce(&out, MHA_SUM, &big, MHA_ALL_DIMS, false), &out, "rdb_sum", RTOL_RD, 0);
         expect("mean of 70001 elements", mha_reduce(&out, MHA_MEAN, &big, 0, false), &out, "rdb_mean", RTOL_RD, 0);
         expect("var of 70001 elements", mha_var(&out, &big, 0, false, 1), &out, "rdb_var1", RTOL_RD, 0);
+        expect("max of 70001 elements", mha_reduce(&out, MHA_MAX, &big, 0, false), &out, "rdb_max", 0, 0);
+        expect("argmax of 70001 elements", mha_reduce(&out, MHA_ARGMAX, &big, 0, false), &out, "rdb_argmax", 0, 0);
+        expect("argmin of 70001 elements", mha_reduce(&out, MHA_ARGMIN, &big, 0, false), &out, "rdb_argmin", 0, 0);
+        expect("mul of 70001 elements by 3", mha_binary_scalar(&out, MHA_MUL, &big, 3.0f, false), &out, "rdb_mul3", 0, 0);
+        expect("exp of 70001 elements", mha_unary(&out, MHA_EXP, &big), &out, "rdb_exp", RTOL_FN, ATOL_FN);
     }
     mha_release(&big);
 
