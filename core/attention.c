@@ -483,6 +483,7 @@ void mha_multihead_release(mha_multihead *m) {
 }
 
 mha_status mha_multihead_init(mha_multihead *m, const mha_multihead_options *opt) {
+    if (m == NULL || opt == NULL) return mha_fail(MHA_E_ARG, "MultiheadAttention: no module or no options given");
     const size_t E = opt->embed_dim, H = opt->num_heads;
     if (E == 0) return mha_fail(MHA_E_ARG, "MultiheadAttention: embed_dim must be positive, got 0");
     if (H == 0) return mha_fail(MHA_E_ARG, "MultiheadAttention: num_heads must be positive, got 0");
@@ -548,6 +549,7 @@ static void present_names(char *buf, size_t n, const mha_multihead *m) {
 
 mha_status mha_multihead_param(mha_tensor **slot, const mha_multihead *m, const char *name) {
     char have[256];
+    if (m == NULL || name == NULL) return mha_fail(MHA_E_ARG, "MultiheadAttention: no module or no parameter name given");
     for (size_t i = 0; mha_multihead_param_names[i]; i++) {
         if (strcmp(name, mha_multihead_param_names[i]) != 0) continue;
         if (param_slot(m, i)->storage == NULL) {
@@ -625,7 +627,7 @@ static mha_status forward_check(const mha_multihead *m, const mha_tensor *query,
     static const char *fn = "MultiheadAttention.forward";
     char sq[SHAPE_BUF], sk[SHAPE_BUF], sv[SHAPE_BUF], sm[SHAPE_BUF];
     mha_status st;
-    if (m->out_proj_weight.storage == NULL)
+    if (m == NULL || m->out_proj_weight.storage == NULL)
         return mha_fail(MHA_E_ARG, "%s: the module is not initialised (or was released)", fn);
     if ((st = check_float(query, fn, "query")) != MHA_OK || (st = check_float(key, fn, "key")) != MHA_OK ||
         (st = check_float(value, fn, "value")) != MHA_OK)
