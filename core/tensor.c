@@ -124,7 +124,7 @@ mha_status mha_empty(mha_tensor *out, mha_dtype dtype, size_t ndim, const size_t
     size_t numel;
     if (!shape_numel(&numel, ndim, shape, dtype_size(dtype))) {
         mha_tensor probe = {.ndim = ndim};
-        memcpy(probe.shape, shape, ndim * sizeof *shape);
+        if (ndim) memcpy(probe.shape, shape, ndim * sizeof *shape);
         return mha_fail(MHA_E_NOMEM, "empty: shape %s has too many elements (size overflows)",
                         mha_shape_str(buf, sizeof buf, &probe));
     }
@@ -141,7 +141,7 @@ mha_status mha_empty(mha_tensor *out, mha_dtype dtype, size_t ndim, const size_t
     out->storage = s;
     out->dtype = dtype;
     out->ndim = ndim;
-    memcpy(out->shape, shape, ndim * sizeof *shape);
+    if (ndim) memcpy(out->shape, shape, ndim * sizeof *shape);   /* a scalar may pass shape NULL */
     set_contiguous_strides(out);
     return MHA_OK;
 }
@@ -198,6 +198,7 @@ size_t mha_numel(const mha_tensor *t) {
 }
 
 bool mha_is_contiguous(const mha_tensor *t) {
+    if (mha_numel(t) == 0) return true;   /* as PyTorch: no element is out of place */
     ptrdiff_t s = 1;
     for (size_t d = t->ndim; d-- > 0;) {
         if (t->shape[d] != 1 && t->stride[d] != s) return false;
@@ -557,7 +558,7 @@ mha_status mha_expand(mha_tensor *out, const mha_tensor *t, size_t ndim, const s
     mha_tensor probe = {.ndim = ndim};
     if (ndim > MHA_MAX_DIMS)
         return mha_fail(MHA_E_ARG, "expand: %zu dimensions requested, at most %d supported", ndim, MHA_MAX_DIMS);
-    memcpy(probe.shape, shape, ndim * sizeof *shape);
+    if (ndim) memcpy(probe.shape, shape, ndim * sizeof *shape);
     if (ndim < t->ndim)
         return mha_fail(MHA_E_SHAPE, "expand: cannot expand %s to fewer dimensions %s", mha_shape_str(a, sizeof a, t),
                         mha_shape_str(b, sizeof b, &probe));

@@ -208,6 +208,14 @@ static void test_limits(void) {
     st = mha_empty(&t, MHA_FLOAT32, 9, nine);
     CHECK("more than MHA_MAX_DIMS dims is refused", st == MHA_E_ARG, "status %d", st);
     mha_tensor a = MHA_TENSOR_EMPTY;
+    st = mha_full(&a, 0, NULL, 2.5f);
+    CHECK("a scalar may be made with a NULL shape", st == MHA_OK && a.ndim == 0 && mha_numel(&a) == 1 &&
+                                                        mha_f32(&a)[0] == 2.5f, "status %d", st);
+    mha_release(&a);
+    size_t zero_mid[3] = {2, 0, 3};
+    mha_zeros(&a, MHA_FLOAT32, 3, zero_mid);
+    CHECK("a tensor with a size-0 dim is contiguous (as torch)", mha_is_contiguous(&a), "claims not contiguous");
+    mha_release(&a);
     st = mha_arange(&a, 0, 1, 0);
     CHECK("arange with step 0 is refused", st == MHA_E_ARG && strstr(mha_errmsg(), "arange: step"), "%s", mha_errmsg());
     st = mha_arange(&a, 1, 2, 0.25);
