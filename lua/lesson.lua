@@ -196,13 +196,27 @@ local function rule(width, title)
     return head .. string.rep("─", math.max(3, width - M.width(head)))
 end
 
+-- Joins the source lines of a paragraph: with a space, except where a line break falls next to a CJK
+-- character (Chinese puts no spaces between words, so the break must not become one).
+local function join_lines(lines)
+    local text = lines[1]
+    for i = 2, #lines do
+        local prev, nxt = text, lines[i]
+        local last = utf8.codepoint(prev, utf8.offset(prev, -1))
+        local first = utf8.codepoint(nxt, 1)
+        local glue = (is_wide(last) or is_wide(first)) and "" or " "
+        text = prev .. glue .. nxt
+    end
+    return text
+end
+
 -- Renders a lesson text (the markup above) to a list of lines of at most `width` columns.
 function M.render(text, width)
     local out = {}
     local paragraph = {}
     local function flush()
         if #paragraph > 0 then
-            for _, l in ipairs(M.wrap(table.concat(paragraph, " "), width)) do out[#out + 1] = l end
+            for _, l in ipairs(M.wrap(join_lines(paragraph), width)) do out[#out + 1] = l end
             paragraph = {}
         end
     end

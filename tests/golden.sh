@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# tests/golden.sh - replays every lesson in both languages in batch mode and compares the transcript with
+# tests/golden/NN_name.LANG.txt; prints PASS/FAIL per transcript and the diff of each failure.
+# usage: tests/golden.sh BUILD [--update]   (--update rewrites the transcripts: `make golden`)
+set -u
+build=${1:?usage: tests/golden.sh BUILD [--update]}
+update=${2:-}
+cd "$(dirname "$0")/.." || exit 2
+repl="$build/mha-repl"
+[ -x "$repl" ] || { echo "FAIL golden: $repl is not built"; exit 1; }
+# the transcript must not depend on the caller's terminal, locale or language settings
+export NO_COLOR=1 LC_ALL=C.UTF-8 MHA_REPL_HISTORY=/dev/null COLUMNS=80
+unset MHA_LANG LANG MHA_LESSONS
+out=$(mktemp) err=$(mktemp); trap 'rm -f "$out" "$err"' EXIT
+failed=0
+for lesson in lessons/[0-9][0-9]_*.lua; do
+    base=$(basename "$lesson" .lua)
+    for lang in en zh; do
+        name="golden_${base}_${lang}"
+        want="tests/golden/$base.$lang.txt"
+        "$repl" --lesson "${base%%_*}" --batch --lang "$lang" >"$out" 2>"$err" </dev/null
+        echo "[exit status $?]" >>"$out"
+        if [ "$update" = "--update" ]; then
+            cp "$out" "$want"
+            echo "PASS $name (updated)"
+        elif [ ! -f "$want" ]; then
+            echo "FAIL $name: no transcript $want (run make golden)"; failed=1
+        elif diff -u "$want" "$out" >"$err.diff"; then
+            echo "PASS $name"
+        else
+            echo "FAIL $name: the replay differs from $want:"; failed=1
+            head -60 "$err.diff"
+            [ -s "$err" ] && { echo "--- stderr:"; head -20 "$err"; }
+        fi
+        rm -f "$err.diff"
+    done
+done
+exit $failed
