@@ -127,10 +127,13 @@ static bool broadcast_merge(size_t *ndim, size_t *shape, size_t b_ndim, const si
 }
 
 mha_status mha_broadcast_shape(size_t *ndim, size_t *shape, const mha_tensor *a, const mha_tensor *b, const char *fname) {
-    size_t bad_dim, size_a, size_b;
-    *ndim = a->ndim;
-    memcpy(shape, a->shape, a->ndim * sizeof *shape);
-    if (broadcast_merge(ndim, shape, b->ndim, b->shape, &bad_dim, &size_a, &size_b)) return MHA_OK;
+    size_t bad_dim, size_a, size_b, nd = a->ndim, merged[MHA_MAX_DIMS];
+    memcpy(merged, a->shape, a->ndim * sizeof *merged);
+    if (broadcast_merge(&nd, merged, b->ndim, b->shape, &bad_dim, &size_a, &size_b)) {
+        *ndim = nd;
+        memcpy(shape, merged, nd * sizeof *shape);
+        return MHA_OK;
+    }
     char sa[SHAPE_BUF], sb[SHAPE_BUF];
     return mha_fail(MHA_E_SHAPE, "%s: shapes %s and %s cannot broadcast: dim %zu has %zu and %zu",
                     fname ? fname : "broadcast", shape_of(sa, a), shape_of(sb, b), bad_dim, size_a, size_b);
@@ -1174,15 +1177,11 @@ mha_status mha_matmul(mha_tensor *out, const mha_tensor *a, const mha_tensor *b)
     }
 
     size_t M = ma.rows, N = mb.cols, K = ma.cols;
-    size_t shape[MHA_MAX_DIMS + 2], ndim = batch_ndim;
+    /* batch dims + (M) + (N): at most MHA_MAX_DIMS, since the batch dims came with an M or an N */
+    size_t shape[MHA_MAX_DIMS], ndim = batch_ndim;
     memcpy(shape, batch_shape, batch_ndim * sizeof *shape);
     if (a->ndim > 1) shape[ndim++] = M;
     if (b->ndim > 1) shape[ndim++] = N;
-    if (ndim > MHA_MAX_DIMS) {
-        st = mha_fail(MHA_E_SHAPE, "matmul: %s @ %s: the result would have %zu dims, more than %d",
-                      shape_of(sa, a), shape_of(sb, b), ndim, MHA_MAX_DIMS);
-        goto done;
-    }
     /* K == 0: every product is an empty sum, 0 */
     st = K == 0 ? mha_zeros(out, MHA_FLOAT32, ndim, shape) : mha_empty(out, MHA_FLOAT32, ndim, shape);
     if (st != MHA_OK) {
