@@ -201,7 +201,7 @@ static int m_forward(lua_State *L) {
     mha_multihead *m = checkmultihead(L);
     const mha_tensor *qkv[3];
     mha_forward_options opt;
-    forward_args(L, qkv, &opt, "forward");
+    forward_args(L, qkv, &opt, "MultiheadAttention.forward");
     lua_settop(L, 5);
     mha_tensor *out = lmha_newtensor(L);
     mha_tensor *weights = opt.need_weights ? lmha_newtensor(L) : NULL;
@@ -229,7 +229,7 @@ static int m_trace(lua_State *L) {
     mha_multihead *m = checkmultihead(L);
     const mha_tensor *qkv[3];
     mha_forward_options opt;
-    forward_args(L, qkv, &opt, "trace");
+    forward_args(L, qkv, &opt, "MultiheadAttention.trace");
     opt.need_weights = false; /* the trace holds the per-head weights */
     lua_settop(L, 5);
     trace_scratch *s = (trace_scratch *)lua_newuserdatauv(L, sizeof *s, 0);

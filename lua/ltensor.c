@@ -208,8 +208,8 @@ static void table_fill(lua_State *L, table_walk *w, size_t depth) {
     }
     size_t len = (size_t)lua_rawlen(L, -1);
     if (len != w->shape[depth])
-        luaL_error(L, "%s: ragged table: %s has %I elements, but %s has %I", w->fname,
-                   table_path(path, sizeof path, w->index, depth), (LUAI_UACINT)len,
+        luaL_error(L, "%s: ragged table: %s has %I element%s, but %s has %I", w->fname,
+                   table_path(path, sizeof path, w->index, depth), (LUAI_UACINT)len, len == 1 ? "" : "s",
                    table_path(first, sizeof first, zero, depth), (LUAI_UACINT)w->shape[depth]);
     luaL_checkstack(L, 2, "nested table");
     for (size_t i = 0; i < len; i++) {

@@ -1,0 +1,215 @@
+-- tests/lua/test_errors.lua - bad calls through the Lua bindings: each kind raises a Lua error whose text
+-- names the function, the argument and the shapes (asserted here), and none crashes: a sweep calls every
+-- library function and method with a pool of wrong arguments and only accepts a result or a string error.
+local dir = debug.getinfo(1, "S").source:match("^@(.*[/\\])") or "./"
+package.path = dir .. "?.lua;" .. package.path
+local T = require "testlib"
+local mha = T.mha
+
+local x = mha.zeros(2, 3)
+local q = mha.zeros(3, 4)
+local function module() return mha.MultiheadAttention { embed_dim = 4, num_heads = 2 } end
+
+T.test("wrong types", function()
+    T.raises("a number where a tensor is needed", function() mha.matmul(1, x) end,
+        "bad argument #1 to 'matmul' (mha.Tensor expected, got number)")
+    T.raises("a string element", function() mha.tensor { { 1, "a" } } end,
+        "tensor: t[1][2] is a string, but t[1][1] is a number")
+    T.raises("numbers mixed with booleans", function() mha.tensor { { 1, true } } end, "not both")
+    T.raises("a string in a list to cat", function() mha.cat { x, "a" } end,
+        "cat: element 2 of the list is a string, expected a tensor")
+    T.raises("options not a table", function() mha.sdpa(q, q, q, 5) end,
+        "scaled_dot_product_attention: options must be a table, got number")
+    T.raises("module options not a table", function() mha.MultiheadAttention(4) end,
+        "bad argument #1 to 'MultiheadAttention' (table expected, got number)")
+    T.raises("a non-integer dim", function() x:sum(1.5) end, "number has no integer representation")
+    T.raises("set value of the wrong type", function() x:set(1, 1, "v") end,
+        "set: the value (last argument) is a string, expected a number or a boolean")
+    T.raises("full without a value", function() mha.full(2, "a") end, "full: the last argument is the value")
+end)
+
+T.test("wrong shapes", function()
+    T.raises("matmul inner sizes", function() mha.matmul(x, x) end, "matmul: (2,3) @ (2,3): inner sizes 3 and 2 differ")
+    T.raises("broadcasting", function() return x + mha.zeros(3, 2) end, { "add", "(2,3)", "(3,2)" })
+    T.raises("linear in size", function() mha.linear(x, mha.zeros(4, 5)) end, { "linear", "(2,3)", "(4,5)" })
+    T.raises("view element count", function() x:view(4, 2) end,
+        "view: shape (4,2) is invalid for a tensor of shape (2,3) (6 elements)")
+    T.raises("view of a non-contiguous tensor", function() x:T():view(6) end,
+        { "view: cannot view a tensor of shape (3,2)", "contiguous()", "reshape()" })
+    T.raises("cat shapes", function() mha.cat({ x, mha.zeros(3, 3) }, 2) end, { "cat", "(2,3)", "(3,3)" })
+    T.raises("sdpa head dims", function() mha.sdpa(mha.zeros(2, 3), mha.zeros(4, 5), mha.zeros(4, 5)) end,
+        { "(2,3)", "(4,5)" })
+    T.raises("layer_norm normalized shape", function() mha.layer_norm(x, { 4 }) end,
+        "layer_norm: normalized shape (4) does not match the last dims of x (2,3)")
+    T.raises("forward embed size", function() module():forward(mha.zeros(3, 5)) end,
+        { "forward", "(3,5)", "embed_dim 4" })
+    T.raises("attn_mask shape", function() module():forward(q, q, q, { attn_mask = mha.zeros(2, 2) }) end,
+        { "attn_mask", "(3,3)", "(2,2)" })
+    T.raises("key_padding_mask shape", function() module():forward(q, q, q, { key_padding_mask = mha.zeros(5):bool() }) end,
+        { "key_padding_mask", "(5)" })
+    T.raises("expand", function() x:expand(4, 2, 4) end, "expand: cannot expand (2,3) to (4,2,4)")
+    T.raises("item of many", function() x:item() end, "item: a tensor of shape (2,3) has 6 elements, expected exactly 1")
+end)
+
+T.test("dims and indices out of range", function()
+    T.raises("transpose dim 3 of (2,3)", function() x:transpose(3, 1) end,
+        "transpose: dim 3 out of range for a tensor of shape (2,3) (expected 1..2 or -2..-1)")
+    T.raises("dim 0 is not a Lua dim", function() x:softmax(0) end,
+        "softmax: dim 0 out of range for a tensor of shape (2,3) (expected 1..2 or -2..-1)")
+    T.raises("dim -3 of (2,3)", function() x:sum(-3) end, "sum: dim -3 out of range")
+    T.raises("unsqueeze past the end", function() x:unsqueeze(5) end,
+        "unsqueeze: dim 5 out of range for a tensor of shape (2,3) (expected 1..3 or -3..-1)")
+    T.raises("get index", function() x:get(3, 1) end,
+        "get: index 3 out of range for dim 1 of size 2 in a tensor of shape (2,3) (expected 1..2 or -2..-1)")
+    T.raises("get index count", function() x:get(1) end, "get: 1 indices given for a tensor of shape (2,3), expected 2")
+    T.raises("select index 0", function() x:select(1, 0) end, "select: index 0 out of range for dim 1 of size 2")
+    T.raises("t[0]", function() return x[0] end, "index: index 0 out of range for dim 1 of size 2")
+    T.raises("narrow past the end", function() x:narrow(2, 2, 5) end,
+        "narrow: start 2 with length 5 runs past size 3 of dim 2 (tensor of shape (2,3))")
+    T.raises("permute repeats a dim", function() mha.zeros(2, 3, 4):permute(1, 1, 2) end,
+        "permute: dim 1 appears twice in the permutation")
+    T.raises("permute count", function() x:permute(1) end, "permute: 1 dims given for a tensor of shape (2,3), expected 2")
+    T.raises("a scalar has no dims", function() mha.tensor(1):sum(1) end, "a scalar, it has no dims")
+    T.raises("# of a scalar", function() return #mha.tensor(1) end, "#: a scalar tensor (shape ()) has no length")
+end)
+
+T.test("ragged and malformed tables", function()
+    T.raises("short row", function() mha.tensor { { 1, 2 }, { 3 } } end, "tensor: ragged table: t[2] has 1 element, but t[1] has 2")
+    T.raises("number among rows", function() mha.tensor { { 1, 2 }, 3 } end,
+        "tensor: ragged table: t[2] is a number, but t[1] is a table of 2")
+    T.raises("row among numbers", function() mha.tensor { 1, { 2 } } end, "tensor: ragged table: t[2] is a table, but t[1] is a number")
+    T.raises("deep ragged", function() mha.tensor { { { 1, 2 }, { 3, 4 } }, { { 5, 6 }, { 7 } } } end,
+        "t[2][2] has 1 element, but t[1][1] has 2")
+    T.raises("too deep", function() mha.tensor { { { { { { { { { 1 } } } } } } } } } end, "nested deeper than 8 levels")
+    T.raises("a negative size", function() mha.zeros(2, -3) end, "zeros: size -3 at position 2 of the shape is negative")
+    T.raises("too many sizes", function() mha.zeros(1, 1, 1, 1, 1, 1, 1, 1, 1) end, "zeros: 9 sizes given, a tensor has at most 8 dims")
+    T.raises("an overflowing shape", function() mha.zeros(1 << 62, 1 << 62) end,
+        "shape (4611686018427387904,4611686018427387904) has too many elements")
+end)
+
+T.test("bad options and values", function()
+    T.raises("unknown sdpa option", function() mha.sdpa(q, q, q, { causal = true }) end,
+        "scaled_dot_product_attention: unknown option 'causal' (the options are attn_mask, is_causal, scale, need_weights)")
+    T.raises("option of the wrong type", function() mha.sdpa(q, q, q, { is_causal = 1 }) end,
+        "scaled_dot_product_attention: option is_causal must be a boolean, got number")
+    T.raises("a mask that is not a tensor", function() mha.sdpa(q, q, q, { attn_mask = { 1 } }) end,
+        "scaled_dot_product_attention: option attn_mask must be a mha.Tensor, got table")
+    T.raises("a negative scale", function() mha.sdpa(q, q, q, { scale = -1 }) end,
+        "option scale must be a positive number, got -1")
+    T.raises("unknown forward option", function() module():forward(q, q, q, { need_weight = false }) end,
+        "MultiheadAttention.forward: unknown option 'need_weight'")
+    T.raises("unknown module option", function() mha.MultiheadAttention { embed_dim = 4, num_heads = 2, dropout = 0.1 } end,
+        "MultiheadAttention: unknown option 'dropout' (the options are embed_dim, num_heads")
+    T.raises("missing embed_dim", function() mha.MultiheadAttention { num_heads = 2 } end,
+        "MultiheadAttention: option embed_dim is required")
+    T.raises("a fractional embed_dim", function() mha.MultiheadAttention { embed_dim = 4.5, num_heads = 2 } end,
+        "MultiheadAttention: option embed_dim must be a positive integer, got 4.5")
+    T.raises("heads that do not divide embed_dim", function() mha.MultiheadAttention { embed_dim = 5, num_heads = 2 } end,
+        { "MultiheadAttention", "5", "2" })
+    T.raises("batch_first=false", function() mha.MultiheadAttention { embed_dim = 4, num_heads = 2, batch_first = false } end,
+        "batch_first=false is not supported")
+    T.raises("a bad dtype name", function() mha.tensor({ 1 }, "int64") end, "invalid option 'int64'")
+    T.raises("a zero step", function() mha.arange(0, 1, 0) end, "arange: step must be a non-zero number")
+    T.raises("a zero split size", function() x:split(0) end, "split: split_size must be a positive integer, got 0")
+    T.raises("a negative seed", function() mha.seed(-1) end, "seed: the seed must not be negative, got -1")
+end)
+
+T.test("parameters by name", function()
+    local m = module()
+    T.raises("an unknown parameter lists the valid names", function() return m.in_proj_wieght end,
+        { "MultiheadAttention: no field 'in_proj_wieght'", "in_proj_weight", "out_proj_bias", "embed_dim" })
+    T.raises("assigning an unknown name", function() m.weight = x end,
+        { "MultiheadAttention: cannot assign to unknown field 'weight'", "in_proj_weight" })
+    T.raises("a parameter of the wrong shape", function() m.out_proj_bias = mha.zeros(3) end,
+        { "out_proj_bias", "(4)", "(3)" })
+    T.raises("a read-only field", function() m.embed_dim = 8 end, "MultiheadAttention: embed_dim is read-only")
+    T.raises("a parameter this module does not have", function() m.q_proj_weight = mha.zeros(4, 4) end, "q_proj_weight")
+end)
+
+T.test("wrong dtypes", function()
+    T.raises("a float mask to masked_fill", function() x:masked_fill(mha.zeros(2, 3), 1) end,
+        "masked_fill: mask (2,3) is float32; it must be a bool tensor")
+    T.raises("a float condition to where", function() mha.where(x, x, x) end, "where: cond (2,3) is float32")
+    T.raises("subtracting bool tensors", function() return mha.tensor { true } - mha.tensor { true } end,
+        "sub: argument a is a bool tensor")
+    T.raises("logical ops need bools", function() mha.logical_and(x, x) end, "logical_and")
+end)
+
+T.test("files", function()
+    T.raises("a missing file", function() mha.load("/nonexistent/x.npy") end, "load: cannot open '/nonexistent/x.npy'")
+    T.raises("not a .npy file", function() mha.load(T.path("tests/lua/testlib.lua")) end, "not a .npy file")
+    T.raises("an unwritable path", function() mha.save("/nonexistent/dir/x.npy", x) end, "save: cannot open '/nonexistent/dir/x.npy'")
+    T.raises("save without a path", function() mha.save(nil, x) end, "bad argument #1 to 'save' (string expected, got nil)")
+end)
+
+T.test("closed objects", function()
+    local t = mha.zeros(2)
+    t:close()
+    T.raises("a closed tensor", function() return t + 1 end, "the tensor was closed")
+    T.raises("a closed tensor as an argument", function() mha.matmul(x, t) end, "bad argument #2 to 'matmul' (the tensor was closed)")
+    local m = module()
+    m:close()
+    T.raises("a closed module", function() m:forward(q) end, "the MultiheadAttention was closed")
+    T.raises("a closed module's parameter", function() return m.in_proj_weight end, "closed")
+end)
+
+-- The sweep: every function and method, called with every pair (and some triples) from a pool of wrong
+-- and right arguments, must return or raise a string; a crash ends the test with no summary line.
+T.test("no call crashes", function()
+    local function pool()
+        local closed = mha.zeros(2)
+        closed:close()
+        return { n = 12, nil, 0, 1, -1, 2.5, true, "a", {}, { { 1, 2 }, { 3 } }, mha.zeros(2, 3),
+            mha.tensor { { true, false } }, closed }
+    end
+    local calls, errors, bad = 0, 0, {}
+    local function try(label, f, ...)
+        calls = calls + 1
+        local ok, err = pcall(f, ...)
+        if not ok then
+            errors = errors + 1
+            if type(err) ~= "string" or #err == 0 then bad[#bad + 1] = label .. " raised a " .. type(err) end
+        end
+    end
+    local names = {}
+    for name, f in pairs(mha) do
+        -- the C functions (the display helpers print; save would write files; seed would reseed)
+        if type(f) == "function" and debug.getinfo(f, "S").what == "C" and name ~= "save" and name ~= "seed" then
+            names[#names + 1] = name
+        end
+    end
+    table.sort(names)
+    for _, name in ipairs(names) do
+        local p = pool()
+        for i = 1, p.n do
+            for j = 1, p.n do
+                try(name, mha[name], p[i], p[j])
+                try(name, mha[name], p[10], p[i], p[j])
+            end
+        end
+    end
+    local methods = getmetatable(x).__methods
+    local mnames = {}
+    for name in pairs(methods) do mnames[#mnames + 1] = name end
+    table.sort(mnames)
+    for _, name in ipairs(mnames) do
+        local p = pool()
+        for i = 1, p.n do
+            for j = 1, p.n do try("t:" .. name, methods[name], mha.zeros(2, 3), p[i], p[j]) end
+        end
+    end
+    local m = module()
+    local p = pool()
+    for _, name in ipairs { "forward", "trace", "parameters" } do
+        for i = 1, p.n do
+            for j = 1, p.n do
+                try("m:" .. name, m[name], m, p[i], p[j])
+                try("m:" .. name, m[name], m, q, q, q, { attn_mask = p[i], key_padding_mask = p[j] })
+            end
+        end
+    end
+    T.ok(string.format("%d calls, %d errors, every error a message", calls, errors), #bad == 0, table.concat(bad, "; "))
+    T.ok("the sweep called enough", calls > 10000, calls .. " calls")
+end)
+
+T.done()
