@@ -41,7 +41,7 @@ local function merge_options(fname, base, given)
         if v ~= nil then
             local ok, want = OPTION_CHECK[k](v)
             if not ok then
-                error(string.format("%s: option %s must be %s, got %s", fname, k, want, tostring(v)), 3)
+                error(string.format("%s: option %s must be %s, got %s", fname, k, want, tostring(v)), 0)
             end
             if v == "auto" then v = nil end
             merged[k] = v
@@ -93,15 +93,15 @@ local function table_shape(fname, t)
         if type(x) == "table" then
             if shape[d] == nil then shape[d] = #x
             elseif shape[d] ~= #x then
-                error(string.format("%s: ragged table: %s has %d entries where %d were expected", fname, where, #x, shape[d]), 4)
+                error(string.format("%s: ragged table: %s has %d entries where %d were expected", fname, where, #x, shape[d]), 0)
             end
             for i = 1, #x do walk(x[i], d + 1, where .. "[" .. i .. "]") end
         else
             if shape[d] ~= nil then
-                error(string.format("%s: ragged table: %s is a %s where a table was expected", fname, where, type(x)), 4)
+                error(string.format("%s: ragged table: %s is a %s where a table was expected", fname, where, type(x)), 0)
             end
             if type(x) ~= "number" and type(x) ~= "boolean" then
-                error(string.format("%s: %s is a %s, not a number or boolean", fname, where, type(x)), 4)
+                error(string.format("%s: %s is a %s, not a number or boolean", fname, where, type(x)), 0)
             end
             leaf_type = leaf_type or type(x)
         end
@@ -144,7 +144,7 @@ local function source(fname, t, whole)
             end,
         }
     end
-    error(string.format("%s: expected a tensor, a number or a table, got %s", fname, type(t)), 3)
+    error(string.format("%s: expected a tensor, a number or a table, got %s", fname, type(t)), 0)
 end
 
 local function shape_str(shape)
@@ -243,10 +243,10 @@ local function label_list(fname, what, given, n)
     elseif type(given) == "table" then
         for i = 1, #given do list[i] = given[i] end
     else
-        error(string.format("%s: %s must be a list of labels or a string, got %s", fname, what, type(given)), 3)
+        error(string.format("%s: %s must be a list of labels or a string, got %s", fname, what, type(given)), 0)
     end
     if #list ~= n then
-        error(string.format("%s: %s has %d labels for %d %s", fname, what, #list, n, what), 3)
+        error(string.format("%s: %s has %d labels for %d %s", fname, what, #list, n, what), 0)
     end
     for i = 1, #list do list[i] = clean_label(list[i]) end
     return list
@@ -428,9 +428,9 @@ end
 
 -- mha.format(t [, opts]) -> the text of t: its elements in aligned columns, then "[dtype (shape)]".
 -- opts: the printoptions, plus rows=, cols= (token labels), title=, dims= (names of dimensions).
-function M.format(t, opts)
+local function render(fname, t, opts)
     opts = opts or {}
-    local src, o, ix = plan("format", t, opts)
+    local src, o, ix = plan(fname, t, opts)
     local shape, ndim = src.shape, #src.shape
     local lines = {}
     if opts.title ~= nil then lines[#lines + 1] = clean_label(opts.title) end
@@ -469,8 +469,8 @@ function M.format(t, opts)
 
     local nrows = ndim >= 2 and shape[ndim - 1] or 1
     local ncols = ndim >= 1 and shape[ndim] or 1
-    local row_labels = ndim >= 2 and label_list("format", "rows", opts.rows, nrows) or nil
-    local col_labels = ndim >= 1 and label_list("format", "cols", opts.cols, ncols) or nil
+    local row_labels = ndim >= 2 and label_list(fname, "rows", opts.rows, nrows) or nil
+    local col_labels = ndim >= 1 and label_list(fname, "cols", opts.cols, ncols) or nil
     local function pick(labels, shown)
         if labels == nil then return nil end
         local out = {}
@@ -500,9 +500,13 @@ function M.format(t, opts)
     return table.concat(lines, "\n")
 end
 
+function M.format(t, opts)
+    return render("format", t, opts)
+end
+
 -- mha.show(t [, opts]) prints mha.format(t, opts): token labels on rows and columns, a title.
 function M.show(t, opts)
-    io.write(M.format(t, opts), "\n")
+    io.write(render("show", t, opts), "\n")
 end
 
 -- ---------------------------------------------------------------------------------------------
@@ -625,7 +629,9 @@ function M.heat(t, opts)
     if #notes > 0 then lines[#lines + 1] = "(" .. table.concat(notes, ", ") .. " shown)" end
 
     -- the scale: each shade with the lowest value it stands for, or the gray ramp between lo and hi
-    local fmt, whole = number_format({ lo, hi }, merge_options("heat", options, {}))
+    local bounds = {}
+    for k = 0, #SHADES do bounds[#bounds + 1] = lo + (hi - lo) * k / #SHADES end
+    local fmt, whole = number_format(bounds, merge_options("heat", options, {}))
     local function num(v) return format_number(v, fmt, whole) end
     if colour then
         local ramp = {}

@@ -1,0 +1,175 @@
+-- tests/lua/test_display.lua - mha.format/show/printoptions/heat and mha.term against the printouts
+-- written by tests/fixtures/display/gen_display.py (numbers by NumPy's printer, layout rebuilt there).
+local dir = debug.getinfo(1, "S").source:match("^@(.*[/\\])") or "./"
+package.path = dir .. "?.lua;" .. package.path
+local T = require "testlib"
+local mha = T.mha
+local term = require "mha.term"
+
+local FIXTURES = "tests/fixtures/display/"
+
+local function read_file(path)
+    local f = assert(io.open(T.path(path), "rb"))
+    local text = f:read("a")
+    f:close()
+    return text
+end
+
+-- Compares two texts line by line; on a difference says which line and shows both.
+local function same_text(name, got, want)
+    if got == want then return T.report(true, name) end
+    local g, w = {}, {}
+    for line in (got .. "\n"):gmatch("([^\n]*)\n") do g[#g + 1] = line end
+    for line in (want .. "\n"):gmatch("([^\n]*)\n") do w[#w + 1] = line end
+    for i = 1, math.max(#g, #w) do
+        if g[i] ~= w[i] then
+            return T.report(false, name, string.format("line %d: got %q, want %q\n--- got:\n%s\n--- want:\n%s",
+                i, tostring(g[i]), tostring(w[i]), got, want))
+        end
+    end
+    return T.report(false, name, "texts differ")
+end
+
+-- Runs fn with io.write captured; returns what it wrote.
+local function captured(fn)
+    local parts, saved = {}, io.write
+    io.write = function(...)
+        for _, s in ipairs({ ... }) do parts[#parts + 1] = tostring(s) end
+        return io.stdout
+    end
+    local ok, err = pcall(fn)
+    io.write = saved
+    if not ok then error(err, 0) end
+    return table.concat(parts)
+end
+
+mha.printoptions("reset")
+
+-- every printout case: the tensor from its .npy, the text NumPy's printer and the rules give
+local cases = dofile(T.path(FIXTURES .. "cases.lua"))
+for _, case in ipairs(cases) do
+    T.test("format " .. case.name, function()
+        local t = mha.load(T.path(FIXTURES .. "case_" .. case.name .. ".npy"))
+        local want = read_file(FIXTURES .. "case_" .. case.name .. ".txt"):gsub("\n$", "")
+        same_text("format " .. case.name, mha.format(t, case.opts), want)
+    end)
+end
+
+T.test("tostring and show", function()
+    local t = mha.load(T.path(FIXTURES .. "case_small.npy"))
+    local want = read_file(FIXTURES .. "case_small.txt")
+    same_text("tostring is mha.format", tostring(t) .. "\n", want)
+    same_text("show prints format", captured(function() mha.show(t) end), want)
+    local labelled = mha.load(T.path(FIXTURES .. "case_labelled.npy"))
+    local opts = { rows = "The cat sat on the mat", cols = "The cat sat on the mat", title = "attention weights" }
+    same_text("show with labels", captured(function() mha.show(labelled, opts) end),
+        read_file(FIXTURES .. "case_labelled.txt"))
+end)
+
+T.test("printoptions", function()
+    local defaults = mha.printoptions()
+    T.eq("printoptions defaults", defaults, { precision = 4, threshold = 1000, edgeitems = 3 })
+    local t = mha.load(T.path(FIXTURES .. "case_precision2.npy"))
+    mha.printoptions { precision = 2 }
+    T.eq("printoptions returns the options", mha.printoptions().precision, 2)
+    same_text("printoptions precision applies", mha.format(t, { linewidth = 80 }),
+        (read_file(FIXTURES .. "case_precision2.txt"):gsub("\n$", "")))
+    mha.printoptions { threshold = 5, edgeitems = 1 }
+    local summary = mha.format(mha.tensor { { 1.5, 2, 3 }, { 4, 5, 6 }, { 7, 8, 9 } })
+    T.eq("printoptions threshold/edgeitems summarise",
+        summary, "1.50  ...  3.00\n...\n7.00  ...  9.00\n[float32 (3,3)]")
+    mha.printoptions("reset")
+    T.eq("printoptions reset", mha.printoptions(), defaults)
+    T.raises("printoptions unknown option", function() mha.printoptions { precison = 3 } end,
+        "printoptions: unknown option 'precison'")
+    T.raises("printoptions bad value", function() mha.printoptions { precision = -1 } end,
+        "printoptions: option precision must be an integer 0..16, got -1")
+    T.raises("format bad option", function() mha.format(mha.tensor { 1 }, { linewidth = 3 }) end,
+        "format: option linewidth must be an integer >= 10")
+    T.eq("printoptions untouched by a failed call", mha.printoptions(), defaults)
+end)
+
+T.test("label errors", function()
+    local t = mha.tensor { { 1, 2 }, { 3, 4 }, { 5, 6 } }
+    T.raises("show rows count", function() mha.show(t, { rows = { "a", "b" } }) end,
+        "show: rows has 2 labels for 3 rows")
+    T.raises("format cols count", function() mha.format(t, { cols = "x y z" }) end,
+        "format: cols has 3 labels for 2 cols")
+    T.raises("show labels type", function() mha.show(t, { rows = 5 }) end,
+        "show: rows must be a list of labels or a string, got number")
+    T.raises("format not a tensor", function() mha.format(print) end,
+        "format: expected a tensor, a number or a table, got function")
+end)
+
+T.test("labels are made safe", function()
+    -- an escape sequence in a label must not reach the terminal; a long label is cut
+    local text = mha.format(mha.tensor { { 1.5 } }, { rows = { "a\27[31mb" }, cols = { string.rep("x", 40) } })
+    T.ok("no control characters in output", not text:find("\27", 1, true), text)
+    T.ok("control character replaced", text:find("a?[31mb", 1, true) ~= nil, text)
+    T.ok("long label cut to 24 cells", text:find(string.rep("x", 23) .. "…", 1, true) ~= nil and
+        not text:find(string.rep("x", 24), 1, true), text)
+end)
+
+T.test("plain Lua tables", function()
+    T.eq("format nested table", mha.format { { 1.5, -2 }, { 0, 4 } },
+        " 1.5000  -2.0000\n 0.0000   4.0000\n[table (2,2)]")
+    T.raises("format ragged table", function() mha.format { { 1, 2 }, { 3 } } end,
+        "format: ragged table: t[2] has 1 entries where 2 were expected")
+end)
+
+T.test("heat", function()
+    -- shade k (1..5) covers x = (v - lo)/(hi - lo) in [(k-1)/5, k/5); the top value takes the last
+    local m = mha.tensor { { 0, 0.2, 0.4 }, { 0.6, 0.8, 1 } }
+    local text = captured(function() mha.heat(m, { rows = { "q1", "q2" }, cols = { "k1", "k2", "k3" }, color = false }) end)
+    T.eq("heat shades", text, table.concat({
+        "   k1 k2 k3",
+        "q1    ░░ ▒▒",
+        "q2 ▓▓ ██ ██",
+        "scale: [ ] 0.0000  [░] 0.2000  [▒] 0.4000  [▓] 0.6000  [█] 0.8000 .. 1.0000",
+        "[float32 (2,3)]", "" }, "\n"))
+    local masked = mha.tensor { { 1, -math.huge }, { 0 / 0, 3 } }
+    text = captured(function() mha.heat(masked, { color = false }) end)
+    T.eq("heat -inf lowest, NaN marked, range from finite values", text, table.concat({
+        "     ",
+        "?? ██",
+        "scale: [ ] 1.0000  [░] 1.4000  [▒] 1.8000  [▓] 2.2000  [█] 2.6000 .. 3.0000",
+        "[float32 (2,2)]", "" }, "\n"))
+    text = captured(function() mha.heat(m, { color = true }) end)
+    T.ok("heat colour: lowest is gray 232", text:find("\27[48;5;232m  \27[0m", 1, true) ~= nil, text)
+    T.ok("heat colour: highest is gray 255", text:find("\27[48;5;255m  \27[0m", 1, true) ~= nil, text)
+    -- 0.4 sits at 0.4 of the ramp: 232 + round(0.4 * 23) = 241
+    T.ok("heat colour: 0.4 is gray 241", text:find("\27[48;5;241m  \27[0m", 1, true) ~= nil, text)
+    text = captured(function() mha.heat(m, {}) end)
+    T.ok("heat without a terminal has no colour", not text:find("\27", 1, true), text)
+    text = captured(function() mha.heat(mha.tensor { { 1, 2 }, { 3, 4 } }, { rows = "我爱", cols = "我爱", color = false }) end)
+    T.eq("heat CJK labels", text:match("^[^\n]*\n[^\n]*\n[^\n]*\n"), "   我 爱\n我    ░░\n爱 ▓▓ ██\n")
+    T.raises("heat scalar", function() mha.heat(mha.tensor(1)) end, "heat: expected a tensor with at least one dimension")
+end)
+
+T.test("term", function()
+    T.eq("width ascii", term.width("hello"), 5)
+    T.eq("width CJK", term.width("注意力"), 6)
+    T.eq("width combining", term.width("cafe\u{301}"), 4)
+    T.eq("width invalid byte is one cell", term.width("a\xffb"), 3)
+    T.eq("width emoji", term.width("\u{1F600}"), 2)
+    T.eq("width control", term.width("a\tb"), 2)
+    local s, w = term.truncate("注意力机制", 5)
+    T.eq("truncate never splits a wide character", { s, w }, { "注意", 4 })
+    T.eq("truncate keeps a combining mark", { term.truncate("e\u{301}x", 1) }, { "e\u{301}", 1 })
+    T.eq("isatty of a file is false", term.isatty(io.tmpfile()), false)
+    T.ok("columns is positive", term.columns() > 0)
+    -- the width of a sample of assigned code points, as Python's unicodedata sees them
+    local bad, n = {}, 0
+    for line in io.lines(T.path(FIXTURES .. "widths.txt")) do
+        local hex, cells = line:match("^(%x+) (%d+)$")
+        local cp = tonumber(hex, 16)
+        n = n + 1
+        if term.width(utf8.char(cp)) ~= tonumber(cells) then
+            bad[#bad + 1] = string.format("U+%s: %d, want %s", hex, term.width(utf8.char(cp)), cells)
+        end
+    end
+    T.ok("width of " .. n .. " code points matches unicodedata", #bad == 0,
+        #bad .. " differ: " .. table.concat(bad, "; ", 1, math.min(#bad, 10)))
+end)
+
+T.done()
