@@ -14,7 +14,7 @@ int main(int argc, char **argv) {
         if (!*eq) { fprintf(stderr, "bin2c: %s: expected NAME=FILE\n", argv[i]); return 2; }
         FILE *in = fopen(eq + 1, "rb");
         if (!in) { perror(eq + 1); return 1; }
-        fprintf(out, "static const char src%d[] = {", i);
+        fprintf(out, "static const unsigned char src%d[] = {", i);
         int c; size_t n = 0;
         while ((c = getc(in)) != EOF) fprintf(out, "%s%d,", (n++ % 20) ? "" : "\n", c);
         fprintf(out, "0};\n");
@@ -24,7 +24,7 @@ int main(int argc, char **argv) {
     for (int i = 2; i < argc; i++) {
         char *eq = argv[i];
         while (*eq != '=') eq++;
-        fprintf(out, "    {\"%.*s\", \"%s\", src%d, sizeof src%d - 1},\n", (int)(eq - argv[i]), argv[i], eq + 1, i, i);
+        fprintf(out, "    {\"%.*s\", \"%s\", (const char *)src%d, sizeof src%d - 1},\n", (int)(eq - argv[i]), argv[i], eq + 1, i, i);
     }
     fprintf(out, "    {0, 0, 0, 0}\n};\n");
     return fclose(out) ? 1 : 0;
