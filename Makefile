@@ -18,7 +18,7 @@ LUA_FILES = $(wildcard lua/*.lua)
 TEST_SRC  = $(wildcard tests/core/test_*.c tests/repl/test_*.c)
 CORE_OBJ  = $(CORE_SRC:%.c=$(BUILD)/%.o)
 BIND_OBJ  = $(BIND_SRC:%.c=$(BUILD)/%.o) $(BUILD)/embedded.o
-TEST_BIN  = $(patsubst tests/%.c,$(BUILD)/tests/%,$(notdir $(TEST_SRC)))
+TEST_BIN  = $(addprefix $(BUILD)/tests/,$(basename $(notdir $(TEST_SRC))))
 
 .PHONY: all run test asan bench golden clean deps deps-run deps-test deps-bench
 .DEFAULT_GOAL := all
