@@ -359,7 +359,7 @@ function Figure:draw(fname, script)
     local first = text_instead and "set terminal unknown" or screen_terminal_command(name, self, script.size)
     local commands = { first, "unset multiplot", "reset" }
     for _, c in ipairs(script.commands) do commands[#commands + 1] = c end
-    local drawn = self:run(fname, commands, { script.warning, "Plotting with an 'unknown' terminal" })
+    local drawn = self:run(fname, commands, { "Plotting with an 'unknown' terminal", script.warning })
     if (not drawn or text_instead) and script.fallback then script.fallback() end
     return self
 end
