@@ -75,11 +75,14 @@ static mha_status check_in(const char *fname, const char *arg, const mha_tensor 
     return MHA_OK;
 }
 
-/* Re-raise the last failure (from mha_empty, mha_to_dtype...) with fname in front, so every message
- * names the operation the caller asked for. */
+/* Re-raise the last failure (from mha_empty, mha_to_dtype...) under fname, so every message names
+ * the operation the caller asked for: "empty: shape ... overflows" becomes "add: shape ... overflows". */
 static mha_status refail(const char *fname, mha_status status) {
     char why[512];
-    snprintf(why, sizeof why, "%s", mha_errmsg());
+    const char *msg = mha_errmsg(), *rest = msg;
+    while ((*rest >= 'a' && *rest <= 'z') || *rest == '_') rest++;
+    if (rest > msg && rest[0] == ':' && rest[1] == ' ') msg = rest + 2;
+    snprintf(why, sizeof why, "%s", msg);
     return mha_fail(status, "%s: %s", fname, why);
 }
 

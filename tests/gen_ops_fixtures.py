@@ -117,6 +117,7 @@ def compare_and_logic_cases():
     save("lg_and", x & y); save("lg_or", x | y); save("lg_xor", x ^ y); save("lg_not", ~x)
     save("lg_where_bool", np.where(x, y, z))
     save("lg_sum_1", x.sum(axis=1))             # reductions read bool as 0/1
+    save("lg_stack", np.stack([x, ~x], axis=2))  # bool pieces stay bool
     save("lg_cat_float", np.concatenate([x.astype(np.float64), uniform(-1, 1, 1, 4)], axis=0))
 
 

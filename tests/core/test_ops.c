@@ -182,6 +182,13 @@ static void test_compare_logic(void) {
         expect("where bool branches", mha_where(&out, &x, &y, &z), &out, "lg_where_bool", 0, 0);
         expect("sum of a bool mask counts", mha_reduce(&out, MHA_SUM, &x, 1, false), &out, "lg_sum_1", 0, 0);
 
+        mha_tensor not_x = MHA_TENSOR_EMPTY;
+        if (mha_logical_not(&not_x, &x) == MHA_OK) {
+            const mha_tensor *pieces[] = {&x, &not_x};
+            expect("stack bool pieces stays bool", mha_stack(&out, pieces, 2, 2), &out, "lg_stack", 0, 0);
+        }
+        mha_release(&not_x);
+
         /* a comparison of a bool with a float reads the bool as 0/1: x == float(x) everywhere */
         mha_tensor xf = MHA_TENSOR_EMPTY, all = MHA_TENSOR_EMPTY;
         mha_status st = mha_to_dtype(&xf, &x, MHA_FLOAT32);
@@ -566,6 +573,27 @@ done:
     mha_release(&f20);
 }
 
+/* Shapes whose byte count overflows size_t, made from expanded (stride 0, storage-free) views: the
+ * failure is MHA_E_NOMEM naming the op, the output stays empty and nothing leaks. */
+static void test_too_large(void) {
+    size_t one[] = {1, 1}, tall[] = {(size_t)1 << 31, 1}, wide[] = {1, (size_t)1 << 31};
+    mha_tensor base = MHA_TENSOR_EMPTY, col = MHA_TENSOR_EMPTY, row = MHA_TENSOR_EMPTY, out = MHA_TENSOR_EMPTY;
+    if (mha_zeros(&base, MHA_FLOAT32, 2, one) != MHA_OK || mha_expand(&col, &base, 2, tall) != MHA_OK ||
+        mha_expand(&row, &base, 2, wide) != MHA_OK) {
+        check_report(0, "too large setup", "%s", mha_errmsg());
+    } else {
+        size_t live = mha_live_bytes();
+        expect_error("too large matmul (2^31,1) @ (1,2^31)", mha_matmul(&out, &col, &row), &out, MHA_E_NOMEM,
+                     "matmul: shape (2147483648,2147483648) has too many elements");
+        expect_error("too large add (2^31,1) + (1,2^31)", mha_binary(&out, MHA_ADD, &col, &row), &out, MHA_E_NOMEM,
+                     "add: shape (2147483648,2147483648) has too many elements");
+        expect_error("error where with a released cond", mha_where(&out, &(mha_tensor){0}, &col, &row), &out, MHA_E_ARG,
+                     "where: argument cond is an empty (released) tensor");
+        CHECK("too large leaks nothing", mha_live_bytes() == live, "live bytes %zu, were %zu", mha_live_bytes(), live);
+    }
+    mha_release(&base); mha_release(&col); mha_release(&row);
+}
+
 /* A pending interrupt stops every long loop; the output is freed and nothing leaks. */
 static void test_interrupt(void) {
     size_t shape[] = {300, 1000}, shape_t[] = {1000, 300};
@@ -605,6 +633,7 @@ int main(void) {
     test_join();
     test_matmul();
     test_errors();
+    test_too_large();
     test_interrupt();
     CHECK("no tensor memory leaked", mha_live_bytes() == live, "live bytes %zu, were %zu", mha_live_bytes(), live);
     CHECK_DONE();
