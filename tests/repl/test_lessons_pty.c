@@ -1,0 +1,147 @@
+/* tests/repl/test_lessons_pty.c - steps through lesson 8 in mha-repl on a pseudo-terminal, as a student
+ * would: Enter, :next, :back, :goto, changing a variable between steps, answering the exercise, :quit.
+ * The binary is found through env MHA_REPL (tests/run.sh sets it). Every read has a timeout. */
+#include <errno.h>
+#include <poll.h>
+#include <pty.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "check.h"
+
+#define READ_TIMEOUT_MS 20000
+
+static int master = -1;
+static char seen[1 << 20];   /* everything the REPL printed since the last match */
+static size_t seen_len = 0;
+
+static long now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
+}
+
+/* Reads until `want` appears in the output; consumes the output up to the end of the match.
+ * Returns 1 when found, 0 on timeout or end of output. */
+static int expect(const char *want) {
+    long deadline = now_ms() + READ_TIMEOUT_MS;
+    for (;;) {
+        seen[seen_len] = '\0';
+        char *hit = strstr(seen, want);
+        if (hit) {
+            size_t consumed = (size_t)(hit - seen) + strlen(want);
+            memmove(seen, seen + consumed, seen_len - consumed);
+            seen_len -= consumed;
+            return 1;
+        }
+        long left = deadline - now_ms();
+        if (left <= 0) return 0;
+        struct pollfd p = {.fd = master, .events = POLLIN};
+        int r = poll(&p, 1, (int)left);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) return 0;
+        if (seen_len + 4096 >= sizeof seen) {   /* keep the tail: matches are near the end */
+            memmove(seen, seen + seen_len / 2, seen_len - seen_len / 2);
+            seen_len -= seen_len / 2;
+        }
+        ssize_t n = read(master, seen + seen_len, sizeof seen - seen_len - 1);
+        if (n <= 0) return 0;
+        seen_len += (size_t)n;
+    }
+}
+
+static void type(const char *line) {
+    size_t len = strlen(line);
+    if (write(master, line, len) != (ssize_t)len || write(master, "\r", 1) != 1) perror("write");
+}
+
+/* Types a line and checks that `want` follows, naming the check. */
+static void step(const char *name, const char *line, const char *want) {
+    type(line);
+    int found = expect(want);
+    seen[seen_len < 400 ? seen_len : 400] = '\0';
+    CHECK(name, found, "typed \"%s\", did not see \"%s\" within %d ms; output so far: %s", line, want,
+          READ_TIMEOUT_MS, seen);
+}
+
+int main(void) {
+    const char *repl = getenv("MHA_REPL");
+    if (!repl || !*repl) {
+        CHECK("MHA_REPL is set", 0, "%s", "set MHA_REPL to the mha-repl binary");
+        CHECK_DONE();
+    }
+    struct winsize ws = {.ws_row = 40, .ws_col = 100};
+    pid_t pid = forkpty(&master, NULL, NULL, &ws);
+    if (pid < 0) {
+        CHECK("forkpty", 0, "%s", strerror(errno));
+        CHECK_DONE();
+    }
+    if (pid == 0) {
+        setenv("NO_COLOR", "1", 1);
+        setenv("TERM", "dumb", 1);
+        setenv("LC_ALL", "C.UTF-8", 1);
+        setenv("MHA_REPL_HISTORY", "/dev/null", 1);
+        unsetenv("MHA_LANG");
+        execl(repl, "mha-repl", "--lesson", "8", "--lang", "en", (char *)NULL);
+        perror("execl");
+        _exit(127);
+    }
+
+    CHECK("opens lesson 8 at step 1", expect("step 1/6: The layer and its parameters"), "%s", "no step 1 header");
+    expect("\n> ");
+    step("Enter on an empty line runs step 2", "", "step 2/6: Projections");
+    expect("\n> ");
+    step(":next runs step 3", ":next", "step 3/6: Heads, scores, weights");
+    expect("\n> ");
+    step(":back goes to step 2, replaying step 1", ":back", "(replaying steps 1-1 from seed 8)");
+    CHECK(":back shows step 2", expect("step 2/6"), "%s", "no step 2 header after :back");
+    expect("\n> ");
+    step(":goto 5 replays steps 1-4", ":goto 5", "(replaying steps 1-4 from seed 8)");
+    CHECK(":goto 5 shows step 5 equal to the layer", expect("max |by hand - layer| < 1e-5:\ttrue"), "%s",
+          "step 5 did not report equality");
+    expect("\n> ");
+
+    /* change a variable between steps: the next step goes on from the changed state */
+    step(":goto 3", ":goto 3", "step 3/6");
+    expect("\n> ");
+    step("the student zeroes the values", "Vh = Vh * 0", "\n> ");
+    step("Enter runs step 4 on the changed Vh", "", "step 4/6");
+    expect("\n> ");
+    step("the concat is now zero", "print(concat:abs():max():item())", "\n0.0\r\n");
+    step("step 5 sees the change", ":next", "max |by hand - layer| < 1e-5:\tfalse");
+    expect("\n> ");
+    step(":goto 5 rebuilds the state from the seed", ":goto 5", "max |by hand - layer| < 1e-5:\ttrue");
+    expect("\n> ");
+
+    /* the exercise: a classic mistake, a malformed answer, then the right answer */
+    step("Enter shows the exercise", "", "step 6/6: The scaled scores");
+    expect("\n> ");
+    step("scaling by d_model gets its hint", "answer(Qh:matmul(Kh:transpose(2, 3)) / math.sqrt(E))", "you scaled by √d_model");
+    step("a malformed answer gets a clear message", "answer({1, 2})", "your answer has shape (2,); the expected one has shape (2,4,4)");
+    step("the lesson goes on: :answer EXPR is checked", ":answer Qh:matmul(Kh:transpose(2, 3)) / math.sqrt(D)", "correct");
+    step("Enter at the end says the lesson is over", "", "End of the lesson");
+    expect("\n> ");
+
+    type(":quit");
+    int status = 0;
+    long deadline = now_ms() + READ_TIMEOUT_MS;
+    pid_t done = 0;
+    while ((done = waitpid(pid, &status, WNOHANG)) == 0 && now_ms() < deadline) {
+        char sink[4096];
+        struct pollfd p = {.fd = master, .events = POLLIN};
+        if (poll(&p, 1, 50) > 0 && read(master, sink, sizeof sink) <= 0) usleep(10000);
+    }
+    if (done == 0) {
+        kill(pid, SIGKILL);
+        waitpid(pid, &status, 0);
+    }
+    CHECK(":quit exits with status 0", done == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0,
+          "child %s, status %d", done == pid ? "exited" : "had to be killed", status);
+    close(master);
+    CHECK_DONE();
+}
