@@ -652,7 +652,9 @@ static int t_index(lua_State *L) {
     if (lua_type(L, 2) == LUA_TNUMBER) {
         mha_tensor *t = lmha_checktensor(L, 1);
         if (t->ndim == 0) return luaL_error(L, "%s", "index: a scalar tensor (shape ()) cannot be indexed; use t:item()");
-        if (!lua_isinteger(L, 2)) return luaL_error(L, "index: t[%f]: an index must be an integer", lua_tonumber(L, 2));
+        int isint;
+        lua_tointegerx(L, 2, &isint); /* t[2.0] is t[2] */
+        if (!isint) return luaL_error(L, "index: t[%f]: an index must be an integer", lua_tonumber(L, 2));
         size_t index = checkindex(L, 2, t, 0, "index");
         if (t->ndim == 1) { push_element(L, t, (ptrdiff_t)index * t->stride[0]); return 1; }
         return lmha_result(L, mha_select(lmha_newtensor(L), t, 0, index));
@@ -665,7 +667,9 @@ static int t_index(lua_State *L) {
 /* t[i] = v: writes v (number, boolean, table or tensor, broadcast) into the slice i along dim 1. */
 static int t_newindex(lua_State *L) {
     mha_tensor *t = lmha_checktensor(L, 1);
-    if (lua_type(L, 2) != LUA_TNUMBER || !lua_isinteger(L, 2))
+    int isint;
+    lua_tointegerx(L, 2, &isint);
+    if (lua_type(L, 2) != LUA_TNUMBER || !isint)
         return luaL_error(L, "newindex: t[%s] = ...: only integer indices can be assigned (tensors have no fields)",
                           luaL_tolstring(L, 2, NULL));
     if (t->ndim == 0) return luaL_error(L, "%s", "newindex: a scalar tensor (shape ()) cannot be indexed; use t:fill_(v)");
