@@ -927,9 +927,9 @@ function M.list(lang)
     for _, f in ipairs(files) do
         local lesson, err = M.load(f.path)
         if lesson then
-            say_line(string.format("  %2d  %-16s %s — %s", f.number, f.name, tr(lesson.title, lang), tr(lesson.summary, lang)))
+            say_line(string.format("  %2d  %-18s %s", f.number, f.name, tr(lesson.summary, lang)))
         else
-            say_line(string.format("  %2d  %-16s (cannot load: %s)", f.number, f.name, err:match("[^\n]*")))
+            say_line(string.format("  %2d  %-18s (cannot load: %s)", f.number, f.name, err:match("[^\n]*")))
         end
     end
     return true

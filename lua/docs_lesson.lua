@@ -1,0 +1,89 @@
+-- lua/docs_lesson.lua - module "mha.docs_lesson": the help entries for the lesson runner (the lesson
+-- format, answering exercises, the stepping commands), merged by the REPL's help with every mha.docs_*.
+return {
+    ["lesson"] = {
+        sig = "return lesson{name=, seed=, title={en=,zh=}, summary={en=,zh=}, step{...}, exercise{...}, ...}",
+        doc = "A lesson file lessons/NN_name.lua returns one lesson: its steps in order. lesson, step, "
+            .. "exercise and mistake are in scope while the file loads. Every text exists in English and "
+            .. "Chinese (the runner refuses a lesson with a missing language). seed is given to mha.seed "
+            .. "at the start and before every replay, so the numbers are the same every time. Step code "
+            .. "runs in the REPL's global environment: what it defines (Q, K, weights ...) stays in scope "
+            .. "at the prompt between steps.",
+        example = 'print(require("mha.lesson").find("tour").path)',
+    },
+    ["step"] = {
+        sig = "step{title={en=,zh=}, text={en=[[...]], zh=[[...]]}, code=[[ Lua ]]}",
+        doc = "One cell: a title (shown as 'step k/N: title'), a text and code that is echoed, then run. "
+            .. "Text markup: a blank line starts a paragraph; paragraphs are wrapped to the terminal by "
+            .. "display width (Chinese breaks between characters, never before closing punctuation); "
+            .. "'# heading'; '- item'; a line indented by two or more spaces is kept as written (formulas "
+            .. "such as softmax(Q·Kᵀ/√d_k)·V, tables); `code` and *emphasis* as written (emphasis bold "
+            .. "on a colour terminal). Code prints its intermediates with show(t, {rows=tokens, ...}).",
+        example = 'print(table.concat(require("mha.lesson").render("# Scores\\n\\nEach row of *weights* sums to 1.", 40), "\\n"))',
+    },
+    ["exercise"] = {
+        sig = "exercise{title=, prompt={en=,zh=}, code=[[setup]], solution=[[expr]], mistakes={...}, atol=, rtol=}",
+        doc = "Asks the student for a value: a number, a list (a shape such as {2, 4, 4}), a nested table "
+            .. "or a tensor. The answer is compared with the value of `solution` (a Lua expression "
+            .. "evaluated in the global environment, shown by :solution) as shape and values, within "
+            .. "|got - want| <= atol + rtol·|want| (both 1e-4 unless given). A wrong answer is checked "
+            .. "against each mistake in order and gets its hint; otherwise the message names the first "
+            .. "differing element or the shapes. In batch mode the solution answers itself.",
+        example = 'local L = require("mha.lesson")\nscores = mha.tensor{{1, 2}, {3, 4}}\n'
+            .. 'local ex = L.exercise{solution = [[mha.softmax(scores, 2)]], mistakes = {L.mistake.softmax_axis}}\n'
+            .. 'print(L.check(ex, mha.softmax(scores, 1)))',
+    },
+    ["mistake"] = {
+        sig = "mistake{wrong=[[expr]] | error=\"pattern\" | test=function(got, expected), hint={en=,zh=}}",
+        doc = "A classic wrong answer and what to say about it: `wrong` is an expression computing the "
+            .. "wrong value (the answer matches it within the tolerance); `error` a pattern matched against "
+            .. "the error raised while evaluating :answer EXPR (e.g. \"contiguous\" for view without "
+            .. "contiguous); `test` any property. Built in: mistake.softmax_axis (the answer sums to 1 "
+            .. "along another dim than the last) and mistake.nan_hint{hint=} (the answer has NaN).",
+        example = 'print(require("mha.lesson").mistake.softmax_axis.hint.en)',
+    },
+    ["answer"] = {
+        sig = "answer(value)   or   :answer EXPR",
+        doc = "Answers the current exercise. :answer evaluates EXPR itself, so an error in it (such as "
+            .. "view on a non-contiguous tensor) is matched against the exercise's hints too. The verdict "
+            .. "is 'correct' or 'not yet: ' and a hint; a malformed answer (a string, a ragged table, "
+            .. "the wrong shape) gets a message and the lesson goes on. :solution shows the lesson's own "
+            .. "answer; Enter skips the exercise.",
+        example = "-- at an exercise:  answer(mha.softmax(scores, -1))",
+    },
+    [":lessons"] = {
+        sig = ":lessons",
+        doc = "Lists the lessons with their numbers and one-line summaries. Lessons are read from "
+            .. "$MHA_LESSONS, ./lessons, or lessons/ beside the binary's directory.",
+        example = 'require("mha.lesson").list("en")',
+    },
+    [":open"] = {
+        sig = ":open NAME|NUMBER    (mha-repl --lesson NAME|NUMBER [--batch] [--lang en|zh])",
+        doc = "Opens a lesson at step 1, from its seed, in the language of --lang, else MHA_LANG, else "
+            .. "LANG (zh* gives Chinese), else English. With --batch, or when not at a terminal, every "
+            .. "step runs straight through, exercises answered by their own solutions, and the process "
+            .. "exits 0 (1 when a step fails).",
+        example = "-- :open 2     :open dot_product     :lang zh",
+    },
+    [":next"] = {
+        sig = ":next   (or Enter on an empty line)",
+        doc = "Shows and runs the next step. Variables you changed at the prompt are used as they are: "
+            .. "the lesson goes on from your state.",
+        example = "-- :next",
+    },
+    [":back"] = {
+        sig = ":back   :goto K   :restart   :run",
+        doc = ":goto K replays steps 1..K-1 quietly from the lesson's seed, then shows step K, so the "
+            .. "state is what step K expects whatever you changed; :back is :goto to the previous step, "
+            .. ":restart is :goto 1, :run runs every remaining step.",
+        example = "-- :goto 4",
+    },
+    ["LESSON"] = {
+        sig = "LESSON.batch, LESSON.lang, say{en=, zh=}",
+        doc = "What lesson code can ask: whether the lesson runs in batch mode (where output must be "
+            .. "deterministic: no timings), and its language; say prints the string of that language. "
+            .. "In batch mode plot.* prints a one-line note '[plot: heatmap \"title\" 3×3]' (a heatmap is "
+            .. "also drawn with mha.heat) instead of opening a window.",
+        example = "-- if not LESSON.batch then ... time something ... end",
+    },
+}
