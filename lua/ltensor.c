@@ -564,6 +564,7 @@ static int split_or_chunk(lua_State *L, int chunk) {
     const char *fname = chunk ? "chunk" : "split";
     mha_tensor *t = lmha_checktensor(L, 1);
     lua_Integer n = luaL_checkinteger(L, 2);
+    if (t->ndim == 0) return luaL_error(L, "%s: a scalar tensor (shape ()) has no dim to split", fname);
     size_t dim = lmha_opttdim(L, 3, t, 0, fname);
     if (n <= 0) return luaL_error(L, "%s: %s must be a positive integer, got %I", fname, chunk ? "chunks" : "split_size", (LUAI_UACINT)n);
     size_t size = t->shape[dim], piece = (size_t)n;

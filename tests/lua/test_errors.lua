@@ -70,6 +70,7 @@ T.test("dims and indices out of range", function()
         "permute: dim 1 appears twice in the permutation")
     T.raises("permute count", function() x:permute(1) end, "permute: 1 dims given for a tensor of shape (2,3), expected 2")
     T.raises("a scalar has no dims", function() mha.tensor(1):sum(1) end, "a scalar, it has no dims")
+    T.raises("split of a scalar", function() mha.tensor(1):split(1) end, "split: a scalar tensor (shape ()) has no dim to split")
     T.raises("# of a scalar", function() return #mha.tensor(1) end, "#: a scalar tensor (shape ()) has no length")
 end)
 
@@ -159,8 +160,8 @@ T.test("no call crashes", function()
     local function pool()
         local closed = mha.zeros(2)
         closed:close()
-        return { n = 12, nil, 0, 1, -1, 2.5, true, "a", {}, { { 1, 2 }, { 3 } }, mha.zeros(2, 3),
-            mha.tensor { { true, false } }, closed }
+        return { n = 13, nil, 0, 1, -1, 2.5, true, "a", {}, { { 1, 2 }, { 3 } }, mha.zeros(2, 3),
+            mha.tensor { { true, false } }, closed, mha.tensor(2) }
     end
     local calls, errors, bad = 0, 0, {}
     local function try(label, f, ...)
@@ -195,7 +196,11 @@ T.test("no call crashes", function()
     for _, name in ipairs(mnames) do
         local p = pool()
         for i = 1, p.n do
-            for j = 1, p.n do try("t:" .. name, methods[name], mha.zeros(2, 3), p[i], p[j]) end
+            for j = 1, p.n do
+                try("t:" .. name, methods[name], mha.zeros(2, 3), p[i], p[j])
+                try("scalar:" .. name, methods[name], mha.tensor(3), p[i], p[j])
+                try("bool:" .. name, methods[name], mha.tensor { true, false }, p[i], p[j])
+            end
         end
     end
     local m = module()
