@@ -107,7 +107,8 @@ static mha_status interrupted(const char *fname) { return mha_fail(MHA_E_INTERRU
  * ------------------------------------------------------------------------------------------- */
 
 /* Merge shape b into (ndim, shape), both right-aligned as NumPy does: sizes must be equal or one of
- * them 1 (so 1 and 0 give 0). On a conflict return false with the result dim and the two sizes. */
+ * them 1 (so 1 and 0 give 0). On a conflict return false with the two sizes and the result dim
+ * counted from the end (1 = the last), which reads the same to 0-based C and 1-based Lua users. */
 static bool broadcast_merge(size_t *ndim, size_t *shape, size_t b_ndim, const size_t *b_shape,
                             size_t *bad_dim, size_t *size_a, size_t *size_b) {
     size_t nd = *ndim > b_ndim ? *ndim : b_ndim;
@@ -120,7 +121,7 @@ static bool broadcast_merge(size_t *ndim, size_t *shape, size_t b_ndim, const si
         } else if (x == 1) {
             merged[i] = y;
         } else {
-            *bad_dim = i, *size_a = x, *size_b = y;
+            *bad_dim = nd - i, *size_a = x, *size_b = y;
             return false;
         }
     }
@@ -138,7 +139,7 @@ mha_status mha_broadcast_shape(size_t *ndim, size_t *shape, const mha_tensor *a,
         return MHA_OK;
     }
     char sa[SHAPE_BUF], sb[SHAPE_BUF];
-    return mha_fail(MHA_E_SHAPE, "%s: shapes %s and %s cannot broadcast: dim %zu has %zu and %zu",
+    return mha_fail(MHA_E_SHAPE, "%s: shapes %s and %s cannot broadcast: dim -%zu has %zu and %zu",
                     fname ? fname : "broadcast", shape_of(sa, a), shape_of(sb, b), bad_dim, size_a, size_b);
 }
 
@@ -568,7 +569,7 @@ mha_status mha_where(mha_tensor *out, const mha_tensor *cond, const mha_tensor *
     memcpy(shape, cond->shape, ndim * sizeof *shape);
     if (!broadcast_merge(&ndim, shape, a->ndim, a->shape, &bad_dim, &size_x, &size_y) ||
         !broadcast_merge(&ndim, shape, b->ndim, b->shape, &bad_dim, &size_x, &size_y))
-        return mha_fail(MHA_E_SHAPE, "where: shapes cond %s, a %s and b %s cannot broadcast: dim %zu has %zu and %zu",
+        return mha_fail(MHA_E_SHAPE, "where: shapes cond %s, a %s and b %s cannot broadcast: dim -%zu has %zu and %zu",
                         shape_of(sc, cond), shape_of(sa, a), shape_of(sb, b), bad_dim, size_x, size_y);
 
     bool both_bool = a->dtype == MHA_BOOL && b->dtype == MHA_BOOL;
@@ -1161,8 +1162,8 @@ mha_status mha_matmul(mha_tensor *out, const mha_tensor *a, const mha_tensor *b)
     size_t batch_ndim = a->ndim > 2 ? a->ndim - 2 : 0, batch_shape[MHA_MAX_DIMS], bad_dim, size_x, size_y;
     memcpy(batch_shape, a->shape, batch_ndim * sizeof *batch_shape);
     if (!broadcast_merge(&batch_ndim, batch_shape, b->ndim > 2 ? b->ndim - 2 : 0, b->shape, &bad_dim, &size_x, &size_y))
-        return mha_fail(MHA_E_SHAPE, "matmul: %s @ %s: batch dims cannot broadcast: dim %zu has %zu and %zu",
-                        shape_of(sa, a), shape_of(sb, b), bad_dim, size_x, size_y);
+        return mha_fail(MHA_E_SHAPE, "matmul: %s @ %s: batch dims cannot broadcast: dim -%zu has %zu and %zu",
+                        shape_of(sa, a), shape_of(sb, b), bad_dim + 2, size_x, size_y);
 
     /* copy an operand only when neither matrix dim has unit stride */
     mha_tensor a_copy = MHA_TENSOR_EMPTY, b_copy = MHA_TENSOR_EMPTY;

@@ -495,19 +495,19 @@ static void test_errors(void) {
     }
 
     expect_error("error add broadcast", mha_binary(&out, MHA_ADD, &f23, &f43), &out, MHA_E_SHAPE,
-                 "add: shapes (2,3) and (4,3) cannot broadcast: dim 0 has 2 and 4");
+                 "add: shapes (2,3) and (4,3) cannot broadcast: dim -2 has 2 and 4");
     expect_error("error maximum broadcast, rank mismatch", mha_binary(&out, MHA_MAXIMUM, &f234, &f3), &out, MHA_E_SHAPE,
-                 "maximum: shapes (2,3,4) and (3) cannot broadcast: dim 2 has 4 and 3");
+                 "maximum: shapes (2,3,4) and (3) cannot broadcast: dim -1 has 4 and 3");
     expect_error("error ge broadcast", mha_compare(&out, MHA_GE, &f34, &f43), &out, MHA_E_SHAPE,
-                 "ge: shapes (3,4) and (4,3) cannot broadcast: dim 0 has 3 and 4");
+                 "ge: shapes (3,4) and (4,3) cannot broadcast: dim -2 has 3 and 4");
     expect_error("error broadcast zero-size with 2", mha_binary(&out, MHA_MUL, &f20, &f23), &out, MHA_E_SHAPE,
-                 "mul: shapes (2,0) and (2,3) cannot broadcast: dim 1 has 0 and 3");
+                 "mul: shapes (2,0) and (2,3) cannot broadcast: dim -1 has 0 and 3");
     expect_error("error matmul inner sizes", mha_matmul(&out, &f34, &f52), &out, MHA_E_SHAPE,
                  "matmul: (3,4) @ (5,2): inner sizes 4 and 5 differ");
     expect_error("error matmul vector inner sizes", mha_matmul(&out, &f3, &f43), &out, MHA_E_SHAPE,
                  "matmul: (3) @ (4,3): inner sizes 3 and 4 differ");
     expect_error("error matmul batch", mha_matmul(&out, &f234, &f542), &out, MHA_E_SHAPE,
-                 "matmul: (2,3,4) @ (5,4,2): batch dims cannot broadcast: dim 0 has 2 and 5");
+                 "matmul: (2,3,4) @ (5,4,2): batch dims cannot broadcast: dim -3 has 2 and 5");
     expect_error("error matmul scalar", mha_matmul(&out, &scalar, &f3), &out, MHA_E_SHAPE,
                  "matmul: () @ (3): both arguments need at least one dim");
     expect_error("error matmul bool", mha_matmul(&out, &b34, &f43), &out, MHA_E_DTYPE,
@@ -515,7 +515,7 @@ static void test_errors(void) {
     expect_error("error where float cond", mha_where(&out, &f23, &f23, &f23), &out, MHA_E_DTYPE,
                  "where: cond (2,3) is float32; it must be a bool tensor");
     expect_error("error where broadcast", mha_where(&out, &b34, &f43, &scalar), &out, MHA_E_SHAPE,
-                 "where: shapes cond (3,4), a (4,3) and b () cannot broadcast: dim 0 has 3 and 4");
+                 "where: shapes cond (3,4), a (4,3) and b () cannot broadcast: dim -2 has 3 and 4");
     expect_error("error masked_fill float mask", mha_masked_fill(&out, &f34, &f34, 0.0f), &out, MHA_E_DTYPE,
                  "masked_fill: mask (3,4) is float32");
     mha_tensor b234 = MHA_TENSOR_EMPTY;
