@@ -117,24 +117,26 @@ void mha_release(mha_tensor *t) {
     }
 }
 
-mha_status mha_empty(mha_tensor *out, mha_dtype dtype, size_t ndim, const size_t *shape) {
+/* mha_empty, with errors naming the constructor the caller used (zeros, full, eye, ...). */
+static mha_status empty_named(mha_tensor *out, mha_dtype dtype, size_t ndim, const size_t *shape, const char *fname) {
     char buf[160];
     if (ndim > MHA_MAX_DIMS)
-        return mha_fail(MHA_E_ARG, "empty: %zu dimensions requested, at most %d supported", ndim, MHA_MAX_DIMS);
+        return mha_fail(MHA_E_ARG, "%s: %zu dimensions requested, at most %d supported", fname, ndim, MHA_MAX_DIMS);
     size_t numel;
+    mha_tensor probe = {.ndim = ndim};   /* only for the shape in messages */
+    if (ndim) memcpy(probe.shape, shape, ndim * sizeof *shape);
     if (!shape_numel(&numel, ndim, shape, dtype_size(dtype))) {
-        mha_tensor probe = {.ndim = ndim};
-        if (ndim) memcpy(probe.shape, shape, ndim * sizeof *shape);
-        return mha_fail(MHA_E_NOMEM, "empty: shape %s has too many elements (size overflows)",
+        return mha_fail(MHA_E_NOMEM, "%s: shape %s has too many elements (size overflows)", fname,
                         mha_shape_str(buf, sizeof buf, &probe));
     }
     mha_storage *s = mha_alloc(sizeof *s);
-    if (!s) return mha_fail(MHA_E_NOMEM, "empty: out of memory allocating a storage");
+    if (!s) return mha_fail(MHA_E_NOMEM, "%s: out of memory allocating a storage", fname);
     s->nbytes = numel * dtype_size(dtype);
     s->data = mha_alloc(s->nbytes);
     if (!s->data) {
         mha_free(s, sizeof *s);
-        return mha_fail(MHA_E_NOMEM, "empty: out of memory allocating %zu bytes", numel * dtype_size(dtype));
+        return mha_fail(MHA_E_NOMEM, "%s: out of memory allocating %zu bytes for shape %s", fname,
+                        numel * dtype_size(dtype), mha_shape_str(buf, sizeof buf, &probe));
     }
     s->refcount = 1;
     *out = MHA_TENSOR_EMPTY;
@@ -146,14 +148,18 @@ mha_status mha_empty(mha_tensor *out, mha_dtype dtype, size_t ndim, const size_t
     return MHA_OK;
 }
 
+mha_status mha_empty(mha_tensor *out, mha_dtype dtype, size_t ndim, const size_t *shape) {
+    return empty_named(out, dtype, ndim, shape, "empty");
+}
+
 mha_status mha_zeros(mha_tensor *out, mha_dtype dtype, size_t ndim, const size_t *shape) {
-    mha_status st = mha_empty(out, dtype, ndim, shape);
+    mha_status st = empty_named(out, dtype, ndim, shape, "zeros");
     if (st == MHA_OK) memset(out->storage->data, 0, out->storage->nbytes);
     return st;
 }
 
 mha_status mha_full(mha_tensor *out, size_t ndim, const size_t *shape, float value) {
-    mha_status st = mha_empty(out, MHA_FLOAT32, ndim, shape);
+    mha_status st = empty_named(out, MHA_FLOAT32, ndim, shape, "full");
     if (st != MHA_OK) return st;
     float *p = mha_f32(out);
     for (size_t i = 0, n = mha_numel(out); i < n; i++) p[i] = value;
@@ -162,8 +168,9 @@ mha_status mha_full(mha_tensor *out, size_t ndim, const size_t *shape, float val
 
 mha_status mha_eye(mha_tensor *out, size_t n, size_t m) {
     size_t shape[2] = {n, m};
-    mha_status st = mha_zeros(out, MHA_FLOAT32, 2, shape);
+    mha_status st = empty_named(out, MHA_FLOAT32, 2, shape, "eye");
     if (st != MHA_OK) return st;
+    memset(out->storage->data, 0, out->storage->nbytes);
     float *p = mha_f32(out);
     for (size_t i = 0; i < n && i < m; i++) p[i * m + i] = 1.0f;
     return MHA_OK;
