@@ -262,7 +262,10 @@ local function clean_message(text)
     local lines = {}
     for line in text:gmatch("[^\n]+") do
         line = line:gsub("^%s+", ""):gsub("%s+$", ""):gsub("^line %d+: ", "")
-        if line ~= "" and not line:match("^%^$") then lines[#lines + 1] = line end
+        -- gnuplot echoes the failing command and puts a caret under it: the error quotes it anyway
+        if line ~= "" and not line:match("^%^$") and not line:match("^gnuplot> ") then
+            lines[#lines + 1] = line
+        end
     end
     return table.concat(lines, "; ")
 end
@@ -277,32 +280,39 @@ end
 -- Runs commands on the figure's gnuplot and waits until it has done them all. Each command is
 -- followed by `print 'marker-i'`, so whatever gnuplot says between two markers is about the command
 -- before the second one; errors become one Lua error quoting the command, warnings go to stderr.
--- What gnuplot writes on stdout (a text or sixel drawing) is written to io.stdout. Warnings that
+-- What gnuplot writes on stdout (a text or sixel drawing) goes to io.write. Warnings that
 -- contain one of the strings in quiet_warnings are expected and not shown.
 -- Returns false when gnuplot is not installed.
-function Figure:run(fname, commands, quiet_warnings)
-    if self.proc and not self.proc:running() then
+function Figure:run(fname, commands, quiet_warnings, discard_output)
+    local base, ok, err, out, errtext, status
+    -- a gnuplot that died since the last drawing (killed, or its window closed) is replaced once
+    for attempt = 1, 2 do
+        if self.proc and not self.proc:running() then
+            self.proc:close()
+            self.proc = nil
+        end
+        if not self.proc then
+            self.proc = spawn()
+            if not self.proc then return false end
+        end
+        base = next_marker()
+        local parts = {}
+        for i, cmd in ipairs(commands) do
+            parts[#parts + 1] = cmd .. "\nprint '" .. base .. "-" .. i .. "'\n"
+        end
+        ok, err = self.proc:send(table.concat(parts), 30)
+        out, errtext, status = "", "", "ok"
+        if ok then
+            out, errtext, status = self.proc:sync(base .. "-" .. #commands, 60)
+        end
+        local died = (not ok and err:find("exited", 1, true)) or status == "exited"
+        if not (died and attempt == 1 and not errtext:find(base, 1, true)) then break end
         self.proc:close()
         self.proc = nil
     end
-    if not self.proc then
-        self.proc = spawn()
-        if not self.proc then return false end
-    end
-    local base = next_marker()
-    local parts = {}
-    for i, cmd in ipairs(commands) do
-        parts[#parts + 1] = cmd .. "\nprint '" .. base .. "-" .. i .. "'\n"
-    end
-    io.stdout:flush()
-    local ok, err = self.proc:send(table.concat(parts), 30)
-    local out, errtext, status = "", "", "ok"
-    if ok then
-        out, errtext, status = self.proc:sync(base .. "-" .. #commands, 60)
-    end
-    if out ~= "" then
-        io.stdout:write(out, out:sub(-1) == "\n" and "" or "\n")
-        io.stdout:flush()
+    if out ~= "" and not discard_output then
+        io.write(out, out:sub(-1) == "\n" and "" or "\n")
+        io.output():flush()
     end
     if not ok or status ~= "ok" then
         local why = not ok and err or ({
@@ -389,10 +399,14 @@ function Figure:save(path, opts)
     if math.type(w) ~= "integer" or math.type(h) ~= "integer" or w < 50 or h < 50 or w > 10000 or h > 10000 then
         error("plot.save: width and height must be integers from 50 to 10000 pixels", 2)
     end
-    local commands = { FILE_TERMINALS[ext](w, h), "set output " .. quote(path), "unset multiplot", "reset" }
+    -- first the file alone: if gnuplot cannot open it, nothing is drawn (it would go to stdout)
+    if not self:run("plot.save", { FILE_TERMINALS[ext](w, h), "set output " .. quote(path) }, {}, true) then
+        error(NOT_FOUND, 2)
+    end
+    local commands = { "unset multiplot", "reset" }
     for _, c in ipairs(self.script.commands) do commands[#commands + 1] = c end
     commands[#commands + 1] = "unset output"   -- closes the file
-    if not self:run("plot.save", commands, { self.script.warning }) then error(NOT_FOUND, 2) end
+    self:run("plot.save", commands, { self.script.warning }, true)
     local f = io.open(path, "rb")
     local size = f and f:seek("end") or 0
     if f then f:close() end

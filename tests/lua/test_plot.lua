@@ -1,0 +1,302 @@
+-- tests/lua/test_plot.lua - mha.plot and mha.gnuplot with the real gnuplot: PNG/SVG/PDF files that are
+-- valid and hold their labels, hostile text that must stay text, errors quoted with their command,
+-- and 200 figures that leave no process and no file descriptor behind.
+local dir = debug.getinfo(1, "S").source:match("^@(.*[/\\])") or "./"
+package.path = dir .. "?.lua;" .. package.path
+local T = require "testlib"
+local mha = T.mha
+local plot = require "mha.plot"
+local gnuplot = require "mha.gnuplot"
+
+-- a private directory for every file this test writes, removed at the end
+local tmp = os.tmpname()
+os.remove(tmp)
+assert(os.execute("mkdir -m 700 '" .. tmp .. "'"))
+local function tmpfile(name) return tmp .. "/" .. name end
+
+local function slurp(path)
+    local f = io.open(path, "rb")
+    if not f then return nil end
+    local data = f:read("a")
+    f:close()
+    return data
+end
+
+local function exists(path)
+    local f = io.open(path, "rb")
+    if f then f:close() end
+    return f ~= nil
+end
+
+-- PNG: the 8-byte signature, then the IHDR chunk with width and height (big-endian).
+local function png_size(data)
+    if not data or data:sub(1, 8) ~= "\137PNG\r\n\26\n" or data:sub(13, 16) ~= "IHDR" then return nil end
+    return string.unpack(">I4I4", data, 17)
+end
+
+local function check_png(name, path, w, h)
+    local data = slurp(path)
+    local pw, ph = png_size(data)
+    T.ok(name .. " is a PNG", pw ~= nil, "no PNG signature/IHDR in " .. path)
+    if w then T.eq(name .. " PNG size", { pw, ph }, { w, h }) end
+    -- the last chunk is IEND: the file was closed, not cut short
+    T.ok(name .. " PNG ends with IEND", data ~= nil and data:sub(-8, -5) == "IEND", "no IEND at the end")
+end
+
+local function check_pdf(name, path)
+    local data = slurp(path) or ""
+    T.ok(name .. " PDF header", data:sub(1, 5) == "%PDF-", "starts " .. string.format("%q", data:sub(1, 8)))
+    T.ok(name .. " PDF ends with %%EOF", data:match("%%%%EOF%s*$") ~= nil, "no %%EOF at the end")
+end
+
+-- SVG: an <svg> document that is complete and holds each of the texts.
+local function check_svg(name, path, texts)
+    local data = slurp(path) or ""
+    T.ok(name .. " SVG document", data:find("<svg", 1, true) ~= nil and data:match("</svg>%s*$") ~= nil,
+        "not a complete SVG")
+    for _, text in ipairs(texts or {}) do
+        T.ok(name .. " SVG has " .. text, data:find(text, 1, true) ~= nil, "text not found in " .. path)
+    end
+end
+
+-- Runs fn with io.write going to a file; returns what was written.
+local function stdout_of(fn)
+    local saved = io.output()
+    local path = tmpfile("stdout.txt")
+    io.output(path)
+    local ok, err = pcall(fn)
+    io.output():close()
+    io.output(saved)
+    if not ok then error(err, 0) end
+    return slurp(path)
+end
+
+-- Our pid, our children (from /proc), our open descriptors.
+local function my_pid()
+    return tonumber(slurp("/proc/self/stat"):match("^(%d+)"))
+end
+local PID = my_pid()
+local function children()
+    local list = {}
+    for pid in (slurp("/proc/" .. PID .. "/task/" .. PID .. "/children") or ""):gmatch("%d+") do
+        list[#list + 1] = pid
+    end
+    return list
+end
+local function fd_count()
+    local n = 0
+    -- /proc/self/fd/N for N < 1024 is enough here: the REPL opens few files
+    for fd = 0, 1023 do
+        local f = io.open("/proc/" .. PID .. "/fdinfo/" .. fd, "r")
+        if f then n = n + 1; f:close() end
+    end
+    return n
+end
+
+plot.terminal("none")   -- draw only into files here; the dumb terminal is tested on its own
+
+local weights = mha.tensor {
+    { 0.7, 0.2, 0.1 },
+    { 0.3, 0.4, 0.3 },
+    { 0.05, 0.15, 0.8 },
+}
+
+T.test("heatmap files", function()
+    plot.heatmap(weights, { tokens = { "The", "cat", "sat" }, title = "weights", values = true })
+    T.eq("save returns the path", plot.save(tmpfile("h.png")), tmpfile("h.png"))
+    -- a 3x3 heat map is 560x480 pixels unless told otherwise
+    check_png("heatmap", tmpfile("h.png"), 560, 480)
+    plot.save(tmpfile("h2.png"), { width = 300, height = 200 })
+    check_png("heatmap sized", tmpfile("h2.png"), 300, 200)
+    plot.save(tmpfile("h.svg"))
+    check_svg("heatmap", tmpfile("h.svg"), { ">The<", ">cat<", ">sat<", ">weights<", ">0.70<", ">0.80<" })
+    plot.save(tmpfile("h.pdf"))
+    check_pdf("heatmap", tmpfile("h.pdf"))
+    plot.save(tmpfile("UPPER.SVG"))
+    check_svg("extension in capitals", tmpfile("UPPER.SVG"))
+end)
+
+T.test("heatmap options", function()
+    plot.heatmap(weights, { rows = "我 喜欢 你", cols = { "a", "b", "c" }, palette = "gray", zrange = { 0, 1 } })
+    plot.save(tmpfile("cjk.svg"))
+    check_svg("cjk labels", tmpfile("cjk.svg"), { ">我<", ">喜欢<", ">你<", ">a<", ">c<" })
+    local masked = mha.tensor { { 1, -math.huge }, { 0.5, 0 / 0 } }
+    plot.heatmap(masked)
+    plot.save(tmpfile("masked.png"))
+    check_png("masked scores", tmpfile("masked.png"))
+    T.raises("heatmap wrong rank", function() plot.heatmap(mha.zeros(2, 2, 2)) end,
+        "plot.heatmap: M must have 2 dimensions, got shape (2,2,2) (for (H,L,S) weights use plot.heads)")
+    T.raises("heatmap label count", function() plot.heatmap(weights, { rows = { "a" } }) end,
+        "plot.heatmap: rows has 1 labels for 3 rows")
+    T.raises("heatmap palette", function() plot.heatmap(weights, { palette = "rainbow" }) end,
+        "plot.heatmap: unknown palette 'rainbow'")
+    T.raises("heatmap zrange", function() plot.heatmap(weights, { zrange = { 1, 0 } }) end,
+        "plot.heatmap: zrange must be {lo, hi} with lo < hi")
+end)
+
+T.test("heads grid", function()
+    mha.seed(7)
+    local layer = mha.MultiheadAttention { embed_dim = 8, num_heads = 4 }
+    local x = mha.randn(1, 5, 8)
+    local _, w = layer:forward(x, x, x, { average_attn_weights = false })
+    T.shape("weights per head", w, { 1, 4, 5, 5 })
+    local fig = plot.figure()
+    fig:heads(w:select(1, 1), { tokens = "I like to learn attention", title = "four heads" })
+    fig:save(tmpfile("heads.png"))
+    check_png("heads", tmpfile("heads.png"))
+    fig:save(tmpfile("heads.svg"))
+    check_svg("heads", tmpfile("heads.svg"), { ">head 1<", ">head 2<", ">head 3<", ">head 4<", ">attention<", ">four heads<" })
+    fig:save(tmpfile("heads.pdf"))
+    check_pdf("heads", tmpfile("heads.pdf"))
+    T.raises("heads of a batch", function() plot.heads(w) end, "W:select(1,1)")
+    fig:close()
+end)
+
+T.test("line and bar", function()
+    local xs, sq, lin = {}, {}, {}
+    for i = 1, 20 do xs[i] = i; sq[i] = i * i; lin[i] = 3 * i end
+    plot.line { { x = xs, y = sq, title = "quadratic" }, { x = mha.tensor(xs), y = mha.tensor(lin), title = "linear" },
+        xlabel = "sequence length", ylabel = "cost", logy = true, title = "cost" }
+    plot.save(tmpfile("line.svg"))
+    check_svg("line", tmpfile("line.svg"), { ">quadratic<", ">linear<", ">sequence length<", ">cost<" })
+    plot.save(tmpfile("line.png"))
+    check_png("line", tmpfile("line.png"), 800, 500)
+    plot.save(tmpfile("line.pdf"))
+    check_pdf("line", tmpfile("line.pdf"))
+    T.raises("line length mismatch", function() plot.line { { x = { 1, 2 }, y = { 1, 2, 3 } } } end,
+        "plot.line: series 1 has 2 x values and 3 y values")
+    T.raises("line log of zero", function() plot.line { y = { 1, 0 }, logy = true } end,
+        "plot.line: logy needs positive y, series 1 has y[2] = 0")
+
+    plot.bar("low mid high", mha.tensor { 0.1, 0.5, 0.4 }, { title = "softmax", ylabel = "p" })
+    plot.save(tmpfile("bar.svg"))
+    check_svg("bar", tmpfile("bar.svg"), { ">low<", ">mid<", ">high<", ">softmax<" })
+    plot.save(tmpfile("bar.pdf"))
+    check_pdf("bar", tmpfile("bar.pdf"))
+    plot.save(tmpfile("bar.png"))
+    check_png("bar", tmpfile("bar.png"))
+    T.raises("bar label count", function() plot.bar({ "a" }, { 1, 2 }) end, "plot.bar: labels has 1 labels for 2 labels")
+end)
+
+T.test("hostile text stays text", function()
+    local owned = { tmpfile("owned"), tmpfile("owned2"), tmpfile("owned3"), tmpfile("owned4") }
+    local hostile = {
+        'a" ; system "touch ' .. owned[1],
+        "`touch " .. owned[2] .. "`",
+        "it's '; system('touch " .. owned[3] .. "'); '",
+        "x\n!touch " .. owned[4],
+        "@GPVAL_TERM %s %d",
+    }
+    plot.heatmap(mha.eye(5), { rows = hostile, cols = hostile, title = hostile[1], xlabel = hostile[2] })
+    plot.save(tmpfile("hostile.svg"))
+    plot.line { { y = { 1, 2 }, title = hostile[2] }, { y = { 2, 1 }, title = hostile[3] }, title = hostile[4], ylabel = hostile[5] }
+    plot.save(tmpfile("hostile_line.svg"))
+    plot.bar(hostile, { 1, 2, 3, 4, 5 }, { title = hostile[3] })
+    -- a file name with quotes and a backquoted command (run, it would make "owned5" in the cwd)
+    local odd_name = tmpfile("it's `touch owned5` \"q\".svg")
+    plot.save(odd_name)
+    for i, path in ipairs(owned) do
+        T.ok("hostile text ran nothing " .. i, not exists(path), path .. " was created")
+    end
+    T.ok("file name with quotes and backquotes saved as named", exists(odd_name))
+    T.ok("backquotes in a file name ran nothing", not exists("owned5"))
+    local svg = slurp(tmpfile("hostile.svg")) or ""
+    T.ok("hostile label drawn as text", svg:find("system", 1, true) ~= nil and svg:find("touch " .. owned[2], 1, true) ~= nil,
+        "label text missing from the SVG")
+    T.ok("%s in a tic label drawn as is", svg:find("@GPVAL_TERM %s %d", 1, true) ~= nil, "%s was not kept")
+end)
+
+T.test("gnuplot errors", function()
+    plot.heatmap(weights)
+    T.raises("save into a missing directory", function() plot.save(tmp .. "/no/such/dir/x.png") end,
+        { "plot.save: gnuplot:", "(in: set output '" .. tmp .. "/no/such/dir/x.png')" })
+    local fig = plot.figure()
+    T.raises("an error quotes its command", function() fig:run("test", { "set title 'ok'", "plot mha_undefined_xyz" }) end,
+        { "test: gnuplot:", "undefined variable: mha_undefined_xyz", "(in: plot mha_undefined_xyz)" })
+    -- the figure goes on working after an error
+    fig:bar({ "a", "b" }, { 1, 2 })
+    fig:save(tmpfile("after_error.png"))
+    check_png("figure works after an error", tmpfile("after_error.png"))
+    T.raises("save needs a drawing", function() plot.figure():save(tmpfile("x.png")) end, "draw something first")
+    T.raises("save extension", function() plot.save(tmpfile("x.jpg")) end, "the name must end in .png, .svg or .pdf")
+    T.raises("save control character", function() plot.save(tmpfile("x\n.png")) end, "control character")
+    T.raises("unknown terminal", function() plot.terminal("nosuchterm") end, "plot.terminal: gnuplot has no terminal 'nosuchterm'")
+    plot.closeall()
+end)
+
+T.test("a dead gnuplot", function()
+    local fig = plot.figure()
+    fig:bar({ "a", "b" }, { 1, 2 })
+    local pid = fig.proc:pid()
+    os.execute("kill -9 " .. pid)
+    -- the next drawing notices, reaps the dead one and starts another (no SIGPIPE death, no hang)
+    fig:bar({ "a", "b" }, { 2, 1 })
+    T.ok("a new gnuplot after a kill", fig.proc:pid() ~= pid)
+    fig:save(tmpfile("revived.png"))
+    check_png("revived figure", tmpfile("revived.png"))
+    fig:close()
+
+    local proc = assert(gnuplot.spawn())
+    assert(proc:send("exit\n"))
+    local _, _, status = proc:sync("never", 5)
+    T.eq("sync sees gnuplot exit", status, "exited")
+    local big = string.rep("print 1\n", 100000)   -- more than a pipe holds
+    local ok, err = proc:send(big, 5)
+    T.eq("send to an exited gnuplot fails", { ok, err }, { nil, "gnuplot: the process has exited" })
+    T.eq("its exit status", proc:close(), 0)
+end)
+
+T.test("pipes: timeouts and stubborn children", function()
+    -- cat never prints the marker on stderr: sync must give up at the timeout
+    local cat = assert(gnuplot.spawn("cat"))
+    assert(cat:send("hello\n"))
+    local t0 = os.clock()
+    local clock0 = os.time()
+    local out, _, status = cat:sync("marker", 0.3)
+    T.eq("sync times out", status, "timeout")
+    T.eq("stdout read meanwhile", out, "hello\n")
+    T.ok("the timeout was kept", os.time() - clock0 <= 2 and os.clock() - t0 < 1)
+    T.eq("cat exits at end of input", cat:close(), 0)
+    -- yes ignores the end of its input and fills its pipe: close must terminate and reap it
+    local yes = assert(gnuplot.spawn("yes"))
+    local code, why = yes:close(0.2)
+    T.eq("a stubborn child is terminated", { code, why }, { nil, "signal 15" })
+    T.eq("closing twice is harmless", { yes:close() }, { nil, "signal 15" })
+    T.eq("a missing program", { gnuplot.spawn("mha-no-such-program") },
+        { nil, "gnuplot: cannot run 'mha-no-such-program': No such file or directory", "notfound" })
+end)
+
+T.test("200 figures leave nothing behind", function()
+    collectgarbage()
+    local fds, kids = fd_count(), #children()
+    for i = 1, 200 do
+        local fig = plot.figure()
+        fig:line { y = { i, i + 1, i * 2 } }
+        if i % 2 == 0 then fig:close() end   -- the other half is left to the garbage collector
+    end
+    plot.close()
+    collectgarbage()
+    collectgarbage()
+    T.eq("no gnuplot process left", #children(), kids)
+    T.eq("no file descriptor left", fd_count(), fds)
+end)
+
+T.test("dumb terminal draws text", function()
+    plot.terminal("dumb")
+    local text = stdout_of(function()
+        plot.line { { y = { 1, 3, 2 }, title = "wiggle" }, title = "a text plot" }
+    end)
+    T.ok("dumb output has the title", text:find("a text plot", 1, true) ~= nil, text)
+    T.ok("dumb output has the legend", text:find("wiggle", 1, true) ~= nil, text)
+    T.ok("dumb output has no colour codes when not a terminal", not text:find("\27", 1, true), text)
+    -- a heat map on a text terminal is mha.heat's shading, and still saves as an image
+    text = stdout_of(function() plot.heatmap(weights, { tokens = "a b c" }) end)
+    T.ok("heatmap on dumb falls back to shades", text:find("scale:", 1, true) ~= nil, text)
+    plot.save(tmpfile("after_dumb.png"))
+    check_png("saved after a text drawing", tmpfile("after_dumb.png"))
+    plot.terminal("none")
+    plot.closeall()
+end)
+
+os.execute("rm -rf '" .. tmp .. "'")
+T.done()
