@@ -93,6 +93,13 @@ $(BUILD)/tests/%: tests/repl/%.c tests/check.h
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -Itests -o $@ $< -lutil
 
-# bench: single-threaded timings of the kernels and the attention layer, beside NumPy when present
-bench: deps-bench all
-	@echo "bench: not built yet"
+# bench: single-threaded timings of the kernels and the attention layer, beside NumPy when present.
+# Both sides: one thread (OpenBLAS pinned) and the same malloc settings - freed memory is kept for
+# reuse instead of being handed back to the kernel, whose fresh pages cost ~20 us each on this VM.
+BENCH_ENV = OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 \
+  GLIBC_TUNABLES=glibc.malloc.mmap_threshold=67108864:glibc.malloc.trim_threshold=268435456
+bench: deps-bench $(BUILD)/bench
+	$(BENCH_ENV) $(BUILD)/bench --numpy '/usr/bin/python3 bench/bench_numpy.py'
+
+$(BUILD)/bench: bench/bench.c $(BUILD)/libmhacore.a
+	$(CC) $(ALL_CFLAGS) -o $@ $< $(BUILD)/libmhacore.a -lm

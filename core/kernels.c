@@ -77,8 +77,8 @@ mha_status mha_attention_ref(const mha_attn_args *args, float *weights) {
             if (args->causal && j > i) x = -INFINITY;
             row[j] = x;
         }
-        softmax_row(row, S);
     }
+    mha_softmax_rows(scores, S, L, S);
     if (mha_interrupted()) {
         status = mha_fail(MHA_E_INTERRUPTED, "attention: (%zu,%zu) scores: interrupted", L, S);
         goto done;
@@ -133,7 +133,7 @@ static void softmax_step_portable(float *scores, size_t nk, float *m, float *l, 
 }
 
 static const kernel_isa kernels_portable = {"portable", MR_PORTABLE, NR_PORTABLE, tile_portable,
-                                            softmax_step_portable};
+                                            softmax_step_portable, softmax_row};
 
 static const kernel_isa *const isa_all[] = {
 #ifdef MHA_KERNELS_X86
@@ -303,6 +303,11 @@ static void multiply_block(const kernel_isa *k, float *c, size_t ldc, const floa
                     ct[i * ldc + j] = (add ? ct[i * ldc + j] : 0.0f) + edge[i * k->nr + j];
         }
     }
+}
+
+void mha_softmax_rows(float *x, size_t ld, size_t rows, size_t n) {
+    const kernel_isa *k = isa();
+    for (size_t i = 0; i < rows; i++) k->softmax_row(x + i * ld, n);
 }
 
 mha_status mha_sgemm(float *c, size_t ldc,

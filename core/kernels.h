@@ -26,6 +26,10 @@ mha_status mha_sgemm(float *c, size_t ldc,
 const char *mha_kernels_isa(void);
 bool mha_kernels_use_isa(const char *name);
 
+/* softmax along each of `rows` rows of n contiguous floats (row stride ld), in place:
+ * x_j <- exp(x_j - max x) / sum_k exp(x_k - max x), vectorised; a row of all -inf becomes NaN. */
+void mha_softmax_rows(float *x, size_t ld, size_t rows, size_t n);
+
 /* One head of attention: out = softmax(q·kᵀ·scale + mask)·v.
  *   out (L,Dv) row stride ld_out; q (L,D) row stride ld_q; k (S,D) ld_k; v (S,Dv) ld_v (unit column stride)
  *   mask: NULL, or an additive float mask (L,S) with row stride mask_rs and column stride mask_cs;

@@ -22,6 +22,8 @@ typedef struct kernel_isa {
      * alpha (NR) is written: the factor that rescales what was accumulated before this tile.
      * A query whose scores are all -inf so far keeps m = -inf, l = 0 and gets exp(...) = 0. */
     void (*softmax_step)(float *scores, size_t nk, float *m, float *l, float *alpha);
+    /* softmax of one contiguous row in place: x_j <- exp(x_j - max) / sum; all -inf -> all NaN */
+    void (*softmax_row)(float *x, size_t n);
 } kernel_isa;
 
 #if defined(__x86_64__) && defined(__GNUC__)

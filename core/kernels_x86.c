@@ -96,7 +96,35 @@ AVX512 static void softmax_step_avx512(float *scores, size_t nk, float *m, float
     }
 }
 
-const kernel_isa mha_kernels_avx512 = {"avx512", MR512, 16 * NV512, tile_avx512, softmax_step_avx512};
+/* See kernel_isa.softmax_row: 16 at a time, the ragged end through a lane mask. */
+AVX512 static void softmax_row_avx512(float *x, size_t n) {
+    const __m512 neg_inf = _mm512_set1_ps(-INFINITY);
+    const size_t body = n / 16 * 16;
+    const __mmask16 tail = (__mmask16)((1u << (n - body)) - 1);
+    __m512 mx = _mm512_mask_loadu_ps(neg_inf, tail, x + body);
+    for (size_t j = 0; j < body; j += 16) mx = _mm512_max_ps(_mm512_loadu_ps(x + j), mx);
+    const float max = _mm512_reduce_max_ps(mx);
+    if (max == -INFINITY) { /* every key masked */
+        for (size_t j = 0; j < n; j++) x[j] = NAN;
+        return;
+    }
+    const __m512 m = _mm512_set1_ps(max);
+    __m512 sum = _mm512_setzero_ps();
+    for (size_t j = 0; j < body; j += 16) {
+        __m512 e = exp_avx512(_mm512_sub_ps(_mm512_loadu_ps(x + j), m));
+        _mm512_storeu_ps(x + j, e);
+        sum = _mm512_add_ps(sum, e);
+    }
+    __m512 e = exp_avx512(_mm512_sub_ps(_mm512_mask_loadu_ps(m, tail, x + body), m));
+    _mm512_mask_storeu_ps(x + body, tail, e);
+    sum = _mm512_mask_add_ps(sum, tail, sum, e);
+    const __m512 total = _mm512_set1_ps(_mm512_reduce_add_ps(sum));
+    for (size_t j = 0; j < body; j += 16) _mm512_storeu_ps(x + j, _mm512_div_ps(_mm512_loadu_ps(x + j), total));
+    _mm512_mask_storeu_ps(x + body, tail, _mm512_div_ps(_mm512_mask_loadu_ps(total, tail, x + body), total));
+}
+
+const kernel_isa mha_kernels_avx512 = {"avx512", MR512, 16 * NV512, tile_avx512, softmax_step_avx512,
+                                       softmax_row_avx512};
 
 /* ---------------------------------------------------------------------------------------------
  * AVX2 + FMA: 16 registers of 8 floats. The tile is 6 rows by 16 columns: 12 accumulators, 2 for
@@ -168,6 +196,38 @@ AVX2 static void softmax_step_avx2(float *scores, size_t nk, float *m, float *l,
     }
 }
 
-const kernel_isa mha_kernels_avx2 = {"avx2", MR256, 8 * NV256, tile_avx2, softmax_step_avx2};
+/* See kernel_isa.softmax_row: 8 at a time; the ragged end is padded into a small buffer. */
+AVX2 static void softmax_row_avx2(float *x, size_t n) {
+    const size_t body = n / 8 * 8, rest = n - body;
+    float end[8];
+    for (size_t j = 0; j < 8; j++) end[j] = j < rest ? x[body + j] : -INFINITY;
+    __m256 mx = _mm256_loadu_ps(end);
+    for (size_t j = 0; j < body; j += 8) mx = _mm256_max_ps(_mm256_loadu_ps(x + j), mx);
+    float lanes[8], max = -INFINITY;
+    _mm256_storeu_ps(lanes, mx);
+    for (size_t j = 0; j < 8; j++) max = lanes[j] > max ? lanes[j] : max;
+    if (max == -INFINITY) { /* every key masked */
+        for (size_t j = 0; j < n; j++) x[j] = NAN;
+        return;
+    }
+    const __m256 m = _mm256_set1_ps(max);
+    __m256 sum = _mm256_setzero_ps();
+    for (size_t j = 0; j < body; j += 8) {
+        __m256 e = exp_avx2(_mm256_sub_ps(_mm256_loadu_ps(x + j), m));
+        _mm256_storeu_ps(x + j, e);
+        sum = _mm256_add_ps(sum, e);
+    }
+    __m256 e = exp_avx2(_mm256_sub_ps(_mm256_loadu_ps(end), m)); /* the -inf padding gives 0 */
+    _mm256_storeu_ps(end, e);
+    sum = _mm256_add_ps(sum, e);
+    _mm256_storeu_ps(lanes, sum);
+    float total = 0.0f;
+    for (size_t j = 0; j < 8; j++) total += lanes[j];
+    const __m256 t = _mm256_set1_ps(total);
+    for (size_t j = 0; j < body; j += 8) _mm256_storeu_ps(x + j, _mm256_div_ps(_mm256_loadu_ps(x + j), t));
+    for (size_t j = 0; j < rest; j++) x[body + j] = end[j] / total;
+}
+
+const kernel_isa mha_kernels_avx2 = {"avx2", MR256, 8 * NV256, tile_avx2, softmax_step_avx2, softmax_row_avx2};
 
 #endif

@@ -253,6 +253,45 @@ static void check_attention(const char *isa) {
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) check_attention_case(isa, &cases[i]);
 }
 
+/* ---- softmax rows ---- */
+
+/* mha_softmax_rows against the formula in double, rows of every awkward length (the vector body and
+ * the ragged end), with -inf entries, a row of all -inf (NaN) and large values (exp far from 0). */
+static void check_softmax_rows(const char *isa) {
+    char name[128], why[256] = "";
+    int ok = 1;
+    for (size_t a = 0; ok && a < NAWK; a++) {
+        const size_t n = AWKWARD[a], rows = 4, ld = n + 5;
+        float *x = random_floats(rows * ld);
+        for (size_t j = 0; j < n; j++) {
+            x[1 * ld + j] = -INFINITY;           /* row 1: every key masked */
+            x[2 * ld + j] *= 40.0f;              /* row 2: large scores */
+            if (j % 3 == 1) x[3 * ld + j] = -INFINITY; /* row 3: some masked */
+        }
+        double *want = malloc(rows * n * sizeof *want);
+        for (size_t i = 0; i < rows; i++) {
+            double max = -INFINITY, sum = 0;
+            for (size_t j = 0; j < n; j++) max = x[i * ld + j] > max ? x[i * ld + j] : max;
+            for (size_t j = 0; j < n; j++) sum += exp(x[i * ld + j] - max);
+            for (size_t j = 0; j < n; j++) want[i * n + j] = max == -INFINITY ? NAN : exp(x[i * ld + j] - max) / sum;
+        }
+        float pad = x[ld - 1];
+        mha_softmax_rows(x, ld, rows, n);
+        for (size_t i = 0; ok && i < rows; i++)
+            for (size_t j = 0; ok && j < n; j++)
+                if (!check_close_value(x[i * ld + j], want[i * n + j], RTOL, 1e-7)) {
+                    ok = 0;
+                    snprintf(why, sizeof why, "n=%zu: row %zu, x[%zu] = %.9g, want %.9g", n, i, j,
+                             (double)x[i * ld + j], want[i * n + j]);
+                }
+        if (ok && x[ld - 1] != pad) { ok = 0; snprintf(why, sizeof why, "n=%zu: wrote past the row", n); }
+        free(x);
+        free(want);
+    }
+    snprintf(name, sizeof name, "softmax_rows[%s] == formula (lengths 1..257, -inf, all -inf -> NaN, large)", isa);
+    CHECK(name, ok, "%s", why);
+}
+
 /* ---- exact small cases, edge sizes, interrupts ---- */
 
 static void check_exact(void) {
@@ -322,6 +361,7 @@ int main(void) {
             continue;
         }
         check_sgemm(isas[i]);
+        check_softmax_rows(isas[i]);
         check_attention(isas[i]);
     }
     CHECK("mha_kernels_use_isa: an unknown name is refused", !mha_kernels_use_isa("sse9"), "%s", "accepted");

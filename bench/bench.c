@@ -1,0 +1,368 @@
+/* bench/bench.c - times the matmul, the attention and the MultiheadAttention forward of mha-repl,
+ * single-threaded fp32, and prints one table beside NumPy's timings of the same cases (bench_numpy.py).
+ *
+ * usage: bench                   time every case, print the table
+ *        bench --numpy COMMAND   also time each case in NumPy, right after ours, through COMMAND (run by
+ *                                /bin/sh: bench_numpy.py, which reads case lines and answers timings)
+ *        bench --only SUBSTRING  time only the cases whose id contains SUBSTRING
+ *        bench --list            print the case lines bench_numpy.py reads
+ * Each case is timed by us and then by NumPy before the next one starts, so a change in the load of a
+ * shared machine falls on both sides of a ratio alike.
+ *
+ * FLOP counts (a multiply-add is 2 FLOPs; softmax, bias and reshapes are not counted, so GFLOP/s is
+ * the rate of the useful matrix work, the same formula for us and for NumPy):
+ *   matmul (M,K)·(K,N)                                  2·M·N·K
+ *   attention, H heads, L queries, S keys, head dims D, Dv   2·H·L·S·(D + Dv)     (q·kᵀ and weights·v)
+ *   MultiheadAttention forward, self-attention, E, H, L:
+ *       in-projection 2·L·E·3E + attention 2·H·L·L·(2E/H) + out-projection 2·L·E·E = 8·L·E² + 4·L²·E
+ * Peak extra memory is the highest mha_peak_bytes() during one call minus what was live before it:
+ * scratch plus the outputs the call returns.
+ *
+ * `make bench` runs both sides with GLIBC_TUNABLES raising malloc's mmap and trim thresholds: on this
+ * VM a page fault costs about 20 us, so a forward pass that returns its 6 MB to the kernel and faults
+ * it back in on the next call spends 3/4 of its time there (L=512: 44 ms with the defaults, 11 ms
+ * without). The REPL can make the same choice with mallopt(). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "attention.h"
+#include "kernels.h"
+#include "tensor.h"
+
+typedef enum { MATMUL, ATTENTION, MHA } case_kind;
+
+typedef struct bench_case {
+    const char *id;   /* the key both programs use */
+    const char *what; /* the row label */
+    case_kind kind;
+    size_t M, K, N;   /* MATMUL: (M,K)·(K,N); transposed_b: B stored (N,K), i.e. x·Wᵀ */
+    bool transposed_b;
+    size_t H, L, D;   /* ATTENTION: (1,H,L,D) self-attention; MHA: E = H·D */
+    bool weights;     /* MHA: need_weights (averaged over heads, torch's default) */
+} bench_case;
+
+static const bench_case CASES[] = {
+    {"matmul_512", "matmul (512,512)@(512,512)", MATMUL, 512, 512, 512, false, 0, 0, 0, false},
+    {"matmul_in_64", "x@W.T in-proj (64,512)->1536", MATMUL, 64, 512, 1536, true, 0, 0, 0, false},
+    {"matmul_in_512", "x@W.T in-proj (512,512)->1536", MATMUL, 512, 512, 1536, true, 0, 0, 0, false},
+    {"matmul_in_2048", "x@W.T in-proj (2048,512)->1536", MATMUL, 2048, 512, 1536, true, 0, 0, 0, false},
+    {"matmul_out_2048", "x@W.T out-proj (2048,512)->512", MATMUL, 2048, 512, 512, true, 0, 0, 0, false},
+    {"attn_512", "attention H=8 L=512 D=64", ATTENTION, 0, 0, 0, false, 8, 512, 64, false},
+    {"attn_2048", "attention H=8 L=2048 D=64", ATTENTION, 0, 0, 0, false, 8, 2048, 64, false},
+    {"attn_4096", "attention H=8 L=4096 D=64", ATTENTION, 0, 0, 0, false, 8, 4096, 64, false},
+    {"attn_16384", "attention H=8 L=16384 D=64", ATTENTION, 0, 0, 0, false, 8, 16384, 64, false},
+    {"mha_64", "MHA E=512 H=8 L=64", MHA, 0, 0, 0, false, 8, 64, 64, false},
+    {"mha_64_w", "MHA E=512 H=8 L=64 +weights", MHA, 0, 0, 0, false, 8, 64, 64, true},
+    {"mha_512", "MHA E=512 H=8 L=512", MHA, 0, 0, 0, false, 8, 512, 64, false},
+    {"mha_512_w", "MHA E=512 H=8 L=512 +weights", MHA, 0, 0, 0, false, 8, 512, 64, true},
+    {"mha_2048", "MHA E=512 H=8 L=2048", MHA, 0, 0, 0, false, 8, 2048, 64, false},
+    {"mha_2048_w", "MHA E=512 H=8 L=2048 +weights", MHA, 0, 0, 0, false, 8, 2048, 64, true},
+};
+enum { NCASES = sizeof CASES / sizeof CASES[0] };
+
+static double flops(const bench_case *c) {
+    double L = (double)c->L, E = (double)(c->H * c->D);
+    switch (c->kind) {
+    case MATMUL: return 2.0 * (double)c->M * (double)c->N * (double)c->K;
+    case ATTENTION: return 2.0 * (double)c->H * L * L * (2.0 * (double)c->D);
+    case MHA: return 8.0 * L * E * E + 4.0 * L * L * E;
+    }
+    return 0;
+}
+
+static double now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+/* ---- one case: inputs made once, then run(), timed ---- */
+
+typedef struct bench_state {
+    const bench_case *c;
+    float *a, *b, *cmat;              /* MATMUL */
+    mha_tensor q, k, v, x;            /* ATTENTION: q, k, v (1,H,L,D); MHA: x (1,L,E) */
+    mha_multihead m;
+} bench_state;
+
+static mha_status fill(mha_tensor *t, size_t ndim, const size_t *shape) {
+    mha_status st = mha_empty(t, MHA_FLOAT32, ndim, shape);
+    return st == MHA_OK ? mha_uniform_(t, -1.0f, 1.0f) : st;
+}
+
+static mha_status setup(bench_state *s) {
+    const bench_case *c = s->c;
+    mha_status st = MHA_OK;
+    if (c->kind == MATMUL) {
+        s->a = malloc(c->M * c->K * sizeof(float));
+        s->b = malloc(c->K * c->N * sizeof(float));
+        s->cmat = malloc(c->M * c->N * sizeof(float));
+        if (!s->a || !s->b || !s->cmat) return mha_fail(MHA_E_NOMEM, "bench: %s: out of memory", c->id);
+        for (size_t i = 0; i < c->M * c->K; i++) s->a[i] = (float)rand() / RAND_MAX * 2 - 1;
+        for (size_t i = 0; i < c->K * c->N; i++) s->b[i] = (float)rand() / RAND_MAX * 2 - 1;
+    } else if (c->kind == ATTENTION) {
+        size_t shape[4] = {1, c->H, c->L, c->D};
+        if ((st = fill(&s->q, 4, shape)) != MHA_OK || (st = fill(&s->k, 4, shape)) != MHA_OK ||
+            (st = fill(&s->v, 4, shape)) != MHA_OK)
+            return st;
+    } else {
+        mha_multihead_options opt = {.embed_dim = c->H * c->D, .num_heads = c->H, .bias = true};
+        size_t shape[3] = {1, c->L, c->H * c->D};
+        if ((st = mha_multihead_init(&s->m, &opt)) != MHA_OK || (st = fill(&s->x, 3, shape)) != MHA_OK) return st;
+    }
+    return st;
+}
+
+static void teardown(bench_state *s) {
+    free(s->a); free(s->b); free(s->cmat);
+    mha_release(&s->q); mha_release(&s->k); mha_release(&s->v); mha_release(&s->x);
+    mha_multihead_release(&s->m);
+}
+
+static mha_status run(bench_state *s) {
+    const bench_case *c = s->c;
+    mha_status st;
+    if (c->kind == MATMUL) {
+        /* B stored (N,K) read as (K,N) through its strides, as linear reads W */
+        ptrdiff_t b_rs = c->transposed_b ? 1 : (ptrdiff_t)c->N, b_cs = c->transposed_b ? (ptrdiff_t)c->K : 1;
+        return mha_sgemm(s->cmat, c->N, s->a, (ptrdiff_t)c->K, 1, s->b, b_rs, b_cs, c->M, c->N, c->K, false);
+    }
+    mha_tensor out = MHA_TENSOR_EMPTY, weights = MHA_TENSOR_EMPTY;
+    if (c->kind == ATTENTION) {
+        st = mha_sdpa(&out, NULL, &s->q, &s->k, &s->v, NULL);
+    } else {
+        mha_forward_options opt = {.need_weights = c->weights, .average_attn_weights = true};
+        st = mha_multihead_forward(&out, c->weights ? &weights : NULL, &s->m, &s->x, &s->x, &s->x, &opt, NULL);
+    }
+    mha_release(&out);
+    mha_release(&weights);
+    return st;
+}
+
+typedef struct timing {
+    double median_ms;
+    size_t runs;
+    size_t peak_extra; /* bytes */
+} timing;
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* A warm-up run (which also measures memory), then enough runs for about a second, at least 3, at
+ * most 25; a case slower than a second is timed by its warm-up run alone. */
+static mha_status time_case(timing *t, bench_state *s) {
+    size_t live = mha_live_bytes();
+    mha_reset_peak();
+    double t0 = now();
+    mha_status st = run(s);
+    double first = now() - t0;
+    t->peak_extra = mha_peak_bytes() - live;
+    if (st != MHA_OK) return st;
+    double samples[25];
+    size_t n = first > 1.0 ? 0 : (size_t)fmin(25.0, fmax(3.0, 1.0 / first));
+    for (size_t i = 0; i < n; i++) {
+        t0 = now();
+        if ((st = run(s)) != MHA_OK) return st;
+        samples[i] = now() - t0;
+    }
+    if (n == 0) {
+        samples[0] = first;
+        n = 1;
+    }
+    qsort(samples, n, sizeof *samples, cmp_double);
+    t->median_ms = 1e3 * (n % 2 ? samples[n / 2] : 0.5 * (samples[n / 2 - 1] + samples[n / 2]));
+    t->runs = n;
+    return MHA_OK;
+}
+
+/* ---- the machine's peak: the clock and independent FMAs in registers ---- */
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+
+/* Cycles per second from a chain of dependent integer adds (one cycle each). */
+static double clock_ghz(void) {
+    const long n = 200000000;
+    unsigned long x = 0;
+    double t0 = now();
+    for (long i = 0; i < n; i += 8)
+        __asm__ volatile("add $1,%0\n\tadd $1,%0\n\tadd $1,%0\n\tadd $1,%0\n\t"
+                         "add $1,%0\n\tadd $1,%0\n\tadd $1,%0\n\tadd $1,%0" : "+r"(x));
+    return (double)n / (now() - t0) / 1e9;
+}
+
+/* 12 independent chains of 16-lane FMAs: enough to fill both pipes whatever the latency. */
+__attribute__((target("avx512f,fma"))) static double fma_peak_avx512(void) {
+    __m512 acc[12];
+    const __m512 x = _mm512_set1_ps(0.999999f), y = _mm512_set1_ps(1e-6f);
+    for (int i = 0; i < 12; i++) acc[i] = _mm512_set1_ps((float)i);
+    const long n = 20000000;
+    double t0 = now();
+    for (long k = 0; k < n; k++) {
+#pragma GCC unroll 12
+        for (int i = 0; i < 12; i++) acc[i] = _mm512_fmadd_ps(acc[i], x, y);
+    }
+    double t = now() - t0;
+    float sink = 0;
+    for (int i = 0; i < 12; i++) sink += _mm512_reduce_add_ps(acc[i]);
+    return sink == 12345.0f ? 0 : (double)n * 12 * 16 * 2 / t / 1e9;
+}
+
+__attribute__((target("avx2,fma"))) static double fma_peak_avx2(void) {
+    __m256 acc[12];
+    const __m256 x = _mm256_set1_ps(0.999999f), y = _mm256_set1_ps(1e-6f);
+    for (int i = 0; i < 12; i++) acc[i] = _mm256_set1_ps((float)i);
+    const long n = 20000000;
+    double t0 = now();
+    for (long k = 0; k < n; k++) {
+#pragma GCC unroll 12
+        for (int i = 0; i < 12; i++) acc[i] = _mm256_fmadd_ps(acc[i], x, y);
+    }
+    double t = now() - t0;
+    float lanes[8], sink = 0;
+    for (int i = 0; i < 12; i++) {
+        _mm256_storeu_ps(lanes, acc[i]);
+        for (int j = 0; j < 8; j++) sink += lanes[j];
+    }
+    return sink == 12345.0f ? 0 : (double)n * 12 * 8 * 2 / t / 1e9;
+}
+
+static double fma_peak(const char *isa) {
+    if (strcmp(isa, "avx512") == 0) return fma_peak_avx512();
+    if (strcmp(isa, "avx2") == 0) return fma_peak_avx2();
+    return 0;
+}
+#else
+static double clock_ghz(void) { return 0; }
+static double fma_peak(const char *isa) { return 0; }
+#endif
+
+/* ---- NumPy's side: bench_numpy.py as a coprocess. We write a case line ("id kind sizes..."), it
+ * answers "id median_ms runs peak_bytes". ---- */
+
+/* id kind sizes...: matmul M K N transposed_b | attention H L D | mha H L D weights */
+static void print_case_line(FILE *f, const bench_case *c) {
+    if (c->kind == MATMUL) fprintf(f, "%s matmul %zu %zu %zu %d\n", c->id, c->M, c->K, c->N, c->transposed_b);
+    else if (c->kind == ATTENTION) fprintf(f, "%s attention %zu %zu %zu\n", c->id, c->H, c->L, c->D);
+    else fprintf(f, "%s mha %zu %zu %zu %d\n", c->id, c->H, c->L, c->D, c->weights);
+}
+
+typedef struct numpy_proc {
+    pid_t pid;
+    FILE *to, *from; /* its stdin, its stdout */
+} numpy_proc;
+
+static bool numpy_start(numpy_proc *p, const char *command) {
+    int to_child[2], from_child[2];
+    if (pipe(to_child) != 0) return false;
+    if (pipe(from_child) != 0) {
+        close(to_child[0]); close(to_child[1]);
+        return false;
+    }
+    fflush(stdout);
+    p->pid = fork();
+    if (p->pid == 0) {
+        dup2(to_child[0], 0);
+        dup2(from_child[1], 1);
+        close(to_child[0]); close(to_child[1]); close(from_child[0]); close(from_child[1]);
+        execl("/bin/sh", "sh", "-c", command, (char *)NULL);
+        _exit(127);
+    }
+    close(to_child[0]);
+    close(from_child[1]);
+    if (p->pid < 0) {
+        close(to_child[1]); close(from_child[0]);
+        return false;
+    }
+    p->to = fdopen(to_child[1], "w");
+    p->from = fdopen(from_child[0], "r");
+    return p->to && p->from;
+}
+
+typedef struct numpy_timing {
+    double ms;
+    size_t runs, peak;
+} numpy_timing;
+
+/* false when NumPy did not answer (not installed, or the script failed: it says why on stderr) */
+static bool numpy_time(numpy_proc *p, const bench_case *c, numpy_timing *t) {
+    char line[256], id[64];
+    print_case_line(p->to, c);
+    if (fflush(p->to) != 0 || !fgets(line, sizeof line, p->from)) return false;
+    return sscanf(line, "%63s %lf %zu %zu", id, &t->ms, &t->runs, &t->peak) == 4 && strcmp(id, c->id) == 0;
+}
+
+static void numpy_stop(numpy_proc *p) {
+    if (p->to) fclose(p->to);
+    if (p->from) fclose(p->from);
+    if (p->pid > 0) waitpid(p->pid, NULL, 0);
+}
+
+int main(int argc, char **argv) {
+    const char *numpy_command = NULL, *only = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--list") == 0) {
+            for (size_t c = 0; c < NCASES; c++) print_case_line(stdout, &CASES[c]);
+            return 0;
+        } else if (strcmp(argv[i], "--numpy") == 0 && i + 1 < argc) {
+            numpy_command = argv[++i];
+        } else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) {
+            only = argv[++i];
+        } else {
+            fprintf(stderr, "usage: bench [--numpy COMMAND] [--only SUBSTRING] [--list]\n");
+            return 2;
+        }
+    }
+    numpy_proc numpy = {0};
+    bool have_numpy = numpy_command && numpy_start(&numpy, numpy_command);
+
+    const char *isa = mha_kernels_isa();
+    double ghz = clock_ghz(), peak = fma_peak(isa);
+    printf("mha-repl benchmark: single thread, fp32, kernels \"%s\"\n", isa);
+    if (peak > 0)
+        printf("fp32 peak of one core: %.0f GFLOP/s measured (independent FMAs in registers); "
+               "clock %.2f GHz -> %.1f FLOP/cycle\n", peak, ghz, peak / ghz);
+    const char *tunables = getenv("GLIBC_TUNABLES");
+    printf("malloc: %s\n", tunables ? tunables : "glibc defaults");
+    if (have_numpy) printf("NumPy: OpenBLAS pinned to one thread (OPENBLAS_NUM_THREADS=1), same shapes, float32\n");
+    printf("ms: median of the runs; GFLOP/s: formulas at the top of bench/bench.c; MiB: peak extra memory\n\n");
+    printf("%-32s %4s %10s %8s %8s | %10s %8s %8s | %7s\n", "case", "runs", "ours ms", "GFLOP/s", "MiB",
+           "numpy ms", "GFLOP/s", "MiB", "ours/np");
+
+    int failures = 0;
+    for (size_t i = 0; i < NCASES; i++) {
+        const bench_case *c = &CASES[i];
+        if (only && !strstr(c->id, only)) continue;
+        bench_state s = {.c = c};
+        timing t = {0};
+        mha_status st = setup(&s);
+        if (st == MHA_OK) st = time_case(&t, &s);
+        teardown(&s);
+        if (st != MHA_OK) {
+            printf("%-32s failed: %s\n", c->what, mha_errmsg());
+            failures++;
+            continue;
+        }
+        double gf = flops(c) / (t.median_ms * 1e6);
+        printf("%-32s %4zu %10.3f %8.1f %8.1f |", c->what, t.runs, t.median_ms, gf, (double)t.peak_extra / 1048576.0);
+        numpy_timing np;
+        if (have_numpy && numpy_time(&numpy, c, &np))
+            printf(" %10.3f %8.1f %8.1f | %7.2f", np.ms, flops(c) / (np.ms * 1e6), (double)np.peak / 1048576.0,
+                   t.median_ms / np.ms);
+        else
+            printf(" %10s %8s %8s | %7s", "-", "-", "-", "-");
+        if (c->kind == MATMUL && c->M == 512 && c->N == 512 && c->K == 512 && peak > 0)
+            printf("  (%.0f%% of peak)", 100.0 * gf / peak);
+        printf("\n");
+        fflush(stdout);
+    }
+    numpy_stop(&numpy);
+    return failures ? 1 : 0;
+}
