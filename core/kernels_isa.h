@@ -13,8 +13,10 @@
 typedef struct kernel_isa {
     const char *name;   /* "avx512", "avx2", "portable" */
     size_t mr, nr;      /* the register tile: MR rows by NR columns */
-    /* c (MR,NR) with row stride ldc  =  (add ? c : 0) + a·b  over kc, a and b packed panels */
-    void (*tile)(size_t kc, const float *a, const float *b, float *c, size_t ldc, bool add);
+    /* c (MR,NR) with row stride ldc  =  (add ? c : 0) + a·b  over kc, a and b packed panels;
+     * with col_scale (NR floats) not NULL, c is first scaled column by column: c·diag(col_scale) + a·b
+     * (the fused attention's rescaling of what it accumulated, at no extra pass) */
+    void (*tile)(size_t kc, const float *a, const float *b, float *c, size_t ldc, bool add, const float *col_scale);
     /* One key tile of online softmax for NR queries side by side. scores (nk,NR): row p holds key p's
      * score for each query. With m, l the running max and sum per query (NR each):
      *   m' = max(m, max_p scores[p]);  scores[p] <- exp(scores[p] - m');

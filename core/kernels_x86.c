@@ -23,7 +23,8 @@ static const float EXP_P0 = 1.9875691500e-4f, EXP_P1 = 1.3981999507e-3f, EXP_P2 
  * ------------------------------------------------------------------------------------------- */
 enum { MR512 = 8, NV512 = 2 }; /* NR = 16·NV512 = 32 */
 
-AVX512 static void tile_avx512(size_t kc, const float *a, const float *b, float *c, size_t ldc, bool add) {
+AVX512 static void tile_avx512(size_t kc, const float *a, const float *b, float *c, size_t ldc, bool add,
+                               const float *col_scale) {
     __m512 acc[MR512][NV512];
 #pragma GCC unroll 8
     for (int i = 0; i < MR512; i++)
@@ -37,10 +38,12 @@ AVX512 static void tile_avx512(size_t kc, const float *a, const float *b, float 
             acc[i][1] = _mm512_fmadd_ps(ai, b1, acc[i][1]);
         }
     }
+    __m512 scale[NV512];
+    for (int v = 0; v < NV512; v++) scale[v] = col_scale ? _mm512_loadu_ps(col_scale + 16 * v) : _mm512_set1_ps(1.0f);
 #pragma GCC unroll 8
     for (int i = 0; i < MR512; i++, c += ldc) {
         for (int v = 0; v < NV512; v++) {
-            if (add) acc[i][v] = _mm512_add_ps(acc[i][v], _mm512_loadu_ps(c + 16 * v));
+            if (add) acc[i][v] = _mm512_fmadd_ps(_mm512_loadu_ps(c + 16 * v), scale[v], acc[i][v]);
             _mm512_storeu_ps(c + 16 * v, acc[i][v]);
         }
     }
@@ -132,7 +135,8 @@ const kernel_isa mha_kernels_avx512 = {"avx512", MR512, 16 * NV512, tile_avx512,
  * ------------------------------------------------------------------------------------------- */
 enum { MR256 = 6, NV256 = 2 }; /* NR = 8·NV256 = 16 */
 
-AVX2 static void tile_avx2(size_t kc, const float *a, const float *b, float *c, size_t ldc, bool add) {
+AVX2 static void tile_avx2(size_t kc, const float *a, const float *b, float *c, size_t ldc, bool add,
+                           const float *col_scale) {
     __m256 acc[MR256][NV256];
 #pragma GCC unroll 6
     for (int i = 0; i < MR256; i++)
@@ -146,10 +150,12 @@ AVX2 static void tile_avx2(size_t kc, const float *a, const float *b, float *c, 
             acc[i][1] = _mm256_fmadd_ps(ai, b1, acc[i][1]);
         }
     }
+    __m256 scale[NV256];
+    for (int v = 0; v < NV256; v++) scale[v] = col_scale ? _mm256_loadu_ps(col_scale + 8 * v) : _mm256_set1_ps(1.0f);
 #pragma GCC unroll 6
     for (int i = 0; i < MR256; i++, c += ldc) {
         for (int v = 0; v < NV256; v++) {
-            if (add) acc[i][v] = _mm256_add_ps(acc[i][v], _mm256_loadu_ps(c + 8 * v));
+            if (add) acc[i][v] = _mm256_fmadd_ps(_mm256_loadu_ps(c + 8 * v), scale[v], acc[i][v]);
             _mm256_storeu_ps(c + 8 * v, acc[i][v]);
         }
     }
