@@ -230,8 +230,8 @@ local function clean_label(s)
 end
 
 -- Labels from a list, or from a string: split on spaces, or into characters when it has none
--- ("我爱你" -> 我, 爱, 你).
-local function label_list(fname, what, given, n)
+-- ("我爱你" -> 我, 爱, 你). There must be n of them (n rows, or n `unit`).
+local function label_list(fname, what, given, n, unit)
     if given == nil then return nil end
     local list = {}
     if type(given) == "string" then
@@ -246,7 +246,7 @@ local function label_list(fname, what, given, n)
         error(string.format("%s: %s must be a list of labels or a string, got %s", fname, what, type(given)), 0)
     end
     if #list ~= n then
-        error(string.format("%s: %s has %d labels for %d %s", fname, what, #list, n, what), 0)
+        error(string.format("%s: %s has %d labels for %d %s", fname, what, #list, n, unit or what), 0)
     end
     for i = 1, #list do list[i] = clean_label(list[i]) end
     return list

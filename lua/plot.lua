@@ -102,7 +102,8 @@ local gnuplot_missing = false   -- set once the first spawn finds no gnuplot; sa
 local terminals_cache           -- set of terminal names, from the first probe
 local chosen_terminal           -- plot.terminal(name); nil means the automatic choice
 
--- Starts a gnuplot, or returns nil (saying once that it is not installed).
+-- Starts a gnuplot, or returns nil (saying once that it is not installed). $MHA_GNUPLOT names another
+-- program to run instead (the tests use it to tell their gnuplot processes from any other).
 local function spawn()
     if gnuplot_missing then return nil end
     local proc, err, reason = gnuplot.spawn(os.getenv("MHA_GNUPLOT") or "gnuplot")
@@ -684,7 +685,7 @@ function plot.bar(labels, values, opts)
     opts = opts or {}
     local fname = "plot.bar"
     local v = vector_of(fname, "values", values)
-    local names = display.label_list(fname, "labels", labels, #v)
+    local names = display.label_list(fname, "labels", labels, #v, "values")
     local lo, hi = 0, 0
     for _, x in ipairs(v) do lo, hi = math.min(lo, x), math.max(hi, x) end
     local rows = {}

@@ -175,7 +175,7 @@ T.test("line and bar", function()
     check_pdf("bar", tmpfile("bar.pdf"))
     plot.save(tmpfile("bar.png"))
     check_png("bar", tmpfile("bar.png"))
-    T.raises("bar label count", function() plot.bar({ "a" }, { 1, 2 }) end, "plot.bar: labels has 1 labels for 2 labels")
+    T.raises("bar label count", function() plot.bar({ "a" }, { 1, 2 }) end, "plot.bar: labels has 1 labels for 2 values")
 end)
 
 T.test("hostile text stays text", function()
