@@ -165,7 +165,7 @@ static int report(lua_State *L, int status) {
 
 /* A traceback frame the reader does not need: the C entry point, the REPL's own Lua code. */
 static int hidden_frame(const char *line, size_t len) {
-    static const char *const hidden[] = {"[C]: in ?", "lua/repl.lua:", "mha.repl:", NULL};
+    static const char *const hidden[] = {"[C]: in ?", "(...tail calls...)", "lua/repl.lua:", "mha.repl:", NULL};
     for (int i = 0; hidden[i]; i++) {
         size_t n = strlen(hidden[i]);
         for (size_t j = 0; j + n <= len; j++)
@@ -176,8 +176,7 @@ static int hidden_frame(const char *line, size_t len) {
 
 /* A frame that says nothing the message does not: the chunk typed at the prompt, error() itself. */
 static int trivial_frame(const char *line, size_t len) {
-    static const char *const trivial[] = {"in main chunk", "in function 'error'", "in function 'assert'",
-                                          "(...tail calls...)", NULL};
+    static const char *const trivial[] = {"in main chunk", "in function 'error'", "in function 'assert'", NULL};
     for (int i = 0; trivial[i]; i++) {
         size_t n = strlen(trivial[i]);
         if (len >= n && memcmp(line + len - n, trivial[i], n) == 0) return 1;
@@ -723,7 +722,8 @@ static void on_line(char *line) {
 static int read_with_readline(const char *prompt, char **line) {
     rl_have_result = 0;
     rl_result = NULL;
-    prompt_interrupted = 0;
+    /* prompt_interrupted is not cleared here: a Ctrl-C typed ahead, between two lines of an input,
+     * cancels that input */
     rl_callback_handler_install(prompt, on_line);
     while (!rl_have_result) {
         if (prompt_interrupted) {
@@ -840,6 +840,20 @@ static int addreturn(lua_State *L, int *quiet) {
 
 #define INPUT_CANCEL (-1)
 
+/* Is the input at index 1 an unfinished expression, such as "{1," or "f(x,"? Lua's statement
+ * parser rejects it at once ("unexpected symbol near '{'"), but "return <input>" stops at <eof>. */
+static int incomplete_expression(lua_State *L) {
+    lua_pushliteral(L, "return ");
+    lua_pushvalue(L, 1);
+    lua_concat(L, 2);
+    size_t len;
+    const char *retline = lua_tolstring(L, -1, &len);
+    int status = luaL_loadbuffer(L, retline, len, "=stdin");
+    int result = incomplete(L, status);
+    lua_pop(L, result ? 1 : 2);  /* the retline, and the chunk or message incomplete() left */
+    return result;
+}
+
 /* Reads continuation lines until the input at index 1 is a complete chunk (as an expression, then as
  * statements), which it pushes; or pushes the syntax error. A blank line does not end the input; only
  * Ctrl-C (INPUT_CANCEL) or end of input does. *expr says the chunk is "return <input>". */
@@ -850,7 +864,10 @@ static int loadinput(lua_State *L, int *expr, int *quiet) {
         size_t len;
         const char *text = lua_tolstring(L, 1, &len);
         int status = luaL_loadbuffer(L, text, len, "=stdin");
-        if (!incomplete(L, status)) return status;
+        if (!incomplete(L, status)) {
+            if (status == LUA_OK || !incomplete_expression(L)) return status;
+            lua_pop(L, 1);  /* the statement's syntax error: read on */
+        }
         int r = pushline(L, 0);
         if (r == LINE_CANCEL) return INPUT_CANCEL;
         if (r == LINE_EOF) return luaL_loadbuffer(L, text, len, "=stdin");  /* the <eof> error again */

@@ -251,10 +251,10 @@ end
 function repl.after(input, how, seconds, ...)
     if how == "error" then
         show_error((...))
-    elseif how == "print" or how == "quiet" then
+    else  -- values: an expression's, or those a chunk of statements returned
         local n = select("#", ...)
         if n > 0 and (...) ~= nil then rawset(_G, "_", (...)) end
-        if how == "print" and n > 0 then print_values(...) end
+        if how ~= "quiet" and n > 0 then print_values(...) end
     end
     record({kind = "lua", input = input, how = how})
     if repl.show_time then show_time(seconds) end
@@ -358,6 +358,11 @@ local function as_script(entry)
     if entry.kind == "command" then return "-- " .. input end
     if entry.how == "error" then
         return "-- (this input raised an error)\n" .. ("-- " .. input:gsub("\n", "\n-- "))
+    end
+    if entry.how == "stmt" and input:find("%f[%w_]return%f[^%w_]") then  -- a return would end the script
+        local call = "(function()\n" .. input .. "\nend)()"
+        if entry.output ~= "" then return "print(" .. call .. ")" end
+        return call
     end
     if entry.how == "print" or entry.how == "quiet" then
         local expr = input:match("^(.-)[%s;]*$")

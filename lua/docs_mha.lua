@@ -1,0 +1,493 @@
+-- lua/docs_mha.lua - module "mha.docs_mha": the help entries of module mha (constructors, functions,
+-- attention), of the tensor methods and of mha.MultiheadAttention, read by lua/help.lua.
+--
+-- Keys are what a student types: "mha.softmax" for a function (also when it is a method: t:softmax(2)),
+-- "Tensor:shape" for a method only tensors have, "MultiheadAttention:forward" for the module's methods.
+-- Every example runs as written (tests/lua/test_help.lua runs them all).
+
+local D = {}
+
+local function entry(name, group, sig, doc, formula, example, see)
+    D[name] = {group = group, sig = sig, doc = doc, formula = formula, example = example, see = see}
+end
+
+-- ---- topics ----
+
+entry("mha", "topics", "mha - tensors and attention for Lua 5.4",
+    "The module of mha-repl, a global in the REPL and require \"mha\" elsewhere. Tensors are float32 (or "
+    .. "bool) arrays of up to 8 dimensions made by mha.tensor, zeros, randn and friends. Dimensions and "
+    .. "indices count from 1 as Lua does, and negative dimensions count from the end (-1 is the last). "
+    .. "Functions that take a tensor first are methods too: mha.softmax(x, 2) is x:softmax(2). Every "
+    .. "error names the function, the argument and the shapes. help() lists everything; ?name explains one.",
+    nil,
+    "x = mha.tensor{{1, 2}, {3, 4}}\nprint(x:sum(), x:softmax(-1))",
+    {"mha.Tensor", "mha.MultiheadAttention"})
+
+entry("mha.Tensor", "topics", "mha.Tensor - a view (shape, strides, offset) over shared storage",
+    "A tensor is a shape, strides and an offset over a reference-counted block of numbers. Views - "
+    .. "view, transpose, permute, narrow, select, unsqueeze, squeeze, expand, split, chunk - share the "
+    .. "storage instead of copying, which is why transposing is free and why view() fails on a "
+    .. "non-contiguous tensor (call contiguous() or reshape()). Operators work elementwise with NumPy "
+    .. "broadcasting: + - * / ^, unary -, and == (true when shape and values are equal). t[i] is the "
+    .. "i-th slice along dim 1 (a number for a 1-D tensor); #t is the size of dim 1. x:view and the "
+    .. "other methods are listed by help(); ?x:view explains one.",
+    "strides of a contiguous (A,B,C): (B·C, C, 1); element [i,j,k] is data[offset + i·s1 + j·s2 + k·s3]",
+    "x = mha.arange(6):view(2, 3)\nprint(x:shape(), x:strides(), x:T():is_contiguous(), x[2])")
+
+-- ---- constructors ----
+
+entry("mha.tensor", "constructors", "mha.tensor(data [, dtype]) -> tensor",
+    "A tensor from a nested Lua table of numbers (or booleans, giving a bool tensor), a single number "
+    .. "(a 0-dimensional scalar) or another tensor (copied). Rows must have equal lengths. dtype "
+    .. "\"float32\" or \"bool\" converts: non-zero is true, true is 1.",
+    nil,
+    "mha.tensor{{1, 2, 3}, {4, 5, 6}}",
+    {"mha.zeros", "mha.arange", "Tensor:totable"})
+
+entry("mha.zeros", "constructors", "mha.zeros(d1, d2, ...) or mha.zeros{d1, d2, ...} -> tensor",
+    "A float32 tensor of the given shape filled with 0. No sizes gives a scalar.",
+    nil, "mha.zeros(2, 3)", {"mha.ones", "mha.full"})
+
+entry("mha.ones", "constructors", "mha.ones(d1, d2, ...) or mha.ones{d1, d2, ...} -> tensor",
+    "A float32 tensor of the given shape filled with 1.", nil, "mha.ones(2, 3)", {"mha.zeros", "mha.full"})
+
+entry("mha.full", "constructors", "mha.full(d1, ..., value) or mha.full({d1, ...}, value) -> tensor",
+    "A tensor of the given shape with every element equal to value (the last argument); value may be "
+    .. "-math.huge, as an additive mask needs.",
+    nil, "mha.full(2, 2, -math.huge)", {"mha.zeros", "mha.causal_mask"})
+
+entry("mha.eye", "constructors", "mha.eye(n [, m]) -> tensor",
+    "The (n,m) identity matrix: ones on the diagonal, zeros elsewhere; m defaults to n.",
+    "I[i,j] = 1 if i = j, else 0", "mha.eye(3)")
+
+entry("mha.arange", "constructors", "mha.arange([start,] stop [, step]) -> tensor",
+    "The values start, start+step, ... below stop, as a 1-D float32 tensor, as torch.arange: start "
+    .. "defaults to 0 and step to 1. These are values, not indices: arange(3) is 0, 1, 2.",
+    "x_k = start + k·step for k = 0, 1, ... while x_k < stop", "mha.arange(0, 1, 0.25)")
+
+entry("mha.rand", "constructors", "mha.rand(d1, d2, ...) or mha.rand{d1, ...} -> tensor",
+    "Uniform random numbers in [0, 1) from the seeded generator (mha.seed), so a lesson gives the "
+    .. "same numbers every time.",
+    "x ~ U[0, 1)", "mha.seed(1)\nprint(mha.rand(2, 3))", {"mha.seed", "mha.randn"})
+
+entry("mha.randn", "constructors", "mha.randn(d1, d2, ...) or mha.randn{d1, ...} -> tensor",
+    "Standard normal random numbers (mean 0, variance 1) from the seeded generator (mha.seed).",
+    "x ~ N(0, 1)", "mha.seed(1)\nprint(mha.randn(2, 3))", {"mha.seed", "mha.rand"})
+
+entry("mha.is_tensor", "constructors", "mha.is_tensor(v) -> boolean",
+    "Whether v is an mha.Tensor.", nil, "mha.is_tensor(mha.zeros(1)), mha.is_tensor({1})")
+
+-- ---- random numbers ----
+
+entry("mha.seed", "random", "mha.seed(n)",
+    "Restarts the generator behind rand, randn, the in-place fills and MultiheadAttention's "
+    .. "initialisation from the non-negative integer n (default seed 42 at startup), so every run "
+    .. "makes the same numbers. The generator is xoshiro256** seeded through splitmix64.",
+    nil, "mha.seed(7)\nlocal a = mha.randn(2)\nmha.seed(7)\nprint(a == mha.randn(2))", {"mha.get_seed"})
+
+entry("mha.get_seed", "random", "mha.get_seed() -> integer",
+    "The seed the generator was last started from.", nil, "mha.get_seed()", {"mha.seed"})
+
+entry("mha.uniform_", "random", "t:uniform_([lo [, hi]]) -> t",
+    "Fills t in place with uniform random numbers in [lo, hi) (default 0 and 1) and returns t, so "
+    .. "calls chain. Writes through views into the shared storage.",
+    "t_i ~ U[lo, hi)", "mha.zeros(2, 3):uniform_(-1, 1)", {"mha.normal_"})
+
+entry("mha.normal_", "random", "t:normal_([mean [, std]]) -> t",
+    "Fills t in place with normal random numbers (default mean 0, std 1) and returns t.",
+    "t_i ~ N(mean, std²)", "mha.zeros(2, 3):normal_(0, 0.02)", {"mha.uniform_"})
+
+entry("mha.xavier_uniform_", "random", "t:xavier_uniform_([gain]) -> t",
+    "PyTorch's nn.init.xavier_uniform_: keeps the variance of activations about the same forward and "
+    .. "backward. For a 2-D weight (out, in), fan_in = in and fan_out = out (times the product of "
+    .. "any further dims). MultiheadAttention initialises its in-projection this way.",
+    "t_i ~ U(-a, a),  a = gain·√(6 / (fan_in + fan_out))",
+    "mha.zeros(4, 8):xavier_uniform_()", {"mha.xavier_normal_"})
+
+entry("mha.xavier_normal_", "random", "t:xavier_normal_([gain]) -> t",
+    "PyTorch's nn.init.xavier_normal_; fans as for xavier_uniform_. MultiheadAttention initialises "
+    .. "bias_k and bias_v this way.",
+    "t_i ~ N(0, s²),  s = gain·√(2 / (fan_in + fan_out))",
+    "mha.zeros(4, 8):xavier_normal_()", {"mha.xavier_uniform_"})
+
+-- ---- files and memory ----
+
+entry("mha.load", "files", "mha.load(path) -> tensor",
+    "Reads a NumPy .npy file (format 1.0, 2.0 or 3.0; float32, float64, integers and bool, converted "
+    .. "to float32 or bool; C order). A truncated or malformed file is an error that says what is wrong.",
+    nil, 'mha.save("/tmp/x.npy", mha.eye(2))\nprint(mha.load("/tmp/x.npy"))', {"mha.save"})
+
+entry("mha.save", "files", "mha.save(path, t)",
+    "Writes t as a NumPy .npy file (format 1.0, float32 or bool, C order) that numpy.load reads; a "
+    .. "nested table or number is converted first.",
+    nil, 'mha.save("/tmp/w.npy", mha.tensor{{1, 2}, {3, 4}})', {"mha.load"})
+
+entry("mha.memory", "files", "mha.memory() -> live, peak",
+    "Bytes the tensor library holds now (storages and kernel scratch), and the most it has held since "
+    .. "the last mha.reset_peak(). A tensor's storage is freed when the last view of it is garbage "
+    .. "collected or closed. :time in the REPL shows the first number after each command.",
+    nil, "local x = mha.zeros(1000, 1000)\nprint(mha.memory())", {"mha.reset_peak", "Tensor:close"})
+
+entry("mha.reset_peak", "files", "mha.reset_peak()",
+    "Sets the peak that mha.memory() reports to the bytes held now, to measure the peak of one step.",
+    nil, "mha.reset_peak()\nlocal y = mha.matmul(mha.randn(64, 64), mha.randn(64, 64))\nprint(mha.memory())",
+    {"mha.memory"})
+
+-- ---- elementwise ----
+
+local function unary(name, what, formula)
+    entry("mha." .. name, "elementwise", "mha." .. name .. "(t) or t:" .. name .. "() -> tensor",
+          what .. " A new tensor of t's shape.", formula, "mha." .. name .. "(mha.tensor{-1, 0, 1, 2})")
+end
+unary("neg", "Minus each element (the same as -t).", "y_i = -x_i")
+unary("abs", "The absolute value of each element.", "y_i = |x_i|")
+unary("exp", "e to the power of each element.", "y_i = e^(x_i)")
+unary("log", "The natural logarithm of each element (-inf at 0, nan below).", "y_i = ln x_i")
+unary("sqrt", "The square root of each element (nan below 0).", "y_i = √x_i")
+unary("tanh", "The hyperbolic tangent of each element.", "y_i = (e^x_i - e^-x_i) / (e^x_i + e^-x_i)")
+unary("relu", "Rectified linear unit: negatives become 0.", "y_i = max(0, x_i)")
+unary("gelu", "Gaussian error linear unit, the exact form (PyTorch's default), used in transformer "
+      .. "feed-forward layers.", "y_i = x_i·Φ(x_i) = ½·x_i·(1 + erf(x_i / √2))")
+unary("sigmoid", "The logistic function, squashing each element into (0, 1).", "y_i = 1 / (1 + e^(-x_i))")
+
+local function binary(name, op, what, formula)
+    entry("mha." .. name, "elementwise", "mha." .. name .. "(a, b) or a:" .. name .. "(b)" .. (op and (" or a " .. op .. " b") or "") .. " -> tensor",
+          what .. " a and b are tensors or numbers and broadcast as in NumPy: shapes are aligned on "
+          .. "the right, and each pair of sizes must be equal or one of them 1.",
+          formula, "mha." .. name .. "(mha.tensor{{1, 2}, {3, 4}}, mha.tensor{10, 20})", {"mha.Tensor"})
+end
+binary("add", "+", "Elementwise sum.", "y_ij = a_ij + b_ij")
+binary("sub", "-", "Elementwise difference.", "y_ij = a_ij - b_ij")
+binary("mul", "*", "Elementwise (Hadamard) product - not the matrix product, which is mha.matmul.", "y_ij = a_ij · b_ij")
+binary("div", "/", "Elementwise quotient (x/0 is ±inf, 0/0 nan).", "y_ij = a_ij / b_ij")
+binary("pow", "^", "Elementwise power.", "y_ij = a_ij ^ b_ij")
+binary("maximum", nil, "Elementwise larger of the two.", "y_ij = max(a_ij, b_ij)")
+binary("minimum", nil, "Elementwise smaller of the two.", "y_ij = min(a_ij, b_ij)")
+
+local function compare(name, op)
+    entry("mha." .. name, "comparison", "mha." .. name .. "(a, b) or a:" .. name .. "(b) -> bool tensor",
+          "Elementwise a " .. op .. " b as a bool tensor, with broadcasting; b may be a number. Bool "
+          .. "tensors are masks: masked_fill and where take them.",
+          "y_ij = (a_ij " .. op .. " b_ij)", "mha.tensor{1, 2, 3}:" .. name .. "(2)", {"mha.where", "mha.masked_fill"})
+end
+compare("eq", "==")
+compare("ne", "~=")
+compare("lt", "<")
+compare("le", "<=")
+compare("gt", ">")
+compare("ge", ">=")
+
+entry("mha.equal", "comparison", "mha.equal(a, b) or a:equal(b) -> boolean",
+    "true when a and b have the same shape, dtype and values (torch.equal); a == b says the same.",
+    nil, "mha.equal(mha.ones(2), mha.tensor{1, 1})")
+
+local function logical(name, formula)
+    entry("mha." .. name, "comparison", "mha." .. name .. "(a, b) or a:" .. name .. "(b) -> bool tensor",
+          "Elementwise logic on two bool tensors, with broadcasting.", formula,
+          "mha." .. name .. "(mha.tensor{true, true, false}, mha.tensor{true, false, false})")
+end
+logical("logical_and", "y_i = a_i ∧ b_i")
+logical("logical_or", "y_i = a_i ∨ b_i")
+logical("logical_xor", "y_i = a_i ⊕ b_i")
+
+entry("mha.logical_not", "comparison", "mha.logical_not(m) or m:logical_not() -> bool tensor",
+    "Elementwise not of a bool tensor: turns a mask of allowed positions into one of forbidden "
+    .. "positions and back.", "y_i = ¬m_i", "mha.logical_not(mha.causal_mask(3))")
+
+entry("mha.where", "comparison", "mha.where(cond, a, b) -> tensor",
+    "a where the bool tensor cond is true, else b; a and b may be numbers. The three broadcast together.",
+    "y_i = cond_i ? a_i : b_i",
+    "mha.where(mha.causal_mask(3), -math.huge, mha.zeros(3, 3))", {"mha.masked_fill"})
+
+entry("mha.masked_fill", "comparison", "mha.masked_fill(t, mask, value) or t:masked_fill(mask, value) -> tensor",
+    "A copy of t with value wherever the bool mask is true; mask broadcasts to t's shape. Masking "
+    .. "scores with -math.huge before softmax gives those positions weight 0: this is how attention "
+    .. "hides the future (a causal mask) or padding.",
+    "y_i = mask_i ? value : t_i",
+    "local scores = mha.randn(3, 3)\nprint(scores:masked_fill(mha.causal_mask(3), -math.huge):softmax(-1))",
+    {"mha.causal_mask", "mha.where", "mha.softmax"})
+
+-- ---- reductions ----
+
+local function reduction(name, what, formula)
+    entry("mha." .. name, "reductions", "mha." .. name .. "(t [, dim [, keepdim]]) or t:" .. name .. "(...) -> tensor",
+          what .. " Without dim: over every element, giving a scalar tensor. With dim (1-based, "
+          .. "negative from the end): along that dimension, which disappears unless keepdim is true "
+          .. "(then it stays with size 1, so the result broadcasts against t).",
+          formula, "mha.tensor{{1, 2}, {3, 4}}:" .. name .. "(2)")
+end
+reduction("sum", "Sum of elements.", "y_i = Σ_j x_ij  (along dim 2)")
+reduction("mean", "Mean of elements.", "y_i = (1/n) Σ_j x_ij")
+
+entry("mha.max", "reductions", "mha.max(t) | mha.max(t, dim [, keepdim]) | mha.max(a, b) -> tensor(s)",
+    "The largest element (a scalar tensor); or along dim, two tensors: the maxima and their 1-based "
+    .. "indices (as torch.max); or, given two tensors, the elementwise maximum.",
+    "values_i = max_j x_ij,  indices_i = the first j where x_ij is largest",
+    "mha.max(mha.tensor{{1, 5}, {7, 2}}, 2)", {"mha.argmax", "mha.maximum"})
+
+entry("mha.min", "reductions", "mha.min(t) | mha.min(t, dim [, keepdim]) | mha.min(a, b) -> tensor(s)",
+    "The smallest element; or along dim, the minima and their 1-based indices; or, given two "
+    .. "tensors, the elementwise minimum.",
+    "values_i = min_j x_ij", "mha.min(mha.tensor{{1, 5}, {7, 2}}, 2)", {"mha.argmin", "mha.minimum"})
+
+entry("mha.argmax", "reductions", "mha.argmax(t [, dim [, keepdim]]) -> tensor",
+    "1-based index of the largest element, over the flattened tensor or along dim; ties take the "
+    .. "first. Which key does each query attend to most? weights:argmax(-1).",
+    "argmax_j x_ij", "mha.tensor{{1, 5}, {7, 2}}:argmax(2)", {"mha.max"})
+
+entry("mha.argmin", "reductions", "mha.argmin(t [, dim [, keepdim]]) -> tensor",
+    "1-based index of the smallest element, over the flattened tensor or along dim; ties take the first.",
+    "argmin_j x_ij", "mha.tensor{{1, 5}, {7, 2}}:argmin(2)", {"mha.min"})
+
+entry("mha.var", "reductions", "mha.var(t [, dim [, keepdim [, correction]]]) -> tensor",
+    "Variance, with Bessel's correction by default as PyTorch (divide by n-1); correction 0 divides by "
+    .. "n as NumPy. The scaling lesson measures var(q·k) growing with d_k.",
+    "var = Σ (x_i - x̄)² / (n - correction)",
+    "mha.var(mha.tensor{1, 2, 3, 4}), mha.var(mha.tensor{1, 2, 3, 4}, 1, false, 0)")
+
+-- ---- joining ----
+
+entry("mha.cat", "joining", "mha.cat({a, b, ...} [, dim]) -> tensor",
+    "Joins tensors along an existing dimension (default 1); the other sizes must agree. "
+    .. "Multi-head attention concatenates the heads' outputs along the last dim.",
+    nil, "mha.cat({mha.ones(2, 2), mha.zeros(2, 1)}, 2)", {"mha.stack", "mha.split"})
+
+entry("mha.stack", "joining", "mha.stack({a, b, ...} [, dim]) -> tensor",
+    "Joins tensors of one shape along a new dimension (default 1, up to ndim+1).",
+    nil, "mha.stack({mha.ones(2), mha.zeros(2)})", {"mha.cat"})
+
+entry("mha.split", "views", "mha.split(t, size [, dim]) or t:split(size [, dim]) -> view, view, ...",
+    "Views of consecutive pieces of size elements along dim (default 1); the last may be smaller. "
+    .. "Returned as several values, not a table.",
+    nil, "mha.arange(5):split(2)", {"mha.chunk", "mha.cat"})
+
+entry("mha.chunk", "views", "mha.chunk(t, n [, dim]) or t:chunk(n [, dim]) -> view, view, ...",
+    "n near-equal views along dim (default 1), as torch.chunk: splitting the packed in-projection "
+    .. "(3E, E) into W^Q, W^K, W^V is chunk(3).",
+    nil, "local q, k, v = mha.arange(6):chunk(3)\nprint(q, k, v)", {"mha.split"})
+
+-- ---- views ----
+
+entry("mha.view", "views", "mha.view(t, d1, ...) or t:view(d1, ...) or t:view{d1, ...} -> view",
+    "The same elements seen with a new shape, sharing storage (no copy); one size may be -1 to be "
+    .. "inferred. Only possible when the strides allow it: after transpose the tensor is not "
+    .. "contiguous and view fails, as in PyTorch - call :contiguous() first, or use reshape. The "
+    .. "head-split lesson rests on this.",
+    "(L, E) -> (L, H, D) with E = H·D: element [l, h, d] = [l, h·D + d]",
+    "mha.arange(6):view(2, 3)", {"mha.reshape", "mha.contiguous", "Tensor:is_contiguous"})
+
+entry("mha.reshape", "views", "mha.reshape(t, d1, ...) or t:reshape(...) -> tensor",
+    "As view when the strides allow, else a contiguous copy with the new shape. One size may be -1.",
+    nil, "mha.arange(6):view(2, 3):transpose(1, 2):reshape(6)", {"mha.view"})
+
+entry("mha.transpose", "views", "mha.transpose(t, dim1, dim2) or t:transpose(dim1, dim2) -> view",
+    "Swaps two dimensions by swapping their sizes and strides: no data moves, and the result is "
+    .. "usually not contiguous. K:transpose(-2, -1) is Kᵀ in Q·Kᵀ.",
+    "y[..., j, ..., i, ...] = x[..., i, ..., j, ...]",
+    "mha.arange(6):view(2, 3):transpose(1, 2)", {"Tensor:T", "mha.permute"})
+
+entry("mha.permute", "views", "mha.permute(t, p1, p2, ...) or t:permute{p1, ...} -> view",
+    "Reorders all dimensions: dimension k of the result is dimension p_k of t. (N, L, H, D) -> "
+    .. "(N, H, L, D) is permute(1, 3, 2, 4).",
+    "y.shape[k] = x.shape[p_k]", "mha.zeros(2, 3, 4):permute(3, 1, 2):shape()", {"mha.transpose"})
+
+entry("mha.narrow", "views", "mha.narrow(t, dim, start, length) or t:narrow(dim, start, length) -> view",
+    "The elements start .. start+length-1 (1-based) along dim, sharing storage: a slice.",
+    nil, "mha.arange(10):narrow(1, 3, 4)", {"mha.select"})
+
+entry("mha.select", "views", "mha.select(t, dim, i) or t:select(dim, i) -> view",
+    "The slice at index i (1-based, negative from the end) along dim, which is dropped: selecting "
+    .. "head h of (H, L, D) gives (L, D). t[i] is t:select(1, i).",
+    nil, "mha.arange(6):view(2, 3):select(2, 1)", {"mha.narrow"})
+
+entry("mha.unsqueeze", "views", "mha.unsqueeze(t, dim) or t:unsqueeze(dim) -> view",
+    "A new dimension of size 1 at position dim of the result (1..ndim+1; -1 appends), often to make "
+    .. "shapes broadcast.", nil, "mha.ones(3):unsqueeze(1):shape()", {"mha.squeeze"})
+
+entry("mha.squeeze", "views", "mha.squeeze(t [, dim]) or t:squeeze([dim]) -> view",
+    "Drops dim if its size is 1, or every size-1 dimension when no dim is given.",
+    nil, "mha.ones(1, 3, 1):squeeze():shape()", {"mha.unsqueeze"})
+
+entry("mha.expand", "views", "mha.expand(t, d1, ...) or t:expand(d1, ...) -> view",
+    "A broadcast view: size-1 dimensions repeat to the given sizes with stride 0, so no memory is "
+    .. "used; -1 keeps a size.", "stride 0 along an expanded dim: every index reads the same element",
+    "mha.tensor{{1}, {2}}:expand(2, 3)")
+
+entry("mha.contiguous", "views", "mha.contiguous(t) or t:contiguous() -> tensor",
+    "t itself (shared) when its elements are already laid out in C order without gaps, else a "
+    .. "contiguous copy. Needed before view after a transpose or permute.",
+    nil, "local x = mha.arange(6):view(2, 3):transpose(1, 2)\nprint(x:is_contiguous(), x:contiguous():is_contiguous())",
+    {"mha.view", "Tensor:is_contiguous"})
+
+entry("mha.clone", "views", "mha.clone(t) or t:clone() -> tensor",
+    "A contiguous copy with its own storage: changing it does not change t.",
+    nil, "local x = mha.zeros(2)\nlocal y = x:clone()\ny:set(1, 5)\nprint(x, y)")
+
+-- ---- attention ----
+
+entry("mha.matmul", "attention", "mha.matmul(a, b) or a:matmul(b) -> tensor",
+    "The matrix product with torch.matmul's rules: (n,k)·(k,m) -> (n,m); a 1-D operand is a vector; "
+    .. "leading dimensions are batch dimensions and broadcast, so (N,H,L,D)·(N,H,D,S) -> (N,H,L,S) "
+    .. "computes every head's scores at once. The inner sizes must agree; the error shows both shapes. "
+    .. "Ctrl-C stops a long one.",
+    "C_ij = Σ_k A_ik · B_kj",
+    "mha.matmul(mha.tensor{{1, 2}, {3, 4}}, mha.eye(2))", {"mha.linear"})
+
+entry("mha.softmax", "attention", "mha.softmax(x, dim) or x:softmax(dim) -> tensor",
+    "Turns scores into weights that are positive and sum to 1 along dim (required, as in PyTorch; "
+    .. "rows of an attention score matrix are dim -1). Computed stably by subtracting the maximum "
+    .. "first, so large scores do not overflow. A row whose entries are all -inf (every key masked) "
+    .. "becomes NaN, as in PyTorch and NumPy.",
+    "softmax(x)_i = exp(x_i - max x) / Σ_j exp(x_j - max x)",
+    "mha.softmax(mha.tensor{{1, 2, 3}}, 2)", {"mha.scaled_dot_product_attention", "mha.masked_fill"})
+
+entry("mha.linear", "attention", "mha.linear(x, W [, b]) or x:linear(W [, b]) -> tensor",
+    "A fully connected layer in PyTorch's layout: W is (out, in), so x (..., in) becomes (..., out). "
+    .. "The projections Q = X·W^Qᵀ of attention are linear layers.",
+    "y = x·Wᵀ + b",
+    "mha.linear(mha.ones(2, 3), mha.eye(3):narrow(1, 1, 2), mha.tensor{10, 20})", {"mha.matmul"})
+
+entry("mha.layer_norm", "attention", "mha.layer_norm(x, normalized [, weight [, bias [, eps]]]) -> tensor",
+    "Normalises over the last dimensions: normalized is how many (a number) or their shape (a table, "
+    .. "as PyTorch's normalized_shape). Uses the biased variance and eps = 1e-5 by default; weight and "
+    .. "bias have the normalized shape. Used after the residual connection: layer_norm(x + attn(x)).",
+    "y = (x - mean) / √(var + eps) · weight + bias",
+    "mha.layer_norm(mha.tensor{{1, 2, 3}, {2, 4, 6}}, 1)")
+
+entry("mha.positional_encoding", "attention", "mha.positional_encoding(L, E) -> tensor",
+    "The sinusoidal position encodings of 'Attention Is All You Need' as an (L, E) tensor, added to "
+    .. "the token embeddings so attention can tell positions apart. Even columns are sines, odd columns "
+    .. "cosines, of wavelengths growing geometrically from 2π to 10000·2π.",
+    "PE[p, 2i] = sin(p / 10000^(2i/E)),  PE[p, 2i+1] = cos(p / 10000^(2i/E))  (p, i from 0)",
+    "mha.positional_encoding(4, 6)")
+
+entry("mha.causal_mask", "attention", "mha.causal_mask(L [, S]) -> bool tensor",
+    "The (L, S) bool mask that is true above the diagonal: query i may not look at the future key "
+    .. "j > i. true means 'not allowed', as everywhere in mha-repl and in nn.MultiheadAttention.",
+    "mask[i, j] = (j > i)", "mha.causal_mask(4)", {"mha.masked_fill", "mha.scaled_dot_product_attention"})
+
+entry("mha.scaled_dot_product_attention", "attention",
+    "mha.scaled_dot_product_attention(q, k, v [, {attn_mask=, is_causal=, scale=, need_weights=}]) -> out, weights",
+    "Attention: each query's output is the average of the values, weighted by how well the query "
+    .. "matches each key. q (..., L, D), k (..., S, D), v (..., S, Dv); leading dims broadcast. "
+    .. "attn_mask is bool (true = not allowed) or float (added to the scores); is_causal masks j > i; "
+    .. "scale defaults to 1/√D. With need_weights=false only out is returned, computed by a fused "
+    .. "kernel that never forms the L×S matrix. mha.sdpa is the same function.",
+    "out = softmax(q·kᵀ·scale + mask)·v,  scale = 1/√D",
+    "local x = mha.randn(3, 4)\nlocal out, w = mha.scaled_dot_product_attention(x, x, x, {is_causal = true})\nprint(w)",
+    {"mha.softmax", "mha.MultiheadAttention"})
+
+entry("mha.sdpa", "attention", "mha.sdpa(q, k, v [, opts]) -> out, weights",
+    "Short name of mha.scaled_dot_product_attention; see there.",
+    "out = softmax(q·kᵀ/√D + mask)·v",
+    "local x = mha.randn(2, 4)\nmha.sdpa(x, x, x)", {"mha.scaled_dot_product_attention"})
+
+-- ---- MultiheadAttention ----
+
+entry("mha.MultiheadAttention", "module",
+    "mha.MultiheadAttention{embed_dim=, num_heads=, bias=true, kdim=, vdim=, add_bias_kv=false, add_zero_attn=false}",
+    "A multi-head attention layer faithful to PyTorch 1.13's nn.MultiheadAttention (batch_first): "
+    .. "the input is projected to queries, keys and values, split into num_heads heads of head_dim = "
+    .. "embed_dim/num_heads, each head attends separately, and the concatenated heads are projected "
+    .. "by W^O. kdim/vdim give keys and values other sizes (cross-attention). Parameters use "
+    .. "PyTorch's state_dict names with '.' written '_' (in_proj_weight, in_proj_bias, q_proj_weight, "
+    .. "k_proj_weight, v_proj_weight, out_proj_weight, out_proj_bias, bias_k, bias_v): m.in_proj_weight "
+    .. "reads one (sharing storage) and m.in_proj_weight = t replaces it. Initialised as PyTorch does, "
+    .. "from the seeded generator. Call it with m:forward(q, k, v, opts) or m(q, k, v, opts).",
+    "head_h = softmax(Q_h·K_hᵀ/√d_k)·V_h,  MHA(Q, K, V) = concat(head_1, ..., head_H)·W^Oᵀ + b^O",
+    "mha.seed(0)\nm = mha.MultiheadAttention{embed_dim = 4, num_heads = 2}\nprint(m, m.in_proj_weight:shape())",
+    {"MultiheadAttention:forward", "MultiheadAttention:trace"})
+
+entry("MultiheadAttention:forward", "module",
+    "m:forward(query [, key [, value [, {key_padding_mask=, attn_mask=, need_weights=true, average_attn_weights=true, is_causal=false}]]]) -> out, weights",
+    "One pass of the layer. query (N, L, E) or unbatched (L, E); key (N, S, kdim), value (N, S, vdim); "
+    .. "key and value default to query (self-attention). key_padding_mask (N, S) is true (or -inf) at "
+    .. "padding keys; attn_mask (L, S) or (N·H, L, S) is bool (true = not allowed) or float (added to "
+    .. "the scores); is_causal masks j > i. Returns out (N, L, E) and the weights (N, L, S) averaged "
+    .. "over heads, or (N, H, L, S) with average_attn_weights=false, or nil with need_weights=false - "
+    .. "exactly what PyTorch returns.",
+    "Q = q·W^Qᵀ + b^Q (K, V alike);  out = concat_h(softmax(Q_h·K_hᵀ/√D + mask)·V_h)·W^Oᵀ + b^O",
+    "mha.seed(0)\nlocal m = mha.MultiheadAttention{embed_dim = 4, num_heads = 2}\nlocal x = mha.randn(3, 4)\nlocal out, w = m:forward(x, x, x)\nprint(out, w)",
+    {"mha.MultiheadAttention", "MultiheadAttention:trace"})
+
+entry("MultiheadAttention:trace", "module", "m:trace(query [, key [, value [, opts]]]) -> table",
+    "Runs forward and keeps every intermediate under a name: query key value Q K V Q_heads K_heads "
+    .. "V_heads scores scaled_scores masked_scores weights head_outputs concat output. The array part "
+    .. "lists the names in order, so `for _, name in ipairs(tr) do print(name, tr[name]) end` walks "
+    .. "through the computation. Options as forward.",
+    "scores = Q_h·K_hᵀ,  scaled_scores = scores/√D,  weights = softmax(masked_scores)",
+    "mha.seed(0)\nlocal m = mha.MultiheadAttention{embed_dim = 4, num_heads = 2}\nlocal tr = m:trace(mha.randn(3, 4))\nprint(table.concat(tr, ' '))\nprint(tr.weights)",
+    {"MultiheadAttention:forward"})
+
+entry("MultiheadAttention:parameters", "module", "m:parameters() -> table",
+    "name -> tensor for every parameter the module has, each sharing the module's storage, so a "
+    .. "change made through it changes the module.",
+    nil, "local m = mha.MultiheadAttention{embed_dim = 4, num_heads = 2}\nfor name, p in pairs(m:parameters()) do print(name, p:dim()) end",
+    {"MultiheadAttention:parameter_names"})
+
+entry("MultiheadAttention:parameter_names", "module", "m:parameter_names() -> list",
+    "The names of the module's parameters in PyTorch's state_dict order (with '_' for '.').",
+    nil, "mha.MultiheadAttention{embed_dim = 4, num_heads = 2, kdim = 3}:parameter_names()")
+
+entry("MultiheadAttention:close", "module", "m:close()",
+    "Frees the module's parameters now instead of at garbage collection (also done by a "
+    .. "`local m <close>` going out of scope).",
+    nil, "local m = mha.MultiheadAttention{embed_dim = 4, num_heads = 1}\nm:close()")
+
+-- ---- methods only tensors have ----
+
+local function method(name, sig, doc, formula, example, see)
+    entry("Tensor:" .. name, "tensor methods", sig, doc, formula, example, see)
+end
+
+method("shape", "t:shape() -> {d1, d2, ...}", "The sizes of t's dimensions, as a Lua list.", nil,
+       "mha.zeros(2, 3):shape()", {"Tensor:size", "Tensor:dim"})
+method("size", "t:size([dim]) -> {d1, ...} or number",
+       "Without dim, the shape (as t:shape()); with dim (1-based, negative from the end), that one size.",
+       nil, "mha.zeros(2, 3):size(-1)", {"Tensor:shape"})
+method("strides", "t:strides() -> {s1, s2, ...}",
+       "How many elements to step in storage for +1 along each dimension. A transposed view has its "
+       .. "strides swapped; an expanded dimension has stride 0.",
+       "element [i1, ..., in] is at offset + Σ_k (i_k - 1)·s_k", "mha.zeros(2, 3):transpose(1, 2):strides()",
+       {"Tensor:offset", "mha.view"})
+method("offset", "t:offset() -> number",
+       "Where t's first element lies in its storage (0-based, in elements): narrow and select move it.",
+       nil, "mha.arange(10):narrow(1, 4, 2):offset()", {"Tensor:strides"})
+method("dim", "t:dim() -> number", "The number of dimensions (0 for a scalar).", nil, "mha.zeros(2, 3, 4):dim()")
+method("numel", "t:numel() -> number", "The number of elements: the product of the sizes.", nil, "mha.zeros(2, 3, 4):numel()")
+method("dtype", "t:dtype() -> \"float32\" | \"bool\"", "The element type.", nil, "mha.causal_mask(2):dtype()")
+method("is_contiguous", "t:is_contiguous() -> boolean",
+       "Whether the elements lie in storage in C order without gaps, so view() works.",
+       "contiguous: s_n = 1 and s_k = s_(k+1)·d_(k+1)", "mha.zeros(2, 3):transpose(1, 2):is_contiguous()",
+       {"mha.contiguous", "mha.view"})
+method("shares_storage", "t:shares_storage(u) -> boolean",
+       "Whether t and u are views of the same storage, so writing through one changes the other.",
+       nil, "local x = mha.zeros(2, 3)\nprint(x:transpose(1, 2):shares_storage(x), x:clone():shares_storage(x))")
+method("get", "t:get(i, j, ...) -> number | boolean",
+       "One element, by 1-based indices (negative from the end), one per dimension.",
+       nil, "mha.tensor{{1, 2}, {3, 4}}:get(2, 1)", {"Tensor:set", "Tensor:item"})
+method("set", "t:set(i, j, ..., value)",
+       "Writes one element, through any view into the shared storage.",
+       nil, "local x = mha.zeros(2, 2)\nx:set(1, 2, 7)\nprint(x)", {"Tensor:get"})
+method("item", "t:item() -> number | boolean", "The only element of a one-element tensor.", nil,
+       "mha.tensor{{1, 2}, {3, 4}}:sum():item()")
+method("totable", "t:totable() -> nested table",
+       "The elements as nested Lua tables (a number or boolean for a scalar).", nil,
+       "mha.eye(2):totable()", {"mha.tensor"})
+method("float", "t:float() -> tensor", "A float32 tensor: true becomes 1, false 0 (t itself when already float32).",
+       nil, "mha.causal_mask(3):float()", {"Tensor:bool"})
+method("bool", "t:bool() -> bool tensor", "A bool tensor: non-zero becomes true.", nil,
+       "mha.tensor{0, 1, 2}:bool()", {"Tensor:float"})
+method("T", "t:T() -> view", "The transpose of a 2-D tensor, a view: t:transpose(1, 2).",
+       "(Aᵀ)_ij = A_ji", "mha.tensor{{1, 2, 3}}:T()", {"mha.transpose"})
+method("copy_", "t:copy_(src) -> t",
+       "Writes src (a tensor, number or nested table, broadcast to t's shape) into t in place, through "
+       .. "views into the shared storage.", nil,
+       "local x = mha.zeros(2, 3)\nx:narrow(2, 2, 2):copy_(mha.ones(2, 2))\nprint(x)")
+method("fill_", "t:fill_(value) -> t", "Sets every element to value, in place.", nil, "mha.zeros(2, 2):fill_(3)")
+method("close", "t:close()",
+       "Drops t's reference to its storage now (the storage is freed when no view holds it); t "
+       .. "reads as closed afterwards. `local t <close> = ...` does it at the end of the scope.",
+       nil, "local t = mha.zeros(100, 100)\nt:close()\nprint(mha.memory())", {"mha.memory"})
+
+return D

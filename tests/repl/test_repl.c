@@ -1,0 +1,449 @@
+/* tests/repl/test_repl.c - drives mha-repl in a real pseudo-terminal (forkpty), as a student would type:
+ * multi-line input, auto-print, ';', '_', Tab completion, Ctrl-C, history across runs, Ctrl-D, :time, :save.
+ * Every read has a timeout, so a REPL that hangs is a FAIL, never a hung test. The binary is $MHA_REPL. */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pty.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "check.h"
+
+#define BUF_MAX (4 << 20)
+
+typedef struct session {
+    pid_t pid;
+    int fd;          /* the pty's master side */
+    char *buf;       /* everything the REPL wrote, NUL-terminated */
+    size_t len;
+    size_t mark;     /* output before mark has been looked at */
+    int exited, status;
+} session;
+
+static const char *repl_path;
+static char tmpdir[256];
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Reads what is available within `timeout` seconds. Returns bytes read, 0 on timeout, -1 at EOF. */
+static int pump(session *s, double timeout) {
+    struct pollfd p = {s->fd, POLLIN, 0};
+    int r = poll(&p, 1, (int)(timeout * 1000));
+    if (r <= 0) return 0;
+    char chunk[65536];
+    ssize_t n = read(s->fd, chunk, sizeof chunk);
+    if (n <= 0) return -1;  /* EIO: the child closed the terminal */
+    if (s->len + (size_t)n >= BUF_MAX) n = (ssize_t)(BUF_MAX - 1 - s->len);
+    memcpy(s->buf + s->len, chunk, (size_t)n);
+    s->len += (size_t)n;
+    s->buf[s->len] = '\0';
+    return (int)n;
+}
+
+/* Starts the REPL with a clean environment: TERM=dumb, NO_COLOR, the given history file. */
+static int start(session *s, const char *history, const char *const *args) {
+    memset(s, 0, sizeof *s);
+    s->buf = calloc(1, BUF_MAX);
+    struct winsize ws = {24, 100, 0, 0};
+    s->pid = forkpty(&s->fd, NULL, NULL, &ws);
+    if (s->pid < 0) return 0;
+    if (s->pid == 0) {
+        setenv("TERM", "dumb", 1);
+        setenv("NO_COLOR", "1", 1);
+        setenv("MHA_REPL_HISTORY", history, 1);
+        setenv("INPUTRC", "/dev/null", 1);
+        char *argv[16];
+        int n = 0;
+        argv[n++] = (char *)repl_path;
+        for (int i = 0; args && args[i] && n < 15; i++) argv[n++] = (char *)args[i];
+        argv[n] = NULL;
+        execv(repl_path, argv);
+        _exit(127);
+    }
+    return 1;
+}
+
+static void send_text(session *s, const char *text) {
+    size_t n = strlen(text);
+    while (n > 0) {
+        ssize_t w = write(s->fd, text, n);
+        if (w <= 0) { if (errno == EINTR) continue; return; }
+        text += w;
+        n -= (size_t)w;
+    }
+}
+
+/* Reads output for `seconds` (lets the REPL get where a test wants it before a key arrives). */
+static void settle(session *s, double seconds) {
+    double end = now() + seconds;
+    for (double left; (left = end - now()) > 0;)
+        if (pump(s, left) < 0) break;
+}
+
+/* Waits until needle appears in the output after the mark; moves the mark past it. */
+static int expect(session *s, const char *needle, double timeout) {
+    double end = now() + timeout;
+    for (;;) {
+        char *hit = strstr(s->buf + s->mark, needle);
+        if (hit) { s->mark = (size_t)(hit - s->buf) + strlen(needle); return 1; }
+        double left = end - now();
+        if (left <= 0) return 0;
+        if (pump(s, left) < 0) return 0;
+    }
+}
+
+/* Waits for the prompt "> " at the end of the output, with nothing more coming for 150 ms. */
+static int wait_prompt(session *s, double timeout) {
+    double end = now() + timeout;
+    for (;;) {
+        if (s->len >= s->mark + 2 && s->len >= 2 && memcmp(s->buf + s->len - 2, "> ", 2) == 0) {
+            if (pump(s, 0.15) == 0) return 1;
+            continue;
+        }
+        double left = end - now();
+        if (left <= 0) return 0;
+        if (pump(s, left) < 0) return 0;
+    }
+}
+
+/* Sends one line and returns (malloc'd) what the REPL printed before its next prompt: the text after
+ * the echoed line, with \r\n made \n and the prompt taken off. NULL when no prompt came back. */
+static char *run(session *s, const char *line, double timeout) {
+    s->mark = s->len;
+    send_text(s, line);
+    send_text(s, "\n");
+    if (!wait_prompt(s, timeout)) return NULL;
+    const char *start = s->buf + s->mark;
+    /* the echo of the input spans as many lines as it has */
+    for (const char *p = line; *p; p++)
+        if (*p == '\n') { const char *nl = strchr(start, '\n'); if (nl) start = nl + 1; }
+    const char *nl = strchr(start, '\n');
+    start = nl ? nl + 1 : s->buf + s->len;
+    size_t n = (size_t)(s->buf + s->len - start);
+    char *out = malloc(n + 1), *q = out;
+    for (size_t i = 0; i < n; i++)
+        if (start[i] != '\r') *q++ = start[i];
+    *q = '\0';
+    /* take off the prompt (and any secondary prompts left by a multi-line input) */
+    size_t len = strlen(out);
+    if (len >= 2 && strcmp(out + len - 2, "> ") == 0) out[len - 2] = '\0';
+    s->mark = s->len;
+    return out;
+}
+
+/* Checks that line prints exactly want (plus a newline). */
+static void check_output(session *s, const char *name, const char *line, const char *want) {
+    char *got = run(s, line, 10);
+    char expected[4096];
+    snprintf(expected, sizeof expected, "%s%s", want, *want ? "\n" : "");
+    CHECK(name, got && strcmp(got, expected) == 0, "%s: got [%s], want [%s]", line, got ? got : "(no prompt: hung?)", expected);
+    free(got);
+}
+
+/* Waits for the child to exit; kills it after timeout. Returns 1 when it exited by itself. */
+static int finish(session *s, double timeout) {
+    double end = now() + timeout;
+    while (now() < end) {
+        pump(s, 0.05);
+        pid_t r = waitpid(s->pid, &s->status, WNOHANG);
+        if (r == s->pid) { s->exited = 1; break; }
+    }
+    if (!s->exited) {
+        kill(s->pid, SIGKILL);
+        waitpid(s->pid, &s->status, 0);
+    }
+    close(s->fd);
+    return s->exited;
+}
+
+static void end_session(session *s) {
+    if (!s->exited) finish(s, 0);
+    const char *dump = getenv("MHA_TEST_DUMP");  /* a file to append the raw terminal output to */
+    FILE *f = dump ? fopen(dump, "a") : NULL;
+    if (f) { fwrite(s->buf, 1, s->len, f); fputs("\n=====\n", f); fclose(f); }
+    free(s->buf);
+    s->buf = NULL;
+}
+
+static char *read_file(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    char *text = calloc(1, 1 << 20);
+    size_t n = fread(text, 1, (1 << 20) - 1, f);
+    text[n] = '\0';
+    fclose(f);
+    return text;
+}
+
+static int count(const char *haystack, const char *needle) {
+    int n = 0;
+    for (const char *p = haystack; (p = strstr(p, needle)) != NULL; p += strlen(needle)) n++;
+    return n;
+}
+
+/* ---- the checks ---- */
+
+static void test_evaluation(session *s) {
+    check_output(s, "autoprint_number", "6 * 7", "42");
+    check_output(s, "autoprint_several", "1, 'two', nil", "1\ttwo\tnil");
+    check_output(s, "semicolon_suppresses", "6 * 8;", "");
+    check_output(s, "underscore_last_value", "_", "48");
+    check_output(s, "statement_prints_nothing", "y = 10", "");
+    check_output(s, "multiline_function", "function sq(n)\nreturn n * n\nend", "");
+    check_output(s, "multiline_function_runs", "sq(12)", "144");
+    check_output(s, "blank_line_keeps_input", "function five()\n\nreturn 5\nend", "");
+    check_output(s, "blank_line_keeps_input_runs", "five()", "5");
+    check_output(s, "multiline_expression", "{1,\n2}", "{1, 2}");
+    check_output(s, "table_readable", "{b = {1, 2}, 'one', a = 'x', [3] = true}", "{\"one\", [3] = true, a = \"x\", b = {1, 2}}");
+    run(s, "c = {1, 2}; c.self = c", 10);
+    check_output(s, "table_cycle", "c", "{1, 2, self = <cycle>}");
+    check_output(s, "statements_return_values", "local v = 3; return v, v + 1", "3\t4");
+    check_output(s, "error_message", "error('boom')", "stdin:1: boom");
+    char *got = run(s, "function bad() local t = nil; return t.x end\nbad()", 10);
+    CHECK("error_traceback", got && strstr(got, "attempt to index a nil value") && strstr(got, "in function 'bad'")
+          && !strstr(got, "repl.lua") && !strstr(got, "[C]: in ?"), "got [%s]", got ? got : "(hung)");
+    free(got);
+    /* a tensor prints as tostring shows it */
+    run(s, "t = mha.tensor{{1.5, 2}, {3, 4}}", 10);
+    char *shown = run(s, "t", 10);
+    char *direct = run(s, "print(tostring(t))", 10);
+    CHECK("autoprint_tensor", shown && direct && strcmp(shown, direct) == 0 && strstr(shown, "1.5"),
+          "t printed [%s], tostring(t) is [%s]", shown ? shown : "(hung)", direct ? direct : "(hung)");
+    free(shown);
+    free(direct);
+}
+
+static void test_completion(session *s) {
+    check_output(s, "complete_field", "type(mha.so\t)", "function");
+    run(s, "x = mha.randn(2, 3)", 10);
+    check_output(s, "complete_method", "x:transp\t(1, 2):size(1)", "3");
+    check_output(s, "complete_global", "type(pri\t)", "function");
+    check_output(s, "complete_keyword", "loc\t zz = 3; return zz", "3");
+    check_output(s, "complete_command", ":tim\t", "time: on");
+    check_output(s, "complete_command_again", ":time", "time: off");
+}
+
+static void test_interrupt(session *s) {
+    /* Ctrl-C at the prompt clears the line; at the secondary prompt it drops the statement */
+    send_text(s, "this is not lua");
+    settle(s, 0.3);
+    send_text(s, "\x03");
+    CHECK("ctrl_c_prompt", wait_prompt(s, 5), "no prompt after Ctrl-C at the prompt");
+    check_output(s, "ctrl_c_prompt_cleared", "2 + 3", "5");
+    send_text(s, "function half_typed(\n");
+    settle(s, 0.3);
+    send_text(s, "\x03");
+    CHECK("ctrl_c_secondary", wait_prompt(s, 5), "no prompt after Ctrl-C at >>");
+    check_output(s, "ctrl_c_secondary_dropped", "9 + 1", "10");
+
+    /* a Lua loop */
+    s->mark = s->len;
+    send_text(s, "while true do end\n");
+    settle(s, 0.4);
+    double t0 = now();
+    send_text(s, "\x03");
+    int stopped = expect(s, "interrupted", 5);
+    CHECK("ctrl_c_lua_loop", stopped, "no 'interrupted' within 5 s of Ctrl-C");
+    if (stopped) printf("# Lua loop stopped %.0f ms after Ctrl-C\n", (now() - t0) * 1000);
+    wait_prompt(s, 5);
+    check_output(s, "ctrl_c_lua_loop_alive", "1 + 1", "2");
+
+    /* a long C kernel: the core polls mha_interrupted() */
+    /* one matmul of about 4 s here: (8,3000,3000) @ (3000,3000), batch broadcast */
+    char *made = run(s, "a = mha.randn(8, 3000, 3000); b = mha.randn(3000, 3000)", 60);
+    free(made);
+    s->mark = s->len;
+    send_text(s, "c = mha.matmul(a, b)\n");
+    settle(s, 0.5);
+    t0 = now();
+    send_text(s, "\x03");
+    stopped = expect(s, "interrupted", 120);
+    double latency = now() - t0;
+    CHECK("ctrl_c_kernel", stopped && latency < 1.0,
+          stopped ? "the kernel stopped %.2f s after Ctrl-C (want < 1 s: does it poll mha_interrupted?)"
+                  : "no 'interrupted' within 120 s (%.0f s), or the kernel ended before Ctrl-C", latency);
+    if (stopped) printf("# matmul 3000x3000 stopped %.0f ms after Ctrl-C\n", latency * 1000);
+    wait_prompt(s, 10);
+    check_output(s, "ctrl_c_kernel_alive", "c == nil, 1 + 1", "true\t2");
+    run(s, "a, b = nil, nil; collectgarbage()", 10);
+}
+
+static void test_commands(session *s) {
+    check_output(s, "time_on", ":time", "time: on");
+    char *got = run(s, "tt = 1", 10);
+    CHECK("time_shows", got && strstr(got, "[time ") && strstr(got, " ms") && strstr(got, "tensors hold"),
+          "got [%s]", got ? got : "(hung)");
+    free(got);
+    check_output(s, "time_off", ":time", "time: off");
+    got = run(s, "?", 10);
+    CHECK("question_lists_commands", got && strstr(got, ":quit") && strstr(got, ":save FILE") && strstr(got, ":reset"),
+          "got [%s]", got ? got : "(hung)");
+    free(got);
+    got = run(s, "?mha.softmax", 10);
+    CHECK("question_help", got && strstr(got, "mha.softmax(x, dim)") && strstr(got, "exp"), "got [%s]", got ? got : "(hung)");
+    free(got);
+    got = run(s, ":nonsense", 10);
+    CHECK("unknown_command", got && strstr(got, "unknown command :nonsense"), "got [%s]", got ? got : "(hung)");
+    free(got);
+
+    char base[300], path[320];
+    snprintf(base, sizeof base, "%s/session", tmpdir);
+    char cmd[400];
+    snprintf(cmd, sizeof cmd, ":save %s", base);
+    got = run(s, cmd, 10);
+    CHECK("save_reports", got && strstr(got, "saved "), "got [%s]", got ? got : "(hung)");
+    free(got);
+    snprintf(path, sizeof path, "%s.lua", base);
+    char *script = read_file(path);
+    CHECK("save_lua", script && strstr(script, "print(6 * 7)") && strstr(script, "function sq(n)\nreturn n * n\nend")
+          && strstr(script, "-- :time") && strstr(script, "-- error('boom')"), "%s: [%s]", path, script ? script : "(missing)");
+    snprintf(path, sizeof path, "%s.md", base);
+    char *md = read_file(path);
+    CHECK("save_md", md && strstr(md, "```lua\nsq(12)\n```\n```text\n144\n```") && strstr(md, "stdin:1: boom"),
+          "%s: [%s]", path, md ? md : "(missing)");
+    free(md);
+    /* the script replays: run it and find the values the session printed */
+    if (script) {
+        char line[600];
+        snprintf(line, sizeof line, "MHA_REPL_HISTORY=/dev/null %s %s.lua 2>&1", repl_path, base);
+        FILE *p = popen(line, "r");
+        char *replay = calloc(1, 1 << 16);
+        size_t n = p ? fread(replay, 1, (1 << 16) - 1, p) : 0;
+        replay[n] = '\0';
+        int rc = p ? pclose(p) : -1;
+        CHECK("save_replays", rc == 0 && strstr(replay, "42\n") && strstr(replay, "144\n"), "exit %d, output [%s]", rc, replay);
+        free(replay);
+    }
+    free(script);
+
+    run(s, "zz = 5", 10);
+    got = run(s, ":reset", 10);
+    CHECK("reset_reports", got && strstr(got, "fresh state"), "got [%s]", got ? got : "(hung)");
+    free(got);
+    check_output(s, "reset_clears", "zz, type(mha), type(plot)", "nil\ttable\ttable");
+}
+
+/* Types the first session's inputs, quits with Ctrl-D, and checks the file; a second run reads it. */
+static void test_history(const char *history) {
+    session s;
+    const char *none[] = {NULL};
+    start(&s, history, none);
+    wait_prompt(&s, 10);
+    free(run(&s, "hist_a = 1", 10));
+    free(run(&s, "hist_a = 1", 10));   /* a repeat: not a second entry */
+    free(run(&s, "function hist_f(n)\nreturn n + 100\nend", 10));
+    send_text(&s, "\x04");
+    int exited = finish(&s, 5);
+    CHECK("ctrl_d_exits", exited && WIFEXITED(s.status) && WEXITSTATUS(s.status) == 0,
+          "exited %d, status %d", exited, s.status);
+    end_session(&s);
+    char *text = read_file(history);
+    CHECK("history_written", text && strstr(text, "hist_a = 1\n") && strstr(text, "function hist_f(n)\\nreturn n + 100\\nend\n"),
+          "file [%s]", text ? text : "(missing)");
+    CHECK("history_no_repeat", text && count(text, "hist_a = 1\n") == 1, "file [%s]", text ? text : "(missing)");
+    free(text);
+
+    start(&s, history, none);
+    wait_prompt(&s, 10);
+    /* Ctrl-R finds the multi-line entry; Enter runs it whole */
+    s.mark = s.len;
+    send_text(&s, "\x12hist_f(n");
+    settle(&s, 0.3);
+    send_text(&s, "\r");  /* Enter, as a terminal sends it: accepts the line found */
+    wait_prompt(&s, 10);
+    check_output(&s, "history_read_back_multiline", "hist_f(1)", "101");
+    send_text(&s, "\x04");
+    finish(&s, 5);
+    end_session(&s);
+}
+
+/* Two REPLs that exit at the same moment both keep their entries; the file stays capped. */
+static void test_history_concurrent(const char *history) {
+    FILE *f = fopen(history, "w");
+    for (int i = 0; i < 1005; i++) fprintf(f, "old_%d = %d\n", i, i);
+    fclose(f);
+    session a, b;
+    const char *none[] = {NULL};
+    start(&a, history, none);
+    start(&b, history, none);
+    wait_prompt(&a, 10);
+    wait_prompt(&b, 10);
+    free(run(&a, "from_a = 1", 10));
+    free(run(&b, "from_b = 2", 10));
+    send_text(&a, "\x04");
+    send_text(&b, "\x04");
+    finish(&a, 5);
+    finish(&b, 5);
+    end_session(&a);
+    end_session(&b);
+    char *text = read_file(history);
+    CHECK("history_concurrent_both_kept", text && strstr(text, "from_a = 1\n") && strstr(text, "from_b = 2\n"),
+          "file ends [%s]", text ? text + (strlen(text) > 200 ? strlen(text) - 200 : 0) : "(missing)");
+    int lines = text ? count(text, "\n") : 0;
+    CHECK("history_capped", lines == 1000, "%d lines, want 1000", lines);
+    free(text);
+}
+
+static void test_history_unwritable(void) {
+    session s;
+    const char *none[] = {NULL};
+    start(&s, "/nonexistent-dir/mha_history", none);
+    wait_prompt(&s, 10);
+    char *got = run(&s, "3 + 4", 10);
+    CHECK("history_unwritable_works", got && strcmp(got, "7\n") == 0, "got [%s]", got ? got : "(hung)");
+    free(got);
+    send_text(&s, "\x04");
+    int exited = finish(&s, 5);
+    CHECK("history_unwritable_one_warning", exited && WIFEXITED(s.status) && WEXITSTATUS(s.status) == 0
+          && count(s.buf, "warning") == 1, "exit status %d, output [%s]", s.status, s.buf);
+    end_session(&s);
+}
+
+int main(void) {
+    repl_path = getenv("MHA_REPL");
+    if (!repl_path) repl_path = "build/mha-repl";
+    if (access(repl_path, X_OK) != 0) {
+        CHECK("repl_binary", 0, "%s is not an executable (set MHA_REPL)", repl_path);
+        CHECK_DONE();
+    }
+    signal(SIGPIPE, SIG_IGN);
+    alarm(300);  /* a last guard: every wait below has its own timeout */
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/mha-test-repl-XXXXXX");
+    if (!mkdtemp(tmpdir)) { CHECK("tmpdir", 0, "mkdtemp: %s", strerror(errno)); CHECK_DONE(); }
+    char history[300];
+    snprintf(history, sizeof history, "%s/history", tmpdir);
+
+    session s;
+    const char *none[] = {NULL};
+    start(&s, history, none);
+    CHECK("starts", wait_prompt(&s, 10) && strstr(s.buf, "mha-repl"), "no banner and prompt: [%s]", s.buf);
+    test_evaluation(&s);
+    test_completion(&s);
+    test_interrupt(&s);
+    test_commands(&s);
+    free(run(&s, ":quit", 5));
+    CHECK("quit_exits", finish(&s, 5) && WIFEXITED(s.status) && WEXITSTATUS(s.status) == 0, "status %d", s.status);
+    end_session(&s);
+
+    snprintf(history, sizeof history, "%s/history2", tmpdir);
+    test_history(history);
+    snprintf(history, sizeof history, "%s/history3", tmpdir);
+    test_history_concurrent(history);
+    test_history_unwritable();
+
+    char cmd[400];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+    if (system(cmd) != 0) printf("# could not remove %s\n", tmpdir);
+    CHECK_DONE();
+}
