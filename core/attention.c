@@ -72,6 +72,11 @@ mha_status mha_softmax(mha_tensor *out, const mha_tensor *x, size_t dim) {
             mha_release(out);
             return mha_fail(MHA_E_INTERRUPTED, "softmax: x %s: interrupted", SHAPE(s, x));
         }
+        if (inner == 1) {   /* the usual case, softmax along the last dim: the vectorised rows kernel */
+            memcpy(dst + o * n, src + o * n, n * sizeof *dst);
+            mha_softmax_rows(dst + o * n, n, 1, n);
+            continue;
+        }
         for (size_t i = 0; i < inner; i++)
             softmax_strided(dst + o * n * inner + i, src + o * n * inner + i, n, inner);
     }
@@ -266,7 +271,7 @@ static mha_status head_plain(const head_job *job, float *weights, float *scaled,
     if (masked) memcpy(masked, weights, L * S * sizeof *weights);
 
     /* pass 3: weights = softmax(masked) along each row */
-    for (size_t i = 0; i < L; i++) softmax_strided(weights + i * S, weights + i * S, S, 1);
+    mha_softmax_rows(weights, S, L, S);
 
     /* pass 4: out = weights·v */
     return mha_sgemm(job->out, job->ld_out, weights, (ptrdiff_t)S, 1, job->v, (ptrdiff_t)job->ld_v, 1, L, job->Dv, S,
