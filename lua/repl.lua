@@ -84,6 +84,7 @@ end
 
 local function err_out(s)
     capture(s)
+    io.stdout:flush()  -- what was printed before the error comes before it
     io.stderr:write(s)
 end
 
@@ -351,6 +352,15 @@ end
 -- :save - FILE.lua replays the session's inputs; FILE.md is the transcript with outputs.
 -- ---------------------------------------------------------------------------------------------
 
+-- Whether a chunk may return before its end, which in a script would end the script: a return as
+-- its last statement (then nothing may follow it, as the parser says), or one inside a block such as
+-- `do return end`. A function definition's returns are its own.
+local function may_return(input)
+    if load(input) ~= nil and load(input .. "\n;_ = nil") == nil then return true end
+    return input:find("%f[%w_]return%f[^%w_]") ~= nil
+           and not input:match("^%s*local%s+function%s") and not input:match("^%s*function%s")
+end
+
 -- The Lua of one entry in the replayable script.
 local function as_script(entry)
     local input = entry.input
@@ -359,10 +369,10 @@ local function as_script(entry)
     if entry.how == "error" then
         return "-- (this input raised an error)\n" .. ("-- " .. input:gsub("\n", "\n-- "))
     end
-    if entry.how == "stmt" and input:find("%f[%w_]return%f[^%w_]") then  -- a return would end the script
+    if entry.how == "stmt" and may_return(input) then  -- it would end the script: make it a call
         local call = "(function()\n" .. input .. "\nend)()"
         if entry.output ~= "" then return "print(" .. call .. ")" end
-        return call
+        return ";" .. call  -- ';': a line starting with '(' would call the value of the line before
     end
     if entry.how == "print" or entry.how == "quiet" then
         local expr = input:match("^(.-)[%s;]*$")
