@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# tests/sh/test_cli.sh - mha-repl used without a terminal: piped stdin, -e, -i, scripts with arguments,
+# errors as file:line with exit codes 0/1/2, --version, --help, --lesson's checks, and startup time.
+# usage: MHA_REPL=build/mha-repl bash tests/sh/test_cli.sh
+set -u
+repl=${MHA_REPL:-build/mha-repl}
+export MHA_REPL_HISTORY=/dev/null
+unset NO_COLOR
+failures=0
+tmp=$(mktemp -d /tmp/mha-test-cli-XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+
+pass() { echo "PASS $1"; }
+fail() { echo "FAIL $1: $2"; failures=$((failures + 1)); }
+
+# run NAME STDIN ARGS... : runs the REPL, keeping stdout, stderr and the exit status in $out $err $rc
+run() {
+    local input=$1; shift
+    out=$(printf '%s' "$input" | "$repl" "$@" 2>"$tmp/err")
+    rc=$?
+    err=$(cat "$tmp/err")
+}
+
+# check NAME CONDITION-STATUS WHY
+check() { if [ "$2" -eq 0 ]; then pass "$1"; else fail "$1" "$3"; fi; }
+has() { case "$1" in *"$2"*) return 0 ;; *) return 1 ;; esac; }
+
+if [ ! -x "$repl" ]; then fail repl_binary "$repl is not an executable (set MHA_REPL)"; exit 1; fi
+
+# ---- piped stdin: a script, no prompt, no colour ----
+run $'x = 6 * 7\nprint(x)\n'
+[ "$out" = "42" ] && [ "$rc" -eq 0 ]; check stdin_script $? "out [$out] rc $rc err [$err]"
+run $'print(mha.tensor{{1, 2}})\n'
+! has "$out" $'\033' && ! has "$out" "> "; check stdin_no_prompt_no_colour $? "out [$out]"
+run $'print("before")\nlocal t = nil\nprint(t.field)\n'
+[ "$rc" -eq 1 ] && [ "$out" = "before" ] && has "$err" "stdin:3: attempt to index a nil value"
+check stdin_error_line_and_status $? "rc $rc out [$out] err [$err]"
+run $'print(arg[0], ...)\n' - one two
+[ "$out" = $'-\tone\ttwo' ] && [ "$rc" -eq 0 ]; check dash_reads_stdin_with_args $? "out [$out] rc $rc err [$err]"
+run $'for i = 1,\n'
+[ "$rc" -eq 1 ] && has "$err" "stdin:2: unexpected symbol near <eof>"; check stdin_syntax_error $? "rc $rc err [$err]"
+
+# ---- -e ----
+run '' -e 'print(1 + 2)'
+[ "$out" = "3" ] && [ "$rc" -eq 0 ]; check e_chunk $? "out [$out] rc $rc err [$err]"
+run '' -e 'a = 5' -e 'print(a * 2)'
+[ "$out" = "10" ] && [ "$rc" -eq 0 ]; check e_chunks_in_order $? "out [$out] rc $rc"
+run '' -e 'error("no good")'
+[ "$rc" -eq 1 ] && has "$err" "(command line):1: no good"; check e_error_status $? "rc $rc err [$err]"
+run '' -e
+[ "$rc" -eq 2 ] && has "$err" "'-e' needs an argument" && has "$err" "usage:"; check e_without_chunk $? "rc $rc err [$err]"
+run '' -e 'x = mha.matmul(mha.zeros(3, 4), mha.zeros(5, 2))'
+[ "$rc" -eq 1 ] && has "$err" "matmul: (3,4) @ (5,2)"; check e_library_error $? "rc $rc err [$err]"
+
+# ---- scripts ----
+cat >"$tmp/args.lua" <<'EOF'
+print(arg[0]:match("[^/]*$"), #arg, arg[1], arg[2], select("#", ...), ...)
+EOF
+run '' "$tmp/args.lua" alpha beta
+[ "$out" = $'args.lua\t2\talpha\tbeta\t2\talpha\tbeta' ] && [ "$rc" -eq 0 ]; check script_args $? "out [$out] rc $rc err [$err]"
+cat >"$tmp/fails.lua" <<'EOF'
+local x = mha.ones(2, 3)
+print("ran line 2")
+local y = x:view(4, 4)
+EOF
+run '' "$tmp/fails.lua"
+[ "$rc" -eq 1 ] && [ "$out" = "ran line 2" ] && has "$err" "fails.lua:3: " && has "$err" "view"
+check script_error_file_line $? "rc $rc out [$out] err [$err]"
+first_line=$(printf '%s\n' "$err" | head -n 1)
+has "$first_line" "$tmp/fails.lua:3: "; check script_error_first_line $? "first line [$first_line]"
+! has "$err" "[C]: in ?" && ! has "$err" "repl.lua"; check script_traceback_short $? "err [$err]"
+printf 'x = = 1\n' >"$tmp/syntax.lua"
+run '' "$tmp/syntax.lua"
+[ "$rc" -eq 1 ] && has "$err" "syntax.lua:1:"; check script_syntax_error $? "rc $rc err [$err]"
+run '' "$tmp/missing.lua"
+[ "$rc" -eq 1 ] && has "$err" "cannot open"; check script_missing $? "rc $rc err [$err]"
+printf 'os.exit(3)\n' >"$tmp/exit3.lua"
+run '' "$tmp/exit3.lua"
+[ "$rc" -eq 3 ]; check script_os_exit $? "rc $rc"
+
+# ---- -i: run, then read REPL input (here from a pipe: no prompt, values still printed) ----
+printf 'x = 21\n' >"$tmp/setup.lua"
+run $'x * 2\nx;\n{a = 1}\nerror("oops")\nx + 1\n' -i "$tmp/setup.lua"
+[ "$out" = $'42\n{a = 1}\n22' ] && [ "$rc" -eq 0 ] && has "$err" "stdin:1: oops"
+check i_then_repl $? "out [$out] rc $rc err [$err]"
+run $'_G.y = 1\n' -i "$tmp/fails.lua"
+[ "$rc" -eq 1 ]; check i_script_error_status $? "rc $rc err [$err]"
+
+# ---- usage ----
+run '' --bogus
+[ "$rc" -eq 2 ] && has "$err" "unrecognized option '--bogus'"; check unknown_option $? "rc $rc err [$err]"
+run '' --version
+[ "$rc" -eq 0 ] && has "$out" "mha-repl " && has "$out" "Lua 5.4"; check version $? "rc $rc out [$out]"
+run '' -v
+[ "$rc" -eq 0 ] && has "$out" "mha-repl "; check version_short $? "rc $rc out [$out]"
+run '' --help
+[ "$rc" -eq 0 ] && has "$out" "usage:" && has "$out" "--lesson" && has "$out" "-e chunk"; check help $? "rc $rc out [$out]"
+run '' --batch
+[ "$rc" -eq 2 ] && has "$err" "--lesson"; check batch_needs_lesson $? "rc $rc err [$err]"
+run '' --lesson 1 --lang fr
+[ "$rc" -eq 2 ] && has "$err" "fr"; check lang_checked $? "rc $rc err [$err]"
+run '' --lesson
+[ "$rc" -eq 2 ] && has "$err" "'--lesson' needs an argument"; check lesson_needs_name $? "rc $rc err [$err]"
+run '' --lesson no_such_lesson_here --batch
+[ "$rc" -eq 1 ] && [ -n "$err" ]; check lesson_unknown $? "rc $rc err [$err]"
+run '' --lesson 1 --batch --lang en
+[ "$rc" -eq 0 ] && has "$out" "1/"; check lesson_batch $? "rc $rc out [${out:0:300}] err [$err]"
+run '' -- "$tmp/args.lua" -x
+[ "$rc" -eq 0 ] && has "$out" $'\t-x'; check double_dash $? "rc $rc out [$out] err [$err]"
+
+# ---- the lazy globals ----
+run '' -e 'print(rawget(_G, "help") == nil, rawget(_G, "plot") == nil, type(help), type(plot))'
+[ "$out" = $'true\ttrue\tfunction\ttable' ]; check lazy_globals $? "out [$out] err [$err]"
+
+# ---- startup: mha-repl -e '' well under 15 ms (best of three rounds of 100) ----
+best=999999
+for round in 1 2 3; do
+    start=$(date +%s%N)
+    for i in $(seq 100); do "$repl" -e '' || break; done
+    ms=$(( ($(date +%s%N) - start) / 1000000 ))  # the time of 100 runs in ms = hundredths of a ms per run
+    [ "$ms" -lt "$best" ] && best=$ms
+done
+echo "# mha-repl -e '': $((best / 100)).$(printf '%02d' $((best % 100))) ms per start (best of 3 x 100)"
+[ "$best" -lt 1500 ]; check startup_under_15ms $? "$((best / 100)) ms per start"
+
+[ "$failures" -eq 0 ]
