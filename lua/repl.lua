@@ -61,7 +61,8 @@ end
 -- ---------------------------------------------------------------------------------------------
 
 local captured, captured_bytes = {}, 0
-local real_write                       -- io.stdout's own write method
+local real_write = io.stdout.write     -- io.stdout's own write method
+local capture_installed = false
 
 local function capture(s)
     if captured_bytes > MAX_CAPTURE then return end
@@ -95,9 +96,9 @@ local function write_piece(v)
 end
 
 local function install_capture()
-    if real_write then return end
+    if capture_installed then return end
+    capture_installed = true
     local methods = getmetatable(io.stdout).__index
-    real_write = methods.write
     methods.write = function(f, ...)
         if f == io.stdout then
             for i = 1, select("#", ...) do capture(write_piece((select(i, ...)))) end
