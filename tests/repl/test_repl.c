@@ -52,6 +52,8 @@ static int pump(session *s, double timeout) {
 }
 
 /* Starts the REPL with a clean environment: TERM=dumb, NO_COLOR, the given history file. */
+static int colour_terminal = 0;  /* start the next session as a colour terminal would: TERM=xterm, no NO_COLOR */
+
 static int start(session *s, const char *history, const char *const *args) {
     memset(s, 0, sizeof *s);
     s->buf = calloc(1, BUF_MAX);
@@ -59,8 +61,9 @@ static int start(session *s, const char *history, const char *const *args) {
     s->pid = forkpty(&s->fd, NULL, NULL, &ws);
     if (s->pid < 0) return 0;
     if (s->pid == 0) {
-        setenv("TERM", "dumb", 1);
-        setenv("NO_COLOR", "1", 1);
+        setenv("TERM", colour_terminal ? "xterm" : "dumb", 1);
+        if (colour_terminal) unsetenv("NO_COLOR");
+        else setenv("NO_COLOR", "1", 1);
         setenv("MHA_REPL_HISTORY", history, 1);
         setenv("INPUTRC", "/dev/null", 1);
         char *argv[16];
@@ -103,11 +106,20 @@ static int expect(session *s, const char *needle, double timeout) {
     }
 }
 
-/* Waits for the prompt "> " at the end of the output, with nothing more coming for 150 ms. */
+#define COLOUR_PROMPT_END "> \033[0m"
+
+/* Does the output end with a prompt ("> ", or its coloured form)? */
+static int at_prompt(const session *s) {
+    size_t n = strlen(COLOUR_PROMPT_END);
+    if (s->len >= s->mark + 2 && memcmp(s->buf + s->len - 2, "> ", 2) == 0) return 1;
+    return s->len >= s->mark + n && memcmp(s->buf + s->len - n, COLOUR_PROMPT_END, n) == 0;
+}
+
+/* Waits for the prompt at the end of the output, with nothing more coming for 150 ms. */
 static int wait_prompt(session *s, double timeout) {
     double end = now() + timeout;
     for (;;) {
-        if (s->len >= s->mark + 2 && s->len >= 2 && memcmp(s->buf + s->len - 2, "> ", 2) == 0) {
+        if (at_prompt(s)) {
             if (pump(s, 0.15) == 0) return 1;
             continue;
         }
@@ -136,8 +148,9 @@ static char *run(session *s, const char *line, double timeout) {
         if (start[i] != '\r') *q++ = start[i];
     *q = '\0';
     /* take off the prompt (and any secondary prompts left by a multi-line input) */
-    size_t len = strlen(out);
-    if (len >= 2 && strcmp(out + len - 2, "> ") == 0) out[len - 2] = '\0';
+    char *prompt = strrchr(out, '\n');  /* the prompt is the last line */
+    if (prompt) prompt[1] = '\0';
+    else *out = '\0';
     s->mark = s->len;
     return out;
 }
@@ -206,7 +219,7 @@ static void test_evaluation(session *s) {
     check_output(s, "blank_line_keeps_input_runs", "five()", "5");
     check_output(s, "multiline_expression", "{1,\n2}", "{1, 2}");
     check_output(s, "table_readable", "{b = {1, 2}, 'one', a = 'x', [3] = true}", "{\"one\", [3] = true, a = \"x\", b = {1, 2}}");
-    run(s, "c = {1, 2}; c.self = c", 10);
+    free(run(s, "c = {1, 2}; c.self = c", 10));
     check_output(s, "table_cycle", "c", "{1, 2, self = <cycle>}");
     check_output(s, "statements_return_values", "local v = 3; return v, v + 1", "3\t4");
     check_output(s, "error_message", "error('boom')", "stdin:1: boom");
@@ -215,7 +228,7 @@ static void test_evaluation(session *s) {
           && !strstr(got, "repl.lua") && !strstr(got, "[C]: in ?"), "got [%s]", got ? got : "(hung)");
     free(got);
     /* a tensor prints as tostring shows it */
-    run(s, "t = mha.tensor{{1.5, 2}, {3, 4}}", 10);
+    free(run(s, "t = mha.tensor{{1.5, 2}, {3, 4}}", 10));
     char *shown = run(s, "t", 10);
     char *direct = run(s, "print(tostring(t))", 10);
     CHECK("autoprint_tensor", shown && direct && strcmp(shown, direct) == 0 && strstr(shown, "1.5"),
@@ -226,10 +239,16 @@ static void test_evaluation(session *s) {
 
 static void test_completion(session *s) {
     check_output(s, "complete_field", "type(mha.so\t)", "function");
-    run(s, "x = mha.randn(2, 3)", 10);
+    free(run(s, "x = mha.randn(2, 3)", 10));
     check_output(s, "complete_method", "x:transp\t(1, 2):size(1)", "3");
     check_output(s, "complete_global", "type(pri\t)", "function");
     check_output(s, "complete_keyword", "loc\t zz = 3; return zz", "3");
+    char line[600], want[600];
+    snprintf(line, sizeof line, "io.open('%s/unique_name_abc.npy', 'w'):close()", tmpdir);
+    free(run(s, line, 10));
+    snprintf(line, sizeof line, "'%s/unique_na\t", tmpdir);
+    snprintf(want, sizeof want, "%s/unique_name_abc.npy", tmpdir);
+    check_output(s, "complete_file_in_string", line, want);
     check_output(s, "complete_command", ":tim\t", "time: on");
     check_output(s, "complete_command_again", ":time", "time: off");
 }
@@ -282,6 +301,10 @@ static void test_interrupt(session *s) {
 }
 
 static void test_commands(session *s) {
+    free(run(s, "require('mha.repl').on_empty_line = function() print('the empty-line hook ran') end", 10));
+    check_output(s, "empty_line_hook", "", "the empty-line hook ran");
+    free(run(s, "require('mha.repl').on_empty_line = nil", 10));
+    check_output(s, "empty_line_nothing", "", "");
     check_output(s, "time_on", ":time", "time: on");
     char *got = run(s, "tt = 1", 10);
     CHECK("time_shows", got && strstr(got, "[time ") && strstr(got, " ms") && strstr(got, "tensors hold"),
@@ -329,7 +352,7 @@ static void test_commands(session *s) {
     }
     free(script);
 
-    run(s, "zz = 5", 10);
+    free(run(s, "zz = 5", 10));
     got = run(s, ":reset", 10);
     CHECK("reset_reports", got && strstr(got, "fresh state"), "got [%s]", got ? got : "(hung)");
     free(got);
@@ -397,6 +420,28 @@ static void test_history_concurrent(const char *history) {
     free(text);
 }
 
+/* With TERM=xterm and NO_COLOR unset the prompt is green and errors red; with NO_COLOR, no escapes at all
+ * (the other sessions check that: their outputs compare equal to plain text). */
+static void test_colour(const char *history) {
+    session s;
+    const char *none[] = {NULL};
+    colour_terminal = 1;
+    start(&s, history, none);
+    colour_terminal = 0;
+    wait_prompt(&s, 10);
+    int prompt = strstr(s.buf, "\033[1;32m> \033[0m") != NULL;
+    char *got = run(&s, "error('red')", 10);
+    CHECK("colour_prompt", prompt, "no green prompt in [%s]", s.buf);
+    CHECK("colour_error", got && strstr(got, "\033[31mstdin:1: red\033[0m"), "got [%s]", got ? got : "(hung)");
+    free(got);
+    got = run(&s, "{1.5}", 10);
+    CHECK("colour_number", got && strstr(got, "{\033[36m1.5\033[0m}"), "got [%s]", got ? got : "(hung)");
+    free(got);
+    send_text(&s, "\x04");
+    finish(&s, 5);
+    end_session(&s);
+}
+
 static void test_history_unwritable(void) {
     session s;
     const char *none[] = {NULL};
@@ -443,6 +488,8 @@ int main(void) {
     snprintf(history, sizeof history, "%s/history3", tmpdir);
     test_history_concurrent(history);
     test_history_unwritable();
+    snprintf(history, sizeof history, "%s/history4", tmpdir);
+    test_colour(history);
 
     char cmd[400];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
