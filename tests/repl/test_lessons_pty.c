@@ -64,9 +64,10 @@ static void type(const char *line) {
 static void step(const char *name, const char *line, const char *want) {
     type(line);
     int found = expect(want);
-    seen[seen_len < 400 ? seen_len : 400] = '\0';
-    CHECK(name, found, "typed \"%s\", did not see \"%s\" within %d ms; output so far: %s", line, want,
-          READ_TIMEOUT_MS, seen);
+    seen[seen_len] = '\0';
+    const char *tail = seen_len > 800 ? seen + seen_len - 800 : seen;   /* the latest output */
+    CHECK(name, found, "typed \"%s\", did not see \"%s\" within %d ms; the last output: %s", line, want,
+          READ_TIMEOUT_MS, tail);
 }
 
 int main(void) {
@@ -87,6 +88,7 @@ int main(void) {
         setenv("LC_ALL", "C.UTF-8", 1);
         setenv("MHA_REPL_HISTORY", "/dev/null", 1);
         unsetenv("MHA_LANG");
+        setenv("MHA_PLOT_TERM", "none", 1);   /* stepping is under test, not gnuplot: no plot output */
         execl(repl, "mha-repl", "--lesson", "8", "--lang", "en", (char *)NULL);
         perror("execl");
         _exit(127);
