@@ -151,8 +151,9 @@ static int push_repl_field(lua_State *L, const char *name) {
     return lua_type(L, -1);
 }
 
-/* Prints the error message at the top of the stack. In the REPL it goes through repl.lua, which colours
- * it and keeps it in the transcript; elsewhere to stderr with the program's name, as lua.c does. */
+/* Prints the error message at the top of the stack to stderr, after the program's name (none in the
+ * REPL), as lua.c does. (The REPL's own inputs report through repl.after instead, which colours the
+ * message and keeps it in the transcript.) */
 static int report(lua_State *L, int status) {
     if (status != LUA_OK) {
         const char *msg = lua_tostring(L, -1);
@@ -1033,6 +1034,8 @@ static int pmain(lua_State *L) {
     luaL_checkversion(L);
     if (resetting) {  /* :reset: a fresh state, straight back to the prompt */
         openlibs(L);
+        lua_gc(L, LUA_GCRESTART);
+        lua_gc(L, LUA_GCGEN, 0, 0);
         if (start_repl(L) == LUA_OK) interact(L);
         resetting = reset_requested;
         lua_pushinteger(L, EXIT_OK);

@@ -226,6 +226,7 @@ local function show_time(seconds)
     else text = string.format("time %.3g s", seconds) end
     local mha = package.loaded.mha
     if type(mha) == "table" and type(mha.memory) == "function" then
+        collectgarbage()  -- count the tensors variables hold, not the garbage not yet collected
         local ok, live = pcall(mha.memory)
         if ok and type(live) == "table" then live = live.live or live[1] end
         if ok and type(live) == "number" then text = text .. ", tensors hold " .. format_bytes(live) end

@@ -112,10 +112,30 @@ run '' -- "$tmp/args.lua" -x
 run '' -e 'print(rawget(_G, "help") == nil, rawget(_G, "plot") == nil, type(help), type(plot))'
 [ "$out" = $'true\ttrue\tfunction\ttable' ]; check lazy_globals $? "out [$out] err [$err]"
 
-# ---- startup: mha-repl -e '' well under 15 ms (best of three rounds of 100) ----
+# ---- startup: mha-repl -e '' under 15 ms. Timed over 100 starts, three rounds, the best kept. The
+# check is on CPU time (user + system), which other jobs on a shared machine do not inflate; the wall
+# time is printed beside it.
 if ldd "$repl" 2>/dev/null | grep -q 'libasan\|libubsan'; then
     echo "# startup not timed: a sanitizer build is several times slower by design"
     [ "$failures" -eq 0 ]
+    exit
+fi
+best_cpu=999999 best_wall=999999
+TIMEFORMAT='%R %U %S'
+for round in 1 2 3; do
+    times=$( { time (for i in $(seq 100); do "$repl" -e '' || exit 1; done) ; } 2>&1 ) || break
+    read -r wall user sys <<<"$times"
+    # seconds for 100 starts = hundredths of a ms per start
+    cpu=$(awk -v u="$user" -v s="$sys" 'BEGIN { printf "%d", (u + s) * 1000 }')
+    wall=$(awk -v w="$wall" 'BEGIN { printf "%d", w * 1000 }')
+    [ "$cpu" -lt "$best_cpu" ] && best_cpu=$cpu
+    [ "$wall" -lt "$best_wall" ] && best_wall=$wall
+done
+ms() { printf '%d.%02d' $(($1 / 100)) $(($1 % 100)); }
+echo "# mha-repl -e '': $(ms "$best_cpu") ms CPU, $(ms "$best_wall") ms wall per start (best of 3 x 100)"
+[ "$best_cpu" -lt 1500 ]; check startup_under_15ms $? "$(ms "$best_cpu") ms of CPU per start"
+
+[ "$failures" -eq 0 ]
     exit
 fi
 best=999999
