@@ -116,7 +116,7 @@ end
 local no_break_before = {}
 for _, c in utf8.codes("，。、；：？！）」』》〉】”’…%,.;:!?)]}·") do no_break_before[c] = true end
 local no_break_after = {}
-for _, c in utf8.codes("（「『《〈【“‘([{") do no_break_after[c] = true end
+for _, c in utf8.codes("（「『《〈【“‘([{*`") do no_break_after[c] = true end
 
 -- Splits one paragraph into atoms {text, width, space (a space came before it), glue (no break before)}:
 -- a run of non-space, non-wide characters is one atom; each wide (CJK) character is an atom of its own.
@@ -124,8 +124,14 @@ local function atoms_of(paragraph)
     local atoms = {}
     local current, current_w, pending_space = {}, 0, false
     local function flush()
-        if #current > 0 then
-            atoms[#atoms + 1] = {text = table.concat(current), width = current_w, space = pending_space}
+        local text = table.concat(current)
+        if #current > 0 and text:match("^[%*`]+$") and not pending_space and #atoms > 0 then
+            -- a closing emphasis or code mark right after a CJK character stays with it
+            local last = atoms[#atoms]
+            last.text, last.width = last.text .. text, last.width + current_w
+            current, current_w = {}, 0
+        elseif #current > 0 then
+            atoms[#atoms + 1] = {text = text, width = current_w, space = pending_space}
             current, current_w, pending_space = {}, 0, false
         end
     end
