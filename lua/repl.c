@@ -488,6 +488,11 @@ static void history_unescape(char *s) {
     *q = '\0';
 }
 
+static void free_entries(char **entries, size_t n) {
+    for (size_t i = 0; i < n; i++) free(entries[i]);
+    free(entries);
+}
+
 /* Reads the history file into a malloc'd array of entries (*n of them). A missing file is empty.
  * Returns -1 (errno set) when the file exists but cannot be read. */
 static int history_read(const char *path, char ***entries, size_t *n) {
@@ -506,7 +511,15 @@ static int history_read(const char *path, char ***entries, size_t *n) {
         if (*n == cap) {
             cap = cap ? 2 * cap : 256;
             char **grown = realloc(*entries, cap * sizeof *grown);
-            if (!grown) break;
+            if (!grown) {  /* a partial list would be written back as the whole: fail instead */
+                free(line);
+                fclose(f);
+                free_entries(*entries, *n);
+                *entries = NULL;
+                *n = 0;
+                errno = ENOMEM;
+                return -1;
+            }
             *entries = grown;
         }
         (*entries)[(*n)++] = line;
@@ -516,11 +529,6 @@ static int history_read(const char *path, char ***entries, size_t *n) {
     free(line);
     fclose(f);
     return 0;
-}
-
-static void free_entries(char **entries, size_t n) {
-    for (size_t i = 0; i < n; i++) free(entries[i]);
-    free(entries);
 }
 
 /* Chooses the path and loads the file into readline's history. */
@@ -718,13 +726,21 @@ static void on_line(char *line) {
     rl_callback_handler_remove();
 }
 
-/* readline through its callback interface, so a Ctrl-C at the prompt can abandon the line:
- * select() returns EINTR, the line is dropped and LINE_CANCEL returned. *line is malloc'd. */
+/* readline through its callback interface, so a Ctrl-C at the prompt can abandon the line: pselect()
+ * returns EINTR, the line is dropped and LINE_CANCEL returned. SIGINT and SIGWINCH are blocked except
+ * inside pselect, so one that comes while a key is handled waits for it instead of being missed.
+ * *line is malloc'd. */
 static int read_with_readline(const char *prompt, char **line) {
+    sigset_t blocked, waiting;
+    sigemptyset(&blocked);
+    sigaddset(&blocked, SIGINT);
+    sigaddset(&blocked, SIGWINCH);
+    sigprocmask(SIG_BLOCK, &blocked, &waiting);
     rl_have_result = 0;
     rl_result = NULL;
     /* prompt_interrupted is not cleared here: a Ctrl-C typed ahead, between two lines of an input,
      * cancels that input */
+    int result = LINE_OK;
     rl_callback_handler_install(prompt, on_line);
     while (!rl_have_result) {
         if (prompt_interrupted) {
@@ -735,7 +751,8 @@ static int read_with_readline(const char *prompt, char **line) {
             rl_callback_handler_remove();
             fputs("^C\n", stdout);
             fflush(stdout);
-            return LINE_CANCEL;
+            result = LINE_CANCEL;
+            break;
         }
         if (window_resized) {
             window_resized = 0;
@@ -744,14 +761,17 @@ static int read_with_readline(const char *prompt, char **line) {
         fd_set fds;
         FD_ZERO(&fds);
         FD_SET(fileno(rl_instream), &fds);
-        int r = select(fileno(rl_instream) + 1, &fds, NULL, NULL, NULL);
+        int r = pselect(fileno(rl_instream) + 1, &fds, NULL, NULL, NULL, &waiting);
+        if (r < 0 && errno == EINTR) continue;
         if (r < 0) {
-            if (errno == EINTR) continue;
             rl_callback_handler_remove();
-            return LINE_EOF;
+            result = LINE_EOF;
+            break;
         }
         rl_callback_read_char();
     }
+    sigprocmask(SIG_SETMASK, &waiting, NULL);
+    if (result != LINE_OK) return result;
     *line = rl_result;
     return rl_result ? LINE_OK : LINE_EOF;
 }
