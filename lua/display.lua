@@ -221,10 +221,15 @@ end
 
 local MAX_LABEL = 24   -- cells; longer labels are cut and end in "…"
 
--- Text safe to print: control characters (which could move the cursor or change colours) become "?",
--- and a label wider than MAX_LABEL cells is cut.
+-- Text safe to print: control characters (which could move the cursor or change colours) become "?".
+local function clean_text(s)
+    return (tostring(s):gsub("[%c]", "?"))
+end
+
+-- A row or column label: clean, and cut when wider than MAX_LABEL cells so one long token cannot
+-- push the matrix off the screen. (Titles are not cut: they stand on a line of their own.)
 local function clean_label(s)
-    s = tostring(s):gsub("[%c]", "?")
+    s = clean_text(s)
     if term.width(s) > MAX_LABEL then s = term.truncate(s, MAX_LABEL - 1) .. "…" end
     return s
 end
@@ -433,7 +438,7 @@ local function render(fname, t, opts)
     local src, o, ix = plan(fname, t, opts)
     local shape, ndim = src.shape, #src.shape
     local lines = {}
-    if opts.title ~= nil then lines[#lines + 1] = clean_label(opts.title) end
+    if opts.title ~= nil then lines[#lines + 1] = clean_text(opts.title) end
     if numel(shape) == 0 then
         lines[#lines + 1] = footer(src)
         return table.concat(lines, "\n")
@@ -605,7 +610,7 @@ function M.heat(t, opts)
     end
 
     local lines = {}
-    if opts.title ~= nil then lines[#lines + 1] = clean_label(opts.title) end
+    if opts.title ~= nil then lines[#lines + 1] = clean_text(opts.title) end
     for s, prefix in ipairs(slices) do
         if nlead > 0 then
             if s > 1 then lines[#lines + 1] = "" end
