@@ -420,6 +420,24 @@ static void test_history_concurrent(const char *history) {
     free(text);
 }
 
+/* mha-repl --lesson at a terminal: the lesson starts, then the prompt, where Enter runs the next step. */
+static void test_lesson(const char *history) {
+    session s;
+    const char *args[] = {"--lesson", "1", "--lang", "en", NULL};
+    start(&s, history, args);
+    int started = expect(&s, "step 1/", 20) && wait_prompt(&s, 20);
+    CHECK("lesson_starts_then_prompt", started, "output [%s]", s.buf);
+    char *got = started ? run(&s, "", 20) : NULL;
+    CHECK("lesson_enter_next_step", got && strstr(got, "step 2/"), "got [%s]", got ? got : "(hung)");
+    free(got);
+    got = started ? run(&s, ":next", 20) : NULL;
+    CHECK("lesson_next_command", got && strstr(got, "step 3/"), "got [%s]", got ? got : "(hung)");
+    free(got);
+    send_text(&s, "\x04");
+    CHECK("lesson_ctrl_d", finish(&s, 5) && WIFEXITED(s.status) && WEXITSTATUS(s.status) == 0, "status %d", s.status);
+    end_session(&s);
+}
+
 /* With TERM=xterm and NO_COLOR unset the prompt is green and errors red; with NO_COLOR, no escapes at all
  * (the other sessions check that: their outputs compare equal to plain text). */
 static void test_colour(const char *history) {
@@ -490,6 +508,7 @@ int main(void) {
     test_history_unwritable();
     snprintf(history, sizeof history, "%s/history4", tmpdir);
     test_colour(history);
+    test_lesson(history);
 
     char cmd[400];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
