@@ -134,6 +134,11 @@ static void print_version(void) {
     fflush(stdout);
 }
 
+static void print_banner(void) {
+    printf("%s %s (%s) - type ? for the commands, help() for the functions, Ctrl-D to quit\n",
+           PROGNAME, MHA_REPL_VERSION, LUA_RELEASE);
+}
+
 static void l_message(const char *pname, const char *msg) {
     if (pname) fprintf(stderr, "%s: ", pname);
     fprintf(stderr, "%s\n", msg);
@@ -1100,11 +1105,11 @@ static int pmain(lua_State *L) {
         if (code == EXIT_OK && dolesson(L, batch) != LUA_OK) code = EXIT_SCRIPT;
         if (code == EXIT_OK && !batch) interact(L);
     } else if (args & has_i) {
+        if (stdin_is_tty()) print_banner();
         if (start_repl(L) == LUA_OK) interact(L);
     } else if (script == argc && !(args & (has_e | has_v))) {
         if (stdin_is_tty()) {
-            printf("%s %s (%s) - type ? for the commands, help() for the functions, Ctrl-D to quit\n",
-                   PROGNAME, MHA_REPL_VERSION, LUA_RELEASE);
+            print_banner();
             if (start_repl(L) == LUA_OK) interact(L);
         } else {
             if (dofile(L, NULL) != LUA_OK) code = EXIT_SCRIPT;
