@@ -20,8 +20,27 @@ mha_tensor *lmha_newtensor(lua_State *L) {
     return t;
 }
 
+/* Lua's collector sees a tensor as a small userdata and cannot know the storage behind it, so a loop
+ * of large temporaries (`for i = 1, 50 do local x = mha.randn(3000, 3000) end`) would hold gigabytes.
+ * After each new tensor, when the bytes tensors hold have more than doubled (and grown by 64 MiB)
+ * since the last full collection, collect in full: that costs in proportion to the Lua heap, not to
+ * the tensors, so it stays cheap however large they are. */
+static size_t live_after_gc = 0;
+
+static void tensor_memory_pressure(lua_State *L) {
+    size_t live = mha_live_bytes();
+    if (live < live_after_gc) live_after_gc = live;   /* tensors were freed since: lower the baseline */
+    if (live > 2 * live_after_gc + ((size_t)64 << 20)) {
+        lua_gc(L, LUA_GCCOLLECT);
+        live_after_gc = mha_live_bytes();
+    }
+}
+
 int lmha_result(lua_State *L, mha_status status) {
-    if (status == MHA_OK) return 1;
+    if (status == MHA_OK) {
+        tensor_memory_pressure(L);
+        return 1;
+    }
     if (status == MHA_E_INTERRUPTED) {
         mha_interrupt_clear(); /* reported once; the next call starts afresh */
         return luaL_error(L, "%s", "interrupted");

@@ -201,6 +201,18 @@ T.test("metamethods", function()
     base = nil
     collectgarbage()
     T.eq("a view outlives its closed base", view:totable(), { 1, 2 })
+    -- the collector must learn of tensor memory it cannot see: 40 temporaries of 16 MiB each
+    -- would hold 640 MiB if only Lua's own (tiny) heap drove collection
+    collectgarbage()
+    local before = mha.memory()
+    local peak = 0
+    for _ = 1, 40 do
+        local x = mha.zeros(2048, 2048)
+        x = nil
+        peak = math.max(peak, mha.memory() - before)
+    end
+    T.ok("a loop of 16 MiB temporaries stays under 160 MiB of tensors", peak < 160 * 2 ^ 20,
+        string.format("peak %.0f MiB", peak / 2 ^ 20))
 end)
 
 T.done()
