@@ -135,7 +135,7 @@ static void softmax_step_portable(float *scores, size_t nk, float *m, float *l, 
 }
 
 static const kernel_isa kernels_portable = {"portable", MR_PORTABLE, NR_PORTABLE, tile_portable,
-                                            softmax_step_portable, softmax_row};
+                                            softmax_step_portable, softmax_row, NULL};
 
 static const kernel_isa *const isa_all[] = {
 #ifdef MHA_KERNELS_X86
@@ -249,10 +249,11 @@ static void pack_a(float *dst, const float *a, ptrdiff_t a_rs, ptrdiff_t a_cs, s
     }
 }
 
-/* B (kc,nc) with (p,j) at b[p*b_rs + j*b_cs], times scale  ->  panels of nr columns:
+/* B (kc,nc) with (p,j) at b[p*b_rs + j*b_cs], times scale  ->  panels of k->nr columns:
  * dst[(j/nr)*nr*kc + p*nr + j%nr]. */
-static void pack_b(float *dst, const float *b, ptrdiff_t b_rs, ptrdiff_t b_cs, size_t kc, size_t nc, size_t nr,
-                   float scale) {
+static void pack_b(const kernel_isa *k, float *dst, const float *b, ptrdiff_t b_rs, ptrdiff_t b_cs, size_t kc,
+                   size_t nc, float scale) {
+    const size_t nr = k->nr;
     for (size_t j0 = 0; j0 < nc; j0 += nr, dst += nr * kc) {
         size_t cols = min_size(nr, nc - j0);
         if (b_cs == 1) { /* a row of the panel is contiguous in memory */
@@ -261,7 +262,9 @@ static void pack_b(float *dst, const float *b, ptrdiff_t b_rs, ptrdiff_t b_cs, s
                 for (size_t j = 0; j < cols; j++) dst[p * nr + j] = src[j] * scale;
                 for (size_t j = cols; j < nr; j++) dst[p * nr + j] = 0.0f;
             }
-        } else {         /* walk each column of B along its own stride (Wᵀ, Kᵀ) */
+        } else if (b_rs == 1 && k->pack_b_trans) { /* columns contiguous (Wᵀ, Kᵀ): transposed in registers */
+            k->pack_b_trans(dst, b + (ptrdiff_t)j0 * b_cs, b_cs, kc, cols, scale);
+        } else {         /* walk each column of B along its own stride */
             for (size_t j = 0; j < cols; j++) {
                 const float *src = b + (ptrdiff_t)(j0 + j) * b_cs;
                 for (size_t p = 0; p < kc; p++) dst[p * nr + j] = src[(ptrdiff_t)p * b_rs] * scale;
@@ -337,7 +340,7 @@ mha_status mha_sgemm(float *c, size_t ldc,
         size_t nc = min_size(NC, N - jc);
         for (size_t pc = 0; pc < K; pc += KC) {
             size_t kc = min_size(KC, K - pc);
-            pack_b(packed_b, b + (ptrdiff_t)pc * b_rs + (ptrdiff_t)jc * b_cs, b_rs, b_cs, kc, nc, k->nr, 1.0f);
+            pack_b(k, packed_b, b + (ptrdiff_t)pc * b_rs + (ptrdiff_t)jc * b_cs, b_rs, b_cs, kc, nc, 1.0f);
             for (size_t ic = 0; ic < M; ic += MC) {
                 if (mha_interrupted()) {
                     status = mha_fail(MHA_E_INTERRUPTED, "sgemm: (%zu,%zu) @ (%zu,%zu): interrupted", M, K, K, N);
@@ -417,7 +420,7 @@ mha_status mha_attention_fused(const mha_attn_args *args) {
 
     for (size_t q0 = 0; q0 < L; q0 += bq) {
         const size_t nq = min_size(bq, L - q0), nq_pad = round_up(nq, nr);
-        pack_b(qt, args->q + q0 * args->ld_q, 1, (ptrdiff_t)args->ld_q, D, nq, nr, args->scale);
+        pack_b(k, qt, args->q + q0 * args->ld_q, 1, (ptrdiff_t)args->ld_q, D, nq, args->scale);
         for (size_t j = 0; j < nq_pad; j++) { m[j] = -INFINITY; l[j] = 0.0f; }
         memset(acc, 0, dv_pad * bq * sizeof(float));
         /* with causal, the last query of the tile sees keys up to q0 + nq - 1 */

@@ -26,6 +26,10 @@ typedef struct kernel_isa {
     void (*softmax_step)(float *scores, size_t nk, float *m, float *l, float *alpha);
     /* softmax of one contiguous row in place: x_j <- exp(x_j - max) / sum; all -inf -> all NaN */
     void (*softmax_row)(float *x, size_t n);
+    /* One B panel from a B stored transposed (b_rs = 1: each column of B contiguous, columns b_cs apart,
+     * as Wᵀ and Kᵀ are read): dst[p*NR + j] = b[j*b_cs + p]·scale for p < kc, j < cols <= NR, and 0
+     * for cols <= j < NR. A transposition, done in registers; NULL: kernels.c's plain loop does it. */
+    void (*pack_b_trans)(float *dst, const float *b, ptrdiff_t b_cs, size_t kc, size_t cols, float scale);
 } kernel_isa;
 
 #if defined(__x86_64__) && defined(__GNUC__)

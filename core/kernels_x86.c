@@ -126,8 +126,55 @@ AVX512 static void softmax_row_avx512(float *x, size_t n) {
     _mm512_mask_storeu_ps(x + body, tail, _mm512_div_ps(_mm512_mask_loadu_ps(total, tail, x + body), total));
 }
 
+/* r[0..15] (16 rows of 16) <- its transpose, in four rounds of shuffles: pairs of rows interleaved,
+ * then pairs of pairs (now each 128-bit lane holds 4x4 transposed), then the 128-bit lanes moved
+ * across registers twice. After round 2, lane l of reg[4g + c] holds rows 4g..4g+3 at column 4l + c. */
+AVX512 static void transpose16_avx512(__m512 r[16]) {
+    __m512 t[16];
+    for (int i = 0; i < 16; i += 2) {            /* round 1: a0 b0 a1 b1 | a2 b2 a3 b3 */
+        t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+    }
+    for (int g = 0; g < 16; g += 4) {            /* round 2: a0 b0 c0 d0 | a1 b1 c1 d1 | ... */
+        r[g] = _mm512_shuffle_ps(t[g], t[g + 2], 0x44);
+        r[g + 1] = _mm512_shuffle_ps(t[g], t[g + 2], 0xEE);
+        r[g + 2] = _mm512_shuffle_ps(t[g + 1], t[g + 3], 0x44);
+        r[g + 3] = _mm512_shuffle_ps(t[g + 1], t[g + 3], 0xEE);
+    }
+    for (int c = 0; c < 4; c++) {                /* round 3: lanes 0,2 and 1,3 of two row groups */
+        t[c] = _mm512_shuffle_f32x4(r[c], r[4 + c], 0x88);
+        t[4 + c] = _mm512_shuffle_f32x4(r[c], r[4 + c], 0xDD);
+        t[8 + c] = _mm512_shuffle_f32x4(r[8 + c], r[12 + c], 0x88);
+        t[12 + c] = _mm512_shuffle_f32x4(r[8 + c], r[12 + c], 0xDD);
+    }
+    for (int c = 0; c < 4; c++) {                /* round 4: column 4l + c gathers lane l of every group */
+        r[c] = _mm512_shuffle_f32x4(t[c], t[8 + c], 0x88);
+        r[8 + c] = _mm512_shuffle_f32x4(t[c], t[8 + c], 0xDD);
+        r[4 + c] = _mm512_shuffle_f32x4(t[4 + c], t[12 + c], 0x88);
+        r[12 + c] = _mm512_shuffle_f32x4(t[4 + c], t[12 + c], 0xDD);
+    }
+}
+
+/* See kernel_isa.pack_b_trans: 16x16 blocks, the ragged depth read through a lane mask. */
+AVX512 static void pack_b_trans_avx512(float *dst, const float *b, ptrdiff_t b_cs, size_t kc, size_t cols,
+                                       float scale) {
+    const __m512 s = _mm512_set1_ps(scale);
+    __m512 r[16];
+    for (size_t p0 = 0; p0 < kc; p0 += 16) {
+        const size_t depth = kc - p0 < 16 ? kc - p0 : 16;
+        const __mmask16 lanes = (__mmask16)((1u << depth) - 1);
+        for (size_t j0 = 0; j0 < 16 * NV512; j0 += 16) {
+            for (size_t i = 0; i < 16; i++)
+                r[i] = j0 + i < cols ? _mm512_mul_ps(_mm512_maskz_loadu_ps(lanes, b + (ptrdiff_t)(j0 + i) * b_cs + (ptrdiff_t)p0), s)
+                                     : _mm512_setzero_ps();
+            transpose16_avx512(r);
+            for (size_t p = 0; p < depth; p++) _mm512_storeu_ps(dst + (p0 + p) * 16 * NV512 + j0, r[p]);
+        }
+    }
+}
+
 const kernel_isa mha_kernels_avx512 = {"avx512", MR512, 16 * NV512, tile_avx512, softmax_step_avx512,
-                                       softmax_row_avx512};
+                                       softmax_row_avx512, pack_b_trans_avx512};
 
 /* ---------------------------------------------------------------------------------------------
  * AVX2 + FMA: 16 registers of 8 floats. The tile is 6 rows by 16 columns: 12 accumulators, 2 for
@@ -234,6 +281,45 @@ AVX2 static void softmax_row_avx2(float *x, size_t n) {
     for (size_t j = 0; j < rest; j++) x[body + j] = end[j] / total;
 }
 
-const kernel_isa mha_kernels_avx2 = {"avx2", MR256, 8 * NV256, tile_avx2, softmax_step_avx2, softmax_row_avx2};
+/* r[0..7] (8 rows of 8) <- its transpose: rows interleaved in pairs, then pairs of pairs (each 128-bit
+ * half now 4x4 transposed), then the halves exchanged. */
+AVX2 static void transpose8_avx2(__m256 r[8]) {
+    __m256 t[8];
+    for (int i = 0; i < 8; i += 2) {
+        t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+    }
+    for (int g = 0; g < 8; g += 4) {
+        r[g] = _mm256_shuffle_ps(t[g], t[g + 2], 0x44);
+        r[g + 1] = _mm256_shuffle_ps(t[g], t[g + 2], 0xEE);
+        r[g + 2] = _mm256_shuffle_ps(t[g + 1], t[g + 3], 0x44);
+        r[g + 3] = _mm256_shuffle_ps(t[g + 1], t[g + 3], 0xEE);
+    }
+    for (int c = 0; c < 4; c++) {
+        t[c] = _mm256_permute2f128_ps(r[c], r[4 + c], 0x20);
+        t[4 + c] = _mm256_permute2f128_ps(r[c], r[4 + c], 0x31);
+    }
+    for (int i = 0; i < 8; i++) r[i] = t[i];
+}
+
+/* See kernel_isa.pack_b_trans: 8x8 blocks, the ragged depth read through a lane mask. */
+AVX2 static void pack_b_trans_avx2(float *dst, const float *b, ptrdiff_t b_cs, size_t kc, size_t cols, float scale) {
+    const __m256 s = _mm256_set1_ps(scale);
+    __m256 r[8];
+    for (size_t p0 = 0; p0 < kc; p0 += 8) {
+        const size_t depth = kc - p0 < 8 ? kc - p0 : 8;
+        const __m256i lanes = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)depth), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+        for (size_t j0 = 0; j0 < 8 * NV256; j0 += 8) {
+            for (size_t i = 0; i < 8; i++)
+                r[i] = j0 + i < cols ? _mm256_mul_ps(_mm256_maskload_ps(b + (ptrdiff_t)(j0 + i) * b_cs + (ptrdiff_t)p0, lanes), s)
+                                     : _mm256_setzero_ps();
+            transpose8_avx2(r);
+            for (size_t p = 0; p < depth; p++) _mm256_storeu_ps(dst + (p0 + p) * 8 * NV256 + j0, r[p]);
+        }
+    }
+}
+
+const kernel_isa mha_kernels_avx2 = {"avx2", MR256, 8 * NV256, tile_avx2, softmax_step_avx2, softmax_row_avx2,
+                                     pack_b_trans_avx2};
 
 #endif

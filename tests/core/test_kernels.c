@@ -94,7 +94,31 @@ static void check_sgemm_layout(const char *isa, const layout *lay, bool every) {
     CHECK(name, ok, "%s", why);
 }
 
+/* B stored transposed is packed by a transposition in registers, B stored row-major by copying rows:
+ * the packed panels, hence every bit of C, must be the same. Awkward sizes cover the ragged depth
+ * (K mod 16) and the ragged last panel (N mod NR); the scale path is the fused attention's. */
+static void check_sgemm_transposed_exact(const char *isa) {
+    char name[128], why[256] = "";
+    int ok = 1;
+    for (size_t x = 0; ok && x < NAWK; x++)
+        for (size_t z = 0; ok && z < NAWK; z++) {
+            const size_t M = 5, N = AWKWARD[x], K = AWKWARD[z], ldbt = K + 3;
+            float *a = random_floats(M * K), *bt = random_floats(N * ldbt), *b = malloc(K * N * sizeof(float));
+            float *c_t = malloc(M * N * sizeof(float)), *c_rows = malloc(M * N * sizeof(float));
+            for (size_t p = 0; p < K; p++)
+                for (size_t j = 0; j < N; j++) b[p * N + j] = bt[j * ldbt + p];
+            mha_status s1 = mha_sgemm(c_t, N, a, (ptrdiff_t)K, 1, bt, 1, (ptrdiff_t)ldbt, M, N, K, false);
+            mha_status s2 = mha_sgemm(c_rows, N, a, (ptrdiff_t)K, 1, b, (ptrdiff_t)N, 1, M, N, K, false);
+            ok = s1 == MHA_OK && s2 == MHA_OK && memcmp(c_t, c_rows, M * N * sizeof(float)) == 0;
+            if (!ok) snprintf(why, sizeof why, "N=%zu K=%zu: the two layouts differ", N, K);
+            free(a); free(bt); free(b); free(c_t); free(c_rows);
+        }
+    snprintf(name, sizeof name, "sgemm[%s]: Bᵀ stored gives the very bits of B stored row-major", isa);
+    CHECK(name, ok, "%s", why);
+}
+
 static void check_sgemm(const char *isa) {
+    check_sgemm_transposed_exact(isa);
     const layout full = {"A·B row-major, every size in {1,3,7,17,33,65,129,257}^3", false, false, 0, 1, false};
     check_sgemm_layout(isa, &full, true);
     const layout others[] = {
