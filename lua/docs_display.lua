@@ -2,6 +2,7 @@
 -- printoptions, heat) and plotting (plot.*), merged by the REPL's help with every mha.docs_* module.
 return {
     ["mha.format"] = {
+        group = "display",
         sig = "mha.format(t [, opts]) -> string",
         doc = "The text of a tensor (or a nested Lua table of numbers) for people: aligned, right-aligned "
             .. "columns with 4 decimals, whole numbers written as '3.', scientific notation only when the "
@@ -16,6 +17,7 @@ return {
         example = 'print(mha.format(mha.tensor{{1, 0.5}, {1e-5, 2}}))\nprint(mha.format(mha.randn(2, 3, 3), {dims = {"head", "query", "key"}}))',
     },
     ["mha.show"] = {
+        group = "display",
         sig = "mha.show(t [, {rows=, cols=, title=, precision=, dims=}])",
         doc = "Prints a matrix with token labels on its rows and columns, so attention weights read as "
             .. "'which query looks at which key'. Labels are a list, or a string split on spaces, or into "
@@ -24,6 +26,7 @@ return {
         example = 'local w = mha.softmax(mha.randn(3, 3), -1)\nmha.show(w, {rows = "The cat sat", cols = "The cat sat", title = "weights"})',
     },
     ["mha.printoptions"] = {
+        group = "display",
         sig = "mha.printoptions{precision=, threshold=, edgeitems=, linewidth=, sci_mode=} / mha.printoptions() / mha.printoptions(\"reset\")",
         doc = "Sets how every later print looks: precision (decimals, default 4), threshold (elements "
             .. "above which a tensor is summarised, default 1000), edgeitems (items kept at each end of a "
@@ -34,6 +37,7 @@ return {
         example = "mha.printoptions{precision = 2}\nprint(mha.rand(2, 2))\nmha.printoptions(\"reset\")",
     },
     ["mha.heat"] = {
+        group = "display",
         sig = "mha.heat(t [, {rows=, cols=, title=, zrange={lo, hi}, dims=, color=}])",
         doc = "Draws a matrix in the terminal as shaded cells - a quick look without gnuplot: 256-colour "
             .. "grays when the terminal has colour and NO_COLOR is unset, else the shades ' ░▒▓█', with a "
