@@ -94,26 +94,31 @@ static void check_sgemm_layout(const char *isa, const layout *lay, bool every) {
     CHECK(name, ok, "%s", why);
 }
 
-/* B stored transposed is packed by a transposition in registers, B stored row-major by copying rows:
- * the packed panels, hence every bit of C, must be the same. Awkward sizes cover the ragged depth
- * (K mod 16) and the ragged last panel (N mod NR); the scale path is the fused attention's. */
+/* An operand whose packed panels run across its contiguous lines (A row-major, B stored transposed:
+ * Wᵀ, Kᵀ) is packed by a transposition in registers; one whose panels run along them (A stored
+ * transposed, B row-major) is packed by copying. The packed panels, hence every bit of C, must be the
+ * same. Awkward sizes cover the ragged depth (K mod 16) and the ragged last panel (M mod MR, N mod NR). */
 static void check_sgemm_transposed_exact(const char *isa) {
     char name[128], why[256] = "";
     int ok = 1;
     for (size_t x = 0; ok && x < NAWK; x++)
         for (size_t z = 0; ok && z < NAWK; z++) {
-            const size_t M = 5, N = AWKWARD[x], K = AWKWARD[z], ldbt = K + 3;
-            float *a = random_floats(M * K), *bt = random_floats(N * ldbt), *b = malloc(K * N * sizeof(float));
-            float *c_t = malloc(M * N * sizeof(float)), *c_rows = malloc(M * N * sizeof(float));
-            for (size_t p = 0; p < K; p++)
-                for (size_t j = 0; j < N; j++) b[p * N + j] = bt[j * ldbt + p];
-            mha_status s1 = mha_sgemm(c_t, N, a, (ptrdiff_t)K, 1, bt, 1, (ptrdiff_t)ldbt, M, N, K, false);
-            mha_status s2 = mha_sgemm(c_rows, N, a, (ptrdiff_t)K, 1, b, (ptrdiff_t)N, 1, M, N, K, false);
-            ok = s1 == MHA_OK && s2 == MHA_OK && memcmp(c_t, c_rows, M * N * sizeof(float)) == 0;
-            if (!ok) snprintf(why, sizeof why, "N=%zu K=%zu: the two layouts differ", N, K);
-            free(a); free(bt); free(b); free(c_t); free(c_rows);
+            const size_t M = AWKWARD[x], N = AWKWARD[(x + 3) % NAWK], K = AWKWARD[z], ld = K + 3;
+            /* a (M,K) and bt (N,K) stored with their lines padded to ld; a_t (K,M) and b (K,N) the same values */
+            float *a = random_floats(M * ld), *bt = random_floats(N * ld);
+            float *a_t = malloc(K * M * sizeof(float)), *b = malloc(K * N * sizeof(float));
+            float *c_across = malloc(M * N * sizeof(float)), *c_along = malloc(M * N * sizeof(float));
+            for (size_t p = 0; p < K; p++) {
+                for (size_t i = 0; i < M; i++) a_t[p * M + i] = a[i * ld + p];
+                for (size_t j = 0; j < N; j++) b[p * N + j] = bt[j * ld + p];
+            }
+            mha_status s1 = mha_sgemm(c_across, N, a, (ptrdiff_t)ld, 1, bt, 1, (ptrdiff_t)ld, M, N, K, false);
+            mha_status s2 = mha_sgemm(c_along, N, a_t, 1, (ptrdiff_t)M, b, (ptrdiff_t)N, 1, M, N, K, false);
+            ok = s1 == MHA_OK && s2 == MHA_OK && memcmp(c_across, c_along, M * N * sizeof(float)) == 0;
+            if (!ok) snprintf(why, sizeof why, "M=%zu N=%zu K=%zu: the two layouts differ", M, N, K);
+            free(a); free(bt); free(a_t); free(b); free(c_across); free(c_along);
         }
-    snprintf(name, sizeof name, "sgemm[%s]: Bᵀ stored gives the very bits of B stored row-major", isa);
+    snprintf(name, sizeof name, "sgemm[%s]: A row-major with Bᵀ stored gives the very bits of Aᵀ stored with B row-major", isa);
     CHECK(name, ok, "%s", why);
 }
 
