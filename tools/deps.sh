@@ -5,7 +5,8 @@ set -eu
 need="gcc make pkg-config liblua5.4-dev libreadline-dev"
 case "${1:-build}" in
     build) ;;
-    run|test) need="$need gnuplot-nox" ;;
+    run) need="$need gnuplot-nox" ;;
+    test) need="$need gnuplot-nox lua5.4 procps" ;;   # the stock interpreter loads mha.so; pgrep counts gnuplots
     bench) need="$need python3-numpy libopenblas0-pthread" ;;
     *) echo "usage: tools/deps.sh [build|run|test|bench]" >&2; exit 2 ;;
 esac
