@@ -2,7 +2,9 @@
  * float pointers, each plain reference kernel kept beside the fast kernel that tests hold equal to it. */
 #include <math.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -184,6 +186,94 @@ bool mha_kernels_use_isa(const char *name) {
 }
 
 /* ---------------------------------------------------------------------------------------------
+ * Threads (kernels.h): a call split into parts, each part a thread, joined before the call returns.
+ * Threads are started per call, not pooled: at the sizes that are split (below) starting one costs
+ * far less than its share of the work, and nothing outlives the call.
+ * ------------------------------------------------------------------------------------------- */
+
+enum { MAX_THREADS = 64 };
+
+static size_t threads_setting = 1;
+static pthread_once_t threads_once = PTHREAD_ONCE_INIT;
+static _Thread_local bool in_part; /* this thread runs a part: calls it makes are not split again */
+
+static size_t threads_clamp(size_t n) { return n < 1 ? 1 : n > MAX_THREADS ? MAX_THREADS : n; }
+
+/* MHA_THREADS: a whole positive number; anything else leaves 1 */
+static void threads_read_env(void) {
+    const char *env = getenv("MHA_THREADS");
+    char *end = NULL;
+    unsigned long n = env ? strtoul(env, &end, 10) : 0;
+    if (env && *env >= '0' && *env <= '9' && *end == '\0' && n > 0) threads_setting = threads_clamp(n);
+}
+
+size_t mha_kernels_threads(void) {
+    pthread_once(&threads_once, threads_read_env);
+    return in_part ? 1 : threads_setting;
+}
+
+void mha_kernels_set_threads(size_t n) {
+    pthread_once(&threads_once, threads_read_env);
+    threads_setting = threads_clamp(n);
+}
+
+typedef struct part_run {
+    mha_part_fn fn;
+    void *ctx;
+    size_t part, nparts;
+    mha_status status;
+    char message[512];  /* the part's mha_errmsg(), which lives in its own thread */
+    pthread_t thread;
+    bool started;
+} part_run;
+
+static void part_do(part_run *run) {
+    bool outer = in_part;
+    in_part = true;
+    run->status = run->fn(run->ctx, run->part, run->nparts);
+    in_part = outer;
+    if (run->status != MHA_OK) snprintf(run->message, sizeof run->message, "%s", mha_errmsg());
+}
+
+static void *part_thread(void *arg) {
+    part_do(arg);
+    return NULL;
+}
+
+mha_status mha_run_parts(mha_part_fn fn, void *ctx, size_t nparts) {
+    if (nparts <= 1) return fn(ctx, 0, 1);
+    part_run *runs = mha_alloc(nparts * sizeof *runs);
+    if (runs == NULL || in_part) { /* no room to track threads, or already in a part: one after another */
+        mha_free(runs, nparts * sizeof *runs);
+        for (size_t part = 0; part < nparts; part++) {
+            mha_status status = fn(ctx, part, nparts);
+            if (status != MHA_OK) return status;
+        }
+        return MHA_OK;
+    }
+    /* the threads start with every signal blocked (they inherit the mask), so a Ctrl-C is taken by the
+     * caller's thread, as if there were no threads */
+    sigset_t all, caller;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &caller);
+    for (size_t part = 0; part < nparts; part++) {
+        runs[part] = (part_run){.fn = fn, .ctx = ctx, .part = part, .nparts = nparts};
+        if (part > 0) runs[part].started = pthread_create(&runs[part].thread, NULL, part_thread, &runs[part]) == 0;
+    }
+    pthread_sigmask(SIG_SETMASK, &caller, NULL);
+    part_do(&runs[0]);
+    for (size_t part = 1; part < nparts; part++) {
+        if (runs[part].started) pthread_join(runs[part].thread, NULL);
+        else part_do(&runs[part]); /* its thread could not be started */
+    }
+    mha_status status = MHA_OK;
+    for (size_t part = 0; part < nparts && status == MHA_OK; part++)
+        if (runs[part].status != MHA_OK) status = mha_fail(runs[part].status, "%s", runs[part].message);
+    mha_free(runs, nparts * sizeof *runs);
+    return status;
+}
+
+/* ---------------------------------------------------------------------------------------------
  * Scratch: one mha_alloc per call (so the memory accounting sees it), carved into buffers that
  * start on 64-byte cache lines.
  * ------------------------------------------------------------------------------------------- */
@@ -315,16 +405,23 @@ void mha_softmax_rows(float *x, size_t ld, size_t rows, size_t n) {
     for (size_t i = 0; i < rows; i++) k->softmax_row(x + i * ld, n);
 }
 
-mha_status mha_sgemm(float *c, size_t ldc,
-                     const float *a, ptrdiff_t a_rs, ptrdiff_t a_cs,
-                     const float *b, ptrdiff_t b_rs, ptrdiff_t b_cs,
-                     size_t M, size_t N, size_t K, bool accumulate) {
-    if (M == 0 || N == 0) return MHA_OK;
-    if (K == 0) { /* an empty sum */
-        if (!accumulate)
-            for (size_t i = 0; i < M; i++) memset(c + i * ldc, 0, N * sizeof(float));
-        return MHA_OK;
-    }
+/* One call's operands, as mha_sgemm got them. */
+typedef struct sgemm_job {
+    float *c; size_t ldc;
+    const float *a; ptrdiff_t a_rs, a_cs;
+    const float *b; ptrdiff_t b_rs, b_cs;
+    size_t M, N, K;
+    bool accumulate;
+    bool split_rows; /* when split: parts take rows of C (else columns), in whole register tiles */
+} sgemm_job;
+
+/* C[m0:m1, n0:n1] (+)= A[m0:m1, :]·B[:, n0:n1], with its own packing buffers. Every element of C is
+ * the same sum in the same order whichever block computes it, so blocks may run on any thread. */
+static mha_status sgemm_block(const sgemm_job *job, size_t m0, size_t m1, size_t n0, size_t n1) {
+    const size_t M = m1 - m0, N = n1 - n0, K = job->K;
+    const ptrdiff_t a_rs = job->a_rs, a_cs = job->a_cs, b_rs = job->b_rs, b_cs = job->b_cs;
+    const float *a = job->a + (ptrdiff_t)m0 * a_rs, *b = job->b + (ptrdiff_t)n0 * b_cs;
+    float *c = job->c + m0 * job->ldc + n0;
     const kernel_isa *k = isa();
     size_t kc_max = min_size(K, KC), mc_max = min_size(round_up(M, k->mr), MC);
     size_t nc_max = min_size(round_up(N, k->nr), NC);
@@ -332,7 +429,7 @@ mha_status mha_sgemm(float *c, size_t ldc,
     size_t sizes[2] = {mc_max * kc_max, kc_max * nc_max};
     scratch s;
     if (!scratch_alloc(&s, bufs, sizes, 2))
-        return mha_fail(MHA_E_NOMEM, "sgemm: (%zu,%zu) @ (%zu,%zu): out of memory for packing", M, K, K, N);
+        return mha_fail(MHA_E_NOMEM, "sgemm: (%zu,%zu) @ (%zu,%zu): out of memory for packing", job->M, K, K, job->N);
     float *packed_a = bufs[0], *packed_b = bufs[1];
     mha_status status = MHA_OK;
 
@@ -343,12 +440,14 @@ mha_status mha_sgemm(float *c, size_t ldc,
             pack_b(k, packed_b, b + (ptrdiff_t)pc * b_rs + (ptrdiff_t)jc * b_cs, b_rs, b_cs, kc, nc, 1.0f);
             for (size_t ic = 0; ic < M; ic += MC) {
                 if (mha_interrupted()) {
-                    status = mha_fail(MHA_E_INTERRUPTED, "sgemm: (%zu,%zu) @ (%zu,%zu): interrupted", M, K, K, N);
+                    status = mha_fail(MHA_E_INTERRUPTED, "sgemm: (%zu,%zu) @ (%zu,%zu): interrupted", job->M, K, K,
+                                      job->N);
                     goto done;
                 }
                 size_t mc = min_size(MC, M - ic);
                 pack_a(packed_a, a + (ptrdiff_t)ic * a_rs + (ptrdiff_t)pc * a_cs, a_rs, a_cs, mc, kc, k->mr);
-                multiply_block(k, c + ic * ldc + jc, ldc, packed_a, packed_b, mc, nc, kc, accumulate || pc > 0);
+                multiply_block(k, c + ic * job->ldc + jc, job->ldc, packed_a, packed_b, mc, nc, kc,
+                               job->accumulate || pc > 0);
             }
         }
     }
@@ -357,11 +456,47 @@ done:
     return status;
 }
 
+/* Part `part` of nparts: an even share of C's rows (or columns) in whole register tiles. */
+static mha_status sgemm_part(void *ctx, size_t part, size_t nparts) {
+    const sgemm_job *job = ctx;
+    const size_t unit = job->split_rows ? isa()->mr : isa()->nr, size = job->split_rows ? job->M : job->N;
+    const size_t units = (size + unit - 1) / unit;
+    const size_t from = min_size(units * part / nparts * unit, size);
+    const size_t to = min_size(units * (part + 1) / nparts * unit, size);
+    if (from == to) return MHA_OK;
+    return job->split_rows ? sgemm_block(job, from, to, 0, job->N) : sgemm_block(job, 0, job->M, from, to);
+}
+
+/* Below this many FLOPs a call stays on one thread: starting one costs about 30 us, the time of
+ * 4 MFLOP here. */
+#define SPLIT_MIN_FLOPS 4e6
+
+mha_status mha_sgemm(float *c, size_t ldc,
+                     const float *a, ptrdiff_t a_rs, ptrdiff_t a_cs,
+                     const float *b, ptrdiff_t b_rs, ptrdiff_t b_cs,
+                     size_t M, size_t N, size_t K, bool accumulate) {
+    if (M == 0 || N == 0) return MHA_OK;
+    if (K == 0) { /* an empty sum */
+        if (!accumulate)
+            for (size_t i = 0; i < M; i++) memset(c + i * ldc, 0, N * sizeof(float));
+        return MHA_OK;
+    }
+    /* split the longer side of C, so each part packs a share of the operand that is larger to pack */
+    sgemm_job job = {c, ldc, a, a_rs, a_cs, b, b_rs, b_cs, M, N, K, accumulate, M > N};
+    const kernel_isa *k = isa();
+    const size_t units = job.split_rows ? (M + k->mr - 1) / k->mr : (N + k->nr - 1) / k->nr;
+    size_t nparts = min_size(mha_kernels_threads(), units);
+    if (2.0 * (double)M * (double)N * (double)K < SPLIT_MIN_FLOPS) nparts = 1;
+    if (nparts == 1) return sgemm_block(&job, 0, M, 0, N);
+    return mha_run_parts(sgemm_part, &job, nparts);
+}
+
 /* ---------------------------------------------------------------------------------------------
  * Fused attention (the method of FlashAttention, on a CPU): for a tile of queries, walk the keys
  * tile by tile keeping per query the running max m, the running sum l and the accumulated
  * sum_j exp(s_j - m)·v_j; when a tile raises m, what came before is rescaled by exp(m_old - m_new).
- * At the end out = acc / l. The (L,S) scores never exist: only a (key tile, query tile) block does.
+ * At the end out = acc / l. The (L,S) scores never exist: only one panel of them, a key tile by NR
+ * queries, which is scored, exponentiated and added into acc before the next panel is scored.
  *
  * The block is computed transposed, keys down and queries across (scoresᵀ = K·Qᵀ), so that:
  *   - the softmax along the keys of one query is a column: the max and sum are plain vector ops;
@@ -372,7 +507,7 @@ done:
 enum {
     QUERY_TILE = 512, /* queries per tile (a multiple of every NR); Q, acc and m,l are this wide.
                        * Wide, so K and V are packed once per 512 queries (128: 20% slower) */
-    KEY_TILE = 256    /* keys per tile; K, V and the score block are this deep (block: 512 KB) */
+    KEY_TILE = 256    /* keys per tile; K, V and the score panel are this deep (panel: 32 KB at NR = 32) */
 };
 
 /* Adds the additive mask and hides the future (key > query) in one (nk keys, nr queries) panel. */
@@ -389,16 +524,21 @@ static void mask_panel(float *scores, size_t nr, const mha_attn_args *args, size
     }
 }
 
-mha_status mha_attention_fused(const mha_attn_args *args) {
+/* Queries per tile: QUERY_TILE, or all of them rounded up to whole panels when fewer. */
+static size_t query_tile(const kernel_isa *k, size_t L) { return min_size(QUERY_TILE, round_up(L, k->nr)); }
+
+typedef struct fused_job {
+    const mha_attn_args *args;
+} fused_job;
+
+/* Query tiles part, part + nparts, part + 2·nparts, ... (every nparts-th, so that under a causal mask,
+ * where later tiles see more keys, the parts get even work), with scratch of its own. */
+static mha_status fused_part(void *ctx, size_t part, size_t nparts) {
+    const mha_attn_args *args = ((const fused_job *)ctx)->args;
     const size_t L = args->L, S = args->S, D = args->D, Dv = args->Dv;
-    if (L == 0 || Dv == 0) return MHA_OK;
-    if (S == 0) { /* no keys: an empty weighted sum, as the reference path gives */
-        for (size_t i = 0; i < L; i++) memset(args->out + i * args->ld_out, 0, Dv * sizeof(float));
-        return MHA_OK;
-    }
     const kernel_isa *k = isa();
     const size_t mr = k->mr, nr = k->nr;
-    const size_t bq = min_size(QUERY_TILE, round_up(L, nr));
+    const size_t bq = query_tile(k, L);
     const size_t bk = min_size(KEY_TILE / mr * mr, round_up(S, mr));
     const size_t dv_pad = round_up(Dv, mr);
 
@@ -408,17 +548,17 @@ mha_status mha_attention_fused(const mha_attn_args *args) {
         [QT] = D * bq,          /* scale·Qᵀ (D, queries), B panels */
         [KP] = bk * D,          /* K (keys, D), A panels */
         [VT] = dv_pad * bk,     /* Vᵀ (Dv, keys), A panels */
-        [SC] = bk * bq,         /* scoresᵀ then P (keys, queries), B panels */
+        [SC] = bk * nr,         /* scoresᵀ then P (keys, NR queries): one B panel, used up before the next */
         [ACC] = dv_pad * bq,    /* accᵀ (Dv, queries), row-major */
         [M] = bq, [LSUM] = bq, [ALPHA] = bq};
     scratch s;
     if (!scratch_alloc(&s, bufs, sizes, NBUF))
         return mha_fail(MHA_E_NOMEM, "attention: q (%zu,%zu), k (%zu,%zu): out of memory for tiles", L, D, S, D);
-    float *qt = bufs[QT], *kp = bufs[KP], *vt = bufs[VT], *sc = bufs[SC], *acc = bufs[ACC];
+    float *qt = bufs[QT], *kp = bufs[KP], *vt = bufs[VT], *panel = bufs[SC], *acc = bufs[ACC];
     float *m = bufs[M], *l = bufs[LSUM], *alpha = bufs[ALPHA];
     mha_status status = MHA_OK;
 
-    for (size_t q0 = 0; q0 < L; q0 += bq) {
+    for (size_t q0 = part * bq; q0 < L; q0 += nparts * bq) {
         const size_t nq = min_size(bq, L - q0), nq_pad = round_up(nq, nr);
         pack_b(k, qt, args->q + q0 * args->ld_q, 1, (ptrdiff_t)args->ld_q, D, nq, args->scale);
         for (size_t j = 0; j < nq_pad; j++) { m[j] = -INFINITY; l[j] = 0.0f; }
@@ -436,7 +576,6 @@ mha_status mha_attention_fused(const mha_attn_args *args) {
             pack_a(vt, args->v + k0 * args->ld_v, 1, (ptrdiff_t)args->ld_v, Dv, nk, mr);
 
             for (size_t j0 = 0; j0 < nq_pad; j0 += nr) {
-                float *panel = sc + j0 * bk; /* (nk_pad, nr) */
                 /* pass 1: scoresᵀ = K·(scale·Qᵀ) */
                 for (size_t i0 = 0; i0 < nk_pad; i0 += mr)
                     k->tile(D, kp + i0 * D, qt + j0 * D, panel + i0 * nr, nr, false, NULL);
@@ -459,4 +598,18 @@ mha_status mha_attention_fused(const mha_attn_args *args) {
 done:
     scratch_free(&s);
     return status;
+}
+
+mha_status mha_attention_fused(const mha_attn_args *args) {
+    const size_t L = args->L, S = args->S, Dv = args->Dv;
+    if (L == 0 || Dv == 0) return MHA_OK;
+    if (S == 0) { /* no keys: an empty weighted sum, as the reference path gives */
+        for (size_t i = 0; i < L; i++) memset(args->out + i * args->ld_out, 0, Dv * sizeof(float));
+        return MHA_OK;
+    }
+    const size_t bq = query_tile(isa(), L), tiles = (L + bq - 1) / bq;
+    size_t nparts = min_size(mha_kernels_threads(), tiles);
+    if (2.0 * (double)L * (double)S * (double)(args->D + Dv) < SPLIT_MIN_FLOPS) nparts = 1;
+    fused_job job = {args};
+    return mha_run_parts(fused_part, &job, nparts);
 }

@@ -26,6 +26,25 @@ mha_status mha_sgemm(float *c, size_t ldc,
 const char *mha_kernels_isa(void);
 bool mha_kernels_use_isa(const char *name);
 
+/* Threads. MHA_THREADS=N in the environment (read once, at the first call; default 1) lets one kernel
+ * call split its work over N threads: mha_sgemm by blocks of rows or columns of C, the fused attention
+ * by query tiles, the attention layer (core/attention.c) by (batch, head) slices. Only independent
+ * outputs are split, never a sum, so results are bit-identical to one thread on the same instruction
+ * set. A call started on a thread that already runs a part stays on that thread (no nesting).
+ * mha_kernels_threads: the threads a call made now may use (1 inside a part). mha_kernels_set_threads:
+ * the setting, clamped to 1..64 (tests and the benchmark); not while a kernel runs on another thread. */
+size_t mha_kernels_threads(void);
+void mha_kernels_set_threads(size_t n);
+
+/* One part of a split call: does part `part` of `nparts` (its share of independent outputs). */
+typedef mha_status (*mha_part_fn)(void *ctx, size_t part, size_t nparts);
+/* Runs fn(ctx, part, nparts) for every part, part 0 on the calling thread and each other on a thread
+ * of its own (signals blocked there, so Ctrl-C reaches the caller), and waits for all of them. Parts
+ * run one after another on the caller inside a part, or when a thread cannot be started. Returns
+ * MHA_OK, or the status and message of the lowest-numbered part that failed, after every part ended:
+ * each part frees its own scratch and polls mha_interrupted() itself. */
+mha_status mha_run_parts(mha_part_fn fn, void *ctx, size_t nparts);
+
 /* softmax along each of `rows` rows of n contiguous floats (row stride ld), in place:
  * x_j <- exp(x_j - max x) / sum_k exp(x_k - max x), vectorised; a row of all -inf becomes NaN. */
 void mha_softmax_rows(float *x, size_t ld, size_t rows, size_t n);

@@ -1,7 +1,9 @@
 /* tests/core/test_kernels.c - holds the fast kernels (packed sgemm, fused attention) equal to the
  * reference kernels, and both to plain double-precision loops written here, on every instruction set. */
 #include <math.h>
+#include <pthread.h>
 #include <stdint.h>
+#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,7 +84,7 @@ static int sgemm_case(char *why, size_t whylen, const layout *lay, size_t M, siz
 
 /* Every (M,N,K) from the awkward sizes, or only those with one size awkward and the others small. */
 static void check_sgemm_layout(const char *isa, const layout *lay, bool every) {
-    char name[128], why[256] = "";
+    char name[192], why[256] = "";
     snprintf(name, sizeof name, "sgemm[%s] == reference, %s", isa, lay->name);
     int ok = 1;
     for (size_t x = 0; ok && x < NAWK; x++)
@@ -99,7 +101,7 @@ static void check_sgemm_layout(const char *isa, const layout *lay, bool every) {
  * transposed, B row-major) is packed by copying. The packed panels, hence every bit of C, must be the
  * same. Awkward sizes cover the ragged depth (K mod 16) and the ragged last panel (M mod MR, N mod NR). */
 static void check_sgemm_transposed_exact(const char *isa) {
-    char name[128], why[256] = "";
+    char name[192], why[256] = "";
     int ok = 1;
     for (size_t x = 0; ok && x < NAWK; x++)
         for (size_t z = 0; ok && z < NAWK; z++) {
@@ -137,7 +139,7 @@ static void check_sgemm(const char *isa) {
     for (size_t i = 0; i < sizeof others / sizeof others[0]; i++) check_sgemm_layout(isa, &others[i], false);
 
     /* past one packed slice of B (NC = 2048 columns) and one depth pass (KC = 256) */
-    char name[128], why[256] = "";
+    char name[192], why[256] = "";
     const layout wide = {"", false, true, 0, 1, true};
     snprintf(name, sizeof name, "sgemm[%s] == reference, (5,300) @ (300,2100)", isa);
     CHECK(name, sgemm_case(why, sizeof why, &wide, 5, 2100, 300), "%s", why);
@@ -287,7 +289,7 @@ static void check_attention(const char *isa) {
 /* mha_softmax_rows against the formula in double, rows of every awkward length (the vector body and
  * the ragged end), with -inf entries, a row of all -inf (NaN) and large values (exp far from 0). */
 static void check_softmax_rows(const char *isa) {
-    char name[128], why[256] = "";
+    char name[192], why[256] = "";
     int ok = 1;
     for (size_t a = 0; ok && a < NAWK; a++) {
         const size_t n = AWKWARD[a], rows = 4, ld = n + 5;
@@ -353,46 +355,217 @@ static void check_exact(void) {
           s1 == MHA_OK && s2 == MHA_OK && fused_zero && out[0] == 0 && out[3] == 0, "got %g", (double)out[0]);
 }
 
-static void check_interrupt(void) {
-    size_t n = 300;
-    float *a = random_floats(n * n), *c = malloc(n * n * sizeof(float));
+/* An interrupt raised before a call: every kernel stops at its first poll, with its message, and frees
+ * its scratch (with threads: every part's). L = 1100 is three query tiles, split when threads > 1. */
+static void check_interrupt(const char *label) {
+    char name[160];
+    size_t n = 300, L = 1100;
+    float *a = random_floats(L * n), *c = malloc(L * n * sizeof(float));
     size_t live = mha_live_bytes();
     mha_interrupt();
     mha_status s = mha_sgemm(c, n, a, (ptrdiff_t)n, 1, a, (ptrdiff_t)n, 1, n, n, n, false);
-    CHECK("sgemm: interrupted -> MHA_E_INTERRUPTED, message, scratch freed",
-          s == MHA_E_INTERRUPTED && strstr(mha_errmsg(), "sgemm: (300,300) @ (300,300): interrupted") &&
+    snprintf(name, sizeof name, "sgemm[%s]: interrupted -> MHA_E_INTERRUPTED, message, scratch freed", label);
+    CHECK(name, s == MHA_E_INTERRUPTED && strstr(mha_errmsg(), "sgemm: (300,300) @ (300,300): interrupted") &&
           mha_live_bytes() == live, "status %d, message \"%s\", live bytes %zu -> %zu", (int)s, mha_errmsg(), live,
           mha_live_bytes());
     mha_attn_args args = {.out = c, .ld_out = n, .q = a, .ld_q = n, .k = a, .ld_k = n, .v = a, .ld_v = n,
-                          .scale = 0.1f, .L = n, .S = n, .D = 64, .Dv = 64};
+                          .scale = 0.1f, .L = L, .S = L, .D = 64, .Dv = 64};
     s = mha_attention_fused(&args);
-    CHECK("attention_fused: interrupted -> MHA_E_INTERRUPTED, scratch freed",
-          s == MHA_E_INTERRUPTED && strstr(mha_errmsg(), "interrupted") && mha_live_bytes() == live,
-          "status %d, message \"%s\", live bytes %zu -> %zu", (int)s, mha_errmsg(), live, mha_live_bytes());
+    snprintf(name, sizeof name, "attention_fused[%s]: interrupted -> MHA_E_INTERRUPTED, scratch freed", label);
+    CHECK(name, s == MHA_E_INTERRUPTED && strstr(mha_errmsg(), "attention: q (1100,64), k (1100,64): interrupted") &&
+          mha_live_bytes() == live, "status %d, message \"%s\", live bytes %zu -> %zu", (int)s, mha_errmsg(), live,
+          mha_live_bytes());
     s = mha_attention_ref(&args, NULL);
-    CHECK("attention_ref: interrupted -> MHA_E_INTERRUPTED, scratch freed",
-          s == MHA_E_INTERRUPTED && mha_live_bytes() == live, "status %d, live bytes %zu -> %zu", (int)s, live,
+    snprintf(name, sizeof name, "attention_ref[%s]: interrupted -> MHA_E_INTERRUPTED, scratch freed", label);
+    CHECK(name, s == MHA_E_INTERRUPTED && mha_live_bytes() == live, "status %d, live bytes %zu -> %zu", (int)s, live,
           mha_live_bytes());
     mha_interrupt_clear();
     s = mha_sgemm(c, n, a, (ptrdiff_t)n, 1, a, (ptrdiff_t)n, 1, n, n, n, false);
-    CHECK("sgemm: runs again once the interrupt is cleared", s == MHA_OK, "status %d", (int)s);
+    snprintf(name, sizeof name, "sgemm[%s]: runs again once the interrupt is cleared", label);
+    CHECK(name, s == MHA_OK, "status %d", (int)s);
     free(a); free(c);
 }
 
+/* An interrupt raised from another thread 2 ms into a large product (16 GFLOP: 50 ms or more even
+ * on two idle cores): the call stops early, every part having polled the flag, and frees everything. */
+static void *interrupt_soon(void *arg) {
+    nanosleep(&(struct timespec){0, 2 * 1000 * 1000}, NULL);
+    mha_interrupt();
+    return arg;
+}
+
+static void check_interrupt_while_running(const char *label) {
+    const size_t n = 2000;
+    float *a = random_floats(n * n), *c = malloc(n * n * sizeof(float));
+    size_t live = mha_live_bytes();
+    pthread_t helper;
+    pthread_create(&helper, NULL, interrupt_soon, NULL);
+    mha_status s = mha_sgemm(c, n, a, (ptrdiff_t)n, 1, a, 1, (ptrdiff_t)n, n, n, n, false);
+    pthread_join(helper, NULL);
+    mha_interrupt_clear();
+    char name[160];
+    snprintf(name, sizeof name, "sgemm[%s]: interrupted while running -> MHA_E_INTERRUPTED, scratch freed", label);
+    CHECK(name, s == MHA_E_INTERRUPTED && strstr(mha_errmsg(), "sgemm: (2000,2000) @ (2000,2000): interrupted") &&
+          mha_live_bytes() == live, "status %d, message \"%s\", live bytes %zu -> %zu", (int)s, mha_errmsg(), live,
+          mha_live_bytes());
+    free(a); free(c);
+}
+
+/* ---- threads ---- */
+
+enum { NPARTS = 3 };
+
+typedef struct parts_seen {
+    pthread_t thread[NPARTS], inner_thread[NPARTS][2];
+    int calls[NPARTS], inner_calls[NPARTS][2];
+    size_t threads_inside[NPARTS], nparts_seen[NPARTS];
+    int finished; /* parts that returned, counted under the lock */
+    pthread_mutex_t lock;
+    bool fail;    /* parts 1 and 2 fail, with different statuses */
+} parts_seen;
+
+static mha_status inner_part(void *ctx, size_t part, size_t nparts) {
+    parts_seen *seen = ((parts_seen **)ctx)[0];
+    size_t outer = (size_t)((parts_seen **)ctx)[1];
+    seen->inner_thread[outer][part] = pthread_self();
+    seen->inner_calls[outer][part]++;
+    return MHA_OK;
+}
+
+static mha_status outer_part(void *ctx, size_t part, size_t nparts) {
+    parts_seen *seen = ctx;
+    seen->thread[part] = pthread_self();
+    seen->calls[part]++;
+    seen->nparts_seen[part] = nparts;
+    seen->threads_inside[part] = mha_kernels_threads();
+    void *inner_ctx[2] = {seen, (void *)part};
+    mha_status st = mha_run_parts(inner_part, inner_ctx, 2); /* inside a part: runs here, in order */
+    if (seen->fail && part == 2) {
+        nanosleep(&(struct timespec){0, 5 * 1000 * 1000}, NULL); /* finishes last: the caller must wait */
+        st = mha_fail(MHA_E_NOMEM, "part 2 out of memory");
+    }
+    if (seen->fail && part == 1) st = mha_fail(MHA_E_ARG, "part 1: bad argument");
+    pthread_mutex_lock(&seen->lock);
+    seen->finished++;
+    pthread_mutex_unlock(&seen->lock);
+    return st;
+}
+
+static void check_run_parts(void) {
+    parts_seen seen = {.lock = PTHREAD_MUTEX_INITIALIZER};
+    mha_kernels_set_threads(NPARTS);
+    mha_status st = mha_run_parts(outer_part, &seen, NPARTS);
+    int once = 1, distinct = 1, nested_here = 1, told = 1;
+    for (int p = 0; p < NPARTS; p++) {
+        once = once && seen.calls[p] == 1 && seen.inner_calls[p][0] == 1 && seen.inner_calls[p][1] == 1;
+        told = told && seen.nparts_seen[p] == NPARTS && seen.threads_inside[p] == 1;
+        for (int q = 0; q < p; q++) distinct = distinct && !pthread_equal(seen.thread[p], seen.thread[q]);
+        for (int i = 0; i < 2; i++) nested_here = nested_here && pthread_equal(seen.inner_thread[p][i], seen.thread[p]);
+    }
+    CHECK("run_parts: each of 3 parts runs once, told (part, 3), and finishes", st == MHA_OK && once && told &&
+          seen.finished == NPARTS, "status %d, finished %d", (int)st, seen.finished);
+    CHECK("run_parts: part 0 on the caller's thread, the others each on a thread of its own",
+          pthread_equal(seen.thread[0], pthread_self()) && distinct, "%s", "threads shared");
+    CHECK("run_parts: inside a part mha_kernels_threads() is 1 and a nested split runs on the part's thread",
+          told && nested_here, "%s", "a nested split left its thread");
+    CHECK("run_parts: mha_kernels_threads() is the setting outside parts", mha_kernels_threads() == NPARTS,
+          "%zu", mha_kernels_threads());
+
+    parts_seen failing = {.lock = PTHREAD_MUTEX_INITIALIZER, .fail = true};
+    st = mha_run_parts(outer_part, &failing, NPARTS);
+    CHECK("run_parts: two parts fail: after every part ended, the lowest one's status and message",
+          st == MHA_E_ARG && strcmp(mha_errmsg(), "part 1: bad argument") == 0 && failing.finished == NPARTS,
+          "status %d, message \"%s\", finished %d", (int)st, mha_errmsg(), failing.finished);
+
+    mha_kernels_set_threads(0);
+    size_t low = mha_kernels_threads();
+    mha_kernels_set_threads(1000);
+    size_t high = mha_kernels_threads();
+    mha_kernels_set_threads(1);
+    CHECK("mha_kernels_set_threads: clamped to 1..64", low == 1 && high == 64, "0 -> %zu, 1000 -> %zu", low, high);
+}
+
+/* Split calls give the very bits of one thread: sgemm split by rows (M > N) and by columns, over
+ * 2 and 3 threads, plain and Bᵀ layouts, accumulating; the fused attention split by query tiles
+ * (L = 1100: three tiles) with a mask and causal. Every size here is above the split threshold. */
+static void check_threads_identical(const char *isa) {
+    static const size_t shapes[][3] = {{257, 129, 300}, {129, 257, 300}, {33, 2100, 300}, {1000, 17, 257}, {65, 65, 1000}};
+    char name[160], why[256] = "";
+    int ok = 1;
+    for (size_t x = 0; ok && x < sizeof shapes / sizeof shapes[0]; x++) {
+        const size_t M = shapes[x][0], N = shapes[x][1], K = shapes[x][2];
+        float *a = random_floats(M * K), *b = random_floats(K * N), *c1 = random_floats(M * N);
+        float *cn = malloc(M * N * sizeof(float));
+        for (int trans = 0; ok && trans < 2; trans++) {
+            ptrdiff_t b_rs = trans ? 1 : (ptrdiff_t)N, b_cs = trans ? (ptrdiff_t)K : 1;
+            for (size_t threads = 2; ok && threads <= 3; threads++) {
+                memcpy(cn, c1, M * N * sizeof(float));
+                mha_kernels_set_threads(threads);
+                mha_status s = mha_sgemm(cn, N, a, (ptrdiff_t)K, 1, b, b_rs, b_cs, M, N, K, true);
+                mha_kernels_set_threads(1);
+                float *c_one = malloc(M * N * sizeof(float));
+                memcpy(c_one, c1, M * N * sizeof(float));
+                mha_status s1 = mha_sgemm(c_one, N, a, (ptrdiff_t)K, 1, b, b_rs, b_cs, M, N, K, true);
+                ok = s == MHA_OK && s1 == MHA_OK && memcmp(cn, c_one, M * N * sizeof(float)) == 0;
+                if (!ok) snprintf(why, sizeof why, "(%zu,%zu)@(%zu,%zu)%s, %zu threads differ", M, K, K, N,
+                                  trans ? " Bᵀ" : "", threads);
+                free(c_one);
+            }
+        }
+        free(a); free(b); free(c1); free(cn);
+    }
+    snprintf(name, sizeof name, "sgemm[%s]: 2 and 3 threads give the very bits of 1 (rows and columns split)", isa);
+    CHECK(name, ok, "%s", why);
+
+    const size_t L = 1100, S = 700, D = 64, Dv = 33;
+    float *q = random_floats(L * D), *k = random_floats(S * D), *v = random_floats(S * Dv), *mask = random_floats(L * S);
+    float *out1 = malloc(L * Dv * sizeof(float)), *outn = malloc(L * Dv * sizeof(float));
+    for (size_t i = 0; i < L * S; i++) if (mask[i] > 0.8f) mask[i] = -INFINITY;
+    ok = 1;
+    for (int causal = 0; ok && causal < 2; causal++) {
+        mha_attn_args args = {.out = out1, .ld_out = Dv, .q = q, .ld_q = D, .k = k, .ld_k = D, .v = v, .ld_v = Dv,
+                              .mask = mask, .mask_rs = (ptrdiff_t)S, .mask_cs = 1, .causal = causal,
+                              .scale = 0.125f, .L = L, .S = S, .D = D, .Dv = Dv};
+        mha_status s1 = mha_attention_fused(&args);
+        args.out = outn;
+        mha_kernels_set_threads(2);
+        mha_status s2 = mha_attention_fused(&args);
+        mha_kernels_set_threads(1);
+        ok = s1 == MHA_OK && s2 == MHA_OK && memcmp(out1, outn, L * Dv * sizeof(float)) == 0;
+        if (!ok) snprintf(why, sizeof why, "%s: differs", causal ? "causal" : "mask");
+    }
+    snprintf(name, sizeof name, "attention_fused[%s]: 2 threads give the very bits of 1 (L=1100 S=700, mask, causal)", isa);
+    CHECK(name, ok, "%s", why);
+    free(q); free(k); free(v); free(mask); free(out1); free(outn);
+}
+
+/* Every kernel check runs on every instruction set, on one thread and split over two (the test sets
+ * the thread count itself, so MHA_THREADS in the environment changes nothing here). */
 int main(void) {
     const char *best = mha_kernels_isa();
+    mha_kernels_set_threads(1);
     check_exact();
-    check_interrupt();
+    check_run_parts();
     const char *isas[] = {"avx512", "avx2", "portable"};
-    for (size_t i = 0; i < sizeof isas / sizeof isas[0]; i++) {
-        if (!mha_kernels_use_isa(isas[i])) {
-            printf("# this CPU cannot run %s: its kernels are not tested here\n", isas[i]);
-            continue;
+    for (size_t threads = 1; threads <= 2; threads++) {
+        mha_kernels_set_threads(threads);
+        for (size_t i = 0; i < sizeof isas / sizeof isas[0]; i++) {
+            if (!mha_kernels_use_isa(isas[i])) {
+                if (threads == 1) printf("# this CPU cannot run %s: its kernels are not tested here\n", isas[i]);
+                continue;
+            }
+            char label[64];
+            snprintf(label, sizeof label, threads == 1 ? "%s" : "%s, 2 threads", isas[i]);
+            check_sgemm(label);
+            check_softmax_rows(label);
+            check_attention(label);
+            check_interrupt(label);
+            if (threads == 1) check_threads_identical(isas[i]);
         }
-        check_sgemm(isas[i]);
-        check_softmax_rows(isas[i]);
-        check_attention(isas[i]);
+        mha_kernels_use_isa(best);
+        check_interrupt_while_running(threads == 1 ? best : "2 threads");
     }
+    mha_kernels_set_threads(1);
     CHECK("mha_kernels_use_isa: an unknown name is refused", !mha_kernels_use_isa("sse9"), "%s", "accepted");
     mha_kernels_use_isa(best);
     CHECK_DONE();
