@@ -506,7 +506,7 @@ static mha_status check_bool(const char *fname, const char *arg, const mha_tenso
                     shape_of(st, t), why);
 }
 
-static const char NEEDS_BOOL[] = "logical ops need bool tensors (make one with a comparison, e.g. x > 0)";
+static const char NEEDS_BOOL[] = "logical ops need bool tensors (make one with a comparison: gt, lt, eq, ...)";
 
 mha_status mha_logical(mha_tensor *out, mha_logicop op, const mha_tensor *a, const mha_tensor *b) {
     if ((unsigned)op > MHA_XOR) return mha_fail(MHA_E_ARG, "logical: unknown operation %d", (int)op);
@@ -563,7 +563,7 @@ mha_status mha_where(mha_tensor *out, const mha_tensor *cond, const mha_tensor *
         (st = check_in(fname, "a", a)) != MHA_OK || (st = check_in(fname, "b", b)) != MHA_OK)
         return st;
     if (cond->dtype != MHA_BOOL)
-        return mha_fail(MHA_E_DTYPE, "where: cond %s is float32; it must be a bool tensor (e.g. x > 0)",
+        return mha_fail(MHA_E_DTYPE, "where: cond %s is float32; it must be a bool tensor (the result of a comparison: gt, lt, eq, ...)",
                         shape_of(sc, cond));
     size_t ndim = cond->ndim, shape[MHA_MAX_DIMS], bad_dim, size_x, size_y;
     memcpy(shape, cond->shape, ndim * sizeof *shape);
@@ -877,8 +877,8 @@ static mha_status reduce(mha_tensor *out, int op, const mha_tensor *t, size_t di
         if (dim == MHA_ALL_DIMS)
             return mha_fail(MHA_E_SHAPE, "%s: the tensor %s is empty; %s of no elements is undefined", fname,
                             shape_of(sh, t), fname);
-        return mha_fail(MHA_E_SHAPE, "%s: dim %zu of the tensor %s has size 0; %s of no elements is undefined",
-                        fname, dim, shape_of(sh, t), fname);
+        return mha_fail(MHA_E_SHAPE, "%s: dim -%zu of the tensor %s has size 0; %s of no elements is undefined",
+                        fname, t->ndim - dim, shape_of(sh, t), fname);
     }
 
     reduction rd = {.fname = fname};
@@ -972,14 +972,25 @@ mha_status mha_var(mha_tensor *out, const mha_tensor *t, size_t dim, bool keepdi
  * ------------------------------------------------------------------------------------------- */
 
 /* Checks common to cat and stack; sets the output dtype (float when any input is float). */
+/* "1st", "2nd", "3rd", "11th", "22nd": a position in a list of tensors, read alike by C (0-based) and
+ * Lua (1-based) users, where "tensor 1" would mean different tensors to each. */
+static const char *ordinal(char *buf, size_t n) {
+    const char *suffix = "th";
+    if (n % 100 < 11 || n % 100 > 13) suffix = n % 10 == 1 ? "st" : n % 10 == 2 ? "nd" : n % 10 == 3 ? "rd" : "th";
+    snprintf(buf, 32, "%zu%s", n, suffix);
+    return buf;
+}
+
 static mha_status check_join(const char *fname, mha_tensor *out, const mha_tensor *const *ts, size_t n, mha_dtype *dtype) {
     mha_status st = check_out(fname, out);
     if (st != MHA_OK) return st;
     if (n == 0 || !ts) return mha_fail(MHA_E_ARG, "%s: expected at least one tensor, got none", fname);
     *dtype = MHA_BOOL;
     for (size_t i = 0; i < n; i++) {
-        if (!ts[i] || !ts[i]->storage)
-            return mha_fail(MHA_E_ARG, "%s: tensor %zu is an empty (released) tensor", fname, i);
+        if (!ts[i] || !ts[i]->storage) {
+            char nth[32];
+            return mha_fail(MHA_E_ARG, "%s: the %s tensor is empty (released)", fname, ordinal(nth, i + 1));
+        }
         if (ts[i]->dtype == MHA_FLOAT32) *dtype = MHA_FLOAT32;
     }
     return MHA_OK;
@@ -1002,7 +1013,7 @@ mha_status mha_cat(mha_tensor *out, const mha_tensor *const *ts, size_t n, size_
     if (st != MHA_OK) return st;
     const mha_tensor *first = ts[0];
     if (first->ndim == 0)
-        return mha_fail(MHA_E_SHAPE, "cat: tensor 0 is a scalar (); cat joins tensors of at least one dim "
+        return mha_fail(MHA_E_SHAPE, "cat: the 1st tensor is a scalar (); cat joins tensors of at least one dim "
                         "(stack makes a new dim)");
     if (dim >= first->ndim)
         return mha_fail(MHA_E_ARG, "cat: dim %zu is out of range for the %zu-dim tensors, e.g. tensor 0 %s", dim,
@@ -1010,18 +1021,19 @@ mha_status mha_cat(mha_tensor *out, const mha_tensor *const *ts, size_t n, size_
     size_t shape[MHA_MAX_DIMS];
     memcpy(shape, first->shape, first->ndim * sizeof *shape);
     shape[dim] = 0;
-    for (size_t i = 0; i < n; i++) {
+    char nth[32];
+    for (size_t i = 0; i < n; i++) {   /* dims in messages count from the end, as in broadcasting's */
         const mha_tensor *t = ts[i];
         if (t->ndim != first->ndim)
-            return mha_fail(MHA_E_SHAPE, "cat: tensor %zu %s has %zu dims but tensor 0 %s has %zu", i,
-                            shape_of(si, t), t->ndim, shape_of(s0, first), first->ndim);
+            return mha_fail(MHA_E_SHAPE, "cat: the %s tensor %s has %zu dims but the 1st %s has %zu",
+                            ordinal(nth, i + 1), shape_of(si, t), t->ndim, shape_of(s0, first), first->ndim);
         for (size_t d = 0; d < t->ndim; d++)
             if (d != dim && t->shape[d] != first->shape[d])
-                return mha_fail(MHA_E_SHAPE, "cat: tensor %zu %s and tensor 0 %s differ in dim %zu (%zu and %zu); "
-                                "only the cat dim %zu may differ", i, shape_of(si, t), shape_of(s0, first), d,
-                                t->shape[d], first->shape[d], dim);
+                return mha_fail(MHA_E_SHAPE, "cat: the %s tensor %s and the 1st %s differ in dim -%zu (%zu and %zu); "
+                                "only the joined dim -%zu may differ", ordinal(nth, i + 1), shape_of(si, t),
+                                shape_of(s0, first), t->ndim - d, t->shape[d], first->shape[d], t->ndim - dim);
         if (shape[dim] + t->shape[dim] < shape[dim])
-            return mha_fail(MHA_E_NOMEM, "cat: the joined dim %zu overflows size_t", dim);
+            return mha_fail(MHA_E_NOMEM, "cat: the joined dim -%zu overflows size_t", first->ndim - dim);
         shape[dim] += t->shape[dim];
     }
     if ((st = alloc_out(fname, out, dtype, first->ndim, shape)) != MHA_OK) return st;
@@ -1047,10 +1059,11 @@ mha_status mha_stack(mha_tensor *out, const mha_tensor *const *ts, size_t n, siz
     if (dim > first->ndim)
         return mha_fail(MHA_E_ARG, "stack: dim %zu is out of range for stacking %zu-dim tensors (0 to %zu)", dim,
                         first->ndim, first->ndim);
+    char nth[32];
     for (size_t i = 1; i < n; i++)
         if (!mha_same_shape(ts[i], first))
-            return mha_fail(MHA_E_SHAPE, "stack: tensor %zu %s and tensor 0 %s differ; stack needs equal shapes", i,
-                            shape_of(si, ts[i]), shape_of(s0, first));
+            return mha_fail(MHA_E_SHAPE, "stack: the %s tensor %s and the 1st %s differ; stack needs equal shapes",
+                            ordinal(nth, i + 1), shape_of(si, ts[i]), shape_of(s0, first));
     size_t shape[MHA_MAX_DIMS];
     for (size_t d = 0, k = 0; d <= first->ndim; d++) shape[d] = d == dim ? n : first->shape[k++];
     if ((st = alloc_out(fname, out, dtype, first->ndim + 1, shape)) != MHA_OK) return st;

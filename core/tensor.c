@@ -582,13 +582,17 @@ mha_status mha_expand(mha_tensor *out, const mha_tensor *t, size_t ndim, const s
     if (ndim < t->ndim)
         return mha_fail(MHA_E_SHAPE, "expand: cannot expand %s to fewer dimensions %s", mha_shape_str(a, sizeof a, t),
                         mha_shape_str(b, sizeof b, &probe));
-    size_t lead = ndim - t->ndim;
-    for (size_t d = 0; d < t->ndim; d++) {
+    size_t lead = ndim - t->ndim, numel;
+    for (size_t d = 0; d < t->ndim; d++) {   /* the dim is named from the end: the same for C and Lua */
         if (t->shape[d] != shape[lead + d] && t->shape[d] != 1)
-            return mha_fail(MHA_E_SHAPE, "expand: cannot expand %s to %s: dim %zu has size %zu, not 1 or %zu",
-                            mha_shape_str(a, sizeof a, t), mha_shape_str(b, sizeof b, &probe), d, t->shape[d],
-                            shape[lead + d]);
+            return mha_fail(MHA_E_SHAPE, "expand: cannot expand %s to %s: dim -%zu has size %zu, not 1 or %zu",
+                            mha_shape_str(a, sizeof a, t), mha_shape_str(b, sizeof b, &probe), t->ndim - d,
+                            t->shape[d], shape[lead + d]);
     }
+    /* no storage is allocated, but every later reader walks numel() elements: it must be representable */
+    if (!shape_numel(&numel, ndim, shape, dtype_size(t->dtype)))
+        return mha_fail(MHA_E_SHAPE, "expand: shape %s has too many elements (size overflows)",
+                        mha_shape_str(b, sizeof b, &probe));
     mha_status st = mha_share(out, t);
     if (st != MHA_OK) return st;
     out->ndim = ndim;

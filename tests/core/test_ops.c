@@ -540,7 +540,7 @@ static void test_errors(void) {
     expect_error("error sum dim out of range", mha_reduce(&out, MHA_SUM, &f234, 3, false), &out, MHA_E_ARG,
                  "sum: dim 3 is out of range for the 3-dim tensor (2,3,4)");
     expect_error("error max over an empty dim", mha_reduce(&out, MHA_MAX, &f20, 1, false), &out, MHA_E_SHAPE,
-                 "max: dim 1 of the tensor (2,0) has size 0");
+                 "max: dim -1 of the tensor (2,0) has size 0");
     expect_error("error argmin of an empty tensor", mha_reduce(&out, MHA_ARGMIN, &f20, MHA_ALL_DIMS, false), &out,
                  MHA_E_SHAPE, "argmin: the tensor (2,0) is empty");
     expect_error("error var dim out of range", mha_var(&out, &f3, 1, false, 1), &out, MHA_E_ARG,
@@ -548,17 +548,17 @@ static void test_errors(void) {
     const mha_tensor *cat_bad[] = {&f23, &f34}, *cat_rank[] = {&f23, &f3}, *stack_bad[] = {&f23, &f24},
                      *cat_scalar[] = {&scalar};
     expect_error("error cat sizes", mha_cat(&out, cat_bad, 2, 1), &out, MHA_E_SHAPE,
-                 "cat: tensor 1 (3,4) and tensor 0 (2,3) differ in dim 0 (3 and 2); only the cat dim 1 may differ");
+                 "cat: the 2nd tensor (3,4) and the 1st (2,3) differ in dim -2 (3 and 2); only the joined dim -1 may differ");
     expect_error("error cat ranks", mha_cat(&out, cat_rank, 2, 0), &out, MHA_E_SHAPE,
-                 "cat: tensor 1 (3) has 1 dims but tensor 0 (2,3) has 2");
+                 "cat: the 2nd tensor (3) has 1 dims but the 1st (2,3) has 2");
     expect_error("error cat dim", mha_cat(&out, cat_bad, 2, 2), &out, MHA_E_ARG,
                  "cat: dim 2 is out of range for the 2-dim tensors");
     expect_error("error cat of scalars", mha_cat(&out, cat_scalar, 1, 0), &out, MHA_E_SHAPE,
-                 "cat: tensor 0 is a scalar ()");
+                 "cat: the 1st tensor is a scalar ()");
     expect_error("error cat of nothing", mha_cat(&out, cat_bad, 0, 0), &out, MHA_E_ARG,
                  "cat: expected at least one tensor, got none");
     expect_error("error stack shapes", mha_stack(&out, stack_bad, 2, 0), &out, MHA_E_SHAPE,
-                 "stack: tensor 1 (2,4) and tensor 0 (2,3) differ; stack needs equal shapes");
+                 "stack: the 2nd tensor (2,4) and the 1st (2,3) differ; stack needs equal shapes");
     expect_error("error stack dim", mha_stack(&out, stack_bad, 2, 3), &out, MHA_E_ARG,
                  "stack: dim 3 is out of range for stacking 2-dim tensors (0 to 2)");
     expect_error("error released input", mha_binary(&out, MHA_DIV, &f23, &released), &out, MHA_E_ARG,

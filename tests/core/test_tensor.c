@@ -139,7 +139,12 @@ static void test_narrow_select_expand(void) {
     size_t wrong[2] = {3, 5};
     st = mha_expand(&bad, &row1, 2, wrong);
     CHECK("expand refuses a size that is neither equal nor 1",
-          st == MHA_E_SHAPE && strstr(mha_errmsg(), "expand: cannot expand (4) to (3,5)"), "message: %s", mha_errmsg());
+          st == MHA_E_SHAPE && strstr(mha_errmsg(), "expand: cannot expand (4) to (3,5): dim -1 has size 4, not 1 or 5"), "message: %s", mha_errmsg());
+    size_t huge[3] = {(size_t)1 << 62, 4, 4};
+    st = mha_expand(&bad, &row1, 3, huge);
+    CHECK("expand refuses a shape whose element count overflows (it would wrap to 0)",
+          st == MHA_E_SHAPE && bad.storage == NULL && strstr(mha_errmsg(), "expand: shape (4611686018427387904,4,4) has too many elements"),
+          "status %d: %s", st, mha_errmsg());
     st = mha_narrow(&bad, &a, 1, 2, 2);
     CHECK("narrow past the end is an error naming the sizes",
           st == MHA_E_ARG && strstr(mha_errmsg(), "start 2 + length 2 exceeds size 3 of dim 1 (tensor (2,3,4))"),
