@@ -3,6 +3,7 @@
 #include "attention.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -341,6 +342,63 @@ static mha_status additive_mask(mha_tensor *out, const mha_tensor *mask) {
     return st;
 }
 
+/* The batch loop of mha_sdpa: each (broadcast) batch index is one attention slice writing its own
+ * part of the result (and weights), so with MHA_THREADS the slices are shared out over threads. */
+typedef struct sdpa_job {
+    const mha_tensor *q;                  /* for messages */
+    float *result, *weights;              /* (batches,L,Dv), (batches,L,S) or NULL for the fused path */
+    const float *q_data, *k_data, *v_data;
+    const ptrdiff_t *qs, *ks, *vs, *ms;   /* batch strides of q, k, v, the mask */
+    size_t nb, batches;
+    const size_t *bshape;
+    mask_src mask;                        /* rs, cs, and its data at batch offset 0; none: f = b = NULL */
+    bool causal;
+    float scale;
+    size_t L, S, D, Dv;
+    atomic_bool failed;                   /* a part failed: the others stop at their next slice */
+} sdpa_job;
+
+/* Batches part, part + nparts, ...; each polls the interrupt flag first. */
+static mha_status sdpa_part(void *ctx, size_t part, size_t nparts) {
+    sdpa_job *job = ctx;
+    const size_t L = job->L, S = job->S, D = job->D, Dv = job->Dv;
+    mha_status st = MHA_OK;
+    for (size_t n = part; n < job->batches && st == MHA_OK; n += nparts) {
+        if (atomic_load(&job->failed)) break; /* the part that failed reports it */
+        if (mha_interrupted()) {
+            char sq[SHAPE_BUF];
+            st = mha_fail(MHA_E_INTERRUPTED, "sdpa: q %s: interrupted at batch %zu of %zu", SHAPE(sq, job->q), n,
+                          job->batches);
+            break;
+        }
+        head_job head = {
+            .out = job->result + n * L * Dv, .ld_out = Dv,
+            .q = job->q_data + batch_offset(n, job->nb, job->bshape, job->qs), .ld_q = D,
+            .k = job->k_data + batch_offset(n, job->nb, job->bshape, job->ks), .ld_k = D,
+            .v = job->v_data + batch_offset(n, job->nb, job->bshape, job->vs), .ld_v = Dv,
+            .mask_cols = S, .causal = job->causal, .scale = job->scale, .L = L, .S = S, .D = D, .Dv = Dv,
+        };
+        if (job->mask.f || job->mask.b) {
+            head.attn = job->mask;
+            ptrdiff_t off = batch_offset(n, job->nb, job->bshape, job->ms);
+            if (job->mask.f) head.attn.f += off;
+            else head.attn.b += off;
+        }
+        if (job->weights == NULL) {
+            mha_attn_args args = {
+                .out = head.out, .ld_out = Dv, .q = head.q, .ld_q = D, .k = head.k, .ld_k = D, .v = head.v, .ld_v = Dv,
+                .mask = head.attn.f, .mask_rs = head.attn.rs, .mask_cs = head.attn.cs,
+                .causal = job->causal, .scale = job->scale, .L = L, .S = S, .D = D, .Dv = Dv,
+            };
+            st = mha_attention_fused(&args);
+        } else {
+            st = head_plain(&head, job->weights + n * L * S, NULL, NULL);
+        }
+    }
+    if (st != MHA_OK) atomic_store(&job->failed, true);
+    return st;
+}
+
 mha_status mha_sdpa(mha_tensor *out, mha_tensor *weights, const mha_tensor *q, const mha_tensor *k,
                     const mha_tensor *v, const mha_sdpa_options *opt) {
     char sq[SHAPE_BUF], sk[SHAPE_BUF], sv[SHAPE_BUF], sm[SHAPE_BUF];
@@ -419,36 +477,20 @@ mha_status mha_sdpa(mha_tensor *out, mha_tensor *weights, const mha_tensor *q, c
         msrc.cs = mask_cols == 1 || fmask.ndim < 1 ? 0 : fmask.stride[fmask.ndim - 1];
     }
     size_t batches = prod(bshape, 0, nb);
-    for (size_t n = 0; n < batches; n++) {
-        if (mha_interrupted()) {
-            st = mha_fail(MHA_E_INTERRUPTED, "sdpa: q %s: interrupted at batch %zu of %zu", SHAPE(sq, q), n, batches);
-            goto done;
-        }
-        head_job job = {
-            .out = mha_f32(&result) + n * L * Dv, .ld_out = Dv,
-            .q = mha_f32(&cq) + batch_offset(n, nb, bshape, qs), .ld_q = D,
-            .k = mha_f32(&ck) + batch_offset(n, nb, bshape, ks), .ld_k = D,
-            .v = mha_f32(&cv) + batch_offset(n, nb, bshape, vs), .ld_v = Dv,
-            .mask_cols = S, .causal = opt->is_causal, .scale = scale, .L = L, .S = S, .D = D, .Dv = Dv,
-        };
-        if (mask != NULL) {
-            job.attn = msrc;
-            ptrdiff_t off = batch_offset(n, nb, bshape, ms);
-            if (fmask.dtype == MHA_FLOAT32) job.attn.f = mha_f32(&fmask) + off;
-            else job.attn.b = mha_bool(&fmask) + off;
-        }
-        if (fused) {
-            mha_attn_args args = {
-                .out = job.out, .ld_out = Dv, .q = job.q, .ld_q = D, .k = job.k, .ld_k = D, .v = job.v, .ld_v = Dv,
-                .mask = job.attn.f, .mask_rs = job.attn.rs, .mask_cs = job.attn.cs,
-                .causal = opt->is_causal, .scale = scale, .L = L, .S = S, .D = D, .Dv = Dv,
-            };
-            st = mha_attention_fused(&args);
-        } else {
-            st = head_plain(&job, mha_f32(&w) + n * L * S, NULL, NULL);
-        }
-        if (st != MHA_OK) goto done;
+    sdpa_job job = {
+        .q = q, .result = mha_f32(&result), .weights = fused ? NULL : mha_f32(&w),
+        .q_data = mha_f32(&cq), .k_data = mha_f32(&ck), .v_data = mha_f32(&cv),
+        .qs = qs, .ks = ks, .vs = vs, .ms = ms, .nb = nb, .batches = batches, .bshape = bshape,
+        .mask = msrc, .causal = opt->is_causal, .scale = scale, .L = L, .S = S, .D = D, .Dv = Dv,
+    };
+    if (mask != NULL) {
+        if (fmask.dtype == MHA_FLOAT32) job.mask.f = mha_f32(&fmask);
+        else job.mask.b = mha_bool(&fmask);
     }
+    atomic_init(&job.failed, false);
+    const double flops = 2.0 * (double)batches * (double)L * (double)S * (double)(D + Dv); /* q·kᵀ and ·v */
+    st = mha_run_parts(sdpa_part, &job, mha_kernels_parts(batches, flops));
+    if (st != MHA_OK) goto done;
     *out = result;
     result = MHA_TENSOR_EMPTY;
     if (weights != NULL) {
@@ -701,6 +743,85 @@ static mha_status append_kv_rows(mha_tensor *out, const mha_tensor *x, const mha
     return MHA_OK;
 }
 
+/* Step 6 of the forward for every (batch, head) slice: what one head reads and writes, as pointers
+ * into the forward's tensors. Slices write disjoint parts of concat, weights and the trace, so with
+ * MHA_THREADS they are shared out over threads (heads_part) and the output is the same to the bit. */
+typedef struct heads_job {
+    size_t N, H, L, S, S2, E, D;        /* S2 = S' the keys after bias_k and the zero key */
+    float *concat;                      /* (N,L,E) the head outputs side by side */
+    const float *q, *q_scaled;          /* Q and Q/√D (N,L,E) */
+    const float *k, *v;                 /* K, V with the appended rows (N,S',E) */
+    const float *am_f;                  /* attn_mask (L,S) or (N·H,L,S), float or bool; NULL for none */
+    const bool *am_b;
+    bool am_per_head;                   /* (N·H,L,S) */
+    const float *kpm_f;                 /* key_padding_mask (N,S), float or bool; NULL for none */
+    const bool *kpm_b;
+    const float *pad_rows;              /* (N,S') the key padding as float rows, for the fused kernel */
+    bool causal, fused;
+    float *weights;                     /* (N,H,L,S') when kept, else NULL */
+    float *scores, *scaled, *masked;    /* (N,H,L,S') for the trace, else NULL */
+    float *scratch;                     /* (nparts,L,S') when neither weights nor fused: one slice per part */
+    atomic_bool failed;                 /* a part failed: the others stop at their next slice */
+} heads_job;
+
+/* One head h of batch n: the plain attention of head_plain (scores, softmax, ·V into concat), or the
+ * fused kernel's online softmax giving the same head output. */
+static mha_status forward_head(const heads_job *job, size_t n, size_t h, float *scratch) {
+    const size_t H = job->H, L = job->L, S = job->S, S2 = job->S2, E = job->E, D = job->D;
+    const size_t slice = (n * H + h) * L * S2;
+    head_job head = {
+        .out = job->concat + n * L * E + h * D, .ld_out = E,
+        .q = job->q_scaled + n * L * E + h * D, .ld_q = E,
+        .k = job->k + n * S2 * E + h * D, .ld_k = E,
+        .v = job->v + n * S2 * E + h * D, .ld_v = E,
+        .mask_cols = S, .causal = job->causal, .scale = 1.0f, .L = L, .S = S2, .D = D, .Dv = D,
+    };
+    if (job->am_f || job->am_b) {
+        size_t off = job->am_per_head ? (n * H + h) * L * S : 0;
+        head.attn.rs = (ptrdiff_t)S, head.attn.cs = 1;
+        if (job->am_f) head.attn.f = job->am_f + off;
+        else head.attn.b = job->am_b + off;
+    }
+    if (job->kpm_f || job->kpm_b) {
+        head.pad.rs = 0, head.pad.cs = 1;
+        if (job->kpm_f) head.pad.f = job->kpm_f + n * S;
+        else head.pad.b = job->kpm_b + n * S;
+    }
+    if (job->fused) {
+        bool pad = job->kpm_f || job->kpm_b;
+        mha_attn_args args = {
+            .out = head.out, .ld_out = E, .q = head.q, .ld_q = E, .k = head.k, .ld_k = E, .v = head.v, .ld_v = E,
+            .mask = pad ? job->pad_rows + n * S2 : head.attn.f, .mask_rs = pad ? 0 : head.attn.rs,
+            .mask_cs = 1, .causal = job->causal, .scale = 1.0f, .L = L, .S = S2, .D = D, .Dv = D,
+        };
+        return mha_attention_fused(&args);
+    }
+    if (job->scores != NULL) { /* raw scores Q·Kᵀ, for the trace only: the output flows from the scaled ones */
+        mha_status st = mha_sgemm(job->scores + slice, S2, job->q + n * L * E + h * D, (ptrdiff_t)E, 1, head.k, 1,
+                                  (ptrdiff_t)E, L, S2, D, false);
+        if (st != MHA_OK) return st;
+    }
+    return head_plain(&head, job->weights ? job->weights + slice : scratch, job->scaled ? job->scaled + slice : NULL,
+                      job->masked ? job->masked + slice : NULL);
+}
+
+/* Slices part, part + nparts, ... in (batch, head) order; each polls the interrupt flag first. */
+static mha_status heads_part(void *ctx, size_t part, size_t nparts) {
+    heads_job *job = ctx;
+    float *scratch = job->scratch ? job->scratch + part * job->L * job->S2 : NULL;
+    mha_status st = MHA_OK;
+    for (size_t slice = part; slice < job->N * job->H && st == MHA_OK; slice += nparts) {
+        if (atomic_load(&job->failed)) break; /* the part that failed reports it */
+        const size_t n = slice / job->H, h = slice % job->H;
+        if (mha_interrupted())
+            st = mha_fail(MHA_E_INTERRUPTED, "MultiheadAttention.forward: interrupted at batch %zu, head %zu", n, h);
+        else
+            st = forward_head(job, n, h, scratch);
+    }
+    if (st != MHA_OK) atomic_store(&job->failed, true);
+    return st;
+}
+
 mha_status mha_multihead_forward(mha_tensor *out, mha_tensor *weights, const mha_multihead *m,
                                  const mha_tensor *query, const mha_tensor *key, const mha_tensor *value,
                                  const mha_forward_options *opt, mha_trace *trace) {
@@ -777,8 +898,10 @@ mha_status mha_multihead_forward(mha_tensor *out, mha_tensor *weights, const mha
     const bool appended = S2 > S;
     const bool fused = !keep_weights && !(am && kpm) && !(am && (am->dtype == MHA_BOOL || appended)) &&
                        !(opt->is_causal && appended);
-    if (!keep_weights && !fused && L * S2 > 0) { /* one (L,S') slice reused for every head */
-        scratch_bytes = L * S2 * sizeof(float);
+    /* the (batch, head) slices shared out over threads (MHA_THREADS), by the FLOPs of q·kᵀ and weights·v */
+    const size_t nparts = mha_kernels_parts(N * H, 4.0 * (double)(N * H) * (double)L * (double)S2 * (double)D);
+    if (!keep_weights && !fused && L * S2 > 0) { /* one (L,S') slice per part, reused for each of its heads */
+        scratch_bytes = nparts * L * S2 * sizeof(float);
         if ((scratch = mha_alloc(scratch_bytes)) == NULL) {
             st = mha_fail(MHA_E_NOMEM, "%s: (%zu,%zu) scores: out of memory", fn, L, S2);
             goto fail;
@@ -803,50 +926,24 @@ mha_status mha_multihead_forward(mha_tensor *out, mha_tensor *weights, const mha
     }
 
     /* step 6: per batch and head, the plain attention of head_plain (scores, softmax, ·V into concat),
-     * or the fused kernel's online softmax giving the same head output */
-    for (size_t n = 0; n < N && st == MHA_OK; n++) {
-        for (size_t h = 0; h < H; h++) {
-            if (mha_interrupted()) {
-                st = mha_fail(MHA_E_INTERRUPTED, "%s: interrupted at batch %zu, head %zu", fn, n, h);
-                break;
-            }
-            const size_t slice = (n * H + h) * L * S2;
-            head_job job = {
-                .out = mha_f32(&t[CONCAT]) + n * L * E + h * D, .ld_out = E,
-                .q = mha_f32(&t[QS]) + n * L * E + h * D, .ld_q = E,
-                .k = mha_f32(&t[KX]) + n * S2 * E + h * D, .ld_k = E,
-                .v = mha_f32(&t[VX]) + n * S2 * E + h * D, .ld_v = E,
-                .mask_cols = S, .causal = opt->is_causal, .scale = 1.0f, .L = L, .S = S2, .D = D, .Dv = D,
-            };
-            if (am) {
-                size_t off = am->ndim == 3 ? (n * H + h) * L * S : 0;
-                job.attn.rs = (ptrdiff_t)S, job.attn.cs = 1;
-                if (am->dtype == MHA_FLOAT32) job.attn.f = mha_f32(&t[AM]) + off;
-                else job.attn.b = mha_bool(&t[AM]) + off;
-            }
-            if (kpm) {
-                job.pad.rs = 0, job.pad.cs = 1;
-                if (kpm->dtype == MHA_FLOAT32) job.pad.f = mha_f32(&t[KPM]) + n * S;
-                else job.pad.b = mha_bool(&t[KPM]) + n * S;
-            }
-            if (fused) {
-                mha_attn_args args = {
-                    .out = job.out, .ld_out = E, .q = job.q, .ld_q = E, .k = job.k, .ld_k = E, .v = job.v, .ld_v = E,
-                    .mask = kpm ? mha_f32(&t[PAD_ROWS]) + n * S2 : job.attn.f, .mask_rs = kpm ? 0 : job.attn.rs,
-                    .mask_cs = 1, .causal = opt->is_causal, .scale = 1.0f, .L = L, .S = S2, .D = D, .Dv = D,
-                };
-                if ((st = mha_attention_fused(&args)) != MHA_OK) break;
-                continue;
-            }
-            if (trace != NULL) { /* raw scores Q·Kᵀ, for the trace only: the output flows from the scaled ones */
-                st = mha_sgemm(mha_f32(&t[SCORES]) + slice, S2, mha_f32(&t[Q]) + n * L * E + h * D, (ptrdiff_t)E, 1,
-                               job.k, 1, (ptrdiff_t)E, L, S2, D, false);
-                if (st != MHA_OK) break;
-            }
-            st = head_plain(&job, keep_weights ? mha_f32(&t[WEIGHTS]) + slice : scratch,
-                            trace ? mha_f32(&t[SCALED]) + slice : NULL, trace ? mha_f32(&t[MASKED]) + slice : NULL);
-            if (st != MHA_OK) break;
-        }
+     * or the fused kernel's online softmax giving the same head output (forward_head) */
+    {
+        heads_job job = {
+            .N = N, .H = H, .L = L, .S = S, .S2 = S2, .E = E, .D = D,
+            .concat = mha_f32(&t[CONCAT]), .q = mha_f32(&t[Q]), .q_scaled = mha_f32(&t[QS]),
+            .k = mha_f32(&t[KX]), .v = mha_f32(&t[VX]),
+            .am_f = am && am->dtype == MHA_FLOAT32 ? mha_f32(&t[AM]) : NULL,
+            .am_b = am && am->dtype == MHA_BOOL ? mha_bool(&t[AM]) : NULL, .am_per_head = am && am->ndim == 3,
+            .kpm_f = kpm && kpm->dtype == MHA_FLOAT32 ? mha_f32(&t[KPM]) : NULL,
+            .kpm_b = kpm && kpm->dtype == MHA_BOOL ? mha_bool(&t[KPM]) : NULL,
+            .pad_rows = kpm && fused ? mha_f32(&t[PAD_ROWS]) : NULL,
+            .causal = opt->is_causal, .fused = fused,
+            .weights = keep_weights ? mha_f32(&t[WEIGHTS]) : NULL,
+            .scores = trace ? mha_f32(&t[SCORES]) : NULL, .scaled = trace ? mha_f32(&t[SCALED]) : NULL,
+            .masked = trace ? mha_f32(&t[MASKED]) : NULL, .scratch = scratch,
+        };
+        atomic_init(&job.failed, false);
+        st = mha_run_parts(heads_part, &job, nparts);
     }
     if (st != MHA_OK) goto fail;
 

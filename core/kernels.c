@@ -217,6 +217,16 @@ void mha_kernels_set_threads(size_t n) {
     threads_setting = threads_clamp(n);
 }
 
+/* Below this many FLOPs a call stays on one thread: starting one costs about 30 us, the time of
+ * 4 MFLOP here. */
+static const double SPLIT_MIN_FLOPS = 4e6;
+
+size_t mha_kernels_parts(size_t units, double flops) {
+    size_t threads = mha_kernels_threads();
+    if (flops < SPLIT_MIN_FLOPS || units < 1) return 1;
+    return threads < units ? threads : units;
+}
+
 typedef struct part_run {
     mha_part_fn fn;
     void *ctx;
@@ -467,10 +477,6 @@ static mha_status sgemm_part(void *ctx, size_t part, size_t nparts) {
     return job->split_rows ? sgemm_block(job, from, to, 0, job->N) : sgemm_block(job, 0, job->M, from, to);
 }
 
-/* Below this many FLOPs a call stays on one thread: starting one costs about 30 us, the time of
- * 4 MFLOP here. */
-#define SPLIT_MIN_FLOPS 4e6
-
 mha_status mha_sgemm(float *c, size_t ldc,
                      const float *a, ptrdiff_t a_rs, ptrdiff_t a_cs,
                      const float *b, ptrdiff_t b_rs, ptrdiff_t b_cs,
@@ -485,8 +491,7 @@ mha_status mha_sgemm(float *c, size_t ldc,
     sgemm_job job = {c, ldc, a, a_rs, a_cs, b, b_rs, b_cs, M, N, K, accumulate, M > N};
     const kernel_isa *k = isa();
     const size_t units = job.split_rows ? (M + k->mr - 1) / k->mr : (N + k->nr - 1) / k->nr;
-    size_t nparts = min_size(mha_kernels_threads(), units);
-    if (2.0 * (double)M * (double)N * (double)K < SPLIT_MIN_FLOPS) nparts = 1;
+    const size_t nparts = mha_kernels_parts(units, 2.0 * (double)M * (double)N * (double)K);
     if (nparts == 1) return sgemm_block(&job, 0, M, 0, N);
     return mha_run_parts(sgemm_part, &job, nparts);
 }
@@ -608,8 +613,7 @@ mha_status mha_attention_fused(const mha_attn_args *args) {
         return MHA_OK;
     }
     const size_t bq = query_tile(isa(), L), tiles = (L + bq - 1) / bq;
-    size_t nparts = min_size(mha_kernels_threads(), tiles);
-    if (2.0 * (double)L * (double)S * (double)(args->D + Dv) < SPLIT_MIN_FLOPS) nparts = 1;
+    const size_t nparts = mha_kernels_parts(tiles, 2.0 * (double)L * (double)S * (double)(args->D + Dv));
     fused_job job = {args};
     return mha_run_parts(fused_part, &job, nparts);
 }

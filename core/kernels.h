@@ -36,6 +36,10 @@ bool mha_kernels_use_isa(const char *name);
 size_t mha_kernels_threads(void);
 void mha_kernels_set_threads(size_t n);
 
+/* The parts to split a call into: min(mha_kernels_threads(), units) for `units` independent pieces of
+ * work, or 1 when the whole call is under 4 MFLOP (about the cost of starting a thread). */
+size_t mha_kernels_parts(size_t units, double flops);
+
 /* One part of a split call: does part `part` of `nparts` (its share of independent outputs). */
 typedef mha_status (*mha_part_fn)(void *ctx, size_t part, size_t nparts);
 /* Runs fn(ctx, part, nparts) for every part, part 0 on the calling thread and each other on a thread

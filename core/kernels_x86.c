@@ -164,9 +164,10 @@ AVX512 static void pack_b_trans_avx512(float *dst, const float *b, ptrdiff_t b_c
         const size_t depth = kc - p0 < 16 ? kc - p0 : 16;
         const __mmask16 lanes = (__mmask16)((1u << depth) - 1);
         for (size_t j0 = 0; j0 < 16 * NV512; j0 += 16) {
-            for (size_t i = 0; i < 16; i++)
-                r[i] = j0 + i < cols ? _mm512_mul_ps(_mm512_maskz_loadu_ps(lanes, b + (ptrdiff_t)(j0 + i) * b_cs + (ptrdiff_t)p0), s)
-                                     : _mm512_setzero_ps();
+            for (size_t i = 0; i < 16; i++) {
+                const float *column = b + (ptrdiff_t)(j0 + i) * b_cs + (ptrdiff_t)p0;
+                r[i] = j0 + i < cols ? _mm512_mul_ps(_mm512_maskz_loadu_ps(lanes, column), s) : _mm512_setzero_ps();
+            }
             transpose16_avx512(r);
             for (size_t p = 0; p < depth; p++) _mm512_storeu_ps(dst + (p0 + p) * 16 * NV512 + j0, r[p]);
         }
@@ -305,14 +306,16 @@ AVX2 static void transpose8_avx2(__m256 r[8]) {
 /* See kernel_isa.pack_b_trans: 8x8 blocks, the ragged depth read through a lane mask. */
 AVX2 static void pack_b_trans_avx2(float *dst, const float *b, ptrdiff_t b_cs, size_t kc, size_t cols, float scale) {
     const __m256 s = _mm256_set1_ps(scale);
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
     __m256 r[8];
     for (size_t p0 = 0; p0 < kc; p0 += 8) {
         const size_t depth = kc - p0 < 8 ? kc - p0 : 8;
-        const __m256i lanes = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)depth), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+        const __m256i lanes = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)depth), lane);
         for (size_t j0 = 0; j0 < 8 * NV256; j0 += 8) {
-            for (size_t i = 0; i < 8; i++)
-                r[i] = j0 + i < cols ? _mm256_mul_ps(_mm256_maskload_ps(b + (ptrdiff_t)(j0 + i) * b_cs + (ptrdiff_t)p0, lanes), s)
-                                     : _mm256_setzero_ps();
+            for (size_t i = 0; i < 8; i++) {
+                const float *column = b + (ptrdiff_t)(j0 + i) * b_cs + (ptrdiff_t)p0;
+                r[i] = j0 + i < cols ? _mm256_mul_ps(_mm256_maskload_ps(column, lanes), s) : _mm256_setzero_ps();
+            }
             transpose8_avx2(r);
             for (size_t p = 0; p < depth; p++) _mm256_storeu_ps(dst + (p0 + p) * 8 * NV256 + j0, r[p]);
         }

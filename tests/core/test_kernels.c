@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "attention.h"
 #include "check.h"
 #include "kernels.h"
 
@@ -539,6 +540,96 @@ static void check_threads_identical(const char *isa) {
     free(q); free(k); free(v); free(mask); free(out1); free(outn);
 }
 
+/* The attention layer (core/attention.c) shares its (batch, head) slices out over threads: the
+ * outputs and weights must be the very bits of one thread, on each path - fused (no weights, a key
+ * padding mask, causal), plain keeping the weights (a bool attn_mask per head), plain without
+ * weights (bias_kv and zero_attn, one scores slice per part), the trace, and sdpa over broadcast
+ * batches with and without weights. */
+static bool same_bits(const mha_tensor *x, const mha_tensor *y) {
+    return x->storage && y->storage && mha_same_shape(x, y) &&
+           memcmp(mha_f32(x), mha_f32(y), mha_numel(x) * sizeof(float)) == 0;
+}
+
+static void check_layer_threads(const char *isa) {
+    const size_t N = 2, L = 300, E = 64, H = 4;
+    mha_seed(11);
+    mha_multihead plain = {0}, appended = {0};
+    mha_tensor x = MHA_TENSOR_EMPTY, kpm = MHA_TENSOR_EMPTY, am = MHA_TENSOR_EMPTY;
+    mha_status st = mha_multihead_init(&plain, &(mha_multihead_options){.embed_dim = E, .num_heads = H, .bias = true});
+    if (st == MHA_OK)
+        st = mha_multihead_init(&appended, &(mha_multihead_options){.embed_dim = E, .num_heads = H, .bias = true,
+                                                                    .add_bias_kv = true, .add_zero_attn = true});
+    if (st == MHA_OK) st = mha_randn(&x, 3, (size_t[]){N, L, E});
+    if (st == MHA_OK) st = mha_zeros(&kpm, MHA_BOOL, 2, (size_t[]){N, L});
+    if (st == MHA_OK) st = mha_zeros(&am, MHA_BOOL, 3, (size_t[]){N * H, L, L});
+    if (st != MHA_OK) {
+        check_report(0, "attention layer, 2 threads: setup", "%s", mha_errmsg());
+        return;
+    }
+    for (size_t j = L / 2; j < L; j += 3) mha_bool(&kpm)[L + j] = true;
+    for (size_t i = 0; i < N * H * L * L; i += 7) mha_bool(&am)[i] = true;
+
+    const struct { const char *name; const mha_multihead *m; mha_forward_options opt; bool trace; } cases[] = {
+        {"fused, key padding, causal", &plain, {.key_padding_mask = &kpm, .is_causal = true}, false},
+        {"plain, weights per head, bool attn_mask (N·H,L,S)", &plain, {.attn_mask = &am, .need_weights = true}, false},
+        {"plain without weights, bias_kv and zero_attn, attn_mask", &appended, {.attn_mask = &am}, false},
+        {"trace (scores, scaled, masked, weights)", &plain, {.key_padding_mask = &kpm, .need_weights = true}, true},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        mha_tensor out[2] = {MHA_TENSOR_EMPTY, MHA_TENSOR_EMPTY}, w[2] = {MHA_TENSOR_EMPTY, MHA_TENSOR_EMPTY};
+        mha_trace trace[2] = {{0}, {0}};
+        mha_status status[2];
+        for (size_t t = 0; t < 2; t++) {
+            mha_kernels_set_threads(t + 1);
+            status[t] = mha_multihead_forward(&out[t], &w[t], cases[c].m, &x, &x, &x, &cases[c].opt,
+                                              cases[c].trace ? &trace[t] : NULL);
+        }
+        mha_kernels_set_threads(1);
+        bool ok = status[0] == MHA_OK && status[1] == MHA_OK && same_bits(&out[0], &out[1]) &&
+                  (!cases[c].opt.need_weights || same_bits(&w[0], &w[1]));
+        for (size_t i = 0; ok && cases[c].trace && i < trace[0].count; i++)
+            ok = trace[1].count == trace[0].count && same_bits(&trace[0].tensors[i], &trace[1].tensors[i]);
+        char name[192];
+        snprintf(name, sizeof name, "MultiheadAttention[%s], 2 threads: the very bits of 1 (%s)", isa, cases[c].name);
+        CHECK(name, ok, "status %d %d: %s", (int)status[0], (int)status[1], mha_errmsg());
+        for (size_t t = 0; t < 2; t++) {
+            mha_release(&out[t]);
+            mha_release(&w[t]);
+            mha_trace_release(&trace[t]);
+        }
+    }
+
+    /* sdpa: q (2,3,L,16) against k, v (3,L,16) broadcast over the first dim: 6 slices */
+    mha_tensor q = MHA_TENSOR_EMPTY, k = MHA_TENSOR_EMPTY, v = MHA_TENSOR_EMPTY;
+    st = mha_randn(&q, 4, (size_t[]){2, 3, L, 16});
+    if (st == MHA_OK) st = mha_randn(&k, 3, (size_t[]){3, L, 16});
+    if (st == MHA_OK) st = mha_randn(&v, 3, (size_t[]){3, L, 16});
+    for (int with_weights = 0; st == MHA_OK && with_weights < 2; with_weights++) {
+        mha_tensor out[2] = {MHA_TENSOR_EMPTY, MHA_TENSOR_EMPTY}, w[2] = {MHA_TENSOR_EMPTY, MHA_TENSOR_EMPTY};
+        mha_status status[2];
+        for (size_t t = 0; t < 2; t++) {
+            mha_kernels_set_threads(t + 1);
+            status[t] = mha_sdpa(&out[t], with_weights ? &w[t] : NULL, &q, &k, &v, &(mha_sdpa_options){.is_causal = true});
+        }
+        mha_kernels_set_threads(1);
+        bool ok = status[0] == MHA_OK && status[1] == MHA_OK && same_bits(&out[0], &out[1]) &&
+                  (!with_weights || same_bits(&w[0], &w[1]));
+        char name[192];
+        snprintf(name, sizeof name, "sdpa[%s], 2 threads: the very bits of 1 (broadcast batches, causal, %s)", isa,
+                 with_weights ? "weights" : "fused");
+        CHECK(name, ok, "status %d %d: %s", (int)status[0], (int)status[1], mha_errmsg());
+        for (size_t t = 0; t < 2; t++) {
+            mha_release(&out[t]);
+            mha_release(&w[t]);
+        }
+    }
+    if (st != MHA_OK) check_report(0, "sdpa, 2 threads: setup", "%s", mha_errmsg());
+    mha_tensor *all[] = {&x, &kpm, &am, &q, &k, &v};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++) mha_release(all[i]);
+    mha_multihead_release(&plain);
+    mha_multihead_release(&appended);
+}
+
 /* Every kernel check runs on every instruction set, on one thread and split over two (the test sets
  * the thread count itself, so MHA_THREADS in the environment changes nothing here). */
 int main(void) {
@@ -560,7 +651,10 @@ int main(void) {
             check_softmax_rows(label);
             check_attention(label);
             check_interrupt(label);
-            if (threads == 1) check_threads_identical(isas[i]);
+            if (threads == 1) {
+                check_threads_identical(isas[i]);
+                check_layer_threads(isas[i]);
+            }
         }
         mha_kernels_use_isa(best);
         check_interrupt_while_running(threads == 1 ? best : "2 threads");
