@@ -37,8 +37,10 @@ size_t mha_kernels_threads(void);
 void mha_kernels_set_threads(size_t n);
 
 /* The parts to split a call into: min(mha_kernels_threads(), units) for `units` independent pieces of
- * work, or 1 when the whole call is under 4 MFLOP (about the cost of starting a thread). */
+ * work, or 1 when the whole call is under 64 MFLOP (too little to pay for starting a thread).
+ * mha_kernels_set_split_min changes that threshold (tests: 0 splits every call of two units or more). */
 size_t mha_kernels_parts(size_t units, double flops);
+void mha_kernels_set_split_min(double flops);
 
 /* One part of a split call: does part `part` of `nparts` (its share of independent outputs). */
 typedef mha_status (*mha_part_fn)(void *ctx, size_t part, size_t nparts);

@@ -281,6 +281,9 @@ static void check_attention(const char *isa) {
         {"fully masked rows, causal, across tiles", 300, 520, 64, 64, FULL_MASK, true, 0, 40, false},
         {"several query and key tiles", 300, 600, 64, 64, NO_MASK, false, 0, 0, false},
         {"large exact scores (scale 16): exp far from 0", 65, 129, 64, 64, NO_MASK, false, 16.0f, 0, true},
+        /* more than one query tile (512): split over threads when there are two */
+        {"three query tiles, causal and key padding", 1100, 700, 64, 33, ROW_MASK, true, 0, 0, false},
+        {"three query tiles, (L,S) mask, masked rows", 1030, 257, 17, 65, FULL_MASK, false, 0, 40, false},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) check_attention_case(isa, &cases[i]);
 }
@@ -488,9 +491,10 @@ static void check_run_parts(void) {
 
 /* Split calls give the very bits of one thread: sgemm split by rows (M > N) and by columns, over
  * 2 and 3 threads, plain and Bᵀ layouts, accumulating; the fused attention split by query tiles
- * (L = 1100: three tiles) with a mask and causal. Every size here is above the split threshold. */
+ * (L = 1100: three tiles) with a mask and causal. Every size here is above the split threshold
+ * (64 MFLOP), so this holds with the threshold left as it is. */
 static void check_threads_identical(const char *isa) {
-    static const size_t shapes[][3] = {{257, 129, 300}, {129, 257, 300}, {33, 2100, 300}, {1000, 17, 257}, {65, 65, 1000}};
+    static const size_t shapes[][3] = {{700, 257, 300}, {129, 1000, 300}, {33, 2100, 600}, {1000, 129, 257}, {65, 1025, 600}};
     char name[160], why[256] = "";
     int ok = 1;
     for (size_t x = 0; ok && x < sizeof shapes / sizeof shapes[0]; x++) {
@@ -581,10 +585,12 @@ static void check_layer_threads(const char *isa) {
         mha_status status[2];
         for (size_t t = 0; t < 2; t++) {
             mha_kernels_set_threads(t + 1);
+            mha_kernels_set_split_min(t ? 0 : 64e6); /* 2 threads: split whatever the size */
             status[t] = mha_multihead_forward(&out[t], &w[t], cases[c].m, &x, &x, &x, &cases[c].opt,
                                               cases[c].trace ? &trace[t] : NULL);
         }
         mha_kernels_set_threads(1);
+        mha_kernels_set_split_min(64e6);
         bool ok = status[0] == MHA_OK && status[1] == MHA_OK && same_bits(&out[0], &out[1]) &&
                   (!cases[c].opt.need_weights || same_bits(&w[0], &w[1]));
         for (size_t i = 0; ok && cases[c].trace && i < trace[0].count; i++)
@@ -609,9 +615,11 @@ static void check_layer_threads(const char *isa) {
         mha_status status[2];
         for (size_t t = 0; t < 2; t++) {
             mha_kernels_set_threads(t + 1);
+            mha_kernels_set_split_min(t ? 0 : 64e6); /* 2 threads: split whatever the size */
             status[t] = mha_sdpa(&out[t], with_weights ? &w[t] : NULL, &q, &k, &v, &(mha_sdpa_options){.is_causal = true});
         }
         mha_kernels_set_threads(1);
+        mha_kernels_set_split_min(64e6);
         bool ok = status[0] == MHA_OK && status[1] == MHA_OK && same_bits(&out[0], &out[1]) &&
                   (!with_weights || same_bits(&w[0], &w[1]));
         char name[192];
@@ -630,8 +638,9 @@ static void check_layer_threads(const char *isa) {
     mha_multihead_release(&appended);
 }
 
-/* Every kernel check runs on every instruction set, on one thread and split over two (the test sets
- * the thread count itself, so MHA_THREADS in the environment changes nothing here). */
+/* Every kernel check runs on every instruction set, on one thread and split over two with the split
+ * threshold at 0, so that every call of two register tiles or query tiles or more is split, at the
+ * awkward sizes too (the test sets both itself: MHA_THREADS in the environment changes nothing here). */
 int main(void) {
     const char *best = mha_kernels_isa();
     mha_kernels_set_threads(1);
@@ -640,6 +649,7 @@ int main(void) {
     const char *isas[] = {"avx512", "avx2", "portable"};
     for (size_t threads = 1; threads <= 2; threads++) {
         mha_kernels_set_threads(threads);
+        mha_kernels_set_split_min(threads == 1 ? 64e6 : 0);
         for (size_t i = 0; i < sizeof isas / sizeof isas[0]; i++) {
             if (!mha_kernels_use_isa(isas[i])) {
                 if (threads == 1) printf("# this CPU cannot run %s: its kernels are not tested here\n", isas[i]);
@@ -660,6 +670,7 @@ int main(void) {
         check_interrupt_while_running(threads == 1 ? best : "2 threads");
     }
     mha_kernels_set_threads(1);
+    mha_kernels_set_split_min(64e6);
     CHECK("mha_kernels_use_isa: an unknown name is refused", !mha_kernels_use_isa("sse9"), "%s", "accepted");
     mha_kernels_use_isa(best);
     CHECK_DONE();
