@@ -5,7 +5,10 @@
  *        bench --numpy COMMAND   also time each case in NumPy, right after ours, through COMMAND (run by
  *                                /bin/sh: bench_numpy.py, which reads case lines and answers timings)
  *        bench --only SUBSTRING  time only the cases whose id contains SUBSTRING
+ *        bench --threads N       then time our side again on N threads (default 2; 1: skip that table)
  *        bench --list            print the case lines bench_numpy.py reads
+ * The main table is single-threaded on both sides whatever MHA_THREADS says; a second table shows our
+ * kernels split over N threads (kernels.h) beside our own single-threaded time, never beside NumPy.
  * Each case is timed by us and then by NumPy before the next one starts, so a change in the load of a
  * shared machine falls on both sides of a ratio alike.
  *
@@ -305,8 +308,48 @@ static void numpy_stop(numpy_proc *p) {
     if (p->pid > 0) waitpid(p->pid, NULL, 0);
 }
 
+/* Times every selected case and prints its row: beside NumPy's time (the main table), or with
+ * single_before (our 1-thread medians) beside those. single_after, when given, receives our medians. */
+static int run_table(const char *only, numpy_proc *numpy, bool have_numpy, double peak, double *single_after,
+                     const double *single_before) {
+    int failures = 0;
+    for (size_t i = 0; i < NCASES; i++) {
+        const bench_case *c = &CASES[i];
+        if (only && !strstr(c->id, only)) continue;
+        bench_state s = {.c = c};
+        timing t = {0};
+        mha_status st = setup(&s);
+        if (st == MHA_OK) st = time_case(&t, &s);
+        teardown(&s);
+        if (st != MHA_OK) {
+            printf("%-32s failed: %s\n", c->what, mha_errmsg());
+            failures++;
+            continue;
+        }
+        if (single_after) single_after[i] = t.median_ms;
+        double gf = flops(c) / (t.median_ms * 1e6);
+        printf("%-32s %4zu %10.3f %8.1f %8.1f |", c->what, t.runs, t.median_ms, gf, (double)t.peak_extra / 1048576.0);
+        if (single_before) {
+            if (single_before[i] > 0) printf(" %10.3f | %7.2f", single_before[i], single_before[i] / t.median_ms);
+        } else {
+            numpy_timing np;
+            if (have_numpy && numpy_time(numpy, c, &np))
+                printf(" %10.3f %8.1f %8.1f | %7.2f", np.ms, flops(c) / (np.ms * 1e6), (double)np.peak / 1048576.0,
+                       t.median_ms / np.ms);
+            else
+                printf(" %10s %8s %8s | %7s", "-", "-", "-", "-");
+            if (c->kind == MATMUL && c->M == 512 && c->N == 512 && c->K == 512 && peak > 0)
+                printf("  (%.0f%% of peak)", 100.0 * gf / peak);
+        }
+        printf("\n");
+        fflush(stdout);
+    }
+    return failures;
+}
+
 int main(int argc, char **argv) {
     const char *numpy_command = NULL, *only = NULL;
+    size_t threads = 2;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--list") == 0) {
             for (size_t c = 0; c < NCASES; c++) print_case_line(stdout, &CASES[c]);
@@ -315,8 +358,10 @@ int main(int argc, char **argv) {
             numpy_command = argv[++i];
         } else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) {
             only = argv[++i];
+        } else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc && atoi(argv[i + 1]) >= 1) {
+            threads = (size_t)atoi(argv[++i]);
         } else {
-            fprintf(stderr, "usage: bench [--numpy COMMAND] [--only SUBSTRING] [--list]\n");
+            fprintf(stderr, "usage: bench [--numpy COMMAND] [--only SUBSTRING] [--threads N] [--list]\n");
             return 2;
         }
     }
@@ -342,32 +387,16 @@ int main(int argc, char **argv) {
     printf("%-32s %4s %10s %8s %8s | %10s %8s %8s | %7s\n", "case", "runs", "ours ms", "GFLOP/s", "MiB",
            "numpy ms", "GFLOP/s", "MiB", "ours/np");
 
-    int failures = 0;
-    for (size_t i = 0; i < NCASES; i++) {
-        const bench_case *c = &CASES[i];
-        if (only && !strstr(c->id, only)) continue;
-        bench_state s = {.c = c};
-        timing t = {0};
-        mha_status st = setup(&s);
-        if (st == MHA_OK) st = time_case(&t, &s);
-        teardown(&s);
-        if (st != MHA_OK) {
-            printf("%-32s failed: %s\n", c->what, mha_errmsg());
-            failures++;
-            continue;
-        }
-        double gf = flops(c) / (t.median_ms * 1e6);
-        printf("%-32s %4zu %10.3f %8.1f %8.1f |", c->what, t.runs, t.median_ms, gf, (double)t.peak_extra / 1048576.0);
-        numpy_timing np;
-        if (have_numpy && numpy_time(&numpy, c, &np))
-            printf(" %10.3f %8.1f %8.1f | %7.2f", np.ms, flops(c) / (np.ms * 1e6), (double)np.peak / 1048576.0,
-                   t.median_ms / np.ms);
-        else
-            printf(" %10s %8s %8s | %7s", "-", "-", "-", "-");
-        if (c->kind == MATMUL && c->M == 512 && c->N == 512 && c->K == 512 && peak > 0)
-            printf("  (%.0f%% of peak)", 100.0 * gf / peak);
-        printf("\n");
-        fflush(stdout);
+    mha_kernels_set_threads(1);
+    double single_ms[NCASES] = {0};
+    int failures = run_table(only, &numpy, have_numpy, peak, single_ms, NULL);
+    if (threads > 1) {
+        mha_kernels_set_threads(threads);
+        printf("\nMHA_THREADS=%zu: our kernels split over %zu threads; x1 = our 1-thread ms above / this ms\n",
+               threads, threads);
+        printf("%-32s %4s %10s %8s %8s | %10s | %7s\n", "case", "runs", "ours ms", "GFLOP/s", "MiB", "1-thr ms", "x1");
+        failures += run_table(only, NULL, false, peak, NULL, single_ms);
+        mha_kernels_set_threads(1);
     }
     numpy_stop(&numpy);
     return failures ? 1 : 0;
