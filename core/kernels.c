@@ -255,9 +255,8 @@ static void *part_thread(void *arg) {
 
 mha_status mha_run_parts(mha_part_fn fn, void *ctx, size_t nparts) {
     if (nparts <= 1) return fn(ctx, 0, 1);
-    part_run *runs = mha_alloc(nparts * sizeof *runs);
-    if (runs == NULL || in_part) { /* no room to track threads, or already in a part: one after another */
-        mha_free(runs, nparts * sizeof *runs);
+    part_run *runs = in_part ? NULL : mha_alloc(nparts * sizeof *runs);
+    if (runs == NULL) { /* already in a part, or no room to track threads: one after another, here */
         for (size_t part = 0; part < nparts; part++) {
             mha_status status = fn(ctx, part, nparts);
             if (status != MHA_OK) return status;
