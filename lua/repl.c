@@ -25,6 +25,7 @@
 #include <lauxlib.h>
 #include <lualib.h>
 
+#include "embedded.h"
 #include "lmha.h"
 
 #define MHA_REPL_VERSION "0.1.0"
@@ -169,15 +170,33 @@ static int report(lua_State *L, int status) {
     return status;
 }
 
-/* A traceback frame the reader does not need: the C entry point, the REPL's own Lua code. */
-static int hidden_frame(const char *line, size_t len) {
-    static const char *const hidden[] = {"[C]: in ?", "(...tail calls...)", "lua/repl.lua:", "mha.repl:", NULL};
-    for (int i = 0; hidden[i]; i++) {
-        size_t n = strlen(hidden[i]);
-        for (size_t j = 0; j + n <= len; j++)
-            if (memcmp(line + j, hidden[i], n) == 0) return 1;
+/* Is line (a traceback frame, or a message) at a position in Lua code built into the binary: the REPL's
+ * own lua/repl.lua, or a helper such as lua/display.lua that raised an error on the user's behalf?
+ * Returns the length of its "lua/x.lua:" prefix, else 0. */
+static size_t embedded_position(const char *line, size_t len) {
+    for (const mha_embedded_file *f = mha_embedded; f->module; f++) {
+        size_t n = strlen(f->path);
+        if (len > n && memcmp(line, f->path, n) == 0 && line[n] == ':') return n + 1;
     }
     return 0;
+}
+
+/* A traceback frame the reader does not need: the C entry point, the embedded Lua code (the REPL's
+ * and the helpers'). */
+static int hidden_frame(const char *line, size_t len) {
+    static const char *const hidden[] = {"[C]: in ?", "(...tail calls...)", NULL};
+    while (len > 0 && (*line == '\t' || *line == ' ')) { line++; len--; }
+    if (embedded_position(line, len)) return 1;
+    for (int i = 0; hidden[i]; i++) {
+        size_t n = strlen(hidden[i]);
+        if (len >= n && memcmp(line, hidden[i], n) == 0) return 1;
+    }
+    return 0;
+}
+
+static int c_frame(const char *line, size_t len) {
+    while (len > 0 && (*line == '\t' || *line == ' ')) { line++; len--; }
+    return len >= 4 && memcmp(line, "[C]:", 4) == 0;
 }
 
 /* A frame that says nothing the message does not: the chunk typed at the prompt, error() itself. */
@@ -190,8 +209,55 @@ static int trivial_frame(const char *line, size_t len) {
     return 0;
 }
 
+#define MAX_FRAMES 64   /* luaL_traceback writes at most 22 frames and a "..." line */
+
+typedef struct frame {
+    const char *text;   /* "\tstdin:2: in function 'f'", not NUL-terminated */
+    size_t len;
+    int hidden;
+} frame;
+
+/* Splits traceback tb into frames, marking those the reader does not need. Returns their number. */
+static int split_traceback(frame *frames, const char *tb) {
+    int n = 0;
+    const char *line = strchr(tb, '\n');  /* skip "stack traceback:" */
+    while (line && n < MAX_FRAMES) {
+        line++;
+        const char *end = strchr(line, '\n');
+        frames[n].text = line;
+        frames[n].len = end ? (size_t)(end - line) : strlen(line);
+        frames[n].hidden = hidden_frame(line, frames[n].len);
+        n++;
+        line = end;
+    }
+    /* a C function called from a hidden frame (error, pcall inside a helper) is hidden with it */
+    for (int i = n - 2; i >= 0; i--)
+        if (c_frame(frames[i].text, frames[i].len) && frames[i + 1].hidden) frames[i].hidden = 1;
+    return n;
+}
+
+/* Pushes msg with a helper's position ("lua/display.lua:509: show: ...") replaced by the position of
+ * the user's code that called the helper ("stdin:2: show: ..."), or dropped when there is none (a
+ * tail call, a REPL command). Pushes msg itself when it has no such prefix. */
+static const char *push_user_message(lua_State *L, const char *msg, const frame *frames, int nframes) {
+    size_t prefix = embedded_position(msg, strlen(msg));
+    const char *p = msg + prefix;
+    while (prefix && *p >= '0' && *p <= '9') p++;
+    if (!prefix || p == msg + prefix || p[0] != ':' || p[1] != ' ') return lua_pushstring(L, msg);
+    for (int i = 0; i < nframes; i++) {
+        if (frames[i].hidden || c_frame(frames[i].text, frames[i].len)) continue;
+        const char *where = frames[i].text, *end = frames[i].text + frames[i].len;
+        while (*where == '\t') where++;
+        const char *in = strstr(where, ": in ");
+        if (in && in < end) return lua_pushfstring(L, "%s: %s", lua_pushlstring(L, where, (size_t)(in - where)), p + 2);
+    }
+    return lua_pushstring(L, p + 2);
+}
+
 /* Message handler of every chunk: the message and a short traceback. The traceback leaves out the
- * REPL's own frames, and is left out altogether when it only repeats where the message points. */
+ * frames of the embedded Lua code (the REPL's own, and helpers such as lua/display.lua with the C
+ * functions they called, error() among them), and is left out altogether when it only repeats where
+ * the message points. A message a helper raised at its own position is given the user's instead. */
 static int msghandler(lua_State *L) {
     const char *msg = lua_tostring(L, 1);
     if (msg == NULL) {  /* not a string: use its __tostring, or say what it is */
@@ -199,21 +265,17 @@ static int msghandler(lua_State *L) {
         msg = lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
     }
     luaL_traceback(L, L, NULL, 1);
-    const char *tb = lua_tostring(L, -1);
+    frame frames[MAX_FRAMES];
+    int nframes = split_traceback(frames, lua_tostring(L, -1));
+    msg = push_user_message(L, msg, frames, nframes);
     luaL_Buffer b;
     luaL_buffinit(L, &b);
     int useful = 0;
-    const char *line = strchr(tb, '\n');  /* skip "stack traceback:" */
-    while (line) {
-        line++;
-        const char *end = strchr(line, '\n');
-        size_t len = end ? (size_t)(end - line) : strlen(line);
-        if (!hidden_frame(line, len)) {
-            if (!trivial_frame(line, len)) useful = 1;
-            luaL_addchar(&b, '\n');
-            luaL_addlstring(&b, line, len);
-        }
-        line = end;
+    for (int i = 0; i < nframes; i++) {
+        if (frames[i].hidden) continue;
+        if (!trivial_frame(frames[i].text, frames[i].len)) useful = 1;
+        luaL_addchar(&b, '\n');
+        luaL_addlstring(&b, frames[i].text, frames[i].len);
     }
     luaL_pushresult(&b);
     if (useful) {
@@ -401,6 +463,8 @@ static int lazy_index(lua_State *L) {
  * also lists the lazy names in __lazy, so completion can offer them before they are loaded. */
 static void openlibs(lua_State *L) {
     luaL_openlibs(L);
+    lua_pushcfunction(L, msghandler);  /* for repl.lua, which reports the errors of commands alike */
+    lua_setfield(L, LUA_REGISTRYINDEX, "mha.repl.msghandler");
     luaL_requiref(L, "mha", luaopen_mha, 1);
     lua_pop(L, 1);
     lua_pushglobaltable(L);
@@ -452,7 +516,7 @@ static int open_repl(lua_State *L) {
  * One entry per line, UTF-8, oldest first. A multi-line entry stays one entry: in the file a newline
  * inside an entry is written as the two characters \n and a backslash as \\ (nothing else is escaped).
  * At most HISTORY_MAX entries; a repeat of the previous entry is not added. At exit the file is
- * rewritten atomically: under flock on FILE.lock, re-read what other REPLs wrote meanwhile, append this
+ * rewritten atomically: under flock on FILE itself, re-read what other REPLs wrote meanwhile, append this
  * session's entries, write FILE.XXXXXX in the same directory, fsync, rename over FILE. Two REPLs
  * exiting at once thus both keep their entries. A path that is not a regular file (/dev/null) or an
  * empty MHA_REPL_HISTORY turns the history off. Any failure is one warning, never an error. */
@@ -584,21 +648,39 @@ static void history_add(const char *entry) {
     if (copy) session_entries[session_count++] = copy;
 }
 
+/* Takes the lock on the history file: flock on the file itself, opened for reading (and created when
+ * missing, so there is something to lock). The file this REPL waited on may have been renamed over
+ * by the REPL that held the lock; then the lock is on a file no longer in the directory, and it is
+ * taken again on the new one. Returns the locked descriptor, or -1 (errno set). */
+static int history_lock(void) {
+    for (;;) {
+        int fd = open(history_path, O_RDONLY | O_CREAT | O_CLOEXEC, 0600);
+        if (fd < 0) return -1;
+        struct stat locked, named;
+        if (flock(fd, LOCK_EX) != 0 || fstat(fd, &locked) != 0) {
+            int saved = errno;
+            close(fd);
+            errno = saved;
+            return -1;
+        }
+        if (stat(history_path, &named) == 0 && named.st_dev == locked.st_dev && named.st_ino == locked.st_ino)
+            return fd;
+        close(fd);  /* replaced while we waited: lock the new one */
+    }
+}
+
 /* Writes the history file at exit (see above); registered with atexit so os.exit() keeps it too. */
 static void history_save(void) {
     if (!history_path || session_count == 0) return;
-    char *lock = NULL, *tmp = NULL, **entries = NULL;
+    char *tmp = NULL, **entries = NULL;
     size_t n = 0;
     int lockfd = -1, fd = -1, made_tmp = 0;
     FILE *f = NULL;
     size_t plen = strlen(history_path);
-    lock = malloc(plen + 6);
     tmp = malloc(plen + 8);
-    if (!lock || !tmp) goto fail;
-    snprintf(lock, plen + 6, "%s.lock", history_path);
+    if (!tmp) goto fail;
     snprintf(tmp, plen + 8, "%s.XXXXXX", history_path);
-    lockfd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-    if (lockfd < 0 || flock(lockfd, LOCK_EX) != 0) goto fail;
+    if ((lockfd = history_lock()) < 0) goto fail;
     if (history_read(history_path, &entries, &n) != 0) goto fail;
     /* the merged list: the file as it is now, then this session's entries, no repeats in a row */
     size_t total = n + session_count;
@@ -636,7 +718,6 @@ fail:
 done:
     if (lockfd >= 0) close(lockfd);  /* releases the flock */
     free_entries(entries, n);
-    free(lock);
     free(tmp);
     free_entries(session_entries, session_count);
     session_entries = NULL;
@@ -749,12 +830,19 @@ static int read_with_readline(const char *prompt, char **line) {
     rl_callback_handler_install(prompt, on_line);
     while (!rl_have_result) {
         if (prompt_interrupted) {
+            /* as bash does: the abandoned line stays on the screen once, "^C" after its end, and the
+             * next prompt starts a fresh line. "^C" is written before readline restores the terminal,
+             * which may return the cursor to column 0 (after turning bracketed paste off). */
             prompt_interrupted = 0;
-            rl_free_line_state();
+            rl_point = rl_end;
+            rl_free_line_state();  /* (redisplays: the cursor goes to the end of the line) */
+            rl_redisplay();
+            fputs("^C", rl_outstream);
+            fflush(rl_outstream);
             rl_callback_sigcleanup();
             rl_cleanup_after_signal();
             rl_callback_handler_remove();
-            fputs("^C\n", stdout);
+            fputs("\n", stdout);
             fflush(stdout);
             result = LINE_CANCEL;
             break;
@@ -1056,9 +1144,11 @@ static int pmain(lua_State *L) {
     int argc = (int)lua_tointeger(L, 1);
     char **argv = (char **)lua_touserdata(L, 2);
     static int resetting = 0;
+    static int script;   /* argv's index of the script (argc when none), kept for :reset's `arg` */
     luaL_checkversion(L);
-    if (resetting) {  /* :reset: a fresh state, straight back to the prompt */
+    if (resetting) {  /* :reset: a fresh state, `arg` as at startup, straight back to the prompt */
         openlibs(L);
+        createargtable(L, argv, argc, script);
         lua_gc(L, LUA_GCRESTART);
         lua_gc(L, LUA_GCGEN, 0, 0);
         if (start_repl(L) == LUA_OK) interact(L);
@@ -1066,7 +1156,6 @@ static int pmain(lua_State *L) {
         lua_pushinteger(L, EXIT_OK);
         return 1;
     }
-    int script;
     int args = collectargs(argv, &script);
     if (argv[0] && argv[0][0]) progname = argv[0];
     if (args == has_error) {

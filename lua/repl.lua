@@ -17,6 +17,9 @@
 
 local repl = {}
 
+local term_loaded, term = pcall(require, "mha.term")  -- the terminal's width, the cells text takes
+if not term_loaded then term = nil end
+
 repl.commands = {}          -- name -> {args = "FILE", help = "one line", run = function(argstring) end}
 repl.on_empty_line = nil    -- function run by Enter on an empty line (the lesson runner sets it)
 repl.colour = false
@@ -27,6 +30,7 @@ repl.show_time = false      -- :time
 -- The printer's limits.
 local MAX_DEPTH = 4         -- deeper tables print as {...}
 local MAX_ITEMS = 100       -- entries shown per table
+local MAX_LINES = 50        -- lines one printed table takes at most
 local WIDTH = 78            -- a table that fits in this many columns prints on one line
 local MAX_CAPTURE = 100000  -- bytes of one input's output kept for the transcript
 
@@ -146,11 +150,52 @@ end
 
 local format_value
 
-local function format_table(t, depth, path, indent)
+-- Cells s takes on the terminal: colour escapes take none, a CJK character two.
+local function cells(s)
+    s = s:gsub("\27%[[%d;]*m", "")
+    if term then return term.width(s) end
+    return utf8.len(s) or #s
+end
+
+-- The columns a printed table may use: the terminal's (less a margin), or WIDTH when stdout is not one.
+local function line_width()
+    if term and term.isatty(io.stdout) then return math.max(20, term.columns(io.stdout) - 2) end
+    return WIDTH
+end
+
+local function count_lines(s)
+    return select(2, s:gsub("\n", "")) + 1
+end
+
+local scalar_types = {number = true, boolean = true, string = true}
+
+-- The lines of a flat array of scalars packed across the width, in aligned columns (numbers to the
+-- right), each line a group of items: {{text = "1, 2, 3,", items = 3}, ...}.
+local function packed_rows(texts, values, inner, width)
+    local cell = 0
+    for i = 1, #texts do cell = math.max(cell, cells(texts[i]) + 1) end
+    local per_row = math.max(1, (width - #inner + 1) // (cell + 1))
+    local rows = {}
+    for first = 1, #texts, per_row do
+        local parts = {}
+        local last = math.min(first + per_row - 1, #texts)
+        for i = first, last do
+            local pad = string.rep(" ", cell - cells(texts[i]) - 1)
+            if type(values[i]) == "number" then parts[#parts + 1] = pad .. texts[i] .. ","
+            else parts[#parts + 1] = texts[i] .. "," .. pad end
+        end
+        rows[#rows + 1] = {text = (table.concat(parts, " "):gsub("%s+$", "")), items = last - first + 1}
+    end
+    return rows
+end
+
+-- A table as Lua source would write it: on one line when it fits in the width, else one entry a line
+-- (a flat array of scalars packed several a line), in at most `budget` lines, the entries that do not
+-- fit counted in a last "... (N more entries)" line.
+local function format_table(t, depth, path, indent, budget)
     if path[t] then return "<cycle>" end
     if depth >= MAX_DEPTH then return "{...}" end
     path[t] = true
-    local items, n = {}, 0
     local len = 0
     while rawget(t, len + 1) ~= nil do len = len + 1 end
     local keys = {}
@@ -160,10 +205,14 @@ local function format_table(t, depth, path, indent)
     table.sort(keys, key_before)
     local total = len + #keys
     local inner = indent .. "  "
+    local texts, values, n = {}, {}, 0
+    local packable = #keys == 0
     for i = 1, len do
         if n >= MAX_ITEMS then break end
         n = n + 1
-        items[n] = format_value(rawget(t, i), depth + 1, path, inner)
+        values[n] = rawget(t, i)
+        texts[n] = format_value(values[n], depth + 1, path, inner, budget - 2, inner)
+        if not scalar_types[type(values[n])] or texts[n]:find("\n") then packable = false end
     end
     for _, k in ipairs(keys) do
         if n >= MAX_ITEMS then break end
@@ -171,34 +220,56 @@ local function format_table(t, depth, path, indent)
         local name
         if type(k) == "string" and k:match("^[%a_][%w_]*$") and not keywords[k] then name = k
         elseif type(k) == "string" then name = "[" .. quote(k) .. "]"
-        else name = "[" .. format_value(k, MAX_DEPTH, path, inner) .. "]" end
-        items[n] = name .. " = " .. format_value(rawget(t, k), depth + 1, path, inner)
+        else name = "[" .. format_value(k, MAX_DEPTH, path, inner, 1, inner) .. "]" end
+        name = name .. " = "
+        -- a value of several lines (a tensor) continues under its first line, not under the name
+        local hang = inner .. string.rep(" ", cells(name))
+        texts[n] = name .. format_value(rawget(t, k), depth + 1, path, inner, budget - 2, hang)
     end
-    if total > n then items[n + 1] = string.format("... (%d more)", total - n) end
     path[t] = nil
-    if #items == 0 then return "{}" end
-    local one_line = "{" .. table.concat(items, ", ") .. "}"
-    local visible = one_line:gsub("\27%[[%d;]*m", "")
-    if #visible + #indent <= WIDTH and not one_line:find("\n") then return one_line end
-    return "{\n" .. inner .. table.concat(items, ",\n" .. inner) .. ",\n" .. indent .. "}"
+    if total == 0 then return "{}" end
+    local width = line_width()
+    if n == total then
+        local one_line = "{" .. table.concat(texts, ", ") .. "}"
+        if cells(one_line) + #indent <= width and not one_line:find("\n") then return one_line end
+    end
+    if budget < 3 then return "{...}" end
+    local groups
+    if packable then groups = packed_rows(texts, values, inner, width)
+    else
+        groups = {}
+        for i = 1, n do groups[i] = {text = texts[i] .. ",", items = 1} end
+    end
+    local lines, used, shown = {"{"}, 2, 0  -- "{" and "}"
+    for _, group in ipairs(groups) do
+        local more_after = shown + group.items < total
+        local size = count_lines(group.text)
+        if used + size + (more_after and 1 or 0) > budget then break end
+        lines[#lines + 1] = inner .. group.text
+        used, shown = used + size, shown + group.items
+    end
+    if shown < total then lines[#lines + 1] = string.format("%s... (%d more entries)", inner, total - shown) end
+    lines[#lines + 1] = indent .. "}"
+    return table.concat(lines, "\n")
 end
 
-format_value = function(v, depth, path, indent)
+-- The text of v inside a table: tables readably (indent: the column of their closing brace), the rest
+-- through tostring, further lines starting at hang.
+format_value = function(v, depth, path, indent, budget, hang)
     local kind = type(v)
     if kind == "number" then return paint("number", tostring(v)) end
     if kind == "string" then return quote(v) end
     if kind == "table" then
         local mt = getmetatable(v)
-        if mt and rawget(mt, "__tostring") then return (safe_tostring(v):gsub("\n", "\n" .. indent)) end
-        return format_table(v, depth, path, indent)
+        if not (mt and rawget(mt, "__tostring")) then return format_table(v, depth, path, indent, budget) end
     end
-    return (safe_tostring(v):gsub("\n", "\n" .. indent))
+    return (safe_tostring(v):gsub("\n", "\n" .. hang))
 end
 
 -- The text auto-print shows for one value: strings as they are (as lua.c does), the rest formatted.
 function repl.format(v)
     if type(v) == "string" then return v end
-    return format_value(v, 0, {}, "")
+    return format_value(v, 0, {}, "", MAX_LINES, "")
 end
 
 -- Several values share a line, tab-separated as print does, unless one of them spans lines.
@@ -239,7 +310,7 @@ end
 -- The transcript: every input with what it printed, for :save.
 -- ---------------------------------------------------------------------------------------------
 
-local transcript = {}   -- {kind = "lua"|"command"|"enter", input =, how =, output =}
+local transcript = {}   -- {kind = "lua"|"command"|"enter", input =, how =, command = (its full name), output =}
 
 local function record(entry)
     entry.output = take_captured()
@@ -251,14 +322,29 @@ local function show_error(msg)
     err_out(paint("error", tostring(msg)) .. "\n")
 end
 
+-- What the REPL does with an input's values: the first, unless nil, becomes `_`; they are printed
+-- unless the input ended in ';' (quiet). replay.show and replay.keep of a saved script do the same.
+local function keep_values(...)
+    if select("#", ...) > 0 and (...) ~= nil then rawset(_G, "_", (...)) end
+end
+
+local function show_values(...)
+    keep_values(...)
+    if select("#", ...) > 0 then print_values(...) end
+end
+
+-- Was this error Ctrl-C ("interrupted", "stdin:1: interrupted", "sgemm: (2,3) @ (3,4): interrupted")?
+local function interrupted(msg)
+    local first = tostring(msg):match("^[^\n]*")
+    return first == "interrupted" or first:find(": interrupted$") ~= nil
+end
+
 function repl.after(input, how, seconds, ...)
     if how == "error" then
         show_error((...))
-    else  -- values: an expression's, or those a chunk of statements returned
-        local n = select("#", ...)
-        if n > 0 and (...) ~= nil then rawset(_G, "_", (...)) end
-        if how ~= "quiet" and n > 0 then print_values(...) end
-    end
+        if interrupted((...)) then how = "interrupted" end  -- :save must not replay it: it may never end
+    elseif how == "quiet" then keep_values(...)
+    else show_values(...) end  -- an expression's values, or those a chunk of statements returned
     record({kind = "lua", input = input, how = how})
     if repl.show_time then show_time(seconds) end
 end
@@ -308,38 +394,37 @@ Values: an expression prints its value; a trailing ; hides it; _ holds the last 
 ]])
 end
 
--- Runs f(arg) and prints its error, if any, with a traceback that leaves out the REPL's own frames.
+-- The message handler of lua/repl.c (its traceback leaves out the frames of the embedded Lua code),
+-- which it keeps in the registry; a plainer one when this module runs without it (under lua with mha.so).
+local function msghandler(m)
+    local handler = debug.getregistry()["mha.repl.msghandler"]
+    if handler then return handler(m) end
+    if type(m) ~= "string" then return tostring(m) end
+    return (m:gsub("^lua/[%w_]+%.lua:%d+: ", ""))
+end
+
+-- Runs f(arg) and prints its error, if any, as the REPL prints the error of an input.
 local function run_protected(f, arg)
-    local ok, result = xpcall(f, function(m)
-        local text = debug.traceback(tostring(m), 2)
-        local lines = {}
-        for line in text:gmatch("[^\n]+") do
-            if not (line:find("repl.lua:", 1, true) or line:find("[C]: in ?", 1, true)
-                    or line:find("in function 'xpcall'", 1, true)) then
-                lines[#lines + 1] = line
-            end
-        end
-        if #lines <= 2 then return lines[1] end
-        return table.concat(lines, "\n")
-    end, arg)
+    local ok, result = xpcall(f, msghandler, arg)
     if not ok then show_error(result) return nil end
     return result
 end
 
 function repl.command(line)
     local text = line:match("^%s*(.-)%s*$")
-    local action
+    local action, command
     if text:sub(1, 1) == "?" then
         local topic = text:sub(2):match("^%s*(.-)$")
         if topic == "" then list_commands()
         else run_protected(function() require("mha.help").help(topic) end) end
     else
         local name, rest = text:match("^:(%S*)%s*(.*)$")
-        local spec, why = find_command(name)
-        if not spec then show_error(why)
+        local spec, full = find_command(name)
+        if not spec then show_error(full) full = nil
         else action = run_protected(spec.run, rest) end
+        command = full
     end
-    record({kind = "command", input = text})
+    record({kind = "command", input = text, command = command})
     if action == "quit" or action == "reset" then return action end
 end
 
@@ -363,26 +448,75 @@ local function may_return(input)
            and not input:match("^%s*local%s+function%s") and not input:match("^%s*function%s")
 end
 
--- The Lua of one entry in the replayable script.
-local function as_script(entry)
+local function has_local(input)
+    return input:find("%f[%w_]local%f[%W]") ~= nil
+end
+
+-- s as a long string literal: [[s]], with as many '=' as it takes for s not to close it.
+local function long_string(s)
+    local level = ""
+    while (s .. "]"):find("]" .. level .. "]", 1, true) do level = level .. "=" end
+    local lead = s:sub(1, 1) == "\n" and "\n" or ""  -- a first newline is dropped by the parser
+    return "[" .. level .. "[" .. lead .. s .. "]" .. level .. "]"
+end
+
+-- The Lua of one entry in the replayable script; r names the replay table. Each input runs as the REPL
+-- ran it, as a chunk of its own: its values printed (r.show) or kept (r.keep) as the REPL did, an input
+-- with a local a block of its own (do ... end; a function when it may return), :reset a real one.
+local function as_script(entry, r)
     local input = entry.input
     if entry.kind == "enter" then return "-- (Enter: the next lesson step)" end
-    if entry.kind == "command" then return "-- " .. input end
-    if entry.how == "error" then
-        return "-- (this input raised an error)\n" .. ("-- " .. input:gsub("\n", "\n-- "))
+    if entry.kind == "command" then
+        if entry.command == "reset" then return r .. ".reset()  -- " .. input end
+        return "-- " .. input
     end
-    if entry.how == "stmt" and may_return(input) then  -- it would end the script: make it a call
-        local call = "(function()\n" .. input .. "\nend)()"
-        if entry.output ~= "" then return "print(" .. call .. ")" end
-        return ";" .. call  -- ';': a line starting with '(' would call the value of the line before
-    end
+    if entry.how == "interrupted" then return "-- (stopped by Ctrl-C)\n" .. ("-- " .. input:gsub("\n", "\n-- ")) end
+    if entry.how == "error" then return r .. ".fails " .. long_string(input) end
     if entry.how == "print" or entry.how == "quiet" then
         local expr = input:match("^(.-)[%s;]*$")
         local close = expr:find("--", 1, true) and "\n)" or ")"  -- a comment must not swallow the ')'
-        if entry.how == "print" then return "print(" .. expr .. close end
-        return "_ = (" .. expr .. close
+        return r .. (entry.how == "print" and ".show(" or ".keep(") .. expr .. close
     end
+    if may_return(input) then return r .. ".show((function(...)\n" .. input .. "\nend)())" end
+    if has_local(input) then return "do\n" .. input .. "\nend" end
+    -- ';': a line starting with '(' would call the value of the line before
+    if input:match("^%s*%(") then return ";" .. input end
     return input
+end
+
+-- What a script saved by :save calls: show(...) and keep(...) do with values what the REPL did, reset()
+-- brings the globals back to those the script started with, fails(input) runs an input that raised an
+-- error in the session and prints its message (the REPL printed it with a traceback).
+function repl.replayer()
+    local start = {}
+    for k, v in next, _G do start[k] = v end
+    local replay = {show = show_values, keep = keep_values}
+    function replay.reset()
+        for k in next, _G do
+            if start[k] == nil then rawset(_G, k, nil) end
+        end
+        for k, v in next, start do rawset(_G, k, v) end
+    end
+    function replay.fails(input)
+        local chunk, err = load("return " .. input:match("^(.-)[%s;]*$") .. ";", "=stdin")
+        if not chunk then chunk, err = load(input, "=stdin") end
+        if not chunk then err_out(err .. "\n") return end
+        -- in a coroutine, so the traceback holds the input's frames only, as in the REPL
+        local results = coroutine.wrap(function() return table.pack(xpcall(chunk, msghandler)) end)()
+        if results[1] then show_values(table.unpack(results, 2, results.n)) return end
+        local message = tostring(results[2]):gsub("\nstack traceback:.*$", "")
+        show_error(message)
+    end
+    return replay
+end
+
+-- A name for the replay table that no input of the session uses.
+local function replay_name()
+    local name = "replay"
+    for _, entry in ipairs(transcript) do
+        while entry.input:find("%f[%w_]" .. name .. "%f[^%w_]") do name = name .. "_" end
+    end
+    return name
 end
 
 -- A Markdown fence longer than any run of backticks in s.
@@ -392,20 +526,31 @@ local function fence_for(s)
     return string.rep("`", longest + 1)
 end
 
+-- Writes text to path; nil and a message on failure.
 local function write_file(path, text)
     local f, err = io.open(path, "w")
-    if not f then error(":save: " .. err, 0) end
+    if not f then return nil, err end
     local ok, werr = f:write(text)
     local closed, cerr = f:close()
-    if not ok or not closed then error(":save: " .. path .. ": " .. tostring(werr or cerr), 0) end
+    if not ok or not closed then return nil, path .. ": " .. tostring(werr or cerr) end
+    return true
 end
 
+-- Writes base.lua and base.md; returns their names and the number of inputs, or nil and a message.
 function repl.save(base)
     base = base:gsub("%.lua$", ""):gsub("%.md$", "")
-    local script = {"-- A session of mha-repl, saved by :save. Replay it with: mha-repl " .. base .. ".lua", ""}
+    local r = replay_name()
+    local script = {
+        "-- A session of mha-repl, saved by :save. Replay it with: mha-repl " .. base .. ".lua",
+        "-- Each input runs as in the session: " .. r .. ".show prints values as the REPL did and keeps the",
+        "-- first in _ (" .. r .. ".keep: a trailing ;), " .. r .. ".reset() is :reset, " .. r
+            .. ".fails runs an input that raised an error.",
+        "local " .. r .. " = require(\"mha.repl\").replayer()",
+        "",
+    }
     local md = {"# mha-repl session", ""}
     for _, entry in ipairs(transcript) do
-        script[#script + 1] = as_script(entry)
+        script[#script + 1] = as_script(entry, r)
         local input = entry.kind == "enter" and "(Enter)" or entry.input
         local fence = fence_for(input)
         md[#md + 1] = fence .. (entry.kind == "lua" and "lua" or "")
@@ -420,8 +565,9 @@ function repl.save(base)
         end
         md[#md + 1] = ""
     end
-    write_file(base .. ".lua", table.concat(script, "\n") .. "\n")
-    write_file(base .. ".md", table.concat(md, "\n"))
+    local ok, err = write_file(base .. ".lua", table.concat(script, "\n") .. "\n")
+    if ok then ok, err = write_file(base .. ".md", table.concat(md, "\n")) end
+    if not ok then return nil, err end
     return base .. ".lua", base .. ".md", #transcript
 end
 
@@ -452,8 +598,9 @@ repl.add_command("reset", {args = "", help = "start afresh: a new Lua state, eve
 repl.add_command("save", {args = "FILE", help = "write the session as FILE.lua (a script) and FILE.md (inputs and outputs)",
     run = function(arg)
         local name = arg:match("^%s*(.-)%s*$"):gsub("^[\"'](.*)[\"']$", "%1")
-        if name == "" then error(":save FILE (writes FILE.lua and FILE.md)", 0) end
+        if name == "" then show_error(":save needs a file name: :save FILE writes FILE.lua and FILE.md") return end
         local lua_path, md_path, n = repl.save(name)
+        if not lua_path then show_error(":save: " .. md_path) return end
         out(string.format("saved %d inputs to %s and %s\n", n, lua_path, md_path))
     end})
 
@@ -558,8 +705,8 @@ end
 function repl.carry()
     local parts = {"return {show_time = ", tostring(repl.show_time), ", transcript = {"}
     for _, e in ipairs(transcript) do
-        parts[#parts + 1] = string.format("{kind = %q, input = %q, how = %q, output = %q},",
-                                          e.kind, e.input, e.how or "", e.output)
+        parts[#parts + 1] = string.format("{kind = %q, input = %q, how = %q, command = %q, output = %q},",
+                                          e.kind, e.input, e.how or "", e.command or "", e.output)
     end
     parts[#parts + 1] = "}}"
     return table.concat(parts)
@@ -574,6 +721,7 @@ function repl.init(carried)
             repl.show_time = state.show_time
             for _, e in ipairs(state.transcript) do
                 if e.how == "" then e.how = nil end
+                if e.command == "" then e.command = nil end
                 transcript[#transcript + 1] = e
             end
         end

@@ -24,13 +24,47 @@ T.eq("format_shared_not_cycle", repl.format({shared, shared}), "{{7}, {7}}")
 local long = {}
 for i = 1, 150 do long[i] = i end
 local text = repl.format(long)
-T.ok("format_item_limit", text:find("... (50 more)", 1, true) and text:find("\n  100,", 1, true) and not text:find("101"), text)
+T.ok("format_item_limit", text:find("  ... (50 more entries)\n}", 1, true) and text:find(" 100,\n", 1, true)
+     and not text:find("101"), text)
+-- a flat array of scalars is packed across the width (78 columns without a terminal), in aligned columns
+local lines = {}
+for line in text:gmatch("[^\n]+") do lines[#lines + 1] = line end
+T.ok("format_array_packed", #lines == 10 and lines[2] == "    1,   2,   3,   4,   5,   6,   7,   8,   9,  10,  11,  12,  13,  14,  15,"
+     and lines[8] == "   91,  92,  93,  94,  95,  96,  97,  98,  99, 100,", text)
+local widest = 0
+for _, line in ipairs(lines) do widest = math.max(widest, #line) end
+T.ok("format_array_packed_width", widest <= 78, "a line of " .. widest .. " columns:\n" .. text)
+local floats = {}
+for i = 1, 500 do floats[i] = i / 4 end
+text = repl.format(floats)
+T.ok("format_500_numbers_few_lines", select(2, text:gsub("\n", "")) <= 12 and text:find("... (400 more entries)", 1, true), text)
+T.eq("format_strings_packed", repl.format({"alpha", "b", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota", "kappa", "lambda", "mu"}),
+     '{\n  "alpha",   "b",       "gamma",   "delta",   "epsilon", "zeta",    "eta",\n  "theta",   "iota",    "kappa",   "lambda",  "mu",\n}')
+-- one printed table takes at most 50 lines; the rest of its entries are counted
+local big = {}
+for i = 1, 80 do big["k" .. string.format("%02d", i)] = {i, tostring(i)} end
+text = repl.format(big)
+local nlines = select(2, text:gsub("\n", "")) + 1
+T.ok("format_line_budget", nlines <= 50 and text:find("\n  %.%.%. %(%d+ more entries%)\n}$"), nlines .. " lines:\n" .. text)
+local shown = select(2, text:gsub("\n  k%d%d = ", ""))
+local rest = tonumber(text:match("%.%.%. %((%d+) more entries%)"))
+T.ok("format_line_budget_counts", rest and shown + rest == 80, shown .. " shown, " .. tostring(rest) .. " counted")
+text = repl.format(_G)
+nlines = select(2, text:gsub("\n", "")) + 1
+T.ok("format_globals_capped", nlines <= 50 and text:find("more entries%)\n}$"), nlines .. " lines")
+local nested = {}
+for i = 1, 30 do nested[i] = {i, i * 2, name = "row " .. i, pad = string.rep("x", 40)} end
+text = repl.format({rows = nested})
+nlines = select(2, text:gsub("\n", "")) + 1
+T.ok("format_line_budget_nested", nlines <= 50 and text:find("\n    %.%.%. %(%d+ more entries%)\n  },\n}$"), nlines .. " lines:\n" .. text)
 local wide = {}
 for i = 1, 30 do wide["key" .. i] = i end
 T.ok("format_wraps_long_tables", repl.format(wide):find("^{\n  key1 = 1,\n  key10 = 10,\n"), repl.format(wide))
 local x = mha.tensor{{1, 2}, {3, 4}}
 T.eq("format_tensor_is_tostring", repl.format(x), tostring(x))
-T.ok("format_tensor_in_table", repl.format({w = x}):find(tostring(x):gsub("\n", "\n  "), 1, true), repl.format({w = x}))
+-- a tensor in a table: its further lines under its first, not under the key
+T.eq("format_tensor_in_table", repl.format({w = x}), "{\n  w = " .. tostring(x):gsub("\n", "\n      ") .. ",\n}")
+T.eq("format_tensor_in_list", repl.format({x, 5}), "{\n  " .. tostring(x):gsub("\n", "\n  ") .. ",\n  5,\n}")
 local bad = setmetatable({}, {__tostring = function() error("broken") end})
 T.ok("format_tostring_error", repl.format(bad):find("<error in __tostring:", 1, true), repl.format(bad))
 

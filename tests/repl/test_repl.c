@@ -227,6 +227,17 @@ static void test_evaluation(session *s) {
     CHECK("error_traceback", got && strstr(got, "attempt to index a nil value") && strstr(got, "in function 'bad'")
           && !strstr(got, "repl.lua") && !strstr(got, "[C]: in ?"), "got [%s]", got ? got : "(hung)");
     free(got);
+    /* an error a Lua helper raises for the user's call: no helper frames, no helper position */
+    got = run(s, "mha.show(mha.ones(2, 2), 5)", 10);
+    CHECK("helper_error_one_line", got && strcmp(got, "show: options must be a table, got number\n") == 0,
+          "got [%s]", got ? got : "(hung)");
+    free(got);
+    free(run(s, "function call_show()\nmha.show(mha.ones(2, 2), 5)\nend", 10));
+    got = run(s, "call_show()", 10);
+    CHECK("helper_error_user_frames", got && strstr(got, "stdin:2: show: options must be a table, got number\n")
+          && strstr(got, "stdin:2: in function 'call_show'") && !strstr(got, "lua/") && !strstr(got, "[C]"),
+          "got [%s]", got ? got : "(hung)");
+    free(got);
     /* a tensor prints as tostring shows it */
     free(run(s, "t = mha.tensor{{1.5, 2}, {3, 4}}", 10));
     char *shown = run(s, "t", 10);
@@ -300,6 +311,28 @@ static void test_interrupt(session *s) {
     check_output(s, "ctrl_c_kernel_freed", "mha.memory() < 100000", "true");
 }
 
+/* Runs a command line and returns (malloc'd) what it wrote to stdout and stderr; *rc its exit status. */
+static char *run_command(const char *command, int *rc) {
+    FILE *p = popen(command, "r");
+    char *text = calloc(1, 1 << 16);
+    size_t n = p ? fread(text, 1, (1 << 16) - 1, p) : 0;
+    text[n] = '\0';
+    *rc = p ? pclose(p) : -1;
+    return text;
+}
+
+/* :save without a file name, or to a path that cannot be written: a one-line error, no traceback. */
+static void test_save_errors(session *s) {
+    char *got = run(s, ":save", 10);
+    CHECK("save_without_name", got && strstr(got, ":save needs a file name") && count(got, "\n") == 1,
+          "got [%s]", got ? got : "(hung)");
+    free(got);
+    got = run(s, ":save /nonexistent-dir/x", 10);
+    CHECK("save_unwritable", got && strstr(got, ":save: /nonexistent-dir/x.lua: No such file or directory")
+          && count(got, "\n") == 1, "got [%s]", got ? got : "(hung)");
+    free(got);
+}
+
 static void test_commands(session *s) {
     free(run(s, "require('mha.repl').on_empty_line = function() print('the empty-line hook ran') end", 10));
     check_output(s, "empty_line_hook", "", "the empty-line hook ran");
@@ -331,32 +364,71 @@ static void test_commands(session *s) {
     free(got);
     snprintf(path, sizeof path, "%s.lua", base);
     char *script = read_file(path);
-    CHECK("save_lua", script && strstr(script, "print(6 * 7)") && strstr(script, "function sq(n)\nreturn n * n\nend")
-          && strstr(script, "-- :time") && strstr(script, "-- error('boom')"), "%s: [%s]", path, script ? script : "(missing)");
+    CHECK("save_lua", script && strstr(script, "replay.show(6 * 7)") && strstr(script, "\nfunction sq(n)\nreturn n * n\nend\n")
+          && strstr(script, "-- :time") && strstr(script, "replay.fails [[error('boom')]]"), "%s: [%s]", path, script ? script : "(missing)");
     snprintf(path, sizeof path, "%s.md", base);
     char *md = read_file(path);
     CHECK("save_md", md && strstr(md, "```lua\nsq(12)\n```\n```text\n144\n```") && strstr(md, "stdin:1: boom"),
           "%s: [%s]", path, md ? md : "(missing)");
     free(md);
-    /* the script replays: run it and find the values the session printed */
+    /* the script replays (the inputs Ctrl-C stopped are left out: they might never end) */
     if (script) {
         char line[600];
-        snprintf(line, sizeof line, "MHA_REPL_HISTORY=/dev/null %s %s.lua 2>&1", repl_path, base);
-        FILE *p = popen(line, "r");
-        char *replay = calloc(1, 1 << 16);
-        size_t n = p ? fread(replay, 1, (1 << 16) - 1, p) : 0;
-        replay[n] = '\0';
-        int rc = p ? pclose(p) : -1;
+        snprintf(line, sizeof line, "MHA_REPL_HISTORY=/dev/null timeout 60 %s %s.lua 2>&1", repl_path, base);
+        int rc;
+        char *replay = run_command(line, &rc);
         CHECK("save_replays", rc == 0 && strstr(replay, "42\n") && strstr(replay, "144\n"), "exit %d, output [%s]", rc, replay);
         free(replay);
     }
+    CHECK("save_leaves_out_interrupted", script && strstr(script, "-- (stopped by Ctrl-C)\n-- while true do end"),
+          "[%s]", script ? script : "(missing)");
     free(script);
+    test_save_errors(s);
 
     free(run(s, "zz = 5", 10));
     got = run(s, ":reset", 10);
     CHECK("reset_reports", got && strstr(got, "fresh state"), "got [%s]", got ? got : "(hung)");
     free(got);
     check_output(s, "reset_clears", "zz, type(mha), type(plot)", "nil\ttable\ttable");
+    char want_arg[400];
+    snprintf(want_arg, sizeof want_arg, "table\t%s", repl_path);
+    check_output(s, "reset_keeps_arg", "type(arg), arg[0]", want_arg);
+}
+
+/* :save writes a script that prints what the session printed: `_` kept as the REPL keeps it, :reset a
+ * real break, each input a chunk of its own (a local does not reach the next input), values printed
+ * only when there are some, an input that raised an error raising it again. */
+static void test_save_replays(const char *history) {
+    static const char *const inputs[] = {
+        "a = 1", "41 + a", "b = _ + 1", "b", ":reset", "a", "b", "local z = 3", "z", "print('no values')",
+        "t = {n = 1}", "t", "w = mha.ones(2, 2)", "mha.show(w, 5)", "local v = 3; return v, v + 1",
+        "x = 2; error('boom')", "x", "_", "y = 7;", "function f() return 5 end", "f();", "_ + y", NULL
+    };
+    session s;
+    const char *none[] = {NULL};
+    start(&s, history, none);
+    wait_prompt(&s, 10);
+    char expected[8192] = "";
+    for (int i = 0; inputs[i]; i++) {
+        char *got = run(&s, inputs[i], 10);
+        if (got && inputs[i][0] != ':') strncat(expected, got, sizeof expected - strlen(expected) - 1);
+        free(got);
+    }
+    char base[300], cmd[700];
+    snprintf(base, sizeof base, "%s/replay", tmpdir);
+    snprintf(cmd, sizeof cmd, ":save %s", base);
+    free(run(&s, cmd, 10));
+    send_text(&s, "\x04");
+    finish(&s, 5);
+    end_session(&s);
+    CHECK("save_session_output", strncmp(expected, "42\n43\nnil\nnil\nnil\nno values\n{n = 1}\n", 36) == 0
+          && strstr(expected, "show: options must be a table"), "the session printed [%s]", expected);
+    snprintf(cmd, sizeof cmd, "MHA_REPL_HISTORY=/dev/null %s %s.lua 2>&1", repl_path, base);
+    int rc;
+    char *replay = run_command(cmd, &rc);
+    CHECK("save_replays_session_output", rc == 0 && strcmp(replay, expected) == 0,
+          "exit %d, the replay printed [%s], the session [%s]", rc, replay, expected);
+    free(replay);
 }
 
 /* Types the first session's inputs, quits with Ctrl-D, and checks the file; a second run reads it. */
@@ -418,6 +490,13 @@ static void test_history_concurrent(const char *history) {
     int lines = text ? count(text, "\n") : 0;
     CHECK("history_capped", lines == 1000, "%d lines, want 1000", lines);
     free(text);
+    /* nothing left beside the file: no lock file, no temporary file */
+    char cmd[400];
+    snprintf(cmd, sizeof cmd, "ls -a '%s' | grep -c '^%s.'", tmpdir, strrchr(history, '/') + 1);
+    int rc;
+    char *others = run_command(cmd, &rc);
+    CHECK("history_leaves_no_files", strcmp(others, "0\n") == 0, "%s has %s other files beside it", history, others);
+    free(others);
 }
 
 /* mha-repl --lesson at a terminal: the lesson starts, then the prompt, where Enter runs the next step. */
@@ -435,6 +514,75 @@ static void test_lesson(const char *history) {
     free(got);
     send_text(&s, "\x04");
     CHECK("lesson_ctrl_d", finish(&s, 5) && WIFEXITED(s.status) && WEXITSTATUS(s.status) == 0, "status %d", s.status);
+    end_session(&s);
+}
+
+/* What a terminal shows for out (last `rows` lines of at most 199 columns): the text, carriage return,
+ * newline, backspace, and the escape sequences readline uses to move along a line (CSI n C / D, CSI K);
+ * other escape sequences (colour, bracketed paste) change nothing on the screen. */
+#define SCREEN_ROWS 64
+#define SCREEN_COLS 200
+static void screen_of(const char *out, char screen[SCREEN_ROWS][SCREEN_COLS], int *nrows) {
+    int row = 0, col = 0;
+    memset(screen, 0, (size_t)SCREEN_ROWS * SCREEN_COLS);
+    for (const char *p = out; *p; p++) {
+        if (*p == '\033' && p[1] == '[') {
+            int n = 0;
+            p += 2;
+            while (*p && ((*p >= '0' && *p <= '9') || *p == ';' || *p == '?')) { if (*p >= '0' && *p <= '9') n = n * 10 + (*p - '0'); p++; }
+            if (!*p) break;
+            if (*p == 'C') col += n ? n : 1;
+            else if (*p == 'D') col -= n ? n : 1;
+            else if (*p == 'K') memset(screen[row] + col, 0, (size_t)(SCREEN_COLS - col));
+        } else if (*p == '\033') {
+            if (p[1]) p++;
+        } else if (*p == '\r') {
+            col = 0;
+        } else if (*p == '\n') {
+            if (++row == SCREEN_ROWS) {  /* scroll */
+                memmove(screen[0], screen[1], (size_t)(SCREEN_ROWS - 1) * SCREEN_COLS);
+                memset(screen[SCREEN_ROWS - 1], 0, SCREEN_COLS);
+                row = SCREEN_ROWS - 1;
+            }
+        } else if (*p == '\b') {
+            if (col > 0) col--;
+        } else if ((unsigned char)*p >= ' ' && col < SCREEN_COLS - 1) {
+            screen[row][col++] = *p;
+        }
+        if (col < 0) col = 0;
+        if (col > SCREEN_COLS - 1) col = SCREEN_COLS - 1;
+    }
+    for (int r = 0; r <= row; r++)  /* cells never written read as spaces */
+        for (int c = 0; c < SCREEN_COLS - 1; c++) {
+            int rest = 0;
+            for (int k = c; k < SCREEN_COLS - 1; k++) if (screen[r][k]) rest = 1;
+            if (!rest) break;
+            if (!screen[r][c]) screen[r][c] = ' ';
+        }
+    *nrows = row + 1;
+}
+
+/* Ctrl-C on a half-typed line, the cursor inside it, on a terminal that has bracketed paste (xterm): the
+ * line stays on the screen once, "^C" after it, and the next prompt is on a line of its own. */
+static void test_ctrl_c_screen(const char *history) {
+    session s;
+    const char *none[] = {NULL};
+    start(&s, history, none);
+    wait_prompt(&s, 10);
+    s.mark = s.len;
+    size_t from = s.len;  /* the screen from the start of the prompt's line */
+    while (from > 0 && s.buf[from - 1] != '\n') from--;
+    send_text(&s, "half typed text\002\002\002");  /* Ctrl-B x3: the cursor back into the line */
+    settle(&s, 0.3);
+    send_text(&s, "\003");
+    int prompt = wait_prompt(&s, 5);
+    static char screen[SCREEN_ROWS][SCREEN_COLS];
+    int rows;
+    screen_of(s.buf + from, screen, &rows);
+    CHECK("ctrl_c_line_kept", prompt && rows == 2 && strcmp(screen[0], "> half typed text^C") == 0
+          && strcmp(screen[1], "> ") == 0, "%d rows: [%s] [%s]", rows, screen[0], rows > 1 ? screen[1] : "");
+    send_text(&s, "\x04");
+    finish(&s, 5);
     end_session(&s);
 }
 
@@ -502,12 +650,16 @@ int main(void) {
     end_session(&s);
 
     snprintf(history, sizeof history, "%s/history2", tmpdir);
+    test_save_replays(history);
     test_history(history);
     snprintf(history, sizeof history, "%s/history3", tmpdir);
     test_history_concurrent(history);
     test_history_unwritable();
     snprintf(history, sizeof history, "%s/history4", tmpdir);
     test_colour(history);
+    colour_terminal = 1;  /* xterm: readline turns bracketed paste on and off around each line */
+    test_ctrl_c_screen(history);
+    colour_terminal = 0;
     test_lesson(history);
 
     char cmd[400];
