@@ -90,7 +90,8 @@ entry("mha.get_seed", "random", "mha.get_seed() -> integer",
 
 entry("mha.uniform_", "random", "t:uniform_([lo [, hi]]) -> t",
     "Fills t in place with uniform random numbers in [lo, hi) (default 0 and 1) and returns t, so "
-    .. "calls chain. Writes through views into the shared storage.",
+    .. "calls chain. Writes through views into the shared storage; refused, as in PyTorch, for an "
+    .. "expanded view (a stride 0), whose elements share memory. normal_ and xavier_* likewise.",
     "t_i ~ U[lo, hi)", "mha.zeros(2, 3):uniform_(-1, 1)", {"mha.normal_"})
 
 entry("mha.normal_", "random", "t:normal_([mean [, std]]) -> t",
@@ -167,7 +168,8 @@ binary("minimum", nil, "Elementwise smaller of the two.", "y_ij = min(a_ij, b_ij
 local function compare(name, op)
     entry("mha." .. name, "comparison", "mha." .. name .. "(a, b) or a:" .. name .. "(b) -> bool tensor",
           "Elementwise a " .. op .. " b as a bool tensor, with broadcasting; b may be a number. Bool "
-          .. "tensors are masks: masked_fill and where take them.",
+          .. "tensors are masks: masked_fill and where take them. Lua's < <= > >= must give one boolean, "
+          .. "so on tensors they raise an error pointing here: write x:gt(0), not x > 0.",
           "y_ij = (a_ij " .. op .. " b_ij)", "mha.tensor{1, 2, 3}:" .. name .. "(2)", {"mha.where", "mha.masked_fill"})
 end
 compare("eq", "==")
@@ -310,7 +312,8 @@ entry("mha.squeeze", "views", "mha.squeeze(t [, dim]) or t:squeeze([dim]) -> vie
 
 entry("mha.expand", "views", "mha.expand(t, d1, ...) or t:expand(d1, ...) -> view",
     "A broadcast view: size-1 dimensions repeat to the given sizes with stride 0, so no memory is "
-    .. "used; -1 keeps a size.", "stride 0 along an expanded dim: every index reads the same element",
+    .. "used; -1 keeps a size. Its repeated elements are one memory location, so copy_ and the random "
+    .. "fills refuse to write into it, as in PyTorch (fill_ and set are allowed): clone() it first.", "stride 0 along an expanded dim: every index reads the same element",
     "mha.tensor{{1}, {2}}:expand(2, 3)")
 
 entry("mha.contiguous", "views", "mha.contiguous(t) or t:contiguous() -> tensor",
@@ -347,12 +350,13 @@ entry("mha.linear", "attention", "mha.linear(x, W [, b]) or x:linear(W [, b]) ->
     "y = x·Wᵀ + b",
     "mha.linear(mha.ones(2, 3), mha.eye(3):narrow(1, 1, 2), mha.tensor{10, 20})", {"mha.matmul"})
 
-entry("mha.layer_norm", "attention", "mha.layer_norm(x, normalized [, weight [, bias [, eps]]]) -> tensor",
-    "Normalises over the last dimensions: normalized is how many (a number) or their shape (a table, "
-    .. "as PyTorch's normalized_shape). Uses the biased variance and eps = 1e-5 by default; weight and "
-    .. "bias have the normalized shape. Used after the residual connection: layer_norm(x + attn(x)).",
+entry("mha.layer_norm", "attention", "mha.layer_norm(x, normalized_shape [, weight [, bias [, eps]]]) -> tensor",
+    "Normalises over the last dimensions, as PyTorch's F.layer_norm: normalized_shape is their shape, "
+    .. "a number n for the last dim of size n (E for (N, L, E) inputs) or a table {a, b} for the last "
+    .. "two; it must match x's last sizes. Uses the biased variance and eps = 1e-5 by default; weight "
+    .. "and bias have the normalized shape. Used after the residual connection: layer_norm(x + attn(x), E).",
     "y = (x - mean) / √(var + eps) · weight + bias",
-    "mha.layer_norm(mha.tensor{{1, 2, 3}, {2, 4, 6}}, 1)")
+    "mha.layer_norm(mha.tensor{{1, 2, 3}, {2, 4, 6}}, 3)")
 
 entry("mha.positional_encoding", "attention", "mha.positional_encoding(L, E) -> tensor",
     "The sinusoidal position encodings of 'Attention Is All You Need' as an (L, E) tensor, added to "
@@ -482,7 +486,8 @@ method("T", "t:T() -> view", "The transpose of a 2-D tensor, a view: t:transpose
        "(Aᵀ)_ij = A_ji", "mha.tensor{{1, 2, 3}}:T()", {"mha.transpose"})
 method("copy_", "t:copy_(src) -> t",
        "Writes src (a tensor, number or nested table, broadcast to t's shape) into t in place, through "
-       .. "views into the shared storage.", nil,
+       .. "views into the shared storage. Refused, as in PyTorch, when elements of t share one memory "
+       .. "location (a stride 0 from expand): clone() first.", nil,
        "local x = mha.zeros(2, 3)\nx:narrow(2, 2, 2):copy_(mha.ones(2, 2))\nprint(x)")
 method("fill_", "t:fill_(value) -> t", "Sets every element to value, in place.", nil, "mha.zeros(2, 2):fill_(3)")
 method("close", "t:close()",

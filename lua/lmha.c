@@ -162,6 +162,7 @@ static int l_get_seed(lua_State *L) {
 /* In-place fills return the tensor, so they chain: mha.zeros(4, 4):uniform_(-1, 1). */
 static int l_uniform_(lua_State *L) {
     mha_tensor *t = lmha_checktensor(L, 1);
+    lmha_checkwritable(L, t, "uniform_");
     float lo = (float)luaL_optnumber(L, 2, 0.0), hi = (float)luaL_optnumber(L, 3, 1.0);
     lmha_result(L, mha_uniform_(t, lo, hi));
     lua_settop(L, 1);
@@ -170,6 +171,7 @@ static int l_uniform_(lua_State *L) {
 
 static int l_normal_(lua_State *L) {
     mha_tensor *t = lmha_checktensor(L, 1);
+    lmha_checkwritable(L, t, "normal_");
     float mean = (float)luaL_optnumber(L, 2, 0.0), std = (float)luaL_optnumber(L, 3, 1.0);
     lmha_result(L, mha_normal_(t, mean, std));
     lua_settop(L, 1);
@@ -178,6 +180,7 @@ static int l_normal_(lua_State *L) {
 
 static int l_xavier_uniform_(lua_State *L) {
     mha_tensor *t = lmha_checktensor(L, 1);
+    lmha_checkwritable(L, t, "xavier_uniform_");
     lmha_result(L, mha_xavier_uniform_(t, (float)luaL_optnumber(L, 2, 1.0)));
     lua_settop(L, 1);
     return 1;
@@ -185,6 +188,7 @@ static int l_xavier_uniform_(lua_State *L) {
 
 static int l_xavier_normal_(lua_State *L) {
     mha_tensor *t = lmha_checktensor(L, 1);
+    lmha_checkwritable(L, t, "xavier_normal_");
     lmha_result(L, mha_xavier_normal_(t, (float)luaL_optnumber(L, 2, 1.0)));
     lua_settop(L, 1);
     return 1;
@@ -424,36 +428,36 @@ static int l_linear(lua_State *L) {
     return lmha_result(L, mha_linear(lmha_newtensor(L), x, W, b));
 }
 
-/* layer_norm(x, normalized [, weight [, bias [, eps]]]): normalized is a count of trailing dims, or
- * their shape as a table (as PyTorch's normalized_shape), which must match x's last dims. */
+/* layer_norm(x, normalized_shape [, weight [, bias [, eps]]]): normalized_shape as in PyTorch, the shape
+ * of x's last dims: a number n for (n), a table {a, b} for (a,b). */
 static int l_layer_norm(lua_State *L) {
-    char shape[LMHA_SHAPE_BUF];
+    char shape[LMHA_SHAPE_BUF], given[LMHA_SHAPE_BUF];
     mha_tensor *x = lmha_checktensor(L, 1);
-    size_t norm_ndim;
+    mha_tensor want = {.ndim = 1}; /* only its shape is used, to print and compare */
     if (lua_istable(L, 2)) {
-        size_t want[MHA_MAX_DIMS];
-        norm_ndim = lmha_checkshape(L, 2, 2, want, "layer_norm");
-        int fits = norm_ndim <= x->ndim;
-        for (size_t d = 0; fits && d < norm_ndim; d++) fits = want[d] == x->shape[x->ndim - norm_ndim + d];
-        if (!fits) {
-            mha_tensor probe = {.ndim = norm_ndim};
-            memcpy(probe.shape, want, norm_ndim * sizeof *want);
-            char given[LMHA_SHAPE_BUF];
-            return luaL_error(L, "layer_norm: normalized shape %s does not match the last dims of x %s", lmha_shape(given, &probe),
-                              lmha_shape(shape, x));
-        }
-    } else {
+        want.ndim = lmha_checkshape(L, 2, 2, want.shape, "layer_norm");
+        if (want.ndim == 0)
+            return luaL_error(L, "%s", "layer_norm: normalized_shape {} is empty; give the sizes of the last dims to "
+                                       "normalise over, e.g. {8} or 8 for the last dim of size 8");
+    } else if (lua_type(L, 2) == LUA_TNUMBER) {
         lua_Integer n = luaL_checkinteger(L, 2);
-        if (n < 1 || (lua_Unsigned)n > x->ndim)
-            return luaL_error(L, "layer_norm: normalized_ndim %I out of range for x of shape %s (expected 1..%d)",
-                              (LUAI_UACINT)n, lmha_shape(shape, x), (int)x->ndim);
-        norm_ndim = (size_t)n;
+        if (n < 0) return luaL_error(L, "layer_norm: normalized_shape %I is negative", (LUAI_UACINT)n);
+        want.shape[0] = (size_t)n;
+    } else {
+        return luaL_error(L, "layer_norm: normalized_shape must be a number (the size of the last dim) or a table of "
+                             "the last dims' sizes, got %s (for x of shape %s)",
+                          luaL_typename(L, 2), lmha_shape(shape, x));
     }
+    int fits = want.ndim <= x->ndim;
+    for (size_t d = 0; fits && d < want.ndim; d++) fits = want.shape[d] == x->shape[x->ndim - want.ndim + d];
+    if (!fits)
+        return luaL_error(L, "layer_norm: normalized shape %s does not match the last dims of x %s", lmha_shape(given, &want),
+                          lmha_shape(shape, x));
     mha_tensor *weight = lua_isnoneornil(L, 3) ? NULL : lmha_checktensor(L, 3);
     mha_tensor *bias = lua_isnoneornil(L, 4) ? NULL : lmha_checktensor(L, 4);
     float eps = (float)luaL_optnumber(L, 5, 1e-5);
     if (!(eps >= 0)) return luaL_error(L, "layer_norm: eps must be a non-negative number, got %f", (lua_Number)eps);
-    return lmha_result(L, mha_layer_norm(lmha_newtensor(L), x, norm_ndim, weight, bias, eps));
+    return lmha_result(L, mha_layer_norm(lmha_newtensor(L), x, want.ndim, weight, bias, eps));
 }
 
 static int l_positional_encoding(lua_State *L) {
@@ -488,7 +492,12 @@ static int l_sdpa(lua_State *L) {
     lua_settop(L, 4);
     mha_tensor *out = lmha_newtensor(L);
     mha_tensor *weights = need_weights ? lmha_newtensor(L) : NULL;
-    lmha_result(L, mha_sdpa(out, weights, q, k, v, &opt));
+    mha_status st = mha_sdpa(out, weights, q, k, v, &opt);
+    if (st != MHA_OK)
+        return lmha_fail(L, st, fname, need_weights && st == MHA_E_NOMEM
+                                           ? "; with need_weights=false the fused path never forms the (L,S) weights"
+                                           : NULL);
+    lmha_result(L, st);
     return need_weights ? 2 : 1;
 }
 

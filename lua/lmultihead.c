@@ -7,6 +7,7 @@
  *   m.out_proj_bias = t        -- copies t after checking its shape
  * The userdata IS the mha_multihead: created zeroed, then initialised by the core, so __gc can always
  * release it. Parameter names are PyTorch's state_dict names with '.' written '_'. */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -65,7 +66,8 @@ int lmha_multihead_new(lua_State *L) {
     mha_multihead *m = (mha_multihead *)lua_newuserdatauv(L, sizeof *m, 0);
     memset(m, 0, sizeof *m);
     luaL_setmetatable(L, MHA_MULTIHEAD_T);
-    if (mha_multihead_init(m, &opt) != MHA_OK) return luaL_error(L, "%s", mha_errmsg());
+    mha_status st = mha_multihead_init(m, &opt);
+    if (st != MHA_OK) return lmha_fail(L, st, fname, NULL);
     return 1;
 }
 
@@ -137,13 +139,35 @@ static int m_index(lua_State *L) {
     return unknown_name(L, name, "no field");
 }
 
-/* m.name = t: replaces a parameter by a copy of t (a tensor or nested table) of the same shape. */
+/* m.name = t: replaces a parameter by a copy of t (a tensor or nested table) of the same shape. Every
+ * refusal names the parameter, the shape it has and what was given. */
 static int m_newindex(lua_State *L) {
-    mha_multihead *m = checkmultihead(L);
+    char want[LMHA_SHAPE_BUF], got[LMHA_SHAPE_BUF];
+    mha_multihead *m = tomultihead(L);
     const char *name = luaL_checkstring(L, 2);
     if (is_param_name(name)) {
-        mha_tensor *value = lmha_totensor(L, 3, name);
-        if (mha_multihead_set_param(m, name, value) != MHA_OK) return luaL_error(L, "%s", mha_errmsg());
+        if (!m->out_proj_weight.storage)
+            return luaL_error(L, "MultiheadAttention: cannot assign %s: the MultiheadAttention was closed", name);
+        mha_tensor *slot;
+        if (mha_multihead_param(&slot, m, name) != MHA_OK) return luaL_error(L, "%s", mha_errmsg());
+        lmha_shape(want, slot);
+        mha_tensor *value = NULL;
+        if (lua_istable(L, 3)) {
+            lua_pushfstring(L, "MultiheadAttention.%s", name); /* ragged tables are named so */
+            value = lmha_totensor(L, 3, lua_tostring(L, -1));
+        } else if (luaL_testudata(L, 3, MHA_TENSOR_T)) {
+            value = lmha_testtensor(L, 3);
+            if (!value) return luaL_error(L, "MultiheadAttention: %s must be assigned a tensor of shape %s, got a closed tensor",
+                                          name, want);
+        } else {
+            return luaL_error(L, "MultiheadAttention: %s must be assigned a tensor of shape %s, got %s", name, want,
+                              luaL_typename(L, 3));
+        }
+        if (value->dtype != MHA_FLOAT32 || !mha_same_shape(value, slot))
+            return luaL_error(L, "MultiheadAttention: %s must be assigned a tensor of shape %s, got a %s tensor of shape %s",
+                              name, want, value->dtype == MHA_BOOL ? "bool" : "float32", lmha_shape(got, value));
+        mha_status st = mha_multihead_set_param(m, name, value);
+        if (st != MHA_OK) return lmha_fail(L, st, "MultiheadAttention", NULL);
         return 0;
     }
     lua_pushvalue(L, 2);
@@ -195,6 +219,31 @@ static void forward_args(lua_State *L, const mha_tensor **qkv, mha_forward_optio
     opt->is_causal = lmha_optboolean(L, 5, "is_causal", 0, fname);
 }
 
+/* "28.8 GB": a byte count for people (decimal units, as memory is sold). */
+static const char *human_bytes(lua_State *L, double bytes) {
+    if (bytes >= 1e12) return lua_pushfstring(L, "%f TB", floor(bytes / 1e11) / 10);
+    if (bytes >= 1e9) return lua_pushfstring(L, "%f GB", floor(bytes / 1e8) / 10);
+    return lua_pushfstring(L, "%f MB", floor(bytes / 1e5) / 10);
+}
+
+/* Raises the error of a failed forward. When memory ran out forming the per-head attention weights
+ * (N,H,L,S), which need_weights asks for and which grow as L·S, it says so and how to avoid them. */
+static int forward_failed(lua_State *L, mha_status st, const mha_multihead *m, const mha_tensor **qkv,
+                          int need_weights, const char *fname) {
+    const mha_tensor *q = qkv[0], *k = qkv[1];
+    if (st != MHA_E_NOMEM || !need_weights || q->ndim < 2 || k->ndim < 2) return lmha_fail(L, st, fname, NULL);
+    size_t N = q->ndim == 3 ? q->shape[0] : 1, Lq = q->shape[q->ndim - 2];
+    size_t S = k->shape[k->ndim - 2] + (m->add_bias_kv ? 1 : 0) + (m->add_zero_attn ? 1 : 0);
+    mha_tensor heads = {.ndim = 4, .shape = {N, m->num_heads, Lq, S}}; /* only its shape, to print */
+    char shape[LMHA_SHAPE_BUF];
+    lmha_shape(shape, &heads);
+    if (!strstr(mha_errmsg(), shape)) return lmha_fail(L, st, fname, NULL); /* something else ran out */
+    double bytes = (double)N * (double)m->num_heads * (double)Lq * (double)S * sizeof(float);
+    return luaL_error(L, "%s: out of memory: the %s attention weights need %s; pass need_weights=false to use the fused "
+                         "path, which never forms them",
+                      fname, shape, human_bytes(L, bytes));
+}
+
 /* m:forward(query, key, value [, opts]) -> out, weights (weights nil when need_weights=false).
  * opts: key_padding_mask, attn_mask, need_weights=true, average_attn_weights=true, is_causal=false. */
 static int m_forward(lua_State *L) {
@@ -205,7 +254,9 @@ static int m_forward(lua_State *L) {
     lua_settop(L, 5);
     mha_tensor *out = lmha_newtensor(L);
     mha_tensor *weights = opt.need_weights ? lmha_newtensor(L) : NULL;
-    lmha_result(L, mha_multihead_forward(out, weights, m, qkv[0], qkv[1], qkv[2], &opt, NULL));
+    mha_status st = mha_multihead_forward(out, weights, m, qkv[0], qkv[1], qkv[2], &opt, NULL);
+    if (st != MHA_OK) return forward_failed(L, st, m, qkv, opt.need_weights, "MultiheadAttention.forward");
+    lmha_result(L, st);
     if (!weights) lua_pushnil(L);
     return 2;
 }
@@ -236,7 +287,7 @@ static int m_trace(lua_State *L) {
     memset(s, 0, sizeof *s);
     luaL_setmetatable(L, MHA_TRACE_SCRATCH_T);
     mha_status st = mha_multihead_forward(&s->out, NULL, m, qkv[0], qkv[1], qkv[2], &opt, &s->trace);
-    if (st != MHA_OK) return lmha_result(L, st); /* the scratch's __gc frees what was made */
+    if (st != MHA_OK) return lmha_fail(L, st, "MultiheadAttention.trace", NULL); /* the scratch's __gc frees what was made */
     lua_createtable(L, (int)s->trace.count, (int)s->trace.count);
     for (size_t i = 0; i < s->trace.count; i++) {
         mha_tensor *t = lmha_newtensor(L);
@@ -311,6 +362,19 @@ int lmha_open_multihead(lua_State *L) {
     lua_setfield(L, -3, "__index");
     lua_pushcclosure(L, m_newindex, 1);
     lua_setfield(L, -2, "__newindex");
+    /* __fields: every readable field and parameter name, for the REPL's completion (a module without a
+     * parameter, such as in_proj_bias when bias=false, reads it as nil) */
+    lua_newtable(L);
+    lua_Integer n = 0;
+    for (size_t i = 0; field_names[i]; i++) {
+        lua_pushstring(L, field_names[i]);
+        lua_rawseti(L, -2, ++n);
+    }
+    for (size_t i = 0; mha_multihead_param_names[i]; i++) {
+        lua_pushstring(L, mha_multihead_param_names[i]);
+        lua_rawseti(L, -2, ++n);
+    }
+    lua_setfield(L, -2, "__fields");
     lua_pop(L, 1);
     luaL_newmetatable(L, MHA_TRACE_SCRATCH_T);
     lua_pushcfunction(L, trace_scratch_gc);

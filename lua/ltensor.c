@@ -41,11 +41,63 @@ int lmha_result(lua_State *L, mha_status status) {
         tensor_memory_pressure(L);
         return 1;
     }
+    return lmha_fail(L, status, NULL, NULL);
+}
+
+/* The core functions that allocate for others: a failure inside them is reported under their name
+ * ("empty: out of memory ..."), which the student never called. */
+static const char *const core_internal_names[] = {"empty", "sgemm", "attention", NULL};
+
+/* Length of the "name: " that msg starts with when name is one of core_internal_names, else 0. */
+static size_t internal_prefix(const char *msg) {
+    for (size_t i = 0; core_internal_names[i]; i++) {
+        size_t n = strlen(core_internal_names[i]);
+        if (strncmp(msg, core_internal_names[i], n) == 0 && msg[n] == ':' && msg[n + 1] == ' ') return n + 2;
+    }
+    return 0;
+}
+
+static int starts_with_name(const char *msg, const char *fname) {
+    size_t n = strlen(fname);
+    return strncmp(msg, fname, n) == 0 && msg[n] == ':';
+}
+
+int lmha_fail(lua_State *L, mha_status status, const char *fname, const char *hint) {
     if (status == MHA_E_INTERRUPTED) {
         mha_interrupt_clear(); /* reported once; the next call starts afresh */
         return luaL_error(L, "%s", "interrupted");
     }
-    return luaL_error(L, "%s", mha_errmsg());
+    const char *msg = mha_errmsg();
+    if (!hint) hint = "";
+    if (status != MHA_E_NOMEM) return luaL_error(L, "%s%s", msg, hint);
+    lua_Debug ar;
+    if (!fname && lua_getstack(L, 0, &ar) && lua_getinfo(L, "n", &ar)) fname = ar.name; /* as luaL_argerror does */
+    size_t internal = internal_prefix(msg);
+    if (fname && (internal || !starts_with_name(msg, fname)))
+        return luaL_error(L, "%s: %s%s", fname, msg + internal, hint);
+    return luaL_error(L, "%s%s", msg, hint);
+}
+
+/* PyTorch's rule for in-place writes: a tensor in which two elements share one memory location (a
+ * stride 0 along a dim of size > 1, as expand() makes) cannot be written elementwise, since the
+ * elements would overwrite each other. */
+void lmha_checkwritable(lua_State *L, const mha_tensor *t, const char *fname) {
+    char shape[LMHA_SHAPE_BUF];
+    for (size_t d = 0; d < t->ndim; d++) {
+        if (t->stride[d] != 0 || t->shape[d] <= 1) continue;
+        luaL_Buffer b;
+        luaL_buffinit(L, &b);
+        for (size_t e = 0; e < t->ndim; e++) {
+            lua_pushfstring(L, e ? ",%I" : "(%I", (LUAI_UACINT)t->stride[e]);
+            luaL_addvalue(&b);
+        }
+        luaL_addchar(&b, ')');
+        luaL_pushresult(&b);
+        luaL_error(L, "%s: unsupported operation: more than one element of the written-to tensor (shape %s, strides "
+                      "%s) refers to a single memory location, as in a view made by expand(); clone() the tensor "
+                      "before writing into it (t = t:clone())",
+                   fname, lmha_shape(shape, t), lua_tostring(L, -1));
+    }
 }
 
 mha_tensor *lmha_testtensor(lua_State *L, int arg) {
@@ -441,10 +493,13 @@ static int t_bool(lua_State *L) {
     return lmha_result(L, mha_to_dtype(lmha_newtensor(L), t, MHA_BOOL));
 }
 
-/* t:copy_(src): writes src (a tensor, number or table, broadcast to t's shape) into t, in place. */
-static int t_copy_(lua_State *L) {
+/* Writes the value at 2 (a tensor, number or table, broadcast to the shape of the tensor at 1) into it.
+ * Writing one value everywhere (fill_) is harmless where elements share memory, so PyTorch allows it
+ * there and only a real copy is checked for that. */
+static int write_into(lua_State *L, const char *fname, int check_overlap) {
     mha_tensor *t = lmha_checktensor(L, 1);
-    mha_tensor *src = lmha_totensor(L, 2, "copy_");
+    if (check_overlap) lmha_checkwritable(L, t, fname);
+    mha_tensor *src = lmha_totensor(L, 2, fname);
     mha_tensor converted = MHA_TENSOR_EMPTY;
     if (src->dtype != t->dtype) { /* a number into a bool tensor, a bool mask into a float one */
         if (mha_to_dtype(&converted, src, t->dtype) != MHA_OK) return luaL_error(L, "%s", mha_errmsg());
@@ -457,11 +512,16 @@ static int t_copy_(lua_State *L) {
     return 1;
 }
 
+/* t:copy_(src): writes src (a tensor, number or table, broadcast to t's shape) into t, in place. */
+static int t_copy_(lua_State *L) {
+    return write_into(L, "copy_", 1);
+}
+
 /* t:fill_(value): every element := value, in place (through views, into the shared storage). */
 static int t_fill_(lua_State *L) {
     luaL_checkany(L, 2);
     if (!lua_isboolean(L, 2)) luaL_checknumber(L, 2);
-    return t_copy_(L);
+    return write_into(L, "fill_", 0);
 }
 
 /* ---- methods: the view family (share storage, never copy) ---- */
@@ -527,12 +587,23 @@ static int t_narrow(lua_State *L) {
     char shape[LMHA_SHAPE_BUF];
     mha_tensor *t = lmha_checktensor(L, 1);
     size_t dim = lmha_checktdim(L, 2, t, t->ndim, "narrow");
-    size_t start = checkindex(L, 3, t, dim, "narrow");
-    lua_Integer length = luaL_checkinteger(L, 4);
-    if (length < 0 || (lua_Unsigned)length > t->shape[dim] - start)
-        return luaL_error(L, "narrow: start %I with length %I runs past size %I of dim %I (tensor of shape %s)",
-                          (LUAI_UACINT)start + 1, (LUAI_UACINT)length, (LUAI_UACINT)t->shape[dim],
-                          (LUAI_UACINT)dim + 1, lmha_shape(shape, t));
+    lua_Integer given = luaL_checkinteger(L, 3), length = luaL_checkinteger(L, 4);
+    size_t size = t->shape[dim], start = from_lua_index(given, size);
+    if (start == SIZE_MAX)
+        return luaL_error(L, "narrow: start %I out of range for dim %I of size %I in a tensor of shape %s (expected "
+                             "1..%I, or -%I..-1 counting from the end)",
+                          (LUAI_UACINT)given, (LUAI_UACINT)dim + 1, (LUAI_UACINT)size, lmha_shape(shape, t),
+                          (LUAI_UACINT)size, (LUAI_UACINT)size);
+    if (length < 0)
+        return luaL_error(L, "narrow: length %I is negative; from start %I in dim %I of size %I (tensor of shape %s) "
+                             "it can be 0..%I",
+                          (LUAI_UACINT)length, (LUAI_UACINT)given, (LUAI_UACINT)dim + 1, (LUAI_UACINT)size,
+                          lmha_shape(shape, t), (LUAI_UACINT)(size - start));
+    if ((lua_Unsigned)length > size - start)
+        return luaL_error(L, "narrow: start %I with length %I runs past size %I of dim %I (tensor of shape %s; at most "
+                             "length %I from there)",
+                          (LUAI_UACINT)given, (LUAI_UACINT)length, (LUAI_UACINT)size, (LUAI_UACINT)dim + 1,
+                          lmha_shape(shape, t), (LUAI_UACINT)(size - start));
     return lmha_result(L, mha_narrow(lmha_newtensor(L), t, dim, start, (size_t)length));
 }
 
@@ -659,6 +730,18 @@ static int t_eq(lua_State *L) {
     return 1;
 }
 
+/* a < b and a <= b: Lua turns the answer of __lt/__le into a boolean, so they cannot give the bool
+ * tensor an elementwise comparison is; they say which methods do. (a > b is b < a to Lua.) */
+static int t_lt(lua_State *L) {
+    return luaL_error(L, "%s", "compare tensors elementwise with a:lt(b), a:le(b), a:gt(b), a:ge(b); < and > "
+                               "cannot return a tensor in Lua");
+}
+
+static int t_le(lua_State *L) {
+    return luaL_error(L, "%s", "compare tensors elementwise with a:lt(b), a:le(b), a:gt(b), a:ge(b); <= and >= "
+                               "cannot return a tensor in Lua");
+}
+
 /* #t: the size of dim 1, like len() of a torch tensor. */
 static int t_len(lua_State *L) {
     mha_tensor *t = lmha_checktensor(L, 1);
@@ -696,9 +779,10 @@ static int t_newindex(lua_State *L) {
     size_t index = checkindex(L, 2, t, 0, "newindex");
     mha_tensor *row = lmha_newtensor(L);
     lmha_result(L, mha_select(row, t, 0, index));
-    lua_replace(L, 1); /* copy_(row, value) */
+    lua_replace(L, 1); /* write_into(row, value) */
     lua_remove(L, 2);
-    t_copy_(L);
+    int one_value = lua_type(L, 2) == LUA_TNUMBER || lua_isboolean(L, 2); /* a fill, as in PyTorch */
+    write_into(L, "newindex", !one_value);
     return 0;
 }
 
@@ -800,6 +884,8 @@ static const luaL_Reg metameth[] = {
     {"__pow", t_pow},
     {"__unm", t_unm},
     {"__eq", t_eq},
+    {"__lt", t_lt},
+    {"__le", t_le},
     {"__len", t_len},
     {"__tostring", t_tostring},
     {"__gc", t_gc},
@@ -816,6 +902,8 @@ int lmha_open_tensor(lua_State *L) {
     lua_setfield(L, -3, "__methods"); /* the REPL's completion and help list these */
     lua_pushcclosure(L, t_index, 1);
     lua_setfield(L, -2, "__index");
+    lua_newtable(L); /* the readable fields, for completion: a tensor has none, only methods */
+    lua_setfield(L, -2, "__fields");
     lua_pop(L, 1);
     return 0;
 }

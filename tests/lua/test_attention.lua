@@ -90,6 +90,25 @@ T.test("MultiheadAttention module", function()
     T.eq("fields", { m.embed_dim, m.num_heads, m.head_dim, m.kdim, m.vdim, m.bias, m.add_bias_kv, m.add_zero_attn },
         { 8, 2, 4, 8, 8, true, false, false })
     T.eq("parameter_names", m:parameter_names(), { "in_proj_weight", "in_proj_bias", "out_proj_weight", "out_proj_bias" })
+    -- __fields, which the REPL's completion reads: every option field and every parameter name of any module
+    local fields = getmetatable(m).__fields
+    T.ok("__fields is a list", type(fields) == "table" and #fields > 0, type(fields))
+    local listed = {}
+    for _, f in ipairs(fields or {}) do listed[f] = true end
+    for _, f in ipairs { "embed_dim", "num_heads", "head_dim", "kdim", "vdim", "bias", "add_bias_kv", "add_zero_attn", "batch_first" } do
+        T.ok("__fields lists " .. f, listed[f], table.concat(fields or {}, " "))
+    end
+    for _, opts in ipairs { { embed_dim = 4, num_heads = 2 }, { embed_dim = 4, num_heads = 2, kdim = 3, vdim = 5, add_bias_kv = true } } do
+        local other = mha.MultiheadAttention(opts)
+        for _, pname in ipairs(other:parameter_names()) do
+            T.ok("__fields lists the parameter " .. pname, listed[pname], table.concat(fields or {}, " "))
+        end
+    end
+    local unreadable = {}
+    for _, f in ipairs(fields or {}) do
+        if not pcall(function() return m[f] end) then unreadable[#unreadable + 1] = f end
+    end
+    T.eq("every name in __fields reads without an error", unreadable, {})
     T.eq("absent parameter reads nil", m.q_proj_weight, nil)
     T.shape("in_proj_weight (3E,E)", m.in_proj_weight, { 24, 8 })
     local params = m:parameters()
@@ -157,8 +176,12 @@ T.test("attn fixtures", function()
         elseif case.fn == "linear" then
             T.close(name, mha.linear(F("x"), F("W"), F("b")), F("out"))
         elseif case.fn == "layer_norm" then
-            T.close(name, mha.layer_norm(F("x"), tonumber(case.norm_ndim), F("weight"), F("bias"), tonumber(case.eps)),
-                F("out"), 1e-5, 1e-5)
+            -- normalized_shape as PyTorch takes it: the last norm_ndim sizes of x (a number when one)
+            local x, n = F("x"), tonumber(case.norm_ndim)
+            local shape = x:shape()
+            local normalized = table.move(shape, #shape - n + 1, #shape, 1, {})
+            if n == 1 then normalized = normalized[1] end
+            T.close(name, mha.layer_norm(x, normalized, F("weight"), F("bias"), tonumber(case.eps)), F("out"), 1e-5, 1e-5)
         elseif case.fn == "positional_encoding" then
             T.close(name, mha.positional_encoding(tonumber(case.L), tonumber(case.E)), F("out"))
         elseif case.fn == "sdpa" then

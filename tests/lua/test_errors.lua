@@ -41,6 +41,17 @@ T.test("wrong shapes", function()
         { "(2,3)", "(4,5)" })
     T.raises("layer_norm normalized shape", function() mha.layer_norm(x, { 4 }) end,
         "layer_norm: normalized shape (4) does not match the last dims of x (2,3)")
+    -- a number is PyTorch's normalized_shape=n, the size of the last dim, never a count of dims
+    T.raises("layer_norm(x, 8) is the shape (8)", function() mha.layer_norm(mha.zeros(2, 4, 3), 8) end,
+        "layer_norm: normalized shape (8) does not match the last dims of x (2,4,3)")
+    T.raises("layer_norm(x, 1) is the shape (1), not one dim", function() mha.layer_norm(x, 1) end,
+        "layer_norm: normalized shape (1) does not match the last dims of x (2,3)")
+    T.raises("layer_norm with an empty shape", function() mha.layer_norm(x, {}) end,
+        "layer_norm: normalized_shape {} is empty")
+    T.raises("layer_norm with a negative size", function() mha.layer_norm(x, -3) end,
+        "layer_norm: normalized_shape -3 is negative")
+    T.raises("layer_norm with a string", function() mha.layer_norm(x, "3") end,
+        "layer_norm: normalized_shape must be a number (the size of the last dim) or a table of the last dims' sizes, got string (for x of shape (2,3))")
     T.raises("forward embed size", function() module():forward(mha.zeros(3, 5)) end,
         { "forward", "(3,5)", "embed_dim 4" })
     T.raises("attn_mask shape", function() module():forward(q, q, q, { attn_mask = mha.zeros(2, 2) }) end,
@@ -65,7 +76,15 @@ T.test("dims and indices out of range", function()
     T.raises("select index 0", function() x:select(1, 0) end, "select: index 0 out of range for dim 1 of size 2")
     T.raises("t[0]", function() return x[0] end, "index: index 0 out of range for dim 1 of size 2")
     T.raises("narrow past the end", function() x:narrow(2, 2, 5) end,
-        "narrow: start 2 with length 5 runs past size 3 of dim 2 (tensor of shape (2,3))")
+        "narrow: start 2 with length 5 runs past size 3 of dim 2 (tensor of shape (2,3); at most length 2 from there)")
+    T.raises("narrow with a negative length", function() x:narrow(2, 1, -1) end,
+        "narrow: length -1 is negative; from start 1 in dim 2 of size 3 (tensor of shape (2,3)) it can be 0..3")
+    T.raises("narrow from start 0", function() x:narrow(2, 0, 1) end,
+        "narrow: start 0 out of range for dim 2 of size 3 in a tensor of shape (2,3) (expected 1..3, or -3..-1 counting from the end)")
+    T.raises("narrow from a start before the first", function() x:narrow(1, -3, 1) end,
+        "narrow: start -3 out of range for dim 1 of size 2")
+    T.raises("narrow from the end, past it", function() x:narrow(2, -1, 2) end,
+        "narrow: start -1 with length 2 runs past size 3 of dim 2 (tensor of shape (2,3); at most length 1 from there)")
     T.raises("permute repeats a dim", function() mha.zeros(2, 3, 4):permute(1, 1, 2) end,
         "permute: dim 1 appears twice in the permutation")
     T.raises("permute count", function() x:permute(1) end, "permute: 1 dims given for a tensor of shape (2,3), expected 2")
@@ -122,7 +141,23 @@ T.test("parameters by name", function()
     T.raises("assigning an unknown name", function() m.weight = x end,
         { "MultiheadAttention: cannot assign to unknown field 'weight'", "in_proj_weight" })
     T.raises("a parameter of the wrong shape", function() m.out_proj_bias = mha.zeros(3) end,
-        { "out_proj_bias", "(4)", "(3)" })
+        "MultiheadAttention: out_proj_bias must be assigned a tensor of shape (4), got a float32 tensor of shape (3)")
+    T.raises("a parameter assigned nil", function() m.in_proj_weight = nil end,
+        "MultiheadAttention: in_proj_weight must be assigned a tensor of shape (12,4), got nil")
+    T.raises("a parameter assigned a number", function() m.out_proj_weight = 1 end,
+        "MultiheadAttention: out_proj_weight must be assigned a tensor of shape (4,4), got number")
+    T.raises("a parameter assigned a string", function() m.in_proj_bias = "zeros" end,
+        "MultiheadAttention: in_proj_bias must be assigned a tensor of shape (12), got string")
+    T.raises("a parameter assigned a bool tensor", function() m.out_proj_bias = mha.tensor { true, false, true, false } end,
+        "MultiheadAttention: out_proj_bias must be assigned a tensor of shape (4), got a bool tensor of shape (4)")
+    T.raises("a parameter assigned a ragged table", function() m.out_proj_bias = { { 1, 2 }, { 3 } } end,
+        "MultiheadAttention.out_proj_bias: ragged table: t[2] has 1 element, but t[1] has 2")
+    T.raises("a parameter assigned a table of the wrong shape", function() m.out_proj_bias = { { 1, 2, 3, 4 } } end,
+        "MultiheadAttention: out_proj_bias must be assigned a tensor of shape (4), got a float32 tensor of shape (1,4)")
+    local closed_t = mha.zeros(4)
+    closed_t:close()
+    T.raises("a parameter assigned a closed tensor", function() m.out_proj_bias = closed_t end,
+        "MultiheadAttention: out_proj_bias must be assigned a tensor of shape (4), got a closed tensor")
     T.raises("a read-only field", function() m.embed_dim = 8 end, "MultiheadAttention: embed_dim is read-only")
     T.raises("a parameter this module does not have", function() m.q_proj_weight = mha.zeros(4, 4) end, "q_proj_weight")
 end)
@@ -152,6 +187,29 @@ T.test("closed objects", function()
     m:close()
     T.raises("a closed module", function() m:forward(q) end, "the MultiheadAttention was closed")
     T.raises("a closed module's parameter", function() return m.in_proj_weight end, "closed")
+    T.raises("assigning to a closed module's parameter", function() m.out_proj_bias = mha.zeros(4) end,
+        "MultiheadAttention: cannot assign out_proj_bias: the MultiheadAttention was closed")
+end)
+
+-- Out of memory is reported under the function the student called, not the core's allocator ("empty:").
+-- The sizes are far past any machine's address space (2^47 bytes), so the allocation always fails.
+T.test("out of memory", function()
+    T.raises("a module too large to make", function() mha.MultiheadAttention { embed_dim = 1e9, num_heads = 1 } end,
+        "MultiheadAttention: out of memory allocating 12000000000000000000 bytes for shape (3000000000,1000000000)")
+    T.ok("the constructor's message hides the core's allocator",
+        not T.errmsg(mha.MultiheadAttention, { embed_dim = 1e9, num_heads = 1 }):find("empty", 1, true))
+    local m = mha.MultiheadAttention { embed_dim = 1, num_heads = 1 }
+    local long = mha.zeros(6000000, 1) -- 6e6 queries: (1,1,6e6,6e6) weights are 144 TB
+    local weights_msg = "MultiheadAttention.forward: out of memory: the (1,1,6000000,6000000) attention weights need "
+        .. "144.0 TB; pass need_weights=false to use the fused path, which never forms them"
+    T.raises("forward names itself and the weights that do not fit", function() m:forward(long) end, weights_msg)
+    T.raises("m(q) likewise", function() m(long:unsqueeze(1)) end, weights_msg)
+    T.raises("trace names itself", function() m:trace(long) end, "MultiheadAttention.trace: out of memory allocating")
+    T.raises("sdpa names itself and suggests the fused path", function() mha.sdpa(long, long, long) end,
+        "scaled_dot_product_attention: out of memory allocating 144000000000000 bytes for shape (6000000,6000000); "
+            .. "with need_weights=false the fused path never forms the (L,S) weights")
+    T.raises("a plain constructor keeps its own name", function() mha.zeros(1e7, 1e7) end,
+        "zeros: out of memory allocating 400000000000000 bytes for shape (10000000,10000000)")
 end)
 
 -- The sweep: every function and method, called with every pair (and some triples) from a pool of wrong

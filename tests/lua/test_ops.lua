@@ -137,7 +137,7 @@ end)
 
 T.test("layer_norm", function()
     local wt, b = F("ln_weight"), F("ln_bias")
-    T.close("layer_norm(x, 1, w, b)", mha.layer_norm(x, 1, wt, b), F("layer_norm_x"), 1e-5, 1e-5)
+    T.close("layer_norm(x, 5, w, b): normalized_shape 5, as PyTorch", mha.layer_norm(x, 5, wt, b), F("layer_norm_x"), 1e-5, 1e-5)
     T.close("layer_norm(x, {5}, w, b, 1e-5)", x:layer_norm({ 5 }, wt, b, 1e-5), F("layer_norm_x"), 1e-5, 1e-5)
 end)
 

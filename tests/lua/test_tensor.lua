@@ -125,6 +125,45 @@ T.test("views share memory", function()
     T.eq("copy_ through a transposed view", m:totable(), { { 1, 3, 5 }, { 2, 4, 6 } })
 end)
 
+-- PyTorch 1.13 refuses copy_ and the random fills into a tensor whose elements share memory (expand's
+-- stride 0), and allows fill_, one-element writes and t[i] = number there (checked with torch 1.13:
+-- torch.ones(1,4).expand(3,4).copy_(...) raises, .fill_(2) and x[0] = 5 do not).
+T.test("writes into expanded views", function()
+    local base = mha.ones(1, 4)
+    local wide = base:expand(3, 4) -- strides (0,1): the three rows are one row
+    T.raises("copy_ into an expanded view is refused", function() wide:copy_(mha.arange(12):view(3, 4)) end,
+        { "copy_: unsupported operation: more than one element of the written-to tensor (shape (3,4), strides (0,1)) "
+            .. "refers to a single memory location", "clone()" })
+    T.eq("the refused copy_ wrote nothing", base:totable(), { { 1, 1, 1, 1 } })
+    for _, fill in ipairs { "uniform_", "normal_", "xavier_uniform_", "xavier_normal_" } do
+        T.raises(fill .. " into an expanded view is refused", function() wide[fill](wide) end,
+            { fill .. ": unsupported operation", "(shape (3,4), strides (0,1))" })
+    end
+    T.eq("the refused fills wrote nothing", base:totable(), { { 1, 1, 1, 1 } })
+    local cube = mha.zeros(1, 1, 4):expand(2, 3, 4)
+    T.raises("t[i] = tensor into a row that is expanded is refused", function() cube[1] = mha.ones(3, 4) end,
+        "newindex: unsupported operation: more than one element of the written-to tensor (shape (3,4), strides (0,1))")
+    T.raises("t[i] = table likewise", function() cube[2] = { { 1, 2, 3, 4 }, { 1, 2, 3, 4 }, { 1, 2, 3, 4 } } end,
+        "newindex: unsupported operation")
+    -- what PyTorch allows: one value everywhere, one element
+    wide:fill_(2)
+    T.eq("fill_ of an expanded view fills its base", base:totable(), { { 2, 2, 2, 2 } })
+    wide:set(3, 2, 7)
+    T.eq("set through an expanded view writes its one element", base:totable(), { { 2, 7, 2, 2 } })
+    cube[2] = 5
+    T.eq("t[i] = number into an expanded row fills it", cube:get(1, 3, 4), 5.0)
+    wide[1] = mha.tensor { 1, 2, 3, 4 } -- a row of wide is (4) with stride 1: no overlap inside it
+    T.eq("t[i] = tensor where the row itself has no overlap", base:totable(), { { 1, 2, 3, 4 } })
+    -- clone() first, as the message says
+    local copy = wide:clone():copy_(mha.arange(12):view(3, 4))
+    T.eq("clone():copy_ writes every row", copy:totable(), { { 0, 1, 2, 3 }, { 4, 5, 6, 7 }, { 8, 9, 10, 11 } })
+    -- a stride 0 along a dim of size 1 shares nothing
+    local one = mha.zeros(4):expand(1, 4)
+    T.eq("expand(1, 4) has a stride 0 along its size-1 dim", one:strides()[1], 0)
+    one:copy_(mha.tensor { { 1, 2, 3, 4 } })
+    T.eq("copy_ into it is allowed", one:totable(), { { 1, 2, 3, 4 } })
+end)
+
 T.test("view of a non-contiguous tensor", function()
     local t = counting():transpose(1, 2) -- (3,2,4), strides (4,12,1)
     T.raises("view after transpose explains and points to contiguous()/reshape()", function() t:view(6, 4) end,
@@ -176,6 +215,18 @@ T.test("metamethods", function()
     T.eq("__index with an integral float t[2.0]", a[2.0]:totable(), { 3, 4 })
     T.raises("__index with a fraction", function() return a[1.5] end, "index: t[1.5]: an index must be an integer")
     T.raises("__newindex with a name", function() a.foo = 1 end, "only integer indices can be assigned")
+    -- < and <= cannot give a bool tensor (Lua makes their answer a boolean): they point to lt/le/gt/ge
+    local lt_msg = "compare tensors elementwise with a:lt(b), a:le(b), a:gt(b), a:ge(b); < and > cannot return a tensor in Lua"
+    local le_msg = "compare tensors elementwise with a:lt(b), a:le(b), a:gt(b), a:ge(b); <= and >= cannot return a tensor in Lua"
+    T.raises("__lt: a < b", function() return a < b end, lt_msg)
+    T.raises("__lt: a > 0", function() return a > 0 end, lt_msg)
+    T.raises("__lt: 0 < a", function() return 0 < a end, lt_msg)
+    T.raises("__le: a <= b", function() return a <= b end, le_msg)
+    T.raises("__le: a >= 1", function() return a >= 1 end, le_msg)
+    T.eq("a:gt(2) is the elementwise form", a:gt(2):totable(), { { false, false }, { true, true } })
+    local fields = getmetatable(a).__fields
+    T.ok("__fields is a table, for completion", type(fields) == "table", type(fields))
+    T.eq("a tensor has no plain fields, only methods", fields and #fields, 0)
     T.eq("__index method lookup", type(a.softmax), "function")
     T.eq("__index unknown name is nil", a.nonexistent, nil)
     local s = tostring(a)
