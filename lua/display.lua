@@ -131,8 +131,17 @@ local function source(fname, t, whole)
             src.read = function(idx) return t:get(table.unpack(idx)) end
         end
         return src
-    elseif type(t) == "number" or type(t) == "boolean" then
-        return { shape = {}, dtype = type(t) == "boolean" and "bool" or "number", read = function() return t end }
+    elseif type(t) == "boolean" then
+        return { shape = {}, dtype = "bool", read = function() return t end }
+    elseif type(t) == "number" then
+        -- shown as the 0-d tensor mha.tensor(t) would make: rounded to float32, "[float32 ()]"
+        local value = t
+        if math.abs(t) >= 3.4028235677973366e38 then   -- FLT_MAX + half an ulp and up round to infinity
+            value = t > 0 and math.huge or -math.huge
+        elseif t == t then
+            value = string.unpack("f", string.pack("f", t))
+        end
+        return { shape = {}, dtype = "float32", read = function() return value end }
     elseif type(t) == "table" then
         local shape, is_bool = table_shape(fname, t)
         return {

@@ -113,6 +113,12 @@ end)
 T.test("plain Lua tables", function()
     T.eq("format nested table", mha.format { { 1.5, -2 }, { 0, 4 } },
         " 1.5000  -2.0000\n 0.0000   4.0000\n[table (2,2)]")
+    -- a Lua number prints as the 0-d float32 tensor mha.tensor(n) makes (np.float32(1/3) is 0.33333334)
+    T.eq("format a number", mha.format(3), "3.\n[float32 ()]")
+    T.eq("format a number as float32", mha.format(1 / 3, { precision = 8 }), "0.33333334\n[float32 ()]")
+    T.eq("a number prints as its tensor does", mha.format(0.1), mha.format(mha.tensor(0.1)))
+    T.eq("a number past float32's range is inf", mha.format(-1e39), "-inf\n[float32 ()]")
+    T.eq("format a boolean", mha.format(true), "true\n[bool ()]")
     T.raises("format ragged table", function() mha.format { { 1, 2 }, { 3 } } end,
         "format: ragged table: t[2] has 1 entries where 2 were expected")
 end)
