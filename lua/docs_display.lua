@@ -52,8 +52,10 @@ return {
         doc = "Makes a new figure and makes it current. Each figure has its own gnuplot process (started "
             .. "at its first drawing, so a window keeps showing it); plot.heatmap/heads/line/bar draw on "
             .. "the current figure, and a figure has the same functions as methods (fig:heatmap(W), "
-            .. "fig:save('a.png'), fig:close()). Its gnuplot is reaped when the figure is closed, "
-            .. "collected, or when the REPL exits.",
+            .. "fig:save('a.png'), fig:close()). The drawing functions return nothing, so the REPL prints "
+            .. "nothing after a drawing; plot.figure() and plot.current() return the figure, which prints "
+            .. "as 'figure 1 (gnuplot, pid 1234)' or 'figure 1 (no gnuplot running)'. Its gnuplot is "
+            .. "reaped when the figure is closed, collected, or when the REPL exits.",
         example = "local f = plot.figure()\nf:line{ {y = {1, 4, 9}} }\nf:close()",
     },
     ["plot.current"] = {
@@ -78,7 +80,8 @@ return {
             .. "both axes (tokens= sets both), row 1 at the top as it prints. palette is one of viridis "
             .. "(default), gray, hot, blues, redblue; zrange fixes the colour range; values=true writes "
             .. "each value in its cell (values=3: three decimals). nan and +-inf cells are left blank. "
-            .. "On a text terminal it prints mha.heat instead; plot.save writes the real image.",
+            .. "On a text terminal it prints mha.heat instead; plot.save writes the real image. Returns "
+            .. "nothing (plot.current() is the figure it drew on).",
         example = 'local q = mha.randn(4, 8)\nlocal w = mha.softmax(mha.matmul(q, q:transpose(1, 2)) / math.sqrt(8), -1)\nplot.heatmap(w, {tokens = "The cat sat down", values = true})\nplot.save("weights.png")',
     },
     ["plot.heads"] = {
@@ -92,13 +95,17 @@ return {
         sig = "plot.line{ {x=, y=, title=}, ..., title=, xlabel=, ylabel=, logx=, logy= }",
         doc = "Draws one or more series as lines with points and a legend. x and y are Lua arrays or 1-D "
             .. "tensors; x defaults to 1..n. A table with y= at its top level is a single series. "
-            .. "logx/logy use logarithmic axes (all values must then be positive).",
+            .. "logx/logy use logarithmic axes (all values must then be positive). On the text (dumb) "
+            .. "terminal, titles, labels and legend entries are laid out by display width, so Chinese "
+            .. "text keeps the legend's box and every line as wide as the terminal.",
         example = 'local xs, a, b = {}, {}, {}\nfor i = 2, 50 do xs[#xs + 1] = i; a[#a + 1] = i * i; b[#b + 1] = i * math.log(i) end\nplot.line{ {x = xs, y = a, title = "n^2"}, {x = xs, y = b, title = "n log n"}, logy = true, xlabel = "n" }',
     },
     ["plot.bar"] = {
         sig = "plot.bar(labels, values [, {title=, xlabel=, ylabel=}])",
         doc = "Draws one bar per label - for instance the softmax of a row at several temperatures. "
-            .. "labels is a list or a string split on spaces; values a Lua array or a 1-D tensor.",
+            .. "labels is a list or a string split on spaces; values a Lua array or a 1-D tensor. The "
+            .. "axis runs from 0 to a tenth past the tallest bar (and below the lowest negative one), so "
+            .. "no bar touches the frame.",
         example = 'plot.bar("The cat sat", mha.softmax(mha.tensor{2, 1, 0.5}, 1), {title = "softmax"})',
     },
     ["plot.save"] = {

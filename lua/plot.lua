@@ -209,6 +209,62 @@ local function screen_terminal_command(name, fig, size)
 end
 
 -- ---------------------------------------------------------------------------------------------
+-- Wide characters on the dumb terminal
+-- ---------------------------------------------------------------------------------------------
+
+-- The dumb terminal gives every character one cell, but a wide (CJK) character takes two on screen, so
+-- a line holding one comes out too long and the legend's box breaks. So on that terminal each quoted
+-- text is padded with one space per extra cell, which makes gnuplot lay it out at its real width,
+-- and the padding is taken out of the drawing afterwards.
+
+-- The text a single-quoted gnuplot string shows: '' is a quote; in a tic label, %% is a percent sign.
+local function shown_text(body, is_tic)
+    body = body:gsub("''", "'")
+    if is_tic then body = body:gsub("%%%%", "%%") end
+    return body
+end
+
+-- cmd with the texts that hold wide characters padded; appends {text = shown, pad = cells} to fixes.
+-- pad < 0 (zero-width marks: fewer cells than characters) leaves cmd alone and adds cells afterwards.
+local function pad_wide_texts(cmd, fixes)
+    local is_tic = cmd:match("^set [xy]tics") ~= nil
+    local parts, pos = {}, 1
+    while true do
+        local open = cmd:find("'", pos, true)
+        if not open then break end
+        -- the closing quote is the first one not doubled
+        local close, at = nil, open + 1
+        while true do
+            local q = cmd:find("'", at, true)
+            if not q then break end
+            if cmd:sub(q + 1, q + 1) == "'" then at = q + 2 else close = q; break end
+        end
+        if not close then break end
+        local body = cmd:sub(open + 1, close - 1)
+        local shown = shown_text(body, is_tic)
+        local chars = shown:find("[\128-\255]") and utf8.len(shown)
+        local pad = chars and term.width(shown) - chars or 0
+        if pad ~= 0 then fixes[#fixes + 1] = { text = shown, pad = pad } end
+        parts[#parts + 1] = cmd:sub(pos, open) .. body .. string.rep(" ", math.max(pad, 0)) .. "'"
+        pos = close + 1
+    end
+    parts[#parts + 1] = cmd:sub(pos)
+    return table.concat(parts)
+end
+
+local function literal(s) return (s:gsub("[%^%$%(%)%%%.%[%]%*%+%-%?]", "%%%0")) end
+
+-- gnuplot's drawing with the padding of pad_wide_texts taken out again (or, for pad < 0, put in).
+local function unpad_wide_texts(out, fixes)
+    for _, fix in ipairs(fixes) do
+        local drawn = fix.text .. string.rep(" ", math.max(fix.pad, 0))
+        local shown = fix.text .. string.rep(" ", math.max(-fix.pad, 0))
+        out = out:gsub(literal(drawn), (shown:gsub("%%", "%%%%")))
+    end
+    return out
+end
+
+-- ---------------------------------------------------------------------------------------------
 -- Figures
 -- ---------------------------------------------------------------------------------------------
 
@@ -234,8 +290,10 @@ function plot.current()
     return current or plot.figure()
 end
 
+-- "figure 1 (gnuplot, pid 1234)", or "figure 1 (no gnuplot running)" before its first drawing
 function Figure:__tostring()
-    return string.format("figure %d (%s)", self.number, self.proc and tostring(self.proc) or "no gnuplot running")
+    local pid = self.proc and self.proc:pid()
+    return string.format("figure %d (%s)", self.number, pid and ("gnuplot, pid " .. pid) or "no gnuplot running")
 end
 
 -- fig:close(): ends its gnuplot and reaps it. The figure can draw again (with a new gnuplot).
@@ -281,10 +339,11 @@ end
 -- Runs commands on the figure's gnuplot and waits until it has done them all. Each command is
 -- followed by `print 'marker-i'`, so whatever gnuplot says between two markers is about the command
 -- before the second one; errors become one Lua error quoting the command, warnings go to stderr.
--- What gnuplot writes on stdout (a text or sixel drawing) goes to io.write. Warnings that
+-- What gnuplot writes on stdout (a text or sixel drawing) goes to io.write, through fix_output(text)
+-- when given. Warnings that
 -- contain one of the strings in quiet_warnings are expected and not shown.
 -- Returns false when gnuplot is not installed.
-function Figure:run(fname, commands, quiet_warnings, discard_output)
+function Figure:run(fname, commands, quiet_warnings, discard_output, fix_output)
     local base, ok, err, out, errtext, status
     -- a gnuplot that died since the last drawing (killed, or its window closed) is replaced once
     for attempt = 1, 2 do
@@ -312,6 +371,7 @@ function Figure:run(fname, commands, quiet_warnings, discard_output)
         self.proc = nil
     end
     if out ~= "" and not discard_output then
+        if fix_output then out = fix_output(out) end
         io.write(out, out:sub(-1) == "\n" and "" or "\n")
         io.output():flush()
     end
@@ -369,10 +429,17 @@ function Figure:draw(fname, script)
     local text_instead = (name == "dumb" and script.image)
     local first = text_instead and "set terminal unknown" or screen_terminal_command(name, self, script.size)
     local commands = { first, "unset multiplot", "reset" }
-    for _, c in ipairs(script.commands) do commands[#commands + 1] = c end
-    local drawn = self:run(fname, commands, { "Plotting with an 'unknown' terminal", script.warning })
+    local fixes   -- on the dumb terminal: the wide texts to take the padding out of
+    if name == "dumb" and not text_instead then
+        fixes = {}
+        commands[#commands + 1] = "set encoding utf8"   -- one cell per character, not per byte
+        for _, c in ipairs(script.commands) do commands[#commands + 1] = pad_wide_texts(c, fixes) end
+    else
+        for _, c in ipairs(script.commands) do commands[#commands + 1] = c end
+    end
+    local drawn = self:run(fname, commands, { "Plotting with an 'unknown' terminal", script.warning }, false,
+        fixes and function(out) return unpad_wide_texts(out, fixes) end)
     if (not drawn or text_instead) and script.fallback then script.fallback() end
-    return self
 end
 
 local FILE_TERMINALS = {
@@ -555,7 +622,7 @@ function plot.heatmap(M, opts)
         commands[#commands + 1] = c
     end
     local side = math.max(480, math.min(1600, 40 * math.max(shape[1], shape[2]) + 200))
-    return plot.current():draw(fname, {
+    plot.current():draw(fname, {
         commands = commands,
         size = { side + 80, side },
         image = true,
@@ -603,7 +670,7 @@ function plot.heads(W, opts)
         end
     end
     commands[#commands + 1] = "unset multiplot"
-    return plot.current():draw(fname, {
+    plot.current():draw(fname, {
         commands = commands,
         size = { width, height },
         image = true,
@@ -671,13 +738,22 @@ function plot.line(spec)
         notes[#notes + 1] = display.clean_label(title) .. " (" .. #y .. " points)"
     end
     commands[#commands + 1] = "plot " .. table.concat(plots, ", ")
-    return plot.current():draw(fname, {
+    plot.current():draw(fname, {
         commands = commands,
         size = { 800, 500 },
         fallback = function()
             io.write("plot.line: not drawn without gnuplot: ", table.concat(notes, ", "), "\n")
         end,
     })
+end
+
+-- "set yrange [lo:hi]" from 0 to past the values by a tenth of their span, so that no bar touches the
+-- border (gnuplot's autoscale ends the axis at the tallest bar when that falls on a tic).
+local function bar_range(lo, hi)
+    if lo == hi then return "set yrange [0:1]" end   -- all zero
+    local room = 0.1 * (hi - lo)
+    return string.format("set yrange [%s:%s]", data_number(lo < 0 and lo - room or 0),
+        data_number(hi > 0 and hi + room or 0))
 end
 
 -- plot.bar(labels, values [, opts]) draws one bar per label; opts: title=, xlabel=, ylabel=.
@@ -698,13 +774,13 @@ function plot.bar(labels, values, opts)
         "set boxwidth 0.7",
         "set grid ytics",
         string.format("set xrange [-0.6:%d.4]", #v - 1),
-        string.format("set yrange [%s:%s]", data_number(lo), hi > lo and "*" or "1"),
+        bar_range(lo, hi),
         tics_command("x", names),
         "set xtics scale 0",
         datablock("$mha_bar", rows),
         "plot $mha_bar using 1:2 with boxes lc rgb '#3b518b' notitle",
     }
-    return plot.current():draw(fname, {
+    plot.current():draw(fname, {
         commands = commands,
         size = { math.max(480, 60 * #v + 160), 420 },
         fallback = function()
@@ -726,10 +802,9 @@ for _, name in ipairs({ "heatmap", "heads", "line", "bar" }) do
     Figure[name] = function(self, ...)
         local saved = current
         current = self
-        local ok, result = pcall(plot[name], ...)
+        local ok, err = pcall(plot[name], ...)
         current = saved or self
-        if not ok then error(result, 0) end
-        return result
+        if not ok then error(err, 0) end
     end
 end
 

@@ -298,5 +298,96 @@ T.test("dumb terminal draws text", function()
     plot.closeall()
 end)
 
+T.test("figures print cleanly; drawings return nothing", function()
+    local fig = plot.figure()
+    T.eq("a figure before its first drawing", tostring(fig), "figure " .. fig.number .. " (no gnuplot running)")
+    local results = table.pack(fig:bar({ "a", "b" }, { 1, 2 }))
+    T.eq("fig:bar returns nothing (the REPL prints nothing after a drawing)", results.n, 0)
+    T.eq("a figure with its gnuplot", tostring(fig), "figure " .. fig.number .. " (gnuplot, pid " .. fig.proc:pid() .. ")")
+    T.eq("plot.heatmap returns nothing", select("#", plot.heatmap(weights)), 0)
+    T.eq("plot.heads returns nothing", select("#", plot.heads(mha.stack { weights, weights })), 0)
+    T.eq("plot.line returns nothing", select("#", plot.line { y = { 1, 2 } }), 0)
+    T.eq("plot.bar returns nothing", select("#", plot.bar({ "a" }, { 1 })), 0)
+    T.eq("fig:line returns nothing", select("#", fig:line { y = { 1, 2 } }), 0)
+    T.ok("plot.current() still returns the figure", getmetatable(plot.current()) == getmetatable(fig))
+    fig:close()
+    T.eq("a closed figure", tostring(fig), "figure " .. fig.number .. " (no gnuplot running)")
+    plot.closeall()
+end)
+
+-- The columns a dumb drawing takes: this terminal's, or 80 when stdout is not one (as plot.lua decides).
+local term = require "mha.term"
+local function dumb_columns()
+    return term.isatty(io.stdout) and math.min(term.columns(io.stdout), 200) or 80
+end
+
+-- The lines of a dumb drawing, without the colour codes a colour terminal gets.
+local function drawn_lines(text)
+    local lines = {}
+    for line in text:gmatch("([^\n]*)\n") do lines[#lines + 1] = (line:gsub("\27%[[%d;]*m", "")) end
+    return lines
+end
+
+T.test("bars leave room above the tallest", function()
+    plot.bar({ "a", "b", "c" }, { 1, 2, 3 })
+    local commands = table.concat(plot.current().script.commands, "\n")
+    T.ok("the y range runs to max + 10%", commands:find("set yrange [0:3.3]", 1, true) ~= nil, commands)
+    plot.bar({ "a", "b" }, { -2, 1 })
+    commands = table.concat(plot.current().script.commands, "\n")
+    T.ok("and below a negative bar by 10% of the span", commands:find("set yrange [-2.3:1.3]", 1, true) ~= nil, commands)
+    -- on the text terminal the top border is the first line of dashes; the tallest bar (3, on a tic, where
+    -- gnuplot's autoscale would end the axis) must stay below the line under it
+    plot.terminal("dumb")
+    local lines = drawn_lines(stdout_of(function() plot.bar({ "a", "b", "c" }, { 1, 2, 3 }) end))
+    local top
+    for i, line in ipairs(lines) do
+        if line:find("+-----", 1, true) then top = i; break end
+    end
+    T.ok("dumb bar chart has a top border", top ~= nil, table.concat(lines, "\n"))
+    local under = top and lines[top + 1] or ""
+    local inside = under:match("|(.*)|") or under
+    T.ok("no bar touches the top border", not inside:find("*", 1, true), table.concat(lines, "\n"))
+    plot.terminal("none")
+    plot.closeall()
+end)
+
+T.test("wide characters on the dumb terminal", function()
+    plot.terminal("dumb")
+    local columns = dumb_columns()
+    local function check(name, text, must_have)
+        local lines = drawn_lines(text)
+        local bad = {}
+        for i, line in ipairs(lines) do
+            if term.width(line) ~= columns then bad[#bad + 1] = string.format("line %d is %d cells: %s", i, term.width(line), line) end
+        end
+        T.ok(name .. ": every line is " .. columns .. " cells", #lines > 10 and #bad == 0,
+            #lines .. " lines; " .. table.concat(bad, "\n"))
+        for _, s in ipairs(must_have) do
+            T.ok(name .. " shows " .. s, text:find(s, 1, true) ~= nil, text)
+        end
+    end
+    check("CJK legend and title", stdout_of(function()
+        plot.line { { y = { 1, 2, 3, 4 }, title = "注意力权重" }, { y = { 4, 3, 2, 1 }, title = "ascii" },
+            title = "标题 title", xlabel = "位置 position" }
+    end), { "注意力权重", "ascii", "标题 title", "位置 position" })
+    check("CJK bar labels", stdout_of(function()
+        plot.bar("我 爱 你", { 1, 2, 3 }, { title = "注意 50%" })
+    end), { "我", "爱", "你", "注意 50%" })
+    -- the legend's box stays a box: its top right corner and the right side of its first entry are in
+    -- the same column ("|+-----+" above "|注意力权重 ***G***|", the plot's border being the first "|")
+    local lines = drawn_lines(stdout_of(function()
+        plot.line { { y = { 1, 2, 3, 4 }, title = "注意力权重" }, { y = { 4, 3, 2, 1 }, title = "ascii" } }
+    end))
+    local corner, side
+    for _, line in ipairs(lines) do
+        corner = corner or line:match("^([^|]*|%+%-+%+)")
+        side = side or line:match("^([^|]*|注意力权重[^|]*|)")
+    end
+    T.ok("the legend's corner and its entry's right side line up",
+        corner ~= nil and side ~= nil and term.width(corner) == term.width(side), table.concat(lines, "\n"))
+    plot.terminal("none")
+    plot.closeall()
+end)
+
 os.execute("rm -rf '" .. tmp .. "'")
 T.done()
