@@ -62,6 +62,26 @@ static int starts_with_name(const char *msg, const char *fname) {
     return strncmp(msg, fname, n) == 0 && msg[n] == ':';
 }
 
+/* The name the running C function was called by (as luaL_argerror finds it): from the calling code, or
+ * for a call from C (pcall(mha.zeros, ...)) its key in the mha table; NULL when neither knows. */
+static const char *called_name(lua_State *L) {
+    lua_Debug ar;
+    if (!lua_getstack(L, 0, &ar)) return NULL;
+    if (lua_getinfo(L, "n", &ar) && ar.name) return ar.name;
+    const char *name = NULL;
+    lua_getinfo(L, "f", &ar); /* pushes the function */
+    if (lua_getfield(L, LUA_REGISTRYINDEX, LMHA_LIB_KEY) == LUA_TTABLE) {
+        lua_pushnil(L);
+        while (!name && lua_next(L, -2)) {
+            if (lua_type(L, -2) == LUA_TSTRING && lua_rawequal(L, -1, -4)) name = lua_tostring(L, -2); /* kept alive by the table */
+            lua_pop(L, 1);
+        }
+        if (name) lua_pop(L, 1); /* the key lua_next left */
+    }
+    lua_pop(L, 2);
+    return name;
+}
+
 int lmha_fail(lua_State *L, mha_status status, const char *fname, const char *hint) {
     if (status == MHA_E_INTERRUPTED) {
         mha_interrupt_clear(); /* reported once; the next call starts afresh */
@@ -70,8 +90,7 @@ int lmha_fail(lua_State *L, mha_status status, const char *fname, const char *hi
     const char *msg = mha_errmsg();
     if (!hint) hint = "";
     if (status != MHA_E_NOMEM) return luaL_error(L, "%s%s", msg, hint);
-    lua_Debug ar;
-    if (!fname && lua_getstack(L, 0, &ar) && lua_getinfo(L, "n", &ar)) fname = ar.name; /* as luaL_argerror does */
+    if (!fname) fname = called_name(L);
     size_t internal = internal_prefix(msg);
     if (fname && (internal || !starts_with_name(msg, fname)))
         return luaL_error(L, "%s: %s%s", fname, msg + internal, hint);

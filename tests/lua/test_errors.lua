@@ -210,6 +210,10 @@ T.test("out of memory", function()
             .. "with need_weights=false the fused path never forms the (L,S) weights")
     T.raises("a plain constructor keeps its own name", function() mha.zeros(1e7, 1e7) end,
         "zeros: out of memory allocating 400000000000000 bytes for shape (10000000,10000000)")
+    local wide = mha.zeros(1, 1):expand(6000000, 6000000) -- a view: no memory until copied
+    local copy_msg = "contiguous: out of memory allocating 144000000000000 bytes for shape (6000000,6000000)"
+    T.raises("a method copying a view names itself, not the core's 'empty'", function() return wide:contiguous() end, copy_msg)
+    T.eq("called from C (pcall(mha.contiguous, t)) too, by its name in mha", T.errmsg(mha.contiguous, wide), copy_msg)
 end)
 
 -- The sweep: every function and method, called with every pair (and some triples) from a pool of wrong
