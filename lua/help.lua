@@ -167,13 +167,23 @@ local function group_of(name, entry)
     return name:match("^(.*)[.:]") or "topics"
 end
 
+-- The REPL's command table (name -> {args =, help =, run =}) when the REPL runs, else an empty one.
+local function repl_commands()
+    local repl = package.loaded["mha.repl"]
+    if type(repl) == "table" and type(repl.commands) == "table" then return repl.commands end
+    return {}
+end
+
 local function topics()
-    local groups, order = {}, {}
-    for name, entry in pairs(help.docs()) do
-        local g = group_of(name, entry)
+    local groups, order, seen = {}, {}, {}
+    local function add(g, name)
+        if seen[name] then return end
+        seen[name] = true
         if not groups[g] then groups[g] = {} order[#order + 1] = g end
         table.insert(groups[g], name)
     end
+    for name, entry in pairs(help.docs()) do add(group_of(name, entry), name) end
+    for name in pairs(repl_commands()) do add("REPL commands", ":" .. name) end
     table.sort(order, function(a, b)  -- the overviews first
         if (a == "topics") ~= (b == "topics") then return a == "topics" end
         return a < b
@@ -188,21 +198,102 @@ local function topics()
     return table.concat(parts, "\n")
 end
 
--- Entries matching a word: the exact name, names ending in .word or :word, then names containing it.
+-- Entries named by a word: the exact key, else those whose last part is the word ("softmax" names
+-- mha.softmax). The second result lists the names that only contain it (for "did you mean").
 local function search(word)
     local d = help.docs()
-    if d[word] then return {word} end
+    if d[word] then return {word}, {} end
     local exact, partial = {}, {}
     local lower = word:lower()
     for name in pairs(d) do
         local last = name:match("[.:]([^.:]+)$") or name
-        if last == word then exact[#exact + 1] = name
+        if last == word and not name:match("^:") then exact[#exact + 1] = name  -- a command needs its ':'
+
         elseif #word >= 3 and name:lower():find(lower, 1, true) then partial[#partial + 1] = name end
     end
     table.sort(exact)
     table.sort(partial)
-    if #exact > 0 then return exact end
-    return partial
+    return exact, partial
+end
+
+-- Lua's own names, which the Lua 5.4 manual explains: its base functions and its libraries.
+local lua_base = {}
+for name in ([[assert collectgarbage dofile error getmetatable ipairs load loadfile next pairs pcall print
+               rawequal rawget rawlen rawset require select setmetatable tonumber tostring type warn xpcall
+               _G _VERSION]]):gmatch("%S+") do lua_base[name] = true end
+local lua_libraries = {coroutine = "6.2", package = "6.3", string = "6.4", utf8 = "6.5", table = "6.6",
+                       math = "6.7", io = "6.8", os = "6.9", debug = "6.10"}
+local MANUAL = "https://www.lua.org/manual/5.4/manual.html"
+
+-- A short pointer to the manual for a name of Lua's own ("print", "string.format", "string"), else nil.
+local function lua_manual(name)
+    if lua_libraries[name] then
+        return name .. " is Lua's " .. name .. " library (no entry here); Lua's manual explains it:\n  "
+            .. MANUAL .. "#" .. lua_libraries[name]
+    end
+    local lib, field = name:match("^(%a+)%.([%a_][%w_]*)$")
+    if lua_base[name] or (lua_libraries[lib] and type(rawget(_G, lib)) == "table" and rawget(_G, lib)[field] ~= nil) then
+        return name .. " is part of Lua (no entry here); Lua's manual explains it:\n  " .. MANUAL .. "#pdf-" .. name
+    end
+end
+
+-- The docs entry that explains command :name: its own (":open"), or one whose signature names it
+-- (":back" explains :goto, :restart and :run too).
+local function command_entry(name)
+    local d = help.docs()
+    if d[":" .. name] then return ":" .. name end
+    local keys = {}
+    for k, e in pairs(d) do
+        if k:match("^:") and type(e.sig) == "string" and e.sig:find(":" .. name .. "%f[^%w_]") then keys[#keys + 1] = k end
+    end
+    table.sort(keys)
+    return keys[1]
+end
+
+-- Help for a ':' command: its arguments and line from the REPL's table, and the docs entry that
+-- explains it further. name (without the ':') may be a unique prefix, as at the prompt.
+local function command_text(name)
+    local commands, d = repl_commands(), help.docs()
+    if not commands[name] and not command_entry(name) then
+        local found = {}
+        for full in pairs(commands) do if full:sub(1, #name) == name then found[#found + 1] = full end end
+        table.sort(found)
+        if #found == 0 then return "No command :" .. name .. ". ? lists the commands." end
+        if #found > 1 then return ":" .. name .. " could be :" .. table.concat(found, ", :") end
+        name = found[1]
+    end
+    local parts = {}
+    local spec = commands[name]
+    if spec then
+        local args = type(spec.args) == "string" and spec.args ~= "" and (" " .. spec.args) or ""
+        parts[1] = ":" .. name .. args
+        parts[2] = ""
+        parts[3] = wrap(tostring(spec.help or ""), "  ", WIDTH)
+    end
+    local key = command_entry(name)
+    if key then
+        if #parts > 0 then parts[#parts + 1] = "" end
+        parts[#parts + 1] = format_entry(key, d[key])
+    end
+    return table.concat(parts, "\n")
+end
+
+-- Help for a value without an entry: a pointer to Lua's manual for Lua's own names, where a function of
+-- the user's was defined, or the names that contain the word ("did you mean").
+local function no_entry(name, value, partial)
+    local manual = lua_manual(name)
+    if manual then return manual end
+    if type(value) == "function" then
+        local info = debug.getinfo(value, "S")
+        if info.what == "Lua" and not info.source:match("^[@=]?lua/") then
+            return string.format("%s is a function defined at %s:%d (no help entry: it is not mha's).",
+                                 name, info.short_src, info.linedefined)
+        end
+    end
+    if partial and #partial > 0 then
+        return columns("No help for '" .. name .. "'. Did you mean:", partial)
+    end
+    return "No help for '" .. name .. "'. help() lists the topics."
 end
 
 -- The value a name like "x", "mha.softmax" or "x:view" refers to at the prompt, or nil.
@@ -223,31 +314,37 @@ local function resolve(name)
     return value
 end
 
--- Text of help for a name typed after '?' (or given as a string to help).
+-- "See also: ?mha.select" when docs keys end in the name (for a name that is first something else).
+local function see_also(text, exact)
+    if #exact == 0 then return text end
+    return text .. "\n  See also: ?" .. table.concat(exact, ", ?")
+end
+
+-- Text of help for a name typed after '?' (or given as a string to help). Exact names win: a docs key,
+-- a ':' command, what the name refers to at the prompt (its entry, or Lua's manual for Lua's own), the
+-- last part of a docs key ("softmax" for mha.softmax); names that only contain the word are offered
+-- as "did you mean".
 local function help_name(name)
     local d = help.docs()
     if d[name] then return format_entry(name, d[name]) end
+    if name:match("^:") then return command_text(name:sub(2)) end
     local value, key = resolve(name)
     if key then  -- x:view: the method's entry, or the library function it also is (mha.view)
         local fallback = "mha." .. key:match(":(.*)$")
         if d[key] then return format_entry(key, d[key]) end
         if d[fallback] then return format_entry(fallback, d[fallback]) end
     end
+    local exact, partial = search(name)
     if value ~= nil then
         local k = key_of(value)
         if k and d[k] then return format_entry(k, d[k]) end
+        local manual = lua_manual(type(value) == "function" and help.name_of(value) or name)
+        if manual then return see_also(manual, exact) end
+        if type(value) == "function" and #exact == 0 then return no_entry(name, value) end
     end
-    local found = search(name)
-    if #found == 1 then return format_entry(found[1], d[found[1]]) end
-    if #found > 1 then return columns("No entry '" .. name .. "'; these match:", found) end
-    if type(value) == "function" then
-        local n = help.name_of(value)
-        if n then
-            return n .. " is a Lua function without an entry here; Lua's manual explains it:\n"
-                .. "  https://www.lua.org/manual/5.4/manual.html#pdf-" .. n
-        end
-    end
-    return "No help for '" .. name .. "'. help() lists the topics."
+    if #exact == 1 then return format_entry(exact[1], d[exact[1]]) end
+    if #exact > 1 then return columns("'" .. name .. "' is the name of:", exact) end
+    return no_entry(name, value, partial)
 end
 
 -- The text help(...) prints.
@@ -262,15 +359,20 @@ function help.text(...)
     local d = help.docs()
     if key and d[key] then return format_entry(key, d[key]) end
     if type(value) == "function" and key then
-        local found = search(key)
-        if #found == 1 then return format_entry(found[1], d[found[1]]) end
+        if lua_manual(key) then return lua_manual(key) end
+        local exact = search(key)
+        if #exact == 1 then return format_entry(exact[1], d[exact[1]]) end
         return help_name(key)
     end
+    if type(value) == "function" then return no_entry("this function", value) end
     return "No help for this " .. type(value) .. ". help() lists the topics."
 end
 
 function help.help(...)
     print(help.text(...))
 end
+
+-- The text :help NAME prints for a command (NAME without its ':').
+help.command_text = command_text
 
 return help

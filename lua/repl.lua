@@ -386,7 +386,8 @@ local function list_commands()
         out("  " .. paint("command", row[1]) .. string.rep(" ", width - #row[1] + 2) .. row[2] .. "\n")
     end
     out([[
-Help:   ?name or help(f) explains a function, e.g. ?mha.softmax;  help() lists the topics
+Help:   ?name or help(f) explains a function (?mha.softmax), ?:name or :help name a command
+        (?:save); help() lists the topics
 Keys:   Tab completes names, fields, methods (x:tra<Tab>), commands and file names in strings;
         Up/Down and Ctrl-R search the history; Ctrl-C stops a running command or clears the line;
         Ctrl-D on an empty line quits
@@ -575,9 +576,12 @@ end
 -- The REPL's own commands
 -- ---------------------------------------------------------------------------------------------
 
-repl.add_command("help", {args = "[NAME]", help = "list the commands, or explain NAME (as ?NAME)",
+repl.add_command("help", {args = "[NAME]", help = "list the commands, or explain NAME: a command (:help goto) or a function (as ?NAME)",
     run = function(arg)
-        if arg == "" then list_commands() else require("mha.help").help(arg) end
+        local name = arg:match("^%s*(.-)%s*$")
+        if name == "" then list_commands()
+        elseif repl.commands[name] then require("mha.help").help(":" .. name)  -- :help save
+        else require("mha.help").help(name) end  -- :help mha.softmax, :help :save
     end})
 
 repl.add_command("quit", {args = "", help = "leave mha-repl (Ctrl-D does too)",
@@ -650,6 +654,27 @@ local function add_fields(names, t, prefix, only_functions)
     end
 end
 
+-- The names a value answers to besides its methods, through its metatable: the __fields list the
+-- bindings give (embed_dim, num_heads ... of a MultiheadAttention) and the parameters
+-- m:parameter_names() lists (in_proj_weight ...). Nothing when the metatable has neither.
+local function add_object_fields(names, value, prefix)
+    local mt = getmetatable(value)
+    if type(mt) ~= "table" then return end
+    local function add(name)
+        if type(name) == "string" and name:sub(1, #prefix) == prefix then names[#names + 1] = name end
+    end
+    local fields = rawget(mt, "__fields")
+    if type(fields) == "table" then  -- a list of names, or a set name -> anything
+        for k, v in pairs(fields) do add(math.type(k) == "integer" and v or k) end
+    end
+    local methods = rawget(mt, "__methods")
+    local parameter_names = type(methods) == "table" and rawget(methods, "parameter_names")
+    if type(parameter_names) == "function" then
+        local ok, list = pcall(parameter_names, value)
+        if ok and type(list) == "table" then for _, name in ipairs(list) do add(name) end end
+    end
+end
+
 local function complete_command(text, line, start)
     local before = line:sub(1, start)
     if before:match("^%s*$") then
@@ -688,6 +713,7 @@ function repl.complete(text, line, start)
     if value == nil then return {} end
     if sep == "." then
         add_fields(names, value, partial, false)
+        add_object_fields(names, value, partial)
     else  -- a method: through the metatable (__index when a table, else __methods); strings use string
         local mt = getmetatable(value)
         local methods = type(mt) == "table" and (type(mt.__index) == "table" and mt.__index or mt.__methods)

@@ -83,6 +83,56 @@ T.ok("help_topics", topics:find("attention:", 1, true) and topics:find("mha.soft
      and topics:find("tensor methods:", 1, true), topics)
 T.ok("help_unknown", help.text("no_such_thing_here"):find("No help for 'no_such_thing_here'", 1, true),
      help.text("no_such_thing_here"))
+-- exact names win over names that only contain the word; Lua's own names point to Lua's manual
+local function lacks(text, word) return not text:find(word, 1, true) end
+text = help.text("print")
+T.ok("help_print_is_lua", text:find("manual.html#pdf-print", 1, true) and lacks(text, "printoptions"), text)
+text = help.text(print)
+T.ok("help_print_value_is_lua", text:find("manual.html#pdf-print", 1, true) and lacks(text, "printoptions"), text)
+text = help.text("type")
+T.ok("help_type_is_lua", text:find("manual.html#pdf-type", 1, true) and lacks(text, "dtype"), text)
+T.ok("help_type_value_is_lua", help.text(type):find("manual.html#pdf-type", 1, true), help.text(type))
+text = help.text("select")
+T.ok("help_lua_name_first_then_mha", text:find("manual.html#pdf-select", 1, true) and text:find("See also: ?mha.select", 1, true), text)
+T.ok("help_lua_library", help.text("string"):find("manual.html#6.4", 1, true), help.text("string"))
+text = help.text("printopt")
+T.ok("help_substring_did_you_mean", text:find("Did you mean:", 1, true) and text:find("mha.printoptions", 1, true)
+     and lacks(text, "linewidth"), text)
+function help_test_own(n) return n end
+text = help.text(help_test_own)
+T.ok("help_user_function", text:find("help_test_own is a function defined at", 1, true) and text:find("test_help.lua:", 1, true), text)
+
+-- commands: help() lists every command of the REPL's table; ?:name and :help name explain one
+local repl = require "mha.repl"
+local lesson_ok, lesson = pcall(require, "mha.lesson")
+if lesson_ok then lesson.install(repl) end
+topics = help.text()
+local listed = topics:match("REPL commands:\n(.-)\n%S") or ""
+local missing_commands = {}
+for name in pairs(repl.commands) do
+    if not listed:find(":" .. name .. "%f[^%w_]") then missing_commands[#missing_commands + 1] = ":" .. name end
+end
+table.sort(missing_commands)
+T.ok("help_lists_every_command", #missing_commands == 0 and listed:find(":save", 1, true) and listed:find(":quit", 1, true),
+     "missing " .. table.concat(missing_commands, " ") .. " in:\n" .. listed)
+text = help.text(":save")
+T.ok("help_command_save", text:find(":save FILE", 1, true) and text:find(repl.commands.save.help:sub(1, 30), 1, true), text)
+if repl.commands["goto"] then
+    text = help.text(":goto")
+    T.ok("help_command_goto", text:find(":goto " .. repl.commands["goto"].args, 1, true)
+         and text:find(repl.commands["goto"].help:sub(1, 20), 1, true), text)
+end
+T.ok("help_command_unknown", help.text(":no_such_command"):find("No command :no_such_command", 1, true), help.text(":no_such_command"))
+local printed = {}
+local real_print = _G.print
+_G.print = function(...) printed[#printed + 1] = table.concat({...}, "\t") end
+repl.command(":help save")
+repl.command("?:save")
+repl.command(":help mha.softmax")
+_G.print = real_print
+T.ok("colon_help_command", printed[1] and printed[1]:find(":save FILE", 1, true) and printed[1] == printed[2], tostring(printed[1]))
+T.ok("colon_help_function", printed[3] and printed[3]:find("mha.softmax(x, dim)", 1, true), tostring(printed[3]))
+
 local before = rawget(_G, "help")
 T.ok("help_global_is_lazy", before == nil and type(_G.help) == "function" and rawget(_G, "help") == _G.help,
      "help was " .. tostring(before) .. " before its first use")

@@ -87,6 +87,28 @@ same("complete_operator_prefix", repl.complete("1+mha.ey", "1+mha.ey", 0), {"1+m
 local class = {greet = function() end}
 _G.completion_obj = setmetatable({}, {__index = class})
 same("complete_through_index_table", repl.complete("completion_obj.gr", "completion_obj.gr", 0), {"completion_obj.greet"})
+-- a module's fields and parameters, not only its methods: m:parameter_names() and the __fields list
+same("complete_module_parameter", repl.complete("completion_m.in_", "completion_m.in_", 0),
+     {"completion_m.in_proj_bias", "completion_m.in_proj_weight"})
+same("complete_module_out_proj", repl.complete("completion_m.out", "completion_m.out", 0),
+     {"completion_m.out_proj_bias", "completion_m.out_proj_weight"})
+local all = table.concat(repl.complete("completion_m.", "completion_m.", 0), " ")
+T.ok("complete_module_everything", all:find("completion_m.forward", 1, true) and all:find("completion_m.in_proj_weight", 1, true), all)
+if rawget(getmetatable(m), "__fields") then  -- the bindings list the fields (embed_dim ...)
+    same("complete_module_field", repl.complete("completion_m.emb", "completion_m.emb", 0), {"completion_m.embed_dim"})
+    T.ok("complete_module_fields_listed", all:find("completion_m.num_heads", 1, true) and all:find("completion_m.head_dim", 1, true), all)
+end
+local fake_methods = {forward = function() end, parameter_names = function() return {"in_proj_weight", "bias_k"} end}
+_G.completion_fake = setmetatable({}, {__index = function() end, __methods = fake_methods,
+                                       __fields = {"embed_dim", "num_heads", "bias"}})
+same("complete_fields_list", repl.complete("completion_fake.b", "completion_fake.b", 0), {"completion_fake.bias", "completion_fake.bias_k"})
+same("complete_fields_all", repl.complete("completion_fake.", "completion_fake.", 0),
+     {"completion_fake.bias", "completion_fake.bias_k", "completion_fake.embed_dim", "completion_fake.forward",
+      "completion_fake.in_proj_weight", "completion_fake.num_heads", "completion_fake.parameter_names"})
+same("complete_methods_not_fields", repl.complete("completion_fake:", "completion_fake:", 0),
+     {"completion_fake:forward", "completion_fake:parameter_names"})
+fake_methods.parameter_names = function() error("broken") end
+same("complete_fields_survive_errors", repl.complete("completion_fake.n", "completion_fake.n", 0), {"completion_fake.num_heads"})
 same("complete_nothing_for_nil", repl.complete("no_such_table.x", "no_such_table.x", 0), {})
 same("complete_command", repl.complete(":ti", ":ti", 0), {":time"})
 T.eq("complete_command_file_argument", repl.complete("/tm", ":save /tm", 6), "files")

@@ -260,6 +260,8 @@ static void test_completion(session *s) {
     snprintf(line, sizeof line, "'%s/unique_na\t", tmpdir);
     snprintf(want, sizeof want, "%s/unique_name_abc.npy", tmpdir);
     check_output(s, "complete_file_in_string", line, want);
+    free(run(s, "cm = mha.MultiheadAttention{embed_dim = 4, num_heads = 2}", 10));
+    check_output(s, "complete_module_parameter", "cm.in_proj_w\t:size(1)", "12");
     check_output(s, "complete_command", ":tim\t", "time: on");
     check_output(s, "complete_command_again", ":time", "time: off");
 }
@@ -350,6 +352,13 @@ static void test_commands(session *s) {
     free(got);
     got = run(s, "?mha.softmax", 10);
     CHECK("question_help", got && strstr(got, "mha.softmax(x, dim)") && strstr(got, "exp"), "got [%s]", got ? got : "(hung)");
+    free(got);
+    got = run(s, "?print", 10);
+    CHECK("question_lua_builtin", got && strstr(got, "manual.html#pdf-print") && !strstr(got, "printoptions"),
+          "got [%s]", got ? got : "(hung)");
+    free(got);
+    got = run(s, ":help goto", 10);
+    CHECK("help_command_goto", got && strstr(got, ":goto K") && strstr(got, "step K"), "got [%s]", got ? got : "(hung)");
     free(got);
     got = run(s, ":nonsense", 10);
     CHECK("unknown_command", got && strstr(got, "unknown command :nonsense"), "got [%s]", got ? got : "(hung)");
