@@ -8,7 +8,8 @@
  *        bench --threads N       then time our side again on N threads (default 2; 1: skip that table)
  *        bench --list            print the case lines bench_numpy.py reads
  * The main table is single-threaded on both sides whatever MHA_THREADS says; a second table shows our
- * kernels split over N threads (kernels.h) beside our own single-threaded time, never beside NumPy.
+ * kernels split over N threads (kernels.h) beside our own single-threaded time, timed just before the
+ * threaded run as NumPy's is timed just after ours, never beside NumPy.
  * Each case is timed by us and then by NumPy before the next one starts, so a change in the load of a
  * shared machine falls on both sides of a ratio alike.
  *
@@ -308,29 +309,33 @@ static void numpy_stop(numpy_proc *p) {
     if (p->pid > 0) waitpid(p->pid, NULL, 0);
 }
 
-/* Times every selected case and prints its row: beside NumPy's time (the main table), or with
- * single_before (our 1-thread medians) beside those. single_after, when given, receives our medians. */
-static int run_table(const char *only, numpy_proc *numpy, bool have_numpy, double peak, double *single_after,
-                     const double *single_before) {
+/* Times every selected case and prints its row: our kernels on one thread beside NumPy (threads = 1),
+ * or our kernels on `threads` threads beside the same on one thread, timed just before. */
+static int run_table(const char *only, numpy_proc *numpy, bool have_numpy, double peak, size_t threads) {
     int failures = 0;
     for (size_t i = 0; i < NCASES; i++) {
         const bench_case *c = &CASES[i];
         if (only && !strstr(c->id, only)) continue;
         bench_state s = {.c = c};
-        timing t = {0};
+        timing t = {0}, one = {0};
+        mha_kernels_set_threads(1);
         mha_status st = setup(&s);
+        if (st == MHA_OK && threads > 1) {
+            st = time_case(&one, &s);
+            mha_kernels_set_threads(threads);
+        }
         if (st == MHA_OK) st = time_case(&t, &s);
+        mha_kernels_set_threads(1);
         teardown(&s);
         if (st != MHA_OK) {
             printf("%-32s failed: %s\n", c->what, mha_errmsg());
             failures++;
             continue;
         }
-        if (single_after) single_after[i] = t.median_ms;
         double gf = flops(c) / (t.median_ms * 1e6);
         printf("%-32s %4zu %10.3f %8.1f %8.1f |", c->what, t.runs, t.median_ms, gf, (double)t.peak_extra / 1048576.0);
-        if (single_before) {
-            if (single_before[i] > 0) printf(" %10.3f | %7.2f", single_before[i], single_before[i] / t.median_ms);
+        if (threads > 1) {
+            printf(" %10.3f | %7.2f", one.median_ms, one.median_ms / t.median_ms);
         } else {
             numpy_timing np;
             if (have_numpy && numpy_time(numpy, c, &np))
@@ -387,16 +392,12 @@ int main(int argc, char **argv) {
     printf("%-32s %4s %10s %8s %8s | %10s %8s %8s | %7s\n", "case", "runs", "ours ms", "GFLOP/s", "MiB",
            "numpy ms", "GFLOP/s", "MiB", "ours/np");
 
-    mha_kernels_set_threads(1);
-    double single_ms[NCASES] = {0};
-    int failures = run_table(only, &numpy, have_numpy, peak, single_ms, NULL);
+    int failures = run_table(only, &numpy, have_numpy, peak, 1);
     if (threads > 1) {
-        mha_kernels_set_threads(threads);
-        printf("\nMHA_THREADS=%zu: our kernels split over %zu threads; x1 = our 1-thread ms above / this ms\n",
-               threads, threads);
+        printf("\nMHA_THREADS=%zu: our kernels split over %zu threads, each case timed on 1 thread just before\n"
+               "(x1 = 1-thread ms / %zu-thread ms); NumPy is not run here\n", threads, threads, threads);
         printf("%-32s %4s %10s %8s %8s | %10s | %7s\n", "case", "runs", "ours ms", "GFLOP/s", "MiB", "1-thr ms", "x1");
-        failures += run_table(only, NULL, false, peak, NULL, single_ms);
-        mha_kernels_set_threads(1);
+        failures += run_table(only, NULL, false, peak, threads);
     }
     numpy_stop(&numpy);
     return failures ? 1 : 0;
