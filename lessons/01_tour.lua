@@ -31,16 +31,16 @@ show(X, {rows = tokens, title = "X (L=3, E=4)"})]],
 Each token asks a *query* and offers a *key* and a *value*. Here we take Q = K = V = X (the next lessons
 add the learned projections). Attention computes
 
-    weights = softmax(Q·Kᵀ/√d_k)      (L×L: how much token i looks at token j)
-    out     = weights·V               (L×E: each row a weighted mix of the rows of V)
+    weights = softmax(Q·Kᵀ/√d_k)    (L×L: how much token i looks at token j)
+    out     = weights·V             (L×E: each row a weighted mix of V's rows)
 
 d_k = 4 is the length of a query. Read a row of `weights`: it is how one token spreads its attention.]],
             zh = [[
 每个词元提出一个*查询*（query），并提供一个*键*（key）和一个*值*（value）。这里先取 Q = K = V = X
 （后面的课会加上学习得到的投影）。注意力计算
 
-    weights = softmax(Q·Kᵀ/√d_k)      （L×L：词元 i 看词元 j 的程度）
-    out     = weights·V               （L×E：每行是 V 各行的加权混合）
+    weights = softmax(Q·Kᵀ/√d_k)    （L×L：词元 i 看词元 j 的程度）
+    out     = weights·V             （L×E：每行是 V 各行的加权混合）
 
 d_k = 4 是查询向量的长度。读 `weights` 的一行：那就是一个词元如何分配它的注意力。]],
         },
@@ -56,11 +56,15 @@ show(out, {rows = tokens, title = "out = weights·V"})]],
         text = {
             en = [[
 Softmax makes each row of `weights` positive and sum to 1, so every output row is an *average* of the
-value rows, weighted by how well the query matched each key. "cat" has the largest vector, so it
-matches every query best and every token borrows most from it.]],
+value rows, weighted by how well the query matched each key. A match needs length and direction: "cat"
+has the longest vector and keeps 0.87 of its own row, but "the" is orthogonal to it (score 0), so "the"
+gives "cat" only 0.16 and splits the rest between itself and "sat" (0.42 each). "sat" weights "cat" and
+itself equally (0.42 each): its dot product with both is 4.]],
             zh = [[
 softmax 让 `weights` 的每一行都为正且和为 1，所以每个输出行都是值向量的*加权平均*，权重取决于查询与各个键
-的匹配程度。"cat" 的向量最大，与每个查询都最匹配，所以每个词元都从它那里借得最多。]],
+的匹配程度。匹配既看长度也看方向："cat" 的向量最长，它自己那一行有 0.87 落在自己身上；但 "the" 与它正交
+（分数为 0），所以 "the" 只分给 "cat" 0.16，其余平分给自己和 "sat"（各 0.42）。"sat" 给 "cat" 和自己的
+权重相同（各 0.42）：它与两者的点积都是 4。]],
         },
         code = [[
 show(weights:sum(2), {cols = tokens, title = "weights:sum(2): one per row"})

@@ -83,13 +83,13 @@ show(W_Q_torch:matmul(X:select(1, 1)), {title = "column form W·x for token 1 = 
         title = {en = "Why project at all", zh = "为什么要投影"},
         text = {
             en = [[
-Without projections Q = K = X, and two things go wrong. The score matrix X·Xᵀ is *symmetric*: "the cat"
+Without projections Q = K = X, and two things go wrong. The score matrix X·Xᵀ is *symmetric*: "the"
 attends to "cat" exactly as "cat" attends to "the", though a relation like subject-verb is not. And the
 diagonal x·x = |x|² is always positive and often the largest of its row, so a token tends to look at itself. With W^Q ≠ W^K the
 scores X·W^Q·(X·W^K)ᵀ need not be symmetric, and the learned matrices choose what "matching" means.]],
             zh = [[
 没有投影时 Q = K = X，会出两个问题。分数矩阵 X·Xᵀ 是*对称的*："the" 关注 "cat" 的程度与 "cat" 关注
-"the" 的完全相同，而主谓这类关系并不对称。并且对角线 x·x = |x|² 总是正的，常常是所在行中最大的，词元往往只看自己。
+"the" 的完全相同，而主谓这类关系并不对称。并且对角线 x·x = |x|² 总是正的，常常是所在行中最大的，所以词元往往偏向看自己。
 当 W^Q ≠ W^K 时，分数 X·W^Q·(X·W^K)ᵀ 不必对称，由学到的矩阵决定什么叫"匹配"。]],
         },
         code = [[

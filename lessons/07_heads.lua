@@ -106,12 +106,13 @@ show(concat, {rows = tokens, title = "concat (L, E): head 1 | head 2 per row"})]
         text = {
             en = [[
 Skipping the transpose "works" without any error: head_outputs:contiguous():view(L, E) has the right
-shape, but each row now holds pieces of different tokens of the same head (it reads memory in head
-order). Seed 004 makes a related mistake in words: it is the heads' *outputs* (L×D each) that are
+shape, but it reads memory in head order, so a row holds pieces of different tokens: row 1 is head 1's
+"the" and "cat", row 2 head 1's "sat" and head 2's "the", row 3 head 2's "cat" and "sat". Seed 004 makes a related mistake in words: it is the heads' *outputs* (L×D each) that are
 concatenated, not their attention matrices (L×L each).]],
             zh = [[
-跳过 transpose 也"能运行"，不报任何错：head_outputs:contiguous():view(L, E) 形状正确，但现在每一行装的是
-同一个头里不同词元的片段（它按头的顺序读内存）。种子文档 004 在文字上犯了类似的错误：拼接的是各头的*输出*
+跳过 transpose 也"能运行"，不报任何错：head_outputs:contiguous():view(L, E) 形状正确，但它按头的顺序读内存，
+所以一行装的是不同词元的片段：第 1 行是头 1 的 "the" 和 "cat"，第 2 行是头 1 的 "sat" 和头 2 的 "the"，
+第 3 行是头 2 的 "cat" 和 "sat"。种子文档 004 在文字上犯了类似的错误：拼接的是各头的*输出*
 （每个 L×D），而不是它们的注意力矩阵（每个 L×L）。]],
         },
         code = [[
@@ -137,8 +138,8 @@ outs = mha.randn{2, 3, 3} 存放 H = 2 个头对 L = 3 个词元的输出 (H, L,
                 hint = {en = "view cannot read the transposed tensor as (3, 6): call :contiguous() before :view (or use :reshape)",
                         zh = "view 无法把转置后的张量读成 (3, 6)：在 :view 之前调用 :contiguous()（或改用 :reshape）"}},
             mistake{wrong = [[outs:contiguous():view(3, 6)]],
-                hint = {en = "right shape, wrong order: without transpose(1, 2) each row mixes tokens of one head",
-                        zh = "形状对了，顺序错了：没有 transpose(1, 2)，每一行混合了同一个头的不同词元"}},
+                hint = {en = "right shape, wrong order: without transpose(1, 2) the rows hold pieces of different tokens (memory read in head order), not head 1 | head 2 of one token",
+                        zh = "形状对了，顺序错了：没有 transpose(1, 2)，各行装的是不同词元的片段（按头的顺序读内存），而不是同一个词元的头 1 | 头 2"}},
             mistake{wrong = [[mha.cat({outs:select(1, 2), outs:select(1, 1)}, 2)]],
                 hint = {en = "the heads are in the wrong order: head 1's D features come first in each row",
                         zh = "头的顺序反了：每一行中头 1 的 D 个特征在前"}},

@@ -10,14 +10,16 @@ return lesson{
         title = {en = "The layer and its parameters", zh = "层与它的参数"},
         text = {
             en = [[
-    MultiHead(X) = Concat(head_1, …, head_h)·W^O,   head_i = softmax(Q_i·K_iᵀ/√d_k)·V_i
+    MultiHead(X) = Concat(head_1, …, head_h)·W^O
+    head_i       = softmax(Q_i·K_iᵀ/√d_k)·V_i
 
 mha.MultiheadAttention keeps PyTorch's parameters: in_proj_weight (3E×E) stacks W^Q, W^K, W^V in
 nn.Linear's (out, in) layout, in_proj_bias (3E) their biases, out_proj_weight (E×E) and out_proj_bias
 are W^O and its bias. Here E = 4, h = 2, so d_k = E/h = 2. We give the biases random values so they
 are visible.]],
             zh = [[
-    MultiHead(X) = Concat(head_1, …, head_h)·W^O，  head_i = softmax(Q_i·K_iᵀ/√d_k)·V_i
+    MultiHead(X) = Concat(head_1, …, head_h)·W^O
+    head_i       = softmax(Q_i·K_iᵀ/√d_k)·V_i
 
 mha.MultiheadAttention 保留了 PyTorch 的参数：in_proj_weight（3E×E）按 nn.Linear 的 (输出, 输入) 方式
 叠放 W^Q、W^K、W^V，in_proj_bias（3E）是它们的偏置，out_proj_weight（E×E）和 out_proj_bias 是 W^O 及其

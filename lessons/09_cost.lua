@@ -107,27 +107,39 @@ plot.line{
         title = {en = "Timing it live", zh = "现场计时"},
         text = {
             en = [[
-At the prompt this step times one forward pass of a 512-wide layer with 1 and with 8 heads at a few
-lengths (single-threaded), and plots time against L. Times differ from machine to machine and run to
-run, so a batch replay prints only the counts above.]],
+At the prompt this step times the forward pass of a 512-wide layer with 1 and with 8 heads at a few
+lengths, and plots time against L. The first run of anything is slow (memory is touched for the first
+time, caches are cold), so each length gets one untimed warm-up run, then the median of 5 timed runs.
+Times differ from machine to machine and run to run, so a batch replay prints only the counts above.]],
             zh = [[
-在交互提示符下，这一步会对 512 宽的层分别用 1 个头和 8 个头、在几个长度上计时一次前向计算（单线程），
-并画出时间随 L 的变化。时间因机器、因每次运行而异，所以批处理重放只打印上面的计数。]],
+在交互提示符下，这一步会对 512 宽的层分别用 1 个头和 8 个头、在几个长度上为前向计算计时，
+并画出时间随 L 的变化。任何计算第一次运行都偏慢（内存第一次被访问、缓存是冷的），所以每个长度先不计时地
+预热一次，再取 5 次计时的中位数。时间因机器、因每次运行而异，所以批处理重放只打印上面的计数。]],
         },
         code = [[
 if LESSON.batch then
     say{en = "(batch mode: no timings)", zh = "（批处理模式：不计时）"}
 else
-    times = {[1] = {}, [8] = {}}
+    -- one untimed warm-up run, then the median of 5 timed runs, in milliseconds
+    median_ms = function(run)
+        run()
+        local ms = {}
+        for r = 1, 5 do
+            local start = LESSON.clock()
+            run()
+            ms[r] = (LESSON.clock() - start) * 1000
+        end
+        table.sort(ms)
+        return ms[3], ms
+    end
+    times, runs = {[1] = {}, [8] = {}}, {[1] = {}, [8] = {}}
     timed_lengths = {64, 128, 256, 512}
     for _, h in ipairs({1, 8}) do
         local layer = mha.MultiheadAttention{embed_dim = 512, num_heads = h}
         for i, L in ipairs(timed_lengths) do
             local x = mha.randn{L, 512}
-            local start = os.clock()
-            layer:forward(x, x, x)
-            times[h][i] = (os.clock() - start) * 1000
-            print(string.format("h = %d  L = %4d  %8.2f ms", h, L, times[h][i]))
+            times[h][i], runs[h][i] = median_ms(function() layer:forward(x, x, x) end)
+            print(string.format("h = %d  L = %4d  %8.2f ms (median of 5)", h, L, times[h][i]))
         end
     end
     print("memory: ", mha.memory())

@@ -15,13 +15,15 @@ has to learn a *correction*, and the gradient has a direct path through the "+ x
 training of deep stacks). Then layer norm rescales each token's row to mean 0 and variance 1 and
 applies a learned gain γ and bias β:
 
-    LayerNorm(y) = (y − mean(y)) / √(var(y) + ε) · γ + β      (per token, over its E features)]],
+    LayerNorm(y) = (y − mean(y)) / √(var(y) + ε) · γ + β
+                   (per token, over its E features)]],
             zh = [[
 Transformer 块不是用 Attention(x) 替换 x，而是相加：y = x + Attention(x)。这一层只需学一个*修正量*，
 梯度也有一条经过 "+ x" 的直通路径（这正是深层堆叠容易训练的原因）。然后层归一化把每个词元的行缩放到
 均值 0、方差 1，再乘以学到的增益 γ、加上偏置 β：
 
-    LayerNorm(y) = (y − mean(y)) / √(var(y) + ε) · γ + β      （对每个词元，在它的 E 个特征上）]],
+    LayerNorm(y) = (y − mean(y)) / √(var(y) + ε) · γ + β
+                   （对每个词元，在它的 E 个特征上）]],
         },
         code = [[
 tokens = {"a", "b", "c", "d"}

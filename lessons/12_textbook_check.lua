@@ -76,11 +76,11 @@ compare("V2", "[20.5, 21.1]", V2)]],
             en = [[
 With one token each head's score matrix is 1×1, its softmax is the 1×1 matrix (1), so head_i = V_i exactly. The
 seed prints head₁ = [11.8, 13.2] although its own V₁ is [10.9, 12.1]: the document contradicts itself,
-whatever the projections. (Head 2's raw score is 318: softmax of a single number is 1 even then.)]],
+whatever the projections. (Head 2's scaled score is 318, its dot product 449.72: softmax of a single number is 1 even then.)]],
             zh = [[
 只有一个词元时，每个头的分数矩阵是 1×1，softmax 是 1×1 的矩阵 (1)，因此 head_i 恰好等于 V_i。种子文档印出
 head₁ = [11.8, 13.2]，而它自己的 V₁ 是 [10.9, 12.1]：不论投影算得对不对，文档都自相矛盾。
-（头 2 的原始分数是 318：即便如此，单个数的 softmax 也是 1。）]],
+（头 2 缩放后的分数是 318，点积是 449.72：即便如此，单个数的 softmax 也是 1。）]],
         },
         code = [[
 head1, weight1 = mha.scaled_dot_product_attention(Q1, K1, V1)
@@ -190,12 +190,14 @@ print("head outputs concatenated: " .. table.concat(trace.concat:shape(), "×"))
         text = {
             en = [[
 Seed 000's code labels out_linear(...) "residual connection and layer norm". Were it so, each output row
-would have mean 0 and variance 1 and would contain x. It does neither (lesson 10 shows the real block).
+would have mean 0 and variance 1 and would contain x. Its row means below happen to be near 0, but its
+row variances are all below 0.06, not 1, and no x is added anywhere (lesson 10 shows the real block).
 The other claims tested elsewhere: the reason for 1/√d_k (lesson 4), −1e9 against −∞ and the opposite
 mask conventions (lesson 6), the cost of many heads (lesson 9).]],
             zh = [[
 种子文档 000 的代码把 out_linear(...) 标注为"残差连接和层归一化"。若真如此，每个输出行的均值应为 0、
-方差为 1，并且包含 x。它两者都不是（第 10 课展示了真正的块）。其他说法在别处检验过：1/√d_k 的原因
+方差为 1，并且包含 x。下面各行的均值碰巧接近 0，但方差都小于 0.06，不是 1，
+而且哪里都没有加上 x（第 10 课展示了真正的块）。其他说法在别处检验过：1/√d_k 的原因
 （第 4 课）、−1e9 与 −∞ 以及相反的掩码约定（第 6 课）、多头的计算量（第 9 课）。]],
         },
         code = [[

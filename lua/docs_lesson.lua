@@ -15,10 +15,12 @@ return {
         sig = "step{title={en=,zh=}, text={en=[[...]], zh=[[...]]}, code=[[ Lua ]]}",
         doc = "One cell: a title (shown as 'step k/N: title'), a text and code that is echoed, then run. "
             .. "Text markup: a blank line starts a paragraph; paragraphs are wrapped to the terminal by "
-            .. "display width (Chinese breaks between characters, never before closing punctuation); "
-            .. "'# heading'; '- item'; a line indented by two or more spaces is kept as written (formulas "
-            .. "such as softmax(Q·Kᵀ/√d_k)·V, tables); `code` and *emphasis* as written (emphasis bold "
-            .. "on a colour terminal). Code prints its intermediates with show(t, {rows=tokens, ...}).",
+            .. "display width (at most 100 columns; Chinese breaks between characters, never before closing "
+            .. "punctuation; a word is never split); '# heading'; '- item'; a line indented by two or more "
+            .. "spaces is kept as written while it fits (formulas such as softmax(Q·Kᵀ/√d_k)·V, tables), "
+            .. "and wider it wraps under its last column; `code` keeps its backticks; *emphasis* is bold on "
+            .. "a colour terminal and plain elsewhere. Echoed code lines too wide wrap behind '  │   '. "
+            .. "Code prints its intermediates with show(t, {rows=tokens, ...}).",
         example = 'print(table.concat(require("mha.lesson").render("# Scores\\n\\nEach row of *weights* sums to 1.", 40), "\\n"))',
     },
     ["exercise"] = {
@@ -47,8 +49,8 @@ return {
         doc = "Answers the current exercise. :answer evaluates EXPR itself, so an error in it (such as "
             .. "view on a non-contiguous tensor) is matched against the exercise's hints too. The verdict "
             .. "is 'correct' or 'not yet: ' and a hint; a malformed answer (a string, a ragged table, "
-            .. "the wrong shape) gets a message and the lesson goes on. :solution shows the lesson's own "
-            .. "answer; Enter skips the exercise.",
+            .. "the wrong shape) gets a message and the lesson goes on. answer returns nothing (the "
+            .. "verdict is printed). :solution shows the lesson's own answer; Enter skips the exercise.",
         example = "-- at an exercise:  answer(mha.softmax(scores, -1))",
     },
     [":lessons"] = {
@@ -59,10 +61,13 @@ return {
     },
     [":open"] = {
         sig = ":open NAME|NUMBER    (mha-repl --lesson NAME|NUMBER [--batch] [--lang en|zh])",
-        doc = "Opens a lesson at step 1, from its seed, in the language of --lang, else MHA_LANG, else "
-            .. "LANG (zh* gives Chinese), else English. With --batch, or when not at a terminal, every "
+        doc = "Opens a lesson at step 1, from its seed, in the language of --lang (or of the last :lang), "
+            .. "else MHA_LANG, else LANG (zh* gives Chinese), else English. :lang en|zh switches the open "
+            .. "lesson and says so in the new language. With --batch, or when not at a terminal, every "
             .. "step runs straight through, exercises answered by their own solutions, and the process "
-            .. "exits 0 (1 when a step fails).",
+            .. "exits 0 (1 when a step fails); the text is wrapped to $COLUMNS (else 80), so a transcript "
+            .. "never depends on the terminal. A name or number that is no lesson is an error naming the "
+            .. "lessons there are.",
         example = "-- :open 2     :open dot_product     :lang zh",
     },
     [":next"] = {
@@ -75,13 +80,15 @@ return {
         sig = ":back   :goto K   :restart   :run",
         doc = ":goto K replays steps 1..K-1 quietly from the lesson's seed, then shows step K, so the "
             .. "state is what step K expects whatever you changed; :back is :goto to the previous step, "
-            .. ":restart is :goto 1, :run runs every remaining step.",
+            .. ":restart is :goto 1, :run runs every remaining step. A step that fails on your state stays "
+            .. "unrun and says so: :goto K (K that step) rebuilds the state and runs it.",
         example = "-- :goto 4",
     },
     ["LESSON"] = {
-        sig = "LESSON.batch, LESSON.lang, say{en=, zh=}",
+        sig = "LESSON.batch, LESSON.lang, LESSON.clock(), say{en=, zh=}",
         doc = "What lesson code can ask: whether the lesson runs in batch mode (where output must be "
-            .. "deterministic: no timings), and its language; say prints the string of that language. "
+            .. "deterministic: no timings), and its language; LESSON.clock() is seconds on a wall clock "
+            .. "(the REPL's monotonic clock; os.clock outside the REPL) for timing; say prints the string of that language, wrapped. "
             .. "In batch mode plot.* prints a one-line note '[plot: heatmap \"title\" 3×3]' (a heatmap is "
             .. "also drawn with mha.heat) instead of opening a window.",
         example = "-- if not LESSON.batch then ... time something ... end",

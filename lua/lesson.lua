@@ -19,22 +19,23 @@
 
 local M = {}
 
-local unpack = table.unpack
+local term = require "mha.term"
 
 -- ---------------------------------------------------------------------------------------------
--- Language: --lang, then MHA_LANG, then LANG (zh* -> zh), else English.
+-- Language: --lang (or :lang), then MHA_LANG, then LANG (zh* -> zh), else English.
 -- ---------------------------------------------------------------------------------------------
 
 M.languages = {en = true, zh = true}
+M.preferred_lang = nil   -- set by :lang: the language of the lessons opened after it
 
-function M.choose_lang(requested)
-    for _, candidate in ipairs({requested, os.getenv("MHA_LANG")}) do
-        if candidate and candidate ~= "" then
-            local lang = candidate:lower():sub(1, 2)
-            if M.languages[lang] then return lang end
-        end
+-- getenv (default os.getenv) is a parameter so that tests can give the environment.
+function M.choose_lang(requested, getenv)
+    getenv = getenv or os.getenv
+    for _, candidate in ipairs({requested or M.preferred_lang or "", getenv("MHA_LANG") or ""}) do
+        local lang = candidate:lower():sub(1, 2)
+        if M.languages[lang] then return lang end
     end
-    local env = os.getenv("LANG") or ""
+    local env = getenv("LANG") or ""
     if env:lower():match("^zh") then return "zh" end
     return "en"
 end
@@ -54,7 +55,12 @@ local words = {
         replaying = function(k, seed) return string.format("(replaying steps 1-%d from seed %d)", k, seed) end,
         solution = "solution",
         error_in_step = "error in step %d",
+        recover = function(k) return string.format("The lesson's variables may now be wrong for step %d: "
+            .. ":goto %d rebuilds them from the lesson's seed and runs step %d again; :restart starts the "
+            .. "lesson over.", k, k, k) end,
         lessons = "Lessons (:open NAME or NUMBER):",
+        lang_set = "Lessons are now in English.",
+        lang_usage = ":lang en|zh (English or Chinese)",
     },
     zh = {
         step = "第", exercise = "练习", of_lesson = "课",
@@ -69,46 +75,39 @@ local words = {
         replaying = function(k, seed) return string.format("（从种子 %d 重放第 1-%d 步）", seed, k) end,
         solution = "答案",
         error_in_step = "第 %d 步出错",
+        recover = function(k) return string.format("课程的变量现在可能不适合第 %d 步：:goto %d 从本课的种子"
+            .. "重建它们并重新运行第 %d 步；:restart 从头开始本课。", k, k, k) end,
         lessons = "课程（:open 名称或编号）：",
+        lang_set = "课程现在使用中文。",
+        lang_usage = ":lang en|zh（英文或中文）",
     },
 }
 
 -- ---------------------------------------------------------------------------------------------
--- Text: display width (CJK counts 2), wrapping that may break between CJK characters, and the small
--- markup lesson texts use: "# heading", "- item", blank line = new paragraph, a line indented by two
--- or more spaces is kept as it is (formulas, tables), `code` and *emphasis* are kept as written
--- (emphasis is drawn bold on a colour terminal).
+-- Text. Every line the runner prints goes through one wrapper, which measures display width with
+-- mha.term (a CJK character takes two cells), breaks at spaces and between CJK characters (never before
+-- closing punctuation or after opening punctuation) and never inside a word. Lesson texts use a small
+-- markup: "# heading", "- item", a blank line starts a paragraph, a line indented by two or more spaces
+-- is a formula or a table (kept as written while it fits; wider, it wraps with its columns' indent),
+-- `code` is shown with its backticks, *emphasis* and **strong** are drawn bold on a colour terminal and
+-- plain elsewhere. Markup becomes invisible marks before wrapping, so an emphasis that spans a line break
+-- is still one emphasis; finish() turns the marks into escape codes or removes them.
 -- ---------------------------------------------------------------------------------------------
 
--- East Asian Wide and Fullwidth ranges (Unicode 15, the blocks lessons use) and zero-width marks.
-local wide_ranges = {
-    {0x1100, 0x115F}, {0x2E80, 0x303E}, {0x3041, 0x33FF}, {0x3400, 0x4DBF}, {0x4E00, 0x9FFF},
-    {0xA000, 0xA4CF}, {0xAC00, 0xD7A3}, {0xF900, 0xFAFF}, {0xFE30, 0xFE4F}, {0xFF00, 0xFF60},
-    {0xFFE0, 0xFFE6}, {0x1F300, 0x1F64F}, {0x1F900, 0x1F9FF}, {0x20000, 0x3FFFD},
-}
-local function is_wide(cp)
-    if cp < 0x1100 then return false end
-    for _, r in ipairs(wide_ranges) do
-        if cp >= r[1] and cp <= r[2] then return true end
-    end
-    return false
-end
-local function is_zero_width(cp)
-    return (cp >= 0x0300 and cp <= 0x036F) or cp == 0x200B or (cp >= 0xFE00 and cp <= 0xFE0F)
-end
+local EM_ON, EM_OFF, CODE_ON, CODE_OFF = "\1", "\2", "\3", "\4"
+local opening_mark = {[EM_ON] = true, [CODE_ON] = true}
+local closing_mark = {[EM_OFF] = true, [CODE_OFF] = true}
 
-local function char_width(cp)
-    if is_zero_width(cp) then return 0 end
-    return is_wide(cp) and 2 or 1
-end
-
--- Display width of a UTF-8 string; invalid bytes count one column each.
+-- Display width of a UTF-8 string in terminal cells; a code mark shows as a backtick, the others as nothing.
 function M.width(s)
-    local w = 0
-    local ok = pcall(function()
-        for _, cp in utf8.codes(s) do w = w + char_width(cp) end
-    end)
-    if not ok then return #s end
+    local _, backticks = s:gsub("[\3\4]", "")
+    return term.width(s) + backticks
+end
+
+local wide_cache = {}
+local function is_wide(cp)
+    local w = wide_cache[cp]
+    if w == nil then w = term.width(utf8.char(cp)) == 2; wide_cache[cp] = w end
     return w
 end
 
@@ -116,80 +115,131 @@ end
 local no_break_before = {}
 for _, c in utf8.codes("，。、；：？！）」』》〉】”’…%,.;:!?)]}·") do no_break_before[c] = true end
 local no_break_after = {}
-for _, c in utf8.codes("（「『《〈【“‘([{*`") do no_break_after[c] = true end
+for _, c in utf8.codes("（「『《〈【“‘([{") do no_break_after[c] = true end
 
--- Splits one paragraph into atoms {text, width, space (a space came before it), glue (no break before)}:
--- a run of non-space, non-wide characters is one atom; each wide (CJK) character is an atom of its own.
-local function atoms_of(paragraph)
-    local atoms = {}
-    local current, current_w, pending_space = {}, 0, false
-    local function flush()
-        local text = table.concat(current)
-        if #current > 0 and text:match("^[%*`]+$") and not pending_space and #atoms > 0 then
-            -- a closing emphasis or code mark right after a CJK character stays with it
-            local last = atoms[#atoms]
-            last.text, last.width = last.text .. text, last.width + current_w
-            current, current_w = {}, 0
-        elseif #current > 0 then
-            atoms[#atoms + 1] = {text = text, width = current_w, space = pending_space}
-            current, current_w, pending_space = {}, 0, false
-        end
+-- The last character of s that is not a mark, as a code point (nil when there is none).
+local function last_visible(s)
+    local last
+    for _, cp in utf8.codes(s) do
+        if cp > 4 then last = cp end
     end
-    for _, cp in utf8.codes(paragraph) do
+    return last
+end
+
+-- Splits text into atoms {text, space, glue}: a line may break before an atom (dropping its `space`, the
+-- white space written before it) unless it is glued to the one before. A run of non-space, non-wide
+-- characters is one atom; each wide (CJK) character is an atom of its own. Closing punctuation and closing
+-- marks stick to what precedes them, opening marks to what follows. keep_spaces keeps runs of spaces as
+-- written (formulas, code); otherwise any white space between two atoms is one space (prose). code glues
+-- the words of a string literal together, so code breaks between its tokens, not inside a "string".
+local function atoms_of(text, keep_spaces, code)
+    local ok_utf8 = utf8.len(text)
+    if not ok_utf8 then return {{text = text, space = ""}} end   -- not UTF-8: one unbreakable atom
+    local atoms, current, space, prefix = {}, {}, "", ""
+    local function push(s)
+        atoms[#atoms + 1] = {text = s, space = space}
+        space = ""
+    end
+    local function flush()
+        if #current > 0 then push(table.concat(current)); current = {} end
+    end
+    local function stick_to_last(s) atoms[#atoms].text = atoms[#atoms].text .. s end
+    local function can_stick() return #current == 0 and prefix == "" and #atoms > 0 and space == "" end
+    local quote, escaped, in_string = nil, false, {}   -- in_string[i]: atom i starts inside a literal
+    local comment, previous = false, nil
+    for _, cp in utf8.codes(text) do
         local ch = utf8.char(cp)
+        if code and not comment then
+            if quote then
+                if escaped then escaped = false
+                elseif ch == "\\" then escaped = true
+                elseif ch == quote then quote = nil end
+            elseif ch == '"' or ch == "'" then
+                quote = ch
+            elseif ch == "-" and previous == "-" then
+                comment = true   -- the rest of the line is a comment: its apostrophes open no string
+            end
+        end
+        previous = ch
         if ch == " " or ch == "\t" or ch == "\n" then
+            if quote then in_string[#atoms + (#current > 0 and 2 or 1)] = true end
             flush()
-            pending_space = #atoms > 0
-        elseif is_wide(cp) and not no_break_before[cp] then
-            flush()
-            atoms[#atoms + 1] = {text = ch, width = 2, space = pending_space}
-            pending_space = false
-        elseif no_break_before[cp] and #current == 0 and #atoms > 0 and not pending_space then
-            -- closing punctuation right after a CJK character: glue it to that character
-            local last = atoms[#atoms]
-            last.text, last.width = last.text .. ch, last.width + char_width(cp)
+            if #atoms > 0 or prefix ~= "" then
+                space = keep_spaces and space .. (ch == "\t" and "    " or " ") or " "
+            end
+        elseif opening_mark[ch] then
+            if #current > 0 then current[#current + 1] = ch else prefix = prefix .. ch end
+        elseif closing_mark[ch] then
+            if #current > 0 then current[#current + 1] = ch
+            elseif can_stick() then stick_to_last(ch)
+            else prefix = prefix .. ch end
+        elseif no_break_before[cp] and can_stick() then
+            stick_to_last(ch)
+        elseif is_wide(cp) then
+            if no_break_before[cp] and #current > 0 then
+                current[#current + 1] = ch
+                flush()
+            else
+                flush()
+                push(prefix .. ch)
+                prefix = ""
+            end
         else
+            if #current == 0 and prefix ~= "" then current[1] = prefix; prefix = "" end
             current[#current + 1] = ch
-            current_w = current_w + char_width(cp)
         end
     end
     flush()
-    -- no break after opening punctuation
-    for i = 2, #atoms do
-        local prev = atoms[i - 1].text
-        local last_cp = utf8.codepoint(prev, utf8.offset(prev, -1))
-        if no_break_after[last_cp] and not atoms[i].space then atoms[i].glue = true end
+    if prefix ~= "" then
+        if #atoms > 0 then stick_to_last(prefix) else push(prefix) end
+    end
+    for i, atom in ipairs(atoms) do
+        atom.width = M.width(atom.text)
+        if i > 1 and atom.space == "" then
+            local last = last_visible(atoms[i - 1].text)
+            atom.glue = last ~= nil and no_break_after[last] or false
+        end
+        if in_string[i] then atom.glue = true end
     end
     return atoms
 end
 
--- Wraps one paragraph to `width` columns; every line starts with `first` (the first line) or `rest`.
-function M.wrap(paragraph, width, first, rest)
-    first, rest = first or "", rest or first or ""
+-- Wraps text to `width` columns; the first line starts with `first`, the others with `rest` (default:
+-- `first`). Breaks only where atoms_of allows, so a line is wider than `width` only when it holds one
+-- unbreakable run (a long word, a path); a glued run too long for a line of its own breaks at its spaces
+-- after all. mode "code" keeps spaces and string literals; "verbatim" keeps spaces; nil is prose.
+-- Returns the list of lines (marks kept; see finish).
+function M.wrap(text, width, first, rest, mode)
+    first = first or ""
+    rest = rest or first
     local lines = {}
-    local line, line_w = first, M.width(first)
-    local empty = true
-    local atoms = atoms_of(paragraph)
+    local line, line_w, empty = first, M.width(first), true
+    local atoms = atoms_of(text, mode ~= nil, mode == "code")
+    local room = width - M.width(rest)
+    local loose_until = 0   -- atoms up to this one break freely: their glued run is longer than a line
     local i = 1
     while i <= #atoms do
-        -- gather atoms glued together (no break allowed between them)
+        -- gather the atoms glued together (no break allowed between them)
         local group, group_w = {atoms[i]}, atoms[i].width
         local j = i + 1
-        while j <= #atoms and atoms[j].glue do
+        while j <= #atoms and atoms[j].glue and j > loose_until do
             group[#group + 1] = atoms[j]
-            group_w = group_w + (atoms[j].space and 1 or 0) + atoms[j].width
+            group_w = group_w + #atoms[j].space + atoms[j].width
             j = j + 1
         end
-        local sep = (not empty and atoms[i].space) and 1 or 0
-        if not empty and line_w + sep + group_w > width then
+        if group_w > room and #group > 1 then
+            loose_until = j - 1
+            group, group_w, j = {atoms[i]}, atoms[i].width, i + 1
+        end
+        local sep = empty and "" or atoms[i].space
+        if not empty and line_w + #sep + group_w > width then
             lines[#lines + 1] = line
-            line, line_w, empty, sep = rest, M.width(rest), true, 0
+            line, line_w, empty, sep = rest, M.width(rest), true, ""
         end
         for k, atom in ipairs(group) do
-            local s = (k == 1) and (sep == 1 and " " or "") or (atom.space and " " or "")
-            line = line .. s .. atom.text
+            line = line .. (k == 1 and sep or atom.space) .. atom.text
         end
-        line_w = line_w + sep + group_w
+        line_w = line_w + #sep + group_w
         empty = false
         i = j
     end
@@ -197,32 +247,140 @@ function M.wrap(paragraph, width, first, rest)
     return lines
 end
 
-local function rule(width, title)
-    local head = "── " .. title .. " "
-    return head .. string.rep("─", math.max(3, width - M.width(head)))
+-- Inline markup to marks: `code` spans are kept whole (no emphasis inside), *x* and **x** (opened before
+-- a non-space, closed after one) become emphasis marks. Anything else, a lone * included, stays as written.
+function M.inline(text)
+    local out = {}
+    local function emphasis(s)
+        local function mark(body)
+            if body:match("%s$") then return nil end
+            return EM_ON .. body .. EM_OFF
+        end
+        s = s:gsub("%*%*([^%s%*][^%*]-)%*%*", mark)
+        return (s:gsub("%*([^%s%*][^%*]-)%*", mark))
+    end
+    local pos = 1
+    while true do
+        local a, b = text:find("`[^`]+`", pos)
+        if not a then break end
+        out[#out + 1] = emphasis(text:sub(pos, a - 1))
+        out[#out + 1] = CODE_ON .. text:sub(a + 1, b - 1) .. CODE_OFF
+        pos = b + 1
+    end
+    out[#out + 1] = emphasis(text:sub(pos))
+    return table.concat(out)
 end
 
--- Joins the source lines of a paragraph: with a space, except where a line break falls next to a CJK
--- character (Chinese puts no spaces between words, so the break must not become one).
+-- Marks to what the terminal shows: bold (closed at the end of every line, reopened on the next, so a
+-- line never leaks its style) on a colour terminal, nothing otherwise; code marks become backticks.
+function M.finish(lines, color)
+    local out, bold = {}, false
+    for i, line in ipairs(lines) do
+        local s = line:gsub("[\3\4]", "`")
+        if color then
+            local opened = bold
+            s = s:gsub("[\1\2]", function(m)
+                bold = (m == EM_ON)
+                return bold and "\27[1m" or "\27[22m"
+            end)
+            if opened then s = "\27[1m" .. s end
+            if bold then s = s .. "\27[22m" end
+        else
+            s = s:gsub("[\1\2]", "")
+        end
+        out[i] = s
+    end
+    return out
+end
+
+-- Wraps a line of prose written with the inline markup.
+function M.wrap_text(text, width, first, rest)
+    return M.wrap(M.inline(text), width, first, rest)
+end
+
+-- A formula or table line (indented by two or more spaces): as written when it fits. A wider one wraps
+-- at its spaces, its continuation lines hanging under its last column (the text after its last run of two
+-- or more spaces, e.g. a comment) when that leaves 20 columns, else under its indent plus two.
+function M.wrap_formula(line, width)
+    if M.width(line) <= width then return {line} end
+    local indent = line:match("^ *")
+    local column, pos = nil, #indent + 1
+    while true do
+        local _, gap_end = line:find("  +", pos)
+        if not gap_end then break end
+        if gap_end < #line then column = gap_end + 1 end
+        pos = gap_end + 1
+    end
+    if column then
+        local head = line:sub(1, column - 1)
+        local hang = M.width(head)
+        if hang <= width - 20 then
+            return M.wrap(line:sub(column), width, head, string.rep(" ", hang), "verbatim")
+        end
+    end
+    local rest = indent .. "  "
+    if M.width(rest) > width - 20 then rest = "  " end
+    return M.wrap(line:sub(#indent + 1), width, indent, rest, "verbatim")
+end
+
+-- The echo of a step's code: every line behind the gutter "  │ ", the block's common indent removed; a
+-- line too wide wraps at its spaces, its continuation lines marked "  │   " under its own indent.
+function M.code_lines(code, width)
+    local body = code:gsub("^%s*\n", ""):gsub("%s+$", "")
+    local indent = body:match("^( *)") or ""
+    local out = {}
+    for line in (body .. "\n"):gmatch("(.-)\n") do
+        if line:sub(1, #indent) == indent then line = line:sub(#indent + 1) end
+        local own = line:match("^ *")
+        if M.width("  │ " .. line) <= width then
+            out[#out + 1] = "  │ " .. line
+        else
+            local rest = "  │   " .. own
+            if M.width(rest) > width - 20 then rest = "  │   " end
+            for _, l in ipairs(M.wrap(line:sub(#own + 1), width, "  │ " .. own, rest, "code")) do out[#out + 1] = l end
+        end
+    end
+    return out
+end
+
+-- A title rule "── title ─────" filling the width; a title too long for one line wraps under itself.
+function M.rule(width, title)
+    local head = "── " .. title .. " "
+    if M.width(head) + 3 <= width then return {head .. string.rep("─", width - M.width(head))} end
+    local lines = M.wrap(title, width, "── ", "   ")
+    local last = lines[#lines] .. " "
+    local room = width - M.width(last)
+    if room >= 3 then lines[#lines] = last .. string.rep("─", room) end
+    return lines
+end
+
+-- Joins the source lines of a paragraph: with a space, except where a line break falls between two CJK
+-- characters or next to CJK punctuation (Chinese puts no spaces between words; the lessons do put one
+-- between a Chinese word and a Latin one, "PyTorch 的 nn.Linear", so that break stays a space).
+local function cjk_punctuation(cp) return is_wide(cp) and (no_break_before[cp] or no_break_after[cp]) end
 local function join_lines(lines)
     local text = lines[1]
     for i = 2, #lines do
         local prev, nxt = text, lines[i]
-        local last = utf8.codepoint(prev, utf8.offset(prev, -1))
+        local last = last_visible(prev)
         local first = utf8.codepoint(nxt, 1)
-        local glue = (is_wide(last) or is_wide(first)) and "" or " "
-        text = prev .. glue .. nxt
+        local tight = last and ((is_wide(last) and is_wide(first)) or cjk_punctuation(last) or cjk_punctuation(first))
+        text = prev .. (tight and "" or " ") .. nxt
     end
     return text
 end
 
--- Renders a lesson text (the markup above) to a list of lines of at most `width` columns.
-function M.render(text, width)
+-- Renders a lesson text (the markup above) to lines of at most `width` columns (see M.wrap for the one
+-- exception); color draws emphasis bold.
+function M.render(text, width, color)
     local out = {}
     local paragraph = {}
+    local function add(lines)
+        for _, l in ipairs(M.finish(lines, color)) do out[#out + 1] = l end
+    end
     local function flush()
         if #paragraph > 0 then
-            for _, l in ipairs(M.wrap(join_lines(paragraph), width)) do out[#out + 1] = l end
+            add(M.wrap_text(join_lines(paragraph), width))
             paragraph = {}
         end
     end
@@ -235,14 +393,17 @@ function M.render(text, width)
             if #out > 0 and out[#out] ~= "" then out[#out + 1] = "" end
         elseif heading then
             flush()
-            out[#out + 1] = heading
-            out[#out + 1] = string.rep("─", M.width(heading))
+            local lines = M.wrap_text(heading, width)
+            add(lines)
+            local widest = 0
+            for _, l in ipairs(lines) do widest = math.max(widest, M.width(l)) end
+            out[#out + 1] = string.rep("─", widest)
         elseif item then
             flush()
-            for _, l in ipairs(M.wrap(item, width, "• ", "  ")) do out[#out + 1] = l end
+            add(M.wrap_text(item, width, "• ", "  "))
         elseif line:match("^  ") then
             flush()
-            out[#out + 1] = line
+            add(M.wrap_formula(line, width))
         else
             paragraph[#paragraph + 1] = line
         end
@@ -260,28 +421,36 @@ local session -- the open lesson; nil when none
 local function write(...) io.stdout:write(...) end
 local function say_line(s) write(s, "\n") end
 
+-- The width the runner wraps to: the terminal's at a terminal, else $COLUMNS, else 80; in batch mode
+-- never the terminal's, so a transcript depends only on $COLUMNS. At most 100 (long lines read badly),
+-- at least 20.
 local function columns()
-    if session and session.batch then return 80 end
-    local ok, term = pcall(require, "mha.term")
-    if ok and term.isatty and term.isatty(1) and term.columns then
-        local c = term.columns()
-        if c and c >= 40 then return math.min(c, 100) end
+    local n
+    if session and session.width then
+        n = session.width
+    elseif (session and session.batch) or not term.isatty(1) then
+        n = math.tointeger(tonumber(os.getenv("COLUMNS") or "")) or 80
+    else
+        n = term.columns(1)
     end
-    return 80
+    return math.max(20, math.min(n, 100))
 end
+M.columns = columns
 
 local function use_color()
     if session and session.batch then return false end
     local nc = os.getenv("NO_COLOR")
     if nc and nc ~= "" then return false end
-    local ok, term = pcall(require, "mha.term")
-    return ok and term.isatty and term.isatty(1) or false
+    return term.isatty(1)
 end
 
-local function emphasize(line)
-    if not use_color() then return line end
-    line = line:gsub("%*%*(.-)%*%*", "\27[1m%1\27[0m")
-    return (line:gsub("%*([^%*%s][^%*]-)%*", "\27[1m%1\27[0m"))
+local function say_lines(lines)
+    for _, l in ipairs(M.finish(lines, use_color())) do say_line(l) end
+end
+
+-- Prints prose (the runner's words, hints, messages; lines separated by "\n"), wrapped to the terminal.
+local function say_text(s)
+    for line in (tostring(s) .. "\n"):gmatch("(.-)\n") do say_lines(M.wrap_text(line, columns())) end
 end
 
 -- Picks the session's language out of a {en=, zh=} table (a plain string is taken as it is).
@@ -356,6 +525,18 @@ end
 -- Finding and loading lesson files.
 -- ---------------------------------------------------------------------------------------------
 
+-- A path as a reader wants to see it: "build/qa/../../lessons" -> "lessons" (lexically; for messages only).
+local function clean_path(path)
+    local parts = {}
+    for part in path:gmatch("[^/]+") do
+        if part == ".." and #parts > 0 and parts[#parts] ~= ".." then parts[#parts] = nil
+        elseif part ~= "." then parts[#parts + 1] = part end
+    end
+    local cleaned = table.concat(parts, "/")
+    if path:sub(1, 1) == "/" then cleaned = "/" .. cleaned end
+    return cleaned ~= "" and cleaned or "."
+end
+
 -- Where lessons are looked for: $MHA_LESSONS, ./lessons, and lessons/ beside the binary's directory.
 function M.dirs()
     local dirs = {}
@@ -413,10 +594,13 @@ function M.load(path)
 end
 
 -- Finds a lesson by number ("2", 2), file-name part ("dot_product"), or file name ("02_dot_product").
+-- Returns the file, or nil and a message naming the lessons there are.
 function M.find(which)
-    local files, dir = M.files()
+    local files = M.files()
     if #files == 0 then
-        return nil, "no lessons found (looked in " .. table.concat(M.dirs(), ", ") .. "; set MHA_LESSONS)"
+        local looked = {}
+        for i, dir in ipairs(M.dirs()) do looked[i] = clean_path(dir) end
+        return nil, "no lessons found (looked in " .. table.concat(looked, ", ") .. "; set MHA_LESSONS)"
     end
     local key = tostring(which):gsub("%.lua$", "")
     for _, f in ipairs(files) do
@@ -425,8 +609,9 @@ function M.find(which)
         end
     end
     local names = {}
-    for _, f in ipairs(files) do names[#names + 1] = string.format("%02d_%s", f.number, f.name) end
-    return nil, string.format("no lesson '%s' in %s; there are: %s", key, dir, table.concat(names, ", "))
+    for _, f in ipairs(files) do names[#names + 1] = string.format("%d %s", f.number, f.name) end
+    return nil, string.format("no lesson '%s'; give a number from %d to %d or a name: %s", key,
+        files[1].number, files[#files].number, table.concat(names, ", "))
 end
 
 -- ---------------------------------------------------------------------------------------------
@@ -484,7 +669,7 @@ end
 function M.shape_str(shape)
     local parts = {}
     for i, n in ipairs(shape) do parts[i] = tostring(n) end
-    return "(" .. table.concat(parts, ",") .. (#parts == 1 and ",)" or ")")
+    return "(" .. table.concat(parts, ",") .. ")"   -- as the core writes shapes: (3), (2,4,4)
 end
 
 local function index_str(shape, flat_index)
@@ -684,8 +869,8 @@ end
 
 local function note(kind, opts, detail)
     local title = opts and opts.title
-    say_line(string.format("[plot: %s%s%s]", kind, title and (" \"" .. title .. "\"") or "",
-        detail and (" " .. detail) or ""))
+    say_lines(M.wrap(string.format("[plot: %s%s%s]", kind, title and (" \"" .. title .. "\"") or "",
+        detail and (" " .. detail) or ""), columns(), "", "  "))
 end
 
 M.batch_plot = {
@@ -724,20 +909,15 @@ local function header(k, n, title)
     local label
     if lang == "zh" then label = string.format("第 %d/%d 步：%s", k, n, title)
     else label = string.format("step %d/%d: %s", k, n, title) end
-    return rule(columns(), label)
+    return M.rule(columns(), label)
 end
 
 local function print_text(text)
-    for _, line in ipairs(M.render(text, columns())) do say_line(emphasize(line)) end
+    for _, line in ipairs(M.render(text, columns(), use_color())) do say_line(line) end
 end
 
 local function echo_code(code)
-    local body = code:gsub("^%s*\n", ""):gsub("%s+$", "")
-    local indent = body:match("^( *)") or ""
-    for line in (body .. "\n"):gmatch("(.-)\n") do
-        if line:sub(1, #indent) == indent then line = line:sub(#indent + 1) end
-        say_line("  │ " .. line)
-    end
+    for _, line in ipairs(M.code_lines(code, columns())) do say_line(line) end
 end
 
 -- Runs a step's code in the global environment; returns true or false, message.
@@ -782,9 +962,9 @@ local function show_step(k)
     local s = lesson.steps[k]
     local lang = session.lang
     say_line("")
-    say_line(header(k, #lesson.steps, tr(s.title, lang)))
+    say_lines(header(k, #lesson.steps, tr(s.title, lang)))
     if s.kind == "exercise" then
-        say_line(words[lang].exercise .. ":")
+        say_text(words[lang].exercise .. ":")
         exercise_prompt(s, k)
     else
         print_text(tr(s.text, lang))
@@ -795,7 +975,9 @@ local function show_step(k)
         echo_code(code)
         local ok, err = run_code(code, k)
         if not ok then
-            say_line(string.format(words[lang].error_in_step, k) .. ": " .. err)
+            say_text(string.format(words[lang].error_in_step, k) .. ": " .. err)
+            -- the step stays unrun, so Enter would run it again on the same state: say how to rebuild it
+            if not session.batch then say_text(words[lang].recover(k)) end
             return false, err
         end
     end
@@ -805,16 +987,16 @@ local function show_step(k)
         if session.batch then
             local shown = type(s.solution) == "string" and s.solution:gsub("^%s+", ""):gsub("%s+$", "") or "solution"
             say_line("")
-            say_line(words[lang].batch_answer)
-            say_line("answer(" .. shown .. ")")
+            say_text(words[lang].batch_answer)
+            say_lines(M.wrap("answer(" .. shown .. ")", columns(), "", "  ", "code"))
             local value = evaluate(s.solution, "solution")
             local ok, verdict = M.check(s, value)
-            say_line(verdict)
+            say_text(verdict)
             if not ok then return false, "the lesson's own solution was not accepted: " .. verdict end
         else
             session.pending = s
             say_line("")
-            say_line(words[lang].ask)
+            say_text(words[lang].ask)
         end
     end
     return true
@@ -838,15 +1020,15 @@ local function replay_before(k)
 end
 
 local function need_session()
-    if not session then say_line(words[M.choose_lang()].no_lesson); return false end
+    if not session then say_text(words[M.choose_lang()].no_lesson); return false end
     return true
 end
 
 function M.next()
     if not need_session() then return false end
-    if session.pending then say_line(words[session.lang].skipped); session.pending = nil end
+    if session.pending then say_text(words[session.lang].skipped); session.pending = nil end
     local k = session.pos + 1
-    if k > #session.lesson.steps then say_line(words[session.lang].the_end); return true end
+    if k > #session.lesson.steps then say_text(words[session.lang].the_end); return true end
     return show_step(k)
 end
 
@@ -855,13 +1037,13 @@ function M.goto_step(k)
     local n = #session.lesson.steps
     k = math.tointeger(tonumber(k))
     if not k or k < 1 or k > n then
-        say_line(string.format(session.lang == "zh" and ":goto：步骤编号应在 1 到 %d 之间" or
+        say_text(string.format(session.lang == "zh" and ":goto：步骤编号应在 1 到 %d 之间" or
             ":goto: the step number must be between 1 and %d", n))
         return false
     end
-    if k > 1 then say_line(words[session.lang].replaying(k - 1, session.lesson.seed or 0)) end
+    if k > 1 then say_text(words[session.lang].replaying(k - 1, session.lesson.seed or 0)) end
     local ok, err = replay_before(k)
-    if not ok then say_line(err); return false end
+    if not ok then say_text(err); return false end
     return show_step(k)
 end
 
@@ -882,7 +1064,7 @@ function M.run_rest()
         local ok, err = M.next()
         if not ok then return false, err end
     end
-    say_line(words[session.lang].the_end)
+    say_text(words[session.lang].the_end)
     return true
 end
 
@@ -892,17 +1074,17 @@ function M.answer(value, eval_error)
     local ex = session.pending
     if not ex then
         ex = session.lesson.steps[session.pos]
-        if not (ex and ex.kind == "exercise") then say_line(words[session.lang].no_exercise); return false end
+        if not (ex and ex.kind == "exercise") then say_text(words[session.lang].no_exercise); return false end
     end
     local okc, ok, message = pcall(M.check, ex, value, eval_error)
     if not okc then
-        say_line(msg("malformed", tostring(ok)))
+        say_text(msg("malformed", tostring(ok)))
         return false
     end
-    say_line(ok and message or (words[session.lang].not_yet .. ": " .. message))
+    say_text(ok and message or (words[session.lang].not_yet .. ": " .. message))
     if ok then
         session.pending = nil
-        if session.pos < #session.lesson.steps then say_line(words[session.lang].next_hint) end
+        if session.pos < #session.lesson.steps then say_text(words[session.lang].next_hint) end
     end
     return ok
 end
@@ -919,9 +1101,9 @@ end
 function M.show_solution()
     if not need_session() then return false end
     local ex = session.lesson.steps[session.pos]
-    if not (ex and ex.kind == "exercise") then say_line(words[session.lang].no_exercise); return false end
-    say_line(words[session.lang].solution .. ": " ..
-        (type(ex.solution) == "string" and ex.solution:gsub("^%s+", ""):gsub("%s+$", "") or "(a function)"))
+    if not (ex and ex.kind == "exercise") then say_text(words[session.lang].no_exercise); return false end
+    local shown = type(ex.solution) == "string" and ex.solution:gsub("^%s+", ""):gsub("%s+$", "") or "(a function)"
+    say_lines(M.wrap(shown, columns(), words[session.lang].solution .. ": ", "  ", "code"))
     return true
 end
 
@@ -929,13 +1111,18 @@ end
 function M.list(lang)
     lang = lang or (session and session.lang) or M.choose_lang()
     local files = M.files()
-    say_line(words[lang].lessons)
+    local width = columns()
+    say_text(words[lang].lessons)
     for _, f in ipairs(files) do
         local lesson, err = M.load(f.path)
-        if lesson then
-            say_line(string.format("  %2d  %-18s %s", f.number, f.name, tr(lesson.summary, lang)))
+        local summary = lesson and tr(lesson.summary, lang) or "(cannot load: " .. err:match("[^\n]*") .. ")"
+        -- the summary in a column after the number and name, or under them when the column is too narrow
+        local head = string.format("  %2d  %-18s ", f.number, f.name)
+        if M.width(head) <= width - 20 then
+            say_lines(M.wrap_text(summary, width, head, string.rep(" ", M.width(head))))
         else
-            say_line(string.format("  %2d  %-18s (cannot load: %s)", f.number, f.name, err:match("[^\n]*")))
+            say_line((head:gsub("%s+$", "")))
+            say_lines(M.wrap_text(summary, width, "      "))
         end
     end
     return true
@@ -944,39 +1131,42 @@ end
 function M.current() return session end
 
 -- Opens a lesson and shows its first step (interactive), or runs it all (batch).
--- opts: batch (bool), lang (string or nil). Returns true, or false, message when a step failed.
+-- opts: batch (bool), lang (string or nil), width (columns; default: see columns()).
+-- Returns true; or false, message, kind: kind "usage" when no lesson has that name or number, "load"
+-- when the lesson file is broken (neither is printed: the caller says it once), "step" when a step
+-- failed (printed where it happened).
 function M.start(which, opts)
     opts = opts or {}
     local f, err = M.find(which)
-    if not f then say_line(err); return false, err end
+    if not f then return false, err, "usage" end
     local lesson
     lesson, err = M.load(f.path)
-    if not lesson then say_line(err); return false, err end
+    if not lesson then return false, err, "load" end
     local batch = opts.batch
-    if batch == nil then
-        local ok, term = pcall(require, "mha.term")
-        batch = not (ok and term.isatty and term.isatty(0) and term.isatty(1))
-    end
+    if batch == nil then batch = not (term.isatty(0) and term.isatty(1)) end
     session = {lesson = lesson, number = f.number, lang = M.choose_lang(opts.lang), batch = batch, pos = 0,
-               print_options = {precision = 4}}
+               width = opts.width, print_options = {precision = 4}}
+    -- a transcript's tensors are as wide as its text (at a terminal, mha.show follows the terminal)
+    if batch then session.print_options.linewidth = columns() end
     M.install_globals()
     if batch then _G.plot = M.batch_plot end
     local lang = session.lang
-    say_line(rule(columns(), string.format("%02d %s", f.number, tr(lesson.title, lang))))
+    say_lines(M.rule(columns(), string.format("%02d %s", f.number, tr(lesson.title, lang))))
     print_text(tr(lesson.summary, lang))
     reset_state()
     if batch then
         for k = 1, #lesson.steps do
             local ok, e = show_step(k)
-            if not ok then return false, e end
+            if not ok then return false, e, "step" end
         end
         say_line("")
-        say_line(words[lang].the_end)
+        say_text(words[lang].the_end)
         return true
     end
-    say_line(words[lang].next_hint)
+    say_text(words[lang].next_hint)
     local ok, e = show_step(1)
-    return ok, e
+    if not ok then return false, e, "step" end
+    return true
 end
 
 -- Names a lesson's code can count on: mha, show, plot, answer, say{en=,zh=}, LESSON.
@@ -990,11 +1180,19 @@ function M.install_globals()
         local ok, plot = pcall(require, "mha.plot")
         if ok then _G.plot = plot end
     end
-    _G.answer = function(value) return M.answer(value) end
-    _G.say = function(t) say_line(tr(t)); end
+    -- answer returns nothing, so the REPL prints only the verdict
+    _G.answer = function(value) M.answer(value) end
+    _G.say = function(t) say_text(tr(t)) end
+    -- LESSON.clock(): seconds on the REPL's monotonic wall clock (CPU seconds outside the REPL), for timings
+    local function clock()
+        local repl = package.loaded["mha.repl"]
+        if repl and type(repl.clock) == "function" then return repl.clock() end
+        return os.clock()
+    end
     _G.LESSON = setmetatable({}, {__index = function(_, key)
         if key == "batch" then return session and session.batch end
         if key == "lang" then return session and session.lang end
+        if key == "clock" then return clock end
     end})
 end
 
@@ -1010,9 +1208,10 @@ function M.install(repl)
     cmd("lessons", "", "list the lessons with a one-line summary", function() M.list() end)
     cmd("open", "NAME|NUMBER", "open a lesson at its first step", function(a)
         local which = a:match("^%s*(%S+)")
-        if not which then say_line(":open NAME|NUMBER (:lessons lists them)"); return end
-        local ok = M.start(which, {batch = false, lang = session and session.lang})
-        if ok then repl.on_empty_line = M.next end
+        if not which then say_text(":open NAME|NUMBER (:lessons lists them)"); return end
+        local ok, err, kind = M.start(which, {batch = false, lang = M.preferred_lang or (session and session.lang)})
+        if ok then repl.on_empty_line = M.next
+        elseif kind ~= "step" then say_text(err) end
     end)
     cmd("next", "", "run the next step of the lesson (Enter on an empty line does too)", function() M.next() end)
     cmd("back", "", "go back one step (replays the steps before it)", function() M.back() end)
@@ -1023,7 +1222,14 @@ function M.install(repl)
     cmd("solution", "", "show the exercise's own solution", function() M.show_solution() end)
     cmd("lang", "en|zh", "switch the lesson language", function(a)
         local lang = a:match("%a+")
-        if session and lang and M.languages[lang] then session.lang = lang end
+        lang = lang and lang:lower()
+        if not (lang and M.languages[lang]) then
+            say_text(words[(session and session.lang) or M.choose_lang()].lang_usage)
+            return
+        end
+        M.preferred_lang = lang
+        if session then session.lang = lang end
+        say_text(words[lang].lang_set)
     end)
 end
 
@@ -1034,9 +1240,9 @@ function M.start(which, opts)
     if repl then
         M.install(repl)
     end
-    local ok, err = start(which, opts)
+    local ok, err, kind = start(which, opts)
     if repl and session and not session.batch then repl.on_empty_line = M.next end
-    return ok, err
+    return ok, err, kind
 end
 
 return M

@@ -1,6 +1,8 @@
--- tests/lua/test_lesson.lua - the lesson runner: every lesson loads in both languages, text wraps by
--- display width, exercises accept right answers and name each classic mistake, malformed answers get a
--- clear message and the lesson goes on, :goto rebuilds state, and lesson 12's numbers match NumPy's.
+-- tests/lua/test_lesson.lua - the lesson runner: every lesson loads in both languages, the language is
+-- chosen --lang, MHA_LANG, LANG in that order, every text wraps by display width at 40-120 columns without
+-- splitting a word, exercises accept right answers and name each classic mistake, malformed answers get
+-- a clear message and the lesson goes on, :goto rebuilds state (and a failing step says so), :lang
+-- confirms, lesson 9 warms up before timing, and lesson 12's numbers match NumPy's.
 local dir = debug.getinfo(1, "S").source:match("^@(.*[/\\])") or "./"
 package.path = dir .. "?.lua;" .. package.path
 local T = require "testlib"
@@ -45,12 +47,53 @@ T.ok("validate names a missing language", missing and missing:find("title has no
     and missing:find("step 1's text has no 'zh' text"), missing)
 T.eq("find by number", (L.find("7")).name, "heads")
 T.eq("find by name", (L.find("masks")).number, 6)
-T.ok("find names the lessons on a miss", select(2, L.find("nonesuch")):find("01_tour"), select(2, L.find("nonesuch")))
+local miss = select(2, L.find("nonesuch"))
+T.ok("find names the lessons on a miss, by number and name", miss:find("from 1 to 12", 1, true)
+    and miss:find("1 tour", 1, true) and miss:find("12 textbook_check", 1, true), miss)
+T.ok("find shows no '..' path on a miss", not miss:find("..", 1, true), miss)
 
--- ---- language choice: the requested language wins ---------------------------------------------
-T.eq("lang zh requested", L.choose_lang("zh"), "zh")
-T.eq("lang en requested", L.choose_lang("en"), "en")
-T.eq("lang zh_CN.UTF-8 requested", L.choose_lang("zh_CN.UTF-8"), "zh")
+-- ---- language choice: --lang, then MHA_LANG, then LANG, else English -----------------------------
+local function env(t) return function(name) return t[name] end end
+T.eq("lang zh requested", L.choose_lang("zh", env{}), "zh")
+T.eq("lang en requested", L.choose_lang("en", env{}), "en")
+T.eq("lang zh_CN.UTF-8 requested", L.choose_lang("zh_CN.UTF-8", env{}), "zh")
+T.eq("MHA_LANG alone is used", L.choose_lang(nil, env{MHA_LANG = "zh"}), "zh")
+T.eq("--lang beats MHA_LANG", L.choose_lang("en", env{MHA_LANG = "zh", LANG = "zh_CN.UTF-8"}), "en")
+T.eq("MHA_LANG beats LANG", L.choose_lang(nil, env{MHA_LANG = "en", LANG = "zh_CN.UTF-8"}), "en")
+T.eq("LANG zh* alone gives Chinese", L.choose_lang(nil, env{LANG = "zh_TW.UTF-8"}), "zh")
+T.eq("an unknown MHA_LANG falls to LANG", L.choose_lang(nil, env{MHA_LANG = "fr", LANG = "zh_CN"}), "zh")
+T.eq("nothing set: English", L.choose_lang(nil, env{}), "en")
+
+-- the same through the binary: the first line of lesson 1 is its title in the chosen language
+local repl_bin = os.getenv("MHA_REPL") or arg[-1]
+local function first_line(envs, args)
+    local p = io.popen(string.format("env -u MHA_LANG -u LANG -u LC_ALL %s '%s' --lesson 1 --batch %s 2>&1 </dev/null",
+        envs, repl_bin, args or ""))
+    local line = p:read("l")
+    p:close()
+    return line or ""
+end
+T.ok("binary: MHA_LANG=zh without --lang is Chinese", first_line("MHA_LANG=zh"):find("注意力速览"), first_line("MHA_LANG=zh"))
+T.ok("binary: --lang en beats MHA_LANG=zh", first_line("MHA_LANG=zh", "--lang en"):find("A tour of attention"))
+T.ok("binary: LANG=zh_CN.UTF-8 alone is Chinese", first_line("LANG=zh_CN.UTF-8"):find("注意力速览"))
+T.ok("binary: MHA_LANG=en beats LANG=zh_CN.UTF-8", first_line("MHA_LANG=en LANG=zh_CN.UTF-8"):find("A tour of attention"))
+
+-- --lesson with no such lesson: one message, on stderr, naming the lessons; nothing on stdout
+do
+    local err_path = os.tmpname()
+    local p = io.popen(string.format("'%s' --lesson 99 --batch 2>'%s' </dev/null", repl_bin, err_path))
+    local out = p:read("a")
+    local _, _, status = p:close()
+    local f = assert(io.open(err_path))
+    local err = f:read("a")
+    f:close()
+    os.remove(err_path)
+    T.eq("--lesson 99 prints nothing on stdout", out, "")
+    local _, lines = err:gsub("\n", "")
+    T.ok("--lesson 99 prints one line on stderr", lines == 1 and err:find("no lesson '99'", 1, true), err)
+    T.ok("--lesson 99 lists the lessons, with no '..' path", err:find("1 tour", 1, true) and not err:find("..", 1, true), err)
+    T.ok("--lesson 99 fails", status ~= 0, status)
+end
 
 -- ---- text: display width and wrapping ----------------------------------------------------------
 T.eq("width of ASCII", L.width("softmax"), 7)
@@ -72,11 +115,148 @@ local rendered = L.render("# 标题\n\n第一行\n第二行\n\n    formula = kep
 T.eq("render: heading, CJK lines joined without a space, formula kept, bullet", rendered,
     {"标题", "────", "", "第一行第二行", "", "    formula = kept", "• item one"})
 
+T.eq("render: a line break next to a Latin word stays a space, next to CJK punctuation it goes",
+    L.render("与 PyTorch 的\nnn.Linear 相同，回到 1\n的因子（d_k\n= D）。\nNaN 会传染", 80),
+    {"与 PyTorch 的 nn.Linear 相同，回到 1 的因子（d_k = D）。NaN 会传染"})
+
+-- emphasis is rendered before wrapping: bold on a colour terminal (even across a line break), plain
+-- elsewhere; never literal asterisks, never a closing mark or punctuation at the start of a line
+T.eq("emphasis plain", L.render("the *embedding dimension* here", 80), {"the embedding dimension here"})
+T.eq("emphasis bold", L.render("the *embedding dimension* here", 80, true),
+    {"the \27[1membedding dimension\27[22m here"})
+T.eq("emphasis bold across a line break", L.render("aaaa *bbbb cccc* dddd", 10, true),
+    {"aaaa \27[1mbbbb\27[22m", "\27[1mcccc\27[22m dddd"})
+T.eq("a lone star and a product stay as written", L.render("a * b and 2 * 3", 80), {"a * b and 2 * 3"})
+T.eq("no emphasis inside `code`", L.render("use `a*b*c` here", 80), {"use `a*b*c` here"})
+for width = 20, 40 do
+    for _, line in ipairs(L.render("所以每个输出行都是值向量的*加权平均*，权重取决于查询与各个键的匹配程度。", width)) do
+        T.ok(string.format("zh emphasis at %d columns: no asterisk, no line starts with '，'", width),
+            not line:find("*", 1, true) and not line:find("^，"), line)
+    end
+end
+
+-- formulas: kept while they fit; wider, wrapped under their last column (or their indent), never to column 0
+T.eq("a formula that fits is kept", L.render("    a   = b       (c)", 40), {"    a   = b       (c)"})
+T.eq("a wide formula hangs under its comment column",
+    L.render("    out = weights·V      (each row a weighted mix of the rows of V)", 50),
+    {"    out = weights·V      (each row a weighted mix", "                         of the rows of V)"})
+T.eq("a wide formula without a comment column keeps its indent",
+    L.render("    LayerNorm(y) = (y − mean(y)) / √(var(y) + ε) · γ + β", 30),
+    {"    LayerNorm(y) = (y −", "      mean(y)) / √(var(y) + ε)", "      · γ + β"})
+-- code: the gutter on every line; a continuation marked "  │   " under the line's own indent
+T.eq("code wraps with the gutter repeated",
+    L.code_lines("x = 1\nif x then\n    show(weights, {rows = tokens, cols = tokens})\nend", 36),
+    {"  │ x = 1", "  │ if x then", "  │     show(weights, {rows =", "  │       tokens, cols = tokens})", "  │ end"})
+T.eq("a long title rule wraps under itself", L.rule(24, "step 1/5: a rather long step title"),
+    {"── step 1/5: a rather", "   long step title ─────"})
+
+-- Every text the runner prints, for every lesson, language and width: no line wider than the width (a
+-- line may overflow only with one unbreakable run), and no word split (the lines joined back give the
+-- source text, up to white space).
+local term = require "mha.term"
+local function wide(cp) return term.width(utf8.char(cp)) == 2 end
+local function ends_wide(s)
+    local last
+    for _, cp in utf8.codes(s) do last = cp end
+    return last and wide(last)
+end
+local function starts_wide(s) return #s > 0 and wide(utf8.codepoint(s, 1)) end
+-- lines joined the way a reader joins them: no space where a CJK character meets the break
+local function joined(lines)
+    local text = ""
+    for _, l in ipairs(lines) do
+        if text == "" or ends_wide(text) or starts_wide(l) then text = text .. l else text = text .. " " .. l end
+    end
+    return text
+end
+-- white space collapsed, and dropped next to CJK characters (where a wrap may add or remove it)
+local function normalized(s)
+    s = s:gsub("%s+", " "):gsub("^ ", ""):gsub(" $", "")
+    local out, chars = {}, {}
+    for _, cp in utf8.codes(s) do chars[#chars + 1] = cp end
+    for i, cp in ipairs(chars) do
+        local space_next_to_wide = cp == 32 and ((chars[i - 1] and wide(chars[i - 1])) or (chars[i + 1] and wide(chars[i + 1])))
+        if not space_next_to_wide then out[#out + 1] = utf8.char(cp) end
+    end
+    return table.concat(out)
+end
+local function check_lines(name, lines, width, prefix_pattern)
+    for _, line in ipairs(lines) do
+        local w = L.width(line)
+        if w > width then
+            local content = line:gsub(prefix_pattern or "^[%s•│─]*", "")
+            local breakable = content:find("%s") ~= nil
+            for _, cp in utf8.codes(content) do if wide(cp) then breakable = true end end
+            if not T.ok(name .. ": lines fit", not breakable, string.format("%d > %d: %q", w, width, line)) then return end
+        end
+    end
+end
+local function plain_source(text)
+    local lines = {}
+    for line in (text .. "\n"):gmatch("(.-)\n") do
+        line = line:gsub("^%s?[-•]%s+", ""):gsub("^#+%s+", "")
+        if not line:match("^%s*$") then lines[#lines + 1] = line end
+    end
+    return normalized(joined(lines):gsub("%*", ""))
+end
+local function plain_output(lines)
+    local kept = {}
+    for _, l in ipairs(lines) do
+        l = l:gsub("^• ", "")
+        if not l:match("^─+$") and not l:match("^%s*$") then kept[#kept + 1] = l end
+    end
+    return normalized(joined(kept):gsub("%*", ""))
+end
+local overflow_checked, words_checked = 0, 0
+for _, f in ipairs(files) do
+    local lesson = L.load(f.path)
+    for _, width in ipairs({40, 60, 80, 120}) do
+        for _, lang in ipairs({"en", "zh"}) do
+            local where = string.format("lesson %d %s at %d", f.number, lang, width)
+            local texts = {L.tr(lesson.summary, lang)}
+            local rules = {L.rule(width, L.tr(lesson.title, lang))}
+            for k, s in ipairs(lesson.steps) do
+                texts[#texts + 1] = L.tr(s.text or s.prompt, lang)
+                rules[#rules + 1] = L.rule(width, string.format("step %d/%d: %s", k, #lesson.steps, L.tr(s.title, lang)))
+                for _, m in ipairs(s.mistakes or {}) do texts[#texts + 1] = L.tr(m.hint, lang) end
+                local code = s.code or s.setup
+                if code then
+                    local echoed = L.code_lines(code, width)
+                    check_lines(where .. " step " .. k .. " code", echoed, width, "^  │ *")
+                    local body = code:gsub("^%s*\n", ""):gsub("%s+$", "")
+                    local stripped = {}
+                    for _, l in ipairs(echoed) do stripped[#stripped + 1] = l:gsub("^  │ ", "") end
+                    local ok = normalized(joined(stripped)) == normalized(body:gsub("\n", " "))
+                    if not ok then
+                        -- a CJK-only line break in the source code joins without a space: compare without any space
+                        ok = normalized(joined(stripped)):gsub(" ", "") == normalized(body):gsub(" ", "")
+                            and #echoed >= select(2, body:gsub("\n", "")) + 1
+                    end
+                    T.ok(where .. " step " .. k .. " code: every line kept, no token split", ok,
+                        table.concat(echoed, "\n"))
+                end
+            end
+            for _, r in ipairs(rules) do check_lines(where .. " rule", r, width) end
+            for i, text in ipairs(texts) do
+                local lines = L.render(text, width)
+                check_lines(where .. " text " .. i, lines, width)
+                overflow_checked = overflow_checked + #lines
+                local same = plain_output(lines) == plain_source(text)
+                words_checked = words_checked + 1
+                if not same then T.ok(where .. " text " .. i .. ": no word split", false, table.concat(lines, "\n")) end
+            end
+        end
+    end
+end
+T.ok("every lesson text checked for width and split words", overflow_checked > 1000 and words_checked > 500,
+    overflow_checked .. " lines, " .. words_checked .. " texts")
+
 -- ---- answers are compared as (shape, values) --------------------------------------------------
 local ok, why = L.compare(mha.tensor{{1, 2}, {3, 4}}, {{1, 2}, {3, 4.00001}})
 T.ok("a nested table answers a tensor", ok, why)
 ok, why = L.compare(mha.tensor{{1, 2}, {3, 4}}, mha.zeros{4})
-T.ok("a wrong shape is named", not ok and why:find("shape %(4,%)") and why:find("%(2,2%)"), why)
+T.ok("a wrong shape is named, written as the core writes shapes", not ok and why:find("shape (4);", 1, true)
+    and why:find("(2,2)", 1, true), why)
 ok, why = L.compare(0.125, 0.13)
 T.ok("a wrong number names the difference", not ok and why:find("0.13"), why)
 ok, why = L.compare(mha.tensor{1, 2}, {{1, 2}, {3}})
@@ -163,6 +343,87 @@ text = captured(L.next)
 T.ok("next after goto 5 shows step 6", text:find("step 6/6"), text:sub(1, 200))
 text = captured(L.next)
 T.ok("next after an unanswered exercise at the end says the lesson is over", text:find("End of the lesson"), text)
+
+-- ---- a failing step says how to get out; :goto K rebuilds the state and runs it -------------------
+captured(L.start, "masks", {batch = false, lang = "en"})
+captured(L.goto_step, 3)
+mask = nil                                  -- the student breaks what step 4 needs
+for attempt = 1, 2 do
+    text = captured(L.next)
+    T.ok("a failing step names itself (attempt " .. attempt .. ")", text:find("error in step 4", 1, true), text)
+    T.ok("a failing step offers :goto 4 and :restart (attempt " .. attempt .. ")",
+        text:find(":goto 4 rebuilds", 1, true) and text:find(":restart", 1, true), text)
+    T.eq("the lesson stays before the failing step", L.current().pos, 3)
+end
+text = captured(L.goto_step, 4)
+T.ok(":goto 4 recovers: step 4 runs without an error", text:find("step 4/6", 1, true) and not text:find("error"), text)
+T.eq(":goto 4 lands on step 4", L.current().pos, 4)
+captured(L.start, "masks", {batch = false, lang = "zh"})
+captured(L.goto_step, 3)
+mask = nil
+text = captured(L.next)
+T.ok("the way out is said in Chinese too", text:find(":goto 4 从本课的种子重建", 1, true), text)
+
+-- ---- answer() returns nothing, so the REPL prints only the verdict ---------------------------------
+captured(L.start, "tour", {batch = false, lang = "en"})
+captured(L.goto_step, 5)
+local results
+text = captured(function() results = table.pack(answer(weights:select(1, 2):matmul(V))) end)
+T.ok("answer() says correct", text:find("correct", 1, true), text)
+T.eq("answer() returns no value", results.n, 0)
+text = captured(function() results = table.pack(answer(V:select(1, 2))) end)
+T.ok("a wrong answer() says not yet", text:find("not yet", 1, true), text)
+T.eq("a wrong answer() returns no value", results.n, 0)
+
+-- ---- :lang switches the language and says so in the new one ---------------------------------------
+local commands = {}
+L.install({add_command = function(name, spec) commands[name] = spec end})
+T.ok(":lang is a command", commands.lang ~= nil)
+text = captured(commands.lang.run, "zh")
+T.eq(":lang zh confirms in Chinese", text, "课程现在使用中文。\n")
+T.eq(":lang zh switches the open lesson", L.current().lang, "zh")
+text = captured(commands.lang.run, "en")
+T.eq(":lang en confirms in English", text, "Lessons are now in English.\n")
+text = captured(commands.lang.run, "fr")
+T.ok(":lang fr says what is accepted", text:find(":lang en|zh", 1, true), text)
+T.eq(":lang fr changes nothing", L.current().lang, "en")
+text = captured(commands.open.run, "99")
+T.ok(":open 99 names the lessons", text:find("no lesson '99'", 1, true) and text:find("1 tour", 1, true), text)
+L.preferred_lang = nil
+
+-- ---- lesson 9 times at the prompt: a warm-up run, then the median of 5 -----------------------------
+do
+    local real_layer = mha.MultiheadAttention
+    local forwards = 0
+    mha.MultiheadAttention = function(opts)
+        local layer = real_layer(opts)
+        return setmetatable({}, {__index = function(_, key)
+            if key == "forward" then
+                return function(_, ...) forwards = forwards + 1; return layer:forward(...) end
+            end
+            return layer[key]
+        end})
+    end
+    local saved_plot = rawget(_G, "plot")
+    _G.plot = L.batch_plot                  -- no gnuplot window from a test
+    local ok_run, out9 = pcall(function()
+        captured(L.start, "cost", {batch = false, lang = "en"})
+        return captured(L.goto_step, 4)
+    end)
+    mha.MultiheadAttention = real_layer
+    _G.plot = saved_plot
+    T.ok("lesson 9 step 4 runs at the prompt", ok_run and out9:find("(median of 5)", 1, true), out9)
+    T.eq("lesson 9 step 4: 1 warm-up + 5 timed forward passes for each of 2 heads × 4 lengths", forwards, 2 * 4 * 6)
+    local medians_ok = true
+    for _, h in ipairs({1, 8}) do
+        for i = 1, 4 do
+            local sorted = {table.unpack(runs[h][i])}
+            table.sort(sorted)
+            medians_ok = medians_ok and #sorted == 5 and times[h][i] == sorted[3] and sorted[1] >= 0
+        end
+    end
+    T.ok("lesson 9 step 4 prints the median of the 5 timed runs", medians_ok)
+end
 
 -- ---- lesson 12 agrees with NumPy (tests/check_seeds.py -> tests/fixtures/seeds_truth.txt) ---------
 replayed(12)

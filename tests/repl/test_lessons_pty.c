@@ -1,5 +1,6 @@
 /* tests/repl/test_lessons_pty.c - steps through lesson 8 in mha-repl on a pseudo-terminal, as a student
- * would: Enter, :next, :back, :goto, changing a variable between steps, answering the exercise, :quit.
+ * would: Enter, :next, :back, :goto, changing a variable between steps, breaking a step and getting out
+ * with the :goto it offers, :lang, answering the exercise (the verdict alone, no value echoed), :quit.
  * The binary is found through env MHA_REPL (tests/run.sh sets it). Every read has a timeout. */
 #include <errno.h>
 #include <poll.h>
@@ -19,6 +20,7 @@
 static int master = -1;
 static char seen[1 << 20];   /* everything the REPL printed since the last match */
 static size_t seen_len = 0;
+static char seen_before_prompt[1 << 16];   /* what expect() consumed up to its last match */
 
 static long now_ms(void) {
     struct timespec ts;
@@ -35,6 +37,9 @@ static int expect(const char *want) {
         char *hit = strstr(seen, want);
         if (hit) {
             size_t consumed = (size_t)(hit - seen) + strlen(want);
+            size_t kept = consumed < sizeof seen_before_prompt ? consumed : sizeof seen_before_prompt - 1;
+            memcpy(seen_before_prompt, seen + consumed - kept, kept);
+            seen_before_prompt[kept] = '\0';
             memmove(seen, seen + consumed, seen_len - consumed);
             seen_len -= consumed;
             return 1;
@@ -120,11 +125,37 @@ int main(void) {
     step(":goto 5 rebuilds the state from the seed", ":goto 5", "max |by hand - layer| < 1e-5:\ttrue");
     expect("\n> ");
 
+    /* a step that fails on the student's state says how to get out, every time; its :goto works */
+    step(":goto 3 again", ":goto 3", "step 3/6");
+    expect("\n> ");
+    step("the student removes the values", "Vh = nil", "\n> ");
+    step("Enter: step 4 fails and offers :goto 4", "", "error in step 4");
+    CHECK("the failure says :goto 4 rebuilds the state", expect(":goto 4 rebuilds them"), "%s", "no way out offered");
+    expect("\n> ");
+    step("Enter again: the same failure, the same way out", "", "error in step 4");
+    CHECK("the second failure says :goto 4 too", expect(":goto 4 rebuilds them"), "%s", "no way out offered");
+    expect("\n> ");
+    step(":goto 4 runs step 4 from the seed", ":goto 4", "step 4/6");
+    expect("\n> ");
+    step(":next then shows step 5 equal to the layer", ":next", "max |by hand - layer| < 1e-5:\ttrue");
+    expect("\n> ");
+
+    /* :lang answers in the language it switches to */
+    step(":lang zh confirms in Chinese", ":lang zh", "课程现在使用中文。");
+    expect("\n> ");
+    step(":lang en confirms in English", ":lang en", "Lessons are now in English.");
+    expect("\n> ");
+
     /* the exercise: a classic mistake, a malformed answer, then the right answer */
     step("Enter shows the exercise", "", "step 6/6: The scaled scores");
     expect("\n> ");
     step("scaling by d_model gets its hint", "answer(Qh:matmul(Kh:transpose(2, 3)) / math.sqrt(E))", "you scaled by √d_model");
-    step("a malformed answer gets a clear message", "answer({1, 2})", "your answer has shape (2,); the expected one has shape (2,4,4)");
+    step("a malformed answer gets a clear message", "answer({1, 2})", "your answer has shape (2); the expected one has shape (2,4,4)");
+    CHECK("answer() returns nothing: no 'false' echoed", expect("\n> ") && !strstr(seen_before_prompt, "false"),
+          "the output before the prompt: %s", seen_before_prompt);
+    step("answer() with the right value says correct", "answer(Qh:matmul(Kh:transpose(2, 3)) / math.sqrt(D))", "correct");
+    CHECK("answer() returns nothing: no 'true' echoed", expect("\n> ") && !strstr(seen_before_prompt, "true"),
+          "the output before the prompt: %s", seen_before_prompt);
     step("the lesson goes on: :answer EXPR is checked", ":answer Qh:matmul(Kh:transpose(2, 3)) / math.sqrt(D)", "correct");
     step("Enter at the end says the lesson is over", "", "End of the lesson");
     expect("\n> ");
