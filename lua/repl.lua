@@ -8,7 +8,9 @@
 --   repl.command(line)             for a line starting with ':' or '?'; may return "quit" or "reset"
 --   repl.empty_line()              for Enter on an empty line at the first prompt
 --   repl.complete(text, line, start)  Tab: a list of candidates, or "files" for file names
--- and sets repl.colour, repl.interactive and repl.clock (wall-clock seconds).
+-- and sets repl.colour, repl.interactive and repl.clock (wall-clock seconds). Its message handler (the
+-- traceback without the embedded Lua code's frames) is in the registry as "mha.repl.msghandler".
+-- A script :save wrote calls repl.replayer() for the functions that replay the session.
 --
 -- Another module adds a command with one line:
 --   repl.add_command("next", {args = "", help = "run the next step", run = function(argstring) ... end})
@@ -450,7 +452,7 @@ local function may_return(input)
 end
 
 local function has_local(input)
-    return input:find("%f[%w_]local%f[%W]") ~= nil
+    return input:find("%f[%w_]local%f[^%w_]") ~= nil
 end
 
 -- s as a long string literal: [[s]], with as many '=' as it takes for s not to close it.
