@@ -1080,18 +1080,21 @@ static void carry_state(lua_State *L) {
 }
 
 /* --lesson: require("mha.lesson").start(name, {batch=, lang=}); at a terminal the REPL follows. */
-static int dolesson(lua_State *L, int batch) {
+static int dolesson(lua_State *L, int batch) {   /* -> EXIT_OK, EXIT_SCRIPT or EXIT_USAGE */
     lua_getfield(L, LUA_REGISTRYINDEX, LUA_PRELOAD_TABLE);
     int present = lua_getfield(L, -1, "mha.lesson") != LUA_TNIL;
     lua_pop(L, 2);
     if (!present) {
         l_message(progname, "--lesson: the lesson runner (module mha.lesson) is not in this build");
-        return LUA_ERRRUN;
+        return EXIT_SCRIPT;
     }
     lua_getglobal(L, "require");
     lua_pushliteral(L, "mha.lesson");
     int status = docall(L, 1, 1);
-    if (status != LUA_OK) return report(L, status);
+    if (status != LUA_OK) {
+        report(L, status);
+        return EXIT_SCRIPT;
+    }
     lua_getfield(L, -1, "start");
     lua_remove(L, -2);
     lua_pushstring(L, lesson_name);
@@ -1102,16 +1105,21 @@ static int dolesson(lua_State *L, int batch) {
         lua_pushstring(L, lesson_lang);
         lua_setfield(L, -2, "lang");
     }
-    status = docall(L, 2, 2);
-    if (status != LUA_OK) return report(L, status);
-    /* start returns ok, err as Lua functions that may fail politely do */
-    if (!lua_toboolean(L, -2) && !lua_isnil(L, -1)) {
-        l_message(progname, luaL_tolstring(L, -1, NULL));
-        lua_pop(L, 3);
-        return LUA_ERRRUN;
+    status = docall(L, 2, 3);
+    if (status != LUA_OK) {
+        report(L, status);
+        return EXIT_SCRIPT;
     }
-    lua_pop(L, 2);
-    return LUA_OK;
+    /* start returns ok, err, kind as Lua functions that may fail politely do; kind "usage" marks a
+     * lesson that does not exist: a bad command line, not a failing lesson */
+    if (!lua_toboolean(L, -3) && !lua_isnil(L, -2)) {
+        int usage = lua_isstring(L, -1) && strcmp(lua_tostring(L, -1), "usage") == 0;
+        l_message(progname, luaL_tolstring(L, -2, NULL));
+        lua_pop(L, 4);
+        return usage ? EXIT_USAGE : EXIT_SCRIPT;
+    }
+    lua_pop(L, 3);
+    return EXIT_OK;
 }
 
 static int stdin_is_tty(void) { return isatty(0); }
@@ -1191,7 +1199,7 @@ static int pmain(lua_State *L) {
     else if (args & has_lesson) {
         int batch = (args & has_batch) || !stdin_is_tty();
         if (!batch && start_repl(L) != LUA_OK) code = EXIT_SCRIPT;
-        if (code == EXIT_OK && dolesson(L, batch) != LUA_OK) code = EXIT_SCRIPT;
+        if (code == EXIT_OK) code = dolesson(L, batch);
         if (code == EXIT_OK && !batch) interact(L);
     } else if (args & has_i) {
         if (stdin_is_tty()) print_banner();

@@ -92,7 +92,7 @@ do
     local _, lines = err:gsub("\n", "")
     T.ok("--lesson 99 prints one line on stderr", lines == 1 and err:find("no lesson '99'", 1, true), err)
     T.ok("--lesson 99 lists the lessons, with no '..' path", err:find("1 tour", 1, true) and not err:find("..", 1, true), err)
-    T.ok("--lesson 99 fails", status ~= 0, status)
+    T.eq("--lesson 99 is a usage error: exit status 2", status, 2)
 end
 
 -- ---- text: display width and wrapping ----------------------------------------------------------
