@@ -107,7 +107,7 @@ run '' --lesson 1 --lang fr
 run '' --lesson
 [ "$rc" -eq 2 ] && has "$err" "'--lesson' needs an argument"; check lesson_needs_name $? "rc $rc err [$err]"
 run '' --lesson no_such_lesson_here --batch
-[ "$rc" -eq 1 ] && [ -n "$err" ]; check lesson_unknown $? "rc $rc err [$err]"
+[ "$rc" -eq 2 ] && [ -n "$err" ]; check lesson_unknown $? "rc $rc err [$err]"
 run '' --lesson 1 --batch --lang en
 [ "$rc" -eq 0 ] && has "$out" "1/"; check lesson_batch $? "rc $rc out [${out:0:300}] err [$err]"
 run '' -- "$tmp/args.lua" -x
