@@ -3,7 +3,6 @@
 #include "tensor.h"
 
 #include <math.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -50,13 +49,17 @@ char *mha_shape_str(char *buf, size_t n, const mha_tensor *t) {
     return buf;
 }
 
-/* ---- interrupts: a flag a signal handler may set ---- */
+/* ---- interrupts: a flag a signal handler sets and kernel threads poll ----
+ * A lock-free C11 atomic, not volatile sig_atomic_t: with MHA_THREADS worker threads read it while the
+ * handler writes it on another, which only an atomic makes well defined (lock-free ones are also safe in
+ * a signal handler). Relaxed order is enough: nothing else is published through it. */
 
-static volatile sig_atomic_t interrupt_flag = 0;
+static atomic_int interrupt_flag = 0;
+_Static_assert(ATOMIC_INT_LOCK_FREE == 2, "the interrupt flag must be lock-free to be set in a signal handler");
 
-void mha_interrupt(void) { interrupt_flag = 1; }
-void mha_interrupt_clear(void) { interrupt_flag = 0; }
-bool mha_interrupted(void) { return interrupt_flag != 0; }
+void mha_interrupt(void) { atomic_store_explicit(&interrupt_flag, 1, memory_order_relaxed); }
+void mha_interrupt_clear(void) { atomic_store_explicit(&interrupt_flag, 0, memory_order_relaxed); }
+bool mha_interrupted(void) { return atomic_load_explicit(&interrupt_flag, memory_order_relaxed) != 0; }
 
 /* ---- memory accounting ---- */
 
