@@ -93,7 +93,7 @@ $(BUILD)/tests/%: tests/repl/%.c tests/check.h
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -Itests -o $@ $< -lutil
 
-# bench: single-threaded timings of the kernels and the attention layer, beside NumPy when present.
+# bench: single-threaded timings of the kernels and the attention layer beside NumPy, then 2 threads against 1.
 # Both sides: one thread (OpenBLAS pinned) and the same malloc settings - freed memory is kept for
 # reuse instead of being handed back to the kernel, whose fresh pages cost ~20 us each on this VM.
 BENCH_ENV = OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 \
