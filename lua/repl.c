@@ -929,16 +929,26 @@ static int incomplete(lua_State *L, int status) {
     return 0;
 }
 
-/* Tries to compile the input at index 1 as "return <input>;". A trailing ';' is taken off first and
- * sets *quiet: the values are kept in `_` but not printed. On success the chunk is pushed. */
+/* Tries to compile the input at index 1 as "return <code>;". repl.split_input (lua/repl.lua, which
+ * :save uses too) separates the code from a trailing ';' and comments after it: the ';' sets *quiet,
+ * the values are kept in `_` but not printed. Without repl.lua the input is taken as it is. On success
+ * the chunk is pushed. */
 static int addreturn(lua_State *L, int *quiet) {
-    size_t len;
-    const char *line = lua_tolstring(L, 1, &len);
-    while (len > 0 && (line[len - 1] == ' ' || line[len - 1] == '\t' || line[len - 1] == '\n')) len--;
-    *quiet = len > 0 && line[len - 1] == ';';
-    if (*quiet) len--;
+    int top = lua_gettop(L);
+    *quiet = 0;
+    if (push_repl_field(L, "split_input") == LUA_TFUNCTION) {
+        lua_pushvalue(L, 1);
+        if (lua_pcall(L, 1, 2, 0) == LUA_OK && lua_type(L, -2) == LUA_TSTRING) {
+            *quiet = lua_toboolean(L, -1);
+            lua_pop(L, 1);  /* the code stays */
+        }
+    }
+    if (lua_gettop(L) != top + 1 || lua_type(L, -1) != LUA_TSTRING) {  /* no repl.lua, or it failed */
+        lua_settop(L, top);
+        lua_pushvalue(L, 1);
+    }
     lua_pushliteral(L, "return ");
-    lua_pushlstring(L, line, len);
+    lua_insert(L, -2);
     lua_pushliteral(L, ";");
     lua_concat(L, 3);
     size_t rlen;

@@ -8,9 +8,11 @@
 --   repl.command(line)             for a line starting with ':' or '?'; may return "quit" or "reset"
 --   repl.empty_line()              for Enter on an empty line at the first prompt
 --   repl.complete(text, line, start)  Tab: a list of candidates, or "files" for file names
+--   repl.split_input(input)        the input's code without a trailing ';' and comments, whether it had the ';'
 -- and sets repl.colour, repl.interactive and repl.clock (wall-clock seconds). Its message handler (the
 -- traceback without the embedded Lua code's frames) is in the registry as "mha.repl.msghandler".
--- A script :save wrote calls repl.replayer() for the functions that replay the session.
+-- A script :save wrote calls repl.replayer() for the functions that replay the session. The lesson
+-- runner calls repl.record_step(code, label) when it runs a step's code, so :save replays it too.
 --
 -- Another module adds a command with one line:
 --   repl.add_command("next", {args = "", help = "run the next step", run = function(argstring) ... end})
@@ -142,6 +144,58 @@ local function key_before(a, b)
     if ra == 4 then return tostring(a) < tostring(b) end
     if ra == 1 then return not a and b end
     return a < b
+end
+
+-- ---------------------------------------------------------------------------------------------
+-- Where an input's code ends. The one reading of "does this input end in ';'" that both lua/repl.c
+-- (which tries "return <code>;") and :save use: comments after the code are not code, and a ';' or
+-- "--" inside a string literal is not one either.
+-- ---------------------------------------------------------------------------------------------
+
+-- The end of the long bracket ([[, [==[ ...) that opens at i, or nil when none opens there. Returns the
+-- position after its closing bracket, or #s + 1 when it is never closed.
+local function skip_long_bracket(s, i)
+    local level = s:match("^%[(=*)%[", i)
+    if not level then return nil end
+    local _, close = s:find("]" .. level .. "]", i + #level + 2, true)
+    return close and close + 1 or #s + 1
+end
+
+-- The position after the short string that opens at i (its quote), or #s + 1 when it is not closed.
+local function skip_short_string(s, i)
+    local quote, j = s:sub(i, i), i + 1
+    while j <= #s do
+        local c = s:sub(j, j)
+        if c == "\\" then j = j + 2
+        elseif c == quote or c == "\n" then return j + 1
+        else j = j + 1 end
+    end
+    return #s + 1
+end
+
+-- Splits an input into its code, whether it ended in ';' (quiet: the REPL keeps the values but does not
+-- print them), and what followed the code (blanks and comments). "x = f(); -- c" is "x = f()", true,
+-- " -- c"; '"a--b";' is '"a--b"', true, "". Any ';' ending the code are taken off.
+function repl.split_input(input)
+    local i, n = 1, #input
+    local last, last_code = 0, 0   -- the last character of code, the last that is not ';'
+    while i <= n do
+        local c = input:sub(i, i)
+        if c:match("%s") then
+            i = i + 1
+        elseif c == "-" and input:sub(i + 1, i + 1) == "-" then   -- a comment, long or to the line's end
+            i = skip_long_bracket(input, i + 2) or (input:find("\n", i + 2, true) or n) + 1
+        else
+            local after
+            if c == '"' or c == "'" then after = skip_short_string(input, i)
+            elseif c == "[" then after = skip_long_bracket(input, i) end
+            after = after or i + 1
+            last = after - 1
+            if c ~= ";" then last_code = after - 1 end
+            i = after
+        end
+    end
+    return input:sub(1, last_code), last > last_code, input:sub(last + 1)
 end
 
 local function safe_tostring(v)
@@ -319,6 +373,15 @@ local function record(entry)
     transcript[#transcript + 1] = entry
 end
 
+-- A lesson step's code, run by the lesson runner (lua/lesson.lua) rather than typed: recorded so that
+-- :save replays it inline (the variables it makes exist for the inputs after it) and the Markdown shows
+-- it under the step's label. ok = false marks code that raised an error (replayed with fails).
+function repl.record_step(code, label, ok)
+    if type(code) ~= "string" then error("record_step: code must be a string, got " .. type(code), 2) end
+    record({kind = "step", input = code, label = label ~= nil and tostring(label) or "a lesson step",
+            how = ok == false and "error" or nil})
+end
+
 -- Error text: red with colour, on stderr as lua.c does.
 local function show_error(msg)
     err_out(paint("error", tostring(msg)) .. "\n")
@@ -469,6 +532,12 @@ end
 local function as_script(entry, r)
     local input = entry.input
     if entry.kind == "enter" then return "-- (Enter: the next lesson step)" end
+    if entry.kind == "step" then
+        local head = "-- lesson step: " .. entry.label:gsub("\n", " ") .. "\n"
+        if entry.how == "error" then return head .. r .. ".fails " .. long_string(input) end
+        if may_return(input) then return head .. ";(function(...)\n" .. input .. "\nend)()" end
+        return head .. "do\n" .. input .. "\nend"
+    end
     if entry.kind == "command" then
         if entry.command == "reset" then return r .. ".reset()  -- " .. input end
         return "-- " .. input
@@ -476,9 +545,10 @@ local function as_script(entry, r)
     if entry.how == "interrupted" then return "-- (stopped by Ctrl-C)\n" .. ("-- " .. input:gsub("\n", "\n-- ")) end
     if entry.how == "error" then return r .. ".fails " .. long_string(input) end
     if entry.how == "print" or entry.how == "quiet" then
-        local expr = input:match("^(.-)[%s;]*$")
+        local expr, _, tail = repl.split_input(input)
         local close = expr:find("--", 1, true) and "\n)" or ")"  -- a comment must not swallow the ')'
-        return r .. (entry.how == "print" and ".show(" or ".keep(") .. expr .. close
+        tail = tail:match("^%s*(.-)%s*$")
+        return r .. (entry.how == "print" and ".show(" or ".keep(") .. expr .. close .. (tail ~= "" and " " .. tail or "")
     end
     if may_return(input) then return r .. ".show((function(...)\n" .. input .. "\nend)())" end
     if has_local(input) then return "do\n" .. input .. "\nend" end
@@ -501,7 +571,7 @@ function repl.replayer()
         for k, v in next, start do rawset(_G, k, v) end
     end
     function replay.fails(input)
-        local chunk, err = load("return " .. input:match("^(.-)[%s;]*$") .. ";", "=stdin")
+        local chunk, err = load("return " .. repl.split_input(input) .. ";", "=stdin")
         if not chunk then chunk, err = load(input, "=stdin") end
         if not chunk then err_out(err .. "\n") return end
         -- in a coroutine, so the traceback holds the input's frames only, as in the REPL
@@ -556,7 +626,8 @@ function repl.save(base)
         script[#script + 1] = as_script(entry, r)
         local input = entry.kind == "enter" and "(Enter)" or entry.input
         local fence = fence_for(input)
-        md[#md + 1] = fence .. (entry.kind == "lua" and "lua" or "")
+        if entry.kind == "step" then md[#md + 1] = "Lesson step: " .. entry.label:gsub("\n", " ") md[#md + 1] = "" end
+        md[#md + 1] = fence .. ((entry.kind == "lua" or entry.kind == "step") and "lua" or "")
         md[#md + 1] = input
         md[#md + 1] = fence
         if entry.output ~= "" then
@@ -733,8 +804,8 @@ end
 function repl.carry()
     local parts = {"return {show_time = ", tostring(repl.show_time), ", transcript = {"}
     for _, e in ipairs(transcript) do
-        parts[#parts + 1] = string.format("{kind = %q, input = %q, how = %q, command = %q, output = %q},",
-                                          e.kind, e.input, e.how or "", e.command or "", e.output)
+        parts[#parts + 1] = string.format("{kind = %q, input = %q, how = %q, command = %q, label = %q, output = %q},",
+                                          e.kind, e.input, e.how or "", e.command or "", e.label or "", e.output)
     end
     parts[#parts + 1] = "}}"
     return table.concat(parts)
@@ -750,6 +821,7 @@ function repl.init(carried)
             for _, e in ipairs(state.transcript) do
                 if e.how == "" then e.how = nil end
                 if e.command == "" then e.command = nil end
+                if e.label == "" then e.label = nil end
                 transcript[#transcript + 1] = e
             end
         end

@@ -125,4 +125,78 @@ T.eq("command_reset_action", repl.command(":reset"), "reset")
 T.raises("add_command_checks_name", function() repl.add_command("bad name", {run = print}) end, "name must be a word")
 T.raises("add_command_checks_run", function() repl.add_command("norun", {}) end, "spec.run must be a function")
 
+-- where an input's code ends: a trailing ';' makes it quiet, comments after it are not code, and a
+-- ';' or "--" inside a string literal is neither
+local function split(name, input, code, quiet, tail)
+    local c, q, t = repl.split_input(input)
+    T.ok(name, c == code and q == quiet and t == tail,
+         string.format("split_input(%q) gave %q, %s, %q; want %q, %s, %q", input, c, q, t, code, quiet, tail))
+end
+split("split_plain", "1 + 2", "1 + 2", false, "")
+split("split_semicolon", "1 + 2;", "1 + 2", true, "")
+split("split_readme_line", "mha.softmax(x, -1);            -- a trailing ; hides the value ...",
+      "mha.softmax(x, -1)", true, "            -- a trailing ; hides the value ...")
+split("split_statement_comment", "x = 1; -- c", "x = 1", true, " -- c")
+split("split_comment_no_semicolon", "x -- c;", "x", false, " -- c;")
+split("split_dashes_in_string", '"a--b";', '"a--b"', true, "")
+split("split_semicolon_in_string", "'a;'", "'a;'", false, "")
+split("split_escaped_quote", [["a\";" -- x]], [["a\";"]], false, " -- x")
+split("split_long_string", "[[;]]", "[[;]]", false, "")
+split("split_long_string_level", "[==[x]]--]==];", "[==[x]]--]==]", true, "")
+split("split_long_comment", "2 --[[ c; ]] ;", "2", true, "")
+split("split_long_comment_after", "2; --[==[ a\nb ]==]", "2", true, " --[==[ a\nb ]==]")
+split("split_index_not_long_string", "t[1];", "t[1]", true, "")
+split("split_multiline", "f(1, -- one\n2);\n-- done", "f(1, -- one\n2)", true, "\n-- done")
+split("split_unfinished_string", '"abc;', '"abc;', false, "")
+
+-- :save writes each input as a chunk that compiles, whatever its comments and strings hold; a lesson
+-- step (repl.record_step) runs inline under a comment naming it
+local saved_base = os.tmpname()
+local function session(entries)
+    for _, e in ipairs(entries) do
+        if e.step then repl.record_step(e.step, e.label)
+        else repl.after(e[1], e[2], 0, table.unpack(e, 3)) end
+    end
+    local lua_path, md_path = assert(repl.save(saved_base))
+    local f = assert(io.open(lua_path))
+    local script = f:read("a")
+    f:close()
+    f = assert(io.open(md_path))
+    local md = f:read("a")
+    f:close()
+    return script, md
+end
+local script, md = session{
+    {"mha.softmax(x, 2); -- hidden?", "quiet", 1},
+    {"x = 1; -- c", "stmt"},
+    {'"a--b";', "quiet", "a--b"},
+    {"[[;]] -- a comment", "print", ";"},
+    {step = "step_w = mha.ones(2, 2)", label = "step 1/3: the weights"},
+    {"step_w:sum()", "print", 4},
+}
+local chunk, load_err = load(script, "=saved")
+T.ok("save_comments_compile", chunk ~= nil, tostring(load_err) .. "\n" .. script)
+T.ok("save_keeps_trailing_comment", script:find("replay.keep(mha.softmax(x, 2)) -- hidden?\n", 1, true)
+     and script:find("replay.show([[;]]) -- a comment\n", 1, true), script)
+T.ok("save_step_inline", script:find("-- lesson step: step 1/3: the weights\ndo\nstep_w = mha.ones(2, 2)\nend\n", 1, true), script)
+T.ok("save_step_markdown", md:find("Lesson step: step 1/3: the weights\n\n```lua\nstep_w = mha.ones(2, 2)\n```", 1, true), md)
+-- replayed, the step makes step_w and the input after it prints its sum
+rawset(_G, "x", mha.ones(2, 3))
+local printed = {}
+local saved_print = _G.print
+local replayer = repl.replayer
+repl.replayer = function()
+    local r = replayer()
+    r.show = function(...) for i = 1, select("#", ...) do printed[#printed + 1] = tostring((select(i, ...))) end end
+    return r
+end
+local ran_ok, run_err = pcall(chunk)
+repl.replayer, _G.print = replayer, saved_print
+T.ok("save_step_replays", ran_ok and #printed == 2 and printed[1] == ";" and printed[2]:find("^4") and rawget(_G, "step_w") ~= nil,
+     tostring(run_err) .. " printed " .. table.concat(printed, ","))
+T.raises("record_step_checks_code", function() repl.record_step(nil, "x") end, "code must be a string")
+os.remove(saved_base)
+os.remove(saved_base .. ".lua")
+os.remove(saved_base .. ".md")
+
 T.done()

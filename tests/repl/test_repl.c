@@ -411,13 +411,17 @@ static void test_save_replays(const char *history) {
     static const char *const inputs[] = {
         "a = 1", "41 + a", "b = _ + 1", "b", ":reset", "a", "b", "local z = 3", "z", "print('no values')",
         "t = {n = 1}", "t", "w = mha.ones(2, 2)", "mha.show(w, 5)", "local v = 3; return v, v + 1",
-        "x = 2; error('boom')", "x", "_", "y = 7;", "function f() return 5 end", "f();", "_ + y", NULL
+        "x = 2; error('boom')", "x", "_", "y = 7;", "function f() return 5 end", "f();", "_ + y",
+        /* a trailing comment after ';' (the README's example), ';' and "--" in strings */
+        "x = mha.tensor{{1, 2}, {3, 4}}", "mha.softmax(x, -1);            -- a trailing ; hides the value ...",
+        "_:sum(-1)                      -- ... and _ holds the last value", "mha.softmax(x, 2); -- hidden?",
+        "x = 1; -- c", "x", "\"a--b\";", "_", "[[;]]", "[==[;]]--]==]; --[[ c ]]", "_", NULL
     };
     session s;
     const char *none[] = {NULL};
     start(&s, history, none);
     wait_prompt(&s, 10);
-    char expected[8192] = "";
+    char expected[16384] = "";
     for (int i = 0; inputs[i]; i++) {
         char *got = run(&s, inputs[i], 10);
         if (got && inputs[i][0] != ':') strncat(expected, got, sizeof expected - strlen(expected) - 1);
