@@ -222,7 +222,22 @@ for _, f in ipairs(files) do
                 local code = s.code or s.setup
                 if code then
                     local echoed = L.code_lines(code, width)
-                    check_lines(where .. " step " .. k .. " code", echoed, width, "^  │ *")
+                    if width >= 80 and STRICT_CODE_WIDTH then
+                        -- the lessons' code is written to fit 80 columns: nothing is wrapped at all
+                        local widest = 0
+                        for _, l in ipairs(echoed) do widest = math.max(widest, L.width(l)) end
+                        local _, breaks = code:gsub("^%s*\n", ""):gsub("%s+$", ""):gsub("\n", "")
+                        T.ok(where .. " step " .. k .. " code fits unwrapped", widest <= width and #echoed == breaks + 1,
+                            table.concat(echoed, "\n"))
+                    end
+                    if width < 80 then
+                        -- narrower, a line may wrap, but never inside a string (each echoed line's quotes pair up)
+                        for _, l in ipairs(echoed) do
+                            local body = l:gsub("^  │ ", ""):gsub("%-%-.*$", ""):gsub("\\.", "")
+                            local _, dq = body:gsub('"', "")
+                            if not T.ok(where .. " step " .. k .. " code: no string broken", dq % 2 == 0, l) then break end
+                        end
+                    end
                     local body = code:gsub("^%s*\n", ""):gsub("%s+$", "")
                     local stripped = {}
                     for _, l in ipairs(echoed) do stripped[#stripped + 1] = l:gsub("^  │ ", "") end
@@ -250,6 +265,17 @@ for _, f in ipairs(files) do
 end
 T.ok("every lesson text checked for width and split words", overflow_checked > 1000 and words_checked > 500,
     overflow_checked .. " lines, " .. words_checked .. " texts")
+
+-- ---- mha.text: the wrapper other modules use ------------------------------------------------------
+local text = require "mha.text"
+T.eq("text.width", text.width("注意力 heads"), 12)
+T.eq("text.wrap prose with prefixes", text.wrap("one two three four five six", 12, {first = "- ", rest = "  "}),
+    {"- one two", "  three four", "  five six"})
+T.eq("text.wrap with no options", text.wrap("aa bb cc", 5), {"aa bb", "cc"})
+T.eq("text.wrap code keeps a long string whole", text.wrap('print("a long string literal", x)', 16, {mode = "code"}),
+    {'print("a long string literal",', "x)"})
+T.eq("code echo keeps a comment whole", text.code_lines("x = 1   -- a comment longer than the line", 24),
+    {"  │ x = 1", "  │   -- a comment longer than the line"})
 
 -- ---- answers are compared as (shape, values) --------------------------------------------------
 local ok, why = L.compare(mha.tensor{{1, 2}, {3, 4}}, {{1, 2}, {3, 4.00001}})
