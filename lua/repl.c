@@ -63,6 +63,7 @@ static char *carried = NULL;   /* repl.lua's state (transcript, :time) carried a
 static volatile sig_atomic_t evaluating = 0;
 static volatile sig_atomic_t prompt_interrupted = 0;
 static volatile sig_atomic_t window_resized = 0;
+static volatile sig_atomic_t hangup = 0;   /* SIGHUP or SIGTERM: leave the REPL as Ctrl-D would */
 
 static void lstop(lua_State *L, lua_Debug *ar) {
     (void)ar;
@@ -78,6 +79,18 @@ static void laction(int sig) {
         if (!use_readline) signal(sig, SIG_DFL);
     } else {
         prompt_interrupted = 1;
+    }
+}
+
+/* SIGHUP (the terminal closed) or SIGTERM in the REPL: only a flag, which the readline loop sees, so the
+ * REPL ends normally and atexit saves the history (nothing here that is not async-signal-safe). Lua code
+ * that is running is stopped as by Ctrl-C. */
+static void on_hangup(int sig) {
+    (void)sig;
+    hangup = 1;
+    if (evaluating) {
+        mha_interrupt();
+        lua_sethook(globalL, lstop, LUA_MASKCALL | LUA_MASKRET | LUA_MASKCOUNT, 1);
     }
 }
 
@@ -791,6 +804,8 @@ static void init_readline(void) {
     rl_completer_quote_characters = "\"'";
     set_signal(SIGINT, laction);
     set_signal(SIGWINCH, on_winch);
+    set_signal(SIGHUP, on_hangup);
+    set_signal(SIGTERM, on_hangup);
     history_load();
     stifle_history(HISTORY_MAX);
     atexit(history_save);
@@ -821,6 +836,8 @@ static int read_with_readline(const char *prompt, char **line) {
     sigemptyset(&blocked);
     sigaddset(&blocked, SIGINT);
     sigaddset(&blocked, SIGWINCH);
+    sigaddset(&blocked, SIGHUP);
+    sigaddset(&blocked, SIGTERM);
     sigprocmask(SIG_BLOCK, &blocked, &waiting);
     rl_have_result = 0;
     rl_result = NULL;
@@ -829,6 +846,11 @@ static int read_with_readline(const char *prompt, char **line) {
     int result = LINE_OK;
     rl_callback_handler_install(prompt, on_line);
     while (!rl_have_result) {
+        if (hangup) {  /* the terminal is gone, or we were asked to end: as at end of input */
+            rl_callback_handler_remove();
+            result = LINE_EOF;
+            break;
+        }
         if (prompt_interrupted) {
             /* as bash does: the abandoned line stays on the screen once, "^C" after its end, and the
              * next prompt starts a fresh line. "^C" is written before readline restores the terminal,
@@ -994,6 +1016,7 @@ static int loadinput(lua_State *L, int *expr, int *quiet) {
         }
         int r = pushline(L, 0);
         if (r == LINE_CANCEL) return INPUT_CANCEL;
+        if (r == LINE_EOF && hangup) return INPUT_CANCEL;
         if (r == LINE_EOF) return luaL_loadbuffer(L, text, len, "=stdin");  /* the <eof> error again */
         lua_pushliteral(L, "\n");
         lua_insert(L, -2);
@@ -1072,7 +1095,7 @@ static void doREPL(lua_State *L) {
             evaluate(L, status, expr, quiet);
         }
         fflush(stdout);
-        if (quit_requested || reset_requested) break;
+        if (quit_requested || reset_requested || hangup) break;
     }
     lua_settop(L, 0);
     if (!quit_requested && !reset_requested && use_readline) fputs("\n", stdout);

@@ -17,7 +17,9 @@
 -- Another module adds a command with one line:
 --   repl.add_command("next", {args = "", help = "run the next step", run = function(argstring) ... end})
 -- run may return "quit" or "reset" to ask the REPL for that; an optional complete(text, line) returns
--- candidates for the arguments (args mentioning FILE complete file names by default).
+-- candidates for the arguments (args mentioning FILE complete file names by default). args also says
+-- what the REPL accepts before calling run: "" nothing, one placeholder ("K", "[NAME]", "en|zh", FILE)
+-- at most one word, EXPR or "TEXT..." anything; otherwise it prints "usage: :name args".
 
 local repl = {}
 
@@ -136,13 +138,36 @@ local function quote(s)
     return (string.format("%q", s):gsub("\\\n", "\\n"):gsub("\r", "\\r"))
 end
 
--- Keys in a fixed order: booleans, then numbers, then strings, then the rest by their tostring.
+-- Strings in natural order: a run of digits compares as the number it writes, so k2 comes before k10;
+-- strings equal that way (k01, k1) keep the plain order.
+local function natural_before(a, b)
+    local i, j = 1, 1
+    while i <= #a and j <= #b do
+        local da, db = a:match("^%d+", i), b:match("^%d+", j)
+        if da and db then
+            local na, nb = da:match("^0*(.-)$"), db:match("^0*(.-)$")
+            if #na ~= #nb then return #na < #nb end
+            if na ~= nb then return na < nb end
+            i, j = i + #da, j + #db
+        else
+            local ca, cb = a:sub(i, i), b:sub(j, j)
+            if ca ~= cb then return ca < cb end
+            i, j = i + 1, j + 1
+        end
+    end
+    if (i > #a) ~= (j > #b) then return i > #a end  -- a prefix first
+    return a < b
+end
+
+-- Keys in a fixed order: booleans, then numbers (by value), then strings (natural order), then the
+-- rest by their tostring.
 local type_rank = {boolean = 1, number = 2, string = 3}
 local function key_before(a, b)
     local ra, rb = type_rank[type(a)] or 4, type_rank[type(b)] or 4
     if ra ~= rb then return ra < rb end
     if ra == 4 then return tostring(a) < tostring(b) end
     if ra == 1 then return not a and b end
+    if ra == 3 then return natural_before(a, b) end
     return a < b
 end
 
@@ -460,6 +485,18 @@ Values: an expression prints its value; a trailing ; hides it; _ holds the last 
 ]])
 end
 
+-- Whether rest suits a command's args: "" takes nothing, FILE a word or a quoted name, EXPR or a name
+-- ending in "..." (TEXT...) anything, one placeholder ("[NAME]", "K", "en|zh") at most one word (the
+-- command itself asks for a missing one).
+local function arguments_fit(spec, rest)
+    local args = spec.args or ""
+    local words = select(2, rest:gsub("%S+", ""))
+    if args == "" then return words == 0 end
+    if args == "FILE" then return words <= 1 or rest:match("^([\"'])[^\"']*%1%s*$") ~= nil end
+    if args:match("^%[?[%a|]+%]?$") and args ~= "EXPR" then return words <= 1 end
+    return true
+end
+
 -- The message handler of lua/repl.c (its traceback leaves out the frames of the embedded Lua code),
 -- which it keeps in the registry; a plainer one when this module runs without it (under lua with mha.so).
 local function msghandler(m)
@@ -487,6 +524,9 @@ function repl.command(line)
         local name, rest = text:match("^:(%S*)%s*(.*)$")
         local spec, full = find_command(name)
         if not spec then show_error(full) full = nil
+        elseif not arguments_fit(spec, rest) then
+            show_error("usage: :" .. full .. ((spec.args or "") ~= "" and " " .. spec.args or "")
+                       .. "   (" .. (spec.help or "") .. ")")
         else action = run_protected(spec.run, rest) end
         command = full
     end

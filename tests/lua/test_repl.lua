@@ -13,6 +13,10 @@ T.eq("format_float", repl.format(0.5), "0.5")
 T.eq("format_string_top_level", repl.format("a\nb"), "a\nb")
 T.eq("format_list", repl.format({1, 2, 3}), "{1, 2, 3}")
 T.eq("format_sorted_keys", repl.format({z = 1, a = 2, [10] = 3, [true] = 4, "x"}), '{"x", [true] = 4, [10] = 3, a = 2, z = 1}')
+-- keys in natural order: numbers by value, strings with their digit runs compared as numbers
+T.eq("format_keys_natural_order", repl.format({k10 = 1, k2 = 2, k1 = 3, k11 = 4, [10] = 5, [9] = 6, [-1.5] = 7, k02 = 8}),
+     "{[-1.5] = 7, [9] = 6, [10] = 5, k1 = 3, k02 = 8, k2 = 2, k10 = 1, k11 = 4}")
+T.eq("format_keys_natural_inner_runs", repl.format({x2y10 = 1, x2y9 = 2, x10y1 = 3, x = 4}), "{x = 4, x2y9 = 2, x2y10 = 1, x10y1 = 3}")
 T.eq("format_quoted_keys_and_strings", repl.format({["a b"] = "it's\n", ["end"] = 1}), '{["a b"] = "it\'s\\n", ["end"] = 1}')
 T.eq("format_nested", repl.format({a = {b = {c = {}}}}), "{a = {b = {c = {}}}}")
 T.eq("format_depth_limit", repl.format({{{{{1}}}}}), "{{{{{...}}}}}")
@@ -59,7 +63,7 @@ nlines = select(2, text:gsub("\n", "")) + 1
 T.ok("format_line_budget_nested", nlines <= 50 and text:find("\n    %.%.%. %(%d+ more entries%)\n  },\n}$"), nlines .. " lines:\n" .. text)
 local wide = {}
 for i = 1, 30 do wide["key" .. i] = i end
-T.ok("format_wraps_long_tables", repl.format(wide):find("^{\n  key1 = 1,\n  key10 = 10,\n"), repl.format(wide))
+T.ok("format_wraps_long_tables", repl.format(wide):find("^{\n  key1 = 1,\n  key2 = 2,\n"), repl.format(wide))
 local x = mha.tensor{{1, 2}, {3, 4}}
 T.eq("format_tensor_is_tostring", repl.format(x), tostring(x))
 -- a tensor in a table: its further lines under its first, not under the key
@@ -115,12 +119,18 @@ T.eq("complete_command_file_argument", repl.complete("/tm", ":save /tm", 6), "fi
 
 -- commands: one line adds one
 local ran
-repl.add_command("testcmd", {args = "X", help = "a test command", run = function(a) ran = a end})
+repl.add_command("testcmd", {args = "TEXT...", help = "a test command", run = function(a) ran = a end})
 repl.command(":testcmd  hello world")
 T.eq("add_command_runs", ran, "hello world")
 repl.command(":testc abbreviated")
 T.eq("command_prefix", ran, "abbreviated")
 T.eq("command_quit_action", repl.command(":quit"), "quit")
+ran = nil
+repl.add_command("onearg", {args = "K", help = "one word", run = function(a) ran = a end})
+repl.command(":onearg 1 2")
+T.eq("command_one_placeholder_one_word", ran, nil)
+repl.command(":onearg 3")
+T.eq("command_one_placeholder_runs", ran, "3")
 T.eq("command_reset_action", repl.command(":reset"), "reset")
 T.raises("add_command_checks_name", function() repl.add_command("bad name", {run = print}) end, "name must be a word")
 T.raises("add_command_checks_run", function() repl.add_command("norun", {}) end, "spec.run must be a function")

@@ -324,6 +324,23 @@ static char *run_command(const char *command, int *rc) {
 }
 
 /* :save without a file name, or to a path that cannot be written: a one-line error, no traceback. */
+/* A command given an argument it does not take says how to use it, and does nothing. */
+static void test_command_arguments(session *s) {
+    char *got = run(s, ":time extra", 10);
+    CHECK("time_rejects_argument", got && strstr(got, "usage: :time   (") && count(got, "\n") == 1 && !strstr(got, "time: on"),
+          "got [%s]", got ? got : "(hung)");
+    free(got);
+    got = run(s, ":quit now", 10);
+    CHECK("quit_rejects_argument", got && strstr(got, "usage: :quit"), "got [%s]", got ? got : "(hung)");
+    free(got);
+    got = run(s, ":help save extra", 10);
+    CHECK("help_rejects_two_names", got && strstr(got, "usage: :help [NAME]"), "got [%s]", got ? got : "(hung)");
+    free(got);
+    got = run(s, ":save a b", 10);
+    CHECK("save_rejects_two_names", got && strstr(got, "usage: :save FILE"), "got [%s]", got ? got : "(hung)");
+    free(got);
+}
+
 static void test_save_errors(session *s) {
     char *got = run(s, ":save", 10);
     CHECK("save_without_name", got && strstr(got, ":save needs a file name") && count(got, "\n") == 1,
@@ -393,6 +410,7 @@ static void test_commands(session *s) {
           "[%s]", script ? script : "(missing)");
     free(script);
     test_save_errors(s);
+    test_command_arguments(s);
 
     free(run(s, "zz = 5", 10));
     got = run(s, ":reset", 10);
@@ -476,6 +494,35 @@ static void test_history(const char *history) {
     send_text(&s, "\x04");
     finish(&s, 5);
     end_session(&s);
+}
+
+/* Closing the terminal (SIGHUP) or SIGTERM ends the REPL as Ctrl-D does: the session's history is kept,
+ * whether it waits at the prompt or runs a loop that never ends. */
+static void test_hangup(const char *history) {
+    static const struct { const char *name; int sig; const char *entry; const char *busy; } cases[] = {
+        {"sighup_at_prompt_keeps_history", SIGHUP, "hup_entry = 1", NULL},
+        {"sigterm_while_running_keeps_history", SIGTERM, "term_entry = 2", "while true do end"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        session s;
+        const char *none[] = {NULL};
+        start(&s, history, none);
+        wait_prompt(&s, 10);
+        free(run(&s, cases[i].entry, 10));
+        if (cases[i].busy) {
+            send_text(&s, cases[i].busy);
+            send_text(&s, "\n");
+            settle(&s, 0.3);
+        }
+        kill(s.pid, cases[i].sig);
+        int exited = finish(&s, 5);
+        end_session(&s);
+        char *text = read_file(history);
+        CHECK(cases[i].name, exited && WIFEXITED(s.status) && text && strstr(text, cases[i].entry)
+              && (!cases[i].busy || strstr(text, cases[i].busy)),
+              "exited %d, status %d, file [%s]", exited, s.status, text ? text : "(missing)");
+        free(text);
+    }
 }
 
 /* Two REPLs that exit at the same moment both keep their entries; the file stays capped. */
@@ -665,6 +712,8 @@ int main(void) {
     snprintf(history, sizeof history, "%s/history2", tmpdir);
     test_save_replays(history);
     test_history(history);
+    snprintf(history, sizeof history, "%s/history5", tmpdir);
+    test_hangup(history);
     snprintf(history, sizeof history, "%s/history3", tmpdir);
     test_history_concurrent(history);
     test_history_unwritable();

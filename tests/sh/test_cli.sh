@@ -69,6 +69,16 @@ check script_error_file_line $? "rc $rc out [$out] err [$err]"
 first_line=$(printf '%s\n' "$err" | head -n 1)
 has "$first_line" "$tmp/fails.lua:3: "; check script_error_first_line $? "first line [$first_line]"
 ! has "$err" "[C]: in ?" && ! has "$err" "repl.lua"; check script_traceback_short $? "err [$err]"
+# error() at the script's top level: the message alone, the traceback would only repeat it; an error in
+# a function the script defined: the traceback shows the user's frames
+printf 'print("before")\nerror("x")\n' >"$tmp/toplevel.lua"
+run '' "$tmp/toplevel.lua"
+[ "$rc" -eq 1 ] && [ "$err" = "$repl: $tmp/toplevel.lua:2: x" ]; check script_toplevel_error_no_traceback $? "rc $rc err [$err]"
+printf 'local function inner() error("deep") end\nlocal function outer() inner() end\nouter()\n' >"$tmp/nested.lua"
+run '' "$tmp/nested.lua"
+[ "$rc" -eq 1 ] && has "$err" "$tmp/nested.lua:1: deep"$'\n'"stack traceback:" && has "$err" "nested.lua:1: in " \
+    && has "$err" "nested.lua:2: in " && has "$err" "nested.lua:3: in main chunk" && ! has "$err" "repl.lua"
+check script_nested_error_traceback $? "rc $rc err [$err]"
 # an error a Lua helper (lua/display.lua) raises for the script's call: the script's line, no helper frames
 printf 'local w = mha.ones(2, 2)\nmha.show(w, 5)\n' >"$tmp/helper.lua"
 run '' "$tmp/helper.lua"
