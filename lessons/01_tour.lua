@@ -67,8 +67,10 @@ softmax 让 `weights` 的每一行都为正且和为 1，所以每个输出行�
 权重相同（各 0.42）：它与两者的点积都是 4。]],
         },
         code = [[
-show(weights:sum(2), {cols = tokens, title = "weights:sum(2): one per row"})
-plot.heatmap(weights, {rows = tokens, cols = tokens, title = "attention weights", values = true})]],
+print(tr{en = "weights:sum(2), one per row:", zh = "weights:sum(2)，每行一个："},
+    string.format("%.4f  %.4f  %.4f", table.unpack(weights:sum(2):totable())))
+plot.heatmap(weights, {rows = tokens, cols = tokens, values = true,
+    title = tr{en = "attention weights", zh = "注意力权重"}})]],
     },
 
     step{

@@ -195,16 +195,21 @@ row variances are all below 0.06, not 1, and no x is added anywhere (lesson 10 s
 The other claims tested elsewhere: the reason for 1/√d_k (lesson 4), −1e9 against −∞ and the opposite
 mask conventions (lesson 6), the cost of many heads (lesson 9).]],
             zh = [[
-种子文档 000 的代码把 out_linear(...) 标注为"残差连接和层归一化"。若真如此，每个输出行的均值应为 0、
+种子文档 000 的代码把 out_linear(...) 标注为“残差连接和层归一化”。若真如此，每个输出行的均值应为 0、
 方差为 1，并且包含 x。下面各行的均值碰巧接近 0，但方差都小于 0.06，不是 1，
 而且哪里都没有加上 x（第 10 课展示了真正的块）。其他说法在别处检验过：1/√d_k 的原因
 （第 4 课）、−1e9 与 −∞ 以及相反的掩码约定（第 6 课）、多头的计算量（第 9 课）。]],
         },
         code = [[
-show(real:mean(2), {cols = tokens, title = "out_linear: row means"})
-show(real:var(2, false, 0), {cols = tokens, title = "out_linear: row variances"})
+show(real:mean(2), {cols = tokens,
+    title = tr{en = "out_linear: row means", zh = "out_linear：各行均值"}})
+show(real:var(2, false, 0), {cols = tokens,
+    title = tr{en = "out_linear: row variances", zh = "out_linear：各行方差"}})
 block = mha.layer_norm(X + real, {8})
-show(block:mean(2), {cols = tokens, title = "LayerNorm(x + out): means"})]],
+-- the real block's means are 0 up to rounding (about 1e-8, different on every CPU)
+print(tr{en = "LayerNorm(x + out): max |row mean| < 1e-6:",
+    zh = "LayerNorm(x + out)：max |行均值| < 1e-6："},
+    block:mean(2):abs():max():item() < 1e-6)]],
     },
 
     exercise{

@@ -847,7 +847,7 @@ function M.start(which, opts)
     return true
 end
 
--- Names a lesson's code can count on: mha, show, plot, answer, say{en=,zh=}, LESSON.
+-- Names a lesson's code can count on: mha, show, plot, answer, say{en=,zh=}, tr{en=,zh=}, LESSON.
 function M.install_globals()
     local mha = package.loaded.mha or (pcall(require, "mha") and package.loaded.mha)
     if mha then
@@ -861,6 +861,8 @@ function M.install_globals()
     -- answer returns nothing, so the REPL prints only the verdict
     _G.answer = function(value) M.answer(value) end
     _G.say = function(t) say_text(tr(t)) end
+    -- tr{en=, zh=}: the string of the lesson's language, for labels and titles printed by lesson code
+    _G.tr = function(t) return tr(t) end
     -- LESSON.clock(): seconds on the REPL's monotonic wall clock (CPU seconds outside the REPL), for timings
     local function clock()
         local repl = package.loaded["mha.repl"]
