@@ -26,6 +26,68 @@ local OPTION_CHECK = {
     sci_mode = function(v) return type(v) == "boolean" or v == "auto", "true, false or \"auto\"" end,
 }
 
+-- Text safe to print: control characters (which could move the cursor or change colours) become "?".
+local function clean_text(s)
+    return (tostring(s):gsub("[%c]", "?"))
+end
+
+-- "1 label", "2 labels", "1 entry", "3 entries": a number with its noun, plural when it is not 1.
+local function count(n, noun, plural)
+    return n .. " " .. (n == 1 and noun or plural or noun .. "s")
+end
+
+-- A value's type for a message: "nil", "a string", "a table".
+local function a_type(v)
+    return v == nil and "nil" or "a " .. type(v)
+end
+
+-- The edit distance of a and b for a did-you-mean: insertions, deletions, substitutions and swaps
+-- of two neighbours ("widht" -> "width" is 1), each costing 1.
+local function edit_distance(a, b)
+    local d = {}
+    for i = 0, #a do d[i] = { [0] = i } end
+    for j = 0, #b do d[0][j] = j end
+    for i = 1, #a do
+        for j = 1, #b do
+            local cost = a:sub(i, i) == b:sub(j, j) and 0 or 1
+            d[i][j] = math.min(d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost)
+            if i > 1 and j > 1 and a:sub(i, i) == b:sub(j - 1, j - 1) and a:sub(i - 1, i - 1) == b:sub(j, j) then
+                d[i][j] = math.min(d[i][j], d[i - 2][j - 2] + 1)
+            end
+        end
+    end
+    return d[#a][#b]
+end
+
+-- Raises an error for the first key of opts that is not in `valid` (a list of names), naming the
+-- function, the key, the nearest valid key when one is close (row -> rows) and every valid key:
+--   show: unknown option 'row' (did you mean 'rows'?); valid: rows, cols, title, ...
+-- Integer keys are allowed when allow_list is true (plot.line's list of series). level is as for
+-- error() in the caller: 2 blames the caller's caller, the user's line.
+local function check_keys(fname, opts, valid, allow_list, level)
+    local known = {}
+    for _, k in ipairs(valid) do known[k] = true end
+    local bad = {}
+    for k in pairs(opts) do
+        if not known[k] and not (allow_list and math.type(k) == "integer") then bad[#bad + 1] = tostring(k) end
+    end
+    if #bad == 0 then return end
+    table.sort(bad)
+    local key = bad[1]
+    local best, best_d
+    for _, k in ipairs(valid) do
+        local d = edit_distance(key:lower(), k)
+        if d < (best_d or math.huge) then best, best_d = k, d end
+    end
+    local hint = ""
+    if best and best_d <= (#key <= 3 and 1 or 2) then hint = " (did you mean '" .. best .. "'?)" end
+    local list = #valid > 0 and table.concat(valid, ", ") or "none"
+    error(string.format("%s: unknown option '%s'%s; valid options: %s",
+        fname, clean_text(key), hint, list), level and level + 1 or 0)
+end
+
+local PRINT_OPTIONS = { "precision", "threshold", "edgeitems", "linewidth", "sci_mode" }
+
 local function copy_options()
     local out = {}
     for k, v in pairs(options) do out[k] = v end
@@ -62,11 +124,7 @@ function M.printoptions(given)
     if type(given) ~= "table" then
         error("printoptions: expected a table of options or \"reset\", got " .. type(given), 2)
     end
-    for k in pairs(given) do
-        if OPTION_CHECK[k] == nil then
-            error(string.format("printoptions: unknown option '%s' (precision, threshold, edgeitems, linewidth, sci_mode)", tostring(k)), 2)
-        end
-    end
+    check_keys("printoptions", given, PRINT_OPTIONS, false, 2)
     options = merge_options("printoptions", options, given)
     return copy_options()
 end
@@ -93,15 +151,16 @@ local function table_shape(fname, t)
         if type(x) == "table" then
             if shape[d] == nil then shape[d] = #x
             elseif shape[d] ~= #x then
-                error(string.format("%s: ragged table: %s has %d entries where %d were expected", fname, where, #x, shape[d]), 0)
+                error(string.format("%s: ragged table: %s has %s where %d were expected", fname, where,
+                    count(#x, "entry", "entries"), shape[d]), 0)
             end
             for i = 1, #x do walk(x[i], d + 1, where .. "[" .. i .. "]") end
         else
             if shape[d] ~= nil then
-                error(string.format("%s: ragged table: %s is a %s where a table was expected", fname, where, type(x)), 0)
+                error(string.format("%s: ragged table: %s is %s where a table was expected", fname, where, a_type(x)), 0)
             end
             if type(x) ~= "number" and type(x) ~= "boolean" then
-                error(string.format("%s: %s is a %s, not a number or boolean", fname, where, type(x)), 0)
+                error(string.format("%s: %s is %s, not a number or boolean", fname, where, a_type(x)), 0)
             end
             leaf_type = leaf_type or type(x)
         end
@@ -153,7 +212,7 @@ local function source(fname, t, whole)
             end,
         }
     end
-    error(string.format("%s: expected a tensor, a number or a table, got %s", fname, type(t)), 0)
+    error(string.format("%s: expected a tensor, a number or a table, got %s", fname, a_type(t)), 0)
 end
 
 local function shape_str(shape)
@@ -230,11 +289,6 @@ end
 
 local MAX_LABEL = 24   -- cells; longer labels are cut and end in "…"
 
--- Text safe to print: control characters (which could move the cursor or change colours) become "?".
-local function clean_text(s)
-    return (tostring(s):gsub("[%c]", "?"))
-end
-
 -- A row or column label: clean, and cut when wider than MAX_LABEL cells so one long token cannot
 -- push the matrix off the screen. (Titles are not cut: they stand on a line of their own.)
 local function clean_label(s)
@@ -243,9 +297,10 @@ local function clean_label(s)
     return s
 end
 
+
 -- Labels from a list, or from a string: split on spaces, or into characters when it has none
 -- ("我爱你" -> 我, 爱, 你). There must be n of them (n rows, or n `unit`).
-local function label_list(fname, what, given, n, unit)
+local function label_list(fname, what, given, n, unit)   -- unit: "row", "column", "value"
     if given == nil then return nil end
     local list = {}
     if type(given) == "string" then
@@ -257,10 +312,11 @@ local function label_list(fname, what, given, n, unit)
     elseif type(given) == "table" then
         for i = 1, #given do list[i] = given[i] end
     else
-        error(string.format("%s: %s must be a list of labels or a string, got %s", fname, what, type(given)), 0)
+        error(string.format("%s: %s must be a list of labels or a string, got %s", fname, what, a_type(given)), 0)
     end
     if #list ~= n then
-        error(string.format("%s: %s has %d labels for %d %s", fname, what, #list, n, unit or what), 0)
+        error(string.format("%s: %s has %s, for %s", fname, what, count(#list, "label"),
+            count(n, unit or "row")), 0)
     end
     for i = 1, #list do list[i] = clean_label(list[i]) end
     return list
@@ -392,8 +448,6 @@ end
 
 -- The shared work of format/show/heat: the source, the options, the shown indices and the slices.
 local function plan(fname, t, opts)
-    opts = opts or {}
-    if type(opts) ~= "table" then error(fname .. ": options must be a table, got " .. type(opts), 3) end
     local o = merge_options(fname, options, opts)
     local probe = source(fname, t, false)
     local shape = probe.shape
@@ -442,8 +496,13 @@ end
 
 -- mha.format(t [, opts]) -> the text of t: its elements in aligned columns, then "[dtype (shape)]".
 -- opts: the printoptions, plus rows=, cols= (token labels), title=, dims= (names of dimensions).
+local FORMAT_OPTIONS = { "rows", "cols", "title", "dims", table.unpack(PRINT_OPTIONS) }
+
 local function render(fname, t, opts)
     opts = opts or {}
+    -- level 3: render, then format or show, then the user's line
+    if type(opts) ~= "table" then error(fname .. ": options must be a table, got " .. type(opts), 3) end
+    check_keys(fname, opts, FORMAT_OPTIONS, false, 3)
     local src, o, ix = plan(fname, t, opts)
     local shape, ndim = src.shape, #src.shape
     local lines = {}
@@ -483,8 +542,8 @@ local function render(fname, t, opts)
 
     local nrows = ndim >= 2 and shape[ndim - 1] or 1
     local ncols = ndim >= 1 and shape[ndim] or 1
-    local row_labels = ndim >= 2 and label_list(fname, "rows", opts.rows, nrows) or nil
-    local col_labels = ndim >= 1 and label_list(fname, "cols", opts.cols, ncols) or nil
+    local row_labels = ndim >= 2 and label_list(fname, "rows", opts.rows, nrows, "row") or nil
+    local col_labels = ndim >= 1 and label_list(fname, "cols", opts.cols, ncols, "column") or nil
     local function pick(labels, shown)
         if labels == nil then return nil end
         local out = {}
@@ -515,7 +574,8 @@ local function render(fname, t, opts)
 end
 
 function M.format(t, opts)
-    return render("format", t, opts)
+    local text = render("format", t, opts)   -- not a tail call: render's error levels count this frame
+    return text
 end
 
 -- mha.show(t [, opts]) prints mha.format(t, opts): token labels on rows and columns, a title.
@@ -528,6 +588,7 @@ end
 -- ---------------------------------------------------------------------------------------------
 
 local SHADES = { " ", "░", "▒", "▓", "█" }   -- lowest to highest
+local NAN_MARK = "?"                          -- a NaN cell: no place on the scale
 local GRAY_FIRST, GRAY_LAST = 232, 255        -- the 24 grays of the 256-colour palette, dark to light
 
 -- Colour when stdout is a terminal that has it and the user has not opted out (no-color.org).
@@ -545,8 +606,13 @@ local MAX_HEAT_ROWS = 64
 -- mha.heat(t [, opts]) -> prints t (1-D, 2-D or more, as slices) as shaded cells with a scale.
 -- opts: rows=, cols= (labels), title=, zrange={lo,hi}, dims=, color=true|false (default: detect).
 -- Position in the range: x = (v - lo) / (hi - lo); shade k of 5 covers x in [k/5, (k+1)/5).
+local HEAT_OPTIONS = { "rows", "cols", "title", "zrange", "dims", "color", table.unpack(PRINT_OPTIONS) }
+
 function M.heat(t, opts)
     opts = opts or {}
+    if type(opts) ~= "table" then error("heat: options must be a table, got " .. type(opts), 2) end
+    check_keys("heat", opts, HEAT_OPTIONS, false, 2)
+    local o = merge_options("heat", options, opts)
     local src = source("heat", t, true)
     local shape, ndim = src.shape, #src.shape
     if ndim == 0 then error("heat: expected a tensor with at least one dimension, got a scalar", 2) end
@@ -586,8 +652,8 @@ function M.heat(t, opts)
     local colour = use_colour(opts)
     local nrows = ndim >= 2 and shape[ndim - 1] or 1
     local ncols = shape[ndim]
-    local row_labels = ndim >= 2 and label_list("heat", "rows", opts.rows, nrows) or nil
-    local col_labels = label_list("heat", "cols", opts.cols, ncols)
+    local row_labels = ndim >= 2 and label_list("heat", "rows", opts.rows, nrows, "row") or nil
+    local col_labels = label_list("heat", "cols", opts.cols, ncols, "column")
     local cw = 2
     if col_labels then
         for _, l in ipairs(col_labels) do cw = math.max(cw, math.min(term.width(l), 6)) end
@@ -597,7 +663,7 @@ function M.heat(t, opts)
         for r = 1, #rows_ix do label_width = math.max(label_width, term.width(row_labels[r])) end
     end
     local lead = row_labels and label_width + 1 or 0
-    local width = linewidth_of(merge_options("heat", options, opts))
+    local width = linewidth_of(o)
     local shown_cols = math.max(1, math.min(#cols_ix, (width - lead + 1) // (cw + 1)))
 
     -- the level of v: 0..1 on the scale, or nil for NaN
@@ -607,9 +673,13 @@ function M.heat(t, opts)
         local x = (v - lo) / (hi - lo)
         return math.max(0, math.min(1, x))
     end
+    local saw_nan = false
     local function cell(v)
         local x = position(v)
-        if x == nil then return string.rep("?", cw) end
+        if x == nil then
+            saw_nan = true
+            return string.rep(NAN_MARK, cw)
+        end
         if colour then
             local k = GRAY_FIRST + math.floor(x * (GRAY_LAST - GRAY_FIRST) + 0.5)
             return "\27[48;5;" .. k .. "m" .. string.rep(" ", cw) .. "\27[0m"
@@ -645,7 +715,7 @@ function M.heat(t, opts)
     -- the scale: each shade with the lowest value it stands for, or the gray ramp between lo and hi
     local bounds = {}
     for k = 0, #SHADES do bounds[#bounds + 1] = lo + (hi - lo) * k / #SHADES end
-    local fmt, whole = number_format(bounds, merge_options("heat", options, {}))
+    local fmt, whole = number_format(bounds, o)
     local function num(v) return format_number(v, fmt, whole) end
     if colour then
         local ramp = {}
@@ -658,6 +728,7 @@ function M.heat(t, opts)
         end
         lines[#lines + 1] = "scale: " .. table.concat(parts, "  ") .. " .. " .. num(hi)
     end
+    if saw_nan then lines[#lines] = lines[#lines] .. "  " .. NAN_MARK .. " = nan" end
     lines[#lines + 1] = footer(src)
     io.write(table.concat(lines, "\n"), "\n")
 end
@@ -665,6 +736,9 @@ end
 -- Exposed for mha.plot (its text fallback) and for the tests.
 M.clean_label = clean_label
 M.label_list = label_list
+M.check_keys = check_keys
+M.count = count
+M.a_type = a_type
 
 -- Install into the mha table when it is there (mha-repl and mha.so both create it first).
 local mha = package.loaded.mha

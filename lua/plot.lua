@@ -65,10 +65,10 @@ local function array_of(fname, what, v, ndim, hint)
             x = x[1]
         end
     else
-        error(string.format("%s: %s must be a tensor or a table of numbers, got %s", fname, what, type(v)), 3)
+        error(string.format("%s: %s must be a tensor or a table of numbers, got %s", fname, what, display.a_type(v)), 3)
     end
     if #shape ~= ndim then
-        error(string.format("%s: %s must have %d dimensions, got shape %s%s", fname, what, ndim,
+        error(string.format("%s: %s must have %s, got shape %s%s", fname, what, display.count(ndim, "dimension"),
             shape_str(shape), hint or ""), 3)
     end
     for d = 1, ndim do
@@ -79,18 +79,28 @@ local function array_of(fname, what, v, ndim, hint)
         if d > ndim then
             if type(x) == "boolean" then return x and 1 or 0 end
             if type(x) ~= "number" then
-                error(string.format("%s: %s%s is a %s, not a number", fname, what, where, type(x)), 0)
+                error(string.format("%s: %s%s is %s, not a number", fname, what, where, display.a_type(x)), 0)
             end
             return x
         end
         if type(x) ~= "table" or #x ~= shape[d] then
-            error(string.format("%s: %s%s should hold %d entries (shape %s)", fname, what, where, shape[d], shape_str(shape)), 0)
+            error(string.format("%s: %s%s should hold %s (shape %s)", fname, what, where,
+                display.count(shape[d], "entry", "entries"), shape_str(shape)), 0)
         end
         local out = {}
         for i = 1, shape[d] do out[i] = check(x[i], d + 1, where .. "[" .. i .. "]") end
         return out
     end
     return check(data, 1, ""), shape
+end
+
+-- opts (nil or a table) checked to hold only the named keys; returns opts or {}.
+local function options_of(fname, opts, valid, allow_list)
+    if opts == nil then return {} end
+    -- level 3: options_of, then plot.*, then the user's line
+    if type(opts) ~= "table" then error(string.format("%s: options must be a table, got %s", fname, type(opts)), 3) end
+    display.check_keys(fname, opts, valid, allow_list, 3)
+    return opts
 end
 
 -- ---------------------------------------------------------------------------------------------
@@ -277,7 +287,8 @@ local open_figures = setmetatable({}, { __mode = "k" })   -- for plot.closeall; 
 local current
 
 -- plot.figure() -> a new figure (its own gnuplot, started at its first drawing), now the current one.
-function plot.figure()
+function plot.figure(opts)
+    options_of("plot.figure", opts, {})
     figure_count = figure_count + 1
     local fig = setmetatable({ number = figure_count }, Figure)
     open_figures[fig] = true
@@ -451,7 +462,7 @@ local FILE_TERMINALS = {
 -- fig:save(path [, {width=, height=}]) writes the figure's last drawing to a .png, .svg or .pdf
 -- file; the file is complete and closed when it returns. Returns path.
 function Figure:save(path, opts)
-    opts = opts or {}
+    opts = options_of("plot.save", opts, { "width", "height" })
     if type(path) ~= "string" or path == "" then
         error("plot.save: expected a file name ending in .png, .svg or .pdf, got " .. type(path), 2)
     end
@@ -597,15 +608,17 @@ end
 
 -- Label lists for rows and columns, checked against the matrix; rows/cols default to tokens.
 local function labels_for(fname, opts, nrows, ncols)
-    local rows = display.label_list(fname, "rows", opts.rows or opts.tokens, nrows)
-    local cols = display.label_list(fname, "cols", opts.cols or opts.tokens, ncols)
+    local rows = display.label_list(fname, opts.rows and "rows" or "tokens", opts.rows or opts.tokens, nrows, "row")
+    local cols = display.label_list(fname, opts.cols and "cols" or "tokens", opts.cols or opts.tokens, ncols, "column")
     return rows, cols
 end
 
 -- plot.heatmap(M [, opts]) draws a matrix, typically attention weights (L,S), with token labels.
+local HEATMAP_OPTIONS = { "tokens", "rows", "cols", "title", "xlabel", "ylabel", "zrange", "palette", "values" }
+
 function plot.heatmap(M, opts)
-    opts = opts or {}
     local fname = "plot.heatmap"
+    opts = options_of(fname, opts, HEATMAP_OPTIONS)
     local m, shape = array_of(fname, "M", M, 2, " (for (H,L,S) weights use plot.heads)")
     local rows, cols = labels_for(fname, opts, shape[1], shape[2])
     local lo, hi = zrange_of(fname, opts, { m })
@@ -634,9 +647,11 @@ function plot.heatmap(M, opts)
 end
 
 -- plot.heads(W [, opts]) draws every head of (H,L,S) attention weights in one grid, "head 1" ...
+local HEADS_OPTIONS = { "tokens", "rows", "cols", "title", "zrange", "palette", "values" }
+
 function plot.heads(W, opts)
-    opts = opts or {}
     local fname = "plot.heads"
+    opts = options_of(fname, opts, HEADS_OPTIONS)
     local w, shape = array_of(fname, "W", W, 3, " (H,L,S); for batched (B,H,L,S) weights select one: W:select(1,1)")
     local H, L, S = shape[1], shape[2], shape[3]
     local rows, cols = labels_for(fname, opts, L, S)
@@ -686,24 +701,43 @@ end
 -- Lines and bars
 -- ---------------------------------------------------------------------------------------------
 
-local function vector_of(fname, what, v)
-    local data = array_of(fname, what, v, 1)
-    return data
+-- A tail call, so that array_of's error levels still point at the caller of plot.*.
+local function vector_of(fname, what, v, hint)
+    return array_of(fname, what, v, 1, hint)
 end
+
+-- Each series its own point type and dash type, so series differ without colour: on the dumb
+-- terminal point types 7, 5, 9, ... are the letters G, E, I, ... and dash types 1..5 draw with
+-- different characters (*, #, $, ...); in a window or file they are shapes and dash patterns.
+local POINT_TYPES = { 7, 5, 9, 11, 13, 1, 2 }
+local DASH_TYPES = 5
+
+local LINE_OPTIONS = { "title", "xlabel", "ylabel", "logx", "logy", "x", "y" }
+local SERIES_OPTIONS = { "x", "y", "title" }
+local SERIES_FORM = "plot.line{ {x=xs, y=ys1}, {x=xs, y=ys2} }"
 
 -- plot.line{ {x=, y=, title=}, ..., title=, xlabel=, ylabel=, logx=, logy= } draws one or more
 -- series (x defaults to 1..n); a table with y= at the top is one series.
 function plot.line(spec)
     local fname = "plot.line"
     if type(spec) ~= "table" then error(fname .. ": expected a table of series, e.g. plot.line{ {x=xs, y=ys, title='a'} }", 2) end
+    display.check_keys(fname, spec, LINE_OPTIONS, true, 2)
     local series = {}
-    if spec.y ~= nil then series[1] = spec else for i = 1, #spec do series[i] = spec[i] end end
+    if spec.y ~= nil then
+        if #spec > 0 then error(fname .. ": give either y= or a list of series, not both; several series: " .. SERIES_FORM, 0) end
+        series[1] = spec
+    else
+        for i = 1, #spec do series[i] = spec[i] end
+    end
     if #series == 0 then error(fname .. ": no series given (each is {x=..., y=..., title=...})", 2) end
+    for k, s in ipairs(series) do
+        if type(s) == "table" and s ~= spec then display.check_keys(fname .. ": series " .. k, s, SERIES_OPTIONS, false, 2) end
+    end
     local commands = {
         "set title " .. quote(spec.title or ""),
         "set xlabel " .. quote(spec.xlabel or ""),
         "set ylabel " .. quote(spec.ylabel or ""),
-        "set key top left box opaque",
+        "set key outside right top",   -- beside the plot: it never covers a line
         "set grid",
     }
     if spec.logx then commands[#commands + 1] = "set logscale x" end
@@ -711,7 +745,8 @@ function plot.line(spec)
     local plots, notes = {}, {}
     for k, s in ipairs(series) do
         if type(s) ~= "table" or s.y == nil then error(string.format("%s: series %d has no y", fname, k), 2) end
-        local y = vector_of(fname, "series " .. k .. " y", s.y)
+        local y = vector_of(fname, "series " .. k .. " y", s.y,
+            "; for several series give one table each: " .. SERIES_FORM)
         local x
         if s.x ~= nil then
             x = vector_of(fname, "series " .. k .. " x", s.x)
@@ -734,7 +769,8 @@ function plot.line(spec)
         for i = 1, #y do pairs_[i] = { x[i], y[i] } end
         commands[#commands + 1] = datablock("$mha_line_" .. k, pairs_)
         local title = s.title or ("series " .. k)
-        plots[#plots + 1] = "$mha_line_" .. k .. " using 1:2 with linespoints pt 7 ps 0.6 lw 2 title " .. quote(title)
+        plots[#plots + 1] = string.format("$mha_line_%d using 1:2 with linespoints dt %d pt %d ps 0.6 lw 2 title %s",
+            k, (k - 1) % DASH_TYPES + 1, POINT_TYPES[(k - 1) % #POINT_TYPES + 1], quote(title))
         notes[#notes + 1] = display.clean_label(title) .. " (" .. #y .. " points)"
     end
     commands[#commands + 1] = "plot " .. table.concat(plots, ", ")
@@ -758,10 +794,10 @@ end
 
 -- plot.bar(labels, values [, opts]) draws one bar per label; opts: title=, xlabel=, ylabel=.
 function plot.bar(labels, values, opts)
-    opts = opts or {}
     local fname = "plot.bar"
+    opts = options_of(fname, opts, { "title", "xlabel", "ylabel" })
     local v = vector_of(fname, "values", values)
-    local names = display.label_list(fname, "labels", labels, #v, "values")
+    local names = display.label_list(fname, "labels", labels, #v, "value")
     local lo, hi = 0, 0
     for _, x in ipairs(v) do lo, hi = math.min(lo, x), math.max(hi, x) end
     local rows = {}

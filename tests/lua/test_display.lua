@@ -92,13 +92,46 @@ end)
 T.test("label errors", function()
     local t = mha.tensor { { 1, 2 }, { 3, 4 }, { 5, 6 } }
     T.raises("show rows count", function() mha.show(t, { rows = { "a", "b" } }) end,
-        "show: rows has 2 labels for 3 rows")
+        "show: rows has 2 labels, for 3 rows")
     T.raises("format cols count", function() mha.format(t, { cols = "x y z" }) end,
-        "format: cols has 3 labels for 2 cols")
+        "format: cols has 3 labels, for 2 columns")
     T.raises("show labels type", function() mha.show(t, { rows = 5 }) end,
-        "show: rows must be a list of labels or a string, got number")
+        "show: rows must be a list of labels or a string, got a number")
     T.raises("format not a tensor", function() mha.format(print) end,
-        "format: expected a tensor, a number or a table, got function")
+        "format: expected a tensor, a number or a table, got a function")
+    -- plurals and articles: one label, one row, one entry; nil is not "a nil"
+    T.raises("one label for one row too few", function() mha.show(t, { rows = { "a" } }) end,
+        "show: rows has 1 label, for 3 rows")
+    T.raises("labels for one row", function() mha.show(mha.tensor { { 1, 2 } }, { rows = "a b" }) end,
+        "show: rows has 2 labels, for 1 row")
+    T.raises("labels for one column", function() mha.heat(mha.tensor { { 1 }, { 2 } }, { cols = "a b" }) end,
+        "heat: cols has 2 labels, for 1 column")
+    T.raises("show nil", function() mha.show(nil) end, "show: expected a tensor, a number or a table, got nil")
+    T.raises("format a table holding a string", function() mha.format { 1, "x" } end,
+        "format: t[2] is a string, not a number or boolean")
+end)
+
+T.test("unknown options are errors", function()
+    local t = mha.tensor { { 1, 2 }, { 3, 4 } }
+    T.raises("show row (did you mean rows)", function() mha.show(t, { row = "a b" }) end,
+        { "show: unknown option 'row' (did you mean 'rows'?)", "valid options: rows, cols, title, dims, precision" })
+    T.raises("format unknown option", function() mha.format(t, { colour = true }) end,
+        { "format: unknown option 'colour'", "valid options: rows, cols" })
+    T.raises("heat col (did you mean cols)", function() mha.heat(t, { col = "a b" }) end,
+        { "heat: unknown option 'col' (did you mean 'cols'?)", "zrange", "color" })
+    T.raises("heat colour (did you mean color)", function() mha.heat(t, { colour = false }) end,
+        "heat: unknown option 'colour' (did you mean 'color'?)")
+    T.raises("printoptions near miss", function() mha.printoptions { precison = 3 } end,
+        { "printoptions: unknown option 'precison' (did you mean 'precision'?)",
+          "valid options: precision, threshold, edgeitems, linewidth, sci_mode" })
+    T.raises("no did-you-mean when nothing is near", function() mha.show(t, { zzzzzz = 1 }) end,
+        "show: unknown option 'zzzzzz'; valid options:")
+    T.ok("no did-you-mean when nothing is near: none offered",
+        not T.errmsg(function() mha.show(t, { zzzzzz = 1 }) end):find("did you mean", 1, true))
+    T.raises("options not a table", function() mha.show(t, "rows") end, "show: options must be a table, got string")
+    -- heat honours the printing options it accepts: precision 1 on its scale
+    local text = captured(function() mha.heat(t, { color = false, precision = 1, linewidth = 40 }) end)
+    T.ok("heat takes precision for its scale", text:find("scale: [ ] 1.0  [░] 1.6", 1, true) ~= nil, text)
 end)
 
 T.test("labels are made safe", function()
@@ -120,7 +153,7 @@ T.test("plain Lua tables", function()
     T.eq("a number past float32's range is inf", mha.format(-1e39), "-inf\n[float32 ()]")
     T.eq("format a boolean", mha.format(true), "true\n[bool ()]")
     T.raises("format ragged table", function() mha.format { { 1, 2 }, { 3 } } end,
-        "format: ragged table: t[2] has 1 entries where 2 were expected")
+        "format: ragged table: t[2] has 1 entry where 2 were expected")
 end)
 
 T.test("heat", function()
@@ -138,8 +171,10 @@ T.test("heat", function()
     T.eq("heat -inf lowest, NaN marked, range from finite values", text, table.concat({
         "     ",
         "?? ██",
-        "scale: [ ] 1.0000  [░] 1.4000  [▒] 1.8000  [▓] 2.2000  [█] 2.6000 .. 3.0000",
+        "scale: [ ] 1.0000  [░] 1.4000  [▒] 1.8000  [▓] 2.2000  [█] 2.6000 .. 3.0000  ? = nan",
         "[float32 (2,2)]", "" }, "\n"))
+    text = captured(function() mha.heat(m, { color = false }) end)
+    T.ok("heat without NaN has no NaN note", not text:find("nan", 1, true), text)
     text = captured(function() mha.heat(m, { color = true }) end)
     T.ok("heat colour: lowest is gray 232", text:find("\27[48;5;232m  \27[0m", 1, true) ~= nil, text)
     T.ok("heat colour: highest is gray 255", text:find("\27[48;5;255m  \27[0m", 1, true) ~= nil, text)

@@ -127,7 +127,7 @@ T.test("heatmap options", function()
     T.raises("heatmap wrong rank", function() plot.heatmap(mha.zeros(2, 2, 2)) end,
         "plot.heatmap: M must have 2 dimensions, got shape (2,2,2) (for (H,L,S) weights use plot.heads)")
     T.raises("heatmap label count", function() plot.heatmap(weights, { rows = { "a" } }) end,
-        "plot.heatmap: rows has 1 labels for 3 rows")
+        "plot.heatmap: rows has 1 label, for 3 rows")
     T.raises("heatmap palette", function() plot.heatmap(weights, { palette = "rainbow" }) end,
         "plot.heatmap: unknown palette 'rainbow'")
     T.raises("heatmap zrange", function() plot.heatmap(weights, { zrange = { 1, 0 } }) end,
@@ -167,6 +167,13 @@ T.test("line and bar", function()
         "plot.line: series 1 has 2 x values and 3 y values")
     T.raises("line log of zero", function() plot.line { y = { 1, 0 }, logy = true } end,
         "plot.line: logy needs positive y, series 1 has y[2] = 0")
+    -- two series given as one y matrix: the message shows the form for several series
+    T.raises("line y as a matrix points to the series form", function() plot.line { y = { { 1, 2 }, { 3, 4 } } } end,
+        { "plot.line: series 1 y must have 1 dimension, got shape (2,2)", "plot.line{ {x=xs, y=ys1}, {x=xs, y=ys2} }" })
+    T.raises("line y with a hole", function() plot.line { y = { 1, nil, 3 } } end,
+        "plot.line: series 1 y[2] is nil, not a number")
+    T.raises("line y holding a string", function() plot.line { y = { 1, "2" } } end,
+        "plot.line: series 1 y[2] is a string, not a number")
 
     plot.bar("low mid high", mha.tensor { 0.1, 0.5, 0.4 }, { title = "softmax", ylabel = "p" })
     plot.save(tmpfile("bar.svg"))
@@ -175,7 +182,34 @@ T.test("line and bar", function()
     check_pdf("bar", tmpfile("bar.pdf"))
     plot.save(tmpfile("bar.png"))
     check_png("bar", tmpfile("bar.png"))
-    T.raises("bar label count", function() plot.bar({ "a" }, { 1, 2 }) end, "plot.bar: labels has 1 labels for 2 values")
+    T.raises("bar label count", function() plot.bar({ "a" }, { 1, 2 }) end, "plot.bar: labels has 1 label, for 2 values")
+end)
+
+T.test("unknown options are errors", function()
+    local w = mha.tensor { { 0.7, 0.3 }, { 0.2, 0.8 } }
+    T.raises("heatmap row (did you mean rows)", function() plot.heatmap(w, { row = "a b" }) end,
+        { "plot.heatmap: unknown option 'row' (did you mean 'rows'?)", "valid options: tokens, rows, cols" })
+    T.raises("heatmap token (did you mean tokens)", function() plot.heatmap(w, { token = "a b" }) end,
+        "plot.heatmap: unknown option 'token' (did you mean 'tokens'?)")
+    T.raises("heads unknown option", function() plot.heads(mha.stack { w, w }, { xlabel = "k" }) end,
+        { "plot.heads: unknown option 'xlabel'", "valid options: tokens" })
+    T.raises("line unknown option", function() plot.line { y = { 1, 2 }, titel = "x" } end,
+        "plot.line: unknown option 'titel' (did you mean 'title'?)")
+    T.raises("line series unknown option", function() plot.line { { y = { 1, 2 }, label = "a" } } end,
+        { "plot.line: series 1: unknown option 'label'", "valid options: x, y, title" })
+    T.raises("line y= and a list of series", function() plot.line { { y = { 1 } }, y = { 1, 2 } } end,
+        "plot.line: give either y= or a list of series, not both")
+    T.raises("bar unknown option", function() plot.bar({ "a" }, { 1 }, { ylable = "p" }) end,
+        "plot.bar: unknown option 'ylable' (did you mean 'ylabel'?)")
+    T.raises("bar options not a table", function() plot.bar({ "a" }, { 1 }, "p") end,
+        "plot.bar: options must be a table, got string")
+    plot.terminal("none")
+    plot.bar({ "a" }, { 1 })
+    T.raises("save unknown option", function() plot.save(tmpfile("opt.png"), { widht = 300 }) end,
+        "plot.save: unknown option 'widht' (did you mean 'width'?)")
+    T.raises("figure takes no options", function() plot.figure { title = "x" } end,
+        "plot.figure: unknown option 'title'; valid options: none")
+    plot.closeall()
 end)
 
 T.test("hostile text stays text", function()
@@ -373,18 +407,27 @@ T.test("wide characters on the dumb terminal", function()
     check("CJK bar labels", stdout_of(function()
         plot.bar("我 爱 你", { 1, 2, 3 }, { title = "注意 50%" })
     end), { "我", "爱", "你", "注意 50%" })
-    -- the legend's box stays a box: its top right corner and the right side of its first entry are in
-    -- the same column ("|+-----+" above "|注意力权重 ***G***|", the plot's border being the first "|")
     local lines = drawn_lines(stdout_of(function()
         plot.line { { y = { 1, 2, 3, 4 }, title = "注意力权重" }, { y = { 4, 3, 2, 1 }, title = "ascii" } }
     end))
-    local corner, side
+    -- the legend stands outside the plot, right of its border (two "|" before each title), so it
+    -- never covers a line; each series has its own point letter (G, E) and line character (*, #)
+    local first, second
     for _, line in ipairs(lines) do
-        corner = corner or line:match("^([^|]*|%+%-+%+)")
-        side = side or line:match("^([^|]*|注意力权重[^|]*|)")
+        first = first or line:match("^[^|]*|[^|]*| +注意力权重 +(%S+)")
+        second = second or line:match("^[^|]*|[^|]*| +ascii +(%S+)")
     end
-    T.ok("the legend's corner and its entry's right side line up",
-        corner ~= nil and side ~= nil and term.width(corner) == term.width(side), table.concat(lines, "\n"))
+    T.ok("the legend is outside the plot", first ~= nil and second ~= nil, table.concat(lines, "\n"))
+    T.eq("each series has its own sample", { first, second }, { "***G***", "###E###" })
+    local inside = {}
+    for _, line in ipairs(lines) do
+        local body = line:match("^[^|]*|([^|]*)|")
+        if body then inside[#inside + 1] = body end
+    end
+    inside = table.concat(inside, "\n")
+    T.ok("both series are drawn with their own characters", inside:find("G", 1, true) ~= nil
+        and inside:find("E", 1, true) ~= nil and inside:find("*", 1, true) ~= nil and inside:find("#", 1, true) ~= nil,
+        table.concat(lines, "\n"))
     plot.terminal("none")
     plot.closeall()
 end)
