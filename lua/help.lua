@@ -11,7 +11,8 @@
 local help = {}
 
 local docs        -- name -> entry, merged from every mha.docs_* module
-local WIDTH = 78
+local text = require "mha.text"   -- the wrapper the lessons use too
+local term = require "mha.term"
 
 -- Loads and merges the docs modules once. A broken docs module is reported, not fatal.
 function help.docs()
@@ -37,48 +38,87 @@ end
 -- Text layout
 -- ---------------------------------------------------------------------------------------------
 
-local function display_width(s)
-    return utf8.len(s) or #s
+-- The width help is laid out for: the terminal's columns, $COLUMNS when stdout is not a terminal, else
+-- 80 (mha.term.columns), and never less than 30.
+local function width()
+    return math.max(30, term.columns())
 end
 
--- Words of text wrapped to width, each line starting with indent. Blank lines separate paragraphs.
-local function wrap(text, indent, width)
-    local lines = {}
-    for paragraph in (text .. "\n\n"):gmatch("(.-)\n%s*\n") do
-        local line = indent
-        for word in paragraph:gmatch("%S+") do
-            if line ~= indent and display_width(line) + 1 + display_width(word) > width then
-                lines[#lines + 1] = line
-                line = indent .. word
-            elseif line == indent then
-                line = line .. word
-            else
-                line = line .. " " .. word
+-- Prose wrapped to the width, each line starting with indent. Blank lines separate paragraphs.
+local function wrap(prose, indent, columns)
+    local paragraphs = {}
+    for paragraph in (prose .. "\n\n"):gmatch("(.-)\n%s*\n") do
+        if paragraph:match("%S") then
+            paragraphs[#paragraphs + 1] = table.concat(text.wrap(paragraph, columns, {first = indent}), "\n")
+        end
+    end
+    return table.concat(paragraphs, "\n\n")
+end
+
+-- A signature, which is code: never broken inside a word or a string; a line too wide breaks after a
+-- comma, the continuation lines hanging under the first argument (or indented 4 when that is too far).
+local function signature(sig, columns)
+    if text.width(sig) <= columns then return sig end
+    local open = sig:find("(", 1, true)
+    local hang = open and open <= columns - 20 and string.rep(" ", text.width(sig:sub(1, open))) or "    "
+    local lines, line = {}, ""
+    for piece in sig:gmatch("[^,]+,?") do   -- the pieces end with their comma
+        if line ~= "" and text.width(line .. piece) > columns then
+            lines[#lines + 1] = line:gsub("%s+$", "")
+            line = hang .. piece:gsub("^%s+", "")
+        else
+            line = line .. piece
+        end
+    end
+    lines[#lines + 1] = line
+    -- a piece wider than a line on its own breaks at its spaces
+    local out = {}
+    for i, l in ipairs(lines) do
+        if text.width(l) <= columns then out[#out + 1] = l
+        else
+            local own = i == 1 and "" or hang
+            for _, w in ipairs(text.wrap(l:sub(#own + 1), columns, {first = own, rest = hang, mode = "verbatim"})) do
+                out[#out + 1] = w
             end
         end
-        if line ~= indent then lines[#lines + 1] = line end
-        lines[#lines + 1] = ""
     end
-    while lines[#lines] == "" do lines[#lines] = nil end
-    return table.concat(lines, "\n")
+    return table.concat(out, "\n")
 end
 
--- A labelled block: "  Formula:  first line" and further lines aligned under the first.
-local function labelled(label, text)
+-- A labelled block: "  Formula:  first line" and further lines aligned under the first. Lines are kept as
+-- written (code, formulas) while they fit; a wider one breaks at a space (outside strings, for code),
+-- its continuation indented two more than the line.
+local function labelled(label, body, columns, mode)
     local pad = string.rep(" ", 12)
     local head = ("  " .. label .. ":"):sub(1, 12)
     head = head .. string.rep(" ", 12 - #head)
-    return head .. text:gsub("\n", "\n" .. pad)
+    local out = {}
+    for line in (body .. "\n"):gmatch("(.-)\n") do
+        local first = #out == 0 and head or pad
+        local own = line:match("^ *")
+        if text.width(first .. line) <= columns then
+            out[#out + 1] = first .. line
+        else
+            local rest = pad .. own .. "  "
+            if text.width(rest) > columns - 20 then rest = pad end
+            for _, l in ipairs(text.wrap(line:sub(#own + 1), columns, {first = first .. own, rest = rest, mode = mode})) do
+                out[#out + 1] = l
+            end
+        end
+    end
+    return table.concat(out, "\n")
 end
 
 local function format_entry(name, entry)
-    local parts = {entry.sig or name, ""}
-    if entry.doc then parts[#parts + 1] = wrap(entry.doc, "  ", WIDTH) end
-    if entry.formula then parts[#parts + 1] = "" parts[#parts + 1] = labelled("Formula", entry.formula) end
-    if entry.example then parts[#parts + 1] = "" parts[#parts + 1] = labelled("Example", entry.example) end
+    local columns = width()
+    local parts = {signature(entry.sig or name, columns), ""}
+    if entry.doc then parts[#parts + 1] = wrap(entry.doc, "  ", columns) end
+    if entry.formula then parts[#parts + 1] = "" parts[#parts + 1] = labelled("Formula", entry.formula, columns, "verbatim") end
+    if entry.example then parts[#parts + 1] = "" parts[#parts + 1] = labelled("Example", entry.example, columns, "code") end
     if type(entry.see) == "table" and #entry.see > 0 then
         parts[#parts + 1] = ""
-        parts[#parts + 1] = labelled("See also", table.concat(entry.see, ", "))
+        parts[#parts + 1] = table.concat(text.wrap(table.concat(entry.see, ", "), columns,
+                                                   {first = "  See also: ", rest = string.rep(" ", 12)}), "\n")
     end
     return table.concat(parts, "\n")
 end
@@ -87,7 +127,7 @@ end
 local function columns(heading, names)
     local widest = 0
     for _, n in ipairs(names) do if #n > widest then widest = #n end end
-    local per_line = math.max(1, (WIDTH - 2) // (widest + 2))
+    local per_line = math.max(1, (width() - 2) // (widest + 2))
     local lines = {heading}
     for i = 1, #names, per_line do
         local row = {}
@@ -188,8 +228,9 @@ local function topics()
         if (a == "topics") ~= (b == "topics") then return a == "topics" end
         return a < b
     end)
-    local parts = {"help(f) or ?name explains a function: its signature, what it does, the formula and an",
-                   "example (e.g. ?mha.softmax, help(mha.matmul), ?x:view). ? alone lists the REPL's commands.", ""}
+    local parts = {wrap("help(f) or ?name explains a function: its signature, what it does, the formula and an "
+                        .. "example (e.g. ?mha.softmax, help(mha.matmul), ?x:view). ? alone lists the REPL's commands.",
+                        "", width()), ""}
     for _, g in ipairs(order) do
         table.sort(groups[g])
         parts[#parts + 1] = columns(g .. ":", groups[g])
@@ -268,7 +309,7 @@ local function command_text(name)
         local args = type(spec.args) == "string" and spec.args ~= "" and (" " .. spec.args) or ""
         parts[1] = ":" .. name .. args
         parts[2] = ""
-        parts[3] = wrap(tostring(spec.help or ""), "  ", WIDTH)
+        parts[3] = wrap(tostring(spec.help or ""), "  ", width())
     end
     local key = command_entry(name)
     if key then
@@ -293,7 +334,7 @@ local function no_entry(name, value, partial)
     if partial and #partial > 0 then
         return columns("No help for '" .. name .. "'. Did you mean:", partial)
     end
-    return "No help for '" .. name .. "'. help() lists the topics."
+    return wrap("No help for '" .. name .. "'. help() lists the topics.", "", width())
 end
 
 -- The value a name like "x", "mha.softmax" or "x:view" refers to at the prompt, or nil.

@@ -463,26 +463,46 @@ local function command_names()
     return names
 end
 
+-- ? : the commands, one a row with its help wrapped under its own column, then the keys. Laid out for
+-- the terminal's width (mha.term.columns: $COLUMNS when stdout is not a terminal) with mha.text.
 local function list_commands()
-    local rows, width = {}, 0
+    local text = require "mha.text"
+    local columns = math.max(30, term and term.columns() or WIDTH)
+    local rows, left_width = {}, 0
     for _, name in ipairs(command_names()) do
         local spec = repl.commands[name]
         local left = ":" .. name .. ((spec.args and spec.args ~= "") and (" " .. spec.args) or "")
         rows[#rows + 1] = {left, spec.help or ""}
-        if #left > width then width = #left end
+        if #left > left_width then left_width = #left end
     end
-    out("Commands (a unique prefix is enough, :q for :quit):\n")
+    -- the help column, unless that leaves too little room: then the help goes under the name
+    local hang = 2 + left_width + 2
+    if hang > columns - 24 then hang = 6 end
+    out(table.concat(text.wrap("Commands (a unique prefix is enough, :q for :quit):", columns), "\n") .. "\n")
     for _, row in ipairs(rows) do
-        out("  " .. paint("command", row[1]) .. string.rep(" ", width - #row[1] + 2) .. row[2] .. "\n")
+        local head = "  " .. row[1] .. "  "
+        local lines
+        if #head <= hang then
+            lines = text.wrap(row[2], columns, {first = head .. string.rep(" ", hang - #head), rest = string.rep(" ", hang)})
+        else
+            lines = {"  " .. row[1]}
+            for _, l in ipairs(text.wrap(row[2], columns, {first = string.rep(" ", hang)})) do lines[#lines + 1] = l end
+        end
+        lines[1] = "  " .. paint("command", row[1]) .. lines[1]:sub(3 + #row[1])
+        out(table.concat(lines, "\n") .. "\n")
     end
-    out([[
-Help:   ?name or help(f) explains a function (?mha.softmax), ?:name or :help name a command
-        (?:save); help() lists the topics
-Keys:   Tab completes names, fields, methods (x:tra<Tab>), commands and file names in strings;
-        Up/Down and Ctrl-R search the history; Ctrl-C stops a running command or clears the line;
-        Ctrl-D on an empty line quits
-Values: an expression prints its value; a trailing ; hides it; _ holds the last value
-]])
+    local keys = {
+        {"Help:", "?name or help(f) explains a function (?mha.softmax), ?:name or :help name a command (?:save); "
+                  .. "help() lists the topics"},
+        {"Keys:", "Tab completes names, fields, methods (x:tra<Tab>), commands and file names in strings; "
+                  .. "Up/Down and Ctrl-R search the history; Ctrl-C stops a running command or clears the line; "
+                  .. "Ctrl-D on an empty line quits"},
+        {"Values:", "an expression prints its value; a trailing ; hides it; _ holds the last value"},
+    }
+    for _, key in ipairs(keys) do
+        local first = key[1] .. string.rep(" ", 8 - #key[1])
+        out(table.concat(text.wrap(key[2], columns, {first = first, rest = string.rep(" ", 8)}), "\n") .. "\n")
+    end
 end
 
 -- Whether rest suits a command's args: "" takes nothing, FILE a word or a quoted name, EXPR or a name

@@ -133,6 +133,78 @@ _G.print = real_print
 T.ok("colon_help_command", printed[1] and printed[1]:find(":save FILE", 1, true) and printed[1] == printed[2], tostring(printed[1]))
 T.ok("colon_help_function", printed[3] and printed[3]:find("mha.softmax(x, dim)", 1, true), tostring(printed[3]))
 
+-- layout: help is wrapped to the terminal's width (here mha.term.columns answering 80, then 50); lines
+-- break only between words (the words are those of the unwrapped text, in order), and a line is wider
+-- only when it holds a single word (a URL)
+local text_mod = require "mha.text"
+local term = require "mha.term"
+local real_columns = term.columns
+local function words_of(s) local w = {} for word in s:gmatch("%S+") do w[#w + 1] = word end return table.concat(w, " ") end
+-- (code is never broken inside a string literal or a comment: a line of an example may run past the
+-- width there)
+local function layout_problems(s, columns)
+    for line in s:gmatch("[^\n]+") do
+        local fits = text_mod.width(line) <= columns
+                     or select(2, line:gsub("^  %u[%a ]+:  ", ""):gsub("%S+", "")) <= 1
+        local before = line:sub(1, columns)
+        local in_literal = select(2, before:gsub('"', "")) % 2 == 1 or before:find("--", 1, true)
+        if not fits and not (line:find("^  Example:  ") or line:find("^            ")) then in_literal = false end
+        if not fits and not in_literal then return "too wide: " .. line end
+    end
+end
+local keys = {}
+for key in pairs(docs) do keys[#keys + 1] = key end
+table.sort(keys)
+for _, columns in ipairs({80, 50}) do
+    local bad = {}
+    for _, key in ipairs(keys) do
+        term.columns = function() return 100000 end
+        local wide = help.text(key)
+        term.columns = function() return columns end
+        local narrow = help.text(key)
+        local problem = layout_problems(narrow, columns)
+        if not problem and words_of(narrow) ~= words_of(wide) then problem = "words changed:\n" .. narrow end
+        if problem then bad[#bad + 1] = key .. ": " .. problem end
+    end
+    term.columns = real_columns
+    T.ok("help_wrapped_to_" .. columns .. "_columns", #bad == 0, table.concat(bad, "\n"))
+end
+-- a signature breaks after a comma, hanging under its first argument
+term.columns = function() return 80 end
+local sig_lines = {}
+for line in help.text("mha.scaled_dot_product_attention"):gmatch("[^\n]*") do
+    if line == "" then break end
+    sig_lines[#sig_lines + 1] = line
+end
+term.columns = real_columns
+local hang = ("mha.scaled_dot_product_attention("):len()
+T.ok("help_signature_hangs_after_comma", #sig_lines >= 2 and sig_lines[1]:find(",$")
+     and sig_lines[2]:sub(1, hang) == string.rep(" ", hang) and sig_lines[2]:sub(hang + 1, hang + 1) ~= " ",
+     table.concat(sig_lines, "\n"))
+-- an example line that fits is kept as written
+term.columns = function() return 80 end
+T.ok("help_example_kept", help.text("mha.softmax"):find("  Example:  " .. docs["mha.softmax"].example:match("^[^\n]*"), 1, true),
+     help.text("mha.softmax"))
+-- ? : the command table at 50 columns, each command's help wrapped under its own column
+term.columns = function() return 50 end
+local listing_file = io.tmpfile()
+local real_stdout = io.stdout
+io.stdout = listing_file
+repl.command("?")
+io.stdout = real_stdout
+term.columns = real_columns
+listing_file:seek("set")
+local listing = listing_file:read("a")
+listing_file:close()
+local help_column = #listing:match("\n(  :%S+ %S+ +)")
+local hanging = true
+for line in (listing:match("\n(  :.-)\nHelp:") or ""):gmatch("[^\n]+") do
+    if not line:find("^  :") and #line:match("^ *") ~= help_column then hanging = false end
+end
+T.ok("command_table_wrapped", listing:find(":save FILE", 1, true) and not layout_problems(listing, 50) and hanging
+     and listing:find("\n" .. string.rep(" ", help_column) .. "%S"),
+     (layout_problems(listing, 50) or "fits") .. " hanging " .. tostring(hanging) .. " at " .. help_column .. "\n" .. listing)
+
 local before = rawget(_G, "help")
 T.ok("help_global_is_lazy", before == nil and type(_G.help) == "function" and rawget(_G, "help") == _G.help,
      "help was " .. tostring(before) .. " before its first use")
