@@ -23,7 +23,7 @@ return {
             .. "'which query looks at which key'. Labels are a list, or a string split on spaces, or into "
             .. "characters when it has none ('我爱你'). Columns stay aligned by display width, so Chinese "
             .. "and other wide characters (two cells each) line up. Other options as mha.format.",
-        example = 'local w = mha.softmax(mha.randn(3, 3), -1)\nmha.show(w, {rows = "The cat sat", cols = "The cat sat", title = "weights"})',
+        example = 'w = mha.softmax(mha.randn(3, 3), -1)\nmha.show(w, {rows = "The cat sat", cols = "The cat sat"})',
     },
     ["mha.printoptions"] = {
         group = "display",
@@ -45,7 +45,7 @@ return {
             .. "masked score) takes the lowest shade and nan shows as '??'. 3-D tensors draw slice by "
             .. "slice. color=true/false forces or forbids colour.",
         formula = "x = (v - lo) / (hi - lo); shade k of 5 covers x in [(k-1)/5, k/5)",
-        example = 'mha.heat(mha.softmax(mha.randn(4, 4), -1), {rows = "a b c d", cols = "a b c d"})',
+        example = 'w = mha.softmax(mha.randn(4, 4), -1)\nmha.heat(w, {rows = "a b c d", cols = "a b c d"})',
     },
     ["plot.figure"] = {
         sig = "plot.figure() -> figure",
@@ -56,7 +56,7 @@ return {
             .. "nothing after a drawing; plot.figure() and plot.current() return the figure, which prints "
             .. "as 'figure 1 (gnuplot, pid 1234)' or 'figure 1 (no gnuplot running)'. Its gnuplot is "
             .. "reaped when the figure is closed, collected, or when the REPL exits.",
-        example = "local f = plot.figure()\nf:line{ {y = {1, 4, 9}} }\nf:close()",
+        example = "f = plot.figure()\nf:line{ {y = {1, 4, 9}} }\nf:close()",
     },
     ["plot.current"] = {
         sig = "plot.current() -> figure",
@@ -82,14 +82,14 @@ return {
             .. "each value in its cell (values=3: three decimals). nan and +-inf cells are left blank. "
             .. "On a text terminal it prints mha.heat instead; plot.save writes the real image. Returns "
             .. "nothing (plot.current() is the figure it drew on).",
-        example = 'local q = mha.randn(4, 8)\nlocal w = mha.softmax(mha.matmul(q, q:transpose(1, 2)) / math.sqrt(8), -1)\nplot.heatmap(w, {tokens = "The cat sat down", values = true})\nplot.save("weights.png")',
+        example = 'q = mha.randn(4, 8)\nw = mha.softmax(q:matmul(q:T()) / math.sqrt(8), -1)\nplot.heatmap(w, {tokens = "The cat sat down", values = true})\nplot.save("weights.png")',
     },
     ["plot.heads"] = {
         sig = "plot.heads(W [, {tokens=, rows=, cols=, title=, palette=, zrange=, values=}])",
         doc = "Draws every head of (H,L,S) attention weights in one grid, each panel titled 'head k', "
             .. "with one colour scale shared by all heads so they can be compared. For batched (B,H,L,S) "
             .. "weights select one sequence first: W:select(1, 1).",
-        example = 'local layer = mha.MultiheadAttention{embed_dim = 16, num_heads = 4}\nlocal x = mha.randn(1, 5, 16)\nlocal out, w = layer:forward(x, x, x, {average_attn_weights = false})\nplot.heads(w:select(1, 1), {tokens = "I like to learn attention"})',
+        example = 'm = mha.MultiheadAttention{embed_dim = 16, num_heads = 4}\nx = mha.randn(1, 5, 16)\nout, w = m:forward(x, x, x, {average_attn_weights = false})\nplot.heads(w:select(1, 1), {tokens = "I like to learn attention"})',
     },
     ["plot.line"] = {
         sig = "plot.line{ {x=, y=, title=}, ..., title=, xlabel=, ylabel=, logx=, logy= }",
@@ -98,7 +98,7 @@ return {
             .. "logx/logy use logarithmic axes (all values must then be positive). On the text (dumb) "
             .. "terminal, titles, labels and legend entries are laid out by display width, so Chinese "
             .. "text keeps the legend's box and every line as wide as the terminal.",
-        example = 'local xs, a, b = {}, {}, {}\nfor i = 2, 50 do xs[#xs + 1] = i; a[#a + 1] = i * i; b[#b + 1] = i * math.log(i) end\nplot.line{ {x = xs, y = a, title = "n^2"}, {x = xs, y = b, title = "n log n"}, logy = true, xlabel = "n" }',
+        example = 'xs, a, b = {}, {}, {}\nfor n = 1, 50 do xs[n], a[n], b[n] = n, n * n, n * math.log(n) end\nplot.line{ {x = xs, y = a, title = "n^2"},\n    {x = xs, y = b, title = "n log n"}, xlabel = "n" }',
     },
     ["plot.bar"] = {
         sig = "plot.bar(labels, values [, {title=, xlabel=, ylabel=}])",
@@ -106,7 +106,7 @@ return {
             .. "labels is a list or a string split on spaces; values a Lua array or a 1-D tensor. The "
             .. "axis runs from 0 to a tenth past the tallest bar (and below the lowest negative one), so "
             .. "no bar touches the frame.",
-        example = 'plot.bar("The cat sat", mha.softmax(mha.tensor{2, 1, 0.5}, 1), {title = "softmax"})',
+        example = 'p = mha.softmax(mha.tensor{2, 1, 0.5}, 1)\nplot.bar("The cat sat", p, {title = "softmax"})',
     },
     ["plot.save"] = {
         sig = "plot.save(path [, {width=, height=}]) -> path",

@@ -21,7 +21,8 @@ return {
             .. "and wider it wraps under its last column; `code` keeps its backticks; *emphasis* is bold on "
             .. "a colour terminal and plain elsewhere. Echoed code lines too wide wrap behind '  │   '. "
             .. "Code prints its intermediates with show(t, {rows=tokens, ...}).",
-        example = 'print(table.concat(require("mha.lesson").render("# Scores\\n\\nEach row of *weights* sums to 1.", 40), "\\n"))',
+        example = 'text = "# Scores\\n\\nEach row of *weights* sums to 1."\n'
+            .. 'print(table.concat(require("mha.lesson").render(text, 40), "\\n"))',
     },
     ["exercise"] = {
         sig = "exercise{title=, prompt={en=,zh=}, code=[[setup]], solution=[[expr]], mistakes={...}, atol=, rtol=}",
@@ -31,9 +32,10 @@ return {
             .. "|got - want| <= atol + rtol·|want| (both 1e-4 unless given). A wrong answer is checked "
             .. "against each mistake in order and gets its hint; otherwise the message names the first "
             .. "differing element or the shapes. In batch mode the solution answers itself.",
-        example = 'local L = require("mha.lesson")\nscores = mha.tensor{{1, 2}, {3, 4}}\n'
-            .. 'local ex = L.exercise{solution = [[mha.softmax(scores, 2)]], mistakes = {L.mistake.softmax_axis}}\n'
-            .. 'print(L.check(ex, mha.softmax(scores, 1)))',
+        example = 'lessons = require("mha.lesson")\nscores = mha.tensor{{1, 2}, {3, 4}}\n'
+            .. 'ex = lessons.exercise{solution = [[mha.softmax(scores, 2)]],\n'
+            .. '    mistakes = {lessons.mistake.softmax_axis}}\n'
+            .. 'print(lessons.check(ex, mha.softmax(scores, 1)))',
     },
     ["mistake"] = {
         sig = "mistake{wrong=[[expr]] | error=\"pattern\" | test=function(got, expected), hint={en=,zh=}}",

@@ -3,7 +3,8 @@
 --
 -- Keys are what a student types: "mha.softmax" for a function (also when it is a method: t:softmax(2)),
 -- "Tensor:shape" for a method only tensors have, "MultiheadAttention:forward" for the module's methods.
--- Every example runs as written (tests/lua/test_help.lua runs them all).
+-- Every example runs as written (tests/lua/test_help.lua runs them all), and also pasted into the REPL
+-- line by line: globals, never `local`, and at most 76 columns a line (tests/lua/test_display.lua).
 
 local D = {}
 
@@ -83,7 +84,7 @@ entry("mha.seed", "random", "mha.seed(n)",
     "Restarts the generator behind rand, randn, the in-place fills and MultiheadAttention's "
     .. "initialisation from the non-negative integer n (default seed 42 at startup), so every run "
     .. "makes the same numbers. The generator is xoshiro256** seeded through splitmix64.",
-    nil, "mha.seed(7)\nlocal a = mha.randn(2)\nmha.seed(7)\nprint(a == mha.randn(2))", {"mha.get_seed"})
+    nil, "mha.seed(7)\na = mha.randn(2)\nmha.seed(7)\nprint(a == mha.randn(2))", {"mha.get_seed"})
 
 entry("mha.get_seed", "random", "mha.get_seed() -> integer",
     "The seed the generator was last started from.", nil, "mha.get_seed()", {"mha.seed"})
@@ -127,11 +128,11 @@ entry("mha.memory", "files", "mha.memory() -> live, peak",
     "Bytes the tensor library holds now (storages and kernel scratch), and the most it has held since "
     .. "the last mha.reset_peak(). A tensor's storage is freed when the last view of it is garbage "
     .. "collected or closed. :time in the REPL shows the first number after each command.",
-    nil, "local x = mha.zeros(1000, 1000)\nprint(mha.memory())", {"mha.reset_peak", "Tensor:close"})
+    nil, "x = mha.zeros(1000, 1000)\nprint(mha.memory())", {"mha.reset_peak", "Tensor:close"})
 
 entry("mha.reset_peak", "files", "mha.reset_peak()",
     "Sets the peak that mha.memory() reports to the bytes held now, to measure the peak of one step.",
-    nil, "mha.reset_peak()\nlocal y = mha.matmul(mha.randn(64, 64), mha.randn(64, 64))\nprint(mha.memory())",
+    nil, "mha.reset_peak()\ny = mha.matmul(mha.randn(64, 64), mha.randn(64, 64))\nprint(mha.memory())",
     {"mha.memory"})
 
 -- ---- elementwise ----
@@ -186,7 +187,7 @@ entry("mha.equal", "comparison", "mha.equal(a, b) or a:equal(b) -> boolean",
 local function logical(name, formula)
     entry("mha." .. name, "comparison", "mha." .. name .. "(a, b) or a:" .. name .. "(b) -> bool tensor",
           "Elementwise logic on two bool tensors, with broadcasting.", formula,
-          "mha." .. name .. "(mha.tensor{true, true, false}, mha.tensor{true, false, false})")
+          "a = mha.tensor{true, true, false}\nb = mha.tensor{true, false, false}\nmha." .. name .. "(a, b)")
 end
 logical("logical_and", "y_i = a_i ∧ b_i")
 logical("logical_or", "y_i = a_i ∨ b_i")
@@ -206,7 +207,7 @@ entry("mha.masked_fill", "comparison", "mha.masked_fill(t, mask, value) or t:mas
     .. "scores with -math.huge before softmax gives those positions weight 0: this is how attention "
     .. "hides the future (a causal mask) or padding.",
     "y_i = mask_i ? value : t_i",
-    "local scores = mha.randn(3, 3)\nprint(scores:masked_fill(mha.causal_mask(3), -math.huge):softmax(-1))",
+    "scores = mha.randn(3, 3)\nmasked = scores:masked_fill(mha.causal_mask(3), -math.huge)\nprint(masked:softmax(-1))",
     {"mha.causal_mask", "mha.where", "mha.softmax"})
 
 -- ---- reductions ----
@@ -245,7 +246,7 @@ entry("mha.var", "reductions", "mha.var(t [, dim [, keepdim [, correction]]]) ->
     "Variance, with Bessel's correction by default as PyTorch (divide by n-1); correction 0 divides by "
     .. "n as NumPy. The scaling lesson measures var(q·k) growing with d_k.",
     "var = Σ (x_i - x̄)² / (n - correction)",
-    "mha.var(mha.tensor{1, 2, 3, 4}), mha.var(mha.tensor{1, 2, 3, 4}, 1, false, 0)")
+    "x = mha.tensor{1, 2, 3, 4}\nprint(mha.var(x), mha.var(x, 1, false, 0))")
 
 -- ---- joining ----
 
@@ -266,7 +267,7 @@ entry("mha.split", "views", "mha.split(t, size [, dim]) or t:split(size [, dim])
 entry("mha.chunk", "views", "mha.chunk(t, n [, dim]) or t:chunk(n [, dim]) -> view, view, ...",
     "n near-equal views along dim (default 1), as torch.chunk: splitting the packed in-projection "
     .. "(3E, E) into W^Q, W^K, W^V is chunk(3).",
-    nil, "local q, k, v = mha.arange(6):chunk(3)\nprint(q, k, v)", {"mha.split"})
+    nil, "q, k, v = mha.arange(6):chunk(3)\nprint(q, k, v)", {"mha.split"})
 
 -- ---- views ----
 
@@ -319,12 +320,12 @@ entry("mha.expand", "views", "mha.expand(t, d1, ...) or t:expand(d1, ...) -> vie
 entry("mha.contiguous", "views", "mha.contiguous(t) or t:contiguous() -> tensor",
     "t itself (shared) when its elements are already laid out in C order without gaps, else a "
     .. "contiguous copy. Needed before view after a transpose or permute.",
-    nil, "local x = mha.arange(6):view(2, 3):transpose(1, 2)\nprint(x:is_contiguous(), x:contiguous():is_contiguous())",
+    nil, "x = mha.arange(6):view(2, 3):transpose(1, 2)\nprint(x:is_contiguous(), x:contiguous():is_contiguous())",
     {"mha.view", "Tensor:is_contiguous"})
 
 entry("mha.clone", "views", "mha.clone(t) or t:clone() -> tensor",
     "A contiguous copy with its own storage: changing it does not change t.",
-    nil, "local x = mha.zeros(2)\nlocal y = x:clone()\ny:set(1, 5)\nprint(x, y)")
+    nil, "x = mha.zeros(2)\ny = x:clone()\ny:set(1, 5)\nprint(x, y)")
 
 -- ---- attention ----
 
@@ -378,13 +379,13 @@ entry("mha.scaled_dot_product_attention", "attention",
     .. "scale defaults to 1/√D. With need_weights=false only out is returned, computed by a fused "
     .. "kernel that never forms the L×S matrix. mha.sdpa is the same function.",
     "out = softmax(q·kᵀ·scale + mask)·v,  scale = 1/√D",
-    "local x = mha.randn(3, 4)\nlocal out, w = mha.scaled_dot_product_attention(x, x, x, {is_causal = true})\nprint(w)",
+    "x = mha.randn(3, 4)\nout, w = mha.scaled_dot_product_attention(x, x, x, {is_causal = true})\nprint(w)",
     {"mha.softmax", "mha.MultiheadAttention"})
 
 entry("mha.sdpa", "attention", "mha.sdpa(q, k, v [, opts]) -> out, weights",
     "Short name of mha.scaled_dot_product_attention; see there.",
     "out = softmax(q·kᵀ/√D + mask)·v",
-    "local x = mha.randn(2, 4)\nmha.sdpa(x, x, x)", {"mha.scaled_dot_product_attention"})
+    "x = mha.randn(2, 4)\nmha.sdpa(x, x, x)", {"mha.scaled_dot_product_attention"})
 
 -- ---- MultiheadAttention ----
 
@@ -411,7 +412,7 @@ entry("MultiheadAttention:forward", "module",
     .. "over heads, or (N, H, L, S) with average_attn_weights=false, or nil with need_weights=false - "
     .. "exactly what PyTorch returns.",
     "Q = q·W^Qᵀ + b^Q (K, V alike);  out = concat_h(softmax(Q_h·K_hᵀ/√D + mask)·V_h)·W^Oᵀ + b^O",
-    "mha.seed(0)\nlocal m = mha.MultiheadAttention{embed_dim = 4, num_heads = 2}\nlocal x = mha.randn(3, 4)\nlocal out, w = m:forward(x, x, x)\nprint(out, w)",
+    "mha.seed(0)\nm = mha.MultiheadAttention{embed_dim = 4, num_heads = 2}\nx = mha.randn(3, 4)\nout, w = m:forward(x, x, x)\nprint(out, w)",
     {"mha.MultiheadAttention", "MultiheadAttention:trace"})
 
 entry("MultiheadAttention:trace", "module", "m:trace(query [, key [, value [, opts]]]) -> table",
@@ -420,23 +421,23 @@ entry("MultiheadAttention:trace", "module", "m:trace(query [, key [, value [, op
     .. "lists the names in order, so `for _, name in ipairs(tr) do print(name, tr[name]) end` walks "
     .. "through the computation. Options as forward.",
     "scores = Q_h·K_hᵀ,  scaled_scores = scores/√D,  weights = softmax(masked_scores)",
-    "mha.seed(0)\nlocal m = mha.MultiheadAttention{embed_dim = 4, num_heads = 2}\nlocal tr = m:trace(mha.randn(3, 4))\nprint(table.concat(tr, ' '))\nprint(tr.weights)",
+    "mha.seed(0)\nm = mha.MultiheadAttention{embed_dim = 4, num_heads = 2}\nsteps = m:trace(mha.randn(3, 4))\nprint(table.concat(steps, ' '))\nprint(steps.weights)",
     {"MultiheadAttention:forward"})
 
 entry("MultiheadAttention:parameters", "module", "m:parameters() -> table",
     "name -> tensor for every parameter the module has, each sharing the module's storage, so a "
     .. "change made through it changes the module.",
-    nil, "local m = mha.MultiheadAttention{embed_dim = 4, num_heads = 2}\nfor name, p in pairs(m:parameters()) do print(name, p:dim()) end",
+    nil, "m = mha.MultiheadAttention{embed_dim = 4, num_heads = 2}\nfor name, p in pairs(m:parameters()) do print(name, p:dim()) end",
     {"MultiheadAttention:parameter_names"})
 
 entry("MultiheadAttention:parameter_names", "module", "m:parameter_names() -> list",
     "The names of the module's parameters in PyTorch's state_dict order (with '_' for '.').",
-    nil, "mha.MultiheadAttention{embed_dim = 4, num_heads = 2, kdim = 3}:parameter_names()")
+    nil, "m = mha.MultiheadAttention{embed_dim = 4, num_heads = 2, kdim = 3}\nm:parameter_names()")
 
 entry("MultiheadAttention:close", "module", "m:close()",
     "Frees the module's parameters now instead of at garbage collection (also done by a "
     .. "`local m <close>` going out of scope).",
-    nil, "local m = mha.MultiheadAttention{embed_dim = 4, num_heads = 1}\nm:close()")
+    nil, "m = mha.MultiheadAttention{embed_dim = 4, num_heads = 1}\nm:close()")
 
 -- ---- methods only tensors have ----
 
@@ -466,13 +467,13 @@ method("is_contiguous", "t:is_contiguous() -> boolean",
        {"mha.contiguous", "mha.view"})
 method("shares_storage", "t:shares_storage(u) -> boolean",
        "Whether t and u are views of the same storage, so writing through one changes the other.",
-       nil, "local x = mha.zeros(2, 3)\nprint(x:transpose(1, 2):shares_storage(x), x:clone():shares_storage(x))")
+       nil, "x = mha.zeros(2, 3)\nprint(x:T():shares_storage(x), x:clone():shares_storage(x))")
 method("get", "t:get(i, j, ...) -> number | boolean",
        "One element, by 1-based indices (negative from the end), one per dimension.",
        nil, "mha.tensor{{1, 2}, {3, 4}}:get(2, 1)", {"Tensor:set", "Tensor:item"})
 method("set", "t:set(i, j, ..., value)",
        "Writes one element, through any view into the shared storage.",
-       nil, "local x = mha.zeros(2, 2)\nx:set(1, 2, 7)\nprint(x)", {"Tensor:get"})
+       nil, "x = mha.zeros(2, 2)\nx:set(1, 2, 7)\nprint(x)", {"Tensor:get"})
 method("item", "t:item() -> number | boolean", "The only element of a one-element tensor.", nil,
        "mha.tensor{{1, 2}, {3, 4}}:sum():item()")
 method("totable", "t:totable() -> nested table",
@@ -488,11 +489,11 @@ method("copy_", "t:copy_(src) -> t",
        "Writes src (a tensor, number or nested table, broadcast to t's shape) into t in place, through "
        .. "views into the shared storage. Refused, as in PyTorch, when elements of t share one memory "
        .. "location (a stride 0 from expand): clone() first.", nil,
-       "local x = mha.zeros(2, 3)\nx:narrow(2, 2, 2):copy_(mha.ones(2, 2))\nprint(x)")
+       "x = mha.zeros(2, 3)\nx:narrow(2, 2, 2):copy_(mha.ones(2, 2))\nprint(x)")
 method("fill_", "t:fill_(value) -> t", "Sets every element to value, in place.", nil, "mha.zeros(2, 2):fill_(3)")
 method("close", "t:close()",
        "Drops t's reference to its storage now (the storage is freed when no view holds it); t "
        .. "reads as closed afterwards. `local t <close> = ...` does it at the end of the scope.",
-       nil, "local t = mha.zeros(100, 100)\nt:close()\nprint(mha.memory())", {"mha.memory"})
+       nil, "t = mha.zeros(100, 100)\nt:close()\nprint(mha.memory())", {"mha.memory"})
 
 return D

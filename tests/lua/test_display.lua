@@ -187,6 +187,75 @@ T.test("heat", function()
     T.raises("heat scalar", function() mha.heat(mha.tensor(1)) end, "heat: expected a tensor with at least one dimension")
 end)
 
+-- The help examples of printing, plotting, the library and lessons, as a student uses them: pasted
+-- into the REPL one line at a time. So no line may start with `local` (its variable would be gone at
+-- the next line), each line fits 76 columns, and pasting them runs: a line that leaves a statement
+-- open (`<eof>`, as the REPL sees it) waits for the next, as the REPL's continuation prompt does.
+T.test("help examples paste line by line", function()
+    local real_plot = require "mha.plot"
+    real_plot.terminal("none")
+    -- drawings go nowhere; plot.save and plot.terminal are stubbed so no file is written and no
+    -- terminal changed
+    local quiet_plot = setmetatable({ save = function() end, terminal = function() return "none" end },
+        { __index = real_plot })
+    local function paste(example, env)
+        local buffer
+        for line in (example .. "\n"):gmatch("([^\n]*)\n") do
+            buffer = buffer and (buffer .. "\n" .. line) or line
+            local chunk, err = load("return " .. buffer, "=paste", "t", env)
+            if not chunk then chunk, err = load(buffer, "=paste", "t", env) end
+            if chunk then
+                buffer = nil
+                local ok, why = pcall(chunk)
+                if not ok then return false, line .. ": " .. tostring(why) end
+            elseif not err:find("<eof>$") then
+                return false, line .. ": " .. err
+            end
+        end
+        if buffer then return false, "the last statement is not complete" end
+        return true
+    end
+    for _, module in ipairs({ "mha.docs_mha", "mha.docs_display", "mha.docs_lesson" }) do
+        local docs = require(module)
+        local names = {}
+        for name, e in pairs(docs) do
+            if type(e) == "table" and type(e.example) == "string" then names[#names + 1] = name end
+        end
+        table.sort(names)
+        local with_local, too_long, failed = {}, {}, {}
+        for _, name in ipairs(names) do
+            local example = docs[name].example
+            for line in (example .. "\n"):gmatch("([^\n]*)\n") do
+                if line:match("^%s*local%s") then with_local[#with_local + 1] = name .. ": " .. line end
+                if utf8.len(line) > 76 then too_long[#too_long + 1] = name .. ": " .. line end
+            end
+            -- in the global table, as the REPL runs them (an exercise's solution reads globals);
+            -- the globals an example makes are removed after it
+            local before, saved_print, saved_plot = {}, print, rawget(_G, "plot")
+            for k in pairs(_G) do before[k] = true end
+            print, plot = function() end, quiet_plot
+            local ok, why
+            -- and what they write goes to a scratch file (the lesson module writes to io.stdout)
+            local saved_output, saved_stdout, scratch = io.output(), io.stdout, io.tmpfile()
+            io.output(scratch)
+            io.stdout = scratch
+            captured(function() ok, why = paste(example, _G) end)
+            io.stdout = saved_stdout
+            io.output(saved_output)
+            scratch:close()
+            print, plot = saved_print, saved_plot
+            for k in pairs(_G) do if not before[k] then _G[k] = nil end end
+            if not ok then failed[#failed + 1] = name .. ": " .. why end
+        end
+        T.ok(module .. ": no example line starts with local", #names > 0 and #with_local == 0,
+            table.concat(with_local, "\n"))
+        T.ok(module .. ": example lines fit 76 columns", #too_long == 0, table.concat(too_long, "\n"))
+        T.ok(module .. ": " .. #names .. " examples run pasted line by line", #failed == 0,
+            table.concat(failed, "\n"))
+    end
+    mha.printoptions("reset")
+end)
+
 T.test("term", function()
     T.eq("width ascii", term.width("hello"), 5)
     T.eq("width CJK", term.width("注意力"), 6)
