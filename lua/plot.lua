@@ -744,14 +744,18 @@ function plot.line(spec)
     if spec.logy then commands[#commands + 1] = "set logscale y" end
     local plots, notes = {}, {}
     for k, s in ipairs(series) do
-        if type(s) ~= "table" or s.y == nil then error(string.format("%s: series %d has no y", fname, k), 2) end
+        if type(s) ~= "table" then
+            error(string.format("%s: series %d is %s, not a table {x=, y=, title=}", fname, k, display.a_type(s)), 2)
+        end
+        if s.y == nil then error(string.format("%s: series %d has no y", fname, k), 2) end
         local y = vector_of(fname, "series " .. k .. " y", s.y,
             "; for several series give one table each: " .. SERIES_FORM)
         local x
         if s.x ~= nil then
             x = vector_of(fname, "series " .. k .. " x", s.x)
             if #x ~= #y then
-                error(string.format("%s: series %d has %d x values and %d y values", fname, k, #x, #y), 2)
+                error(string.format("%s: series %d has %s and %s", fname, k, display.count(#x, "x value"),
+                    display.count(#y, "y value")), 2)
             end
         else
             x = {}

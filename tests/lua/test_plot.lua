@@ -172,6 +172,10 @@ T.test("line and bar", function()
         { "plot.line: series 1 y must have 1 dimension, got shape (2,2)", "plot.line{ {x=xs, y=ys1}, {x=xs, y=ys2} }" })
     T.raises("line y with a hole", function() plot.line { y = { 1, nil, 3 } } end,
         "plot.line: series 1 y[2] is nil, not a number")
+    T.raises("line one x value", function() plot.line { { x = { 1 }, y = { 1, 2 } } } end,
+        "plot.line: series 1 has 1 x value and 2 y values")
+    T.raises("line series not a table", function() plot.line { { y = { 1 } }, 5 } end,
+        "plot.line: series 2 is a number, not a table {x=, y=, title=}")
     T.raises("line y holding a string", function() plot.line { y = { 1, "2" } } end,
         "plot.line: series 1 y[2] is a string, not a number")
 
