@@ -577,6 +577,42 @@ static void test_lesson(const char *history) {
     end_session(&s);
 }
 
+/* :save during a lesson: the steps' code is in the script (repl.record_step, which the lesson runner
+ * calls), so an input that uses a step's variable replays. Lesson 2's step 2 makes w. */
+static void test_lesson_save(const char *history) {
+    char *runner = read_file("lua/lesson.lua");
+    int wired = runner && strstr(runner, "record_step");
+    free(runner);
+    if (!wired) {  /* until the lesson runner calls repl.record_step */
+        printf("# lesson_save_replays not run: lua/lesson.lua does not call repl.record_step yet\n");
+        return;
+    }
+    session s;
+    const char *args[] = {"--lesson", "2", "--lang", "en", NULL};
+    start(&s, history, args);
+    int started = expect(&s, "step 1/", 20) && wait_prompt(&s, 20);
+    char *step = started ? run(&s, "", 20) : NULL;
+    char *sum = step ? run(&s, "w:sum()", 20) : NULL;
+    char base[300], cmd[700];
+    snprintf(base, sizeof base, "%s/lesson_session", tmpdir);
+    snprintf(cmd, sizeof cmd, ":save %s", base);
+    free(sum ? run(&s, cmd, 20) : NULL);
+    send_text(&s, "\x04");
+    finish(&s, 5);
+    end_session(&s);
+    CHECK("lesson_save_session", step && strstr(step, "step 2/") && sum && strlen(sum) > 1,
+          "step [%s], w:sum() [%s]", step ? step : "(hung)", sum ? sum : "(hung)");
+    snprintf(cmd, sizeof cmd, "MHA_REPL_HISTORY=/dev/null %s %s.lua 2>&1", repl_path, base);
+    int rc;
+    char *replay = run_command(cmd, &rc);
+    size_t rlen = strlen(replay), slen = sum ? strlen(sum) : 0;
+    CHECK("lesson_save_replays", rc == 0 && sum && rlen >= slen && strcmp(replay + rlen - slen, sum) == 0,
+          "exit %d, the replay printed [%s], w:sum() was [%s]", rc, replay, sum ? sum : "(none)");
+    free(replay);
+    free(step);
+    free(sum);
+}
+
 /* What a terminal shows for out (last `rows` lines of at most 199 columns): the text, carriage return,
  * newline, backspace, and the escape sequences readline uses to move along a line (CSI n C / D, CSI K);
  * other escape sequences (colour, bracketed paste) change nothing on the screen. */
@@ -723,6 +759,7 @@ int main(void) {
     test_ctrl_c_screen(history);
     colour_terminal = 0;
     test_lesson(history);
+    test_lesson_save(history);
 
     char cmd[400];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
