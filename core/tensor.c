@@ -193,8 +193,12 @@ mha_status mha_eye(mha_tensor *out, size_t n, size_t m) {
 }
 
 mha_status mha_arange(mha_tensor *out, double start, double stop, double step) {
-    if (step == 0 || isnan(step) || isnan(start) || isnan(stop))
-        return mha_fail(MHA_E_ARG, "arange: step must be a non-zero number (start %g, stop %g, step %g)", start, stop, step);
+    if (isnan(start) || isnan(stop) || isnan(step))
+        return mha_fail(MHA_E_ARG, "arange: %s is NaN (start %g, stop %g, step %g)",
+                        isnan(start) ? "start" : isnan(stop) ? "stop" : "step", start, stop, step);
+    if (step == 0) return mha_fail(MHA_E_ARG, "arange: step must not be 0 (start %g, stop %g)", start, stop);
+    if (isinf(start) || (isinf(stop) && (stop > 0) == (step > 0)))
+        return mha_fail(MHA_E_ARG, "arange: start %g, stop %g, step %g would never end", start, stop, step);
     double count = ceil((stop - start) / step);
     if (count < 0) count = 0;
     if (count > 1e9)

@@ -222,7 +222,13 @@ static void test_limits(void) {
     CHECK("a tensor with a size-0 dim is contiguous (as torch)", mha_is_contiguous(&a), "claims not contiguous");
     mha_release(&a);
     st = mha_arange(&a, 0, 1, 0);
-    CHECK("arange with step 0 is refused", st == MHA_E_ARG && strstr(mha_errmsg(), "arange: step"), "%s", mha_errmsg());
+    CHECK("arange with step 0 is refused", st == MHA_E_ARG && strstr(mha_errmsg(), "arange: step must not be 0"), "%s", mha_errmsg());
+    st = mha_arange(&a, 0, NAN, 1);
+    CHECK("arange names the argument that is NaN", st == MHA_E_ARG && strstr(mha_errmsg(), "arange: stop is NaN"),
+          "%s", mha_errmsg());
+    st = mha_arange(&a, 0, INFINITY, 1);
+    CHECK("arange towards infinity is refused", st == MHA_E_ARG && strstr(mha_errmsg(), "would never end"), "%s",
+          mha_errmsg());
     st = mha_arange(&a, 1, 2, 0.25);
     CHECK("arange counts like numpy", st == MHA_OK && a.shape[0] == 4 && mha_f32(&a)[3] == 1.75f, "n %zu", a.shape[0]);
     mha_release(&a);
