@@ -518,7 +518,7 @@ static void test_hangup(const char *history) {
         int exited = finish(&s, 5);
         end_session(&s);
         char *text = read_file(history);
-        CHECK(cases[i].name, exited && WIFEXITED(s.status) && text && strstr(text, cases[i].entry)
+        CHECK(cases[i].name, exited && WIFEXITED(s.status) && WEXITSTATUS(s.status) == 0 && text && strstr(text, cases[i].entry)
               && (!cases[i].busy || strstr(text, cases[i].busy)),
               "exited %d, status %d, file [%s]", exited, s.status, text ? text : "(missing)");
         free(text);
