@@ -135,6 +135,15 @@ const char *lmha_shape(char *buf, const mha_tensor *t) {
     return mha_shape_str(buf, LMHA_SHAPE_BUF, t);
 }
 
+/* "a number", "a table", "nil": a value's type as a message says it ("t[2] is nil, but t[1] is a number"). */
+static const char *a_type(int t) {
+    static const char *const with_article[] = {"nil", "a boolean", "a light userdata", "a number", "a string",
+                                               "a table", "a function", "a userdata", "a thread"};
+    return t >= 0 && t < (int)(sizeof with_article / sizeof *with_article) ? with_article[t] : "no value";
+}
+
+static const char *a_typename(lua_State *L, int idx) { return a_type(lua_type(L, idx)); }
+
 /* ---- dimensions and indices: Lua's 1-based or negative -> the core's 0-based ---- */
 
 /* d in 1..n or -n..-1 -> 0..n-1; SIZE_MAX when out of range. */
@@ -254,8 +263,8 @@ static void table_shape(lua_State *L, int idx, table_walk *w) {
         int type = lua_type(L, -1);
         if (type == LUA_TNUMBER || type == LUA_TBOOLEAN) { w->leaf_type = type; break; }
         if (type != LUA_TTABLE)
-            luaL_error(L, "%s: %s is a %s, expected a number, a boolean or a table of them", w->fname,
-                       table_path(path, sizeof path, w->index, w->ndim), luaL_typename(L, -1));
+            luaL_error(L, "%s: %s is %s, expected a number, a boolean or a table of them", w->fname,
+                       table_path(path, sizeof path, w->index, w->ndim), a_typename(L, -1));
         if (w->ndim == MHA_MAX_DIMS)
             luaL_error(L, "%s: the table is nested deeper than %d levels, the most dims a tensor has", w->fname,
                        MHA_MAX_DIMS);
@@ -277,12 +286,12 @@ static void table_fill(lua_State *L, table_walk *w, size_t depth) {
     if (depth == w->ndim) {
         if (type != w->leaf_type) {
             if (type == LUA_TTABLE)
-                luaL_error(L, "%s: ragged table: %s is a table, but %s is a %s", w->fname,
+                luaL_error(L, "%s: ragged table: %s is a table, but %s is %s", w->fname,
                            table_path(path, sizeof path, w->index, depth), table_path(first, sizeof first, zero, depth),
-                           lua_typename(L, w->leaf_type));
-            luaL_error(L, "%s: %s is a %s, but %s is a %s (a tensor holds numbers or booleans, not both)", w->fname,
-                       table_path(path, sizeof path, w->index, depth), luaL_typename(L, -1),
-                       table_path(first, sizeof first, zero, depth), lua_typename(L, w->leaf_type));
+                           a_type(w->leaf_type));
+            luaL_error(L, "%s: %s is %s, but %s is %s (a tensor holds numbers or booleans, not both)", w->fname,
+                       table_path(path, sizeof path, w->index, depth), a_typename(L, -1),
+                       table_path(first, sizeof first, zero, depth), a_type(w->leaf_type));
         }
         if (type == LUA_TBOOLEAN) mha_bool(w->out)[w->next++] = lua_toboolean(L, -1);
         else mha_f32(w->out)[w->next++] = (float)lua_tonumber(L, -1);
@@ -290,11 +299,11 @@ static void table_fill(lua_State *L, table_walk *w, size_t depth) {
     }
     if (type != LUA_TTABLE) {
         if (type == LUA_TNUMBER || type == LUA_TBOOLEAN)
-            luaL_error(L, "%s: ragged table: %s is a %s, but %s is a table of %I", w->fname,
-                       table_path(path, sizeof path, w->index, depth), luaL_typename(L, -1),
+            luaL_error(L, "%s: ragged table: %s is %s, but %s is a table of %I", w->fname,
+                       table_path(path, sizeof path, w->index, depth), a_typename(L, -1),
                        table_path(first, sizeof first, zero, depth), (LUAI_UACINT)w->shape[depth]);
-        luaL_error(L, "%s: %s is a %s, expected a number, a boolean or a table of them", w->fname,
-                   table_path(path, sizeof path, w->index, depth), luaL_typename(L, -1));
+        luaL_error(L, "%s: %s is %s, expected a number, a boolean or a table of them", w->fname,
+                   table_path(path, sizeof path, w->index, depth), a_typename(L, -1));
     }
     size_t len = (size_t)lua_rawlen(L, -1);
     if (len != w->shape[depth])
@@ -462,7 +471,7 @@ static int t_set(lua_State *L) {
     double value;
     if (lua_isboolean(L, v)) value = lua_toboolean(L, v);
     else if (lua_type(L, v) == LUA_TNUMBER) value = lua_tonumber(L, v);
-    else return luaL_error(L, "set: the value (last argument) is a %s, expected a number or a boolean", luaL_typename(L, v));
+    else return luaL_error(L, "set: the value (last argument) is %s, expected a number or a boolean", a_typename(L, v));
     if (mha_set(t, index, value) != MHA_OK) return luaL_error(L, "%s", mha_errmsg());
     lua_settop(L, 1);
     return 1;
