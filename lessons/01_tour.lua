@@ -47,7 +47,8 @@ d_k = 4 是查询向量的长度。读 `weights` 的一行：那就是一个词�
         code = [[
 Q, K, V = X, X, X
 out, weights = mha.scaled_dot_product_attention(Q, K, V)
-show(weights, {rows = tokens, cols = tokens, title = "weights = softmax(Q·Kᵀ/√4)"})
+show(weights, {rows = tokens, cols = tokens,
+    title = "weights = softmax(Q·Kᵀ/√4)"})
 show(out, {rows = tokens, title = "out = weights·V"})]],
     },
 
@@ -67,8 +68,10 @@ softmax 让 `weights` 的每一行都为正且和为 1，所以每个输出行�
 权重相同（各 0.42）：它与两者的点积都是 4。]],
         },
         code = [[
-print(tr{en = "weights:sum(2), one per row:", zh = "weights:sum(2)，每行一个："},
-    string.format("%.4f  %.4f  %.4f", table.unpack(weights:sum(2):totable())))
+print(tr{en = "weights:sum(2), one per row:",
+         zh = "weights:sum(2)，每行一个："},
+    string.format("%.4f  %.4f  %.4f",
+        table.unpack(weights:sum(2):totable())))
 plot.heatmap(weights, {rows = tokens, cols = tokens, values = true,
     title = tr{en = "attention weights", zh = "注意力权重"}})]],
     },
@@ -96,9 +99,13 @@ nn.MultiheadAttention 是同一个层。两个头各有自己的 L×L 权重；�
         code = [[
 layer = mha.MultiheadAttention{embed_dim = 4, num_heads = 2}
 out2, head_weights = layer:forward(X, X, X, {average_attn_weights = false})
-show(head_weights, {rows = tokens, cols = tokens, dims = {"head", "query", "key"}, title = "weights per head"})
-show(out2, {rows = tokens, title = "multi-head output"})
-plot.heads(head_weights, {tokens = tokens, title = "two heads"})]],
+show(head_weights, {rows = tokens, cols = tokens,
+    dims = tr{en = {"head", "query", "key"}, zh = {"头", "查询", "键"}},
+    title = tr{en = "weights per head", zh = "每个头的权重"}})
+show(out2, {rows = tokens,
+    title = tr{en = "multi-head output", zh = "多头输出"}})
+plot.heads(head_weights, {tokens = tokens,
+    title = tr{en = "two heads", zh = "两个头"}})]],
     },
 
     exercise{

@@ -32,8 +32,8 @@ V = mha.tensor{{1.0, 2.0},
                {3.0, 4.0},
                {5.0, 6.0}}
 q = mha.tensor{1.0, 0.0, 2.0, 0.0}
-show(K, {rows = tokens, title = "K (keys)"})
-show(V, {rows = tokens, title = "V (values)"})
+show(K, {rows = tokens, title = tr{en = "K (keys)", zh = "K（键）"}})
+show(V, {rows = tokens, title = tr{en = "V (values)", zh = "V（值）"}})
 score = K:matmul(q)
 show(score, {cols = tokens, title = "score = K·q"})]],
     },
@@ -60,7 +60,9 @@ e = score:exp()
 show(e, {cols = tokens, title = "exp(score)"})
 w = e / e:sum()
 show(w, {cols = tokens, title = "w = exp(score) / sum"})
-show(mha.softmax(score, 1), {cols = tokens, title = "mha.softmax(score, 1): the same"})]],
+show(mha.softmax(score, 1), {cols = tokens,
+    title = tr{en = "mha.softmax(score, 1): the same",
+               zh = "mha.softmax(score, 1)：相同"}})]],
     },
 
     step{
@@ -78,7 +80,7 @@ touches V directly: the keys decide *where* to look, the values decide *what* co
 
     out = Σ_j w_j·v_j = w·V
 
-它落在各个值向量"之间"，最靠近匹配得最好的那个键对应的值。注意 q 从不直接碰 V：键决定*看哪里*，
+它落在各个值向量“之间”，最靠近匹配得最好的那个键对应的值。注意 q 从不直接碰 V：键决定*看哪里*，
 值决定*取回什么*。]],
         },
         code = [[
@@ -118,7 +120,9 @@ S = Q:matmul(K:transpose(1, 2))
 show(S, {rows = tokens, cols = tokens, title = "S = Q·Kᵀ"})
 W = mha.softmax(S, 2)
 show(W, {rows = tokens, cols = tokens, title = "W = softmax(S, 2)"})
-show(W:matmul(V), {rows = tokens, title = "out = W·V (row 1 = the one-query result)"})]],
+show(W:matmul(V), {rows = tokens,
+    title = tr{en = "out = W·V (row 1 = the one-query result)",
+               zh = "out = W·V（第 1 行 = 单个查询的结果）"}})]],
     },
 
     exercise{

@@ -53,10 +53,15 @@ Q·Kᵀ 要求查询与键的长度同为 d_k；值可以有另一个长度 d_v�
 即一个词元的宽度。形状不匹配的乘法会报错，并给出两边的形状。]],
         },
         code = [[
-print("Q " .. table.concat(Q:shape(), "×"), "K " .. table.concat(K:shape(), "×"), "V " .. table.concat(V:shape(), "×"))
+print("Q " .. table.concat(Q:shape(), "×"),
+    "K " .. table.concat(K:shape(), "×"),
+    "V " .. table.concat(V:shape(), "×"))
 weights = mha.softmax(Q:matmul(K:transpose(1, 2)) / math.sqrt(2), 2)
-show(weights, {rows = tokens, cols = tokens, title = "softmax(Q·Kᵀ/√2) (3×3)"})
-show(weights:matmul(V), {rows = tokens, title = "weights·V (3×3: d_v columns)"})
+show(weights, {rows = tokens, cols = tokens,
+    title = "softmax(Q·Kᵀ/√2) (3×3)"})
+show(weights:matmul(V), {rows = tokens,
+    title = tr{en = "weights·V (3×3: d_v columns)",
+               zh = "weights·V（3×3：d_v 列）"}})
 print(select(2, pcall(function() return Q:matmul(V:transpose(1, 2)) end)))]],
     },
 
@@ -75,8 +80,11 @@ p_q×d_q。三者是同一个计算：存储的矩阵互为转置。从训练好
         },
         code = [[
 W_Q_torch = W_Q:transpose(1, 2):contiguous()   -- (out, in) = (2, 4)
-show(mha.linear(X, W_Q_torch), {rows = tokens, title = "mha.linear(X, W_Q_torch) = X·W_Q_torchᵀ"})
-show(W_Q_torch:matmul(X:select(1, 1)), {title = "column form W·x for token 1 = row 1 of Q"})]],
+show(mha.linear(X, W_Q_torch), {rows = tokens,
+    title = "mha.linear(X, W_Q_torch) = X·W_Q_torchᵀ"})
+show(W_Q_torch:matmul(X:select(1, 1)),
+    {title = tr{en = "column form W·x for token 1 = row 1 of Q",
+                zh = "列向量形式 W·x（词元 1）= Q 的第 1 行"}})]],
     },
 
     step{
@@ -90,15 +98,20 @@ scores X·W^Q·(X·W^K)ᵀ need not be symmetric, and the learned matrices choos
             zh = [[
 没有投影时 Q = K = X，会出两个问题。分数矩阵 X·Xᵀ 是*对称的*："the" 关注 "cat" 的程度与 "cat" 关注
 "the" 的完全相同，而主谓这类关系并不对称。并且对角线 x·x = |x|² 总是正的，常常是所在行中最大的，所以词元往往偏向看自己。
-当 W^Q ≠ W^K 时，分数 X·W^Q·(X·W^K)ᵀ 不必对称，由学到的矩阵决定什么叫"匹配"。]],
+当 W^Q ≠ W^K 时，分数 X·W^Q·(X·W^K)ᵀ 不必对称，由学到的矩阵决定什么叫“匹配”。]],
         },
         code = [[
 raw = X:matmul(X:transpose(1, 2))
-show(raw, {rows = tokens, cols = tokens, title = "X·Xᵀ: symmetric, large diagonal"})
-show(raw - raw:transpose(1, 2), {rows = tokens, cols = tokens, title = "X·Xᵀ - (X·Xᵀ)ᵀ = 0"})
+show(raw, {rows = tokens, cols = tokens,
+    title = tr{en = "X·Xᵀ: symmetric, large diagonal",
+               zh = "X·Xᵀ：对称，对角线大"}})
+show(raw - raw:transpose(1, 2), {rows = tokens, cols = tokens,
+    title = "X·Xᵀ - (X·Xᵀ)ᵀ = 0"})
 projected = Q:matmul(K:transpose(1, 2))
-show(projected, {rows = tokens, cols = tokens, title = "Q·Kᵀ with projections"})
-show(projected - projected:transpose(1, 2), {rows = tokens, cols = tokens, title = "Q·Kᵀ - (Q·Kᵀ)ᵀ ≠ 0"})]],
+show(projected, {rows = tokens, cols = tokens,
+    title = tr{en = "Q·Kᵀ with projections", zh = "带投影的 Q·Kᵀ"}})
+show(projected - projected:transpose(1, 2), {rows = tokens, cols = tokens,
+    title = "Q·Kᵀ - (Q·Kᵀ)ᵀ ≠ 0"})]],
     },
 
     exercise{

@@ -31,7 +31,8 @@ for i, d_k in ipairs(dims) do
     local dots = (q * k):sum(2)
     raw_var[i] = dots:var(1):item()
     scaled_var[i] = (dots / math.sqrt(d_k)):var(1):item()
-    print(string.format("d_k = %3d   var(q·k) = %8.2f   var(q·k/√d_k) = %5.3f",
+    print(string.format(
+        "d_k = %3d   var(q·k) = %8.2f   var(q·k/√d_k) = %5.3f",
         d_k, raw_var[i], scaled_var[i]))
 end]],
     },
@@ -50,7 +51,8 @@ tests/check_seeds.py 用 NumPy 独立重复了这个测量。]],
 plot.line{
     {x = dims, y = raw_var, title = "var(q·k)"},
     {x = dims, y = scaled_var, title = "var(q·k/√d_k)"},
-    xlabel = "d_k", ylabel = tr{en = "variance", zh = "方差"}, logx = true, logy = true,
+    xlabel = "d_k", ylabel = tr{en = "variance", zh = "方差"},
+    logx = true, logy = true,
     title = tr{en = "scores grow with d_k", zh = "分数随 d_k 增大"},
 }]],
     },
@@ -81,19 +83,23 @@ tokens = {"k1", "k2", "k3", "k4", "k5", "k6"}
 q = mha.randn{1, 256}
 K = mha.randn{6, 256}
 scores = q:matmul(K:transpose(1, 2))
--- three decimals: the fourth can differ in its last digit between CPUs' kernels
+-- three decimals: the fourth can differ between CPUs' kernels
 show(scores, {cols = tokens, precision = 3,
-    title = tr{en = "raw scores q·kᵀ (d_k = 256)", zh = "原始分数 q·kᵀ（d_k = 256）"}})
+    title = tr{en = "raw scores q·kᵀ (d_k = 256)",
+               zh = "原始分数 q·kᵀ（d_k = 256）"}})
 unscaled = mha.softmax(scores, 2)
 scaled = mha.softmax(scores / math.sqrt(256), 2)
 show(unscaled, {cols = tokens, precision = 3,
-    title = tr{en = "softmax(q·kᵀ): nearly one-hot", zh = "softmax(q·kᵀ)：几乎是 one-hot"}})
+    title = tr{en = "softmax(q·kᵀ): nearly one-hot",
+               zh = "softmax(q·kᵀ)：几乎是 one-hot"}})
 show(scaled, {cols = tokens,
-    title = tr{en = "softmax(q·kᵀ/√d_k): a real mix", zh = "softmax(q·kᵀ/√d_k)：真正的混合"}})
+    title = tr{en = "softmax(q·kᵀ/√d_k): a real mix",
+               zh = "softmax(q·kᵀ/√d_k)：真正的混合"}})
 -- the largest entry of the softmax Jacobian's diagonal, w_i·(1 - w_i)
 gradient = function(w) return (w * (1 - w)):max():item() end
 print(string.format(tr{en = "max w(1-w): unscaled %.2e   scaled %.4f",
-    zh = "最大 w(1-w)：未缩放 %.2e   缩放后 %.4f"}, gradient(unscaled), gradient(scaled)))]],
+    zh = "最大 w(1-w)：未缩放 %.2e   缩放后 %.4f"},
+    gradient(unscaled), gradient(scaled)))]],
     },
 
     step{
@@ -107,7 +113,7 @@ become tiny, they vanish, they do not explode. Scaling also does not "prevent la
 it divides by exactly the factor that brings var(q·k) back to 1.]],
             zh = [[
 种子文档 000 说缩放是为了防止点积过大使 softmax 的梯度变小：这是对的。文档 001 说它防止 softmax 输出
-"趋近于 0"，文档 004 说它避免*梯度爆炸*。两者都没说到要点：如上所示，不缩放时输出趋向 0 *和 1*，
+“趋近于 0”，文档 004 说它避免*梯度爆炸*。两者都没说到要点：如上所示，不缩放时输出趋向 0 *和 1*，
 梯度变得极小——是梯度消失，而不是爆炸。缩放也不是笼统地“防止数值过大”：它恰好除以使 var(q·k) 回到 1
 的那个因子。]],
         },
@@ -116,7 +122,8 @@ for _, d_k in ipairs({4, 64, 1024}) do
     -- scores with variance d_k, as unscaled q·k has
     local s = mha.randn{1, 8} * math.sqrt(d_k)
     local w = mha.softmax(s, 2)
-    print(string.format(tr{en = "d_k = %4d  largest weight unscaled %.4f  scaled %.4f",
+    print(string.format(tr{
+        en = "d_k = %4d  largest weight unscaled %.4f  scaled %.4f",
         zh = "d_k = %4d  最大权重：未缩放 %.4f  缩放后 %.4f"}, d_k,
         w:max():item(), mha.softmax(s / math.sqrt(d_k), 2):max():item()))
 end]],

@@ -49,7 +49,9 @@ show(shifted, {title = "x - max(x)"})
 stable = shifted:exp() / shifted:exp():sum()
 show(stable, {title = "exp(x - max) / sum"})
 show(mha.softmax(x, 1), {title = "mha.softmax(x, 1)"})
-show(mha.softmax(x - 100, 1), {title = "mha.softmax(x - 100, 1): the same"})]],
+show(mha.softmax(x - 100, 1),
+    {title = tr{en = "mha.softmax(x - 100, 1): the same",
+                zh = "mha.softmax(x - 100, 1)：相同"}})]],
     },
 
     step{
@@ -61,7 +63,7 @@ softmax(x/T). Small T sharpens towards the maximum (T → 0 gives one-hot, the "
 flattens towards the uniform 1/n. The order of the weights never changes.]],
             zh = [[
 在 softmax 之前把输入除以*温度* T，会改变分布的尖锐程度：softmax(x/T)。T 小时更尖锐，集中到最大值上
-（T → 0 就是 one-hot，即"硬"最大值）；T 大时趋于平坦，接近均匀的 1/n。权重的大小顺序始终不变。]],
+（T → 0 就是 one-hot，即“硬”最大值）；T 大时趋于平坦，接近均匀的 1/n。权重的大小顺序始终不变。]],
         },
         code = [[
 scores = mha.tensor{1.0, 2.0, 3.0, 4.0}
@@ -72,12 +74,16 @@ for i, T in ipairs(temps) do
     labels[i] = "T=" .. T
 end
 by_temperature = mha.stack(rows, 1)
-show(by_temperature, {rows = labels, cols = {"s=1", "s=2", "s=3", "s=4"}, title = "softmax(scores/T)"})
+show(by_temperature, {rows = labels, cols = {"s=1", "s=2", "s=3", "s=4"},
+    title = "softmax(scores/T)"})
 series = {}
 for i, T in ipairs(temps) do
     series[i] = {x = {1, 2, 3, 4}, y = rows[i]:totable(), title = labels[i]}
 end
-series.xlabel, series.ylabel, series.title = "score", "weight", "softmax at five temperatures"
+series.xlabel = tr{en = "score", zh = "分数"}
+series.ylabel = tr{en = "weight", zh = "权重"}
+series.title = tr{en = "softmax at five temperatures",
+                  zh = "五个温度下的 softmax"}
 plot.line(series)]],
     },
 
@@ -95,8 +101,10 @@ softmax(q·k/√d_k) 就是温度 T = √d_k 的 softmax。第 4 课测量了为
         code = [[
 entropy = function(w) return -(w * w:log()):sum():item() end
 for _, T in ipairs(temps) do
-    print(string.format("T = %-5g entropy of softmax(scores/T) = %.4f nats (uniform: %.4f)", T,
-        entropy(mha.softmax(scores / T, 1)), math.log(4)))
+    print(string.format(tr{
+        en = "T = %-5g entropy of softmax(scores/T) = %.4f (uniform: %.4f)",
+        zh = "T = %-5g softmax(scores/T) 的熵 = %.4f（均匀：%.4f）"},
+        T, entropy(mha.softmax(scores / T, 1)), math.log(4)))
 end]],
     },
 

@@ -16,7 +16,7 @@ exp(−∞) = 0 gives them weight 0 and the remaining weights of the row still s
 
 In mha-repl, as in nn.MultiheadAttention, a boolean mask is true where attention is NOT allowed.]],
             zh = [[
-预测下一个词元的解码器不能看后面的词元。*因果掩码*在对角线以上（键 j > 查询 i）为 true，表示"不允许"。
+预测下一个词元的解码器不能看后面的词元。*因果掩码*在对角线以上（键 j > 查询 i）为 true，表示“不允许”。
 被屏蔽的分数在 softmax *之前*置为 −∞，exp(−∞) = 0 使其权重为 0，而该行剩下的权重之和仍为 1。
 
 在 mha-repl 中，与 nn.MultiheadAttention 一样，布尔掩码为 true 的位置表示*不允许*关注。]],
@@ -25,11 +25,17 @@ In mha-repl, as in nn.MultiheadAttention, a boolean mask is true where attention
 tokens = {"I", "drink", "green", "tea"}
 scores = mha.randn{4, 4}
 mask = mha.causal_mask(4)
-show(mask, {rows = tokens, cols = tokens, title = "causal_mask(4): true = not allowed"})
+show(mask, {rows = tokens, cols = tokens,
+    title = tr{en = "causal_mask(4): true = not allowed",
+               zh = "causal_mask(4)：true = 不允许"}})
 masked = scores:masked_fill(mask, -math.huge)
-show(masked, {rows = tokens, cols = tokens, title = "scores with -inf where masked"})
+show(masked, {rows = tokens, cols = tokens,
+    title = tr{en = "scores with -inf where masked",
+               zh = "被屏蔽处为 -inf 的分数"}})
 weights = mha.softmax(masked, 2)
-show(weights, {rows = tokens, cols = tokens, title = "softmax: lower triangular, rows sum to 1"})]],
+show(weights, {rows = tokens, cols = tokens,
+    title = tr{en = "softmax: lower triangular, rows sum to 1",
+               zh = "softmax：下三角，每行和为 1"}})]],
     },
 
     step{
@@ -45,14 +51,22 @@ is_causal = true.]],
         },
         code = [[
 additive = mha.zeros{4, 4}:masked_fill(mask, -math.huge)
-show(additive, {rows = tokens, cols = tokens, title = "additive mask"})
-show(mha.softmax(scores + additive, 2) - weights, {rows = tokens, cols = tokens, title = "difference from the boolean mask"})
+show(additive, {rows = tokens, cols = tokens,
+    title = tr{en = "additive mask", zh = "加性掩码"}})
+show(mha.softmax(scores + additive, 2) - weights,
+    {rows = tokens, cols = tokens,
+     title = tr{en = "difference from the boolean mask",
+                zh = "与布尔掩码的差"}})
 q, k, v = mha.randn{4, 2}, mha.randn{4, 2}, mha.randn{4, 2}
 out_bool = mha.scaled_dot_product_attention(q, k, v, {attn_mask = mask})
 out_add = mha.scaled_dot_product_attention(q, k, v, {attn_mask = additive})
 out_causal = mha.scaled_dot_product_attention(q, k, v, {is_causal = true})
-print("max |bool - additive| < 1e-6:", (out_bool - out_add):abs():max():item() < 1e-6)
-print("max |bool - is_causal| < 1e-6:", (out_bool - out_causal):abs():max():item() < 1e-6)]],
+print(tr{en = "max |bool - additive| < 1e-6:",
+         zh = "max |布尔 - 加性| < 1e-6："},
+    (out_bool - out_add):abs():max():item() < 1e-6)
+print(tr{en = "max |bool - is_causal| < 1e-6:",
+         zh = "max |布尔 - is_causal| < 1e-6："},
+    (out_bool - out_causal):abs():max():item() < 1e-6)]],
     },
 
     step{
@@ -72,7 +86,10 @@ batch = mha.randn{2, 4, 4}
 padding = mha.tensor{{false, false, false, false},
                      {false, false, true, true}}
 out, w = layer:forward(batch, batch, batch, {key_padding_mask = padding})
-show(w, {dims = {"sentence", "query", "key"}, title = "weights (averaged over heads): pads get 0"})]],
+show(w, {dims = tr{en = {"sentence", "query", "key"},
+                   zh = {"句子", "查询", "键"}},
+    title = tr{en = "weights (averaged over heads): pads get 0",
+               zh = "权重（各头平均）：填充位得到 0"}})]],
     },
 
     step{
@@ -88,10 +105,14 @@ other is expected silently blocks exactly the wrong positions. Converting is a l
 屏蔽掉恰好错误的位置。两者之间的转换就是逻辑非。]],
         },
         code = [[
-allowed = mha.logical_not(mask)           -- the seeds' sense: true = may attend
-show(allowed, {rows = tokens, cols = tokens, title = "allowed = not mask"})
+allowed = mha.logical_not(mask)   -- the seeds' sense: true = may attend
+show(allowed, {rows = tokens, cols = tokens,
+    title = tr{en = "allowed = not mask", zh = "allowed = 非 mask"}})
 wrong = mha.softmax(scores:masked_fill(allowed, -math.huge), 2)
-show(wrong, {rows = tokens, cols = tokens, title = "allowed passed as a blocking mask: wrong, last row NaN"})]],
+show(wrong, {rows = tokens, cols = tokens,
+    title = tr{
+        en = "allowed passed as a blocking mask: wrong, last row NaN",
+        zh = "把 allowed 当作屏蔽掩码传入：错误，最后一行是 NaN"}})]],
     },
 
     step{
@@ -112,8 +133,13 @@ NaN 会传染给它碰到的一切，虽然吵闹，但很诚实。种子文档�
         code = [[
 all_blocked = mha.full({1, 4}, 1):bool()
 row = mha.randn{1, 4}
-show(mha.softmax(row:masked_fill(all_blocked, -math.huge), 2), {cols = tokens, title = "every key masked with -inf: NaN"})
-show(mha.softmax(row:masked_fill(all_blocked, -1e9), 2), {cols = tokens, title = "every key masked with -1e9: uniform 1/4"})]],
+show(mha.softmax(row:masked_fill(all_blocked, -math.huge), 2),
+    {cols = tokens,
+    title = tr{en = "every key masked with -inf: NaN",
+               zh = "所有键都用 -inf 屏蔽：NaN"}})
+show(mha.softmax(row:masked_fill(all_blocked, -1e9), 2), {cols = tokens,
+    title = tr{en = "every key masked with -1e9: uniform 1/4",
+               zh = "所有键都用 -1e9 屏蔽：均匀的 1/4"}})]],
     },
 
     exercise{

@@ -25,8 +25,11 @@ L, E, H = 3, 6, 2
 D = E // H
 Q = mha.arange(0, 18):view(L, E)
 describe = function(name, t)
-    print(string.format("%-28s shape (%s)  strides (%s)  offset %d  contiguous %s", name,
-        table.concat(t:shape(), ","), table.concat(t:strides(), ","), t:offset(), tostring(t:is_contiguous())))
+    print(name)
+    print(string.format(
+        "    shape (%s)  strides (%s)  offset %d  contiguous %s",
+        table.concat(t:shape(), ","), table.concat(t:strides(), ","),
+        t:offset(), tostring(t:is_contiguous())))
 end
 show(Q, {rows = tokens, title = "Q (L=3, E=6)"})
 describe("Q", Q)]],
@@ -42,14 +45,17 @@ reads the same memory as 3×2×3: nothing is copied, only the shape and strides 
 of each token, never the tokens.]],
             zh = [[
 H = 2 个头，每头 D = E/H = 3 个特征，第 h 个头占每一行的第 (h−1)·D+1 … h·D 列。view(L, H, D) 把同一块内存
-读成 3×2×3：什么也没复制，只改变了形状和步长。种子文档 003 说"头的大小是序列长度的 1/k"是错的：头的大小是
+读成 3×2×3：什么也没复制，只改变了形状和步长。种子文档 003 说“头的大小是序列长度的 1/k”是错的：头的大小是
 D = d_model/h，它切分的是每个词元的特征，而不是词元。]],
         },
         code = [[
 split = Q:view(L, H, D)
 describe("Q:view(3, 2, 3)", split)
-print("shares storage with Q:", tostring(split:shares_storage(Q)))
-show(split, {dims = {"token", "head", "feature"}, title = "Q:view(L, H, D)"})]],
+print(tr{en = "shares storage with Q:", zh = "与 Q 共享存储："},
+    split:shares_storage(Q))
+show(split, {dims = tr{en = {"token", "head", "feature"},
+                       zh = {"词元", "头", "特征"}},
+    title = "Q:view(L, H, D)"})]],
     },
 
     step{
@@ -68,10 +74,14 @@ in C order in memory). Head 2 alone is a view that starts at offset 3.]],
         code = [[
 heads = split:transpose(1, 2)
 describe("split:transpose(1, 2)", heads)
-show(heads, {rows = tokens, dims = {"head", "token", "feature"}, title = "heads (H, L, D)"})
+show(heads, {rows = tokens,
+    dims = tr{en = {"head", "token", "feature"},
+              zh = {"头", "词元", "特征"}},
+    title = "heads (H, L, D)"})
 head2 = heads:select(1, 2)
 describe("heads:select(1, 2)", head2)
-describe("Q:narrow(2, 4, 3) (the same)", Q:narrow(2, 4, 3))]],
+describe(tr{en = "Q:narrow(2, 4, 3) (the same)",
+             zh = "Q:narrow(2, 4, 3)（相同）"}, Q:narrow(2, 4, 3))]],
     },
 
     step{
@@ -90,15 +100,19 @@ view works. reshape does both for you.]],
 之后 view 就可以了。reshape 会替你把两步都做掉。]],
         },
         code = [[
-head_outputs = heads * 10              -- stand-in for the heads' outputs, (H, L, D), contiguous
+-- a stand-in for the heads' outputs, (H, L, D), contiguous
+head_outputs = heads * 10
 back = head_outputs:transpose(1, 2)
 describe("head_outputs:transpose(1, 2)", back)
 ok, err = pcall(function() return back:view(L, E) end)
-print("view without contiguous:", err)
+say{en = "view without contiguous: " .. err,
+    zh = "不先 contiguous 就 view：" .. err}
 packed = back:contiguous()
 describe("…:contiguous()", packed)
 concat = packed:view(L, E)
-show(concat, {rows = tokens, title = "concat (L, E): head 1 | head 2 per row"})]],
+show(concat, {rows = tokens,
+    title = tr{en = "concat (L, E): head 1 | head 2 per row",
+               zh = "concat (L, E)：每行是 头 1 | 头 2"}})]],
     },
 
     step{
@@ -110,14 +124,16 @@ shape, but it reads memory in head order, so a row holds pieces of different tok
 "the" and "cat", row 2 head 1's "sat" and head 2's "the", row 3 head 2's "cat" and "sat". Seed 004 makes a related mistake in words: it is the heads' *outputs* (L×D each) that are
 concatenated, not their attention matrices (L×L each).]],
             zh = [[
-跳过 transpose 也"能运行"，不报任何错：head_outputs:contiguous():view(L, E) 形状正确，但它按头的顺序读内存，
+跳过 transpose 也“能运行”，不报任何错：head_outputs:contiguous():view(L, E) 形状正确，但它按头的顺序读内存，
 所以一行装的是不同词元的片段：第 1 行是头 1 的 "the" 和 "cat"，第 2 行是头 1 的 "sat" 和头 2 的 "the"，
 第 3 行是头 2 的 "cat" 和 "sat"。种子文档 004 在文字上犯了类似的错误：拼接的是各头的*输出*
 （每个 L×D），而不是它们的注意力矩阵（每个 L×L）。]],
         },
         code = [[
 wrong = head_outputs:contiguous():view(L, E)
-show(wrong, {rows = tokens, title = "view without the transpose: rows mix tokens"})
+show(wrong, {rows = tokens,
+    title = tr{en = "view without the transpose: rows mix tokens",
+               zh = "不转置就 view：行混合了不同词元"}})
 show(concat - wrong, {rows = tokens, title = "concat - wrong"})]],
     },
 

@@ -34,7 +34,8 @@ layer.in_proj_bias = mha.randn{3 * E} * 0.1
 layer.out_proj_bias = mha.randn{E} * 0.1
 X = mha.randn{4, E}
 show(X, {rows = tokens, title = "X (L=4, E=4)"})
-show(layer.in_proj_weight, {title = "in_proj_weight (3E×E) = [W_q; W_k; W_v]"})]],
+show(layer.in_proj_weight,
+    {title = "in_proj_weight (3E×E) = [W_q; W_k; W_v]"})]],
     },
 
     step{
@@ -67,12 +68,16 @@ batched matmul, scale by 1/√d_k with d_k = D (the head size, not E), and softm
 （d_k = D，是头的大小，不是 E），再沿键的方向做 softmax。]],
         },
         code = [[
-split_heads = function(t) return t:view(4, H, D):transpose(1, 2) end   -- (L, E) -> (H, L, D)
+-- (L, E) -> (H, L, D)
+split_heads = function(t) return t:view(4, H, D):transpose(1, 2) end
 Qh, Kh, Vh = split_heads(Q), split_heads(K), split_heads(V)
 scores = Qh:matmul(Kh:transpose(2, 3)) / math.sqrt(D)
 weights = mha.softmax(scores, 3)
-show(weights, {rows = tokens, cols = tokens, dims = {"head", "query", "key"}, title = "weights per head"})
-plot.heads(weights, {tokens = tokens, title = "each head's attention"})]],
+show(weights, {rows = tokens, cols = tokens,
+    dims = tr{en = {"head", "query", "key"}, zh = {"头", "查询", "键"}},
+    title = tr{en = "weights per head", zh = "每个头的权重"}})
+plot.heads(weights, {tokens = tokens,
+    title = tr{en = "each head's attention", zh = "每个头的注意力"}})]],
     },
 
     step{
@@ -90,7 +95,9 @@ head_outputs = weights:matmul(Vh)                       -- (H, L, D)
 concat = head_outputs:transpose(1, 2):contiguous():view(4, E)
 show(concat, {rows = tokens, title = "Concat(head_1, head_2)"})
 by_hand = mha.linear(concat, layer.out_proj_weight, layer.out_proj_bias)
-show(by_hand, {rows = tokens, title = "by hand: Concat·W^Oᵀ + b_o"})]],
+show(by_hand, {rows = tokens,
+    title = tr{en = "by hand: Concat·W^Oᵀ + b_o",
+               zh = "手算：Concat·W^Oᵀ + b_o"}})]],
     },
 
     step{
@@ -105,10 +112,15 @@ intermediate under a name, so you can compare any of them.]],
         code = [[
 out, layer_weights = layer:forward(X, X, X, {average_attn_weights = false})
 show(out, {rows = tokens, title = "layer:forward(X, X, X)"})
-print("max |by hand - layer| < 1e-5:", (by_hand - out):abs():max():item() < 1e-5)
-print("max |weights - layer's weights| < 1e-6:", (weights - layer_weights):abs():max():item() < 1e-6)
+print(tr{en = "max |by hand - layer| < 1e-5:",
+         zh = "max |手算 - 层| < 1e-5："},
+    (by_hand - out):abs():max():item() < 1e-5)
+print(tr{en = "max |weights - layer's weights| < 1e-6:",
+         zh = "max |权重 - 层的权重| < 1e-6："},
+    (weights - layer_weights):abs():max():item() < 1e-6)
 trace = layer:trace(X, X, X)
-print("trace: " .. table.concat(trace, " "))]],
+say{en = "trace: " .. table.concat(trace, " "),
+    zh = "trace 中的名字：" .. table.concat(trace, " ")}]],
     },
 
     exercise{

@@ -33,15 +33,30 @@ h·L² 个分数取指数，而不是 L² 个。]],
         code = [[
 macs = function(L, E, h)
     local D = E // h
-    return {projections = 3 * L * E * E, scores = h * L * L * D, weighted_sum = h * L * L * D,
-            output = L * E * E, softmax_exps = h * L * L}
+    return {projections = 3 * L * E * E, scores = h * L * L * D,
+            weighted_sum = h * L * L * D, output = L * E * E,
+            softmax_exps = h * L * L}
 end
+-- prints one table row, each cell right-aligned in its column
+widths = {4, 2, 11, 10, 12, 10, 11, 8}
+row = function(cells)
+    local width, out = require("mha.text").width, {}
+    for i, c in ipairs(cells) do
+        c = tostring(c)
+        out[i] = string.rep(" ", widths[i] - width(c)) .. c
+    end
+    print(table.concat(out, " "))
+end
+row(tr{en = {"L", "h", "projections", "scores", "weighted sum", "output",
+             "total", "exps"},
+       zh = {"L", "h", "投影", "分数", "加权和", "输出", "合计",
+             "exp 次数"}})
 for _, L in ipairs({10, 128, 1024}) do
     for _, h in ipairs({1, 8}) do
         local c = macs(L, 512, h)
-        print(string.format("L = %4d  h = %d   projections %11d  scores %11d  weighted sum %11d  output %10d  total %11d  exps %8d",
-            L, h, c.projections, c.scores, c.weighted_sum, c.output,
-            c.projections + c.scores + c.weighted_sum + c.output, c.softmax_exps))
+        row({L, h, c.projections, c.scores, c.weighted_sum, c.output,
+             c.projections + c.scores + c.weighted_sum + c.output,
+             c.softmax_exps})
     end
 end]],
     },
@@ -59,17 +74,27 @@ input features), and each head's scores are (L×64)·(64×L), whose 8 copies add
 (L×512)·(512×L). A head that only saw 64 of the 512 input features (a block-diagonal W^Q) would indeed
 cost 1/8, and would be a weaker, different model.]],
             zh = [[
-种子文档 002 说单头算"1 次 512×512 的矩阵运算"，8 头算"8 次 64×64 的矩阵运算"，并据此断言二者计算量持平。
+种子文档 002 说单头算“1 次 512×512 的矩阵运算”，8 头算“8 次 64×64 的矩阵运算”，并据此断言二者计算量持平。
 结论是对的（上表的乘加次数完全相等），计数却不对：8·64·64 = 32768 只有 512·512 = 262144 的八分之一，
 照字面理解多头反而便宜 8 倍。实际相乘的是：两种情况下投影都是完整的 (L×512)·(512×512) 乘法（每个头的
 64 列读取全部 512 个输入特征）；每个头的分数是 (L×64)·(64×L)，8 份加起来正好等于单头的 (L×512)·(512×L)。
 只看 512 个输入特征中 64 个的头（分块对角的 W^Q）确实只要 1/8 的计算，但那是一个更弱的、不同的模型。]],
         },
         code = [[
-print(string.format("512·512 = %d   8·64·64 = %d   ratio %g", 512 * 512, 8 * 64 * 64, 512 * 512 / (8 * 64 * 64)))
+print(string.format(tr{en = "512·512 = %d   8·64·64 = %d   ratio %g",
+                       zh = "512·512 = %d   8·64·64 = %d   比值 %g"},
+    512 * 512, 8 * 64 * 64, 512 * 512 / (8 * 64 * 64)))
 one, eight = macs(128, 512, 1), macs(128, 512, 8)
-print(string.format("L = 128: scores, 1 head (128×512)·(512×128): %d   8 heads 8·(128×64)·(64×128): %d", one.scores, eight.scores))
-print(string.format("full W^Q parameters %d   block-diagonal (8 blocks of 64×64) %d", 512 * 512, 8 * 64 * 64))]],
+print(string.format(tr{
+    en = "L = 128, scores: 1 head (128×512)·(512×128): %d",
+    zh = "L = 128，分数：1 个头 (128×512)·(512×128)：%d"}, one.scores))
+print(string.format(tr{
+    en = "                 8 heads 8·(128×64)·(64×128): %d",
+    zh = "                  8 个头 8·(128×64)·(64×128)：%d"}, eight.scores))
+print(string.format(tr{
+    en = "full W^Q parameters %d   block-diagonal (8 blocks of 64×64) %d",
+    zh = "完整 W^Q 参数 %d   块对角（8 个 64×64 块）%d"},
+    512 * 512, 8 * 64 * 64))]],
     },
 
     step{
@@ -93,13 +118,23 @@ for i, L in ipairs({64, 128, 256, 512, 1024, 2048, 4096}) do
     linear_part[i] = (c.projections + c.output) / 1e6
     square_part[i] = (c.scores + c.weighted_sum) / 1e6
     weight_mib[i] = 8 * L * L * 4 / 2^20
-    print(string.format("L = %4d  projections %9.1f M  scores+sum %9.1f M  weights (8 heads) %8.2f MiB", L,
-        linear_part[i], square_part[i], weight_mib[i]))
+    print(string.format(tr{
+        en = "L = %4d  projections %7.1f M  scores+sum %8.1f M"
+             .. "  weights %6.1f MiB",
+        zh = "L = %4d  投影 %7.1f M  分数+加权和 %8.1f M  权重 %6.1f MiB"},
+        L, linear_part[i], square_part[i], weight_mib[i]))
 end
 plot.line{
-    {x = lengths, y = linear_part, title = "projections (M multiply-adds)"},
-    {x = lengths, y = square_part, title = "scores + weighted sum (M)"},
-    xlabel = "L", ylabel = "millions", logx = true, logy = true, title = "cost against sequence length",
+    {x = lengths, y = linear_part,
+     title = tr{en = "projections (M multiply-adds)",
+                zh = "投影（百万次乘加）"}},
+    {x = lengths, y = square_part,
+     title = tr{en = "scores + weighted sum (M)",
+                zh = "分数 + 加权和（百万）"}},
+    xlabel = "L", ylabel = tr{en = "millions",
+                              zh = "百万"}, logx = true, logy = true,
+    title = tr{en = "cost against sequence length",
+               zh = "计算量随序列长度的变化"},
 }]],
     },
 
@@ -120,7 +155,7 @@ Times differ from machine to machine and run to run, so a batch replay prints on
 if LESSON.batch then
     say{en = "(batch mode: no timings)", zh = "（批处理模式：不计时）"}
 else
-    -- one untimed warm-up run, then the median of 5 timed runs, in milliseconds
+    -- one untimed warm-up run, then the median of 5 timed runs, in ms
     median_ms = function(run)
         run()
         local ms = {}
@@ -138,13 +173,25 @@ else
         local layer = mha.MultiheadAttention{embed_dim = 512, num_heads = h}
         for i, L in ipairs(timed_lengths) do
             local x = mha.randn{L, 512}
-            times[h][i], runs[h][i] = median_ms(function() layer:forward(x, x, x) end)
-            print(string.format("h = %d  L = %4d  %8.2f ms (median of 5)", h, L, times[h][i]))
+            times[h][i], runs[h][i] =
+                median_ms(function() layer:forward(x, x, x) end)
+            print(string.format(tr{
+                en = "h = %d  L = %4d  %8.2f ms (median of 5)",
+                zh = "h = %d  L = %4d  %8.2f ms（5 次的中位数）"},
+                h, L, times[h][i]))
         end
     end
-    print("memory: ", mha.memory())
-    plot.line{{x = timed_lengths, y = times[1], title = "1 head"}, {x = timed_lengths, y = times[8], title = "8 heads"},
-              xlabel = "L", ylabel = "ms", title = "forward time"}
+    local live, peak = mha.memory()
+    print(string.format(tr{
+        en = "tensor memory: %.1f MiB live, %.1f MiB peak",
+        zh = "张量内存：当前 %.1f MiB，峰值 %.1f MiB"},
+        live / 2^20, peak / 2^20))
+    plot.line{{x = timed_lengths, y = times[1], title = tr{en = "1 head",
+                                                           zh = "1 个头"}},
+              {x = timed_lengths, y = times[8], title = tr{en = "8 heads",
+                                                           zh = "8 个头"}},
+              xlabel = "L", ylabel = "ms",
+              title = tr{en = "forward time", zh = "前向计算时间"}}
 end]],
     },
 

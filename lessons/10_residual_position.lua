@@ -33,9 +33,10 @@ attended = layer:forward(x, x, x)
 y = x + attended
 normed = mha.layer_norm(y, {8})   -- over the last dim, E = 8 (γ = 1, β = 0)
 show(normed, {rows = tokens, title = "LayerNorm(x + Attention(x))"})
--- the means are 0 up to rounding (about 1e-8, different on every CPU): check, don't print
+-- the means are 0 up to rounding (about 1e-8, different on every CPU)
 local worst = normed:mean(2):abs():max():item()
-print(tr{en = "mean per token: max |mean| < 1e-6:", zh = "每个词元的均值：max |mean| < 1e-6："},
+print(tr{en = "mean per token: max |mean| < 1e-6:",
+         zh = "每个词元的均值：max |均值| < 1e-6："},
     worst < 1e-6)
 show(normed:var(2, false, 0), {cols = tokens,
     title = tr{en = "variance per token", zh = "每个词元的方差"}})]],
@@ -49,14 +50,19 @@ Seed 000's code puts the comment "residual connection and layer norm" over outpu
 which is only the output projection W^O: there is no "+ x" and no normalisation in it. Its output has
 neither property above; the residual and the norm belong to the Transformer block around the layer.]],
             zh = [[
-种子文档 000 的代码在 output = out_linear(...) 上方写了注释"残差连接和层归一化"，而那只是输出投影 W^O：
+种子文档 000 的代码在 output = out_linear(...) 上方写了注释“残差连接和层归一化”，而那只是输出投影 W^O：
 其中既没有 "+ x"，也没有归一化。它的输出不具有上面的任何一个性质；残差和归一化属于包在这一层外面的
 Transformer 块。]],
         },
         code = [[
-show(attended:mean(2), {cols = tokens, title = "out_linear output: means"})
-show(attended:var(2, false, 0), {cols = tokens, title = "out_linear output: variances"})
-print(string.format("max |out_linear(...) - LayerNorm(x + it)| = %.4f", (attended - normed):abs():max():item()))]],
+show(attended:mean(2), {cols = tokens,
+    title = tr{en = "out_linear output: means",
+               zh = "out_linear 输出：均值"}})
+show(attended:var(2, false, 0), {cols = tokens,
+    title = tr{en = "out_linear output: variances",
+               zh = "out_linear 输出：方差"}})
+print(string.format("max |out_linear(...) - LayerNorm(x + it)| = %.4f",
+    (attended - normed):abs():max():item()))]],
     },
 
     step{
@@ -68,14 +74,18 @@ the tokens and the outputs are permuted the same way, nothing else changes: "dog
 "man bites dog" get the same vectors. Order has to be put into the inputs.]],
             zh = [[
 注意力把每个查询与每个键比较；其中没有任何东西知道哪个词元在前。把词元重新排列，输出也以同样方式重新
-排列，别的什么都不变："狗咬人"与"人咬狗"得到相同的向量。顺序必须加到输入里去。]],
+排列，别的什么都不变：“狗咬人”与“人咬狗”得到相同的向量。顺序必须加到输入里去。]],
         },
         code = [[
 order = {3, 1, 4, 2}
-permuted = mha.stack({x:select(1, 3), x:select(1, 1), x:select(1, 4), x:select(1, 2)}, 1)
+permuted = mha.stack({x:select(1, 3), x:select(1, 1),
+                      x:select(1, 4), x:select(1, 2)}, 1)
 out_permuted = layer:forward(permuted, permuted, permuted)
-expected = mha.stack({attended:select(1, 3), attended:select(1, 1), attended:select(1, 4), attended:select(1, 2)}, 1)
-print("max |Attention(permuted x) - permuted Attention(x)| < 1e-5:", (out_permuted - expected):abs():max():item() < 1e-5)]],
+expected = mha.stack({attended:select(1, 3), attended:select(1, 1),
+                      attended:select(1, 4), attended:select(1, 2)}, 1)
+print(tr{en = "max |Attention(permuted x) - permuted Attention(x)| < 1e-5:",
+         zh = "max |Attention(置换的 x) - 置换的 Attention(x)| < 1e-5："},
+    (out_permuted - expected):abs():max():item() < 1e-5)]],
     },
 
     step{
@@ -101,10 +111,15 @@ slow ones. Every position gets a distinct pattern, and PE[p + k] is a fixed rota
         },
         code = [[
 pe = mha.positional_encoding(16, 8)
-show(pe:narrow(1, 1, 4), {title = "PE rows 1-4 (positions 0-3)"})
-plot.heatmap(pe, {title = "positional encoding (16 positions × 8)"})
+show(pe:narrow(1, 1, 4),
+    {title = tr{en = "PE rows 1-4 (positions 0-3)",
+                zh = "PE 第 1-4 行（位置 0-3）"}})
+plot.heatmap(pe, {title = tr{en = "positional encoding (16 positions × 8)",
+                             zh = "位置编码（16 个位置 × 8）"}})
 similarity = pe:matmul(pe:transpose(1, 2))
-show(similarity:narrow(1, 1, 4):narrow(2, 1, 8), {title = "PE·PEᵀ: depends on distance"})]],
+show(similarity:narrow(1, 1, 4):narrow(2, 1, 8),
+    {title = tr{en = "PE·PEᵀ: depends on distance",
+                zh = "PE·PEᵀ：取决于距离"}})]],
     },
 
     exercise{

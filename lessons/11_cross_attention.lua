@@ -23,9 +23,13 @@ weights are L×S, one row per target token over the source tokens.]],
 target = {"我", "爱"}
 source = {"I", "love", "green", "tea", "."}
 decoder_x = mha.randn{2, 4}    -- L = 2 target tokens, E = 4
-memory = mha.randn{5, 6}       -- S = 5 source tokens, encoder width kdim = 6
-show(decoder_x, {rows = target, title = "decoder states (L=2, E=4)"})
-show(memory, {rows = source, title = "encoder output (S=5, 6)"})]],
+memory = mha.randn{5, 6}   -- S = 5 source tokens, encoder width kdim = 6
+show(decoder_x, {rows = target,
+    title = tr{en = "decoder states (L=2, E=4)",
+               zh = "解码器状态（L=2，E=4）"}})
+show(memory, {rows = source,
+    title = tr{en = "encoder output (S=5, 6)",
+               zh = "编码器输出（S=5，6）"}})]],
     },
 
     step{
@@ -42,15 +46,21 @@ in_proj_weight：q_proj_weight（E×E）、k_proj_weight（E×kdim）、v_proj_w
 E 维空间，所以 Q·Kᵀ 有定义。这里编码器输出作为键（kdim = 6），它的一个较窄的版本作为值（vdim = 3）。]],
         },
         code = [[
-cross = mha.MultiheadAttention{embed_dim = 4, num_heads = 2, kdim = 6, vdim = 3}
-for _, name in ipairs({"q_proj_weight", "k_proj_weight", "v_proj_weight", "out_proj_weight"}) do
-    print(string.format("%-16s %s", name, table.concat(cross[name]:shape(), "×")))
+cross = mha.MultiheadAttention{embed_dim = 4, num_heads = 2,
+                               kdim = 6, vdim = 3}
+for _, name in ipairs({"q_proj_weight", "k_proj_weight", "v_proj_weight",
+                       "out_proj_weight"}) do
+    print(string.format("%-16s %s", name,
+        table.concat(cross[name]:shape(), "×")))
 end
 values = memory:narrow(2, 1, 3)
 out, weights = cross:forward(decoder_x, memory, values)
-show(weights, {rows = target, cols = source, title = "weights (L=2 × S=5)"})
-show(out, {rows = target, title = "output (L=2, E=4)"})
-plot.heatmap(weights, {rows = target, cols = source, title = "target × source", values = true})]],
+show(weights, {rows = target, cols = source,
+    title = tr{en = "weights (L=2 × S=5)", zh = "权重（L=2 × S=5）"}})
+show(out, {rows = target, title = tr{en = "output (L=2, E=4)",
+                                     zh = "输出（L=2，E=4）"}})
+plot.heatmap(weights, {rows = target, cols = source, values = true,
+    title = tr{en = "target × source", zh = "目标 × 源"}})]],
     },
 
     step{
@@ -68,12 +78,17 @@ b_q, b_k, b_v = cross.in_proj_bias:chunk(3, 1)
 Q = mha.linear(decoder_x, cross.q_proj_weight, b_q)
 K = mha.linear(memory, cross.k_proj_weight, b_k)
 V = mha.linear(values, cross.v_proj_weight, b_v)
-print("Q " .. table.concat(Q:shape(), "×"), "K " .. table.concat(K:shape(), "×"), "V " .. table.concat(V:shape(), "×"))
+print("Q " .. table.concat(Q:shape(), "×"),
+    "K " .. table.concat(K:shape(), "×"),
+    "V " .. table.concat(V:shape(), "×"))
 heads_of = function(t) return t:view(t:shape()[1], 2, 2):transpose(1, 2) end
-head_out, head_w = mha.scaled_dot_product_attention(heads_of(Q), heads_of(K), heads_of(V))
+head_out, head_w = mha.scaled_dot_product_attention(
+    heads_of(Q), heads_of(K), heads_of(V))
 concat = head_out:transpose(1, 2):contiguous():view(2, 4)
 by_hand = mha.linear(concat, cross.out_proj_weight, cross.out_proj_bias)
-print("max |by hand - layer| < 1e-5:", (by_hand - out):abs():max():item() < 1e-5)]],
+print(tr{en = "max |by hand - layer| < 1e-5:",
+         zh = "max |手算 - 层| < 1e-5："},
+    (by_hand - out):abs():max():item() < 1e-5)]],
     },
 
     step{
@@ -94,9 +109,14 @@ two = {"Thinking", "Machines"}
 x2 = mha.randn{2, 4}
 self_layer = mha.MultiheadAttention{embed_dim = 4, num_heads = 2}
 _, self_weights = self_layer:forward(x2, x2, x2)
-show(self_weights, {rows = two, cols = two, title = "self-attention: 2×2 weights"})
-_, one_weight = self_layer:forward(x2:narrow(1, 1, 1), x2:narrow(1, 2, 1), x2:narrow(1, 2, 1))
-show(one_weight, {rows = {"Thinking"}, cols = {"Machines"}, title = "one query, one key: weight 1"})]],
+show(self_weights, {rows = two, cols = two,
+    title = tr{en = "self-attention: 2×2 weights",
+               zh = "自注意力：2×2 权重"}})
+_, one_weight = self_layer:forward(x2:narrow(1, 1, 1),
+    x2:narrow(1, 2, 1), x2:narrow(1, 2, 1))
+show(one_weight, {rows = {"Thinking"}, cols = {"Machines"},
+    title = tr{en = "one query, one key: weight 1",
+               zh = "一个查询、一个键：权重为 1"}})]],
     },
 
     exercise{

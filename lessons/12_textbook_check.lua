@@ -26,15 +26,28 @@ score = (0.1×0.4 + 0.2×0.5 + 0.3×0.6)/√3 ≈ 0.2598。它自己的算式等
 checked = {}
 compare = function(name, seed_says, value)
     checked[name] = value
-    local got = mha.is_tensor(value) and value:reshape(-1):totable() or {value}
+    local got = mha.is_tensor(value) and value:reshape(-1):totable()
+                or {value}
     local g = {}
     for i, v in ipairs(got) do g[i] = string.format("%.4f", v) end
-    print(string.format("%-10s seed: %-26s true: %s", name, seed_says, table.concat(g, ", ")))
+    local seed = string.format(tr{en = "%-10s seed: %-26s",
+                                  zh = "%-10s 种子：%-26s"},
+        name, tr(seed_says))
+    local truth = string.format(tr{en = "true: %s", zh = "实际：%s"},
+        table.concat(g, ", "))
+    -- too wide for one line of 80: the true values go under the seed's
+    local width = require("mha.text").width
+    if width(seed) + 1 + width(truth) > 80 then
+        print(seed)
+        seed = string.rep(" ", 11)
+    end
+    print(seed .. " " .. truth)
 end
 q = mha.tensor{{0.1, 0.2, 0.3}}
 k = mha.tensor{{0.4, 0.5, 0.6}}
 v = mha.tensor{{1.0, 2.0, 3.0}}
-compare("q_dot_k", "(not printed)", q:matmul(k:transpose(1, 2)):item())
+unprinted = {en = "(not printed)", zh = "（未打印）"}
+compare("q_dot_k", unprinted, q:matmul(k:transpose(1, 2)):item())
 score = q:matmul(k:transpose(1, 2)) / math.sqrt(3)
 compare("score", "0.2598", score:item())
 compare("alpha", "1.0", mha.softmax(score, 2):item())
@@ -85,13 +98,14 @@ head₁ = [11.8, 13.2]，而它自己的 V₁ 是 [10.9, 12.1]：不论投影算
         code = [[
 head1, weight1 = mha.scaled_dot_product_attention(Q1, K1, V1)
 head2, weight2 = mha.scaled_dot_product_attention(Q2, K2, V2)
-compare("score1", "(not printed)", Q1:matmul(K1:transpose(1, 2)) / math.sqrt(2))
-compare("score2", "(not printed)", Q2:matmul(K2:transpose(1, 2)) / math.sqrt(2))
-compare("weight1", "(not printed)", weight1)
-compare("weight2", "(not printed)", weight2)
+compare("score1", unprinted, Q1:matmul(K1:transpose(1, 2)) / math.sqrt(2))
+compare("score2", unprinted, Q2:matmul(K2:transpose(1, 2)) / math.sqrt(2))
+compare("weight1", unprinted, weight1)
+compare("weight2", unprinted, weight2)
 compare("head1", "[11.8, 13.2]", head1)
 compare("head2", "[20.9, 21.5]", head2)
-print("head1 == V1:", (head1 - V1):abs():max():item() == 0, "  head2 == V2:", (head2 - V2):abs():max():item() == 0)]],
+print("head1 == V1:", (head1 - V1):abs():max():item() == 0,
+    "  head2 == V2:", (head2 - V2):abs():max():item() == 0)]],
     },
 
     step{
@@ -112,13 +126,15 @@ W^O ∈ ℝ^(h·d_v × d_model) = 4×3，所以应该用印出矩阵的转置。
 d_model/h 的选择）要求 h·d_k = d_model。]],
         },
         code = [[
-WO_printed = mha.tensor{{3.7, 3.8, 3.9, 4.0}, {4.1, 4.2, 4.3, 4.4}, {4.5, 4.6, 4.7, 4.8}}
+WO_printed = mha.tensor{{3.7, 3.8, 3.9, 4.0}, {4.1, 4.2, 4.3, 4.4},
+                        {4.5, 4.6, 4.7, 4.8}}
 concat = mha.cat({head1, head2}, 2)
 compare("concat", "[11.8, 13.2, 20.9, 21.5]", concat)
 print(select(2, pcall(function() return concat:matmul(WO_printed) end)))
 WO = WO_printed:transpose(1, 2)
 compare("multihead", "[197.5, 208.7, 220.0]", concat:matmul(WO))
-compare("from_seed", "[197.5, 208.7, 220.0]", mha.tensor{{11.8, 13.2, 20.9, 21.5}}:matmul(WO))]],
+compare("from_seed", "[197.5, 208.7, 220.0]",
+    mha.tensor{{11.8, 13.2, 20.9, 21.5}}:matmul(WO))]],
     },
 
     step{
@@ -129,7 +145,7 @@ Seed 003 says each head's size is "1/k of the sequence length". Run one layer (d
 sequences of 3 and of 10 tokens and read the shape of the per-head queries from the trace: the head
 size is d_model/h = 4 both times. The sequence length only decides how many rows there are.]],
             zh = [[
-种子文档 003 说每个头的大小是"序列长度的 1/k"。用同一层（d_model = 8，h = 2）分别处理 3 个和 10 个词元的
+种子文档 003 说每个头的大小是“序列长度的 1/k”。用同一层（d_model = 8，h = 2）分别处理 3 个和 10 个词元的
 序列，从 trace 中读出每头查询的形状：两次的头大小都是 d_model/h = 4。序列长度只决定有多少行。]],
         },
         code = [[
@@ -137,8 +153,8 @@ layer = mha.MultiheadAttention{embed_dim = 8, num_heads = 2}
 for _, L in ipairs({3, 10}) do
     local xs = mha.randn{L, 8}
     local trace = layer:trace(xs, xs, xs)
-    print(string.format("L = %2d: Q_heads %s (H, L, D): D = %d", L, table.concat(trace.Q_heads:shape(), "×"),
-        trace.Q_heads:shape()[3]))
+    print(string.format("L = %2d: Q_heads %s (H, L, D): D = %d", L,
+        table.concat(trace.Q_heads:shape(), "×"), trace.Q_heads:shape()[3]))
 end]],
     },
 
@@ -150,7 +166,7 @@ Seed 003 says the weights multiply "the original input embeddings" and that the 
 simply concatenated. The weights multiply V = X·W^V, and the concatenation is followed by W^O. Each
 omission gives a different result from the real layer.]],
             zh = [[
-种子文档 003 说权重乘的是"原始输入序列的嵌入向量"，并且各头的输出只是拼接起来。实际上权重乘的是
+种子文档 003 说权重乘的是“原始输入序列的嵌入向量”，并且各头的输出只是拼接起来。实际上权重乘的是
 V = X·W^V，拼接之后还要乘 W^O。每一处省略都会得到与真实层不同的结果。]],
         },
         code = [[
@@ -158,10 +174,15 @@ tokens = {"t1", "t2", "t3"}
 X = mha.randn{3, 8}
 trace = layer:trace(X, X, X)
 real = trace.output
-with_inputs = trace.weights:matmul(X:view(3, 2, 4):transpose(1, 2)):transpose(1, 2):contiguous():view(3, 8)
+with_inputs = trace.weights:matmul(X:view(3, 2, 4):transpose(1, 2))
+    :transpose(1, 2):contiguous():view(3, 8)
 without_WO = trace.concat
-print(string.format("max |weights·X (per head) - layer| = %.4f", (with_inputs - real):abs():max():item()))
-print(string.format("max |concat without W^O - layer|  = %.4f", (without_WO - real):abs():max():item()))]],
+print(string.format(tr{en = "max |weights·X (per head) - layer| = %.4f",
+                       zh = "max |weights·X（每个头）- 层| = %.4f"},
+    (with_inputs - real):abs():max():item()))
+print(string.format(tr{en = "max |concat without W^O - layer|  = %.4f",
+                       zh = "max |不乘 W^O 的 concat - 层| = %.4f"},
+    (without_WO - real):abs():max():item()))]],
     },
 
     step{
@@ -173,16 +194,20 @@ attention matrices are L×L each; concatenated they are L×(h·L), which W^O (h�
 multiply unless h·L happens to equal h·d_v, and even then the result means nothing. What is
 concatenated is the heads' outputs, L×d_v each, into L×(h·d_v).]],
             zh = [[
-种子文档 004 说把每个头的注意力矩阵拼接成"多头注意力矩阵"。注意力矩阵每个是 L×L；拼接后是 L×(h·L)，
+种子文档 004 说把每个头的注意力矩阵拼接成“多头注意力矩阵”。注意力矩阵每个是 L×L；拼接后是 L×(h·L)，
 W^O（h·d_v × d_model）无法与之相乘，除非 h·L 恰好等于 h·d_v，而即便如此结果也毫无意义。真正拼接的是各头的
 输出，每个 L×d_v，拼成 L×(h·d_v)。]],
         },
         code = [[
-W_heads = trace.weights                                    -- (H, L, L) = (2, 3, 3)
+W_heads = trace.weights   -- (H, L, L) = (2, 3, 3)
 joined = mha.cat({W_heads:select(1, 1), W_heads:select(1, 2)}, 2)
-print("attention matrices concatenated: " .. table.concat(joined:shape(), "×"))
-print(select(2, pcall(function() return mha.linear(joined, layer.out_proj_weight) end)))
-print("head outputs concatenated: " .. table.concat(trace.concat:shape(), "×"))]],
+print(tr{en = "attention matrices concatenated: ",
+         zh = "注意力矩阵拼接后："}
+    .. table.concat(joined:shape(), "×"))
+say(select(2, pcall(function()
+    return mha.linear(joined, layer.out_proj_weight) end)))
+print(tr{en = "head outputs concatenated: ", zh = "各头输出拼接后："}
+    .. table.concat(trace.concat:shape(), "×"))]],
     },
 
     step{
@@ -204,9 +229,10 @@ mask conventions (lesson 6), the cost of many heads (lesson 9).]],
 show(real:mean(2), {cols = tokens,
     title = tr{en = "out_linear: row means", zh = "out_linear：各行均值"}})
 show(real:var(2, false, 0), {cols = tokens,
-    title = tr{en = "out_linear: row variances", zh = "out_linear：各行方差"}})
+    title = tr{en = "out_linear: row variances",
+               zh = "out_linear：各行方差"}})
 block = mha.layer_norm(X + real, {8})
--- the real block's means are 0 up to rounding (about 1e-8, different on every CPU)
+-- the real block's means are 0 up to rounding (about 1e-8, CPU-dependent)
 print(tr{en = "LayerNorm(x + out): max |row mean| < 1e-6:",
     zh = "LayerNorm(x + out)：max |行均值| < 1e-6："},
     block:mean(2):abs():max():item() < 1e-6)]],

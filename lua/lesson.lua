@@ -45,7 +45,7 @@ end
 -- The runner's own words, in both languages.
 local words = {
     en = {
-        step = "step", exercise = "Exercise", of_lesson = "lesson",
+        step = "step", exercise = "Exercise", of_lesson = "lesson", colon = ":", colon_space = ": ",
         ask = "Answer with answer(value) or :answer EXPR; :solution shows the lesson's own answer, Enter goes on.",
         batch_answer = "(batch mode: answered with the lesson's own solution)",
         correct = "correct", not_yet = "not yet",
@@ -65,7 +65,7 @@ local words = {
         lang_usage = ":lang en|zh (English or Chinese)",
     },
     zh = {
-        step = "第", exercise = "练习", of_lesson = "课",
+        step = "第", exercise = "练习", of_lesson = "课", colon = "：", colon_space = "：",
         ask = "用 answer(值) 或 :answer 表达式 作答；:solution 显示本课的答案，回车继续。",
         batch_answer = "（批处理模式：用本课自带的答案作答）",
         correct = "正确", not_yet = "还不对",
@@ -642,7 +642,7 @@ local function show_step(k)
     say_line("")
     say_lines(header(k, #lesson.steps, tr(s.title, lang)))
     if s.kind == "exercise" then
-        say_text(words[lang].exercise .. ":")
+        say_text(words[lang].exercise .. words[lang].colon)
         exercise_prompt(s, k)
     else
         print_text(tr(s.text, lang))
@@ -653,7 +653,7 @@ local function show_step(k)
         echo_code(code)
         local ok, err = run_code(code, k)
         if not ok then
-            say_text(string.format(words[lang].error_in_step, k) .. ": " .. err)
+            say_text(string.format(words[lang].error_in_step, k) .. words[lang].colon_space .. err)
             -- the step stays unrun, so Enter would run it again on the same state: say how to rebuild it
             if not session.batch then say_text(words[lang].recover(k)) end
             return false, err
@@ -691,7 +691,7 @@ local function replay_before(k)
                 local okc, errc = run_code(code, i)
                 if not okc then error(errc, 0) end
             end)
-            if not ok then return false, string.format(words[session.lang].error_in_step, i) .. ": " .. tostring(err) end
+            if not ok then return false, string.format(words[session.lang].error_in_step, i) .. words[session.lang].colon_space .. tostring(err) end
         end
     end
     return true
@@ -759,7 +759,7 @@ function M.answer(value, eval_error)
         say_text(msg("malformed", tostring(ok)))
         return false
     end
-    say_text(ok and message or (words[session.lang].not_yet .. ": " .. message))
+    say_text(ok and message or (words[session.lang].not_yet .. words[session.lang].colon_space .. message))
     if ok then
         session.pending = nil
         if session.pos < #session.lesson.steps then say_text(words[session.lang].next_hint) end
@@ -781,7 +781,7 @@ function M.show_solution()
     local ex = session.lesson.steps[session.pos]
     if not (ex and ex.kind == "exercise") then say_text(words[session.lang].no_exercise); return false end
     local shown = type(ex.solution) == "string" and ex.solution:gsub("^%s+", ""):gsub("%s+$", "") or "(a function)"
-    say_lines(M.wrap(shown, columns(), {first = words[session.lang].solution .. ": ", rest = "  ", mode = "code"}))
+    say_lines(M.wrap(shown, columns(), {first = words[session.lang].solution .. words[session.lang].colon_space, rest = "  ", mode = "code"}))
     return true
 end
 

@@ -19,6 +19,12 @@ unset MHA_LANG LANG MHA_LESSONS
 export MHA_ISA=portable
 out=$(mktemp) err=$(mktemp); trap 'rm -f "$out" "$err"' EXIT
 failed=0
+# labels lesson code prints in English (and an ASCII colon after 练习); a Chinese transcript (its echoed code aside, which shows both
+# languages' strings) must print its own words instead
+english_only=("true = not allowed" "weights per head" "max |bool - additive|" "shares storage with Q"
+    "mean per token" "(not printed)" "seed:" "multi-head output" "scores grow with" "every key masked"
+    "difference from the boolean mask" "by hand" "view without contiguous" "tensor memory" "weighted sum"
+    "attention weights" "nearly one-hot" "largest weight" "rows mix tokens" "decoder states" "练习:")
 for lesson in lessons/[0-9][0-9]_*.lua; do
     base=$(basename "$lesson" .lua)
     for lang in en zh; do
@@ -39,6 +45,18 @@ for lesson in lessons/[0-9][0-9]_*.lua; do
             [ -s "$err" ] && { echo "--- stderr:"; head -20 "$err"; }
         fi
         rm -f "$err.diff"
+        # every line fits the 80 columns the transcript is wrapped to (wc -L counts a CJK character as 2)
+        widest=$(head -n -1 "$out" | wc -L)
+        if [ "$widest" -le 80 ]; then echo "PASS golden_width_${base}_${lang}"
+        else echo "FAIL golden_width_${base}_${lang}: a line is $widest columns wide (COLUMNS=80)"; failed=1; fi
+        if [ "$lang" = zh ]; then
+            found=""
+            for phrase in "${english_only[@]}"; do
+                grep -v '^  │' "$out" | grep -qF -- "$phrase" && found="$found \"$phrase\""
+            done
+            if [ -z "$found" ]; then echo "PASS golden_zh_words_${base}"
+            else echo "FAIL golden_zh_words_${base}: English labels in the Chinese transcript:$found"; failed=1; fi
+        fi
         # the same lesson on the CPU's own kernels (MHA_ISA unset picks the fastest) prints the same
         if MHA_ISA= "$repl" --lesson "${base%%_*}" --batch --lang "$lang" 2>/dev/null </dev/null | cmp -s - <(head -n -1 "$out"); then
             echo "PASS golden_isa_${base}_${lang}"

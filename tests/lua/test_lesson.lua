@@ -222,7 +222,7 @@ for _, f in ipairs(files) do
                 local code = s.code or s.setup
                 if code then
                     local echoed = L.code_lines(code, width)
-                    if width >= 80 and STRICT_CODE_WIDTH then
+                    if width >= 80 then
                         -- the lessons' code is written to fit 80 columns: nothing is wrapped at all
                         local widest = 0
                         for _, l in ipairs(echoed) do widest = math.max(widest, L.width(l)) end
