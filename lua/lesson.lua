@@ -55,6 +55,7 @@ local words = {
         no_lesson = "no lesson is open: :lessons lists them, :open NAME opens one",
         no_exercise = "there is no exercise to answer at this step",
         replaying = function(k, seed) return string.format("(replaying steps 1-%d from seed %d)", k, seed) end,
+        resumed = function(n, k) return string.format("(lesson %d is still open at step %d: :reset rebuilt its state from the seed)", n, k) end,
         solution = "solution",
         error_in_step = "error in step %d",
         recover = function(k) return string.format("The lesson's variables may now be wrong for step %d: "
@@ -75,6 +76,7 @@ local words = {
         no_lesson = "没有打开的课程：:lessons 列出课程，:open 名称 打开一课",
         no_exercise = "这一步没有要回答的练习",
         replaying = function(k, seed) return string.format("（从种子 %d 重放第 1-%d 步）", seed, k) end,
+        resumed = function(n, k) return string.format("（第 %d 课仍停在第 %d 步：:reset 已从种子重建它的状态）", n, k) end,
         solution = "答案",
         error_in_step = "第 %d 步出错",
         recover = function(k) return string.format("课程的变量现在可能不适合第 %d 步：:goto %d 从本课的种子"
@@ -599,10 +601,19 @@ local function echo_code(code)
 end
 
 -- Runs a step's code in the global environment; returns true or false, message.
+-- Tells the REPL (when it keeps a transcript) what a step ran, so :save writes a script that works.
+local function record_step(code, label, ok)
+    local repl = package.loaded["mha.repl"]
+    if type(repl) == "table" and type(repl.record_step) == "function" then repl.record_step(code, label, ok) end
+end
+
 local function run_code(code, k)
+    local label = string.format("lesson %s, step %d", session.lesson.name or "?", k)
     local chunk, err = load(code, "=step " .. k, "t", _G)
-    if not chunk then return false, err end
-    return xpcall(chunk, function(e) return tostring(e) end)
+    if not chunk then record_step(code, label, false); return false, err end
+    local ok, e = xpcall(chunk, function(x) return tostring(x) end)
+    record_step(code, label, ok)
+    return ok, e
 end
 
 -- Runs fn with the runner's and the lesson's output thrown away (print, io.write, io.stdout, plots).
@@ -624,7 +635,10 @@ end
 local function reset_state()
     local mha = package.loaded.mha
     if mha then
-        if mha.seed then mha.seed(session.lesson.seed or 0) end
+        if mha.seed then
+            mha.seed(session.lesson.seed or 0)
+            record_step(string.format("mha.seed(%d)", session.lesson.seed or 0), "the lesson's seed")
+        end
         if mha.printoptions then mha.printoptions(session.print_options) end
     end
 end
@@ -742,7 +756,8 @@ function M.run_rest()
         local ok, err = M.next()
         if not ok then return false, err end
     end
-    say_text(words[session.lang].the_end)
+    -- a last exercise waits for its answer: the end is said once, after it
+    if not session.pending then say_text(words[session.lang].the_end) end
     return true
 end
 
@@ -831,6 +846,8 @@ function M.start(which, opts)
     local lang = session.lang
     say_lines(M.rule(columns(), string.format("%02d %s", f.number, tr(lesson.title, lang))))
     print_text(tr(lesson.summary, lang))
+    -- a script :save writes needs the names step code uses (show, plot, tr, say, LESSON ...)
+    record_step('require("mha.lesson").install_globals()', "the lesson's helpers")
     reset_state()
     if batch then
         for k = 1, #lesson.steps do
@@ -923,6 +940,31 @@ function M.start(which, opts)
     local ok, err, kind = start(which, opts)
     if repl and session and not session.batch then repl.on_empty_line = M.next end
     return ok, err, kind
+end
+
+-- :reset starts a new Lua state. The REPL keeps M.carry()'s string across it and gives it to M.resume
+-- in the new state, so the open lesson stays open at its step, its variables rebuilt from the seed.
+function M.carry()
+    if not session or session.batch then return nil end
+    return string.format("%d %d %s %d", session.number, session.pos, session.lang, session.pending and 1 or 0)
+end
+
+function M.resume(carried)
+    local number, pos, lang, pending = tostring(carried or ""):match("^(%d+) (%d+) (%a+) ([01])$")
+    if not number then return false end
+    number, pos = tonumber(number), tonumber(pos)
+    local ok = quietly(function() assert(M.start(number, {lang = lang, batch = false})) end)
+    if not ok or not session then return false end
+    M.install_globals()   -- quietly put back the plot it found, nil in a new state
+    if pos >= 1 and pos <= #session.lesson.steps then
+        local replayed = quietly(function() assert(replay_before(pos + 1)) end)
+        if not replayed then return false end
+        session.pos = pos
+        local s = session.lesson.steps[pos]
+        session.pending = (pending == "1" and s.kind == "exercise") and s or nil
+    end
+    say_text(words[session.lang].resumed(number, session.pos))
+    return true
 end
 
 return M

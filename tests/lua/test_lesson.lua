@@ -348,6 +348,7 @@ lesson = replayed(8)
 ex = exercise_of(lesson)
 expect_hint("lesson 8: scaling by d_model instead of d_k", ex, Qh:matmul(Kh:transpose(2, 3)) / math.sqrt(E), "√d_model")
 expect_hint("lesson 8: softmax-free raw scores", ex, Qh:matmul(Kh:transpose(2, 3)), "raw scores")
+expect_hint("lesson 8: the weights where the scaled scores are asked", ex, weights, "after the softmax")
 
 -- ---- the lesson goes on after a malformed answer; :goto rebuilds the state ----------------------
 local text = captured(L.start, 8, {batch = false, lang = "en"})
@@ -369,6 +370,53 @@ text = captured(L.next)
 T.ok("next after goto 5 shows step 6", text:find("step 6/6"), text:sub(1, 200))
 text = captured(L.next)
 T.ok("next after an unanswered exercise at the end says the lesson is over", text:find("End of the lesson"), text)
+
+-- ---- :run from mid-lesson: a last exercise is asked once, the end said once ----------------------
+local function count(s, pattern) return select(2, s:gsub(pattern, "")) end
+captured(L.start, 8, {batch = false, lang = "en"})
+captured(L.goto_step, 3)
+text = captured(L.run_rest)
+T.eq(":run asks the last exercise once", count(text, "step 6/6"), 1)
+T.eq(":run leaves the end for after the exercise", count(text, "End of the lesson"), 0)
+text = captured(L.next)
+T.eq("Enter after :run skips the exercise and ends once", count(text, "End of the lesson"), 1)
+captured(L.start, 1, {batch = false, lang = "en"})
+text = captured(L.run_rest)
+T.eq(":run of a lesson ending in an exercise asks it", count(text, "Exercise"), 1)
+
+-- ---- :reset: the REPL carries the open lesson into the new state, which resumes it ---------------
+captured(L.start, 8, {batch = false, lang = "en"})
+captured(L.goto_step, 4)
+local carried = L.carry()
+T.eq("carry names the lesson, step, language", carried, "8 4 en 0")
+local kept_concat = concat:clone()
+concat, by_hand = nil, nil                  -- a new Lua state has none of the lesson's variables
+text = captured(L.resume, carried)
+T.ok("resume says the lesson is still open", text:find("lesson 8 is still open at step 4", 1, true), text)
+T.eq("resume lands on the carried step", L.current().pos, 4)
+T.close("resume rebuilds the state from the seed", concat, kept_concat, 0, 0)
+text = captured(L.next)
+T.ok("the lesson goes on after resume", text:find("step 5/6", 1, true), text:sub(1, 200))
+T.eq("nothing to carry in batch mode", (function() captured(L.start, 1, {batch = true, lang = "en"}); return L.carry() end)(), nil)
+
+-- ---- :save: every step's code is recorded for the transcript ------------------------------------
+do
+    local recorded = {}
+    local real = package.loaded["mha.repl"]
+    package.loaded["mha.repl"] = {record_step = function(code, label, ok) recorded[#recorded + 1] = {code, label, ok} end}
+    captured(L.start, 8, {batch = false, lang = "en"})
+    captured(L.next)
+    captured(L.goto_step, 2)
+    package.loaded["mha.repl"] = real
+    local codes = {}
+    for i, r in ipairs(recorded) do codes[i] = r[1]:match("^[^\n]*") end
+    T.eq("start records the helpers, the seed and step 1; next step 2; goto 2 the seed, steps 1 and 2",
+        #recorded, 7, table.concat(codes, " | "))
+    T.eq("the helpers come first", recorded[1][1], 'require("mha.lesson").install_globals()')
+    T.eq("then the seed", recorded[2][1], "mha.seed(8)")
+    T.ok("a step is recorded with its code and label", recorded[3][1] == L.current().lesson.steps[1].code
+        and recorded[3][2] == "lesson multihead, step 1" and recorded[3][3] == true, tostring(recorded[3][2]))
+end
 
 -- ---- a failing step says how to get out; :goto K rebuilds the state and runs it -------------------
 captured(L.start, "masks", {batch = false, lang = "en"})

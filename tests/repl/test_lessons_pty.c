@@ -1,6 +1,7 @@
 /* tests/repl/test_lessons_pty.c - steps through lesson 8 in mha-repl on a pseudo-terminal, as a student
  * would: Enter, :next, :back, :goto, changing a variable between steps, breaking a step and getting out
- * with the :goto it offers, :lang, answering the exercise (the verdict alone, no value echoed), :quit.
+ * with the :goto it offers, :lang, answering the exercise (the verdict alone, no value echoed), :save
+ * (whose script must run on its own), :quit.
  * The binary is found through env MHA_REPL (tests/run.sh sets it). Every read has a timeout. */
 #include <errno.h>
 #include <poll.h>
@@ -160,6 +161,14 @@ int main(void) {
     step("Enter at the end says the lesson is over", "", "End of the lesson");
     expect("\n> ");
 
+    /* :save writes a script that replays the lesson's steps inline: it runs on its own */
+    char save_base[64], save_cmd[160];
+    snprintf(save_base, sizeof save_base, "/tmp/mha_lessons_pty_%ld", (long)getpid());
+    char save_line[96];
+    snprintf(save_line, sizeof save_line, ":save %s", save_base);
+    step(":save writes the session", save_line, "saved ");
+    expect("\n> ");
+
     type(":quit");
     int status = 0;
     long deadline = now_ms() + READ_TIMEOUT_MS;
@@ -176,5 +185,14 @@ int main(void) {
     CHECK(":quit exits with status 0", done == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0,
           "child %s, status %d", done == pid ? "exited" : "had to be killed", status);
     close(master);
+
+    snprintf(save_cmd, sizeof save_cmd, "%s %s.lua >/dev/null 2>&1", repl, save_base);
+    int rc = system(save_cmd);
+    CHECK("the script :save wrote during the lesson runs without error", rc == 0, "%s exited %d (kept)", save_cmd, rc);
+    char path[96];
+    snprintf(path, sizeof path, "%s.md", save_base);
+    remove(path);
+    snprintf(path, sizeof path, "%s.lua", save_base);
+    if (rc == 0) remove(path);   /* a failing script is kept to read */
     CHECK_DONE();
 }
