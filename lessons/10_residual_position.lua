@@ -61,7 +61,9 @@ show(attended:mean(2), {cols = tokens,
 show(attended:var(2, false, 0), {cols = tokens,
     title = tr{en = "out_linear output: variances",
                zh = "out_linear 输出：方差"}})
-print(string.format("max |out_linear(...) - LayerNorm(x + it)| = %.4f",
+print(string.format(tr{
+    en = "max |out_linear(...) - LayerNorm(x + it)| = %.4f",
+    zh = "max |out_linear(...) - LayerNorm(x + 它)| = %.4f"},
     (attended - normed):abs():max():item()))]],
     },
 
