@@ -867,16 +867,23 @@ function repl.carry()
         parts[#parts + 1] = string.format("{kind = %q, input = %q, how = %q, command = %q, label = %q, output = %q},",
                                           e.kind, e.input, e.how or "", e.command or "", e.label or "", e.output)
     end
-    parts[#parts + 1] = "}}"
+    parts[#parts + 1] = "}"
+    -- the open lesson, which the new state reopens at its step (lesson.carry/resume)
+    local lesson = package.loaded["mha.lesson"]
+    local open = lesson and type(lesson.carry) == "function" and lesson.carry() or nil
+    if open then parts[#parts + 1] = string.format(", lesson = %q", open) end
+    parts[#parts + 1] = "}"
     return table.concat(parts)
 end
 
 function repl.init(carried)
+    local carried_lesson
     install_capture()
     if carried then
         local chunk = load(carried, "=carry", "t", {})
         local ok, state = pcall(chunk)
         if ok and type(state) == "table" then
+            carried_lesson = state.lesson
             repl.show_time = state.show_time
             for _, e in ipairs(state.transcript) do
                 if e.how == "" then e.how = nil end
@@ -889,7 +896,9 @@ function repl.init(carried)
     -- the lesson runner, when it is part of the build, adds :lessons, :open, :next ...
     if package.preload["mha.lesson"] then
         local ok, lesson = pcall(require, "mha.lesson")
-        if ok and type(lesson) == "table" and type(lesson.install) == "function" then lesson.install(repl)
+        if ok and type(lesson) == "table" and type(lesson.install) == "function" then
+            lesson.install(repl)
+            if carried_lesson and type(lesson.resume) == "function" then lesson.resume(carried_lesson) end
         elseif not ok then show_error("mha.lesson: " .. tostring(lesson)) end
     end
     captured, captured_bytes = {}, 0

@@ -169,6 +169,11 @@ int main(void) {
     step(":save writes the session", save_line, "saved ");
     expect("\n> ");
 
+    step(":reset keeps the lesson open", ":reset", "lesson 8 is still open at step 6");
+    expect("\n> ");
+    step(":goto works after :reset", ":goto 5", "max |by hand - layer| < 1e-5:\ttrue");
+    expect("\n> ");
+
     type(":quit");
     int status = 0;
     long deadline = now_ms() + READ_TIMEOUT_MS;
