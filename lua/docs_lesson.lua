@@ -87,10 +87,13 @@ return {
         example = "-- :goto 4",
     },
     ["LESSON"] = {
-        sig = "LESSON.batch, LESSON.lang, LESSON.clock(), say{en=, zh=}",
+        sig = "LESSON.batch, LESSON.lang, LESSON.clock(), say{en=, zh=}, tr{en=, zh=}",
         doc = "What lesson code can ask: whether the lesson runs in batch mode (where output must be "
             .. "deterministic: no timings), and its language; LESSON.clock() is seconds on a wall clock "
             .. "(the REPL's monotonic clock; os.clock outside the REPL) for timing; say prints the string of that language, wrapped. "
+            .. "tr{en=..., zh=...} returns the string (or table) of the lesson's language: use it for every "
+            .. "label, title or format that lesson code prints, so a Chinese lesson prints no English labels. "
+            .. "Lesson code lines should fit 76 columns, so the echo is not wrapped at 80. "
             .. "In batch mode plot.* prints a one-line note '[plot: heatmap \"title\" 3×3]' (a heatmap is "
             .. "also drawn with mha.heat) instead of opening a window.",
         example = "-- if not LESSON.batch then ... time something ... end",
