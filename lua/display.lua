@@ -739,6 +739,7 @@ M.label_list = label_list
 M.check_keys = check_keys
 M.count = count
 M.a_type = a_type
+M.shape_str = shape_str
 
 -- Install into the mha table when it is there (mha-repl and mha.so both create it first).
 local mha = package.loaded.mha

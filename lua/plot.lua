@@ -44,11 +44,7 @@ local function is_tensor(v)
     return type(mt) == "table" and mt.__name == "mha.Tensor"
 end
 
-local function shape_str(shape)
-    local parts = {}
-    for i, n in ipairs(shape) do parts[i] = tostring(n) end
-    return "(" .. table.concat(parts, ",") .. ")"
-end
+local shape_str = display.shape_str   -- "(2,3)", as the core writes shapes
 
 -- (values as nested Lua arrays, shape) of a tensor or nested table of numbers, checked to have
 -- `ndim` dimensions. Booleans count as 1 and 0.
