@@ -10,21 +10,34 @@ DEFS    = -std=c11 -D_DEFAULT_SOURCE -D_POSIX_C_SOURCE=200809L -D_XOPEN_SOURCE=7
 LUA_CFLAGS = $(shell pkg-config --cflags lua5.4)
 LUA_LIBS   = $(shell pkg-config --libs lua5.4)
 RL_LIBS    = $(shell pkg-config --libs readline)
-ALL_CFLAGS = $(DEFS) $(WARN) $(CFLAGS) $(SAN) -fPIC -Icore -Ilua -I$(BUILD)
+ALL_CFLAGS = $(DEFS) $(WARN) $(CFLAGS) $(SAN) -fPIC -Icore -Ilua/bind -Ilua/sys -I$(BUILD)
 
-CORE_SRC  = $(wildcard core/*.c)
-BIND_SRC  = $(filter-out lua/repl.c, $(wildcard lua/*.c))
-LUA_FILES = $(wildcard lua/*.lua)
-TEST_SRC  = $(wildcard tests/core/test_*.c tests/repl/test_*.c)
+# Sources, room by room (README.md, Layout). Each Lua helper is embedded under the module name it is
+# required by; a new file is added here by hand.
+CORE_SRC  = core/tensor.c core/ops.c core/rng.c core/npy.c core/kernels.c core/kernels_x86.c \
+            core/attention.c
+BIND_SRC  = lua/bind/lmha.c lua/bind/ltensor.c lua/bind/lmultihead.c
+SYS_SRC   = lua/sys/lterm.c lua/sys/lgnuplot.c
+REPL_SRC  = lua/repl/repl.c
+EMBED     = mha.repl=lua/repl/repl.lua \
+            mha.display=lua/show/display.lua mha.text=lua/show/text.lua mha.plot=lua/show/plot.lua \
+            mha.lesson=lua/lesson/lesson.lua \
+            mha.help=lua/help/help.lua mha.docs_mha=lua/help/docs_mha.lua \
+            mha.docs_display=lua/help/docs_display.lua mha.docs_lesson=lua/help/docs_lesson.lua
+TESTS     = test_tensor test_ops test_rng test_npy test_kernels test_attention test_repl test_lessons_pty
+
+LUA_FILES = $(foreach e,$(EMBED),$(word 2,$(subst =, ,$(e))))
 CORE_OBJ  = $(CORE_SRC:%.c=$(BUILD)/%.o)
-BIND_OBJ  = $(BIND_SRC:%.c=$(BUILD)/%.o) $(BUILD)/embedded.o
-TEST_BIN  = $(addprefix $(BUILD)/tests/,$(basename $(notdir $(TEST_SRC))))
+LIB_OBJ   = $(BIND_SRC:%.c=$(BUILD)/%.o) $(SYS_SRC:%.c=$(BUILD)/%.o) $(BUILD)/embedded.o
+TEST_BIN  = $(addprefix $(BUILD)/tests/,$(TESTS))
+CORE_H    = $(wildcard core/*.h)
+LUA_H     = $(wildcard lua/*/*.h)
 
 .PHONY: all run test asan bench golden clean deps deps-run deps-test deps-bench
 .DEFAULT_GOAL := all
 
 # all: the REPL binary and the loadable module, linked at the top for convenience
-all: $(BUILD)/mha-repl $(BUILD)/mha.so $(TEST_BIN)
+all: $(BUILD)/mha-repl $(BUILD)/mha.so
 	@[ "$(BUILD)" != build ] || { ln -sf build/mha-repl mha-repl; ln -sf build/mha.so mha.so; }
 
 # run: start the REPL on the first lesson
@@ -32,7 +45,7 @@ run: deps-run all
 	$(BUILD)/mha-repl --lesson 1
 
 # test: build and run every suite; the last line is "N passed, M failed"
-test: deps-test all
+test: deps-test all $(TEST_BIN)
 	tests/run.sh $(BUILD)
 
 # asan: the whole test suite under AddressSanitizer and UndefinedBehaviorSanitizer
@@ -57,11 +70,11 @@ deps-test:
 deps-bench:
 	@tools/deps.sh bench
 
-$(BUILD)/core/%.o: core/%.c $(wildcard core/*.h) | deps
+$(BUILD)/core/%.o: core/%.c $(CORE_H) | deps
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
 
-$(BUILD)/lua/%.o: lua/%.c $(wildcard core/*.h lua/*.h) | deps
+$(BUILD)/lua/%.o: lua/%.c $(CORE_H) $(LUA_H) | deps
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) $(LUA_CFLAGS) -c $< -o $@
 
@@ -70,21 +83,21 @@ $(BUILD)/bin2c: tools/bin2c.c | deps
 	$(CC) -O1 -o $@ $<
 
 $(BUILD)/embedded.c: $(BUILD)/bin2c $(LUA_FILES)
-	$(BUILD)/bin2c $@ $(foreach f,$(LUA_FILES),mha.$(basename $(notdir $(f)))=$(f))
+	$(BUILD)/bin2c $@ $(EMBED)
 
-$(BUILD)/embedded.o: $(BUILD)/embedded.c lua/embedded.h
+$(BUILD)/embedded.o: $(BUILD)/embedded.c lua/bind/embedded.h
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
 
 $(BUILD)/libmhacore.a: $(CORE_OBJ)
 	rm -f $@; ar rcs $@ $^
 
-$(BUILD)/mha-repl: $(BUILD)/lua/repl.o $(BIND_OBJ) $(BUILD)/libmhacore.a
-	$(CC) $(CFLAGS) $(SAN) -o $@ $^ $(LUA_LIBS) $(RL_LIBS) -lm -lutil
+$(BUILD)/mha-repl: $(REPL_SRC:%.c=$(BUILD)/%.o) $(LIB_OBJ) $(BUILD)/libmhacore.a
+	$(CC) $(CFLAGS) $(SAN) -o $@ $^ $(LUA_LIBS) $(RL_LIBS) -lm
 
-$(BUILD)/mha.so: $(BIND_OBJ) $(BUILD)/libmhacore.a
+$(BUILD)/mha.so: $(LIB_OBJ) $(BUILD)/libmhacore.a
 	$(CC) $(CFLAGS) $(SAN) -shared -o $@ $^ -lm
 
-# every tests/*/test_X.c is one test program, linked against the core
+# each tests/core/test_X.c is one test program linked against the core; tests/repl/ ones drive a pty
 $(BUILD)/tests/%: tests/core/%.c tests/check.h $(BUILD)/libmhacore.a
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -Itests -o $@ $< $(BUILD)/libmhacore.a -lm

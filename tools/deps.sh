@@ -5,14 +5,20 @@ set -eu
 need="gcc make pkg-config liblua5.4-dev libreadline-dev"
 case "${1:-build}" in
     build) ;;
-    run) need="$need gnuplot-nox" ;;
-    test) need="$need gnuplot-nox lua5.4 procps" ;;   # the stock interpreter loads mha.so; pgrep counts gnuplots
+    run) need="$need gnuplot" ;;
+    test) need="$need gnuplot lua5.4 procps" ;;   # the stock interpreter loads mha.so; pgrep counts gnuplots
     bench) need="$need python3-numpy libopenblas0-pthread" ;;
     *) echo "usage: tools/deps.sh [build|run|test|bench]" >&2; exit 2 ;;
 esac
+installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "ok installed"; }
 missing=""
 for p in $need; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"
+    if [ "$p" = gnuplot ]; then
+        # any gnuplot will do: gnuplot-qt or gnuplot-x11 give a window, gnuplot-nox (installed if none is) files only
+        installed gnuplot-nox || installed gnuplot-qt || installed gnuplot-x11 || missing="$missing gnuplot-nox"
+    else
+        installed "$p" || missing="$missing $p"
+    fi
 done
 [ -z "$missing" ] && exit 0
 if ! command -v apt-get >/dev/null 2>&1; then
@@ -22,6 +28,9 @@ fi
 sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo"
 echo "mha-repl: installing the missing Debian packages:$missing"
-$sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+# another apt or dpkg at work (unattended upgrades, a second make): wait for its lock up to 10 minutes
+lock="-o DPkg::Lock::Timeout=600"
 # shellcheck disable=SC2086
-$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $missing
+$sudo env DEBIAN_FRONTEND=noninteractive apt-get $lock update -qq
+# shellcheck disable=SC2086
+$sudo env DEBIAN_FRONTEND=noninteractive apt-get $lock install -y -qq --no-install-recommends $missing

@@ -1,5 +1,5 @@
 /* tests/core/test_attention.c - the attention layer against its references: torch 1.13's MultiheadAttention
- * and float64 NumPy formulas (tests/fixtures/, written by tests/gen_fixtures.py), plus fused vs plain sdpa,
+ * and float64 NumPy formulas (tests/fixtures/, written by tests/fixtures/gen/gen_fixtures.py), plus fused vs plain sdpa,
  * the trace's consistency, init, and the error messages. Tolerance: |got - want| <= 1e-6 + 1e-5·|want|. */
 #include <math.h>
 #include <stdio.h>

@@ -1,7 +1,7 @@
 /* tests/core/test_ops.c - core/ops.c against NumPy: elementwise ops with broadcasting and strided
  * views, NaN/inf, comparisons and logic, where/masked_fill, reductions, cat/stack, matmul, errors.
  *
- * The references are the .npy files in tests/fixtures/ops/, written by tests/gen_ops_fixtures.py (run it with
+ * The references are the .npy files in tests/fixtures/ops/, written by tests/fixtures/gen/gen_ops_fixtures.py (run it with
  * /usr/bin/python3 to regenerate); they are computed in float64 from the float32 inputs and rounded.
  * Tolerances (|got - want| <= atol + rtol·|want|, NaN matches NaN, inf matches the same inf):
  *   elementwise + - * / max min, comparisons, where, cat/stack: exact (rtol 0, atol 0): each result

@@ -1,5 +1,5 @@
 /* tests/core/test_rng.c - the seeded generator: its sequences equal an independent Python implementation
- * (tests/gen_npy_fixtures.py -> tests/fixtures/npy/rng_seed*.npy), its statistics over 10^6 samples
+ * (tests/fixtures/gen/gen_npy_fixtures.py -> tests/fixtures/npy/rng_seed*.npy), its statistics over 10^6 samples
  * fall within 5 standard errors of the true values, Xavier bounds match PyTorch's, and bad calls fail
  * with messages naming the function and the shape. */
 

@@ -1,5 +1,5 @@
 -- tests/lua/test_display.lua - mha.format/show/printoptions/heat and mha.term against the printouts
--- written by tests/fixtures/display/gen_display.py (numbers by NumPy's printer, layout rebuilt there).
+-- written by tests/fixtures/gen/gen_display.py (numbers by NumPy's printer, layout rebuilt there).
 local dir = debug.getinfo(1, "S").source:match("^@(.*[/\\])") or "./"
 package.path = dir .. "?.lua;" .. package.path
 local T = require "testlib"

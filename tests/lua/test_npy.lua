@@ -1,6 +1,6 @@
 -- tests/lua/test_npy.lua - mha.save / mha.load through the bindings: round trips (float, bool, scalar,
 -- non-contiguous views), files NumPy wrote (float32, float64, int32, bool, 0-d; made by
--- tests/gen_lua_fixtures.py), saves byte-identical to NumPy's, and broken files refused with a message.
+-- tests/fixtures/gen/gen_lua_fixtures.py), saves byte-identical to NumPy's, and broken files refused with a message.
 local dir = debug.getinfo(1, "S").source:match("^@(.*[/\\])") or "./"
 package.path = dir .. "?.lua;" .. package.path
 local T = require "testlib"

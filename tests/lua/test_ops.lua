@@ -1,5 +1,5 @@
 -- tests/lua/test_ops.lua - the tensor functions through the Lua bindings, against NumPy answers made by
--- tests/gen_lua_fixtures.py: arithmetic metamethods, unary functions, comparisons, reductions with
+-- tests/fixtures/gen/gen_lua_fixtures.py: arithmetic metamethods, unary functions, comparisons, reductions with
 -- Lua's 1-based dims and indices, softmax, matmul, cat/stack/split/chunk, where, masked_fill, layer_norm.
 -- Tolerance: |got - want| <= 1e-6 + 1e-5·|want| unless a check states another.
 local dir = debug.getinfo(1, "S").source:match("^@(.*[/\\])") or "./"

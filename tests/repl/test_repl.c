@@ -580,11 +580,11 @@ static void test_lesson(const char *history) {
 /* :save during a lesson: the steps' code is in the script (repl.record_step, which the lesson runner
  * calls), so an input that uses a step's variable replays. Lesson 2's step 2 makes w. */
 static void test_lesson_save(const char *history) {
-    char *runner = read_file("lua/lesson.lua");
+    char *runner = read_file("lua/lesson/lesson.lua");
     int wired = runner && strstr(runner, "record_step");
     free(runner);
     if (!wired) {  /* until the lesson runner calls repl.record_step */
-        printf("# lesson_save_replays not run: lua/lesson.lua does not call repl.record_step yet\n");
+        printf("# lesson_save_replays not run: lua/lesson/lesson.lua does not call repl.record_step yet\n");
         return;
     }
     session s;

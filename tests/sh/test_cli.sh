@@ -79,7 +79,7 @@ run '' "$tmp/nested.lua"
 [ "$rc" -eq 1 ] && has "$err" "$tmp/nested.lua:1: deep"$'\n'"stack traceback:" && has "$err" "nested.lua:1: in " \
     && has "$err" "nested.lua:2: in " && has "$err" "nested.lua:3: in main chunk" && ! has "$err" "repl.lua"
 check script_nested_error_traceback $? "rc $rc err [$err]"
-# an error a Lua helper (lua/display.lua) raises for the script's call: the script's line, no helper frames
+# an error a Lua helper (lua/show/display.lua) raises for the script's call: the script's line, no helper frames
 printf 'local w = mha.ones(2, 2)\nmha.show(w, 5)\n' >"$tmp/helper.lua"
 run '' "$tmp/helper.lua"
 [ "$rc" -eq 1 ] && [ "$err" = "$repl: $tmp/helper.lua:2: show: options must be a table, got number" ]

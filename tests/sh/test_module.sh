@@ -33,9 +33,9 @@ check "require gives the library" \
     'print(type(mha) == "table" and type(mha.tensor) == "function" and package.loaded.mha == mha and "ok" or "not the table")'
 check "embedded helpers are preloaded" \
     'local p = package.preload; print(p["mha.gnuplot"] and p["mha.term"] and "ok" or "missing C helpers")'
-check "every embedded lua/*.lua is preloaded" \
+check "every embedded lua/*/*.lua is preloaded" \
     'local missing = {}
-     for _, f in ipairs{'"$(for f in lua/*.lua; do b=$(basename "$f" .lua); printf '"mha.%s",' "$b"; done)"'} do
+     for _, f in ipairs{'"$(for f in lua/*/*.lua; do b=$(basename "$f" .lua); printf '"mha.%s",' "$b"; done)"'} do
          if not package.preload[f] then missing[#missing + 1] = f end
      end
      print(#missing == 0 and "ok" or table.concat(missing, " "))'

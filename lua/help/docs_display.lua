@@ -1,4 +1,4 @@
--- lua/docs_display.lua - module "mha.docs_display": the help entries for printing (mha.format, show,
+-- lua/help/docs_display.lua - module "mha.docs_display": the help entries for printing (mha.format, show,
 -- printoptions, heat) and plotting (plot.*), merged by the REPL's help with every mha.docs_* module.
 return {
     ["mha.format"] = {

@@ -1,4 +1,4 @@
--- lua/text.lua - module "mha.text": width-aware text wrapping for the terminal, and the small markup
+-- lua/show/text.lua - module "mha.text": width-aware text wrapping for the terminal, and the small markup
 -- the lessons are written in.
 --
 --     local text = require "mha.text"

@@ -1,4 +1,4 @@
--- lua/docs_lesson.lua - module "mha.docs_lesson": the help entries for the lesson runner (the lesson
+-- lua/help/docs_lesson.lua - module "mha.docs_lesson": the help entries for the lesson runner (the lesson
 -- format, answering exercises, the stepping commands), merged by the REPL's help with every mha.docs_*.
 return {
     ["lesson"] = {

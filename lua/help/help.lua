@@ -1,4 +1,4 @@
--- lua/help.lua - help() and ?name in mha-repl (module "mha.help"): the signature, a paragraph, the
+-- lua/help/help.lua - help() and ?name in mha-repl (module "mha.help"): the signature, a paragraph, the
 -- formula and an example of every public function, read from the docs modules.
 --
 -- Docs are data. Every embedded module named mha.docs_* returns a table

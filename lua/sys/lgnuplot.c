@@ -1,4 +1,4 @@
-/* lua/lgnuplot.c - module "mha.gnuplot": a gnuplot process behind three pipes (its stdin, stdout and
+/* lua/sys/lgnuplot.c - module "mha.gnuplot": a gnuplot process behind three pipes (its stdin, stdout and
  * stderr), so lua/plot.lua can send it commands, read its errors back, and always reap it. */
 #include <errno.h>
 #include <fcntl.h>

@@ -1,4 +1,4 @@
-/* lua/lmha.h - what the Lua binding files share: the userdata types' names, the check/push helpers
+/* lua/bind/lmha.h - what the Lua binding files share: the userdata types' names, the check/push helpers
  * for tensors, and the luaopen_ functions of each Lua-visible library. */
 #ifndef MHA_LMHA_H
 #define MHA_LMHA_H

@@ -1,4 +1,4 @@
-/* lua/repl.c - mha-repl's main: Lua 5.4's stand-alone interpreter (lua.c) grown into a teaching REPL,
+/* lua/repl/repl.c - mha-repl's main: Lua 5.4's stand-alone interpreter (lua.c) grown into a teaching REPL,
  * with GNU Readline editing and completion, a history kept across sessions, Ctrl-C that stops kernels too.
  *
  * The shape is lua.c's: main -> pmain (in protected mode) -> collectargs/runargs -> handle_script or

@@ -1,4 +1,4 @@
--- lua/repl.lua - the Lua side of mha-repl's REPL (module "mha.repl"): the ':' commands, how values are
+-- lua/repl/repl.lua - the Lua side of mha-repl's REPL (module "mha.repl"): the ':' commands, how values are
 -- printed, `_`, completion candidates, and the session transcript that :save writes.
 --
 -- lua/repl.c reads the lines and runs the chunks; it calls, from this module:

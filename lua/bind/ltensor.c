@@ -1,4 +1,4 @@
-/* lua/ltensor.c - the mha.Tensor userdata: a Lua value that IS an mha_tensor, with its methods (shape,
+/* lua/bind/ltensor.c - the mha.Tensor userdata: a Lua value that IS an mha_tensor, with its methods (shape,
  * element access, the view family) and metamethods (+ - * / ^, unary minus, ==, #, t[i], tostring, gc).
  *
  * Lua conventions hold at this border: dimensions and indices are 1-based, negative ones count from the

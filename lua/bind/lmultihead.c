@@ -1,4 +1,4 @@
-/* lua/lmultihead.c - the mha.MultiheadAttention userdata: PyTorch 1.13's nn.MultiheadAttention
+/* lua/bind/lmultihead.c - the mha.MultiheadAttention userdata: PyTorch 1.13's nn.MultiheadAttention
  * (batch_first=True) with its options as fields, its parameters by state_dict name, forward and trace.
  *
  *   m = mha.MultiheadAttention{embed_dim = 4, num_heads = 2}

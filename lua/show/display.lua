@@ -1,4 +1,4 @@
--- lua/display.lua - module "mha.display": tensors printed for people (aligned columns, NumPy's rules
+-- lua/show/display.lua - module "mha.display": tensors printed for people (aligned columns, NumPy's rules
 -- for decimals and scientific notation, token labels, summaries, wrapping) and as shaded heat maps.
 --
 -- It adds mha.format, mha.show, mha.printoptions and mha.heat to the "mha" table; a Tensor's

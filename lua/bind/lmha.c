@@ -1,4 +1,4 @@
-/* lua/lmha.c - the Lua module "mha": constructors, the tensor functions (also Tensor methods), attention,
+/* lua/bind/lmha.c - the Lua module "mha": constructors, the tensor functions (also Tensor methods), attention,
  * random numbers, .npy files and memory; luaopen_mha also preloads the embedded Lua helpers.
  *
  * Lua conventions: dims and indices are 1-based, negative dims count from the end; values (arange's

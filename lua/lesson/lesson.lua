@@ -1,4 +1,4 @@
--- lua/lesson.lua - module "mha.lesson": the lesson format (lesson, step, exercise, mistake), the runner
+-- lua/lesson/lesson.lua - module "mha.lesson": the lesson format (lesson, step, exercise, mistake), the runner
 -- that steps through a lesson at the prompt or replays it in batch mode, exercise checking. Text wrapping
 -- and the lesson markup are in mha.text (lua/text.lua).
 --

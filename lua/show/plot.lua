@@ -1,4 +1,4 @@
--- lua/plot.lua - module "mha.plot" (the global `plot` in the REPL): attention heat maps, head grids,
+-- lua/show/plot.lua - module "mha.plot" (the global `plot` in the REPL): attention heat maps, head grids,
 -- line and bar charts, drawn by one long-lived gnuplot per figure driven through a pipe (mha.gnuplot).
 --
 -- A drawing is a list of gnuplot commands (its "script"), kept by the figure so that plot.save can run

@@ -1,4 +1,4 @@
-/* lua/lterm.c - module "mha.term": what the printing code needs to know about the terminal: whether a
+/* lua/sys/lterm.c - module "mha.term": what the printing code needs to know about the terminal: whether a
  * stream is one, how many columns it has, and how many cells a UTF-8 string takes on it. */
 #include <stdint.h>
 #include <stdio.h>
