@@ -323,7 +323,7 @@ static mha_status check_saved(const mha_node *n) {
                         "forward again to backward a second time",
                         n->name);
     for (size_t i = 0; i < n->n_saved; i++)
-        if (n->saved[i].storage->version != n->saved_version[i])
+        if (n->saved[i].storage && n->saved[i].storage->version != n->saved_version[i])
             return mha_fail(MHA_E_ARG,
                             "backward: a %s tensor that %s saved for its gradient was changed in place after the "
                             "forward (by set, copy_, fill_ or an assignment); run the forward again after changing it",

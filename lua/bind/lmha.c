@@ -415,7 +415,7 @@ static int l_stack(lua_State *L) {
 static int l_softmax(lua_State *L) {
     mha_tensor *x = lmha_totensor(L, 1, "softmax");
     size_t dim = lmha_checktdim(L, 2, x, x->ndim, "softmax");
-    return lmha_result(L, mha_softmax(lmha_newtensor(L), x, dim));
+    return lmha_result(L, mha_ag_softmax(lmha_newtensor(L), x, dim));
 }
 
 static int l_matmul(lua_State *L) {
@@ -427,7 +427,7 @@ static int l_matmul(lua_State *L) {
 static int l_linear(lua_State *L) {
     mha_tensor *x = lmha_checktensor(L, 1), *W = lmha_checktensor(L, 2);
     mha_tensor *b = lua_isnoneornil(L, 3) ? NULL : lmha_checktensor(L, 3);
-    return lmha_result(L, mha_linear(lmha_newtensor(L), x, W, b));
+    return lmha_result(L, mha_ag_linear(lmha_newtensor(L), x, W, b));
 }
 
 /* layer_norm(x, normalized_shape [, weight [, bias [, eps]]]): normalized_shape as in PyTorch, the shape
@@ -459,7 +459,7 @@ static int l_layer_norm(lua_State *L) {
     mha_tensor *bias = lua_isnoneornil(L, 4) ? NULL : lmha_checktensor(L, 4);
     float eps = (float)luaL_optnumber(L, 5, 1e-5);
     if (!(eps >= 0)) return luaL_error(L, "layer_norm: eps must be a non-negative number, got %f", (lua_Number)eps);
-    return lmha_result(L, mha_layer_norm(lmha_newtensor(L), x, want.ndim, weight, bias, eps));
+    return lmha_result(L, mha_ag_layer_norm(lmha_newtensor(L), x, want.ndim, weight, bias, eps));
 }
 
 static int l_positional_encoding(lua_State *L) {
@@ -494,7 +494,7 @@ static int l_sdpa(lua_State *L) {
     lua_settop(L, 4);
     mha_tensor *out = lmha_newtensor(L);
     mha_tensor *weights = need_weights ? lmha_newtensor(L) : NULL;
-    mha_status st = mha_sdpa(out, weights, q, k, v, &opt);
+    mha_status st = mha_ag_sdpa(out, weights, q, k, v, &opt);
     if (st != MHA_OK)
         return lmha_fail(L, st, fname, need_weights && st == MHA_E_NOMEM
                                            ? "; with need_weights=false the fused path never forms the (L,S) weights"
