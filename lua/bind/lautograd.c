@@ -212,8 +212,9 @@ static int l_embedding_backward(lua_State *L) {
 /* cross_entropy_backward(logits, targets [, dloss]) -> dlogits */
 static int l_cross_entropy_backward(lua_State *L) {
     mha_tensor *logits = lmha_checktensor(L, 1);
-    mha_tensor *targets = checkindices(L, 2, classes_of(L, logits), "cross_entropy_backward", "targets");
     float dloss = (float)luaL_optnumber(L, 3, 1.0);
+    lua_settop(L, 3); /* the converted targets go above the arguments */
+    mha_tensor *targets = checkindices(L, 2, classes_of(L, logits), "cross_entropy_backward", "targets");
     return lmha_result(L, mha_cross_entropy_backward(lmha_newtensor(L), dloss, logits, targets));
 }
 
