@@ -27,7 +27,8 @@ EMBED     = mha.repl=lua/repl/repl.lua \
             mha.lesson=lua/lesson/lesson.lua \
             mha.help=lua/help/help.lua mha.docs_mha=lua/help/docs_mha.lua \
             mha.docs_display=lua/help/docs_display.lua mha.docs_lesson=lua/help/docs_lesson.lua
-TESTS     = test_tensor test_ops test_rng test_npy test_kernels test_attention test_repl test_lessons_pty
+TESTS     = test_tensor test_ops test_rng test_npy test_kernels test_attention test_repl test_lessons_pty \
+            test_autograd
 
 LUA_FILES = $(foreach e,$(EMBED),$(word 2,$(subst =, ,$(e))))
 CORE_OBJ  = $(CORE_SRC:%.c=$(BUILD)/%.o)

@@ -122,11 +122,14 @@ local MHA = {
     kpm_fully_masked = {kpm = true, fwd = {need_weights = false}},
 }
 
-local function mha_case(spec, x, F)
-    local opts = {embed_dim = 8, num_heads = 2}
-    for k, v in pairs(spec.mod or {}) do opts[k] = v end
-    local m = mha.MultiheadAttention(opts)
-    for _, name in ipairs(m:parameter_names()) do m[name] = F("p_" .. name) end
+-- The module of a case (made once, its parameters from the fixture; m when given), forward on the inputs x.
+local function mha_case(spec, x, F, m)
+    if not m then
+        local opts = {embed_dim = 8, num_heads = 2}
+        for k, v in pairs(spec.mod or {}) do opts[k] = v end
+        m = mha.MultiheadAttention(opts)
+        for _, name in ipairs(m:parameter_names()) do m[name] = F("p_" .. name) end
+    end
     local fwd = {}
     for k, v in pairs(spec.fwd or {}) do fwd[k] = v end
     local i = spec.self and 2 or 4
@@ -147,52 +150,123 @@ local function cases()
     return names
 end
 
+-- One fixture case set up: its inputs (those with a reference gradient require grad), and forward(), which runs
+-- the op and returns its outputs and the module (MultiheadAttention cases).
+local function setup(name)
+    local base = "tests/fixtures/grad/" .. name .. "/"
+    local function F(file)
+        local path = T.path(base .. file .. ".npy")
+        return exists(path) and mha.load(path) or nil
+    end
+    local x, wants = {}, {}
+    for i = 1, 8 do
+        local t = F("in" .. i)
+        if not t then break end
+        x[i] = t
+        if F("grad" .. i) then t:requires_grad(true); wants[#wants + 1] = i end
+    end
+    local spec = MHA[name:match("^mha_(.*)") or ""]
+    local m
+    local function forward()
+        if spec then
+            local mod, out, w = mha_case(spec, x, F, m)
+            m = mod
+            return {out, w}
+        end
+        local outs = table.pack(OPS[name](x))
+        outs.n = nil
+        return outs
+    end
+    local gouts = {}
+    for i = 1, 4 do gouts[i] = F("gout" .. i) end
+    -- Σ_i sum(out_i · gout_i): the scalar whose gradient torch's fixtures hold
+    local function loss_of(outs)
+        local loss
+        for i = 1, #outs do
+            if gouts[i] then
+                local term = (outs[i] * gouts[i]):sum()
+                loss = loss and loss + term or term
+            end
+        end
+        return loss
+    end
+    return {x = x, wants = wants, F = F, forward = forward, loss_of = loss_of, known = spec or OPS[name],
+            module = function() return m end}
+end
+
 T.test("gradients equal torch 1.13 autograd (tests/fixtures/grad)", function()
     local names = cases()
     T.ok("grad/cases.txt lists the cases", #names >= 80, #names .. " cases")
     for _, name in ipairs(names) do
-        local base = "tests/fixtures/grad/" .. name .. "/"
-        local function F(file)
-            local path = T.path(base .. file .. ".npy")
-            return exists(path) and mha.load(path) or nil
-        end
-        local x, wants = {}, {}
-        for i = 1, 8 do
-            local t = F("in" .. i)
-            if not t then break end
-            x[i] = t
-            if F("grad" .. i) then t:requires_grad(true); wants[#wants + 1] = i end
-        end
-        local outs, m
-        local spec = MHA[name:match("^mha_(.*)") or ""]
-        if spec then
-            local out, w
-            m, out, w = mha_case(spec, x, F)
-            outs = {out, w}
-        elseif OPS[name] then
-            outs = table.pack(OPS[name](x))
-            outs.n = nil
-        else
+        local c = setup(name)
+        if not c.known then
             T.ok(name .. " has a Lua case", false, "no function for fixture case " .. name)
-        end
-        if outs then
-            local loss
+        else
+            local outs = c.forward()
             for i = 1, #outs do
-                local want = F("out" .. i)
-                if want then
-                    T.close(name .. " out" .. i, outs[i], want, RTOL, ATOL)
-                    local term = (outs[i] * F("gout" .. i)):sum()
-                    loss = loss and loss + term or term
-                end
+                local want = c.F("out" .. i)
+                if want then T.close(name .. " out" .. i, outs[i], want, RTOL, ATOL) end
             end
-            loss:backward()
-            for _, i in ipairs(wants) do
-                T.close(name .. " grad in" .. i, x[i]:grad(), F("grad" .. i), RTOL, ATOL)
+            c.loss_of(outs):backward()
+            for _, i in ipairs(c.wants) do
+                T.close(name .. " grad in" .. i, c.x[i]:grad(), c.F("grad" .. i), RTOL, ATOL)
             end
+            local m = c.module()
             if m then
                 for _, pname in ipairs(m:parameter_names()) do
-                    T.close(name .. " grad " .. pname, m[pname]:grad(), F("pgrad_" .. pname), RTOL, ATOL)
+                    T.close(name .. " grad " .. pname, m[pname]:grad(), c.F("pgrad_" .. pname), RTOL, ATOL)
                 end
+            end
+        end
+    end
+end)
+
+-- Finite differences: d loss / d x_e ≈ (loss(x_e + eps) - loss(x_e - eps)) / (2 eps), in float32 as the ops run.
+-- eps = 1e-2: the truncation error is eps²/6·|f⁽³⁾| ≈ 2e-5 for these O(1) inputs, the rounding error about
+-- |loss|·6e-8/(2 eps) ≈ 3e-5 for |loss| ≈ 10; a smaller eps drowns in rounding, a larger one in curvature. So
+-- |fd - autograd| <= 2e-3 + 2e-2·|autograd| holds for a correct gradient and fails for a wrong one (a factor, a
+-- sign, a missing term are all far larger). Up to 6 elements of every input and parameter, spread over it.
+-- Skipped: the tie cases (a kink exactly at the input: the fixtures hold torch's choice) and the fully masked
+-- rows (NaN). relu and abs perturb only elements farther than 0.05 from their kink at 0.
+local FD_EPS, FD_ATOL, FD_RTOL = 1e-2, 2e-3, 2e-2
+local FD_SKIP = {maximum_ties = true, minimum_ties = true, max_all_tie = true}
+
+local function fd_check(name, c, t, label, kink_at_zero)
+    local g = t:grad()
+    local flat = t:detach():view(-1)
+    local n = flat:numel()
+    local step = math.max(1, n // 6)
+    local worst
+    for e = 1, n, step do
+        local x0 = flat:get(e)
+        if not (kink_at_zero and math.abs(x0) < 0.05) then
+            local lp, lm = mha.no_grad(function()
+                flat:set(e, x0 + FD_EPS)
+                local up = c.loss_of(c.forward()):item()
+                flat:set(e, x0 - FD_EPS)
+                local down = c.loss_of(c.forward()):item()
+                flat:set(e, x0)
+                return up, down
+            end)
+            local fd, ag = (lp - lm) / (2 * FD_EPS), g:view(-1):get(e)
+            if not (math.abs(fd - ag) <= FD_ATOL + FD_RTOL * math.abs(ag)) then
+                worst = worst or string.format("element %d: finite difference %.6g, autograd %.6g", e, fd, ag)
+            end
+        end
+    end
+    T.ok(name .. " finite differences " .. label, worst == nil, worst)
+end
+
+T.test("gradients equal central finite differences (every fixture op)", function()
+    for _, name in ipairs(cases()) do
+        local c = setup(name)
+        if c.known and not FD_SKIP[name] and not name:match("fully_masked") then
+            c.loss_of(c.forward()):backward()
+            local kink = name == "unary_relu" or name == "unary_abs"
+            for _, i in ipairs(c.wants) do fd_check(name, c, c.x[i], "in" .. i, kink) end
+            local m = c.module()
+            if m then
+                for _, pname in ipairs(m:parameter_names()) do fd_check(name, c, m[pname], pname, false) end
             end
         end
     end
