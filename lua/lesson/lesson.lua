@@ -117,11 +117,10 @@ local function columns()
 end
 M.columns = columns
 
+-- A batch run writes a transcript, never escapes; otherwise the one colour policy (lua/sys/lterm.c).
 local function use_color()
     if session and session.batch then return false end
-    local nc = os.getenv("NO_COLOR")
-    if nc and nc ~= "" then return false end
-    return term.isatty(1)
+    return term.colour(io.stdout)
 end
 
 local function say_lines(lines)

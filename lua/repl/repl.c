@@ -26,7 +26,9 @@
 #include <lualib.h>
 
 #include "embedded.h"
+#include "tensor.h"      /* mha_interrupt: Ctrl-C reaches running kernels */
 #include "lmha.h"
+#include "lsys.h"
 
 #define MHA_REPL_VERSION "0.1.0"
 #define PROGNAME         "mha-repl"
@@ -1157,11 +1159,10 @@ static int dolesson(lua_State *L, int batch) {   /* -> EXIT_OK, EXIT_SCRIPT or E
 
 static int stdin_is_tty(void) { return isatty(0); }
 
-/* Sets how the REPL talks: readline and colour when at a terminal (colour unless NO_COLOR or TERM=dumb). */
+/* Sets how the REPL talks: readline when stdin is a terminal, colour as lua/sys's one policy says. */
 static void choose_terminal(void) {
     use_readline = stdin_is_tty();
-    const char *no_colour = getenv("NO_COLOR"), *term = getenv("TERM");
-    use_colour = isatty(1) && !(no_colour && *no_colour) && !(term && strcmp(term, "dumb") == 0);
+    use_colour = mha_term_colour(STDOUT_FILENO);
 }
 
 /* Readline, signals and history once per process; mha.repl once per state. */

@@ -591,14 +591,10 @@ local SHADES = { " ", "░", "▒", "▓", "█" }   -- lowest to highest
 local NAN_MARK = "?"                          -- a NaN cell: no place on the scale
 local GRAY_FIRST, GRAY_LAST = 232, 255        -- the 24 grays of the 256-colour palette, dark to light
 
--- Colour when stdout is a terminal that has it and the user has not opted out (no-color.org).
+-- Colour as opts.color says, else as the one policy (term.colour, lua/sys/lterm.c) says for stdout.
 local function use_colour(opts)
     if opts.color ~= nil then return opts.color and true or false end
-    local nc = os.getenv("NO_COLOR")
-    if nc ~= nil and nc ~= "" then return false end
-    local termname = os.getenv("TERM")
-    if termname == nil or termname == "dumb" then return false end
-    return term.isatty(io.stdout)
+    return term.colour(io.stdout)
 end
 
 local MAX_HEAT_ROWS = 64

@@ -155,11 +155,6 @@ end
 local WINDOWED = { "qt", "wxt", "x11" }
 local ALIASES = { sixel = "sixelgd", none = "none", window = "window" }
 
-local function colour_tty()
-    local nc = os.getenv("NO_COLOR")
-    return term.isatty(io.stdout) and (nc == nil or nc == "") and os.getenv("TERM") ~= "dumb"
-end
-
 -- The terminal a figure draws on: plot.terminal(name), else $MHA_PLOT_TERM, else a window when
 -- DISPLAY is set and gnuplot has a windowed terminal, else text in this terminal (dumb).
 local function resolve_terminal(name)
@@ -205,7 +200,7 @@ local function screen_terminal_command(name, fig, size)
         local columns = term.isatty(io.stdout) and math.min(term.columns(io.stdout), 200) or 80
         local rows = math.max(15, math.min(40, columns * 3 // 10))
         return string.format("set terminal dumb size %d,%d nofeed noenhanced %s", columns, rows,
-            colour_tty() and "ansi" or "mono")
+            term.colour(io.stdout) and "ansi" or "mono")
     end
     if name == "sixelgd" then
         return string.format("set terminal sixelgd size %d,%d truecolor noenhanced", size[1], size[2])

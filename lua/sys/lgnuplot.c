@@ -15,7 +15,7 @@
 #include <lua.h>
 #include <lauxlib.h>
 
-#include "lmha.h"
+#include "lsys.h"
 
 #define GNUPLOT_T "mha.gnuplot.Process"
 #define OUTPUT_LIMIT (16u << 20)   /* bytes kept of what gnuplot writes between two syncs */
