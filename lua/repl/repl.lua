@@ -11,8 +11,14 @@
 --   repl.split_input(input)        the input's code without a trailing ';' and comments, whether it had the ';'
 -- and sets repl.colour, repl.interactive and repl.clock (wall-clock seconds). Its message handler (the
 -- traceback without the embedded Lua code's frames) is in the registry as "mha.repl.msghandler".
--- A script :save wrote calls repl.replayer() for the functions that replay the session. The lesson
--- runner calls repl.record_step(code, label) when it runs a step's code, so :save replays it too.
+-- A script :save wrote calls repl.replayer() for the functions that replay the session.
+--
+-- The REPL hands itself to the lesson runner (lesson.install(repl), from repl.init), which then calls
+--   repl.record_step(code, label, ok)  when it runs a step's code, so :save replays it too
+--   repl.clock()                       for timings on the wall clock
+--   repl.on_reset(name, keep, resume)  keep() -> a string or nil, carried across :reset and handed to
+--                                      resume(string) in the new state (the open lesson stays open)
+-- and sets repl.on_empty_line (Enter runs the next step).
 --
 -- Another module adds a command with one line:
 --   repl.add_command("next", {args = "", help = "run the next step", run = function(argstring) ... end})
@@ -860,30 +866,48 @@ end
 -- Life cycle: init in each new Lua state; carry across :reset.
 -- ---------------------------------------------------------------------------------------------
 
--- What the next state keeps after :reset: the transcript and the :time setting, as Lua source.
+local reset_hooks = {}      -- name -> {keep = function() -> string|nil, resume = function(string)}
+local carried_hooks = {}    -- name -> the string keep() gave before the :reset, until its resume runs
+
+-- A module registers what it keeps across :reset: keep() before the old state closes, resume(kept) in
+-- the new one, at once when the module registers there (it registers again in every state).
+function repl.on_reset(name, keep, resume)
+    if type(name) ~= "string" or type(keep) ~= "function" or type(resume) ~= "function" then
+        error("on_reset: expected a name, a keep function and a resume function", 2)
+    end
+    reset_hooks[name] = {keep = keep, resume = resume}
+    local kept = carried_hooks[name]
+    carried_hooks[name] = nil
+    if kept ~= nil then resume(kept) end
+end
+
+-- What the next state keeps after :reset: the transcript, the :time setting and what each on_reset
+-- hook keeps, as Lua source.
 function repl.carry()
     local parts = {"return {show_time = ", tostring(repl.show_time), ", transcript = {"}
     for _, e in ipairs(transcript) do
         parts[#parts + 1] = string.format("{kind = %q, input = %q, how = %q, command = %q, label = %q, output = %q},",
                                           e.kind, e.input, e.how or "", e.command or "", e.label or "", e.output)
     end
-    parts[#parts + 1] = "}"
-    -- the open lesson, which the new state reopens at its step (lesson.carry/resume)
-    local lesson = package.loaded["mha.lesson"]
-    local open = lesson and type(lesson.carry) == "function" and lesson.carry() or nil
-    if open then parts[#parts + 1] = string.format(", lesson = %q", open) end
-    parts[#parts + 1] = "}"
+    parts[#parts + 1] = "}, hooks = {"
+    local names = {}
+    for name in pairs(reset_hooks) do names[#names + 1] = name end
+    table.sort(names)
+    for _, name in ipairs(names) do
+        local kept = reset_hooks[name].keep()
+        if kept ~= nil then parts[#parts + 1] = string.format("[%q] = %q,", name, tostring(kept)) end
+    end
+    parts[#parts + 1] = "}}"
     return table.concat(parts)
 end
 
 function repl.init(carried)
-    local carried_lesson
     install_capture()
     if carried then
         local chunk = load(carried, "=carry", "t", {})
         local ok, state = pcall(chunk)
         if ok and type(state) == "table" then
-            carried_lesson = state.lesson
+            carried_hooks = type(state.hooks) == "table" and state.hooks or {}
             repl.show_time = state.show_time
             for _, e in ipairs(state.transcript) do
                 if e.how == "" then e.how = nil end
@@ -893,12 +917,12 @@ function repl.init(carried)
             end
         end
     end
-    -- the lesson runner, when it is part of the build, adds :lessons, :open, :next ...
+    -- the lesson runner, when it is part of the build, is handed the REPL: it adds :lessons, :open,
+    -- :next ... and resumes a lesson kept across :reset
     if package.preload["mha.lesson"] then
         local ok, lesson = pcall(require, "mha.lesson")
         if ok and type(lesson) == "table" and type(lesson.install) == "function" then
             lesson.install(repl)
-            if carried_lesson and type(lesson.resume) == "function" then lesson.resume(carried_lesson) end
         elseif not ok then show_error("mha.lesson: " .. tostring(lesson)) end
     end
     captured, captured_bytes = {}, 0

@@ -4,6 +4,7 @@
 -- It adds mha.format, mha.show, mha.printoptions and mha.heat to the "mha" table; a Tensor's
 -- __tostring is mha.format. It also formats plain nested Lua tables of numbers or booleans.
 
+local mha = require "mha"        -- the bindings: luaopen_mha has stored them before it loads this file
 local term = require "mha.term"
 
 local M = {}
@@ -139,10 +140,7 @@ end
 -- Sources: a tensor or a nested Lua table, seen as a shape, a dtype and a way to read one element
 -- ---------------------------------------------------------------------------------------------
 
-local function is_tensor(v)
-    local mt = getmetatable(v)
-    return type(mt) == "table" and mt.__name == "mha.Tensor"
-end
+local is_tensor = mha.is_tensor
 
 -- Shape of a nested table, checked rectangular, and whether its leaves are booleans.
 local function table_shape(fname, t)
@@ -737,13 +735,10 @@ M.count = count
 M.a_type = a_type
 M.shape_str = shape_str
 
--- Install into the mha table when it is there (mha-repl and mha.so both create it first).
-local mha = package.loaded.mha
-if type(mha) == "table" then
-    mha.format = M.format
-    mha.show = M.show
-    mha.printoptions = M.printoptions
-    mha.heat = M.heat
-end
+-- Install into the mha table (mha-repl and mha.so both create it first).
+mha.format = M.format
+mha.show = M.show
+mha.printoptions = M.printoptions
+mha.heat = M.heat
 
 return M

@@ -5,6 +5,7 @@
 -- it again on a file terminal. Data travels inline as datablocks; user text travels only inside
 -- single-quoted gnuplot strings, where gnuplot expands nothing (no backquotes, no macros, no escapes).
 
+local mha = require "mha"
 local gnuplot = require "mha.gnuplot"
 local display = require "mha.display"
 local term = require "mha.term"
@@ -39,10 +40,7 @@ end
 -- Inputs: tensors or Lua tables, as plain Lua arrays
 -- ---------------------------------------------------------------------------------------------
 
-local function is_tensor(v)
-    local mt = getmetatable(v)
-    return type(mt) == "table" and mt.__name == "mha.Tensor"
-end
+local is_tensor = mha.is_tensor
 
 local shape_str = display.shape_str   -- "(2,3)", as the core writes shapes
 
