@@ -382,8 +382,8 @@ local function show_time(seconds)
     local text
     if seconds < 1 then text = string.format("time %.3g ms", seconds * 1000)
     else text = string.format("time %.3g s", seconds) end
-    local mha = package.loaded.mha
-    if type(mha) == "table" and type(mha.memory) == "function" then
+    local mha_loaded, mha = pcall(require, "mha")
+    if mha_loaded and type(mha) == "table" and type(mha.memory) == "function" then
         collectgarbage()  -- count the tensors variables hold, not the garbage not yet collected
         local ok, live = pcall(mha.memory)
         if ok and type(live) == "table" then live = live.live or live[1] end
@@ -916,6 +916,12 @@ function repl.init(carried)
                 transcript[#transcript + 1] = e
             end
         end
+    end
+    -- help() lists and explains the REPL's commands
+    if package.preload["mha.help"] then
+        local ok, help = pcall(require, "mha.help")
+        if ok and type(help) == "table" then help.set_commands(repl.commands)
+        else show_error("mha.help: " .. tostring(help)) end
     end
     -- the lesson runner, when it is part of the build, is handed the REPL: it adds :lessons, :open,
     -- :next ... and resumes a lesson kept across :reset
