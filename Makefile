@@ -18,8 +18,8 @@ CORE_SRC  = core/tensor.c core/ops.c core/rng.c core/npy.c core/kernels.c core/k
             core/attention.c
 BIND_SRC  = lua/bind/lauxmha.c lua/bind/lmha.c lua/bind/ltensor.c lua/bind/lmultihead.c
 SYS_SRC   = lua/sys/lterm.c lua/sys/lgnuplot.c
-REPL_SRC  = lua/repl/repl.c lua/repl/history.c lua/repl/traceback.c
-EMBED     = mha.repl=lua/repl/repl.lua \
+REPL_SRC  = lua/repl/repl.c lua/repl/history.c lua/repl/traceback.c lua/repl/lazy.c
+EMBED     = mha.repl=lua/repl/repl.lua mha.repl.complete=lua/repl/complete.lua \
             mha.display=lua/show/display.lua mha.text=lua/show/text.lua mha.plot=lua/show/plot.lua \
             mha.lesson=lua/lesson/lesson.lua mha.lesson.check=lua/lesson/check.lua \
             mha.lesson.words=lua/lesson/words.lua \

@@ -454,7 +454,7 @@ static int t_newindex(lua_State *L) {
     return 0;
 }
 
-/* A plain printout used when the "format" function of lua/display.lua is not there. */
+/* A plain printout used when the "format" function of lua/show/display.lua is not there. */
 static void format_plain(luaL_Buffer *b, const mha_tensor *t, size_t d, ptrdiff_t offset) {
     char num[64];
     if (d == t->ndim) {

@@ -28,6 +28,7 @@
 #include "lmha.h"
 #include "lsys.h"
 #include "history.h"
+#include "lazy.h"
 #include "traceback.h"
 
 #define MHA_REPL_VERSION "0.1.0"
@@ -337,32 +338,6 @@ static int runargs(lua_State *L, char **argv, int n) {
 
 /* ---- the state: standard libraries, mha, and the lazy globals ---- */
 
-/* Globals that exist from the start but load their module on first use, so startup stays fast:
- * `plot` is require "mha.plot", `help` is require("mha.help").help. */
-static const struct { const char *name, *module, *field; } lazy_globals[] = {
-    {"plot", "mha.plot", NULL},
-    {"help", "mha.help", "help"},
-    {NULL, NULL, NULL}
-};
-
-/* __index of _G's metatable: loads a lazy global, stores it with rawset, and returns it. */
-static int lazy_index(lua_State *L) {
-    if (lua_type(L, 2) != LUA_TSTRING) return 0;
-    const char *key = lua_tostring(L, 2);
-    for (int i = 0; lazy_globals[i].name; i++) {
-        if (strcmp(key, lazy_globals[i].name) != 0) continue;
-        lua_getglobal(L, "require");
-        lua_pushstring(L, lazy_globals[i].module);
-        lua_call(L, 1, 1);
-        if (lazy_globals[i].field) lua_getfield(L, -1, lazy_globals[i].field);
-        lua_pushvalue(L, 2);
-        lua_pushvalue(L, -2);
-        lua_rawset(L, 1);
-        return 1;
-    }
-    return 0;
-}
-
 /* The libraries every mode gets: Lua's, `mha` as a global, and the lazy globals. The metatable of _G
  * also lists the lazy names in __lazy, so completion can offer them before they are loaded. */
 static void openlibs(lua_State *L) {
@@ -371,18 +346,7 @@ static void openlibs(lua_State *L) {
     lua_setfield(L, LUA_REGISTRYINDEX, "mha.repl.msghandler");
     luaL_requiref(L, "mha", luaopen_mha, 1);
     lua_pop(L, 1);
-    lua_pushglobaltable(L);
-    lua_createtable(L, 0, 2);
-    lua_pushcfunction(L, lazy_index);
-    lua_setfield(L, -2, "__index");
-    lua_createtable(L, 0, 2);
-    for (int i = 0; lazy_globals[i].name; i++) {
-        lua_pushboolean(L, 1);
-        lua_setfield(L, -2, lazy_globals[i].name);
-    }
-    lua_setfield(L, -2, "__lazy");
-    lua_setmetatable(L, -2);
-    lua_pop(L, 1);
+    repl_lazy_globals(L);
 }
 
 /* Wall-clock seconds, for :time (os.clock measures CPU time, not what the student waits). */
@@ -628,7 +592,7 @@ static int incomplete(lua_State *L, int status) {
     return 0;
 }
 
-/* Tries to compile the input at index 1 as "return <code>;". repl.split_input (lua/repl.lua, which
+/* Tries to compile the input at index 1 as "return <code>;". repl.split_input (lua/repl/repl.lua, which
  * :save uses too) separates the code from a trailing ';' and comments after it: the ';' sets *quiet,
  * the values are kept in `_` but not printed. Without repl.lua the input is taken as it is. On success
  * the chunk is pushed. */

@@ -1,7 +1,7 @@
 -- lua/repl/repl.lua - the Lua side of mha-repl's REPL (module "mha.repl"): the ':' commands, how values are
 -- printed, `_`, completion candidates, and the session transcript that :save writes.
 --
--- lua/repl.c reads the lines and runs the chunks; it calls, from this module:
+-- lua/repl/repl.c reads the lines and runs the chunks; it calls, from this module:
 --   repl.init(carried)             once per Lua state (carried: what repl.carry() returned before a :reset)
 --   repl.after(input, how, seconds, ...)  after each Lua input; how is "print", "quiet" (a trailing ';'),
 --                                  "stmt" or "error", followed by the values or the error message
@@ -29,6 +29,7 @@
 
 local repl = {}
 
+local complete = require "mha.repl.complete"   -- the names Tab offers at a Lua prompt
 local term_loaded, term = pcall(require, "mha.term")  -- the terminal's width, the cells text takes
 if not term_loaded then term = nil end
 
@@ -46,9 +47,7 @@ local MAX_LINES = 50        -- lines one printed table takes at most
 local WIDTH = 78            -- a table that fits in this many columns prints on one line
 local MAX_CAPTURE = 100000  -- bytes of one input's output kept for the transcript
 
-local keywords = {}
-for word in ([[and break do else elseif end false for function goto if in local nil not or repeat
-               return then true until while]]):gmatch("%a+") do keywords[word] = true end
+local keywords = complete.keywords
 
 function repl.add_command(name, spec)
     if type(name) ~= "string" or not name:match("^[%a_][%w_]*$") then
@@ -61,7 +60,7 @@ function repl.add_command(name, spec)
 end
 
 -- ---------------------------------------------------------------------------------------------
--- Colour: only when lua/repl.c says stdout is a terminal and NO_COLOR is unset.
+-- Colour: only when lua/repl/repl.c says so (the one policy of lua/sys/lterm.c, for stdout).
 -- ---------------------------------------------------------------------------------------------
 
 local palette = {number = "\27[36m", error = "\27[31m", dim = "\27[2m", command = "\27[1m"}
@@ -178,7 +177,7 @@ local function key_before(a, b)
 end
 
 -- ---------------------------------------------------------------------------------------------
--- Where an input's code ends. The one reading of "does this input end in ';'" that both lua/repl.c
+-- Where an input's code ends. The one reading of "does this input end in ';'" that both lua/repl/repl.c
 -- (which tries "return <code>;") and :save use: comments after the code are not code, and a ';' or
 -- "--" inside a string literal is not one either.
 -- ---------------------------------------------------------------------------------------------
@@ -404,7 +403,7 @@ local function record(entry)
     transcript[#transcript + 1] = entry
 end
 
--- A lesson step's code, run by the lesson runner (lua/lesson.lua) rather than typed: recorded so that
+-- A lesson step's code, run by the lesson runner (lua/lesson/lesson.lua) rather than typed: recorded so that
 -- :save replays it inline (the variables it makes exist for the inputs after it) and the Markdown shows
 -- it under the step's label. ok = false marks code that raised an error (replayed with fails).
 function repl.record_step(code, label, ok)
@@ -523,7 +522,7 @@ local function arguments_fit(spec, rest)
     return true
 end
 
--- The message handler of lua/repl.c (its traceback leaves out the frames of the embedded Lua code),
+-- The message handler of lua/repl/repl.c (its traceback leaves out the frames of the embedded Lua code),
 -- which it keeps in the registry; a plainer one when this module runs without it (under lua with mha.so).
 local function msghandler(m)
     local handler = debug.getregistry()["mha.repl.msghandler"]
@@ -751,69 +750,6 @@ repl.add_command("save", {args = "FILE", help = "write the session as FILE.lua (
 -- Completion
 -- ---------------------------------------------------------------------------------------------
 
-local function sorted_unique(list)
-    table.sort(list)
-    local result = {}
-    for i, v in ipairs(list) do if v ~= list[i - 1] then result[#result + 1] = v end end
-    return result
-end
-
--- The value a chain like "mha" or "a.b.c" names, looked up without calling anything but __index.
-local function resolve(chain)
-    local value = _G
-    for name in (chain .. "."):gmatch("([^.]*)%.") do
-        if not name:match("^[%a_][%w_]*$") or value == nil then return nil end
-        local ok, v = pcall(function() return value[name] end)
-        if not ok then return nil end
-        value = v
-    end
-    return value
-end
-
--- String keys of t that are identifiers starting with prefix, and those its metatables' __index
--- tables add (as classes do), into names.
-local function add_fields(names, t, prefix, only_functions)
-    local seen = 0
-    while t ~= nil and seen < 8 do
-        seen = seen + 1
-        if type(t) == "table" then
-            for k, v in next, t do
-                if type(k) == "string" and k:match("^[%a_][%w_]*$") and k:sub(1, #prefix) == prefix
-                   and (not only_functions or type(v) == "function" or (getmetatable(v) or {}).__call) then
-                    names[#names + 1] = k
-                end
-            end
-        end
-        local mt = getmetatable(t)
-        if type(mt) ~= "table" then break end
-        local index = rawget(mt, "__index")
-        if type(index) ~= "table" then index = rawget(mt, "__methods") end
-        if type(index) ~= "table" then break end
-        t = index
-    end
-end
-
--- The names a value answers to besides its methods, through its metatable: the __fields list the
--- bindings give (embed_dim, num_heads ... of a MultiheadAttention) and the parameters
--- m:parameter_names() lists (in_proj_weight ...). Nothing when the metatable has neither.
-local function add_object_fields(names, value, prefix)
-    local mt = getmetatable(value)
-    if type(mt) ~= "table" then return end
-    local function add(name)
-        if type(name) == "string" and name:sub(1, #prefix) == prefix then names[#names + 1] = name end
-    end
-    local fields = rawget(mt, "__fields")
-    if type(fields) == "table" then  -- a list of names, or a set name -> anything
-        for k, v in pairs(fields) do add(math.type(k) == "integer" and v or k) end
-    end
-    local methods = rawget(mt, "__methods")
-    local parameter_names = type(methods) == "table" and rawget(methods, "parameter_names")
-    if type(parameter_names) == "function" then
-        local ok, list = pcall(parameter_names, value)
-        if ok and type(list) == "table" then for _, name in ipairs(list) do add(name) end end
-    end
-end
-
 local function complete_command(text, line, start)
     local before = line:sub(1, start)
     if before:match("^%s*$") then
@@ -833,33 +769,7 @@ end
 
 function repl.complete(text, line, start)
     if line:match("^%s*:") then return complete_command(text, line, start) end
-    local head, chain = text:match("^(.-)([%w_%.:]*)$")
-    local base, sep, partial = chain:match("^(.*)([%.:])([%w_]*)$")
-    local names = {}
-    if not base then
-        partial = chain
-        for word in pairs(keywords) do if word:sub(1, #partial) == partial then names[#names + 1] = word end end
-        add_fields(names, _G, partial)
-        local mt = getmetatable(_G)
-        for name in pairs(type(mt) == "table" and rawget(mt, "__lazy") or {}) do
-            if name:sub(1, #partial) == partial then names[#names + 1] = name end
-        end
-        for i, name in ipairs(names) do names[i] = head .. name end
-        return sorted_unique(names)
-    end
-    if base == "" or base:find(":", 1, true) then return {} end
-    local value = resolve(base)
-    if value == nil then return {} end
-    if sep == "." then
-        add_fields(names, value, partial, false)
-        add_object_fields(names, value, partial)
-    else  -- a method: through the metatable (__index when a table, else __methods); strings use string
-        local mt = getmetatable(value)
-        local methods = type(mt) == "table" and (type(mt.__index) == "table" and mt.__index or mt.__methods)
-        if type(methods) == "table" then add_fields(names, methods, partial, true) end
-    end
-    for i, name in ipairs(names) do names[i] = head .. base .. sep .. name end
-    return sorted_unique(names)
+    return complete.names(text)
 end
 
 -- ---------------------------------------------------------------------------------------------

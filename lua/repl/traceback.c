@@ -11,7 +11,7 @@
 #include "traceback.h"
 
 /* Is line (a traceback frame, or a message) at a position in Lua code built into the binary: the REPL's
- * own lua/repl.lua, or a helper such as lua/display.lua that raised an error on the user's behalf?
+ * own lua/repl/repl.lua, or a helper such as lua/show/display.lua that raised an error on the user's behalf?
  * Returns the length of its "lua/x.lua:" prefix, else 0. */
 static size_t embedded_position(const char *line, size_t len) {
     for (const mha_embedded_file *f = mha_embedded; f->module; f++) {
@@ -76,7 +76,7 @@ static int split_traceback(frame *frames, const char *tb) {
     return n;
 }
 
-/* Pushes msg with a helper's position ("lua/display.lua:509: show: ...") replaced by the position of
+/* Pushes msg with a helper's position ("lua/show/display.lua:509: show: ...") replaced by the position of
  * the user's code that called the helper ("stdin:2: show: ..."), or dropped when there is none (a
  * tail call, a REPL command). Pushes msg itself when it has no such prefix. */
 static const char *push_user_message(lua_State *L, const char *msg, const frame *frames, int nframes) {

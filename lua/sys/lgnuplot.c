@@ -1,5 +1,5 @@
 /* lua/sys/lgnuplot.c - module "mha.gnuplot": a gnuplot process behind three pipes (its stdin, stdout and
- * stderr), so lua/plot.lua can send it commands, read its errors back, and always reap it. */
+ * stderr), so lua/show/plot.lua can send it commands, read its errors back, and always reap it. */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
