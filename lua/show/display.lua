@@ -602,6 +602,26 @@ local MAX_HEAT_ROWS = 64
 -- Position in the range: x = (v - lo) / (hi - lo); shade k of 5 covers x in [k/5, (k+1)/5).
 local HEAT_OPTIONS = { "rows", "cols", "title", "zrange", "dims", "color", table.unpack(PRINT_OPTIONS) }
 
+-- The range the shades span: opts.zrange, else the finite values' min and max ({0, 1} when none is).
+-- Errors are raised at the position of mha.heat's caller (level 3: this function, then heat).
+local function heat_range(opts, flat)
+    if opts.zrange then
+        if type(opts.zrange) ~= "table" or type(opts.zrange[1]) ~= "number" or type(opts.zrange[2]) ~= "number"
+            or not (opts.zrange[1] < opts.zrange[2]) then
+            error("heat: zrange must be {lo, hi} with lo < hi", 3)
+        end
+        return opts.zrange[1], opts.zrange[2]
+    end
+    local lo, hi = math.huge, -math.huge
+    for _, v in ipairs(flat) do
+        if type(v) == "number" and v == v and v ~= math.huge and v ~= -math.huge then
+            lo, hi = math.min(lo, v), math.max(hi, v)
+        end
+    end
+    if lo > hi then return 0, 1 end   -- nothing finite
+    return lo, hi
+end
+
 function M.heat(t, opts)
     opts = opts or {}
     if type(opts) ~= "table" then error("heat: options must be a table, got " .. type(opts), 2) end
@@ -627,22 +647,7 @@ function M.heat(t, opts)
         flat = { 0, 1 }
     end
 
-    local lo, hi = math.huge, -math.huge
-    if opts.zrange then
-        if type(opts.zrange) ~= "table" or type(opts.zrange[1]) ~= "number" or type(opts.zrange[2]) ~= "number"
-            or not (opts.zrange[1] < opts.zrange[2]) then
-            error("heat: zrange must be {lo, hi} with lo < hi", 2)
-        end
-        lo, hi = opts.zrange[1], opts.zrange[2]
-    else
-        for _, v in ipairs(flat) do
-            if type(v) == "number" and v == v and v ~= math.huge and v ~= -math.huge then
-                lo, hi = math.min(lo, v), math.max(hi, v)
-            end
-        end
-        if lo > hi then lo, hi = 0, 1 end   -- nothing finite
-    end
-
+    local lo, hi = heat_range(opts, flat)
     local colour = use_colour(opts)
     local nrows = ndim >= 2 and shape[ndim - 1] or 1
     local ncols = shape[ndim]
