@@ -7,7 +7,6 @@
 
 #include "kernels.h"
 
-#define SHAPE_BUF 160
 #define SHAPE(buf, t) mha_shape_str((buf), sizeof(buf), (t))
 
 static size_t prod(const size_t *shape, size_t from, size_t to) {
@@ -17,7 +16,7 @@ static size_t prod(const size_t *shape, size_t from, size_t to) {
 }
 
 static mha_status check_float(const mha_tensor *t, const char *fname, const char *arg) {
-    char s[SHAPE_BUF];
+    char s[MHA_SHAPE_BUF];
     if (t == NULL || t->storage == NULL)
         return mha_fail(MHA_E_ARG, "%s: %s is missing (an empty or released tensor)", fname, arg);
     if (t->dtype != MHA_FLOAT32) return mha_fail(MHA_E_DTYPE, "%s: %s %s is bool, expected float32", fname, arg, SHAPE(s, t));
@@ -27,7 +26,7 @@ static mha_status check_float(const mha_tensor *t, const char *fname, const char
 /* ---- log_softmax ---- */
 
 mha_status mha_log_softmax(mha_tensor *out, const mha_tensor *x, size_t dim) {
-    char s[SHAPE_BUF];
+    char s[MHA_SHAPE_BUF];
     mha_status st = check_float(x, "log_softmax", "x");
     if (st != MHA_OK) return st;
     if (dim >= (x->ndim ? x->ndim : 1)) return mha_fail(MHA_E_ARG, "log_softmax: dim %zu out of range for x %s", dim, SHAPE(s, x));
@@ -58,7 +57,7 @@ mha_status mha_log_softmax(mha_tensor *out, const mha_tensor *x, size_t dim) {
 }
 
 mha_status mha_softmax_backward(mha_tensor *dx, const mha_tensor *dy, const mha_tensor *y, size_t dim) {
-    char a[SHAPE_BUF], b[SHAPE_BUF];
+    char a[MHA_SHAPE_BUF], b[MHA_SHAPE_BUF];
     if (!mha_same_shape(dy, y))
         return mha_fail(MHA_E_SHAPE, "softmax_backward: dy %s and y %s differ in shape", SHAPE(a, dy), SHAPE(b, y));
     mha_tensor prod_ = MHA_TENSOR_EMPTY, sum = MHA_TENSOR_EMPTY, diff = MHA_TENSOR_EMPTY;
@@ -71,7 +70,7 @@ mha_status mha_softmax_backward(mha_tensor *dx, const mha_tensor *dy, const mha_
 }
 
 mha_status mha_log_softmax_backward(mha_tensor *dx, const mha_tensor *dy, const mha_tensor *y, size_t dim) {
-    char a[SHAPE_BUF], b[SHAPE_BUF];
+    char a[MHA_SHAPE_BUF], b[MHA_SHAPE_BUF];
     if (!mha_same_shape(dy, y))
         return mha_fail(MHA_E_SHAPE, "log_softmax_backward: dy %s and y %s differ in shape", SHAPE(a, dy), SHAPE(b, y));
     mha_tensor p = MHA_TENSOR_EMPTY, sum = MHA_TENSOR_EMPTY, t = MHA_TENSOR_EMPTY;
@@ -87,7 +86,7 @@ mha_status mha_log_softmax_backward(mha_tensor *dx, const mha_tensor *dy, const 
 
 mha_status mha_linear_backward(mha_tensor *dx, mha_tensor *dW, mha_tensor *db, const mha_tensor *dy,
                                const mha_tensor *x, const mha_tensor *W) {
-    char sy[SHAPE_BUF], sx[SHAPE_BUF], sw[SHAPE_BUF];
+    char sy[MHA_SHAPE_BUF], sx[MHA_SHAPE_BUF], sw[MHA_SHAPE_BUF];
     mha_status st;
     if ((st = check_float(dy, "linear_backward", "dy")) != MHA_OK || (st = check_float(x, "linear_backward", "x")) != MHA_OK ||
         (st = check_float(W, "linear_backward", "W")) != MHA_OK)
@@ -135,7 +134,7 @@ done:
 
 mha_status mha_layer_norm_backward(mha_tensor *dx, mha_tensor *dw, mha_tensor *db, const mha_tensor *dy,
                                    const mha_tensor *x, size_t norm_ndim, const mha_tensor *w, float eps) {
-    char sy[SHAPE_BUF], sx[SHAPE_BUF];
+    char sy[MHA_SHAPE_BUF], sx[MHA_SHAPE_BUF];
     mha_status st;
     if ((st = check_float(dy, "layer_norm_backward", "dy")) != MHA_OK || (st = check_float(x, "layer_norm_backward", "x")) != MHA_OK)
         return st;
@@ -207,7 +206,7 @@ done:
 
 /* Checks that every entry of indices is a whole number in [0, count); names fname and arg. */
 static mha_status check_indices(const mha_tensor *cidx, size_t count, const char *fname, const char *arg) {
-    char s[SHAPE_BUF];
+    char s[MHA_SHAPE_BUF];
     const float *p = mha_f32(cidx);
     for (size_t i = 0, n = mha_numel(cidx); i < n; i++)
         if (!(p[i] >= 0.0f && p[i] < (float)count && p[i] == floorf(p[i])))
@@ -217,7 +216,7 @@ static mha_status check_indices(const mha_tensor *cidx, size_t count, const char
 }
 
 mha_status mha_embedding(mha_tensor *out, const mha_tensor *indices, const mha_tensor *weight) {
-    char sw[SHAPE_BUF];
+    char sw[MHA_SHAPE_BUF];
     mha_status st;
     if ((st = check_float(indices, "embedding", "indices")) != MHA_OK || (st = check_float(weight, "embedding", "weight")) != MHA_OK)
         return st;
@@ -245,7 +244,7 @@ mha_status mha_embedding(mha_tensor *out, const mha_tensor *indices, const mha_t
 }
 
 mha_status mha_embedding_backward(mha_tensor *dW, const mha_tensor *dy, const mha_tensor *indices, size_t num_embeddings) {
-    char sy[SHAPE_BUF], si[SHAPE_BUF];
+    char sy[MHA_SHAPE_BUF], si[MHA_SHAPE_BUF];
     mha_status st;
     if ((st = check_float(dy, "embedding_backward", "dy")) != MHA_OK || (st = check_float(indices, "embedding_backward", "indices")) != MHA_OK)
         return st;
@@ -282,7 +281,7 @@ done:
 /* logits with the class dim moved last, contiguous: (positions, C); checks targets' shape and values. */
 static mha_status ce_rows(mha_tensor *rows, mha_tensor *ctargets, const mha_tensor *logits, const mha_tensor *targets,
                           const char *fname) {
-    char sl[SHAPE_BUF], st_[SHAPE_BUF];
+    char sl[MHA_SHAPE_BUF], st_[MHA_SHAPE_BUF];
     mha_status st;
     if ((st = check_float(logits, fname, "logits")) != MHA_OK || (st = check_float(targets, fname, "targets")) != MHA_OK)
         return st;

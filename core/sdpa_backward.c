@@ -9,7 +9,6 @@
 #include "autograd.h"
 #include "kernels.h"
 
-#define SHAPE_BUF 160
 #define SHAPE(buf, t) mha_shape_str((buf), sizeof(buf), (t))
 #define TILE_Q 64   /* queries per tile (fused path) */
 #define TILE_K 128  /* keys per tile (fused path) */
@@ -217,7 +216,7 @@ static mha_status bwd_part(void *ctx, size_t part, size_t nparts) {
 /* t expanded to (bshape..., rows, cols), or an error naming arg. */
 static mha_status expand_to(mha_tensor *out, const mha_tensor *t, size_t nb, const size_t *bshape, size_t rows, size_t cols,
                             const char *arg) {
-    char s[SHAPE_BUF], w[SHAPE_BUF];
+    char s[MHA_SHAPE_BUF], w[MHA_SHAPE_BUF];
     size_t shape[MHA_MAX_DIMS];
     memcpy(shape, bshape, nb * sizeof *shape);
     shape[nb] = rows, shape[nb + 1] = cols;
@@ -233,7 +232,7 @@ static mha_status expand_to(mha_tensor *out, const mha_tensor *t, size_t nb, con
 mha_status mha_sdpa_backward(mha_tensor *dq, mha_tensor *dk, mha_tensor *dv, const mha_tensor *dout,
                              const mha_tensor *dweights, const mha_tensor *q, const mha_tensor *k, const mha_tensor *v,
                              const mha_tensor *weights, const mha_tensor *out, const mha_sdpa_options *opt) {
-    char sq[SHAPE_BUF], sk[SHAPE_BUF], sv[SHAPE_BUF];
+    char sq[MHA_SHAPE_BUF], sk[MHA_SHAPE_BUF], sv[MHA_SHAPE_BUF];
     const mha_sdpa_options defaults = {0};
     if (!opt) opt = &defaults;
     const mha_tensor *checks[] = {q, k, v};

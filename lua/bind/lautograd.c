@@ -5,6 +5,7 @@
 #include <lauxlib.h>
 
 #include "autograd_ops.h"
+#include "lauxmha.h"
 #include "lmha.h"
 #include "nn_ops.h"
 #include "sdpa_backward.h"
@@ -107,7 +108,7 @@ static int l_is_grad_enabled(lua_State *L) {
 /* The 1-based class/row indices at arg (a tensor of whole numbers, a number or a nested table), each in
  * [1, count], as a new 0-based float tensor pushed on the stack. */
 static mha_tensor *checkindices(lua_State *L, int arg, size_t count, const char *fname, const char *argname) {
-    char shape[LMHA_SHAPE_BUF];
+    char shape[MHA_SHAPE_BUF];
     mha_tensor *given = lmha_totensor(L, arg, fname);
     if (given->dtype != MHA_FLOAT32)
         luaL_error(L, "%s: %s %s is bool; expected whole numbers from 1 to %I", fname, argname, lmha_shape(shape, given),
@@ -138,7 +139,7 @@ static int l_log_softmax(lua_State *L) {
 
 /* embedding(indices, weight): the rows of weight (num_embeddings, E) at the 1-based indices. */
 static int l_embedding(lua_State *L) {
-    char shape[LMHA_SHAPE_BUF];
+    char shape[MHA_SHAPE_BUF];
     mha_tensor *weight = lmha_checktensor(L, 2);
     if (weight->ndim != 2)
         return luaL_error(L, "embedding: weight %s must be 2-D (num_embeddings, embedding_dim)", lmha_shape(shape, weight));
