@@ -98,7 +98,7 @@ void mha_zero_grad(mha_tensor *t) {
 }
 
 mha_status mha_set_grad(mha_tensor *t, const mha_tensor *g) {
-    char a[MHA_SHAPE_BUF], b[160];
+    char a[MHA_SHAPE_BUF], b[MHA_SHAPE_BUF];
     if (!g) {
         mha_zero_grad(t);
         return MHA_OK;
@@ -333,7 +333,7 @@ static mha_status check_saved(const mha_node *n) {
 
 /* Runs node n with its accumulated gradient; routes the input gradients. */
 static mha_status run_node(mha_node *n, node_list *ready, ag_list *leaves) {
-    char a[MHA_SHAPE_BUF], b[160];
+    char a[MHA_SHAPE_BUF], b[MHA_SHAPE_BUF];
     mha_status st = check_saved(n);
     if (st != MHA_OK) return st;
     mha_tensor *grads = mha_alloc(n->n_inputs * sizeof *grads + 1);
@@ -378,7 +378,7 @@ static mha_status commit_leaf(mha_ag *ag) {
 }
 
 mha_status mha_backward(const mha_tensor *root, const mha_tensor *gout) {
-    char a[MHA_SHAPE_BUF], b[160];
+    char a[MHA_SHAPE_BUF], b[MHA_SHAPE_BUF];
     if (!root->storage) return mha_fail(MHA_E_ARG, "backward: the tensor is empty (released)");
     if (!mha_ag_requires(root))
         return mha_fail(MHA_E_ARG,
