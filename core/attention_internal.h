@@ -1,0 +1,30 @@
+/* core/attention_internal.h - what the three attention files (functional.c, sdpa.c, multihead.c) share
+ * and nobody else needs: shape strings for messages, the float-tensor argument check, a shape product. */
+#ifndef MHA_ATTENTION_INTERNAL_H
+#define MHA_ATTENTION_INTERNAL_H
+
+#include "tensor.h"
+
+/* Shape strings for messages: SHAPE(buf, t) fills buf and returns it. */
+#define SHAPE_BUF 96
+#define SHAPE(buf, t) mha_shape_str((buf), sizeof(buf), (t))
+
+/* The tensor argument `arg` of fname must be a filled float32 tensor. */
+static inline mha_status check_float(const mha_tensor *t, const char *fname, const char *arg) {
+    if (t == NULL || t->storage == NULL)
+        return mha_fail(MHA_E_ARG, "%s: %s is missing (an empty or released tensor)", fname, arg);
+    if (t->dtype != MHA_FLOAT32) {
+        char s[SHAPE_BUF];
+        return mha_fail(MHA_E_DTYPE, "%s: %s %s is bool, expected float32", fname, arg, SHAPE(s, t));
+    }
+    return MHA_OK;
+}
+
+/* shape[from] · ... · shape[to-1]; 1 when from == to. */
+static inline size_t prod(const size_t *shape, size_t from, size_t to) {
+    size_t n = 1;
+    for (size_t d = from; d < to; d++) n *= shape[d];
+    return n;
+}
+
+#endif
