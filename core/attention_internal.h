@@ -3,6 +3,8 @@
 #ifndef MHA_ATTENTION_INTERNAL_H
 #define MHA_ATTENTION_INTERNAL_H
 
+#include <stdio.h>
+
 #include "tensor.h"
 
 /* Shape strings for messages: SHAPE(buf, t) fills buf and returns it. */
@@ -25,6 +27,16 @@ static inline size_t prod(const size_t *shape, size_t from, size_t to) {
     size_t n = 1;
     for (size_t d = from; d < to; d++) n *= shape[d];
     return n;
+}
+
+/* A failure of a call made on fname's behalf (a kernel's scratch, linear inside the forward), re-raised
+ * under fname when memory ran out, so the message names the function the user called and then where
+ * it ran out: "linear: sgemm: (4,8) @ (8,8): out of memory for packing". Other failures pass as they are. */
+static inline mha_status nomem_under(mha_status st, const char *fname) {
+    if (st != MHA_E_NOMEM) return st;
+    char why[480];
+    snprintf(why, sizeof why, "%s", mha_errmsg());
+    return mha_fail(st, "%s: %s", fname, why);
 }
 
 #endif

@@ -35,8 +35,8 @@ mha_status mha_softmax(mha_tensor *out, const mha_tensor *x, size_t dim) {
     if (dim >= (x->ndim ? x->ndim : 1))
         return mha_fail(MHA_E_ARG, "softmax: dim %zu out of range for x %s", dim, SHAPE(s, x));
     mha_tensor cx = MHA_TENSOR_EMPTY;
-    if ((st = mha_contiguous(&cx, x)) != MHA_OK) return st;
-    if ((st = mha_empty(out, MHA_FLOAT32, x->ndim, x->shape)) != MHA_OK) {
+    if ((st = mha_contiguous_named(&cx, x, "softmax")) != MHA_OK) return st;
+    if ((st = mha_empty_named(out, MHA_FLOAT32, x->ndim, x->shape, "softmax")) != MHA_OK) {
         mha_release(&cx);
         return st;
     }
@@ -81,11 +81,11 @@ mha_status mha_linear(mha_tensor *out, const mha_tensor *x, const mha_tensor *W,
                         n_out);
 
     mha_tensor cx = MHA_TENSOR_EMPTY;
-    if ((st = mha_contiguous(&cx, x)) != MHA_OK) return st;
+    if ((st = mha_contiguous_named(&cx, x, "linear")) != MHA_OK) return st;
     size_t shape[MHA_MAX_DIMS];
     memcpy(shape, x->shape, x->ndim * sizeof *shape);
     shape[x->ndim - 1] = n_out;
-    if ((st = mha_empty(out, MHA_FLOAT32, x->ndim, shape)) != MHA_OK) {
+    if ((st = mha_empty_named(out, MHA_FLOAT32, x->ndim, shape, "linear")) != MHA_OK) {
         mha_release(&cx);
         return st;
     }
@@ -99,6 +99,7 @@ mha_status mha_linear(mha_tensor *out, const mha_tensor *x, const mha_tensor *W,
     /* Wᵀ (in, out) is W read with its strides swapped: element (p, j) = W[j, p] */
     st = mha_sgemm(y, n_out, mha_f32(&cx), (ptrdiff_t)in, 1, mha_f32(W), W->stride[1], W->stride[0], rows, n_out, in,
                    b != NULL);
+    st = nomem_under(st, "linear");
     mha_release(&cx);
     if (st != MHA_OK) mha_release(out);
     return st;
@@ -129,10 +130,10 @@ mha_status mha_layer_norm(mha_tensor *out, const mha_tensor *x, size_t norm_ndim
         }
     }
     mha_tensor cx = MHA_TENSOR_EMPTY, cw = MHA_TENSOR_EMPTY, cb = MHA_TENSOR_EMPTY;
-    if ((st = mha_contiguous(&cx, x)) != MHA_OK) goto fail;
-    if (weight && (st = mha_contiguous(&cw, weight)) != MHA_OK) goto fail;
-    if (bias && (st = mha_contiguous(&cb, bias)) != MHA_OK) goto fail;
-    if ((st = mha_empty(out, MHA_FLOAT32, x->ndim, x->shape)) != MHA_OK) goto fail;
+    if ((st = mha_contiguous_named(&cx, x, "layer_norm")) != MHA_OK) goto fail;
+    if (weight && (st = mha_contiguous_named(&cw, weight, "layer_norm")) != MHA_OK) goto fail;
+    if (bias && (st = mha_contiguous_named(&cb, bias, "layer_norm")) != MHA_OK) goto fail;
+    if ((st = mha_empty_named(out, MHA_FLOAT32, x->ndim, x->shape, "layer_norm")) != MHA_OK) goto fail;
 
     size_t n = prod(x->shape, first, x->ndim), groups = prod(x->shape, 0, first);
     const float *src = mha_f32(&cx), *w = weight ? mha_f32(&cw) : NULL, *b = bias ? mha_f32(&cb) : NULL;
@@ -165,7 +166,7 @@ fail:
 
 mha_status mha_positional_encoding(mha_tensor *out, size_t L, size_t E) {
     size_t shape[2] = {L, E};
-    mha_status st = mha_empty(out, MHA_FLOAT32, 2, shape);
+    mha_status st = mha_empty_named(out, MHA_FLOAT32, 2, shape, "positional_encoding");
     if (st != MHA_OK) return st;
     float *pe = mha_f32(out);
     for (size_t p = 0; p < L; p++) {
@@ -180,7 +181,7 @@ mha_status mha_positional_encoding(mha_tensor *out, size_t L, size_t E) {
 
 mha_status mha_causal_mask(mha_tensor *out, size_t L, size_t S) {
     size_t shape[2] = {L, S};
-    mha_status st = mha_empty(out, MHA_BOOL, 2, shape);
+    mha_status st = mha_empty_named(out, MHA_BOOL, 2, shape, "causal_mask");
     if (st != MHA_OK) return st;
     bool *m = mha_bool(out);
     for (size_t i = 0; i < L; i++)

@@ -35,6 +35,7 @@ void mha_multihead_release(mha_multihead *m) {
 }
 
 mha_status mha_multihead_init(mha_multihead *m, const mha_multihead_options *opt) {
+    static const char *const mname = "MultiheadAttention";
     if (m == NULL || opt == NULL) return mha_fail(MHA_E_ARG, "MultiheadAttention: no module or no options given");
     const size_t E = opt->embed_dim, H = opt->num_heads;
     if (E == 0) return mha_fail(MHA_E_ARG, "MultiheadAttention: embed_dim must be positive, got 0");
@@ -55,33 +56,35 @@ mha_status mha_multihead_init(mha_multihead *m, const mha_multihead_options *opt
     size_t shape[3];
     if (m->same_embed_dim) {
         shape[0] = 3 * E, shape[1] = E;
-        if ((st = mha_empty(&m->in_proj_weight, MHA_FLOAT32, 2, shape)) != MHA_OK) goto fail;
+        if ((st = mha_empty_named(&m->in_proj_weight, MHA_FLOAT32, 2, shape, mname)) != MHA_OK) goto fail;
         if ((st = mha_xavier_uniform_(&m->in_proj_weight, 1.0f)) != MHA_OK) goto fail;
     } else {
         mha_tensor *w[3] = {&m->q_proj_weight, &m->k_proj_weight, &m->v_proj_weight};
         size_t in[3] = {E, m->kdim, m->vdim};
         for (int i = 0; i < 3; i++) {
             shape[0] = E, shape[1] = in[i];
-            if ((st = mha_empty(w[i], MHA_FLOAT32, 2, shape)) != MHA_OK) goto fail;
+            if ((st = mha_empty_named(w[i], MHA_FLOAT32, 2, shape, mname)) != MHA_OK) goto fail;
             if ((st = mha_xavier_uniform_(w[i], 1.0f)) != MHA_OK) goto fail;
         }
     }
     /* out_proj is an nn.Linear: kaiming_uniform_(a=√5) is U(-1/√E, 1/√E) */
     shape[0] = E, shape[1] = E;
     float bound = (float)(1.0 / sqrt((double)E));
-    if ((st = mha_empty(&m->out_proj_weight, MHA_FLOAT32, 2, shape)) != MHA_OK) goto fail;
+    if ((st = mha_empty_named(&m->out_proj_weight, MHA_FLOAT32, 2, shape, mname)) != MHA_OK) goto fail;
     if ((st = mha_uniform_(&m->out_proj_weight, -bound, bound)) != MHA_OK) goto fail;
     if (m->bias) {
         shape[0] = 3 * E;
-        if ((st = mha_zeros(&m->in_proj_bias, MHA_FLOAT32, 1, shape)) != MHA_OK) goto fail;
+        if ((st = mha_empty_named(&m->in_proj_bias, MHA_FLOAT32, 1, shape, mname)) != MHA_OK) goto fail;
+        memset(mha_f32(&m->in_proj_bias), 0, 3 * E * sizeof(float));
         shape[0] = E;
-        if ((st = mha_zeros(&m->out_proj_bias, MHA_FLOAT32, 1, shape)) != MHA_OK) goto fail;
+        if ((st = mha_empty_named(&m->out_proj_bias, MHA_FLOAT32, 1, shape, mname)) != MHA_OK) goto fail;
+        memset(mha_f32(&m->out_proj_bias), 0, E * sizeof(float));
     }
     if (m->add_bias_kv) {
         shape[0] = 1, shape[1] = 1, shape[2] = E;
-        if ((st = mha_empty(&m->bias_k, MHA_FLOAT32, 3, shape)) != MHA_OK) goto fail;
+        if ((st = mha_empty_named(&m->bias_k, MHA_FLOAT32, 3, shape, mname)) != MHA_OK) goto fail;
         if ((st = mha_xavier_normal_(&m->bias_k, 1.0f)) != MHA_OK) goto fail;
-        if ((st = mha_empty(&m->bias_v, MHA_FLOAT32, 3, shape)) != MHA_OK) goto fail;
+        if ((st = mha_empty_named(&m->bias_v, MHA_FLOAT32, 3, shape, mname)) != MHA_OK) goto fail;
         if ((st = mha_xavier_normal_(&m->bias_v, 1.0f)) != MHA_OK) goto fail;
     }
     return MHA_OK;
@@ -130,7 +133,7 @@ mha_status mha_multihead_set_param(mha_multihead *m, const char *name, const mha
         return mha_fail(MHA_E_SHAPE, "MultiheadAttention: %s: expected %s, got %s", name, SHAPE(sp, slot),
                         SHAPE(sv, value));
     mha_tensor copy = MHA_TENSOR_EMPTY;
-    if ((st = mha_clone(&copy, value)) != MHA_OK) return st;
+    if ((st = nomem_under(mha_clone(&copy, value), "MultiheadAttention")) != MHA_OK) return st;
     mha_release(slot);
     *slot = copy;
     return MHA_OK;
@@ -230,12 +233,13 @@ static mha_status forward_check(const mha_multihead *m, const mha_tensor *query,
 }
 
 /* K or V (N,S,E) with the rows add_bias_kv and add_zero_attn append: (N,S',E). Shares x when none. */
-static mha_status append_kv_rows(mha_tensor *out, const mha_tensor *x, const mha_tensor *bias_row, bool zero_row) {
+static mha_status append_kv_rows(mha_tensor *out, const mha_tensor *x, const mha_tensor *bias_row, bool zero_row,
+                                 const char *fname) {
     const size_t N = x->shape[0], S = x->shape[1], E = x->shape[2];
     const size_t S2 = S + (bias_row != NULL) + zero_row;
     if (S2 == S) return mha_share(out, x);
     size_t shape[3] = {N, S2, E};
-    mha_status st = mha_empty(out, MHA_FLOAT32, 3, shape);
+    mha_status st = mha_empty_named(out, MHA_FLOAT32, 3, shape, fname);
     if (st != MHA_OK) return st;
     float *dst = mha_f32(out);
     const float *src = mha_f32(x);
@@ -343,6 +347,33 @@ typedef struct forward_pass {
     size_t scratch_bytes, nparts;
 } forward_pass;
 
+/* The bytes of the per-head weights (N,H,L,S') the plan keeps, 0 when it keeps none. */
+static double forward_weights_bytes(const forward_pass *f) {
+    return f->keep_weights ? (double)f->N * (double)f->H * (double)f->L * (double)f->S2 * sizeof(float) : 0.0;
+}
+
+/* Every byte the passes below allocate, pass by pass (mha_multihead_forward_bytes). */
+static double forward_total_bytes(const forward_pass *f, bool want_weights) {
+    const double N = (double)f->N, H = (double)f->H, L = (double)f->L, S = (double)f->S, S2 = (double)f->S2;
+    const double E = (double)f->E, fl = sizeof(float);
+    const mha_tensor *am = f->opt->attn_mask, *kpm = f->opt->key_padding_mask;
+    double bytes = (N * L * E + 2 * N * S * E) * fl;                  /* pass 1: Q, K, V */
+    if (f->S2 > f->S) bytes += 2 * N * S2 * E * fl;                   /*   K, V with the appended rows */
+    bytes += N * L * E * fl;                                          /* pass 2: Q/√D */
+    bytes += forward_weights_bytes(f);                                /*   weights (N,H,L,S') */
+    if (f->trace) bytes += 3 * N * H * L * S2 * fl;                   /*   the trace's scores */
+    if (!f->keep_weights && !f->fused && f->L * f->S2 > 0) bytes += (double)f->nparts * L * S2 * fl; /* scratch */
+    bytes += N * L * E * fl;                                          /*   concat */
+    const mha_tensor *masks[2] = {am, kpm};                           /* pass 3: masks copied when strided */
+    for (int i = 0; i < 2; i++)
+        if (masks[i] && !mha_is_contiguous(masks[i]))
+            bytes += (double)mha_numel(masks[i]) * (masks[i]->dtype == MHA_BOOL ? sizeof(bool) : fl);
+    if (kpm && f->fused) bytes += N * S2 * fl;                        /*   key padding rows */
+    bytes += N * L * E * fl;                                          /* pass 5: output */
+    if (want_weights && f->opt->average_attn_weights) bytes += N * L * S2 * fl; /* pass 6: the mean */
+    return bytes;
+}
+
 /* pass 1: the inputs as (N,X,·) (an unbatched input is a batch of one), then the in-projection
  * Q = query·W_qᵀ + b_q (W_q the first E rows of in_proj_weight, or q_proj_weight), likewise K and V. */
 static mha_status project_inputs(forward_pass *f, const mha_tensor *const inputs[3]) {
@@ -363,6 +394,7 @@ static mha_status project_inputs(forward_pass *f, const mha_tensor *const inputs
         else st = mha_share(&t[W_Q + i], i == 0 ? &m->q_proj_weight : i == 1 ? &m->k_proj_weight : &m->v_proj_weight);
         if (st == MHA_OK && m->bias) st = mha_narrow(&t[B_Q + i], &m->in_proj_bias, 0, (size_t)i * E, E);
         if (st == MHA_OK) st = mha_linear(&t[Q + i], &t[IN_Q + i], &t[W_Q + i], m->bias ? &t[B_Q + i] : NULL);
+        st = nomem_under(st, f->fn);
         if (st != MHA_OK) return st;
     }
     if ((st = trace_put(f->trace, "Q", &t[Q], f->batched)) != MHA_OK ||
@@ -371,10 +403,28 @@ static mha_status project_inputs(forward_pass *f, const mha_tensor *const inputs
         return st;
     /* bias_k/bias_v appended as one more key and value, then the zero key and value (torch appends the
      * zeros after the head split; per head it is the same row) */
-    if ((st = append_kv_rows(&t[KX], &t[K], m->add_bias_kv ? &m->bias_k : NULL, m->add_zero_attn)) != MHA_OK ||
-        (st = append_kv_rows(&t[VX], &t[V], m->add_bias_kv ? &m->bias_v : NULL, m->add_zero_attn)) != MHA_OK)
+    if ((st = append_kv_rows(&t[KX], &t[K], m->add_bias_kv ? &m->bias_k : NULL, m->add_zero_attn, f->fn)) != MHA_OK ||
+        (st = append_kv_rows(&t[VX], &t[V], m->add_bias_kv ? &m->bias_v : NULL, m->add_zero_attn, f->fn)) != MHA_OK)
         return st;
     return MHA_OK;
+}
+
+/* "28.8 GB": a byte count for people (decimal units, as memory is sold), one decimal, rounded down. */
+static void human_bytes(char *buf, size_t n, double bytes) {
+    if (bytes >= 1e12) snprintf(buf, n, "%.1f TB", floor(bytes / 1e11) / 10);
+    else if (bytes >= 1e9) snprintf(buf, n, "%.1f GB", floor(bytes / 1e8) / 10);
+    else snprintf(buf, n, "%.1f MB", floor(bytes / 1e5) / 10);
+}
+
+/* The per-head weights (N,H,L,S') did not fit: they grow as L·S', and need_weights asks for them. Says
+ * how much they need and how to do without them. */
+static mha_status weights_failed(const forward_pass *f, mha_status st) {
+    if (st != MHA_E_NOMEM) return st;
+    char shape[SHAPE_BUF], size[32];
+    mha_tensor heads = {.ndim = 4, .shape = {f->N, f->H, f->L, f->S2}}; /* only its shape, to print */
+    human_bytes(size, sizeof size, forward_weights_bytes(f));
+    return mha_fail(st, "%s: out of memory: the %s attention weights need %s; pass need_weights=false to use the "
+                        "fused path, which never forms them", f->fn, SHAPE(shape, &heads), size);
 }
 
 /* pass 2: the head split's buffers. q scaled before q·kᵀ, as torch 1.13 does: q_scaled = Q / √D; the
@@ -392,7 +442,7 @@ static mha_status split_heads_buffers(forward_pass *f) {
 
     size_t shape4[4] = {N, f->H, L, S2};
     if (f->keep_weights && (st = mha_empty_named(&t[WEIGHTS], MHA_FLOAT32, 4, shape4, f->fn)) != MHA_OK)
-        return st;
+        return f->trace ? st : weights_failed(f, st);
     if (f->trace != NULL) {
         if ((st = mha_empty_named(&t[SCORES], MHA_FLOAT32, 4, shape4, f->fn)) != MHA_OK ||
             (st = mha_empty_named(&t[SCALED], MHA_FLOAT32, 4, shape4, f->fn)) != MHA_OK ||
@@ -449,14 +499,15 @@ static mha_status attend(forward_pass *f) {
         .masked = f->trace ? mha_f32(&t[MASKED]) : NULL, .scratch = f->scratch,
     };
     atomic_init(&job.failed, false);
-    return mha_run_parts(heads_part, &job, f->nparts);
+    return nomem_under(mha_run_parts(heads_part, &job, f->nparts), f->fn);
 }
 
 /* pass 4 (merge) needs nothing: the heads wrote concat (N,L,E) side by side. pass 5: out-projection,
  * output = concat·W_oᵀ + b_o. */
 static mha_status project_output(forward_pass *f) {
     const mha_multihead *m = f->m;
-    return mha_linear(&f->t[OUTPUT], &f->t[CONCAT], &m->out_proj_weight, m->bias ? &m->out_proj_bias : NULL);
+    return nomem_under(mha_linear(&f->t[OUTPUT], &f->t[CONCAT], &m->out_proj_weight, m->bias ? &m->out_proj_bias : NULL),
+                       f->fn);
 }
 
 /* The trace's entries after the projections: the heads as views (N,H,X,D), the scores and weights,
@@ -564,4 +615,20 @@ fail:
     forward_release(&f);
     mha_trace_release(trace);
     return st;
+}
+
+mha_status mha_multihead_forward_bytes(mha_forward_bytes *need, const mha_multihead *m, const mha_tensor *query,
+                                       const mha_tensor *key, const mha_tensor *value,
+                                       const mha_forward_options *opt, bool weights_out, bool traced) {
+    const mha_forward_options defaults = {.need_weights = true, .average_attn_weights = true};
+    if (opt == NULL) opt = &defaults;
+    mha_status st = forward_check(m, query, key, value, opt);
+    if (st != MHA_OK) return st;
+    mha_trace plan_only; /* forward_plan reads only whether there is a trace */
+    const bool want_weights = opt->need_weights && weights_out;
+    forward_pass f;
+    forward_plan(&f, m, query, key, opt, want_weights, traced ? &plan_only : NULL);
+    need->weights = forward_weights_bytes(&f);
+    need->total = forward_total_bytes(&f, want_weights);
+    return MHA_OK;
 }

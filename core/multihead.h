@@ -74,4 +74,17 @@ mha_status mha_multihead_forward(mha_tensor *out, mha_tensor *weights, const mha
                                  const mha_tensor *query, const mha_tensor *key, const mha_tensor *value,
                                  const mha_forward_options *opt, mha_trace *trace);
 
+/* The memory one forward allocates, in bytes, known before it runs from the plan the forward follows
+ * (double: any shape's count is representable). weights: the per-head attention weights (N,H,L,S') it
+ * keeps when weights are returned (weights_out) or traced, 0 when no one looks at them (the fused
+ * kernel, or one (L,S) scratch slice per thread). total: every tensor and buffer the forward makes, all
+ * held until it returns, so its peak - aside from the kernels' packing buffers (at most a few MB) and
+ * the copy linear makes of a non-contiguous input. A forward that runs out of memory for the weights
+ * says how much they need. Bad arguments fail as in mha_multihead_forward. */
+typedef struct mha_forward_bytes {
+    double weights, total;
+} mha_forward_bytes;
+mha_status mha_multihead_forward_bytes(mha_forward_bytes *need, const mha_multihead *m, const mha_tensor *query,
+                                       const mha_tensor *key, const mha_tensor *value,
+                                       const mha_forward_options *opt, bool weights_out, bool traced);
 #endif

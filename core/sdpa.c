@@ -116,7 +116,7 @@ static mha_status additive_mask(mha_tensor *out, const mha_tensor *mask) {
     mha_tensor compact = MHA_TENSOR_EMPTY;
     size_t shape[MHA_MAX_DIMS];
     for (size_t d = 0; d < mask->ndim; d++) shape[d] = mask->stride[d] == 0 ? 1 : mask->shape[d];
-    mha_status st = mha_empty(&compact, MHA_FLOAT32, mask->ndim, shape);
+    mha_status st = mha_empty_named(&compact, MHA_FLOAT32, mask->ndim, shape, "sdpa");
     if (st != MHA_OK) return st;
     float *dst = mha_f32(&compact);
     const bool *src = mha_bool(mask);
@@ -238,8 +238,8 @@ mha_status mha_sdpa(mha_tensor *out, mha_tensor *weights, const mha_tensor *q, c
 
     mha_tensor cq = MHA_TENSOR_EMPTY, ck = MHA_TENSOR_EMPTY, cv = MHA_TENSOR_EMPTY, fmask = MHA_TENSOR_EMPTY;
     mha_tensor result = MHA_TENSOR_EMPTY, w = MHA_TENSOR_EMPTY;
-    if ((st = mha_contiguous(&cq, q)) != MHA_OK || (st = mha_contiguous(&ck, k)) != MHA_OK ||
-        (st = mha_contiguous(&cv, v)) != MHA_OK)
+    if ((st = mha_contiguous_named(&cq, q, "sdpa")) != MHA_OK || (st = mha_contiguous_named(&ck, k, "sdpa")) != MHA_OK ||
+        (st = mha_contiguous_named(&cv, v, "sdpa")) != MHA_OK)
         goto done;
     /* the fused kernel reads float masks only: a bool mask becomes one of its own size, never (L,S) from a row */
     if (mask != NULL && fused && mask->dtype == MHA_BOOL) st = additive_mask(&fmask, mask);
@@ -250,9 +250,9 @@ mha_status mha_sdpa(mha_tensor *out, mha_tensor *weights, const mha_tensor *q, c
     memcpy(shape, bshape, nb * sizeof *bshape);
     shape[nb] = L;
     shape[nb + 1] = Dv;
-    if ((st = mha_empty(&result, MHA_FLOAT32, nb + 2, shape)) != MHA_OK) goto done;
+    if ((st = mha_empty_named(&result, MHA_FLOAT32, nb + 2, shape, "sdpa")) != MHA_OK) goto done;
     shape[nb + 1] = S;
-    if (!fused && (st = mha_empty(&w, MHA_FLOAT32, nb + 2, shape)) != MHA_OK) goto done;
+    if (!fused && (st = mha_empty_named(&w, MHA_FLOAT32, nb + 2, shape, "sdpa")) != MHA_OK) goto done;
 
     ptrdiff_t qs[MHA_MAX_DIMS], ks[MHA_MAX_DIMS], vs[MHA_MAX_DIMS], ms[MHA_MAX_DIMS];
     batch_strides(qs, &cq, 2, nb, bshape);
@@ -277,7 +277,7 @@ mha_status mha_sdpa(mha_tensor *out, mha_tensor *weights, const mha_tensor *q, c
     }
     atomic_init(&job.failed, false);
     const double flops = 2.0 * (double)batches * (double)L * (double)S * (double)(D + Dv); /* q·kᵀ and ·v */
-    st = mha_run_parts(sdpa_part, &job, mha_kernels_parts(batches, flops));
+    st = nomem_under(mha_run_parts(sdpa_part, &job, mha_kernels_parts(batches, flops)), "sdpa");
     if (st != MHA_OK) goto done;
     *out = result;
     result = MHA_TENSOR_EMPTY;

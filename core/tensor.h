@@ -155,6 +155,9 @@ mha_status mha_compare(mha_tensor *out, mha_cmpop op, const mha_tensor *a, const
 mha_status mha_compare_scalar(mha_tensor *out, mha_cmpop op, const mha_tensor *a, float s);        /* bool */
 mha_status mha_logical(mha_tensor *out, mha_logicop op, const mha_tensor *a, const mha_tensor *b); /* bool, bool */
 mha_status mha_logical_not(mha_tensor *out, const mha_tensor *a);
+/* torch.equal: *equal is true when a and b have the same dtype, the same shape (no broadcasting: (1,3)
+ * and (2,3) are not equal) and equal elements (NaN equals nothing, itself included; -0 equals 0). */
+mha_status mha_equal(bool *equal, const mha_tensor *a, const mha_tensor *b);
 mha_status mha_unary(mha_tensor *out, mha_unop op, const mha_tensor *t);
 mha_status mha_where(mha_tensor *out, const mha_tensor *cond, const mha_tensor *a, const mha_tensor *b);
 /* out = t with value wherever mask (bool, broadcast to t's shape) is true. value may be -INFINITY. */
