@@ -7,8 +7,7 @@
 
 #include "tensor.h"
 
-/* Shape strings for messages: SHAPE(buf, t) fills buf and returns it. */
-#define SHAPE_BUF 96
+/* Shape strings for messages: SHAPE(buf, t) fills buf (MHA_SHAPE_BUF bytes) and returns it. */
 #define SHAPE(buf, t) mha_shape_str((buf), sizeof(buf), (t))
 
 /* The tensor argument `arg` of fname must be a filled float32 tensor. */
@@ -16,7 +15,7 @@ static inline mha_status check_float(const mha_tensor *t, const char *fname, con
     if (t == NULL || t->storage == NULL)
         return mha_fail(MHA_E_ARG, "%s: %s is missing (an empty or released tensor)", fname, arg);
     if (t->dtype != MHA_FLOAT32) {
-        char s[SHAPE_BUF];
+        char s[MHA_SHAPE_BUF];
         return mha_fail(MHA_E_DTYPE, "%s: %s %s is bool, expected float32", fname, arg, SHAPE(s, t));
     }
     return MHA_OK;

@@ -29,7 +29,7 @@ static void softmax_strided(float *y, const float *x, size_t n, size_t stride) {
  * ------------------------------------------------------------------------------------------- */
 
 mha_status mha_softmax(mha_tensor *out, const mha_tensor *x, size_t dim) {
-    char s[SHAPE_BUF];
+    char s[MHA_SHAPE_BUF];
     mha_status st = check_float(x, "softmax", "x");
     if (st != MHA_OK) return st;
     if (dim >= (x->ndim ? x->ndim : 1))
@@ -64,7 +64,7 @@ mha_status mha_softmax(mha_tensor *out, const mha_tensor *x, size_t dim) {
 }
 
 mha_status mha_linear(mha_tensor *out, const mha_tensor *x, const mha_tensor *W, const mha_tensor *b) {
-    char sx[SHAPE_BUF], sw[SHAPE_BUF], sb[SHAPE_BUF];
+    char sx[MHA_SHAPE_BUF], sw[MHA_SHAPE_BUF], sb[MHA_SHAPE_BUF];
     mha_status st;
     if ((st = check_float(x, "linear", "x")) != MHA_OK || (st = check_float(W, "linear", "W")) != MHA_OK) return st;
     if (b != NULL && (st = check_float(b, "linear", "b")) != MHA_OK) return st;
@@ -107,7 +107,7 @@ mha_status mha_linear(mha_tensor *out, const mha_tensor *x, const mha_tensor *W,
 
 mha_status mha_layer_norm(mha_tensor *out, const mha_tensor *x, size_t norm_ndim, const mha_tensor *weight,
                           const mha_tensor *bias, float eps) {
-    char sx[SHAPE_BUF], sp[SHAPE_BUF];
+    char sx[MHA_SHAPE_BUF], sp[MHA_SHAPE_BUF];
     mha_status st = check_float(x, "layer_norm", "x");
     if (st != MHA_OK) return st;
     if (norm_ndim == 0 || norm_ndim > x->ndim)
@@ -124,7 +124,7 @@ mha_status mha_layer_norm(mha_tensor *out, const mha_tensor *x, size_t norm_ndim
         if (params[p] == NULL) continue;
         if ((st = check_float(params[p], "layer_norm", names[p])) != MHA_OK) return st;
         if (!mha_same_shape(params[p], &normalized)) {
-            char sn[SHAPE_BUF];
+            char sn[MHA_SHAPE_BUF];
             return mha_fail(MHA_E_SHAPE, "layer_norm: %s %s does not match the normalized shape %s of x %s",
                             names[p], SHAPE(sp, params[p]), SHAPE(sn, &normalized), SHAPE(sx, x));
         }

@@ -120,7 +120,7 @@ mha_status mha_multihead_param(mha_tensor **slot, const mha_multihead *m, const 
 }
 
 mha_status mha_multihead_set_param(mha_multihead *m, const char *name, const mha_tensor *value) {
-    char sv[SHAPE_BUF], sp[SHAPE_BUF];
+    char sv[MHA_SHAPE_BUF], sp[MHA_SHAPE_BUF];
     mha_tensor *slot;
     mha_status st = mha_multihead_param(&slot, m, name);
     if (st != MHA_OK) return st;
@@ -180,7 +180,7 @@ static mha_status split_heads(mha_tensor *out, const mha_tensor *t, size_t H) {
 static mha_status forward_check(const mha_multihead *m, const mha_tensor *query, const mha_tensor *key,
                                 const mha_tensor *value, const mha_forward_options *opt) {
     static const char *fn = "MultiheadAttention.forward";
-    char sq[SHAPE_BUF], sk[SHAPE_BUF], sv[SHAPE_BUF], sm[SHAPE_BUF];
+    char sq[MHA_SHAPE_BUF], sk[MHA_SHAPE_BUF], sv[MHA_SHAPE_BUF], sm[MHA_SHAPE_BUF];
     mha_status st;
     if (m == NULL || m->out_proj_weight.storage == NULL)
         return mha_fail(MHA_E_ARG, "%s: the module is not initialised (or was released)", fn);
@@ -420,7 +420,7 @@ static void human_bytes(char *buf, size_t n, double bytes) {
  * how much they need and how to do without them. */
 static mha_status weights_failed(const forward_pass *f, mha_status st) {
     if (st != MHA_E_NOMEM) return st;
-    char shape[SHAPE_BUF], size[32];
+    char shape[MHA_SHAPE_BUF], size[32];
     mha_tensor heads = {.ndim = 4, .shape = {f->N, f->H, f->L, f->S2}}; /* only its shape, to print */
     human_bytes(size, sizeof size, forward_weights_bytes(f));
     return mha_fail(st, "%s: out of memory: the %s attention weights need %s; pass need_weights=false to use the "

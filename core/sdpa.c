@@ -154,7 +154,7 @@ static mha_status sdpa_part(void *ctx, size_t part, size_t nparts) {
     for (size_t n = part; n < job->batches && st == MHA_OK; n += nparts) {
         if (atomic_load(&job->failed)) break; /* the part that failed reports it */
         if (mha_interrupted()) {
-            char sq[SHAPE_BUF];
+            char sq[MHA_SHAPE_BUF];
             st = mha_fail(MHA_E_INTERRUPTED, "sdpa: q %s: interrupted at batch %zu of %zu", SHAPE(sq, job->q), n,
                           job->batches);
             break;
@@ -189,7 +189,7 @@ static mha_status sdpa_part(void *ctx, size_t part, size_t nparts) {
 
 mha_status mha_sdpa(mha_tensor *out, mha_tensor *weights, const mha_tensor *q, const mha_tensor *k,
                     const mha_tensor *v, const mha_sdpa_options *opt) {
-    char sq[SHAPE_BUF], sk[SHAPE_BUF], sv[SHAPE_BUF], sm[SHAPE_BUF];
+    char sq[MHA_SHAPE_BUF], sk[MHA_SHAPE_BUF], sv[MHA_SHAPE_BUF], sm[MHA_SHAPE_BUF];
     const mha_sdpa_options defaults = {0};
     if (opt == NULL) opt = &defaults;
     const mha_tensor *mask = opt->attn_mask;
