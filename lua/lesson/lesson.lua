@@ -663,6 +663,7 @@ local function show_step(k)
     end
     local code = s.code or s.setup
     if code then
+        code = require("mha.lesson_tools").resolve(code, lang)
         say_line("")
         echo_code(code)
         local ok, err = run_code(code, k)
@@ -701,6 +702,7 @@ local function replay_before(k)
         local s = session.lesson.steps[i]
         local code = s.code or s.setup
         if code then
+            code = require("mha.lesson_tools").resolve(code, session.lang)
             local ok, err = quietly(function()
                 local okc, errc = run_code(code, i)
                 if not okc then error(errc, 0) end
@@ -886,10 +888,14 @@ function M.install_globals()
         if repl and type(repl.clock) == "function" then return repl.clock() end
         return os.clock()
     end
+    -- LESSON.table, LESSON.versus, LESSON.median_ms: formatting and timing kept out of the steps' code
+    local tools = require "mha.lesson_tools"
+    tools.use{lang = function() return (session and session.lang) or "en" end, width = M.width, clock = clock}
     _G.LESSON = setmetatable({}, {__index = function(_, key)
         if key == "batch" then return session and session.batch end
         if key == "lang" then return session and session.lang end
         if key == "clock" then return clock end
+        return tools[key] ~= tools.use and tools[key] or nil
     end})
 end
 

@@ -1,0 +1,195 @@
+-- lua/lesson/tools.lua - module "mha.lesson_tools": helpers lesson code calls as LESSON.table, LESSON.versus,
+-- LESSON.median_ms, so a step's echo shows what a student would type, not formatting plumbing.
+--
+-- Each helper takes what it needs (the language, the width function, a clock) from the runner through M.use:
+-- this module never reaches into the runner.
+
+local M = {}
+
+local ctx = {lang = function() return "en" end, width = utf8.len, clock = os.clock, say = print}
+
+-- The runner hands its language, display-width function, wall clock and wrapped printer once.
+function M.use(t)
+    for k, v in pairs(t) do ctx[k] = v end
+end
+
+local function cell(v, float_format)
+    if math.type(v) == "float" then return string.format(float_format or "%.4f", v) end
+    return tostring(v)
+end
+
+-- LESSON.table(rows [, header [, float_format]]): prints rows of cells in right-aligned columns two spaces
+-- apart, under an optional header row; integers as they are, floats with float_format (default "%.4f").
+function M.table(rows, header, float_format)
+    local all = {}
+    if header then all[1] = header end
+    for _, r in ipairs(rows) do all[#all + 1] = r end
+    local widths = {}
+    for _, r in ipairs(all) do
+        for i, v in ipairs(r) do widths[i] = math.max(widths[i] or 0, ctx.width(cell(v, float_format))) end
+    end
+    for _, r in ipairs(all) do
+        local out = {}
+        for i, v in ipairs(r) do
+            local s = cell(v, float_format)
+            out[i] = string.rep(" ", widths[i] - ctx.width(s)) .. s
+        end
+        print(table.concat(out, "  "))
+    end
+end
+
+local versus_words = {
+    en = {says = "tutorial: ", truth = "true: ", unprinted = "(not printed)"},
+    zh = {says = "教程：", truth = "实际：", unprinted = "（未打印）"},
+}
+
+-- LESSON.versus(name, printed, value): one line setting what a tutorial printed (a string, or nil when it
+-- printed nothing) beside the true value (a number or a tensor, 4 decimals); the true value goes on a
+-- second line when both do not fit 80 columns.
+function M.versus(name, printed, value)
+    local w = versus_words[ctx.lang()] or versus_words.en
+    local numbers = type(value) == "number" and {value} or value:reshape(-1):totable()
+    for i, v in ipairs(numbers) do numbers[i] = string.format("%.4f", v) end
+    local says = string.format("%-10s %s%s", name, w.says, printed or w.unprinted)
+    says = says .. string.rep(" ", math.max(0, 11 + ctx.width(w.says) + 26 - ctx.width(says)))
+    local truth = w.truth .. table.concat(numbers, ", ")
+    if ctx.width(says) + ctx.width(truth) > 80 then
+        print((says:gsub("%s+$", "")))
+        says = string.rep(" ", 11)
+    end
+    print(says .. truth)
+end
+
+-- LESSON.describe(name, t): a tensor's name, then its shape, strides, storage offset and contiguity - the
+-- four things that say how its storage is read.
+function M.describe(name, t)
+    print(name)
+    print(string.format("    shape (%s)  strides (%s)  offset %d  contiguous %s",
+        table.concat(t:shape(), ","), table.concat(t:strides(), ","), t:offset(), tostring(t:is_contiguous())))
+end
+
+-- LESSON.describe(name, t): a tensor's name, then its shape, strides, storage offset and contiguity - the
+-- four things that say how its storage is read.
+function M.describe(name, t)
+    print(name)
+    print(string.format("    shape (%s)  strides (%s)  offset %d  contiguous %s",
+        table.concat(t:shape(), ","), table.concat(t:strides(), ","), t:offset(), tostring(t:is_contiguous())))
+end
+
+-- LESSON.median_ms(run [, n]): runs run() once untimed (cold caches, first-touch memory), then n times
+-- (default 5); returns the median in milliseconds and the sorted times.
+function M.median_ms(run, n)
+    n = n or 5
+    run()
+    local ms = {}
+    for r = 1, n do
+        local start = ctx.clock()
+        run()
+        ms[r] = (ctx.clock() - start) * 1000
+    end
+    table.sort(ms)
+    return ms[(n + 1) // 2], ms
+end
+
+-- ---------------------------------------------------------------------------------------------
+-- tr{en = ..., zh = ...} resolved in the source: a step's code is echoed and run with each tr{} of
+-- literals replaced by the literal of the lesson's language, so a student reads (and :save keeps) the code
+-- in one language, as they would type it.
+-- ---------------------------------------------------------------------------------------------
+
+-- The end (index after) of the string or comment starting at i, or nil when none starts there.
+local function skip_literal(code, i)
+    local c = code:sub(i, i)
+    if c == '"' or c == "'" then
+        local j = i + 1
+        while j <= #code do
+            local d = code:sub(j, j)
+            if d == "\\" then j = j + 2
+            elseif d == c then return j + 1
+            else j = j + 1 end
+        end
+        return #code + 1
+    end
+    local long = code:match("^%[(=*)%[", i)
+    if long then
+        local _, close = code:find("]" .. long .. "]", i, true)
+        return (close or #code) + 1
+    end
+    if code:sub(i, i + 1) == "--" then
+        long = code:match("^%-%-%[(=*)%[", i)
+        if long then
+            local _, close = code:find("]" .. long .. "]", i, true)
+            return (close or #code) + 1
+        end
+        local nl = code:find("\n", i, true)
+        return nl or #code + 1
+    end
+    return nil
+end
+
+-- The index of the "}" closing the "{" at open, skipping strings and comments; nil when unbalanced.
+local function closing_brace(code, open)
+    local depth, i = 0, open
+    while i <= #code do
+        local after = skip_literal(code, i)
+        if after then i = after
+        else
+            local c = code:sub(i, i)
+            if c == "{" then depth = depth + 1
+            elseif c == "}" then
+                depth = depth - 1
+                if depth == 0 then return i end
+            end
+            i = i + 1
+        end
+    end
+    return nil
+end
+
+local function quote(s)
+    return '"' .. s:gsub('[\\"]', "\\%0"):gsub("\n", "\\n") .. '"'
+end
+
+-- A Lua literal for a string or a list of strings; nil for anything else.
+local function literal(v)
+    if type(v) == "string" then return quote(v) end
+    if type(v) ~= "table" then return nil end
+    local parts = {}
+    for i, s in ipairs(v) do
+        if type(s) ~= "string" then return nil end
+        parts[i] = quote(s)
+    end
+    return "{" .. table.concat(parts, ", ") .. "}"
+end
+
+-- resolve(code, lang): code with every tr{...} made only of literals replaced by lang's literal (English
+-- when lang has none). A tr{} that computes something is left as it is: it still runs through tr().
+function M.resolve(code, lang)
+    local out, i, from = {}, 1, 1
+    while i <= #code do
+        local after = skip_literal(code, i)
+        if after then i = after
+        elseif code:find("^tr%s*{", i) and not code:sub(i - 1, i - 1):match("[%w_.:]") then
+            local open = code:find("{", i, true)
+            local close = closing_brace(code, open)
+            local chunk = close and load("return " .. code:sub(open, close), "=tr", "t", {})
+            local okv, t = false, nil
+            if chunk then okv, t = pcall(chunk) end
+            local text = okv and type(t) == "table" and literal(t[lang] or t.en)
+            if text then
+                out[#out + 1] = code:sub(from, i - 1)
+                out[#out + 1] = text
+                from = close + 1
+                i = close + 1
+            else
+                i = i + 2
+            end
+        else
+            i = i + 1
+        end
+    end
+    out[#out + 1] = code:sub(from)
+    return table.concat(out)
+end
+
+return M
