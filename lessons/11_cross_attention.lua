@@ -57,8 +57,6 @@ values = memory:narrow(2, 1, 3)
 out, weights = cross:forward(decoder_x, memory, values)
 show(weights, {rows = target, cols = source,
     title = tr{en = "weights (L=2 × S=5)", zh = "权重（L=2 × S=5）"}})
-show(out, {rows = target, title = tr{en = "output (L=2, E=4)",
-                                     zh = "输出（L=2，E=4）"}})
 plot.heatmap(weights, {rows = target, cols = source, values = true,
     title = tr{en = "target × source", zh = "目标 × 源"}})]],
     },
@@ -92,15 +90,15 @@ print(tr{en = "max |by hand - layer| < 1e-5:",
     },
 
     step{
-        title = {en = "Self or cross? Reading seed 004's example", zh = "自注意力还是交叉注意力？读种子文档 004 的例子"},
+        title = {en = "Self or cross? Reading a tutorial's example", zh = "自注意力还是交叉注意力？读一篇教程的例子"},
         text = {
             en = [[
-Seed 004's worked example on "Thinking Machines" computes Q from "Thinking" and K, V from "Machines".
+The worked example of “多头自注意力模块” on "Thinking Machines" computes Q from "Thinking" and K, V from "Machines".
 That is neither: in self-attention *each* token has its own query, key and value, so both tokens give a
 Q, a K and a V, and the scores are 2×2; in cross-attention the keys and values come from a second
 sequence. With one query and one key, softmax of a single score is 1 and the output is just that V.]],
             zh = [[
-种子文档 004 在 "Thinking Machines" 上的例子用 "Thinking" 算 Q，用 "Machines" 算 K 和 V。这两者都不是：
+教程《多头自注意力模块》在“Thinking Machines”上的例子用“Thinking”算 Q，用“Machines”算 K 和 V。这两者都不是：
 在自注意力中*每个*词元都有自己的查询、键和值，所以两个词元各给出一个 Q、一个 K 和一个 V，分数是 2×2；
 在交叉注意力中，键和值来自另一个序列。只有一个查询和一个键时，单个分数的 softmax 就是 1，输出就是那个 V。]],
         },
