@@ -25,7 +25,7 @@ L, E, H = 3, 6, 2
 D = E // H
 Q = mha.arange(0, 18):view(L, E)
 show(Q, {rows = tokens, title = "Q (L=3, E=6)"})
-LESSON.describe("Q", Q)   -- Q:shape(), Q:strides(), Q:offset(), Q:is_contiguous()]],
+LESSON.describe("Q", Q)   -- shape, strides, offset, contiguity]],
     },
 
     step{

@@ -46,9 +46,10 @@ for _, L in ipairs({10, 128, 1024}) do
                            c.output, total, c.softmax_exps}
     end
 end
-LESSON.table(rows, tr{
-    en = {"L", "h", "projections", "scores", "weighted sum", "output", "total", "exps"},
-    zh = {"L", "h", "投影", "分数", "加权和", "输出", "合计", "exp 次数"}})]],
+LESSON.table(rows, tr{en = {"L", "h", "projections", "scores", "weighted sum",
+                            "output", "total", "exps"},
+                      zh = {"L", "h", "投影", "分数", "加权和", "输出",
+                            "合计", "exp 次数"}})]],
     },
 
     step{
@@ -100,8 +101,10 @@ for i, L in ipairs({64, 128, 256, 512, 1024, 2048, 4096}) do
     square_part[i] = (c.scores + c.weighted_sum) / 1e6
     rows[i] = {L, linear_part[i], square_part[i], 8 * L * L * 4 / 2^20}
 end
-LESSON.table(rows, tr{en = {"L", "projections (M)", "scores + sums (M)", "weights (MiB)"},
-                      zh = {"L", "投影（百万）", "分数 + 加权和（百万）", "权重（MiB）"}}, "%.1f")
+LESSON.table(rows, tr{en = {"L", "projections (M)", "scores + sums (M)",
+                            "weights (MiB)"},
+                      zh = {"L", "投影（百万）", "分数 + 加权和（百万）",
+                            "权重（MiB）"}}, "%.1f")
 plot.line{
     {x = lengths, y = linear_part, title = tr{en = "projections", zh = "投影"}},
     {x = lengths, y = square_part, title = tr{en = "scores + weighted sums", zh = "分数 + 加权和"}},
@@ -133,14 +136,17 @@ else
         local layer = mha.MultiheadAttention{embed_dim = 512, num_heads = h}
         for i, L in ipairs(timed_lengths) do
             local x = mha.randn{L, 512}
-            times[h][i] = LESSON.median_ms(function() layer:forward(x, x, x) end)
-            print(string.format("h = %d  L = %4d  %8.2f ms", h, L, times[h][i]))
+            local forward = function() layer:forward(x, x, x) end
+            times[h][i] = LESSON.median_ms(forward)
+            print(string.format("h = %d  L = %4d  %8.2f ms", h, L,
+                times[h][i]))
         end
     end
     plot.line{{x = timed_lengths, y = times[1], title = "h = 1"},
               {x = timed_lengths, y = times[8], title = "h = 8"},
               xlabel = "L", ylabel = "ms",
-              title = tr{en = "forward time (median of 5)", zh = "前向计算时间（5 次的中位数）"}}
+              title = tr{en = "forward time (median of 5)",
+                         zh = "前向计算时间（5 次的中位数）"}}
 end]],
     },
 

@@ -1,5 +1,6 @@
 -- lua/lesson/tools.lua - module "mha.lesson_tools": helpers lesson code calls as LESSON.table, LESSON.versus,
--- LESSON.median_ms, so a step's echo shows what a student would type, not formatting plumbing.
+-- LESSON.describe, LESSON.median_ms, so a step's echo shows what a student would type, not formatting
+-- plumbing; and tr{} resolved in a step's source before it is echoed and run.
 --
 -- Each helper takes what it needs (the language, the width function, a clock) from the runner through M.use:
 -- this module never reaches into the runner.
@@ -45,8 +46,10 @@ local versus_words = {
 
 -- LESSON.versus(name, printed, value): one line setting what a tutorial printed (a string, or nil when it
 -- printed nothing) beside the true value (a number or a tensor, 4 decimals); the true value goes on a
--- second line when both do not fit 80 columns.
+-- second line when both do not fit 80 columns. LESSON.checked[name] keeps the value.
+M.checked = {}   -- name -> the true value, for tests to compare with an independent computation
 function M.versus(name, printed, value)
+    M.checked[name] = value
     local w = versus_words[ctx.lang()] or versus_words.en
     local numbers = type(value) == "number" and {value} or value:reshape(-1):totable()
     for i, v in ipairs(numbers) do numbers[i] = string.format("%.4f", v) end
@@ -146,24 +149,56 @@ local function closing_brace(code, open)
     return nil
 end
 
-local function quote(s)
-    return '"' .. s:gsub('[\\"]', "\\%0"):gsub("\n", "\\n") .. '"'
-end
-
--- A Lua literal for a string or a list of strings; nil for anything else.
+-- true when v is a string or a list of strings: what a tr{} of literals holds.
 local function literal(v)
-    if type(v) == "string" then return quote(v) end
-    if type(v) ~= "table" then return nil end
-    local parts = {}
-    for i, s in ipairs(v) do
-        if type(s) ~= "string" then return nil end
-        parts[i] = quote(s)
+    if type(v) == "string" then return true end
+    if type(v) ~= "table" then return false end
+    for _, item in ipairs(v) do
+        if type(item) ~= "string" then return false end
     end
-    return "{" .. table.concat(parts, ", ") .. "}"
+    return #v > 0
 end
 
--- resolve(code, lang): code with every tr{...} made only of literals replaced by lang's literal (English
--- when lang has none). A tr{} that computes something is left as it is: it still runs through tr().
+-- The top-level fields `name = expr` of the table constructor between open and close ("{" and "}"):
+-- name -> first, last (the expression's source span, spaces trimmed).
+local function named_fields(code, open, close)
+    local spans, start, depth, i = {}, open + 1, 0, open + 1
+    while i < close do
+        local after = skip_literal(code, i)
+        if after then i = after
+        else
+            local c = code:sub(i, i)
+            if c == "{" or c == "(" or c == "[" then depth = depth + 1
+            elseif c == "}" or c == ")" or c == "]" then depth = depth - 1
+            elseif c == "," and depth == 0 then spans[#spans + 1] = {start, i - 1}; start = i + 1 end
+            i = i + 1
+        end
+    end
+    spans[#spans + 1] = {start, close - 1}
+    local fields = {}
+    for _, span in ipairs(spans) do
+        local name, value_at = code:sub(span[1], span[2]):match("^%s*([%a_][%w_]*)%s*=%s*()")
+        if name then
+            local last = span[2]
+            while last > span[1] and code:sub(last, last):match("%s") do last = last - 1 end
+            fields[name] = {span[1] + value_at - 1, last}
+        end
+    end
+    return fields
+end
+
+local function column(code, pos)
+    local line_start = 1
+    for i = pos - 1, 1, -1 do
+        if code:sub(i, i) == "\n" then line_start = i + 1; break end
+    end
+    return pos - line_start
+end
+
+-- resolve(code, lang): code with every tr{en = ..., zh = ...} whose values are literals (strings, lists of
+-- strings, concatenations) replaced by lang's expression as written (English when lang has none); the lines
+-- of a value written over several lines keep their alignment. A tr{} that computes something is left as it
+-- is: it still runs through tr().
 function M.resolve(code, lang)
     local out, i, from = {}, 1, 1
     while i <= #code do
@@ -172,11 +207,14 @@ function M.resolve(code, lang)
         elseif code:find("^tr%s*{", i) and not code:sub(i - 1, i - 1):match("[%w_.:]") then
             local open = code:find("{", i, true)
             local close = closing_brace(code, open)
-            local chunk = close and load("return " .. code:sub(open, close), "=tr", "t", {})
-            local okv, t = false, nil
-            if chunk then okv, t = pcall(chunk) end
-            local text = okv and type(t) == "table" and literal(t[lang] or t.en)
-            if text then
+            local constant = close and load("return " .. code:sub(open, close), "=tr", "t", {})
+            local ok, t = false, nil
+            if constant then ok, t = pcall(constant) end
+            local span = ok and literal(t[lang] or t.en) and named_fields(code, open, close)
+            span = span and (span[lang] or span.en)
+            if span then
+                local shift = column(code, span[1]) - column(code, i)
+                local text = code:sub(span[1], span[2]):gsub("\n" .. string.rep(" ?", shift), "\n")
                 out[#out + 1] = code:sub(from, i - 1)
                 out[#out + 1] = text
                 from = close + 1
