@@ -16,13 +16,14 @@ ALL_CFLAGS = $(DEFS) $(WARN) $(CFLAGS) $(SAN) -fPIC -Icore -Ilua/bind -Ilua/sys 
 # required by; a new file is added here by hand.
 CORE_SRC  = core/tensor.c core/ops.c core/rng.c core/npy.c core/kernels.c core/kernels_x86.c \
             core/attention.c
-BIND_SRC  = lua/bind/lmha.c lua/bind/ltensor.c lua/bind/lmultihead.c
+BIND_SRC  = lua/bind/lauxmha.c lua/bind/lmha.c lua/bind/ltensor.c lua/bind/lmultihead.c
 SYS_SRC   = lua/sys/lterm.c lua/sys/lgnuplot.c
-REPL_SRC  = lua/repl/repl.c
-EMBED     = mha.repl=lua/repl/repl.lua \
+REPL_SRC  = lua/repl/repl.c lua/repl/history.c lua/repl/traceback.c lua/repl/lazy.c
+EMBED     = mha.repl=lua/repl/repl.lua mha.repl.complete=lua/repl/complete.lua \
             mha.display=lua/show/display.lua mha.text=lua/show/text.lua mha.plot=lua/show/plot.lua \
-            mha.lesson=lua/lesson/lesson.lua \
-            mha.lesson_tools=lua/lesson/tools.lua \
+            mha.lesson=lua/lesson/lesson.lua mha.lesson.check=lua/lesson/check.lua \
+            mha.lesson.words=lua/lesson/words.lua \
+            mha.lesson.tools=lua/lesson/tools.lua \
             mha.help=lua/help/help.lua mha.docs_mha=lua/help/docs_mha.lua \
             mha.docs_display=lua/help/docs_display.lua mha.docs_lesson=lua/help/docs_lesson.lua
 TESTS     = test_tensor test_ops test_rng test_npy test_kernels test_attention test_repl test_lessons_pty

@@ -10,7 +10,6 @@
 #include "kernels.h"
 
 /* Shape strings for messages: SHAPE(buf, t) fills buf and returns it. */
-#define SHAPE_BUF 96
 #define SHAPE(buf, t) mha_shape_str((buf), sizeof(buf), (t))
 
 /* The tensor argument `arg` of fname must be a filled float32 tensor. */
@@ -18,7 +17,7 @@ static mha_status check_float(const mha_tensor *t, const char *fname, const char
     if (t == NULL || t->storage == NULL)
         return mha_fail(MHA_E_ARG, "%s: %s is missing (an empty or released tensor)", fname, arg);
     if (t->dtype != MHA_FLOAT32) {
-        char s[SHAPE_BUF];
+        char s[MHA_SHAPE_BUF];
         return mha_fail(MHA_E_DTYPE, "%s: %s %s is bool, expected float32", fname, arg, SHAPE(s, t));
     }
     return MHA_OK;
@@ -51,7 +50,7 @@ static void softmax_strided(float *y, const float *x, size_t n, size_t stride) {
  * ------------------------------------------------------------------------------------------- */
 
 mha_status mha_softmax(mha_tensor *out, const mha_tensor *x, size_t dim) {
-    char s[SHAPE_BUF];
+    char s[MHA_SHAPE_BUF];
     mha_status st = check_float(x, "softmax", "x");
     if (st != MHA_OK) return st;
     if (dim >= (x->ndim ? x->ndim : 1))
@@ -86,7 +85,7 @@ mha_status mha_softmax(mha_tensor *out, const mha_tensor *x, size_t dim) {
 }
 
 mha_status mha_linear(mha_tensor *out, const mha_tensor *x, const mha_tensor *W, const mha_tensor *b) {
-    char sx[SHAPE_BUF], sw[SHAPE_BUF], sb[SHAPE_BUF];
+    char sx[MHA_SHAPE_BUF], sw[MHA_SHAPE_BUF], sb[MHA_SHAPE_BUF];
     mha_status st;
     if ((st = check_float(x, "linear", "x")) != MHA_OK || (st = check_float(W, "linear", "W")) != MHA_OK) return st;
     if (b != NULL && (st = check_float(b, "linear", "b")) != MHA_OK) return st;
@@ -128,7 +127,7 @@ mha_status mha_linear(mha_tensor *out, const mha_tensor *x, const mha_tensor *W,
 
 mha_status mha_layer_norm(mha_tensor *out, const mha_tensor *x, size_t norm_ndim, const mha_tensor *weight,
                           const mha_tensor *bias, float eps) {
-    char sx[SHAPE_BUF], sp[SHAPE_BUF];
+    char sx[MHA_SHAPE_BUF], sp[MHA_SHAPE_BUF];
     mha_status st = check_float(x, "layer_norm", "x");
     if (st != MHA_OK) return st;
     if (norm_ndim == 0 || norm_ndim > x->ndim)
@@ -145,7 +144,7 @@ mha_status mha_layer_norm(mha_tensor *out, const mha_tensor *x, size_t norm_ndim
         if (params[p] == NULL) continue;
         if ((st = check_float(params[p], "layer_norm", names[p])) != MHA_OK) return st;
         if (!mha_same_shape(params[p], &normalized)) {
-            char sn[SHAPE_BUF];
+            char sn[MHA_SHAPE_BUF];
             return mha_fail(MHA_E_SHAPE, "layer_norm: %s %s does not match the normalized shape %s of x %s",
                             names[p], SHAPE(sp, params[p]), SHAPE(sn, &normalized), SHAPE(sx, x));
         }
@@ -366,7 +365,7 @@ static mha_status sdpa_part(void *ctx, size_t part, size_t nparts) {
     for (size_t n = part; n < job->batches && st == MHA_OK; n += nparts) {
         if (atomic_load(&job->failed)) break; /* the part that failed reports it */
         if (mha_interrupted()) {
-            char sq[SHAPE_BUF];
+            char sq[MHA_SHAPE_BUF];
             st = mha_fail(MHA_E_INTERRUPTED, "sdpa: q %s: interrupted at batch %zu of %zu", SHAPE(sq, job->q), n,
                           job->batches);
             break;
@@ -401,7 +400,7 @@ static mha_status sdpa_part(void *ctx, size_t part, size_t nparts) {
 
 mha_status mha_sdpa(mha_tensor *out, mha_tensor *weights, const mha_tensor *q, const mha_tensor *k,
                     const mha_tensor *v, const mha_sdpa_options *opt) {
-    char sq[SHAPE_BUF], sk[SHAPE_BUF], sv[SHAPE_BUF], sm[SHAPE_BUF];
+    char sq[MHA_SHAPE_BUF], sk[MHA_SHAPE_BUF], sv[MHA_SHAPE_BUF], sm[MHA_SHAPE_BUF];
     const mha_sdpa_options defaults = {0};
     if (opt == NULL) opt = &defaults;
     const mha_tensor *mask = opt->attn_mask;
@@ -612,7 +611,7 @@ mha_status mha_multihead_param(mha_tensor **slot, const mha_multihead *m, const 
 }
 
 mha_status mha_multihead_set_param(mha_multihead *m, const char *name, const mha_tensor *value) {
-    char sv[SHAPE_BUF], sp[SHAPE_BUF];
+    char sv[MHA_SHAPE_BUF], sp[MHA_SHAPE_BUF];
     mha_tensor *slot;
     mha_status st = mha_multihead_param(&slot, m, name);
     if (st != MHA_OK) return st;
@@ -672,7 +671,7 @@ static mha_status split_heads(mha_tensor *out, const mha_tensor *t, size_t H) {
 static mha_status forward_check(const mha_multihead *m, const mha_tensor *query, const mha_tensor *key,
                                 const mha_tensor *value, const mha_forward_options *opt) {
     static const char *fn = "MultiheadAttention.forward";
-    char sq[SHAPE_BUF], sk[SHAPE_BUF], sv[SHAPE_BUF], sm[SHAPE_BUF];
+    char sq[MHA_SHAPE_BUF], sk[MHA_SHAPE_BUF], sv[MHA_SHAPE_BUF], sm[MHA_SHAPE_BUF];
     mha_status st;
     if (m == NULL || m->out_proj_weight.storage == NULL)
         return mha_fail(MHA_E_ARG, "%s: the module is not initialised (or was released)", fn);

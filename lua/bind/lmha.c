@@ -9,54 +9,10 @@
 #include <string.h>
 
 #include "embedded.h"
+#include "attention.h"
+#include "lauxmha.h"
 #include "lmha.h"
-
-/* ---- options tables: {attn_mask = m, is_causal = true} ---- */
-
-void lmha_checkoptions(lua_State *L, int idx, const char *fname, const char *const names[]) {
-    if (lua_isnoneornil(L, idx)) return;
-    if (!lua_istable(L, idx))
-        luaL_error(L, "%s: options must be a table, got %s", fname, luaL_typename(L, idx));
-    idx = lua_absindex(L, idx);
-    lua_pushnil(L);
-    while (lua_next(L, idx)) {
-        lua_pop(L, 1);
-        int known = 0;
-        if (lua_type(L, -1) == LUA_TSTRING)
-            for (size_t i = 0; names[i] && !known; i++) known = strcmp(lua_tostring(L, -1), names[i]) == 0;
-        if (!known) {
-            const char *key = luaL_tolstring(L, -1, NULL);
-            luaL_Buffer b;
-            luaL_buffinit(L, &b);
-            for (size_t i = 0; names[i]; i++) {
-                if (i > 0) luaL_addstring(&b, ", ");
-                luaL_addstring(&b, names[i]);
-            }
-            luaL_pushresult(&b);
-            luaL_error(L, "%s: unknown option '%s' (the options are %s)", fname, key, lua_tostring(L, -1));
-        }
-    }
-}
-
-int lmha_optboolean(lua_State *L, int idx, const char *key, int def, const char *fname) {
-    if (lua_isnoneornil(L, idx)) return def;
-    int type = lua_getfield(L, idx, key);
-    int value = type == LUA_TNIL ? def : lua_toboolean(L, -1);
-    if (type != LUA_TNIL && type != LUA_TBOOLEAN)
-        luaL_error(L, "%s: option %s must be a boolean, got %s", fname, key, luaL_typename(L, -1));
-    lua_pop(L, 1);
-    return value;
-}
-
-/* The tensor stays alive while the options table holds it, which outlasts the call. */
-const mha_tensor *lmha_opttensor(lua_State *L, int idx, const char *key, const char *fname) {
-    if (lua_isnoneornil(L, idx)) return NULL;
-    if (lua_getfield(L, idx, key) == LUA_TNIL) { lua_pop(L, 1); return NULL; }
-    const mha_tensor *t = lmha_testtensor(L, -1);
-    if (!t) luaL_error(L, "%s: option %s must be a mha.Tensor, got %s", fname, key, luaL_typename(L, -1));
-    lua_pop(L, 1);
-    return t;
-}
+#include "lsys.h"
 
 /* ---- constructors ---- */
 
@@ -431,7 +387,7 @@ static int l_linear(lua_State *L) {
 /* layer_norm(x, normalized_shape [, weight [, bias [, eps]]]): normalized_shape as in PyTorch, the shape
  * of x's last dims: a number n for (n), a table {a, b} for (a,b). */
 static int l_layer_norm(lua_State *L) {
-    char shape[LMHA_SHAPE_BUF], given[LMHA_SHAPE_BUF];
+    char shape[MHA_SHAPE_BUF], given[MHA_SHAPE_BUF];
     mha_tensor *x = lmha_checktensor(L, 1);
     mha_tensor want = {.ndim = 1}; /* only its shape is used, to print and compare */
     if (lua_istable(L, 2)) {

@@ -11,6 +11,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "attention.h"
+#include "lauxmha.h"
 #include "lmha.h"
 
 #define MHA_TRACE_SCRATCH_T "mha.MultiheadAttention.trace" /* a trace being handed to Lua */
@@ -142,7 +144,7 @@ static int m_index(lua_State *L) {
 /* m.name = t: replaces a parameter by a copy of t (a tensor or nested table) of the same shape. Every
  * refusal names the parameter, the shape it has and what was given. */
 static int m_newindex(lua_State *L) {
-    char want[LMHA_SHAPE_BUF], got[LMHA_SHAPE_BUF];
+    char want[MHA_SHAPE_BUF], got[MHA_SHAPE_BUF];
     mha_multihead *m = tomultihead(L);
     const char *name = luaL_checkstring(L, 2);
     if (is_param_name(name)) {
@@ -235,7 +237,7 @@ static int forward_failed(lua_State *L, mha_status st, const mha_multihead *m, c
     size_t N = q->ndim == 3 ? q->shape[0] : 1, Lq = q->shape[q->ndim - 2];
     size_t S = k->shape[k->ndim - 2] + (m->add_bias_kv ? 1 : 0) + (m->add_zero_attn ? 1 : 0);
     mha_tensor heads = {.ndim = 4, .shape = {N, m->num_heads, Lq, S}}; /* only its shape, to print */
-    char shape[LMHA_SHAPE_BUF];
+    char shape[MHA_SHAPE_BUF];
     lmha_shape(shape, &heads);
     if (!strstr(mha_errmsg(), shape)) return lmha_fail(L, st, fname, NULL); /* something else ran out */
     double bytes = (double)N * (double)m->num_heads * (double)Lq * (double)S * sizeof(float);

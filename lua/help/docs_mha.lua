@@ -1,5 +1,5 @@
 -- lua/help/docs_mha.lua - module "mha.docs_mha": the help entries of module mha (constructors, functions,
--- attention), of the tensor methods and of mha.MultiheadAttention, read by lua/help.lua.
+-- attention), of the tensor methods and of mha.MultiheadAttention, read by lua/help/help.lua.
 --
 -- Keys are what a student types: "mha.softmax" for a function (also when it is a method: t:softmax(2)),
 -- "Tensor:shape" for a method only tensors have, "MultiheadAttention:forward" for the module's methods.

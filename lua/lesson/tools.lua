@@ -1,4 +1,4 @@
--- lua/lesson/tools.lua - module "mha.lesson_tools": helpers lesson code calls as LESSON.table, LESSON.versus,
+-- lua/lesson/tools.lua - module "mha.lesson.tools": helpers lesson code calls as LESSON.table, LESSON.versus,
 -- LESSON.describe, LESSON.median_ms, so a step's echo shows what a student would type, not formatting
 -- plumbing; and tr{} resolved in a step's source before it is echoed and run.
 --

@@ -221,7 +221,7 @@ for _, f in ipairs(files) do
                 for _, m in ipairs(s.mistakes or {}) do texts[#texts + 1] = L.tr(m.hint, lang) end
                 local code = s.code or s.setup
                 if code then
-                    code = require("mha.lesson_tools").resolve(code, lang)   -- as the runner echoes it
+                    code = require("mha.lesson.tools").resolve(code, lang)   -- as the runner echoes it
                     local echoed = L.code_lines(code, width)
                     if width >= 80 then
                         -- the lessons' code is written to fit 80 columns: nothing is wrapped at all
@@ -417,12 +417,12 @@ T.eq("nothing to carry in batch mode", (function() captured(L.start, 1, {batch =
 -- ---- :save: every step's code is recorded for the transcript ------------------------------------
 do
     local recorded = {}
-    local real = package.loaded["mha.repl"]
-    package.loaded["mha.repl"] = {record_step = function(code, label, ok) recorded[#recorded + 1] = {code, label, ok} end}
+    -- the runner is handed the REPL it runs in; here one that only records
+    L.install({record_step = function(code, label, ok) recorded[#recorded + 1] = {code, label, ok} end})
     captured(L.start, 8, {batch = false, lang = "en"})
     captured(L.next)
     captured(L.goto_step, 2)
-    package.loaded["mha.repl"] = real
+    L.install(nil)
     local codes = {}
     for i, r in ipairs(recorded) do codes[i] = r[1]:match("^[^\n]*") end
     T.eq("start records the helpers, the seed and step 1; next step 2; goto 2 the seed, steps 1 and 2",
@@ -430,7 +430,7 @@ do
     T.eq("the helpers come first", recorded[1][1], 'require("mha.lesson").install_globals()')
     T.eq("then the seed", recorded[2][1], "mha.seed(8)")
     T.ok("a step is recorded with its code (tr{} resolved) and label",
-        recorded[3][1] == require("mha.lesson_tools").resolve(L.current().lesson.steps[1].code, "en")
+        recorded[3][1] == require("mha.lesson.tools").resolve(L.current().lesson.steps[1].code, "en")
         and recorded[3][2] == "lesson multihead, step 1" and recorded[3][3] == true, tostring(recorded[3][2]))
 end
 
@@ -568,7 +568,7 @@ end
 
 -- ---- tr{} resolved before echo: the student reads one language, aligned as written ----------------
 do
-    local tools = require "mha.lesson_tools"
+    local tools = require "mha.lesson.tools"
     local code = 'show(X, {title = tr{en = "attention weights", zh = "注意力权重"}})'
     T.eq("resolve: English", tools.resolve(code, "en"), 'show(X, {title = "attention weights"})')
     T.eq("resolve: Chinese", tools.resolve(code, "zh"), 'show(X, {title = "注意力权重"})')
@@ -598,7 +598,7 @@ end
 
 -- ---- LESSON.table and LESSON.versus: columns aligned by display width, numbers beside the tutorial's --
 do
-    local tools = require "mha.lesson_tools"
+    local tools = require "mha.lesson.tools"
     local text = captured(function() tools.table({{1, 2.5}, {1024, 0.125}}, {"L", "权重"}) end)
     T.eq("LESSON.table right-aligns by display width (a CJK character is 2 columns)", text,
         "   L    权重\n   1  2.5000\n1024  0.1250\n")
