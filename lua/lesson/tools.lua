@@ -199,7 +199,9 @@ end
 -- strings, concatenations) replaced by lang's expression as written (English when lang has none); the lines
 -- of a value written over several lines keep their alignment. A tr{} that computes something is left as it
 -- is: it still runs through tr().
-function M.resolve(code, lang)
+-- With keep_lines, each replacement is followed by the line breaks it removed, so the code keeps its line
+-- numbers (for running: an error then names the lesson file's line); without, it reads as typed (the echo).
+function M.resolve(code, lang, keep_lines)
     local out, i, from = {}, 1, 1
     while i <= #code do
         local after = skip_literal(code, i)
@@ -217,6 +219,11 @@ function M.resolve(code, lang)
                 local text = code:sub(span[1], span[2]):gsub("\n" .. string.rep(" ?", shift), "\n")
                 out[#out + 1] = code:sub(from, i - 1)
                 out[#out + 1] = text
+                if keep_lines then
+                    local _, before = code:sub(i, close):gsub("\n", "")
+                    local _, after = text:gsub("\n", "")
+                    out[#out + 1] = string.rep("\n", before - after)
+                end
                 from = close + 1
                 i = close + 1
             else

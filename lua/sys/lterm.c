@@ -236,10 +236,29 @@ static int term_columns(lua_State *L) {
     return 1;
 }
 
+/* term.rows([fd]) -> the terminal's height in rows: from the tty when fd is one, else $LINES, else 24
+ * (the lesson runner pauses a step taller than the screen). */
+static int term_rows(lua_State *L) {
+    int fd = lua_isnoneornil(L, 1) ? STDOUT_FILENO : checkfd(L, 1);
+    struct winsize ws;
+    const char *env = getenv("LINES");
+    lua_Integer rows = 24;
+    if (isatty(fd) && ioctl(fd, TIOCGWINSZ, &ws) == 0 && ws.ws_row > 0) {
+        rows = ws.ws_row;
+    } else if (env != NULL) {
+        char *end;
+        long value = strtol(env, &end, 10);
+        if (end != env && *end == '\0' && value > 0 && value < 100000) rows = value;
+    }
+    lua_pushinteger(L, rows);
+    return 1;
+}
+
 static const luaL_Reg term_funcs[] = {
     {"isatty", term_isatty},
     {"colour", term_colour},
     {"columns", term_columns},
+    {"rows", term_rows},
     {"width", term_width},
     {"truncate", term_truncate},
     {NULL, NULL}

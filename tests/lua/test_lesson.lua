@@ -418,7 +418,7 @@ T.eq("nothing to carry in batch mode", (function() captured(L.start, 1, {batch =
 do
     local recorded = {}
     -- the runner is handed the REPL it runs in; here one that only records
-    L.install({record_step = function(code, label, ok) recorded[#recorded + 1] = {code, label, ok} end})
+    L.install({record_step = function(code, label, ok, before) recorded[#recorded + 1] = {code, label, ok, before} end})
     captured(L.start, 8, {batch = false, lang = "en"})
     captured(L.next)
     captured(L.goto_step, 2)
@@ -427,7 +427,9 @@ do
     for i, r in ipairs(recorded) do codes[i] = r[1]:match("^[^\n]*") end
     T.eq("start records the helpers, the seed and step 1; next step 2; goto 2 the seed, steps 1 and 2",
         #recorded, 7, table.concat(codes, " | "))
-    T.eq("the helpers come first", recorded[1][1], 'require("mha.lesson").install_globals()')
+    T.eq("the lesson comes first, opened quietly for the replay", recorded[1][1],
+        'require("mha.lesson").replaying("' .. L.current().lesson.path .. '", "en")')
+    T.eq("a step is recorded with the mark that puts the replay at it", recorded[3][4], 'require("mha.lesson").at_step(1)')
     T.eq("then the seed", recorded[2][1], "mha.seed(8)")
     T.ok("a step is recorded with its code (tr{} resolved) and label",
         recorded[3][1] == require("mha.lesson.tools").resolve(L.current().lesson.steps[1].code, "en")
@@ -441,6 +443,8 @@ mask = nil                                  -- the student breaks what step 4 ne
 for attempt = 1, 2 do
     text = captured(L.next)
     T.ok("a failing step names itself (attempt " .. attempt .. ")", text:find("error in step 4", 1, true), text)
+    T.ok("the error names the lesson file and its line (attempt " .. attempt .. ")",
+        text:find("06_masks.lua:%d+: bad argument #1 to 'logical_not'"), text)
     T.ok("a failing step offers :goto 4 and :restart (attempt " .. attempt .. ")",
         text:find(":goto 4 rebuilds", 1, true) and text:find(":restart", 1, true), text)
     T.eq("the lesson stays before the failing step", L.current().pos, 3)
@@ -452,28 +456,30 @@ captured(L.start, "masks", {batch = false, lang = "zh"})
 captured(L.goto_step, 3)
 mask = nil
 text = captured(L.next)
-T.ok("the way out is said in Chinese too", text:find(":goto 4 从本课的种子重建", 1, true), text)
+T.ok("the way out is said in Chinese too", text:find(":goto 4 重跑它之前的各步", 1, true), text)
 
--- ---- answer() returns nothing, so the REPL prints only the verdict ---------------------------------
+-- ---- answer() prints the verdict and returns whether it was right -----------------------------------
 captured(L.start, "tour", {batch = false, lang = "en"})
 captured(L.goto_step, 6)
 local results
 text = captured(function() results = table.pack(answer(weights:select(1, 2):matmul(V))) end)
 T.ok("answer() says correct", text:find("correct", 1, true), text)
-T.eq("answer() returns no value", results.n, 0)
+T.eq("answer() returns true when right", {results.n, results[1]}, {1, true})
 text = captured(function() results = table.pack(answer(V:select(1, 2))) end)
 T.ok("a wrong answer() says not yet", text:find("not yet", 1, true), text)
-T.eq("a wrong answer() returns no value", results.n, 0)
+T.eq("a wrong answer() returns false", {results.n, results[1]}, {1, false})
 
 -- ---- :lang switches the language and says so in the new one ---------------------------------------
 local commands = {}
 L.install({add_command = function(name, spec) commands[name] = spec end})
 T.ok(":lang is a command", commands.lang ~= nil)
 text = captured(commands.lang.run, "zh")
-T.eq(":lang zh confirms in Chinese", text, "课程现在使用中文。\n")
+T.ok(":lang zh confirms in Chinese", text:find("^课程现在使用中文。\n"), text)
+T.ok(":lang zh shows the current step again in Chinese", text:find("第 6/6 步：手算一行输出", 1, true), text)
 T.eq(":lang zh switches the open lesson", L.current().lang, "zh")
 text = captured(commands.lang.run, "en")
-T.eq(":lang en confirms in English", text, "Lessons are now in English.\n")
+T.ok(":lang en confirms in English", text:find("^Lessons are now in English.\n"), text)
+T.ok(":lang en shows the current step again in English", text:find("step 6/6: One output row by hand", 1, true), text)
 text = captured(commands.lang.run, "fr")
 T.ok(":lang fr says what is accepted", text:find(":lang en|zh", 1, true), text)
 T.eq(":lang fr changes nothing", L.current().lang, "en")
@@ -613,5 +619,94 @@ end
 T.eq("no space before a Chinese quotation across a line break", L.render("说它防止输出\n“趋近于 0”，文档", 80, false)[1],
     "说它防止输出“趋近于 0”，文档")
 T.eq("no space before emphasis across a line break", L.render("它避免\n*梯度爆炸*。", 80, false)[1], "它避免梯度爆炸。")
+
+-- ---- a wrong number is reported by its value -----------------------------------------------------
+do
+    replayed(4)
+    local lesson4 = L.current().lesson
+    local ok, message = L.check(lesson4.steps[#lesson4.steps], 0.25)
+    T.ok("a wrong scalar is reported by value, not by an index", not ok and message:find("you gave 0.25;", 1, true)
+        and not message:find("[]", 1, true), message)
+end
+
+-- ---- :back from the end returns to the exercise; :text shows the step again without running it ----
+do
+    captured(L.start, "tour", {batch = false, lang = "en"})
+    captured(L.goto_step, 6)
+    captured(L.answer, weights:select(1, 2):matmul(V))
+    local text = captured(L.next)
+    T.ok("Enter after the last exercise ends the lesson", text:find("End of the lesson", 1, true), text)
+    text = captured(L.back)
+    T.ok(":back from the end returns to the exercise", text:find("step 6/6", 1, true), text)
+    T.eq(":back from the end lands on the last step", L.current().pos, 6)
+    captured(L.goto_step, 2)
+    weights = "changed by the student"
+    text = captured(L.reprint)
+    T.ok(":text shows the step's title, text and code", text:find("step 2/6: Attention in one call", 1, true)
+        and text:find("│ out, weights = mha.scaled_dot_product_attention", 1, true), text)
+    T.eq(":text runs nothing", weights, "changed by the student")
+    T.ok(":text prints no output of the code", not text:find("[float32", 1, true), text)
+end
+
+-- ---- at a terminal a step taller than the screen pauses; q stops pausing; batch never pauses -------
+do
+    local saved = {L.pager.rows, L.pager.read, L.pager.at_terminal}
+    local keys, reads = {"", "q"}, 0
+    L.pager.rows = function() return 12 end
+    L.pager.read = function() reads = reads + 1; return keys[reads] end
+    L.pager.at_terminal = function() return true end
+    captured(L.start, "tour", {batch = false, lang = "en"})
+    local text = captured(L.goto_step, 2)      -- step 2 is about 28 lines: pauses after 10, then q
+    T.eq("a tall step pauses once per screen until q", reads, 2)
+    T.ok("the pause says how to go on", text:find("-- more: Enter goes on, q stops pausing --", 1, true), text)
+    T.ok("after q the rest of the step is printed", text:find("out = weights·V", 1, true), text)
+    reads = 0
+    captured(L.start, "tour", {batch = true, lang = "en"})
+    T.eq("batch mode never pauses", reads, 0)
+    L.pager.rows, L.pager.read, L.pager.at_terminal = table.unpack(saved)
+end
+
+-- ---- plot notes and panel titles in the lesson's language -----------------------------------------
+do
+    captured(L.start, "tour", {batch = false, lang = "zh"})
+    local text = captured(function()
+        L.batch_plot.line{{x = {1, 2}, y = {1, 2}, title = "甲"}, {x = {1, 2}, y = {2, 1}}, title = "图题"}
+        L.batch_plot.heads(mha.rand(2, 2, 2), {title = "两个头"})
+    end)
+    T.ok("a line plot's note in Chinese", text:find("[图：折线图 “图题” 2 条曲线：甲，曲线 2]", 1, true), text)
+    T.ok("heads' panels are titled in Chinese", text:find("\n头 1\n", 1, true) and text:find("\n头 2\n", 1, true), text)
+    T.ok("no English in a Chinese plot note", not text:find("plot", 1, true) and not text:find("series", 1, true), text)
+end
+
+-- ---- --answers FILE: a student's attempts, in batch mode, with their hints ---------------------------
+do
+    local path = os.tmpname()
+    local f = assert(io.open(path, "w"))
+    f:write("-- lesson 6's exercise: three attempts\n",
+            "mha.softmax(scores5:masked_fill(mha.causal_mask(5), 0), 2)\n",
+            "scores5:masked_fill(mask, -math.huge)\n",
+            "mha.softmax(scores5:masked_fill(mha.causal_mask(5), -math.huge), 2)\n")
+    f:close()
+    local text, ok = captured(L.start, "masks", {batch = true, lang = "en", answers = path})
+    os.remove(path)
+    T.ok("--answers: the lesson runs", ok, text:sub(-300))
+    T.ok("--answers: each attempt is shown", select(2, text:gsub(":answer ", "")) == 3, text:sub(-1500))
+    T.ok("--answers: masking with 0 gets its hint", text:find("filled the masked scores with 0", 1, true), text:sub(-1500))
+    T.ok("--answers: the 4x4 mask gets its hint", text:find("mha.causal_mask(5)", 1, true), text:sub(-1500))
+    T.ok("--answers: the last attempt is correct", text:find("\ncorrect\n", 1, true), text:sub(-800))
+    T.ok("--answers: the lesson's own solution is not used", not text:find("answered with the lesson's own solution", 1, true))
+    local missing = captured(L.start, "masks", {batch = true, answers = "/nonexistent/answers.txt"})
+    local okm, errm, kind = L.start("masks", {batch = true, answers = "/nonexistent/answers.txt"})
+    T.ok("--answers with a missing file says so", not okm and kind == "usage" and errm:find("--answers: /nonexistent", 1, true),
+        tostring(errm))
+end
+
+-- ---- a lesson file given by its path -----------------------------------------------------------------
+do
+    local f = L.find(T.path("lessons/01_tour.lua"))
+    T.ok("find(PATH) takes a lesson file by its path", f and f.number == 1 and f.name == "tour", f and f.path)
+    local missing, err = L.find("no/such/lesson.lua")
+    T.ok("find of a missing path names the lessons there are", not missing and err:find("no lesson", 1, true), err)
+end
 
 T.done()
