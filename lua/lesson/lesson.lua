@@ -469,16 +469,16 @@ function paged_write(text)
     if not paging then write(text); return end
     for piece, newline in text:gmatch("([^\n]*)(\n?)") do
         if piece == "" and newline == "" then break end
+        -- the screen is full and more is coming: wait for the reader
+        if paging and paging.used >= paging.room then
+            write(said().more)
+            local key = M.pager.read()
+            if key == nil or key:match("^%s*[qQ]") then paging = nil else paging.used = 0 end
+        end
         write(piece, newline)
-        if newline ~= "" and paging then
+        if paging and newline ~= "" then
             paging.used = paging.used + math.max(1, math.ceil(M.width(paging.partial .. piece) / columns()))
             paging.partial = ""
-            if paging.used >= paging.room then
-                write(said().more)
-                local key = M.pager.read()
-                write("\n")
-                if key == nil or key:match("^%s*[qQ]") then paging = nil else paging.used = 0 end
-            end
         elseif paging then
             paging.partial = paging.partial .. piece
         end
@@ -490,7 +490,7 @@ local function with_pager(fn)
     if session.batch or not M.pager.at_terminal() then return fn() end
     local rows = M.pager.rows()
     if not rows or rows < 8 then return fn() end
-    paging = {room = rows - 2, used = 0, partial = ""}
+    paging = {room = rows - 1, used = 0, partial = ""}   -- the last row for the prompt or the pause
     local saved_print, saved_write = print, io.write
     _G.print = function(...)
         local parts = table.pack(...)
@@ -674,6 +674,12 @@ end
 function M.answer(value, eval_error)
     if not need_session() then return false end
     local ex = session.pending
+    if not ex and session.replay then
+        -- a saved script marks the steps that ran code; an exercise without code comes after the last mark
+        for k = math.max(1, session.pos), #session.lesson.steps do
+            if session.lesson.steps[k].kind == "exercise" then ex = session.lesson.steps[k]; break end
+        end
+    end
     if not ex then
         ex = session.lesson.steps[session.pos]
         if not (ex and ex.kind == "exercise") then say_text(words[session.lang].no_exercise); return false end
@@ -772,7 +778,9 @@ local function open_session(which, opts)
     print_text(tr(lesson.summary, lang))
     -- a script :save writes opens the lesson quietly (the names step code uses: show, plot, tr, LESSON ...;
     -- and a lesson for its answer() calls to be checked against)
-    record_step(string.format('require("mha.lesson").replaying(%q, %q)', f.path, lang), "the lesson")
+    local path = f.path
+    if path:sub(1, 1) ~= "/" and os.getenv("PWD") then path = os.getenv("PWD") .. "/" .. path end
+    record_step(string.format('require("mha.lesson").replaying(%q, %q)', clean_path(path), lang), "the lesson")
     reset_state()
     if batch then
         for k = 1, #lesson.steps do
@@ -806,9 +814,13 @@ end
 -- so that the steps it replays find their helpers and its answer() calls their exercise.
 function M.replaying(path, lang)
     local lesson, err = M.load(path)
+    if not lesson then   -- run from another folder: the lesson of that file name where lessons are found
+        local f = M.find((tostring(path):match("([^/]+)$")))
+        if f then lesson, err = M.load(f.path) end
+    end
     if not lesson then error("replaying a lesson: " .. tostring(err), 2) end
     session = {lesson = lesson, number = tonumber(lesson.file:match("^(%d+)")) or 0, lang = M.choose_lang(lang),
-               batch = true, pos = 0, print_options = {precision = 4}}
+               batch = true, pos = 0, print_options = {precision = 4}, replay = true}
     M.install_globals()
     return true
 end
