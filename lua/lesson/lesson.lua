@@ -490,7 +490,8 @@ local function with_pager(fn)
     if session.batch or not M.pager.at_terminal() then return fn() end
     local rows = M.pager.rows()
     if not rows or rows < 8 then return fn() end
-    paging = {room = rows - 1, used = 0, partial = ""}   -- the last row for the prompt or the pause
+    -- the last row for the prompt or the pause; the blank line above a step's rule may scroll away
+    paging = {room = rows - 1, used = -1, partial = ""}
     local saved_print, saved_write = print, io.write
     _G.print = function(...)
         local parts = table.pack(...)

@@ -427,8 +427,8 @@ do
     for i, r in ipairs(recorded) do codes[i] = r[1]:match("^[^\n]*") end
     T.eq("start records the helpers, the seed and step 1; next step 2; goto 2 the seed, steps 1 and 2",
         #recorded, 7, table.concat(codes, " | "))
-    T.eq("the lesson comes first, opened quietly for the replay", recorded[1][1],
-        'require("mha.lesson").replaying("' .. L.current().lesson.path .. '", "en")')
+    T.ok("the lesson comes first, opened quietly for the replay by its absolute path", recorded[1][1]:find(
+        '^require%("mha.lesson"%).replaying%("/[^"]*/08_multihead.lua", "en"%)$'), recorded[1][1])
     T.eq("a step is recorded with the mark that puts the replay at it", recorded[3][4], 'require("mha.lesson").at_step(1)')
     T.eq("then the seed", recorded[2][1], "mha.seed(8)")
     T.ok("a step is recorded with its code (tr{} resolved) and label",
