@@ -68,10 +68,7 @@ softmax 让 `weights` 的每一行都为正且和为 1，所以每个输出行�
 权重相同（各 0.42）：它与两者的点积都是 4。]],
         },
         code = [[
-print(tr{en = "weights:sum(2), one per row:",
-         zh = "weights:sum(2)，每行一个："},
-    string.format("%.4f  %.4f  %.4f",
-        table.unpack(weights:sum(2):totable())))
+show(weights:sum(2), {title = tr{en = "weights:sum(2): one sum per row", zh = "weights:sum(2)：每行的和"}})
 plot.heatmap(weights, {rows = tokens, cols = tokens, values = true,
     title = tr{en = "attention weights", zh = "注意力权重"}})]],
     },
@@ -92,8 +89,7 @@ nn.MultiheadAttention 是同一个层。两个头各有自己的 L×L 权重；�
         code = [[
 layer = mha.MultiheadAttention{embed_dim = 4, num_heads = 2}
 out2, head_weights = layer:forward(X, X, X, {average_attn_weights = false})
-plot.heads(head_weights, {tokens = tokens,
-    title = tr{en = "weights per head", zh = "每个头的权重"}})
+plot.heads(head_weights, {tokens = tokens, title = tr{en = "weights per head", zh = "每个头的权重"}})
 show(out2, {rows = tokens, title = tr{en = "multi-head output", zh = "多头输出"}})]],
     },
 

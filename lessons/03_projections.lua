@@ -57,8 +57,7 @@ weights = mha.softmax(Q:matmul(K:transpose(1, 2)) / math.sqrt(2), 2)
 show(weights, {rows = tokens, cols = tokens,
     title = "softmax(Q·Kᵀ/√2) (3×3)"})
 show(weights:matmul(V), {rows = tokens,
-    title = tr{en = "weights·V (3×3: d_v columns)",
-               zh = "weights·V（3×3：d_v 列）"}})
+    title = tr{en = "weights·V (3×3: d_v columns)", zh = "weights·V（3×3：d_v 列）"}})
 print(select(2, pcall(function() return Q:matmul(V:transpose(1, 2)) end)))]],
     },
 
@@ -100,8 +99,7 @@ scores X·W^Q·(X·W^K)ᵀ need not be symmetric, and the learned matrices choos
         code = [[
 raw = X:matmul(X:transpose(1, 2))
 show(raw, {rows = tokens, cols = tokens,
-    title = tr{en = "X·Xᵀ: symmetric, large diagonal",
-               zh = "X·Xᵀ：对称，对角线大"}})
+    title = tr{en = "X·Xᵀ: symmetric, large diagonal", zh = "X·Xᵀ：对称，对角线大"}})
 print(tr{en = "X·Xᵀ equals its transpose:", zh = "X·Xᵀ 等于它的转置："},
     (raw - raw:transpose(1, 2)):abs():max():item() == 0)
 projected = Q:matmul(K:transpose(1, 2))

@@ -88,8 +88,7 @@ unscaled = mha.softmax(scores, 2)
 scaled = mha.softmax(scores / math.sqrt(256), 2)
 show(unscaled, {cols = tokens, precision = 3,
     title = tr{en = "softmax(q·kᵀ): nearly one-hot", zh = "softmax(q·kᵀ)：几乎是 one-hot"}})
-show(scaled, {cols = tokens,
-    title = tr{en = "softmax(q·kᵀ/√d_k): a real mix", zh = "softmax(q·kᵀ/√d_k)：真正的混合"}})
+show(scaled, {cols = tokens, title = tr{en = "softmax(q·kᵀ/√d_k): a real mix", zh = "softmax(q·kᵀ/√d_k)：真正的混合"}})
 gradient = function(w) return (w * (1 - w)):max():item() end
 print(string.format(tr{en = "max w(1-w): unscaled %.2e   scaled %.4f",
                        zh = "最大 w(1-w)：未缩放 %.2e   缩放后 %.4f"},

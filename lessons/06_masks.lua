@@ -24,12 +24,10 @@ tokens = tr{en = {"I", "drink", "green", "tea"}, zh = {"我", "喝", "绿", "茶
 scores = mha.randn{4, 4}
 mask = mha.causal_mask(4)
 show(mask, {rows = tokens, cols = tokens,
-    title = tr{en = "causal_mask(4): true = not allowed",
-               zh = "causal_mask(4)：true = 不允许"}})
+    title = tr{en = "causal_mask(4): true = not allowed", zh = "causal_mask(4)：true = 不允许"}})
 masked = scores:masked_fill(mask, -math.huge)
 show(masked, {rows = tokens, cols = tokens,
-    title = tr{en = "scores with -inf where masked",
-               zh = "被屏蔽处为 -inf 的分数"}})
+    title = tr{en = "scores with -inf where masked", zh = "被屏蔽处为 -inf 的分数"}})
 weights = mha.softmax(masked, 2)
 show(weights, {rows = tokens, cols = tokens,
     title = tr{en = "softmax: lower triangular, rows sum to 1",
@@ -49,12 +47,10 @@ is_causal = true.]],
         },
         code = [[
 additive = mha.zeros{4, 4}:masked_fill(mask, -math.huge)
-show(additive, {rows = tokens, cols = tokens,
-    title = tr{en = "additive mask", zh = "加性掩码"}})
+show(additive, {rows = tokens, cols = tokens, title = tr{en = "additive mask", zh = "加性掩码"}})
 show(mha.softmax(scores + additive, 2) - weights,
     {rows = tokens, cols = tokens,
-     title = tr{en = "difference from the boolean mask",
-                zh = "与布尔掩码的差"}})
+     title = tr{en = "difference from the boolean mask", zh = "与布尔掩码的差"}})
 q, k, v = mha.randn{4, 2}, mha.randn{4, 2}, mha.randn{4, 2}
 out_bool = mha.scaled_dot_product_attention(q, k, v, {attn_mask = mask})
 out_add = mha.scaled_dot_product_attention(q, k, v, {attn_mask = additive})
@@ -106,8 +102,7 @@ scores.masked_fill(mask == 0, -1e9)：那里 mask 为 1 表示*允许*关注，
         },
         code = [[
 allowed = mha.logical_not(mask)
-show(allowed, {rows = tokens, cols = tokens,
-    title = tr{en = "allowed = not mask", zh = "allowed = 非 mask"}})
+show(allowed, {rows = tokens, cols = tokens, title = tr{en = "allowed = not mask", zh = "allowed = 非 mask"}})
 wrong = mha.softmax(scores:masked_fill(allowed, -math.huge), 2)
 show(wrong, {rows = tokens, cols = tokens,
     title = tr{
@@ -134,9 +129,7 @@ NaN 会传染给它碰到的一切，虽然吵闹，但很诚实。那两篇教�
 all_blocked = mha.full({1, 4}, 1):bool()
 row = mha.randn{1, 4}
 show(mha.softmax(row:masked_fill(all_blocked, -math.huge), 2),
-    {cols = tokens,
-    title = tr{en = "every key masked with -inf: NaN",
-               zh = "所有键都用 -inf 屏蔽：NaN"}})
+    {cols = tokens, title = tr{en = "every key masked with -inf: NaN", zh = "所有键都用 -inf 屏蔽：NaN"}})
 show(mha.softmax(row:masked_fill(all_blocked, -1e9), 2), {cols = tokens,
     title = tr{en = "every key masked with -1e9: uniform 1/4",
                zh = "所有键都用 -1e9 屏蔽：均匀的 1/4"}})]],

@@ -126,8 +126,7 @@ concatenated, not their attention matrices (L×L each).]],
         code = [[
 wrong = head_outputs:contiguous():view(L, E)
 show(wrong, {rows = tokens,
-    title = tr{en = "view without the transpose: rows mix tokens",
-               zh = "不转置就 view：行混合了不同词元"}})
+    title = tr{en = "view without the transpose: rows mix tokens", zh = "不转置就 view：行混合了不同词元"}})
 show(concat - wrong, {rows = tokens, title = "concat - wrong"})]],
     },
 

@@ -145,8 +145,7 @@ else
     plot.line{{x = timed_lengths, y = times[1], title = "h = 1"},
               {x = timed_lengths, y = times[8], title = "h = 8"},
               xlabel = "L", ylabel = "ms",
-              title = tr{en = "forward time (median of 5)",
-                         zh = "前向计算时间（5 次的中位数）"}}
+              title = tr{en = "forward time (median of 5)", zh = "前向计算时间（5 次的中位数）"}}
 end]],
     },
 

@@ -55,12 +55,9 @@ neither property above; the residual and the norm belong to the Transformer bloc
 Transformer 块。]],
         },
         code = [[
-show(attended:mean(2), {cols = tokens,
-    title = tr{en = "out_linear output: means",
-               zh = "out_linear 输出：均值"}})
+show(attended:mean(2), {cols = tokens, title = tr{en = "out_linear output: means", zh = "out_linear 输出：均值"}})
 show(attended:var(2, false, 0), {cols = tokens,
-    title = tr{en = "out_linear output: variances",
-               zh = "out_linear 输出：方差"}})
+    title = tr{en = "out_linear output: variances", zh = "out_linear 输出：方差"}})
 print(string.format(tr{
     en = "max |out_linear(...) - LayerNorm(x + it)| = %.4f",
     zh = "max |out_linear(...) - LayerNorm(x + 它)| = %.4f"},

@@ -24,9 +24,7 @@ target = {"我", "爱"}
 source = {"I", "love", "green", "tea", "."}
 decoder_x = mha.randn{2, 4}    -- L = 2 target tokens, E = 4
 memory = mha.randn{5, 6}   -- S = 5 source tokens, encoder width kdim = 6
-show(decoder_x, {rows = target,
-    title = tr{en = "decoder states (L=2, E=4)",
-               zh = "解码器状态（L=2，E=4）"}})
+show(decoder_x, {rows = target, title = tr{en = "decoder states (L=2, E=4)", zh = "解码器状态（L=2，E=4）"}})
 show(memory, {rows = source,
     title = tr{en = "encoder output (S=5, 6)",
                zh = "编码器输出（S=5，6）"}})]],
@@ -55,8 +53,7 @@ for _, name in ipairs({"q_proj_weight", "k_proj_weight", "v_proj_weight",
 end
 values = memory:narrow(2, 1, 3)
 out, weights = cross:forward(decoder_x, memory, values)
-show(weights, {rows = target, cols = source,
-    title = tr{en = "weights (L=2 × S=5)", zh = "权重（L=2 × S=5）"}})
+show(weights, {rows = target, cols = source, title = tr{en = "weights (L=2 × S=5)", zh = "权重（L=2 × S=5）"}})
 plot.heatmap(weights, {rows = target, cols = source, values = true,
     title = tr{en = "target × source", zh = "目标 × 源"}})]],
     },
@@ -108,8 +105,7 @@ x2 = mha.randn{2, 4}
 self_layer = mha.MultiheadAttention{embed_dim = 4, num_heads = 2}
 _, self_weights = self_layer:forward(x2, x2, x2)
 show(self_weights, {rows = two, cols = two,
-    title = tr{en = "self-attention: 2×2 weights",
-               zh = "自注意力：2×2 权重"}})
+    title = tr{en = "self-attention: 2×2 weights", zh = "自注意力：2×2 权重"}})
 _, one_weight = self_layer:forward(x2:narrow(1, 1, 1),
     x2:narrow(1, 2, 1), x2:narrow(1, 2, 1))
 show(one_weight, {rows = {"Thinking"}, cols = {"Machines"},

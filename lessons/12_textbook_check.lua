@@ -206,11 +206,9 @@ mask conventions (lesson 6), the cost of many heads (lesson 9).]],
 （第 4 课）、−1e9 与 −∞ 以及相反的掩码约定（第 6 课）、多头的计算量（第 9 课）。]],
         },
         code = [[
-show(real:mean(2), {cols = tokens,
-    title = tr{en = "out_linear: row means", zh = "out_linear：各行均值"}})
+show(real:mean(2), {cols = tokens, title = tr{en = "out_linear: row means", zh = "out_linear：各行均值"}})
 show(real:var(2, false, 0), {cols = tokens,
-    title = tr{en = "out_linear: row variances",
-               zh = "out_linear：各行方差"}})
+    title = tr{en = "out_linear: row variances", zh = "out_linear：各行方差"}})
 block = mha.layer_norm(X + real, {8})
 -- the real block's means are 0 up to rounding (about 1e-8, CPU-dependent)
 print(tr{en = "LayerNorm(x + out): max |row mean| < 1e-6:",

@@ -58,7 +58,7 @@ for _, c in utf8.codes("（「『《〈【“‘([{") do no_break_after[c] = tru
 local function last_visible(s)
     local last
     for _, cp in utf8.codes(s) do
-        if cp > 4 then last = cp end
+        if cp > 4 and cp ~= 42 and cp ~= 96 then last = cp end   -- not a mark, "*" or "`"
     end
     return last
 end
@@ -321,7 +321,7 @@ local function join_lines(lines)
     for i = 2, #lines do
         local prev, nxt = text, lines[i]
         local last = last_visible(prev)
-        local at = nxt:match("^[*`]*()")   -- the first visible character
+        local at = nxt:match("^[\1-\4*`]*()")   -- the first visible character
         local first = utf8.codepoint(nxt, at <= #nxt and at or 1)
         local tight = last and ((is_wide(last) and is_wide(first)) or cjk_punctuation(last) or cjk_punctuation(first)
             or quote_tight(last, first))
