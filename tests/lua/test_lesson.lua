@@ -709,4 +709,21 @@ do
     T.ok("find of a missing path names the lessons there are", not missing and err:find("no lesson", 1, true), err)
 end
 
+-- ---- lesson 10: PE·PEᵀ depends only on the distance |p - q| (its text says so), from the formula itself --
+do
+    replayed(10)
+    local by_formula, toeplitz = true, true
+    local sim = similarity:totable()
+    for p = 0, 3 do
+        for q = 0, 7 do
+            local dot = 0
+            for i = 0, 3 do dot = dot + math.cos((p - q) / 10000 ^ (2 * i / 8)) end   -- Σ sin·sin + cos·cos
+            by_formula = by_formula and math.abs(sim[p + 1][q + 1] - dot) < 1e-4
+            if p > 0 and q > 0 then toeplitz = toeplitz and math.abs(sim[p + 1][q + 1] - sim[p][q]) < 1e-4 end
+        end
+    end
+    T.ok("lesson 10: PE·PEᵀ[p, q] = Σ_i cos((p - q)/10000^(2i/E)), computed from the formula", by_formula)
+    T.ok("lesson 10: PE·PEᵀ is constant along its diagonals (depends on the distance only)", toeplitz)
+end
+
 T.done()
