@@ -280,6 +280,8 @@ T.test("term", function()
     T.eq("truncate keeps a combining mark", { term.truncate("e\u{301}x", 1) }, { "e\u{301}", 1 })
     T.eq("isatty of a file is false", term.isatty(io.tmpfile()), false)
     T.ok("columns is positive", term.columns() > 0)
+    T.eq("rows of a file that is no terminal: $LINES or 24", term.rows(io.tmpfile()),
+        math.tointeger(tonumber(os.getenv("LINES") or "")) or 24)
     -- the width of a sample of assigned code points, as Python's unicodedata sees them
     local bad, n = {}, 0
     for line in io.lines(T.path(FIXTURES .. "widths.txt")) do
