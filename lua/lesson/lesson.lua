@@ -205,7 +205,8 @@ end
 -- The lesson files (NN_name.lua) of one folder.
 local function files_in(dir)
     local found = {}
-    local p = io.popen('ls -1 "' .. dir:gsub('["\\$`]', '\\%0') .. '" 2>/dev/null')
+    -- the folder (from $MHA_LESSONS too) reaches the shell single-quoted, a ' in it as '\''
+    local p = io.popen("ls -1 '" .. dir:gsub("'", "'\\''") .. "' 2>/dev/null")
     if p then
         for f in p:lines() do
             local num, name = f:match("^(%d+)_([%w_]+)%.lua$")

@@ -153,6 +153,10 @@ check lesson_error_names_file_and_line $? "out [${out:0:900}]"
 out=$(MHA_LESSONS="$tmp/a:$tmp/b" "$repl" -e 'require("mha.lesson").list("en")' 2>&1)
 has "$out" "21  mine" && has "$out" "22  other" && has "$out" " 1  tour"
 check lessons_every_mhalessons_folder $? "out [$out]"
+weird="$tmp/it's \$(touch $tmp/ran)"
+mkdir -p "$weird" && cp "$tmp/b/22_other.lua" "$weird/23_quoted.lua"
+out=$(MHA_LESSONS="$weird" "$repl" -e 'require("mha.lesson").list("en")' 2>&1)
+has "$out" "23  quoted" && [ ! -e "$tmp/ran" ]; check lessons_folder_name_quoted_for_the_shell $? "out [$out]"
 out=$(MHA_LESSONS="$tmp/a:$tmp/b" "$repl" --lesson other --batch 2>&1); rc=$?
 [ "$rc" -eq 0 ] && has "$out" "22 Other"; check lessons_second_folder_by_name $? "rc $rc out [$out]"
 
