@@ -113,7 +113,7 @@ LESSON.versus("concat", "[11.8, 13.2, 20.9, 21.5]", concat)
 print(select(2, pcall(function() return concat:matmul(WO_printed) end)))
 WO = WO_printed:transpose(1, 2)
 LESSON.versus("multihead", "[197.5, 208.7, 220.0]", concat:matmul(WO))
-LESSON.versus("from_printed", "[197.5, 208.7, 220.0]",
+LESSON.versus("from_heads", "[197.5, 208.7, 220.0]",
     mha.tensor{{11.8, 13.2, 20.9, 21.5}}:matmul(WO))]],
     },
 

@@ -7,9 +7,9 @@
 
 local M = {}
 
-local ctx = {lang = function() return "en" end, width = utf8.len, clock = os.clock, say = print}
+local ctx = {lang = function() return "en" end, width = utf8.len, clock = os.clock}
 
--- The runner hands its language, display-width function, wall clock and wrapped printer once.
+-- The runner hands its language (a function), display-width function and wall clock once.
 function M.use(t)
     for k, v in pairs(t) do ctx[k] = v end
 end
@@ -53,22 +53,16 @@ function M.versus(name, printed, value)
     local w = versus_words[ctx.lang()] or versus_words.en
     local numbers = type(value) == "number" and {value} or value:reshape(-1):totable()
     for i, v in ipairs(numbers) do numbers[i] = string.format("%.4f", v) end
-    local says = string.format("%-10s %s%s", name, w.says, printed or w.unprinted)
-    says = says .. string.rep(" ", math.max(0, 11 + ctx.width(w.says) + 26 - ctx.width(says)))
+    -- name in 10 columns, then "tutorial: " and what it printed in 26 columns, then the truth
+    local printed_text = printed or w.unprinted
+    local says = string.format("%-10s %s%s", name, w.says, printed_text)
+    says = says .. string.rep(" ", math.max(0, 26 - ctx.width(printed_text)))
     local truth = w.truth .. table.concat(numbers, ", ")
     if ctx.width(says) + ctx.width(truth) > 80 then
         print((says:gsub("%s+$", "")))
         says = string.rep(" ", 11)
     end
     print(says .. truth)
-end
-
--- LESSON.describe(name, t): a tensor's name, then its shape, strides, storage offset and contiguity - the
--- four things that say how its storage is read.
-function M.describe(name, t)
-    print(name)
-    print(string.format("    shape (%s)  strides (%s)  offset %d  contiguous %s",
-        table.concat(t:shape(), ","), table.concat(t:strides(), ","), t:offset(), tostring(t:is_contiguous())))
 end
 
 -- LESSON.describe(name, t): a tensor's name, then its shape, strides, storage offset and contiguity - the

@@ -539,7 +539,7 @@ local pairs_checked = {
     Q1 = "s42_Q1", K1 = "s42_K1", V1 = "s42_V1", Q2 = "s42_Q2", K2 = "s42_K2", V2 = "s42_V2",
     score1 = "s42_score1", score2 = "s42_score2", weight1 = "s42_weight1", weight2 = "s42_weight2",
     head1 = "s42_head1", head2 = "s42_head2", concat = "s42_concat", multihead = "s42_multihead",
-    from_printed = "s42_multihead_from_printed_heads",
+    from_heads = "s42_multihead_from_printed_heads",
 }
 local names = {}
 for k in pairs(pairs_checked) do names[#names + 1] = k end
