@@ -23,11 +23,9 @@ weight 0 and the rest of each row still sums to 1.]],
 tokens = tr{en = {"I", "drink", "green", "tea"}, zh = {"我", "喝", "绿", "茶"}}
 scores = mha.randn{4, 4}
 mask = mha.causal_mask(4)
-show(mask, {rows = tokens, cols = tokens,
-    title = tr{en = "causal_mask(4): true = not allowed", zh = "causal_mask(4)：true = 不允许"}})
 masked = scores:masked_fill(mask, -math.huge)
 show(masked, {rows = tokens, cols = tokens,
-    title = tr{en = "scores with -inf where masked", zh = "被屏蔽处为 -inf 的分数"}})
+    title = tr{en = "scores, -inf where mask is true", zh = "分数：mask 为 true 处是 -inf"}})
 weights = mha.softmax(masked, 2)
 show(weights, {rows = tokens, cols = tokens,
     title = tr{en = "softmax: lower triangular, rows sum to 1",

@@ -33,7 +33,6 @@ layer = mha.MultiheadAttention{embed_dim = E, num_heads = H}
 layer.in_proj_bias = mha.randn{3 * E} * 0.1
 layer.out_proj_bias = mha.randn{E} * 0.1
 X = mha.randn{4, E}
-show(X, {rows = tokens, title = "X (L=4, E=4)"})
 show(layer.in_proj_weight,
     {title = "in_proj_weight (3E×E) = [W_q; W_k; W_v]"})]],
     },

@@ -53,10 +53,11 @@ for lesson in lessons/[0-9][0-9]_*.lua; do
         if [ "$widest" -le 80 ]; then echo "PASS golden_width_${base}_${lang}"
         else echo "FAIL golden_width_${base}_${lang}: a line is $widest columns wide (COLUMNS=80)"; failed=1; fi
         # every step fits a projector's 80x40 screen: its header, text, code and output, and the prompt under
-        # them (a step runs from its "── step" rule to the blank line before the next, or to the lesson's end)
+        # them (a step runs from its "── step" rule to the blank line before the next, or to the lesson's end;
+        # the first step also below the lesson's title and summary)
         tall=$(head -n -1 "$out" | awk '
             function done() { if (title != "" && n + 1 > 40) printf "%s (%d lines) ", title, n + 1; title = "" }
-            /^── (step [0-9]+\/|第 [0-9]+\/)/ { done(); title = $2 " " $3; n = 0 }
+            /^── (step [0-9]+\/|第 [0-9]+\/)/ { done(); title = $2 " " $3; n = (steps++ == 0) ? NR - 1 : 0 }
             /^(End of the lesson|本课结束)/ { done() }
             title != "" { if ($0 == "") blank++; else { n += blank + 1; blank = 0 } }
             END { done() }')
