@@ -10,7 +10,7 @@ return lesson{
         title = {en = "Count the multiply-adds", zh = "数一数乘加次数"},
         text = {
             en = [[
-A self-attention layer on L tokens of width E, h heads of D = E/h features, does:
+Self-attention on L tokens of width E, with h heads of D = E/h features, does:
 
     projections     Q, K, V: 3 × (L×E)·(E×E)    3·L·E²
     scores          per head (L×D)·(D×L)        h·L²·D = L²·E
