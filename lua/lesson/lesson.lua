@@ -287,16 +287,17 @@ local function file_at(which)
     return {number = tonumber(num) or 0, name = name or file:gsub("%.lua$", ""), file = file, path = which}
 end
 
--- Finds a lesson by number ("2", 2), file-name part ("dot_product"), or file name ("02_dot_product").
--- Returns the file, or nil and a message naming the lessons there are.
-function M.find(which)
+-- Finds a lesson by number ("2", 2), file-name part ("dot_product"), file name ("02_dot_product") or path.
+-- Returns the file, or nil and a message (in lang, default the language chosen) naming the lessons there are.
+function M.find(which, lang)
+    local w = words[lang or (session and session.lang) or M.choose_lang()]
     local given = file_at(which)
     if given then return given end
     local files = M.files()
     if #files == 0 then
         local looked = {}
         for i, dir in ipairs(M.dirs()) do looked[i] = clean_path(dir) end
-        return nil, "no lessons found (looked in " .. table.concat(looked, ", ") .. "; set MHA_LESSONS)"
+        return nil, string.format(w.no_lessons, table.concat(looked, w.list_sep))
     end
     local key = tostring(which):gsub("%.lua$", "")
     for _, f in ipairs(files) do
@@ -306,8 +307,8 @@ function M.find(which)
     end
     local names = {}
     for _, f in ipairs(files) do names[#names + 1] = string.format("%d %s", f.number, f.name) end
-    return nil, string.format("no lesson '%s'; give a number from %d to %d or a name: %s", key,
-        files[1].number, files[#files].number, table.concat(names, ", "))
+    return nil, string.format(w.no_such_lesson, key, files[1].number, files[#files].number,
+        table.concat(names, w.list_sep))
 end
 
 -- ---------------------------------------------------------------------------------------------
@@ -725,7 +726,7 @@ function M.list(lang)
     say_text(words[lang].lessons)
     for _, f in ipairs(files) do
         local lesson, err = M.load(f.path)
-        local summary = lesson and tr(lesson.summary, lang) or "(cannot load: " .. err:match("[^\n]*") .. ")"
+        local summary = lesson and tr(lesson.summary, lang) or string.format(words[lang].cannot_load, err:match("[^\n]*"))
         -- the summary in a column after the number and name, or under them when the column is too narrow
         local head = string.format("  %2d  %-18s ", f.number, f.name)
         if M.width(head) <= width - 20 then
@@ -757,7 +758,7 @@ end
 
 local function open_session(which, opts)
     opts = opts or {}
-    local f, err = M.find(which)
+    local f, err = M.find(which, M.choose_lang(opts.lang))
     if not f then return false, err, "usage" end
     local lesson
     lesson, err = M.load(f.path)
@@ -877,7 +878,7 @@ function M.install(repl)
     cmd("lessons", "", "list the lessons with a one-line summary", function() M.list() end)
     cmd("open", "NAME|NUMBER", "open a lesson at its first step", function(a)
         local which = a:match("^%s*(%S+)")
-        if not which then say_text(":open NAME|NUMBER (:lessons lists them)"); return end
+        if not which then say_text(words[(session and session.lang) or M.choose_lang()].open_usage); return end
         local ok, err, kind = M.start(which, {batch = false, lang = M.preferred_lang or (session and session.lang)})
         if not ok and kind ~= "step" then say_text(err) end
     end)

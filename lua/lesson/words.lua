@@ -35,6 +35,10 @@ words.runner = {
         answers_none = "(no answer left in %s: answered with the lesson's own solution)",
         plot = "plot", plot_kinds = {heatmap = "heatmap", heads = "heads", line = "line", bar = "bar"},
         head = "head %d", series = "%d series", series_n = "series %d", bars = "%d bars", list_sep = ", ",
+        no_lessons = "no lessons found (looked in %s; set MHA_LESSONS)",
+        no_such_lesson = "no lesson '%s'; give a number from %d to %d or a name: %s",
+        cannot_load = "(cannot load: %s)",
+        open_usage = ":open NAME|NUMBER|PATH (:lessons lists them)",
     },
     zh = {
         step = "第", exercise = "练习", of_lesson = "课", colon = "：", colon_space = "：",
@@ -65,6 +69,10 @@ words.runner = {
         answers_none = "（%s 里没有剩下的答案：用本课自带的答案作答）",
         plot = "图", plot_kinds = {heatmap = "热图", heads = "各头", line = "折线图", bar = "柱状图"},
         head = "头 %d", series = "%d 条曲线", series_n = "曲线 %d", bars = "%d 根柱", list_sep = "，",
+        no_lessons = "没有找到课程（找过 %s；请设置 MHA_LESSONS）",
+        no_such_lesson = "没有课程“%s”；请给出 %d 到 %d 之间的编号或名称：%s",
+        cannot_load = "（无法加载：%s）",
+        open_usage = ":open 名称|编号|路径（:lessons 列出课程）",
     },
 }
 

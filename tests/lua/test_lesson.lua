@@ -726,4 +726,12 @@ do
     T.ok("lesson 10: PE·PEᵀ is constant along its diagonals (depends on the distance only)", toeplitz)
 end
 
+-- ---- the runner's messages about finding lessons in the lesson's language ---------------------------
+do
+    local _, err = L.find("99", "zh")
+    T.ok("no such lesson, said in Chinese", err:find("没有课程“99”", 1, true) and err:find("1 tour，", 1, true), err)
+    _, err = L.find("99", "en")
+    T.ok("no such lesson, said in English", err:find("no lesson '99'", 1, true), err)
+end
+
 T.done()
