@@ -10,13 +10,17 @@ DEFS    = -std=c11 -D_DEFAULT_SOURCE -D_POSIX_C_SOURCE=200809L -D_XOPEN_SOURCE=7
 LUA_CFLAGS = $(shell pkg-config --cflags lua5.4)
 LUA_LIBS   = $(shell pkg-config --libs lua5.4)
 RL_LIBS    = $(shell pkg-config --libs readline)
+# zlib: deflate and CRC-32 of .npz archives (core/npz.c)
+CORE_LIBS  = -lz -lm
 ALL_CFLAGS = $(DEFS) $(WARN) $(CFLAGS) $(SAN) -fPIC -Icore -Ilua/bind -Ilua/sys -I$(BUILD)
 
 # Sources, room by room (README.md, Layout). Each Lua helper is embedded under the module name it is
 # required by; a new file is added here by hand.
 CORE_SRC  = core/tensor.c core/ops.c core/rng.c core/npy.c core/kernels.c core/kernels_x86.c \
+            core/npz.c \
             core/attention.c
-BIND_SRC  = lua/bind/lmha.c lua/bind/ltensor.c lua/bind/lmultihead.c
+BIND_SRC  = lua/bind/lmha.c lua/bind/ltensor.c lua/bind/lmultihead.c \
+            lua/bind/lnpz.c
 SYS_SRC   = lua/sys/lterm.c lua/sys/lgnuplot.c
 REPL_SRC  = lua/repl/repl.c
 EMBED     = mha.repl=lua/repl/repl.lua \
@@ -24,7 +28,8 @@ EMBED     = mha.repl=lua/repl/repl.lua \
             mha.lesson=lua/lesson/lesson.lua \
             mha.help=lua/help/help.lua mha.docs_mha=lua/help/docs_mha.lua \
             mha.docs_display=lua/help/docs_display.lua mha.docs_lesson=lua/help/docs_lesson.lua
-TESTS     = test_tensor test_ops test_rng test_npy test_kernels test_attention test_repl test_lessons_pty
+TESTS     = test_tensor test_ops test_rng test_npy test_kernels test_attention test_repl test_lessons_pty \
+            test_npz
 
 LUA_FILES = $(foreach e,$(EMBED),$(word 2,$(subst =, ,$(e))))
 CORE_OBJ  = $(CORE_SRC:%.c=$(BUILD)/%.o)
@@ -92,15 +97,15 @@ $(BUILD)/libmhacore.a: $(CORE_OBJ)
 	rm -f $@; ar rcs $@ $^
 
 $(BUILD)/mha-repl: $(REPL_SRC:%.c=$(BUILD)/%.o) $(LIB_OBJ) $(BUILD)/libmhacore.a
-	$(CC) $(CFLAGS) $(SAN) -o $@ $^ $(LUA_LIBS) $(RL_LIBS) -lm
+	$(CC) $(CFLAGS) $(SAN) -o $@ $^ $(LUA_LIBS) $(RL_LIBS) $(CORE_LIBS)
 
 $(BUILD)/mha.so: $(LIB_OBJ) $(BUILD)/libmhacore.a
-	$(CC) $(CFLAGS) $(SAN) -shared -o $@ $^ -lm
+	$(CC) $(CFLAGS) $(SAN) -shared -o $@ $^ $(CORE_LIBS)
 
 # each tests/core/test_X.c is one test program linked against the core; tests/repl/ ones drive a pty
 $(BUILD)/tests/%: tests/core/%.c tests/check.h $(BUILD)/libmhacore.a
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -Itests -o $@ $< $(BUILD)/libmhacore.a -lm
+	$(CC) $(ALL_CFLAGS) -Itests -o $@ $< $(BUILD)/libmhacore.a $(CORE_LIBS)
 
 $(BUILD)/tests/%: tests/repl/%.c tests/check.h
 	@mkdir -p $(@D)
@@ -115,4 +120,4 @@ bench: deps-bench $(BUILD)/bench
 	$(BENCH_ENV) $(BUILD)/bench --numpy '/usr/bin/python3 bench/bench_numpy.py'
 
 $(BUILD)/bench: bench/bench.c $(BUILD)/libmhacore.a
-	$(CC) $(ALL_CFLAGS) -o $@ $< $(BUILD)/libmhacore.a -lm
+	$(CC) $(ALL_CFLAGS) -o $@ $< $(BUILD)/libmhacore.a $(CORE_LIBS)

@@ -196,14 +196,21 @@ static int l_xavier_normal_(lua_State *L) {
 
 /* ---- files and memory ---- */
 
+/* mha.load(path): a .npy file as a tensor, or (by its zip magic) a .npz archive as name -> tensor. */
 static int l_load(lua_State *L) {
     const char *path = luaL_checkstring(L, 1);
+    if (lmha_npz_is_archive(path)) return lmha_npz_load(L, path);
     return lmha_result(L, mha_npy_load(lmha_newtensor(L), path));
 }
 
-/* mha.save(path, t): t as a NumPy .npy file (a nested table or number is converted first). */
+/* mha.save(path, t): t as a NumPy .npy file (a nested table or number is converted first);
+ * mha.save("m.npz", {name = t, ...} [, {compressed = true}]): a .npz archive, as np.savez writes. */
 static int l_save(lua_State *L) {
     const char *path = luaL_checkstring(L, 1);
+    if (lmha_npz_path(path)) return lmha_npz_save(L, path, 2, 3);
+    if (lmha_npz_named_table(L, 2))
+        return luaL_error(L, "save: '%s': a table of named tensors is saved as a .npz archive: give a path ending "
+                          "in .npz, e.g. mha.save(\"m.npz\", t)", path);
     mha_tensor *t = lmha_totensor(L, 2, "save");
     if (mha_npy_save(path, t) != MHA_OK) return luaL_error(L, "%s", mha_errmsg());
     return 0;

@@ -43,6 +43,14 @@ size_t lmha_checkshape(lua_State *L, int first, int last, size_t *shape, const c
 const char *lmha_shape(char *buf, const mha_tensor *t); /* "(2,3)"; buf has LMHA_SHAPE_BUF bytes */
 #define LMHA_LIB_KEY "mha.lib"  /* registry field holding the mha table (tostring finds "format" there) */
 int lmha_multihead_new(lua_State *L);   /* mha.MultiheadAttention{...} (lua/lmultihead.c) */
+/* .npz checkpoints (lua/bind/lnpz.c): a path ending in .npz; a file starting like a zip; a table with a
+ * string key (which only a .npz holds); load pushes name -> tensor and the names in order (2 results);
+ * save writes the table at value with the options at opts. */
+int lmha_npz_path(const char *path);
+int lmha_npz_is_archive(const char *path);
+int lmha_npz_named_table(lua_State *L, int idx);
+int lmha_npz_load(lua_State *L, const char *path);
+int lmha_npz_save(lua_State *L, const char *path, int value, int opts);
 /* a op b for the values at 1 and 2: tensors, numbers (either side) or nested tables; pushes the result. */
 int lmha_arith(lua_State *L, mha_binop op, const char *fname);
 /* Options tables: an error naming fname and listing `names` (NULL-terminated) for an unknown key;
