@@ -17,9 +17,11 @@ ALL_CFLAGS = $(DEFS) $(WARN) $(CFLAGS) $(SAN) -fPIC -Icore -Ilua/bind -Ilua/sys 
 # Sources, room by room (README.md, Layout). Each Lua helper is embedded under the module name it is
 # required by; a new file is added here by hand.
 CORE_SRC  = core/tensor.c core/ops.c core/rng.c core/npy.c core/kernels.c core/kernels_x86.c \
-            core/npz.c \
-            core/attention.c
+            core/attention.c \
+            core/autograd.c core/autograd_ops.c \
+            core/npz.c
 BIND_SRC  = lua/bind/lmha.c lua/bind/ltensor.c lua/bind/lmultihead.c \
+            lua/bind/lautograd.c \
             lua/bind/lnpz.c
 SYS_SRC   = lua/sys/lterm.c lua/sys/lgnuplot.c
 REPL_SRC  = lua/repl/repl.c

@@ -50,6 +50,7 @@ typedef struct mha_storage {
     size_t refcount; /* number of tensors viewing this storage */
     size_t nbytes;   /* size of data */
     void *data;      /* float[] for MHA_FLOAT32, bool[] for MHA_BOOL */
+    size_t version;  /* bumped by in-place writes the autograd checks (core/autograd.h) */
 } mha_storage;
 
 typedef struct mha_tensor {
@@ -59,6 +60,8 @@ typedef struct mha_tensor {
     size_t shape[MHA_MAX_DIMS];
     ptrdiff_t stride[MHA_MAX_DIMS];   /* in elements; 0 along an expanded (broadcast) dimension */
     size_t offset;                    /* in elements, into storage->data */
+    struct mha_ag *ag;                /* autograd state (core/autograd.h); NULL: not tracked. A view or
+                                         share starts untracked; mha_release drops this reference. */
 } mha_tensor;
 
 #define MHA_TENSOR_EMPTY ((mha_tensor){0})

@@ -10,6 +10,8 @@
 
 #include "embedded.h"
 #include "lmha.h"
+#include "lautograd.h"
+#include "autograd_ops.h"
 
 /* ---- options tables: {attn_mask = m, is_causal = true} ---- */
 
@@ -232,7 +234,7 @@ static int l_reset_peak(lua_State *L) {
 
 static int unary(lua_State *L, mha_unop op, const char *fname) {
     mha_tensor *t = lmha_totensor(L, 1, fname);
-    return lmha_result(L, mha_unary(lmha_newtensor(L), op, t));
+    return lmha_result(L, mha_ag_unary(lmha_newtensor(L), op, t));
 }
 
 static int l_neg(lua_State *L) { return unary(L, MHA_NEG, "neg"); }
@@ -301,7 +303,7 @@ static int l_logical_not(lua_State *L) {
 static int l_where(lua_State *L) {
     mha_tensor *cond = lmha_totensor(L, 1, "where");
     mha_tensor *a = lmha_totensor(L, 2, "where"), *b = lmha_totensor(L, 3, "where");
-    return lmha_result(L, mha_where(lmha_newtensor(L), cond, a, b));
+    return lmha_result(L, mha_ag_where(lmha_newtensor(L), cond, a, b));
 }
 
 /* t:masked_fill(mask, value): value wherever the bool mask is true; value may be -math.huge. */
@@ -311,7 +313,7 @@ static int l_masked_fill(lua_State *L) {
     float value;
     if (lua_isboolean(L, 3)) value = lua_toboolean(L, 3) ? 1.0f : 0.0f;
     else value = (float)luaL_checknumber(L, 3);
-    return lmha_result(L, mha_masked_fill(lmha_newtensor(L), t, mask, value));
+    return lmha_result(L, mha_ag_masked_fill(lmha_newtensor(L), t, mask, value));
 }
 
 /* ---- reductions: f(t) over everything, f(t, dim [, keepdim]) along one dim ---- */
@@ -320,7 +322,7 @@ static int reduce(lua_State *L, mha_reduceop op, const char *fname) {
     mha_tensor *t = lmha_totensor(L, 1, fname);
     size_t dim = lmha_opttdim(L, 2, t, MHA_ALL_DIMS, fname);
     int keepdim = lua_toboolean(L, 3);
-    return lmha_result(L, mha_reduce(lmha_newtensor(L), op, t, dim, keepdim));
+    return lmha_result(L, mha_ag_reduce(lmha_newtensor(L), op, t, dim, keepdim));
 }
 
 static int l_sum(lua_State *L) { return reduce(L, MHA_SUM, "sum"); }
@@ -355,7 +357,7 @@ static int max_or_min(lua_State *L, int is_max) {
     size_t dim = lmha_checktdim(L, 2, t, t->ndim, fname);
     int keepdim = lua_toboolean(L, 3);
     mha_tensor *values = lmha_newtensor(L), *indices = lmha_newtensor(L);
-    mha_status st = mha_reduce(values, is_max ? MHA_MAX : MHA_MIN, t, dim, keepdim);
+    mha_status st = mha_ag_reduce(values, is_max ? MHA_MAX : MHA_MIN, t, dim, keepdim);
     if (st == MHA_OK) st = one_based_arg(indices, is_max ? MHA_ARGMAX : MHA_ARGMIN, t, dim, keepdim);
     lmha_result(L, st);
     return 2;
@@ -371,7 +373,7 @@ static int l_var(lua_State *L) {
     int keepdim = lua_toboolean(L, 3);
     lua_Integer correction = luaL_optinteger(L, 4, 1);
     if (correction < 0) return luaL_error(L, "var: correction must not be negative, got %I", (LUAI_UACINT)correction);
-    return lmha_result(L, mha_var(lmha_newtensor(L), t, dim, keepdim, (size_t)correction));
+    return lmha_result(L, mha_ag_var(lmha_newtensor(L), t, dim, keepdim, (size_t)correction));
 }
 
 /* ---- joining ---- */
@@ -402,7 +404,7 @@ static int l_cat(lua_State *L) {
     lua_settop(L, 2); /* the list's tensors go above the arguments */
     const mha_tensor **ts = check_list(L, 1, &n, "cat");
     size_t dim = lmha_opttdim(L, 2, ts[0], 0, "cat");
-    return lmha_result(L, mha_cat(lmha_newtensor(L), ts, n, dim));
+    return lmha_result(L, mha_ag_cat(lmha_newtensor(L), ts, n, dim));
 }
 
 /* mha.stack({a, b, ...} [, dim]): joined along a new dim (default 1; up to ndim+1). */
@@ -411,7 +413,7 @@ static int l_stack(lua_State *L) {
     lua_settop(L, 2); /* the list's tensors go above the arguments */
     const mha_tensor **ts = check_list(L, 1, &n, "stack");
     size_t dim = lua_isnoneornil(L, 2) ? 0 : lmha_checktdim(L, 2, ts[0], ts[0]->ndim + 1, "stack");
-    return lmha_result(L, mha_stack(lmha_newtensor(L), ts, n, dim));
+    return lmha_result(L, mha_ag_stack(lmha_newtensor(L), ts, n, dim));
 }
 
 /* ---- attention pieces ---- */
@@ -425,7 +427,7 @@ static int l_softmax(lua_State *L) {
 
 static int l_matmul(lua_State *L) {
     mha_tensor *a = lmha_checktensor(L, 1), *b = lmha_checktensor(L, 2);
-    return lmha_result(L, mha_matmul(lmha_newtensor(L), a, b));
+    return lmha_result(L, mha_ag_matmul(lmha_newtensor(L), a, b));
 }
 
 /* linear(x, W [, b]) = x·Wᵀ + b, W (out, in) as in PyTorch. */
@@ -593,6 +595,7 @@ int luaopen_mha(lua_State *L) {
     lmha_open_multihead(L);
     luaL_newlib(L, mhalib);
     luaL_setfuncs(L, tensor_functions, 0);
+    lmha_open_autograd(L);
     /* the tensor functions become methods; some methods become functions */
     luaL_getmetatable(L, MHA_TENSOR_T);
     lua_getfield(L, -1, "__methods");

@@ -496,4 +496,56 @@ method("close", "t:close()",
        .. "reads as closed afterwards. `local t <close> = ...` does it at the end of the scope.",
        nil, "t = mha.zeros(100, 100)\nt:close()\nprint(mha.memory())", {"mha.memory"})
 
+-- ---- gradients (core/autograd.c) ----
+
+local function grad_method(name, sig, doc, formula, example, see)
+    entry("Tensor:" .. name, "gradients", sig, doc, formula, example, see)
+end
+
+grad_method("requires_grad", "t:requires_grad(true|false) -> t;  t:requires_grad() -> boolean",
+    "Marks t as a leaf of the autograd graph (PyTorch's requires_grad_): every op on it records itself, "
+    .. "and backward() accumulates d(loss)/dt into t:grad(). With no argument, reads the flag (true also "
+    .. "for a result made from such a tensor).", nil,
+    "x = mha.randn(2, 3):requires_grad(true)\nprint(x:requires_grad(), (x * 2):requires_grad())",
+    {"Tensor:backward", "Tensor:grad", "mha.no_grad"})
+grad_method("grad", "t:grad() -> tensor | nil",
+    "The gradient accumulated into the leaf t by backward(), a tensor of t's shape, or nil before the "
+    .. "first backward (and for a tensor made by an op). Gradients add up over backward calls until "
+    .. "t:zero_grad().", "x:grad() = Σ over backward calls of ∂loss/∂x",
+    "x = mha.tensor{1, 2, 3}:requires_grad(true)\ny = (x * x):sum()\ny:backward()\nprint(x:grad())",
+    {"Tensor:backward", "Tensor:zero_grad"})
+grad_method("backward", "loss:backward();  y:backward(grad)",
+    "Reverse-mode differentiation from this tensor: every leaf it was computed from gets d(loss)/d(leaf) "
+    .. "added to its grad(). A one-element loss needs no argument; otherwise give the gradient of y, a "
+    .. "tensor of y's shape (y:backward(g) computes Σ g·y). The graph is freed afterwards: run the forward "
+    .. "again to backward again.", nil,
+    "w = mha.randn(3, 2):requires_grad(true)\nloss = (mha.ones(4, 3):matmul(w)):mean()\n"
+    .. "loss:backward()\nprint(w:grad())",
+    {"Tensor:grad", "Tensor:requires_grad"})
+grad_method("zero_grad", "t:zero_grad() -> t",
+    "Forgets t's gradient: t:grad() is nil until the next backward (torch's zero_grad(set_to_none=True)).",
+    nil, "x = mha.ones(2):requires_grad(true)\nx:sum():backward()\nx:zero_grad()\nprint(x:grad())",
+    {"Tensor:grad"})
+grad_method("set_grad", "t:set_grad(g | nil) -> t",
+    "Sets t's gradient to a copy of g (a tensor of t's shape), or forgets it with nil: torch's t.grad = g.",
+    nil, "x = mha.zeros(2)\nx:set_grad(mha.ones(2))\nprint(x:grad())", {"Tensor:grad"})
+grad_method("detach", "t:detach() -> tensor",
+    "The same data (shared storage, no copy) outside the autograd graph: nothing done with it reaches "
+    .. "t's gradient. Write into t:detach():clone() to change values freely.", nil,
+    "x = mha.ones(2):requires_grad(true)\nprint(x:detach():requires_grad())", {"mha.no_grad"})
+grad_method("is_leaf", "t:is_leaf() -> boolean",
+    "True for a tensor the user made (a leaf: its gradient is kept), false for one made by a recorded op.",
+    nil, "x = mha.ones(2):requires_grad(true)\nprint(x:is_leaf(), (x + 1):is_leaf())", {"Tensor:grad_fn"})
+grad_method("grad_fn", "t:grad_fn() -> string | nil",
+    "The name of the op that made t in the graph (\"mul\", \"matmul\", \"softmax\", ...), nil for a leaf.",
+    nil, "x = mha.ones(2):requires_grad(true)\nprint((x * x):sum():grad_fn())", {"Tensor:is_leaf"})
+entry("mha.no_grad", "gradients", "mha.no_grad(f, ...) -> f(...)",
+    "Runs f(...) with gradient recording off (torch.no_grad()): results do not require grad and leaves may "
+    .. "be written in place, as an optimizer step does. The mode is restored when f returns or raises.",
+    nil, "w = mha.ones(2):requires_grad(true)\nmha.no_grad(function() w:fill_(0) end)\nprint(w)",
+    {"mha.is_grad_enabled", "Tensor:detach"})
+entry("mha.is_grad_enabled", "gradients", "mha.is_grad_enabled() -> boolean",
+    "False inside mha.no_grad, true otherwise.", nil,
+    "print(mha.is_grad_enabled(), mha.no_grad(mha.is_grad_enabled))", {"mha.no_grad"})
+
 return D
