@@ -19,19 +19,23 @@ ALL_CFLAGS = $(DEFS) $(WARN) $(CFLAGS) $(SAN) -fPIC -Icore -Ilua/bind -Ilua/sys 
 CORE_SRC  = core/tensor.c core/ops.c core/rng.c core/npy.c core/kernels.c core/kernels_x86.c \
             core/attention.c \
             core/autograd.c core/autograd_ops.c \
-            core/npz.c
+            core/npz.c \
+            core/optim.c
 BIND_SRC  = lua/bind/lmha.c lua/bind/ltensor.c lua/bind/lmultihead.c \
             lua/bind/lautograd.c \
-            lua/bind/lnpz.c
+            lua/bind/lnpz.c \
+            lua/bind/loptim.c
 SYS_SRC   = lua/sys/lterm.c lua/sys/lgnuplot.c
 REPL_SRC  = lua/repl/repl.c
 EMBED     = mha.repl=lua/repl/repl.lua \
             mha.display=lua/show/display.lua mha.text=lua/show/text.lua mha.plot=lua/show/plot.lua \
             mha.lesson=lua/lesson/lesson.lua \
             mha.help=lua/help/help.lua mha.docs_mha=lua/help/docs_mha.lua \
-            mha.docs_display=lua/help/docs_display.lua mha.docs_lesson=lua/help/docs_lesson.lua
+            mha.docs_display=lua/help/docs_display.lua mha.docs_lesson=lua/help/docs_lesson.lua \
+            mha.nn=lua/nn/nn.lua mha.module=lua/nn/module.lua mha.layers=lua/nn/layers.lua \
+            mha.optim=lua/nn/optim.lua
 TESTS     = test_tensor test_ops test_rng test_npy test_kernels test_attention test_repl test_lessons_pty \
-            test_npz
+            test_npz test_optim
 
 LUA_FILES = $(foreach e,$(EMBED),$(word 2,$(subst =, ,$(e))))
 CORE_OBJ  = $(CORE_SRC:%.c=$(BUILD)/%.o)

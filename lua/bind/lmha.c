@@ -586,7 +586,24 @@ static void preload_helpers(lua_State *L) {
     lua_setfield(L, -2, "mha.gnuplot");
     lua_pushcfunction(L, luaopen_mha_term);
     lua_setfield(L, -2, "mha.term");
+    lua_pushcfunction(L, luaopen_mha_optim_kernels);
+    lua_setfield(L, -2, "mha.optim_kernels");
     lua_pop(L, 1);
+}
+
+/* require(name) for an embedded helper that installs itself into the mha table; leaves its result on the
+ * stack and returns 1, or returns 0 (nothing pushed) when this build does not embed it. */
+static int require_helper(lua_State *L, const char *name) {
+    luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_PRELOAD_TABLE);
+    int present = lua_getfield(L, -1, name) != LUA_TNIL;
+    lua_pop(L, 2);
+    if (!present || lua_getglobal(L, "require") != LUA_TFUNCTION) {
+        if (present) lua_pop(L, 1);
+        return 0;
+    }
+    lua_pushstring(L, name);
+    lua_call(L, 1, 1);
+    return 1;
 }
 
 int luaopen_mha(lua_State *L) {
@@ -614,14 +631,22 @@ int luaopen_mha(lua_State *L) {
     lua_pop(L, 1);
     preload_helpers(L);
     /* mha.display adds show/format/printoptions/heat to this table */
-    luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_PRELOAD_TABLE);
-    int has_display = lua_getfield(L, -1, "mha.display") != LUA_TNIL;
-    lua_pop(L, 2);
-    if (has_display && lua_getglobal(L, "require") == LUA_TFUNCTION) {
-        lua_pushstring(L, "mha.display");
-        lua_call(L, 1, 0);
-    } else if (has_display) {
-        lua_pop(L, 1);
+    if (require_helper(L, "mha.display")) lua_pop(L, 1);
+    /* mha.nn adds nn, optim and clip_grad_norm; MultiheadAttention gets the module methods it lacks */
+    if (require_helper(L, "mha.nn")) {
+        luaL_getmetatable(L, MHA_MULTIHEAD_T);
+        lua_getfield(L, -1, "__methods");
+        lua_getfield(L, -3, "multihead_methods");
+        for (lua_pushnil(L); lua_next(L, -2); lua_pop(L, 1)) {
+            lua_pushvalue(L, -2);
+            if (lua_rawget(L, -5) == LUA_TNIL) {
+                lua_pushvalue(L, -3);
+                lua_pushvalue(L, -3);
+                lua_rawset(L, -7);
+            }
+            lua_pop(L, 1);
+        }
+        lua_pop(L, 4);
     }
     return 1;
 }

@@ -66,6 +66,7 @@ const mha_tensor *lmha_opttensor(lua_State *L, int idx, const char *key, const c
 int luaopen_mha(lua_State *L);          /* module "mha": tensors, ops, attention, modules, io */
 int luaopen_mha_gnuplot(lua_State *L);  /* module "mha.gnuplot": gnuplot processes behind pipes (lua/lgnuplot.c) */
 int luaopen_mha_term(lua_State *L);     /* module "mha.term": isatty, columns, display width (lua/lterm.c) */
+int luaopen_mha_optim_kernels(lua_State *L); /* module "mha.optim_kernels": optimizer steps (lua/bind/loptim.c) */
 int lmha_open_tensor(lua_State *L);     /* registers the mha.Tensor metatable (called by luaopen_mha) */
 int lmha_open_multihead(lua_State *L);  /* registers the mha.MultiheadAttention metatable */
 
