@@ -44,7 +44,7 @@ const char *lmha_shape(char *buf, const mha_tensor *t); /* "(2,3)"; buf has LMHA
 #define LMHA_LIB_KEY "mha.lib"  /* registry field holding the mha table (tostring finds "format" there) */
 int lmha_multihead_new(lua_State *L);   /* mha.MultiheadAttention{...} (lua/lmultihead.c) */
 /* .npz checkpoints (lua/bind/lnpz.c): a path ending in .npz; a file starting like a zip; a table with a
- * string key (which only a .npz holds); load pushes name -> tensor and the names in order (2 results);
+ * string key (which only a .npz holds); load pushes the table name -> tensor;
  * save writes the table at value with the options at opts. */
 int lmha_npz_path(const char *path);
 int lmha_npz_is_archive(const char *path);

@@ -2,7 +2,7 @@
  * on one side and np.savez's zip of NAME.npy members on the other (core/npz.c reads and writes the zip).
  *
  *   mha.save("m.npz", m:state_dict())            -- np.load("m.npz") reads it
- *   sd, names = mha.load("m.npz")                -- sd.weight, ...; names in the archive's order */
+ *   sd = mha.load("m.npz")                       -- sd.weight, ... */
 #include <stdlib.h>
 #include <string.h>
 
@@ -36,21 +36,18 @@ int lmha_npz_is_archive(const char *path) {
     return mha_npz_sniff(path);
 }
 
-/* Pushes the archive at path as a table name -> tensor, then the list of names in the archive's order. */
+/* Pushes the archive at path as a table name -> tensor. */
 int lmha_npz_load(lua_State *L, const char *path) {
     mha_npz *archive = new_scratch(L);
     mha_status st = mha_npz_load(archive, path);
     if (st != MHA_OK) return lmha_fail(L, st, "load", NULL);
     lua_createtable(L, 0, (int)archive->count);
-    lua_createtable(L, (int)archive->count, 0);
     for (size_t i = 0; i < archive->count; i++) {
         lmha_result(L, mha_share(lmha_newtensor(L), &archive->entries[i].tensor));
-        lua_setfield(L, -3, archive->entries[i].name);
-        lua_pushstring(L, archive->entries[i].name);
-        lua_rawseti(L, -2, (lua_Integer)i + 1);
+        lua_setfield(L, -2, archive->entries[i].name);
     }
     mha_npz_release(archive); /* the tensors share the storages; the scratch is collected empty */
-    return 2;
+    return 1;
 }
 
 /* True when the table at idx has a string key: a name -> tensor table, which only a .npz can hold. */

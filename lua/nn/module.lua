@@ -304,15 +304,12 @@ local function class_name(m)
     return is_multihead(m) and "MultiheadAttention" or m.__name
 end
 
--- m:state_dict(): dotted key -> tensor (detached: sharing the data, outside the graph), and the keys in
--- order as a second result. mha.save("m.npz", m:state_dict()) is a checkpoint PyTorch can load.
+-- m:state_dict(): dotted key -> tensor (detached: sharing the data, outside the graph); m:parameter_names()
+-- gives the keys in order. mha.save("m.npz", m:state_dict()) is a checkpoint PyTorch can load.
 function M.state_dict(m)
-    local sd, keys = {}, {}
-    for _, item in ipairs(state_entries(m)) do
-        sd[item[1]] = item[2]:detach()
-        keys[#keys + 1] = item[1]
-    end
-    return sd, keys
+    local sd = {}
+    for _, item in ipairs(state_entries(m)) do sd[item[1]] = item[2]:detach() end
+    return sd
 end
 
 local function quoted_list(keys)
@@ -330,6 +327,9 @@ function M.load_state_dict(m, sd, strict)
     local fname = name .. ":load_state_dict"
     if type(sd) ~= "table" then error(string.format("%s: the state dict must be a table key -> tensor, got %s", fname, type(sd)), 2) end
     if strict == nil then strict = true end
+    if type(strict) ~= "boolean" then
+        error(string.format("%s: strict must be true or false, got %s", fname, type(strict)), 2)
+    end
     local entries = state_entries(m)
     local wanted, missing, unexpected, problems, values = {}, {}, {}, {}, {}
     for _, item in ipairs(entries) do

@@ -18,7 +18,10 @@ T.test("round trips", function()
     for _, compressed in ipairs{false, true} do
         local path = tmp(compressed and "c.npz" or "s.npz")
         mha.save(path, sd, {compressed = compressed})
-        local back, names = mha.load(path)
+        local back = mha.load(path)
+        local names = {}
+        for k in pairs(back) do names[#names + 1] = k end
+        table.sort(names)
         local tag = compressed and " (compressed)" or ""
         T.eq("names in sorted order" .. tag, names, {"mask", "out_proj.bias", "step", "table", "view", "weight"})
         T.ok("float tensor equal" .. tag, back.weight == sd.weight)
@@ -29,14 +32,14 @@ T.test("round trips", function()
         T.ok("view saved in C order" .. tag, back.view == sd.view and back.view:is_contiguous())
     end
     mha.save(tmp("list.npz"), {mha.ones(2), mha.zeros(3)})
-    local list, names = mha.load(tmp("list.npz"))
-    T.eq("a list is saved as arr_0, arr_1 (as np.savez)", names, {"arr_0", "arr_1"})
+    local list = mha.load(tmp("list.npz"))
+    T.ok("a list is saved as arr_0, arr_1 (as np.savez)", list.arr_0 == mha.ones(2) and list.arr_2 == nil)
     T.ok("arr_1 holds the second tensor", list.arr_1 == mha.zeros(3))
     mha.save(tmp("one.npz"), mha.eye(2))
     T.ok("a single tensor is arr_0", mha.load(tmp("one.npz")).arr_0 == mha.eye(2))
     mha.save(tmp("empty.npz"), {})
-    local empty, none = mha.load(tmp("empty.npz"))
-    T.ok("an empty table round-trips", next(empty) == nil and #none == 0)
+    local empty = mha.load(tmp("empty.npz"))
+    T.ok("an empty table round-trips", next(empty) == nil)
 end)
 
 T.test("the .npy path is unchanged", function()
@@ -49,9 +52,12 @@ end)
 
 T.test("NumPy's archives", function()
     for _, name in ipairs{"savez", "savez_compressed", "streamed"} do
-        local sd, names = mha.load(T.path("tests/fixtures/npz/" .. name .. ".npz"))
-        T.eq(name .. ": members in NumPy's order", names,
-             {"weight", "layers.0.attn.out_proj.bias", "f64", "i64", "mask", "fortran", "scalar", "empty", "big"})
+        local sd = mha.load(T.path("tests/fixtures/npz/" .. name .. ".npz"))
+        local names = {}
+        for k in pairs(sd) do names[#names + 1] = k end
+        table.sort(names)
+        T.eq(name .. ": every member", names,
+             {"big", "empty", "f64", "fortran", "i64", "layers.0.attn.out_proj.bias", "mask", "scalar", "weight"})
         T.ok(name .. ": int64 read as float", sd.i64 == mha.tensor{{-3, -2, -1}, {0, 1, 2}})
         T.ok(name .. ": Fortran order read in C order", sd.fortran == mha.arange(6):view(2, 3))
         T.ok(name .. ": bool", sd.mask == mha.tensor{{true, false}, {false, true}})
