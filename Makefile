@@ -33,7 +33,7 @@ EMBED     = mha.repl=lua/repl/repl.lua \
             mha.help=lua/help/help.lua mha.docs_mha=lua/help/docs_mha.lua \
             mha.docs_display=lua/help/docs_display.lua mha.docs_lesson=lua/help/docs_lesson.lua \
             mha.nn=lua/nn/nn.lua mha.module=lua/nn/module.lua mha.layers=lua/nn/layers.lua \
-            mha.optim=lua/nn/optim.lua
+            mha.optim=lua/nn/optim.lua mha.docs_nn=lua/help/docs_nn.lua
 TESTS     = test_tensor test_ops test_rng test_npy test_kernels test_attention test_repl test_lessons_pty \
             test_npz test_optim
 

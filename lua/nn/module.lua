@@ -179,7 +179,8 @@ end
 function Module:extend(name)
     if type(name) ~= "string" then error("Module:extend: give the class a name, e.g. mha.nn.Module:extend(\"Block\")", 2) end
     local class = setmetatable({}, {__index = self, __call = function(cls, ...) return cls:new(...) end,
-                                    __tostring = function() return "mha.nn." .. name end})
+                                    __tostring = function() return "mha.nn." .. name end,
+                                    __name = "mha.nn." .. name})  -- help(mha.nn.Linear) finds its entry
     class.__name = name
     class.super = self
     class.__instance_mt = {

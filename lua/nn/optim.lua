@@ -120,6 +120,7 @@ end
 
 local Optimizer = {}
 Optimizer.__index = Optimizer
+Optimizer.__name = "mha.optim"   -- help(opt) shows the mha.optim topic
 
 local function new_optimizer(kind, params, opts)
     local fname = "optim." .. kind
@@ -206,7 +207,7 @@ function Optimizer:add_param_group(group)
     for _, other in ipairs(self.param_groups) do
         for _, p in ipairs(other.params) do
             for j, q in ipairs(g.params) do
-                if p == q then error(string.format("%s: parameter %s is already in another group", fname, g.names[j]), 2) end
+                if rawequal(p, q) then error(string.format("%s: parameter %s is already in another group", fname, g.names[j]), 2) end
             end
         end
     end
