@@ -106,6 +106,11 @@ T.test("parameters without a gradient, zero_grad, groups", function()
     d:set_grad(mha.tensor{1})
     groups:step()
     T.ok("add_param_group", d == mha.tensor{-3}, tostring(d))
+    local e = mha.zeros(1):requires_grad(true) -- equal in value to a, yet another parameter
+    groups:add_param_group{params = {e}}
+    T.eq("a parameter equal in value to another is still its own", #groups.param_groups, 4)
+    T.raises("the same parameter twice", function() groups:add_param_group{params = {a}} end,
+             "optim.SGD:add_param_group: parameter 1 is already in another group")
 end)
 
 T.test("options are checked as torch checks them", function()
