@@ -17,25 +17,27 @@ ALL_CFLAGS = $(DEFS) $(WARN) $(CFLAGS) $(SAN) -fPIC -Icore -Ilua/bind -Ilua/sys 
 # Sources, room by room (README.md, Layout). Each Lua helper is embedded under the module name it is
 # required by; a new file is added here by hand.
 CORE_SRC  = core/tensor.c core/ops.c core/rng.c core/npy.c core/kernels.c core/kernels_x86.c \
-            core/attention.c \
-            core/autograd.c core/autograd_ops.c \
-            core/npz.c \
-            core/optim.c
-BIND_SRC  = lua/bind/lmha.c lua/bind/ltensor.c lua/bind/lmultihead.c \
-            lua/bind/lautograd.c \
-            lua/bind/lnpz.c \
-            lua/bind/loptim.c
+            core/attention.c
+CORE_SRC += core/autograd.c core/autograd_ops.c core/autograd_nn.c core/nn_ops.c core/sdpa_backward.c \
+            core/multihead_grad.c
+CORE_SRC += core/npz.c core/optim.c
+BIND_SRC  = lua/bind/lmha.c lua/bind/ltensor.c lua/bind/lmultihead.c
+BIND_SRC += lua/bind/lauxmha.c
+BIND_SRC += lua/bind/lautograd.c
+BIND_SRC += lua/bind/lnpz.c lua/bind/loptim.c
 SYS_SRC   = lua/sys/lterm.c lua/sys/lgnuplot.c
-REPL_SRC  = lua/repl/repl.c
-EMBED     = mha.repl=lua/repl/repl.lua \
+REPL_SRC  = lua/repl/repl.c lua/repl/history.c lua/repl/traceback.c lua/repl/lazy.c
+EMBED     = mha.repl=lua/repl/repl.lua mha.repl.complete=lua/repl/complete.lua \
             mha.display=lua/show/display.lua mha.text=lua/show/text.lua mha.plot=lua/show/plot.lua \
-            mha.lesson=lua/lesson/lesson.lua \
+            mha.lesson=lua/lesson/lesson.lua mha.lesson.check=lua/lesson/check.lua \
+            mha.lesson.words=lua/lesson/words.lua \
             mha.help=lua/help/help.lua mha.docs_mha=lua/help/docs_mha.lua \
-            mha.docs_display=lua/help/docs_display.lua mha.docs_lesson=lua/help/docs_lesson.lua \
-            mha.nn=lua/nn/nn.lua mha.module=lua/nn/module.lua mha.layers=lua/nn/layers.lua \
-            mha.optim=lua/nn/optim.lua mha.docs_nn=lua/help/docs_nn.lua
+            mha.docs_display=lua/help/docs_display.lua mha.docs_lesson=lua/help/docs_lesson.lua
+EMBED    += mha.nn=lua/nn/nn.lua mha.nn.module=lua/nn/module.lua mha.nn.layers=lua/nn/layers.lua \
+            mha.nn.optim=lua/nn/optim.lua mha.docs_nn=lua/help/docs_nn.lua
 TESTS     = test_tensor test_ops test_rng test_npy test_kernels test_attention test_repl test_lessons_pty \
-            test_npz test_optim
+            test_autograd
+TESTS    += test_npz test_optim
 
 LUA_FILES = $(foreach e,$(EMBED),$(word 2,$(subst =, ,$(e))))
 CORE_OBJ  = $(CORE_SRC:%.c=$(BUILD)/%.o)

@@ -67,7 +67,7 @@ bool mha_ag_is_leaf(const mha_tensor *t) { return !t->ag || !t->ag->grad_fn; }
 const char *mha_ag_fn_name(const mha_tensor *t) { return t->ag && t->ag->grad_fn ? t->ag->grad_fn->name : NULL; }
 
 mha_status mha_requires_grad(mha_tensor *t, bool flag) {
-    char shape[160];
+    char shape[MHA_SHAPE_BUF];
     if (!t->storage) return mha_fail(MHA_E_ARG, "requires_grad: the tensor is empty (released)");
     if (t->ag && t->ag->grad_fn) {
         if (flag) return MHA_OK;
@@ -98,7 +98,7 @@ void mha_zero_grad(mha_tensor *t) {
 }
 
 mha_status mha_set_grad(mha_tensor *t, const mha_tensor *g) {
-    char a[160], b[160];
+    char a[MHA_SHAPE_BUF], b[160];
     if (!g) {
         mha_zero_grad(t);
         return MHA_OK;
@@ -121,7 +121,7 @@ mha_status mha_set_grad(mha_tensor *t, const mha_tensor *g) {
 mha_status mha_detach(mha_tensor *out, const mha_tensor *t) { return mha_share(out, t); }
 
 mha_status mha_ag_check_write(const mha_tensor *t, const char *fname) {
-    char shape[160];
+    char shape[MHA_SHAPE_BUF];
     if (mha_ag_requires(t) && mha_grad_enabled()) {
         if (t->ag->grad_fn)
             return mha_fail(MHA_E_ARG,
@@ -206,7 +206,7 @@ void mha_ag_save(mha_node *node, const mha_tensor *t) {
 /* ---- gradient helpers ---- */
 
 mha_status mha_sum_to(mha_tensor *out, const mha_tensor *g, size_t ndim, const size_t *shape) {
-    char a[160];
+    char a[MHA_SHAPE_BUF];
     if (g->ndim < ndim) return mha_fail(MHA_E_SHAPE, "sum_to: gradient %s has fewer dims than %zu", mha_shape_str(a, sizeof a, g), ndim);
     mha_tensor cur = MHA_TENSOR_EMPTY;
     mha_status st = mha_share(&cur, g);
@@ -316,14 +316,14 @@ static mha_status collect(node_list *all, mha_node *root) {
 }
 
 static mha_status check_saved(const mha_node *n) {
-    char shape[160];
+    char shape[MHA_SHAPE_BUF];
     if (n->freed)
         return mha_fail(MHA_E_ARG,
                         "backward: the graph through %s was already used by an earlier backward and freed; run the "
                         "forward again to backward a second time",
                         n->name);
     for (size_t i = 0; i < n->n_saved; i++)
-        if (n->saved[i].storage->version != n->saved_version[i])
+        if (n->saved[i].storage && n->saved[i].storage->version != n->saved_version[i])
             return mha_fail(MHA_E_ARG,
                             "backward: a %s tensor that %s saved for its gradient was changed in place after the "
                             "forward (by set, copy_, fill_ or an assignment); run the forward again after changing it",
@@ -333,7 +333,7 @@ static mha_status check_saved(const mha_node *n) {
 
 /* Runs node n with its accumulated gradient; routes the input gradients. */
 static mha_status run_node(mha_node *n, node_list *ready, ag_list *leaves) {
-    char a[160], b[160];
+    char a[MHA_SHAPE_BUF], b[160];
     mha_status st = check_saved(n);
     if (st != MHA_OK) return st;
     mha_tensor *grads = mha_alloc(n->n_inputs * sizeof *grads + 1);
@@ -378,7 +378,7 @@ static mha_status commit_leaf(mha_ag *ag) {
 }
 
 mha_status mha_backward(const mha_tensor *root, const mha_tensor *gout) {
-    char a[160], b[160];
+    char a[MHA_SHAPE_BUF], b[160];
     if (!root->storage) return mha_fail(MHA_E_ARG, "backward: the tensor is empty (released)");
     if (!mha_ag_requires(root))
         return mha_fail(MHA_E_ARG,

@@ -4,6 +4,7 @@
 #define MHA_AUTOGRAD_OPS_H
 
 #include "autograd.h"
+#include "attention.h"
 
 /* elementwise (gradients summed back over broadcast dims) */
 mha_status mha_ag_binary(mha_tensor *out, mha_binop op, const mha_tensor *a, const mha_tensor *b);
@@ -35,5 +36,17 @@ mha_status mha_ag_chunk(mha_tensor *outs, size_t max_out, size_t *n_out, const m
 
 mha_status mha_ag_cat(mha_tensor *out, const mha_tensor *const *ts, size_t n, size_t dim);
 mha_status mha_ag_stack(mha_tensor *out, const mha_tensor *const *ts, size_t n, size_t dim);
+
+/* layers (core/autograd_nn.c): the plain forwards of core/attention.h and core/nn_ops.h, recorded */
+mha_status mha_ag_softmax(mha_tensor *out, const mha_tensor *x, size_t dim);
+mha_status mha_ag_log_softmax(mha_tensor *out, const mha_tensor *x, size_t dim);
+mha_status mha_ag_linear(mha_tensor *out, const mha_tensor *x, const mha_tensor *W, const mha_tensor *b);
+mha_status mha_ag_layer_norm(mha_tensor *out, const mha_tensor *x, size_t norm_ndim, const mha_tensor *weight,
+                             const mha_tensor *bias, float eps);
+mha_status mha_ag_embedding(mha_tensor *out, const mha_tensor *indices, const mha_tensor *weight);
+mha_status mha_ag_cross_entropy(mha_tensor *out, const mha_tensor *logits, const mha_tensor *targets);
+/* weights may be NULL (fused forward; backward recomputes them tile by tile) */
+mha_status mha_ag_sdpa(mha_tensor *out, mha_tensor *weights, const mha_tensor *q, const mha_tensor *k,
+                       const mha_tensor *v, const mha_sdpa_options *opt);
 
 #endif

@@ -32,8 +32,7 @@
 
 enum {
     BLOCK = 65536,     /* elements between two polls of mha_interrupted() */
-    MAX_OPERANDS = 4,  /* an output and up to three inputs (where) */
-    SHAPE_BUF = 200    /* room for "(a,b,...)" with MHA_MAX_DIMS sizes */
+    MAX_OPERANDS = 4   /* an output and up to three inputs (where) */
 };
 
 /* always_inline lets one generic loop body specialise per operation inside each switch case */
@@ -54,7 +53,7 @@ static const char *const reduce_names[] = {"sum", "mean", "max", "min", "argmax"
 static size_t dtype_size(mha_dtype dtype) { return dtype == MHA_BOOL ? sizeof(bool) : sizeof(float); }
 static const char *dtype_name(mha_dtype dtype) { return dtype == MHA_BOOL ? "bool" : "float32"; }
 
-static char *shape_of(char *buf, const mha_tensor *t) { return mha_shape_str(buf, SHAPE_BUF, t); }
+static char *shape_of(char *buf, const mha_tensor *t) { return mha_shape_str(buf, MHA_SHAPE_BUF, t); }
 
 static size_t shape_numel(size_t ndim, const size_t *shape) {
     size_t n = 1;
@@ -138,7 +137,7 @@ mha_status mha_broadcast_shape(size_t *ndim, size_t *shape, const mha_tensor *a,
         memcpy(shape, merged, nd * sizeof *shape);
         return MHA_OK;
     }
-    char sa[SHAPE_BUF], sb[SHAPE_BUF];
+    char sa[MHA_SHAPE_BUF], sb[MHA_SHAPE_BUF];
     return mha_fail(MHA_E_SHAPE, "%s: shapes %s and %s cannot broadcast: dim -%zu has %zu and %zu",
                     fname ? fname : "broadcast", shape_of(sa, a), shape_of(sb, b), bad_dim, size_a, size_b);
 }
@@ -414,7 +413,7 @@ static void copy_row(const void *ctx, char *const *p, const ptrdiff_t *s, ptrdif
 
 /* The dtype rules for arithmetic (see the top of the file); b is NULL for a number operand. */
 static mha_status check_arith_dtypes(const char *fname, mha_binop op, const mha_tensor *a, const mha_tensor *b) {
-    char sa[SHAPE_BUF], sb[SHAPE_BUF];
+    char sa[MHA_SHAPE_BUF], sb[MHA_SHAPE_BUF];
     bool a_bool = a->dtype == MHA_BOOL, b_bool = b && b->dtype == MHA_BOOL;
     if (op == MHA_SUB && (a_bool || b_bool))
         return mha_fail(MHA_E_DTYPE, "sub: argument %s is a bool tensor %s: subtracting bools is not supported "
@@ -500,7 +499,7 @@ mha_status mha_compare_scalar(mha_tensor *out, mha_cmpop op, const mha_tensor *a
 }
 
 static mha_status check_bool(const char *fname, const char *arg, const mha_tensor *t, const char *why) {
-    char st[SHAPE_BUF];
+    char st[MHA_SHAPE_BUF];
     if (t->dtype == MHA_BOOL) return MHA_OK;
     return mha_fail(MHA_E_DTYPE, "%s: argument %s is a %s tensor %s; %s", fname, arg, dtype_name(t->dtype),
                     shape_of(st, t), why);
@@ -535,7 +534,7 @@ mha_status mha_logical_not(mha_tensor *out, const mha_tensor *a) {
 mha_status mha_unary(mha_tensor *out, mha_unop op, const mha_tensor *t) {
     if ((unsigned)op > MHA_SIGMOID) return mha_fail(MHA_E_ARG, "unary: unknown operation %d", (int)op);
     const char *fname = unop_names[op];
-    char sh[SHAPE_BUF];
+    char sh[MHA_SHAPE_BUF];
     mha_status st;
     if ((st = check_out(fname, out)) != MHA_OK || (st = check_in(fname, "x", t)) != MHA_OK) return st;
     if (t->dtype == MHA_BOOL && op == MHA_NEG)
@@ -557,7 +556,7 @@ mha_status mha_unary(mha_tensor *out, mha_unop op, const mha_tensor *t) {
 
 mha_status mha_where(mha_tensor *out, const mha_tensor *cond, const mha_tensor *a, const mha_tensor *b) {
     const char *fname = "where";
-    char sc[SHAPE_BUF], sa[SHAPE_BUF], sb[SHAPE_BUF];
+    char sc[MHA_SHAPE_BUF], sa[MHA_SHAPE_BUF], sb[MHA_SHAPE_BUF];
     mha_status st;
     if ((st = check_out(fname, out)) != MHA_OK || (st = check_in(fname, "cond", cond)) != MHA_OK ||
         (st = check_in(fname, "a", a)) != MHA_OK || (st = check_in(fname, "b", b)) != MHA_OK)
@@ -590,7 +589,7 @@ done:
 
 mha_status mha_masked_fill(mha_tensor *out, const mha_tensor *t, const mha_tensor *mask, float value) {
     const char *fname = "masked_fill";
-    char s_t[SHAPE_BUF], s_mask[SHAPE_BUF];
+    char s_t[MHA_SHAPE_BUF], s_mask[MHA_SHAPE_BUF];
     mha_status st;
     if ((st = check_out(fname, out)) != MHA_OK || (st = check_in(fname, "t", t)) != MHA_OK ||
         (st = check_in(fname, "mask", mask)) != MHA_OK)
@@ -863,7 +862,7 @@ static size_t reduced_shape(size_t *shape, const mha_tensor *t, size_t dim, bool
 /* op is an mha_reduceop, or -1 for var (with correction). */
 static mha_status reduce(mha_tensor *out, int op, const mha_tensor *t, size_t dim, bool keepdim, size_t correction) {
     const char *fname = op < 0 ? "var" : reduce_names[op];
-    char sh[SHAPE_BUF];
+    char sh[MHA_SHAPE_BUF];
     mha_status st;
     if ((st = check_out(fname, out)) != MHA_OK || (st = check_in(fname, "x", t)) != MHA_OK) return st;
     if (dim != MHA_ALL_DIMS && dim >= t->ndim && !(t->ndim == 0 && dim == 0))
@@ -1007,7 +1006,7 @@ static mha_status copy_piece(const char *fname, mha_tensor *out, size_t at, cons
 
 mha_status mha_cat(mha_tensor *out, const mha_tensor *const *ts, size_t n, size_t dim) {
     const char *fname = "cat";
-    char s0[SHAPE_BUF], si[SHAPE_BUF];
+    char s0[MHA_SHAPE_BUF], si[MHA_SHAPE_BUF];
     mha_dtype dtype;
     mha_status st = check_join(fname, out, ts, n, &dtype);
     if (st != MHA_OK) return st;
@@ -1048,7 +1047,7 @@ mha_status mha_cat(mha_tensor *out, const mha_tensor *const *ts, size_t n, size_
 
 mha_status mha_stack(mha_tensor *out, const mha_tensor *const *ts, size_t n, size_t dim) {
     const char *fname = "stack";
-    char s0[SHAPE_BUF], si[SHAPE_BUF];
+    char s0[MHA_SHAPE_BUF], si[MHA_SHAPE_BUF];
     mha_dtype dtype;
     mha_status st = check_join(fname, out, ts, n, &dtype);
     if (st != MHA_OK) return st;
@@ -1146,7 +1145,7 @@ static bool batches_fold(const matrices *a, const matrices *b, size_t batch_ndim
 }
 
 static mha_status matmul_fail_kernel(mha_status st, const mha_tensor *a, const mha_tensor *b) {
-    char sa[SHAPE_BUF], sb[SHAPE_BUF];
+    char sa[MHA_SHAPE_BUF], sb[MHA_SHAPE_BUF];
     if (st == MHA_E_INTERRUPTED) return interrupted("matmul");
     if (st == MHA_E_NOMEM)
         return mha_fail(st, "matmul: %s @ %s: out of memory for the kernel's scratch", shape_of(sa, a), shape_of(sb, b));
@@ -1155,7 +1154,7 @@ static mha_status matmul_fail_kernel(mha_status st, const mha_tensor *a, const m
 
 mha_status mha_matmul(mha_tensor *out, const mha_tensor *a, const mha_tensor *b) {
     const char *fname = "matmul";
-    char sa[SHAPE_BUF], sb[SHAPE_BUF];
+    char sa[MHA_SHAPE_BUF], sb[MHA_SHAPE_BUF];
     mha_status st;
     if ((st = check_out(fname, out)) != MHA_OK || (st = check_in(fname, "a", a)) != MHA_OK ||
         (st = check_in(fname, "b", b)) != MHA_OK)

@@ -75,7 +75,9 @@ mha_status mha_fail(mha_status status, const char *fmt, ...)
 #endif
     ;                                         /* sets the message, returns status */
 const char *mha_status_name(mha_status status);
-/* "(3,4)" for a (3,4) tensor, "()" for a scalar; writes at most n bytes, returns buf. */
+/* "(3,4)" for a (3,4) tensor, "()" for a scalar; writes at most n bytes, returns buf. MHA_SHAPE_BUF bytes
+ * hold any shape: "(" + MHA_MAX_DIMS sizes of up to 20 digits + commas + ")\0". */
+#define MHA_SHAPE_BUF 200
 char *mha_shape_str(char *buf, size_t n, const mha_tensor *t);
 
 void mha_interrupt(void);        /* async-signal-safe: ask running kernels to stop */

@@ -5,7 +5,7 @@
 #include <stddef.h>
 typedef struct mha_embedded_file {
     const char *module;  /* "mha.display" */
-    const char *path;    /* "lua/display.lua", the chunk name errors show */
+    const char *path;    /* "lua/show/display.lua", the chunk name errors show */
     const char *source;
     size_t size;
 } mha_embedded_file;

@@ -4,8 +4,13 @@
 
 #include <lauxlib.h>
 
-#include "autograd.h"
+#include "autograd_ops.h"
+#include "lauxmha.h"
 #include "lmha.h"
+#include "nn_ops.h"
+#include "sdpa_backward.h"
+
+#include <math.h>
 
 void lmha_checkgradwrite(lua_State *L, const mha_tensor *t, const char *fname) {
     if (mha_ag_check_write(t, fname) != MHA_OK) luaL_error(L, "%s", mha_errmsg());
@@ -98,6 +103,150 @@ static int l_is_grad_enabled(lua_State *L) {
     return 1;
 }
 
+/* ---- ops new with gradients: log_softmax, embedding, cross_entropy ---- */
+
+/* The 1-based class/row indices at arg (a tensor of whole numbers, a number or a nested table), each in
+ * [1, count], as a new 0-based float tensor pushed on the stack. */
+static mha_tensor *checkindices(lua_State *L, int arg, size_t count, const char *fname, const char *argname) {
+    char shape[MHA_SHAPE_BUF];
+    mha_tensor *given = lmha_totensor(L, arg, fname);
+    if (given->dtype != MHA_FLOAT32)
+        luaL_error(L, "%s: %s %s is bool; expected whole numbers from 1 to %I", fname, argname, lmha_shape(shape, given),
+                   (LUAI_UACINT)count);
+    mha_tensor c = MHA_TENSOR_EMPTY;
+    if (mha_contiguous(&c, given) != MHA_OK) lmha_fail(L, MHA_E_NOMEM, fname, NULL);
+    const float *p = mha_f32(&c);
+    for (size_t i = 0, n = mha_numel(&c); i < n; i++) {
+        if (!(p[i] >= 1.0f && p[i] <= (float)count && p[i] == floorf(p[i]))) {
+            double bad = p[i];
+            mha_release(&c);
+            luaL_error(L, "%s: %s %s: entry %I is %f; expected a whole number from 1 to %I (1-based)", fname, argname,
+                       lmha_shape(shape, given), (LUAI_UACINT)(i + 1), (lua_Number)bad, (LUAI_UACINT)count);
+        }
+    }
+    mha_release(&c);
+    mha_tensor *zero_based = lmha_newtensor(L);
+    lmha_result(L, mha_binary_scalar(zero_based, MHA_SUB, given, 1.0f, false));
+    return zero_based;
+}
+
+/* log_softmax(x, dim): log(softmax(x)) computed stably; the dim is required, as for softmax. */
+static int l_log_softmax(lua_State *L) {
+    mha_tensor *x = lmha_totensor(L, 1, "log_softmax");
+    size_t dim = lmha_checktdim(L, 2, x, x->ndim, "log_softmax");
+    return lmha_result(L, mha_ag_log_softmax(lmha_newtensor(L), x, dim));
+}
+
+/* embedding(indices, weight): the rows of weight (num_embeddings, E) at the 1-based indices. */
+static int l_embedding(lua_State *L) {
+    char shape[MHA_SHAPE_BUF];
+    mha_tensor *weight = lmha_checktensor(L, 2);
+    if (weight->ndim != 2)
+        return luaL_error(L, "embedding: weight %s must be 2-D (num_embeddings, embedding_dim)", lmha_shape(shape, weight));
+    mha_tensor *indices = checkindices(L, 1, weight->shape[0], "embedding", "indices");
+    return lmha_result(L, mha_ag_embedding(lmha_newtensor(L), indices, weight));
+}
+
+/* The number of classes of logits: dim 2, or dim 1 of 1-D logits (torch's layout). */
+static size_t classes_of(lua_State *L, const mha_tensor *logits) {
+    if (logits->ndim == 0) luaL_error(L, "%s", "cross_entropy: logits () is a scalar; expected (C), (N,C) or (N,C,d1,...)");
+    return logits->shape[logits->ndim == 1 ? 0 : 1];
+}
+
+/* cross_entropy(logits, targets): mean over positions of -log softmax(logits)[target]; targets 1-based. */
+static int l_cross_entropy(lua_State *L) {
+    mha_tensor *logits = lmha_checktensor(L, 1);
+    mha_tensor *targets = checkindices(L, 2, classes_of(L, logits), "cross_entropy", "targets");
+    return lmha_result(L, mha_ag_cross_entropy(lmha_newtensor(L), logits, targets));
+}
+
+/* ---- the plain backward functions ---- */
+
+/* softmax_backward(dy, y, dim) -> dx, for y = softmax(x, dim) */
+static int l_softmax_backward(lua_State *L) {
+    mha_tensor *dy = lmha_checktensor(L, 1), *y = lmha_checktensor(L, 2);
+    size_t dim = lmha_checktdim(L, 3, y, y->ndim, "softmax_backward");
+    return lmha_result(L, mha_softmax_backward(lmha_newtensor(L), dy, y, dim));
+}
+
+/* log_softmax_backward(dy, y, dim) -> dx, for y = log_softmax(x, dim) */
+static int l_log_softmax_backward(lua_State *L) {
+    mha_tensor *dy = lmha_checktensor(L, 1), *y = lmha_checktensor(L, 2);
+    size_t dim = lmha_checktdim(L, 3, y, y->ndim, "log_softmax_backward");
+    return lmha_result(L, mha_log_softmax_backward(lmha_newtensor(L), dy, y, dim));
+}
+
+/* linear_backward(dy, x, W) -> dx, dW, db */
+static int l_linear_backward(lua_State *L) {
+    mha_tensor *dy = lmha_checktensor(L, 1), *x = lmha_checktensor(L, 2), *W = lmha_checktensor(L, 3);
+    mha_tensor *dx = lmha_newtensor(L), *dW = lmha_newtensor(L), *db = lmha_newtensor(L);
+    mha_status st = mha_linear_backward(dx, dW, db, dy, x, W);
+    if (st != MHA_OK) return lmha_fail(L, st, "linear_backward", NULL);
+    return 3;
+}
+
+/* layer_norm_backward(dy, x, normalized_ndim [, weight [, eps]]) -> dx, dweight, dbias */
+static int l_layer_norm_backward(lua_State *L) {
+    mha_tensor *dy = lmha_checktensor(L, 1), *x = lmha_checktensor(L, 2);
+    lua_Integer nd = luaL_checkinteger(L, 3);
+    if (nd < 1 || (size_t)nd > x->ndim)
+        return luaL_error(L, "layer_norm_backward: normalized_ndim %I must be from 1 to x's %I dims", (LUAI_UACINT)nd,
+                          (LUAI_UACINT)x->ndim);
+    mha_tensor *w = lua_isnoneornil(L, 4) ? NULL : lmha_checktensor(L, 4);
+    float eps = (float)luaL_optnumber(L, 5, 1e-5);
+    lua_settop(L, 5);
+    mha_tensor *dx = lmha_newtensor(L), *dw = lmha_newtensor(L), *db = lmha_newtensor(L);
+    mha_status st = mha_layer_norm_backward(dx, dw, db, dy, x, (size_t)nd, w, eps);
+    if (st != MHA_OK) return lmha_fail(L, st, "layer_norm_backward", NULL);
+    return 3;
+}
+
+/* embedding_backward(dy, indices, num_embeddings) -> dweight (indices 1-based) */
+static int l_embedding_backward(lua_State *L) {
+    mha_tensor *dy = lmha_checktensor(L, 1);
+    lua_Integer count = luaL_checkinteger(L, 3);
+    if (count < 1) return luaL_error(L, "embedding_backward: num_embeddings %I must be positive", (LUAI_UACINT)count);
+    mha_tensor *indices = checkindices(L, 2, (size_t)count, "embedding_backward", "indices");
+    return lmha_result(L, mha_embedding_backward(lmha_newtensor(L), dy, indices, (size_t)count));
+}
+
+/* cross_entropy_backward(logits, targets [, dloss]) -> dlogits */
+static int l_cross_entropy_backward(lua_State *L) {
+    mha_tensor *logits = lmha_checktensor(L, 1);
+    float dloss = (float)luaL_optnumber(L, 3, 1.0);
+    lua_settop(L, 3); /* the converted targets go above the arguments */
+    mha_tensor *targets = checkindices(L, 2, classes_of(L, logits), "cross_entropy_backward", "targets");
+    return lmha_result(L, mha_cross_entropy_backward(lmha_newtensor(L), dloss, logits, targets));
+}
+
+/* sdpa_backward(dout, q, k, v [, {attn_mask=, is_causal=, scale=, weights=, out=}]) -> dq, dk, dv.
+ * With weights (the forward's) the plain backward runs; else out (the forward's output) is needed and the
+ * fused backward recomputes the weights tile by tile. */
+static int l_sdpa_backward(lua_State *L) {
+    static const char *const fname = "sdpa_backward";
+    static const char *const options[] = {"attn_mask", "is_causal", "scale", "weights", "out", NULL};
+    mha_tensor *dout = lmha_checktensor(L, 1), *q = lmha_checktensor(L, 2), *k = lmha_checktensor(L, 3),
+               *v = lmha_checktensor(L, 4);
+    lmha_checkoptions(L, 5, fname, options);
+    mha_sdpa_options opt = {0};
+    opt.attn_mask = lmha_opttensor(L, 5, "attn_mask", fname);
+    opt.is_causal = lmha_optboolean(L, 5, "is_causal", 0, fname);
+    const mha_tensor *weights = lmha_opttensor(L, 5, "weights", fname), *out = lmha_opttensor(L, 5, "out", fname);
+    if (!lua_isnoneornil(L, 5) && lua_getfield(L, 5, "scale") != LUA_TNIL) {
+        if (lua_type(L, -1) != LUA_TNUMBER || !(lua_tonumber(L, -1) > 0))
+            return luaL_error(L, "%s: option scale must be a positive number, got %s", fname, luaL_tolstring(L, -1, NULL));
+        opt.scale = (float)lua_tonumber(L, -1);
+    }
+    if (!weights && !out)
+        return luaL_error(L, "%s: give the forward's weights (plain backward) or its output out (fused backward) in the "
+                             "options, e.g. {weights = w} or {out = o}", fname);
+    lua_settop(L, 5);
+    mha_tensor *dq = lmha_newtensor(L), *dk = lmha_newtensor(L), *dv = lmha_newtensor(L);
+    mha_status st = mha_sdpa_backward(dq, dk, dv, dout, NULL, q, k, v, weights, out, &opt);
+    if (st != MHA_OK) return lmha_fail(L, st, fname, NULL);
+    return 3;
+}
+
 static const luaL_Reg methods[] = {
     {"requires_grad", t_requires_grad},
     {"grad", t_grad},
@@ -107,12 +256,23 @@ static const luaL_Reg methods[] = {
     {"detach", t_detach},
     {"is_leaf", t_is_leaf},
     {"grad_fn", t_grad_fn},
+    {"log_softmax", l_log_softmax},
     {NULL, NULL}
 };
 
 static const luaL_Reg functions[] = {
     {"no_grad", l_no_grad},
     {"is_grad_enabled", l_is_grad_enabled},
+    {"log_softmax", l_log_softmax},
+    {"embedding", l_embedding},
+    {"cross_entropy", l_cross_entropy},
+    {"softmax_backward", l_softmax_backward},
+    {"log_softmax_backward", l_log_softmax_backward},
+    {"linear_backward", l_linear_backward},
+    {"layer_norm_backward", l_layer_norm_backward},
+    {"embedding_backward", l_embedding_backward},
+    {"cross_entropy_backward", l_cross_entropy_backward},
+    {"sdpa_backward", l_sdpa_backward},
     {NULL, NULL}
 };
 

@@ -9,56 +9,12 @@
 #include <string.h>
 
 #include "embedded.h"
+#include "attention.h"
+#include "lauxmha.h"
 #include "lmha.h"
+#include "lsys.h"
 #include "lautograd.h"
 #include "autograd_ops.h"
-
-/* ---- options tables: {attn_mask = m, is_causal = true} ---- */
-
-void lmha_checkoptions(lua_State *L, int idx, const char *fname, const char *const names[]) {
-    if (lua_isnoneornil(L, idx)) return;
-    if (!lua_istable(L, idx))
-        luaL_error(L, "%s: options must be a table, got %s", fname, luaL_typename(L, idx));
-    idx = lua_absindex(L, idx);
-    lua_pushnil(L);
-    while (lua_next(L, idx)) {
-        lua_pop(L, 1);
-        int known = 0;
-        if (lua_type(L, -1) == LUA_TSTRING)
-            for (size_t i = 0; names[i] && !known; i++) known = strcmp(lua_tostring(L, -1), names[i]) == 0;
-        if (!known) {
-            const char *key = luaL_tolstring(L, -1, NULL);
-            luaL_Buffer b;
-            luaL_buffinit(L, &b);
-            for (size_t i = 0; names[i]; i++) {
-                if (i > 0) luaL_addstring(&b, ", ");
-                luaL_addstring(&b, names[i]);
-            }
-            luaL_pushresult(&b);
-            luaL_error(L, "%s: unknown option '%s' (the options are %s)", fname, key, lua_tostring(L, -1));
-        }
-    }
-}
-
-int lmha_optboolean(lua_State *L, int idx, const char *key, int def, const char *fname) {
-    if (lua_isnoneornil(L, idx)) return def;
-    int type = lua_getfield(L, idx, key);
-    int value = type == LUA_TNIL ? def : lua_toboolean(L, -1);
-    if (type != LUA_TNIL && type != LUA_TBOOLEAN)
-        luaL_error(L, "%s: option %s must be a boolean, got %s", fname, key, luaL_typename(L, -1));
-    lua_pop(L, 1);
-    return value;
-}
-
-/* The tensor stays alive while the options table holds it, which outlasts the call. */
-const mha_tensor *lmha_opttensor(lua_State *L, int idx, const char *key, const char *fname) {
-    if (lua_isnoneornil(L, idx)) return NULL;
-    if (lua_getfield(L, idx, key) == LUA_TNIL) { lua_pop(L, 1); return NULL; }
-    const mha_tensor *t = lmha_testtensor(L, -1);
-    if (!t) luaL_error(L, "%s: option %s must be a mha.Tensor, got %s", fname, key, luaL_typename(L, -1));
-    lua_pop(L, 1);
-    return t;
-}
 
 /* ---- constructors ---- */
 
@@ -422,7 +378,7 @@ static int l_stack(lua_State *L) {
 static int l_softmax(lua_State *L) {
     mha_tensor *x = lmha_totensor(L, 1, "softmax");
     size_t dim = lmha_checktdim(L, 2, x, x->ndim, "softmax");
-    return lmha_result(L, mha_softmax(lmha_newtensor(L), x, dim));
+    return lmha_result(L, mha_ag_softmax(lmha_newtensor(L), x, dim));
 }
 
 static int l_matmul(lua_State *L) {
@@ -434,13 +390,13 @@ static int l_matmul(lua_State *L) {
 static int l_linear(lua_State *L) {
     mha_tensor *x = lmha_checktensor(L, 1), *W = lmha_checktensor(L, 2);
     mha_tensor *b = lua_isnoneornil(L, 3) ? NULL : lmha_checktensor(L, 3);
-    return lmha_result(L, mha_linear(lmha_newtensor(L), x, W, b));
+    return lmha_result(L, mha_ag_linear(lmha_newtensor(L), x, W, b));
 }
 
 /* layer_norm(x, normalized_shape [, weight [, bias [, eps]]]): normalized_shape as in PyTorch, the shape
  * of x's last dims: a number n for (n), a table {a, b} for (a,b). */
 static int l_layer_norm(lua_State *L) {
-    char shape[LMHA_SHAPE_BUF], given[LMHA_SHAPE_BUF];
+    char shape[MHA_SHAPE_BUF], given[MHA_SHAPE_BUF];
     mha_tensor *x = lmha_checktensor(L, 1);
     mha_tensor want = {.ndim = 1}; /* only its shape is used, to print and compare */
     if (lua_istable(L, 2)) {
@@ -466,7 +422,7 @@ static int l_layer_norm(lua_State *L) {
     mha_tensor *bias = lua_isnoneornil(L, 4) ? NULL : lmha_checktensor(L, 4);
     float eps = (float)luaL_optnumber(L, 5, 1e-5);
     if (!(eps >= 0)) return luaL_error(L, "layer_norm: eps must be a non-negative number, got %f", (lua_Number)eps);
-    return lmha_result(L, mha_layer_norm(lmha_newtensor(L), x, want.ndim, weight, bias, eps));
+    return lmha_result(L, mha_ag_layer_norm(lmha_newtensor(L), x, want.ndim, weight, bias, eps));
 }
 
 static int l_positional_encoding(lua_State *L) {
@@ -501,7 +457,7 @@ static int l_sdpa(lua_State *L) {
     lua_settop(L, 4);
     mha_tensor *out = lmha_newtensor(L);
     mha_tensor *weights = need_weights ? lmha_newtensor(L) : NULL;
-    mha_status st = mha_sdpa(out, weights, q, k, v, &opt);
+    mha_status st = mha_ag_sdpa(out, weights, q, k, v, &opt);
     if (st != MHA_OK)
         return lmha_fail(L, st, fname, need_weights && st == MHA_E_NOMEM
                                            ? "; with need_weights=false the fused path never forms the (L,S) weights"

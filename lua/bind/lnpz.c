@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lauxmha.h"
 #include "lmha.h"
 #include "npz.h"
 

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "autograd.h"
+#include "lauxmha.h"
 #include "lmha.h"
 #include "optim.h"
 
@@ -32,7 +33,7 @@ static void gradient_of(lua_State *L, mha_tensor *g, const mha_tensor *p, const 
     mha_release(&share);
     if (st != MHA_OK) luaL_error(L, "optim: the gradient of parameter %s: %s", name, mha_errmsg());
     if (g->storage && (g->dtype != MHA_FLOAT32 || !mha_same_shape(g, p))) {
-        char gs[LMHA_SHAPE_BUF], ps[LMHA_SHAPE_BUF];
+        char gs[MHA_SHAPE_BUF], ps[MHA_SHAPE_BUF];
         lmha_shape(gs, g);
         lmha_shape(ps, p);
         mha_release(g);

@@ -6,13 +6,27 @@
 --                        group = "attention" (optional), see = {"mha.scaled_dot_product_attention"} (optional)} }
 -- Keys are written as a student types them: "mha.softmax", "Tensor:view" for a method of tensors,
 -- "MultiheadAttention:forward" for a method of the module, "plot.heatmap". help.lua merges them all,
--- lazily, the first time help is asked for.
+-- lazily, the first time help is asked for. The REPL hands help its command table (help.set_commands),
+-- so help() lists the ':' commands too.
 
 local help = {}
 
 local docs        -- name -> entry, merged from every mha.docs_* module
+local commands = {}  -- the REPL's commands (name -> {args =, help =, run =}); none outside the REPL
+local mha = require "mha"
 local text = require "mha.text"   -- the wrapper the lessons use too
 local term = require "mha.term"
+
+-- The REPL hands over its command table (repl.commands), which help() then lists and explains.
+function help.set_commands(repl_commands)
+    commands = type(repl_commands) == "table" and repl_commands or {}
+end
+
+-- mha.plot, whose functions help names as plot.NAME; nil in a build without it.
+local function plot_module()
+    local ok, plot = pcall(require, "mha.plot")
+    return ok and type(plot) == "table" and plot or nil
+end
 
 -- Loads and merges the docs modules once. A broken docs module is reported, not fatal.
 function help.docs()
@@ -154,9 +168,9 @@ end
 -- method (mha.softmax, t:softmax) is found under its library name.
 local function places()
     local list = {}
-    local mha = package.loaded.mha
-    if type(mha) == "table" then list[#list + 1] = {"mha.", mha} end
-    if type(package.loaded["mha.plot"]) == "table" then list[#list + 1] = {"plot.", package.loaded["mha.plot"]} end
+    list[#list + 1] = {"mha.", mha}
+    local plot = plot_module()
+    if plot then list[#list + 1] = {"plot.", plot} end
     local tensor_methods = methods_of("mha.Tensor")
     if tensor_methods then list[#list + 1] = {"Tensor:", tensor_methods} end
     local module_methods = methods_of("mha.MultiheadAttention")
@@ -196,8 +210,8 @@ end
 -- The docs key for a value: a name for functions; the type's topic for tensors and modules.
 local function key_of(value)
     if type(value) == "function" then return help.name_of(value) end
-    if value == package.loaded.mha then return "mha" end
-    if type(value) == "table" and value == package.loaded["mha.plot"] then return "plot" end
+    if value == mha then return "mha" end
+    if type(value) == "table" and value == plot_module() then return "plot" end
     local mt = getmetatable(value)
     if type(mt) == "table" and type(rawget(mt, "__name")) == "string" then return rawget(mt, "__name") end
 end
@@ -212,13 +226,6 @@ local function group_of(name, entry)
     return name:match("^(.*)[.:]") or "topics"
 end
 
--- The REPL's command table (name -> {args =, help =, run =}) when the REPL runs, else an empty one.
-local function repl_commands()
-    local repl = package.loaded["mha.repl"]
-    if type(repl) == "table" and type(repl.commands) == "table" then return repl.commands end
-    return {}
-end
-
 local function topics()
     local groups, order, seen = {}, {}, {}
     local function add(g, name)
@@ -228,7 +235,7 @@ local function topics()
         table.insert(groups[g], name)
     end
     for name, entry in pairs(help.docs()) do add(group_of(name, entry), name) end
-    for name in pairs(repl_commands()) do add("REPL commands", ":" .. name) end
+    for name in pairs(commands) do add("REPL commands", ":" .. name) end
     table.sort(order, function(a, b)  -- the overviews first
         if (a == "topics") ~= (b == "topics") then return a == "topics" end
         return a < b
@@ -299,7 +306,7 @@ end
 -- Help for a ':' command: its arguments and line from the REPL's table, and the docs entry that
 -- explains it further. name (without the ':') may be a unique prefix, as at the prompt.
 local function command_text(name)
-    local commands, d = repl_commands(), help.docs()
+    local d = help.docs()
     if not commands[name] and not command_entry(name) then
         local found = {}
         for full in pairs(commands) do if full:sub(1, #name) == name then found[#found + 1] = full end end

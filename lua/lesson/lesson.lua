@@ -1,6 +1,7 @@
--- lua/lesson/lesson.lua - module "mha.lesson": the lesson format (lesson, step, exercise, mistake), the runner
--- that steps through a lesson at the prompt or replays it in batch mode, exercise checking. Text wrapping
--- and the lesson markup are in mha.text (lua/text.lua).
+-- lua/lesson/lesson.lua - module "mha.lesson": the lesson format (lesson, step, exercise, mistake) and the
+-- runner that steps through a lesson at the prompt or replays it in batch mode.
+-- Answers are checked by mha.lesson.check (lua/lesson/check.lua), the runner's words are in
+-- mha.lesson.words (lua/lesson/words.lua), text wrapping and the lesson markup in mha.text (lua/show/text.lua).
 --
 -- A lesson file (lessons/NN_name.lua) is a Lua chunk that returns one lesson; lesson, step, exercise and
 -- mistake are in scope while it loads:
@@ -17,11 +18,18 @@
 --
 -- Step code runs in the REPL's global environment, so the student keeps Q, K, weights... between steps.
 -- :back and :goto replay the earlier steps quietly from the lesson's seed, so state is never stale.
+--
+-- The REPL hands itself over with M.install(repl): the runner adds its commands, records the steps it runs
+-- with repl.record_step (so :save replays them), times with repl.clock, and registers with repl.on_reset
+-- what keeps the open lesson open across :reset. Without a REPL (batch mode, tests) none of that happens.
 
 local M = {}
 
+local mha = require "mha"
 local term = require "mha.term"
 local wrapper = require "mha.text"
+local words_of = require "mha.lesson.words"
+local check = require "mha.lesson.check"
 
 -- ---------------------------------------------------------------------------------------------
 -- Language: --lang (or :lang), then MHA_LANG, then LANG (zh* -> zh), else English.
@@ -42,50 +50,8 @@ function M.choose_lang(requested, getenv)
     return "en"
 end
 
--- The runner's own words, in both languages.
-local words = {
-    en = {
-        step = "step", exercise = "Exercise", of_lesson = "lesson", colon = ":", colon_space = ": ",
-        ask = "Answer with answer(value) or :answer EXPR; :solution shows the lesson's own answer, Enter goes on.",
-        batch_answer = "(batch mode: answered with the lesson's own solution)",
-        correct = "correct", not_yet = "not yet",
-        skipped = "(exercise skipped; :solution shows the answer)",
-        the_end = "End of the lesson. :lessons lists the others; :restart starts this one again.",
-        next_hint = "Enter (or :next) runs the next step; :back, :goto K, :run, :restart.",
-        no_lesson = "no lesson is open: :lessons lists them, :open NAME opens one",
-        no_exercise = "there is no exercise to answer at this step",
-        replaying = function(k, seed) return string.format("(replaying steps 1-%d from seed %d)", k, seed) end,
-        resumed = function(n, k) return string.format("(lesson %d is still open at step %d: :reset rebuilt its state from the seed)", n, k) end,
-        solution = "solution",
-        error_in_step = "error in step %d",
-        recover = function(k) return string.format("The lesson's variables may now be wrong for step %d: "
-            .. ":goto %d rebuilds them from the lesson's seed and runs step %d again; :restart starts the "
-            .. "lesson over.", k, k, k) end,
-        lessons = "Lessons (:open NAME or NUMBER):",
-        lang_set = "Lessons are now in English.",
-        lang_usage = ":lang en|zh (English or Chinese)",
-    },
-    zh = {
-        step = "第", exercise = "练习", of_lesson = "课", colon = "：", colon_space = "：",
-        ask = "用 answer(值) 或 :answer 表达式 作答；:solution 显示本课的答案，回车继续。",
-        batch_answer = "（批处理模式：用本课自带的答案作答）",
-        correct = "正确", not_yet = "还不对",
-        skipped = "（跳过了练习；:solution 显示答案）",
-        the_end = "本课结束。:lessons 列出其他课程；:restart 从头再来。",
-        next_hint = "回车（或 :next）运行下一步；:back、:goto K、:run、:restart。",
-        no_lesson = "没有打开的课程：:lessons 列出课程，:open 名称 打开一课",
-        no_exercise = "这一步没有要回答的练习",
-        replaying = function(k, seed) return string.format("（从种子 %d 重放第 1-%d 步）", seed, k) end,
-        resumed = function(n, k) return string.format("（第 %d 课仍停在第 %d 步：:reset 已从种子重建它的状态）", n, k) end,
-        solution = "答案",
-        error_in_step = "第 %d 步出错",
-        recover = function(k) return string.format("课程的变量现在可能不适合第 %d 步：:goto %d 从本课的种子"
-            .. "重建它们并重新运行第 %d 步；:restart 从头开始本课。", k, k, k) end,
-        lessons = "课程（:open 名称或编号）：",
-        lang_set = "课程现在使用中文。",
-        lang_usage = ":lang en|zh（英文或中文）",
-    },
-}
+-- The runner's own words, in both languages (lua/lesson/words.lua).
+local words = words_of.runner
 
 -- Text wrapping and the lesson markup live in mha.text; the names below keep the lesson API.
 M.width, M.render, M.code_lines, M.rule = wrapper.width, wrapper.render, wrapper.code_lines, wrapper.rule
@@ -97,6 +63,7 @@ M.wrap = wrapper.wrap
 -- ---------------------------------------------------------------------------------------------
 
 local session -- the open lesson; nil when none
+local the_repl -- the REPL the runner runs in (M.install); nil in batch mode and in tests
 
 local function write(...) io.stdout:write(...) end
 local function say_line(s) write(s, "\n") end
@@ -115,13 +82,11 @@ local function columns()
     end
     return math.max(20, math.min(n, 100))
 end
-M.columns = columns
 
+-- A batch run writes a transcript, never escapes; otherwise the one colour policy (lua/sys/lterm.c).
 local function use_color()
     if session and session.batch then return false end
-    local nc = os.getenv("NO_COLOR")
-    if nc and nc ~= "" then return false end
-    return term.isatty(1)
+    return term.colour(io.stdout)
 end
 
 local function say_lines(lines)
@@ -135,8 +100,7 @@ end
 
 -- Picks the session's language out of a {en=, zh=} table (a plain string is taken as it is).
 local function tr(t, lang)
-    if type(t) ~= "table" then return t end
-    return t[lang or (session and session.lang) or "en"] or t.en
+    return words_of.pick(t, lang or (session and session.lang))
 end
 M.tr = tr
 
@@ -295,242 +259,22 @@ function M.find(which)
 end
 
 -- ---------------------------------------------------------------------------------------------
--- Exercise checking. Answers and solutions are numbers, booleans, strings, lists (a shape {3,4}),
--- nested tables of numbers, or tensors; they are compared as (shape, flat values) within a tolerance.
+-- Exercise checking (lua/lesson/check.lua), in the session's language.
 -- ---------------------------------------------------------------------------------------------
 
-local function is_tensor(v)
-    local mt = getmetatable(v)
-    return type(v) == "userdata" and type(mt) == "table" and mt.__name == "mha.Tensor"
-end
+function M.compare(expected, got, tol) return check.compare(expected, got, tol, session and session.lang) end
 
-local function flatten_table(t, shape, data, depth)
-    if type(t) ~= "table" then
-        if type(t) == "boolean" then t = t and 1 or 0 end
-        if type(t) ~= "number" then return nil, "it contains a " .. type(t) end
-        data[#data + 1] = t
-        return true
-    end
-    if shape[depth] == nil then shape[depth] = #t
-    elseif shape[depth] ~= #t then return nil, "its rows have different lengths" end
-    for i = 1, #t do
-        local ok, err = flatten_table(t[i], shape, data, depth + 1)
-        if not ok then return nil, err end
-    end
-    return true
-end
-
--- value -> {shape = {...}, data = {...}} or nil, reason.
-function M.flatten(v)
-    if is_tensor(v) then
-        local shape = v:shape()
-        local total = 1
-        for _, n in ipairs(shape) do total = total * n end
-        local nested = v:totable()
-        local flat = {shape = shape, data = {}}
-        if type(nested) ~= "table" then flat.data[1] = (type(nested) == "boolean") and (nested and 1 or 0) or nested
-        else
-            local ok, err = flatten_table(nested, {}, flat.data, 1)
-            if not ok then return nil, err end
-        end
-        if #flat.data ~= total then return nil, "a tensor whose values could not be read" end
-        return flat
-    elseif type(v) == "number" or type(v) == "boolean" then
-        return {shape = {}, data = {type(v) == "boolean" and (v and 1 or 0) or v}}
-    elseif type(v) == "table" then
-        local flat = {shape = {}, data = {}}
-        local ok, err = flatten_table(v, flat.shape, flat.data, 1)
-        if not ok then return nil, err end
-        return flat
-    end
-    return nil, "a " .. type(v)
-end
-
-function M.shape_str(shape)
-    local parts = {}
-    for i, n in ipairs(shape) do parts[i] = tostring(n) end
-    return "(" .. table.concat(parts, ",") .. ")"   -- as the core writes shapes: (3), (2,4,4)
-end
-
-local function index_str(shape, flat_index)
-    local idx, rem = {}, flat_index - 1
-    for d = #shape, 1, -1 do
-        idx[d] = rem % shape[d] + 1
-        rem = rem // shape[d]
-    end
-    return "[" .. table.concat(idx, ",") .. "]"
-end
-
-local function close(a, b, tol)
-    if a ~= a or b ~= b then return a ~= a and b ~= b end
-    if a == b then return true end
-    return math.abs(a - b) <= tol.atol + tol.rtol * math.abs(b)
-end
-
--- Compares two flattened values: true, or false, message (in the session's language).
-local msgs = {
-    en = {
-        shape = "your answer has shape %s; the expected one has shape %s",
-        value = "your answer differs at %s: you have %.6g (tolerance %.0e)",
-        count = "your answer has %d number(s); the expected one has %d",
-        kind = "your answer is %s; a %s is expected",
-        string = "your answer is %q",
-        malformed = "your answer cannot be read: %s",
-        error = "evaluating your answer failed: %s",
-        nan = "your answer contains NaN (not a number) at %s",
-    },
-    zh = {
-        shape = "你的答案形状是 %s；应为 %s",
-        value = "你的答案在 %s 处不同：你的是 %.6g（容差 %.0e）",
-        count = "你的答案有 %d 个数；应有 %d 个",
-        kind = "你的答案是 %s；需要的是 %s",
-        string = "你的答案是 %q",
-        malformed = "无法读取你的答案：%s",
-        error = "计算你的答案时出错：%s",
-        nan = "你的答案在 %s 处是 NaN（非数）",
-    },
-}
-local function msg(key, ...)
-    local lang = (session and session.lang) or "en"
-    return string.format(msgs[lang][key], ...)
-end
-M.msg = msg
-
-local function kind_of(v)
-    if is_tensor(v) then return "tensor" end
-    if type(v) == "table" then return "table" end
-    return type(v)
-end
-
-local function compare(expected, got, tol)
-    if type(expected) == "string" then
-        if got == expected then return true end
-        if type(got) ~= "string" then return false, msg("kind", kind_of(got), "string") end
-        return false, msg("string", got)
-    end
-    local e, err = M.flatten(expected)
-    if not e then error("the lesson's own solution is not checkable: " .. err) end
-    local g
-    g, err = M.flatten(got)
-    if not g then return false, msg("malformed", err), "malformed" end
-    -- a number answers a one-element tensor, a list answers a 1-D tensor: compare counts then shapes
-    local same_shape = #e.shape == #g.shape
-    for i = 1, #e.shape do same_shape = same_shape and e.shape[i] == g.shape[i] end
-    if not same_shape then
-        if #e.data ~= #g.data or (#e.data > 1 and #g.shape > 0 and #e.shape > 0) then
-            if #e.shape == 0 or #g.shape == 0 then
-                return false, msg("count", #g.data, #e.data), "malformed"
-            end
-            return false, msg("shape", M.shape_str(g.shape), M.shape_str(e.shape)), "shape"
-        end
-    end
-    for i = 1, #e.data do
-        if not close(g.data[i], e.data[i], tol) then
-            if g.data[i] ~= g.data[i] then return false, msg("nan", index_str(e.shape, i)), "value" end
-            return false, msg("value", index_str(e.shape, i), g.data[i], tol.atol), "value"
-        end
-    end
-    return true
-end
-M.compare = function(expected, got, tol) return compare(expected, got, tol or {atol = 1e-4, rtol = 1e-4}) end
-
--- Runs a code string (or calls a function) in the global environment and returns its value.
-local function evaluate(code, what)
-    if type(code) == "function" then return code(_G) end
-    local chunk, err = load("return " .. code, "=" .. what, "t", _G)
-    if not chunk then chunk, err = load(code, "=" .. what, "t", _G) end
-    if not chunk then error(err, 0) end
-    return chunk()
-end
-
--- The built-in hint for the most common mistake of all: softmax over the wrong axis. It applies when
--- the expected answer is a matrix of weights (sums to 1 along its last dim) and the answer sums to 1
--- along another dim instead.
-local function sums_to_one(flat, dim)
-    local shape = flat.shape
-    local nd = #shape
-    if nd < 2 then return false end
-    local strides, s = {}, 1
-    for d = nd, 1, -1 do strides[d] = s; s = s * shape[d] end
-    local sums = {}
-    for i = 1, #flat.data do
-        local rem, key = i - 1, {}
-        for d = 1, nd do
-            local k = rem // strides[d]; rem = rem % strides[d]
-            if d ~= dim then key[#key + 1] = k end
-        end
-        local k = table.concat(key, ",")
-        sums[k] = (sums[k] or 0) + flat.data[i]
-    end
-    for _, v in pairs(sums) do
-        if math.abs(v - 1) > 1e-3 then return false end
-    end
-    return true
-end
-
-M.mistake.softmax_axis = M.mistake{
-    test = function(got, expected)
-        local e, g = M.flatten(expected), M.flatten(got)
-        if not (e and g) or #g.shape ~= #e.shape or #e.shape < 2 then return false end
-        local last = #e.shape
-        if not sums_to_one(e, last) or sums_to_one(g, last) then return false end
-        for d = 1, last - 1 do
-            if sums_to_one(g, d) then return true, d end
-        end
-        return false
-    end,
-    hint = {
-        en = "your rows don't sum to 1 along dim %LAST (the keys); they sum to 1 along dim %D: softmax was "
-            .. "taken over the wrong axis. Each query's weights over the keys must sum to 1: softmax(x, -1).",
-        zh = "你的结果沿第 %LAST 维（键）求和不为 1，而沿第 %D 维求和为 1：softmax 用错了轴。"
-            .. "每个查询对所有键的权重之和必须为 1：softmax(x, -1)。",
-    },
-}
+M.mistake.softmax_axis = M.mistake(check.softmax_axis)
 
 -- mistake.nan_hint{hint = {...}}: the answer contains NaN (an overflow, a fully masked row, 0/0).
 function M.mistake.nan_hint(t)
-    t.test = function(got)
-        local g = M.flatten(got)
-        if not g then return false end
-        for _, v in ipairs(g.data) do if v ~= v then return true end end
-        return false
-    end
+    t.test = check.has_nan
     return M.mistake(t)
 end
 
 -- Checks an answer (or the error its evaluation raised) against an exercise.
 -- Returns ok, message (the verdict or the hint, in the session's language).
-function M.check(ex, got, eval_error)
-    local lang = (session and session.lang) or "en"
-    if eval_error then
-        for _, m in ipairs(ex.mistakes or {}) do
-            if m.error and tostring(eval_error):find(m.error) then
-                return false, tr(m.hint, lang)
-            end
-        end
-        return false, msg("error", tostring(eval_error))
-    end
-    local expected = evaluate(ex.solution, "solution")
-    local tol = {atol = ex.atol or ex.tol or 1e-4, rtol = ex.rtol or 1e-4}
-    local ok, why, kind = compare(expected, got, tol)
-    if ok then return true, words[lang].correct end
-    if kind == "malformed" then return false, why end
-    for _, m in ipairs(ex.mistakes or {}) do
-        if m.wrong then
-            local okw, wrong_value = pcall(evaluate, m.wrong, "mistake")
-            if okw and compare(wrong_value, got, tol) then return false, tr(m.hint, lang) end
-        elseif m.test then
-            local hit, d = m.test(got, expected)
-            if hit then
-                local e = M.flatten(expected)
-                local text = tr(m.hint, lang):gsub("%%LAST", tostring(#e.shape)):gsub("%%D", tostring(d))
-                return false, text
-            end
-        end
-    end
-    local hint = ex.hint and tr(ex.hint, lang)
-    return false, why .. (hint and ("\n" .. hint) or "")
-end
+function M.check(ex, got, eval_error) return check.check(ex, got, eval_error, session and session.lang) end
 
 -- ---------------------------------------------------------------------------------------------
 -- Plots in batch mode and during quiet replays: no window, no gnuplot, deterministic output. A plot
@@ -538,7 +282,7 @@ end
 -- ---------------------------------------------------------------------------------------------
 
 local function shape_of(t)
-    if is_tensor(t) then
+    if mha.is_tensor(t) then
         local s = t:shape()
         local parts = {}
         for i, n in ipairs(s) do parts[i] = tostring(n) end
@@ -556,13 +300,11 @@ end
 M.batch_plot = {
     heatmap = function(m, opts)
         note("heatmap", opts, shape_of(m))
-        local mha = package.loaded.mha
-        if mha and mha.heat then mha.heat(m, {rows = opts and opts.rows, cols = opts and opts.cols}) end
+        if mha.heat then mha.heat(m, {rows = opts and opts.rows, cols = opts and opts.cols}) end
     end,
     heads = function(w, opts)
         note("heads", opts, shape_of(w))
-        local mha = package.loaded.mha
-        if not (mha and mha.heat and is_tensor(w)) then return end
+        if not (mha.heat and mha.is_tensor(w)) then return end
         if #w:shape() == 4 then w = w:select(1, 1) end   -- (N,H,L,S): the first batch item
         local tokens = opts and opts.tokens
         for h = 1, w:shape()[1] do
@@ -600,13 +342,12 @@ local function echo_code(code)
     for _, line in ipairs(M.code_lines(code, columns())) do say_line(line) end
 end
 
--- Runs a step's code in the global environment; returns true or false, message.
 -- Tells the REPL (when it keeps a transcript) what a step ran, so :save writes a script that works.
 local function record_step(code, label, ok)
-    local repl = package.loaded["mha.repl"]
-    if type(repl) == "table" and type(repl.record_step) == "function" then repl.record_step(code, label, ok) end
+    if the_repl and the_repl.record_step then the_repl.record_step(code, label, ok) end
 end
 
+-- Runs a step's code in the global environment; returns true or false, message.
 local function run_code(code, k)
     local label = string.format("lesson %s, step %d", session.lesson.name or "?", k)
     local chunk, err = load(code, "=step " .. k, "t", _G)
@@ -633,14 +374,9 @@ end
 
 -- Fresh state: the lesson's seed and the fixed print options every transcript relies on.
 local function reset_state()
-    local mha = package.loaded.mha
-    if mha then
-        if mha.seed then
-            mha.seed(session.lesson.seed or 0)
-            record_step(string.format("mha.seed(%d)", session.lesson.seed or 0), "the lesson's seed")
-        end
-        if mha.printoptions then mha.printoptions(session.print_options) end
-    end
+    mha.seed(session.lesson.seed or 0)
+    record_step(string.format("mha.seed(%d)", session.lesson.seed or 0), "the lesson's seed")
+    if mha.printoptions then mha.printoptions(session.print_options) end
 end
 
 local function exercise_prompt(ex, k)
@@ -681,7 +417,7 @@ local function show_step(k)
             say_line("")
             say_text(words[lang].batch_answer)
             say_lines(M.wrap("answer(" .. shown .. ")", columns(), {rest = "  ", mode = "code"}))
-            local value = evaluate(s.solution, "solution")
+            local value = check.evaluate(s.solution, "solution")
             local ok, verdict = M.check(s, value)
             say_text(verdict)
             if not ok then return false, "the lesson's own solution was not accepted: " .. verdict end
@@ -771,7 +507,7 @@ function M.answer(value, eval_error)
     end
     local okc, ok, message = pcall(M.check, ex, value, eval_error)
     if not okc then
-        say_text(msg("malformed", tostring(ok)))
+        say_text(check.malformed(tostring(ok), session.lang))
         return false
     end
     say_text(ok and message or (words[session.lang].not_yet .. words[session.lang].colon_space .. message))
@@ -823,12 +559,8 @@ end
 
 function M.current() return session end
 
--- Opens a lesson and shows its first step (interactive), or runs it all (batch).
--- opts: batch (bool), lang (string or nil), width (columns; default: see columns()).
--- Returns true; or false, message, kind: kind "usage" when no lesson has that name or number, "load"
--- when the lesson file is broken (neither is printed: the caller says it once), "step" when a step
--- failed (printed where it happened).
-function M.start(which, opts)
+-- M.start without the REPL's Enter key: opens the session and shows step 1, or runs every step.
+local function open_session(which, opts)
     opts = opts or {}
     local f, err = M.find(which)
     if not f then return false, err, "usage" end
@@ -864,13 +596,22 @@ function M.start(which, opts)
     return true
 end
 
+-- Opens a lesson and shows its first step (interactive), or runs it all (batch); at the REPL's prompt
+-- Enter on an empty line then runs the next step. (mha-repl --lesson and :open both come here.)
+-- opts: batch (bool), lang (string or nil), width (columns; default: see columns()).
+-- Returns true; or false, message, kind: kind "usage" when no lesson has that name or number, "load"
+-- when the lesson file is broken (neither is printed: the caller says it once), "step" when a step
+-- failed (printed where it happened).
+function M.start(which, opts)
+    local ok, err, kind = open_session(which, opts)
+    if the_repl and session and not session.batch then the_repl.on_empty_line = M.next end
+    return ok, err, kind
+end
+
 -- Names a lesson's code can count on: mha, show, plot, answer, say{en=,zh=}, tr{en=,zh=}, LESSON.
 function M.install_globals()
-    local mha = package.loaded.mha or (pcall(require, "mha") and package.loaded.mha)
-    if mha then
-        if rawget(_G, "mha") == nil then _G.mha = mha end
-        if rawget(_G, "show") == nil and mha.show then _G.show = mha.show end
-    end
+    if rawget(_G, "mha") == nil then _G.mha = mha end
+    if rawget(_G, "show") == nil and mha.show then _G.show = mha.show end
     if rawget(_G, "plot") == nil then
         local ok, plot = pcall(require, "mha.plot")
         if ok then _G.plot = plot end
@@ -882,8 +623,7 @@ function M.install_globals()
     _G.tr = function(t) return tr(t) end
     -- LESSON.clock(): seconds on the REPL's monotonic wall clock (CPU seconds outside the REPL), for timings
     local function clock()
-        local repl = package.loaded["mha.repl"]
-        if repl and type(repl.clock) == "function" then return repl.clock() end
+        if the_repl and the_repl.clock then return the_repl.clock() end
         return os.clock()
     end
     _G.LESSON = setmetatable({}, {__index = function(_, key)
@@ -894,21 +634,21 @@ function M.install_globals()
 end
 
 -- ---------------------------------------------------------------------------------------------
--- REPL commands. The REPL calls install(repl) once; the lesson commands are then listed by :help.
+-- The REPL hands itself over: install(repl) once per Lua state. The lesson commands are then listed by
+-- :help, the steps are recorded for :save, and an open lesson stays open across :reset. install(nil)
+-- (or a table without add_command, as tests give) only changes where steps are recorded.
 -- ---------------------------------------------------------------------------------------------
 
-local installed = false
 function M.install(repl)
-    if installed or not repl or not repl.add_command then return end
-    installed = true
+    the_repl = repl
+    if not (repl and repl.add_command) then return end
     local function cmd(name, args, help, run) repl.add_command(name, {args = args, help = help, run = run}) end
     cmd("lessons", "", "list the lessons with a one-line summary", function() M.list() end)
     cmd("open", "NAME|NUMBER", "open a lesson at its first step", function(a)
         local which = a:match("^%s*(%S+)")
         if not which then say_text(":open NAME|NUMBER (:lessons lists them)"); return end
         local ok, err, kind = M.start(which, {batch = false, lang = M.preferred_lang or (session and session.lang)})
-        if ok then repl.on_empty_line = M.next
-        elseif kind ~= "step" then say_text(err) end
+        if not ok and kind ~= "step" then say_text(err) end
     end)
     cmd("next", "", "run the next step of the lesson (Enter on an empty line does too)", function() M.next() end)
     cmd("back", "", "go back one step (replays the steps before it)", function() M.back() end)
@@ -928,22 +668,12 @@ function M.install(repl)
         if session then session.lang = lang end
         say_text(words[lang].lang_set)
     end)
+    if repl.on_reset then repl.on_reset("lesson", M.carry, M.resume) end
 end
 
--- Called by mha-repl --lesson: sets the REPL up (commands, Enter = :next) and starts the lesson.
-local start = M.start
-function M.start(which, opts)
-    local repl = package.loaded["mha.repl"]
-    if repl then
-        M.install(repl)
-    end
-    local ok, err, kind = start(which, opts)
-    if repl and session and not session.batch then repl.on_empty_line = M.next end
-    return ok, err, kind
-end
-
--- :reset starts a new Lua state. The REPL keeps M.carry()'s string across it and gives it to M.resume
--- in the new state, so the open lesson stays open at its step, its variables rebuilt from the seed.
+-- :reset starts a new Lua state. The REPL keeps M.carry()'s string across it (repl.on_reset) and gives
+-- it to M.resume in the new state, so the open lesson stays open at its step, its variables rebuilt
+-- from the seed.
 function M.carry()
     if not session or session.batch then return nil end
     return string.format("%d %d %s %d", session.number, session.pos, session.lang, session.pending and 1 or 0)

@@ -1,9 +1,9 @@
--- lua/nn/layers.lua - module "mha.layers": the building blocks of mha.nn beside MultiheadAttention -
+-- lua/nn/layers.lua - module "mha.nn.layers": the building blocks of mha.nn beside MultiheadAttention -
 -- Linear, Embedding, LayerNorm - with PyTorch 1.13's parameter names, shapes and initialisation (drawn
 -- from mha.seed's generator). The math is the core's: mha.linear, mha.embedding, mha.layer_norm.
 
 local mha = require "mha"
-local module = require "mha.module"
+local module = require "mha.nn.module"
 
 local Module = module.Module
 local L = {}

@@ -1,4 +1,4 @@
--- lua/nn/module.lua - module "mha.module": the Module base of mha.nn, in the shape of Torch7's nn.Module and
+-- lua/nn/module.lua - module "mha.nn.module": the Module base of mha.nn, in the shape of Torch7's nn.Module and
 -- PyTorch's torch.nn.Module: named parameters and children, PyTorch's dotted state_dict keys, containers.
 --
 --   local Block = mha.nn.Module:extend("Block")

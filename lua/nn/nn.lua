@@ -1,9 +1,9 @@
 -- lua/nn/nn.lua - module "mha.nn": the neural-network building blocks (mha.nn.Module and its containers,
 -- Linear, Embedding, LayerNorm) together, installed into the mha table with mha.optim and mha.clip_grad_norm.
 
-local module = require "mha.module"
-local layers = require "mha.layers"
-local optim = require "mha.optim"
+local module = require "mha.nn.module"
+local layers = require "mha.nn.layers"
+local optim = require "mha.nn.optim"
 
 local nn = {
     Module = module.Module,

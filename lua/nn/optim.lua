@@ -1,4 +1,4 @@
--- lua/nn/optim.lua - module "mha.optim": torch.optim's SGD, Adam and AdamW, and clip_grad_norm
+-- lua/nn/optim.lua - module "mha.nn.optim" (mha.optim): torch.optim's SGD, Adam and AdamW, and clip_grad_norm
 -- (torch.nn.utils.clip_grad_norm_), over the gradients autograd leaves in p:grad(). The update rules are
 -- core/optim.c's (through mha.optim_kernels); this file holds the classes: options checked as torch checks
 -- them, parameter groups, and the per-parameter state (opt.state[p].exp_avg, ...).
@@ -7,7 +7,7 @@
 --   loss:backward(); opt:step(); opt:zero_grad()
 
 local mha = require "mha"
-local module = require "mha.module"
+local module = require "mha.nn.module"
 local K = require "mha.optim_kernels"
 
 local optim = {}

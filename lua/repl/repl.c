@@ -1,20 +1,18 @@
 /* lua/repl/repl.c - mha-repl's main: Lua 5.4's stand-alone interpreter (lua.c) grown into a teaching REPL,
  * with GNU Readline editing and completion, a history kept across sessions, Ctrl-C that stops kernels too.
  *
- * The shape is lua.c's: main -> pmain (in protected mode) -> collectargs/runargs -> handle_script or
- * doREPL; docall runs every chunk with msghandler and the SIGINT hook; incomplete() spots the <eof> mark
- * and addreturn() tries "return <line>" first. What a teaching REPL adds lives in lua/repl.lua (the
- * ':' commands, printing values, the transcript for :save); this file keeps what must be C: the
- * terminal, signals, the history file and the lua_State itself (which :reset replaces). */
+ * The shape is lua.c's, and its functions keep lua.c's names: main -> pmain (in protected mode) ->
+ * collectargs/runargs -> handle_script or doREPL; docall runs every chunk with msghandler and the SIGINT
+ * hook (laction/lstop); incomplete() spots the <eof> mark and addreturn() tries "return <line>" first.
+ * The history file is lua/repl/history.c, the short tracebacks lua/repl/traceback.c. What a teaching
+ * REPL adds lives in lua/repl/repl.lua (the ':' commands, printing values, the transcript for :save);
+ * this file keeps what must be C: the terminal, signals and the lua_State itself (which :reset replaces). */
 #include <errno.h>
-#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/select.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -26,15 +24,17 @@
 #include <lualib.h>
 
 #include "embedded.h"
+#include "tensor.h"      /* mha_interrupt: Ctrl-C reaches running kernels */
 #include "lmha.h"
+#include "lsys.h"
+#include "history.h"
+#include "lazy.h"
+#include "traceback.h"
 
 #define MHA_REPL_VERSION "0.1.0"
 #define PROGNAME         "mha-repl"
 #define PROMPT           "> "
 #define PROMPT2          ">> "
-#define HISTORY_MAX      1000
-#define HISTORY_ENV      "MHA_REPL_HISTORY"
-#define HISTORY_DEFAULT  ".mha_repl_history"   /* in $HOME */
 
 /* exit codes */
 #define EXIT_OK     0
@@ -183,122 +183,14 @@ static int report(lua_State *L, int status) {
     return status;
 }
 
-/* Is line (a traceback frame, or a message) at a position in Lua code built into the binary: the REPL's
- * own lua/repl.lua, or a helper such as lua/display.lua that raised an error on the user's behalf?
- * Returns the length of its "lua/x.lua:" prefix, else 0. */
-static size_t embedded_position(const char *line, size_t len) {
-    for (const mha_embedded_file *f = mha_embedded; f->module; f++) {
-        size_t n = strlen(f->path);
-        if (len > n && memcmp(line, f->path, n) == 0 && line[n] == ':') return n + 1;
-    }
-    return 0;
-}
-
-/* A traceback frame the reader does not need: the C entry point, the embedded Lua code (the REPL's
- * and the helpers'). */
-static int hidden_frame(const char *line, size_t len) {
-    static const char *const hidden[] = {"[C]: in ?", "(...tail calls...)", NULL};
-    while (len > 0 && (*line == '\t' || *line == ' ')) { line++; len--; }
-    if (embedded_position(line, len)) return 1;
-    for (int i = 0; hidden[i]; i++) {
-        size_t n = strlen(hidden[i]);
-        if (len >= n && memcmp(line, hidden[i], n) == 0) return 1;
-    }
-    return 0;
-}
-
-static int c_frame(const char *line, size_t len) {
-    while (len > 0 && (*line == '\t' || *line == ' ')) { line++; len--; }
-    return len >= 4 && memcmp(line, "[C]:", 4) == 0;
-}
-
-/* A frame that says nothing the message does not: the chunk typed at the prompt, error() itself. */
-static int trivial_frame(const char *line, size_t len) {
-    static const char *const trivial[] = {"in main chunk", "in function 'error'", "in function 'assert'", NULL};
-    for (int i = 0; trivial[i]; i++) {
-        size_t n = strlen(trivial[i]);
-        if (len >= n && memcmp(line + len - n, trivial[i], n) == 0) return 1;
-    }
-    return 0;
-}
-
-#define MAX_FRAMES 64   /* luaL_traceback writes at most 22 frames and a "..." line */
-
-typedef struct frame {
-    const char *text;   /* "\tstdin:2: in function 'f'", not NUL-terminated */
-    size_t len;
-    int hidden;
-} frame;
-
-/* Splits traceback tb into frames, marking those the reader does not need. Returns their number. */
-static int split_traceback(frame *frames, const char *tb) {
-    int n = 0;
-    const char *line = strchr(tb, '\n');  /* skip "stack traceback:" */
-    while (line && n < MAX_FRAMES) {
-        line++;
-        const char *end = strchr(line, '\n');
-        frames[n].text = line;
-        frames[n].len = end ? (size_t)(end - line) : strlen(line);
-        frames[n].hidden = hidden_frame(line, frames[n].len);
-        n++;
-        line = end;
-    }
-    /* a C function called from a hidden frame (error, pcall inside a helper) is hidden with it */
-    for (int i = n - 2; i >= 0; i--)
-        if (c_frame(frames[i].text, frames[i].len) && frames[i + 1].hidden) frames[i].hidden = 1;
-    return n;
-}
-
-/* Pushes msg with a helper's position ("lua/display.lua:509: show: ...") replaced by the position of
- * the user's code that called the helper ("stdin:2: show: ..."), or dropped when there is none (a
- * tail call, a REPL command). Pushes msg itself when it has no such prefix. */
-static const char *push_user_message(lua_State *L, const char *msg, const frame *frames, int nframes) {
-    size_t prefix = embedded_position(msg, strlen(msg));
-    const char *p = msg + prefix;
-    while (prefix && *p >= '0' && *p <= '9') p++;
-    if (!prefix || p == msg + prefix || p[0] != ':' || p[1] != ' ') return lua_pushstring(L, msg);
-    for (int i = 0; i < nframes; i++) {
-        if (frames[i].hidden || c_frame(frames[i].text, frames[i].len)) continue;
-        const char *where = frames[i].text, *end = frames[i].text + frames[i].len;
-        while (*where == '\t') where++;
-        const char *in = strstr(where, ": in ");
-        if (in && in < end) return lua_pushfstring(L, "%s: %s", lua_pushlstring(L, where, (size_t)(in - where)), p + 2);
-    }
-    return lua_pushstring(L, p + 2);
-}
-
-/* Message handler of every chunk: the message and a short traceback. The traceback leaves out the
- * frames of the embedded Lua code (the REPL's own, and helpers such as lua/display.lua with the C
- * functions they called, error() among them), and is left out altogether when it only repeats where
- * the message points. A message a helper raised at its own position is given the user's instead. */
+/* Message handler of every chunk (lua.c's): the message and a short traceback (lua/repl/traceback.c). */
 static int msghandler(lua_State *L) {
     const char *msg = lua_tostring(L, 1);
     if (msg == NULL) {  /* not a string: use its __tostring, or say what it is */
         if (luaL_callmeta(L, 1, "__tostring") && lua_type(L, -1) == LUA_TSTRING) return 1;
         msg = lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
     }
-    luaL_traceback(L, L, NULL, 1);
-    frame frames[MAX_FRAMES];
-    int nframes = split_traceback(frames, lua_tostring(L, -1));
-    msg = push_user_message(L, msg, frames, nframes);
-    luaL_Buffer b;
-    luaL_buffinit(L, &b);
-    int useful = 0;
-    for (int i = 0; i < nframes; i++) {
-        if (frames[i].hidden) continue;
-        if (!trivial_frame(frames[i].text, frames[i].len)) useful = 1;
-        luaL_addchar(&b, '\n');
-        luaL_addlstring(&b, frames[i].text, frames[i].len);
-    }
-    luaL_pushresult(&b);
-    if (useful) {
-        lua_pushstring(L, msg);
-        lua_pushliteral(L, "\nstack traceback:");
-        lua_pushvalue(L, -3);
-        lua_concat(L, 3);
-    } else {
-        lua_pushstring(L, msg);
-    }
+    repl_traceback(L, msg, 1);  /* append a standard traceback, without the embedded code's frames */
     return 1;
 }
 
@@ -446,32 +338,6 @@ static int runargs(lua_State *L, char **argv, int n) {
 
 /* ---- the state: standard libraries, mha, and the lazy globals ---- */
 
-/* Globals that exist from the start but load their module on first use, so startup stays fast:
- * `plot` is require "mha.plot", `help` is require("mha.help").help. */
-static const struct { const char *name, *module, *field; } lazy_globals[] = {
-    {"plot", "mha.plot", NULL},
-    {"help", "mha.help", "help"},
-    {NULL, NULL, NULL}
-};
-
-/* __index of _G's metatable: loads a lazy global, stores it with rawset, and returns it. */
-static int lazy_index(lua_State *L) {
-    if (lua_type(L, 2) != LUA_TSTRING) return 0;
-    const char *key = lua_tostring(L, 2);
-    for (int i = 0; lazy_globals[i].name; i++) {
-        if (strcmp(key, lazy_globals[i].name) != 0) continue;
-        lua_getglobal(L, "require");
-        lua_pushstring(L, lazy_globals[i].module);
-        lua_call(L, 1, 1);
-        if (lazy_globals[i].field) lua_getfield(L, -1, lazy_globals[i].field);
-        lua_pushvalue(L, 2);
-        lua_pushvalue(L, -2);
-        lua_rawset(L, 1);
-        return 1;
-    }
-    return 0;
-}
-
 /* The libraries every mode gets: Lua's, `mha` as a global, and the lazy globals. The metatable of _G
  * also lists the lazy names in __lazy, so completion can offer them before they are loaded. */
 static void openlibs(lua_State *L) {
@@ -480,18 +346,7 @@ static void openlibs(lua_State *L) {
     lua_setfield(L, LUA_REGISTRYINDEX, "mha.repl.msghandler");
     luaL_requiref(L, "mha", luaopen_mha, 1);
     lua_pop(L, 1);
-    lua_pushglobaltable(L);
-    lua_createtable(L, 0, 2);
-    lua_pushcfunction(L, lazy_index);
-    lua_setfield(L, -2, "__index");
-    lua_createtable(L, 0, 2);
-    for (int i = 0; lazy_globals[i].name; i++) {
-        lua_pushboolean(L, 1);
-        lua_setfield(L, -2, lazy_globals[i].name);
-    }
-    lua_setfield(L, -2, "__lazy");
-    lua_setmetatable(L, -2);
-    lua_pop(L, 1);
+    repl_lazy_globals(L);
 }
 
 /* Wall-clock seconds, for :time (os.clock measures CPU time, not what the student waits). */
@@ -522,219 +377,6 @@ static int open_repl(lua_State *L) {
     status = docall(L, 1, 0);
     lua_pop(L, 1);
     return report(L, status);
-}
-
-
-/* ---- history: $MHA_REPL_HISTORY or ~/.mha_repl_history ----
- * One entry per line, UTF-8, oldest first. A multi-line entry stays one entry: in the file a newline
- * inside an entry is written as the two characters \n and a backslash as \\ (nothing else is escaped).
- * At most HISTORY_MAX entries; a repeat of the previous entry is not added. At exit the file is
- * rewritten atomically: under flock on FILE itself, re-read what other REPLs wrote meanwhile, append this
- * session's entries, write FILE.XXXXXX in the same directory, fsync, rename over FILE. Two REPLs
- * exiting at once thus both keep their entries. A path that is not a regular file (/dev/null) or an
- * empty MHA_REPL_HISTORY turns the history off. Any failure is one warning, never an error. */
-
-static char *history_path = NULL;
-static char **session_entries = NULL;   /* entries typed in this session, oldest first */
-static size_t session_count = 0, session_cap = 0;
-static int history_warned = 0;
-
-static void history_warn(const char *what, const char *path) {
-    if (history_warned) return;
-    history_warned = 1;
-    fprintf(stderr, "%s: warning: cannot %s the history file %s: %s (history is not kept)\n", PROGNAME, what,
-            path, strerror(errno));
-}
-
-static char *history_escape(const char *s) {
-    size_t n = 0;
-    for (const char *p = s; *p; p++) n += (*p == '\n' || *p == '\\') ? 2 : 1;
-    char *out = malloc(n + 1), *q = out;
-    if (!out) return NULL;
-    for (const char *p = s; *p; p++) {
-        if (*p == '\n') { *q++ = '\\'; *q++ = 'n'; }
-        else if (*p == '\\') { *q++ = '\\'; *q++ = '\\'; }
-        else *q++ = *p;
-    }
-    *q = '\0';
-    return out;
-}
-
-static void history_unescape(char *s) {
-    char *q = s;
-    for (char *p = s; *p; p++) {
-        if (p[0] == '\\' && p[1] == 'n') { *q++ = '\n'; p++; }
-        else if (p[0] == '\\' && p[1] == '\\') { *q++ = '\\'; p++; }
-        else *q++ = *p;
-    }
-    *q = '\0';
-}
-
-static void free_entries(char **entries, size_t n) {
-    for (size_t i = 0; i < n; i++) free(entries[i]);
-    free(entries);
-}
-
-/* Reads the history file into a malloc'd array of entries (*n of them). A missing file is empty.
- * Returns -1 (errno set) when the file exists but cannot be read. */
-static int history_read(const char *path, char ***entries, size_t *n) {
-    *entries = NULL;
-    *n = 0;
-    FILE *f = fopen(path, "r");
-    if (!f) return errno == ENOENT ? 0 : -1;
-    size_t cap = 0;
-    char *line = NULL;
-    size_t linecap = 0;
-    ssize_t len;
-    while ((len = getline(&line, &linecap, f)) >= 0) {
-        if (len > 0 && line[len - 1] == '\n') line[--len] = '\0';
-        if (len == 0) continue;
-        history_unescape(line);
-        if (*n == cap) {
-            cap = cap ? 2 * cap : 256;
-            char **grown = realloc(*entries, cap * sizeof *grown);
-            if (!grown) {  /* a partial list would be written back as the whole: fail instead */
-                free(line);
-                fclose(f);
-                free_entries(*entries, *n);
-                *entries = NULL;
-                *n = 0;
-                errno = ENOMEM;
-                return -1;
-            }
-            *entries = grown;
-        }
-        (*entries)[(*n)++] = line;
-        line = NULL;
-        linecap = 0;
-    }
-    free(line);
-    fclose(f);
-    return 0;
-}
-
-/* Chooses the path and loads the file into readline's history. */
-static void history_load(void) {
-    const char *env = getenv(HISTORY_ENV);
-    if (env) {
-        if (*env == '\0') return;
-        history_path = strdup(env);
-    } else {
-        const char *home = getenv("HOME");
-        if (!home || !*home) return;
-        size_t n = strlen(home) + sizeof HISTORY_DEFAULT + 1;
-        history_path = malloc(n);
-        if (history_path) snprintf(history_path, n, "%s/%s", home, HISTORY_DEFAULT);
-    }
-    if (!history_path) return;
-    struct stat st;
-    if (stat(history_path, &st) == 0 && !S_ISREG(st.st_mode)) {  /* /dev/null: no history */
-        free(history_path);
-        history_path = NULL;
-        return;
-    }
-    char **entries;
-    size_t n;
-    if (history_read(history_path, &entries, &n) != 0) {
-        history_warn("read", history_path);
-        return;
-    }
-    for (size_t i = n > HISTORY_MAX ? n - HISTORY_MAX : 0; i < n; i++) add_history(entries[i]);
-    free_entries(entries, n);
-}
-
-/* Adds a complete input to readline's history and to this session's entries, unless it repeats the
- * previous entry. */
-static void history_add(const char *entry) {
-    if (!*entry) return;
-    HIST_ENTRY *last = history_length > 0 ? history_get(history_base + history_length - 1) : NULL;
-    if (last && strcmp(last->line, entry) == 0) return;
-    add_history(entry);
-    if (session_count == session_cap) {
-        size_t cap = session_cap ? 2 * session_cap : 64;
-        char **grown = realloc(session_entries, cap * sizeof *grown);
-        if (!grown) return;
-        session_entries = grown;
-        session_cap = cap;
-    }
-    char *copy = strdup(entry);
-    if (copy) session_entries[session_count++] = copy;
-}
-
-/* Takes the lock on the history file: flock on the file itself, opened for reading (and created when
- * missing, so there is something to lock). The file this REPL waited on may have been renamed over
- * by the REPL that held the lock; then the lock is on a file no longer in the directory, and it is
- * taken again on the new one. Returns the locked descriptor, or -1 (errno set). */
-static int history_lock(void) {
-    for (;;) {
-        int fd = open(history_path, O_RDONLY | O_CREAT | O_CLOEXEC, 0600);
-        if (fd < 0) return -1;
-        struct stat locked, named;
-        if (flock(fd, LOCK_EX) != 0 || fstat(fd, &locked) != 0) {
-            int saved = errno;
-            close(fd);
-            errno = saved;
-            return -1;
-        }
-        if (stat(history_path, &named) == 0 && named.st_dev == locked.st_dev && named.st_ino == locked.st_ino)
-            return fd;
-        close(fd);  /* replaced while we waited: lock the new one */
-    }
-}
-
-/* Writes the history file at exit (see above); registered with atexit so os.exit() keeps it too. */
-static void history_save(void) {
-    if (!history_path || session_count == 0) return;
-    char *tmp = NULL, **entries = NULL;
-    size_t n = 0;
-    int lockfd = -1, fd = -1, made_tmp = 0;
-    FILE *f = NULL;
-    size_t plen = strlen(history_path);
-    tmp = malloc(plen + 8);
-    if (!tmp) goto fail;
-    snprintf(tmp, plen + 8, "%s.XXXXXX", history_path);
-    if ((lockfd = history_lock()) < 0) goto fail;
-    if (history_read(history_path, &entries, &n) != 0) goto fail;
-    /* the merged list: the file as it is now, then this session's entries, no repeats in a row */
-    size_t total = n + session_count;
-    char **merged = realloc(entries, (total ? total : 1) * sizeof *merged);
-    if (!merged) goto fail;
-    entries = merged;
-    for (size_t i = 0; i < session_count; i++) {
-        if (n > 0 && strcmp(entries[n - 1], session_entries[i]) == 0) continue;
-        entries[n] = strdup(session_entries[i]);
-        if (!entries[n]) goto fail;
-        n++;
-    }
-    fd = mkstemp(tmp);
-    if (fd < 0) goto fail;
-    made_tmp = 1;
-    f = fdopen(fd, "w");
-    if (!f) goto fail;
-    fd = -1;
-    for (size_t i = n > HISTORY_MAX ? n - HISTORY_MAX : 0; i < n; i++) {
-        char *e = history_escape(entries[i]);
-        if (!e) goto fail;
-        fprintf(f, "%s\n", e);
-        free(e);
-    }
-    if (fflush(f) != 0 || fsync(fileno(f)) != 0) goto fail;
-    if (fclose(f) != 0) { f = NULL; goto fail; }
-    f = NULL;
-    if (rename(tmp, history_path) != 0) goto fail;
-    goto done;
-fail:
-    history_warn("write", history_path);
-    if (f) fclose(f);
-    if (fd >= 0) close(fd);
-    if (made_tmp) unlink(tmp);  /* remove the partial file */
-done:
-    if (lockfd >= 0) close(lockfd);  /* releases the flock */
-    free_entries(entries, n);
-    free(tmp);
-    free_entries(session_entries, session_count);
-    session_entries = NULL;
-    session_count = 0;
 }
 
 
@@ -806,9 +448,8 @@ static void init_readline(void) {
     set_signal(SIGWINCH, on_winch);
     set_signal(SIGHUP, on_hangup);
     set_signal(SIGTERM, on_hangup);
-    history_load();
-    stifle_history(HISTORY_MAX);
-    atexit(history_save);
+    repl_history_load(PROGNAME);
+    atexit(repl_history_save);
 }
 
 
@@ -951,7 +592,7 @@ static int incomplete(lua_State *L, int status) {
     return 0;
 }
 
-/* Tries to compile the input at index 1 as "return <code>;". repl.split_input (lua/repl.lua, which
+/* Tries to compile the input at index 1 as "return <code>;". repl.split_input (lua/repl/repl.lua, which
  * :save uses too) separates the code from a trailing ';' and comments after it: the ';' sets *quiet,
  * the values are kept in `_` but not printed. Without repl.lua the input is taken as it is. On success
  * the chunk is pushed. */
@@ -1085,13 +726,13 @@ static void doREPL(lua_State *L) {
         if (*p == '\0') {
             docommand(L, "empty_line", 1);
         } else if ((p[0] == ':' && p[1] != ':') || p[0] == '?') {  /* '::label::' is Lua */
-            if (use_readline) history_add(line);
+            if (use_readline) repl_history_add(line);
             docommand(L, "command", 1);
         } else {
             int expr, quiet;
             int status = loadinput(L, &expr, &quiet);
             if (status == INPUT_CANCEL) continue;
-            if (use_readline) history_add(lua_tostring(L, 1));
+            if (use_readline) repl_history_add(lua_tostring(L, 1));
             evaluate(L, status, expr, quiet);
         }
         fflush(stdout);
@@ -1157,11 +798,10 @@ static int dolesson(lua_State *L, int batch) {   /* -> EXIT_OK, EXIT_SCRIPT or E
 
 static int stdin_is_tty(void) { return isatty(0); }
 
-/* Sets how the REPL talks: readline and colour when at a terminal (colour unless NO_COLOR or TERM=dumb). */
+/* Sets how the REPL talks: readline when stdin is a terminal, colour as lua/sys's one policy says. */
 static void choose_terminal(void) {
     use_readline = stdin_is_tty();
-    const char *no_colour = getenv("NO_COLOR"), *term = getenv("TERM");
-    use_colour = isatty(1) && !(no_colour && *no_colour) && !(term && strcmp(term, "dumb") == 0);
+    use_colour = mha_term_colour(STDOUT_FILENO);
 }
 
 /* Readline, signals and history once per process; mha.repl once per state. */

@@ -1,7 +1,7 @@
 -- lua/repl/repl.lua - the Lua side of mha-repl's REPL (module "mha.repl"): the ':' commands, how values are
 -- printed, `_`, completion candidates, and the session transcript that :save writes.
 --
--- lua/repl.c reads the lines and runs the chunks; it calls, from this module:
+-- lua/repl/repl.c reads the lines and runs the chunks; it calls, from this module:
 --   repl.init(carried)             once per Lua state (carried: what repl.carry() returned before a :reset)
 --   repl.after(input, how, seconds, ...)  after each Lua input; how is "print", "quiet" (a trailing ';'),
 --                                  "stmt" or "error", followed by the values or the error message
@@ -11,8 +11,14 @@
 --   repl.split_input(input)        the input's code without a trailing ';' and comments, whether it had the ';'
 -- and sets repl.colour, repl.interactive and repl.clock (wall-clock seconds). Its message handler (the
 -- traceback without the embedded Lua code's frames) is in the registry as "mha.repl.msghandler".
--- A script :save wrote calls repl.replayer() for the functions that replay the session. The lesson
--- runner calls repl.record_step(code, label) when it runs a step's code, so :save replays it too.
+-- A script :save wrote calls repl.replayer() for the functions that replay the session.
+--
+-- The REPL hands itself to the lesson runner (lesson.install(repl), from repl.init), which then calls
+--   repl.record_step(code, label, ok)  when it runs a step's code, so :save replays it too
+--   repl.clock()                       for timings on the wall clock
+--   repl.on_reset(name, keep, resume)  keep() -> a string or nil, carried across :reset and handed to
+--                                      resume(string) in the new state (the open lesson stays open)
+-- and sets repl.on_empty_line (Enter runs the next step).
 --
 -- Another module adds a command with one line:
 --   repl.add_command("next", {args = "", help = "run the next step", run = function(argstring) ... end})
@@ -23,6 +29,7 @@
 
 local repl = {}
 
+local complete = require "mha.repl.complete"   -- the names Tab offers at a Lua prompt
 local term_loaded, term = pcall(require, "mha.term")  -- the terminal's width, the cells text takes
 if not term_loaded then term = nil end
 
@@ -40,9 +47,7 @@ local MAX_LINES = 50        -- lines one printed table takes at most
 local WIDTH = 78            -- a table that fits in this many columns prints on one line
 local MAX_CAPTURE = 100000  -- bytes of one input's output kept for the transcript
 
-local keywords = {}
-for word in ([[and break do else elseif end false for function goto if in local nil not or repeat
-               return then true until while]]):gmatch("%a+") do keywords[word] = true end
+local keywords = complete.keywords
 
 function repl.add_command(name, spec)
     if type(name) ~= "string" or not name:match("^[%a_][%w_]*$") then
@@ -55,7 +60,7 @@ function repl.add_command(name, spec)
 end
 
 -- ---------------------------------------------------------------------------------------------
--- Colour: only when lua/repl.c says stdout is a terminal and NO_COLOR is unset.
+-- Colour: only when lua/repl/repl.c says so (the one policy of lua/sys/lterm.c, for stdout).
 -- ---------------------------------------------------------------------------------------------
 
 local palette = {number = "\27[36m", error = "\27[31m", dim = "\27[2m", command = "\27[1m"}
@@ -172,7 +177,7 @@ local function key_before(a, b)
 end
 
 -- ---------------------------------------------------------------------------------------------
--- Where an input's code ends. The one reading of "does this input end in ';'" that both lua/repl.c
+-- Where an input's code ends. The one reading of "does this input end in ';'" that both lua/repl/repl.c
 -- (which tries "return <code>;") and :save use: comments after the code are not code, and a ';' or
 -- "--" inside a string literal is not one either.
 -- ---------------------------------------------------------------------------------------------
@@ -376,8 +381,8 @@ local function show_time(seconds)
     local text
     if seconds < 1 then text = string.format("time %.3g ms", seconds * 1000)
     else text = string.format("time %.3g s", seconds) end
-    local mha = package.loaded.mha
-    if type(mha) == "table" and type(mha.memory) == "function" then
+    local mha_loaded, mha = pcall(require, "mha")
+    if mha_loaded and type(mha) == "table" and type(mha.memory) == "function" then
         collectgarbage()  -- count the tensors variables hold, not the garbage not yet collected
         local ok, live = pcall(mha.memory)
         if ok and type(live) == "table" then live = live.live or live[1] end
@@ -398,7 +403,7 @@ local function record(entry)
     transcript[#transcript + 1] = entry
 end
 
--- A lesson step's code, run by the lesson runner (lua/lesson.lua) rather than typed: recorded so that
+-- A lesson step's code, run by the lesson runner (lua/lesson/lesson.lua) rather than typed: recorded so that
 -- :save replays it inline (the variables it makes exist for the inputs after it) and the Markdown shows
 -- it under the step's label. ok = false marks code that raised an error (replayed with fails).
 function repl.record_step(code, label, ok)
@@ -517,7 +522,7 @@ local function arguments_fit(spec, rest)
     return true
 end
 
--- The message handler of lua/repl.c (its traceback leaves out the frames of the embedded Lua code),
+-- The message handler of lua/repl/repl.c (its traceback leaves out the frames of the embedded Lua code),
 -- which it keeps in the registry; a plainer one when this module runs without it (under lua with mha.so).
 local function msghandler(m)
     local handler = debug.getregistry()["mha.repl.msghandler"]
@@ -745,69 +750,6 @@ repl.add_command("save", {args = "FILE", help = "write the session as FILE.lua (
 -- Completion
 -- ---------------------------------------------------------------------------------------------
 
-local function sorted_unique(list)
-    table.sort(list)
-    local result = {}
-    for i, v in ipairs(list) do if v ~= list[i - 1] then result[#result + 1] = v end end
-    return result
-end
-
--- The value a chain like "mha" or "a.b.c" names, looked up without calling anything but __index.
-local function resolve(chain)
-    local value = _G
-    for name in (chain .. "."):gmatch("([^.]*)%.") do
-        if not name:match("^[%a_][%w_]*$") or value == nil then return nil end
-        local ok, v = pcall(function() return value[name] end)
-        if not ok then return nil end
-        value = v
-    end
-    return value
-end
-
--- String keys of t that are identifiers starting with prefix, and those its metatables' __index
--- tables add (as classes do), into names.
-local function add_fields(names, t, prefix, only_functions)
-    local seen = 0
-    while t ~= nil and seen < 8 do
-        seen = seen + 1
-        if type(t) == "table" then
-            for k, v in next, t do
-                if type(k) == "string" and k:match("^[%a_][%w_]*$") and k:sub(1, #prefix) == prefix
-                   and (not only_functions or type(v) == "function" or (getmetatable(v) or {}).__call) then
-                    names[#names + 1] = k
-                end
-            end
-        end
-        local mt = getmetatable(t)
-        if type(mt) ~= "table" then break end
-        local index = rawget(mt, "__index")
-        if type(index) ~= "table" then index = rawget(mt, "__methods") end
-        if type(index) ~= "table" then break end
-        t = index
-    end
-end
-
--- The names a value answers to besides its methods, through its metatable: the __fields list the
--- bindings give (embed_dim, num_heads ... of a MultiheadAttention) and the parameters
--- m:parameter_names() lists (in_proj_weight ...). Nothing when the metatable has neither.
-local function add_object_fields(names, value, prefix)
-    local mt = getmetatable(value)
-    if type(mt) ~= "table" then return end
-    local function add(name)
-        if type(name) == "string" and name:sub(1, #prefix) == prefix then names[#names + 1] = name end
-    end
-    local fields = rawget(mt, "__fields")
-    if type(fields) == "table" then  -- a list of names, or a set name -> anything
-        for k, v in pairs(fields) do add(math.type(k) == "integer" and v or k) end
-    end
-    local methods = rawget(mt, "__methods")
-    local parameter_names = type(methods) == "table" and rawget(methods, "parameter_names")
-    if type(parameter_names) == "function" then
-        local ok, list = pcall(parameter_names, value)
-        if ok and type(list) == "table" then for _, name in ipairs(list) do add(name) end end
-    end
-end
-
 local function complete_command(text, line, start)
     local before = line:sub(1, start)
     if before:match("^%s*$") then
@@ -827,63 +769,55 @@ end
 
 function repl.complete(text, line, start)
     if line:match("^%s*:") then return complete_command(text, line, start) end
-    local head, chain = text:match("^(.-)([%w_%.:]*)$")
-    local base, sep, partial = chain:match("^(.*)([%.:])([%w_]*)$")
-    local names = {}
-    if not base then
-        partial = chain
-        for word in pairs(keywords) do if word:sub(1, #partial) == partial then names[#names + 1] = word end end
-        add_fields(names, _G, partial)
-        local mt = getmetatable(_G)
-        for name in pairs(type(mt) == "table" and rawget(mt, "__lazy") or {}) do
-            if name:sub(1, #partial) == partial then names[#names + 1] = name end
-        end
-        for i, name in ipairs(names) do names[i] = head .. name end
-        return sorted_unique(names)
-    end
-    if base == "" or base:find(":", 1, true) then return {} end
-    local value = resolve(base)
-    if value == nil then return {} end
-    if sep == "." then
-        add_fields(names, value, partial, false)
-        add_object_fields(names, value, partial)
-    else  -- a method: through the metatable (__index when a table, else __methods); strings use string
-        local mt = getmetatable(value)
-        local methods = type(mt) == "table" and (type(mt.__index) == "table" and mt.__index or mt.__methods)
-        if type(methods) == "table" then add_fields(names, methods, partial, true) end
-    end
-    for i, name in ipairs(names) do names[i] = head .. base .. sep .. name end
-    return sorted_unique(names)
+    return complete.names(text)
 end
 
 -- ---------------------------------------------------------------------------------------------
 -- Life cycle: init in each new Lua state; carry across :reset.
 -- ---------------------------------------------------------------------------------------------
 
--- What the next state keeps after :reset: the transcript and the :time setting, as Lua source.
+local reset_hooks = {}      -- name -> {keep = function() -> string|nil, resume = function(string)}
+local carried_hooks = {}    -- name -> the string keep() gave before the :reset, until its resume runs
+
+-- A module registers what it keeps across :reset: keep() before the old state closes, resume(kept) in
+-- the new one, at once when the module registers there (it registers again in every state).
+function repl.on_reset(name, keep, resume)
+    if type(name) ~= "string" or type(keep) ~= "function" or type(resume) ~= "function" then
+        error("on_reset: expected a name, a keep function and a resume function", 2)
+    end
+    reset_hooks[name] = {keep = keep, resume = resume}
+    local kept = carried_hooks[name]
+    carried_hooks[name] = nil
+    if kept ~= nil then resume(kept) end
+end
+
+-- What the next state keeps after :reset: the transcript, the :time setting and what each on_reset
+-- hook keeps, as Lua source.
 function repl.carry()
     local parts = {"return {show_time = ", tostring(repl.show_time), ", transcript = {"}
     for _, e in ipairs(transcript) do
         parts[#parts + 1] = string.format("{kind = %q, input = %q, how = %q, command = %q, label = %q, output = %q},",
                                           e.kind, e.input, e.how or "", e.command or "", e.label or "", e.output)
     end
-    parts[#parts + 1] = "}"
-    -- the open lesson, which the new state reopens at its step (lesson.carry/resume)
-    local lesson = package.loaded["mha.lesson"]
-    local open = lesson and type(lesson.carry) == "function" and lesson.carry() or nil
-    if open then parts[#parts + 1] = string.format(", lesson = %q", open) end
-    parts[#parts + 1] = "}"
+    parts[#parts + 1] = "}, hooks = {"
+    local names = {}
+    for name in pairs(reset_hooks) do names[#names + 1] = name end
+    table.sort(names)
+    for _, name in ipairs(names) do
+        local kept = reset_hooks[name].keep()
+        if kept ~= nil then parts[#parts + 1] = string.format("[%q] = %q,", name, tostring(kept)) end
+    end
+    parts[#parts + 1] = "}}"
     return table.concat(parts)
 end
 
 function repl.init(carried)
-    local carried_lesson
     install_capture()
     if carried then
         local chunk = load(carried, "=carry", "t", {})
         local ok, state = pcall(chunk)
         if ok and type(state) == "table" then
-            carried_lesson = state.lesson
+            carried_hooks = type(state.hooks) == "table" and state.hooks or {}
             repl.show_time = state.show_time
             for _, e in ipairs(state.transcript) do
                 if e.how == "" then e.how = nil end
@@ -893,12 +827,18 @@ function repl.init(carried)
             end
         end
     end
-    -- the lesson runner, when it is part of the build, adds :lessons, :open, :next ...
+    -- help() lists and explains the REPL's commands
+    if package.preload["mha.help"] then
+        local ok, help = pcall(require, "mha.help")
+        if ok and type(help) == "table" then help.set_commands(repl.commands)
+        else show_error("mha.help: " .. tostring(help)) end
+    end
+    -- the lesson runner, when it is part of the build, is handed the REPL: it adds :lessons, :open,
+    -- :next ... and resumes a lesson kept across :reset
     if package.preload["mha.lesson"] then
         local ok, lesson = pcall(require, "mha.lesson")
         if ok and type(lesson) == "table" and type(lesson.install) == "function" then
             lesson.install(repl)
-            if carried_lesson and type(lesson.resume) == "function" then lesson.resume(carried_lesson) end
         elseif not ok then show_error("mha.lesson: " .. tostring(lesson)) end
     end
     captured, captured_bytes = {}, 0

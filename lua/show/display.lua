@@ -4,6 +4,7 @@
 -- It adds mha.format, mha.show, mha.printoptions and mha.heat to the "mha" table; a Tensor's
 -- __tostring is mha.format. It also formats plain nested Lua tables of numbers or booleans.
 
+local mha = require "mha"        -- the bindings: luaopen_mha has stored them before it loads this file
 local term = require "mha.term"
 
 local M = {}
@@ -139,10 +140,7 @@ end
 -- Sources: a tensor or a nested Lua table, seen as a shape, a dtype and a way to read one element
 -- ---------------------------------------------------------------------------------------------
 
-local function is_tensor(v)
-    local mt = getmetatable(v)
-    return type(mt) == "table" and mt.__name == "mha.Tensor"
-end
+local is_tensor = mha.is_tensor
 
 -- Shape of a nested table, checked rectangular, and whether its leaves are booleans.
 local function table_shape(fname, t)
@@ -591,14 +589,10 @@ local SHADES = { " ", "░", "▒", "▓", "█" }   -- lowest to highest
 local NAN_MARK = "?"                          -- a NaN cell: no place on the scale
 local GRAY_FIRST, GRAY_LAST = 232, 255        -- the 24 grays of the 256-colour palette, dark to light
 
--- Colour when stdout is a terminal that has it and the user has not opted out (no-color.org).
+-- Colour as opts.color says, else as the one policy (term.colour, lua/sys/lterm.c) says for stdout.
 local function use_colour(opts)
     if opts.color ~= nil then return opts.color and true or false end
-    local nc = os.getenv("NO_COLOR")
-    if nc ~= nil and nc ~= "" then return false end
-    local termname = os.getenv("TERM")
-    if termname == nil or termname == "dumb" then return false end
-    return term.isatty(io.stdout)
+    return term.colour(io.stdout)
 end
 
 local MAX_HEAT_ROWS = 64
@@ -607,6 +601,26 @@ local MAX_HEAT_ROWS = 64
 -- opts: rows=, cols= (labels), title=, zrange={lo,hi}, dims=, color=true|false (default: detect).
 -- Position in the range: x = (v - lo) / (hi - lo); shade k of 5 covers x in [k/5, (k+1)/5).
 local HEAT_OPTIONS = { "rows", "cols", "title", "zrange", "dims", "color", table.unpack(PRINT_OPTIONS) }
+
+-- The range the shades span: opts.zrange, else the finite values' min and max ({0, 1} when none is).
+-- Errors are raised at the position of mha.heat's caller (level 3: this function, then heat).
+local function heat_range(opts, flat)
+    if opts.zrange then
+        if type(opts.zrange) ~= "table" or type(opts.zrange[1]) ~= "number" or type(opts.zrange[2]) ~= "number"
+            or not (opts.zrange[1] < opts.zrange[2]) then
+            error("heat: zrange must be {lo, hi} with lo < hi", 3)
+        end
+        return opts.zrange[1], opts.zrange[2]
+    end
+    local lo, hi = math.huge, -math.huge
+    for _, v in ipairs(flat) do
+        if type(v) == "number" and v == v and v ~= math.huge and v ~= -math.huge then
+            lo, hi = math.min(lo, v), math.max(hi, v)
+        end
+    end
+    if lo > hi then return 0, 1 end   -- nothing finite
+    return lo, hi
+end
 
 function M.heat(t, opts)
     opts = opts or {}
@@ -633,22 +647,7 @@ function M.heat(t, opts)
         flat = { 0, 1 }
     end
 
-    local lo, hi = math.huge, -math.huge
-    if opts.zrange then
-        if type(opts.zrange) ~= "table" or type(opts.zrange[1]) ~= "number" or type(opts.zrange[2]) ~= "number"
-            or not (opts.zrange[1] < opts.zrange[2]) then
-            error("heat: zrange must be {lo, hi} with lo < hi", 2)
-        end
-        lo, hi = opts.zrange[1], opts.zrange[2]
-    else
-        for _, v in ipairs(flat) do
-            if type(v) == "number" and v == v and v ~= math.huge and v ~= -math.huge then
-                lo, hi = math.min(lo, v), math.max(hi, v)
-            end
-        end
-        if lo > hi then lo, hi = 0, 1 end   -- nothing finite
-    end
-
+    local lo, hi = heat_range(opts, flat)
     local colour = use_colour(opts)
     local nrows = ndim >= 2 and shape[ndim - 1] or 1
     local ncols = shape[ndim]
@@ -741,13 +740,10 @@ M.count = count
 M.a_type = a_type
 M.shape_str = shape_str
 
--- Install into the mha table when it is there (mha-repl and mha.so both create it first).
-local mha = package.loaded.mha
-if type(mha) == "table" then
-    mha.format = M.format
-    mha.show = M.show
-    mha.printoptions = M.printoptions
-    mha.heat = M.heat
-end
+-- Install into the mha table (mha-repl and mha.so both create it first).
+mha.format = M.format
+mha.show = M.show
+mha.printoptions = M.printoptions
+mha.heat = M.heat
 
 return M

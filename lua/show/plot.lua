@@ -5,6 +5,7 @@
 -- it again on a file terminal. Data travels inline as datablocks; user text travels only inside
 -- single-quoted gnuplot strings, where gnuplot expands nothing (no backquotes, no macros, no escapes).
 
+local mha = require "mha"
 local gnuplot = require "mha.gnuplot"
 local display = require "mha.display"
 local term = require "mha.term"
@@ -39,10 +40,7 @@ end
 -- Inputs: tensors or Lua tables, as plain Lua arrays
 -- ---------------------------------------------------------------------------------------------
 
-local function is_tensor(v)
-    local mt = getmetatable(v)
-    return type(mt) == "table" and mt.__name == "mha.Tensor"
-end
+local is_tensor = mha.is_tensor
 
 local shape_str = display.shape_str   -- "(2,3)", as the core writes shapes
 
@@ -155,11 +153,6 @@ end
 local WINDOWED = { "qt", "wxt", "x11" }
 local ALIASES = { sixel = "sixelgd", none = "none", window = "window" }
 
-local function colour_tty()
-    local nc = os.getenv("NO_COLOR")
-    return term.isatty(io.stdout) and (nc == nil or nc == "") and os.getenv("TERM") ~= "dumb"
-end
-
 -- The terminal a figure draws on: plot.terminal(name), else $MHA_PLOT_TERM, else a window when
 -- DISPLAY is set and gnuplot has a windowed terminal, else text in this terminal (dumb).
 local function resolve_terminal(name)
@@ -205,7 +198,7 @@ local function screen_terminal_command(name, fig, size)
         local columns = term.isatty(io.stdout) and math.min(term.columns(io.stdout), 200) or 80
         local rows = math.max(15, math.min(40, columns * 3 // 10))
         return string.format("set terminal dumb size %d,%d nofeed noenhanced %s", columns, rows,
-            colour_tty() and "ansi" or "mono")
+            term.colour(io.stdout) and "ansi" or "mono")
     end
     if name == "sixelgd" then
         return string.format("set terminal sixelgd size %d,%d truecolor noenhanced", size[1], size[2])

@@ -1,5 +1,5 @@
 /* lua/sys/lgnuplot.c - module "mha.gnuplot": a gnuplot process behind three pipes (its stdin, stdout and
- * stderr), so lua/plot.lua can send it commands, read its errors back, and always reap it. */
+ * stderr), so lua/show/plot.lua can send it commands, read its errors back, and always reap it. */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -15,7 +15,7 @@
 #include <lua.h>
 #include <lauxlib.h>
 
-#include "lmha.h"
+#include "lsys.h"
 
 #define GNUPLOT_T "mha.gnuplot.Process"
 #define OUTPUT_LIMIT (16u << 20)   /* bytes kept of what gnuplot writes between two syncs */

@@ -1,5 +1,5 @@
 /* lua/sys/lterm.c - module "mha.term": what the printing code needs to know about the terminal: whether a
- * stream is one, how many columns it has, and how many cells a UTF-8 string takes on it. */
+ * stream is one, whether to colour it (the one colour policy), its columns, the cells UTF-8 text takes. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,7 +10,7 @@
 #include <lua.h>
 #include <lauxlib.h>
 
-#include "lmha.h"
+#include "lsys.h"
 
 /* Display width follows Unicode, not the locale, so the same labels line up the same way on every
  * machine (wcwidth() depends on LC_CTYPE and the C library's tables). Both tables below are ranges of
@@ -204,6 +204,20 @@ static int term_isatty(lua_State *L) {
     return 1;
 }
 
+int mha_term_colour(int fd) {
+    const char *no_colour = getenv("NO_COLOR"), *termname = getenv("TERM");
+    if (no_colour && *no_colour) return 0;
+    if (!termname || !*termname || strcmp(termname, "dumb") == 0) return 0;
+    return isatty(fd);
+}
+
+/* term.colour([fd|file]) -> true when escapes may colour the stream (default: stdout): mha_term_colour. */
+static int term_colour(lua_State *L) {
+    int fd = lua_isnoneornil(L, 1) ? STDOUT_FILENO : checkfd(L, 1);
+    lua_pushboolean(L, mha_term_colour(fd));
+    return 1;
+}
+
 /* term.columns([fd|file]) -> the terminal's width in cells: the kernel's idea of it (TIOCGWINSZ) when
  * the stream (default: stdout) is a terminal, else $COLUMNS when it is a positive number, else 80. */
 static int term_columns(lua_State *L) {
@@ -224,6 +238,7 @@ static int term_columns(lua_State *L) {
 
 static const luaL_Reg term_funcs[] = {
     {"isatty", term_isatty},
+    {"colour", term_colour},
     {"columns", term_columns},
     {"width", term_width},
     {"truncate", term_truncate},

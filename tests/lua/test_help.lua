@@ -106,6 +106,7 @@ T.ok("help_user_function", text:find("help_test_own is a function defined at", 1
 local repl = require "mha.repl"
 local lesson_ok, lesson = pcall(require, "mha.lesson")
 if lesson_ok then lesson.install(repl) end
+help.set_commands(repl.commands)            -- the REPL hands help its commands (repl.init does)
 topics = help.text()
 local listed = topics:match("REPL commands:\n(.-)\n%S") or ""
 local missing_commands = {}

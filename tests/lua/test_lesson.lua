@@ -402,12 +402,12 @@ T.eq("nothing to carry in batch mode", (function() captured(L.start, 1, {batch =
 -- ---- :save: every step's code is recorded for the transcript ------------------------------------
 do
     local recorded = {}
-    local real = package.loaded["mha.repl"]
-    package.loaded["mha.repl"] = {record_step = function(code, label, ok) recorded[#recorded + 1] = {code, label, ok} end}
+    -- the runner is handed the REPL it runs in; here one that only records
+    L.install({record_step = function(code, label, ok) recorded[#recorded + 1] = {code, label, ok} end})
     captured(L.start, 8, {batch = false, lang = "en"})
     captured(L.next)
     captured(L.goto_step, 2)
-    package.loaded["mha.repl"] = real
+    L.install(nil)
     local codes = {}
     for i, r in ipairs(recorded) do codes[i] = r[1]:match("^[^\n]*") end
     T.eq("start records the helpers, the seed and step 1; next step 2; goto 2 the seed, steps 1 and 2",

@@ -77,7 +77,7 @@ local function same(name, got, want)
     T.ok(name, type(got) == "table" and table.concat(got, " ") == table.concat(want, " "),
          "got " .. (type(got) == "table" and table.concat(got, " ") or tostring(got)) .. ", want " .. table.concat(want, " "))
 end
-same("complete_field", repl.complete("mha.so", "mha.so", 0), {"mha.softmax"})
+same("complete_field", repl.complete("mha.so", "mha.so", 0), {"mha.softmax", "mha.softmax_backward"})
 same("complete_field_after_paren", repl.complete("mha.sq", "print(mha.sq", 6), {"mha.sqrt", "mha.squeeze"})
 _G.completion_x = mha.randn(2, 3)
 same("complete_tensor_method", repl.complete("completion_x:transp", "completion_x:transp", 0), {"completion_x:transpose"})
@@ -208,5 +208,21 @@ T.raises("record_step_checks_code", function() repl.record_step(nil, "x") end, "
 os.remove(saved_base)
 os.remove(saved_base .. ".lua")
 os.remove(saved_base .. ".md")
+
+-- :reset hooks: what a module keeps is carried as a string and handed to its resume in the next state
+-- (here the same state plays the next one: repl.init with what repl.carry returned)
+T.raises("on_reset_checks_its_arguments", function() repl.on_reset("x", "not a function") end,
+         "on_reset: expected a name, a keep function and a resume function")
+local resumed = {}
+repl.on_reset("test_hook", function() return "kept \"text\"\nline 2" end, function(s) resumed[#resumed + 1] = s end)
+repl.on_reset("test_nothing", function() return nil end, function(s) resumed[#resumed + 1] = "nothing: " .. s end)
+local carried = repl.carry()
+T.eq("on_reset_not_resumed_in_its_own_state", #resumed, 0)
+repl.init(carried)
+T.eq("on_reset_resume_waits_for_registration", #resumed, 0)
+repl.on_reset("test_hook", function() return nil end, function(s) resumed[#resumed + 1] = s end)
+T.eq("on_reset_resumes_what_was_kept", resumed, {"kept \"text\"\nline 2"})
+repl.on_reset("test_hook", function() return nil end, function(s) resumed[#resumed + 1] = s end)
+T.eq("on_reset_resumes_once", #resumed, 1)
 
 T.done()

@@ -53,6 +53,9 @@ static int pump(session *s, double timeout) {
 
 /* Starts the REPL with a clean environment: TERM=dumb, NO_COLOR, the given history file. */
 static int colour_terminal = 0;  /* start the next session as a colour terminal would: TERM=xterm, no NO_COLOR */
+/* Or exactly these (NULL: unset), when env_given: for the colour policy's cases. */
+static int env_given = 0;
+static const char *env_term = NULL, *env_no_colour = NULL;
 
 static int start(session *s, const char *history, const char *const *args) {
     memset(s, 0, sizeof *s);
@@ -64,6 +67,10 @@ static int start(session *s, const char *history, const char *const *args) {
         setenv("TERM", colour_terminal ? "xterm" : "dumb", 1);
         if (colour_terminal) unsetenv("NO_COLOR");
         else setenv("NO_COLOR", "1", 1);
+        if (env_given) {
+            if (env_term) setenv("TERM", env_term, 1); else unsetenv("TERM");
+            if (env_no_colour) setenv("NO_COLOR", env_no_colour, 1); else unsetenv("NO_COLOR");
+        }
         setenv("MHA_REPL_HISTORY", history, 1);
         setenv("INPUTRC", "/dev/null", 1);
         char *argv[16];
@@ -704,6 +711,38 @@ static void test_colour(const char *history) {
     end_session(&s);
 }
 
+/* The one colour policy (lua/sys/lterm.c), asked by the prompt in C and by term.colour() in Lua alike:
+ * at a terminal, colour only with TERM set and not dumb and NO_COLOR unset or empty. */
+static void test_colour_policy(const char *history) {
+    static const struct { const char *name, *term, *no_colour; int colour; } cases[] = {
+        {"colour_policy_xterm", "xterm", NULL, 1},
+        {"colour_policy_empty_no_color", "xterm", "", 1},
+        {"colour_policy_no_color", "xterm", "1", 0},
+        {"colour_policy_term_dumb", "dumb", NULL, 0},
+        {"colour_policy_term_unset", NULL, NULL, 0},
+        {"colour_policy_term_empty", "", NULL, 0},
+    };
+    const char *none[] = {NULL};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        session s;
+        env_given = 1;
+        env_term = cases[i].term;
+        env_no_colour = cases[i].no_colour;
+        start(&s, history, none);
+        env_given = 0;
+        wait_prompt(&s, 10);
+        int green = strstr(s.buf, "\033[1;32m") != NULL;
+        char *got = run(&s, "require('mha.term').colour()", 10);
+        int lua_says = got && strstr(got, "true") != NULL;
+        CHECK(cases[i].name, got && green == cases[i].colour && lua_says == cases[i].colour,
+              "expected colour %d: green prompt %d, term.colour() [%s]", cases[i].colour, green, got ? got : "(hung)");
+        free(got);
+        send_text(&s, "\x04");
+        finish(&s, 5);
+        end_session(&s);
+    }
+}
+
 static void test_history_unwritable(void) {
     session s;
     const char *none[] = {NULL};
@@ -755,6 +794,7 @@ int main(void) {
     test_history_unwritable();
     snprintf(history, sizeof history, "%s/history4", tmpdir);
     test_colour(history);
+    test_colour_policy(history);
     colour_terminal = 1;  /* xterm: readline turns bracketed paste on and off around each line */
     test_ctrl_c_screen(history);
     colour_terminal = 0;

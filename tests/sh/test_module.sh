@@ -33,10 +33,18 @@ check "require gives the library" \
     'print(type(mha) == "table" and type(mha.tensor) == "function" and package.loaded.mha == mha and "ok" or "not the table")'
 check "embedded helpers are preloaded" \
     'local p = package.preload; print(p["mha.gnuplot"] and p["mha.term"] and "ok" or "missing C helpers")'
-check "every embedded lua/*/*.lua is preloaded" \
+# the Makefile's EMBED list names each Lua helper's module: module=lua/room/file.lua
+embedded=$(sed -n '/^EMBED/,/^[A-Z]/p' Makefile | grep -o '[a-z_.]*=lua/[a-z_/]*\.lua')
+unlisted=""
+for f in lua/*/*.lua; do
+    printf '%s\n' "$embedded" | grep -q "=$f\$" || unlisted="$unlisted $f"
+done
+if [ -z "$unlisted" ]; then echo "PASS module every lua/*/*.lua is in the Makefile's EMBED list"
+else echo "FAIL module every lua/*/*.lua is in the Makefile's EMBED list: missing$unlisted"; failed=1; fi
+check "every embedded module is preloaded under its EMBED name" \
     'local missing = {}
-     for _, f in ipairs{'"$(for f in lua/*/*.lua; do b=$(basename "$f" .lua); printf '"mha.%s",' "$b"; done)"'} do
-         if not package.preload[f] then missing[#missing + 1] = f end
+     for _, m in ipairs{'"$(for e in $embedded; do printf '"%s",' "${e%%=*}"; done)"'} do
+         if not package.preload[m] then missing[#missing + 1] = m end
      end
      print(#missing == 0 and "ok" or table.concat(missing, " "))'
 check "tensor arithmetic" \

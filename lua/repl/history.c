@@ -1,0 +1,232 @@
+/* lua/repl/history.c - the REPL's input history, kept across sessions in $MHA_REPL_HISTORY or
+ * ~/.mha_repl_history (readline's history list in memory, this file on disk).
+ *
+ * One entry per line, UTF-8, oldest first. A multi-line entry stays one entry: in the file a newline
+ * inside an entry is written as the two characters \n and a backslash as \\ (nothing else is escaped).
+ * At most HISTORY_MAX entries; a repeat of the previous entry is not added. At exit the file is
+ * rewritten atomically: under flock on FILE itself, re-read what other REPLs wrote meanwhile, append this
+ * session's entries, write FILE.XXXXXX in the same directory, fsync, rename over FILE. Two REPLs
+ * exiting at once thus both keep their entries. A path that is not a regular file (/dev/null) or an
+ * empty MHA_REPL_HISTORY turns the history off. Any failure is one warning, never an error. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <readline/readline.h>
+#include <readline/history.h>
+
+#include "history.h"
+
+#define HISTORY_MAX      1000
+#define HISTORY_ENV      "MHA_REPL_HISTORY"
+
+static char *history_path = NULL;
+static char **session_entries = NULL;   /* entries typed in this session, oldest first */
+static size_t session_count = 0, session_cap = 0;
+static int history_warned = 0;
+static const char *history_program = "mha-repl";   /* the name warnings start with */
+
+static void history_warn(const char *what, const char *path) {
+    if (history_warned) return;
+    history_warned = 1;
+    fprintf(stderr, "%s: warning: cannot %s the history file %s: %s (history is not kept)\n", history_program, what,
+            path, strerror(errno));
+}
+
+static char *history_escape(const char *s) {
+    size_t n = 0;
+    for (const char *p = s; *p; p++) n += (*p == '\n' || *p == '\\') ? 2 : 1;
+    char *out = malloc(n + 1), *q = out;
+    if (!out) return NULL;
+    for (const char *p = s; *p; p++) {
+        if (*p == '\n') { *q++ = '\\'; *q++ = 'n'; }
+        else if (*p == '\\') { *q++ = '\\'; *q++ = '\\'; }
+        else *q++ = *p;
+    }
+    *q = '\0';
+    return out;
+}
+
+static void history_unescape(char *s) {
+    char *q = s;
+    for (char *p = s; *p; p++) {
+        if (p[0] == '\\' && p[1] == 'n') { *q++ = '\n'; p++; }
+        else if (p[0] == '\\' && p[1] == '\\') { *q++ = '\\'; p++; }
+        else *q++ = *p;
+    }
+    *q = '\0';
+}
+
+static void free_entries(char **entries, size_t n) {
+    for (size_t i = 0; i < n; i++) free(entries[i]);
+    free(entries);
+}
+
+/* Reads the history file into a malloc'd array of entries (*n of them). A missing file is empty.
+ * Returns -1 (errno set) when the file exists but cannot be read. */
+static int history_read(const char *path, char ***entries, size_t *n) {
+    *entries = NULL;
+    *n = 0;
+    FILE *f = fopen(path, "r");
+    if (!f) return errno == ENOENT ? 0 : -1;
+    size_t cap = 0;
+    char *line = NULL;
+    size_t linecap = 0;
+    ssize_t len;
+    while ((len = getline(&line, &linecap, f)) >= 0) {
+        if (len > 0 && line[len - 1] == '\n') line[--len] = '\0';
+        if (len == 0) continue;
+        history_unescape(line);
+        if (*n == cap) {
+            cap = cap ? 2 * cap : 256;
+            char **grown = realloc(*entries, cap * sizeof *grown);
+            if (!grown) {  /* a partial list would be written back as the whole: fail instead */
+                free(line);
+                fclose(f);
+                free_entries(*entries, *n);
+                *entries = NULL;
+                *n = 0;
+                errno = ENOMEM;
+                return -1;
+            }
+            *entries = grown;
+        }
+        (*entries)[(*n)++] = line;
+        line = NULL;
+        linecap = 0;
+    }
+    free(line);
+    fclose(f);
+    return 0;
+}
+
+/* Chooses the path and loads the file into readline's history. */
+void repl_history_load(const char *program) {
+    history_program = program;
+    stifle_history(HISTORY_MAX);   /* readline's list keeps the newest HISTORY_MAX, as the file does */
+    const char *env = getenv(HISTORY_ENV);
+    if (env) {
+        if (*env == '\0') return;
+        history_path = strdup(env);
+    } else {
+        const char *home = getenv("HOME");
+        if (!home || !*home) return;
+        size_t n = strlen(home) + sizeof HISTORY_DEFAULT + 1;
+        history_path = malloc(n);
+        if (history_path) snprintf(history_path, n, "%s/%s", home, HISTORY_DEFAULT);
+    }
+    if (!history_path) return;
+    struct stat st;
+    if (stat(history_path, &st) == 0 && !S_ISREG(st.st_mode)) {  /* /dev/null: no history */
+        free(history_path);
+        history_path = NULL;
+        return;
+    }
+    char **entries;
+    size_t n;
+    if (history_read(history_path, &entries, &n) != 0) {
+        history_warn("read", history_path);
+        return;
+    }
+    for (size_t i = n > HISTORY_MAX ? n - HISTORY_MAX : 0; i < n; i++) add_history(entries[i]);
+    free_entries(entries, n);
+}
+
+/* Adds a complete input to readline's history and to this session's entries, unless it repeats the
+ * previous entry. */
+void repl_history_add(const char *entry) {
+    if (!*entry) return;
+    HIST_ENTRY *last = history_length > 0 ? history_get(history_base + history_length - 1) : NULL;
+    if (last && strcmp(last->line, entry) == 0) return;
+    add_history(entry);
+    if (session_count == session_cap) {
+        size_t cap = session_cap ? 2 * session_cap : 64;
+        char **grown = realloc(session_entries, cap * sizeof *grown);
+        if (!grown) return;
+        session_entries = grown;
+        session_cap = cap;
+    }
+    char *copy = strdup(entry);
+    if (copy) session_entries[session_count++] = copy;
+}
+
+/* Takes the lock on the history file: flock on the file itself, opened for reading (and created when
+ * missing, so there is something to lock). The file this REPL waited on may have been renamed over
+ * by the REPL that held the lock; then the lock is on a file no longer in the directory, and it is
+ * taken again on the new one. Returns the locked descriptor, or -1 (errno set). */
+static int history_lock(void) {
+    for (;;) {
+        int fd = open(history_path, O_RDONLY | O_CREAT | O_CLOEXEC, 0600);
+        if (fd < 0) return -1;
+        struct stat locked, named;
+        if (flock(fd, LOCK_EX) != 0 || fstat(fd, &locked) != 0) {
+            int saved = errno;
+            close(fd);
+            errno = saved;
+            return -1;
+        }
+        if (stat(history_path, &named) == 0 && named.st_dev == locked.st_dev && named.st_ino == locked.st_ino)
+            return fd;
+        close(fd);  /* replaced while we waited: lock the new one */
+    }
+}
+
+/* Writes the history file at exit (see above); registered with atexit so os.exit() keeps it too. */
+void repl_history_save(void) {
+    if (!history_path || session_count == 0) return;
+    char *tmp = NULL, **entries = NULL;
+    size_t n = 0;
+    int lockfd = -1, fd = -1, made_tmp = 0;
+    FILE *f = NULL;
+    size_t plen = strlen(history_path);
+    tmp = malloc(plen + 8);
+    if (!tmp) goto fail;
+    snprintf(tmp, plen + 8, "%s.XXXXXX", history_path);
+    if ((lockfd = history_lock()) < 0) goto fail;
+    if (history_read(history_path, &entries, &n) != 0) goto fail;
+    /* the merged list: the file as it is now, then this session's entries, no repeats in a row */
+    size_t total = n + session_count;
+    char **merged = realloc(entries, (total ? total : 1) * sizeof *merged);
+    if (!merged) goto fail;
+    entries = merged;
+    for (size_t i = 0; i < session_count; i++) {
+        if (n > 0 && strcmp(entries[n - 1], session_entries[i]) == 0) continue;
+        entries[n] = strdup(session_entries[i]);
+        if (!entries[n]) goto fail;
+        n++;
+    }
+    fd = mkstemp(tmp);
+    if (fd < 0) goto fail;
+    made_tmp = 1;
+    f = fdopen(fd, "w");
+    if (!f) goto fail;
+    fd = -1;
+    for (size_t i = n > HISTORY_MAX ? n - HISTORY_MAX : 0; i < n; i++) {
+        char *e = history_escape(entries[i]);
+        if (!e) goto fail;
+        fprintf(f, "%s\n", e);
+        free(e);
+    }
+    if (fflush(f) != 0 || fsync(fileno(f)) != 0) goto fail;
+    if (fclose(f) != 0) { f = NULL; goto fail; }
+    f = NULL;
+    if (rename(tmp, history_path) != 0) goto fail;
+    goto done;
+fail:
+    history_warn("write", history_path);
+    if (f) fclose(f);
+    if (fd >= 0) close(fd);
+    if (made_tmp) unlink(tmp);  /* remove the partial file */
+done:
+    if (lockfd >= 0) close(lockfd);  /* releases the flock */
+    free_entries(entries, n);
+    free(tmp);
+    free_entries(session_entries, session_count);
+    session_entries = NULL;
+    session_count = 0;
+}
