@@ -210,10 +210,6 @@ entry("MultiheadAttention:load_state_dict", "module", "m:load_state_dict(sd [, s
     .. "print(a.out_proj_weight == b.out_proj_weight)",
     {"Module:load_state_dict"})
 
-entry("MultiheadAttention:zero_grad", "module", "m:zero_grad()",
-    "Forgets the gradients of the module's parameters, as Module:zero_grad.",
-    nil, "m = mha.MultiheadAttention{embed_dim = 4, num_heads = 2}\nm:zero_grad()")
-
 -- ---- optimizers ----
 
 entry("mha.optim.SGD", "optim",

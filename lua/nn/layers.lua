@@ -66,9 +66,6 @@ end
 -- indices: 1-based, a table (nested like the shape) or a tensor of whole numbers, shape (...) ->
 -- (..., embedding_dim)
 function Embedding:forward(indices)
-    if not mha.embedding then
-        error("nn.Embedding:forward needs mha.embedding, which this build lacks (it comes with the autograd work)", 2)
-    end
     return mha.embedding(indices, self.weight)
 end
 

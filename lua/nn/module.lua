@@ -392,8 +392,9 @@ Module.state_dict = M.state_dict
 Module.load_state_dict = M.load_state_dict
 Module.zero_grad = M.zero_grad
 
--- The methods MultiheadAttention shares with the Lua modules (installed by luaopen_mha).
-M.multihead_methods = {state_dict = M.state_dict, load_state_dict = M.load_state_dict, zero_grad = M.zero_grad}
+-- The methods MultiheadAttention shares with the Lua modules (installed by luaopen_mha; its zero_grad is
+-- its own, in C).
+M.multihead_methods = {state_dict = M.state_dict, load_state_dict = M.load_state_dict}
 
 -- ---------------------------------------------------------------------------------------------
 -- Printing, as PyTorch's repr
