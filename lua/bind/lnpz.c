@@ -76,6 +76,15 @@ static void add_member(lua_State *L, int values, const char *path, const char *n
     lua_setfield(L, values, name);
 }
 
+/* A module (mha.nn's, whose metatable has __module_class, or a MultiheadAttention) rather than its state. */
+static int is_module(lua_State *L, int idx) {
+    if (luaL_testudata(L, idx, MHA_MULTIHEAD_T)) return 1;
+    if (!lua_getmetatable(L, idx)) return 0;
+    int module = lua_getfield(L, -1, "__module_class") != LUA_TNIL;
+    lua_pop(L, 2);
+    return module;
+}
+
 /* mha.save(path, value [, {compressed = false}]) for a .npz path: value is a table name -> tensor (or
  * number or nested table), its integer keys 1, 2, ... saved as arr_0, arr_1, ... as np.savez names
  * positional arrays, or a single tensor saved as arr_0. Members are written in sorted name order. */
@@ -84,6 +93,8 @@ int lmha_npz_save(lua_State *L, const char *path, int value, int opts) {
     value = lua_absindex(L, value);
     lmha_checkoptions(L, opts, "save", options);
     int compress = lmha_optboolean(L, opts, "compressed", 0, "save");
+    if (is_module(L, value))
+        return luaL_error(L, "save: '%s': save the module's state: mha.save(\"%s\", m:state_dict())", path, path);
     lua_newtable(L);
     int values = lua_gettop(L);
     if (lmha_testtensor(L, value) || lua_type(L, value) == LUA_TNUMBER) {

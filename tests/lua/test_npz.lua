@@ -77,6 +77,10 @@ T.test("errors", function()
     T.raises("unknown option", function() mha.save(tmp("o.npz"), {w = x}, {compress = true}) end,
              "save: unknown option 'compress' (the options are compressed)")
     T.raises("a ragged member names itself", function() mha.save(tmp("r.npz"), {w = {{1, 2}, {3}}}) end, "member 'w'")
+    T.raises("a module, not its state", function() mha.save(tmp("m.npz"), mha.nn.Linear{in_features = 1, out_features = 1}) end,
+             "save: '" .. tmp("m.npz") .. "': save the module's state: mha.save(\"" .. tmp("m.npz") .. "\", m:state_dict())")
+    T.raises("a MultiheadAttention, not its state", function()
+        mha.save(tmp("m.npz"), mha.MultiheadAttention{embed_dim = 2, num_heads = 1}) end, "m:state_dict()")
     T.raises("not a table", function() mha.save(tmp("s.npz"), "text") end, "a .npz archive holds a table name -> tensor")
     T.raises("bad CRC names file and member", function() mha.load(T.path("tests/fixtures/npz/bad_crc.npz")) end,
              {"load: '", "bad_crc.npz': member 'a.npy': CRC-32 is"})
