@@ -46,7 +46,7 @@ TEST_BIN  = $(addprefix $(BUILD)/tests/,$(TESTS))
 CORE_H    = $(wildcard core/*.h)
 LUA_H     = $(wildcard lua/*/*.h)
 
-.PHONY: all run test asan bench golden clean deps deps-run deps-test deps-bench
+.PHONY: all run test asan bench bench-grad golden clean deps deps-run deps-test deps-bench
 .DEFAULT_GOAL := all
 
 # all: the REPL binary and the loadable module, linked at the top for convenience
@@ -126,6 +126,14 @@ BENCH_ENV = OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 \
   GLIBC_TUNABLES=glibc.malloc.mmap_threshold=67108864:glibc.malloc.trim_threshold=268435456
 bench: deps-bench $(BUILD)/bench
 	$(BENCH_ENV) $(BUILD)/bench --numpy '/usr/bin/python3 bench/bench_numpy.py'
+
+# bench-grad: MultiheadAttention forward + backward beside torch 1.13's autograd, and the attention backward's memory
+bench: bench-grad
+bench-grad: deps-bench $(BUILD)/bench_grad
+	$(BENCH_ENV) $(BUILD)/bench_grad --torch '/usr/bin/python3 bench/bench_grad_torch.py'
+
+$(BUILD)/bench_grad: bench/bench_grad.c $(BUILD)/libmhacore.a
+	$(CC) $(ALL_CFLAGS) -o $@ $< $(BUILD)/libmhacore.a -lm
 
 $(BUILD)/bench: bench/bench.c $(BUILD)/libmhacore.a
 	$(CC) $(ALL_CFLAGS) -o $@ $< $(BUILD)/libmhacore.a $(CORE_LIBS)

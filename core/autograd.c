@@ -98,7 +98,7 @@ void mha_zero_grad(mha_tensor *t) {
 }
 
 mha_status mha_set_grad(mha_tensor *t, const mha_tensor *g) {
-    char a[MHA_SHAPE_BUF], b[160];
+    char a[MHA_SHAPE_BUF], b[MHA_SHAPE_BUF];
     if (!g) {
         mha_zero_grad(t);
         return MHA_OK;
@@ -250,54 +250,36 @@ static mha_status accumulate(mha_tensor *acc, const mha_tensor *g) {
 
 /* ---- backward ---- */
 
-typedef struct node_list {
-    mha_node **items;
+/* A growing list of pointers (nodes to visit, leaves to update), in mha_alloc'd memory. */
+typedef struct ptr_list {
+    void **items;
     size_t count, cap;
-} node_list;
+} ptr_list;
 
-static bool list_push(node_list *l, mha_node *n) {
+static bool list_push(ptr_list *l, void *p) {
     if (l->count == l->cap) {
         size_t cap = l->cap ? 2 * l->cap : 64;
-        mha_node **items = mha_alloc(cap * sizeof *items);
+        void **items = mha_alloc(cap * sizeof *items);
         if (!items) return false;
         if (l->count) memcpy(items, l->items, l->count * sizeof *items);
         mha_free(l->items, l->cap * sizeof *items);
         l->items = items;
         l->cap = cap;
     }
-    l->items[l->count++] = n;
+    l->items[l->count++] = p;
     return true;
 }
 
-static void list_free(node_list *l) { mha_free(l->items, l->cap * sizeof *l->items); }
-
-typedef struct ag_list {
-    mha_ag **items;
-    size_t count, cap;
-} ag_list;
-
-static bool ag_push(ag_list *l, mha_ag *ag) {
-    if (l->count == l->cap) {
-        size_t cap = l->cap ? 2 * l->cap : 16;
-        mha_ag **items = mha_alloc(cap * sizeof *items);
-        if (!items) return false;
-        if (l->count) memcpy(items, l->items, l->count * sizeof *items);
-        mha_free(l->items, l->cap * sizeof *items);
-        l->items = items;
-        l->cap = cap;
-    }
-    l->items[l->count++] = ag;
-    return true;
-}
+static void list_free(ptr_list *l) { mha_free(l->items, l->cap * sizeof *l->items); }
 
 /* Every node reachable from root, each once; pending_uses counts the edges into it. */
-static mha_status collect(node_list *all, mha_node *root) {
-    node_list stack = {0};
+static mha_status collect(ptr_list *all, mha_node *root) {
+    ptr_list stack = {0};
     mha_status st = MHA_OK;
     root->visited = true;
     if (!list_push(all, root) || !list_push(&stack, root)) st = mha_fail(MHA_E_NOMEM, "backward: out of memory");
     while (st == MHA_OK && stack.count) {
-        mha_node *n = stack.items[--stack.count];
+        mha_node *n = (mha_node *)stack.items[--stack.count];
         for (size_t i = 0; i < n->n_inputs; i++) {
             mha_ag *in = n->inputs[i];
             if (!in || !in->grad_fn) continue;
@@ -332,8 +314,8 @@ static mha_status check_saved(const mha_node *n) {
 }
 
 /* Runs node n with its accumulated gradient; routes the input gradients. */
-static mha_status run_node(mha_node *n, node_list *ready, ag_list *leaves) {
-    char a[MHA_SHAPE_BUF], b[160];
+static mha_status run_node(mha_node *n, ptr_list *ready, ptr_list *leaves) {
+    char a[MHA_SHAPE_BUF], b[MHA_SHAPE_BUF];
     mha_status st = check_saved(n);
     if (st != MHA_OK) return st;
     mha_tensor *grads = mha_alloc(n->n_inputs * sizeof *grads + 1);
@@ -358,7 +340,7 @@ static mha_status run_node(mha_node *n, node_list *ready, ag_list *leaves) {
             if (st == MHA_OK && --in->grad_fn->pending_uses == 0 && !list_push(ready, in->grad_fn))
                 st = mha_fail(MHA_E_NOMEM, "backward: out of memory");
         } else {
-            if (!in->pending.storage && !ag_push(leaves, in)) st = mha_fail(MHA_E_NOMEM, "backward: out of memory");
+            if (!in->pending.storage && !list_push(leaves, in)) st = mha_fail(MHA_E_NOMEM, "backward: out of memory");
             if (st == MHA_OK) st = accumulate(&in->pending, &grads[i]);
         }
     }
@@ -378,7 +360,7 @@ static mha_status commit_leaf(mha_ag *ag) {
 }
 
 mha_status mha_backward(const mha_tensor *root, const mha_tensor *gout) {
-    char a[MHA_SHAPE_BUF], b[160];
+    char a[MHA_SHAPE_BUF], b[MHA_SHAPE_BUF];
     if (!root->storage) return mha_fail(MHA_E_ARG, "backward: the tensor is empty (released)");
     if (!mha_ag_requires(root))
         return mha_fail(MHA_E_ARG,
@@ -408,8 +390,8 @@ mha_status mha_backward(const mha_tensor *root, const mha_tensor *gout) {
         mha_release(&rag->pending);
         return st;
     }
-    node_list all = {0}, ready = {0};
-    ag_list leaves = {0};
+    ptr_list all = {0}, ready = {0};
+    ptr_list leaves = {0};
     st = collect(&all, rag->grad_fn);
     if (st == MHA_OK) {
         rag->grad_fn->gacc = seed;
@@ -417,16 +399,16 @@ mha_status mha_backward(const mha_tensor *root, const mha_tensor *gout) {
         if (!list_push(&ready, rag->grad_fn)) st = mha_fail(MHA_E_NOMEM, "backward: out of memory");
     }
     while (st == MHA_OK && ready.count) {
-        mha_node *n = ready.items[--ready.count];
+        mha_node *n = (mha_node *)ready.items[--ready.count];
         st = run_node(n, &ready, &leaves);
         if (st == MHA_OK && mha_interrupted()) st = mha_fail(MHA_E_INTERRUPTED, "backward: interrupted in %s", n->name);
     }
     for (size_t i = 0; st == MHA_OK && i < leaves.count; i++) { /* only now do the .grads change */
-        st = commit_leaf(leaves.items[i]);
+        st = commit_leaf((mha_ag *)leaves.items[i]);
     }
-    for (size_t i = 0; i < leaves.count; i++) mha_release(&leaves.items[i]->pending);
+    for (size_t i = 0; i < leaves.count; i++) mha_release(&((mha_ag *)leaves.items[i])->pending);
     for (size_t i = 0; i < all.count; i++) {
-        mha_node *n = all.items[i];
+        mha_node *n = (mha_node *)all.items[i];
         mha_release(&n->gacc);
         n->visited = false;
         n->pending_uses = 0;
@@ -438,6 +420,6 @@ mha_status mha_backward(const mha_tensor *root, const mha_tensor *gout) {
     mha_release(&seed);
     list_free(&all);
     list_free(&ready);
-    mha_free(leaves.items, leaves.cap * sizeof *leaves.items);
+    list_free(&leaves);
     return st;
 }

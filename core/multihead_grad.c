@@ -3,6 +3,7 @@
 #include "multihead_grad.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "autograd_ops.h"
@@ -229,5 +230,15 @@ mha_status mha_ag_multihead_forward(mha_tensor *out, mha_tensor *weights, const 
     param_slots((mha_tensor **)tracked + 3, (mha_multihead *)m);
     if (!mha_ag_wants(tracked, 3 + N_SLOTS) || !shapes_ok(m, query, key, value, opt))
         return mha_multihead_forward(out, weights, m, query, key, value, opt, NULL);
-    return composed_forward(out, weights, m, query, key, value, opt);
+    mha_status st = composed_forward(out, weights, m, query, key, value, opt);
+    if (st == MHA_OK || st == MHA_E_INTERRUPTED) return st;
+    /* When the plain forward fails too (out of memory for the weights, say), its message names the problem in
+     * the layer's words; otherwise the composed path's own failure stands. */
+    char why[512];
+    snprintf(why, sizeof why, "%s", mha_errmsg());
+    mha_tensor plain_out = MHA_TENSOR_EMPTY, plain_weights = MHA_TENSOR_EMPTY;
+    mha_status plain = mha_multihead_forward(&plain_out, weights ? &plain_weights : NULL, m, query, key, value, opt, NULL);
+    if (plain != MHA_OK) return plain;
+    mha_release(&plain_out), mha_release(&plain_weights);
+    return mha_fail(st, "%s", why);
 }

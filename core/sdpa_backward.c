@@ -11,7 +11,6 @@
 
 #define SHAPE(buf, t) mha_shape_str((buf), sizeof(buf), (t))
 #define TILE_Q 64   /* queries per tile (fused path) */
-#define TILE_K 128  /* keys per tile (fused path) */
 
 /* A strided (rows, cols) matrix: element (i, j) at p[i*rs + j*cs]. */
 typedef struct mat {
@@ -121,26 +120,60 @@ static mha_status slice_plain(const bwd_job *job, size_t n, float *dP, float *P)
     return add_tile_grads(job, n, dP, P, S, 0, L, 0, S, q, k, dO);
 }
 
-/* s = q[i0:i0+bq]·k[j0:j0+bk]ᵀ·scale + mask, causal -inf where j > i; into tile (ld TILE_K). */
-static mha_status score_tile(const bwd_job *job, float *tile, mat q, mat k, const mask_view *m, size_t i0, size_t bq,
-                             size_t j0, size_t bk) {
-    mha_status st = mha_sgemm(tile, TILE_K, q.p + (ptrdiff_t)i0 * q.rs, q.rs, q.cs, k.p + (ptrdiff_t)j0 * k.rs, k.cs, k.rs,
+/* s = q[i0:i0+bq]·k[j0:j0+bk]ᵀ·scale + mask, causal -inf where j > i; into tile (row stride ld). */
+static mha_status score_tile(const bwd_job *job, float *tile, size_t ld, mat q, mat k, const mask_view *m, size_t i0,
+                             size_t bq, size_t j0, size_t bk) {
+    mha_status st = mha_sgemm(tile, ld, q.p + (ptrdiff_t)i0 * q.rs, q.rs, q.cs, k.p + (ptrdiff_t)j0 * k.rs, k.cs, k.rs,
                               bq, bk, job->D, false);
     if (st != MHA_OK) return st;
-    for (size_t i = 0; i < bq; i++)
-        for (size_t j = 0; j < bk; j++) {
-            float s = tile[i * TILE_K + j] * job->scale;
-            if (m->f || m->b) s += mask_value(m, i0 + i, j0 + j);
-            if (job->causal && j0 + j > i0 + i) s = -INFINITY;
-            tile[i * TILE_K + j] = s;
-        }
+    bool masked = m->f || m->b;
+    for (size_t i = 0; i < bq; i++) {
+        float *row = tile + i * ld;
+        for (size_t j = 0; j < bk; j++) row[j] *= job->scale;
+        if (masked)
+            for (size_t j = 0; j < bk; j++) row[j] += mask_value(m, i0 + i, j0 + j);
+        if (job->causal)
+            for (size_t j = i0 + i + 1 > j0 ? i0 + i + 1 - j0 : 0; j < bk; j++) row[j] = -INFINITY;
+    }
     return MHA_OK;
 }
 
-/* Fused: one slice, query tile by query tile; scratch holds 2 tiles and 2·TILE_Q floats. */
+/* The key tile width of the fused backward for S keys: whole rows up to FULL_ROWS keys (one pass: the rows'
+ * softmax is exact, as the forward's), else KEY_TILE keys with each row's log-sum-exp found in a first pass. */
+#define FULL_ROWS 4096
+#define KEY_TILE 512
+static size_t key_tile(size_t S) { return S <= FULL_ROWS ? (S ? S : 1) : KEY_TILE; }
+
+/* Each row's log-sum-exp over all S keys, online over the key tiles (pass 1 when rows do not fit a tile). */
+static mha_status row_lse(const bwd_job *job, float *lse, float *tile, size_t tk, mat q, mat k, const mask_view *m,
+                          size_t i0, size_t bq) {
+    double run_max[TILE_Q], run_sum[TILE_Q];
+    for (size_t i = 0; i < bq; i++) run_max[i] = -INFINITY, run_sum[i] = 0.0;
+    for (size_t j0 = 0; j0 < job->S; j0 += tk) {
+        size_t bk = job->S - j0 < tk ? job->S - j0 : tk;
+        mha_status st = score_tile(job, tile, tk, q, k, m, i0, bq, j0, bk);
+        if (st != MHA_OK) return st;
+        for (size_t i = 0; i < bq; i++) {
+            const float *row = tile + i * tk;
+            double tile_max = -INFINITY;
+            for (size_t j = 0; j < bk; j++)
+                if (row[j] > tile_max || isnan(row[j])) tile_max = row[j];
+            double new_max = tile_max > run_max[i] || isnan(tile_max) ? tile_max : run_max[i];
+            if (new_max == -INFINITY) continue; /* all masked so far */
+            double sum = run_sum[i] * exp(run_max[i] - new_max);
+            for (size_t j = 0; j < bk; j++) sum += exp((double)row[j] - new_max);
+            run_max[i] = new_max, run_sum[i] = sum;
+        }
+    }
+    for (size_t i = 0; i < bq; i++) lse[i] = (float)(run_max[i] + log(run_sum[i])); /* fully masked: -inf */
+    return MHA_OK;
+}
+
+/* Fused: one slice, TILE_Q queries at a time; scratch holds two (TILE_Q, key_tile(S)) tiles and 2·TILE_Q floats. */
 static mha_status slice_fused(const bwd_job *job, size_t n, float *scratch) {
-    const size_t L = job->L, S = job->S, Dv = job->Dv;
-    float *sP = scratch, *sdP = scratch + TILE_Q * TILE_K, *lse = sdP + TILE_Q * TILE_K, *delta = lse + TILE_Q;
+    const size_t L = job->L, S = job->S, Dv = job->Dv, tk = key_tile(S);
+    const bool one_pass = tk >= S;
+    float *sP = scratch, *sdP = scratch + TILE_Q * tk, *lse = sdP + TILE_Q * tk, *delta = lse + TILE_Q;
     mat q = slice(job->q, job->nb, n), k = slice(job->k, job->nb, n), v = slice(job->v, job->nb, n);
     mat dO = slice(job->dout, job->nb, n), o = slice(job->out, job->nb, n);
     mask_view m = mask_slice(job->mask, job->nb, n);
@@ -148,47 +181,33 @@ static mha_status slice_fused(const bwd_job *job, size_t n, float *scratch) {
     for (size_t i0 = 0; i0 < L && st == MHA_OK; i0 += TILE_Q) {
         size_t bq = L - i0 < TILE_Q ? L - i0 : TILE_Q;
         if (mha_interrupted()) return mha_fail(MHA_E_INTERRUPTED, "sdpa_backward: interrupted at query %zu of %zu", i0, L);
-        /* pass 1: each row's log-sum-exp, online over the key tiles; delta_i = dO_i·out_i (= rowsum(P∘dP)) */
-        double run_max[TILE_Q], run_sum[TILE_Q];
-        for (size_t i = 0; i < bq; i++) run_max[i] = -INFINITY, run_sum[i] = 0.0;
-        for (size_t j0 = 0; j0 < S && st == MHA_OK; j0 += TILE_K) {
-            size_t bk = S - j0 < TILE_K ? S - j0 : TILE_K;
-            st = score_tile(job, sP, q, k, &m, i0, bq, j0, bk);
-            for (size_t i = 0; st == MHA_OK && i < bq; i++) {
-                double tile_max = -INFINITY;
-                for (size_t j = 0; j < bk; j++)
-                    if (sP[i * TILE_K + j] > tile_max || isnan(sP[i * TILE_K + j])) tile_max = sP[i * TILE_K + j];
-                double new_max = tile_max > run_max[i] || isnan(tile_max) ? tile_max : run_max[i];
-                if (new_max == -INFINITY) continue; /* all masked so far */
-                double sum = run_sum[i] * exp(run_max[i] - new_max);
-                for (size_t j = 0; j < bk; j++) sum += exp((double)sP[i * TILE_K + j] - new_max);
-                run_max[i] = new_max, run_sum[i] = sum;
-            }
-        }
-        if (st != MHA_OK) break;
+        /* delta_i = dO_i·out_i, which equals rowsum(P∘dP) since out_i = Σ_j P_ij v_j */
         for (size_t i = 0; i < bq; i++) {
-            lse[i] = (float)(run_max[i] + log(run_sum[i])); /* fully masked: -inf + log 0 = -inf, and P = NaN below */
             double d = 0.0;
             for (size_t c = 0; c < Dv; c++)
                 d += (double)dO.p[(ptrdiff_t)(i0 + i) * dO.rs + (ptrdiff_t)c * dO.cs] * o.p[(ptrdiff_t)(i0 + i) * o.rs + (ptrdiff_t)c * o.cs];
             delta[i] = (float)d;
         }
-        /* pass 2: P = exp(s - lse), dP = dO·vᵀ, dS = P∘(dP - delta)·scale, and the tile's gradients */
-        for (size_t j0 = 0; j0 < S && st == MHA_OK; j0 += TILE_K) {
-            size_t bk = S - j0 < TILE_K ? S - j0 : TILE_K;
-            st = score_tile(job, sP, q, k, &m, i0, bq, j0, bk);
+        if (!one_pass && (st = row_lse(job, lse, sP, tk, q, k, &m, i0, bq)) != MHA_OK) break;
+        /* pass 2: P (exact row softmax in one pass, else exp(s - lse)), dP = dO·vᵀ, dS = P∘(dP - delta)·scale */
+        for (size_t j0 = 0; j0 < S && st == MHA_OK; j0 += tk) {
+            size_t bk = S - j0 < tk ? S - j0 : tk;
+            st = score_tile(job, sP, tk, q, k, &m, i0, bq, j0, bk);
             if (st == MHA_OK)
-                st = mha_sgemm(sdP, TILE_K, dO.p + (ptrdiff_t)i0 * dO.rs, dO.rs, dO.cs, v.p + (ptrdiff_t)j0 * v.rs, v.cs, v.rs,
+                st = mha_sgemm(sdP, tk, dO.p + (ptrdiff_t)i0 * dO.rs, dO.rs, dO.cs, v.p + (ptrdiff_t)j0 * v.rs, v.cs, v.rs,
                                bq, bk, Dv, false);
             if (st != MHA_OK) break;
-            for (size_t i = 0; i < bq; i++)
-                for (size_t j = 0; j < bk; j++) {
-                    float p = expf(sP[i * TILE_K + j] - lse[i]);
-                    sP[i * TILE_K + j] = p;
-                    sdP[i * TILE_K + j] = hard_masked(&m, job->causal, i0 + i, j0 + j) ? 0.0f
-                                                                                         : p * (sdP[i * TILE_K + j] - delta[i]) * job->scale;
-                }
-            st = add_tile_grads(job, n, sdP, sP, TILE_K, i0, bq, j0, bk, q, k, dO);
+            if (one_pass) mha_softmax_rows(sP, tk, bq, bk); /* the forward's kernel: a fully masked row is NaN */
+            for (size_t i = 0; i < bq; i++) {
+                float *p = sP + i * tk, *ds = sdP + i * tk;
+                if (!one_pass)
+                    for (size_t j = 0; j < bk; j++) p[j] = expf(p[j] - lse[i]);
+                for (size_t j = 0; j < bk; j++) ds[j] = p[j] * (ds[j] - delta[i]) * job->scale;
+                if (job->causal || m.b)
+                    for (size_t j = 0; j < bk; j++)
+                        if (hard_masked(&m, job->causal, i0 + i, j0 + j)) ds[j] = 0.0f;
+            }
+            st = add_tile_grads(job, n, sdP, sP, tk, i0, bq, j0, bk, q, k, dO);
         }
     }
     return st;
@@ -197,7 +216,7 @@ static mha_status slice_fused(const bwd_job *job, size_t n, float *scratch) {
 static mha_status bwd_part(void *ctx, size_t part, size_t nparts) {
     bwd_job *job = ctx;
     const size_t L = job->L, S = job->S;
-    size_t floats = job->weights ? 2 * L * S : 2 * TILE_Q * TILE_K + 2 * TILE_Q;
+    size_t floats = job->weights ? 2 * L * S : 2 * TILE_Q * key_tile(S) + 2 * TILE_Q;
     float *scratch = mha_alloc((floats ? floats : 1) * sizeof *scratch);
     if (!scratch) {
         atomic_store(&job->failed, true);

@@ -12,9 +12,11 @@
  *   dS = P ∘ (dP - rowsum(P ∘ dP))        (softmax's backward; rowsum(P∘dP) = rowsum(dO∘out) when there is no dP_extra)
  *   dQ = dS·k·scale     dK = dSᵀ·q·scale
  * Plain (weights given): P read from the forward's weights (..., L, S).
- * Fused (weights NULL): out (the forward's result) is needed instead; for each tile of 64 queries, pass 1 finds
- *   each row's log-sum-exp over tiles of 128 keys, pass 2 recomputes P = exp(s - lse) tile by tile and adds the
- *   tile's share of dQ, dK, dV. Extra memory: two 64×128 tiles per thread beside the gradients themselves.
+ * Fused (weights NULL): out (the forward's result) is needed instead, for rowsum(P∘dP) = rowsum(dO∘out). For each
+ *   tile of 64 queries: up to 4096 keys the tile's whole score rows are recomputed and softmaxed (one pass, the
+ *   forward's row kernel); beyond, pass 1 finds each row's log-sum-exp over tiles of 512 keys and pass 2
+ *   recomputes P = exp(s - lse) tile by tile (the flash-attention method). Each tile adds its share of dQ, dK,
+ *   dV. Extra memory: two 64×min(S,4096 or 512) tiles per thread beside the gradients: O(S), never O(L·S).
  * Leading dims broadcast as in the forward; each gradient is summed back to its input's shape. dq, dk, dv may be
  * NULL (not wanted); dout or dweights may be NULL (no gradient there; dweights needs weights). The mask is a
  * constant (no gradient). Masked positions: one a bool mask or is_causal masks passes no gradient (dS = 0, the

@@ -120,8 +120,10 @@ static mha_tensor *checkindices(lua_State *L, int arg, size_t count, const char 
         if (!(p[i] >= 1.0f && p[i] <= (float)count && p[i] == floorf(p[i]))) {
             double bad = p[i];
             mha_release(&c);
-            luaL_error(L, "%s: %s %s: entry %I is %f; expected a whole number from 1 to %I (1-based)", fname, argname,
-                       lmha_shape(shape, given), (LUAI_UACINT)(i + 1), (lua_Number)bad, (LUAI_UACINT)count);
+            if (bad == floor(bad) && fabs(bad) < 1e15) lua_pushfstring(L, "%I", (LUAI_UACINT)bad); /* 5, not 5.0 */
+            else lua_pushfstring(L, "%f", (lua_Number)bad);
+            luaL_error(L, "%s: %s %s: entry %I is %s; expected a whole number from 1 to %I (1-based)", fname, argname,
+                       lmha_shape(shape, given), (LUAI_UACINT)(i + 1), lua_tostring(L, -1), (LUAI_UACINT)count);
         }
     }
     mha_release(&c);
