@@ -17,7 +17,7 @@ ALL_CFLAGS = $(DEFS) $(WARN) $(CFLAGS) $(SAN) -fPIC -Icore -Ilua/bind -Ilua/sys 
 # Sources, room by room (README.md, Layout). Each Lua helper is embedded under the module name it is
 # required by; a new file is added here by hand.
 CORE_SRC  = core/tensor.c core/ops.c core/rng.c core/npy.c core/kernels.c core/kernels_x86.c \
-            core/attention.c
+            core/functional.c core/sdpa.c core/multihead.c
 CORE_SRC += core/autograd.c core/autograd_ops.c core/autograd_nn.c core/nn_ops.c core/sdpa_backward.c \
             core/multihead_grad.c
 CORE_SRC += core/npz.c core/optim.c

@@ -31,8 +31,8 @@ void mha_sgemm_ref(float *c, size_t ldc,
     }
 }
 
-/* softmax of one row in place: w_j = exp(x_j - max x) / sum_k exp(x_k - max x).
- * A row whose entries are all -inf (every key masked) becomes NaN, as in PyTorch and NumPy. */
+/* softmax of one row in place: w_j = exp(x_j - max x) / sum_k exp(x_k - max x). The portable
+ * instruction set's row kernel. A row whose entries are all -inf (every key masked) becomes NaN. */
 static void softmax_row(float *row, size_t S) {
     float max = -INFINITY;
     for (size_t j = 0; j < S; j++)
@@ -49,55 +49,23 @@ static void softmax_row(float *row, size_t S) {
     for (size_t j = 0; j < S; j++) row[j] /= sum;
 }
 
-/* out = softmax(q·kᵀ·scale + mask)·v, in the order the lessons show it.
- * The (L,S) scores live in `weights` when the caller wants them, else in scratch. */
-mha_status mha_attention_ref(const mha_attn_args *args, float *weights) {
-    const size_t L = args->L, S = args->S, D = args->D, Dv = args->Dv;
-    float *scores = weights; /* (L,S) row-major */
-    size_t scratch_bytes = 0;
-    if (scores == NULL && L > 0 && S > 0) {
-        if (S > SIZE_MAX / sizeof(float) / L)
-            return mha_fail(MHA_E_NOMEM, "attention: (%zu,%zu) scores: size overflows", L, S);
-        scratch_bytes = L * S * sizeof(float);
-        scores = mha_alloc(scratch_bytes);
-        if (scores == NULL)
-            return mha_fail(MHA_E_NOMEM, "attention: (%zu,%zu) scores: out of memory", L, S);
-    }
-    mha_status status = MHA_OK;
-
-    /* pass 1: scores = q·kᵀ (kᵀ is k read with its strides swapped: no copy) */
-    status = mha_sgemm(scores, S, args->q, (ptrdiff_t)args->ld_q, 1, args->k, 1, (ptrdiff_t)args->ld_k,
-                       L, S, D, false);
-    if (status != MHA_OK) goto done;
-
-    /* pass 2: scale, add the mask, hide the future; pass 3: softmax along each row */
-    for (size_t i = 0; i < L; i++) {
-        float *row = scores + i * S;
-        for (size_t j = 0; j < S; j++) {
-            float x = row[j] * args->scale;
-            if (args->mask) x += args->mask[(ptrdiff_t)i * args->mask_rs + (ptrdiff_t)j * args->mask_cs];
-            if (args->causal && j > i) x = -INFINITY;
-            row[j] = x;
+/* softmax of each row in place: w_j = exp(x_j - max x) / sum_k exp(x_k - max x), summed in double.
+ * A row whose entries are all -inf (every key masked) becomes NaN, as in PyTorch and NumPy. */
+void mha_softmax_rows_ref(float *x, size_t ld, size_t rows, size_t n) {
+    for (size_t i = 0; i < rows; i++) {
+        float *row = x + i * ld;
+        float max = -INFINITY;
+        for (size_t j = 0; j < n; j++)
+            if (row[j] > max) max = row[j];
+        if (max == -INFINITY) {
+            for (size_t j = 0; j < n; j++) row[j] = NAN;
+            continue;
         }
+        double sum = 0.0;
+        for (size_t j = 0; j < n; j++) sum += exp((double)row[j] - max);
+        for (size_t j = 0; j < n; j++) row[j] = (float)(exp((double)row[j] - max) / sum);
     }
-    mha_softmax_rows(scores, S, L, S);
-    if (mha_interrupted()) {
-        status = mha_fail(MHA_E_INTERRUPTED, "attention: (%zu,%zu) scores: interrupted", L, S);
-        goto done;
-    }
-
-    /* pass 4: out = weights·v */
-    if (S == 0) {
-        for (size_t i = 0; i < L; i++) memset(args->out + i * args->ld_out, 0, Dv * sizeof(float));
-    } else {
-        status = mha_sgemm(args->out, args->ld_out, scores, (ptrdiff_t)S, 1, args->v, (ptrdiff_t)args->ld_v, 1,
-                           L, Dv, S, false);
-    }
-done:
-    if (scratch_bytes) mha_free(scores, scratch_bytes);
-    return status;
 }
-
 
 /* ---------------------------------------------------------------------------------------------
  * Instruction sets. The register tile and the softmax step are written once per instruction set

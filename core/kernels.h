@@ -28,7 +28,7 @@ bool mha_kernels_use_isa(const char *name);
 
 /* Threads. MHA_THREADS=N in the environment (read once, at the first call; default 1) lets one kernel
  * call split its work over N threads: mha_sgemm by blocks of rows or columns of C, the fused attention
- * by query tiles, the attention layer (core/attention.c) by (batch, head) slices. Only independent
+ * by query tiles, the attention layer (core/sdpa.c, core/multihead.c) by (batch, head) slices. Only independent
  * outputs are split, never a sum, so results are bit-identical to one thread on the same instruction
  * set. A call started on a thread that already runs a part stays on that thread (no nesting).
  * mha_kernels_threads: the threads a call made now may use (1 inside a part). mha_kernels_set_threads:
@@ -54,6 +54,8 @@ mha_status mha_run_parts(mha_part_fn fn, void *ctx, size_t nparts);
 /* softmax along each of `rows` rows of n contiguous floats (row stride ld), in place:
  * x_j <- exp(x_j - max x) / sum_k exp(x_k - max x), vectorised; a row of all -inf becomes NaN. */
 void mha_softmax_rows(float *x, size_t ld, size_t rows, size_t n);
+/* The same, as plain loops summing in double: the reference mha_softmax_rows is held equal to. */
+void mha_softmax_rows_ref(float *x, size_t ld, size_t rows, size_t n);
 
 /* One head of attention: out = softmax(q·kᵀ·scale + mask)·v.
  *   out (L,Dv) row stride ld_out; q (L,D) row stride ld_q; k (S,D) ld_k; v (S,Dv) ld_v (unit column stride)
@@ -72,8 +74,8 @@ typedef struct mha_attn_args {
     size_t L, S, D, Dv;
 } mha_attn_args;
 
-/* Reference: forms the (L,S) scores, softmax, then ·v. weights (L,S) row-major is written when not NULL. */
-mha_status mha_attention_ref(const mha_attn_args *args, float *weights);
+/* The reference of the fused kernel is the plain per-head path students run: mha_attention_plain
+ * (core/sdpa.h) on the reference kernels mha_sgemm_ref and mha_softmax_rows_ref. */
 /* Fused: online softmax over key tiles, never forms the (L,S) matrix; extra memory O(tile·(D+Dv)). */
 mha_status mha_attention_fused(const mha_attn_args *args);
 

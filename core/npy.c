@@ -350,7 +350,7 @@ static mha_status parse_named(mha_tensor *out, const unsigned char *bytes, size_
         return mha_fail(MHA_E_FORMAT, "%s: %s: %zu bytes after the data of shape %s of '%s' (two arrays saved "
                         "into one file?)", fn, what, have - need, shape, h.descr);
 
-    mha_status st = mha_empty(out, dt.kind == 'b' ? MHA_BOOL : MHA_FLOAT32, h.ndim, h.shape);
+    mha_status st = mha_empty_named(out, dt.kind == 'b' ? MHA_BOOL : MHA_FLOAT32, h.ndim, h.shape, "load");
     if (st != MHA_OK) return st;
     convert_data(out, bytes + preamble + header_len, &dt, &h);
     return MHA_OK;
@@ -511,7 +511,7 @@ mha_status mha_npy_save(const char *path, const mha_tensor *t) {
     size_t header_len = build_header(header, sizeof header, t->dtype == MHA_BOOL ? "|b1" : "<f4", t->ndim, t->shape);
     if (header_len == 0) return mha_fail(MHA_E_ARG, "save: '%s': header does not fit its buffer", path);
     mha_tensor c = MHA_TENSOR_EMPTY;
-    mha_status st = mha_contiguous(&c, t);
+    mha_status st = mha_contiguous_named(&c, t, "save");
     if (st != MHA_OK) return st;
     FILE *f = fopen(path, "wb");
     if (f == NULL) {

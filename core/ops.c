@@ -86,8 +86,7 @@ static mha_status refail(const char *fname, mha_status status) {
 }
 
 static mha_status alloc_out(const char *fname, mha_tensor *out, mha_dtype dtype, size_t ndim, const size_t *shape) {
-    mha_status st = mha_empty(out, dtype, ndim, shape);
-    return st == MHA_OK ? MHA_OK : refail(fname, st);
+    return mha_empty_named(out, dtype, ndim, shape, fname);
 }
 
 /* *use = t, or a float copy of t held in tmp when t is bool. */
@@ -1232,5 +1231,25 @@ mha_status mha_matmul(mha_tensor *out, const mha_tensor *a, const mha_tensor *b)
 done:
     mha_release(&a_copy);
     mha_release(&b_copy);
+    return st;
+}
+
+/* ---- whole-tensor equality ---- */
+
+mha_status mha_equal(bool *equal, const mha_tensor *a, const mha_tensor *b) {
+    if (a == NULL || a->storage == NULL || b == NULL || b->storage == NULL)
+        return mha_fail(MHA_E_ARG, "equal: %s is empty (released or never filled)",
+                        a == NULL || a->storage == NULL ? "a" : "b");
+    *equal = false;
+    if (a->dtype != b->dtype || !mha_same_shape(a, b)) return MHA_OK; /* no broadcasting, as torch.equal */
+    mha_tensor ca = MHA_TENSOR_EMPTY, cb = MHA_TENSOR_EMPTY;  /* C-order copies (shares when already so) */
+    mha_status st = mha_contiguous_named(&ca, a, "equal");
+    if (st == MHA_OK) st = mha_contiguous_named(&cb, b, "equal");
+    bool same = st == MHA_OK;
+    for (size_t i = 0, n = mha_numel(a); same && i < n; i++) /* float ==: NaN differs from itself, -0 == 0 */
+        same = a->dtype == MHA_BOOL ? mha_bool(&ca)[i] == mha_bool(&cb)[i] : mha_f32(&ca)[i] == mha_f32(&cb)[i];
+    mha_release(&ca);
+    mha_release(&cb);
+    if (st == MHA_OK) *equal = same;
     return st;
 }

@@ -117,18 +117,10 @@ static void fill_normal(float *x, size_t n, double mean, double std) {
     }
 }
 
-/* mha_empty's failure, its message renamed to the caller: "rand: shape ... has too many elements". */
-static mha_status renamed(mha_status status, const char *fname) {
-    char msg[512];
-    snprintf(msg, sizeof msg, "%s", mha_errmsg());
-    const char *rest = strncmp(msg, "empty: ", 7) == 0 ? msg + 7 : msg;
-    return mha_fail(status, "%s: %s", fname, rest);
-}
-
 mha_status mha_rand(mha_tensor *out, size_t ndim, const size_t *shape) {
     mha_tensor t = MHA_TENSOR_EMPTY;
-    mha_status st = mha_empty(&t, MHA_FLOAT32, ndim, shape);
-    if (st != MHA_OK) return renamed(st, "rand");
+    mha_status st = mha_empty_named(&t, MHA_FLOAT32, ndim, shape, "rand");
+    if (st != MHA_OK) return st;
     fill_uniform(mha_f32(&t), mha_numel(&t), 0.0f, 1.0f);
     *out = t;
     return MHA_OK;
@@ -136,8 +128,8 @@ mha_status mha_rand(mha_tensor *out, size_t ndim, const size_t *shape) {
 
 mha_status mha_randn(mha_tensor *out, size_t ndim, const size_t *shape) {
     mha_tensor t = MHA_TENSOR_EMPTY;
-    mha_status st = mha_empty(&t, MHA_FLOAT32, ndim, shape);
-    if (st != MHA_OK) return renamed(st, "randn");
+    mha_status st = mha_empty_named(&t, MHA_FLOAT32, ndim, shape, "randn");
+    if (st != MHA_OK) return st;
     fill_normal(mha_f32(&t), mha_numel(&t), 0.0, 1.0);
     *out = t;
     return MHA_OK;

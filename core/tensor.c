@@ -135,8 +135,7 @@ void mha_release(mha_tensor *t) {
     }
 }
 
-/* mha_empty, with errors naming the constructor the caller used (zeros, full, eye, ...). */
-static mha_status empty_named(mha_tensor *out, mha_dtype dtype, size_t ndim, const size_t *shape, const char *fname) {
+mha_status mha_empty_named(mha_tensor *out, mha_dtype dtype, size_t ndim, const size_t *shape, const char *fname) {
     char buf[160];
     if (ndim > MHA_MAX_DIMS)
         return mha_fail(MHA_E_ARG, "%s: %zu dimensions requested, at most %d supported", fname, ndim, MHA_MAX_DIMS);
@@ -167,17 +166,17 @@ static mha_status empty_named(mha_tensor *out, mha_dtype dtype, size_t ndim, con
 }
 
 mha_status mha_empty(mha_tensor *out, mha_dtype dtype, size_t ndim, const size_t *shape) {
-    return empty_named(out, dtype, ndim, shape, "empty");
+    return mha_empty_named(out, dtype, ndim, shape, "empty");
 }
 
 mha_status mha_zeros(mha_tensor *out, mha_dtype dtype, size_t ndim, const size_t *shape) {
-    mha_status st = empty_named(out, dtype, ndim, shape, "zeros");
+    mha_status st = mha_empty_named(out, dtype, ndim, shape, "zeros");
     if (st == MHA_OK) memset(out->storage->data, 0, out->storage->nbytes);
     return st;
 }
 
 mha_status mha_full(mha_tensor *out, size_t ndim, const size_t *shape, float value) {
-    mha_status st = empty_named(out, MHA_FLOAT32, ndim, shape, "full");
+    mha_status st = mha_empty_named(out, MHA_FLOAT32, ndim, shape, "full");
     if (st != MHA_OK) return st;
     float *p = mha_f32(out);
     for (size_t i = 0, n = mha_numel(out); i < n; i++) p[i] = value;
@@ -186,7 +185,7 @@ mha_status mha_full(mha_tensor *out, size_t ndim, const size_t *shape, float val
 
 mha_status mha_eye(mha_tensor *out, size_t n, size_t m) {
     size_t shape[2] = {n, m};
-    mha_status st = empty_named(out, MHA_FLOAT32, 2, shape, "eye");
+    mha_status st = mha_empty_named(out, MHA_FLOAT32, 2, shape, "eye");
     if (st != MHA_OK) return st;
     memset(out->storage->data, 0, out->storage->nbytes);
     float *p = mha_f32(out);
@@ -206,7 +205,7 @@ mha_status mha_arange(mha_tensor *out, double start, double stop, double step) {
     if (count > 1e9)
         return mha_fail(MHA_E_ARG, "arange: %g elements from start %g, stop %g, step %g is too many", count, start, stop, step);
     size_t n = (size_t)count;
-    mha_status st = mha_empty(out, MHA_FLOAT32, 1, &n);
+    mha_status st = mha_empty_named(out, MHA_FLOAT32, 1, &n, "arange");
     if (st != MHA_OK) return st;
     float *p = mha_f32(out);
     for (size_t i = 0; i < n; i++) p[i] = (float)(start + (double)i * step);
@@ -278,9 +277,10 @@ static void gather(void *dst, const mha_tensor *src) {
     }
 }
 
-mha_status mha_clone(mha_tensor *out, const mha_tensor *t) {
-    if (!t->storage) return mha_fail(MHA_E_ARG, "clone: the tensor is empty (released)");
-    mha_status st = mha_empty(out, t->dtype, t->ndim, t->shape);
+/* mha_clone, its allocation failure named fname. */
+static mha_status clone_named(mha_tensor *out, const mha_tensor *t, const char *fname) {
+    if (!t->storage) return mha_fail(MHA_E_ARG, "%s: the tensor is empty (released)", fname);
+    mha_status st = mha_empty_named(out, t->dtype, t->ndim, t->shape, fname);
     if (st != MHA_OK) return st;
     if (mha_numel(t) == 0) return MHA_OK;
     if (mha_is_contiguous(t))
@@ -290,17 +290,22 @@ mha_status mha_clone(mha_tensor *out, const mha_tensor *t) {
     return MHA_OK;
 }
 
-mha_status mha_contiguous(mha_tensor *out, const mha_tensor *t) {
+mha_status mha_clone(mha_tensor *out, const mha_tensor *t) { return clone_named(out, t, "clone"); }
+
+mha_status mha_contiguous_named(mha_tensor *out, const mha_tensor *t, const char *fname) {
     if (t->storage && mha_is_contiguous(t)) return mha_share(out, t);
-    return mha_clone(out, t);
+    return clone_named(out, t, fname);
 }
 
+mha_status mha_contiguous(mha_tensor *out, const mha_tensor *t) { return mha_contiguous_named(out, t, "contiguous"); }
+
 mha_status mha_to_dtype(mha_tensor *out, const mha_tensor *t, mha_dtype dtype) {
-    if (t->dtype == dtype) return mha_clone(out, t);
+    const char *fname = dtype == MHA_FLOAT32 ? "float" : "bool"; /* torch's t.float(), t.bool() */
+    if (t->dtype == dtype) return clone_named(out, t, fname);
     mha_tensor src = MHA_TENSOR_EMPTY;
-    mha_status st = mha_contiguous(&src, t);
+    mha_status st = mha_contiguous_named(&src, t, fname);
     if (st != MHA_OK) return st;
-    st = mha_empty(out, dtype, t->ndim, t->shape);
+    st = mha_empty_named(out, dtype, t->ndim, t->shape, fname);
     if (st != MHA_OK) { mha_release(&src); return st; }
     size_t n = mha_numel(t);
     if (dtype == MHA_FLOAT32) {
@@ -326,7 +331,7 @@ mha_status mha_copy_into(mha_tensor *dst, const mha_tensor *src) {
         return mha_fail(MHA_E_SHAPE, "copy: source %s cannot broadcast to destination %s",
                         mha_shape_str(a, sizeof a, src), mha_shape_str(b, sizeof b, dst));
     /* gather first, so an overlapping source (a view of dst) is read before it is written */
-    st = mha_clone(&flat, &view);
+    st = clone_named(&flat, &view, "copy");
     mha_release(&view);
     if (st != MHA_OK) return st;
     size_t n = mha_numel(dst), es = dtype_size(dst->dtype);
@@ -474,7 +479,7 @@ mha_status mha_reshape(mha_tensor *out, const mha_tensor *t, size_t ndim, const 
     if (st != MHA_OK) return st;
     if (view_strides(new_stride, t, ndim, new_shape)) return mha_view(out, t, ndim, shape);
     mha_tensor copy = MHA_TENSOR_EMPTY;
-    st = mha_clone(&copy, t);
+    st = clone_named(&copy, t, "reshape");
     if (st != MHA_OK) return st;
     st = mha_view(out, &copy, ndim, shape);
     mha_release(&copy);

@@ -96,6 +96,9 @@ void mha_reset_peak(void);               /* peak := live */
 
 void mha_release(mha_tensor *t);                  /* drop t's reference; t becomes empty; NULL-safe */
 mha_status mha_empty(mha_tensor *out, mha_dtype dtype, size_t ndim, const size_t *shape);
+/* mha_empty for a caller that allocates on behalf of a function of its own: a failure is named fname
+ * ("softmax: out of memory allocating ..."), the function the user called, never "empty". */
+mha_status mha_empty_named(mha_tensor *out, mha_dtype dtype, size_t ndim, const size_t *shape, const char *fname);
 mha_status mha_zeros(mha_tensor *out, mha_dtype dtype, size_t ndim, const size_t *shape);
 mha_status mha_full(mha_tensor *out, size_t ndim, const size_t *shape, float value);
 mha_status mha_eye(mha_tensor *out, size_t n, size_t m);                        /* (n,m) float */
@@ -103,6 +106,7 @@ mha_status mha_arange(mha_tensor *out, double start, double stop, double step); 
 mha_status mha_share(mha_tensor *out, const mha_tensor *t);     /* a second reference to t's view */
 mha_status mha_clone(mha_tensor *out, const mha_tensor *t);     /* a contiguous copy */
 mha_status mha_contiguous(mha_tensor *out, const mha_tensor *t); /* shares if t is contiguous */
+mha_status mha_contiguous_named(mha_tensor *out, const mha_tensor *t, const char *fname); /* a copy's failure names fname */
 mha_status mha_to_dtype(mha_tensor *out, const mha_tensor *t, mha_dtype dtype); /* bool<->1/0 */
 mha_status mha_copy_into(mha_tensor *dst, const mha_tensor *src); /* dst[...] = src, broadcasting src */
 
@@ -154,6 +158,9 @@ mha_status mha_compare(mha_tensor *out, mha_cmpop op, const mha_tensor *a, const
 mha_status mha_compare_scalar(mha_tensor *out, mha_cmpop op, const mha_tensor *a, float s);        /* bool */
 mha_status mha_logical(mha_tensor *out, mha_logicop op, const mha_tensor *a, const mha_tensor *b); /* bool, bool */
 mha_status mha_logical_not(mha_tensor *out, const mha_tensor *a);
+/* torch.equal: *equal is true when a and b have the same dtype, the same shape (no broadcasting: (1,3)
+ * and (2,3) are not equal) and equal elements (NaN equals nothing, itself included; -0 equals 0). */
+mha_status mha_equal(bool *equal, const mha_tensor *a, const mha_tensor *b);
 mha_status mha_unary(mha_tensor *out, mha_unop op, const mha_tensor *t);
 mha_status mha_where(mha_tensor *out, const mha_tensor *cond, const mha_tensor *a, const mha_tensor *b);
 /* out = t with value wherever mask (bool, broadcast to t's shape) is true. value may be -INFINITY. */

@@ -45,19 +45,6 @@ int lmha_result(lua_State *L, mha_status status) {
     return lmha_fail(L, status, NULL, NULL);
 }
 
-/* The core functions that allocate for others: a failure inside them is reported under their name
- * ("empty: out of memory ..."), which the student never called. */
-static const char *const core_internal_names[] = {"empty", "sgemm", "attention", NULL};
-
-/* Length of the "name: " that msg starts with when name is one of core_internal_names, else 0. */
-static size_t internal_prefix(const char *msg) {
-    for (size_t i = 0; core_internal_names[i]; i++) {
-        size_t n = strlen(core_internal_names[i]);
-        if (strncmp(msg, core_internal_names[i], n) == 0 && msg[n] == ':' && msg[n + 1] == ' ') return n + 2;
-    }
-    return 0;
-}
-
 static int starts_with_name(const char *msg, const char *fname) {
     size_t n = strlen(fname);
     return strncmp(msg, fname, n) == 0 && msg[n] == ':';
@@ -92,9 +79,7 @@ int lmha_fail(lua_State *L, mha_status status, const char *fname, const char *hi
     if (!hint) hint = "";
     if (status != MHA_E_NOMEM) return luaL_error(L, "%s%s", msg, hint);
     if (!fname) fname = called_name(L);
-    size_t internal = internal_prefix(msg);
-    if (fname && (internal || !starts_with_name(msg, fname)))
-        return luaL_error(L, "%s: %s%s", fname, msg + internal, hint);
+    if (fname && !starts_with_name(msg, fname)) return luaL_error(L, "%s: %s%s", fname, msg, hint);
     return luaL_error(L, "%s%s", msg, hint);
 }
 
@@ -328,7 +313,7 @@ static mha_tensor *tensor_from_table(lua_State *L, int idx, const char *fname) {
     idx = lua_absindex(L, idx);
     table_shape(L, idx, &w);
     w.out = lmha_newtensor(L);
-    lmha_result(L, mha_empty(w.out, w.leaf_type == LUA_TBOOLEAN ? MHA_BOOL : MHA_FLOAT32, w.ndim, w.shape));
+    lmha_result(L, mha_empty_named(w.out, w.leaf_type == LUA_TBOOLEAN ? MHA_BOOL : MHA_FLOAT32, w.ndim, w.shape, w.fname));
     lua_pushvalue(L, idx);
     table_fill(L, &w, 0);
     lua_pop(L, 1);

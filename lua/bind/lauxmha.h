@@ -22,9 +22,9 @@ mha_tensor *lmha_newtensor(lua_State *L);                  /* pushes an empty te
 /* Pushes the result of a core call into the empty userdata at the top, or raises the core's
  * message as a Lua error when status != MHA_OK (the userdata stays empty and is collected). */
 int lmha_result(lua_State *L, mha_status status);
-/* Raises the core's message for status (never MHA_OK), then hint (or nothing when NULL). Out of memory
- * is reported under fname (NULL: the name Lua called this function by), never under the core function
- * that allocated ("empty: out of memory ..." from a call the student did not make). */
+/* Raises the core's message for status (never MHA_OK), then hint (or nothing when NULL). The core names
+ * allocation failures by the function that allocated; an out-of-memory message that does not start with
+ * fname (NULL: the name Lua called this function by) gets it in front: "ones: full: out of memory ...". */
 int lmha_fail(lua_State *L, mha_status status, const char *fname, const char *hint);
 /* Raises an error naming fname when t has elements sharing one memory location (a stride 0 along a dim of
  * size > 1, as expand() makes): PyTorch refuses copy_ and the random fills into such a tensor. */

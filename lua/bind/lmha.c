@@ -460,7 +460,7 @@ static int l_sdpa(lua_State *L) {
     mha_tensor *weights = need_weights ? lmha_newtensor(L) : NULL;
     mha_status st = mha_ag_sdpa(out, weights, q, k, v, &opt);
     if (st != MHA_OK)
-        return lmha_fail(L, st, fname, need_weights && st == MHA_E_NOMEM
+        return lmha_fail(L, st, NULL, need_weights && st == MHA_E_NOMEM
                                            ? "; with need_weights=false the fused path never forms the (L,S) weights"
                                            : NULL);
     lmha_result(L, st);

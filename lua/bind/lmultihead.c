@@ -248,31 +248,6 @@ static void forward_args(lua_State *L, const mha_tensor **qkv, mha_forward_optio
     opt->is_causal = lmha_optboolean(L, 5, "is_causal", 0, fname);
 }
 
-/* "28.8 GB": a byte count for people (decimal units, as memory is sold). */
-static const char *human_bytes(lua_State *L, double bytes) {
-    if (bytes >= 1e12) return lua_pushfstring(L, "%f TB", floor(bytes / 1e11) / 10);
-    if (bytes >= 1e9) return lua_pushfstring(L, "%f GB", floor(bytes / 1e8) / 10);
-    return lua_pushfstring(L, "%f MB", floor(bytes / 1e5) / 10);
-}
-
-/* Raises the error of a failed forward. When memory ran out forming the per-head attention weights
- * (N,H,L,S), which need_weights asks for and which grow as L·S, it says so and how to avoid them. */
-static int forward_failed(lua_State *L, mha_status st, const mha_multihead *m, const mha_tensor **qkv,
-                          int need_weights, const char *fname) {
-    const mha_tensor *q = qkv[0], *k = qkv[1];
-    if (st != MHA_E_NOMEM || !need_weights || q->ndim < 2 || k->ndim < 2) return lmha_fail(L, st, fname, NULL);
-    size_t N = q->ndim == 3 ? q->shape[0] : 1, Lq = q->shape[q->ndim - 2];
-    size_t S = k->shape[k->ndim - 2] + (m->add_bias_kv ? 1 : 0) + (m->add_zero_attn ? 1 : 0);
-    mha_tensor heads = {.ndim = 4, .shape = {N, m->num_heads, Lq, S}}; /* only its shape, to print */
-    char shape[MHA_SHAPE_BUF];
-    lmha_shape(shape, &heads);
-    if (!strstr(mha_errmsg(), shape)) return lmha_fail(L, st, fname, NULL); /* something else ran out */
-    double bytes = (double)N * (double)m->num_heads * (double)Lq * (double)S * sizeof(float);
-    return luaL_error(L, "%s: out of memory: the %s attention weights need %s; pass need_weights=false to use the fused "
-                         "path, which never forms them",
-                      fname, shape, human_bytes(L, bytes));
-}
-
 /* m:forward(query, key, value [, opts]) -> out, weights (weights nil when need_weights=false).
  * opts: key_padding_mask, attn_mask, need_weights=true, average_attn_weights=true, is_causal=false. */
 static int m_forward(lua_State *L) {
@@ -284,7 +259,7 @@ static int m_forward(lua_State *L) {
     mha_tensor *out = lmha_newtensor(L);
     mha_tensor *weights = opt.need_weights ? lmha_newtensor(L) : NULL;
     mha_status st = mha_ag_multihead_forward(out, weights, m, qkv[0], qkv[1], qkv[2], &opt);
-    if (st != MHA_OK) return forward_failed(L, st, m, qkv, opt.need_weights, "MultiheadAttention.forward");
+    if (st != MHA_OK) return lmha_fail(L, st, "MultiheadAttention.forward", NULL);
     lmha_result(L, st);
     if (!weights) lua_pushnil(L);
     return 2;

@@ -389,15 +389,11 @@ static int t_unm(lua_State *L) {
  * must give a boolean: the elementwise comparison is a:eq(b), giving a bool tensor. */
 static int t_eq(lua_State *L) {
     mha_tensor *a = lmha_testtensor(L, 1), *b = lmha_testtensor(L, 2);
-    if (!a || !b || a->dtype != b->dtype || !mha_same_shape(a, b)) { lua_pushboolean(L, 0); return 1; }
-    mha_tensor ca = MHA_TENSOR_EMPTY, cb = MHA_TENSOR_EMPTY; /* C-order copies (shares when already so) */
-    mha_status st = mha_contiguous(&ca, a);
-    if (st == MHA_OK) st = mha_contiguous(&cb, b);
-    int equal = st == MHA_OK;
-    for (size_t i = 0, n = mha_numel(a); equal && i < n; i++)
-        equal = a->dtype == MHA_BOOL ? mha_bool(&ca)[i] == mha_bool(&cb)[i] : mha_f32(&ca)[i] == mha_f32(&cb)[i];
-    mha_release(&ca), mha_release(&cb);
-    if (st != MHA_OK) return lmha_result(L, st);
+    bool equal = false;
+    if (a && b) {
+        mha_status st = mha_equal(&equal, a, b);
+        if (st != MHA_OK) return lmha_fail(L, st, NULL, NULL);
+    }
     lua_pushboolean(L, equal);
     return 1;
 }

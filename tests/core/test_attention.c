@@ -1,6 +1,8 @@
 /* tests/core/test_attention.c - the attention layer against its references: torch 1.13's MultiheadAttention
- * and float64 NumPy formulas (tests/fixtures/, written by tests/fixtures/gen/gen_fixtures.py), plus fused vs plain sdpa,
- * the trace's consistency, init, and the error messages. Tolerance: |got - want| <= 1e-6 + 1e-5·|want|. */
+ * and float64 NumPy formulas (tests/fixtures/, written by tests/fixtures/gen/gen_fixtures.py), plus the fused kernel
+ * against the plain per-head path on the reference kernels, the trace's consistency, init, mha_equal, the bytes a
+ * forward needs, and the error messages (out of memory named by the function called).
+ * Tolerance: |got - want| <= 1e-6 + 1e-5·|want| unless a test states its own. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -730,6 +732,320 @@ static void test_errors(void) {
     mha_multihead_release(&m);
 }
 
+/* ---- the plain per-head path, on the reference kernels, is the reference of the fused kernel ---- */
+
+/* Tolerance of fused against plain: |fused - plain| <= 2e-6 + 1e-5·|plain| (test_kernels' for the fused
+ * kernel against the formula in double; the plain path on mha_attn_ref sums in double too). */
+#define FUSED_ATOL 2e-6
+
+/* One head on mha_attn_ref by hand: q = [1], k = [0; ln 3], v = [4; 8], scale 1: the weights are
+ * softmax([0, ln 3]) = [1/4, 3/4] and out = 4/4 + 8·3/4 = 7. */
+static void test_plain_by_hand(void) {
+    const float q[1] = {1.0f}, k[2] = {0.0f, logf(3.0f)}, v[2] = {4.0f, 8.0f};
+    float out[1] = {0}, weights[2] = {0};
+    mha_head_args h = {.out = out, .ld_out = 1, .q = q, .ld_q = 1, .k = k, .ld_k = 1, .v = v, .ld_v = 1,
+                       .mask_cols = 2, .scale = 1.0f, .L = 1, .S = 2, .D = 1, .Dv = 1};
+    mha_status st = mha_attention_plain(&h, &mha_attn_ref, weights, NULL, NULL);
+    CHECK("attention_plain[ref]: by hand, softmax([0, ln 3]) = [1/4, 3/4], out = 7",
+          st == MHA_OK && fabsf(weights[0] - 0.25f) < 1e-7f && fabsf(weights[1] - 0.75f) < 1e-7f &&
+              fabsf(out[0] - 7.0f) < 1e-6f, "weights %.9g %.9g, out %.9g", (double)weights[0], (double)weights[1],
+          (double)out[0]);
+    /* the same head with the second key masked (bool) and causal from the first: only key 0 is seen */
+    const bool pad[2] = {false, true};
+    h.pad = (mha_mask_src){.b = pad, .rs = 0, .cs = 1};
+    st = mha_attention_plain(&h, &mha_attn_ref, weights, NULL, NULL);
+    CHECK("attention_plain[ref]: a bool key padding row hides key 1: weights [1, 0], out = v[0]",
+          st == MHA_OK && weights[0] == 1.0f && weights[1] == 0.0f && out[0] == 4.0f, "weights %g %g, out %g",
+          (double)weights[0], (double)weights[1], (double)out[0]);
+}
+
+typedef struct ref_case {
+    const char *name;
+    size_t L, S, D, Dv;
+    int mask;          /* 0 none, 1 float (L,S) with -inf, 2 the same stored transposed, 3 key padding row */
+    bool causal;
+    size_t masked_rows; /* this many rows (every 3rd) fully masked: NaN on both paths */
+    float scale;        /* 0: 1/sqrt(D) */
+} ref_case;
+
+static float *uniform_floats(size_t n, float lo, float hi) {
+    mha_tensor t = MHA_TENSOR_EMPTY;
+    float *x = malloc((n ? n : 1) * sizeof *x);
+    if (n && mha_rand(&t, 1, &n) == MHA_OK)
+        for (size_t i = 0; i < n; i++) x[i] = lo + (hi - lo) * mha_f32(&t)[i];
+    mha_release(&t);
+    return x;
+}
+
+/* fused == plain on mha_attn_ref for one case, padded rows so every leading dimension is honoured; the
+ * plain path on the fast kernels (what sdpa and MultiheadAttention run) is held to it too. */
+static void check_ref_case(const char *isa, const ref_case *c) {
+    const size_t L = c->L, S = c->S, D = c->D, Dv = c->Dv, ld_q = D + 3, ld_k = D + 1, ld_v = Dv + 2;
+    float *q = uniform_floats(L * ld_q, -1, 1), *k = uniform_floats(S * ld_k, -1, 1);
+    float *v = uniform_floats(S * ld_v, -1, 1), *mask = NULL;
+    ptrdiff_t rs = 0, cs = 1;
+    if (c->mask == 1 || c->mask == 2) {
+        mask = uniform_floats(L * S, -2, 2);
+        for (size_t i = 0; i < L * S; i += 5) mask[i] = -INFINITY;
+        rs = c->mask == 1 ? (ptrdiff_t)S : 1, cs = c->mask == 1 ? 1 : (ptrdiff_t)L;
+        for (size_t r = 0; r < c->masked_rows; r++)
+            for (size_t j = 0; j < S; j++) mask[(ptrdiff_t)(3 * r) * rs + (ptrdiff_t)j * cs] = -INFINITY;
+    } else if (c->mask == 3) {
+        mask = calloc(S, sizeof *mask);
+        for (size_t j = S - S / 3; j < S; j++) mask[j] = -INFINITY;
+    }
+    float *fused = malloc(L * Dv * sizeof(float)), *plain = malloc(L * Dv * sizeof(float));
+    float *fast = malloc(L * Dv * sizeof(float)), *w_ref = malloc(L * S * sizeof(float));
+    float *w_fast = malloc(L * S * sizeof(float));
+    const float scale = c->scale ? c->scale : 1.0f / sqrtf((float)D);
+    mha_attn_args args = {.out = fused, .ld_out = Dv, .q = q, .ld_q = ld_q, .k = k, .ld_k = ld_k, .v = v, .ld_v = ld_v,
+                          .mask = mask, .mask_rs = rs, .mask_cs = cs, .causal = c->causal, .scale = scale,
+                          .L = L, .S = S, .D = D, .Dv = Dv};
+    mha_head_args head = {.out = plain, .ld_out = Dv, .q = q, .ld_q = ld_q, .k = k, .ld_k = ld_k, .v = v, .ld_v = ld_v,
+                          .attn = {.f = mask, .rs = rs, .cs = cs}, .mask_cols = S, .causal = c->causal,
+                          .scale = scale, .L = L, .S = S, .D = D, .Dv = Dv};
+    mha_status s1 = mha_attention_fused(&args);
+    mha_status s2 = mha_attention_plain(&head, &mha_attn_ref, w_ref, NULL, NULL);
+    head.out = fast;
+    mha_status s3 = mha_attention_plain(&head, &mha_attn_fast, w_fast, NULL, NULL);
+    char name[200];
+    snprintf(name, sizeof name, "attention_fused[%s] == attention_plain[ref]: %s (L=%zu S=%zu D=%zu Dv=%zu)", isa,
+             c->name, L, S, D, Dv);
+    if (s1 != MHA_OK || s2 != MHA_OK || s3 != MHA_OK) check_report(0, name, "status %d %d %d: %s", s1, s2, s3, mha_errmsg());
+    else check_close_array(name, fused, plain, L * Dv, RTOL, FUSED_ATOL);
+    snprintf(name, sizeof name, "attention_plain[fast, %s] == attention_plain[ref]: %s, out and weights", isa, c->name);
+    if (s1 == MHA_OK && s2 == MHA_OK && s3 == MHA_OK) {
+        int ok = 1;
+        for (size_t i = 0; ok && i < L * Dv; i++) ok = check_close_value(fast[i], plain[i], RTOL, FUSED_ATOL);
+        for (size_t i = 0; ok && i < L * S; i++) ok = check_close_value(w_fast[i], w_ref[i], RTOL, 1e-7);
+        double worst = 0; /* each weights row sums to 1, or is NaN where every key is masked */
+        for (size_t i = 0; ok && i < L; i++) {
+            double sum = 0;
+            for (size_t j = 0; j < S; j++) sum += w_ref[i * S + j];
+            if (S > 0 && !isnan(sum) && fabs(sum - 1.0) > worst) worst = fabs(sum - 1.0); /* no keys: no weights */
+            if (isnan(sum) != isnan(plain[i * Dv])) ok = 0;
+        }
+        CHECK(name, ok && worst < 1e-6, "differ (or a weights row sum is off by %g)", worst);
+    }
+    free(q); free(k); free(v); free(mask); free(fused); free(plain); free(fast); free(w_ref); free(w_fast);
+}
+
+static void test_plain_reference(void) {
+    const ref_case cases[] = {
+        {"no mask", 33, 65, 16, 16, 0, false, 0, 0},
+        {"one query, one key", 1, 1, 7, 3, 0, false, 0, 0},
+        {"no keys: zeros", 3, 0, 4, 5, 0, false, 0, 0},
+        {"L != S, D != Dv", 17, 129, 7, 33, 0, false, 0, 0},
+        {"float (L,S) mask with -inf", 65, 33, 17, 65, 1, false, 0, 0},
+        {"mask stored transposed (strides)", 33, 17, 8, 8, 2, false, 0, 0},
+        {"key padding row", 129, 257, 64, 64, 3, false, 0, 0},
+        {"causal, L > S", 65, 17, 3, 7, 0, true, 0, 0},
+        {"causal and key padding", 129, 129, 32, 16, 3, true, 0, 0},
+        {"fully masked rows come out NaN", 33, 65, 16, 16, 1, false, 5, 0},
+        {"several query and key tiles, causal", 600, 700, 64, 33, 3, true, 0, 0},
+        {"scale 0.5", 40, 50, 8, 8, 1, false, 0, 0.5f},
+    };
+    const char *isas[] = {"avx512", "avx2", "portable"};
+    const char *best = mha_kernels_isa();
+    for (size_t i = 0; i < sizeof isas / sizeof *isas; i++) {
+        if (!mha_kernels_use_isa(isas[i])) continue; /* this CPU cannot run it: test_kernels says so */
+        mha_seed(21);
+        for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) check_ref_case(isas[i], &cases[c]);
+    }
+    mha_kernels_use_isa(best);
+}
+
+/* ---- mha_equal: torch.equal ---- */
+
+static void test_equal(void) {
+    mha_tensor a = MHA_TENSOR_EMPTY, b = MHA_TENSOR_EMPTY, row = MHA_TENSOR_EMPTY, t = MHA_TENSOR_EMPTY;
+    mha_tensor bools = MHA_TENSOR_EMPTY, e0 = MHA_TENSOR_EMPTY, e1 = MHA_TENSOR_EMPTY, released = MHA_TENSOR_EMPTY;
+    mha_arange(&a, 0, 6, 1);
+    mha_tensor a23 = MHA_TENSOR_EMPTY, a32 = MHA_TENSOR_EMPTY, at = MHA_TENSOR_EMPTY;
+    mha_view(&a23, &a, 2, (ptrdiff_t[]){2, 3});
+    mha_clone(&b, &a23);
+    bool eq = false;
+    mha_status st = mha_equal(&eq, &a23, &b);
+    CHECK("equal: a tensor and its copy", st == MHA_OK && eq, "status %d eq %d", st, eq);
+    mha_f32(&b)[4] = 4.5f;
+    st = mha_equal(&eq, &a23, &b);
+    CHECK("equal: one element differs", st == MHA_OK && !eq, "status %d eq %d", st, eq);
+    mha_full(&row, 2, (size_t[]){1, 3}, 1.0f);
+    mha_full(&t, 2, (size_t[]){2, 3}, 1.0f);
+    st = mha_equal(&eq, &row, &t);
+    CHECK("equal: (1,3) and (2,3) of ones are not equal (no broadcasting, as torch.equal)", st == MHA_OK && !eq,
+          "status %d eq %d", st, eq);
+    mha_tensor expanded = MHA_TENSOR_EMPTY;
+    mha_expand(&expanded, &row, 2, (size_t[]){2, 3});
+    st = mha_equal(&eq, &expanded, &t);
+    CHECK("equal: an expanded (stride 0) view equals the tensor it looks like", st == MHA_OK && eq, "status %d eq %d",
+          st, eq);
+    mha_release(&expanded);
+    /* a transposed (non-contiguous) view against its contiguous copy */
+    mha_transpose(&at, &a23, 0, 1);
+    mha_clone(&a32, &at);
+    st = mha_equal(&eq, &at, &a32);
+    CHECK("equal: a transposed view and its contiguous copy", st == MHA_OK && eq, "status %d eq %d", st, eq);
+    st = mha_equal(&eq, &at, &a23);
+    CHECK("equal: (3,2) and (2,3) differ", st == MHA_OK && !eq, "status %d eq %d", st, eq);
+    mha_compare_scalar(&bools, MHA_GT, &t, 0.0f);
+    st = mha_equal(&eq, &bools, &t);
+    CHECK("equal: bool and float of the same values differ (dtype)", st == MHA_OK && !eq, "status %d eq %d", st, eq);
+    mha_tensor bools2 = MHA_TENSOR_EMPTY;
+    mha_compare_scalar(&bools2, MHA_GE, &t, 1.0f);
+    st = mha_equal(&eq, &bools, &bools2);
+    CHECK("equal: two bool tensors of the same values", st == MHA_OK && eq, "status %d eq %d", st, eq);
+    mha_release(&bools2);
+    mha_f32(&t)[2] = NAN;
+    st = mha_equal(&eq, &t, &t);
+    CHECK("equal: NaN is not equal to itself, so neither is a tensor holding one", st == MHA_OK && !eq,
+          "status %d eq %d", st, eq);
+    mha_f32(&t)[2] = -0.0f;
+    mha_release(&row);
+    mha_clone(&row, &t);
+    mha_f32(&row)[2] = 0.0f;
+    st = mha_equal(&eq, &t, &row);
+    CHECK("equal: -0 equals 0", st == MHA_OK && eq, "status %d eq %d", st, eq);
+    mha_zeros(&e0, MHA_FLOAT32, 2, (size_t[]){0, 3});
+    mha_zeros(&e1, MHA_FLOAT32, 2, (size_t[]){0, 3});
+    st = mha_equal(&eq, &e0, &e1);
+    CHECK("equal: two (0,3) tensors", st == MHA_OK && eq, "status %d eq %d", st, eq);
+    size_t live = mha_live_bytes();
+    st = mha_equal(&eq, &e0, &released);
+    expect_error("equal: a released tensor is an error naming it", st, MHA_E_ARG, "equal: b is empty (released", live);
+    mha_tensor *all[] = {&a, &b, &row, &t, &bools, &e0, &e1, &a23, &a32, &at};
+    for (size_t j = 0; j < sizeof all / sizeof *all; j++) mha_release(all[j]);
+}
+
+/* ---- the bytes a forward needs, against what it allocates ---- */
+
+/* The forward's peak extra memory is what mha_multihead_forward_bytes said, plus at most the kernels'
+ * packing buffers (sgemm packs at most a 256x2048 slice of B and a 144x256 block of A: 2.25 MB) and the
+ * storage headers (a few hundred bytes). */
+#define PACKING_BYTES ((256.0 * 2048 + 144 * 256) * sizeof(float) + 4096)
+
+static void test_forward_bytes(void) {
+    const size_t N = 2, L = 300, S = 200, E = 32, H = 4;
+    struct {
+        const char *name;
+        bool bias_kv, zero_attn, weights, average, trace, kpm, causal;
+    } cases[] = {
+        {"averaged weights", false, false, true, true, false, false, false},
+        {"per-head weights", false, false, true, false, false, false, false},
+        {"no weights: fused, key padding, causal", false, false, false, false, false, true, true},
+        {"no weights, bias_kv and zero_attn: one scores slice", true, true, false, false, false, false, true},
+        {"trace", true, false, false, false, true, true, false},
+    };
+    mha_tensor q = MHA_TENSOR_EMPTY, kv = MHA_TENSOR_EMPTY, kpm = MHA_TENSOR_EMPTY;
+    mha_seed(8);
+    mha_randn(&q, 3, (size_t[]){N, L, E});
+    mha_randn(&kv, 3, (size_t[]){N, S, E});
+    mha_zeros(&kpm, MHA_BOOL, 2, (size_t[]){N, S});
+    mha_bool(&kpm)[3] = true;
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        mha_multihead m = {0};
+        mha_multihead_init(&m, &(mha_multihead_options){.embed_dim = E, .num_heads = H, .bias = true,
+                                                         .add_bias_kv = cases[i].bias_kv,
+                                                         .add_zero_attn = cases[i].zero_attn});
+        mha_forward_options o = {.need_weights = cases[i].weights, .average_attn_weights = cases[i].average,
+                                 .key_padding_mask = cases[i].kpm ? &kpm : NULL, .is_causal = cases[i].causal};
+        mha_forward_bytes need = {0};
+        mha_status st = mha_multihead_forward_bytes(&need, &m, &q, &kv, &kv, &o, cases[i].weights, cases[i].trace);
+        mha_tensor out = MHA_TENSOR_EMPTY, w = MHA_TENSOR_EMPTY;
+        mha_trace trace = {0};
+        size_t before = mha_live_bytes();
+        mha_reset_peak();
+        if (st == MHA_OK)
+            st = mha_multihead_forward(&out, cases[i].weights ? &w : NULL, &m, &q, &kv, &kv, &o,
+                                       cases[i].trace ? &trace : NULL);
+        double extra = (double)(mha_peak_bytes() - before);
+        char name[200];
+        snprintf(name, sizeof name, "forward_bytes: %s: total <= the forward's peak extra <= total + packing", cases[i].name);
+        CHECK(name, st == MHA_OK && need.total <= extra && extra <= need.total + PACKING_BYTES,
+              "status %s (%s), total %.0f, peak extra %.0f", mha_status_name(st), mha_errmsg(), need.total, extra);
+        const size_t S2 = S + cases[i].bias_kv + cases[i].zero_attn;
+        double per_head = (double)(N * H * L * S2 * sizeof(float));
+        bool kept = cases[i].weights || cases[i].trace;
+        snprintf(name, sizeof name, "forward_bytes: %s: weights are %s", cases[i].name,
+                 kept ? "the (N,H,L,S') per-head weights" : "0 (never formed)");
+        CHECK(name, need.weights == (kept ? per_head : 0.0), "weights %.0f, want %.0f", need.weights,
+              kept ? per_head : 0.0);
+        if (cases[i].weights && !cases[i].average && st == MHA_OK)
+            CHECK("forward_bytes: the per-head weights returned are that many bytes",
+                  (double)(mha_numel(&w) * sizeof(float)) == need.weights, "%zu elements", mha_numel(&w));
+        mha_release(&out);
+        mha_release(&w);
+        mha_trace_release(&trace);
+        mha_multihead_release(&m);
+    }
+    mha_release(&q);
+    mha_release(&kv);
+    mha_release(&kpm);
+}
+
+/* ---- out of memory: each allocation names the function the caller called, never "empty" ---- */
+
+/* Sizes far past any address space (2^47 bytes), so the allocation always fails; the tensors that
+ * would be copied are expanded views of one element, which cost nothing. */
+static void test_out_of_memory(void) {
+    const size_t big = 6000000;
+    mha_tensor one = MHA_TENSOR_EMPTY, wide = MHA_TENSOR_EMPTY, tall = MHA_TENSOR_EMPTY, out = MHA_TENSOR_EMPTY;
+    mha_tensor w = MHA_TENSOR_EMPTY, small = MHA_TENSOR_EMPTY;
+    mha_zeros(&one, MHA_FLOAT32, 3, (size_t[]){1, 1, 1});
+    mha_expand(&wide, &one, 3, (size_t[]){1, big, big});
+    mha_expand(&tall, &one, 3, (size_t[]){1, big, 1});
+    mha_zeros(&small, MHA_FLOAT32, 3, (size_t[]){1, 1, 1});
+    size_t live = mha_live_bytes();
+    const char *copy = "out of memory allocating 144000000000000 bytes for shape (1,6000000,6000000)";
+    char want[200];
+    mha_status st = mha_softmax(&out, &wide, 2);
+    snprintf(want, sizeof want, "softmax: %s", copy);
+    expect_error("out of memory: softmax names itself", st, MHA_E_NOMEM, want, live);
+    st = mha_layer_norm(&out, &wide, 1, NULL, NULL, 1e-5f);
+    snprintf(want, sizeof want, "layer_norm: %s", copy);
+    expect_error("out of memory: layer_norm names itself", st, MHA_E_NOMEM, want, live);
+    st = mha_linear(&out, &wide, &wide, NULL);
+    expect_error("out of memory: linear's W must be 2-D first (checks before allocations)", st, MHA_E_SHAPE,
+                 "linear: W (1,6000000,6000000) must be 2-D", live);
+    st = mha_causal_mask(&out, big, big);
+    expect_error("out of memory: causal_mask names itself", st, MHA_E_NOMEM,
+                 "causal_mask: out of memory allocating 36000000000000 bytes for shape (6000000,6000000)", live);
+    st = mha_positional_encoding(&out, big, big);
+    expect_error("out of memory: positional_encoding names itself", st, MHA_E_NOMEM,
+                 "positional_encoding: out of memory allocating 144000000000000 bytes", live);
+    st = mha_sdpa(&out, NULL, &wide, &wide, &wide, NULL);
+    expect_error("out of memory: sdpa names itself (copying a strided input)", st, MHA_E_NOMEM,
+                 "sdpa: out of memory allocating 144000000000000 bytes", live);
+
+    mha_multihead m = {0};
+    st = mha_multihead_init(&m, &(mha_multihead_options){.embed_dim = 1000000000, .num_heads = 1});
+    expect_error("out of memory: the MultiheadAttention constructor names itself", st, MHA_E_NOMEM,
+                 "MultiheadAttention: out of memory allocating 12000000000000000000 bytes for shape (3000000000,1000000000)",
+                 live);
+    mha_multihead_init(&m, &(mha_multihead_options){.embed_dim = 1, .num_heads = 1});
+    live = mha_live_bytes();
+    mha_forward_bytes need = {0};
+    st = mha_multihead_forward_bytes(&need, &m, &tall, &tall, &tall, NULL, true, false);
+    CHECK("forward_bytes: (1,6e6,1) self-attention with weights needs 144 TB of weights",
+          st == MHA_OK && need.weights == 144e12 && need.total > need.weights, "weights %.0f total %.0f",
+          need.weights, need.total);
+    st = mha_multihead_forward(&out, &w, &m, &tall, &tall, &tall, NULL, NULL);
+    expect_error("out of memory: the forward says what its weights need and how to do without", st, MHA_E_NOMEM,
+                 "MultiheadAttention.forward: out of memory: the (1,1,6000000,6000000) attention weights need 144.0 TB; "
+                 "pass need_weights=false to use the fused path, which never forms them", live);
+    /* the trace's and sdpa's messages for (L,S) weights that do not fit: tests/lua/test_errors.lua */
+    mha_tensor huge = MHA_TENSOR_EMPTY;
+    mha_expand(&huge, &one, 3, (size_t[]){1, 10000000000000, 1});
+    live = mha_live_bytes();
+    st = mha_multihead_forward(&out, NULL, &m, &huge, &small, &small, &(mha_forward_options){0}, NULL);
+    expect_error("out of memory: the forward names itself, then linear, where memory ran out", st, MHA_E_NOMEM,
+                 "MultiheadAttention.forward: linear: out of memory allocating 40000000000000 bytes for shape "
+                 "(1,10000000000000,1)", live);
+    mha_tensor *all[] = {&one, &wide, &tall, &small, &huge};
+    for (size_t j = 0; j < sizeof all / sizeof *all; j++) mha_release(all[j]);
+    mha_multihead_release(&m);
+}
+
 int main(void) {
     test_attn_fixtures();
     test_mha_fixtures();
@@ -739,5 +1055,10 @@ int main(void) {
     test_edges();
     test_init();
     test_errors();
+    test_plain_by_hand();
+    test_plain_reference();
+    test_equal();
+    test_forward_bytes();
+    test_out_of_memory();
     CHECK_DONE();
 }

@@ -207,7 +207,7 @@ T.test("out of memory", function()
     T.raises("m(q) likewise", function() m(long:unsqueeze(1)) end, weights_msg)
     T.raises("trace names itself", function() m:trace(long) end, "MultiheadAttention.trace: out of memory allocating")
     T.raises("sdpa names itself and suggests the fused path", function() mha.sdpa(long, long, long) end,
-        "scaled_dot_product_attention: out of memory allocating 144000000000000 bytes for shape (6000000,6000000); "
+        "sdpa: out of memory allocating 144000000000000 bytes for shape (6000000,6000000); "
             .. "with need_weights=false the fused path never forms the (L,S) weights")
     T.raises("a plain constructor keeps its own name", function() mha.zeros(1e7, 1e7) end,
         "zeros: out of memory allocating 400000000000000 bytes for shape (10000000,10000000)")
@@ -215,6 +215,26 @@ T.test("out of memory", function()
     local copy_msg = "contiguous: out of memory allocating 144000000000000 bytes for shape (6000000,6000000)"
     T.raises("a method copying a view names itself, not the core's 'empty'", function() return wide:contiguous() end, copy_msg)
     T.eq("called from C (pcall(mha.contiguous, t)) too, by its name in mha", T.errmsg(mha.contiguous, wide), copy_msg)
+    -- each core allocation names the function it allocates for, never "empty" (issue 10, finding 8)
+    local path = os.tmpname()
+    T.raises("save names itself", function() mha.save(path, wide) end,
+        "save: out of memory allocating 144000000000000 bytes for shape (6000000,6000000)")
+    os.remove(path)
+    T.raises("softmax names itself", function() return mha.softmax(wide, 2) end,
+        "softmax: out of memory allocating 144000000000000 bytes for shape (6000000,6000000)")
+    T.raises("a bool -> float conversion names float", function() return mha.zeros(1, 1):gt(0):expand(6000000, 6000000):float() end,
+        "float: out of memory allocating 36000000000000 bytes for shape (6000000,6000000)")
+    T.raises("layer_norm names itself", function() return mha.layer_norm(wide, 6000000) end,
+        "layer_norm: out of memory allocating 144000000000000 bytes for shape (6000000,6000000)")
+    T.raises("positional_encoding names itself", function() return mha.positional_encoding(6000000, 6000000) end,
+        "positional_encoding: out of memory allocating 144000000000000 bytes for shape (6000000,6000000)")
+    local huge = mha.zeros(1, 1, 1):expand(1, 10000000000000, 1) -- a view; its copy inside linear cannot be made
+    T.raises("the forward names itself, then where memory ran out",
+        function() return m:forward(huge, mha.zeros(1, 1, 1), mha.zeros(1, 1, 1), { need_weights = false }) end,
+        "MultiheadAttention.forward: linear: out of memory allocating 40000000000000 bytes for shape (1,10000000000000,1)")
+    for _, name in ipairs { "softmax", "layer_norm", "positional_encoding" } do
+        T.ok(name .. "'s message hides the core's allocator", not select(2, pcall(mha[name], wide, 2)):find("empty", 1, true))
+    end
 end)
 
 -- The sweep: every function and method, called with every pair (and some triples) from a pool of wrong
