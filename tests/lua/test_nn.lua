@@ -105,6 +105,10 @@ T.test("composites: PyTorch's keys", function()
     T.eq("Sequential keys", seq:parameter_names(), {"0.weight", "0.bias", "1.weight", "1.bias"})
     local x = mha.randn(2, 4)
     T.ok("Sequential chains", seq(x) == seq[2](seq[1](x)))
+    local Stack = nn.Sequential:extend("Stack")
+    local st = Stack(nn.Linear{in_features = 2, out_features = 2})
+    T.ok("a subclass of Sequential still indexes from 1", st[1] ~= nil and #st == 1 and tostring(st):find("^Stack%(") ~= nil,
+         tostring(st))
     local shared = nn.Module:extend("Shared")
     function shared:init() self.a = nn.Linear{in_features = 2, out_features = 2}; self.b = self.a end
     local s = shared()
