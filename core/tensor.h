@@ -196,5 +196,11 @@ mha_status mha_xavier_normal_(mha_tensor *t, float gain);   /* N(0,s), s = gain*
 mha_status mha_npy_load(mha_tensor *out, const char *path);
 mha_status mha_npy_parse(mha_tensor *out, const void *bytes, size_t nbytes); /* a whole file in memory */
 mha_status mha_npy_save(const char *path, const mha_tensor *t);
+/* For archives (.npz, core/npz.c): parse names its source in errors as "fname: what: ..."; encode puts
+ * exactly what mha_npy_save writes into *bytes (mha_alloc'd, *nbytes long; mha_free(*bytes, *nbytes)). */
+mha_status mha_npy_parse_from(mha_tensor *out, const void *bytes, size_t nbytes, const char *fname, const char *what);
+mha_status mha_npy_encode(unsigned char **bytes, size_t *nbytes, const mha_tensor *t, const char *fname, const char *what);
+/* The whole file at path in *bytes (mha_alloc'd with max(*nbytes, 1) bytes); errors start "fname: ". */
+mha_status mha_read_file(unsigned char **bytes, size_t *nbytes, const char *path, const char *fname);
 
 #endif

@@ -13,6 +13,7 @@
 #include "lauxmha.h"
 #include "lmha.h"
 #include "lsys.h"
+#include "npz.h"
 #include "lautograd.h"
 #include "autograd_ops.h"
 
@@ -154,14 +155,21 @@ static int l_xavier_normal_(lua_State *L) {
 
 /* ---- files and memory ---- */
 
+/* mha.load(path): a .npy file as a tensor, or (by its zip magic) a .npz archive as name -> tensor. */
 static int l_load(lua_State *L) {
     const char *path = luaL_checkstring(L, 1);
+    if (mha_npz_sniff(path)) return lmha_npz_load(L, path);
     return lmha_result(L, mha_npy_load(lmha_newtensor(L), path));
 }
 
-/* mha.save(path, t): t as a NumPy .npy file (a nested table or number is converted first). */
+/* mha.save(path, t): t as a NumPy .npy file (a nested table or number is converted first);
+ * mha.save("m.npz", {name = t, ...} [, {compressed = true}]): a .npz archive, as np.savez writes. */
 static int l_save(lua_State *L) {
     const char *path = luaL_checkstring(L, 1);
+    if (lmha_npz_path(path)) return lmha_npz_save(L, path, 2, 3);
+    if (lmha_npz_named_table(L, 2))
+        return luaL_error(L, "save: '%s': a table of named tensors is saved as a .npz archive: give a path ending "
+                          "in .npz, e.g. mha.save(\"m.npz\", t)", path);
     mha_tensor *t = lmha_totensor(L, 2, "save");
     if (mha_npy_save(path, t) != MHA_OK) return luaL_error(L, "%s", mha_errmsg());
     return 0;
@@ -535,7 +543,24 @@ static void preload_helpers(lua_State *L) {
     lua_setfield(L, -2, "mha.gnuplot");
     lua_pushcfunction(L, luaopen_mha_term);
     lua_setfield(L, -2, "mha.term");
+    lua_pushcfunction(L, luaopen_mha_optim_kernels);
+    lua_setfield(L, -2, "mha.optim_kernels");
     lua_pop(L, 1);
+}
+
+/* require(name) for an embedded helper that installs itself into the mha table; leaves its result on the
+ * stack and returns 1, or returns 0 (nothing pushed) when this build does not embed it. */
+static int require_helper(lua_State *L, const char *name) {
+    luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_PRELOAD_TABLE);
+    int present = lua_getfield(L, -1, name) != LUA_TNIL;
+    lua_pop(L, 2);
+    if (!present || lua_getglobal(L, "require") != LUA_TFUNCTION) {
+        if (present) lua_pop(L, 1);
+        return 0;
+    }
+    lua_pushstring(L, name);
+    lua_call(L, 1, 1);
+    return 1;
 }
 
 int luaopen_mha(lua_State *L) {
@@ -563,14 +588,22 @@ int luaopen_mha(lua_State *L) {
     lua_pop(L, 1);
     preload_helpers(L);
     /* mha.display adds show/format/printoptions/heat to this table */
-    luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_PRELOAD_TABLE);
-    int has_display = lua_getfield(L, -1, "mha.display") != LUA_TNIL;
-    lua_pop(L, 2);
-    if (has_display && lua_getglobal(L, "require") == LUA_TFUNCTION) {
-        lua_pushstring(L, "mha.display");
-        lua_call(L, 1, 0);
-    } else if (has_display) {
-        lua_pop(L, 1);
+    if (require_helper(L, "mha.display")) lua_pop(L, 1);
+    /* mha.nn adds nn, optim and clip_grad_norm; MultiheadAttention gets the module methods it lacks */
+    if (require_helper(L, "mha.nn")) {
+        luaL_getmetatable(L, MHA_MULTIHEAD_T);
+        lua_getfield(L, -1, "__methods");
+        lua_getfield(L, -3, "multihead_methods");
+        for (lua_pushnil(L); lua_next(L, -2); lua_pop(L, 1)) {
+            lua_pushvalue(L, -2);
+            if (lua_rawget(L, -5) == LUA_TNIL) {
+                lua_pushvalue(L, -3);
+                lua_pushvalue(L, -3);
+                lua_rawset(L, -7);
+            }
+            lua_pop(L, 1);
+        }
+        lua_pop(L, 4);
     }
     return 1;
 }
