@@ -336,12 +336,21 @@ local function command_title(cmd)
     return first
 end
 
+-- After each command gnuplot reports on itself: `print` of its error number and message (GPVAL_ERRNO,
+-- GPVAL_ERRMSG, then `reset errors`), then `print 'marker-i'`. So a command failed exactly when gnuplot
+-- says so, and other text on its stderr - a library it loaded talking (Qt's "QStandardPaths:
+-- XDG_RUNTIME_DIR not set", fontconfig) - never fails a drawing that was made.
+local STATUS = "mha-status"
+local function status_command()
+    return "print sprintf('" .. STATUS .. " %d %s', GPVAL_ERRNO, GPVAL_ERRMSG)\nreset errors\n"
+end
+
 -- Runs commands on the figure's gnuplot and waits until it has done them all. Each command is
--- followed by `print 'marker-i'`, so whatever gnuplot says between two markers is about the command
--- before the second one; errors become one Lua error quoting the command, warnings go to stderr.
--- What gnuplot writes on stdout (a text or sixel drawing) goes to io.write, through fix_output(text)
--- when given. Warnings that
--- contain one of the strings in quiet_warnings are expected and not shown.
+-- followed by its status and `print 'marker-i'`, so whatever gnuplot says between two markers is about
+-- the command before the second one; errors become one Lua error quoting the command, warnings go to
+-- stderr, anything else on stderr is dropped. What gnuplot writes on stdout (a text or sixel drawing)
+-- goes to io.write, through fix_output(text) when given. Warnings that contain one of the strings in
+-- quiet_warnings are expected and not shown.
 -- Returns false when gnuplot is not installed.
 function Figure:run(fname, commands, quiet_warnings, discard_output, fix_output)
     local base, ok, err, out, errtext, status
@@ -358,7 +367,7 @@ function Figure:run(fname, commands, quiet_warnings, discard_output, fix_output)
         base = next_marker()
         local parts = {}
         for i, cmd in ipairs(commands) do
-            parts[#parts + 1] = cmd .. "\nprint '" .. base .. "-" .. i .. "'\n"
+            parts[#parts + 1] = cmd .. "\n" .. status_command() .. "print '" .. base .. "-" .. i .. "'\n"
         end
         ok, err = self.proc:send(table.concat(parts), 30)
         out, errtext, status = "", "", "ok"
@@ -387,31 +396,33 @@ function Figure:run(fname, commands, quiet_warnings, discard_output, fix_output)
         error(string.format("%s: %s%s", fname, why, said ~= "" and (" (gnuplot said: " .. said .. ")") or ""), 0)
     end
 
-    -- split what gnuplot said by command
-    local said, index = {}, 1
+    -- split what gnuplot said by command: its status line, and its warnings
+    local failed, warned, index = {}, {}, 1
     for line in (errtext .. "\n"):gmatch("([^\n]*)\n") do
         local n = line:match("^" .. base:gsub("%-", "%%-") .. "%-(%d+)$")
+        local errno, message = line:match("^" .. STATUS:gsub("%-", "%%-") .. " (%-?%d+) ?(.*)$")
         if n then
             index = tonumber(n) + 1
-        elseif not line:match("^mha%-sync%-") then   -- a marker left from an interrupted run
-            said[index] = (said[index] or "") .. line .. "\n"
+        elseif errno then
+            if errno ~= "0" then failed[index] = message ~= "" and message or "error " .. errno end
+        elseif line:lower():find("warning:", 1, true) and not line:match("^mha%-sync%-") then
+            warned[index] = (warned[index] or "") .. line .. "\n"
         end
     end
     local errors = {}
     for i = 1, #commands do
-        local text = said[i] and clean_message(said[i]) or ""
+        local text = warned[i] and clean_message(warned[i]) or ""
         if text ~= "" then
-            if text:lower():find("warning:", 1, true) then
-                local hushed = false
-                for _, w in ipairs(quiet_warnings) do
-                    if text:find(w, 1, true) then hushed = true end
-                end
-                if not hushed then
-                    io.stderr:write(fname, ": gnuplot ", text, " (in: ", command_title(commands[i]), ")\n")
-                end
-            else
-                errors[#errors + 1] = string.format("gnuplot: %s (in: %s)", text, command_title(commands[i]))
+            local hushed = false
+            for _, w in ipairs(quiet_warnings) do
+                if text:find(w, 1, true) then hushed = true end
             end
+            if not hushed then
+                io.stderr:write(fname, ": gnuplot ", text, " (in: ", command_title(commands[i]), ")\n")
+            end
+        end
+        if failed[i] then
+            errors[#errors + 1] = string.format("gnuplot: %s (in: %s)", failed[i], command_title(commands[i]))
         end
     end
     if #errors > 0 then error(fname .. ": " .. table.concat(errors, "; "), 0) end

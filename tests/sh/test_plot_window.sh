@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# tests/sh/test_plot_window.sh - plots for a classroom: what gnuplot's libraries say on its stderr never
+# fails a drawing (while gnuplot's own errors still do), and the projector settings.
+# env: MHA_REPL (the binary), as tests/run.sh sets it.
+set -u
+repl=${MHA_REPL:?set MHA_REPL to the mha-repl binary}
+case $repl in /*) ;; *) repl=$PWD/$repl ;; esac
+fails=0
+pass() { echo "PASS $1"; }
+fail() { echo "FAIL $1: $2"; fails=$((fails + 1)); }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+command -v gnuplot >/dev/null || { echo "PASS plot window: skipped, no gnuplot"; exit 0; }
+
+# ---- toolkit noise: a gnuplot whose stderr carries Qt's complaint before and after every command ----
+cat >"$tmp/noisy-gnuplot" <<'EOF'
+#!/bin/sh
+echo "QStandardPaths: XDG_RUNTIME_DIR not set, defaulting to '/tmp/runtime-root'" >&2
+while IFS= read -r line; do
+    printf '%s\n' "$line"
+    echo "qt.qpa.xcb: could not connect to display" >&2
+done | gnuplot "$@"
+EOF
+chmod +x "$tmp/noisy-gnuplot"
+cat >"$tmp/noise.lua" <<EOF
+local w = mha.tensor{{0.7, 0.3}, {0.2, 0.8}}
+plot.heatmap(w, {tokens = "a b", title = "noise"})
+plot.heads(mha.stack({w, w}, 1), {tokens = "a b"})
+plot.save("$tmp/noise.png")
+print("drawn")
+local ok, err = pcall(function() plot.figure():run("test", { "plot mha_undefined_xyz" }) end)
+print("real error:", err)
+EOF
+MHA_GNUPLOT="$tmp/noisy-gnuplot" MHA_PLOT_TERM=none timeout 30 "$repl" "$tmp/noise.lua" >"$tmp/out" 2>"$tmp/err"
+rc=$?
+[ "$rc" -eq 0 ] && grep -q '^drawn$' "$tmp/out" && [ -s "$tmp/noise.png" ] \
+    && pass "toolkit noise on gnuplot's stderr fails no drawing" \
+    || fail "toolkit noise on gnuplot's stderr fails no drawing" "status $rc: $(cat "$tmp/out" "$tmp/err")"
+grep -q 'QStandardPaths\|qt.qpa' "$tmp/out" "$tmp/err" \
+    && fail "toolkit noise is not shown" "$(cat "$tmp/out" "$tmp/err")" || pass "toolkit noise is not shown"
+grep -q '^real error:	test: gnuplot: undefined variable: mha_undefined_xyz (in: plot mha_undefined_xyz)$' "$tmp/out" \
+    && pass "gnuplot's own error still shown amid the noise" \
+    || fail "gnuplot's own error still shown amid the noise" "$(cat "$tmp/out")"
+
+[ "$fails" -eq 0 ]
