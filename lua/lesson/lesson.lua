@@ -50,6 +50,10 @@ function M.choose_lang(requested, getenv)
     return "en"
 end
 
+-- The language of the open lesson, else the one a new lesson would take: what the REPL's help and
+-- messages and a plot's own words follow (M.install hands this function to them).
+function M.language() return (session and session.lang) or M.choose_lang() end
+
 -- The runner's own words, in both languages (lua/lesson/words.lua).
 local words = words_of.runner
 
@@ -616,6 +620,8 @@ function M.install_globals()
         local ok, plot = pcall(require, "mha.plot")
         if ok then _G.plot = plot end
     end
+    local has_plot, plot = pcall(require, "mha.plot")
+    if has_plot then plot.lang = M.language end   -- "头 1", "查询" in a Chinese lesson's windows
     -- answer returns nothing, so the REPL prints only the verdict
     _G.answer = function(value) M.answer(value) end
     _G.say = function(t) say_text(tr(t)) end

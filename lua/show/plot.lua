@@ -500,6 +500,89 @@ function plot.save(path, opts)
 end
 
 -- ---------------------------------------------------------------------------------------------
+-- Plots for a projector: the font, the window's size, the words in the lesson's language
+-- ---------------------------------------------------------------------------------------------
+
+-- plot.lang: a function returning "en" or "zh", the language of the words a plot adds itself (panel
+-- titles, axis labels). The lesson runner, which holds the language, sets it; else English.
+plot.lang = nil
+local WORDS = {
+    en = { head = "head %d", query = "query", key = "key" },
+    zh = { head = "头 %d", query = "查询", key = "键" },
+}
+local function words()
+    local lang = type(plot.lang) == "function" and plot.lang() or "en"
+    return WORDS[lang] or WORDS.en
+end
+
+-- The largest window when nothing says otherwise: it fits a 1024x768 projector with room for the
+-- window's frame and a taskbar.
+local DEFAULT_MAX = { 960, 680 }
+
+-- "WxH" -> {w, h} (from 200 to 10000 pixels each), else nil.
+local function parse_size(text)
+    local w, h = tostring(text or ""):match("^%s*(%d+)%s*[xX,]%s*(%d+)%s*$")
+    w, h = tonumber(w), tonumber(h)
+    if w and h and w >= 200 and h >= 200 and w <= 10000 and h <= 10000 then return { w, h } end
+    return nil
+end
+
+-- The font size in points and the largest window, from the plot's options font= and size={w,h}, else
+-- $MHA_PLOT_FONT (points) and $MHA_PLOT_SIZE (WxH), else gnuplot's own font and DEFAULT_MAX.
+-- An option that is wrong is an error; an environment value that is wrong is said once and ignored.
+local warned_env = {}
+local function env_setting(name, parse)
+    local text = os.getenv(name)
+    if text == nil or text == "" then return nil end
+    local value = parse(text)
+    if value == nil and not warned_env[name] then
+        warned_env[name] = true
+        io.stderr:write("plot: ", name, "='", display.clean_label(text), "' is not ",
+            name == "MHA_PLOT_FONT" and "a font size in points from 6 to 72" or "a size WxH such as 1280x720", "; ignored\n")
+    end
+    return value
+end
+local function parse_font(text)
+    local n = tonumber(text)
+    if n and n >= 6 and n <= 72 then return n end
+    return nil
+end
+local function projector(fname, opts)
+    local font, size = opts.font, opts.size
+    if font ~= nil and parse_font(font) == nil then error(fname .. ": font must be a size in points from 6 to 72", 3) end
+    if size ~= nil and (type(size) ~= "table" or parse_size(tostring(size[1]) .. "x" .. tostring(size[2])) == nil) then
+        error(fname .. ": size must be {width, height} in pixels, each from 200 to 10000", 3)
+    end
+    return { font = font or env_setting("MHA_PLOT_FONT", parse_font), size = size,
+             max = env_setting("MHA_PLOT_SIZE", parse_size) or DEFAULT_MAX }
+end
+
+-- The window's size: the one asked for, else the natural size scaled down (keeping its shape) to fit
+-- the largest window. A larger font needs more room around the drawing, so margins grow with it.
+local function window_size(setting, natural)
+    if setting.size then return { setting.size[1], setting.size[2] } end
+    local scale = math.min(1, setting.max[1] / natural[1], setting.max[2] / natural[2])
+    return { math.floor(natural[1] * scale + 0.5), math.floor(natural[2] * scale + 0.5) }
+end
+local function font_scale(setting) return setting.font and math.max(1, setting.font / 10) or 1 end
+
+-- The commands that set every text's font size (titles, tics, axis labels, the key), or none.
+local function font_commands(setting)
+    if not setting.font then return {} end
+    local f = string.format("font ',%g'", setting.font)
+    return { "set title " .. f, "set tics " .. f, "set xlabel " .. f, "set ylabel " .. f, "set key " .. f }
+end
+
+-- An opaque white page under the drawing (object 1, drawn behind it), so that black text stays
+-- readable on a dark SVG viewer. In a multiplot it is unset after the first panel, which it would cover.
+local BACKGROUND = "set object 1 rectangle from screen 0,0 to screen 1,1 behind fillcolor rgb '#ffffff' fillstyle solid 1.0 noborder"
+
+local function add_all(list, more)
+    for _, c in ipairs(more) do list[#list + 1] = c end
+    return list
+end
+
+-- ---------------------------------------------------------------------------------------------
 -- Heat maps
 -- ---------------------------------------------------------------------------------------------
 
@@ -576,7 +659,7 @@ local function datablock(name, rows)
 end
 
 -- The commands that draw one matrix (already in a datablock) with token labels, row 1 on top.
-local function matrix_commands(block, nrows, ncols, row_labels, col_labels, lo, hi, values)
+local function matrix_commands(block, nrows, ncols, row_labels, col_labels, lo, hi, values, font)
     local c = {
         string.format("set xrange [-0.5:%d.5]", ncols - 1),
         string.format("set yrange [%d.5:-0.5]", nrows - 1),   -- reversed: row 1 at the top
@@ -586,14 +669,17 @@ local function matrix_commands(block, nrows, ncols, row_labels, col_labels, lo, 
         "set tics scale 0",
     }
     if not col_labels then c[#c + 1] = "set format x '%.0f'" end
-    local plotcmd = "plot " .. block .. " matrix with image notitle"
+    -- `pixels`: each cell a rectangle of its own, so an SVG stays crisp at any zoom (an embedded image
+    -- of 6x6 pixels is blurred by every viewer that scales it)
+    local plotcmd = "plot " .. block .. " matrix with image pixels notitle"
+    local label_font = font and string.format(" font ',%g'", font) or ""
     if values then
         -- the value in each cell, light on the dark half of the palette and dark on the light half
         local mid = data_number((lo + hi) / 2)
         local fmt = "'%." .. values .. "f'"
         plotcmd = plotcmd
-            .. ", " .. block .. " matrix using 1:2:($3 < " .. mid .. " ? sprintf(" .. fmt .. ", $3) : '') with labels tc rgb '#ffffff' notitle"
-            .. ", " .. block .. " matrix using 1:2:($3 >= " .. mid .. " ? sprintf(" .. fmt .. ", $3) : '') with labels tc rgb '#000000' notitle"
+            .. ", " .. block .. " matrix using 1:2:($3 < " .. mid .. " ? sprintf(" .. fmt .. ", $3) : '') with labels tc rgb '#ffffff'" .. label_font .. " notitle"
+            .. ", " .. block .. " matrix using 1:2:($3 >= " .. mid .. " ? sprintf(" .. fmt .. ", $3) : '') with labels tc rgb '#000000'" .. label_font .. " notitle"
     end
     c[#c + 1] = plotcmd
     return c
@@ -613,86 +699,104 @@ local function labels_for(fname, opts, nrows, ncols)
     return rows, cols
 end
 
--- plot.heatmap(M [, opts]) draws a matrix, typically attention weights (L,S), with token labels.
-local HEATMAP_OPTIONS = { "tokens", "rows", "cols", "title", "xlabel", "ylabel", "zrange", "palette", "values" }
+-- plot.heatmap(M [, opts]) draws a matrix, typically attention weights (L,S), with token labels. With
+-- labels for both axes (tokens=, or rows= and cols=) it is read as attention: the axes say "query" and
+-- "key" (in the lesson's language) unless xlabel=/ylabel= say otherwise ("" for none).
+local HEATMAP_OPTIONS = { "tokens", "rows", "cols", "title", "xlabel", "ylabel", "zrange", "palette", "values",
+                          "font", "size" }
 
 function plot.heatmap(M, opts)
     local fname = "plot.heatmap"
     opts = options_of(fname, opts, HEATMAP_OPTIONS)
+    local setting = projector(fname, opts)
     local m, shape = array_of(fname, "M", M, 2, " (for (H,L,S) weights use plot.heads)")
     local rows, cols = labels_for(fname, opts, shape[1], shape[2])
     local lo, hi = zrange_of(fname, opts, { m })
-    local commands = {
+    local attention = opts.tokens ~= nil or (opts.rows ~= nil and opts.cols ~= nil)
+    local xlabel = opts.xlabel or (attention and words().key) or ""
+    local ylabel = opts.ylabel or (attention and words().query) or ""
+    local commands = add_all({ BACKGROUND }, font_commands(setting))
+    add_all(commands, {
         palette_command(fname, opts.palette),
         "set title " .. quote(opts.title or ""),
         "set size ratio " .. (shape[1] / shape[2] > 0.2 and shape[1] / shape[2] < 5 and "-1" or "0"),
         datablock("$mha_heat", m),
-    }
-    if opts.xlabel then commands[#commands + 1] = "set xlabel " .. quote(opts.xlabel) end
-    if opts.ylabel then commands[#commands + 1] = "set ylabel " .. quote(opts.ylabel) end
-    for _, c in ipairs(matrix_commands("$mha_heat", shape[1], shape[2], rows, cols, lo, hi,
-        values_digits(fname, opts.values))) do
-        commands[#commands + 1] = c
-    end
+    })
+    if xlabel ~= "" then commands[#commands + 1] = "set xlabel " .. quote(xlabel) end
+    if ylabel ~= "" then commands[#commands + 1] = "set ylabel " .. quote(ylabel) end
+    add_all(commands, matrix_commands("$mha_heat", shape[1], shape[2], rows, cols, lo, hi,
+        values_digits(fname, opts.values), setting.font))
     local side = math.max(480, math.min(1600, 40 * math.max(shape[1], shape[2]) + 200))
+    local scale = font_scale(setting)
     plot.current():draw(fname, {
         commands = commands,
-        size = { side + 80, side },
+        size = window_size(setting, { math.floor((side + 80) * scale), math.floor(side * scale) }),
         image = true,
         warning = "matrix contains missing or undefined values",
         fallback = function()
-            display.heat(M, { rows = rows, cols = cols, title = opts.title, zrange = opts.zrange and { lo, hi } })
+            display.heat(M, { rows = rows, cols = cols, title = opts.title, zrange = opts.zrange and { lo, hi },
+                values = opts.values })
         end,
     })
 end
 
--- plot.heads(W [, opts]) draws every head of (H,L,S) attention weights in one grid, "head 1" ...
-local HEADS_OPTIONS = { "tokens", "rows", "cols", "title", "zrange", "palette", "values" }
+-- plot.heads(W [, opts]) draws every head of (H,L,S) attention weights in one grid ("head 1" ..., in the
+-- lesson's language), on one colour scale; the query axis is named on the first column, the key axis
+-- on the last row.
+local HEADS_OPTIONS = { "tokens", "rows", "cols", "title", "zrange", "palette", "values", "font", "size" }
 
 function plot.heads(W, opts)
     local fname = "plot.heads"
     opts = options_of(fname, opts, HEADS_OPTIONS)
+    local setting = projector(fname, opts)
     local w, shape = array_of(fname, "W", W, 3, " (H,L,S); for batched (B,H,L,S) weights select one: W:select(1,1)")
     local H, L, S = shape[1], shape[2], shape[3]
     local rows, cols = labels_for(fname, opts, L, S)
     local lo, hi = zrange_of(fname, opts, w)
     local grid_cols = math.ceil(math.sqrt(H))
     local grid_rows = math.ceil(H / grid_cols)
-    local commands = {
-        palette_command(fname, opts.palette),
-        "set size ratio -1",
-        "unset colorbox",
-    }
+    local said = words()
+    local commands = add_all({ BACKGROUND }, font_commands(setting))
+    add_all(commands, { palette_command(fname, opts.palette), "set size ratio -1", "unset colorbox" })
     for h = 1, H do commands[#commands + 1] = datablock("$mha_head_" .. h, w[h]) end
     -- fixed margins keep every panel the same size; the one colour bar stands in the right margin.
-    -- In pixels: 70 on top (the title, the first heads' titles), 60 below the panels of each row
-    -- (tic labels, the next row's titles).
+    -- In pixels at a 10-point font (more for a larger one): 70 on top (the title, the first heads'
+    -- titles), 80 on the left (tic labels, the query label), 90 below the panels of each row (tic
+    -- labels, the key label, the next row's titles).
+    local scale = font_scale(setting)
     local cell = math.max(300, math.min(600, 30 * math.max(L, S) + 150))
-    local width, height = cell * grid_cols + 80, cell * grid_rows + 70
+    local size = window_size(setting, { math.floor((cell * grid_cols + 100) * scale),
+                                        math.floor((cell * grid_rows + 90) * scale) })
+    local width, height = size[1], size[2]
+    local px = function(n) return n * scale end
     commands[#commands + 1] = string.format(
-        "set multiplot layout %d,%d margins %.4f,%.4f,%.4f,%.4f spacing %.4f,%.4f title %s",
-        grid_rows, grid_cols, 60 / width, 1 - 90 / width, 50 / height, 1 - 70 / height,
-        60 / width, 70 / height, quote(opts.title or ""))
+        "set multiplot layout %d,%d margins %.4f,%.4f,%.4f,%.4f spacing %.4f,%.4f",
+        grid_rows, grid_cols, px(80) / width, 1 - px(90) / width, px(70) / height, 1 - px(70) / height,
+        px(80) / width, px(90) / height)
+    -- the title is a label of the first panel, drawn over its white page (a multiplot title would be under it)
+    commands[#commands + 1] = string.format("set label 1 %s at screen 0.5,%.4f center front%s",
+        quote(opts.title or ""), 1 - px(22) / height, setting.font and string.format(" font ',%g'", setting.font) or "")
     local digits = values_digits(fname, opts.values)
     for h = 1, H do
-        commands[#commands + 1] = "set title " .. quote("head " .. h)
+        commands[#commands + 1] = "set title " .. quote(string.format(said.head, h))
+        commands[#commands + 1] = (h - 1) % grid_cols == 0 and "set ylabel " .. quote(said.query) or "unset ylabel"
+        commands[#commands + 1] = h + grid_cols > H and "set xlabel " .. quote(said.key) or "unset xlabel"
         if h == H then
             commands[#commands + 1] = string.format(
-                "set colorbox user origin screen %.4f,0.15 size screen %.4f,0.7", 1 - 70 / width, 18 / width)
+                "set colorbox user origin screen %.4f,0.15 size screen %.4f,0.7", 1 - px(70) / width, px(18) / width)
         end
-        for _, c in ipairs(matrix_commands("$mha_head_" .. h, L, S, rows, cols, lo, hi, digits)) do
-            commands[#commands + 1] = c
-        end
+        add_all(commands, matrix_commands("$mha_head_" .. h, L, S, rows, cols, lo, hi, digits, setting.font))
+        if h == 1 then commands[#commands + 1] = "unset object 1; unset label 1" end   -- drawn once
     end
     commands[#commands + 1] = "unset multiplot"
     plot.current():draw(fname, {
         commands = commands,
-        size = { width, height },
+        size = size,
         image = true,
         warning = "matrix contains missing or undefined values",
         fallback = function()
             display.heat(W, { rows = rows, cols = cols, title = opts.title, dims = { "head", "query", "key" },
-                zrange = { lo, hi } })
+                zrange = { lo, hi }, values = opts.values })
         end,
     })
 end
@@ -712,7 +816,7 @@ end
 local POINT_TYPES = { 7, 5, 9, 11, 13, 1, 2 }
 local DASH_TYPES = 5
 
-local LINE_OPTIONS = { "title", "xlabel", "ylabel", "logx", "logy", "x", "y" }
+local LINE_OPTIONS = { "title", "xlabel", "ylabel", "logx", "logy", "x", "y", "font", "size" }
 local SERIES_OPTIONS = { "x", "y", "title" }
 local SERIES_FORM = "plot.line{ {x=xs, y=ys1}, {x=xs, y=ys2} }"
 
@@ -733,13 +837,15 @@ function plot.line(spec)
     for k, s in ipairs(series) do
         if type(s) == "table" and s ~= spec then display.check_keys(fname .. ": series " .. k, s, SERIES_OPTIONS, false, 2) end
     end
-    local commands = {
+    local setting = projector(fname, spec)
+    local commands = add_all({ BACKGROUND }, font_commands(setting))
+    add_all(commands, {
         "set title " .. quote(spec.title or ""),
         "set xlabel " .. quote(spec.xlabel or ""),
         "set ylabel " .. quote(spec.ylabel or ""),
         "set key outside right top",   -- beside the plot: it never covers a line
         "set grid",
-    }
+    })
     if spec.logx then commands[#commands + 1] = "set logscale x" end
     if spec.logy then commands[#commands + 1] = "set logscale y" end
     local plots, notes = {}, {}
@@ -780,7 +886,7 @@ function plot.line(spec)
     commands[#commands + 1] = "plot " .. table.concat(plots, ", ")
     plot.current():draw(fname, {
         commands = commands,
-        size = { 800, 500 },
+        size = window_size(setting, { math.floor(800 * font_scale(setting)), math.floor(500 * font_scale(setting)) }),
         fallback = function()
             io.write("plot.line: not drawn without gnuplot: ", table.concat(notes, ", "), "\n")
         end,
@@ -799,14 +905,16 @@ end
 -- plot.bar(labels, values [, opts]) draws one bar per label; opts: title=, xlabel=, ylabel=.
 function plot.bar(labels, values, opts)
     local fname = "plot.bar"
-    opts = options_of(fname, opts, { "title", "xlabel", "ylabel" })
+    opts = options_of(fname, opts, { "title", "xlabel", "ylabel", "font", "size" })
+    local setting = projector(fname, opts)
     local v = vector_of(fname, "values", values)
     local names = display.label_list(fname, "labels", labels, #v, "value")
     local lo, hi = 0, 0
     for _, x in ipairs(v) do lo, hi = math.min(lo, x), math.max(hi, x) end
     local rows = {}
     for i, x in ipairs(v) do rows[i] = { i - 1, x } end
-    local commands = {
+    local commands = add_all({ BACKGROUND }, font_commands(setting))
+    add_all(commands, {
         "set title " .. quote(opts.title or ""),
         "set xlabel " .. quote(opts.xlabel or ""),
         "set ylabel " .. quote(opts.ylabel or ""),
@@ -819,10 +927,11 @@ function plot.bar(labels, values, opts)
         "set xtics scale 0",
         datablock("$mha_bar", rows),
         "plot $mha_bar using 1:2 with boxes lc rgb '#3b518b' notitle",
-    }
+    })
     plot.current():draw(fname, {
         commands = commands,
-        size = { math.max(480, 60 * #v + 160), 420 },
+        size = window_size(setting, { math.floor(math.max(480, 60 * #v + 160) * font_scale(setting)),
+                                      math.floor(420 * font_scale(setting)) }),
         fallback = function()
             -- bars of "█" in the terminal, as long as the values are large
             local width = 0

@@ -42,4 +42,28 @@ grep -q '^real error:	test: gnuplot: undefined variable: mha_undefined_xyz (in: 
     && pass "gnuplot's own error still shown amid the noise" \
     || fail "gnuplot's own error still shown amid the noise" "$(cat "$tmp/out")"
 
+# ---- MHA_PLOT_SIZE and MHA_PLOT_FONT: the largest window and the font, for every plot ----
+cat >"$tmp/env.lua" <<'EOF'
+plot.terminal("none")
+local fig = plot.figure()
+fig:heads(mha.softmax(mha.randn(8, 6, 6), -1), {tokens = "a b c d e f"})
+print("heads", fig.script.size[1], fig.script.size[2])
+fig:bar({"a", "b"}, {1, 2})
+print("bar", fig.script.size[1], fig.script.size[2])
+fig:heatmap(mha.eye(3))
+print("heat", fig.script.size[1], fig.script.size[2])
+EOF
+MHA_PLOT_SIZE=800x600 timeout 30 "$repl" "$tmp/env.lua" >"$tmp/out" 2>"$tmp/err"
+grep -q '^heads	606	600$' "$tmp/out" && grep -q '^bar	480	420$' "$tmp/out" \
+    && pass "MHA_PLOT_SIZE caps the window, keeping its shape" || fail "MHA_PLOT_SIZE caps the window, keeping its shape" "$(cat "$tmp/out" "$tmp/err")"
+MHA_PLOT_FONT=20 timeout 30 "$repl" "$tmp/env.lua" >"$tmp/out" 2>"$tmp/err"
+grep -q '^bar	777	680$' "$tmp/out" && grep -q '^heat	793	680$' "$tmp/out" \
+    && pass "MHA_PLOT_FONT makes room for larger text" || fail "MHA_PLOT_FONT makes room for larger text" "$(cat "$tmp/out" "$tmp/err")"
+MHA_PLOT_FONT=huge MHA_PLOT_SIZE=big timeout 30 "$repl" "$tmp/env.lua" >"$tmp/out" 2>"$tmp/err"
+[ "$(grep -c "MHA_PLOT_FONT='huge' is not a font size in points from 6 to 72; ignored" "$tmp/err")" -eq 1 ] \
+    && [ "$(grep -c "MHA_PLOT_SIZE='big' is not a size WxH such as 1280x720; ignored" "$tmp/err")" -eq 1 ] \
+    && grep -q '^bar	480	420$' "$tmp/out" \
+    && pass "a wrong MHA_PLOT_FONT or MHA_PLOT_SIZE is said once and ignored" \
+    || fail "a wrong MHA_PLOT_FONT or MHA_PLOT_SIZE is said once and ignored" "$(cat "$tmp/out" "$tmp/err")"
+
 [ "$fails" -eq 0 ]
