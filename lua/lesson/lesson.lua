@@ -301,20 +301,25 @@ local function note(kind, opts, detail)
         detail and (" " .. detail) or ""), columns(), {rest = "  "}))
 end
 
+-- A panel's name in a text heat map of heads: "[head 1]", "[头 1]".
+local HEAT_DIMS = {en = {"head", "query", "key"}, zh = {"头", "查询", "键"}}
+
 M.batch_plot = {
     heatmap = function(m, opts)
         note("heatmap", opts, shape_of(m))
-        if mha.heat then mha.heat(m, {rows = opts and opts.rows, cols = opts and opts.cols}) end
+        if mha.heat then
+            mha.heat(m, {rows = opts and (opts.rows or opts.tokens), cols = opts and (opts.cols or opts.tokens),
+                         values = opts and opts.values})
+        end
     end,
     heads = function(w, opts)
         note("heads", opts, shape_of(w))
         if not (mha.heat and mha.is_tensor(w)) then return end
         if #w:shape() == 4 then w = w:select(1, 1) end   -- (N,H,L,S): the first batch item
+        -- one mha.heat: every head on one shared scale, one scale line and one footer for them all
         local tokens = opts and opts.tokens
-        for h = 1, w:shape()[1] do
-            say_line(string.format("head %d", h))
-            mha.heat(w:select(1, h), {rows = tokens, cols = tokens})
-        end
+        mha.heat(w, {rows = tokens, cols = tokens, dims = HEAT_DIMS[session and session.lang or "en"],
+                     values = opts and opts.values})
     end,
     line = function(spec)
         local names = {}

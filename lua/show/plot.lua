@@ -507,8 +507,8 @@ end
 -- titles, axis labels). The lesson runner, which holds the language, sets it; else English.
 plot.lang = nil
 local WORDS = {
-    en = { head = "head %d", query = "query", key = "key" },
-    zh = { head = "头 %d", query = "查询", key = "键" },
+    en = { head = "head %d", query = "query", key = "key", dims = { "head", "query", "key" } },
+    zh = { head = "头 %d", query = "查询", key = "键", dims = { "头", "查询", "键" } },
 }
 local function words()
     local lang = type(plot.lang) == "function" and plot.lang() or "en"
@@ -795,7 +795,7 @@ function plot.heads(W, opts)
         image = true,
         warning = "matrix contains missing or undefined values",
         fallback = function()
-            display.heat(W, { rows = rows, cols = cols, title = opts.title, dims = { "head", "query", "key" },
+            display.heat(W, { rows = rows, cols = cols, title = opts.title, dims = said.dims,
                 zrange = { lo, hi }, values = opts.values })
         end,
     })
