@@ -21,6 +21,7 @@ BIND_SRC += lua/bind/lauxmha.c
 SYS_SRC   = lua/sys/lterm.c lua/sys/lgnuplot.c
 REPL_SRC  = lua/repl/repl.c lua/repl/history.c lua/repl/traceback.c lua/repl/lazy.c
 EMBED     = mha.repl=lua/repl/repl.lua mha.repl.complete=lua/repl/complete.lua \
+            mha.repl.habits=lua/repl/habits.lua \
             mha.display=lua/show/display.lua mha.text=lua/show/text.lua mha.plot=lua/show/plot.lua \
             mha.lesson=lua/lesson/lesson.lua mha.lesson.check=lua/lesson/check.lua \
             mha.lesson.words=lua/lesson/words.lua \

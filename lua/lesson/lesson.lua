@@ -653,6 +653,7 @@ end
 function M.install(repl)
     the_repl = repl
     if not (repl and repl.add_command) then return end
+    repl.lang = M.language   -- the REPL's help and messages follow the lessons' language
     local function cmd(name, args, help, run) repl.add_command(name, {args = args, help = help, run = run}) end
     cmd("lessons", "", "list the lessons with a one-line summary", function() M.list() end)
     cmd("open", "NAME|NUMBER", "open a lesson at its first step", function(a)

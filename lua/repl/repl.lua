@@ -35,6 +35,9 @@ if not term_loaded then term = nil end
 
 repl.commands = {}          -- name -> {args = "FILE", help = "one line", run = function(argstring) end}
 repl.on_empty_line = nil    -- function run by Enter on an empty line (the lesson runner sets it)
+-- The language of the REPL's help and messages, "en" or "zh": the lesson runner, which holds the
+-- language (--lang, :lang, MHA_LANG, LANG), replaces this with its own (lesson.install).
+repl.lang = function() return "en" end
 repl.colour = false
 repl.interactive = false
 repl.clock = os.clock
@@ -63,7 +66,7 @@ end
 -- Colour: only when lua/repl/repl.c says so (the one policy of lua/sys/lterm.c, for stdout).
 -- ---------------------------------------------------------------------------------------------
 
-local palette = {number = "\27[36m", error = "\27[31m", dim = "\27[2m", command = "\27[1m"}
+local palette = {number = "\27[36m", error = "\27[31m", dim = "\27[2m", command = "\27[1m", hint = "\27[33m"}
 
 local function paint(kind, s)
     if not repl.colour then return s end
@@ -434,12 +437,27 @@ local function interrupted(msg)
     return first == "interrupted" or first:find(": interrupted$") ~= nil
 end
 
+-- A Python habit or a slip at the prompt gets a one-line hint (mha.repl.habits), under the error or the
+-- value it explains.
+local function habit_hint(f, ...)
+    local ok, habits = pcall(require, "mha.repl.habits")
+    if not ok then return nil end
+    local got, hint = pcall(habits[f], ...)
+    return got and hint or nil
+end
+
 function repl.after(input, how, seconds, ...)
     if how == "error" then
         show_error((...))
+        local hint = habit_hint("after_error", input, (...), repl.lang())
+        if hint then err_out(paint("hint", hint) .. "\n") end
         if interrupted((...)) then how = "interrupted" end  -- :save must not replay it: it may never end
     elseif how == "quiet" then keep_values(...)
-    else show_values(...) end  -- an expression's values, or those a chunk of statements returned
+    else  -- an expression's values, or those a chunk of statements returned
+        show_values(...)
+        local hint = how == "print" and habit_hint("after_value", input, repl.lang(), ...)
+        if hint then out(paint("hint", hint) .. "\n") end
+    end
     record({kind = "lua", input = input, how = how})
     if repl.show_time then show_time(seconds) end
 end
@@ -447,6 +465,13 @@ end
 -- ---------------------------------------------------------------------------------------------
 -- Commands
 -- ---------------------------------------------------------------------------------------------
+
+local function command_names()
+    local names = {}
+    for name in pairs(repl.commands) do names[#names + 1] = name end
+    table.sort(names)
+    return names
+end
 
 -- The command called name, or the only one name abbreviates; else nil and why.
 local function find_command(name)
@@ -457,15 +482,11 @@ local function find_command(name)
     end
     table.sort(found)
     if #found == 1 then return repl.commands[found[1]], found[1] end
-    if #found == 0 then return nil, "unknown command :" .. name .. " (? lists the commands)" end
+    if #found == 0 then
+        return nil, habit_hint("unknown_command", name, command_names(), repl.lang())
+            or "unknown command :" .. name .. " (? lists the commands)"
+    end
     return nil, ":" .. name .. " could be :" .. table.concat(found, ", :")
-end
-
-local function command_names()
-    local names = {}
-    for name in pairs(repl.commands) do names[#names + 1] = name end
-    table.sort(names)
-    return names
 end
 
 -- ? : the commands, one a row with its help wrapped under its own column, then the keys. Laid out for

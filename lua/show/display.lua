@@ -60,6 +60,18 @@ local function edit_distance(a, b)
     return d[#a][#b]
 end
 
+-- The candidate nearest to word by edit distance (case aside), when it is near enough to be a slip: one
+-- edit for a word of up to 3 letters, two for a longer one; else nil. Ties go to the first in order.
+local function closest(word, candidates)
+    local best, best_d
+    for _, c in ipairs(candidates) do
+        local d = edit_distance(word:lower(), c:lower())
+        if c ~= word and (d < (best_d or math.huge) or (d == best_d and c < best)) then best, best_d = c, d end
+    end
+    if best and best_d <= (#word <= 3 and 1 or 2) then return best end
+    return nil
+end
+
 -- Raises an error for the first key of opts that is not in `valid` (a list of names), naming the
 -- function, the key, the nearest valid key when one is close (row -> rows) and every valid key:
 --   show: unknown option 'row' (did you mean 'rows'?); valid: rows, cols, title, ...
@@ -75,13 +87,8 @@ local function check_keys(fname, opts, valid, allow_list, level)
     if #bad == 0 then return end
     table.sort(bad)
     local key = bad[1]
-    local best, best_d
-    for _, k in ipairs(valid) do
-        local d = edit_distance(key:lower(), k)
-        if d < (best_d or math.huge) then best, best_d = k, d end
-    end
-    local hint = ""
-    if best and best_d <= (#key <= 3 and 1 or 2) then hint = " (did you mean '" .. best .. "'?)" end
+    local best = closest(key, valid)
+    local hint = best and " (did you mean '" .. best .. "'?)" or ""
     local list = #valid > 0 and table.concat(valid, ", ") or "none"
     error(string.format("%s: unknown option '%s'%s; valid options: %s",
         fname, clean_text(key), hint, list), level and level + 1 or 0)
@@ -760,6 +767,7 @@ end
 M.clean_label = clean_label
 M.label_list = label_list
 M.check_keys = check_keys
+M.closest = closest
 M.count = count
 M.a_type = a_type
 M.shape_str = shape_str
