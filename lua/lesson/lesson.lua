@@ -50,10 +50,6 @@ function M.choose_lang(requested, getenv)
     return "en"
 end
 
--- The language of the open lesson, else the one a new lesson would take: what the REPL's help and
--- messages and a plot's own words follow (M.install hands this function to them).
-function M.language() return (session and session.lang) or M.choose_lang() end
-
 -- The runner's own words, in both languages (lua/lesson/words.lua).
 local words = words_of.runner
 
@@ -67,6 +63,11 @@ M.wrap = wrapper.wrap
 -- ---------------------------------------------------------------------------------------------
 
 local session -- the open lesson; nil when none
+
+-- The language of the open lesson, else the one a new lesson would take: what the REPL's help and
+-- messages and a plot's own words follow (M.install hands this function to them).
+function M.language() return (session and session.lang) or M.choose_lang() end
+
 local the_repl -- the REPL the runner runs in (M.install); nil in batch mode and in tests
 
 local function write(...) io.stdout:write(...) end
