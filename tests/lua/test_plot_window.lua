@@ -94,10 +94,12 @@ T.test("a lesson hands its language to plot", function()
     local lesson = require "mha.lesson"
     -- the lesson's first step prints (through io.stdout, io.write and print); only its language matters
     local saved_stdout, saved_write, saved_print = io.stdout, io.write, print
-    local sink = setmetatable({}, { __index = function() return function(self) return self end end })
+    local sink = assert(io.open("/dev/null", "w"))
     io.stdout, io.write, print = sink, function() end, function() end
-    local ok, err = lesson.start(1, { batch = false, lang = "zh" })
+    local called, ok, err = pcall(lesson.start, 1, { batch = false, lang = "zh" })
     io.stdout, io.write, print = saved_stdout, saved_write, saved_print
+    sink:close()
+    if not called then ok, err = false, ok end
     T.ok("lesson 1 opens", ok, tostring(err))
     T.eq("plot follows the open lesson's language", plot.lang and plot.lang(), "zh")
     T.eq("lesson.language() is it", lesson.language(), "zh")
