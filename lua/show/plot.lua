@@ -761,18 +761,19 @@ function plot.heads(W, opts)
     for h = 1, H do commands[#commands + 1] = datablock("$mha_head_" .. h, w[h]) end
     -- fixed margins keep every panel the same size; the one colour bar stands in the right margin.
     -- In pixels at a 10-point font (more for a larger one): 70 on top (the title, the first heads'
-    -- titles), 80 on the left (tic labels, the query label), 90 below the panels of each row (tic
-    -- labels, the key label, the next row's titles).
+    -- titles), 80 on the left (tic labels, the query label), below the panels of each row 90, or 115
+    -- when the key labels are tilted (tic labels, the key label, the next row's titles).
     local scale = font_scale(setting)
     local cell = math.max(300, math.min(600, 30 * math.max(L, S) + 150))
+    local below = cols and tics_command("x", cols):find("rotate", 1, true) and 115 or 90
     local size = window_size(setting, { math.floor((cell * grid_cols + 100) * scale),
-                                        math.floor((cell * grid_rows + 90) * scale) })
+                                        math.floor((cell * grid_rows + below) * scale) })
     local width, height = size[1], size[2]
     local px = function(n) return n * scale end
     commands[#commands + 1] = string.format(
         "set multiplot layout %d,%d margins %.4f,%.4f,%.4f,%.4f spacing %.4f,%.4f",
-        grid_rows, grid_cols, px(80) / width, 1 - px(90) / width, px(70) / height, 1 - px(70) / height,
-        px(80) / width, px(90) / height)
+        grid_rows, grid_cols, px(80) / width, 1 - px(90) / width, px(below - 20) / height, 1 - px(70) / height,
+        px(80) / width, px(below) / height)
     -- the title is a label of the first panel, drawn over its white page (a multiplot title would be under it)
     commands[#commands + 1] = string.format("set label 1 %s at screen 0.5,%.4f center front%s",
         quote(opts.title or ""), 1 - px(22) / height, setting.font and string.format(" font ',%g'", setting.font) or "")
@@ -780,7 +781,8 @@ function plot.heads(W, opts)
     for h = 1, H do
         commands[#commands + 1] = "set title " .. quote(string.format(said.head, h))
         commands[#commands + 1] = (h - 1) % grid_cols == 0 and "set ylabel " .. quote(said.query) or "unset ylabel"
-        commands[#commands + 1] = h + grid_cols > H and "set xlabel " .. quote(said.key) or "unset xlabel"
+        commands[#commands + 1] = h + grid_cols > H
+            and "set xlabel " .. quote(said.key) .. (below > 90 and " offset 0,-1" or "") or "unset xlabel"
         if h == H then
             commands[#commands + 1] = string.format(
                 "set colorbox user origin screen %.4f,0.15 size screen %.4f,0.7", 1 - px(70) / width, px(18) / width)
