@@ -446,17 +446,25 @@ local function habit_hint(f, ...)
     return got and hint or nil
 end
 
+-- A hint as printed: wrapped to the terminal at word boundaries, continuation lines indented.
+local function hint_text(hint)
+    local ok, text = pcall(require, "mha.text")
+    local columns = math.max(30, term and term.columns() or WIDTH)
+    local lines = ok and text.wrap(hint, columns, {rest = "      "}) or {hint}
+    return paint("hint", table.concat(lines, "\n")) .. "\n"
+end
+
 function repl.after(input, how, seconds, ...)
     if how == "error" then
         show_error((...))
         local hint = habit_hint("after_error", input, (...), repl.lang())
-        if hint then err_out(paint("hint", hint) .. "\n") end
+        if hint then err_out(hint_text(hint)) end
         if interrupted((...)) then how = "interrupted" end  -- :save must not replay it: it may never end
     elseif how == "quiet" then keep_values(...)
     else  -- an expression's values, or those a chunk of statements returned
         show_values(...)
         local hint = how == "print" and habit_hint("after_value", input, repl.lang(), ...)
-        if hint then out(paint("hint", hint) .. "\n") end
+        if hint then out(hint_text(hint)) end
     end
     record({kind = "lua", input = input, how = how})
     if repl.show_time then show_time(seconds) end

@@ -48,7 +48,7 @@ T.test("a value at the end of statements", function()
     local msg = error_of("score = 1; score")
     T.eq("the parser's message", msg, "stdin:1: syntax error near <eof>")
     T.eq("dangling value named", habits.after_error("score = 1; score", msg, "en"),
-        "hint: score at the end is a value, and a value alone is not a Lua statement: type score on a line of its own to see it, or print(score)")
+        "hint: a value alone (score) is not a Lua statement: type score on a line of its own, or print(score)")
 end)
 
 T.test("python habits in values", function()

@@ -13,7 +13,7 @@ trap 'rm -rf "$tmp"' EXIT
 # ---- a value after statements: an error at once, and the next line runs (it used to be swallowed) ----
 printf 'score = 1; score\nprint("next line ran")\n' | timeout 10 "$repl" -i >"$tmp/out" 2>"$tmp/err"
 grep -q '^next line ran$' "$tmp/out" && grep -q '^stdin:1: syntax error near <eof>$' "$tmp/err" \
-    && grep -q '^hint: score at the end is a value' "$tmp/err" \
+    && grep -q '^hint: a value alone (score) is not a Lua statement' "$tmp/err" \
     && pass "a value after statements is an error with a hint, not an endless >>" \
     || fail "a value after statements is an error with a hint, not an endless >>" "$(cat "$tmp/out" "$tmp/err")"
 # what is really unfinished still waits for its end, across a blank line
@@ -33,7 +33,7 @@ help
 exit()
 :opne 3
 EOF
-timeout 10 "$repl" -i <"$tmp/in" >"$tmp/out" 2>"$tmp/err"
+COLUMNS=120 timeout 10 "$repl" -i <"$tmp/in" >"$tmp/out" 2>"$tmp/err"
 check() {   # check NAME FILE LINE: FILE has LINE exactly
     grep -qxF -- "$3" "$2" && pass "$1" || fail "$1" "no line '$3' in: $(cat "$2")"
 }
@@ -44,9 +44,14 @@ check "mha.sofmax" "$tmp/err" "hint: did you mean mha.softmax?"
 check "help typed bare" "$tmp/out" "hint: help is a function: help() lists the topics, help(mha.softmax) explains one; ? lists the commands"
 check "exit()" "$tmp/err" "hint: :quit or Ctrl-D leaves mha-repl (os.exit() too)"
 check ":opne 3" "$tmp/err" "unknown command :opne (did you mean :open?)"
-MHA_LANG=zh timeout 10 "$repl" -i <"$tmp/in" >"$tmp/out" 2>"$tmp/err"
+MHA_LANG=zh COLUMNS=120 timeout 10 "$repl" -i <"$tmp/in" >"$tmp/out" 2>"$tmp/err"
 check "x.shape in Chinese" "$tmp/out" "提示：x.shape 是方法本身；用冒号调用它：x:shape()"
 check "mha.sofmax in Chinese" "$tmp/err" "提示：你是想写 mha.softmax 吗？"
 check ":opne in Chinese" "$tmp/err" "没有命令 :opne（你是想输入 :open 吗？）"
+
+# at 80 columns a long hint wraps between words, its continuation indented
+COLUMNS=80 timeout 10 "$repl" -i <"$tmp/in" >"$tmp/out" 2>"$tmp/err"
+check "a long hint wraps between words" "$tmp/err" "hint: * multiplies element by element (broadcasting); for the matrix product"
+check "its continuation is indented" "$tmp/err" "      write x:matmul(y:T())"
 
 [ "$fails" -eq 0 ]
