@@ -102,6 +102,7 @@ end
 -- ---------------------------------------------------------------------------------------------
 
 local NOT_FOUND = "plot: gnuplot not found; install the Debian package gnuplot-nox"
+local words   -- the words of the lesson's language (defined with the projector settings, below)
 local gnuplot_missing = false   -- set once the first spawn finds no gnuplot; said once
 local terminals_cache           -- set of terminal names, from the first probe
 local chosen_terminal           -- plot.terminal(name); nil means the automatic choice
@@ -114,7 +115,7 @@ local function spawn()
     if proc then return proc end
     if reason == "notfound" then
         gnuplot_missing = true
-        io.stderr:write(NOT_FOUND, "\n")
+        io.stderr:write(words().not_found, "\n")
         return nil
     end
     error("plot: " .. err, 0)
@@ -507,10 +508,13 @@ end
 -- titles, axis labels). The lesson runner, which holds the language, sets it; else English.
 plot.lang = nil
 local WORDS = {
-    en = { head = "head %d", query = "query", key = "key", dims = { "head", "query", "key" } },
-    zh = { head = "头 %d", query = "查询", key = "键", dims = { "头", "查询", "键" } },
+    en = { head = "head %d", query = "query", key = "key", dims = { "head", "query", "key" },
+           not_found = NOT_FOUND, not_drawn = "plot.line: not drawn without gnuplot: " },
+    zh = { head = "头 %d", query = "查询", key = "键", dims = { "头", "查询", "键" },
+           not_found = "plot：找不到 gnuplot；请安装 Debian 软件包 gnuplot-qt（有窗口）或 gnuplot-nox（只画文件和文字）",
+           not_drawn = "plot.line：没有 gnuplot，未画出：" },
 }
-local function words()
+function words()
     local lang = type(plot.lang) == "function" and plot.lang() or "en"
     return WORDS[lang] or WORDS.en
 end
@@ -890,7 +894,7 @@ function plot.line(spec)
         commands = commands,
         size = window_size(setting, { math.floor(800 * font_scale(setting)), math.floor(500 * font_scale(setting)) }),
         fallback = function()
-            io.write("plot.line: not drawn without gnuplot: ", table.concat(notes, ", "), "\n")
+            io.write(words().not_drawn, table.concat(notes, ", "), "\n")
         end,
     })
 end

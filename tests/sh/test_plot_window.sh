@@ -66,4 +66,15 @@ MHA_PLOT_FONT=huge MHA_PLOT_SIZE=big timeout 30 "$repl" "$tmp/env.lua" >"$tmp/ou
     && pass "a wrong MHA_PLOT_FONT or MHA_PLOT_SIZE is said once and ignored" \
     || fail "a wrong MHA_PLOT_FONT or MHA_PLOT_SIZE is said once and ignored" "$(cat "$tmp/out" "$tmp/err")"
 
+# ---- without gnuplot, in a Chinese session: its notes in Chinese ----
+mkdir "$tmp/empty-path"
+cat >"$tmp/nognuplot.lua" <<'EOF'
+require("mha.lesson").install_globals()
+plot.line{ {y = {1, 2, 3}, title = "rising"} }
+EOF
+MHA_LANG=zh PATH="$tmp/empty-path" "$(command -v timeout)" 20 "$repl" "$tmp/nognuplot.lua" >"$tmp/out" 2>"$tmp/err"
+grep -qxF "plot：找不到 gnuplot；请安装 Debian 软件包 gnuplot-qt（有窗口）或 gnuplot-nox（只画文件和文字）" "$tmp/err" \
+    && grep -q "^plot.line：没有 gnuplot，未画出：rising" "$tmp/out" \
+    && pass "no gnuplot: the notes in Chinese" || fail "no gnuplot: the notes in Chinese" "$(cat "$tmp/out" "$tmp/err")"
+
 [ "$fails" -eq 0 ]
