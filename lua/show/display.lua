@@ -61,8 +61,10 @@ local function edit_distance(a, b)
 end
 
 -- The candidate nearest to word by edit distance (case aside), when it is near enough to be a slip: one
--- edit for a word of up to 3 letters, two for a longer one; else nil. Ties go to the first in order.
+-- edit for a word of 3 letters, two for a longer one; else nil (always for 1 or 2 letters, where one
+-- edit reaches anything: x -> _). Ties go to the first in alphabetical order.
 local function closest(word, candidates)
+    if #word <= 2 then return nil end
     local best, best_d
     for _, c in ipairs(candidates) do
         local d = edit_distance(word:lower(), c:lower())

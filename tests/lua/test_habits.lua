@@ -40,6 +40,7 @@ T.test("did you mean, in errors", function()
     T.eq("global", habits.after_error("mhaa.softmax(x)", error_of("mhaa.softmax(x)"), "en"), "hint: did you mean mha?")
     T.eq("mha's function without mha.", habits.after_error("sofmax(x)", error_of("sofmax(x)"), "en"), "hint: did you mean mha.softmax?")
     T.eq("in Chinese", habits.after_error("mha.sofmax(x)", error_of("mha.sofmax(x)"), "zh"), "提示：你是想写 mha.softmax 吗？")
+    T.eq("a one-letter name gets no guess (x is one edit from _)", habits.after_error("x:T()", "stdin:1: attempt to index a nil value (global 'x')", "en"), nil)
     T.eq("nothing near: no hint", habits.after_error("mha.zzzzzzzz(x)", error_of("mha.zzzzzzzz(x)"), "en"), nil)
     x = nil
 end)
