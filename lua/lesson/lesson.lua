@@ -622,8 +622,8 @@ end
 function M.install_globals()
     if rawget(_G, "mha") == nil then _G.mha = mha end
     if rawget(_G, "show") == nil and mha.show then _G.show = mha.show end
-    local has_plot, plot = pcall(require, "mha.plot")
-    if has_plot then plot.lang = M.language end   -- "头 1", "查询" in a Chinese lesson's windows
+    local has_plot, plot_module = pcall(require, "mha.plot")
+    if has_plot then plot_module.lang = M.language end   -- "头 1", "查询" in a Chinese lesson's windows
     if rawget(_G, "plot") == nil then
         local ok, plot = pcall(require, "mha.plot")
         if ok then _G.plot = plot end
