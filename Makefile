@@ -21,16 +21,15 @@ BIND_SRC += lua/bind/lauxmha.c
 SYS_SRC   = lua/sys/lterm.c lua/sys/lgnuplot.c
 REPL_SRC  = lua/repl/repl.c lua/repl/history.c lua/repl/traceback.c lua/repl/lazy.c
 EMBED     = mha.repl=lua/repl/repl.lua mha.repl.complete=lua/repl/complete.lua \
-            mha.repl.habits=lua/repl/habits.lua \
             mha.display=lua/show/display.lua mha.text=lua/show/text.lua mha.plot=lua/show/plot.lua \
             mha.lesson=lua/lesson/lesson.lua mha.lesson.check=lua/lesson/check.lua \
             mha.lesson.words=lua/lesson/words.lua \
             mha.help=lua/help/help.lua mha.docs_mha=lua/help/docs_mha.lua \
-            mha.docs_display=lua/help/docs_display.lua mha.docs_lesson=lua/help/docs_lesson.lua \
-            mha.help.zh=lua/help/zh.lua
+            mha.docs_display=lua/help/docs_display.lua mha.docs_lesson=lua/help/docs_lesson.lua
 TESTS     = test_tensor test_ops test_rng test_npy test_kernels test_attention test_repl test_lessons_pty
 
 LUA_FILES = $(foreach e,$(EMBED),$(word 2,$(subst =, ,$(e))))
+EMBED    += mha.repl.habits=lua/repl/habits.lua mha.help.zh=lua/help/zh.lua
 CORE_OBJ  = $(CORE_SRC:%.c=$(BUILD)/%.o)
 LIB_OBJ   = $(BIND_SRC:%.c=$(BUILD)/%.o) $(SYS_SRC:%.c=$(BUILD)/%.o) $(BUILD)/embedded.o
 TEST_BIN  = $(addprefix $(BUILD)/tests/,$(TESTS))
