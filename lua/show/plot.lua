@@ -393,7 +393,7 @@ function Figure:run(fname, commands, quiet_warnings, discard_output, fix_output)
         })[status]
         self.proc:close()   -- its state is unknown now; the next drawing starts a fresh one
         self.proc = nil
-        local said = clean_message(errtext:gsub("mha%-sync%-[%d%-]+", ""))
+        local said = clean_message((errtext:gsub("mha%-sync%-[%d%-]+", ""):gsub(STATUS:gsub("%-", "%%-") .. "[^\n]*", "")))
         error(string.format("%s: %s%s", fname, why, said ~= "" and (" (gnuplot said: " .. said .. ")") or ""), 0)
     end
 
