@@ -20,7 +20,6 @@ local WORDS = {
         dangling = "a value alone (%s) is not a Lua statement: type %s on a line of its own, or print(%s)",
         dangling_any = "a value alone is not a Lua statement: type it on a line of its own, or print(...) it",
         command = "unknown command :%s (did you mean :%s?)",
-        no_help = "No help for '%s'. Did you mean %s?",
     },
     zh = {
         hint = "提示：",
@@ -34,7 +33,6 @@ local WORDS = {
         dangling = "单独的值（%s）不是 Lua 语句：把 %s 单独输入一行，或用 print(%s)",
         dangling_any = "单独的值不是 Lua 语句：把它单独输入一行，或用 print(...)",
         command = "没有命令 :%s（你是想输入 :%s 吗？）",
-        no_help = "没有“%s”的帮助。你是想查 %s 吗？",
     },
 }
 function habits.words(lang) return WORDS[lang] or WORDS.en end
