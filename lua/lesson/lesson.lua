@@ -63,6 +63,11 @@ M.wrap = wrapper.wrap
 -- ---------------------------------------------------------------------------------------------
 
 local session -- the open lesson; nil when none
+
+-- The language of the open lesson, else the one a new lesson would take: what the REPL's help and
+-- messages and a plot's own words follow (M.install hands this function to them).
+function M.language() return (session and session.lang) or M.choose_lang() end
+
 local the_repl -- the REPL the runner runs in (M.install); nil in batch mode and in tests
 
 local function write(...) io.stdout:write(...) end
@@ -355,20 +360,25 @@ local function note(kind, opts, detail)
         quoted and (" " .. quoted) or "", detail and (" " .. detail) or ""), columns(), {rest = "  "}))
 end
 
+-- A panel's name in a text heat map of heads: "[head 1]", "[头 1]".
+local HEAT_DIMS = {en = {"head", "query", "key"}, zh = {"头", "查询", "键"}}
+
 M.batch_plot = {
     heatmap = function(m, opts)
         note("heatmap", opts, shape_of(m))
-        if mha.heat then mha.heat(m, {rows = opts and opts.rows, cols = opts and opts.cols}) end
+        if mha.heat then
+            mha.heat(m, {rows = opts and (opts.rows or opts.tokens), cols = opts and (opts.cols or opts.tokens),
+                         values = opts and opts.values})
+        end
     end,
     heads = function(w, opts)
         note("heads", opts, shape_of(w))
         if not (mha.heat and mha.is_tensor(w)) then return end
         if #w:shape() == 4 then w = w:select(1, 1) end   -- (N,H,L,S): the first batch item
+        -- one mha.heat: every head on one shared scale, one scale line and one footer for them all
         local tokens = opts and opts.tokens
-        for h = 1, w:shape()[1] do
-            say_line(string.format(said().head, h))
-            mha.heat(w:select(1, h), {rows = tokens, cols = tokens})
-        end
+        mha.heat(w, {rows = tokens, cols = tokens, dims = HEAT_DIMS[session and session.lang or "en"],
+                     values = opts and opts.values})
     end,
     line = function(spec)
         local w, names = said(), {}
@@ -840,6 +850,8 @@ end
 function M.install_globals()
     if rawget(_G, "mha") == nil then _G.mha = mha end
     if rawget(_G, "show") == nil and mha.show then _G.show = mha.show end
+    local has_plot, plot_module = pcall(require, "mha.plot")
+    if has_plot then plot_module.lang = M.language end   -- "头 1", "查询" in a Chinese lesson's windows
     if rawget(_G, "plot") == nil then
         local ok, plot = pcall(require, "mha.plot")
         if ok then _G.plot = plot end
@@ -874,6 +886,7 @@ end
 function M.install(repl)
     the_repl = repl
     if not (repl and repl.add_command) then return end
+    repl.lang = M.language   -- the REPL's help and messages follow the lessons' language
     local function cmd(name, args, help, run) repl.add_command(name, {args = args, help = help, run = run}) end
     cmd("lessons", "", "list the lessons with a one-line summary", function() M.list() end)
     cmd("open", "NAME|NUMBER", "open a lesson at its first step", function(a)

@@ -674,7 +674,8 @@ do
         L.batch_plot.heads(mha.rand(2, 2, 2), {title = "两个头"})
     end)
     T.ok("a line plot's note in Chinese", text:find("[图：折线图 “图题” 2 条曲线：甲，曲线 2]", 1, true), text)
-    T.ok("heads' panels are titled in Chinese", text:find("\n头 1\n", 1, true) and text:find("\n头 2\n", 1, true), text)
+    T.ok("heads' panels are titled in Chinese", text:find("\n[头 1]\n", 1, true) and text:find("\n[头 2]\n", 1, true), text)
+    T.ok("heads share one scale line", select(2, text:gsub("刻度：", "")) == 1, text)
     T.ok("no English in a Chinese plot note", not text:find("plot", 1, true) and not text:find("series", 1, true), text)
 end
 
