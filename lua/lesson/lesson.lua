@@ -429,10 +429,14 @@ end
 
 -- Runs a step's code in the global environment; returns true or false, message. The chunk is named after
 -- the lesson file: "06_masks.lua:31: masked_fill: ...". The REPL records the code as shown.
+local function step_label(k)
+    return string.format("lesson %s, step %d", session.lesson.name or "?", k),
+           -- a saved script tells the lesson where it is before each step, so its answer() calls are checked
+           string.format('require("mha.lesson").at_step(%d)', k)
+end
+
 local function run_code(shown, run, k)
-    local label = string.format("lesson %s, step %d", session.lesson.name or "?", k)
-    -- a saved script tells the lesson where it is before each step, so its answer() calls are checked
-    local at = string.format('require("mha.lesson").at_step(%d)', k)
+    local label, at = step_label(k)
     local chunk, err = load(run, "=" .. (session.lesson.file or ("step " .. k)), "t", _G)
     if not chunk then record_step(shown, label, false, at); return false, err end
     local ok, e = xpcall(chunk, function(x) return tostring(x) end)
@@ -584,6 +588,11 @@ local function show_step(k)
                 if not session.batch then say_text(words[lang].recover(k)) end
                 return false, err
             end
+        else
+            -- a step without code still moves a saved script's replay to it (an answer() there is checked
+            -- against this step, as in the session, not against some exercise further on)
+            local label, at = step_label(k)
+            record_step("", label, true, at)
         end
         session.pos = k
         session.pending = nil
@@ -687,12 +696,6 @@ end
 function M.answer(value, eval_error)
     if not need_session() then return false end
     local ex = session.pending
-    if not ex and session.replay then
-        -- a saved script marks the steps that ran code; an exercise without code comes after the last mark
-        for k = math.max(1, session.pos), #session.lesson.steps do
-            if session.lesson.steps[k].kind == "exercise" then ex = session.lesson.steps[k]; break end
-        end
-    end
     if not ex then
         ex = session.lesson.steps[session.pos]
         if not (ex and ex.kind == "exercise") then say_text(words[session.lang].no_exercise); return false end

@@ -636,6 +636,7 @@ local function as_script(entry, r)
     if entry.kind == "step" then
         local head = "-- lesson step: " .. entry.label:gsub("\n", " ") .. "\n" .. (entry.before and entry.before .. "\n" or "")
         if entry.how == "error" then return head .. r .. ".fails " .. long_string(input) end
+        if input == "" then return (head:gsub("\n$", "")) end   -- a step without code: only its mark
         if may_return(input) then return head .. ";(function(...)\n" .. input .. "\nend)()" end
         return head .. "do\n" .. input .. "\nend"
     end
@@ -733,9 +734,11 @@ function repl.save(base)
         local input = entry.kind == "enter" and "(Enter)" or entry.input
         local fence = fence_for(input)
         if entry.kind == "step" then md[#md + 1] = "Lesson step: " .. entry.label:gsub("\n", " ") md[#md + 1] = "" end
-        md[#md + 1] = fence .. ((entry.kind == "lua" or entry.kind == "step") and "lua" or "")
-        md[#md + 1] = input
-        md[#md + 1] = fence
+        if not (entry.kind == "step" and input == "") then
+            md[#md + 1] = fence .. ((entry.kind == "lua" or entry.kind == "step") and "lua" or "")
+            md[#md + 1] = input
+            md[#md + 1] = fence
+        end
         if entry.output ~= "" then
             local output = entry.output:gsub("\n$", "")
             local ofence = fence_for(output)

@@ -436,6 +436,28 @@ do
         and recorded[3][2] == "lesson multihead, step 1" and recorded[3][3] == true, tostring(recorded[3][2]))
 end
 
+-- ---- :save replays answer() where the session was: a step without code is marked too -------------
+do
+    local recorded = {}
+    L.install({record_step = function(code, label, ok, before) recorded[#recorded + 1] = {code, label, ok, before} end})
+    captured(L.start, "scaling", {batch = false, lang = "en"})
+    captured(L.goto_step, 5)                 -- step 5 is an exercise without code
+    L.install(nil)
+    local last = recorded[#recorded]
+    T.eq("a step without code is recorded as its mark alone", {last[1], last[4]},
+        {"", 'require("mha.lesson").at_step(5)'})
+    -- the replay of a session that answered at step 3 (no exercise there) must say so, as the session did
+    L.replaying(L.current().lesson.path or "lessons/04_scaling.lua", "en")
+    L.at_step(3)
+    local ok
+    text = captured(function() ok = answer(1 / 8) end)
+    T.ok("an answer() replayed at a step without an exercise is refused as in the session",
+        ok == false and text:find("no exercise", 1, true), text)
+    L.at_step(5)
+    text = captured(function() ok = answer(mha.tensor{0}) end)
+    T.ok("an answer() replayed at the exercise step is checked", ok == false and text:find("not yet", 1, true), text)
+end
+
 -- ---- a failing step says how to get out; :goto K rebuilds the state and runs it -------------------
 captured(L.start, "masks", {batch = false, lang = "en"})
 captured(L.goto_step, 3)
