@@ -21,6 +21,7 @@ CORE_SRC  = core/tensor.c core/ops.c core/rng.c core/npy.c core/kernels.c core/k
 CORE_SRC += core/autograd.c core/autograd_ops.c core/autograd_nn.c core/nn_ops.c core/sdpa_backward.c \
             core/multihead_grad.c
 CORE_SRC += core/npz.c core/optim.c
+CORE_SRC += core/alloc.c
 BIND_SRC  = lua/bind/lmha.c lua/bind/ltensor.c lua/bind/lmultihead.c
 BIND_SRC += lua/bind/lauxmha.c
 BIND_SRC += lua/bind/lautograd.c
@@ -39,6 +40,7 @@ EMBED    += mha.nn.optim=lua/nn/optim.lua mha.docs_nn=lua/help/docs_nn.lua
 TESTS     = test_tensor test_ops test_rng test_npy test_kernels test_attention test_repl test_lessons_pty \
             test_autograd
 TESTS    += test_npz test_optim
+TESTS    += test_alloc
 
 LUA_FILES = $(foreach e,$(EMBED),$(word 2,$(subst =, ,$(e))))
 EMBED    += mha.repl.habits=lua/repl/habits.lua mha.help.zh=lua/help/zh.lua

@@ -1,4 +1,4 @@
-/* core/tensor.c - the tensor's life cycle: errors, memory accounting, interrupts, storage, element
+/* core/tensor.c - the tensor's life cycle: errors, interrupts, storage, element
  * access, and the views (view, transpose, permute, narrow, select, ...) that share storage. */
 #include "tensor.h"
 #include "autograd.h"
@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
 /* ---- errors ---- */
 
@@ -62,41 +61,7 @@ void mha_interrupt(void) { atomic_store_explicit(&interrupt_flag, 1, memory_orde
 void mha_interrupt_clear(void) { atomic_store_explicit(&interrupt_flag, 0, memory_order_relaxed); }
 bool mha_interrupted(void) { return atomic_load_explicit(&interrupt_flag, memory_order_relaxed) != 0; }
 
-/* ---- memory accounting ---- */
-
-static atomic_size_t live_bytes = 0;
-static atomic_size_t peak_bytes = 0;
-
-/* Large blocks (attention's L×S weights) are 2 MiB aligned and offered to transparent huge pages, as
- * NumPy does: on a VM each fresh 4 KiB page costs a fault, and an L=2048 forward touches 40000 of them. */
-#define HUGE_ALIGN ((size_t)2 << 20)
-
-void *mha_alloc(size_t nbytes) {
-    void *p = NULL;
-    if (nbytes >= 2 * HUGE_ALIGN) {
-        if (posix_memalign(&p, HUGE_ALIGN, nbytes) != 0) return NULL;
-#ifdef MADV_HUGEPAGE
-        madvise(p, nbytes, MADV_HUGEPAGE);   /* advice only: failure changes nothing */
-#endif
-    } else {
-        p = malloc(nbytes ? nbytes : 1);
-    }
-    if (!p) return NULL;
-    size_t now = atomic_fetch_add(&live_bytes, nbytes) + nbytes;
-    size_t peak = atomic_load(&peak_bytes);
-    while (now > peak && !atomic_compare_exchange_weak(&peak_bytes, &peak, now)) {}
-    return p;
-}
-
-void mha_free(void *p, size_t nbytes) {
-    if (!p) return;
-    atomic_fetch_sub(&live_bytes, nbytes);
-    free(p);
-}
-
-size_t mha_live_bytes(void) { return atomic_load(&live_bytes); }
-size_t mha_peak_bytes(void) { return atomic_load(&peak_bytes); }
-void mha_reset_peak(void) { atomic_store(&peak_bytes, atomic_load(&live_bytes)); }
+/* ---- memory: mha_alloc, mha_free and the accounting are in core/alloc.c ---- */
 
 /* ---- storage ---- */
 
