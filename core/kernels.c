@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "kernels.h"
 #include "kernels_isa.h"
@@ -167,8 +168,10 @@ static _Thread_local bool in_part; /* this thread runs a part: calls it makes ar
 
 static size_t threads_clamp(size_t n) { return n < 1 ? 1 : n > MAX_THREADS ? MAX_THREADS : n; }
 
-/* MHA_THREADS: a whole positive number; anything else leaves 1 */
+/* MHA_THREADS: a whole positive number; without it (or with anything else) every online core */
 static void threads_read_env(void) {
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    threads_setting = threads_clamp(cores > 0 ? (size_t)cores : 1);
     const char *env = getenv("MHA_THREADS");
     char *end = NULL;
     unsigned long n = env ? strtoul(env, &end, 10) : 0;

@@ -26,9 +26,10 @@ mha_status mha_sgemm(float *c, size_t ldc,
 const char *mha_kernels_isa(void);
 bool mha_kernels_use_isa(const char *name);
 
-/* Threads. MHA_THREADS=N in the environment (read once, at the first call; default 1) lets one kernel
- * call split its work over N threads: mha_sgemm by blocks of rows or columns of C, the fused attention
- * by query tiles, the attention layer (core/sdpa.c, core/multihead.c) by (batch, head) slices. Only independent
+/* Threads. MHA_THREADS=N in the environment (read once, at the first call; default: every online
+ * core, sysconf(_SC_NPROCESSORS_ONLN)) lets one kernel call split its work over N threads: mha_sgemm
+ * by blocks of rows or columns of C, the fused attention by query tiles, the attention layer
+ * (core/sdpa.c, core/multihead.c) by (batch, head) slices. Only independent
  * outputs are split, never a sum, so results are bit-identical to one thread on the same instruction
  * set. A call started on a thread that already runs a part stays on that thread (no nesting).
  * mha_kernels_threads: the threads a call made now may use (1 inside a part). mha_kernels_set_threads:

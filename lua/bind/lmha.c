@@ -7,9 +7,11 @@
  * carrying the core's message, which names the function, the argument and the shapes. */
 #include <math.h>
 #include <string.h>
+#include <time.h>
 
 #include "embedded.h"
 #include "attention.h"
+#include "kernels.h"
 #include "lauxmha.h"
 #include "lmha.h"
 #include "lsys.h"
@@ -185,6 +187,31 @@ static int l_memory(lua_State *L) {
 static int l_reset_peak(lua_State *L) {
     mha_reset_peak();
     return 0;
+}
+
+/* mha.threads([n]) -> the thread count before the call: with n (1..64) the kernels use n threads from
+ * now on. Results are the same bits whatever n is (core/kernels.h). */
+static int l_threads(lua_State *L) {
+    size_t before = mha_kernels_threads();
+    if (!lua_isnoneornil(L, 1)) {
+        int whole = 0;
+        lua_Integer n = lua_type(L, 1) == LUA_TNUMBER ? lua_tointegerx(L, 1, &whole) : 0;
+        if (!whole || n < 1 || n > 64)
+            return luaL_error(L, "threads: n must be a whole number from 1 to 64, got %s",
+                              lua_type(L, 1) == LUA_TNUMBER ? luaL_tolstring(L, 1, NULL) : luaL_typename(L, 1));
+        mha_kernels_set_threads((size_t)n);
+    }
+    lua_pushinteger(L, (lua_Integer)before);
+    return 1;
+}
+
+/* mha.clock() -> wall-clock seconds (monotonic), to time a loop: os.clock() counts the CPU time of
+ * every thread, which grows faster than the wall clock when the kernels run on several cores. */
+static int l_clock(lua_State *L) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    lua_pushnumber(L, (lua_Number)ts.tv_sec + (lua_Number)ts.tv_nsec * 1e-9);
+    return 1;
 }
 
 /* ---- elementwise ---- */
@@ -508,6 +535,8 @@ static const luaL_Reg mhalib[] = {
     {"save", l_save},
     {"memory", l_memory},
     {"reset_peak", l_reset_peak},
+    {"threads", l_threads},
+    {"clock", l_clock},
     {"where", l_where},
     {"cat", l_cat},
     {"stack", l_stack},
