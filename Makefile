@@ -123,13 +123,14 @@ $(BUILD)/tests/%: tests/repl/%.c tests/check.h
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -Itests -o $@ $< -lutil
 
-# bench: single-threaded timings of the kernels and the attention layer beside NumPy, then 2 threads against 1.
-# Both sides: one thread (OpenBLAS pinned) and the same malloc settings - freed memory is kept for
-# reuse instead of being handed back to the kernel, whose fresh pages cost ~20 us each on this VM.
-BENCH_ENV = OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 \
-  GLIBC_TUNABLES=glibc.malloc.mmap_threshold=67108864:glibc.malloc.trim_threshold=268435456
-bench: deps-bench $(BUILD)/bench
-	$(BENCH_ENV) $(BUILD)/bench --numpy '/usr/bin/python3 bench/bench_numpy.py'
+# bench: the cases timed in C (one thread, then every core) beside NumPy and torch, then from Lua through
+# mha-repl beside those. No malloc settings (the caching allocator does that job, core/alloc.h); NumPy
+# runs with OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset, so OpenBLAS picks its kernels as a user's does.
+BENCH_NUMPY = env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 \
+  /usr/bin/python3 bench/bench_numpy.py
+bench: deps-bench all $(BUILD)/bench
+	$(BUILD)/bench --numpy '$(BENCH_NUMPY)' --save $(BUILD)/bench_c.txt
+	$(BUILD)/mha-repl bench/bench.lua $(BUILD)/bench_c.txt
 
 # bench-grad: MultiheadAttention forward + backward beside torch 1.13's autograd, and the attention backward's memory
 bench: bench-grad

@@ -5,11 +5,13 @@
  *        bench --numpy COMMAND   also time each case in NumPy, right after ours, through COMMAND (run by
  *                                /bin/sh: bench_numpy.py, which reads case lines and answers timings)
  *        bench --only SUBSTRING  time only the cases whose id contains SUBSTRING
- *        bench --threads N       then time our side again on N threads (default 2; 1: skip that table)
+ *        bench --threads N       then time both sides again on N threads (default: every core; 1: skip)
+ *        bench --save FILE       also write "id ours_ms numpy_ms torch_ms" lines of the main table
+ *                                (bench/bench.lua reads them to set the Lua timings beside these)
  *        bench --list            print the case lines bench_numpy.py reads
- * The main table is single-threaded on both sides whatever MHA_THREADS says; a second table shows our
- * kernels split over N threads (kernels.h) beside our own single-threaded time, timed just before the
- * threaded run as NumPy's is timed just after ours, never beside NumPy.
+ * The main table is single-threaded on both sides whatever MHA_THREADS says, with torch 1.13 (one
+ * thread) beside NumPy where it is installed; a second table times our kernels split over N threads
+ * (kernels.h) against NumPy on N threads, each case back to back.
  * Each case is timed by us and then by NumPy before the next one starts, so a change in the load of a
  * shared machine falls on both sides of a ratio alike.
  *
@@ -22,10 +24,8 @@
  * Peak extra memory is the highest mha_peak_bytes() during one call minus what was live before it:
  * scratch plus the outputs the call returns.
  *
- * `make bench` runs both sides with GLIBC_TUNABLES raising malloc's mmap and trim thresholds: on this
- * VM a page fault costs about 20 us, so a forward pass that returns its 6 MB to the kernel and faults
- * it back in on the next call spends 3/4 of its time there (L=512: 44 ms with the defaults, 11 ms
- * without). The REPL can make the same choice with mallopt(). */
+ * No malloc settings: tensor storage and scratch come from the caching allocator (core/alloc.h), which
+ * reuses freed blocks at once, so a call does not fault its memory in anew, here as in the REPL. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,6 +33,8 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "alloc.h"
 
 #include "attention.h"
 #include "kernels.h"
@@ -293,6 +295,7 @@ static bool numpy_start(numpy_proc *p, const char *command) {
 typedef struct numpy_timing {
     double ms;
     size_t runs, peak;
+    double torch_ms; /* NAN without torch */
 } numpy_timing;
 
 /* false when NumPy did not answer (not installed, or the script failed: it says why on stderr) */
@@ -300,7 +303,18 @@ static bool numpy_time(numpy_proc *p, const bench_case *c, numpy_timing *t) {
     char line[256], id[64];
     print_case_line(p->to, c);
     if (fflush(p->to) != 0 || !fgets(line, sizeof line, p->from)) return false;
-    return sscanf(line, "%63s %lf %zu %zu", id, &t->ms, &t->runs, &t->peak) == 4 && strcmp(id, c->id) == 0;
+    t->torch_ms = NAN;
+    return sscanf(line, "%63s %lf %zu %zu %lf", id, &t->ms, &t->runs, &t->peak, &t->torch_ms) >= 4 &&
+           strcmp(id, c->id) == 0;
+}
+
+/* One request line that is not a case ("info", "threads N"): the answer after its first word, or NULL. */
+static char *numpy_ask(numpy_proc *p, const char *request, char *answer, size_t n) {
+    fprintf(p->to, "%s\n", request);
+    if (fflush(p->to) != 0 || !fgets(answer, (int)n, p->from)) return NULL;
+    answer[strcspn(answer, "\n")] = '\0';
+    char *rest = strchr(answer, ' ');
+    return rest ? rest + 1 : answer + strlen(answer);
 }
 
 static void numpy_stop(numpy_proc *p) {
@@ -309,21 +323,24 @@ static void numpy_stop(numpy_proc *p) {
     if (p->pid > 0) waitpid(p->pid, NULL, 0);
 }
 
-/* Times every selected case and prints its row: our kernels on one thread beside NumPy (threads = 1),
- * or our kernels on `threads` threads beside the same on one thread, timed just before. */
-static int run_table(const char *only, numpy_proc *numpy, bool have_numpy, double peak, size_t threads) {
+/* One case's results in the main table (single thread), kept for the threads table and --save. */
+typedef struct case_result {
+    bool done;
+    double ours_ms, numpy_ms, torch_ms; /* NAN when not timed */
+} case_result;
+
+/* Times every selected case on `threads` threads (ours, then NumPy's on as many) and prints its row.
+ * threads = 1: the main table, which fills results[]; more: the threads table, which reads them. */
+static int run_table(const char *only, numpy_proc *numpy, bool have_numpy, double peak, size_t threads,
+                     case_result *results) {
     int failures = 0;
     for (size_t i = 0; i < NCASES; i++) {
         const bench_case *c = &CASES[i];
         if (only && !strstr(c->id, only)) continue;
         bench_state s = {.c = c};
-        timing t = {0}, one = {0};
-        mha_kernels_set_threads(1);
+        timing t = {0};
+        mha_kernels_set_threads(threads);
         mha_status st = setup(&s);
-        if (st == MHA_OK && threads > 1) {
-            st = time_case(&one, &s);
-            mha_kernels_set_threads(threads);
-        }
         if (st == MHA_OK) st = time_case(&t, &s);
         mha_kernels_set_threads(1);
         teardown(&s);
@@ -334,15 +351,19 @@ static int run_table(const char *only, numpy_proc *numpy, bool have_numpy, doubl
         }
         double gf = flops(c) / (t.median_ms * 1e6);
         printf("%-32s %4zu %10.3f %8.1f %8.1f |", c->what, t.runs, t.median_ms, gf, (double)t.peak_extra / 1048576.0);
+        numpy_timing np = {.ms = NAN, .torch_ms = NAN};
+        bool np_ok = have_numpy && numpy_time(numpy, c, &np);
         if (threads > 1) {
-            printf(" %10.3f | %7.2f", one.median_ms, one.median_ms / t.median_ms);
+            double one = results[i].done ? results[i].ours_ms : NAN;
+            printf(" %10.3f %7.2f | %10.3f | %7.2f", one, one / t.median_ms, np_ok ? np.ms : NAN,
+                   np_ok ? t.median_ms / np.ms : NAN);
         } else {
-            numpy_timing np;
-            if (have_numpy && numpy_time(numpy, c, &np))
-                printf(" %10.3f %8.1f %8.1f | %7.2f", np.ms, flops(c) / (np.ms * 1e6), (double)np.peak / 1048576.0,
-                       t.median_ms / np.ms);
+            results[i] = (case_result){true, t.median_ms, np_ok ? np.ms : NAN, np_ok ? np.torch_ms : NAN};
+            if (np_ok)
+                printf(" %10.3f %8.1f %8.1f | %10.3f | %7.2f", np.ms, flops(c) / (np.ms * 1e6),
+                       (double)np.peak / 1048576.0, np.torch_ms, t.median_ms / np.ms);
             else
-                printf(" %10s %8s %8s | %7s", "-", "-", "-", "-");
+                printf(" %10s %8s %8s | %10s | %7s", "-", "-", "-", "-", "-");
             if (c->kind == MATMUL && c->M == 512 && c->N == 512 && c->K == 512 && peak > 0)
                 printf("  (%.0f%% of peak)", 100.0 * gf / peak);
         }
@@ -352,9 +373,27 @@ static int run_table(const char *only, numpy_proc *numpy, bool have_numpy, doubl
     return failures;
 }
 
+/* The first line of /proc/cpuinfo's "model name", or "unknown CPU". */
+static const char *cpu_name(char *buf, size_t n) {
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    snprintf(buf, n, "%s", "unknown CPU");
+    char line[256];
+    while (f && fgets(line, sizeof line, f)) {
+        char *colon = strchr(line, ':');
+        if (strncmp(line, "model name", 10) == 0 && colon) {
+            snprintf(buf, n, "%s", colon + 2);
+            buf[strcspn(buf, "\n")] = '\0';
+            break;
+        }
+    }
+    if (f) fclose(f);
+    return buf;
+}
+
 int main(int argc, char **argv) {
-    const char *numpy_command = NULL, *only = NULL;
-    size_t threads = 2;
+    const char *numpy_command = NULL, *only = NULL, *save = NULL;
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    size_t threads = cores > 1 ? (size_t)cores : 1;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--list") == 0) {
             for (size_t c = 0; c < NCASES; c++) print_case_line(stdout, &CASES[c]);
@@ -363,15 +402,19 @@ int main(int argc, char **argv) {
             numpy_command = argv[++i];
         } else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) {
             only = argv[++i];
+        } else if (strcmp(argv[i], "--save") == 0 && i + 1 < argc) {
+            save = argv[++i];
         } else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc && atoi(argv[i + 1]) >= 1) {
             threads = (size_t)atoi(argv[++i]);
         } else {
-            fprintf(stderr, "usage: bench [--numpy COMMAND] [--only SUBSTRING] [--threads N] [--list]\n");
+            fprintf(stderr, "usage: bench [--numpy COMMAND] [--only SUBSTRING] [--threads N] [--save FILE] [--list]\n");
             return 2;
         }
     }
     numpy_proc numpy = {0};
     bool have_numpy = numpy_command && numpy_start(&numpy, numpy_command);
+    char info[512], *blas = have_numpy ? numpy_ask(&numpy, "info", info, sizeof info) : NULL;
+    have_numpy = blas != NULL;
 
     /* the best of 5 short runs: other work on a shared machine only ever makes them slower */
     const char *isa = mha_kernels_isa();
@@ -380,24 +423,44 @@ int main(int argc, char **argv) {
         ghz = fmax(ghz, clock_ghz());
         peak = fmax(peak, fma_peak(isa));
     }
-    printf("mha-repl benchmark: single thread, fp32, kernels \"%s\"\n", isa);
+    char cpu[160], date[64];
+    time_t now_t = time(NULL);
+    strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", gmtime(&now_t));
+    double load[3] = {0, 0, 0};
+    if (getloadavg(load, 3) < 0) load[0] = load[1] = load[2] = NAN;
+    printf("mha-repl benchmark, %s: %s, %ld core(s), load average %.2f %.2f %.2f\n", date,
+           cpu_name(cpu, sizeof cpu), cores, load[0], load[1], load[2]);
+    printf("main table: single thread, fp32, kernels \"%s\"; memory: %s allocator\n", isa, mha_alloc_mode());
     if (peak > 0)
-        printf("fp32 peak of one core: %.0f GFLOP/s measured (independent FMAs in registers)\n"
-               "  = clock %.2f GHz x %.0f FLOP/cycle (2 FMA pipes x %d lanes x 2 = %d)\n", peak, ghz, peak / ghz,
-               strcmp(isa, "avx512") == 0 ? 16 : 8, strcmp(isa, "avx512") == 0 ? 64 : 32);
-    const char *tunables = getenv("GLIBC_TUNABLES");
-    printf("malloc: %s\n", tunables ? tunables : "glibc defaults");
-    if (have_numpy) printf("NumPy: OpenBLAS pinned to one thread (OPENBLAS_NUM_THREADS=1), same shapes, float32\n");
+        printf("fp32 peak of one core: %.1f GFLOP/s measured (independent FMAs in registers)\n"
+               "  = clock %.2f GHz x %.1f FLOP/cycle\n", peak, ghz, peak / ghz);
+    if (have_numpy) printf("NumPy: %s (OpenBLAS on one thread here; torch too)\n", blas);
     printf("ms: median of the runs; GFLOP/s: formulas at the top of bench/bench.c; MiB: peak extra memory\n\n");
-    printf("%-32s %4s %10s %8s %8s | %10s %8s %8s | %7s\n", "case", "runs", "ours ms", "GFLOP/s", "MiB",
-           "numpy ms", "GFLOP/s", "MiB", "ours/np");
+    printf("%-32s %4s %10s %8s %8s | %10s %8s %8s | %10s | %7s\n", "case", "runs", "ours ms", "GFLOP/s", "MiB",
+           "numpy ms", "GFLOP/s", "MiB", "torch ms", "ours/np");
 
-    int failures = run_table(only, &numpy, have_numpy, peak, 1);
+    case_result results[NCASES] = {{0}};
+    int failures = run_table(only, &numpy, have_numpy, peak, 1, results);
+    if (save) {
+        FILE *f = fopen(save, "w");
+        for (size_t i = 0; f && i < NCASES; i++)
+            if (results[i].done)
+                fprintf(f, "%s %.4f %.4f %.4f\n", CASES[i].id, results[i].ours_ms, results[i].numpy_ms,
+                        results[i].torch_ms);
+        if (!f || fclose(f) != 0) {
+            fprintf(stderr, "bench: cannot write %s\n", save);
+            failures++;
+        }
+    }
     if (threads > 1) {
-        printf("\nMHA_THREADS=%zu: our kernels split over %zu threads, each case timed on 1 thread just before\n"
-               "(x1 = 1-thread ms / %zu-thread ms); NumPy is not run here\n", threads, threads, threads);
-        printf("%-32s %4s %10s %8s %8s | %10s | %7s\n", "case", "runs", "ours ms", "GFLOP/s", "MiB", "1-thr ms", "x1");
-        failures += run_table(only, NULL, false, peak, threads);
+        char request[32], answer[64];
+        snprintf(request, sizeof request, "threads %zu", threads);
+        bool np_threads = have_numpy && numpy_ask(&numpy, request, answer, sizeof answer);
+        printf("\nAll cores: our kernels on %zu threads against NumPy (OpenBLAS) on %zu threads, case by case\n"
+               "(x1 = our 1-thread ms from the table above / our %zu-thread ms)\n", threads, threads, threads);
+        printf("%-32s %4s %10s %8s %8s | %10s %7s | %10s | %7s\n", "case", "runs", "ours ms", "GFLOP/s", "MiB",
+               "1-thr ms", "x1", "numpy ms", "ours/np");
+        failures += run_table(only, &numpy, np_threads, peak, threads, results);
     }
     numpy_stop(&numpy);
     return failures ? 1 : 0;

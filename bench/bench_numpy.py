@@ -6,7 +6,14 @@ on the same shapes: it reads one case line at a time ("id kind sizes...") and an
 usage: build/bench --numpy '/usr/bin/python3 bench/bench_numpy.py'    (what `make bench` runs)
        build/bench --list | /usr/bin/python3 bench/bench_numpy.py      (NumPy's side alone)
 
-OpenBLAS is pinned to one thread (set here too, before numpy loads it) so both sides use one core.
+Two more requests: "info" answers "info TEXT", the BLAS NumPy runs on and the kernel OpenBLAS chose for
+this CPU (threadpoolctl's architecture, its corename); "threads N" sets NumPy's (and torch's) thread
+count and answers "threads N". Run it with OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset (`make bench`
+does) so OpenBLAS picks its kernels as a user's NumPy does.
+
+OpenBLAS starts pinned to one thread (set here too, before numpy loads it) so both sides use one core.
+Where torch is installed each case is also timed in torch, on the same thread count, and the answer
+ends with its median ms (nan without torch, or for a case torch is not asked to run).
 NumPy is written the way a careful NumPy user would: in-place softmax, no float64 anywhere. It has no
 fused attention, so with or without weights it forms the (H,L,L) scores; for attention alone at
 L > 4096 the scores would not fit in memory and it goes one head and 1024 queries at a time.
@@ -20,6 +27,12 @@ import tracemalloc
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 import numpy as np  # noqa: E402  (after the thread pinning)
+
+try:
+    import torch  # noqa: E402
+    torch.set_num_threads(1)
+except ImportError:
+    torch = None
 
 F32 = np.float32
 
@@ -85,16 +98,82 @@ def make_case(fields, rng):
     raise SystemExit(f"bench_numpy.py: unknown case kind {kind!r}")
 
 
-def time_case(fn):
+def make_torch_case(fields):
+    """The case in torch 1.13 (no autograd), or None: matmul, x·Wᵀ through F.linear, attention as
+    softmax(q·kᵀ·scale)·v up to L = 4096, MHA through nn.MultiheadAttention (self-attention, weights
+    averaged over heads when asked for)."""
+    if torch is None:
+        return None
+    kind = fields[1]
+    n = [int(f) for f in fields[2:]]
+    g = torch.Generator().manual_seed(0)
+    u = lambda *shape: torch.rand(*shape, generator=g) * 2 - 1  # noqa: E731
+    if kind == "matmul":
+        M, K, N, transposed_b = n
+        a = u(M, K)
+        if transposed_b:
+            w = u(N, K)
+            return lambda: torch.nn.functional.linear(a, w)
+        b = u(K, N)
+        return lambda: a @ b
+    if kind == "attention":
+        H, L, D = n
+        if L > 4096:
+            return None
+        q, k, v = u(H, L, D), u(H, L, D), u(H, L, D)
+        scale = 1.0 / D ** 0.5
+        return lambda: torch.softmax((q * scale) @ k.transpose(1, 2), dim=-1) @ v
+    if kind == "mha":
+        H, L, D, need_weights = n
+        m = torch.nn.MultiheadAttention(H * D, H)
+        x = u(L, 1, H * D)
+        return lambda: m(x, x, x, need_weights=bool(need_weights))
+    return None
+
+
+def time_torch(fields):
+    fn = make_torch_case(fields)
+    if fn is None:
+        return float("nan")
+    with torch.no_grad():
+        return time_case(fn, trace=False)[0]
+
+
+def blas_info():
+    """The BLAS NumPy calls and the kernel it chose, e.g. "openblas 0.3.21, kernel Zen, 1 thread"."""
+    try:
+        from threadpoolctl import threadpool_info
+        for lib in threadpool_info():
+            if lib.get("user_api") == "blas":
+                return (f"{lib.get('internal_api')} {lib.get('version')}, kernel {lib.get('architecture')}, "
+                        f"{lib.get('num_threads')} thread(s)")
+    except ImportError:
+        pass
+    return "BLAS unknown (python3-threadpoolctl not installed)"
+
+
+def set_threads(n):
+    try:
+        from threadpoolctl import threadpool_limits
+        threadpool_limits(limits=n, user_api="blas")
+    except ImportError:
+        pass
+    if torch is not None:
+        torch.set_num_threads(n)
+
+
+def time_case(fn, trace=True):
     """As bench.c: a warm-up run (with tracemalloc, for the peak), then runs for about a second,
     at least 3, at most 25; a case slower than a second is timed by its warm-up run alone."""
-    tracemalloc.start()
-    tracemalloc.reset_peak()
+    if trace:
+        tracemalloc.start()
+        tracemalloc.reset_peak()
     t0 = time.perf_counter()
     fn()
     first = time.perf_counter() - t0
-    peak = tracemalloc.get_traced_memory()[1]
-    tracemalloc.stop()
+    peak = tracemalloc.get_traced_memory()[1] if trace else 0
+    if trace:
+        tracemalloc.stop()
     if first > 1.0:
         return first * 1e3, 1, peak
     runs = int(min(25, max(3, 1.0 / first)))
@@ -115,9 +194,18 @@ def main():
         fields = line.split()
         if not fields:
             continue
+        if fields[0] == "info":
+            print(f"info {blas_info()}" + (f"; torch {torch.__version__}" if torch is not None else "; no torch"),
+                  flush=True)
+            continue
+        if fields[0] == "threads":
+            set_threads(int(fields[1]))
+            print(f"threads {fields[1]}", flush=True)
+            continue
         fn = make_case(fields, rng)
         ms, runs, peak = time_case(fn)
-        print(f"{fields[0]} {ms:.4f} {runs} {peak}", flush=True)
+        torch_ms = time_torch(fields)
+        print(f"{fields[0]} {ms:.4f} {runs} {peak} {torch_ms:.4f}", flush=True)
 
 
 if __name__ == "__main__":

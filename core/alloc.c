@@ -120,21 +120,27 @@ bool mha_alloc_use(const char *mode) {
     return true;
 }
 
-/* A fresh block of class_size bytes, page aligned (2 MiB aligned from HUGE_MIN on), or NULL. */
+/* A fresh block of class_size bytes, page aligned (2 MiB aligned from HUGE_MIN on), or NULL. Its pages
+ * are populated at once (MADV_POPULATE_WRITE, Linux 5.14+; advice only): one call that fills them all
+ * costs far less than a fault per 4 KiB page at first touch (~10 us each on this VM). */
 static void *map_block(size_t class_size) {
+    char *p;
     if (class_size < HUGE_MIN) {
-        void *p = mmap(NULL, class_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        return p == MAP_FAILED ? NULL : p;
-    }
-    /* map a huge page more, then unmap the unaligned head and the tail */
-    size_t over = class_size + HUGE_ALIGN;
-    char *raw = mmap(NULL, over, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (raw == MAP_FAILED) return NULL;
-    char *p = (char *)(((uintptr_t)raw + HUGE_ALIGN - 1) & ~(uintptr_t)(HUGE_ALIGN - 1));
-    if (p > raw) munmap(raw, (size_t)(p - raw));
-    if (p + class_size < raw + over) munmap(p + class_size, (size_t)(raw + over - (p + class_size)));
+        p = mmap(NULL, class_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED) return NULL;
+    } else { /* map a huge page more, then unmap the unaligned head and the tail */
+        size_t over = class_size + HUGE_ALIGN;
+        char *raw = mmap(NULL, over, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (raw == MAP_FAILED) return NULL;
+        p = (char *)(((uintptr_t)raw + HUGE_ALIGN - 1) & ~(uintptr_t)(HUGE_ALIGN - 1));
+        if (p > raw) munmap(raw, (size_t)(p - raw));
+        if (p + class_size < raw + over) munmap(p + class_size, (size_t)(raw + over - (p + class_size)));
 #ifdef MADV_HUGEPAGE
-    madvise(p, class_size, MADV_HUGEPAGE); /* advice only: failure changes nothing */
+        madvise(p, class_size, MADV_HUGEPAGE);
+#endif
+    }
+#ifdef MADV_POPULATE_WRITE
+    madvise(p, class_size, MADV_POPULATE_WRITE);
 #endif
     return p;
 }

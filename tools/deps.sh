@@ -7,7 +7,7 @@ case "${1:-build}" in
     build) ;;
     run) need="$need gnuplot" ;;
     test) need="$need gnuplot lua5.4 procps" ;;   # the stock interpreter loads mha.so; pgrep counts gnuplots
-    bench) need="$need python3-numpy libopenblas0-pthread" ;;
+    bench) need="$need python3-numpy libopenblas0-pthread python3-threadpoolctl" ;;  # torch: a column when installed
     *) echo "usage: tools/deps.sh [build|run|test|bench]" >&2; exit 2 ;;
 esac
 installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "ok installed"; }

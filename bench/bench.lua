@@ -1,0 +1,147 @@
+-- bench/bench.lua - the cases of bench/bench.c timed from Lua through mha-repl, written the way a student
+-- types them (each result a local left to Lua's collector), beside the C timings and NumPy's.
+--
+-- usage: build/mha-repl bench/bench.lua [C_RESULTS [ONLY]]
+--   C_RESULTS: the file `build/bench --save FILE` wrote ("id ours_ms numpy_ms torch_ms" lines); without
+--   it only the Lua column is printed.  ONLY: time only the cases whose id contains it.
+-- One thread (mha.threads(1)), as the C main table. Timing as bench.c: a warm-up, then calls for about
+-- a second (3 to 25), median wall-clock time (mha.clock). The warm-up runs twice as many calls as are timed
+-- and then collects garbage, so the timed calls reuse the blocks of the results the collector
+-- freed, as a loop of a student's does once the collector has run (mha.memory pushes it to run every
+-- 64 MiB of new tensors); the first calls of a loop map fresh memory, C's and NumPy's first calls too.
+-- flt/call: minor page faults of the process per timed call (/proc/self/stat): 0 when every block is
+-- reused, 256 per MiB mapped anew.
+local c_file, only = arg and arg[1], arg and arg[2]
+
+-- id, label, kind, sizes: the rows of bench.c's CASES, in its order
+local CASES = {
+    {"matmul_512", "matmul (512,512)@(512,512)", "matmul", 512, 512, 512, false},
+    {"matmul_in_64", "x@W.T in-proj (64,512)->1536", "matmul", 64, 512, 1536, true},
+    {"matmul_in_512", "x@W.T in-proj (512,512)->1536", "matmul", 512, 512, 1536, true},
+    {"matmul_in_2048", "x@W.T in-proj (2048,512)->1536", "matmul", 2048, 512, 1536, true},
+    {"matmul_out_2048", "x@W.T out-proj (2048,512)->512", "matmul", 2048, 512, 512, true},
+    {"attn_512", "attention H=8 L=512 D=64", "attention", 8, 512, 64},
+    {"attn_2048", "attention H=8 L=2048 D=64", "attention", 8, 2048, 64},
+    {"attn_4096", "attention H=8 L=4096 D=64", "attention", 8, 4096, 64},
+    {"attn_16384", "attention H=8 L=16384 D=64", "attention", 8, 16384, 64},
+    {"mha_64", "MHA E=512 H=8 L=64", "mha", 8, 64, 64, false},
+    {"mha_64_w", "MHA E=512 H=8 L=64 +weights", "mha", 8, 64, 64, true},
+    {"mha_512", "MHA E=512 H=8 L=512", "mha", 8, 512, 64, false},
+    {"mha_512_w", "MHA E=512 H=8 L=512 +weights", "mha", 8, 512, 64, true},
+    {"mha_2048", "MHA E=512 H=8 L=2048", "mha", 8, 2048, 64, false},
+    {"mha_2048_w", "MHA E=512 H=8 L=2048 +weights", "mha", 8, 2048, 64, true},
+}
+
+-- FLOPs as bench.c counts them
+local function flops(c)
+    if c[3] == "matmul" then return 2.0 * c[4] * c[5] * c[6] end
+    local H, L, D = c[4], c[5], c[6]
+    if c[3] == "attention" then return 2.0 * H * L * L * 2 * D end
+    local E = H * D
+    return 8.0 * L * E * E + 4.0 * L * L * E
+end
+
+-- A function doing one call of the case, its inputs made once.
+local function make(c)
+    local kind = c[3]
+    if kind == "matmul" then
+        local M, K, N, transposed = c[4], c[5], c[6], c[7]
+        local a = mha.rand(M, K) * 2 - 1
+        if transposed then
+            local W = mha.rand(N, K) * 2 - 1
+            return function() local y = mha.linear(a, W) end   -- x·Wᵀ, W stored (N,K)
+        end
+        local b = mha.rand(K, N) * 2 - 1
+        return function() local y = mha.matmul(a, b) end
+    elseif kind == "attention" then
+        local H, L, D = c[4], c[5], c[6]
+        local q, k, v = mha.rand(1, H, L, D), mha.rand(1, H, L, D), mha.rand(1, H, L, D)
+        local opts = {need_weights = false}
+        return function() local out = mha.sdpa(q, k, v, opts) end
+    end
+    local H, L, D, weights = c[4], c[5], c[6], c[7]
+    local m = mha.MultiheadAttention {embed_dim = H * D, num_heads = H}
+    local x = mha.rand(1, L, H * D) * 2 - 1
+    local opts = {need_weights = weights}
+    return function() local out, w = m:forward(x, x, x, opts) end
+end
+
+-- minor page faults of this process so far (field 10 of /proc/self/stat), or nil
+local function faults()
+    local f = io.open("/proc/self/stat")
+    if not f then return nil end
+    local stat = f:read("a")
+    f:close()
+    local after = stat:match("%) (.*)$")   -- the command name may hold spaces: skip past it
+    local fields = {}
+    for w in after:gmatch("%S+") do fields[#fields + 1] = w end
+    return tonumber(fields[8])              -- minflt: field 10 counted from pid
+end
+
+local function median(xs)
+    table.sort(xs)
+    local n = #xs
+    return n % 2 == 1 and xs[(n + 1) // 2] or (xs[n // 2] + xs[n // 2 + 1]) / 2
+end
+
+-- median ms, runs, faults per timed call
+local function time_case(fn)
+    local t0 = mha.clock()
+    fn()
+    local first = mha.clock() - t0
+    if first > 1.0 then return first * 1e3, 1, nil end
+    local n = math.floor(math.min(25, math.max(3, 1.0 / first)))
+    for _ = 1, 2 * n do fn() end
+    collectgarbage()
+    local samples, f0 = {}, faults()
+    for i = 1, n do
+        t0 = mha.clock()
+        fn()
+        samples[i] = mha.clock() - t0
+    end
+    local f1 = faults()
+    return median(samples) * 1e3, n, f0 and f1 and (f1 - f0) / n
+end
+
+-- C's results: id -> {ours, numpy, torch}
+local c_ms = {}
+if c_file then
+    local f = io.open(c_file)
+    if not f then error("bench.lua: cannot read " .. c_file .. " (run build/bench --save FILE first)") end
+    for line in f:lines() do
+        local id, ours, np, torch = line:match("^(%S+) (%S+) (%S+) (%S+)")
+        if id then c_ms[id] = {tonumber(ours), tonumber(np), tonumber(torch)} end
+    end
+    f:close()
+end
+
+local function first_line_of(path, pattern)
+    local f = io.open(path)
+    if not f then return nil end
+    for line in f:lines() do
+        local m = line:match(pattern)
+        if m then f:close() return m end
+    end
+    f:close()
+end
+
+local cpu = first_line_of("/proc/cpuinfo", "^model name%s*: (.*)$") or "unknown CPU"
+local load = first_line_of("/proc/loadavg", "^(%S+ %S+ %S+)") or "?"
+local before = mha.threads(1)
+print(string.format("\nFrom Lua (mha-repl), %s: %s, load average %s; one thread; results left to the collector",
+    os.date("!%Y-%m-%d %H:%M UTC"), cpu, load))
+print(string.format("%-32s %4s %10s %8s %8s | %10s %7s | %10s %7s", "case", "runs", "lua ms", "GFLOP/s",
+    "flt/call", "C ms", "lua/C", "numpy ms", "lua/np"))
+local function num(x, fmt) return x and x == x and string.format(fmt, x) or "-" end
+for _, c in ipairs(CASES) do
+    if not only or c[1]:find(only, 1, true) then
+        local ms, runs, fl = time_case(make(c))
+        local ref = c_ms[c[1]] or {}
+        print(string.format("%-32s %4d %10.3f %8.1f %8s | %10s %7s | %10s %7s", c[2], runs, ms, flops(c) / (ms * 1e6),
+            num(fl, "%.1f"), num(ref[1], "%.3f"), num(ref[1] and ms / ref[1], "%.2f"), num(ref[2], "%.3f"),
+            num(ref[2] and ms / ref[2], "%.2f")))
+        io.stdout:flush()
+        collectgarbage()
+    end
+end
+mha.threads(before)
