@@ -147,13 +147,13 @@ entry("mha.threads", "files", "mha.threads([n]) -> previous",
     .. "columns, attention by heads and query tiles). With n (1 to 64) it sets it and returns the count "
     .. "before; without, it reads it. The default is every core (or MHA_THREADS=n in the environment). "
     .. "Only independent outputs are split, never a sum, so the results are the very same bits whatever n is.",
-    nil, "local before = mha.threads(1)\nprint(mha.threads(), before)\nmha.threads(before)", {"mha.clock"})
+    nil, "before = mha.threads(1)\nprint(mha.threads(), before)\nmha.threads(before)", {"mha.clock"})
 
 entry("mha.clock", "files", "mha.clock() -> seconds",
     "Wall-clock seconds from a fixed point, to time a piece of code: subtract two readings. os.clock() "
     .. "counts the processor time of every thread instead, which runs ahead of the wall clock when the "
     .. "kernels use several cores.",
-    nil, "local t0 = mha.clock()\nlocal c = mha.matmul(mha.randn(256, 256), mha.randn(256, 256))\nprint(mha.clock() - t0)",
+    nil, "t0 = mha.clock()\nc = mha.matmul(mha.randn(256, 256), mha.randn(256, 256))\nprint(mha.clock() - t0)",
     {"mha.threads"})
 
 -- ---- elementwise ----
