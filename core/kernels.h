@@ -19,6 +19,13 @@ mha_status mha_sgemm(float *c, size_t ldc,
                      const float *b, ptrdiff_t b_rs, ptrdiff_t b_cs,
                      size_t M, size_t N, size_t K, bool accumulate);
 
+/* A short A (at most 256 KiB) times a B stored transposed (x·Wᵀ, q·kᵀ), both with contiguous rows, is
+ * computed as dot products of rows, without packing (kernels_isa.h, dot_rows), where the instruction
+ * set has them (AVX2). Its sums run in another order than the packed path's, so its bits differ from
+ * those of the same product with other strides (within the rounding the tests allow). Tests: false
+ * keeps every product on the packed path. */
+void mha_kernels_set_dot_rows(bool on);
+
 /* The instruction set the fast kernels use: "avx512", "avx2" or "portable", the best this CPU has
  * unless the environment variable MHA_ISA names another it supports. mha_kernels_use_isa switches
  * (tests run every path on one machine); false, and no change, for a name this CPU cannot run.

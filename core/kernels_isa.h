@@ -30,6 +30,12 @@ typedef struct kernel_isa {
      * as Wᵀ and Kᵀ are read): dst[p*NR + j] = b[j*b_cs + p]·scale for p < kc, j < cols <= NR, and 0
      * for cols <= j < NR. A transposition, done in registers; NULL: kernels.c's plain loop does it. */
     void (*pack_b_trans)(float *dst, const float *b, ptrdiff_t b_cs, size_t kc, size_t cols, float scale);
+    /* C (M,N) row stride ldc  =  (add ? C : 0) + A·Bᵀ  for A (M,K) and Bt (N,K), both with contiguous rows
+     * (lda, ldb apart): each C[i,j] the dot product of two contiguous rows, without packing, for an A of
+     * a few rows (mha_sgemm says when). Each element is summed in the same order wherever it lies in a
+     * tile, so any split of C over threads gives the same bits. NULL: not written for this set. */
+    void (*dot_rows)(float *c, size_t ldc, const float *a, size_t lda, const float *bt, size_t ldb, size_t M,
+                     size_t N, size_t K, bool add);
 } kernel_isa;
 
 #if defined(__x86_64__) && defined(__GNUC__)

@@ -175,7 +175,7 @@ AVX512 static void pack_b_trans_avx512(float *dst, const float *b, ptrdiff_t b_c
 }
 
 const kernel_isa mha_kernels_avx512 = {"avx512", MR512, 16 * NV512, tile_avx512, softmax_step_avx512,
-                                       softmax_row_avx512, pack_b_trans_avx512};
+                                       softmax_row_avx512, pack_b_trans_avx512, NULL};
 
 /* ---------------------------------------------------------------------------------------------
  * AVX2 + FMA: 16 registers of 8 floats. The tile is 6 rows by 16 columns: 12 accumulators, 2 for
@@ -322,7 +322,75 @@ AVX2 static void pack_b_trans_avx2(float *dst, const float *b, ptrdiff_t b_cs, s
     }
 }
 
+/* The sum of the 8 lanes, always in this order: (l0+l4, l1+l5, l2+l6, l3+l7), then pairs, then the two. */
+AVX2 static inline float hsum_avx2(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+/* One tile of dot products: C[i,j] (+)= a_i · bt_j for i < m <= DOT_MR, j < n <= DOT_NR, each an 8-lane
+ * FMA chain along K (the ragged end read through a lane mask as zeros), then hsum_avx2. Inlined with
+ * constant m, n for the full tile, so the 12 sums stay in registers; the per-element arithmetic is
+ * the same at the edges. */
+enum { DOT_MR = 4, DOT_NR = 3 };
+
+AVX2 static inline __attribute__((always_inline)) void dot_tile_avx2(float *c, size_t ldc, const float *a, size_t lda,
+                                                                     const float *bt, size_t ldb, size_t m, size_t n,
+                                                                     size_t K, bool add) {
+    __m256 acc[DOT_MR][DOT_NR];
+#pragma GCC unroll 4
+    for (size_t i = 0; i < DOT_MR; i++)
+#pragma GCC unroll 3
+        for (size_t j = 0; j < DOT_NR; j++) acc[i][j] = _mm256_setzero_ps();
+    const size_t body = K / 8 * 8;
+    for (size_t p = 0; p < body; p += 8) {
+        __m256 w[DOT_NR];
+#pragma GCC unroll 3
+        for (size_t j = 0; j < n; j++) w[j] = _mm256_loadu_ps(bt + j * ldb + p);
+#pragma GCC unroll 4
+        for (size_t i = 0; i < m; i++) {
+            __m256 x = _mm256_loadu_ps(a + i * lda + p);
+#pragma GCC unroll 3
+            for (size_t j = 0; j < n; j++) acc[i][j] = _mm256_fmadd_ps(x, w[j], acc[i][j]);
+        }
+    }
+    if (body < K) {
+        const __m256i lanes = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(K - body)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+        __m256 w[DOT_NR];
+#pragma GCC unroll 3
+        for (size_t j = 0; j < n; j++) w[j] = _mm256_maskload_ps(bt + j * ldb + body, lanes);
+#pragma GCC unroll 4
+        for (size_t i = 0; i < m; i++) {
+            __m256 x = _mm256_maskload_ps(a + i * lda + body, lanes);
+#pragma GCC unroll 3
+            for (size_t j = 0; j < n; j++) acc[i][j] = _mm256_fmadd_ps(x, w[j], acc[i][j]);
+        }
+    }
+#pragma GCC unroll 4
+    for (size_t i = 0; i < m; i++)
+#pragma GCC unroll 3
+        for (size_t j = 0; j < n; j++) c[i * ldc + j] = (add ? c[i * ldc + j] : 0.0f) + hsum_avx2(acc[i][j]);
+}
+
+/* See kernel_isa.dot_rows. DOT_NR rows of Bt (in L1) against every DOT_MR rows of A (in L2), so each row
+ * of Bt - the large operand, W - is read from memory once, in a stream the prefetcher follows. */
+AVX2 static void dot_rows_avx2(float *c, size_t ldc, const float *a, size_t lda, const float *bt, size_t ldb, size_t M,
+                               size_t N, size_t K, bool add) {
+    for (size_t j0 = 0; j0 < N; j0 += DOT_NR) {
+        const size_t n = N - j0 < DOT_NR ? N - j0 : DOT_NR;
+        for (size_t i0 = 0; i0 < M; i0 += DOT_MR) {
+            const size_t m = M - i0 < DOT_MR ? M - i0 : DOT_MR;
+            float *ct = c + i0 * ldc + j0;
+            const float *at = a + i0 * lda, *bj = bt + j0 * ldb;
+            if (m == DOT_MR && n == DOT_NR) dot_tile_avx2(ct, ldc, at, lda, bj, ldb, DOT_MR, DOT_NR, K, add);
+            else dot_tile_avx2(ct, ldc, at, lda, bj, ldb, m, n, K, add);
+        }
+    }
+}
+
 const kernel_isa mha_kernels_avx2 = {"avx2", MR256, 8 * NV256, tile_avx2, softmax_step_avx2, softmax_row_avx2,
-                                     pack_b_trans_avx2};
+                                     pack_b_trans_avx2, dot_rows_avx2};
 
 #endif

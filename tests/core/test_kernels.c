@@ -104,6 +104,7 @@ static void check_sgemm_layout(const char *isa, const layout *lay, bool every) {
 static void check_sgemm_transposed_exact(const char *isa) {
     char name[192], why[256] = "";
     int ok = 1;
+    mha_kernels_set_dot_rows(false); /* a short A with Bᵀ is otherwise dot products: see check_sgemm_dot_rows */
     for (size_t x = 0; ok && x < NAWK; x++)
         for (size_t z = 0; ok && z < NAWK; z++) {
             const size_t M = AWKWARD[x], N = AWKWARD[(x + 3) % NAWK], K = AWKWARD[z], ld = K + 3;
@@ -121,12 +122,53 @@ static void check_sgemm_transposed_exact(const char *isa) {
             if (!ok) snprintf(why, sizeof why, "M=%zu N=%zu K=%zu: the two layouts differ", M, N, K);
             free(a); free(bt); free(a_t); free(b); free(c_across); free(c_along);
         }
-    snprintf(name, sizeof name, "sgemm[%s]: A row-major with Bᵀ stored gives the very bits of Aᵀ stored with B row-major", isa);
+    mha_kernels_set_dot_rows(true);
+    snprintf(name, sizeof name, "sgemm[%s]: A row-major with Bᵀ stored gives the very bits of Aᵀ stored with B row-major "
+             "(packed path)", isa);
+    CHECK(name, ok, "%s", why);
+}
+
+/* The dot-product path (a short A times Bᵀ, kernels.h): each element of C must come out the same
+ * whichever tile it falls in, so that a split of C over threads cannot change a bit: the whole
+ * product equals, bit for bit, every row computed alone and every column computed alone; and it
+ * equals the packed path within rounding. Awkward sizes cover the ragged tile (M mod 4, N mod 3) and
+ * the ragged depth (K mod 8). */
+static void check_sgemm_dot_rows(const char *isa) {
+    char name[256], why[256] = "";
+    int ok = 1;
+    for (size_t x = 0; ok && x < NAWK; x++)
+        for (size_t z = 0; ok && z < NAWK; z++) {
+            const size_t M = AWKWARD[x] % 70, N = AWKWARD[(x + 2) % NAWK], K = AWKWARD[z], ld = K + 5;
+            if (M == 0) continue;
+            float *a = random_floats(M * ld), *bt = random_floats(N * ld);
+            float *whole = malloc(M * N * sizeof(float)), *parts = malloc(M * N * sizeof(float));
+            float *packed = malloc(M * N * sizeof(float));
+            mha_status s = mha_sgemm(whole, N, a, (ptrdiff_t)ld, 1, bt, 1, (ptrdiff_t)ld, M, N, K, false);
+            for (size_t i = 0; s == MHA_OK && i < M; i++) /* row by row */
+                s = mha_sgemm(parts + i * N, N, a + i * ld, (ptrdiff_t)ld, 1, bt, 1, (ptrdiff_t)ld, 1, N, K, false);
+            ok = s == MHA_OK && memcmp(whole, parts, M * N * sizeof(float)) == 0;
+            for (size_t j = 0; ok && s == MHA_OK && j < N; j++) /* column by column */
+                s = mha_sgemm(parts + j, N, a, (ptrdiff_t)ld, 1, bt + j * ld, 1, (ptrdiff_t)ld, M, 1, K, false);
+            ok = ok && s == MHA_OK && memcmp(whole, parts, M * N * sizeof(float)) == 0;
+            if (!ok) snprintf(why, sizeof why, "M=%zu N=%zu K=%zu: rows or columns alone differ from the whole", M, N, K);
+            mha_kernels_set_dot_rows(false);
+            s = mha_sgemm(packed, N, a, (ptrdiff_t)ld, 1, bt, 1, (ptrdiff_t)ld, M, N, K, false);
+            mha_kernels_set_dot_rows(true);
+            for (size_t e = 0; ok && e < M * N; e++) {
+                ok = s == MHA_OK && check_close_value(whole[e], packed[e], RTOL, 4.0 * (double)K * U);
+                if (!ok) snprintf(why, sizeof why, "M=%zu N=%zu K=%zu: element %zu: dot %.9g, packed %.9g", M, N, K, e,
+                                  (double)whole[e], (double)packed[e]);
+            }
+            free(a); free(bt); free(whole); free(parts); free(packed);
+        }
+    snprintf(name, sizeof name, "sgemm[%s]: dot-product path (short A, Bᵀ): rows alone and columns alone give the bits "
+             "of the whole; equals the packed path within rounding", isa);
     CHECK(name, ok, "%s", why);
 }
 
 static void check_sgemm(const char *isa) {
     check_sgemm_transposed_exact(isa);
+    check_sgemm_dot_rows(isa);
     const layout full = {"A·B row-major, every size in {1,3,7,17,33,65,129,257}^3", false, false, 0, 1, false};
     check_sgemm_layout(isa, &full, true);
     const layout others[] = {
