@@ -538,7 +538,35 @@ static mha_status record_trace(forward_pass *f) {
 }
 
 /* pass 6: the weights returned: mean over heads (torch: sum over heads / H) into t[AVG], or every head.
- * *ret points at the tensor to hand back. */
+ * One pass: each stretch of AVG_STRETCH elements is summed over the heads in a buffer that stays in L1,
+ * head 0 first, then divided by H - the very sum and rounding of adding head after head into avg and
+ * dividing after, without reading and writing avg H + 2 times. Parts (threads) take whole stretches,
+ * so any split gives the same bits. *ret points at the tensor to hand back. */
+enum { AVG_STRETCH = 1024 };
+
+typedef struct average_job {
+    float *avg;        /* (N,L,S') */
+    const float *w;    /* (N,H,L,S') */
+    size_t N, H, LS, stretches_per_batch, stretches;
+} average_job;
+
+static mha_status average_part(void *ctx, size_t part, size_t nparts) {
+    const average_job *job = ctx;
+    float sum[AVG_STRETCH];
+    for (size_t s = job->stretches * part / nparts; s < job->stretches * (part + 1) / nparts; s++) {
+        const size_t n = s / job->stretches_per_batch, x0 = s % job->stretches_per_batch * AVG_STRETCH;
+        const size_t len = job->LS - x0 < AVG_STRETCH ? job->LS - x0 : AVG_STRETCH;
+        for (size_t x = 0; x < len; x++) sum[x] = 0.0f;
+        for (size_t h = 0; h < job->H; h++) {
+            const float *head = job->w + (n * job->H + h) * job->LS + x0;
+            for (size_t x = 0; x < len; x++) sum[x] += head[x];
+        }
+        float *avg = job->avg + n * job->LS + x0;
+        for (size_t x = 0; x < len; x++) avg[x] = sum[x] / (float)job->H;
+    }
+    return MHA_OK;
+}
+
 static mha_status average_weights(forward_pass *f, const mha_tensor **ret) {
     mha_tensor *t = f->t;
     *ret = &t[WEIGHTS];
@@ -547,13 +575,12 @@ static mha_status average_weights(forward_pass *f, const mha_tensor **ret) {
     size_t shape_avg[3] = {N, f->L, f->S2};
     mha_status st = mha_empty_named(&t[AVG], MHA_FLOAT32, 3, shape_avg, f->fn);
     if (st != MHA_OK) return st;
-    float *avg = mha_f32(&t[AVG]);
-    const float *w = mha_f32(&t[WEIGHTS]);
-    memset(avg, 0, N * LS * sizeof *avg);
-    for (size_t n = 0; n < N; n++)
-        for (size_t h = 0; h < H; h++)
-            for (size_t x = 0; x < LS; x++) avg[n * LS + x] += w[(n * H + h) * LS + x];
-    for (size_t x = 0; x < N * LS; x++) avg[x] /= (float)H;
+    const size_t per_batch = (LS + AVG_STRETCH - 1) / AVG_STRETCH;
+    average_job job = {mha_f32(&t[AVG]), mha_f32(&t[WEIGHTS]), N, H, LS, per_batch, N * per_batch};
+    /* a pass bound by memory, not arithmetic: a float read here is weighed as 8 FLOPs of the matrix
+     * kernels, so that from L = 2048 (8 heads, 134 MB read) on it is split over the threads */
+    const size_t nparts = mha_kernels_parts(job.stretches, 8.0 * (double)N * (double)H * (double)LS);
+    if ((st = mha_run_parts(average_part, &job, nparts)) != MHA_OK) return st;
     *ret = &t[AVG];
     return MHA_OK;
 }
