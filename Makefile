@@ -126,8 +126,8 @@ $(BUILD)/tests/%: tests/repl/%.c tests/check.h
 # bench: the cases timed in C (one thread, then every core) beside NumPy and torch, then from Lua through
 # mha-repl beside those. No malloc settings (the caching allocator does that job, core/alloc.h); NumPy
 # runs with OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset, so OpenBLAS picks its kernels as a user's does.
-BENCH_NUMPY = env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 \
-  /usr/bin/python3 bench/bench_numpy.py
+BENCH_ENV   = env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
+BENCH_NUMPY = $(BENCH_ENV) /usr/bin/python3 bench/bench_numpy.py
 bench: deps-bench all $(BUILD)/bench
 	$(BUILD)/bench --numpy '$(BENCH_NUMPY)' --save $(BUILD)/bench_c.txt
 	$(BUILD)/mha-repl bench/bench.lua $(BUILD)/bench_c.txt
