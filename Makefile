@@ -10,7 +10,10 @@ DEFS    = -std=c11 -D_DEFAULT_SOURCE -D_POSIX_C_SOURCE=200809L -D_XOPEN_SOURCE=7
 LUA_CFLAGS = $(shell pkg-config --cflags lua5.4)
 LUA_LIBS   = $(shell pkg-config --libs lua5.4)
 RL_LIBS    = $(shell pkg-config --libs readline)
-ALL_CFLAGS = $(DEFS) $(WARN) $(CFLAGS) $(SAN) -fPIC -Icore -Ilua/bind -Ilua/sys -I$(BUILD)
+# the Jupyter kernel and the notebook export: ZeroMQ, jansson (JSON), OpenSSL's libcrypto (HMAC-SHA256)
+NB_CFLAGS  = $(shell pkg-config --cflags libzmq jansson libcrypto)
+NB_LIBS    = $(shell pkg-config --libs libzmq jansson libcrypto) -lpthread
+ALL_CFLAGS = $(DEFS) $(WARN) $(CFLAGS) $(SAN) -fPIC -Icore -Ilua/bind -Ilua/sys -Ilua/kernel -Ilua/notebook -I$(BUILD)
 
 # Sources, room by room (README.md, Layout). Each Lua helper is embedded under the module name it is
 # required by; a new file is added here by hand.
@@ -20,10 +23,15 @@ BIND_SRC  = lua/bind/lmha.c lua/bind/ltensor.c lua/bind/lmultihead.c
 BIND_SRC += lua/bind/lauxmha.c
 SYS_SRC   = lua/sys/lterm.c lua/sys/lgnuplot.c
 REPL_SRC  = lua/repl/repl.c lua/repl/history.c lua/repl/traceback.c lua/repl/lazy.c
+KERNEL_SRC = lua/kernel/kernel.c
+NOTEBOOK_SRC = lua/notebook/ljson.c
 EMBED     = mha.repl=lua/repl/repl.lua mha.repl.complete=lua/repl/complete.lua \
             mha.display=lua/show/display.lua mha.text=lua/show/text.lua mha.plot=lua/show/plot.lua \
             mha.lesson=lua/lesson/lesson.lua mha.lesson.check=lua/lesson/check.lua \
             mha.lesson.words=lua/lesson/words.lua \
+            mha.kernel=lua/kernel/kernel.lua \
+            mha.notebook=lua/notebook/notebook.lua \
+            mha.notebook.html=lua/notebook/html.lua \
             mha.help=lua/help/help.lua mha.docs_mha=lua/help/docs_mha.lua \
             mha.docs_display=lua/help/docs_display.lua mha.docs_lesson=lua/help/docs_lesson.lua
 TESTS     = test_tensor test_ops test_rng test_npy test_kernels test_attention test_repl test_lessons_pty
@@ -35,7 +43,7 @@ TEST_BIN  = $(addprefix $(BUILD)/tests/,$(TESTS))
 CORE_H    = $(wildcard core/*.h)
 LUA_H     = $(wildcard lua/*/*.h)
 
-.PHONY: all run test asan bench golden clean deps deps-run deps-test deps-bench
+.PHONY: all run test asan bench golden clean install-kernel deps deps-run deps-test deps-bench
 .DEFAULT_GOAL := all
 
 # all: the REPL binary and the loadable module, linked at the top for convenience
@@ -58,6 +66,14 @@ asan:
 # golden: regenerate the lesson transcripts in tests/golden/ on purpose
 golden: deps-test all
 	tests/golden.sh $(BUILD) --update
+
+# install-kernel: the Jupyter kernelspec "mha-repl" for this user (jupyter kernelspec list shows it)
+KERNEL_DIR ?= $(or $(XDG_DATA_HOME),$(HOME)/.local/share)/jupyter/kernels/mha-repl
+install-kernel: all
+	@mkdir -p "$(KERNEL_DIR)"
+	MHA_KERNEL_EXE="$$(realpath $(BUILD)/mha-repl)" $(BUILD)/mha-repl -e 'io.write(require("mha.json").encode({argv = {os.getenv("MHA_KERNEL_EXE"), "--kernel", "{connection_file}"}, display_name = "mha-repl (Lua 5.4)", language = "lua", interrupt_mode = "signal"}, 1), "\n")' > "$(KERNEL_DIR)/kernel.json.tmp"
+	mv "$(KERNEL_DIR)/kernel.json.tmp" "$(KERNEL_DIR)/kernel.json"
+	@echo "installed the kernelspec mha-repl in $(KERNEL_DIR)"
 
 # clean: remove everything the build made
 clean:
@@ -93,8 +109,21 @@ $(BUILD)/embedded.o: $(BUILD)/embedded.c lua/bind/embedded.h
 $(BUILD)/libmhacore.a: $(CORE_OBJ)
 	rm -f $@; ar rcs $@ $^
 
-$(BUILD)/mha-repl: $(REPL_SRC:%.c=$(BUILD)/%.o) $(LIB_OBJ) $(BUILD)/libmhacore.a
-	$(CC) $(CFLAGS) $(SAN) -o $@ $^ $(LUA_LIBS) $(RL_LIBS) -lm
+$(BUILD)/lua/kernel/%.o: lua/kernel/%.c $(CORE_H) $(LUA_H) | deps
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) $(LUA_CFLAGS) $(NB_CFLAGS) -c $< -o $@
+
+$(BUILD)/lua/notebook/%.o: lua/notebook/%.c $(LUA_H) | deps
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) $(LUA_CFLAGS) $(NB_CFLAGS) -c $< -o $@
+
+$(BUILD)/lua/repl/%.o: lua/repl/%.c $(CORE_H) $(LUA_H) | deps
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) $(LUA_CFLAGS) $(NB_CFLAGS) -c $< -o $@
+
+$(BUILD)/mha-repl: $(REPL_SRC:%.c=$(BUILD)/%.o) $(KERNEL_SRC:%.c=$(BUILD)/%.o) $(NOTEBOOK_SRC:%.c=$(BUILD)/%.o) \
+                   $(LIB_OBJ) $(BUILD)/libmhacore.a
+	$(CC) $(CFLAGS) $(SAN) -o $@ $^ $(LUA_LIBS) $(RL_LIBS) $(NB_LIBS) -lm
 
 $(BUILD)/mha.so: $(LIB_OBJ) $(BUILD)/libmhacore.a
 	$(CC) $(CFLAGS) $(SAN) -shared -o $@ $^ -lm
