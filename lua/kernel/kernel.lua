@@ -173,16 +173,19 @@ local function compile(code, name)
     local expr, quiet = repl.split_input(code)
     local chunk = load("return " .. expr .. ";", name, "t")
     if chunk then return chunk, true, quiet end
-    local err
-    chunk, err = load(code, name, "t")
-    if chunk then return chunk, false, false end
     -- a cell whose last line is an expression shows its value, as in other notebooks
     local head, last = code:match("^(.*\n)%s*([^\n]-%S[^\n]-)%s*$")
     if head then
         local last_expr, last_quiet = repl.split_input(last)
-        chunk = load(head .. "return " .. last_expr .. ";", name, "t")
-        if chunk then return chunk, true, last_quiet end
+        -- the last line alone must be an expression: "return end" would close the block above it
+        if load("return " .. last_expr .. ";", name, "t") then
+            chunk = load(head .. "return " .. last_expr .. ";", name, "t")
+            if chunk then return chunk, true, last_quiet end
+        end
     end
+    local err
+    chunk, err = load(code, name, "t")
+    if chunk then return chunk, false, false end
     return nil, err
 end
 
@@ -195,7 +198,12 @@ function kernel.execute(code, cell_sink, name)
     local commands = command_lines(code)
     if commands then
         for _, line in ipairs(commands) do
+            flush()
             action = repl.command(line)
+            -- the command's transcript entry took what it printed (after the last show's table)
+            local entries = repl.transcript()
+            local printed = entries[#entries] and entries[#entries].output or ""
+            if printed ~= "" then sink({output_type = "stream", name = "stdout", text = printed}) end
             if action then break end
         end
     elseif code:match("%S") then
@@ -263,7 +271,7 @@ function kernel.inspect(content)
     local name = (head .. tail):gsub(":", ".")
     if name == "" then return {status = "ok", found = false, data = json.object(), metadata = json.object()} end
     local ok, text = pcall(function() return require("mha.help").text(name) end)
-    if not ok or type(text) ~= "string" or text == "" then
+    if not ok or type(text) ~= "string" or text == "" or text:find("^No help for") then
         return {status = "ok", found = false, data = json.object(), metadata = json.object()}
     end
     return {status = "ok", found = true, data = {["text/plain"] = text}, metadata = json.object()}
