@@ -1,4 +1,4 @@
--- tests/lua/test_notebook.lua - mha.json (jansson), mha.html (escaping, tensor tables), mha.kernel's cells and
+-- tests/lua/test_notebook.lua - mha.json (jansson), mha.notebook.html (escaping, tensor tables), mha.kernel's cells and
 -- mha.notebook's writers, without Python: tests/notebook/ checks the files with nbformat, Jupyter and Chromium.
 local dir = debug.getinfo(1, "S").source:match("^@(.*[/\\])") or "./"
 package.path = dir .. "?.lua;" .. package.path
@@ -24,7 +24,7 @@ T.test("json", function()
 end)
 
 T.test("html", function()
-    local html = require "mha.html"
+    local html = require "mha.notebook.html"
     T.eq("html_escape", html.escape([[<a href="x">&'</a>]]), "&lt;a href=&quot;x&quot;&gt;&amp;&#39;&lt;/a&gt;")
     local t = mha.tensor{{0, 1}, {2, 3}}
     local h = html.tensor(t, {rows = {"<we>", "like"}, cols = {"a", "b"}, title = "W & b"})
