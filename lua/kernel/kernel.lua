@@ -72,7 +72,12 @@ local function figure_output(fig)
     local base = os.tmpname()
     local data = {}
     local ok = pcall(fig.save, fig, base .. ".svg")
-    if ok then data["image/svg+xml"] = read_file(base .. ".svg") end
+    if ok then
+        -- the <svg> element alone (no XML declaration: it is text inside a page, as IPython's SVG gives);
+        -- a heat map is a tiny PNG stretched over its axes: pixelated, or viewers blur its cells together
+        local svg = (read_file(base .. ".svg") or ""):match("<svg.*$")
+        if svg then data["image/svg+xml"] = svg:gsub("<image ", '<image style="image-rendering:pixelated" ') end
+    end
     if ok and PNG_BESIDE_SVG and pcall(fig.save, fig, base .. ".png") then
         local png = read_file(base .. ".png")
         if png and #png > 0 then data["image/png"] = base64(png) end

@@ -34,7 +34,10 @@ end
 
 -- The shading of value v in [lo, hi]: a blue of growing strength (white text on the darker half).
 local function cell_style(v, lo, hi)
-    if v ~= v or hi <= lo or v == math.huge or v == -math.huge then return "" end
+    -- no shading where the values hardly differ (sums to 1 within rounding): it would show noise
+    if v ~= v or hi - lo <= 1e-6 * math.max(math.abs(hi), math.abs(lo), 1) or v == math.huge or v == -math.huge then
+        return ""
+    end
     local x = (v - lo) / (hi - lo)
     return string.format(' style="background:rgba(33,102,172,%.2f);color:%s"', 0.08 + 0.82 * x,
                          x > 0.55 and "#fff" or "#111")
@@ -82,7 +85,7 @@ end
 
 -- The matrices a tensor is shown as: a scalar and a vector as one row, a matrix as it is, more
 -- dimensions as the matrices of its last two (the first MAX_SLICES), each with its index.
-local function matrices_of(t)
+local function matrices_of(t, dims)
     local shape = t:shape()
     local data = t:totable()
     if #shape == 0 then return {{{data}}}, {""} end
@@ -93,7 +96,9 @@ local function matrices_of(t)
         if #mats >= MAX_SLICES then return end
         if depth == #shape - 2 then
             mats[#mats + 1] = node
-            captions[#captions + 1] = "[" .. table.concat(index, ", ") .. ", :, :]"
+            -- as mha.show labels a slice: "[head 1]" with opts.dims, else its indices
+            if dims and #index == 1 and dims[1] then captions[#captions + 1] = "[" .. tostring(dims[1]) .. " " .. (index[1] + 1) .. "]"
+            else captions[#captions + 1] = "[" .. table.concat(index, ", ") .. ", :, :]" end
             return
         end
         for i, child in ipairs(node) do
@@ -112,10 +117,10 @@ function M.tensor(t, opts)
     if not is_tensor(t) then error("html.tensor: expected a tensor, got " .. type(t), 2) end
     opts = type(opts) == "table" and opts or {}
     local shape = t:shape()
-    local mats, captions = matrices_of(t)
+    local mats, captions = matrices_of(t, type(opts.dims) == "table" and opts.dims or nil)
     local lo, hi = range_of(mats)
     local nrows, ncols = #mats[1], #(mats[1][1] or {})
-    local row_labels = #shape >= 2 and label_list(opts.rows, nrows) or nil
+    local row_labels = #shape >= 2 and label_list(opts.rows, nrows) or {""}   -- a vector: one unlabelled row
     local col_labels = label_list(#shape >= 2 and opts.cols or opts.cols or opts.rows, ncols)
     local out = {'<div class="mha-tensor-box">'}
     local dims = {}

@@ -271,12 +271,6 @@ pre.formula { background: #fbfbf4; border-left: 3px solid #c9b458; padding: 0.5r
 }
 ]]
 
-local function svg_inline(svg)
-    local start = svg:find("<svg", 1, true)
-    if not start then return "" end
-    return svg:sub(start)
-end
-
 local function html_output(o)
     if o.output_type == "stream" then
         return '<pre class="out ' .. html.escape(o.name) .. '">' .. html.escape(o.text) .. "</pre>"
@@ -285,7 +279,7 @@ local function html_output(o)
         return '<pre class="out error">' .. html.escape(table.concat(o.traceback or {o.evalue}, "\n")) .. "</pre>"
     end
     local d = o.data or {}
-    if d["image/svg+xml"] then return '<div class="figure">' .. svg_inline(d["image/svg+xml"]) .. "</div>" end
+    if d["image/svg+xml"] then return '<div class="figure">' .. d["image/svg+xml"] .. "</div>" end
     if d["text/html"] then return '<div class="out">' .. d["text/html"] .. "</div>" end
     return '<pre class="out">' .. html.escape(d["text/plain"] or "") .. "</pre>"
 end
