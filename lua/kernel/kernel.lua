@@ -196,7 +196,12 @@ end
 
 function kernel.execute(code, cell_sink, name)
     kernel.setup()
-    sink = cell_sink
+    local printed = {}   -- the cell's outputs as text, for the REPL's transcript (:save, :export)
+    sink = function(output)
+        local data = output.data or {}
+        printed[#printed + 1] = output.text or data["text/plain"] or (output.traceback and table.concat(output.traceback, "\n"))
+        cell_sink(output)
+    end
     figures_drawn = {}
     repl.take_output()   -- what came before the cell is not its output
     local status, err, action = "ok", nil, nil
@@ -233,7 +238,7 @@ function kernel.execute(code, cell_sink, name)
         status = "error"
         sink(err)
     end
-    repl.record_cell(code, status)
+    if not commands then repl.record_cell(code, status, table.concat(printed, "\n")) end
     sink = nil
     return status, err, action
 end

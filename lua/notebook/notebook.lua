@@ -139,6 +139,8 @@ end
 -- exercise's answer (the lesson's own solution) as code cells with their outputs.
 function M.lesson_cells(which, lang)
     local lessons = require "mha.lesson"
+    local found, not_found = lessons.find(which)
+    if not found then return nil, not_found end
     local setup = string.format('-- the lesson\'s language, seed, print options and helpers, as --batch sets them\n'
                                 .. 'require("mha.lesson").open_cells(%s, %q);', math.tointeger(tonumber(which)) or string.format("%q", which),
                                 lessons.choose_lang(lang))
@@ -147,7 +149,7 @@ function M.lesson_cells(which, lang)
     local session = lessons.current()
     if not session then
         local err = first.outputs[#first.outputs]
-        return nil, err and err.evalue or ("no lesson " .. tostring(which))
+        return nil, err and err.evalue or "the lesson did not open"
     end
     local lesson, tr = session.lesson, lessons.tr
     lang = session.lang
@@ -187,10 +189,13 @@ function M.session_cells()
         end
         if entry.kind ~= "enter" or entry.output ~= "" then
             count = count + 1
-            local outputs = {}
-            if entry.output and entry.output ~= "" then
-                outputs[1] = {output_type = "stream", name = entry.how == "error" and "stderr" or "stdout",
-                              text = entry.output}
+            local outputs, text = {}, entry.output or ""
+            if entry.how == "error" or entry.how == "interrupted" then   -- what it printed, then the message
+                local lines = {}
+                for line in text:gsub("\n$", ""):gmatch("[^\n]*") do lines[#lines + 1] = line end
+                outputs[1] = {output_type = "error", ename = "Error", evalue = lines[#lines] or "", traceback = lines}
+            elseif text ~= "" then
+                outputs[1] = {output_type = "stream", name = "stdout", text = text}
             end
             cells[#cells + 1] = {kind = "code", source = entry.kind == "enter" and ":next" or entry.input,
                                  outputs = outputs, count = count}
@@ -349,13 +354,33 @@ function M.export_lesson(which, lang, path)
     return write(cells, path, cells[1].title, session.lang)
 end
 
--- :export FILE in the REPL: the session so far.
+-- s quoted for sh: inside single quotes, each ' written as '\''.
+local function sh_quote(s)
+    return "'" .. s:gsub("'", "'\\''") .. "'"
+end
+
+-- :export FILE in the REPL: the open lesson, whole (run from its seed by a second mha-repl, so the
+-- student's variables and place in the lesson stay as they are), else the session so far.
+-- Returns what was written ("lesson 8" or "the session"), or nil and a message.
 function M.export_session(path)
     local format, err = format_of(path)
     if not format then return nil, err end
     local lessons = package.loaded["mha.lesson"]
     local open = lessons and lessons.current and lessons.current()
-    return write(M.session_cells(), path, "mha-repl session", open and open.lang or nil)
+    if open and not open.batch and math.type(open.number) == "integer" and lessons.languages[open.lang] then
+        -- sh's parent is this mha-repl: /proc/$PPID/exe names the same binary (by its real path, so the
+        -- child finds the lessons beside it); the file name is quoted
+        local command = string.format('"$(readlink /proc/$PPID/exe)" --lesson %d --batch --lang %s --export %s 2>&1 >/dev/null',
+                                      open.number, open.lang, sh_quote(path))
+        local child = io.popen(command, "r")
+        local said = child and child:read("a") or ""
+        local ok = child and child:close()
+        if not ok then return nil, (said:gsub("%s+$", "")) ~= "" and said:gsub("%s+$", "") or "the export failed" end
+        return "lesson " .. open.number
+    end
+    local ok, werr = write(M.session_cells(), path, "mha-repl session", open and open.lang or nil)
+    if not ok then return nil, werr end
+    return "the session"
 end
 
 return M

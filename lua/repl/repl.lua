@@ -757,9 +757,9 @@ repl.add_command("save", {args = "FILE", help = "write the session as FILE.lua (
 repl.add_command("export", {args = "FILE", help = "write the session (or the open lesson) as FILE.ipynb (Jupyter) or FILE.html (one page)",
     run = function(arg)
         local path = arg:match("^%s*[\"']?(.-)[\"']?%s*$")
-        local ok, err = require("mha.notebook").export_session(path)
-        if not ok then show_error(":export: " .. tostring(err)) return end
-        out("wrote " .. path .. "\n")
+        local what, err = require("mha.notebook").export_session(path)
+        if not what then show_error(":export: " .. tostring(err)) return end
+        out("wrote " .. what .. " to " .. path .. "\n")
     end})
 
 -- ---------------------------------------------------------------------------------------------

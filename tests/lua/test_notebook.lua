@@ -86,4 +86,31 @@ T.test("writers", function()
     T.eq("export_extension", err, "'/tmp/x.txt': the name must end in .ipynb or .html")
 end)
 
+-- the command line and the REPL's :export, through the binary under test
+T.test("commands", function()
+    local repl_bin = os.getenv("MHA_REPL") or "build/mha-repl"
+    local dir = os.tmpname()
+    os.remove(dir)
+    local function sh(command)
+        local p = io.popen(command .. " 2>&1")
+        local out = p:read("a")
+        local _, _, code = p:close()
+        return out, code
+    end
+    local out, code = sh(repl_bin .. " --export x.ipynb")
+    T.ok("cli_export_needs_lesson", code == 2 and out:find("--export goes with --lesson NAME --batch", 1, true), out)
+    out, code = sh(repl_bin .. " --lesson 2 --batch --export " .. dir .. ".txt")
+    T.ok("cli_export_extension", code == 1 and out:find("--export: '" .. dir .. ".txt': the name must end in .ipynb or .html", 1, true), out)
+    out, code = sh(repl_bin .. " --lesson 99 --batch --export " .. dir .. ".html")
+    T.ok("cli_export_no_lesson", code == 1 and out:find("--export: no lesson '99'", 1, true), out)
+    out, code = sh("printf 'x = 41\\nx + 1\\nerror(\"e\")\\n:export " .. dir .. ".ipynb\\n' | " .. repl_bin .. " -i /dev/null")
+    local f = io.open(dir .. ".ipynb")
+    local nb = f and require("mha.json").decode(f:read("a"))
+    if f then f:close() end
+    T.ok("repl_export_session", code == 0 and out:find("wrote the session to " .. dir .. ".ipynb", 1, true) and nb
+         and nb.nbformat == 4 and nb.metadata.kernelspec.name == "mha-repl" and nb.cells[3].source[1] == "x + 1"
+         and nb.cells[3].outputs[1].text[1] == "42\n" and nb.cells[4].outputs[1].evalue == "stdin:1: e", out)
+    os.remove(dir .. ".ipynb")
+end)
+
 T.done()
