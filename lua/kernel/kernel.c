@@ -505,14 +505,10 @@ static int start(const char *connection_file) {
     pthread_create(&K.control_thread, NULL, control_loop, NULL);
     pthread_create(&K.heartbeat_thread, NULL, heartbeat_loop, NULL);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_sigint;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-    /* what Lua writes goes to the notebook through mha.kernel, not to the server's log */
-    int null = open("/dev/null", O_WRONLY);
-    if (null >= 0) { dup2(null, 1); close(null); }
+    /* what Lua writes goes to the notebook through mha.kernel, not to the server's log; a cell that
+     * reads stdin reads nothing (the stdin channel's input_request is not offered) instead of hanging */
+    int null = open("/dev/null", O_RDWR);
+    if (null >= 0) { dup2(null, 0); dup2(null, 1); close(null); }
     publish_status(NULL, "starting");
     return 0;
 }
@@ -535,6 +531,13 @@ int mha_kernel_serve(lua_State *L, const char *connection_file, void (*stop)(lua
         if (start(connection_file) != 0) return MHA_KERNEL_ERROR;
         started = 1;
     }
+    /* SIGINT stops the running cell, and only that: set again each time, as opening a new state for
+     * :reset ran the REPL's docall, which leaves SIGINT at its default */
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_sigint;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
     lua_pushcfunction(L, l_sink);   /* mha.kernel.setup(sink): the outputs of code outside a cell too */
     if (push_kernel_field(L, "setup") == LUA_TFUNCTION) {
         lua_pushvalue(L, -2);

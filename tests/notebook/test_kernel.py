@@ -188,6 +188,16 @@ def main():
     check("bad_signature_refused", of_type(out, "execute_result")
           and of_type(out, "execute_result")[0]["data"]["text/plain"] == "true", str(out))
 
+    # :reset in a cell: a fresh state in the same kernel, which an interrupt still only interrupts
+    reply, out = run(kc, ":reset")
+    reply, out = run(kc, "n == nil")
+    check("reset_command", of_type(out, "execute_result")
+          and of_type(out, "execute_result")[0]["data"]["text/plain"] == "true", str(out))
+    interrupt_test("interrupt_after_reset", km, kc, "while true do end", "signal")
+    reply, out = run(kc, 'io.read("l")')
+    check("stdin_reads_nothing", reply["status"] == "ok" and of_type(out, "execute_result")
+          and of_type(out, "execute_result")[0]["data"]["text/plain"] == "nil", str(out))
+
     km.restart_kernel(now=False)
     kc.wait_for_ready(timeout=30)
     reply, out = run(kc, "x == nil")
