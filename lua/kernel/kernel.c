@@ -538,14 +538,8 @@ int mha_kernel_serve(lua_State *L, const char *connection_file, void (*stop)(lua
     sa.sa_handler = on_sigint;
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
-    lua_pushcfunction(L, l_sink);   /* mha.kernel.setup(sink): the outputs of code outside a cell too */
-    if (push_kernel_field(L, "setup") == LUA_TFUNCTION) {
-        lua_pushvalue(L, -2);
-        call_lua(L, 1, 0);
-    } else {
-        lua_pop(L, 1);
-    }
-    lua_pop(L, 1);
+    if (push_kernel_field(L, "setup") == LUA_TFUNCTION) call_lua(L, 0, 0);   /* show's tables, plots kept */
+    else lua_pop(L, 1);
     zmq_pollitem_t item = {K.shell, 0, ZMQ_POLLIN, 0};
     pid_t parent = getppid();
     while (!stopping) {

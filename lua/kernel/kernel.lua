@@ -20,7 +20,6 @@ local kernel = {}
 local sink                 -- the running cell's sink
 local figures_drawn = {}   -- figures drawn during the running cell, in order
 local set_up = false
-local PNG_BESIDE_SVG = true
 
 local function msghandler(m)
     local handler = debug.getregistry()["mha.repl.msghandler"]
@@ -78,7 +77,7 @@ local function figure_output(fig)
         local svg = (read_file(base .. ".svg") or ""):match("<svg.*$")
         if svg then data["image/svg+xml"] = svg:gsub("<image ", '<image style="image-rendering:pixelated" ') end
     end
-    if ok and PNG_BESIDE_SVG and pcall(fig.save, fig, base .. ".png") then
+    if ok and pcall(fig.save, fig, base .. ".png") then   -- for viewers that do not take SVG
         local png = read_file(base .. ".png")
         if png and #png > 0 then data["image/png"] = base64(png) end
     end
@@ -117,7 +116,6 @@ local function wrap_show(original)
 end
 
 -- Once per Lua state: show gives tables, plots draw nowhere but are kept for the cell's outputs.
--- default_sink receives what code run outside a cell writes (none when nil).
 function kernel.setup()
     if set_up then return end
     set_up = true
