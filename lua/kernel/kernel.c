@@ -232,13 +232,12 @@ static void reply(void *socket, message *m, const char *msg_type, json_t *conten
 /* ---- replies that need no Lua ---- */
 
 static json_t *kernel_info(void) {
-    return json_pack("{s:s, s:s, s:s, s:s, s:s, s:{s:s, s:s, s:s, s:s, s:s}, s:s, s:[{s:s, s:s}]}",
+    return json_pack("{s:s, s:s, s:s, s:s, s:s, s:{s:s, s:s, s:s, s:s, s:s}, s:[{s:s, s:s}]}",
         "status", "ok", "protocol_version", PROTOCOL_VERSION, "implementation", "mha-repl",
         "implementation_version", "0.1.0", "banner",
         "mha-repl: multi-head attention in Lua 5.4 - ? lists the commands, ?NAME explains a function",
         "language_info", "name", "lua", "version", "5.4", "mimetype", "text/x-lua", "file_extension", ".lua",
         "pygments_lexer", "lua",
-        "help_links_note", "help() in a cell lists the topics",
         "help_links", "text", "Lua 5.4 manual", "url", "https://www.lua.org/manual/5.4/");
 }
 
