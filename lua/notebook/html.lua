@@ -24,12 +24,33 @@ local function label_list(labels, n)
     return out
 end
 
-local function format_value(v)
+-- One number format for a whole tensor, as its printout chooses: whole numbers as such ("1."), else 4
+-- decimals, or scientific notation when the magnitudes need it.
+local function number_format(mats)
+    local whole, big, small = true, 0, math.huge
+    for _, m in ipairs(mats) do
+        for _, row in ipairs(m) do
+            for _, v in ipairs(row) do
+                if v == v and v ~= math.huge and v ~= -math.huge then
+                    if v ~= math.floor(v) then whole = false end
+                    local a = math.abs(v)
+                    if a > big then big = a end
+                    if a > 0 and a < small then small = a end
+                end
+            end
+        end
+    end
+    if whole and big < 1e16 then return "whole" end
+    if big >= 1e8 or small < 1e-4 then return "%.4e" end
+    return "%.4f"
+end
+
+local function format_value(v, fmt)
     if v ~= v then return "nan" end
     if v == math.huge then return "inf" end
     if v == -math.huge then return "-inf" end
-    if math.type(v) == "integer" then return tostring(v) end
-    return string.format("%.4g", v)
+    if fmt == "whole" then return string.format("%.0f.", v) end
+    return string.format(fmt, v)
 end
 
 -- The shading of value v in [lo, hi]: a blue of growing strength (white text on the darker half).
@@ -44,7 +65,7 @@ local function cell_style(v, lo, hi)
 end
 
 -- One matrix (rows x cols of numbers) as a <table>.
-local function matrix_table(rows, row_labels, col_labels, lo, hi)
+local function matrix_table(rows, row_labels, col_labels, lo, hi, fmt)
     local out = {'<table class="mha-tensor">'}
     local ncols = #(rows[1] or {})
     if col_labels then
@@ -58,7 +79,7 @@ local function matrix_table(rows, row_labels, col_labels, lo, hi)
         out[#out + 1] = "<tr><th>" .. M.escape(row_labels and row_labels[i] or (i - 1)) .. "</th>"
         for j = 1, math.min(ncols, MAX_COLS) do
             local v = rows[i][j]
-            out[#out + 1] = "<td" .. cell_style(v, lo, hi) .. ">" .. format_value(v) .. "</td>"
+            out[#out + 1] = "<td" .. cell_style(v, lo, hi) .. ">" .. format_value(v, fmt) .. "</td>"
         end
         if ncols > MAX_COLS then out[#out + 1] = "<td>…</td>" end
         out[#out + 1] = "</tr>"
@@ -119,6 +140,7 @@ function M.tensor(t, opts)
     local shape = t:shape()
     local mats, captions = matrices_of(t, type(opts.dims) == "table" and opts.dims or nil)
     local lo, hi = range_of(mats)
+    local fmt = number_format(mats)
     local nrows, ncols = #mats[1], #(mats[1][1] or {})
     local row_labels = #shape >= 2 and label_list(opts.rows, nrows) or {""}   -- a vector: one unlabelled row
     local col_labels = label_list(#shape >= 2 and opts.cols or opts.cols or opts.rows, ncols)
@@ -130,7 +152,7 @@ function M.tensor(t, opts)
     out[#out + 1] = '<div class="mha-tensor-title">' .. head .. "</div>"
     for k, m in ipairs(mats) do
         if captions[k] ~= "" then out[#out + 1] = '<div class="mha-tensor-slice">' .. M.escape(captions[k]) .. "</div>" end
-        out[#out + 1] = matrix_table(m, row_labels, col_labels, lo, hi)
+        out[#out + 1] = matrix_table(m, row_labels, col_labels, lo, hi, fmt)
     end
     local total = 1
     for _, n in ipairs(shape) do total = total * n end
