@@ -18,6 +18,7 @@ local html = require "mha.notebook.html"
 local kernel = {}
 
 local sink                 -- the running cell's sink
+local holding = false      -- show is running: what it writes is its table's text, not a stream
 local figures_drawn = {}   -- figures drawn during the running cell, in order
 local set_up = false
 
@@ -107,8 +108,14 @@ local function wrap_show(original)
     return function(t, opts)
         if not sink then return original(t, opts) end
         flush()
-        original(t, opts)
+        holding = true
+        local ok, err = pcall(original, t, opts)
+        holding = false
         local text = repl.take_output()
+        if not ok then
+            if text ~= "" then sink({output_type = "stream", name = "stdout", text = text}) end
+            error(err, 0)
+        end
         local ok, table_html = pcall(html.tensor, t, opts)
         sink({output_type = "display_data", metadata = json.object(),
               data = {["text/plain"] = text:gsub("\n$", ""), ["text/html"] = ok and table_html or nil}})
@@ -124,6 +131,22 @@ function kernel.setup()
         local shown = mha.show
         mha.show = wrap_show(shown)
         if rawget(_G, "show") == shown then rawset(_G, "show", mha.show) end
+    end
+    -- what a cell prints reaches the notebook as it is printed (a long loop shows its progress), after
+    -- the REPL's capture has kept it
+    local function live(write)
+        return function(...)
+            local results = table.pack(write(...))
+            if sink and not holding then flush() end
+            return table.unpack(results, 1, results.n)
+        end
+    end
+    _G.print, io.write = live(_G.print), live(io.write)
+    local methods = getmetatable(io.stdout).__index
+    local method_write = methods.write
+    methods.write = function(f, ...)
+        if f ~= io.stdout then return method_write(f, ...) end
+        return live(method_write)(f, ...)
     end
     local ok, plot = pcall(require, "mha.plot")
     if ok and type(plot) == "table" then

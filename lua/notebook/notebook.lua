@@ -127,7 +127,14 @@ end
 -- Runs code as a notebook cell (mha.kernel) and returns the code cell with its outputs.
 local function run_cell(code, count)
     local outputs = {}
-    require("mha.kernel").execute(code, function(output) outputs[#outputs + 1] = output end)
+    require("mha.kernel").execute(code, function(output)
+        local last = outputs[#outputs]   -- streams in a row are one output, as Jupyter keeps them
+        if output.output_type == "stream" and last and last.output_type == "stream" and last.name == output.name then
+            last.text = last.text .. output.text
+        else
+            outputs[#outputs + 1] = output
+        end
+    end)
     return {kind = "code", source = code, outputs = outputs, count = count}
 end
 

@@ -111,6 +111,17 @@ def main():
     streams = "".join(c["text"] for c in of_type(out, "stream"))
     check("stream", reply["status"] == "ok" and streams == "hello\t2\nno newline", repr(streams))
 
+    # streams go out as they are printed: the first line arrives while the cell still runs
+    msg_id = kc.execute('print("first")\nlocal t = os.clock()\nwhile os.clock() - t < 2 do end\nprint("second")')
+    sent, first_at = time.time(), None
+    while first_at is None and time.time() - sent < 10:
+        msg = kc.get_iopub_msg(timeout=10)
+        if msg["parent_header"].get("msg_id") == msg_id and msg["msg_type"] == "stream":
+            first_at = time.time() - sent
+    reply, out = collect(kc, msg_id)
+    check("stream_live", first_at is not None and first_at < 1.5 and "second" in str(out),
+          "first line after %s s" % first_at)
+
     reply, out = run(kc, "x = mha.tensor{{1, 2}, {3, 4}}\nx:sum():item()")
     results = of_type(out, "execute_result")
     check("result", results and results[0]["data"]["text/plain"] == "10.0"
