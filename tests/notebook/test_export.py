@@ -7,7 +7,6 @@ usage: MHA_REPL=build/mha-repl /usr/bin/python3 tests/notebook/test_export.py [-
 --quick re-executes one lesson instead of two.
 """
 import glob
-import json
 import os
 import re
 import shutil
@@ -17,22 +16,14 @@ import tempfile
 
 import nbformat
 
-REPL = os.path.abspath(os.environ.get("MHA_REPL", "build/mha-repl"))
+from nbtest import REPL, Checks, kernelspec_dir
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ENV = dict(os.environ, NO_COLOR="1", LC_ALL="C.UTF-8", MHA_REPL_HISTORY="/dev/null", COLUMNS="80",
            MHA_ISA="portable", PYDEVD_DISABLE_FILE_VALIDATION="1")
 for name in ("MHA_LANG", "LANG", "MHA_LESSONS"):
     ENV.pop(name, None)
-failures = 0
-
-
-def check(name, ok, why=""):
-    global failures
-    if ok:
-        print("PASS export_" + name, flush=True)
-    else:
-        failures += 1
-        print("FAIL export_%s: %s" % (name, why), flush=True)
+check = Checks("export")
 
 
 def export(number, lang, path):
@@ -83,12 +74,8 @@ def in_transcript(nb, transcript):
 def main():
     quick = "--quick" in sys.argv
     tmp = tempfile.mkdtemp(prefix="mha-export-")
-    jupyter_path = os.path.join(tmp, "jupyter")
-    os.makedirs(os.path.join(jupyter_path, "kernels", "mha-repl"))
-    with open(os.path.join(jupyter_path, "kernels", "mha-repl", "kernel.json"), "w") as f:
-        json.dump({"argv": [REPL, "--kernel", "{connection_file}"], "display_name": "mha-repl (test)",
-                   "language": "lua"}, f)
-    ENV["JUPYTER_PATH"] = jupyter_path
+    spec = kernelspec_dir()
+    ENV["JUPYTER_PATH"] = spec
 
     lessons = sorted(glob.glob(os.path.join(ROOT, "lessons", "[0-9][0-9]_*.lua")))
     for path in lessons:
@@ -158,8 +145,9 @@ def main():
                   "status %d, console %s, svgs %d of %d" % (r.returncode, console[:3], rendered_svgs, expected_svgs))
 
     shutil.rmtree(tmp, ignore_errors=True)
-    print("%d failed" % failures)
-    return 1 if failures else 0
+    shutil.rmtree(spec, ignore_errors=True)
+    print("%d failed" % check.failures)
+    return 1 if check.failures else 0
 
 
 if __name__ == "__main__":

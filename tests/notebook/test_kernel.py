@@ -4,36 +4,17 @@ execute (stream, results, tensors as HTML, plots as SVG, errors), completion, in
 
 usage: MHA_REPL=build/mha-repl /usr/bin/python3 tests/notebook/test_kernel.py   (prints PASS/FAIL lines)
 """
-import json
 import os
+import shutil
 import sys
-import tempfile
 import time
 
 from jupyter_client.manager import KernelManager
 from jupyter_client.session import Session
 
-REPL = os.path.abspath(os.environ.get("MHA_REPL", "build/mha-repl"))
-failures = 0
+from nbtest import Checks, kernelspec_dir
 
-
-def check(name, ok, why=""):
-    global failures
-    if ok:
-        print("PASS kernel_" + name, flush=True)
-    else:
-        failures += 1
-        print("FAIL kernel_%s: %s" % (name, why), flush=True)
-
-
-def kernelspec_dir():
-    """A kernelspec for the mha-repl under test, found first through JUPYTER_PATH."""
-    root = tempfile.mkdtemp(prefix="mha-kernelspec-")
-    os.makedirs(os.path.join(root, "kernels", "mha-repl"))
-    with open(os.path.join(root, "kernels", "mha-repl", "kernel.json"), "w") as f:
-        json.dump({"argv": [REPL, "--kernel", "{connection_file}"], "display_name": "mha-repl (test)",
-                   "language": "lua", "interrupt_mode": "signal"}, f)
-    return root
+check = Checks("kernel")
 
 
 def start():
@@ -100,7 +81,8 @@ def interrupt_test(name, km, kc, code, how):
 
 
 def main():
-    os.environ["JUPYTER_PATH"] = kernelspec_dir() + os.pathsep + os.environ.get("JUPYTER_PATH", "")
+    spec = kernelspec_dir()
+    os.environ["JUPYTER_PATH"] = spec + os.pathsep + os.environ.get("JUPYTER_PATH", "")
     km, kc = start()
 
     info = request(kc, "kernel_info")
@@ -221,8 +203,9 @@ def main():
     check("shutdown", not km.is_alive() and code == 0, "exit status %s" % code)
     kc.stop_channels()
 
-    print("%d failed" % failures)
-    return 1 if failures else 0
+    shutil.rmtree(spec, ignore_errors=True)
+    print("%d failed" % check.failures)
+    return 1 if check.failures else 0
 
 
 if __name__ == "__main__":
