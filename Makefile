@@ -29,6 +29,7 @@ EMBED     = mha.repl=lua/repl/repl.lua mha.repl.complete=lua/repl/complete.lua \
             mha.display=lua/show/display.lua mha.text=lua/show/text.lua mha.plot=lua/show/plot.lua \
             mha.lesson=lua/lesson/lesson.lua mha.lesson.check=lua/lesson/check.lua \
             mha.lesson.words=lua/lesson/words.lua \
+            mha.lesson.tools=lua/lesson/tools.lua \
             mha.kernel=lua/kernel/kernel.lua \
             mha.notebook=lua/notebook/notebook.lua \
             mha.notebook.html=lua/notebook/html.lua \

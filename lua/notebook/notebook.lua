@@ -171,12 +171,12 @@ function M.lesson_cells(which, lang)
         cells[#cells + 1] = {kind = "markdown", title = label, level = 2, markup = markup}
         local code = s.code or s.setup
         if type(code) == "string" then
-            count = count + 1
-            cells[#cells + 1] = run_cell(trim(code), count)
+            count = count + 1   -- the code as the runner echoes it: tr{} of literals in the lesson's language
+            cells[#cells + 1] = run_cell(trim(require("mha.lesson.tools").resolve(code, lang)), count)
         end
         if s.kind == "exercise" and type(s.solution) == "string" then
             count = count + 1
-            local answer = string.format("exercise(%d)   -- %s\nanswer(%s)", k,
+            local answer = string.format("exercise(%d)   -- %s\nanswer(%s);", k,
                 lang == "zh" and "把课程自带的解答换成你的答案" or "put your answer in place of the lesson's solution",
                 trim(s.solution))
             cells[#cells + 1] = run_cell(answer, count)

@@ -128,8 +128,8 @@ static void print_usage(const char *badoption) {
     if (badoption) {
         fprintf(stderr, "%s: ", progname);
         if (strcmp(badoption, "-e") == 0 || strcmp(badoption, "-l") == 0 || strcmp(badoption, "--lesson") == 0
-            || strcmp(badoption, "--lang") == 0 || strcmp(badoption, "--kernel") == 0
-            || strcmp(badoption, "--export") == 0)
+            || strcmp(badoption, "--lang") == 0 || strcmp(badoption, "--answers") == 0
+            || strcmp(badoption, "--kernel") == 0 || strcmp(badoption, "--export") == 0)
             fprintf(stderr, "'%s' needs an argument\n", badoption);
         else
             fprintf(stderr, "unrecognized option '%s'\n", badoption);
@@ -145,10 +145,13 @@ static void print_help(void) {
         "  -                run a script read from stdin (no prompt, no colour)\n"
         "  -e chunk         run the Lua chunk\n"
         "  -l name          require library 'name' into global 'name'\n"
-        "  -i               enter the REPL after running the script or chunks\n"
+        "  -i               enter the REPL after running the script or chunks (exit status 1 when an\n"
+        "                   input typed there raised an error)\n"
         "  -v, --version    show the version\n"
-        "  --lesson NAME|NUMBER [--batch] [--lang en|zh]\n"
-        "                   open a lesson; --batch runs it straight through\n"
+        "  --lesson NAME|NUMBER|PATH [--batch] [--lang en|zh] [--answers FILE]\n"
+        "                   open a lesson (by name, number, or a lesson file's path); --batch runs it\n"
+        "                   straight through; --answers FILE (batch) answers its exercises with FILE's\n"
+        "                   lines, one Lua expression per attempt\n"
         "  --lesson N --batch --export FILE.ipynb|FILE.html\n"
         "                   write the lesson as a Jupyter notebook or one HTML page\n"
         "  --kernel CONNECTION_FILE\n"
@@ -156,7 +159,8 @@ static void print_help(void) {
         "  --help           this text\n"
         "  --               stop handling options\n"
         "exit status: 0 success, 1 an error in the script, 2 a bad command line.\n"
-        "environment: MHA_REPL_HISTORY (history file, default ~/%s), NO_COLOR, MHA_LANG.\n"
+        "environment: MHA_REPL_HISTORY (history file, default ~/%s), NO_COLOR, MHA_LANG (en|zh),\n"
+        "  MHA_LESSONS (folders of lesson files NN_name.lua, ':'-separated, searched before ./lessons).\n"
         "In the REPL, type ? for its commands and help() for the functions.\n",
         progname, HISTORY_DEFAULT);
 }
@@ -298,11 +302,13 @@ static int handle_script(lua_State *L, char **argv) {
 #define has_lesson 32  /* --lesson */
 #define has_batch  64  /* --batch */
 #define has_lang   128 /* --lang */
-#define has_kernel 256 /* --kernel FILE */
-#define has_export 512 /* --export FILE */
+#define has_answers 256 /* --answers */
+#define has_kernel 512  /* --kernel FILE */
+#define has_export 1024 /* --export FILE */
 
 static const char *lesson_name = NULL;
 static const char *lesson_lang = NULL;
+static const char *lesson_answers = NULL;
 static const char *kernel_file = NULL;
 static const char *export_file = NULL;
 
@@ -321,13 +327,14 @@ static int collectargs(char **argv, int *first) {
         if (strcmp(a, "--version") == 0 || strcmp(a, "-v") == 0) { args |= has_v; continue; }
         if (strcmp(a, "-i") == 0) { args |= has_i; continue; }
         if (strcmp(a, "--batch") == 0) { args |= has_batch; continue; }
-        if (strcmp(a, "--lesson") == 0 || strcmp(a, "--lang") == 0 || strcmp(a, "--kernel") == 0
-            || strcmp(a, "--export") == 0) {
+        if (strcmp(a, "--lesson") == 0 || strcmp(a, "--lang") == 0 || strcmp(a, "--answers") == 0
+            || strcmp(a, "--kernel") == 0 || strcmp(a, "--export") == 0) {
             if (argv[i + 1] == NULL || argv[i + 1][0] == '-') return has_error;
             if (strcmp(a, "--lesson") == 0) { args |= has_lesson; lesson_name = argv[++i]; }
-            else if (strcmp(a, "--lang") == 0) { args |= has_lang; lesson_lang = argv[++i]; }
+            else if (strcmp(a, "--answers") == 0) { args |= has_answers; lesson_answers = argv[++i]; }
             else if (strcmp(a, "--kernel") == 0) { args |= has_kernel; kernel_file = argv[++i]; }
-            else { args |= has_export; export_file = argv[++i]; }
+            else if (strcmp(a, "--export") == 0) { args |= has_export; export_file = argv[++i]; }
+            else { args |= has_lang; lesson_lang = argv[++i]; }
             continue;
         }
         if (a[1] == 'e' || a[1] == 'l') {        /* -e chunk, -l name (or -echunk, -lname) */
@@ -349,7 +356,8 @@ static int runargs(lua_State *L, char **argv, int n) {
     for (int i = 1; i < n; i++) {
         int option = argv[i][1];
         if (option == '-') {  /* a long option: skip the argument of those that take one */
-            if (strcmp(argv[i], "--lesson") == 0 || strcmp(argv[i], "--lang") == 0 || strcmp(argv[i], "--kernel") == 0
+            if (strcmp(argv[i], "--lesson") == 0 || strcmp(argv[i], "--lang") == 0
+                || strcmp(argv[i], "--answers") == 0 || strcmp(argv[i], "--kernel") == 0
                 || strcmp(argv[i], "--export") == 0) i++;
         } else if (option == 'e' || option == 'l') {
             const char *extra = argv[i] + 2;
@@ -714,6 +722,9 @@ static void docommand(lua_State *L, const char *fn, int input_index) {
 /* Evaluates the chunk at the top and shows what came of it through repl.after(input, how, seconds,
  * ...): how is "print" (the values follow), "quiet" (values follow, not printed), "stmt", or "error"
  * (the message follows). */
+/* Inputs that raised an error (or did not compile): with -i, the exit status says the session had some. */
+static int input_errors = 0;
+
 static void evaluate(lua_State *L, int status, int expr, int quiet) {
     int base = lua_gettop(L);  /* the chunk or the syntax error */
     double start = 0, seconds = 0;
@@ -725,6 +736,7 @@ static void evaluate(lua_State *L, int status, int expr, int quiet) {
         clock_gettime(CLOCK_MONOTONIC, &ts);
         seconds = (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9 - start;
     }
+    if (status != LUA_OK) input_errors++;
     int nres = lua_gettop(L) - base + 1;  /* results, or the one error message */
     luaL_checkstack(L, LUA_MINSTACK, "too many results to print");
     if (push_repl_field(L, "after") != LUA_TFUNCTION) {  /* no repl.lua: print as lua.c would */
@@ -809,6 +821,10 @@ static int dolesson(lua_State *L, int batch) {   /* -> EXIT_OK, EXIT_SCRIPT or E
         lua_pushstring(L, lesson_lang);
         lua_setfield(L, -2, "lang");
     }
+    if (lesson_answers) {
+        lua_pushstring(L, lesson_answers);
+        lua_setfield(L, -2, "answers");
+    }
     status = docall(L, 2, 3);
     if (status != LUA_OK) {
         report(L, status);
@@ -885,6 +901,7 @@ static int pmain(lua_State *L) {
     char **argv = (char **)lua_touserdata(L, 2);
     static int resetting = 0;
     static int script;   /* argv's index of the script (argc when none), kept for :reset's `arg` */
+    static int i_session = 0;   /* -i: an input that raised an error makes the exit status 1 */
     luaL_checkversion(L);
     if (resetting) {  /* :reset: a fresh state, `arg` as at startup, straight back to the prompt */
         openlibs(L);
@@ -895,7 +912,7 @@ static int pmain(lua_State *L) {
         if (kernel_file) code = dokernel(L);
         else if (start_repl(L) == LUA_OK) interact(L);
         resetting = reset_requested;
-        lua_pushinteger(L, code);
+        lua_pushinteger(L, code != EXIT_OK ? code : i_session && input_errors > 0 ? EXIT_SCRIPT : EXIT_OK);
         return 1;
     }
     int args = collectargs(argv, &script);
@@ -916,8 +933,8 @@ static int pmain(lua_State *L) {
         lua_pushinteger(L, EXIT_USAGE);
         return 1;
     }
-    if ((args & (has_batch | has_lang)) && !(args & has_lesson)) {
-        l_message(progname, "--batch and --lang go with --lesson NAME");
+    if ((args & (has_batch | has_lang | has_answers)) && !(args & has_lesson)) {
+        l_message(progname, "--batch, --lang and --answers go with --lesson NAME");
         print_usage(NULL);
         lua_pushinteger(L, EXIT_USAGE);
         return 1;
@@ -939,13 +956,14 @@ static int pmain(lua_State *L) {
     else if (args & has_kernel) code = dokernel(L);
     else if (args & has_export) code = doexport(L);
     else if (args & has_lesson) {
-        int batch = (args & has_batch) || !stdin_is_tty();
+        int batch = (args & (has_batch | has_answers)) || !stdin_is_tty();   /* --answers replays */
         if (!batch && start_repl(L) != LUA_OK) code = EXIT_SCRIPT;
         if (code == EXIT_OK) code = dolesson(L, batch);
         if (code == EXIT_OK && !batch) interact(L);
     } else if (args & has_i) {
         if (stdin_is_tty()) print_banner();
         if (start_repl(L) == LUA_OK) interact(L);
+        i_session = 1;
     } else if (script == argc && !(args & (has_e | has_v))) {
         if (stdin_is_tty()) {
             print_banner();
@@ -954,6 +972,7 @@ static int pmain(lua_State *L) {
             if (dofile(L, NULL) != LUA_OK) code = EXIT_SCRIPT;
         }
     }
+    if (i_session && input_errors > 0 && code == EXIT_OK) code = EXIT_SCRIPT;
     resetting = reset_requested;
     lua_pushinteger(L, code);
     return 1;

@@ -51,8 +51,8 @@ def pieces(nb):
 
 
 def chunk_names(text):
-    """Error positions without the chunk's name: a notebook cell is "cell", a batch step "step K"."""
-    text = re.sub(r"\b(?:cell|step \d+):(\d+):", r"<chunk>:\1:", text)
+    """Error positions without the chunk: a notebook cell is "cell:3:", a batch step its lesson file's line."""
+    text = re.sub(r"\b(?:cell|step \d+|\d\d_\w+\.lua):\d+:", "<chunk>:", text)
     return re.sub(r"\s+", " ", text)   # a message with a longer chunk name wraps elsewhere
 
 
