@@ -3,7 +3,7 @@
 # so that `make run` and `make test` work on a fresh Debian machine.
 # usage: tools/deps.sh [build|run|test|bench|notebook]   (notebook: what tests/notebook/ needs: Python's Jupyter, Chromium)
 set -eu
-need="gcc make pkg-config liblua5.4-dev libreadline-dev libzmq3-dev libjansson-dev libssl-dev"
+need="gcc make pkg-config liblua5.4-dev libreadline-dev zlib1g-dev libzmq3-dev libjansson-dev libssl-dev"
 case "${1:-build}" in
     build) ;;
     run) need="$need gnuplot" ;;
