@@ -120,6 +120,7 @@ local MHA = {
     bias_kv_causal = {mod = {add_bias_kv = true}, self = true, fwd = {is_causal = true}},
     unbatched_cross_kpm = {kpm = true},
     kpm_fully_masked = {kpm = true, fwd = {need_weights = false}},
+    unbatched_attn_float3d = {am = true, fwd = {average_attn_weights = false}},
 }
 
 -- The module of a case (made once, its parameters from the fixture; m when given), forward on the inputs x.
@@ -357,6 +358,9 @@ T.test("errors name the function, the argument and the shapes", function()
     T.raises("sdpa_backward without weights or out", function()
         mha.sdpa_backward(mha.ones(2, 2), mha.ones(2, 2), mha.ones(2, 2), mha.ones(2, 2)) end,
              "sdpa_backward: give the forward's weights")
+    T.raises("softmax_backward: shapes that differ", function()
+        mha.softmax_backward(mha.ones(2, 3), mha.ones(3, 2), 1) end,
+             "softmax_backward: dy (2,3) and y (3,2) differ in shape")
     T.raises("linear_backward: shapes that do not fit", function()
         mha.linear_backward(mha.ones(4, 3), mha.ones(4, 2), mha.ones(2, 2)) end,
              "linear_backward: dy (4,3), x (4,2), W (2,2)")
