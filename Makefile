@@ -10,9 +10,12 @@ DEFS    = -std=c11 -D_DEFAULT_SOURCE -D_POSIX_C_SOURCE=200809L -D_XOPEN_SOURCE=7
 LUA_CFLAGS = $(shell pkg-config --cflags lua5.4)
 LUA_LIBS   = $(shell pkg-config --libs lua5.4)
 RL_LIBS    = $(shell pkg-config --libs readline)
+# the Jupyter kernel and the notebook export: ZeroMQ, jansson (JSON), OpenSSL's libcrypto (HMAC-SHA256)
+NB_CFLAGS  = $(shell pkg-config --cflags libzmq jansson libcrypto)
+NB_LIBS    = $(shell pkg-config --libs libzmq jansson libcrypto) -lpthread
 # zlib: deflate and CRC-32 of .npz archives (core/npz.c)
 CORE_LIBS  = -lz -lm
-ALL_CFLAGS = $(DEFS) $(WARN) $(CFLAGS) $(SAN) -fPIC -Icore -Ilua/bind -Ilua/sys -I$(BUILD)
+ALL_CFLAGS = $(DEFS) $(WARN) $(CFLAGS) $(SAN) -fPIC -Icore -Ilua/bind -Ilua/sys -Ilua/kernel -Ilua/notebook -I$(BUILD)
 
 # Sources, room by room (README.md, Layout). Each Lua helper is embedded under the module name it is
 # required by; a new file is added here by hand.
@@ -28,11 +31,16 @@ BIND_SRC += lua/bind/lautograd.c
 BIND_SRC += lua/bind/lnpz.c lua/bind/loptim.c
 SYS_SRC   = lua/sys/lterm.c lua/sys/lgnuplot.c
 REPL_SRC  = lua/repl/repl.c lua/repl/history.c lua/repl/traceback.c lua/repl/lazy.c
+KERNEL_SRC = lua/kernel/kernel.c
+NOTEBOOK_SRC = lua/notebook/ljson.c
 EMBED     = mha.repl=lua/repl/repl.lua mha.repl.complete=lua/repl/complete.lua \
             mha.display=lua/show/display.lua mha.text=lua/show/text.lua mha.plot=lua/show/plot.lua \
             mha.lesson=lua/lesson/lesson.lua mha.lesson.check=lua/lesson/check.lua \
             mha.lesson.words=lua/lesson/words.lua \
             mha.lesson.tools=lua/lesson/tools.lua \
+            mha.kernel=lua/kernel/kernel.lua \
+            mha.notebook=lua/notebook/notebook.lua \
+            mha.notebook.html=lua/notebook/html.lua \
             mha.help=lua/help/help.lua mha.docs_mha=lua/help/docs_mha.lua \
             mha.docs_display=lua/help/docs_display.lua mha.docs_lesson=lua/help/docs_lesson.lua
 EMBED    += mha.nn=lua/nn/nn.lua mha.nn.module=lua/nn/module.lua mha.nn.layers=lua/nn/layers.lua
@@ -50,7 +58,7 @@ TEST_BIN  = $(addprefix $(BUILD)/tests/,$(TESTS))
 CORE_H    = $(wildcard core/*.h)
 LUA_H     = $(wildcard lua/*/*.h)
 
-.PHONY: all run test asan bench bench-grad golden clean deps deps-run deps-test deps-bench
+.PHONY: all run test asan bench bench-grad golden clean install-kernel deps deps-run deps-test deps-bench
 .DEFAULT_GOAL := all
 
 # all: the REPL binary and the loadable module, linked at the top for convenience
@@ -73,6 +81,14 @@ asan:
 # golden: regenerate the lesson transcripts in tests/golden/ on purpose
 golden: deps-test all
 	tests/golden.sh $(BUILD) --update
+
+# install-kernel: the Jupyter kernelspec "mha-repl" for this user (jupyter kernelspec list shows it)
+KERNEL_DIR ?= $(or $(XDG_DATA_HOME),$(HOME)/.local/share)/jupyter/kernels/mha-repl
+install-kernel: all
+	@mkdir -p "$(KERNEL_DIR)"
+	MHA_KERNEL_EXE="$$(realpath $(BUILD)/mha-repl)" $(BUILD)/mha-repl -e 'io.write(require("mha.json").encode({argv = {os.getenv("MHA_KERNEL_EXE"), "--kernel", "{connection_file}"}, display_name = "mha-repl (Lua 5.4)", language = "lua", interrupt_mode = "signal"}, 1), "\n")' > "$(KERNEL_DIR)/kernel.json.tmp"
+	mv "$(KERNEL_DIR)/kernel.json.tmp" "$(KERNEL_DIR)/kernel.json"
+	@echo "installed the kernelspec mha-repl in $(KERNEL_DIR)"
 
 # clean: remove everything the build made
 clean:
@@ -108,8 +124,21 @@ $(BUILD)/embedded.o: $(BUILD)/embedded.c lua/bind/embedded.h
 $(BUILD)/libmhacore.a: $(CORE_OBJ)
 	rm -f $@; ar rcs $@ $^
 
-$(BUILD)/mha-repl: $(REPL_SRC:%.c=$(BUILD)/%.o) $(LIB_OBJ) $(BUILD)/libmhacore.a
-	$(CC) $(CFLAGS) $(SAN) -o $@ $^ $(LUA_LIBS) $(RL_LIBS) $(CORE_LIBS)
+$(BUILD)/lua/kernel/%.o: lua/kernel/%.c $(CORE_H) $(LUA_H) | deps
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) $(LUA_CFLAGS) $(NB_CFLAGS) -c $< -o $@
+
+$(BUILD)/lua/notebook/%.o: lua/notebook/%.c $(LUA_H) | deps
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) $(LUA_CFLAGS) $(NB_CFLAGS) -c $< -o $@
+
+$(BUILD)/lua/repl/%.o: lua/repl/%.c $(CORE_H) $(LUA_H) | deps
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) $(LUA_CFLAGS) $(NB_CFLAGS) -c $< -o $@
+
+$(BUILD)/mha-repl: $(REPL_SRC:%.c=$(BUILD)/%.o) $(KERNEL_SRC:%.c=$(BUILD)/%.o) $(NOTEBOOK_SRC:%.c=$(BUILD)/%.o) \
+                   $(LIB_OBJ) $(BUILD)/libmhacore.a
+	$(CC) $(CFLAGS) $(SAN) -o $@ $^ $(LUA_LIBS) $(RL_LIBS) $(NB_LIBS) $(CORE_LIBS)
 
 $(BUILD)/mha.so: $(LIB_OBJ) $(BUILD)/libmhacore.a
 	$(CC) $(CFLAGS) $(SAN) -shared -o $@ $^ $(CORE_LIBS)

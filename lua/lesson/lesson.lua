@@ -849,6 +849,28 @@ function M.at_step(k)
     session.pending = (s and s.kind == "exercise") and s or nil
 end
 
+-- A notebook of the lesson (mha.notebook) runs its steps' code cell by cell: this opens the lesson as batch
+-- mode does (language, seed, print options, helpers) without running a step; exercise(k) then makes step k
+-- the exercise answer() checks. Returns the lesson and its number, or nil and a message.
+function M.open_cells(which, lang)
+    local f, err = M.find(which)
+    if not f then return nil, err end
+    local lesson
+    lesson, err = M.load(f.path)
+    if not lesson then return nil, err end
+    session = {lesson = lesson, number = f.number, lang = M.choose_lang(lang), batch = true, pos = 0,
+               print_options = {precision = 4}}
+    session.print_options.linewidth = columns()
+    M.install_globals()
+    reset_state()
+    _G.exercise = function(k)
+        local s = session.lesson.steps[k]
+        if not (s and s.kind == "exercise") then error("exercise: step " .. tostring(k) .. " is not an exercise", 2) end
+        session.pending, session.pos = s, #session.lesson.steps   -- the last step: no "Enter runs the next"
+    end
+    return lesson, f.number
+end
+
 -- Names a lesson's code can count on: mha, show, plot, answer, say{en=,zh=}, tr{en=,zh=}, LESSON.
 function M.install_globals()
     if rawget(_G, "mha") == nil then _G.mha = mha end

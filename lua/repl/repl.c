@@ -25,6 +25,8 @@
 
 #include "embedded.h"
 #include "tensor.h"      /* mha_interrupt: Ctrl-C reaches running kernels */
+#include "kernel.h"
+#include "ljson.h"
 #include "lmha.h"
 #include "lsys.h"
 #include "history.h"
@@ -94,6 +96,17 @@ static void on_hangup(int sig) {
     }
 }
 
+/* The Jupyter kernel's interrupt (SIGINT or an interrupt_request): Ctrl-C's stop, and its undoing. */
+static void kernel_stop(lua_State *L) {
+    mha_interrupt();
+    lua_sethook(L, lstop, LUA_MASKCALL | LUA_MASKRET | LUA_MASKCOUNT, 1);
+}
+
+static void kernel_stopped(lua_State *L) {
+    if (lua_gethook(L) == lstop) lua_sethook(L, NULL, 0, 0);
+    mha_interrupt_clear();
+}
+
 static void on_winch(int sig) {
     (void)sig;
     window_resized = 1;
@@ -115,7 +128,8 @@ static void print_usage(const char *badoption) {
     if (badoption) {
         fprintf(stderr, "%s: ", progname);
         if (strcmp(badoption, "-e") == 0 || strcmp(badoption, "-l") == 0 || strcmp(badoption, "--lesson") == 0
-            || strcmp(badoption, "--lang") == 0 || strcmp(badoption, "--answers") == 0)
+            || strcmp(badoption, "--lang") == 0 || strcmp(badoption, "--answers") == 0
+            || strcmp(badoption, "--kernel") == 0 || strcmp(badoption, "--export") == 0)
             fprintf(stderr, "'%s' needs an argument\n", badoption);
         else
             fprintf(stderr, "unrecognized option '%s'\n", badoption);
@@ -138,6 +152,10 @@ static void print_help(void) {
         "                   open a lesson (by name, number, or a lesson file's path); --batch runs it\n"
         "                   straight through; --answers FILE (batch) answers its exercises with FILE's\n"
         "                   lines, one Lua expression per attempt\n"
+        "  --lesson N --batch --export FILE.ipynb|FILE.html\n"
+        "                   write the lesson as a Jupyter notebook or one HTML page\n"
+        "  --kernel CONNECTION_FILE\n"
+        "                   serve as a Jupyter kernel (make install-kernel registers it)\n"
         "  --help           this text\n"
         "  --               stop handling options\n"
         "exit status: 0 success, 1 an error in the script, 2 a bad command line.\n"
@@ -285,10 +303,14 @@ static int handle_script(lua_State *L, char **argv) {
 #define has_batch  64  /* --batch */
 #define has_lang   128 /* --lang */
 #define has_answers 256 /* --answers */
+#define has_kernel 512  /* --kernel FILE */
+#define has_export 1024 /* --export FILE */
 
 static const char *lesson_name = NULL;
 static const char *lesson_lang = NULL;
 static const char *lesson_answers = NULL;
+static const char *kernel_file = NULL;
+static const char *export_file = NULL;
 
 /* Walks argv as lua.c does, returning a mask of the options seen; *first is the script's index (argc
  * when there is none) or, on has_error, the bad argument's. Long options are mha-repl's own. */
@@ -305,10 +327,13 @@ static int collectargs(char **argv, int *first) {
         if (strcmp(a, "--version") == 0 || strcmp(a, "-v") == 0) { args |= has_v; continue; }
         if (strcmp(a, "-i") == 0) { args |= has_i; continue; }
         if (strcmp(a, "--batch") == 0) { args |= has_batch; continue; }
-        if (strcmp(a, "--lesson") == 0 || strcmp(a, "--lang") == 0 || strcmp(a, "--answers") == 0) {
+        if (strcmp(a, "--lesson") == 0 || strcmp(a, "--lang") == 0 || strcmp(a, "--answers") == 0
+            || strcmp(a, "--kernel") == 0 || strcmp(a, "--export") == 0) {
             if (argv[i + 1] == NULL || argv[i + 1][0] == '-') return has_error;
             if (strcmp(a, "--lesson") == 0) { args |= has_lesson; lesson_name = argv[++i]; }
             else if (strcmp(a, "--answers") == 0) { args |= has_answers; lesson_answers = argv[++i]; }
+            else if (strcmp(a, "--kernel") == 0) { args |= has_kernel; kernel_file = argv[++i]; }
+            else if (strcmp(a, "--export") == 0) { args |= has_export; export_file = argv[++i]; }
             else { args |= has_lang; lesson_lang = argv[++i]; }
             continue;
         }
@@ -332,7 +357,8 @@ static int runargs(lua_State *L, char **argv, int n) {
         int option = argv[i][1];
         if (option == '-') {  /* a long option: skip the argument of those that take one */
             if (strcmp(argv[i], "--lesson") == 0 || strcmp(argv[i], "--lang") == 0
-                || strcmp(argv[i], "--answers") == 0) i++;
+                || strcmp(argv[i], "--answers") == 0 || strcmp(argv[i], "--kernel") == 0
+                || strcmp(argv[i], "--export") == 0) i++;
         } else if (option == 'e' || option == 'l') {
             const char *extra = argv[i] + 2;
             if (*extra == '\0') extra = argv[++i];
@@ -353,6 +379,10 @@ static void openlibs(lua_State *L) {
     lua_pushcfunction(L, msghandler);  /* for repl.lua, which reports the errors of commands alike */
     lua_setfield(L, LUA_REGISTRYINDEX, "mha.repl.msghandler");
     luaL_requiref(L, "mha", luaopen_mha, 1);
+    lua_pop(L, 1);
+    luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_PRELOAD_TABLE);
+    lua_pushcfunction(L, luaopen_mha_json);
+    lua_setfield(L, -2, "mha.json");
     lua_pop(L, 1);
     repl_lazy_globals(L);
 }
@@ -842,6 +872,35 @@ static void interact(lua_State *L) {
     if (reset_requested) carry_state(L);
 }
 
+/* --kernel FILE: serve Jupyter on this state; :reset in a cell comes back here with a fresh one. */
+static int dokernel(lua_State *L) {   /* -> EXIT_OK or EXIT_USAGE */
+    if (start_repl(L) != LUA_OK) return EXIT_SCRIPT;
+    int r = mha_kernel_serve(L, kernel_file, kernel_stop, kernel_stopped);
+    if (r == MHA_KERNEL_RESET) reset_requested = 1;
+    return r == MHA_KERNEL_ERROR ? EXIT_USAGE : EXIT_OK;
+}
+
+/* --lesson N --batch --export FILE: require("mha.notebook").export_lesson(name, lang, file). */
+static int doexport(lua_State *L) {   /* -> EXIT_OK or EXIT_SCRIPT */
+    if (start_repl(L) != LUA_OK) return EXIT_SCRIPT;
+    lua_getglobal(L, "require");
+    lua_pushliteral(L, "mha.notebook");
+    int status = docall(L, 1, 1);
+    if (status == LUA_OK) {
+        lua_getfield(L, -1, "export_lesson");
+        lua_remove(L, -2);
+        lua_pushstring(L, lesson_name);
+        lua_pushstring(L, lesson_lang);
+        lua_pushstring(L, export_file);
+        status = docall(L, 3, 2);
+        if (status == LUA_OK && !lua_toboolean(L, -2)) {
+            l_message(progname, luaL_tolstring(L, -1, NULL));
+            return EXIT_SCRIPT;
+        }
+    }
+    return report(L, status) == LUA_OK ? EXIT_OK : EXIT_SCRIPT;
+}
+
 /* Main body, in protected mode. Returns (as an integer) the exit status. */
 static int pmain(lua_State *L) {
     int argc = (int)lua_tointeger(L, 1);
@@ -855,9 +914,11 @@ static int pmain(lua_State *L) {
         createargtable(L, argv, argc, script);
         lua_gc(L, LUA_GCRESTART);
         lua_gc(L, LUA_GCGEN, 0, 0);
-        if (start_repl(L) == LUA_OK) interact(L);
+        int code = EXIT_OK;
+        if (kernel_file) code = dokernel(L);
+        else if (start_repl(L) == LUA_OK) interact(L);
         resetting = reset_requested;
-        lua_pushinteger(L, i_session && input_errors > 0 ? EXIT_SCRIPT : EXIT_OK);
+        lua_pushinteger(L, code != EXIT_OK ? code : i_session && input_errors > 0 ? EXIT_SCRIPT : EXIT_OK);
         return 1;
     }
     int args = collectargs(argv, &script);
@@ -870,6 +931,12 @@ static int pmain(lua_State *L) {
     if (args & has_help) {
         print_help();
         lua_pushinteger(L, EXIT_OK);
+        return 1;
+    }
+    if ((args & has_export) && !(args & has_lesson)) {
+        l_message(progname, "--export goes with --lesson NAME --batch (in the REPL: :export FILE)");
+        print_usage(NULL);
+        lua_pushinteger(L, EXIT_USAGE);
         return 1;
     }
     if ((args & (has_batch | has_lang | has_answers)) && !(args & has_lesson)) {
@@ -892,6 +959,8 @@ static int pmain(lua_State *L) {
     int code = EXIT_OK;
     if (!runargs(L, argv, script)) code = EXIT_SCRIPT;
     else if (script < argc && handle_script(L, argv + script) != LUA_OK) code = EXIT_SCRIPT;
+    else if (args & has_kernel) code = dokernel(L);
+    else if (args & has_export) code = doexport(L);
     else if (args & has_lesson) {
         int batch = (args & (has_batch | has_answers)) || !stdin_is_tty();   /* --answers replays */
         if (!batch && start_repl(L) != LUA_OK) code = EXIT_SCRIPT;

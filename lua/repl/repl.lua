@@ -406,6 +406,14 @@ local function record(entry)
     transcript[#transcript + 1] = entry
 end
 
+-- For the Jupyter kernel and the notebook export (lua/kernel/kernel.lua): what the inputs printed since the
+-- last call, the transcript, and a cell recorded with the text of its outputs.
+repl.take_output = take_captured
+function repl.transcript() return transcript end
+function repl.record_cell(code, how, output)
+    transcript[#transcript + 1] = {kind = "lua", input = code, how = how, output = output or ""}
+end
+
 -- A lesson step's code, run by the lesson runner (lua/lesson/lesson.lua) rather than typed: recorded so that
 -- :save replays it inline (the variables it makes exist for the inputs after it) and the Markdown shows
 -- it under the step's label. ok = false marks code that raised an error (replayed with fails). before is a
@@ -801,6 +809,14 @@ repl.add_command("save", {args = "FILE", help = "write the session as FILE.lua (
         local lua_path, md_path, n = repl.save(name)
         if not lua_path then show_error(":save: " .. md_path) return end
         out(string.format(repl.said("saved"), n, lua_path, md_path) .. "\n")
+    end})
+
+repl.add_command("export", {args = "FILE", help = "write the session (or the open lesson) as FILE.ipynb (Jupyter) or FILE.html (one page)",
+    run = function(arg)
+        local path = arg:match("^%s*[\"']?(.-)[\"']?%s*$")
+        local what, err = require("mha.notebook").export_session(path)
+        if not what then show_error(":export: " .. tostring(err)) return end
+        out("wrote " .. what .. " to " .. path .. "\n")
     end})
 
 -- ---------------------------------------------------------------------------------------------

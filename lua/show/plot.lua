@@ -437,6 +437,7 @@ end
 -- the text rendering is printed instead. Without gnuplot, only the text rendering is printed.
 function Figure:draw(fname, script)
     self.script = script
+    if plot.on_draw then plot.on_draw(self) end   -- the Jupyter kernel keeps the figure for the cell's outputs
     local name = resolve_terminal(self.terminal)
     local text_instead = (name == "dumb" and script.image)
     local first = text_instead and "set terminal unknown" or screen_terminal_command(name, self, script.size)

@@ -1,0 +1,556 @@
+/* lua/kernel/kernel.c - the Jupyter messaging protocol 5.3 over ZeroMQ (libzmq), JSON by jansson, HMAC-SHA256
+ * signing by OpenSSL: the channels, the wire format and the replies. What a cell does is mha.kernel's.
+ *
+ * Threads: the main thread serves shell (and runs Lua); a control thread serves control, so that an
+ * interrupt_request or a shutdown_request is answered while a cell runs; a heartbeat thread echoes.
+ * Only the main thread touches the lua_State; iopub is shared under a mutex. SIGINT (jupyter_client's
+ * interrupt) and interrupt_request both call stop(L): the REPL's Ctrl-C, which reaches the core's
+ * kernels (mha_interrupt) and Lua loops (a hook) alike. */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <openssl/rand.h>
+#include <zmq.h>
+
+#include <lauxlib.h>
+
+#include "kernel.h"
+#include "ljson.h"
+
+#define PROTOCOL_VERSION "5.3"
+#define DELIMITER        "<IDS|MSG>"
+#define MAX_IDENTITIES   16
+#define POLL_MS          100   /* how often the threads look at the stop flag */
+
+/* One message as it travels: routing identities, then the four JSON parts. */
+typedef struct message {
+    zmq_msg_t ids[MAX_IDENTITIES];
+    int nids;
+    json_t *header, *parent, *metadata, *content;
+} message;
+
+typedef struct kernel {
+    void *ctx, *shell, *control, *iopub, *stdin_socket, *heartbeat;
+    char key[256];
+    size_t keylen;
+    char session[40];
+    pthread_t control_thread, heartbeat_thread;
+    pthread_mutex_t iopub_lock;
+    int execution_count;
+} kernel;
+
+static kernel K;                                 /* kept across :reset, so the sockets stay bound */
+static int started = 0;
+static volatile sig_atomic_t stopping = 0;       /* shutdown_request seen: every loop ends */
+static volatile sig_atomic_t restart_asked = 0;
+static volatile sig_atomic_t executing = 0;      /* a cell runs: an interrupt stops it */
+static lua_State *running = NULL;                /* the state a cell runs in, for the interrupt */
+static void (*stop_fn)(lua_State *) = NULL;
+static void (*stopped_fn)(lua_State *) = NULL;
+static const json_t *current_parent = NULL;      /* the execute_request whose outputs go out now */
+
+
+/* ---- the wire ---- */
+
+/* hex of HMAC-SHA256(key, header parent metadata content) into out (65 bytes); "" when there is no key */
+static int sign(char *out, const char *const parts[4]) {
+    out[0] = '\0';
+    if (K.keylen == 0) return 0;
+    size_t total = 0, at = 0;
+    for (int i = 0; i < 4; i++) total += strlen(parts[i]);
+    unsigned char *data = malloc(total + 1);
+    if (!data) return -1;
+    for (int i = 0; i < 4; i++) {
+        size_t n = strlen(parts[i]);
+        memcpy(data + at, parts[i], n);
+        at += n;
+    }
+    unsigned char mac[EVP_MAX_MD_SIZE];
+    unsigned int maclen = 0;
+    int ok = HMAC(EVP_sha256(), K.key, (int)K.keylen, data, total, mac, &maclen) != NULL;
+    free(data);
+    if (!ok) return -1;
+    for (unsigned int i = 0; i < maclen; i++) snprintf(out + 2 * i, 3, "%02x", mac[i]);
+    return 0;
+}
+
+static void free_message(message *m) {
+    for (int i = 0; i < m->nids; i++) zmq_msg_close(&m->ids[i]);
+    m->nids = 0;
+    json_decref(m->header);
+    json_decref(m->parent);
+    json_decref(m->metadata);
+    json_decref(m->content);
+    m->header = m->parent = m->metadata = m->content = NULL;
+}
+
+/* Reads one multipart message: identities, <IDS|MSG>, signature, four JSON parts, buffers (dropped).
+ * Returns 0, or -1 when it is malformed or its signature is wrong (said on stderr, and dropped). */
+static int recv_message(void *socket, message *m) {
+    memset(m, 0, sizeof *m);
+    char signature[129] = "";
+    char *parts[4] = {NULL, NULL, NULL, NULL};
+    int stage = 0, more = 1, bad = 0;   /* stage: 0 identities, 1 signature, 2..5 parts, 6 buffers */
+    while (more) {
+        zmq_msg_t frame;
+        zmq_msg_init(&frame);
+        if (zmq_msg_recv(&frame, socket, 0) < 0) { zmq_msg_close(&frame); bad = 1; break; }
+        more = zmq_msg_more(&frame);
+        size_t size = zmq_msg_size(&frame);
+        const char *data = zmq_msg_data(&frame);
+        if (stage == 0 && size == strlen(DELIMITER) && memcmp(data, DELIMITER, size) == 0) {
+            stage = 1;
+            zmq_msg_close(&frame);
+        } else if (stage == 0) {
+            if (m->nids < MAX_IDENTITIES) m->ids[m->nids++] = frame;
+            else { zmq_msg_close(&frame); bad = 1; }
+        } else if (stage == 1) {
+            if (size < sizeof signature) { memcpy(signature, data, size); signature[size] = '\0'; }
+            else bad = 1;
+            stage++;
+            zmq_msg_close(&frame);
+        } else if (stage <= 5) {
+            parts[stage - 2] = malloc(size + 1);
+            if (parts[stage - 2]) { memcpy(parts[stage - 2], data, size); parts[stage - 2][size] = '\0'; }
+            else bad = 1;
+            stage++;
+            zmq_msg_close(&frame);
+        } else {
+            zmq_msg_close(&frame);
+        }
+    }
+    if (!bad && stage < 6) bad = 1;
+    if (!bad) {
+        char expected[129];
+        const char *const p[4] = {parts[0], parts[1], parts[2], parts[3]};
+        if (sign(expected, p) != 0 || strlen(expected) != strlen(signature)
+            || CRYPTO_memcmp(expected, signature, strlen(expected)) != 0) {
+            fprintf(stderr, "mha-repl kernel: a message with a bad signature was refused\n");
+            bad = 1;
+        }
+    }
+    json_t **slots[4] = {&m->header, &m->parent, &m->metadata, &m->content};
+    for (int i = 0; !bad && i < 4; i++) {
+        json_error_t err;
+        *slots[i] = json_loads(parts[i], 0, &err);
+        if (!*slots[i] || !json_is_object(*slots[i])) {
+            fprintf(stderr, "mha-repl kernel: a message part is not a JSON object: %s\n", err.text);
+            bad = 1;
+        }
+    }
+    for (int i = 0; i < 4; i++) free(parts[i]);
+    if (bad) { free_message(m); return -1; }
+    return 0;
+}
+
+static json_t *new_header(const char *msg_type) {
+    unsigned char r[16];
+    if (RAND_bytes(r, sizeof r) != 1) return NULL;
+    r[6] = (unsigned char)((r[6] & 0x0f) | 0x40);   /* a version 4 UUID */
+    r[8] = (unsigned char)((r[8] & 0x3f) | 0x80);
+    char id[37];
+    snprintf(id, sizeof id, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", r[0], r[1],
+             r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[10], r[11], r[12], r[13], r[14], r[15]);
+    struct timeval tv;
+    gettimeofday(&tv, NULL);
+    struct tm utc;
+    gmtime_r(&tv.tv_sec, &utc);
+    char date[40], seconds[24];
+    strftime(seconds, sizeof seconds, "%Y-%m-%dT%H:%M:%S", &utc);
+    snprintf(date, sizeof date, "%s.%06ldZ", seconds, (long)tv.tv_usec);
+    return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "msg_id", id, "session", K.session, "username", "mha-repl",
+                     "date", date, "msg_type", msg_type, "version", PROTOCOL_VERSION);
+}
+
+/* Sends msg_type with content (a reference is taken) in reply to parent (may be NULL) to ids. */
+static void send_message(void *socket, zmq_msg_t *ids, int nids, const char *topic, const json_t *parent,
+                         const char *msg_type, json_t *content) {
+    json_t *header = new_header(msg_type), *metadata = json_object();
+    json_t *parent_header = parent ? json_object_get(parent, "header") : NULL;
+    char *parts[4] = {
+        header ? json_dumps(header, JSON_COMPACT) : NULL,
+        json_dumps(parent_header ? parent_header : metadata, JSON_COMPACT),
+        json_dumps(metadata, JSON_COMPACT),
+        content ? json_dumps(content, JSON_COMPACT) : NULL,
+    };
+    char signature[129];
+    const char *const p[4] = {parts[0], parts[1], parts[2], parts[3]};
+    if (parts[0] && parts[1] && parts[2] && parts[3] && sign(signature, p) == 0) {
+        for (int i = 0; i < nids; i++) {
+            zmq_msg_t copy;
+            zmq_msg_init(&copy);
+            zmq_msg_copy(&copy, &ids[i]);
+            zmq_msg_send(&copy, socket, ZMQ_SNDMORE);
+        }
+        if (topic) zmq_send(socket, topic, strlen(topic), ZMQ_SNDMORE);
+        zmq_send(socket, DELIMITER, strlen(DELIMITER), ZMQ_SNDMORE);
+        zmq_send(socket, signature, strlen(signature), ZMQ_SNDMORE);
+        for (int i = 0; i < 4; i++) zmq_send(socket, parts[i], strlen(parts[i]), i < 3 ? ZMQ_SNDMORE : 0);
+    } else {
+        fprintf(stderr, "mha-repl kernel: could not build a %s message\n", msg_type);
+    }
+    for (int i = 0; i < 4; i++) free(parts[i]);
+    json_decref(header);
+    json_decref(metadata);
+    json_decref(content);
+}
+
+/* A message of the form a parent is a message; this builds one for send_message's parent argument. */
+static json_t *parent_of(const message *m) {
+    return json_pack("{s:O}", "header", m->header);
+}
+
+static void publish(const json_t *parent, const char *msg_type, json_t *content) {
+    pthread_mutex_lock(&K.iopub_lock);
+    send_message(K.iopub, NULL, 0, msg_type, parent, msg_type, content);
+    pthread_mutex_unlock(&K.iopub_lock);
+}
+
+static void publish_status(const json_t *parent, const char *state) {
+    publish(parent, "status", json_pack("{s:s}", "execution_state", state));
+}
+
+static void reply(void *socket, message *m, const char *msg_type, json_t *content) {
+    json_t *parent = parent_of(m);
+    send_message(socket, m->ids, m->nids, NULL, parent, msg_type, content);
+    json_decref(parent);
+}
+
+
+/* ---- replies that need no Lua ---- */
+
+static json_t *kernel_info(void) {
+    return json_pack("{s:s, s:s, s:s, s:s, s:s, s:{s:s, s:s, s:s, s:s, s:s}, s:[{s:s, s:s}]}",
+        "status", "ok", "protocol_version", PROTOCOL_VERSION, "implementation", "mha-repl",
+        "implementation_version", "0.1.0", "banner",
+        "mha-repl: multi-head attention in Lua 5.4 - ? lists the commands, ?NAME explains a function",
+        "language_info", "name", "lua", "version", "5.4", "mimetype", "text/x-lua", "file_extension", ".lua",
+        "pygments_lexer", "lua",
+        "help_links", "text", "Lua 5.4 manual", "url", "https://www.lua.org/manual/5.4/");
+}
+
+/* The control channel's own thread: interrupt_request, shutdown_request, kernel_info_request. */
+static void *control_loop(void *unused) {
+    (void)unused;
+    zmq_pollitem_t item = {K.control, 0, ZMQ_POLLIN, 0};
+    while (!stopping) {
+        int r = zmq_poll(&item, 1, POLL_MS);
+        if (r <= 0) continue;
+        message m;
+        if (recv_message(K.control, &m) != 0) continue;
+        const char *type = json_string_value(json_object_get(m.header, "msg_type"));
+        json_t *parent = parent_of(&m);
+        publish_status(parent, "busy");
+        if (type && strcmp(type, "interrupt_request") == 0) {
+            if (executing && running && stop_fn) stop_fn(running);
+            reply(K.control, &m, "interrupt_reply", json_pack("{s:s}", "status", "ok"));
+        } else if (type && strcmp(type, "shutdown_request") == 0) {
+            int restart = json_is_true(json_object_get(m.content, "restart"));
+            reply(K.control, &m, "shutdown_reply", json_pack("{s:s, s:b}", "status", "ok", "restart", restart));
+            restart_asked = restart;
+            stopping = 1;
+            if (executing && running && stop_fn) stop_fn(running);
+        } else if (type && strcmp(type, "kernel_info_request") == 0) {
+            reply(K.control, &m, "kernel_info_reply", kernel_info());
+        } else {
+            fprintf(stderr, "mha-repl kernel: control message '%s' is not handled\n", type ? type : "?");
+        }
+        publish_status(parent, "idle");
+        json_decref(parent);
+        free_message(&m);
+    }
+    return NULL;
+}
+
+/* The heartbeat: every ping comes straight back. */
+static void *heartbeat_loop(void *unused) {
+    (void)unused;
+    zmq_pollitem_t item = {K.heartbeat, 0, ZMQ_POLLIN, 0};
+    char buf[256];
+    while (!stopping) {
+        if (zmq_poll(&item, 1, POLL_MS) <= 0) continue;
+        int n = zmq_recv(K.heartbeat, buf, sizeof buf, 0);
+        if (n >= 0) zmq_send(K.heartbeat, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf, 0);
+    }
+    return NULL;
+}
+
+
+/* ---- the cells: mha.kernel in Lua ---- */
+
+/* Pushes mha.kernel's field name (after require); returns its type. */
+static int push_kernel_field(lua_State *L, const char *name) {
+    lua_getglobal(L, "require");
+    lua_pushliteral(L, "mha.kernel");
+    if (lua_pcall(L, 1, 1, 0) != LUA_OK || !lua_istable(L, -1)) {
+        fprintf(stderr, "mha-repl kernel: mha.kernel: %s\n", luaL_tolstring(L, -1, NULL));
+        lua_pop(L, 2);
+        lua_pushnil(L);
+        return LUA_TNIL;
+    }
+    lua_getfield(L, -1, name);
+    lua_remove(L, -2);
+    return lua_type(L, -1);
+}
+
+/* Calls the function below nargs arguments with the REPL's message handler; nres results or nil. */
+static int call_lua(lua_State *L, int nargs, int nres) {
+    int base = lua_gettop(L) - nargs;
+    lua_getfield(L, LUA_REGISTRYINDEX, "mha.repl.msghandler");
+    lua_insert(L, base);
+    int status = lua_pcall(L, nargs, nres, base);
+    lua_remove(L, base);
+    if (status != LUA_OK) {
+        fprintf(stderr, "mha-repl kernel: %s\n", luaL_tolstring(L, -1, NULL));
+        lua_pop(L, 2);
+        for (int i = 0; i < nres; i++) lua_pushnil(L);
+    }
+    return status;
+}
+
+/* mha.kernel's sink: one output of the running cell (an nbformat output as a table) goes out on iopub
+ * as stream, execute_result, display_data or error. */
+static int l_sink(lua_State *L) {
+    luaL_checktype(L, 1, LUA_TTABLE);
+    json_t *output = mha_lua_tojson(L, 1);
+    if (!output) return lua_error(L);
+    char type[16] = "";   /* a copy: deleting the key below frees the string */
+    const char *given = json_string_value(json_object_get(output, "output_type"));
+    if (given && strlen(given) < sizeof type) memcpy(type, given, strlen(given) + 1);
+    if ((strcmp(type, "stream") == 0 || strcmp(type, "error") == 0 || strcmp(type, "display_data") == 0
+                 || strcmp(type, "execute_result") == 0)) {
+        json_object_del(output, "output_type");
+        if (strcmp(type, "execute_result") == 0)
+            json_object_set_new(output, "execution_count", json_integer(K.execution_count));
+        publish(current_parent, type, json_incref(output));
+    }
+    json_decref(output);
+    return 0;
+}
+
+/* execute_request: mha.kernel.execute(code) -> status ("ok", "error", "aborted"), the error output,
+ * the action a command asked for ("reset", "quit"). Returns 1 when the action is :reset. */
+static int execute(lua_State *L, message *m) {
+    const char *code = json_string_value(json_object_get(m->content, "code"));
+    int silent = json_is_true(json_object_get(m->content, "silent"));
+    if (!code) code = "";
+    if (!silent) K.execution_count++;
+    json_t *parent = parent_of(m);
+    current_parent = parent;
+    publish(parent, "execute_input", json_pack("{s:s, s:i}", "code", code, "execution_count", K.execution_count));
+    int top = lua_gettop(L);
+    int reset = 0;
+    json_t *content = NULL;
+    if (push_kernel_field(L, "execute") == LUA_TFUNCTION) {
+        lua_pushstring(L, code);
+        lua_pushcfunction(L, l_sink);
+        running = L;
+        executing = 1;
+        call_lua(L, 2, 3);
+        executing = 0;
+        if (stopped_fn) stopped_fn(L);
+        const char *status = lua_tostring(L, -3);
+        const char *action = lua_tostring(L, -1);
+        reset = action && strcmp(action, "reset") == 0;
+        if (action && strcmp(action, "quit") == 0) stopping = 1;
+        if (status && strcmp(status, "ok") == 0) {
+            content = json_pack("{s:s, s:i, s:{}, s:[]}", "status", "ok", "execution_count", K.execution_count,
+                                "user_expressions", "payload");
+        } else {
+            json_t *err = lua_istable(L, -2) ? mha_lua_tojson(L, -2) : NULL;
+            if (!err) err = json_pack("{s:s, s:s, s:[]}", "ename", "Error", "evalue", "the cell did not finish",
+                                      "traceback");
+            json_object_del(err, "output_type");
+            json_object_set_new(err, "status", json_string("error"));
+            json_object_set_new(err, "execution_count", json_integer(K.execution_count));
+            content = err;
+        }
+    } else {
+        content = json_pack("{s:s, s:s, s:s, s:[], s:i}", "status", "error", "ename", "KernelError", "evalue",
+                            "the module mha.kernel is not in this build", "traceback", "execution_count",
+                            K.execution_count);
+    }
+    lua_settop(L, top);
+    current_parent = NULL;
+    reply(K.shell, m, "execute_reply", content);
+    json_decref(parent);
+    return reset;
+}
+
+/* complete_request, inspect_request, is_complete_request: mha.kernel.complete/inspect/is_complete give
+ * the reply's content as a table. */
+static void answer_from_lua(lua_State *L, message *m, const char *fn, const char *reply_type) {
+    int top = lua_gettop(L);
+    json_t *content = NULL;
+    if (push_kernel_field(L, fn) == LUA_TFUNCTION) {
+        mha_lua_pushjson(L, m->content);
+        if (call_lua(L, 1, 1) == LUA_OK && lua_istable(L, -1)) content = mha_lua_tojson(L, -1);
+    }
+    lua_settop(L, top);
+    if (!content) content = json_pack("{s:s, s:s, s:s, s:[]}", "status", "error", "ename", "KernelError", "evalue",
+                                      "mha.kernel could not answer", "traceback");
+    reply(K.shell, m, reply_type, content);
+}
+
+/* One shell message. Returns 1 when a cell asked for :reset. */
+static int handle_shell(lua_State *L, message *m) {
+    const char *type = json_string_value(json_object_get(m->header, "msg_type"));
+    if (!type) return 0;
+    json_t *parent = parent_of(m);
+    int reset = 0;
+    publish_status(parent, "busy");
+    if (strcmp(type, "kernel_info_request") == 0) reply(K.shell, m, "kernel_info_reply", kernel_info());
+    else if (strcmp(type, "execute_request") == 0) reset = execute(L, m);
+    else if (strcmp(type, "complete_request") == 0) answer_from_lua(L, m, "complete", "complete_reply");
+    else if (strcmp(type, "inspect_request") == 0) answer_from_lua(L, m, "inspect", "inspect_reply");
+    else if (strcmp(type, "is_complete_request") == 0) answer_from_lua(L, m, "is_complete", "is_complete_reply");
+    else if (strcmp(type, "history_request") == 0)
+        reply(K.shell, m, "history_reply", json_pack("{s:s, s:[]}", "status", "ok", "history"));
+    else if (strcmp(type, "comm_info_request") == 0)
+        reply(K.shell, m, "comm_info_reply", json_pack("{s:s, s:{}}", "status", "ok", "comms"));
+    else if (strcmp(type, "shutdown_request") == 0) {
+        int restart = json_is_true(json_object_get(m->content, "restart"));
+        reply(K.shell, m, "shutdown_reply", json_pack("{s:s, s:b}", "status", "ok", "restart", restart));
+        stopping = 1;
+    } else fprintf(stderr, "mha-repl kernel: shell message '%s' is not handled\n", type);
+    publish_status(parent, "idle");
+    json_decref(parent);
+    return reset;
+}
+
+
+/* ---- starting: the connection file, the sockets, the threads ---- */
+
+static void on_sigint(int sig) {
+    (void)sig;
+    if (executing && running && stop_fn) stop_fn(running);   /* idle: nothing to stop */
+}
+
+static int bind_socket(void **socket, int type, const char *transport, const char *ip, json_t *conn, const char *port_key) {
+    json_t *port = json_object_get(conn, port_key);
+    if (!json_is_integer(port)) {
+        fprintf(stderr, "mha-repl --kernel: the connection file has no %s\n", port_key);
+        return -1;
+    }
+    char endpoint[300];
+    const char *sep = strcmp(transport, "ipc") == 0 ? "-" : ":";
+    snprintf(endpoint, sizeof endpoint, "%s://%s%s%lld", transport, ip, sep, (long long)json_integer_value(port));
+    *socket = zmq_socket(K.ctx, type);
+    int linger = 1000;
+    if (*socket) zmq_setsockopt(*socket, ZMQ_LINGER, &linger, sizeof linger);
+    if (!*socket || zmq_bind(*socket, endpoint) != 0) {
+        fprintf(stderr, "mha-repl --kernel: cannot bind %s (%s): %s\n", endpoint, port_key, zmq_strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+static int start(const char *connection_file) {
+    json_error_t err;
+    json_t *conn = json_load_file(connection_file, 0, &err);
+    if (!conn) {
+        fprintf(stderr, "mha-repl --kernel: %s: %s\n", connection_file, err.text);
+        return -1;
+    }
+    const char *transport = json_string_value(json_object_get(conn, "transport"));
+    const char *ip = json_string_value(json_object_get(conn, "ip"));
+    const char *key = json_string_value(json_object_get(conn, "key"));
+    const char *scheme = json_string_value(json_object_get(conn, "signature_scheme"));
+    if (!transport) transport = "tcp";
+    if (!ip) ip = "127.0.0.1";
+    if (!key) key = "";
+    if (*key && scheme && strcmp(scheme, "hmac-sha256") != 0) {
+        fprintf(stderr, "mha-repl --kernel: signature scheme '%s' is not supported (hmac-sha256 is)\n", scheme);
+        json_decref(conn);
+        return -1;
+    }
+    if (strlen(key) >= sizeof K.key) {
+        fprintf(stderr, "mha-repl --kernel: the key is longer than %zu bytes\n", sizeof K.key - 1);
+        json_decref(conn);
+        return -1;
+    }
+    memcpy(K.key, key, strlen(key) + 1);
+    K.keylen = strlen(key);
+    unsigned char r[16];
+    if (RAND_bytes(r, sizeof r) != 1) { json_decref(conn); return -1; }
+    for (int i = 0; i < 16; i++) snprintf(K.session + 2 * i, 3, "%02x", r[i]);
+    K.ctx = zmq_ctx_new();
+    int bad = !K.ctx
+        || bind_socket(&K.shell, ZMQ_ROUTER, transport, ip, conn, "shell_port")
+        || bind_socket(&K.control, ZMQ_ROUTER, transport, ip, conn, "control_port")
+        || bind_socket(&K.stdin_socket, ZMQ_ROUTER, transport, ip, conn, "stdin_port")
+        || bind_socket(&K.iopub, ZMQ_PUB, transport, ip, conn, "iopub_port")
+        || bind_socket(&K.heartbeat, ZMQ_REP, transport, ip, conn, "hb_port");
+    json_decref(conn);
+    if (bad) return -1;
+    pthread_mutex_init(&K.iopub_lock, NULL);
+    /* the threads never take SIGINT: it goes to the main thread, which runs the cells */
+    sigset_t block, old;
+    sigemptyset(&block);
+    sigaddset(&block, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &block, &old);
+    pthread_create(&K.control_thread, NULL, control_loop, NULL);
+    pthread_create(&K.heartbeat_thread, NULL, heartbeat_loop, NULL);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    /* what Lua writes goes to the notebook through mha.kernel, not to the server's log; a cell that
+     * reads stdin reads nothing (the stdin channel's input_request is not offered) instead of hanging */
+    int null = open("/dev/null", O_RDWR);
+    if (null >= 0) { dup2(null, 0); dup2(null, 1); close(null); }
+    publish_status(NULL, "starting");
+    return 0;
+}
+
+static void finish(void) {
+    stopping = 1;
+    pthread_join(K.control_thread, NULL);
+    pthread_join(K.heartbeat_thread, NULL);
+    void *sockets[] = {K.shell, K.control, K.stdin_socket, K.iopub, K.heartbeat};
+    for (size_t i = 0; i < sizeof sockets / sizeof sockets[0]; i++) zmq_close(sockets[i]);
+    zmq_ctx_term(K.ctx);   /* waits (up to the linger) until the last replies are out */
+    pthread_mutex_destroy(&K.iopub_lock);
+}
+
+int mha_kernel_serve(lua_State *L, const char *connection_file, void (*stop)(lua_State *L),
+                     void (*stopped)(lua_State *L)) {
+    stop_fn = stop;
+    stopped_fn = stopped;
+    if (!started) {
+        if (start(connection_file) != 0) return MHA_KERNEL_ERROR;
+        started = 1;
+    }
+    /* SIGINT stops the running cell, and only that: set again each time, as opening a new state for
+     * :reset ran the REPL's docall, which leaves SIGINT at its default */
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_sigint;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    if (push_kernel_field(L, "setup") == LUA_TFUNCTION) call_lua(L, 0, 0);   /* show's tables, plots kept */
+    else lua_pop(L, 1);
+    zmq_pollitem_t item = {K.shell, 0, ZMQ_POLLIN, 0};
+    pid_t parent = getppid();
+    while (!stopping) {
+        if (getppid() != parent) break;   /* the front end died without a shutdown_request: do not linger */
+        int r = zmq_poll(&item, 1, POLL_MS);
+        if (r <= 0) continue;   /* the timeout, or EINTR from an interrupt while idle */
+        message m;
+        if (recv_message(K.shell, &m) != 0) continue;
+        int reset = handle_shell(L, &m);
+        free_message(&m);
+        if (reset) return MHA_KERNEL_RESET;
+    }
+    finish();
+    return MHA_KERNEL_DONE;
+}

@@ -1,0 +1,324 @@
+-- lua/kernel/kernel.lua - module "mha.kernel": what a notebook cell does, for the Jupyter kernel (lua/kernel/kernel.c)
+-- and the notebook export (lua/notebook/notebook.lua) alike, with the REPL's own machinery (mha.repl).
+--
+-- kernel.execute(code, sink) runs a cell as the REPL runs an input: ':' and '?' lines are commands, other
+-- code is tried as "return <code>" first; it hands sink the cell's outputs in order, as nbformat outputs:
+--   {output_type = "stream", name = "stdout", text = ...}        what print, io.write and commands wrote
+--   {output_type = "display_data", data = {["text/plain"] =, ["text/html"] =}}     show(t): a tensor table
+--   {output_type = "display_data", data = {["image/svg+xml"] =, ["image/png"] = (base64)}}   a plot
+--   {output_type = "execute_result", data = {["text/plain"] =, ["text/html"] = (tensors)}}   the values
+--   {output_type = "error", ename =, evalue =, traceback = {lines}}                 with the REPL's traceback
+-- and returns "ok" or "error", the error output, and the action a command asked for ("reset", "quit").
+-- kernel.complete/inspect/is_complete take a request's content and return the reply's content.
+
+local repl = require "mha.repl"
+local json = require "mha.json"
+local html = require "mha.notebook.html"
+
+local kernel = {}
+
+local sink                 -- the running cell's sink
+local holding = false      -- show is running: what it writes is its table's text, not a stream
+local figures_drawn = {}   -- figures drawn during the running cell, in order
+local set_up = false
+
+local function msghandler(m)
+    local handler = debug.getregistry()["mha.repl.msghandler"]
+    if handler then return handler(m) end
+    return tostring(m)
+end
+
+-- What the cell printed so far, as a stream output.
+local function flush()
+    local text = repl.take_output()
+    if text ~= "" and sink then sink({output_type = "stream", name = "stdout", text = text}) end
+end
+
+local function is_tensor(v)
+    local mt = getmetatable(v)
+    return type(mt) == "table" and mt.__name == "mha.Tensor"
+end
+
+-- Base64 (RFC 4648) of a byte string, for the PNG of a plot inside the .ipynb's JSON.
+local B64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+local function base64(s)
+    local out = {}
+    for i = 1, #s, 3 do
+        local a, b, c = s:byte(i, i + 2)
+        local n = a * 65536 + (b or 0) * 256 + (c or 0)
+        local chars = {}
+        for k = 1, 4 do
+            local index = (n >> (6 * (4 - k))) & 63
+            chars[k] = B64:sub(index + 1, index + 1)
+        end
+        if not b then chars[3] = "=" end
+        if not c then chars[4] = "=" end
+        out[#out + 1] = table.concat(chars)
+    end
+    return table.concat(out)
+end
+kernel.base64 = base64
+
+local function read_file(path)
+    local f = io.open(path, "rb")
+    if not f then return nil end
+    local s = f:read("a")
+    f:close()
+    return s
+end
+
+-- A figure drawn in the cell, as SVG (and PNG): saved to temporary files by plot's own save.
+local function figure_output(fig)
+    local base = os.tmpname()
+    local data = {}
+    local ok = pcall(fig.save, fig, base .. ".svg")
+    if ok then
+        -- the <svg> element alone (no XML declaration: it is text inside a page, as IPython's SVG gives);
+        -- a heat map is a tiny PNG stretched over its axes: pixelated, or viewers blur its cells together
+        local svg = (read_file(base .. ".svg") or ""):match("<svg.*$")
+        if svg then data["image/svg+xml"] = svg:gsub("<image ", '<image style="image-rendering:pixelated" ') end
+    end
+    if ok and pcall(fig.save, fig, base .. ".png") then   -- for viewers that do not take SVG
+        local png = read_file(base .. ".png")
+        if png and #png > 0 then data["image/png"] = base64(png) end
+    end
+    os.remove(base .. ".svg")
+    os.remove(base .. ".png")
+    os.remove(base)
+    if not data["image/svg+xml"] then return nil end
+    data["text/plain"] = "figure " .. tostring(fig.number)   -- not tostring(fig): its pid differs run to run
+    return {output_type = "display_data", data = data, metadata = json.object()}
+end
+
+local function flush_figures()
+    local drawn = figures_drawn
+    figures_drawn = {}
+    local seen = {}
+    for _, fig in ipairs(drawn) do
+        if not seen[fig] then
+            seen[fig] = true
+            local output = figure_output(fig)
+            if output and sink then sink(output) end
+        end
+    end
+end
+
+-- show(t, opts) in a cell: its text, and the tensor as an HTML table with its token labels.
+local function wrap_show(original)
+    return function(t, opts)
+        if not sink then return original(t, opts) end
+        flush()
+        holding = true
+        local ok, err = pcall(original, t, opts)
+        holding = false
+        local text = repl.take_output()
+        if not ok then
+            if text ~= "" then sink({output_type = "stream", name = "stdout", text = text}) end
+            error(err, 0)
+        end
+        local ok, table_html = pcall(html.tensor, t, opts)
+        sink({output_type = "display_data", metadata = json.object(),
+              data = {["text/plain"] = text:gsub("\n$", ""), ["text/html"] = ok and table_html or nil}})
+    end
+end
+
+-- Once per Lua state: show gives tables, plots draw nowhere but are kept for the cell's outputs.
+function kernel.setup()
+    if set_up then return end
+    set_up = true
+    local mha = require "mha"
+    if type(mha.show) == "function" then
+        local shown = mha.show
+        mha.show = wrap_show(shown)
+        if rawget(_G, "show") == shown then rawset(_G, "show", mha.show) end
+    end
+    -- what a cell prints reaches the notebook as it is printed (a long loop shows its progress), after
+    -- the REPL's capture has kept it
+    local function live(write)
+        return function(...)
+            local results = table.pack(write(...))
+            if sink and not holding then flush() end
+            return table.unpack(results, 1, results.n)
+        end
+    end
+    _G.print, io.write = live(_G.print), live(io.write)
+    local methods = getmetatable(io.stdout).__index
+    local method_write = methods.write
+    methods.write = function(f, ...)
+        if f ~= io.stdout then return method_write(f, ...) end
+        return live(method_write)(f, ...)
+    end
+    local ok, plot = pcall(require, "mha.plot")
+    if ok and type(plot) == "table" then
+        pcall(plot.terminal, "none")
+        plot.on_draw = function(fig) figures_drawn[#figures_drawn + 1] = fig end
+    end
+end
+
+-- The values as the REPL prints them (text/plain), a tensor also as a table (text/html).
+local function result_output(values)
+    local texts, multiline = {}, false
+    for i = 1, values.n do
+        texts[i] = repl.format(values[i])
+        if texts[i]:find("\n") then multiline = true end
+    end
+    local data = {["text/plain"] = table.concat(texts, multiline and "\n" or "\t")}
+    if values.n == 1 and is_tensor(values[1]) then
+        local ok, table_html = pcall(html.tensor, values[1])
+        if ok then data["text/html"] = table_html end
+    end
+    return {output_type = "execute_result", data = data, metadata = json.object()}
+end
+
+local function error_output(message)
+    message = tostring(message)
+    local lines = {}
+    for line in (message .. "\n"):gmatch("(.-)\n") do lines[#lines + 1] = line end
+    local first = lines[1] or ""
+    local ename = (first == "interrupted" or first:find(": interrupted$")) and "Interrupted" or "Error"
+    return {output_type = "error", ename = ename, evalue = first, traceback = lines}
+end
+
+-- Is the cell made of commands (every line that is not blank starts with ':' or '?')?
+local function command_lines(code)
+    local lines = {}
+    for line in (code .. "\n"):gmatch("(.-)\n") do
+        if line:match("%S") then
+            local p = line:match("^%s*(.*)$")
+            if not ((p:sub(1, 1) == ":" and p:sub(2, 2) ~= ":") or p:sub(1, 1) == "?") then return nil end
+            lines[#lines + 1] = line
+        end
+    end
+    return #lines > 0 and lines or nil
+end
+
+-- Compiles a cell as the REPL does: "return <code>;" first (its values shown unless it ends in ';'),
+-- else as statements. Returns the chunk, whether it is an expression, whether it is quiet; or nil and
+-- the syntax error.
+local function compile(code, name)
+    local expr, quiet = repl.split_input(code)
+    local chunk = load("return " .. expr .. ";", name, "t")
+    if chunk then return chunk, true, quiet end
+    -- a cell whose last line is an expression shows its value, as in other notebooks
+    local head, last = code:match("^(.*\n)%s*([^\n]-%S[^\n]-)%s*$")
+    if head then
+        local last_expr, last_quiet = repl.split_input(last)
+        -- the last line alone must be an expression: "return end" would close the block above it
+        if load("return " .. last_expr .. ";", name, "t") then
+            chunk = load(head .. "return " .. last_expr .. ";", name, "t")
+            if chunk then return chunk, true, last_quiet end
+        end
+    end
+    local err
+    chunk, err = load(code, name, "t")
+    if chunk then return chunk, false, false end
+    return nil, err
+end
+
+function kernel.execute(code, cell_sink, name)
+    kernel.setup()
+    local printed = {}   -- the cell's outputs as text, for the REPL's transcript (:save, :export)
+    sink = function(output)
+        local data = output.data or {}
+        printed[#printed + 1] = output.text or data["text/plain"] or (output.traceback and table.concat(output.traceback, "\n"))
+        cell_sink(output)
+    end
+    figures_drawn = {}
+    repl.take_output()   -- what came before the cell is not its output
+    local status, err, action = "ok", nil, nil
+    local commands = command_lines(code)
+    if commands then
+        for _, line in ipairs(commands) do
+            flush()
+            action = repl.command(line)
+            -- the command's transcript entry took what it printed (after the last show's table)
+            local entries = repl.transcript()
+            local printed = entries[#entries] and entries[#entries].output or ""
+            if printed ~= "" then sink({output_type = "stream", name = "stdout", text = printed}) end
+            if action then break end
+        end
+    elseif code:match("%S") then
+        local chunk, expr, quiet = compile(code, name or "=cell")
+        if not chunk then
+            err = error_output(expr)
+        else
+            local results = table.pack(xpcall(chunk, msghandler))
+            flush()
+            if not results[1] then
+                err = error_output(results[2])
+            else
+                local values = table.pack(table.unpack(results, 2, results.n))
+                if values.n > 0 and values[1] ~= nil then rawset(_G, "_", values[1]) end
+                if values.n > 0 and not quiet then sink(result_output(values)) end
+            end
+        end
+    end
+    flush()
+    flush_figures()
+    if err then
+        status = "error"
+        sink(err)
+    end
+    if not commands then repl.record_cell(code, status, table.concat(printed, "\n")) end
+    sink = nil
+    return status, err, action
+end
+
+-- The position (bytes, 1-based: the byte after the cursor) of code point cursor_pos, as the protocol counts.
+local function byte_offset(code, cursor_pos)
+    return utf8.offset(code, (cursor_pos or utf8.len(code) or #code) + 1) or #code + 1
+end
+
+local function code_points(s, bytes)
+    return utf8.len(s:sub(1, bytes)) or bytes
+end
+
+-- complete_request: the REPL's completer on the word before the cursor.
+function kernel.complete(content)
+    local code = content.code or ""
+    local stop = byte_offset(code, content.cursor_pos)
+    local before = code:sub(1, stop - 1)
+    local line_start = before:match(".*()\n") or 1
+    local line = before:sub(line_start)
+    local word_start = line:find("[%w_%.:]*$")
+    if line:match("^%s*:") then word_start = line:find("%S*$") end
+    local text = line:sub(word_start)
+    local ok, candidates = pcall(repl.complete, text, line, word_start - 1)
+    local matches = {}
+    if ok and type(candidates) == "table" then
+        for i, c in ipairs(candidates) do matches[i] = c end
+    end
+    local start_bytes = line_start - 1 + word_start - 1
+    return {status = "ok", matches = matches, cursor_start = code_points(code, start_bytes),
+            cursor_end = code_points(code, stop - 1), metadata = json.object()}
+end
+
+-- inspect_request (Shift-Tab): help's text for the name under the cursor, as ?NAME gives it.
+function kernel.inspect(content)
+    local code = content.code or ""
+    local at = byte_offset(code, content.cursor_pos)
+    local head = code:sub(1, at - 1):match("[%w_%.:]*$") or ""
+    local tail = code:sub(at):match("^[%w_]*") or ""
+    local name = (head .. tail):gsub(":", ".")
+    if name == "" then return {status = "ok", found = false, data = json.object(), metadata = json.object()} end
+    local ok, text = pcall(function() return require("mha.help").text(name) end)
+    if not ok or type(text) ~= "string" or text == "" or text:find("^No help for") then
+        return {status = "ok", found = false, data = json.object(), metadata = json.object()}
+    end
+    return {status = "ok", found = true, data = {["text/plain"] = text}, metadata = json.object()}
+end
+
+-- is_complete_request: the REPL's <eof> rule (a statement or an expression that stops at the end).
+function kernel.is_complete(content)
+    local code = content.code or ""
+    if command_lines(code) or not code:match("%S") then return {status = "complete"} end
+    local chunk, err = compile(code, "=cell")
+    if chunk then return {status = "complete"} end
+    local _, expr_err = load("return " .. code, "=cell")
+    if tostring(err):find("<eof>$") or tostring(expr_err):find("<eof>$") then
+        return {status = "incomplete", indent = ""}
+    end
+    return {status = "invalid"}
+end
+
+return kernel

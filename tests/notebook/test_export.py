@@ -1,0 +1,154 @@
+"""tests/notebook/test_export.py - the notebook export: every lesson's .ipynb (en and zh) is valid nbformat 4.4 with
+the kernelspec mha-repl and its outputs are those of the batch transcript (tests/golden/); lessons re-executed
+by nbconvert in the kernel give the same outputs; the HTML export is one self-contained page that headless
+Chromium renders without console errors, every SVG in place.
+
+usage: MHA_REPL=build/mha-repl /usr/bin/python3 tests/notebook/test_export.py [--quick]   (PASS/FAIL lines)
+--quick re-executes one lesson instead of two.
+"""
+import glob
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import nbformat
+
+from nbtest import REPL, Checks, kernelspec_dir
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ENV = dict(os.environ, NO_COLOR="1", LC_ALL="C.UTF-8", MHA_REPL_HISTORY="/dev/null", COLUMNS="80",
+           MHA_ISA="portable", PYDEVD_DISABLE_FILE_VALIDATION="1")
+for name in ("MHA_LANG", "LANG", "MHA_LESSONS"):
+    ENV.pop(name, None)
+check = Checks("export")
+
+
+def export(number, lang, path):
+    r = subprocess.run([REPL, "--lesson", str(number), "--batch", "--lang", lang, "--export", path],
+                       env=ENV, stdin=subprocess.DEVNULL, capture_output=True, timeout=120)
+    return r.returncode, r.stderr.decode("utf-8", "replace")
+
+
+def pieces(nb):
+    """The outputs of the code cells as comparable text: streams, the text of tables, errors, figures."""
+    out = []
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        for o in cell.outputs:
+            if o.output_type == "stream":
+                out.append(("stream", o.text))
+            elif o.output_type == "error":
+                out.append(("error", o.evalue))
+            elif "image/svg+xml" in o.data:
+                out.append(("figure", "svg" if "<svg" in o.data["image/svg+xml"] else "broken svg"))
+            else:
+                out.append((o.output_type, o.data.get("text/plain", ""), o.data.get("text/html", "")))
+    return out
+
+
+def chunk_names(text):
+    """Error positions without the chunk: a notebook cell is "cell:3:", a batch step its lesson file's line."""
+    text = re.sub(r"\b(?:cell|step \d+|\d\d_\w+\.lua):\d+:", "<chunk>:", text)
+    return re.sub(r"\s+", " ", text)   # a message with a longer chunk name wraps elsewhere
+
+
+def in_transcript(nb, transcript):
+    """Every printed text of the notebook, in order, in the batch transcript. Returns the first missing one."""
+    transcript = chunk_names(transcript)
+    pos = 0
+    for piece in pieces(nb):
+        if piece[0] in ("figure",):
+            continue
+        text = chunk_names(piece[1]).strip()
+        found = transcript.find(text, pos)
+        if found < 0:
+            return text
+        pos = found + len(text)
+    return None
+
+
+def main():
+    quick = "--quick" in sys.argv
+    tmp = tempfile.mkdtemp(prefix="mha-export-")
+    spec = kernelspec_dir()
+    ENV["JUPYTER_PATH"] = spec
+
+    lessons = sorted(glob.glob(os.path.join(ROOT, "lessons", "[0-9][0-9]_*.lua")))
+    for path in lessons:
+        base = os.path.basename(path)[:-4]
+        for lang in ("en", "zh"):
+            name = "%s_%s" % (base, lang)
+            target = os.path.join(tmp, name + ".ipynb")
+            code, err = export(int(base[:2]), lang, target)
+            if code != 0:
+                check(name, False, "exit status %d: %s" % (code, err.strip()[-300:]))
+                continue
+            nb = nbformat.read(target, as_version=4)
+            try:
+                nbformat.validate(nb)
+                valid = None
+            except nbformat.ValidationError as e:
+                valid = str(e)[:300]
+            check(name + "_valid", valid is None and nb.nbformat == 4 and nb.nbformat_minor == 4
+                  and nb.metadata.kernelspec.name == "mha-repl", valid or str(nb.metadata))
+            with open(os.path.join(ROOT, "tests", "golden", "%s.%s.txt" % (base, lang)), encoding="utf-8") as f:
+                missing = in_transcript(nb, f.read())
+            check(name + "_as_batch", missing is None, "not in the transcript: %r" % (missing or "")[:200])
+
+    # re-executed in the kernel by nbconvert: the same outputs
+    for base, lang in ([("08_multihead", "zh")] if quick else [("08_multihead", "zh"), ("06_masks", "en")]):
+        source = os.path.join(tmp, "%s_%s.ipynb" % (base, lang))
+        if not os.path.exists(source):
+            continue
+        executed = os.path.join(tmp, "%s_%s.executed.ipynb" % (base, lang))
+        r = subprocess.run(["jupyter", "nbconvert", "--to", "notebook", "--execute",
+                            "--ExecutePreprocessor.kernel_name=mha-repl", "--ExecutePreprocessor.timeout=120",
+                            "--output", executed, source], env=ENV, capture_output=True, timeout=300)
+        if r.returncode != 0:
+            check("reexecute_%s_%s" % (base, lang), False, r.stderr.decode()[-400:])
+            continue
+        a, b = pieces(nbformat.read(source, as_version=4)), pieces(nbformat.read(executed, as_version=4))
+        diff = next((i for i in range(max(len(a), len(b))) if i >= len(a) or i >= len(b) or a[i] != b[i]), None)
+        check("reexecute_%s_%s" % (base, lang), diff is None and len(a) > 5,
+              "output %s differs: %r vs %r" % (diff, a[diff] if diff is not None and diff < len(a) else None,
+                                               b[diff] if diff is not None and diff < len(b) else None))
+
+    # the HTML page: self-contained, rendered by headless Chromium with every SVG and no console error
+    page = os.path.join(tmp, "08_zh.html")
+    code, err = export(8, "zh", page)
+    check("html_written", code == 0 and os.path.exists(page), err[-300:])
+    if code == 0:
+        html = open(page, encoding="utf-8").read()
+        external = re.findall(r'<(?:script|link|img|iframe)\b|(?:src|href)\s*=\s*["\']?(?:https?:|//)|url\(\s*["\']?https?:'
+                              r'|@import', html)
+        check("html_self_contained", not external and '<html lang="zh-CN">' in html, str(external[:5]))
+        expected_svgs = html.count('<div class="figure"><svg')
+        chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+        if not chromium:
+            print("skipped: export_html_chromium (no chromium)")
+        else:
+            profile = tempfile.mkdtemp(prefix="mha-chromium-")
+            r = subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu",
+                                "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                                "--no-first-run", "--user-data-dir=" + profile, "--enable-logging=stderr", "--v=0",
+                                "--dump-dom", "file://" + page], capture_output=True, timeout=120)
+            shutil.rmtree(profile, ignore_errors=True)
+            dom = r.stdout.decode("utf-8", "replace")
+            console = [l for l in r.stderr.decode("utf-8", "replace").splitlines() if "CONSOLE" in l]
+            rendered_svgs = len(re.findall(r"<svg\b", dom))
+            check("html_chromium", r.returncode == 0 and not console and expected_svgs >= 1
+                  and rendered_svgs >= expected_svgs and "第 1/6 步" in dom,
+                  "status %d, console %s, svgs %d of %d" % (r.returncode, console[:3], rendered_svgs, expected_svgs))
+
+    shutil.rmtree(tmp, ignore_errors=True)
+    shutil.rmtree(spec, ignore_errors=True)
+    print("%d failed" % check.failures)
+    return 1 if check.failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
