@@ -10,14 +10,21 @@ DEFS    = -std=c11 -D_DEFAULT_SOURCE -D_POSIX_C_SOURCE=200809L -D_XOPEN_SOURCE=7
 LUA_CFLAGS = $(shell pkg-config --cflags lua5.4)
 LUA_LIBS   = $(shell pkg-config --libs lua5.4)
 RL_LIBS    = $(shell pkg-config --libs readline)
+# zlib: deflate and CRC-32 of .npz archives (core/npz.c)
+CORE_LIBS  = -lz -lm
 ALL_CFLAGS = $(DEFS) $(WARN) $(CFLAGS) $(SAN) -fPIC -Icore -Ilua/bind -Ilua/sys -I$(BUILD)
 
 # Sources, room by room (README.md, Layout). Each Lua helper is embedded under the module name it is
 # required by; a new file is added here by hand.
 CORE_SRC  = core/tensor.c core/ops.c core/rng.c core/npy.c core/kernels.c core/kernels_x86.c \
             core/functional.c core/sdpa.c core/multihead.c
+CORE_SRC += core/autograd.c core/autograd_ops.c core/autograd_nn.c core/nn_ops.c core/sdpa_backward.c \
+            core/multihead_grad.c
+CORE_SRC += core/npz.c core/optim.c
 BIND_SRC  = lua/bind/lmha.c lua/bind/ltensor.c lua/bind/lmultihead.c
 BIND_SRC += lua/bind/lauxmha.c
+BIND_SRC += lua/bind/lautograd.c
+BIND_SRC += lua/bind/lnpz.c lua/bind/loptim.c
 SYS_SRC   = lua/sys/lterm.c lua/sys/lgnuplot.c
 REPL_SRC  = lua/repl/repl.c lua/repl/history.c lua/repl/traceback.c lua/repl/lazy.c
 EMBED     = mha.repl=lua/repl/repl.lua mha.repl.complete=lua/repl/complete.lua \
@@ -26,7 +33,11 @@ EMBED     = mha.repl=lua/repl/repl.lua mha.repl.complete=lua/repl/complete.lua \
             mha.lesson.words=lua/lesson/words.lua \
             mha.help=lua/help/help.lua mha.docs_mha=lua/help/docs_mha.lua \
             mha.docs_display=lua/help/docs_display.lua mha.docs_lesson=lua/help/docs_lesson.lua
-TESTS     = test_tensor test_ops test_rng test_npy test_kernels test_attention test_repl test_lessons_pty
+EMBED    += mha.nn=lua/nn/nn.lua mha.nn.module=lua/nn/module.lua mha.nn.layers=lua/nn/layers.lua
+EMBED    += mha.nn.optim=lua/nn/optim.lua mha.docs_nn=lua/help/docs_nn.lua
+TESTS     = test_tensor test_ops test_rng test_npy test_kernels test_attention test_repl test_lessons_pty \
+            test_autograd
+TESTS    += test_npz test_optim
 
 LUA_FILES = $(foreach e,$(EMBED),$(word 2,$(subst =, ,$(e))))
 CORE_OBJ  = $(CORE_SRC:%.c=$(BUILD)/%.o)
@@ -35,7 +46,7 @@ TEST_BIN  = $(addprefix $(BUILD)/tests/,$(TESTS))
 CORE_H    = $(wildcard core/*.h)
 LUA_H     = $(wildcard lua/*/*.h)
 
-.PHONY: all run test asan bench golden clean deps deps-run deps-test deps-bench
+.PHONY: all run test asan bench bench-grad golden clean deps deps-run deps-test deps-bench
 .DEFAULT_GOAL := all
 
 # all: the REPL binary and the loadable module, linked at the top for convenience
@@ -94,15 +105,15 @@ $(BUILD)/libmhacore.a: $(CORE_OBJ)
 	rm -f $@; ar rcs $@ $^
 
 $(BUILD)/mha-repl: $(REPL_SRC:%.c=$(BUILD)/%.o) $(LIB_OBJ) $(BUILD)/libmhacore.a
-	$(CC) $(CFLAGS) $(SAN) -o $@ $^ $(LUA_LIBS) $(RL_LIBS) -lm
+	$(CC) $(CFLAGS) $(SAN) -o $@ $^ $(LUA_LIBS) $(RL_LIBS) $(CORE_LIBS)
 
 $(BUILD)/mha.so: $(LIB_OBJ) $(BUILD)/libmhacore.a
-	$(CC) $(CFLAGS) $(SAN) -shared -o $@ $^ -lm
+	$(CC) $(CFLAGS) $(SAN) -shared -o $@ $^ $(CORE_LIBS)
 
 # each tests/core/test_X.c is one test program linked against the core; tests/repl/ ones drive a pty
-$(BUILD)/tests/%: tests/core/%.c tests/check.h $(BUILD)/libmhacore.a
+$(BUILD)/tests/%: tests/core/%.c tests/check.h tests/manifest.h $(BUILD)/libmhacore.a
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -Itests -o $@ $< $(BUILD)/libmhacore.a -lm
+	$(CC) $(ALL_CFLAGS) -Itests -o $@ $< $(BUILD)/libmhacore.a $(CORE_LIBS)
 
 $(BUILD)/tests/%: tests/repl/%.c tests/check.h
 	@mkdir -p $(@D)
@@ -116,5 +127,13 @@ BENCH_ENV = OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 \
 bench: deps-bench $(BUILD)/bench
 	$(BENCH_ENV) $(BUILD)/bench --numpy '/usr/bin/python3 bench/bench_numpy.py'
 
-$(BUILD)/bench: bench/bench.c $(BUILD)/libmhacore.a
+# bench-grad: MultiheadAttention forward + backward beside torch 1.13's autograd, and the attention backward's memory
+bench: bench-grad
+bench-grad: deps-bench $(BUILD)/bench_grad
+	$(BENCH_ENV) $(BUILD)/bench_grad --torch '/usr/bin/python3 bench/bench_grad_torch.py'
+
+$(BUILD)/bench_grad: bench/bench_grad.c $(BUILD)/libmhacore.a
 	$(CC) $(ALL_CFLAGS) -o $@ $< $(BUILD)/libmhacore.a -lm
+
+$(BUILD)/bench: bench/bench.c $(BUILD)/libmhacore.a
+	$(CC) $(ALL_CFLAGS) -o $@ $< $(BUILD)/libmhacore.a $(CORE_LIBS)

@@ -363,41 +363,56 @@ mha_status mha_npy_parse(mha_tensor *out, const void *bytes, size_t nbytes) {
     return parse_named(out, bytes ? bytes : "", nbytes, &from);
 }
 
-mha_status mha_npy_load(mha_tensor *out, const char *path) {
+mha_status mha_npy_parse_from(mha_tensor *out, const void *bytes, size_t nbytes, const char *fname, const char *what) {
+    const npy_source from = {fname, what};
+    return parse_named(out, bytes ? bytes : "", bytes ? nbytes : 0, &from);
+}
+
+mha_status mha_read_file(unsigned char **bytes, size_t *nbytes, const char *path, const char *fname) {
     FILE *f = fopen(path, "rb");
-    if (f == NULL) return mha_fail(MHA_E_IO, "load: cannot open '%s': %s", path, strerror(errno));
+    if (f == NULL) return mha_fail(MHA_E_IO, "%s: cannot open '%s': %s", fname, path, strerror(errno));
     struct stat st_file;
     if (fstat(fileno(f), &st_file) != 0) {
         int err = errno;
         fclose(f);
-        return mha_fail(MHA_E_IO, "load: cannot read '%s': %s", path, strerror(err));
+        return mha_fail(MHA_E_IO, "%s: cannot read '%s': %s", fname, path, strerror(err));
     }
     if (!S_ISREG(st_file.st_mode)) {
         bool dir = S_ISDIR(st_file.st_mode);
         fclose(f);
-        return mha_fail(MHA_E_IO, "load: cannot read '%s': %s", path, dir ? "it is a directory" : "not a regular file");
+        return mha_fail(MHA_E_IO, "%s: cannot read '%s': %s", fname, path, dir ? "it is a directory" : "not a regular file");
     }
-    if ((uintmax_t)st_file.st_size > SIZE_MAX) {
+    if ((uintmax_t)st_file.st_size > SIZE_MAX - 1) {
         fclose(f);
-        return mha_fail(MHA_E_NOMEM, "load: '%s' is too large to read into memory", path);
+        return mha_fail(MHA_E_NOMEM, "%s: '%s' is too large to read into memory", fname, path);
     }
-    size_t nbytes = (size_t)st_file.st_size;
-    unsigned char *bytes = mha_alloc(nbytes ? nbytes : 1);
-    if (bytes == NULL) {
+    size_t size = (size_t)st_file.st_size;
+    unsigned char *buf = mha_alloc(size ? size : 1);
+    if (buf == NULL) {
         fclose(f);
-        return mha_fail(MHA_E_NOMEM, "load: '%s': cannot allocate %zu bytes to read it", path, nbytes);
+        return mha_fail(MHA_E_NOMEM, "%s: '%s': cannot allocate %zu bytes to read it", fname, path, size);
     }
-    size_t got = fread(bytes, 1, nbytes, f);
+    size_t got = fread(buf, 1, size, f);
     bool failed = ferror(f) != 0;
     fclose(f);
-    if (failed || got != nbytes) {
-        mha_free(bytes, nbytes ? nbytes : 1);
-        return mha_fail(MHA_E_IO, "load: cannot read '%s': read %zu of %zu bytes", path, got, nbytes);
+    if (failed || got != size) {
+        mha_free(buf, size ? size : 1);
+        return mha_fail(MHA_E_IO, "%s: cannot read '%s': read %zu of %zu bytes", fname, path, got, size);
     }
+    *bytes = buf;
+    *nbytes = size;
+    return MHA_OK;
+}
+
+mha_status mha_npy_load(mha_tensor *out, const char *path) {
+    unsigned char *bytes;
+    size_t nbytes;
+    mha_status st = mha_read_file(&bytes, &nbytes, path, "load");
+    if (st != MHA_OK) return st;
     char what[4096];
     snprintf(what, sizeof what, "'%s'", path);
     const npy_source from = {"load", what};
-    mha_status st = parse_named(out, bytes, nbytes, &from);
+    st = parse_named(out, bytes, nbytes, &from);
     mha_free(bytes, nbytes ? nbytes : 1);
     return st;
 }
@@ -434,30 +449,59 @@ static size_t build_header(unsigned char *buf, size_t n, const char *descr, size
     return total;
 }
 
+/* Elements [first, first+count) of a contiguous tensor as little-endian float32 or 0/1 bytes into dst,
+ * which has room for count elements. Returns the bytes written. */
+static size_t encode_elements(unsigned char *dst, const mha_tensor *t, size_t first, size_t count) {
+    if (t->dtype == MHA_BOOL) {
+        const bool *b = mha_bool(t) + first;
+        for (size_t i = 0; i < count; i++) dst[i] = b[i] ? 1 : 0;
+        return count;
+    }
+    const float *x = mha_f32(t) + first;
+    for (size_t i = 0; i < count; i++) {
+        uint32_t bits;
+        memcpy(&bits, &x[i], 4);
+        for (size_t j = 0; j < 4; j++) dst[4 * i + j] = (unsigned char)(bits >> (8 * j));
+    }
+    return 4 * count;
+}
+
 /* Write a contiguous tensor's data as little-endian float32 or 0/1 bytes, a block at a time. */
 static bool write_data(FILE *f, const mha_tensor *t) {
     size_t n = mha_numel(t);
     unsigned char block[4096];
-    if (t->dtype == MHA_BOOL) {
-        const bool *b = mha_bool(t);
-        for (size_t i = 0; i < n;) {
-            size_t k = 0;
-            for (; k < sizeof block && i < n; k++, i++) block[k] = b[i] ? 1 : 0;
-            if (fwrite(block, 1, k, f) != k) return false;
-        }
-        return true;
-    }
-    const float *x = mha_f32(t);
-    for (size_t i = 0; i < n;) {
-        size_t k = 0;
-        for (; k + 4 <= sizeof block && i < n; k += 4, i++) {
-            uint32_t bits;
-            memcpy(&bits, &x[i], 4);
-            for (size_t j = 0; j < 4; j++) block[k + j] = (unsigned char)(bits >> (8 * j));
-        }
+    size_t per_block = sizeof block / (t->dtype == MHA_BOOL ? 1 : 4);
+    for (size_t i = 0; i < n; i += per_block) {
+        size_t k = encode_elements(block, t, i, n - i < per_block ? n - i : per_block);
         if (fwrite(block, 1, k, f) != k) return false;
     }
     return true;
+}
+
+mha_status mha_npy_encode(unsigned char **bytes, size_t *nbytes, const mha_tensor *t, const char *fname, const char *what) {
+    if (t == NULL || t->storage == NULL)
+        return mha_fail(MHA_E_ARG, "%s: %s: the tensor is empty (released or never filled)", fname, what);
+    unsigned char header[1024];
+    size_t header_len = build_header(header, sizeof header, t->dtype == MHA_BOOL ? "|b1" : "<f4", t->ndim, t->shape);
+    if (header_len == 0) return mha_fail(MHA_E_ARG, "%s: %s: header does not fit its buffer", fname, what);
+    size_t n = mha_numel(t), esize = t->dtype == MHA_BOOL ? 1 : 4;
+    if (n > (SIZE_MAX - header_len) / esize)
+        return mha_fail(MHA_E_NOMEM, "%s: %s: %zu elements do not fit in memory as a .npy file", fname, what, n);
+    size_t total = header_len + n * esize;
+    mha_tensor c = MHA_TENSOR_EMPTY;
+    mha_status st = mha_contiguous(&c, t);
+    if (st != MHA_OK) return st;
+    unsigned char *buf = mha_alloc(total);
+    if (buf == NULL) {
+        mha_release(&c);
+        return mha_fail(MHA_E_NOMEM, "%s: %s: cannot allocate %zu bytes for the .npy data", fname, what, total);
+    }
+    memcpy(buf, header, header_len);
+    encode_elements(buf + header_len, &c, 0, n);
+    mha_release(&c);
+    *bytes = buf;
+    *nbytes = total;
+    return MHA_OK;
 }
 
 mha_status mha_npy_save(const char *path, const mha_tensor *t) {

@@ -1,6 +1,7 @@
 /* core/tensor.c - the tensor's life cycle: errors, memory accounting, interrupts, storage, element
  * access, and the views (view, transpose, permute, narrow, select, ...) that share storage. */
 #include "tensor.h"
+#include "autograd.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -124,6 +125,7 @@ static void set_contiguous_strides(mha_tensor *t) {
 }
 
 void mha_release(mha_tensor *t) {
+    if (t && t->ag) mha_ag_drop(t), t->ag = NULL;
     if (!t || !t->storage) return;
     mha_storage *s = t->storage;
     t->storage = NULL;
@@ -213,6 +215,7 @@ mha_status mha_arange(mha_tensor *out, double start, double stop, double step) {
 mha_status mha_share(mha_tensor *out, const mha_tensor *t) {
     if (!t->storage) return mha_fail(MHA_E_ARG, "share: the tensor is empty (released)");
     *out = *t;
+    out->ag = NULL; /* a share is a new tensor to the autograd, as torch's views and detach() */
     out->storage->refcount++;
     return MHA_OK;
 }

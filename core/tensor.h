@@ -50,6 +50,7 @@ typedef struct mha_storage {
     size_t refcount; /* number of tensors viewing this storage */
     size_t nbytes;   /* size of data */
     void *data;      /* float[] for MHA_FLOAT32, bool[] for MHA_BOOL */
+    size_t version;  /* bumped by in-place writes the autograd checks (core/autograd.h) */
 } mha_storage;
 
 typedef struct mha_tensor {
@@ -59,6 +60,8 @@ typedef struct mha_tensor {
     size_t shape[MHA_MAX_DIMS];
     ptrdiff_t stride[MHA_MAX_DIMS];   /* in elements; 0 along an expanded (broadcast) dimension */
     size_t offset;                    /* in elements, into storage->data */
+    struct mha_ag *ag;                /* autograd state (core/autograd.h); NULL: not tracked. A view or
+                                         share starts untracked; mha_release drops this reference. */
 } mha_tensor;
 
 #define MHA_TENSOR_EMPTY ((mha_tensor){0})
@@ -193,5 +196,11 @@ mha_status mha_xavier_normal_(mha_tensor *t, float gain);   /* N(0,s), s = gain*
 mha_status mha_npy_load(mha_tensor *out, const char *path);
 mha_status mha_npy_parse(mha_tensor *out, const void *bytes, size_t nbytes); /* a whole file in memory */
 mha_status mha_npy_save(const char *path, const mha_tensor *t);
+/* For archives (.npz, core/npz.c): parse names its source in errors as "fname: what: ..."; encode puts
+ * exactly what mha_npy_save writes into *bytes (mha_alloc'd, *nbytes long; mha_free(*bytes, *nbytes)). */
+mha_status mha_npy_parse_from(mha_tensor *out, const void *bytes, size_t nbytes, const char *fname, const char *what);
+mha_status mha_npy_encode(unsigned char **bytes, size_t *nbytes, const mha_tensor *t, const char *fname, const char *what);
+/* The whole file at path in *bytes (mha_alloc'd with max(*nbytes, 1) bytes); errors start "fname: ". */
+mha_status mha_read_file(unsigned char **bytes, size_t *nbytes, const char *path, const char *fname);
 
 #endif

@@ -2,7 +2,7 @@
 # tools/deps.sh - installs the Debian packages mha-repl needs that this machine lacks, saying which,
 # so that `make run` and `make test` work on a fresh Debian machine. usage: tools/deps.sh [build|run|test|bench]
 set -eu
-need="gcc make pkg-config liblua5.4-dev libreadline-dev"
+need="gcc make pkg-config liblua5.4-dev libreadline-dev zlib1g-dev"
 case "${1:-build}" in
     build) ;;
     run) need="$need gnuplot" ;;

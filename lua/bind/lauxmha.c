@@ -9,6 +9,8 @@
 #include <string.h>
 
 #include "lauxmha.h"
+#include "autograd_ops.h"
+#include "lautograd.h"
 
 /* ---- creating, checking and filling tensor userdata ---- */
 
@@ -86,6 +88,7 @@ int lmha_fail(lua_State *L, mha_status status, const char *fname, const char *hi
  * elements would overwrite each other. */
 void lmha_checkwritable(lua_State *L, const mha_tensor *t, const char *fname) {
     char shape[MHA_SHAPE_BUF];
+    lmha_checkgradwrite(L, t, fname);
     for (size_t d = 0; d < t->ndim; d++) {
         if (t->stride[d] != 0 || t->shape[d] <= 1) continue;
         luaL_Buffer b;
@@ -399,8 +402,8 @@ int lmha_arith(lua_State *L, mha_binop op, const char *fname) {
     if (a_num || b_num) {
         mha_tensor *t = lmha_totensor(L, a_num ? 2 : 1, fname);
         float s = (float)lua_tonumber(L, a_num ? 1 : 2);
-        return lmha_result(L, mha_binary_scalar(lmha_newtensor(L), op, t, s, a_num));
+        return lmha_result(L, mha_ag_binary_scalar(lmha_newtensor(L), op, t, s, a_num));
     }
     mha_tensor *a = lmha_totensor(L, 1, fname), *b = lmha_totensor(L, 2, fname);
-    return lmha_result(L, mha_binary(lmha_newtensor(L), op, a, b));
+    return lmha_result(L, mha_ag_binary(lmha_newtensor(L), op, a, b));
 }

@@ -13,6 +13,8 @@
 #include "lauxmha.h"
 #include "lmha.h"
 #include "lsys.h"
+#include "lautograd.h"
+#include "autograd_ops.h"
 
 /* ---- constructors ---- */
 
@@ -152,14 +154,21 @@ static int l_xavier_normal_(lua_State *L) {
 
 /* ---- files and memory ---- */
 
+/* mha.load(path): a .npy file as a tensor, or (by its zip magic) a .npz archive as name -> tensor. */
 static int l_load(lua_State *L) {
     const char *path = luaL_checkstring(L, 1);
+    if (lmha_npz_is_archive(path)) return lmha_npz_load(L, path);
     return lmha_result(L, mha_npy_load(lmha_newtensor(L), path));
 }
 
-/* mha.save(path, t): t as a NumPy .npy file (a nested table or number is converted first). */
+/* mha.save(path, t): t as a NumPy .npy file (a nested table or number is converted first);
+ * mha.save("m.npz", {name = t, ...} [, {compressed = true}]): a .npz archive, as np.savez writes. */
 static int l_save(lua_State *L) {
     const char *path = luaL_checkstring(L, 1);
+    if (lmha_npz_path(path)) return lmha_npz_save(L, path, 2, 3);
+    if (lmha_npz_named_table(L, 2))
+        return luaL_error(L, "save: '%s': a table of named tensors is saved as a .npz archive: give a path ending "
+                          "in .npz, e.g. mha.save(\"m.npz\", t)", path);
     mha_tensor *t = lmha_totensor(L, 2, "save");
     if (mha_npy_save(path, t) != MHA_OK) return luaL_error(L, "%s", mha_errmsg());
     return 0;
@@ -181,7 +190,7 @@ static int l_reset_peak(lua_State *L) {
 
 static int unary(lua_State *L, mha_unop op, const char *fname) {
     mha_tensor *t = lmha_totensor(L, 1, fname);
-    return lmha_result(L, mha_unary(lmha_newtensor(L), op, t));
+    return lmha_result(L, mha_ag_unary(lmha_newtensor(L), op, t));
 }
 
 static int l_neg(lua_State *L) { return unary(L, MHA_NEG, "neg"); }
@@ -250,7 +259,7 @@ static int l_logical_not(lua_State *L) {
 static int l_where(lua_State *L) {
     mha_tensor *cond = lmha_totensor(L, 1, "where");
     mha_tensor *a = lmha_totensor(L, 2, "where"), *b = lmha_totensor(L, 3, "where");
-    return lmha_result(L, mha_where(lmha_newtensor(L), cond, a, b));
+    return lmha_result(L, mha_ag_where(lmha_newtensor(L), cond, a, b));
 }
 
 /* t:masked_fill(mask, value): value wherever the bool mask is true; value may be -math.huge. */
@@ -260,7 +269,7 @@ static int l_masked_fill(lua_State *L) {
     float value;
     if (lua_isboolean(L, 3)) value = lua_toboolean(L, 3) ? 1.0f : 0.0f;
     else value = (float)luaL_checknumber(L, 3);
-    return lmha_result(L, mha_masked_fill(lmha_newtensor(L), t, mask, value));
+    return lmha_result(L, mha_ag_masked_fill(lmha_newtensor(L), t, mask, value));
 }
 
 /* ---- reductions: f(t) over everything, f(t, dim [, keepdim]) along one dim ---- */
@@ -269,7 +278,7 @@ static int reduce(lua_State *L, mha_reduceop op, const char *fname) {
     mha_tensor *t = lmha_totensor(L, 1, fname);
     size_t dim = lmha_opttdim(L, 2, t, MHA_ALL_DIMS, fname);
     int keepdim = lua_toboolean(L, 3);
-    return lmha_result(L, mha_reduce(lmha_newtensor(L), op, t, dim, keepdim));
+    return lmha_result(L, mha_ag_reduce(lmha_newtensor(L), op, t, dim, keepdim));
 }
 
 static int l_sum(lua_State *L) { return reduce(L, MHA_SUM, "sum"); }
@@ -304,7 +313,7 @@ static int max_or_min(lua_State *L, int is_max) {
     size_t dim = lmha_checktdim(L, 2, t, t->ndim, fname);
     int keepdim = lua_toboolean(L, 3);
     mha_tensor *values = lmha_newtensor(L), *indices = lmha_newtensor(L);
-    mha_status st = mha_reduce(values, is_max ? MHA_MAX : MHA_MIN, t, dim, keepdim);
+    mha_status st = mha_ag_reduce(values, is_max ? MHA_MAX : MHA_MIN, t, dim, keepdim);
     if (st == MHA_OK) st = one_based_arg(indices, is_max ? MHA_ARGMAX : MHA_ARGMIN, t, dim, keepdim);
     lmha_result(L, st);
     return 2;
@@ -320,7 +329,7 @@ static int l_var(lua_State *L) {
     int keepdim = lua_toboolean(L, 3);
     lua_Integer correction = luaL_optinteger(L, 4, 1);
     if (correction < 0) return luaL_error(L, "var: correction must not be negative, got %I", (LUAI_UACINT)correction);
-    return lmha_result(L, mha_var(lmha_newtensor(L), t, dim, keepdim, (size_t)correction));
+    return lmha_result(L, mha_ag_var(lmha_newtensor(L), t, dim, keepdim, (size_t)correction));
 }
 
 /* ---- joining ---- */
@@ -351,7 +360,7 @@ static int l_cat(lua_State *L) {
     lua_settop(L, 2); /* the list's tensors go above the arguments */
     const mha_tensor **ts = check_list(L, 1, &n, "cat");
     size_t dim = lmha_opttdim(L, 2, ts[0], 0, "cat");
-    return lmha_result(L, mha_cat(lmha_newtensor(L), ts, n, dim));
+    return lmha_result(L, mha_ag_cat(lmha_newtensor(L), ts, n, dim));
 }
 
 /* mha.stack({a, b, ...} [, dim]): joined along a new dim (default 1; up to ndim+1). */
@@ -360,7 +369,7 @@ static int l_stack(lua_State *L) {
     lua_settop(L, 2); /* the list's tensors go above the arguments */
     const mha_tensor **ts = check_list(L, 1, &n, "stack");
     size_t dim = lua_isnoneornil(L, 2) ? 0 : lmha_checktdim(L, 2, ts[0], ts[0]->ndim + 1, "stack");
-    return lmha_result(L, mha_stack(lmha_newtensor(L), ts, n, dim));
+    return lmha_result(L, mha_ag_stack(lmha_newtensor(L), ts, n, dim));
 }
 
 /* ---- attention pieces ---- */
@@ -369,19 +378,19 @@ static int l_stack(lua_State *L) {
 static int l_softmax(lua_State *L) {
     mha_tensor *x = lmha_totensor(L, 1, "softmax");
     size_t dim = lmha_checktdim(L, 2, x, x->ndim, "softmax");
-    return lmha_result(L, mha_softmax(lmha_newtensor(L), x, dim));
+    return lmha_result(L, mha_ag_softmax(lmha_newtensor(L), x, dim));
 }
 
 static int l_matmul(lua_State *L) {
     mha_tensor *a = lmha_checktensor(L, 1), *b = lmha_checktensor(L, 2);
-    return lmha_result(L, mha_matmul(lmha_newtensor(L), a, b));
+    return lmha_result(L, mha_ag_matmul(lmha_newtensor(L), a, b));
 }
 
 /* linear(x, W [, b]) = x·Wᵀ + b, W (out, in) as in PyTorch. */
 static int l_linear(lua_State *L) {
     mha_tensor *x = lmha_checktensor(L, 1), *W = lmha_checktensor(L, 2);
     mha_tensor *b = lua_isnoneornil(L, 3) ? NULL : lmha_checktensor(L, 3);
-    return lmha_result(L, mha_linear(lmha_newtensor(L), x, W, b));
+    return lmha_result(L, mha_ag_linear(lmha_newtensor(L), x, W, b));
 }
 
 /* layer_norm(x, normalized_shape [, weight [, bias [, eps]]]): normalized_shape as in PyTorch, the shape
@@ -413,7 +422,7 @@ static int l_layer_norm(lua_State *L) {
     mha_tensor *bias = lua_isnoneornil(L, 4) ? NULL : lmha_checktensor(L, 4);
     float eps = (float)luaL_optnumber(L, 5, 1e-5);
     if (!(eps >= 0)) return luaL_error(L, "layer_norm: eps must be a non-negative number, got %f", (lua_Number)eps);
-    return lmha_result(L, mha_layer_norm(lmha_newtensor(L), x, want.ndim, weight, bias, eps));
+    return lmha_result(L, mha_ag_layer_norm(lmha_newtensor(L), x, want.ndim, weight, bias, eps));
 }
 
 static int l_positional_encoding(lua_State *L) {
@@ -448,7 +457,7 @@ static int l_sdpa(lua_State *L) {
     lua_settop(L, 4);
     mha_tensor *out = lmha_newtensor(L);
     mha_tensor *weights = need_weights ? lmha_newtensor(L) : NULL;
-    mha_status st = mha_sdpa(out, weights, q, k, v, &opt);
+    mha_status st = mha_ag_sdpa(out, weights, q, k, v, &opt);
     if (st != MHA_OK)
         return lmha_fail(L, st, NULL, need_weights && st == MHA_E_NOMEM
                                            ? "; with need_weights=false the fused path never forms the (L,S) weights"
@@ -533,7 +542,24 @@ static void preload_helpers(lua_State *L) {
     lua_setfield(L, -2, "mha.gnuplot");
     lua_pushcfunction(L, luaopen_mha_term);
     lua_setfield(L, -2, "mha.term");
+    lua_pushcfunction(L, luaopen_mha_optim_kernels);
+    lua_setfield(L, -2, "mha.optim_kernels");
     lua_pop(L, 1);
+}
+
+/* require(name) for an embedded helper that installs itself into the mha table; leaves its result on the
+ * stack and returns 1, or returns 0 (nothing pushed) when this build does not embed it. */
+static int require_helper(lua_State *L, const char *name) {
+    luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_PRELOAD_TABLE);
+    int present = lua_getfield(L, -1, name) != LUA_TNIL;
+    lua_pop(L, 2);
+    if (!present || lua_getglobal(L, "require") != LUA_TFUNCTION) {
+        if (present) lua_pop(L, 1);
+        return 0;
+    }
+    lua_pushstring(L, name);
+    lua_call(L, 1, 1);
+    return 1;
 }
 
 int luaopen_mha(lua_State *L) {
@@ -542,6 +568,7 @@ int luaopen_mha(lua_State *L) {
     lmha_open_multihead(L);
     luaL_newlib(L, mhalib);
     luaL_setfuncs(L, tensor_functions, 0);
+    lmha_open_autograd(L);
     /* the tensor functions become methods; some methods become functions */
     luaL_getmetatable(L, MHA_TENSOR_T);
     lua_getfield(L, -1, "__methods");
@@ -560,14 +587,22 @@ int luaopen_mha(lua_State *L) {
     lua_pop(L, 1);
     preload_helpers(L);
     /* mha.display adds show/format/printoptions/heat to this table */
-    luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_PRELOAD_TABLE);
-    int has_display = lua_getfield(L, -1, "mha.display") != LUA_TNIL;
-    lua_pop(L, 2);
-    if (has_display && lua_getglobal(L, "require") == LUA_TFUNCTION) {
-        lua_pushstring(L, "mha.display");
-        lua_call(L, 1, 0);
-    } else if (has_display) {
-        lua_pop(L, 1);
+    if (require_helper(L, "mha.display")) lua_pop(L, 1);
+    /* mha.nn adds nn, optim and clip_grad_norm; MultiheadAttention gets the module methods it lacks */
+    if (require_helper(L, "mha.nn")) {
+        luaL_getmetatable(L, MHA_MULTIHEAD_T);
+        lua_getfield(L, -1, "__methods");
+        lua_getfield(L, -3, "multihead_methods");
+        for (lua_pushnil(L); lua_next(L, -2); lua_pop(L, 1)) {
+            lua_pushvalue(L, -2);
+            if (lua_rawget(L, -5) == LUA_TNIL) {
+                lua_pushvalue(L, -3);
+                lua_pushvalue(L, -3);
+                lua_rawset(L, -7);
+            }
+            lua_pop(L, 1);
+        }
+        lua_pop(L, 4);
     }
     return 1;
 }

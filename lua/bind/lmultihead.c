@@ -14,6 +14,7 @@
 #include "attention.h"
 #include "lauxmha.h"
 #include "lmha.h"
+#include "multihead_grad.h"
 
 #define MHA_TRACE_SCRATCH_T "mha.MultiheadAttention.trace" /* a trace being handed to Lua */
 
@@ -69,6 +70,7 @@ int lmha_multihead_new(lua_State *L) {
     memset(m, 0, sizeof *m);
     luaL_setmetatable(L, MHA_MULTIHEAD_T);
     mha_status st = mha_multihead_init(m, &opt);
+    if (st == MHA_OK) st = mha_multihead_requires_grad(m, true); /* parameters are leaves, as nn.Parameter */
     if (st != MHA_OK) return lmha_fail(L, st, fname, NULL);
     return 1;
 }
@@ -122,7 +124,7 @@ static int unknown_name(lua_State *L, const char *name, const char *what) {
 static void push_param(lua_State *L, const mha_multihead *m, const char *name) {
     mha_tensor *slot;
     if (mha_multihead_param(&slot, m, name) != MHA_OK || !slot->storage) { lua_pushnil(L); return; }
-    lmha_result(L, mha_share(lmha_newtensor(L), slot));
+    lmha_result(L, mha_ag_alias(lmha_newtensor(L), slot)); /* the parameter itself: its grad is the module's */
 }
 
 /* m.name: a method, a field, or a parameter. */
@@ -168,7 +170,11 @@ static int m_newindex(lua_State *L) {
         if (value->dtype != MHA_FLOAT32 || !mha_same_shape(value, slot))
             return luaL_error(L, "MultiheadAttention: %s must be assigned a tensor of shape %s, got a %s tensor of shape %s",
                               name, want, value->dtype == MHA_BOOL ? "bool" : "float32", lmha_shape(got, value));
+        /* a replacement, not a write into the old storage: a graph that saved the old value keeps it, handles
+         * taken before keep the old leaf, and the new value is a leaf with the old requires_grad flag */
+        bool requires = mha_ag_requires(slot);
         mha_status st = mha_multihead_set_param(m, name, value);
+        if (st == MHA_OK) st = mha_requires_grad(slot, requires);
         if (st != MHA_OK) return lmha_fail(L, st, "MultiheadAttention", NULL);
         return 0;
     }
@@ -178,14 +184,35 @@ static int m_newindex(lua_State *L) {
     return unknown_name(L, name, "cannot assign to unknown field");
 }
 
-/* m:parameters(): name -> tensor for every parameter this module has (sharing its storage). */
+/* m:parameters(): PyTorch's dotted name ("out_proj.weight") -> the parameter itself, for every parameter this
+ * module has (what an optimizer takes). */
 static int m_parameters(lua_State *L) {
     mha_multihead *m = checkmultihead(L);
     lua_newtable(L);
     for (size_t i = 0; mha_multihead_param_names[i]; i++) {
-        push_param(L, m, mha_multihead_param_names[i]);
-        lua_setfield(L, -2, mha_multihead_param_names[i]);
+        const char *name = mha_multihead_param_names[i];
+        if (strncmp(name, "out_proj_", 9) == 0) lua_pushfstring(L, "out_proj.%s", name + 9);
+        else lua_pushstring(L, name);
+        push_param(L, m, name);
+        lua_settable(L, -3);
     }
+    return 1;
+}
+
+/* m:zero_grad(): forgets every parameter's gradient (t:grad() is nil again). */
+static int m_zero_grad(lua_State *L) {
+    mha_multihead_zero_grad(checkmultihead(L));
+    lua_settop(L, 1);
+    return 1;
+}
+
+/* m:requires_grad(false|true): freezes (or unfreezes) every parameter; returns m. */
+static int m_requires_grad(lua_State *L) {
+    mha_multihead *m = checkmultihead(L);
+    luaL_checktype(L, 2, LUA_TBOOLEAN);
+    mha_status st = mha_multihead_requires_grad(m, lua_toboolean(L, 2));
+    if (st != MHA_OK) return lmha_fail(L, st, "MultiheadAttention.requires_grad", NULL);
+    lua_settop(L, 1);
     return 1;
 }
 
@@ -231,7 +258,7 @@ static int m_forward(lua_State *L) {
     lua_settop(L, 5);
     mha_tensor *out = lmha_newtensor(L);
     mha_tensor *weights = opt.need_weights ? lmha_newtensor(L) : NULL;
-    mha_status st = mha_multihead_forward(out, weights, m, qkv[0], qkv[1], qkv[2], &opt, NULL);
+    mha_status st = mha_ag_multihead_forward(out, weights, m, qkv[0], qkv[1], qkv[2], &opt);
     if (st != MHA_OK) return lmha_fail(L, st, "MultiheadAttention.forward", NULL);
     lmha_result(L, st);
     if (!weights) lua_pushnil(L);
@@ -313,6 +340,8 @@ static const luaL_Reg meth[] = {
     {"trace", m_trace},
     {"parameters", m_parameters},
     {"parameter_names", m_parameter_names},
+    {"zero_grad", m_zero_grad},
+    {"requires_grad", m_requires_grad},
     {"close", m_gc},
     {NULL, NULL}
 };

@@ -10,6 +10,8 @@
 
 #include "lauxmha.h"
 #include "lmha.h"
+#include "lautograd.h"
+#include "autograd_ops.h"
 
 /* ---- reading tensors back into Lua ---- */
 
@@ -123,6 +125,7 @@ static int t_set(lua_State *L) {
     if (lua_isboolean(L, v)) value = lua_toboolean(L, v);
     else if (lua_type(L, v) == LUA_TNUMBER) value = lua_tonumber(L, v);
     else return luaL_error(L, "set: the value (last argument) is %s, expected a number or a boolean", lmha_typename(L, v));
+    lmha_checkgradwrite(L, t, "set");
     if (mha_set(t, index, value) != MHA_OK) return luaL_error(L, "%s", mha_errmsg());
     lua_settop(L, 1);
     return 1;
@@ -152,12 +155,12 @@ static int t_item(lua_State *L) {
 
 static int t_clone(lua_State *L) {
     mha_tensor *t = lmha_checktensor(L, 1);
-    return lmha_result(L, mha_clone(lmha_newtensor(L), t));
+    return lmha_result(L, mha_ag_clone(lmha_newtensor(L), t));
 }
 
 static int t_contiguous(lua_State *L) {
     mha_tensor *t = lmha_checktensor(L, 1);
-    return lmha_result(L, mha_contiguous(lmha_newtensor(L), t));
+    return lmha_result(L, mha_ag_contiguous(lmha_newtensor(L), t));
 }
 
 static int t_float(lua_State *L) {
@@ -178,6 +181,7 @@ static int t_bool(lua_State *L) {
 static int write_into(lua_State *L, const char *fname, int check_overlap) {
     mha_tensor *t = lmha_checktensor(L, 1);
     if (check_overlap) lmha_checkwritable(L, t, fname);
+    else lmha_checkgradwrite(L, t, fname);
     mha_tensor *src = lmha_totensor(L, 2, fname);
     mha_tensor converted = MHA_TENSOR_EMPTY;
     if (src->dtype != t->dtype) { /* a number into a bool tensor, a bool mask into a float one */
@@ -210,21 +214,21 @@ static int t_view(lua_State *L) {
     mha_tensor *t = lmha_checktensor(L, 1);
     ptrdiff_t shape[MHA_MAX_DIMS];
     size_t ndim = lmha_checksizes(L, 2, lua_gettop(L), shape, 1, "view");
-    return lmha_result(L, mha_view(lmha_newtensor(L), t, ndim, shape));
+    return lmha_result(L, mha_ag_view(lmha_newtensor(L), t, ndim, shape));
 }
 
 static int t_reshape(lua_State *L) {
     mha_tensor *t = lmha_checktensor(L, 1);
     ptrdiff_t shape[MHA_MAX_DIMS];
     size_t ndim = lmha_checksizes(L, 2, lua_gettop(L), shape, 1, "reshape");
-    return lmha_result(L, mha_reshape(lmha_newtensor(L), t, ndim, shape));
+    return lmha_result(L, mha_ag_reshape(lmha_newtensor(L), t, ndim, shape));
 }
 
 static int t_transpose(lua_State *L) {
     mha_tensor *t = lmha_checktensor(L, 1);
     size_t d0 = lmha_checktdim(L, 2, t, t->ndim, "transpose");
     size_t d1 = lmha_checktdim(L, 3, t, t->ndim, "transpose");
-    return lmha_result(L, mha_transpose(lmha_newtensor(L), t, d0, d1));
+    return lmha_result(L, mha_ag_transpose(lmha_newtensor(L), t, d0, d1));
 }
 
 /* t:T(): the transpose of a 2-D tensor (a view). */
@@ -234,7 +238,7 @@ static int t_T(lua_State *L) {
     if (t->ndim != 2)
         return luaL_error(L, "T: expects a 2-D tensor, got shape %s (use transpose(d0, d1) or permute)",
                           lmha_shape(shape, t));
-    return lmha_result(L, mha_transpose(lmha_newtensor(L), t, 0, 1));
+    return lmha_result(L, mha_ag_transpose(lmha_newtensor(L), t, 0, 1));
 }
 
 /* t:permute(3, 1, 2) or t:permute{3, 1, 2}: dim k of the result is dim perm[k] of t. */
@@ -258,7 +262,7 @@ static int t_permute(lua_State *L) {
         for (size_t e = 0; e < d; e++)
             if (perm[e] == perm[d])
                 return luaL_error(L, "permute: dim %d appears twice in the permutation", (int)perm[d] + 1);
-    return lmha_result(L, mha_permute(lmha_newtensor(L), t, perm));
+    return lmha_result(L, mha_ag_permute(lmha_newtensor(L), t, perm));
 }
 
 /* t:narrow(dim, start, length): elements start .. start+length-1 along dim (start 1-based). */
@@ -283,7 +287,7 @@ static int t_narrow(lua_State *L) {
                              "length %I from there)",
                           (LUAI_UACINT)given, (LUAI_UACINT)length, (LUAI_UACINT)size, (LUAI_UACINT)dim + 1,
                           lmha_shape(shape, t), (LUAI_UACINT)(size - start));
-    return lmha_result(L, mha_narrow(lmha_newtensor(L), t, dim, start, (size_t)length));
+    return lmha_result(L, mha_ag_narrow(lmha_newtensor(L), t, dim, start, (size_t)length));
 }
 
 /* t:select(dim, i): the slice at index i along dim, which is dropped. */
@@ -291,21 +295,21 @@ static int t_select(lua_State *L) {
     mha_tensor *t = lmha_checktensor(L, 1);
     size_t dim = lmha_checktdim(L, 2, t, t->ndim, "select");
     size_t index = lmha_checkindex(L, 3, t, dim, "select");
-    return lmha_result(L, mha_select(lmha_newtensor(L), t, dim, index));
+    return lmha_result(L, mha_ag_select(lmha_newtensor(L), t, dim, index));
 }
 
 /* t:unsqueeze(dim): a new size-1 dim at position dim of the result (1..ndim+1, -1 appends). */
 static int t_unsqueeze(lua_State *L) {
     mha_tensor *t = lmha_checktensor(L, 1);
     size_t dim = lmha_checktdim(L, 2, t, t->ndim + 1, "unsqueeze");
-    return lmha_result(L, mha_unsqueeze(lmha_newtensor(L), t, dim));
+    return lmha_result(L, mha_ag_unsqueeze(lmha_newtensor(L), t, dim));
 }
 
 /* t:squeeze([dim]): drops dim if its size is 1, or every size-1 dim. */
 static int t_squeeze(lua_State *L) {
     mha_tensor *t = lmha_checktensor(L, 1);
     size_t dim = lmha_opttdim(L, 2, t, MHA_ALL_DIMS, "squeeze");
-    return lmha_result(L, mha_squeeze(lmha_newtensor(L), t, dim));
+    return lmha_result(L, mha_ag_squeeze(lmha_newtensor(L), t, dim));
 }
 
 /* t:expand(4, -1, 3) or t:expand{...}: a broadcast view; -1 keeps a size. */
@@ -325,7 +329,7 @@ static int t_expand(lua_State *L) {
                               (int)d + 1);
         want[d] = sizes[d] == -1 ? t->shape[d - lead] : (size_t)sizes[d];
     }
-    return lmha_result(L, mha_expand(lmha_newtensor(L), t, ndim, want));
+    return lmha_result(L, mha_ag_expand(lmha_newtensor(L), t, ndim, want));
 }
 
 /* t:split(size [, dim]) and t:chunk(n [, dim]): several views, returned as several values. */
@@ -350,8 +354,8 @@ static int split_or_chunk(lua_State *L, int chunk) {
         lmha_newtensor(L); /* the empty results, made before any storage is shared */
     }
     size_t made = 0;
-    mha_status st = chunk ? mha_chunk(pieces, count, &made, t, (size_t)n, dim)
-                          : mha_split(pieces, count, &made, t, piece, dim);
+    mha_status st = chunk ? mha_ag_chunk(pieces, count, &made, t, (size_t)n, dim)
+                          : mha_ag_split(pieces, count, &made, t, piece, dim);
     if (st != MHA_OK) return lmha_result(L, st);
     for (size_t i = 0; i < made; i++) *(mha_tensor *)lua_touserdata(L, scratch + 1 + (int)i) = pieces[i];
     lua_settop(L, scratch + (int)made);
@@ -378,7 +382,7 @@ static int t_pow(lua_State *L) { return lmha_arith(L, MHA_POW, "pow"); }
 
 static int t_unm(lua_State *L) {
     mha_tensor *t = lmha_checktensor(L, 1);
-    return lmha_result(L, mha_unary(lmha_newtensor(L), MHA_NEG, t));
+    return lmha_result(L, mha_ag_unary(lmha_newtensor(L), MHA_NEG, t));
 }
 
 /* a == b: true when same shape, dtype and values (torch.equal; NaN is unequal to itself). Lua's ==
@@ -424,7 +428,7 @@ static int t_index(lua_State *L) {
         if (!isint) return luaL_error(L, "index: t[%f]: an index must be an integer", lua_tonumber(L, 2));
         size_t index = lmha_checkindex(L, 2, t, 0, "index");
         if (t->ndim == 1) { push_element(L, t, (ptrdiff_t)index * t->stride[0]); return 1; }
-        return lmha_result(L, mha_select(lmha_newtensor(L), t, 0, index));
+        return lmha_result(L, mha_ag_select(lmha_newtensor(L), t, 0, index));
     }
     lua_pushvalue(L, 2);
     lua_rawget(L, lua_upvalueindex(1)); /* the method table */
@@ -441,6 +445,7 @@ static int t_newindex(lua_State *L) {
                           luaL_tolstring(L, 2, NULL));
     if (t->ndim == 0) return luaL_error(L, "%s", "newindex: a scalar tensor (shape ()) cannot be indexed; use t:fill_(v)");
     size_t index = lmha_checkindex(L, 2, t, 0, "newindex");
+    lmha_checkgradwrite(L, t, "newindex");
     mha_tensor *row = lmha_newtensor(L);
     lmha_result(L, mha_select(row, t, 0, index));
     lua_replace(L, 1); /* write_into(row, value) */

@@ -114,15 +114,22 @@ entry("mha.xavier_normal_", "random", "t:xavier_normal_([gain]) -> t",
 
 -- ---- files and memory ----
 
-entry("mha.load", "files", "mha.load(path) -> tensor",
+entry("mha.load", "files", "mha.load(path) -> tensor, or table for a .npz",
     "Reads a NumPy .npy file (format 1.0, 2.0 or 3.0; float32, float64, integers and bool, converted "
-    .. "to float32 or bool; C order). A truncated or malformed file is an error that says what is wrong.",
-    nil, 'mha.save("/tmp/x.npy", mha.eye(2))\nprint(mha.load("/tmp/x.npy"))', {"mha.save"})
+    .. "to float32 or bool; C order). A file that starts as a zip archive is read as a .npz (np.savez "
+    .. "or np.savez_compressed) and gives a table name -> tensor, such as a state_dict for "
+    .. "m:load_state_dict. A truncated or malformed file is an error that says what is wrong, naming "
+    .. "the member of an archive.",
+    nil, 'mha.save("/tmp/x.npy", mha.eye(2))\nprint(mha.load("/tmp/x.npy"))', {"mha.save", "Module:load_state_dict"})
 
-entry("mha.save", "files", "mha.save(path, t)",
+entry("mha.save", "files", "mha.save(path, t) or mha.save(\"m.npz\", {name = t, ...} [, {compressed = false}])",
     "Writes t as a NumPy .npy file (format 1.0, float32 or bool, C order) that numpy.load reads; a "
-    .. "nested table or number is converted first.",
-    nil, 'mha.save("/tmp/w.npy", mha.tensor{{1, 2}, {3, 4}})', {"mha.load"})
+    .. "nested table or number is converted first. A path ending in .npz writes a table name -> tensor "
+    .. "as np.savez does (np.savez_compressed with compressed = true): a checkpoint that np.load and "
+    .. "PyTorch read. Integer keys 1, 2, ... are saved as arr_0, arr_1, ... as np.savez names a list. "
+    .. "The archive is written to a temporary file and renamed, so a failed save leaves the old file.",
+    nil, 'mha.save("/tmp/w.npy", mha.tensor{{1, 2}, {3, 4}})\nmha.save("/tmp/ckpt.npz", {w = mha.ones(2)})',
+    {"mha.load", "Module:state_dict"})
 
 entry("mha.memory", "files", "mha.memory() -> live, peak",
     "Bytes the tensor library holds now (storages and kernel scratch), and the most it has held since "
@@ -425,10 +432,24 @@ entry("MultiheadAttention:trace", "module", "m:trace(query [, key [, value [, op
     {"MultiheadAttention:forward"})
 
 entry("MultiheadAttention:parameters", "module", "m:parameters() -> table",
-    "name -> tensor for every parameter the module has, each sharing the module's storage, so a "
-    .. "change made through it changes the module.",
+    "PyTorch's dotted name (in_proj_weight, out_proj.weight, ...) -> the parameter itself, for every "
+    .. "parameter the module has: a leaf that requires grad, whose grad() backward fills - what an "
+    .. "optimizer takes. Writes into one go inside mha.no_grad.",
     nil, "m = mha.MultiheadAttention{embed_dim = 4, num_heads = 2}\nfor name, p in pairs(m:parameters()) do print(name, p:dim()) end",
-    {"MultiheadAttention:parameter_names"})
+    {"MultiheadAttention:parameter_names", "MultiheadAttention:zero_grad"})
+
+entry("MultiheadAttention:zero_grad", "module", "m:zero_grad() -> m",
+    "Forgets every parameter's gradient (each grad() is nil until the next backward).",
+    nil, "m = mha.MultiheadAttention{embed_dim = 4, num_heads = 2}\nx = mha.randn(3, 4)\n"
+    .. "m:forward(x, x, x)[1]:sum():backward()\nm:zero_grad()\nprint(m.in_proj_weight:grad())",
+    {"MultiheadAttention:parameters", "Tensor:zero_grad"})
+
+entry("MultiheadAttention:requires_grad", "module", "m:requires_grad(false|true) -> m",
+    "Freezes (false) or unfreezes every parameter: a frozen module records no graph for its "
+    .. "parameters, and its forward runs the plain kernels when no input requires grad either.",
+    nil, "m = mha.MultiheadAttention{embed_dim = 4, num_heads = 2}\n"
+    .. "m:requires_grad(false)\nprint(m.in_proj_weight:requires_grad())",
+    {"MultiheadAttention:parameters"})
 
 entry("MultiheadAttention:parameter_names", "module", "m:parameter_names() -> list",
     "The names of the module's parameters in PyTorch's state_dict order (with '_' for '.').",
@@ -495,5 +516,122 @@ method("close", "t:close()",
        "Drops t's reference to its storage now (the storage is freed when no view holds it); t "
        .. "reads as closed afterwards. `local t <close> = ...` does it at the end of the scope.",
        nil, "t = mha.zeros(100, 100)\nt:close()\nprint(mha.memory())", {"mha.memory"})
+
+-- ---- gradients (core/autograd.c) ----
+
+local function grad_method(name, sig, doc, formula, example, see)
+    entry("Tensor:" .. name, "gradients", sig, doc, formula, example, see)
+end
+
+grad_method("requires_grad", "t:requires_grad(true|false) -> t;  t:requires_grad() -> boolean",
+    "Marks t as a leaf of the autograd graph (PyTorch's requires_grad_): every op on it records itself, "
+    .. "and backward() accumulates d(loss)/dt into t:grad(). With no argument, reads the flag (true also "
+    .. "for a result made from such a tensor).", nil,
+    "x = mha.randn(2, 3):requires_grad(true)\nprint(x:requires_grad(), (x * 2):requires_grad())",
+    {"Tensor:backward", "Tensor:grad", "mha.no_grad"})
+grad_method("grad", "t:grad() -> tensor | nil",
+    "The gradient accumulated into the leaf t by backward(), a tensor of t's shape, or nil before the "
+    .. "first backward (and for a tensor made by an op). Gradients add up over backward calls until "
+    .. "t:zero_grad().", "x:grad() = Σ over backward calls of ∂loss/∂x",
+    "x = mha.tensor{1, 2, 3}:requires_grad(true)\ny = (x * x):sum()\ny:backward()\nprint(x:grad())",
+    {"Tensor:backward", "Tensor:zero_grad"})
+grad_method("backward", "loss:backward();  y:backward(grad)",
+    "Reverse-mode differentiation from this tensor: every leaf it was computed from gets d(loss)/d(leaf) "
+    .. "added to its grad(). A one-element loss needs no argument; otherwise give the gradient of y, a "
+    .. "tensor of y's shape (y:backward(g) computes Σ g·y). The graph is freed afterwards: run the forward "
+    .. "again to backward again.", nil,
+    "w = mha.randn(3, 2):requires_grad(true)\nloss = (mha.ones(4, 3):matmul(w)):mean()\n"
+    .. "loss:backward()\nprint(w:grad())",
+    {"Tensor:grad", "Tensor:requires_grad"})
+grad_method("zero_grad", "t:zero_grad() -> t",
+    "Forgets t's gradient: t:grad() is nil until the next backward (torch's zero_grad(set_to_none=True)).",
+    nil, "x = mha.ones(2):requires_grad(true)\nx:sum():backward()\nx:zero_grad()\nprint(x:grad())",
+    {"Tensor:grad"})
+grad_method("set_grad", "t:set_grad(g | nil) -> t",
+    "Sets t's gradient to a copy of g (a tensor of t's shape), or forgets it with nil: torch's t.grad = g.",
+    nil, "x = mha.zeros(2)\nx:set_grad(mha.ones(2))\nprint(x:grad())", {"Tensor:grad"})
+grad_method("detach", "t:detach() -> tensor",
+    "The same data (shared storage, no copy) outside the autograd graph: nothing done with it reaches "
+    .. "t's gradient. Write into t:detach():clone() to change values freely.", nil,
+    "x = mha.ones(2):requires_grad(true)\nprint(x:detach():requires_grad())", {"mha.no_grad"})
+grad_method("is_leaf", "t:is_leaf() -> boolean",
+    "True for a tensor the user made (a leaf: its gradient is kept), false for one made by a recorded op.",
+    nil, "x = mha.ones(2):requires_grad(true)\nprint(x:is_leaf(), (x + 1):is_leaf())", {"Tensor:grad_fn"})
+grad_method("grad_fn", "t:grad_fn() -> string | nil",
+    "The name of the op that made t in the graph (\"mul\", \"matmul\", \"softmax\", ...), nil for a leaf.",
+    nil, "x = mha.ones(2):requires_grad(true)\nprint((x * x):sum():grad_fn())", {"Tensor:is_leaf"})
+entry("mha.no_grad", "gradients", "mha.no_grad(f, ...) -> f(...)",
+    "Runs f(...) with gradient recording off (torch.no_grad()): results do not require grad and leaves may "
+    .. "be written in place, as an optimizer step does. The mode is restored when f returns or raises.",
+    nil, "w = mha.ones(2):requires_grad(true)\nmha.no_grad(function() w:fill_(0) end)\nprint(w)",
+    {"mha.is_grad_enabled", "Tensor:detach"})
+entry("mha.is_grad_enabled", "gradients", "mha.is_grad_enabled() -> boolean",
+    "False inside mha.no_grad, true otherwise.", nil,
+    "print(mha.is_grad_enabled(), mha.no_grad(mha.is_grad_enabled))", {"mha.no_grad"})
+
+-- ---- ops that training needs, and the backward functions (core/nn_ops.c, core/sdpa_backward.c) ----
+
+entry("mha.log_softmax", "gradients", "mha.log_softmax(x, dim) -> tensor",
+    "log(softmax(x)) along dim, computed without forming the softmax (no log of 0 for tiny weights). "
+    .. "Also a method: x:log_softmax(dim).", "log_softmax(x)_i = x_i - max x - log Σ_j exp(x_j - max x)",
+    "x = mha.tensor{1, 2, 3}\nprint(mha.log_softmax(x, 1), x:softmax(1):log())",
+    {"mha.softmax", "mha.cross_entropy"})
+entry("mha.cross_entropy", "gradients", "mha.cross_entropy(logits, targets) -> scalar",
+    "PyTorch's F.cross_entropy with reduction 'mean': logits (C), (N,C) or (N,C,d1,...) (the class "
+    .. "dim is 2, or 1 for 1-D logits, as in torch); targets hold 1-based class indices, a tensor of "
+    .. "whole numbers or a nested Lua table shaped like logits without the class dim.",
+    "loss = mean over positions p of -log_softmax(logits_p)[target_p]",
+    "logits = mha.tensor{{2, 0, -1}, {0, 3, 0}}\nprint(mha.cross_entropy(logits, {1, 2}))",
+    {"mha.log_softmax", "mha.cross_entropy_backward"})
+entry("mha.embedding", "gradients", "mha.embedding(indices, weight) -> tensor",
+    "The rows of weight (num_embeddings, E) picked by 1-based indices (a tensor of whole numbers or "
+    .. "a nested table): the result has the indices' shape plus E. weight's gradient adds up the rows "
+    .. "used (a row used twice gets twice the gradient).", "out[p, :] = weight[indices[p], :]",
+    "W = mha.arange(12):view(4, 3)\nprint(mha.embedding({{1, 4}, {2, 2}}, W))",
+    {"mha.embedding_backward"})
+entry("mha.softmax_backward", "gradients", "mha.softmax_backward(dy, y, dim) -> dx",
+    "The gradient of softmax by hand: dy is the gradient of y = softmax(x, dim), the result that of x.",
+    "dx = y ∘ (dy - Σ_dim dy∘y)",
+    "x = mha.randn(2, 3):requires_grad(true)\ny = x:softmax(2)\ndy = mha.randn(2, 3)\ny:backward(dy)\n"
+    .. "print(mha.softmax_backward(dy, y:detach(), 2), x:grad())",
+    {"mha.softmax", "Tensor:backward"})
+entry("mha.log_softmax_backward", "gradients", "mha.log_softmax_backward(dy, y, dim) -> dx",
+    "The gradient of log_softmax by hand, for y = log_softmax(x, dim).", "dx = dy - exp(y) ∘ Σ_dim dy",
+    "y = mha.log_softmax(mha.randn(2, 3), 2)\nprint(mha.log_softmax_backward(mha.ones(2, 3), y, 2))",
+    {"mha.log_softmax"})
+entry("mha.linear_backward", "gradients", "mha.linear_backward(dy, x, W) -> dx, dW, db",
+    "The gradients of y = linear(x, W, b) by hand: x (..., in), W (out, in), dy (..., out).",
+    "dx = dy·W,  dW = Σ_rows dyᵀ·x,  db = Σ_rows dy",
+    "x, W = mha.randn(4, 3), mha.randn(2, 3)\ndx, dW, db = mha.linear_backward(mha.ones(4, 2), x, W)\nprint(dW, db)",
+    {"mha.linear"})
+entry("mha.layer_norm_backward", "gradients",
+    "mha.layer_norm_backward(dy, x, normalized_ndim [, weight [, eps]]) -> dx, dweight, dbias",
+    "The gradients of layer_norm over x's last normalized_ndim dims by hand (eps 1e-5 by default).",
+    "x̂ = (x - μ)/σ,  ĝ = dy∘w:  dx = (ĝ - mean ĝ - x̂·mean(ĝ∘x̂))/σ,  dw = Σ dy∘x̂,  db = Σ dy",
+    "x = mha.randn(2, 4)\ndx, dw, db = mha.layer_norm_backward(mha.randn(2, 4), x, 1)\nprint(dx:sum(2))",
+    {"mha.layer_norm"})
+entry("mha.embedding_backward", "gradients", "mha.embedding_backward(dy, indices, num_embeddings) -> dweight",
+    "The gradient of embedding's weight by hand: each position's dy row added to its index's row.",
+    "dW[r] = Σ over p with indices[p] = r of dy[p]",
+    "print(mha.embedding_backward(mha.ones(3, 2), {1, 3, 1}, 4))", {"mha.embedding"})
+entry("mha.cross_entropy_backward", "gradients", "mha.cross_entropy_backward(logits, targets [, dloss]) -> dlogits",
+    "The gradient of cross_entropy by hand (dloss, the loss's own gradient, is 1 by default).",
+    "dlogits_p = dloss · (softmax(logits_p) - onehot(target_p)) / positions",
+    "print(mha.cross_entropy_backward(mha.tensor{{2, 0, -1}}, {1}))", {"mha.cross_entropy"})
+entry("mha.sdpa_backward", "gradients",
+    "mha.sdpa_backward(dout, q, k, v, {weights= | out=, attn_mask=, is_causal=, scale=}) -> dq, dk, dv",
+    "Scaled dot-product attention's backward by hand. With weights (the forward's) it is the plain "
+    .. "backward from the (L,S) matrix; with out (the forward's output) it is the fused one: the "
+    .. "weights are recomputed 64 queries x 128 keys at a time from each row's log-sum-exp, so the "
+    .. "extra memory is O(L·D), never O(L·S) (the flash-attention method). Positions a bool mask or "
+    .. "is_causal hides pass no gradient; a fully masked row gives NaN in dv (its weights are NaN), "
+    .. "as torch 1.13's autograd does.",
+    "dV = Pᵀ·dO,  dP = dO·Vᵀ,  dS = P∘(dP - rowsum(dO∘out)),  dQ = dS·K·scale,  dK = dSᵀ·Q·scale",
+    "q, k, v = mha.randn(4, 2), mha.randn(5, 2), mha.randn(5, 3)\nout, w = mha.sdpa(q, k, v)\n"
+    .. "dq = mha.sdpa_backward(mha.ones(4, 3), q, k, v, {weights = w})\n"
+    .. "dq2 = mha.sdpa_backward(mha.ones(4, 3), q, k, v, {out = out})\nprint((dq - dq2):abs():max())",
+    {"mha.scaled_dot_product_attention", "Tensor:backward"})
+grad_method("log_softmax", "t:log_softmax(dim) -> tensor", "mha.log_softmax as a method.", nil,
+    "mha.tensor{1, 2}:log_softmax(1)", {"mha.log_softmax"})
 
 return D

@@ -175,6 +175,11 @@ local function places()
     if tensor_methods then list[#list + 1] = {"Tensor:", tensor_methods} end
     local module_methods = methods_of("mha.MultiheadAttention")
     if module_methods then list[#list + 1] = {"MultiheadAttention:", module_methods} end
+    if type(mha) == "table" and type(mha.nn) == "table" then
+        list[#list + 1] = {"mha.nn.", mha.nn}
+        list[#list + 1] = {"Module:", mha.nn.Module}
+        list[#list + 1] = {"mha.optim.", mha.optim}
+    end
     return list
 end
 

@@ -4,6 +4,7 @@
  * of mutated files never crash the parser (run it under ASan: `make asan`). */
 
 #include "check.h"
+#include "manifest.h"
 #include "tensor.h"
 
 #include <errno.h>
@@ -48,36 +49,11 @@ static int contains(const char *text, const char *part) { return strstr(text, pa
 
 /* ---- the manifest: what numpy says each load_/save_ file holds ---- */
 
-typedef struct entry {
-    char name[96];
-    bool is_bool;
-    size_t ndim, shape[MHA_MAX_DIMS], n;
-    double *values;
-} entry;
-
 static entry entries[128];
 static size_t n_entries;
 
 static int read_manifest(void) {
-    FILE *f = fopen(FIXTURES "manifest.txt", "r");
-    if (!f) return 0;
-    char *line = NULL;
-    size_t cap = 0;
-    while (getline(&line, &cap, f) > 0 && n_entries < sizeof entries / sizeof entries[0]) {
-        entry *e = &entries[n_entries];
-        char kind[8];
-        int used;
-        if (sscanf(line, "%95s %7s %zu%n", e->name, kind, &e->ndim, &used) != 3 || e->ndim > MHA_MAX_DIMS) break;
-        char *p = line + used;
-        for (size_t d = 0; d < e->ndim; d++) e->shape[d] = strtoull(p, &p, 10);
-        e->n = strtoull(p, &p, 10);
-        e->is_bool = strcmp(kind, "bool") == 0;
-        e->values = malloc((e->n ? e->n : 1) * sizeof *e->values);
-        for (size_t i = 0; i < e->n; i++) e->values[i] = strtod(p, &p);
-        n_entries++;
-    }
-    free(line);
-    fclose(f);
+    n_entries = read_manifest_file(FIXTURES "manifest.txt", entries, sizeof entries / sizeof entries[0]);
     return n_entries > 0;
 }
 

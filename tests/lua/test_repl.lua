@@ -77,7 +77,7 @@ local function same(name, got, want)
     T.ok(name, type(got) == "table" and table.concat(got, " ") == table.concat(want, " "),
          "got " .. (type(got) == "table" and table.concat(got, " ") or tostring(got)) .. ", want " .. table.concat(want, " "))
 end
-same("complete_field", repl.complete("mha.so", "mha.so", 0), {"mha.softmax"})
+same("complete_field", repl.complete("mha.so", "mha.so", 0), {"mha.softmax", "mha.softmax_backward"})
 same("complete_field_after_paren", repl.complete("mha.sq", "print(mha.sq", 6), {"mha.sqrt", "mha.squeeze"})
 _G.completion_x = mha.randn(2, 3)
 same("complete_tensor_method", repl.complete("completion_x:transp", "completion_x:transp", 0), {"completion_x:transpose"})

@@ -1,0 +1,244 @@
+/* core/multihead_grad.c - MultiheadAttention's forward composed of differentiable ops (linear, narrow, cat, views,
+ * sdpa), taken when gradients are wanted, so its backward is the chain of theirs; parameters as autograd leaves. */
+#include "multihead_grad.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "autograd_ops.h"
+
+/* The nine parameter slots, present or not, in mha_multihead_param_names' order. */
+#define N_SLOTS 9
+static void param_slots(mha_tensor **out, mha_multihead *m) {
+    mha_tensor *all[N_SLOTS] = {&m->in_proj_weight, &m->in_proj_bias, &m->q_proj_weight, &m->k_proj_weight,
+                                &m->v_proj_weight, &m->out_proj_weight, &m->out_proj_bias, &m->bias_k, &m->bias_v};
+    memcpy(out, all, sizeof all);
+}
+
+mha_status mha_multihead_requires_grad(mha_multihead *m, bool flag) {
+    mha_tensor *all[N_SLOTS];
+    param_slots(all, m);
+    for (size_t i = 0; i < N_SLOTS; i++) {
+        if (!all[i]->storage) continue;
+        mha_status st = mha_requires_grad(all[i], flag);
+        if (st != MHA_OK) return st;
+    }
+    return MHA_OK;
+}
+
+void mha_multihead_zero_grad(mha_multihead *m) {
+    mha_tensor *all[N_SLOTS];
+    param_slots(all, m);
+    for (size_t i = 0; i < N_SLOTS; i++) mha_zero_grad(all[i]);
+}
+
+mha_status mha_ag_alias(mha_tensor *out, const mha_tensor *t) {
+    mha_status st = mha_share(out, t);
+    if (st == MHA_OK && t->ag) {
+        out->ag = t->ag;
+        out->ag->refcount++;
+    }
+    return st;
+}
+
+/* The conditions of the forward's own shape checks (core/attention.c), as a yes/no: when they fail, the plain
+ * forward runs instead and reports the problem in its words. */
+static bool shapes_ok(const mha_multihead *m, const mha_tensor *q, const mha_tensor *k, const mha_tensor *v,
+                      const mha_forward_options *opt) {
+    if (!m || !m->out_proj_weight.storage) return false;
+    const mha_tensor *in[3] = {q, k, v};
+    for (int i = 0; i < 3; i++)
+        if (!in[i] || !in[i]->storage || in[i]->dtype != MHA_FLOAT32 || in[i]->ndim != q->ndim) return false;
+    if (q->ndim != 2 && q->ndim != 3) return false;
+    const size_t b = q->ndim == 3;
+    if (q->shape[b + 1] != m->embed_dim || k->shape[b + 1] != m->kdim || v->shape[b + 1] != m->vdim) return false;
+    if (k->shape[b] != v->shape[b] || (b && (k->shape[0] != v->shape[0] || q->shape[0] != k->shape[0]))) return false;
+    const size_t N = b ? q->shape[0] : 1, L = q->shape[b], S = k->shape[b], H = m->num_heads;
+    const mha_tensor *kpm = opt->key_padding_mask, *am = opt->attn_mask;
+    if (kpm && (!kpm->storage || !(b ? kpm->ndim == 2 && kpm->shape[0] == N && kpm->shape[1] == S
+                                       : kpm->ndim == 1 && kpm->shape[0] == S)))
+        return false;
+    if (am && (!am->storage || !((am->ndim == 2 && am->shape[0] == L && am->shape[1] == S) ||
+                                 (am->ndim == 3 && am->shape[0] == N * H && am->shape[1] == L && am->shape[2] == S))))
+        return false;
+    return true;
+}
+
+/* A mask as an additive float tensor: bool true -> -inf, float as it is. */
+static mha_status additive(mha_tensor *out, const mha_tensor *mask) {
+    if (mask->dtype == MHA_FLOAT32) return mha_share(out, mask);
+    mha_tensor zeros = MHA_TENSOR_EMPTY;
+    mha_status st = mha_zeros(&zeros, MHA_FLOAT32, mask->ndim, mask->shape);
+    if (st == MHA_OK) st = mha_masked_fill(out, &zeros, mask, -INFINITY);
+    mha_release(&zeros);
+    return st;
+}
+
+/* The one additive mask (N|1, H|1, L, S') of attn_mask + key_padding_mask (+ causal, when keys were appended:
+ * the appended columns are never masked, as torch pads its masks with zeros). Empty when there is nothing. */
+static mha_status combined_mask(mha_tensor *out, const mha_forward_options *opt, size_t N, size_t H, size_t L, size_t S,
+                                size_t S2, bool causal_here) {
+    const mha_tensor *am = opt->attn_mask, *kpm = opt->key_padding_mask;
+    if (!am && !kpm && !causal_here) return MHA_OK;
+    mha_tensor a = MHA_TENSOR_EMPTY, p = MHA_TENSOR_EMPTY, a4 = MHA_TENSOR_EMPTY, p4 = MHA_TENSOR_EMPTY, sum = MHA_TENSOR_EMPTY;
+    mha_status st = MHA_OK;
+    if (am) { /* (L,S) -> (1,1,L,S); (N·H,L,S) -> (N,H,L,S) */
+        ptrdiff_t shape[4] = {am->ndim == 3 ? (ptrdiff_t)N : 1, am->ndim == 3 ? (ptrdiff_t)H : 1, (ptrdiff_t)L, (ptrdiff_t)S};
+        st = additive(&a, am);
+        if (st == MHA_OK) st = mha_reshape(&a4, &a, 4, shape);
+    }
+    if (st == MHA_OK && kpm) { /* (N,S) or (S) -> (N,1,1,S) */
+        ptrdiff_t shape[4] = {(ptrdiff_t)N, 1, 1, (ptrdiff_t)S};
+        st = additive(&p, kpm);
+        if (st == MHA_OK) st = mha_reshape(&p4, &p, 4, shape);
+    }
+    if (st == MHA_OK) {
+        if (am && kpm) st = mha_binary(&sum, MHA_ADD, &a4, &p4);
+        else if (am) st = mha_share(&sum, &a4);
+        else if (kpm) st = mha_share(&sum, &p4);
+        else {
+            size_t shape[4] = {1, 1, L, S};
+            st = mha_zeros(&sum, MHA_FLOAT32, 4, shape);
+        }
+    }
+    mha_tensor full = MHA_TENSOR_EMPTY;
+    if (st == MHA_OK) { /* (.., .., L, S') with the causal -inf and the appended columns 0 */
+        size_t shape[4] = {sum.shape[0], sum.shape[1], L, S2};
+        st = mha_zeros(&full, MHA_FLOAT32, 4, shape);
+        mha_tensor part = MHA_TENSOR_EMPTY;
+        if (st == MHA_OK) st = mha_narrow(&part, &full, 3, 0, S);
+        if (st == MHA_OK) st = mha_copy_into(&part, &sum);
+        mha_release(&part);
+        if (st == MHA_OK && causal_here) {
+            float *f = mha_f32(&full);
+            for (size_t r = 0; r < shape[0] * shape[1]; r++)
+                for (size_t i = 0; i < L; i++)
+                    for (size_t j = i + 1; j < S; j++) f[(r * L + i) * S2 + j] = -INFINITY;
+        }
+    }
+    if (st == MHA_OK) *out = full;
+    else mha_release(&full);
+    mha_release(&a), mha_release(&p), mha_release(&a4), mha_release(&p4), mha_release(&sum);
+    return st;
+}
+
+/* (N,X,E) -> (N,H,X,D), the head split, as differentiable views. */
+static mha_status heads_of(mha_tensor *out, const mha_tensor *t, size_t H) {
+    ptrdiff_t shape[4] = {(ptrdiff_t)t->shape[0], (ptrdiff_t)t->shape[1], (ptrdiff_t)H, (ptrdiff_t)(t->shape[2] / H)};
+    static const size_t perm[4] = {0, 2, 1, 3};
+    mha_tensor split = MHA_TENSOR_EMPTY;
+    mha_status st = mha_ag_view(&split, t, 4, shape);
+    if (st == MHA_OK) st = mha_ag_permute(out, &split, perm);
+    mha_release(&split);
+    return st;
+}
+
+/* K or V (N,S,E) with bias_k/bias_v and the zero row appended: cat along dim 1. */
+static mha_status append_rows(mha_tensor *out, const mha_tensor *x, const mha_tensor *bias, bool zero) {
+    const size_t N = x->shape[0], E = x->shape[2];
+    size_t row_shape[3] = {N, 1, E};
+    mha_tensor bias_rows = MHA_TENSOR_EMPTY, zero_rows = MHA_TENSOR_EMPTY;
+    const mha_tensor *parts[3] = {x};
+    size_t n = 1;
+    mha_status st = MHA_OK;
+    if (bias) {
+        st = mha_ag_expand(&bias_rows, bias, 3, row_shape);
+        parts[n++] = &bias_rows;
+    }
+    if (st == MHA_OK && zero) {
+        st = mha_zeros(&zero_rows, MHA_FLOAT32, 3, row_shape);
+        parts[n++] = &zero_rows;
+    }
+    if (st == MHA_OK) st = n == 1 ? mha_ag_alias(out, x) : mha_ag_cat(out, parts, n, 1);
+    mha_release(&bias_rows), mha_release(&zero_rows);
+    return st;
+}
+
+static mha_status composed_forward(mha_tensor *out, mha_tensor *weights, const mha_multihead *m, const mha_tensor *query,
+                                   const mha_tensor *key, const mha_tensor *value, const mha_forward_options *opt) {
+    const bool batched = query->ndim == 3;
+    const size_t E = m->embed_dim, H = m->num_heads, D = m->head_dim;
+    const size_t N = batched ? query->shape[0] : 1, L = query->shape[batched], S = key->shape[batched];
+    const size_t S2 = S + m->add_bias_kv + m->add_zero_attn;
+    const bool want_weights = opt->need_weights && weights != NULL;
+    enum { IN_Q, IN_K, IN_V, W_Q, W_K, W_V, B_Q, B_K, B_V, Q, K, V, KX, VX, QS, QH, KH, VH, MASK, HEAD_OUT, HEAD_W,
+           MERGED, CONCAT, OUTPUT, AVG, NT };
+    mha_tensor t[NT];
+    for (int i = 0; i < NT; i++) t[i] = MHA_TENSOR_EMPTY;
+    mha_status st = MHA_OK;
+    const mha_tensor *inputs[3] = {query, key, value};
+    for (int i = 0; i < 3 && st == MHA_OK; i++) /* step 1: (N,X,·); unbatched is a batch of one */
+        st = batched ? mha_ag_alias(&t[IN_Q + i], inputs[i]) : mha_ag_unsqueeze(&t[IN_Q + i], inputs[i], 0);
+    for (int i = 0; i < 3 && st == MHA_OK; i++) { /* step 2: in-projection */
+        if (m->same_embed_dim) st = mha_ag_narrow(&t[W_Q + i], &m->in_proj_weight, 0, (size_t)i * E, E);
+        else st = mha_ag_alias(&t[W_Q + i], i == 0 ? &m->q_proj_weight : i == 1 ? &m->k_proj_weight : &m->v_proj_weight);
+        if (st == MHA_OK && m->bias) st = mha_ag_narrow(&t[B_Q + i], &m->in_proj_bias, 0, (size_t)i * E, E);
+        if (st == MHA_OK) st = mha_ag_linear(&t[Q + i], &t[IN_Q + i], &t[W_Q + i], m->bias ? &t[B_Q + i] : NULL);
+    }
+    /* step 3: bias_k/v and the zero key appended; step 4: q / √D, as torch 1.13 scales q first */
+    if (st == MHA_OK) st = append_rows(&t[KX], &t[K], m->add_bias_kv ? &m->bias_k : NULL, m->add_zero_attn);
+    if (st == MHA_OK) st = append_rows(&t[VX], &t[V], m->add_bias_kv ? &m->bias_v : NULL, m->add_zero_attn);
+    if (st == MHA_OK) st = mha_ag_binary_scalar(&t[QS], MHA_DIV, &t[Q], (float)sqrt((double)D), false);
+    if (st == MHA_OK) st = heads_of(&t[QH], &t[QS], H);
+    if (st == MHA_OK) st = heads_of(&t[KH], &t[KX], H);
+    if (st == MHA_OK) st = heads_of(&t[VH], &t[VX], H);
+    /* step 5: the masks as one additive mask; the kernel the plain forward would pick (fused or not) */
+    const mha_tensor *am = opt->attn_mask, *kpm = opt->key_padding_mask;
+    const bool appended = S2 > S;
+    const bool fused = !want_weights && !(am && kpm) && !(am && (am->dtype == MHA_BOOL || appended)) &&
+                       !(opt->is_causal && appended);
+    const bool causal_in_mask = opt->is_causal && appended; /* sdpa's causal flag would mask the appended keys too */
+    if (st == MHA_OK) st = combined_mask(&t[MASK], opt, N, H, L, S, S2, causal_in_mask);
+    if (st == MHA_OK) { /* step 6: attention per (batch, head) */
+        mha_sdpa_options so = {.attn_mask = t[MASK].storage ? &t[MASK] : NULL, .is_causal = opt->is_causal && !causal_in_mask,
+                               .scale = 1.0f};
+        st = mha_ag_sdpa(&t[HEAD_OUT], fused ? NULL : &t[HEAD_W], &t[QH], &t[KH], &t[VH], &so);
+    }
+    if (st == MHA_OK) { /* step 7: heads side by side, then the out-projection */
+        static const size_t perm[4] = {0, 2, 1, 3};
+        ptrdiff_t shape[3] = {(ptrdiff_t)N, (ptrdiff_t)L, (ptrdiff_t)E};
+        st = mha_ag_permute(&t[MERGED], &t[HEAD_OUT], perm);
+        if (st == MHA_OK) st = mha_ag_reshape(&t[CONCAT], &t[MERGED], 3, shape);
+        if (st == MHA_OK)
+            st = mha_ag_linear(&t[OUTPUT], &t[CONCAT], &m->out_proj_weight, m->bias ? &m->out_proj_bias : NULL);
+    }
+    /* step 8: the weights, averaged over heads (sum / H, as torch) or per head */
+    const mha_tensor *ret = &t[HEAD_W];
+    if (st == MHA_OK && want_weights && opt->average_attn_weights) {
+        mha_tensor sum = MHA_TENSOR_EMPTY;
+        st = mha_ag_reduce(&sum, MHA_SUM, &t[HEAD_W], 1, false);
+        if (st == MHA_OK) st = mha_ag_binary_scalar(&t[AVG], MHA_DIV, &sum, (float)H, false);
+        mha_release(&sum);
+        ret = &t[AVG];
+    }
+    if (st == MHA_OK && want_weights) st = batched ? mha_ag_alias(weights, ret) : mha_ag_select(weights, ret, 0, 0);
+    if (st == MHA_OK) {
+        st = batched ? mha_ag_alias(out, &t[OUTPUT]) : mha_ag_select(out, &t[OUTPUT], 0, 0);
+        if (st != MHA_OK && want_weights) mha_release(weights);
+    }
+    for (int i = 0; i < NT; i++) mha_release(&t[i]);
+    return st;
+}
+
+mha_status mha_ag_multihead_forward(mha_tensor *out, mha_tensor *weights, const mha_multihead *m, const mha_tensor *query,
+                                    const mha_tensor *key, const mha_tensor *value, const mha_forward_options *opt) {
+    const mha_forward_options defaults = {.need_weights = true, .average_attn_weights = true};
+    if (!opt) opt = &defaults;
+    if (!m) return mha_multihead_forward(out, weights, m, query, key, value, opt, NULL);
+    const mha_tensor *tracked[3 + N_SLOTS] = {query, key, value};
+    param_slots((mha_tensor **)tracked + 3, (mha_multihead *)m);
+    if (!mha_ag_wants(tracked, 3 + N_SLOTS) || !shapes_ok(m, query, key, value, opt))
+        return mha_multihead_forward(out, weights, m, query, key, value, opt, NULL);
+    mha_status st = composed_forward(out, weights, m, query, key, value, opt);
+    if (st == MHA_OK || st == MHA_E_INTERRUPTED) return st;
+    /* When the plain forward fails too (out of memory for the weights, say), its message names the problem in
+     * the layer's words; otherwise the composed path's own failure stands. */
+    char why[512];
+    snprintf(why, sizeof why, "%s", mha_errmsg());
+    mha_tensor plain_out = MHA_TENSOR_EMPTY, plain_weights = MHA_TENSOR_EMPTY;
+    mha_status plain = mha_multihead_forward(&plain_out, weights ? &plain_weights : NULL, m, query, key, value, opt, NULL);
+    if (plain != MHA_OK) return plain;
+    mha_release(&plain_out), mha_release(&plain_weights);
+    return mha_fail(st, "%s", why);
+}

@@ -1,0 +1,276 @@
+-- lua/help/docs_nn.lua - module "mha.docs_nn": the help entries of mha.nn (Module, containers, Linear,
+-- Embedding, LayerNorm), mha.optim (SGD, Adam, AdamW), mha.clip_grad_norm and the module methods
+-- MultiheadAttention shares with them, read by lua/help/help.lua.
+--
+-- Every example runs as written, also pasted into the REPL line by line (tests/lua/test_display.lua):
+-- globals, never `local`, at most 76 columns a line.
+
+local D = {}
+
+local function entry(name, group, sig, doc, formula, example, see)
+    D[name] = {group = group, sig = sig, doc = doc, formula = formula, example = example, see = see}
+end
+
+-- ---- topics ----
+
+entry("mha.nn", "topics", "mha.nn - modules: Linear, Embedding, LayerNorm and your own",
+    "Building blocks with PyTorch's names, shapes and initialisation: mha.nn.Linear, mha.nn.Embedding, "
+    .. "mha.nn.LayerNorm, containers mha.nn.ModuleList and mha.nn.Sequential, and mha.nn.Module to "
+    .. "write your own. A module is called like a function (m(x) is m:forward(x)); its parameters are "
+    .. "leaves with requires_grad on, so loss:backward() fills p:grad(). m:state_dict() uses PyTorch's "
+    .. "dotted keys (layers.0.attn.out_proj.bias), so a checkpoint saved with mha.save(\"m.npz\", "
+    .. "m:state_dict()) loads into a PyTorch module of the same structure, and back. "
+    .. "mha.MultiheadAttention is a module too.",
+    nil,
+    "lin = mha.nn.Linear{in_features = 4, out_features = 2}\nprint(lin, lin(mha.randn(3, 4)))",
+    {"mha.nn.Module", "mha.optim", "mha.save"})
+
+entry("mha.optim", "topics", "mha.optim - SGD, Adam, AdamW: torch.optim's update rules",
+    "Optimizers that update parameters from the gradients backward left in p:grad(), with torch.optim's "
+    .. "exact rules and options. The loop of every training script: opt:zero_grad(), compute the loss, "
+    .. "loss:backward(), opt:step(). A parameter without a gradient is skipped. The state of each "
+    .. "parameter (momentum buffer, Adam's moments) is in opt.state[p].",
+    nil,
+    "w = mha.tensor{1.0, -2.0}:requires_grad(true)\n"
+    .. "opt = mha.optim.SGD({w}, {lr = 0.1})\n"
+    .. "for step = 1, 3 do\n"
+    .. "  opt:zero_grad()\n"
+    .. "  loss = (w * w):sum()\n"
+    .. "  loss:backward()\n"
+    .. "  opt:step()\n"
+    .. "end\n"
+    .. "print(w)",
+    {"mha.optim.SGD", "mha.optim.Adam", "mha.clip_grad_norm"})
+
+-- ---- layers ----
+
+entry("mha.nn.Linear", "nn", "mha.nn.Linear{in_features =, out_features =, bias = true}",
+    "y = x·Wᵀ + b on the last dim of x: (..., in_features) -> (..., out_features), through mha.linear. "
+    .. "Parameters weight (out_features, in_features) and bias (out_features), initialised as PyTorch "
+    .. "does from mha.seed's generator: kaiming_uniform_ with a = √5 for the weight, which is "
+    .. "U(-1/√in_features, 1/√in_features), and the same bound for the bias.",
+    "y_j = Σ_i x_i · W_ji + b_j;   W, b ~ U(-1/√in, 1/√in)",
+    "lin = mha.nn.Linear{in_features = 3, out_features = 2}\n"
+    .. "print(lin.weight:shape(), lin(mha.ones(5, 3)):shape())",
+    {"mha.linear", "mha.nn.Module"})
+
+entry("mha.nn.Embedding", "nn", "mha.nn.Embedding{num_embeddings =, embedding_dim =}",
+    "A table of num_embeddings vectors of embedding_dim numbers (weight, initialised N(0, 1) as in "
+    .. "PyTorch); m(indices) gives the rows the indices name. Indices count from 1, as Lua does: a "
+    .. "table (nested like the shape) or a tensor of whole numbers of shape (...) gives (..., "
+    .. "embedding_dim). Gradients flow into the rows that were used.",
+    "out[..., :] = weight[index, :]",
+    "emb = mha.nn.Embedding{num_embeddings = 10, embedding_dim = 4}\nprint(emb.weight:shape())",
+    {"mha.nn.Linear"})
+
+entry("mha.nn.LayerNorm", "nn", "mha.nn.LayerNorm{normalized_shape =, eps = 1e-5, elementwise_affine = true}",
+    "Normalises the last dims (normalized_shape: a number for the last dim, or a table of the last "
+    .. "dims' sizes) to mean 0 and variance 1, then scales by weight and shifts by bias (ones and "
+    .. "zeros at first, as in PyTorch), through mha.layer_norm.",
+    "y = (x - mean) / √(var + eps) · weight + bias   (biased variance)",
+    "ln = mha.nn.LayerNorm{normalized_shape = 4}\nprint(ln(mha.randn(2, 4)):mean(-1))",
+    {"mha.layer_norm"})
+
+-- ---- the Module base and containers ----
+
+entry("mha.nn.Module", "nn", "mha.nn.Module:extend(name) -> class",
+    "The base of every module, to write your own as in PyTorch: make a class with extend, give it an "
+    .. "init (run when the class is called) and a forward. Assigning a module to a field registers it "
+    .. "as a child under that name; m:register_parameter(name, t) adds a parameter. state_dict keys "
+    .. "are the dotted paths: child name, '.', parameter name.",
+    nil,
+    "Net = mha.nn.Module:extend(\"Net\")\n"
+    .. "function Net:init(E)\n"
+    .. "  self.proj = mha.nn.Linear{in_features = E, out_features = E}\n"
+    .. "  self.norm = mha.nn.LayerNorm{normalized_shape = E}\n"
+    .. "end\n"
+    .. "function Net:forward(x) return self.norm(self.proj(x):relu()) end\n"
+    .. "net = Net(4)\n"
+    .. "print(net, net(mha.randn(2, 4)):shape())\n"
+    .. "print(table.concat(net:parameter_names(), \" \"))",
+    {"Module:state_dict", "mha.nn.ModuleList", "Module:register_parameter"})
+
+entry("mha.nn.ModuleList", "nn", "mha.nn.ModuleList{m1, m2, ...}",
+    "A list of modules whose state_dict keys count from 0, as PyTorch's (layers.0.weight), while Lua "
+    .. "reads them from 1: l[1] is the first, #l the count, ipairs(l) walks them. It has no forward of "
+    .. "its own: call the modules in yours.",
+    nil,
+    "layers = mha.nn.ModuleList{mha.nn.Linear{in_features = 2, out_features = 2}}\n"
+    .. "layers:append(mha.nn.LayerNorm{normalized_shape = 2})\n"
+    .. "print(#layers, table.concat(layers:parameter_names(), \" \"))",
+    {"mha.nn.Sequential"})
+
+entry("mha.nn.Sequential", "nn", "mha.nn.Sequential(m1, m2, ...) or mha.nn.Sequential{m1, m2, ...}",
+    "Modules applied one after the other: forward(x) is m2(m1(x)). Keys count from 0, as PyTorch's.",
+    nil,
+    "seq = mha.nn.Sequential(mha.nn.Linear{in_features = 3, out_features = 2},\n"
+    .. "                        mha.nn.LayerNorm{normalized_shape = 2})\n"
+    .. "print(seq(mha.randn(4, 3)):shape())",
+    {"mha.nn.ModuleList"})
+
+entry("Module:forward", "nn", "m:forward(x, ...) or m(x, ...)",
+    "The computation of the module. A class written with mha.nn.Module:extend defines it; calling the "
+    .. "module calls it.",
+    nil, "lin = mha.nn.Linear{in_features = 2, out_features = 1}\nprint(lin:forward(mha.ones(2)))")
+
+entry("Module:parameters", "nn", "m:parameters() -> table",
+    "Dotted name -> tensor for every parameter of the module and its children: the parameters "
+    .. "themselves, so p:grad() is the gradient and an optimizer made from this table updates the "
+    .. "module. A parameter shared by two children is listed once.",
+    nil,
+    "lin = mha.nn.Linear{in_features = 2, out_features = 1}\n"
+    .. "for name, p in pairs(lin:parameters()) do print(name, p:shape()) end",
+    {"Module:parameter_names", "mha.optim"})
+
+entry("Module:parameter_names", "nn", "m:parameter_names() -> list",
+    "The dotted names of the parameters in PyTorch's order: the module's own, then each child's.",
+    nil, "mha.nn.LayerNorm{normalized_shape = 3}:parameter_names()")
+
+entry("Module:named_parameters", "nn", "m:named_parameters() -> list of {name, tensor}",
+    "The parameters with their dotted names, in PyTorch's order.",
+    nil, "mha.nn.Linear{in_features = 2, out_features = 1}:named_parameters()[1][1]")
+
+entry("Module:named_children", "nn", "m:named_children() -> list of {name, module}",
+    "The direct children in the order they were assigned.",
+    nil,
+    "seq = mha.nn.Sequential(mha.nn.Linear{in_features = 2, out_features = 2})\n"
+    .. "print(seq:named_children()[1][1])")
+
+entry("Module:register_parameter", "nn", "m:register_parameter(name, t) -> t",
+    "Makes t a parameter of m under name (no '.'): a leaf with requires_grad on, listed by parameters "
+    .. "and state_dict. Assigning another tensor to the name later replaces the parameter.",
+    nil,
+    "Scale = mha.nn.Module:extend(\"Scale\")\n"
+    .. "function Scale:init() self:register_parameter(\"s\", mha.ones(1)) end\n"
+    .. "function Scale:forward(x) return x * self.s end\n"
+    .. "print(Scale()(mha.tensor{1, 2}))")
+
+entry("Module:add_module", "nn", "m:add_module(name, child) -> child",
+    "Registers child (a module) under name, as assigning m[name] = child does; nil removes it.",
+    nil,
+    "Net = mha.nn.Module:extend(\"Net\")\n"
+    .. "net = Net()\n"
+    .. "net:add_module(\"head\", mha.nn.Linear{in_features = 2, out_features = 1})\n"
+    .. "print(net)")
+
+entry("Module:state_dict", "nn", "m:state_dict() -> table",
+    "Dotted key -> tensor for every parameter, with PyTorch's keys (attn.out_proj.weight, "
+    .. "layers.0.bias). The tensors share the parameters' data but are detached from the graph. Saved "
+    .. "with mha.save(\"m.npz\", m:state_dict()) they load into PyTorch with "
+    .. "m.load_state_dict({k: torch.from_numpy(v) for k, v in np.load(\"m.npz\").items()}).",
+    nil,
+    "lin = mha.nn.Linear{in_features = 2, out_features = 1}\n"
+    .. "mha.save(\"/tmp/lin.npz\", lin:state_dict())",
+    {"Module:load_state_dict", "mha.save"})
+
+entry("Module:load_state_dict", "nn", "m:load_state_dict(sd [, strict = true]) -> missing, unexpected",
+    "Copies each entry of sd (key -> tensor or nested table) into the parameter of that key, in "
+    .. "place, so an optimizer holding the parameters keeps them. As in PyTorch, with strict a missing "
+    .. "or an unexpected key is an error (with a guess when a key looks misspelt), and a shape mismatch "
+    .. "always is; all of them are listed at once and nothing is copied. Returns the lists of missing "
+    .. "and unexpected keys.",
+    nil,
+    "lin = mha.nn.Linear{in_features = 2, out_features = 1}\n"
+    .. "lin:load_state_dict({weight = {{1, 2}}, bias = {0.5}})\n"
+    .. "print(lin(mha.tensor{1, 1}))",
+    {"Module:state_dict", "mha.load"})
+
+entry("Module:zero_grad", "nn", "m:zero_grad()",
+    "Forgets the gradient of every parameter (p:grad() is nil again), as PyTorch's "
+    .. "zero_grad(set_to_none=True). Gradients add up over backward calls until then.",
+    nil, "lin = mha.nn.Linear{in_features = 2, out_features = 1}\nlin:zero_grad()")
+
+entry("Module:extend", "nn", "Base:extend(name) -> class",
+    "A new module class deriving from Base (mha.nn.Module, or a class of yours); calling the class "
+    .. "makes an instance and runs its init with the arguments.",
+    nil, "Net = mha.nn.Module:extend(\"Net\")\nprint(Net)", {"mha.nn.Module"})
+
+entry("ModuleList:append", "nn", "l:append(m) -> l",
+    "Adds m as the next child, named by its 0-based position.",
+    nil, "l = mha.nn.ModuleList{}\nl:append(mha.nn.Linear{in_features = 1, out_features = 1})\nprint(#l)")
+
+-- ---- MultiheadAttention as a module ----
+
+entry("MultiheadAttention:state_dict", "module", "m:state_dict() -> table",
+    "PyTorch's state_dict of nn.MultiheadAttention: in_proj_weight (or q/k/v_proj_weight), "
+    .. "in_proj_bias, bias_k, bias_v, out_proj.weight, out_proj.bias - the field out_proj_weight is the "
+    .. "key out_proj.weight. The same keys prefixed with the child's name inside a composite.",
+    nil,
+    "m = mha.MultiheadAttention{embed_dim = 4, num_heads = 2}\n"
+    .. "for k, v in pairs(m:state_dict()) do print(k, v:shape()) end",
+    {"Module:state_dict"})
+
+entry("MultiheadAttention:load_state_dict", "module", "m:load_state_dict(sd [, strict = true]) -> missing, unexpected",
+    "Loads PyTorch's nn.MultiheadAttention state_dict (keys as MultiheadAttention:state_dict gives "
+    .. "them), with Module:load_state_dict's checks.",
+    nil,
+    "a = mha.MultiheadAttention{embed_dim = 4, num_heads = 2}\n"
+    .. "b = mha.MultiheadAttention{embed_dim = 4, num_heads = 2}\n"
+    .. "b:load_state_dict(a:state_dict())\n"
+    .. "print(a.out_proj_weight == b.out_proj_weight)",
+    {"Module:load_state_dict"})
+
+-- ---- optimizers ----
+
+entry("mha.optim.SGD", "optim",
+    "mha.optim.SGD(params, {lr =, momentum = 0, dampening = 0, weight_decay = 0, nesterov = false, maximize = false})",
+    "Stochastic gradient descent with torch.optim.SGD's rule. params is a list of tensors, a table name "
+    .. "-> tensor such as m:parameters() (taken in sorted name order), or a list of groups {params = "
+    .. "..., lr = ...} with options of their own. lr is required; a negative lr, momentum or "
+    .. "weight_decay is refused, as in torch; nesterov needs momentum and no dampening.",
+    "g = grad + wd·p;  buf = μ·buf + (1 - dampening)·g (buf = g at first);  g = g + μ·buf (nesterov) "
+    .. "or buf;  p = p - lr·g",
+    "w = mha.tensor{1.0}:requires_grad(true)\n"
+    .. "opt = mha.optim.SGD({w}, {lr = 0.1, momentum = 0.9})\n"
+    .. "(w * w):sum():backward()\nopt:step()\nprint(w)",
+    {"mha.optim", "mha.optim.Adam"})
+
+entry("mha.optim.Adam", "optim",
+    "mha.optim.Adam(params, {lr = 1e-3, betas = {0.9, 0.999}, eps = 1e-8, weight_decay = 0, amsgrad = false})",
+    "Adam with torch.optim.Adam's rule (weight decay added to the gradient; amsgrad keeps the largest "
+    .. "second moment). params as for mha.optim.SGD. Per parameter, opt.state[p] holds step, exp_avg "
+    .. "and exp_avg_sq.",
+    "m = β1·m + (1-β1)·g;  v = β2·v + (1-β2)·g²;  p = p - lr/(1-β1^t) · m / (√v/√(1-β2^t) + eps)",
+    "w = mha.tensor{1.0, -1.0}:requires_grad(true)\n"
+    .. "opt = mha.optim.Adam({w}, {lr = 1e-2})\n"
+    .. "loss = (w ^ 2):mean()\nloss:backward()\nopt:step()\nopt:zero_grad()\nprint(w)",
+    {"mha.optim.AdamW", "mha.optim"})
+
+entry("mha.optim.AdamW", "optim",
+    "mha.optim.AdamW(params, {lr = 1e-3, betas = {0.9, 0.999}, eps = 1e-8, weight_decay = 1e-2, amsgrad = false})",
+    "Adam with decoupled weight decay, torch.optim.AdamW's rule: the parameter shrinks by lr·weight_decay "
+    .. "of itself before the Adam step, instead of weight decay joining the gradient.",
+    "p = p·(1 - lr·wd), then Adam's step without weight decay",
+    "w = mha.tensor{1.0, 2.0}:requires_grad(true)\n"
+    .. "opt = mha.optim.AdamW({w}, {lr = 0.1})\n"
+    .. "w:sum():backward()\nopt:step()\nprint(w)",
+    {"mha.optim.Adam"})
+
+entry("Optimizer:step", "optim", "opt:step([closure]) -> loss",
+    "Updates every parameter that has a gradient (the others are skipped, as in torch). closure, when "
+    .. "given, is called first and its result returned.",
+    nil,
+    "w = mha.tensor{3.0}:requires_grad(true)\nopt = mha.optim.SGD({w}, {lr = 0.5})\n"
+    .. "w:sum():backward()\nopt:step()\nprint(w)")
+
+entry("Optimizer:zero_grad", "optim", "opt:zero_grad()",
+    "Forgets the gradients of the optimizer's parameters (p:grad() is nil), before the next backward.",
+    nil, "w = mha.tensor{3.0}:requires_grad(true)\nopt = mha.optim.SGD({w}, {lr = 0.5})\nopt:zero_grad()")
+
+entry("Optimizer:add_param_group", "optim", "opt:add_param_group{params = ..., option = value, ...}",
+    "Adds parameters with options of their own (the others come from the optimizer's defaults).",
+    nil,
+    "a = mha.zeros(1):requires_grad(true)\nb = mha.zeros(1):requires_grad(true)\n"
+    .. "opt = mha.optim.SGD({a}, {lr = 0.1})\nopt:add_param_group{params = {b}, lr = 1}\n"
+    .. "print(opt)")
+
+entry("mha.clip_grad_norm", "optim", "mha.clip_grad_norm(params, max_norm) -> total_norm",
+    "Scales all the gradients together so their joint 2-norm is at most max_norm, and returns the norm "
+    .. "they had, as torch.nn.utils.clip_grad_norm_ (a factor of max_norm / (total + 1e-6) when that is "
+    .. "below 1). Call it between backward and step. Parameters without a gradient are left out.",
+    "total = √(Σ_p ‖grad_p‖²);  grad_p = grad_p · min(1, max_norm / (total + 1e-6))",
+    "w = mha.tensor{3.0, 4.0}:requires_grad(true)\nw:set_grad(mha.tensor{3, 4})\n"
+    .. "print(mha.clip_grad_norm({w}, 1), w:grad())",
+    {"mha.optim"})
+
+return D

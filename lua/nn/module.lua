@@ -1,0 +1,484 @@
+-- lua/nn/module.lua - module "mha.nn.module": the Module base of mha.nn, in the shape of Torch7's nn.Module and
+-- PyTorch's torch.nn.Module: named parameters and children, PyTorch's dotted state_dict keys, containers.
+--
+--   local Block = mha.nn.Module:extend("Block")
+--   function Block:init(opts)                        -- runs when Block{...} is called
+--       self.attn = mha.MultiheadAttention{embed_dim = opts.E, num_heads = 2}   -- a child, by assignment
+--       self.norm = mha.nn.LayerNorm{normalized_shape = opts.E}
+--   end
+--   function Block:forward(x) return self.norm(x + self.attn(x, x, x, {need_weights = false})) end
+--   b = Block{E = 8};  b:state_dict()   -- attn.in_proj_weight, ..., attn.out_proj.bias, norm.weight, norm.bias
+--
+-- An instance keeps its parameters and children apart from its plain fields (m._parameters, m._modules, each
+-- {names = {...in order...}, values = {name = value}}), as PyTorch does, so that assigning a module registers
+-- it as a child and state_dict lists everything in registration order. mha.MultiheadAttention (a C userdata)
+-- is a child like any other: its parameters are read by their state_dict names (out_proj.weight for its
+-- out_proj_weight field). Parameters are leaves with requires_grad on, so backward fills their :grad().
+
+local mha = require "mha"
+local display = require "mha.display"
+
+local M = {}
+
+-- ---------------------------------------------------------------------------------------------
+-- Option tables, checked as the C bindings check theirs, with a did-you-mean for a misspelt name
+-- ---------------------------------------------------------------------------------------------
+
+-- Levenshtein distance, for "did you mean".
+local function distance(a, b)
+    local prev = {}
+    for j = 0, #b do prev[j] = j end
+    for i = 1, #a do
+        local cur = {[0] = i}
+        for j = 1, #b do
+            local cost = a:byte(i) == b:byte(j) and 0 or 1
+            cur[j] = math.min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + cost)
+        end
+        prev = cur
+    end
+    return prev[#b]
+end
+
+-- The name in names closest to word when it is close enough to be a likely typo, else nil.
+function M.closest(word, names)
+    local best, best_d
+    for _, name in ipairs(names) do
+        local d = distance(word:lower(), name:lower())
+        if (not best_d or d < best_d) and d <= math.max(2, #name // 3) then best, best_d = name, d end
+    end
+    return best
+end
+
+-- Refuses a key of opts that is not in names (a list), naming fname and the closest option.
+function M.check_options(fname, opts, names)
+    if opts == nil then return {} end
+    if type(opts) ~= "table" then
+        error(string.format("%s: options must be a table, got %s", fname, type(opts)), 0)
+    end
+    for key in pairs(opts) do
+        local known = false
+        for _, name in ipairs(names) do known = known or key == name end
+        if not known then
+            local guess = type(key) == "string" and M.closest(key, names)
+            error(string.format("%s: unknown option '%s'%s (the options are %s)", fname, tostring(key),
+                                guess and (" - did you mean '" .. guess .. "'?") or "", table.concat(names, ", ")), 0)
+        end
+    end
+    return opts
+end
+
+-- A positive integer option; required when def is nil.
+function M.opt_size(fname, opts, key, def, example)
+    local v = opts[key]
+    if v == nil then
+        if def == nil then
+            error(string.format("%s: option %s is required, e.g. %s", fname, key, example), 0)
+        end
+        return def
+    end
+    if math.type(v) ~= "integer" and not (type(v) == "number" and v == math.floor(v)) or v < 1 then
+        error(string.format("%s: option %s must be a positive integer, got %s", fname, key, tostring(v)), 0)
+    end
+    return math.tointeger(v)
+end
+
+function M.opt_boolean(fname, opts, key, def)
+    local v = opts[key]
+    if v == nil then return def end
+    if type(v) ~= "boolean" then
+        error(string.format("%s: option %s must be a boolean, got %s", fname, key, type(v)), 0)
+    end
+    return v
+end
+
+-- ---------------------------------------------------------------------------------------------
+-- What is a module, a parameter
+-- ---------------------------------------------------------------------------------------------
+
+local MULTIHEAD = "mha.MultiheadAttention"
+
+local function is_multihead(v)
+    local mt = type(v) == "userdata" and getmetatable(v)
+    return type(mt) == "table" and mt.__name == MULTIHEAD
+end
+
+local function is_lua_module(v)
+    local mt = type(v) == "table" and getmetatable(v)
+    return type(mt) == "table" and mt.__module_class ~= nil
+end
+
+-- A Lua module or a MultiheadAttention.
+function M.is_module(v)
+    return is_lua_module(v) or is_multihead(v)
+end
+
+-- The PyTorch name of a MultiheadAttention parameter: its fields write '.' as '_' (out_proj_weight).
+local function multihead_key(field)
+    return (field:gsub("^out_proj_", "out_proj."))
+end
+
+-- name, tensor of every parameter of a MultiheadAttention, in PyTorch's state_dict order.
+local function multihead_parameters(m)
+    local list = {}
+    for _, field in ipairs(m:parameter_names()) do
+        list[#list + 1] = {multihead_key(field), m[field], field}
+    end
+    return list
+end
+
+-- ---------------------------------------------------------------------------------------------
+-- Classes and instances
+-- ---------------------------------------------------------------------------------------------
+
+local Module = {}
+Module.__name = "Module"
+M.Module = Module
+
+-- Field lookup of an instance: plain fields (rawget) first, then the class's methods, then
+-- parameters, then children - PyTorch's order (instance dict, class, _parameters, _modules).
+local function instance_index(m, key)
+    local class = getmetatable(m).__module_class
+    local method = class[key]
+    if method ~= nil then return method end
+    local params = rawget(m, "_parameters")
+    local p = params and params.values[key]
+    if p ~= nil then return p end
+    local mods = rawget(m, "_modules")
+    return mods and mods.values[key]
+end
+
+local function add_name(registry, name)
+    if registry.values[name] == nil then registry.names[#registry.names + 1] = name end
+end
+
+local function remove_name(registry, name)
+    for i, n in ipairs(registry.names) do
+        if n == name then table.remove(registry.names, i) return end
+    end
+end
+
+-- m.key = value: a module becomes (or replaces) a child; a tensor assigned to a parameter's name
+-- replaces that parameter (a new leaf); anything else is a plain field.
+local function instance_newindex(m, key, value)
+    local params, mods = rawget(m, "_parameters"), rawget(m, "_modules")
+    if params.values[key] ~= nil then
+        if value == nil then
+            remove_name(params, key)
+            params.values[key] = nil
+        else
+            m:register_parameter(key, value)
+        end
+    elseif M.is_module(value) or mods.values[key] ~= nil then
+        m:add_module(key, value)
+    else
+        rawset(m, key, value)
+    end
+end
+
+-- A new class: Base:extend("Name"). Calling the class makes an instance and runs its init.
+function Module:extend(name)
+    if type(name) ~= "string" then error("Module:extend: give the class a name, e.g. mha.nn.Module:extend(\"Block\")", 2) end
+    local class = setmetatable({}, {__index = self, __call = function(cls, ...) return cls:new(...) end,
+                                    __tostring = function() return "mha.nn." .. name end,
+                                    __name = "mha.nn." .. name})  -- help(mha.nn.Linear) finds its entry
+    class.__name = name
+    class.super = self
+    class.__instance_mt = {
+        __module_class = class,
+        __name = "mha.nn." .. name,
+        __index = instance_index,
+        __newindex = instance_newindex,
+        __call = function(m, ...) return m:forward(...) end,
+        __tostring = function(m) return m:repr() end,
+        __len = function(m) return #rawget(m, "_modules").names end,
+    }
+    return class
+end
+
+-- An instance of the class, initialised by class.init(m, ...).
+function Module:new(...)
+    if rawget(self, "__instance_mt") == nil then
+        error("Module: make a class first: MyModule = mha.nn.Module:extend(\"MyModule\")", 2)
+    end
+    local m = setmetatable({_parameters = {names = {}, values = {}}, _modules = {names = {}, values = {}}},
+                           self.__instance_mt)
+    local init = self.init
+    if init then init(m, ...) end
+    return m
+end
+
+-- m:register_parameter(name, t): t becomes the parameter `name`, a leaf with requires_grad on; returns t.
+function Module:register_parameter(name, t)
+    local fname = self.__name .. ":register_parameter"
+    if type(name) ~= "string" or name == "" or name:find(".", 1, true) then
+        error(string.format("%s: the name must be a non-empty string without '.', got %s", fname, tostring(name)), 2)
+    end
+    if not mha.is_tensor(t) then
+        error(string.format("%s: %s must be a mha.Tensor, got %s", fname, name, type(t)), 2)
+    end
+    if not t:is_leaf() then t = t:detach() end   -- a parameter is a leaf, as nn.Parameter(t) is
+    t:requires_grad(true)
+    local params = rawget(self, "_parameters")
+    add_name(params, name)
+    params.values[name] = t
+    return t
+end
+
+-- m:add_module(name, child): child (a module, or nil to remove it) under name; returns child.
+function Module:add_module(name, child)
+    local fname = self.__name .. ":add_module"
+    if type(name) ~= "string" or name == "" or name:find(".", 1, true) then
+        error(string.format("%s: the name must be a non-empty string without '.', got %s", fname, tostring(name)), 2)
+    end
+    if child ~= nil and not M.is_module(child) then
+        error(string.format("%s: %s must be a module (mha.nn.*, mha.MultiheadAttention), got %s", fname, name,
+                            type(child)), 2)
+    end
+    local mods = rawget(self, "_modules")
+    if child == nil then remove_name(mods, name) else add_name(mods, name) end
+    mods.values[name] = child
+    return child
+end
+
+function Module:forward()
+    error(self.__name .. ":forward is not defined: write function " .. self.__name .. ":forward(x) ... end", 2)
+end
+
+-- name, child pairs in registration order.
+function Module:named_children()
+    local list, mods = {}, rawget(self, "_modules")
+    for _, name in ipairs(mods.names) do list[#list + 1] = {name, mods.values[name]} end
+    return list
+end
+
+-- visit(dotted name, tensor) for every parameter of m and its children, in PyTorch's state_dict order:
+-- own parameters in registration order, then each child's under "child.".
+local function walk_parameters(m, prefix, visit)
+    if is_multihead(m) then
+        for _, item in ipairs(multihead_parameters(m)) do visit(prefix .. item[1], item[2]) end
+        return
+    end
+    local params = rawget(m, "_parameters")
+    for _, name in ipairs(params.names) do visit(prefix .. name, params.values[name]) end
+    for _, item in ipairs(m:named_children()) do walk_parameters(item[2], prefix .. item[1] .. ".", visit) end
+end
+
+-- Every parameter as {dotted name, tensor}; a tensor reached twice (a shared parameter) is listed once,
+-- as in PyTorch's named_parameters().
+function Module:named_parameters()
+    local list, seen = {}, {}
+    walk_parameters(self, "", function(name, p)
+        if not seen[p] then
+            seen[p] = true
+            list[#list + 1] = {name, p}
+        end
+    end)
+    return list
+end
+
+-- m:parameters(): dotted name -> tensor (the parameters themselves: their :grad() is the gradient).
+function Module:parameters()
+    local t = {}
+    for _, item in ipairs(self:named_parameters()) do t[item[1]] = item[2] end
+    return t
+end
+
+-- m:parameter_names(): the dotted names in PyTorch's order.
+function Module:parameter_names()
+    local names = {}
+    for _, item in ipairs(self:named_parameters()) do names[#names + 1] = item[1] end
+    return names
+end
+
+-- ---------------------------------------------------------------------------------------------
+-- state_dict / load_state_dict / zero_grad: shared by Lua modules and MultiheadAttention
+-- ---------------------------------------------------------------------------------------------
+
+-- {key, tensor} for every entry of the state dict, in order (a shared parameter under each of its keys).
+local function state_entries(m)
+    local list = {}
+    walk_parameters(m, "", function(key, p) list[#list + 1] = {key, p} end)
+    return list
+end
+
+local function class_name(m)
+    return is_multihead(m) and "MultiheadAttention" or m.__name
+end
+
+-- m:state_dict(): dotted key -> tensor (detached: sharing the data, outside the graph); m:parameter_names()
+-- gives the keys in order. mha.save("m.npz", m:state_dict()) is a checkpoint PyTorch can load.
+function M.state_dict(m)
+    local sd = {}
+    for _, item in ipairs(state_entries(m)) do sd[item[1]] = item[2]:detach() end
+    return sd
+end
+
+local function quoted_list(keys)
+    local parts = {}
+    for i, k in ipairs(keys) do parts[i] = '"' .. k .. '"' end
+    return table.concat(parts, ", ")
+end
+
+-- m:load_state_dict(sd [, strict = true]): copies every entry of sd into the parameter of the same key, in
+-- place (so an optimizer holding the parameters keeps them). As PyTorch: with strict, missing and unexpected
+-- keys are errors; a shape mismatch always is; every problem is listed in one message, before anything is
+-- copied. Returns the missing and the unexpected keys (lists).
+function M.load_state_dict(m, sd, strict)
+    local name = class_name(m)
+    local fname = name .. ":load_state_dict"
+    if type(sd) ~= "table" then error(string.format("%s: the state dict must be a table key -> tensor, got %s", fname, type(sd)), 2) end
+    if strict == nil then strict = true end
+    if type(strict) ~= "boolean" then
+        error(string.format("%s: strict must be true or false, got %s", fname, type(strict)), 2)
+    end
+    local entries = state_entries(m)
+    local wanted, missing, unexpected, problems, values = {}, {}, {}, {}, {}
+    for _, item in ipairs(entries) do
+        local key, p = item[1], item[2]
+        wanted[key] = true
+        local v = sd[key]
+        if v == nil then
+            missing[#missing + 1] = key
+        else
+            if not mha.is_tensor(v) then
+                local ok, t = pcall(mha.tensor, v)
+                if not ok then
+                    problems[#problems + 1] = string.format("%s: the value is not a tensor (%s)", key, tostring(t))
+                end
+                v = ok and t or nil
+            end
+            if v and display.shape_str(v:shape()) ~= display.shape_str(p:shape()) then
+                problems[#problems + 1] = string.format("size mismatch for %s: copying a param with shape %s from " ..
+                    "checkpoint, the shape in current model is %s", key, display.shape_str(v:shape()),
+                    display.shape_str(p:shape()))
+            end
+            values[#values + 1] = {p, v}
+        end
+    end
+    local extra = {}
+    for key in pairs(sd) do
+        if not wanted[key] then extra[#extra + 1] = tostring(key) end
+    end
+    table.sort(extra)
+    for _, key in ipairs(extra) do unexpected[#unexpected + 1] = key end
+    if strict and #missing > 0 then
+        problems[#problems + 1] = "missing key(s) in state_dict: " .. quoted_list(missing)
+    end
+    if strict and #unexpected > 0 then
+        local hints = {}
+        for _, key in ipairs(unexpected) do
+            local guess = M.closest(key, missing)
+            if guess then hints[#hints + 1] = string.format('"%s" for "%s"?', guess, key) end
+        end
+        problems[#problems + 1] = "unexpected key(s) in state_dict: " .. quoted_list(unexpected) ..
+            (#hints > 0 and (" (did you mean " .. table.concat(hints, ", ") .. ")") or "")
+    end
+    if #problems > 0 then
+        error(string.format("%s: error(s) in loading state_dict for %s:\n  %s", fname, name,
+                            table.concat(problems, "\n  ")), 2)
+    end
+    mha.no_grad(function()
+        for _, pv in ipairs(values) do pv[1]:copy_(pv[2]) end
+    end)
+    return missing, unexpected
+end
+
+-- m:zero_grad(): every parameter's gradient forgotten (p:grad() is nil), as zero_grad(set_to_none=True).
+function M.zero_grad(m)
+    for _, item in ipairs(state_entries(m)) do item[2]:zero_grad() end
+end
+
+Module.state_dict = M.state_dict
+Module.load_state_dict = M.load_state_dict
+Module.zero_grad = M.zero_grad
+
+-- The methods MultiheadAttention shares with the Lua modules (installed by luaopen_mha; its zero_grad is
+-- its own, in C).
+M.multihead_methods = {state_dict = M.state_dict, load_state_dict = M.load_state_dict}
+
+-- ---------------------------------------------------------------------------------------------
+-- Printing, as PyTorch's repr
+-- ---------------------------------------------------------------------------------------------
+
+-- The part inside the parentheses: "in_features=4, out_features=2, bias=True" (classes override it).
+function Module:extra_repr()
+    return ""
+end
+
+function Module:repr()
+    local children = self:named_children()
+    local head = self.__name .. "(" .. self:extra_repr()
+    if #children == 0 then return head .. ")" end
+    local lines = {head}
+    for _, item in ipairs(children) do
+        local text = tostring(item[2]):gsub("\n", "\n  ")
+        lines[#lines + 1] = "  (" .. item[1] .. "): " .. text
+    end
+    return table.concat(lines, "\n") .. "\n)"
+end
+
+-- ---------------------------------------------------------------------------------------------
+-- Containers: children named 0, 1, 2, ... as in PyTorch (so keys read "layers.0.attn.out_proj.bias");
+-- from Lua, c[1] is the first child and #c counts them
+-- ---------------------------------------------------------------------------------------------
+
+local function container_index(class)
+    local mt = class.__instance_mt
+    mt.__index = function(m, key)
+        if math.type(key) == "integer" then
+            local mods = rawget(m, "_modules")
+            local name = mods.names[key]
+            return name and mods.values[name]
+        end
+        return instance_index(m, key)
+    end
+end
+
+local ModuleList = Module:extend("ModuleList")
+container_index(ModuleList)
+M.ModuleList = ModuleList
+
+-- mha.nn.ModuleList{a, b, c}
+function ModuleList:init(list)
+    for i, child in ipairs(list or {}) do
+        if not M.is_module(child) then
+            error(string.format("ModuleList: item %d is not a module (got %s)", i, type(child)), 0)
+        end
+        self:append(child)
+    end
+end
+
+-- l:append(m): m becomes the next child (named by its 0-based position); returns l.
+function ModuleList:append(child)
+    self:add_module(tostring(#self), child)
+    return self
+end
+
+function ModuleList:forward()
+    error("ModuleList:forward: a ModuleList holds modules; call them in your own forward, e.g. " ..
+          "for _, layer in ipairs(self.layers) do x = layer(x) end", 2)
+end
+
+local Sequential = Module:extend("Sequential")
+container_index(Sequential)
+M.Sequential = Sequential
+
+-- mha.nn.Sequential(a, b, c) or mha.nn.Sequential{a, b, c}
+function Sequential:init(...)
+    local list = {...}
+    if #list == 1 and not M.is_module(list[1]) and type(list[1]) == "table" then list = list[1] end
+    for i, child in ipairs(list) do
+        if not M.is_module(child) then
+            error(string.format("Sequential: item %d is not a module (got %s)", i, type(child)), 0)
+        end
+        self:add_module(tostring(i - 1), child)
+    end
+end
+
+-- Each child applied to the result of the one before.
+function Sequential:forward(x)
+    for _, item in ipairs(self:named_children()) do x = item[2](x) end
+    return x
+end
+
+return M

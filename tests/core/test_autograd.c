@@ -1,0 +1,217 @@
+/* tests/core/test_autograd.c - the autograd engine from C: a small graph's gradients against hand-derived values,
+ * no memory left behind, the fused sdpa backward equal to the plain one, its O(L·D) extra memory, MultiheadAttention
+ * gradients bit-identical on 1 and 2 threads, and the error messages. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "autograd_ops.h"
+#include "check.h"
+#include "kernels.h"
+#include "multihead_grad.h"
+#include "sdpa_backward.h"
+
+static float max_abs_diff(const mha_tensor *a, const mha_tensor *b) {
+    mha_tensor ca = MHA_TENSOR_EMPTY, cb = MHA_TENSOR_EMPTY;
+    mha_contiguous(&ca, a);
+    mha_contiguous(&cb, b);
+    float worst = 0.0f;
+    for (size_t i = 0, n = mha_numel(a); i < n; i++) {
+        float d = fabsf(mha_f32(&ca)[i] - mha_f32(&cb)[i]);
+        if (!(d <= worst)) worst = d; /* NaN wins */
+    }
+    mha_release(&ca), mha_release(&cb);
+    return worst;
+}
+
+/* y = sum((a·b + a)²) by hand: dy/da = 2(ab + a)(b + 1), dy/db = 2(ab + a)a; a used twice (accumulation). */
+static void test_small_graph(void) {
+    size_t before = mha_live_bytes();
+    size_t shape[1] = {3};
+    mha_tensor a = MHA_TENSOR_EMPTY, b = MHA_TENSOR_EMPTY, ab = MHA_TENSOR_EMPTY, s = MHA_TENSOR_EMPTY,
+               sq = MHA_TENSOR_EMPTY, y = MHA_TENSOR_EMPTY, ga = MHA_TENSOR_EMPTY, gb = MHA_TENSOR_EMPTY;
+    mha_arange(&a, 1, 4, 1);        /* 1 2 3 */
+    mha_full(&b, 1, shape, 0.5f);
+    CHECK("requires_grad on a leaf", mha_requires_grad(&a, true) == MHA_OK && mha_requires_grad(&b, true) == MHA_OK, "%s", mha_errmsg());
+    mha_ag_binary(&ab, MHA_MUL, &a, &b);
+    mha_ag_binary(&s, MHA_ADD, &ab, &a);
+    mha_ag_binary(&sq, MHA_MUL, &s, &s);
+    mha_ag_reduce(&y, MHA_SUM, &sq, MHA_ALL_DIMS, false);
+    CHECK("the result records its op", mha_ag_fn_name(&y) && strcmp(mha_ag_fn_name(&y), "sum") == 0, "grad_fn %s",
+          mha_ag_fn_name(&y) ? mha_ag_fn_name(&y) : "none");
+    CHECK("backward of a scalar", mha_backward(&y, NULL) == MHA_OK, "%s", mha_errmsg());
+    mha_grad(&ga, &a);
+    mha_grad(&gb, &b);
+    bool ok = ga.storage && gb.storage;
+    for (int i = 0; ok && i < 3; i++) {
+        double av = i + 1, bv = 0.5, s_ = av * bv + av;
+        ok = fabs(mha_f32(&ga)[i] - 2 * s_ * (bv + 1)) < 1e-5 && fabs(mha_f32(&gb)[i] - 2 * s_ * av) < 1e-5;
+    }
+    CHECK("gradients of a·b + a squared, summed", ok, "da %g %g %g", ga.storage ? (double)mha_f32(&ga)[0] : 0.0,
+          ga.storage ? (double)mha_f32(&ga)[1] : 0.0, ga.storage ? (double)mha_f32(&ga)[2] : 0.0);
+    CHECK("a second backward through the freed graph is refused",
+          mha_backward(&y, NULL) != MHA_OK && strstr(mha_errmsg(), "already used by an earlier backward"), "%s", mha_errmsg());
+    mha_release(&ga), mha_release(&gb);
+    mha_release(&ab), mha_release(&s), mha_release(&sq), mha_release(&y), mha_release(&a), mha_release(&b);
+    CHECK("graph, gradients and tensors all freed", mha_live_bytes() == before, "%zu bytes left",
+          mha_live_bytes() - before);
+}
+
+static void test_errors(void) {
+    size_t shape[2] = {2, 3};
+    mha_tensor x = MHA_TENSOR_EMPTY, w = MHA_TENSOR_EMPTY, y = MHA_TENSOR_EMPTY, g = MHA_TENSOR_EMPTY, m = MHA_TENSOR_EMPTY;
+    mha_randn(&x, 2, shape);
+    mha_randn(&w, 2, shape);
+    CHECK("backward of a tensor outside the graph",
+          mha_backward(&x, NULL) != MHA_OK && strstr(mha_errmsg(), "backward: this (2,3) tensor does not require grad"),
+          "%s", mha_errmsg());
+    mha_requires_grad(&x, true);
+    mha_ag_binary(&y, MHA_MUL, &x, &w);
+    CHECK("backward of (2,3) without a gradient",
+          mha_backward(&y, NULL) != MHA_OK && strstr(mha_errmsg(), "backward: the tensor has shape (2,3)"), "%s", mha_errmsg());
+    size_t wrong[1] = {3};
+    mha_full(&g, 1, wrong, 1.0f);
+    CHECK("backward with a gradient of the wrong shape",
+          mha_backward(&y, &g) != MHA_OK && strstr(mha_errmsg(), "gradient (3) must be a float tensor of the output's shape (2,3)"),
+          "%s", mha_errmsg());
+    CHECK("requires_grad(false) on an op's result",
+          mha_requires_grad(&y, false) != MHA_OK && strstr(mha_errmsg(), "made by mul"), "%s", mha_errmsg());
+    CHECK("a write into a leaf that requires grad",
+          mha_ag_check_write(&x, "copy_") != MHA_OK && strstr(mha_errmsg(), "copy_: this (2,3) tensor requires grad"),
+          "%s", mha_errmsg());
+    mha_no_grad_enter();
+    CHECK("... allowed in no-grad mode", mha_ag_check_write(&x, "copy_") == MHA_OK, "%s", mha_errmsg());
+    mha_no_grad_exit();
+    /* w was saved by mul: changing it afterwards makes backward refuse, naming mul */
+    CHECK("a write into a saved tensor is counted", mha_ag_check_write(&w, "fill_") == MHA_OK, "%s", mha_errmsg());
+    mha_release(&g);
+    mha_full(&g, 2, shape, 1.0f);
+    CHECK("backward after a saved tensor changed",
+          mha_backward(&y, &g) != MHA_OK && strstr(mha_errmsg(), "that mul saved for its gradient was changed in place"),
+          "%s", mha_errmsg());
+    mha_tensor b = MHA_TENSOR_EMPTY;
+    mha_compare_scalar(&b, MHA_GT, &w, 0.0f);
+    CHECK("a bool tensor cannot require grad", mha_requires_grad(&b, true) == MHA_E_DTYPE, "%s", mha_errmsg());
+    mha_no_grad_enter();
+    mha_ag_binary(&m, MHA_ADD, &x, &w);
+    mha_no_grad_exit();
+    CHECK("no-grad mode records nothing", !mha_ag_requires(&m), "%s", "result requires grad");
+    mha_release(&b), mha_release(&x), mha_release(&w), mha_release(&y), mha_release(&g), mha_release(&m);
+}
+
+/* q, k, v random (B,H,L,D) with a float mask (L,S); returns the plain and fused gradients' largest difference. */
+static void test_fused_equals_plain(void) {
+    size_t qs[4] = {2, 2, 70, 8}, ks[4] = {2, 2, 150, 8}, ms[2] = {70, 150};
+    mha_tensor q = MHA_TENSOR_EMPTY, k = MHA_TENSOR_EMPTY, v = MHA_TENSOR_EMPTY, mask = MHA_TENSOR_EMPTY;
+    mha_tensor out = MHA_TENSOR_EMPTY, w = MHA_TENSOR_EMPTY, dout = MHA_TENSOR_EMPTY;
+    mha_tensor g1[3] = {MHA_TENSOR_EMPTY, MHA_TENSOR_EMPTY, MHA_TENSOR_EMPTY};
+    mha_tensor g2[3] = {MHA_TENSOR_EMPTY, MHA_TENSOR_EMPTY, MHA_TENSOR_EMPTY};
+    mha_seed(5);
+    mha_randn(&q, 4, qs), mha_randn(&k, 4, ks), mha_randn(&v, 4, ks), mha_randn(&mask, 2, ms);
+    mha_sdpa_options opt = {.attn_mask = &mask, .is_causal = true};
+    mha_sdpa(&out, &w, &q, &k, &v, &opt);
+    mha_randn(&dout, 4, out.shape);
+    mha_status s1 = mha_sdpa_backward(&g1[0], &g1[1], &g1[2], &dout, NULL, &q, &k, &v, &w, NULL, &opt);
+    mha_status s2 = mha_sdpa_backward(&g2[0], &g2[1], &g2[2], &dout, NULL, &q, &k, &v, NULL, &out, &opt);
+    float worst = 0.0f;
+    if (s1 == MHA_OK && s2 == MHA_OK)
+        for (int i = 0; i < 3; i++) {
+            float d = max_abs_diff(&g1[i], &g2[i]);
+            if (!(d <= worst)) worst = d;
+        }
+    CHECK("fused sdpa backward equals the plain one (2x2 heads, 70x150, causal + float mask)",
+          s1 == MHA_OK && s2 == MHA_OK && worst < 2e-5, "largest difference %g (%s)", (double)worst, mha_errmsg());
+    for (int i = 0; i < 3; i++) mha_release(&g1[i]), mha_release(&g2[i]);
+    mha_release(&q), mha_release(&k), mha_release(&v), mha_release(&mask), mha_release(&out), mha_release(&w),
+        mha_release(&dout);
+}
+
+/* The fused backward's extra memory beyond its inputs and its three gradients: two (64, S) tiles (2 MiB here) and
+ * small change, never the (L,S) matrix. At L = S = 4096, D = 64, one (L,S) float matrix is 64 MiB; the gradients
+ * are 3 MiB. */
+static void test_fused_memory(void) {
+    const size_t L = 4096, D = 64;
+    size_t shape[3] = {1, L, D};
+    mha_tensor q = MHA_TENSOR_EMPTY, k = MHA_TENSOR_EMPTY, v = MHA_TENSOR_EMPTY, out = MHA_TENSOR_EMPTY, dout = MHA_TENSOR_EMPTY;
+    mha_tensor dq = MHA_TENSOR_EMPTY, dk = MHA_TENSOR_EMPTY, dv = MHA_TENSOR_EMPTY;
+    mha_randn(&q, 3, shape), mha_randn(&k, 3, shape), mha_randn(&v, 3, shape), mha_randn(&dout, 3, shape);
+    mha_sdpa(&out, NULL, &q, &k, &v, NULL);
+    size_t live = mha_live_bytes();
+    mha_reset_peak();
+    mha_status st = mha_sdpa_backward(&dq, &dk, &dv, &dout, NULL, &q, &k, &v, NULL, &out, NULL);
+    size_t extra = mha_peak_bytes() - live, grads = 3 * L * D * sizeof(float), matrix = L * L * sizeof(float);
+    size_t tiles = 2 * 64 * L * sizeof(float);
+    CHECK("fused sdpa backward at L=S=4096, D=64: extra memory is the gradients and two (64,S) tiles plus under 1 MiB "
+          "(one (L,S) matrix is 64 MiB)",
+          st == MHA_OK && extra < grads + tiles + (1u << 20), "extra %zu bytes, gradients %zu, (L,S) matrix %zu (%s)", extra, grads,
+          matrix, mha_errmsg());
+    mha_release(&q), mha_release(&k), mha_release(&v), mha_release(&out), mha_release(&dout);
+    mha_release(&dq), mha_release(&dk), mha_release(&dv);
+}
+
+/* MultiheadAttention forward + backward (with masks and add_bias_kv) on 1 and on 2 threads: bit-identical. */
+static void mha_grads(mha_tensor *grads, size_t threads) {
+    mha_kernels_set_threads(threads);
+    mha_kernels_set_split_min(0.0); /* split even small calls, so 2 threads really share the work */
+    mha_seed(9);
+    mha_multihead m;
+    memset(&m, 0, sizeof m);
+    mha_multihead_options o = {.embed_dim = 16, .num_heads = 4, .bias = true, .add_bias_kv = true};
+    mha_multihead_init(&m, &o);
+    mha_multihead_requires_grad(&m, true);
+    size_t xs[3] = {3, 33, 16}, kp[2] = {3, 33};
+    mha_tensor x = MHA_TENSOR_EMPTY, pad = MHA_TENSOR_EMPTY, noise = MHA_TENSOR_EMPTY, out = MHA_TENSOR_EMPTY,
+               w = MHA_TENSOR_EMPTY, loss = MHA_TENSOR_EMPTY, prod = MHA_TENSOR_EMPTY, lw = MHA_TENSOR_EMPTY,
+               total = MHA_TENSOR_EMPTY;
+    mha_randn(&x, 3, xs);
+    mha_rand(&noise, 2, kp);
+    mha_compare_scalar(&pad, MHA_GT, &noise, 0.8f);
+    mha_requires_grad(&x, true);
+    for (int fused = 0; fused < 2; fused++) { /* once with weights (plain), once without (fused) */
+        mha_forward_options fo = {.key_padding_mask = &pad, .need_weights = !fused, .average_attn_weights = true,
+                                  .is_causal = true};
+        mha_ag_multihead_forward(&out, fused ? NULL : &w, &m, &x, &x, &x, &fo);
+        mha_ag_binary(&prod, MHA_MUL, &out, &out);
+        mha_ag_reduce(&loss, MHA_MEAN, &prod, MHA_ALL_DIMS, false);
+        if (!fused) {
+            mha_ag_reduce(&lw, MHA_SUM, &w, MHA_ALL_DIMS, false);
+            mha_ag_binary(&total, MHA_ADD, &loss, &lw);
+        } else {
+            mha_ag_alias(&total, &loss);
+        }
+        mha_backward(&total, NULL);
+        mha_release(&out), mha_release(&w), mha_release(&prod), mha_release(&loss), mha_release(&lw), mha_release(&total);
+    }
+    mha_grad(&grads[0], &x);
+    mha_grad(&grads[1], &m.in_proj_weight);
+    mha_grad(&grads[2], &m.bias_k);
+    mha_grad(&grads[3], &m.out_proj_weight);
+    mha_release(&x), mha_release(&pad), mha_release(&noise);
+    mha_multihead_release(&m);
+    mha_kernels_set_threads(1);
+}
+
+static void test_threads_bit_identical(void) {
+    mha_tensor one[4] = {MHA_TENSOR_EMPTY, MHA_TENSOR_EMPTY, MHA_TENSOR_EMPTY, MHA_TENSOR_EMPTY};
+    mha_tensor two[4] = {MHA_TENSOR_EMPTY, MHA_TENSOR_EMPTY, MHA_TENSOR_EMPTY, MHA_TENSOR_EMPTY};
+    mha_grads(one, 1);
+    mha_grads(two, 2);
+    const char *names[4] = {"x", "in_proj_weight", "bias_k", "out_proj_weight"};
+    for (int i = 0; i < 4; i++) {
+        char name[128];
+        snprintf(name, sizeof name, "MultiheadAttention gradient of %s bit-identical on 1 and 2 threads", names[i]);
+        bool same = one[i].storage && two[i].storage && mha_same_shape(&one[i], &two[i]) &&
+                    memcmp(mha_f32(&one[i]), mha_f32(&two[i]), mha_numel(&one[i]) * sizeof(float)) == 0;
+        CHECK(name, same, "largest difference %g", one[i].storage && two[i].storage ? (double)max_abs_diff(&one[i], &two[i]) : -1.0);
+        mha_release(&one[i]), mha_release(&two[i]);
+    }
+}
+
+int main(void) {
+    test_small_graph();
+    test_errors();
+    test_fused_equals_plain();
+    test_fused_memory();
+    test_threads_bit_identical();
+    CHECK_DONE();
+}
