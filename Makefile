@@ -35,6 +35,9 @@ EMBED     = mha.repl=lua/repl/repl.lua mha.repl.complete=lua/repl/complete.lua \
             mha.docs_display=lua/help/docs_display.lua mha.docs_lesson=lua/help/docs_lesson.lua
 EMBED    += mha.nn=lua/nn/nn.lua mha.nn.module=lua/nn/module.lua mha.nn.layers=lua/nn/layers.lua
 EMBED    += mha.nn.optim=lua/nn/optim.lua mha.docs_nn=lua/help/docs_nn.lua
+EMBED    += mha.nn.transformer=lua/nn/transformer.lua
+EMBED    += mha.tasks=lua/train/tasks.lua mha.train=lua/train/train.lua mha.heads=lua/train/heads.lua
+EMBED    += mha.models=lua/train/models.lua
 TESTS     = test_tensor test_ops test_rng test_npy test_kernels test_attention test_repl test_lessons_pty \
             test_autograd
 TESTS    += test_npz test_optim
