@@ -49,7 +49,7 @@ TEST_BIN  = $(addprefix $(BUILD)/tests/,$(TESTS))
 CORE_H    = $(wildcard core/*.h)
 LUA_H     = $(wildcard lua/*/*.h)
 
-.PHONY: all run test asan bench bench-grad golden clean deps deps-run deps-test deps-bench
+.PHONY: all run test asan bench bench-grad bench-train models golden clean deps deps-run deps-test deps-bench
 .DEFAULT_GOAL := all
 
 # all: the REPL binary and the loadable module, linked at the top for convenience
@@ -134,6 +134,15 @@ bench: deps-bench $(BUILD)/bench
 bench: bench-grad
 bench-grad: deps-bench $(BUILD)/bench_grad
 	$(BENCH_ENV) $(BUILD)/bench_grad --torch '/usr/bin/python3 bench/bench_grad_torch.py'
+
+# bench-train: one AdamW training step of lesson 16's induction model beside the same step in torch 1.13
+bench: bench-train
+bench-train: deps-bench all
+	$(BENCH_ENV) MHA_THREADS=1 $(BUILD)/mha-repl bench/bench_train.lua '/usr/bin/python3 bench/bench_train_torch.py'
+
+# models: the checkpoints mha.load_model ships (models/*.npz, committed), trained from a fixed seed
+models: all
+	MHA_THREADS=1 $(BUILD)/mha-repl tools/train_models.lua models
 
 $(BUILD)/bench_grad: bench/bench_grad.c $(BUILD)/libmhacore.a
 	$(CC) $(ALL_CFLAGS) -o $@ $< $(BUILD)/libmhacore.a -lm

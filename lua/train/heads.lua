@@ -45,7 +45,7 @@ local function rows_of(tokens)
     local rows = {}
     for n = 1, N do
         rows[n] = {}
-        for p = 1, L do rows[n][p] = t[n][p]:item() end
+        for p = 1, L do rows[n][p] = t[n][p] end
     end
     return t, rows
 end
@@ -85,7 +85,7 @@ function M.detect(model, tokens, kind, opts)
         local score = (hit / total):mean(1)             -- (H)
         local row = {}
         for h = 1, H do
-            local s = score[h]:item()
+            local s = score[h]
             row[h] = s == s and s or 0   -- no counted position at all: 0
         end
         out[layer] = row
@@ -105,7 +105,7 @@ function M.report(model, tokens, opts)
         local line = {string.format("%-10s", kind)}
         for l = 1, shape[1] do
             local cells = {}
-            for h = 1, shape[2] do cells[h] = string.format("%.2f", s[l][h]:item()) end
+            for h = 1, shape[2] do cells[h] = string.format("%.2f", s[l][h]) end
             line[#line + 1] = string.format(" L%d: %s", l, table.concat(cells, " "))
         end
         print(table.concat(line, " "))

@@ -90,10 +90,10 @@ function M.load_model(name)
     if not ok then error("load_model: " .. tostring(tbl), 2) end
     if not tbl["config.vocab"] then error("load_model: " .. path .. " has no config.* entries: not a saved model", 2) end
     local c = {}
-    for _, k in ipairs(NUMERIC) do c[k] = math.tointeger(tbl["config." .. k][1]:item()) end
-    c.causal = tbl["config.causal"][1]:item() ~= 0
-    c.norm = NORMS[math.tointeger(tbl["config.norm"][1]:item())]
-    c.pos = POSES[math.tointeger(tbl["config.pos"][1]:item())]
+    for _, k in ipairs(NUMERIC) do c[k] = math.tointeger(tbl["config." .. k]:item()) end
+    c.causal = tbl["config.causal"]:item() ~= 0
+    c.norm = NORMS[math.tointeger(tbl["config.norm"]:item())]
+    c.pos = POSES[math.tointeger(tbl["config.pos"]:item())]
     local model = mha.nn.Transformer(c)
     local sd, extra = {}, {}
     for k, v in pairs(tbl) do
