@@ -107,8 +107,8 @@ function M.train(o)
     local history = {loss = {}, acc = {}, step = {}, steps = 0, interrupted = false}
     local sum_loss, sum_acc, n_acc = 0, 0, 0
     local t0 = os.clock()
-    for step = 1, steps do
-        local ok, err = pcall(function()
+    local function run_steps()
+        for step = 1, steps do
             local tokens, targets = task:batch(batch)
             local logits = model:forward(tokens, {need_weights = false})
             local loss, acc = M.loss(logits, targets)
@@ -117,35 +117,45 @@ function M.train(o)
             if clip and clip > 0 then optim.clip_grad_norm(params, clip) end
             opt:step()
             sum_loss, sum_acc, n_acc = sum_loss + loss:item(), sum_acc + acc, n_acc + 1
-        end)
-        if not ok then
-            if tostring(err):find("interrupted", 1, true) then
-                opt:zero_grad()
-                history.interrupted = true
-                if tty then io.write("\n") end
-                print(string.format("train: interrupted at step %d of %d; the model keeps what it learned", step - 1,
-                                    steps))
-                break
+            history.steps = step
+            if step % log_every == 0 or step == steps then
+                local n = #history.loss + 1
+                history.loss[n], history.acc[n], history.step[n] = sum_loss / n_acc, sum_acc / n_acc, step
+                sum_loss, sum_acc, n_acc = 0, 0, 0
+                if tty then
+                    local el = os.clock() - t0
+                    local rate = step / math.max(el, 1e-9)
+                    io.write(string.format("\r\27[Kstep %d/%d  %.1f steps/s  loss %.4f  acc %5.1f%%  ETA %s", step,
+                                           steps, rate, history.loss[n], 100 * history.acc[n],
+                                           fmt_time((steps - step) / rate)))
+                    io.flush()
+                elseif not o.quiet then
+                    print(string.format("step %5d  loss %.4f  acc %5.1f%%", step, history.loss[n],
+                                        100 * history.acc[n]))
+                end
+                if o.plot then draw_curve(history, "training") end
+                if (o.attention_every or 0) > 0 and step % o.attention_every == 0 then draw_attention(model, task) end
             end
-            error(err, 0)
         end
-        history.steps = step
-        if step % log_every == 0 or step == steps then
-            local n = #history.loss + 1
-            history.loss[n], history.acc[n], history.step[n] = sum_loss / n_acc, sum_acc / n_acc, step
-            sum_loss, sum_acc, n_acc = 0, 0, 0
-            if tty then
-                local el = os.clock() - t0
-                local rate = step / math.max(el, 1e-9)
-                io.write(string.format("\r\27[Kstep %d/%d  %.1f steps/s  loss %.4f  acc %5.1f%%  ETA %s", step, steps,
-                                       rate, history.loss[n], 100 * history.acc[n], fmt_time((steps - step) / rate)))
-                io.flush()
-            elseif not o.quiet then
-                print(string.format("step %5d  loss %.4f  acc %5.1f%%", step, history.loss[n], 100 * history.acc[n]))
-            end
-            if o.plot then draw_curve(history, "training") end
-            if (o.attention_every or 0) > 0 and step % o.attention_every == 0 then draw_attention(model, task) end
-        end
+    end
+    -- Ctrl-C in the REPL both sets the kernels' stop flag and arms a hook that raises "interrupted" at the next
+    -- Lua instruction; whichever fires first is caught by the inner pcall, and a hook still armed then fires
+    -- inside the outer one. Either way the model keeps the weights of the last finished step.
+    local function guarded()
+        local ok, err = pcall(run_steps)
+        if ok then return false end
+        if not tostring(err):find("interrupted", 1, true) then error(err, 0) end
+        for _ = 1, 4 do local _ = history.steps end   -- a pending hook fires here, still protected
+        return true
+    end
+    local ok, res = pcall(guarded)
+    if not ok and not tostring(res):find("interrupted", 1, true) then error(res, 0) end
+    if not ok or res then
+        history.interrupted = true
+        opt:zero_grad()
+        if tty then io.write("\n") end
+        print(string.format("train: interrupted after step %d of %d; the model keeps what it learned", history.steps,
+                            steps))
     end
     history.seconds = os.clock() - t0
     if tty then
