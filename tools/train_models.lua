@@ -24,8 +24,21 @@ end
 -- induction
 mha.seed(0)
 local ind = mha.nn.Transformer{vocab = 20, d_model = 32, heads = 2, layers = 2, d_ff = 0, max_len = 24}
+-- the heads as they form: the best previous-token score in layer 1 and induction score in layer 2 every 25 steps,
+-- on a probe of repeats of 11 (never trained), kept in the checkpoint for lesson 16
+local probe11 = mha.tasks.repeated(20, 11, 16, 99)
+local formed = {step = {}, previous = {}, induction = {}}
+local function measure(step)
+    local prev = mha.heads.detect(ind, probe11, "previous")
+    local induc = mha.heads.detect(ind, probe11, "induction")
+    local n = #formed.step + 1
+    formed.step[n] = step
+    formed.previous[n] = math.max(prev[1][1], prev[1][2])
+    formed.induction[n] = math.max(induc[2][1], induc[2][2])
+end
+measure(0)
 local h = mha.train{model = ind, task = mha.tasks.induction{vocab = 20, len = 24, batch = 32, ["repeat"] = {3, 8}},
-                    steps = 600, lr = 1e-2, log_every = 100, seed = 1}
+                    steps = 600, lr = 1e-2, log_every = 25, seed = 1, on_log = measure}
 print(string.format("induction: %d steps in %.1f s CPU, loss %.3f", h.steps, h.seconds, h.loss[#h.loss]))
 for _, r in ipairs({10, 12}) do
     local probe = mha.tasks.repeated(20, r, 16, 99)
@@ -34,7 +47,11 @@ for _, r in ipairs({10, 12}) do
     print(string.format("  repeat %d: previous-token layer 1 best %.2f, induction layer 2 best %.2f", r,
                         math.max(prev[1][1], prev[1][2]), math.max(induc[2][1], induc[2][2])))
 end
-mha.save_model(out .. "/induction.npz", ind, extra_of(h))
+local extra = extra_of(h)
+extra["extra.formed.step"] = mha.tensor(formed.step)
+extra["extra.formed.previous"] = mha.tensor(formed.previous)
+extra["extra.formed.induction"] = mha.tensor(formed.induction)
+mha.save_model(out .. "/induction.npz", ind, extra)
 
 -- reverse
 mha.seed(0)

@@ -26,7 +26,7 @@ end
 
 local OPTIONS = {model = true, task = true, steps = true, lr = true, batch = true, optimizer = true, log_every = true,
                  seed = true, weight_decay = true, clip = true, plot = true, attention_every = true, quiet = true,
-                 warmup = true}
+                 on_log = true}
 
 local function fmt_time(s)
     if s >= 60 then return string.format("%dm%02ds", math.floor(s / 60), math.floor(s % 60)) end
@@ -63,7 +63,8 @@ local function draw_attention(model, task)
 end
 
 -- mha.train{model=, task=, steps=100, lr=1e-3, batch=(the task's), optimizer="adamw", log_every=(steps/10),
---           seed=, weight_decay=, clip=1.0, plot=false, attention_every=0, quiet=false}
+--           seed=, weight_decay=, clip=1.0, plot=false, attention_every=0, quiet=false, on_log=}
+-- on_log(step, history) is called after each log step (e.g. to measure the heads as they form).
 -- -> history {loss = {...}, acc = {...}, step = {...}, steps = n done, interrupted = bool, seconds = CPU s}
 -- history.loss[i] and acc[i] are the mean loss and accuracy over the steps since the previous log line.
 function M.train(o)
@@ -135,6 +136,7 @@ function M.train(o)
                 end
                 if o.plot then draw_curve(history, "training") end
                 if (o.attention_every or 0) > 0 and step % o.attention_every == 0 then draw_attention(model, task) end
+                if o.on_log then o.on_log(step, history) end
             end
         end
     end
