@@ -37,7 +37,7 @@ EMBED    += mha.nn=lua/nn/nn.lua mha.nn.module=lua/nn/module.lua mha.nn.layers=l
 EMBED    += mha.nn.optim=lua/nn/optim.lua mha.docs_nn=lua/help/docs_nn.lua
 EMBED    += mha.nn.transformer=lua/nn/transformer.lua
 EMBED    += mha.tasks=lua/train/tasks.lua mha.train=lua/train/train.lua mha.heads=lua/train/heads.lua
-EMBED    += mha.models=lua/train/models.lua
+EMBED    += mha.models=lua/train/models.lua mha.docs_train=lua/help/docs_train.lua
 TESTS     = test_tensor test_ops test_rng test_npy test_kernels test_attention test_repl test_lessons_pty \
             test_autograd
 TESTS    += test_npz test_optim
