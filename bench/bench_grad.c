@@ -2,7 +2,7 @@
  * autograd on the same shapes (bench_grad_torch.py), and measures the fused attention backward's memory at L=16384.
  *
  * usage: bench_grad [--torch COMMAND] [--quick]
- *   --torch COMMAND   run COMMAND (bench_grad_torch.py, by /bin/sh) for torch's times; it prints "L ms" lines
+ *   --torch COMMAND   run "COMMAND L" (bench_grad_torch.py, by /bin/sh) for torch's time at L; it prints "L ms"
  *   --quick           skip the L=16384 memory row (about a minute on one core)
  * Case: self-attention, x (1,L,512) requiring grad, need_weights=false, loss = mean(out²), then backward; the
  * median of 5 runs after one warm-up. Ours records the graph (core/multihead_grad.c) and backpropagates through
@@ -74,18 +74,20 @@ static double time_layer(size_t L) {
     return result;
 }
 
-/* torch's median times, from COMMAND's "L ms" lines; 0 where it gave none. */
-static void torch_times(const char *command, const size_t *lengths, double *ms, size_t n) {
-    for (size_t i = 0; i < n; i++) ms[i] = 0.0;
-    if (!command) return;
-    FILE *p = popen(command, "r");
-    if (!p) return;
+/* torch's median time for L, from COMMAND L's "L ms" line; 0 when it gave none. Run right after ours for the same L,
+ * so a change in the load of a shared machine falls on both sides of the ratio alike. */
+static double torch_time(const char *command, size_t L) {
+    if (!command) return 0.0;
+    char line[1024];
+    snprintf(line, sizeof line, "%s %zu", command, L);
+    FILE *p = popen(line, "r");
+    if (!p) return 0.0;
     unsigned long len;
-    double t;
+    double t, ms = 0.0;
     while (fscanf(p, "%lu %lf", &len, &t) == 2)
-        for (size_t i = 0; i < n; i++)
-            if (lengths[i] == len) ms[i] = t;
+        if (len == L) ms = t;
     pclose(p);
+    return ms;
 }
 
 static void memory_row(void) {
@@ -126,8 +128,10 @@ int main(int argc, char **argv) {
     mha_kernels_set_threads(1);
     const size_t lengths[2] = {512, 2048};
     double ours[2], theirs[2];
-    for (int i = 0; i < 2; i++) ours[i] = time_layer(lengths[i]);
-    torch_times(torch, lengths, theirs, 2);
+    for (int i = 0; i < 2; i++) {
+        ours[i] = time_layer(lengths[i]);
+        theirs[i] = torch_time(torch, lengths[i]);
+    }
     printf("MultiheadAttention forward + backward, E=512 H=8, 1 thread (median of 5)\n");
     printf("%-8s %12s %12s %10s %8s\n", "L", "ours ms", "torch ms", "ours/torch", "target");
     const double targets[2] = {0.7, 0.5};

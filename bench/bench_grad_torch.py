@@ -1,7 +1,9 @@
 #!/usr/bin/python3
 # bench/bench_grad_torch.py - torch 1.13's side of bench_grad: nn.MultiheadAttention (E=512, H=8, batch_first)
 # forward + backward on x (1,L,512) requiring grad, need_weights=False, loss = mean(out²); one thread; prints
-# "L median_ms" for L = 512 and 2048 (median of 5 runs after one warm-up), as bench_grad.c reads them.
+# "L median_ms" (median of 5 runs after one warm-up) for each L given as an argument (default 512 and 2048),
+# as bench_grad.c reads them.
+import sys
 import time
 
 import torch
@@ -9,7 +11,7 @@ import torch
 torch.set_num_threads(1)
 torch.manual_seed(0)
 m = torch.nn.MultiheadAttention(512, 8, batch_first=True)
-for L in (512, 2048):
+for L in [int(a) for a in sys.argv[1:]] or [512, 2048]:
     x = torch.randn(1, L, 512, requires_grad=True)
 
     def step():

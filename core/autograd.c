@@ -31,27 +31,30 @@ static void node_free_saved(mha_node *n) {
     n->extra_bytes = 0;
 }
 
-static void ag_unref(mha_ag *ag);
-
-/* Drops the node's references to its inputs (which may free them) and its saved tensors. Recursive, two
- * frames per op of a chain: a graph of a hundred thousand ops in a row would need a bigger stack. */
-static void node_unref(mha_node *n) {
-    if (--n->refcount > 0) return;
-    node_free_saved(n);
-    mha_release(&n->gacc);
-    for (size_t i = 0; i < n->n_inputs; i++)
-        if (n->inputs[i]) ag_unref(n->inputs[i]);
-    mha_free(n->inputs, n->n_inputs * sizeof *n->inputs);
-    mha_free(n->in_shapes, n->n_inputs * sizeof *n->in_shapes);
-    mha_free(n, sizeof *n);
-}
-
+/* Drops one reference to ag; what reaches no references is freed: its gradients, its node (saved tensors and all)
+ * and, in turn, the inputs only that node held. A worklist threaded through the dying ags (next_dying) instead of
+ * recursion, so dropping a chain of a million ops needs no deeper C stack than dropping one. */
 static void ag_unref(mha_ag *ag) {
-    if (--ag->refcount > 0) return;
-    mha_release(&ag->grad);
-    mha_release(&ag->pending);
-    if (ag->grad_fn) node_unref(ag->grad_fn);
-    mha_free(ag, sizeof *ag);
+    mha_ag *dying = NULL;
+    if (--ag->refcount == 0) ag->next_dying = dying, dying = ag;
+    while (dying) {
+        mha_ag *a = dying;
+        dying = a->next_dying;
+        mha_node *n = a->grad_fn;
+        mha_release(&a->grad);
+        mha_release(&a->pending);
+        mha_free(a, sizeof *a);
+        if (!n || --n->refcount > 0) continue;
+        node_free_saved(n);
+        mha_release(&n->gacc);
+        for (size_t i = 0; i < n->n_inputs; i++) {
+            mha_ag *in = n->inputs[i];
+            if (in && --in->refcount == 0) in->next_dying = dying, dying = in;
+        }
+        mha_free(n->inputs, n->n_inputs * sizeof *n->inputs);
+        mha_free(n->in_shapes, n->n_inputs * sizeof *n->in_shapes);
+        mha_free(n, sizeof *n);
+    }
 }
 
 void mha_ag_drop(mha_tensor *t) {

@@ -30,6 +30,7 @@ typedef struct mha_ag {
     mha_tensor grad;     /* a leaf's accumulated gradient; empty: none yet (t:grad() is nil) */
     mha_tensor pending;  /* during one backward: this leaf's gradient before it is added to grad */
     mha_node *grad_fn;   /* NULL for a leaf */
+    struct mha_ag *next_dying; /* while the graph is freed: the next ag to free (no recursion) */
 } mha_ag;
 
 /* Backward of one node: fills grads[i] (empty on entry) for every input i with node->inputs[i] != NULL,

@@ -259,14 +259,13 @@ mha_status mha_ag_masked_fill(mha_tensor *out, const mha_tensor *t, const mha_te
 /* ================================ reductions ================================ */
 
 /* g, of the reduced shape, as a view broadcast back to the input's shape (reduced dims as size 1). */
-static mha_status unreduce(mha_tensor *out, const mha_tensor *g, const mha_shape_rec *in, size_t dim, bool keepdim) {
+static mha_status unreduce(mha_tensor *out, const mha_tensor *g, const mha_shape_rec *in, size_t dim) {
     size_t kept[MHA_MAX_DIMS];
     ptrdiff_t kept_signed[MHA_MAX_DIMS];
     for (size_t d = 0; d < in->ndim; d++) {
         kept[d] = dim == MHA_ALL_DIMS || d == dim ? 1 : in->shape[d];
         kept_signed[d] = (ptrdiff_t)kept[d];
     }
-    (void)keepdim;
     mha_tensor shaped = MHA_TENSOR_EMPTY;
     mha_status st = mha_reshape(&shaped, g, in->ndim, kept_signed);
     if (st == MHA_OK) st = mha_expand(out, &shaped, in->ndim, in->shape);
@@ -277,7 +276,7 @@ static mha_status unreduce(mha_tensor *out, const mha_tensor *g, const mha_shape
 static mha_status reduce_backward(mha_tensor *grads, const mha_node *n, const mha_tensor *g) {
     const mha_shape_rec *in = &n->in_shapes[0];
     mha_tensor wide = MHA_TENSOR_EMPTY, t1 = MHA_TENSOR_EMPTY, t2 = MHA_TENSOR_EMPTY;
-    mha_status st = unreduce(&wide, g, in, n->dim, n->flag);
+    mha_status st = unreduce(&wide, g, in, n->dim);
     size_t count = 1;
     for (size_t d = 0; d < in->ndim; d++)
         if (n->dim == MHA_ALL_DIMS || d == n->dim) count *= in->shape[d];
@@ -289,7 +288,7 @@ static mha_status reduce_backward(mha_tensor *grads, const mha_node *n, const mh
     case MHA_MIN: {
         const mha_tensor *x = &n->saved[0], *y = &n->saved[1];
         mha_tensor yw = MHA_TENSOR_EMPTY, hit = MHA_TENSOR_EMPTY, hitf = MHA_TENSOR_EMPTY;
-        st = unreduce(&yw, y, in, n->dim, n->flag);
+        st = unreduce(&yw, y, in, n->dim);
         if (st == MHA_OK) st = mha_compare(&hit, MHA_EQ, x, &yw);
         if (st == MHA_OK && n->dim != MHA_ALL_DIMS) {
             /* along a dim: the first extreme only (torch's max(dim) gradient follows its index) */
@@ -358,7 +357,7 @@ static mha_status var_backward(mha_tensor *grads, const mha_node *n, const mha_t
     mha_tensor mean = MHA_TENSOR_EMPTY, dev = MHA_TENSOR_EMPTY, wide = MHA_TENSOR_EMPTY, t1 = MHA_TENSOR_EMPTY;
     mha_status st = mha_reduce(&mean, MHA_MEAN, x, n->dim, true);
     if (st == MHA_OK) st = mha_binary(&dev, MHA_SUB, x, &mean);
-    if (st == MHA_OK) st = unreduce(&wide, g, in, n->dim, n->flag);
+    if (st == MHA_OK) st = unreduce(&wide, g, in, n->dim);
     if (st == MHA_OK) st = mha_binary(&t1, MHA_MUL, &wide, &dev);
     if (st == MHA_OK) st = mha_binary_scalar(&grads[0], MHA_MUL, &t1, (float)(2.0 / ((double)count - (double)n->correction)), false);
     mha_release(&mean), mha_release(&dev), mha_release(&wide), mha_release(&t1);

@@ -18,14 +18,8 @@ typedef struct mat {
     ptrdiff_t rs, cs;
 } mat;
 
-/* The mask of one slice: float (added) or bool (true: -inf), read through strides; none: f = b = NULL. */
-typedef struct mask_view {
-    const float *f;
-    const bool *b;
-    ptrdiff_t rs, cs;
-} mask_view;
-
-static float mask_value(const mask_view *m, size_t i, size_t j) {
+/* The mask of one slice (core/sdpa.h's mha_mask_src): a float mask's value, a bool mask's -inf or 0. */
+static float mask_value(const mha_mask_src *m, size_t i, size_t j) {
     ptrdiff_t at = (ptrdiff_t)i * m->rs + (ptrdiff_t)j * m->cs;
     if (m->f) return m->f[at];
     if (m->b) return m->b[at] ? -INFINITY : 0.0f;
@@ -35,7 +29,7 @@ static float mask_value(const mask_view *m, size_t i, size_t j) {
 /* A position a bool mask or the causal rule masks: it passes no gradient (masked_fill's backward), so a fully
  * masked row gives dQ 0 there, not NaN, as torch 1.13 with masked_fill. A float mask's -inf is an addition,
  * whose backward passes the row's NaN on. */
-static bool hard_masked(const mask_view *m, bool causal, size_t i, size_t j) {
+static bool hard_masked(const mha_mask_src *m, bool causal, size_t i, size_t j) {
     if (causal && j > i) return true;
     return m->b && m->b[(ptrdiff_t)i * m->rs + (ptrdiff_t)j * m->cs];
 }
@@ -66,8 +60,8 @@ static mat slice(const mha_tensor *t, size_t nb, size_t n) {
     return m;
 }
 
-static mask_view mask_slice(const mha_tensor *mask, size_t nb, size_t n) {
-    mask_view m = {0};
+static mha_mask_src mask_slice(const mha_tensor *mask, size_t nb, size_t n) {
+    mha_mask_src m = {0};
     if (!mask) return m;
     ptrdiff_t off = batch_offset(mask, nb, n);
     if (mask->dtype == MHA_FLOAT32) m.f = mha_f32(mask) + off;
@@ -110,7 +104,7 @@ static mha_status slice_plain(const bwd_job *job, size_t n, float *dP, float *P)
         for (size_t i = 0; i < L; i++)
             for (size_t j = 0; j < S; j++) dP[i * S + j] += dw.p[(ptrdiff_t)i * dw.rs + (ptrdiff_t)j * dw.cs];
     }
-    mask_view m = mask_slice(job->mask, job->nb, n);
+    mha_mask_src m = mask_slice(job->mask, job->nb, n);
     for (size_t i = 0; i < L; i++) { /* dS = P∘(dP - rowsum(P∘dP)), times scale */
         double dot = 0.0;
         for (size_t j = 0; j < S; j++) dot += (double)P[i * S + j] * dP[i * S + j];
@@ -121,7 +115,7 @@ static mha_status slice_plain(const bwd_job *job, size_t n, float *dP, float *P)
 }
 
 /* s = q[i0:i0+bq]·k[j0:j0+bk]ᵀ·scale + mask, causal -inf where j > i; into tile (row stride ld). */
-static mha_status score_tile(const bwd_job *job, float *tile, size_t ld, mat q, mat k, const mask_view *m, size_t i0,
+static mha_status score_tile(const bwd_job *job, float *tile, size_t ld, mat q, mat k, const mha_mask_src *m, size_t i0,
                              size_t bq, size_t j0, size_t bk) {
     mha_status st = mha_sgemm(tile, ld, q.p + (ptrdiff_t)i0 * q.rs, q.rs, q.cs, k.p + (ptrdiff_t)j0 * k.rs, k.cs, k.rs,
                               bq, bk, job->D, false);
@@ -145,7 +139,7 @@ static mha_status score_tile(const bwd_job *job, float *tile, size_t ld, mat q, 
 static size_t key_tile(size_t S) { return S <= FULL_ROWS ? (S ? S : 1) : KEY_TILE; }
 
 /* Each row's log-sum-exp over all S keys, online over the key tiles (pass 1 when rows do not fit a tile). */
-static mha_status row_lse(const bwd_job *job, float *lse, float *tile, size_t tk, mat q, mat k, const mask_view *m,
+static mha_status row_lse(const bwd_job *job, float *lse, float *tile, size_t tk, mat q, mat k, const mha_mask_src *m,
                           size_t i0, size_t bq) {
     double run_max[TILE_Q], run_sum[TILE_Q];
     for (size_t i = 0; i < bq; i++) run_max[i] = -INFINITY, run_sum[i] = 0.0;
@@ -176,7 +170,7 @@ static mha_status slice_fused(const bwd_job *job, size_t n, float *scratch) {
     float *sP = scratch, *sdP = scratch + TILE_Q * tk, *lse = sdP + TILE_Q * tk, *delta = lse + TILE_Q;
     mat q = slice(job->q, job->nb, n), k = slice(job->k, job->nb, n), v = slice(job->v, job->nb, n);
     mat dO = slice(job->dout, job->nb, n), o = slice(job->out, job->nb, n);
-    mask_view m = mask_slice(job->mask, job->nb, n);
+    mha_mask_src m = mask_slice(job->mask, job->nb, n);
     mha_status st = MHA_OK;
     for (size_t i0 = 0; i0 < L && st == MHA_OK; i0 += TILE_Q) {
         size_t bq = L - i0 < TILE_Q ? L - i0 : TILE_Q;

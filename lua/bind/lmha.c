@@ -13,6 +13,7 @@
 #include "lauxmha.h"
 #include "lmha.h"
 #include "lsys.h"
+#include "npz.h"
 #include "lautograd.h"
 #include "autograd_ops.h"
 
@@ -157,7 +158,7 @@ static int l_xavier_normal_(lua_State *L) {
 /* mha.load(path): a .npy file as a tensor, or (by its zip magic) a .npz archive as name -> tensor. */
 static int l_load(lua_State *L) {
     const char *path = luaL_checkstring(L, 1);
-    if (lmha_npz_is_archive(path)) return lmha_npz_load(L, path);
+    if (mha_npz_sniff(path)) return lmha_npz_load(L, path);
     return lmha_result(L, mha_npy_load(lmha_newtensor(L), path));
 }
 

@@ -15,11 +15,10 @@ int lmha_open_multihead(lua_State *L);  /* registers the mha.MultiheadAttention 
 int lmha_multihead_new(lua_State *L);   /* mha.MultiheadAttention{...} (lua/bind/lmultihead.c) */
 int luaopen_mha_optim_kernels(lua_State *L); /* module "mha.optim_kernels": optimizer steps (lua/bind/loptim.c) */
 
-/* .npz checkpoints (lua/bind/lnpz.c), for mha.load and mha.save: a path ending in .npz; a file starting
- * like a zip; a table with a string key (which only a .npz holds); load pushes the table name -> tensor;
- * save writes the table at value with the options at opts. */
+/* .npz checkpoints (lua/bind/lnpz.c), for mha.load and mha.save: a path ending in .npz; a table with a
+ * string key (which only a .npz holds); load pushes the table name -> tensor; save writes the table at
+ * value with the options at opts. */
 int lmha_npz_path(const char *path);
-int lmha_npz_is_archive(const char *path);
 int lmha_npz_named_table(lua_State *L, int idx);
 int lmha_npz_load(lua_State *L, const char *path);
 int lmha_npz_save(lua_State *L, const char *path, int value, int opts);

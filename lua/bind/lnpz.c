@@ -33,10 +33,6 @@ int lmha_npz_path(const char *path) {
     return len >= 4 && (strcmp(path + len - 4, ".npz") == 0 || strcmp(path + len - 4, ".NPZ") == 0);
 }
 
-int lmha_npz_is_archive(const char *path) {
-    return mha_npz_sniff(path);
-}
-
 /* Pushes the archive at path as a table name -> tensor. */
 int lmha_npz_load(lua_State *L, const char *path) {
     mha_npz *archive = new_scratch(L);

@@ -404,7 +404,8 @@ entry("mha.MultiheadAttention", "module",
     .. "by W^O. kdim/vdim give keys and values other sizes (cross-attention). Parameters use "
     .. "PyTorch's state_dict names with '.' written '_' (in_proj_weight, in_proj_bias, q_proj_weight, "
     .. "k_proj_weight, v_proj_weight, out_proj_weight, out_proj_bias, bias_k, bias_v): m.in_proj_weight "
-    .. "reads one (sharing storage) and m.in_proj_weight = t replaces it. Initialised as PyTorch does, "
+    .. "is the parameter itself (a leaf that requires grad: backward fills m.in_proj_weight:grad()) and "
+    .. "m.in_proj_weight = t replaces it by a copy of t. Initialised as PyTorch does, "
     .. "from the seeded generator. Call it with m:forward(q, k, v, opts) or m(q, k, v, opts).",
     "head_h = softmax(Q_h·K_hᵀ/√d_k)·V_h,  MHA(Q, K, V) = concat(head_1, ..., head_H)·W^Oᵀ + b^O",
     "mha.seed(0)\nm = mha.MultiheadAttention{embed_dim = 4, num_heads = 2}\nprint(m, m.in_proj_weight:shape())",

@@ -183,10 +183,11 @@ function Module:extend(name)
                                     __name = "mha.nn." .. name})  -- help(mha.nn.Linear) finds its entry
     class.__name = name
     class.super = self
+    local parent_mt = rawget(self, "__instance_mt")
     class.__instance_mt = {
         __module_class = class,
         __name = "mha.nn." .. name,
-        __index = instance_index,
+        __index = parent_mt and parent_mt.__index or instance_index, -- a container's subclass indexes as it does
         __newindex = instance_newindex,
         __call = function(m, ...) return m:forward(...) end,
         __tostring = function(m) return m:repr() end,

@@ -446,4 +446,19 @@ T.test("MultiheadAttention: the issue's example; parameters are the leaves; grap
     T.eq("memory after forward, backward and collection is as before", mha.memory(), live)
 end)
 
+T.test("a chain of 100000 ops: backward and freeing need no deep C stack", function()
+    collectgarbage("collect")
+    local live = mha.memory()
+    local x = mha.tensor{1}:requires_grad(true)
+    local y = x
+    for _ = 1, 100000 do y = y * 1.5 - 0.5 * y end -- y' = y each step: the gradient stays 1
+    y:backward()
+    T.close("d y / d x through 200000 nodes", x:grad(), {1}, 1e-4)
+    local z = x
+    for _ = 1, 100000 do z = z + 1 end
+    y, z, x = nil, nil, nil
+    collectgarbage("collect")
+    T.eq("both graphs freed (one after backward, one never used)", mha.memory(), live)
+end)
+
 T.done()
