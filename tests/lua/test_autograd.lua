@@ -120,6 +120,7 @@ local MHA = {
     bias_kv_causal = {mod = {add_bias_kv = true}, self = true, fwd = {is_causal = true}},
     unbatched_cross_kpm = {kpm = true},
     kpm_fully_masked = {kpm = true, fwd = {need_weights = false}},
+    unbatched_attn_float3d = {am = true, fwd = {average_attn_weights = false}},
 }
 
 -- The module of a case (made once, its parameters from the fixture; m when given), forward on the inputs x.
