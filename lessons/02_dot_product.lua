@@ -24,7 +24,7 @@ scores at once are the matrix-vector product K·q.]],
 q 与 k_j 方向一致时分数大，正交时为零，相反时为负。三个分数一起就是矩阵乘向量 K·q。]],
         },
         code = [[
-tokens = {"I", "love", "tea"}
+tokens = tr{en = {"I", "love", "tea"}, zh = {"我", "爱", "茶"}}
 K = mha.tensor{{1.0, 0.0, 1.0, 0.0},
                {0.0, 1.0, 0.0, 1.0},
                {1.0, 1.0, 0.0, 0.0}}
@@ -99,9 +99,9 @@ product and all the outputs another:
     W = softmax(S) along dim 2, the keys: each ROW sums to 1
     out = W·V           (L×d_v)
 
-The first row of Q is our q, so the first row of every result is what we computed by hand.
-Seed 001 writes this as Σ_i exp(q·k_i)/Σ_j exp(q·k_j)·v_i, exactly this unscaled form; the Transformer
-also divides the scores by √d_k (lesson 4).]],
+The first row of Q is our q, so the first row of every result is what we computed by hand. The
+tutorial “BERT模型中的多头注意力机制解读” writes Σ_i exp(q·k_i)/Σ_j exp(q·k_j)·v_i, exactly this
+unscaled form; the Transformer also divides the scores by √d_k (lesson 4).]],
             zh = [[
 每个词元一个查询，把查询叠成 Q 的各行（L×d）。于是所有分数是一次矩阵乘法，所有输出是另一次：
 
@@ -109,12 +109,11 @@ also divides the scores by √d_k (lesson 4).]],
     W = 沿第 2 维（键）做 softmax：每一*行*的和为 1
     out = W·V           （L×d_v）
 
-Q 的第一行就是刚才的 q，所以每个结果的第一行都与手算的一致。种子文档 001 写的
+Q 的第一行就是刚才的 q，所以每个结果的第一行都与手算的一致。教程《BERT模型中的多头注意力机制解读》写的
 Σ_i exp(q·k_i)/Σ_j exp(q·k_j)·v_i 正是这种未缩放的形式；Transformer 还会把分数除以 √d_k（第 4 课）。]],
         },
         code = [[
-Q = mha.tensor{{1.0, 0.0, 2.0, 0.0},
-               {0.0, 1.0, 0.0, 1.0},
+Q = mha.tensor{{1.0, 0.0, 2.0, 0.0}, {0.0, 1.0, 0.0, 1.0},
                {1.0, 1.0, 1.0, 1.0}}
 S = Q:matmul(K:transpose(1, 2))
 show(S, {rows = tokens, cols = tokens, title = "S = Q·Kᵀ"})

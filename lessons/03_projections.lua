@@ -27,15 +27,12 @@ X 是 L×E；W^Q 和 W^K 是 E×d_k，W^V 是 E×d_v。Q 的每一行是一个�
 投影从不混合词元（只有注意力会混合）。]],
         },
         code = [[
-tokens = {"the", "cat", "sat"}
+tokens = tr{en = {"the", "cat", "sat"}, zh = {"小", "猫", "坐"}}
 X = mha.randn{3, 4}
 W_Q = mha.randn{4, 2} * 0.5
 W_K = mha.randn{4, 2} * 0.5
 W_V = mha.randn{4, 3} * 0.5
-show(X, {rows = tokens, title = "X (L=3, E=4)"})
-Q = X:matmul(W_Q)
-K = X:matmul(W_K)
-V = X:matmul(W_V)
+Q, K, V = X:matmul(W_Q), X:matmul(W_K), X:matmul(W_V)
 show(Q, {rows = tokens, title = "Q = X·W^Q (3×2)"})
 show(K, {rows = tokens, title = "K = X·W^K (3×2)"})
 show(V, {rows = tokens, title = "V = X·W^V (3×3)"})]],
@@ -60,8 +57,7 @@ weights = mha.softmax(Q:matmul(K:transpose(1, 2)) / math.sqrt(2), 2)
 show(weights, {rows = tokens, cols = tokens,
     title = "softmax(Q·Kᵀ/√2) (3×3)"})
 show(weights:matmul(V), {rows = tokens,
-    title = tr{en = "weights·V (3×3: d_v columns)",
-               zh = "weights·V（3×3：d_v 列）"}})
+    title = tr{en = "weights·V (3×3: d_v columns)", zh = "weights·V（3×3：d_v 列）"}})
 print(select(2, pcall(function() return Q:matmul(V:transpose(1, 2)) end)))]],
     },
 
@@ -70,12 +66,12 @@ print(select(2, pcall(function() return Q:matmul(V:transpose(1, 2)) end)))]],
         text = {
             en = [[
 Papers write Q = X·W with W of shape (in, out). PyTorch's nn.Linear stores the weight as (out, in) and
-computes y = x·Wᵀ + b; mha.linear does the same. Seed 002 (after d2l.ai) writes the column form
+computes y = x·Wᵀ + b; mha.linear does the same. The notes “多头注意力” (after d2l.ai) write the column form
 W_i^(q)·q with W of shape p_q×d_q. All three are one computation: the stored matrices are transposes
 of each other. When you read a weight from a trained model, check which layout it is in.]],
             zh = [[
 论文写 Q = X·W，W 的形状是 (输入, 输出)。PyTorch 的 nn.Linear 把权重存成 (输出, 输入)，计算
-y = x·Wᵀ + b；mha.linear 与之相同。种子文档 002（源自 d2l.ai）写成列向量形式 W_i^(q)·q，W 的形状为
+y = x·Wᵀ + b；mha.linear 与之相同。学习笔记《多头注意力》（源自 d2l.ai）写成列向量形式 W_i^(q)·q，W 的形状为
 p_q×d_q。三者是同一个计算：存储的矩阵互为转置。从训练好的模型读取权重时，要先确认它是哪种存储方式。]],
         },
         code = [[
@@ -96,17 +92,16 @@ attends to "cat" exactly as "cat" attends to "the", though a relation like subje
 diagonal x·x = |x|² is always positive and often the largest of its row, so a token tends to look at itself. With W^Q ≠ W^K the
 scores X·W^Q·(X·W^K)ᵀ need not be symmetric, and the learned matrices choose what "matching" means.]],
             zh = [[
-没有投影时 Q = K = X，会出两个问题。分数矩阵 X·Xᵀ 是*对称的*："the" 关注 "cat" 的程度与 "cat" 关注
-"the" 的完全相同，而主谓这类关系并不对称。并且对角线 x·x = |x|² 总是正的，常常是所在行中最大的，所以词元往往偏向看自己。
+没有投影时 Q = K = X，会出两个问题。分数矩阵 X·Xᵀ 是*对称的*：“小”关注“猫”的程度与“猫”关注
+“小”的完全相同，而主谓这类关系并不对称。并且对角线 x·x = |x|² 总是正的，常常是所在行中最大的，所以词元往往偏向看自己。
 当 W^Q ≠ W^K 时，分数 X·W^Q·(X·W^K)ᵀ 不必对称，由学到的矩阵决定什么叫“匹配”。]],
         },
         code = [[
 raw = X:matmul(X:transpose(1, 2))
 show(raw, {rows = tokens, cols = tokens,
-    title = tr{en = "X·Xᵀ: symmetric, large diagonal",
-               zh = "X·Xᵀ：对称，对角线大"}})
-show(raw - raw:transpose(1, 2), {rows = tokens, cols = tokens,
-    title = "X·Xᵀ - (X·Xᵀ)ᵀ = 0"})
+    title = tr{en = "X·Xᵀ: symmetric, large diagonal", zh = "X·Xᵀ：对称，对角线大"}})
+print(tr{en = "X·Xᵀ equals its transpose:", zh = "X·Xᵀ 等于它的转置："},
+    (raw - raw:transpose(1, 2)):abs():max():item() == 0)
 projected = Q:matmul(K:transpose(1, 2))
 show(projected, {rows = tokens, cols = tokens,
     title = tr{en = "Q·Kᵀ with projections", zh = "带投影的 Q·Kᵀ"}})

@@ -62,81 +62,75 @@ plot.line{
         text = {
             en = [[
 With d_k = 256 the raw scores have standard deviation √256 = 16. Softmax of numbers that far apart is
-almost one-hot: one weight near 1, the rest near 0. The layer then copies one value instead of mixing,
-and it stops learning, because the gradient of softmax is
+almost one-hot: one weight near 1, the rest near 0. The layer copies one value instead of mixing, and
+stops learning, because the gradient of softmax is
 
     ∂w_i/∂s_j = w_i·(δ_ij − w_j)
 
-which is near 0 when every w is near 0 or 1. That is the reason for 1/√d_k: keep the scores at variance 1
-so softmax does not *saturate* and its gradients do not *vanish*.]],
+near 0 when every w is near 0 or 1. That is the reason for 1/√d_k: scores at variance 1 do not
+*saturate* softmax, and its gradients do not *vanish*.]],
             zh = [[
 d_k = 256 时原始分数的标准差是 √256 = 16。对相差如此之大的数做 softmax，结果几乎是 one-hot：一个权重接近 1，
 其余接近 0。这一层于是只复制一个值而不再混合，并且学不动了，因为 softmax 的梯度是
 
     ∂w_i/∂s_j = w_i·(δ_ij − w_j)
 
-当每个 w 都接近 0 或 1 时，它接近 0。这就是除以 √d_k 的原因：让分数的方差保持为 1，softmax 就不会*饱和*，
-梯度也不会*消失*。]],
+当每个 w 都接近 0 或 1 时，它接近 0（最后打印的是最大的 w_i·(1 − w_i)）。这就是除以 √d_k 的原因：
+方差为 1 的分数不会让 softmax *饱和*，梯度也不会*消失*。]],
         },
         code = [[
 tokens = {"k1", "k2", "k3", "k4", "k5", "k6"}
-q = mha.randn{1, 256}
-K = mha.randn{6, 256}
+q, K = mha.randn{1, 256}, mha.randn{6, 256}
 scores = q:matmul(K:transpose(1, 2))
--- three decimals: the fourth can differ between CPUs' kernels
 show(scores, {cols = tokens, precision = 3,
-    title = tr{en = "raw scores q·kᵀ (d_k = 256)",
-               zh = "原始分数 q·kᵀ（d_k = 256）"}})
+    title = tr{en = "raw scores q·kᵀ (d_k = 256)", zh = "原始分数 q·kᵀ（d_k = 256）"}})
 unscaled = mha.softmax(scores, 2)
 scaled = mha.softmax(scores / math.sqrt(256), 2)
 show(unscaled, {cols = tokens, precision = 3,
-    title = tr{en = "softmax(q·kᵀ): nearly one-hot",
-               zh = "softmax(q·kᵀ)：几乎是 one-hot"}})
-show(scaled, {cols = tokens,
-    title = tr{en = "softmax(q·kᵀ/√d_k): a real mix",
-               zh = "softmax(q·kᵀ/√d_k)：真正的混合"}})
--- the largest entry of the softmax Jacobian's diagonal, w_i·(1 - w_i)
+    title = tr{en = "softmax(q·kᵀ): nearly one-hot", zh = "softmax(q·kᵀ)：几乎是 one-hot"}})
+show(scaled, {cols = tokens, title = tr{en = "softmax(q·kᵀ/√d_k): a real mix", zh = "softmax(q·kᵀ/√d_k)：真正的混合"}})
 gradient = function(w) return (w * (1 - w)):max():item() end
 print(string.format(tr{en = "max w(1-w): unscaled %.2e   scaled %.4f",
-    zh = "最大 w(1-w)：未缩放 %.2e   缩放后 %.4f"},
+                       zh = "最大 w(1-w)：未缩放 %.2e   缩放后 %.4f"},
     gradient(unscaled), gradient(scaled)))]],
     },
 
     step{
-        title = {en = "What the seeds say about it", zh = "种子文档怎么说"},
+        title = {en = "What the tutorials say about it", zh = "教程怎么说"},
         text = {
             en = [[
-Seed 000 says the scaling keeps large dot products from making softmax's gradient small: right. Seed 001
-says it prevents softmax's output "approaching 0", and seed 004 says it prevents *gradient explosion*.
-Both miss the point shown above: without the scaling the outputs go to 0 *and 1*, and the gradients
-become tiny, they vanish, they do not explode. Scaling also does not "prevent large values" in general:
-it divides by exactly the factor that brings var(q·k) back to 1.]],
+“Transformer大模型实战 多头注意力层” says the scaling keeps large dot products from making softmax's
+gradient small: right. “BERT模型中的多头注意力机制解读” says it prevents softmax's output "approaching
+0", and “多头自注意力模块” says it prevents *gradient explosion*. Both miss the point shown above:
+without the scaling the outputs go to 0 *and 1*, and the gradients become tiny, they vanish, they do
+not explode. Scaling also does not "prevent large values" in general: it divides by exactly the factor
+that brings var(q·k) back to 1.]],
             zh = [[
-种子文档 000 说缩放是为了防止点积过大使 softmax 的梯度变小：这是对的。文档 001 说它防止 softmax 输出
-“趋近于 0”，文档 004 说它避免*梯度爆炸*。两者都没说到要点：如上所示，不缩放时输出趋向 0 *和 1*，
-梯度变得极小——是梯度消失，而不是爆炸。缩放也不是笼统地“防止数值过大”：它恰好除以使 var(q·k) 回到 1
-的那个因子。]],
+《Transformer大模型实战 多头注意力层》说缩放是为了防止点积过大使 softmax 的梯度变小：这是对的。
+《BERT模型中的多头注意力机制解读》说它防止 softmax 输出“趋近于 0”，《多头自注意力模块》说它避免
+*梯度爆炸*。两者都没说到要点：如上所示，不缩放时输出趋向 0 *和 1*，梯度变得极小——是梯度消失，而不是爆炸。
+缩放也不是笼统地“防止数值过大”：它恰好除以使 var(q·k) 回到 1 的那个因子。]],
         },
         code = [[
+rows = {}
 for _, d_k in ipairs({4, 64, 1024}) do
-    -- scores with variance d_k, as unscaled q·k has
-    local s = mha.randn{1, 8} * math.sqrt(d_k)
-    local w = mha.softmax(s, 2)
-    print(string.format(tr{
-        en = "d_k = %4d  largest weight unscaled %.4f  scaled %.4f",
-        zh = "d_k = %4d  最大权重：未缩放 %.4f  缩放后 %.4f"}, d_k,
-        w:max():item(), mha.softmax(s / math.sqrt(d_k), 2):max():item()))
-end]],
+    local s = mha.randn{1, 8} * math.sqrt(d_k)   -- var(s) = d_k, as for q·k
+    local unscaled = mha.softmax(s, 2):max():item()
+    local scaled = mha.softmax(s / math.sqrt(d_k), 2):max():item()
+    rows[#rows + 1] = {d_k, unscaled, scaled}
+end
+LESSON.table(rows, tr{en = {"d_k", "largest weight, unscaled", "scaled"},
+                      zh = {"d_k", "最大权重（未缩放）", "缩放后"}})]],
     },
 
     exercise{
         title = {en = "The scale of BERT-base", zh = "BERT-base 的缩放因子"},
         prompt = {
             en = [[
-BERT-base (seed 001) has d_model = 768 and h = 12 heads. By what number are its attention scores
+BERT-base has d_model = 768 and h = 12 heads. By what number are its attention scores
 multiplied before the softmax? answer(number)]],
             zh = [[
-BERT-base（种子文档 001）的 d_model = 768，头数 h = 12。它的注意力分数在 softmax 之前乘以多少？
+BERT-base 的 d_model = 768，头数 h = 12。它的注意力分数在 softmax 之前乘以多少？
 answer(数值)]],
         },
         solution = [[1 / math.sqrt(768 / 12)]],

@@ -100,12 +100,14 @@ softmax(q·k/√d_k) 就是温度 T = √d_k 的 softmax。第 4 课测量了为
         },
         code = [[
 entropy = function(w) return -(w * w:log()):sum():item() end
-for _, T in ipairs(temps) do
-    print(string.format(tr{
-        en = "T = %-5g entropy of softmax(scores/T) = %.4f (uniform: %.4f)",
-        zh = "T = %-5g softmax(scores/T) 的熵 = %.4f（均匀：%.4f）"},
-        T, entropy(mha.softmax(scores / T, 1)), math.log(4)))
-end]],
+rows = {}
+for i, T in ipairs(temps) do
+    rows[i] = {T, entropy(mha.softmax(scores / T, 1))}
+end
+print(string.format(tr{en = "uniform over 4: log 4 = %.4f", zh = "4 个均匀分布：log 4 = %.4f"},
+    math.log(4)))
+LESSON.table(rows, tr{en = {"T", "entropy of softmax(scores/T)"},
+                      zh = {"T", "softmax(scores/T) 的熵"}})]],
     },
 
     exercise{

@@ -20,19 +20,12 @@ its own position in memory. Element [i,j] lives at offset + (i−1)·6 + (j−1)
 的位置。元素 [i,j] 位于 offset + (i−1)·6 + (j−1)·1。]],
         },
         code = [[
-tokens = {"the", "cat", "sat"}
+tokens = tr{en = {"the", "cat", "sat"}, zh = {"小", "猫", "坐"}}
 L, E, H = 3, 6, 2
 D = E // H
 Q = mha.arange(0, 18):view(L, E)
-describe = function(name, t)
-    print(name)
-    print(string.format(
-        "    shape (%s)  strides (%s)  offset %d  contiguous %s",
-        table.concat(t:shape(), ","), table.concat(t:strides(), ","),
-        t:offset(), tostring(t:is_contiguous())))
-end
 show(Q, {rows = tokens, title = "Q (L=3, E=6)"})
-describe("Q", Q)]],
+LESSON.describe("Q", Q)   -- shape, strides, offset, contiguity]],
     },
 
     step{
@@ -40,17 +33,18 @@ describe("Q", Q)]],
         text = {
             en = [[
 With H = 2 heads of D = E/H = 3 features, head h owns columns (h−1)·D+1 … h·D of every row. view(L, H, D)
-reads the same memory as 3×2×3: nothing is copied, only the shape and strides change. Seed 003's
-"head size = sequence length / k" is wrong: the head size is D = d_model/h, it splits the features
+reads the same memory as 3×2×3: nothing is copied, only the shape and strides change. The tutorial
+“Transformer大模型实战：多头注意力层解析” says a head's size is "1/k of the sequence length": wrong; the head size is D = d_model/h, it splits the features
 of each token, never the tokens.]],
             zh = [[
 H = 2 个头，每头 D = E/H = 3 个特征，第 h 个头占每一行的第 (h−1)·D+1 … h·D 列。view(L, H, D) 把同一块内存
-读成 3×2×3：什么也没复制，只改变了形状和步长。种子文档 003 说“头的大小是序列长度的 1/k”是错的：头的大小是
+读成 3×2×3：什么也没复制，只改变了形状和步长。教程《Transformer大模型实战：多头注意力层解析》说
+“头的大小是序列长度的 1/k”，这是错的：头的大小是
 D = d_model/h，它切分的是每个词元的特征，而不是词元。]],
         },
         code = [[
 split = Q:view(L, H, D)
-describe("Q:view(3, 2, 3)", split)
+LESSON.describe("Q:view(3, 2, 3)", split)
 print(tr{en = "shares storage with Q:", zh = "与 Q 共享存储："},
     split:shares_storage(Q))
 show(split, {dims = tr{en = {"token", "head", "feature"},
@@ -73,14 +67,14 @@ in C order in memory). Head 2 alone is a view that starts at offset 3.]],
         },
         code = [[
 heads = split:transpose(1, 2)
-describe("split:transpose(1, 2)", heads)
+LESSON.describe("split:transpose(1, 2)", heads)
 show(heads, {rows = tokens,
     dims = tr{en = {"head", "token", "feature"},
               zh = {"头", "词元", "特征"}},
     title = "heads (H, L, D)"})
 head2 = heads:select(1, 2)
-describe("heads:select(1, 2)", head2)
-describe(tr{en = "Q:narrow(2, 4, 3) (the same)",
+LESSON.describe("heads:select(1, 2)", head2)
+LESSON.describe(tr{en = "Q:narrow(2, 4, 3) (the same)",
              zh = "Q:narrow(2, 4, 3)（相同）"}, Q:narrow(2, 4, 3))]],
     },
 
@@ -103,16 +97,15 @@ view works. reshape does both for you.]],
 -- a stand-in for the heads' outputs, (H, L, D), contiguous
 head_outputs = heads * 10
 back = head_outputs:transpose(1, 2)
-describe("head_outputs:transpose(1, 2)", back)
+LESSON.describe("head_outputs:transpose(1, 2)", back)
 ok, err = pcall(function() return back:view(L, E) end)
-say{en = "view without contiguous: " .. err,
-    zh = "不先 contiguous 就 view：" .. err}
+say(tr{en = "view without contiguous: ", zh = "不先 contiguous 就 view："} .. err)
 packed = back:contiguous()
-describe("…:contiguous()", packed)
+LESSON.describe("…:contiguous()", packed)
 concat = packed:view(L, E)
 show(concat, {rows = tokens,
     title = tr{en = "concat (L, E): head 1 | head 2 per row",
-               zh = "concat (L, E)：每行是 头 1 | 头 2"}})]],
+               zh = "concat (L, E)：每行是头 1 | 头 2"}})]],
     },
 
     step{
@@ -121,19 +114,19 @@ show(concat, {rows = tokens,
             en = [[
 Skipping the transpose "works" without any error: head_outputs:contiguous():view(L, E) has the right
 shape, but it reads memory in head order, so a row holds pieces of different tokens: row 1 is head 1's
-"the" and "cat", row 2 head 1's "sat" and head 2's "the", row 3 head 2's "cat" and "sat". Seed 004 makes a related mistake in words: it is the heads' *outputs* (L×D each) that are
+"the" and "cat", row 2 head 1's "sat" and head 2's "the", row 3 head 2's "cat" and "sat". “多头自注意力模块” makes a related mistake in
+words: it is the heads' *outputs* (L×D each) that are
 concatenated, not their attention matrices (L×L each).]],
             zh = [[
 跳过 transpose 也“能运行”，不报任何错：head_outputs:contiguous():view(L, E) 形状正确，但它按头的顺序读内存，
-所以一行装的是不同词元的片段：第 1 行是头 1 的 "the" 和 "cat"，第 2 行是头 1 的 "sat" 和头 2 的 "the"，
-第 3 行是头 2 的 "cat" 和 "sat"。种子文档 004 在文字上犯了类似的错误：拼接的是各头的*输出*
+所以一行装的是不同词元的片段：第 1 行是头 1 的“小”和“猫”，第 2 行是头 1 的“坐”和头 2 的“小”，
+第 3 行是头 2 的“猫”和“坐”。教程《多头自注意力模块》在文字上犯了类似的错误：拼接的是各头的*输出*
 （每个 L×D），而不是它们的注意力矩阵（每个 L×L）。]],
         },
         code = [[
 wrong = head_outputs:contiguous():view(L, E)
 show(wrong, {rows = tokens,
-    title = tr{en = "view without the transpose: rows mix tokens",
-               zh = "不转置就 view：行混合了不同词元"}})
+    title = tr{en = "view without the transpose: rows mix tokens", zh = "不转置就 view：行混合了不同词元"}})
 show(concat - wrong, {rows = tokens, title = "concat - wrong"})]],
     },
 

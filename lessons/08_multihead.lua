@@ -26,14 +26,13 @@ mha.MultiheadAttention 保留了 PyTorch 的参数：in_proj_weight（3E×E）�
 偏置。这里 E = 4，h = 2，所以 d_k = E/h = 2。我们给偏置赋随机值，让它们的作用看得见。]],
         },
         code = [[
-tokens = {"we", "like", "green", "tea"}
+tokens = tr{en = {"we", "like", "green", "tea"}, zh = {"我们", "喜欢", "绿", "茶"}}
 E, H = 4, 2
 D = E // H
 layer = mha.MultiheadAttention{embed_dim = E, num_heads = H}
 layer.in_proj_bias = mha.randn{3 * E} * 0.1
 layer.out_proj_bias = mha.randn{E} * 0.1
 X = mha.randn{4, E}
-show(X, {rows = tokens, title = "X (L=4, E=4)"})
 show(layer.in_proj_weight,
     {title = "in_proj_weight (3E×E) = [W_q; W_k; W_v]"})]],
     },
@@ -73,9 +72,6 @@ split_heads = function(t) return t:view(4, H, D):transpose(1, 2) end
 Qh, Kh, Vh = split_heads(Q), split_heads(K), split_heads(V)
 scores = Qh:matmul(Kh:transpose(2, 3)) / math.sqrt(D)
 weights = mha.softmax(scores, 3)
-show(weights, {rows = tokens, cols = tokens,
-    dims = tr{en = {"head", "query", "key"}, zh = {"头", "查询", "键"}},
-    title = tr{en = "weights per head", zh = "每个头的权重"}})
 plot.heads(weights, {tokens = tokens,
     title = tr{en = "each head's attention", zh = "每个头的注意力"}})]],
     },
@@ -119,28 +115,41 @@ print(tr{en = "max |weights - layer's weights| < 1e-6:",
          zh = "max |权重 - 层的权重| < 1e-6："},
     (weights - layer_weights):abs():max():item() < 1e-6)
 trace = layer:trace(X, X, X)
-say{en = "trace: " .. table.concat(trace, " "),
-    zh = "trace 中的名字：" .. table.concat(trace, " ")}]],
+say(tr{en = "trace: ", zh = "trace 中的名字："} .. table.concat(trace, " "))]],
     },
 
     exercise{
-        title = {en = "The scaled scores", zh = "缩放后的分数"},
+        title = {en = "A fifth token's query", zh = "第五个词元的查询"},
         prompt = {
             en = [[
-Compute the scaled scores of both heads, (H, L, L) = (2, 4, 4), from Qh and Kh, and answer with them.]],
+A fifth token x5 (1×E, set above) arrives and asks its query. Compute its attention weights over the
+four keys in head 1 (1×4): project x5 with W_q and b_q, keep head 1's D columns, score against head 1's
+keys Kh[1], scale, softmax. (t:narrow(2, 1, D) keeps columns 1..D; Kh:select(1, 1) is head 1's keys.)]],
             zh = [[
-用 Qh 和 Kh 算出两个头缩放后的分数，形状 (H, L, L) = (2, 4, 4)，并作答。]],
+第五个词元 x5（1×E，已在上面设好）到来，提出它的查询。计算它在头 1 中对四个键的注意力权重（1×4）：
+用 W_q 和 b_q 投影 x5，保留头 1 的 D 列，与头 1 的键 Kh[1] 算分数，缩放，softmax。
+（t:narrow(2, 1, D) 保留第 1..D 列；Kh:select(1, 1) 是头 1 的键。）]],
         },
-        solution = [[Qh:matmul(Kh:transpose(2, 3)) / math.sqrt(D)]],
+        setup = [[x5 = mha.randn{1, E}]],
+        solution = [[mha.softmax(mha.linear(x5, W_q, b_q):narrow(2, 1, D)
+    :matmul(Kh:select(1, 1):transpose(1, 2)) / math.sqrt(D), 2)]],
         mistakes = {
-            mistake{wrong = [[Qh:matmul(Kh:transpose(2, 3)) / math.sqrt(E)]],
+            mistake{wrong = [[mha.softmax(mha.linear(x5, W_q, b_q):narrow(2, 1, D)
+    :matmul(Kh:select(1, 1):transpose(1, 2)) / math.sqrt(E), 2)]],
                 hint = {en = "you scaled by √d_model = √4; each head's dot products have d_k = D = 2 terms: divide by √2",
                         zh = "你除以的是 √d_model = √4；每个头的点积只有 d_k = D = 2 项：应除以 √2"}},
-            mistake{wrong = [[Qh:matmul(Kh:transpose(2, 3))]],
-                hint = {en = "these are the raw scores; divide by √d_k", zh = "这是原始分数；还要除以 √d_k"}},
-            mistake{wrong = [[weights]],
-                hint = {en = "these are the weights, after the softmax; answer with the scaled scores before it",
-                        zh = "这是 softmax 之后的权重；要回答的是它之前的缩放分数"}},
+            mistake{wrong = [[mha.softmax(mha.linear(x5, W_q, b_q):narrow(2, 1, D)
+    :matmul(Kh:select(1, 1):transpose(1, 2)), 2)]],
+                hint = {en = "these are the weights of the raw scores; divide the scores by √d_k first",
+                        zh = "这是未缩放分数的权重；先把分数除以 √d_k"}},
+            mistake{wrong = [[mha.softmax(mha.linear(x5, W_q):narrow(2, 1, D)
+    :matmul(Kh:select(1, 1):transpose(1, 2)) / math.sqrt(D), 2)]],
+                hint = {en = "the query projection has a bias too: mha.linear(x5, W_q, b_q)",
+                        zh = "查询的投影也有偏置：mha.linear(x5, W_q, b_q)"}},
+            mistake{wrong = [[mha.softmax(mha.linear(x5, W_q, b_q):narrow(2, D + 1, D)
+    :matmul(Kh:select(1, 2):transpose(1, 2)) / math.sqrt(D), 2)]],
+                hint = {en = "that is head 2; head 1 is columns 1..D and Kh:select(1, 1)",
+                        zh = "那是头 2；头 1 是第 1..D 列和 Kh:select(1, 1)"}},
         },
     },
 }

@@ -1,5 +1,5 @@
 -- lessons/09_cost.lua - what multi-head attention costs: count the multiply-adds of one head against h
--- heads (seed 002's claim), where the L² term comes from, memory of the weights, and live timings.
+-- heads (the claim of the notes “多头注意力”), where the L² term comes from, memory of the weights, and live timings.
 return lesson{
     name = "cost", seed = 9,
     title = {en = "What attention costs", zh = "注意力的计算代价"},
@@ -10,7 +10,7 @@ return lesson{
         title = {en = "Count the multiply-adds", zh = "数一数乘加次数"},
         text = {
             en = [[
-One self-attention layer on L tokens of width E with h heads of D = E/h features does:
+Self-attention on L tokens of width E, with h heads of D = E/h features, does:
 
     projections     Q, K, V: 3 × (L×E)·(E×E)    3·L·E²
     scores          per head (L×D)·(D×L)        h·L²·D = L²·E
@@ -37,64 +37,46 @@ macs = function(L, E, h)
             weighted_sum = h * L * L * D, output = L * E * E,
             softmax_exps = h * L * L}
 end
--- prints one table row, each cell right-aligned in its column
-widths = {4, 2, 11, 10, 12, 10, 11, 8}
-row = function(cells)
-    local width, out = require("mha.text").width, {}
-    for i, c in ipairs(cells) do
-        c = tostring(c)
-        out[i] = string.rep(" ", widths[i] - width(c)) .. c
-    end
-    print(table.concat(out, " "))
-end
-row(tr{en = {"L", "h", "projections", "scores", "weighted sum", "output",
-             "total", "exps"},
-       zh = {"L", "h", "投影", "分数", "加权和", "输出", "合计",
-             "exp 次数"}})
+rows = {}
 for _, L in ipairs({10, 128, 1024}) do
     for _, h in ipairs({1, 8}) do
         local c = macs(L, 512, h)
-        row({L, h, c.projections, c.scores, c.weighted_sum, c.output,
-             c.projections + c.scores + c.weighted_sum + c.output,
-             c.softmax_exps})
+        local total = c.projections + c.scores + c.weighted_sum + c.output
+        rows[#rows + 1] = {L, h, c.projections, c.scores, c.weighted_sum,
+                           c.output, total, c.softmax_exps}
     end
-end]],
+end
+LESSON.table(rows, tr{en = {"L", "h", "projections", "scores", "weighted sum",
+                            "output", "total", "exps"},
+                      zh = {"L", "h", "投影", "分数", "加权和", "输出",
+                            "合计", "exp 次数"}})]],
     },
 
     step{
-        title = {en = "Seed 002's miscount", zh = "种子文档 002 的错误计数"},
+        title = {en = "A miscount in the notes", zh = "笔记里的错误计数"},
         text = {
             en = [[
-Seed 002 says one head computes "one 512×512 matrix operation" and 8 heads "eight 64×64 ones", and
-concludes they cost about the same. Its conclusion is right (the table above shows exactly equal
-multiply-adds) but its count is not: 8·64·64 = 32768 is one eighth of 512·512 = 262144, so taken
+The notes “多头注意力” say one head computes "one 512×512 matrix operation" and 8 heads "eight 64×64 ones", and
+conclude they cost about the same. The conclusion is right (the table above shows exactly equal
+multiply-adds) but the count is not: 8·64·64 = 32768 is one eighth of 512·512 = 262144, so taken
 literally the multi-head version would be 8 times cheaper. What is actually multiplied: the
 projections are full (L×512)·(512×512) products in both cases (each head's 64 columns read all 512
 input features), and each head's scores are (L×64)·(64×L), whose 8 copies add up to the single head's
 (L×512)·(512×L). A head that only saw 64 of the 512 input features (a block-diagonal W^Q) would indeed
 cost 1/8, and would be a weaker, different model.]],
             zh = [[
-种子文档 002 说单头算“1 次 512×512 的矩阵运算”，8 头算“8 次 64×64 的矩阵运算”，并据此断言二者计算量持平。
+学习笔记《多头注意力》说单头算“1 次 512×512 的矩阵运算”，8 头算“8 次 64×64 的矩阵运算”，并据此断言二者计算量持平。
 结论是对的（上表的乘加次数完全相等），计数却不对：8·64·64 = 32768 只有 512·512 = 262144 的八分之一，
 照字面理解多头反而便宜 8 倍。实际相乘的是：两种情况下投影都是完整的 (L×512)·(512×512) 乘法（每个头的
 64 列读取全部 512 个输入特征）；每个头的分数是 (L×64)·(64×L)，8 份加起来正好等于单头的 (L×512)·(512×L)。
 只看 512 个输入特征中 64 个的头（分块对角的 W^Q）确实只要 1/8 的计算，但那是一个更弱的、不同的模型。]],
         },
         code = [[
-print(string.format(tr{en = "512·512 = %d   8·64·64 = %d   ratio %g",
-                       zh = "512·512 = %d   8·64·64 = %d   比值 %g"},
-    512 * 512, 8 * 64 * 64, 512 * 512 / (8 * 64 * 64)))
+print(string.format("512·512 = %d   8·64·64 = %d", 512 * 512, 8 * 64 * 64))
 one, eight = macs(128, 512, 1), macs(128, 512, 8)
-print(string.format(tr{
-    en = "L = 128, scores: 1 head (128×512)·(512×128): %d",
-    zh = "L = 128，分数：1 个头 (128×512)·(512×128)：%d"}, one.scores))
-print(string.format(tr{
-    en = "                 8 heads 8·(128×64)·(64×128): %d",
-    zh = "                  8 个头 8·(128×64)·(64×128)：%d"}, eight.scores))
-print(string.format(tr{
-    en = "full W^Q parameters %d   block-diagonal (8 blocks of 64×64) %d",
-    zh = "完整 W^Q 参数 %d   块对角（8 个 64×64 块）%d"},
-    512 * 512, 8 * 64 * 64))]],
+LESSON.table({{tr{en = "1 head: (128×512)·(512×128)", zh = "1 个头：(128×512)·(512×128)"}, one.scores},
+              {tr{en = "8 heads: 8·(128×64)·(64×128)", zh = "8 个头：8·(128×64)·(64×128)"}, eight.scores}},
+             tr{en = {"scores, L = 128", "multiply-adds"}, zh = {"分数，L = 128", "乘加次数"}})]],
     },
 
     step{
@@ -102,39 +84,33 @@ print(string.format(tr{
         text = {
             en = [[
 The projections grow like L, the scores and weighted sums like L². Past L ≈ 2E (here 1024 for E = 512)
-the L² terms dominate: this is the cost seed 001 calls the challenge of long sequences. Memory behaves
+the L² terms dominate: this is the cost “BERT模型中的多头注意力机制解读” calls the challenge of long sequences. Memory behaves
 the same way: the weights tensor holds h·L² floats, and there h *does* count, 8 heads store 8 times the
 L×L matrix of one head (unless the kernel never forms it: mha's fused path when need_weights = false).]],
             zh = [[
-投影随 L 线性增长，分数和加权和随 L² 增长。L 超过约 2E（E = 512 时为 1024）后 L² 项占主导：这就是种子文档
-001 所说长序列的计算开销。内存也是一样：权重张量有 h·L² 个浮点数，这里 h *确实*起作用，8 个头要存
+投影随 L 线性增长，分数和加权和随 L² 增长。L 超过约 2E（E = 512 时为 1024）后 L² 项占主导：这就是《BERT模型中的多头注意力机制解读》
+所说长序列的计算开销。内存也是一样：权重张量有 h·L² 个浮点数，这里 h *确实*起作用，8 个头要存
 单头 8 倍大的 L×L 矩阵（除非内核根本不形成它：need_weights = false 时 mha 走融合路径）。]],
         },
         code = [[
-lengths, linear_part, square_part, weight_mib = {}, {}, {}, {}
+lengths, linear_part, square_part, rows = {}, {}, {}, {}
 for i, L in ipairs({64, 128, 256, 512, 1024, 2048, 4096}) do
     local c = macs(L, 512, 8)
     lengths[i] = L
     linear_part[i] = (c.projections + c.output) / 1e6
     square_part[i] = (c.scores + c.weighted_sum) / 1e6
-    weight_mib[i] = 8 * L * L * 4 / 2^20
-    print(string.format(tr{
-        en = "L = %4d  projections %7.1f M  scores+sum %8.1f M"
-             .. "  weights %6.1f MiB",
-        zh = "L = %4d  投影 %7.1f M  分数+加权和 %8.1f M  权重 %6.1f MiB"},
-        L, linear_part[i], square_part[i], weight_mib[i]))
+    rows[i] = {L, linear_part[i], square_part[i], 8 * L * L * 4 / 2^20}
 end
+LESSON.table(rows, tr{en = {"L", "projections (M)", "scores + sums (M)",
+                            "weights (MiB)"},
+                      zh = {"L", "投影（百万）", "分数 + 加权和（百万）",
+                            "权重（MiB）"}}, "%.1f")
 plot.line{
-    {x = lengths, y = linear_part,
-     title = tr{en = "projections (M multiply-adds)",
-                zh = "投影（百万次乘加）"}},
-    {x = lengths, y = square_part,
-     title = tr{en = "scores + weighted sum (M)",
-                zh = "分数 + 加权和（百万）"}},
-    xlabel = "L", ylabel = tr{en = "millions",
-                              zh = "百万"}, logx = true, logy = true,
-    title = tr{en = "cost against sequence length",
-               zh = "计算量随序列长度的变化"},
+    {x = lengths, y = linear_part, title = tr{en = "projections", zh = "投影"}},
+    {x = lengths, y = square_part, title = tr{en = "scores + weighted sums", zh = "分数 + 加权和"}},
+    xlabel = "L", ylabel = tr{en = "millions of multiply-adds", zh = "百万次乘加"},
+    logx = true, logy = true,
+    title = tr{en = "cost against sequence length", zh = "计算量随序列长度的变化"},
 }]],
     },
 
@@ -153,45 +129,23 @@ Times differ from machine to machine and run to run, so a batch replay prints on
         },
         code = [[
 if LESSON.batch then
-    say{en = "(batch mode: no timings)", zh = "（批处理模式：不计时）"}
+    print(tr{en = "(batch mode: no timings)", zh = "（批处理模式：不计时）"})
 else
-    -- one untimed warm-up run, then the median of 5 timed runs, in ms
-    median_ms = function(run)
-        run()
-        local ms = {}
-        for r = 1, 5 do
-            local start = LESSON.clock()
-            run()
-            ms[r] = (LESSON.clock() - start) * 1000
-        end
-        table.sort(ms)
-        return ms[3], ms
-    end
-    times, runs = {[1] = {}, [8] = {}}, {[1] = {}, [8] = {}}
-    timed_lengths = {64, 128, 256, 512}
+    timed_lengths, times = {64, 128, 256, 512}, {[1] = {}, [8] = {}}
     for _, h in ipairs({1, 8}) do
         local layer = mha.MultiheadAttention{embed_dim = 512, num_heads = h}
         for i, L in ipairs(timed_lengths) do
             local x = mha.randn{L, 512}
-            times[h][i], runs[h][i] =
-                median_ms(function() layer:forward(x, x, x) end)
-            print(string.format(tr{
-                en = "h = %d  L = %4d  %8.2f ms (median of 5)",
-                zh = "h = %d  L = %4d  %8.2f ms（5 次的中位数）"},
-                h, L, times[h][i]))
+            local forward = function() layer:forward(x, x, x) end
+            times[h][i] = LESSON.median_ms(forward)
+            print(string.format("h = %d  L = %4d  %8.2f ms", h, L,
+                times[h][i]))
         end
     end
-    local live, peak = mha.memory()
-    print(string.format(tr{
-        en = "tensor memory: %.1f MiB live, %.1f MiB peak",
-        zh = "张量内存：当前 %.1f MiB，峰值 %.1f MiB"},
-        live / 2^20, peak / 2^20))
-    plot.line{{x = timed_lengths, y = times[1], title = tr{en = "1 head",
-                                                           zh = "1 个头"}},
-              {x = timed_lengths, y = times[8], title = tr{en = "8 heads",
-                                                           zh = "8 个头"}},
+    plot.line{{x = timed_lengths, y = times[1], title = "h = 1"},
+              {x = timed_lengths, y = times[8], title = "h = 8"},
               xlabel = "L", ylabel = "ms",
-              title = tr{en = "forward time", zh = "前向计算时间"}}
+              title = tr{en = "forward time (median of 5)", zh = "前向计算时间（5 次的中位数）"}}
 end]],
     },
 
@@ -212,8 +166,8 @@ L = 100 个词元、E = 512、h = 8 个头时，所有头的注意力分数 Q·K
             mistake{wrong = [[100 * 100 * 64]],
                 hint = {en = "that is one head; there are 8", zh = "那只是一个头；一共有 8 个"}},
             mistake{wrong = [[8 * 64 * 64]],
-                hint = {en = "that is seed 002's count; the scores are (L×D)·(D×L) per head, so L·L·D each",
-                        zh = "那是种子文档 002 的计数；每个头的分数是 (L×D)·(D×L)，各需 L·L·D 次"}},
+                hint = {en = "that is the notes' count; the scores are (L×D)·(D×L) per head, so L·L·D each",
+                        zh = "那是学习笔记《多头注意力》的计数；每个头的分数是 (L×D)·(D×L)，各需 L·L·D 次"}},
         },
     },
 }

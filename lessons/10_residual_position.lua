@@ -1,5 +1,5 @@
 -- lessons/10_residual_position.lua - around the attention layer: the residual connection and layer norm
--- (and seed 000's code comment that claims them), and sinusoidal positional encoding, plotted.
+-- (and a tutorial's code comment that claims them), and sinusoidal positional encoding, plotted.
 return lesson{
     name = "residual_position", seed = 10,
     title = {en = "Residual, layer norm, positions", zh = "残差、层归一化与位置编码"},
@@ -43,24 +43,21 @@ show(normed:var(2, false, 0), {cols = tokens,
     },
 
     step{
-        title = {en = "What seed 000's code does", zh = "种子文档 000 的代码做了什么"},
+        title = {en = "What a tutorial's code does", zh = "一篇教程的代码做了什么"},
         text = {
             en = [[
-Seed 000's code puts the comment "residual connection and layer norm" over output = out_linear(...),
+The code of “Transformer大模型实战 多头注意力层” puts the comment "residual connection and layer norm" over output = out_linear(...),
 which is only the output projection W^O: there is no "+ x" and no normalisation in it. Its output has
 neither property above; the residual and the norm belong to the Transformer block around the layer.]],
             zh = [[
-种子文档 000 的代码在 output = out_linear(...) 上方写了注释“残差连接和层归一化”，而那只是输出投影 W^O：
+《Transformer大模型实战 多头注意力层》的代码在 output = out_linear(...) 上方写了注释“残差连接和层归一化”，而那只是输出投影 W^O：
 其中既没有 "+ x"，也没有归一化。它的输出不具有上面的任何一个性质；残差和归一化属于包在这一层外面的
 Transformer 块。]],
         },
         code = [[
-show(attended:mean(2), {cols = tokens,
-    title = tr{en = "out_linear output: means",
-               zh = "out_linear 输出：均值"}})
+show(attended:mean(2), {cols = tokens, title = tr{en = "out_linear output: means", zh = "out_linear 输出：均值"}})
 show(attended:var(2, false, 0), {cols = tokens,
-    title = tr{en = "out_linear output: variances",
-               zh = "out_linear 输出：方差"}})
+    title = tr{en = "out_linear output: variances", zh = "out_linear 输出：方差"}})
 print(string.format(tr{
     en = "max |out_linear(...) - LayerNorm(x + it)| = %.4f",
     zh = "max |out_linear(...) - LayerNorm(x + 它)| = %.4f"},
@@ -109,19 +106,31 @@ slow ones. Every position gets a distinct pattern, and PE[p + k] is a fixed rota
     PE[p, 2i+1] = cos(p / 10000^(2i/E))
 
 每对列是一个以自己频率转动的时钟，从每 2π 个词元转一圈（i = 0）到非常慢的时钟。每个位置都有不同的模式，
-并且 PE[p + k] 是 PE[p] 的一个固定旋转，所以"k 个词元之后"在任何位置看起来都一样。]],
+并且 PE[p + k] 是 PE[p] 的一个固定旋转，所以“k 个词元之后”在任何位置看起来都一样。]],
         },
         code = [[
 pe = mha.positional_encoding(16, 8)
-show(pe:narrow(1, 1, 4),
-    {title = tr{en = "PE rows 1-4 (positions 0-3)",
-                zh = "PE 第 1-4 行（位置 0-3）"}})
+show(pe:narrow(1, 1, 4), {sci_mode = false,
+    title = tr{en = "PE rows 1-4 (positions 0-3)", zh = "PE 第 1-4 行（位置 0-3）"}})]],
+    },
+
+    step{
+        title = {en = "Every position its own pattern", zh = "每个位置一个模式"},
+        text = {
+            en = [[
+Drawn for 16 positions, the clocks are visible: the first pair of columns turns fast, the last pair
+hardly moves. PE·PEᵀ compares positions: its entry (p, q) depends only on the distance |p − q|, which
+is what lets attention learn "the token k places back" once for every position.]],
+            zh = [[
+画出 16 个位置，时钟就看得见了：第一对列转得快，最后一对列几乎不动。PE·PEᵀ 比较两个位置：它的 (p, q)
+元素只取决于距离 |p − q|，所以注意力学会“往回数第 k 个词元”一次，就对每个位置都适用。]],
+        },
+        code = [[
 plot.heatmap(pe, {title = tr{en = "positional encoding (16 positions × 8)",
                              zh = "位置编码（16 个位置 × 8）"}})
 similarity = pe:matmul(pe:transpose(1, 2))
 show(similarity:narrow(1, 1, 4):narrow(2, 1, 8),
-    {title = tr{en = "PE·PEᵀ: depends on distance",
-                zh = "PE·PEᵀ：取决于距离"}})]],
+    {title = tr{en = "PE·PEᵀ: depends on distance", zh = "PE·PEᵀ：取决于距离"}})]],
     },
 
     exercise{

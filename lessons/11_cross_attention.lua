@@ -24,9 +24,7 @@ target = {"我", "爱"}
 source = {"I", "love", "green", "tea", "."}
 decoder_x = mha.randn{2, 4}    -- L = 2 target tokens, E = 4
 memory = mha.randn{5, 6}   -- S = 5 source tokens, encoder width kdim = 6
-show(decoder_x, {rows = target,
-    title = tr{en = "decoder states (L=2, E=4)",
-               zh = "解码器状态（L=2，E=4）"}})
+show(decoder_x, {rows = target, title = tr{en = "decoder states (L=2, E=4)", zh = "解码器状态（L=2，E=4）"}})
 show(memory, {rows = source,
     title = tr{en = "encoder output (S=5, 6)",
                zh = "编码器输出（S=5，6）"}})]],
@@ -55,10 +53,7 @@ for _, name in ipairs({"q_proj_weight", "k_proj_weight", "v_proj_weight",
 end
 values = memory:narrow(2, 1, 3)
 out, weights = cross:forward(decoder_x, memory, values)
-show(weights, {rows = target, cols = source,
-    title = tr{en = "weights (L=2 × S=5)", zh = "权重（L=2 × S=5）"}})
-show(out, {rows = target, title = tr{en = "output (L=2, E=4)",
-                                     zh = "输出（L=2，E=4）"}})
+show(weights, {rows = target, cols = source, title = tr{en = "weights (L=2 × S=5)", zh = "权重（L=2 × S=5）"}})
 plot.heatmap(weights, {rows = target, cols = source, values = true,
     title = tr{en = "target × source", zh = "目标 × 源"}})]],
     },
@@ -92,15 +87,15 @@ print(tr{en = "max |by hand - layer| < 1e-5:",
     },
 
     step{
-        title = {en = "Self or cross? Reading seed 004's example", zh = "自注意力还是交叉注意力？读种子文档 004 的例子"},
+        title = {en = "Self or cross? Reading a tutorial's example", zh = "自注意力还是交叉注意力？读一篇教程的例子"},
         text = {
             en = [[
-Seed 004's worked example on "Thinking Machines" computes Q from "Thinking" and K, V from "Machines".
+The worked example of “多头自注意力模块” on "Thinking Machines" computes Q from "Thinking" and K, V from "Machines".
 That is neither: in self-attention *each* token has its own query, key and value, so both tokens give a
 Q, a K and a V, and the scores are 2×2; in cross-attention the keys and values come from a second
 sequence. With one query and one key, softmax of a single score is 1 and the output is just that V.]],
             zh = [[
-种子文档 004 在 "Thinking Machines" 上的例子用 "Thinking" 算 Q，用 "Machines" 算 K 和 V。这两者都不是：
+教程《多头自注意力模块》在“Thinking Machines”上的例子用“Thinking”算 Q，用“Machines”算 K 和 V。这两者都不是：
 在自注意力中*每个*词元都有自己的查询、键和值，所以两个词元各给出一个 Q、一个 K 和一个 V，分数是 2×2；
 在交叉注意力中，键和值来自另一个序列。只有一个查询和一个键时，单个分数的 softmax 就是 1，输出就是那个 V。]],
         },
@@ -110,8 +105,7 @@ x2 = mha.randn{2, 4}
 self_layer = mha.MultiheadAttention{embed_dim = 4, num_heads = 2}
 _, self_weights = self_layer:forward(x2, x2, x2)
 show(self_weights, {rows = two, cols = two,
-    title = tr{en = "self-attention: 2×2 weights",
-               zh = "自注意力：2×2 权重"}})
+    title = tr{en = "self-attention: 2×2 weights", zh = "自注意力：2×2 权重"}})
 _, one_weight = self_layer:forward(x2:narrow(1, 1, 1),
     x2:narrow(1, 2, 1), x2:narrow(1, 2, 1))
 show(one_weight, {rows = {"Thinking"}, cols = {"Machines"},

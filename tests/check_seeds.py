@@ -90,6 +90,10 @@ record("s42_multihead", [197.5, 208.7, 220.0], concat @ WO)
 # what the printed numbers give if one trusts the printed heads (still with W^O read as 4x3)
 record("s42_multihead_from_printed_heads", [197.5, 208.7, 220.0],
        np.array([11.8, 13.2, 20.9, 21.5]) @ WO)
+# lesson 12's exercise: head 1 of §4.2 given a second token, X2 = [[1,2,3],[3,2,1]]: now there is a choice
+X2 = np.array([[1.0, 2.0, 3.0], [3.0, 2.0, 1.0]])
+Q12, K12 = X2 @ W["W1Q"], X2 @ W["W1K"]
+record("ex12_two_tokens_weights", None, softmax(Q12 @ K12.T / math.sqrt(2)))
 
 # ---- seed 002: "8 heads of 64x64 cost about one 512x512" - count multiply-adds -------------------
 def attention_macs(L, E, H):

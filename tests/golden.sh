@@ -19,12 +19,15 @@ unset MHA_LANG LANG MHA_LESSONS
 export MHA_ISA=portable
 out=$(mktemp) err=$(mktemp); trap 'rm -f "$out" "$err"' EXIT
 failed=0
-# labels lesson code prints in English (and an ASCII colon after 练习); a Chinese transcript (its echoed code aside, which shows both
-# languages' strings) must print its own words instead
+# labels lesson code, the runner or the display print in English (and an ASCII colon after 练习); a Chinese
+# transcript (its echoed code aside) must print its own words instead
 english_only=("true = not allowed" "weights per head" "max |bool - additive|" "shares storage with Q"
     "mean per token" "(not printed)" "seed:" "multi-head output" "scores grow with" "every key masked"
     "difference from the boolean mask" "by hand" "view without contiguous" "tensor memory" "weighted sum"
-    "attention weights" "nearly one-hot" "largest weight" "rows mix tokens" "decoder states" "练习:")
+    "attention weights" "nearly one-hot" "largest weight" "rows mix tokens" "decoder states" "练习:"
+    "tutorial:" "true:" "[plot:" " series" "scale:" "(median of 5)")
+# and labels the runner and the display print, as patterns: panel titles, column chunks, error positions
+english_patterns=("^head [0-9]" "^columns? [0-9]" "^step [0-9]+:[0-9]+" "(^|[^_a-z])step [0-9]+:[0-9]+:")
 for lesson in lessons/[0-9][0-9]_*.lua; do
     base=$(basename "$lesson" .lua)
     for lang in en zh; do
@@ -49,10 +52,24 @@ for lesson in lessons/[0-9][0-9]_*.lua; do
         widest=$(head -n -1 "$out" | wc -L)
         if [ "$widest" -le 80 ]; then echo "PASS golden_width_${base}_${lang}"
         else echo "FAIL golden_width_${base}_${lang}: a line is $widest columns wide (COLUMNS=80)"; failed=1; fi
+        # every step fits a projector's 80x40 screen: its header, text, code and output, and the prompt under
+        # them (a step runs from its "── step" rule to the blank line before the next, or to the lesson's end;
+        # the first step also below the lesson's title and summary)
+        tall=$(head -n -1 "$out" | awk '
+            function done() { if (title != "" && n + 1 > 40) printf "%s (%d lines) ", title, n + 1; title = "" }
+            /^── (step [0-9]+\/|第 [0-9]+\/)/ { done(); title = $2 " " $3; n = (steps++ == 0) ? NR - 1 : 0 }
+            /^(End of the lesson|本课结束)/ { done() }
+            title != "" { if ($0 == "") blank++; else { n += blank + 1; blank = 0 } }
+            END { done() }')
+        if [ -z "$tall" ]; then echo "PASS golden_height_${base}_${lang}"
+        else echo "FAIL golden_height_${base}_${lang}: taller than 40 rows with the prompt at 80 columns: $tall"; failed=1; fi
         if [ "$lang" = zh ]; then
             found=""
             for phrase in "${english_only[@]}"; do
                 grep -v '^  │' "$out" | grep -qF -- "$phrase" && found="$found \"$phrase\""
+            done
+            for pattern in "${english_patterns[@]}"; do
+                grep -v '^  │' "$out" | grep -qE -- "$pattern" && found="$found /$pattern/"
             done
             if [ -z "$found" ]; then echo "PASS golden_zh_words_${base}"
             else echo "FAIL golden_zh_words_${base}: English labels in the Chinese transcript:$found"; failed=1; fi

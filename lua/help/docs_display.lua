@@ -27,12 +27,13 @@ return {
     },
     ["mha.printoptions"] = {
         group = "display",
-        sig = "mha.printoptions{precision=, threshold=, edgeitems=, linewidth=, sci_mode=} / mha.printoptions() / mha.printoptions(\"reset\")",
+        sig = "mha.printoptions{precision=, threshold=, edgeitems=, linewidth=, sci_mode=, lang=} / mha.printoptions() / mha.printoptions(\"reset\")",
         doc = "Sets how every later print looks: precision (decimals, default 4), threshold (elements "
             .. "above which a tensor is summarised, default 1000), edgeitems (items kept at each end of a "
             .. "summarised dimension, default 3), linewidth (default: the terminal's width, or 80 when "
-            .. "output is not a terminal; \"auto\" restores that) and sci_mode (true, false, or \"auto\" "
-            .. "to let the magnitudes decide). With no argument it returns the current options; "
+            .. "output is not a terminal; \"auto\" restores that), sci_mode (true, false, or \"auto\" "
+            .. "to let the magnitudes decide) and lang (\"en\" or \"zh\": the words a print carries, such as "
+            .. "\"columns 1-6\" or \"scale:\"; a lesson sets its language). With no argument it returns the current options; "
             .. "\"reset\" restores the defaults.",
         example = "mha.printoptions{precision = 2}\nprint(mha.rand(2, 2))\nmha.printoptions(\"reset\")",
     },

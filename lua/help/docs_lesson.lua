@@ -51,21 +51,26 @@ return {
         doc = "Answers the current exercise. :answer evaluates EXPR itself, so an error in it (such as "
             .. "view on a non-contiguous tensor) is matched against the exercise's hints too. The verdict "
             .. "is 'correct' or 'not yet: ' and a hint; a malformed answer (a string, a ragged table, "
-            .. "the wrong shape) gets a message and the lesson goes on. answer returns nothing (the "
-            .. "verdict is printed). :solution shows the lesson's own answer; Enter skips the exercise.",
+            .. "the wrong shape) gets a message and the lesson goes on; a wrong number is reported by its "
+            .. "value. answer prints the verdict and returns whether it was right. :solution shows the "
+            .. "lesson's own answer; Enter skips the exercise.",
         example = "-- at an exercise:  answer(mha.softmax(scores, -1))",
     },
     [":lessons"] = {
         sig = ":lessons",
-        doc = "Lists the lessons with their numbers and one-line summaries. Lessons are read from "
-            .. "$MHA_LESSONS, ./lessons, or lessons/ beside the binary's directory.",
+        doc = "Lists the lessons with their numbers and one-line summaries. Lessons are read from every "
+            .. "folder of $MHA_LESSONS (':'-separated), then ./lessons or lessons/ beside the binary's "
+            .. "directory; a file name met earlier wins.",
         example = 'require("mha.lesson").list("en")',
     },
     [":open"] = {
-        sig = ":open NAME|NUMBER    (mha-repl --lesson NAME|NUMBER [--batch] [--lang en|zh])",
+        sig = ":open NAME|NUMBER|PATH    (mha-repl --lesson NAME|NUMBER|PATH [--batch] [--lang en|zh] [--answers FILE])",
         doc = "Opens a lesson at step 1, from its seed, in the language of --lang (or of the last :lang), "
             .. "else MHA_LANG, else LANG (zh* gives Chinese), else English. :lang en|zh switches the open "
-            .. "lesson and says so in the new language. With --batch, or when not at a terminal, every "
+            .. "lesson, says so in the new language and shows the current step again in it; :text shows "
+            .. "the current step again without running it. A path (with a '/' or ending in .lua) opens that "
+            .. "lesson file. --answers FILE answers the exercises with FILE's lines, one Lua expression "
+            .. "per attempt (batch mode). With --batch, or when not at a terminal, every "
             .. "step runs straight through, exercises answered by their own solutions, and the process "
             .. "exits 0 (1 when a step fails); the text is wrapped to $COLUMNS (else 80), so a transcript "
             .. "never depends on the terminal. A name or number that is no lesson is an error naming the "
@@ -81,19 +86,24 @@ return {
     [":back"] = {
         sig = ":back   :goto K   :restart   :run",
         doc = ":goto K replays steps 1..K-1 quietly from the lesson's seed, then shows step K, so the "
-            .. "state is what step K expects whatever you changed; :back is :goto to the previous step, "
+            .. "state is what step K expects whatever you changed; :back is :goto to the previous step "
+            .. "(from the end of the lesson, to its last step), "
             .. ":restart is :goto 1, :run runs every remaining step. A step that fails on your state stays "
             .. "unrun and says so: :goto K (K that step) rebuilds the state and runs it.",
         example = "-- :goto 4",
     },
     ["LESSON"] = {
-        sig = "LESSON.batch, LESSON.lang, LESSON.clock(), say{en=, zh=}, tr{en=, zh=}",
+        sig = "LESSON.batch, LESSON.lang, LESSON.clock(), LESSON.table, LESSON.versus, LESSON.describe, LESSON.median_ms, say(text), tr{en=, zh=}",
         doc = "What lesson code can ask: whether the lesson runs in batch mode (where output must be "
             .. "deterministic: no timings), and its language; LESSON.clock() is seconds on a wall clock "
             .. "(the REPL's monotonic clock; os.clock outside the REPL) for timing; say prints the string of that language, wrapped. "
             .. "tr{en=..., zh=...} returns the string (or table) of the lesson's language: use it for every "
-            .. "label, title or format that lesson code prints, so a Chinese lesson prints no English labels. "
-            .. "Lesson code lines should fit 76 columns, so the echo is not wrapped at 80. "
+            .. "label, title or format that lesson code prints, so a Chinese lesson prints no English labels; "
+            .. "a tr{} of literals is resolved before a step is echoed and run, so the student reads one "
+            .. "language. LESSON.table(rows, header) prints aligned columns, LESSON.versus(name, printed, "
+            .. "value) a tutorial's number beside the true one, LESSON.describe(name, t) a tensor's shape, "
+            .. "strides, offset and contiguity, LESSON.median_ms(fn) the median of 5 timed runs after a "
+            .. "warm-up. The resolved code should fit 76 columns, so the echo is not wrapped at 80. "
             .. "In batch mode plot.* prints a one-line note '[plot: heatmap \"title\" 3×3]' (a heatmap is "
             .. "also drawn with mha.heat) instead of opening a window.",
         example = "-- if not LESSON.batch then ... time something ... end",

@@ -111,6 +111,8 @@ function check.compare(expected, got, tol, lang)
     for i = 1, #e.data do
         if not close(g.data[i], e.data[i], tol) then
             if g.data[i] ~= g.data[i] then return false, msg(lang, "nan", index_str(e.shape, i)), "value" end
+            -- one number is reported by its value: "you gave 0.25", not "differs at []"
+            if #e.data == 1 then return false, msg(lang, "scalar", g.data[i], tol.atol), "value" end
             return false, msg(lang, "value", index_str(e.shape, i), g.data[i], tol.atol), "value"
         end
     end

@@ -66,7 +66,10 @@ local session -- the open lesson; nil when none
 local the_repl -- the REPL the runner runs in (M.install); nil in batch mode and in tests
 
 local function write(...) io.stdout:write(...) end
-local function say_line(s) write(s, "\n") end
+local paging, paged_write   -- a step at a terminal pauses when the screen is full (see with_pager)
+local function say_line(s)
+    if paging then paged_write(s .. "\n") else write(s, "\n") end
+end
 
 -- The width the runner wraps to: the terminal's at a terminal, else $COLUMNS, else 80; in batch mode
 -- never the terminal's, so a transcript depends only on $COLUMNS. At most 100 (long lines read badly),
@@ -181,11 +184,12 @@ local function clean_path(path)
     return cleaned ~= "" and cleaned or "."
 end
 
--- Where lessons are looked for: $MHA_LESSONS, ./lessons, and lessons/ beside the binary's directory.
+-- Where lessons are looked for: every folder of $MHA_LESSONS (a ':'-separated list), then ./lessons and
+-- lessons/ beside the binary's directory. Returns the folders, and how many of them came from $MHA_LESSONS.
 function M.dirs()
     local dirs = {}
-    local env = os.getenv("MHA_LESSONS")
-    if env and env ~= "" then dirs[#dirs + 1] = env end
+    for dir in (os.getenv("MHA_LESSONS") or ""):gmatch("[^:]+") do dirs[#dirs + 1] = dir end
+    local given = #dirs
     dirs[#dirs + 1] = "lessons"
     local exe = rawget(_G, "arg") and arg[0]
     if exe then
@@ -195,34 +199,65 @@ function M.dirs()
             dirs[#dirs + 1] = dir .. "/../../lessons"
         end
     end
-    return dirs
+    return dirs, given
 end
 
--- The lesson files of the first directory that has any, sorted: {{number=1, name="tour", path=...}}.
-function M.files()
-    for _, dir in ipairs(M.dirs()) do
-        local found = {}
-        local p = io.popen('ls -1 "' .. dir:gsub('"', '\\"') .. '" 2>/dev/null')
-        if p then
-            for f in p:lines() do
-                local num, name = f:match("^(%d+)_([%w_]+)%.lua$")
-                if num then
-                    found[#found + 1] = {number = tonumber(num), name = name, file = f, path = dir .. "/" .. f}
-                end
-            end
-            p:close()
+-- The lesson files (NN_name.lua) of one folder.
+local function files_in(dir)
+    local found = {}
+    -- the folder (from $MHA_LESSONS too) reaches the shell single-quoted, a ' in it as '\''
+    local p = io.popen("ls -1 '" .. dir:gsub("'", "'\\''") .. "' 2>/dev/null")
+    if p then
+        for f in p:lines() do
+            local num, name = f:match("^(%d+)_([%w_]+)%.lua$")
+            if num then found[#found + 1] = {number = tonumber(num), name = name, file = f, path = dir .. "/" .. f} end
         end
-        if #found > 0 then
-            table.sort(found, function(a, b) return a.number < b.number end)
-            return found, dir
-        end
+        p:close()
     end
-    return {}, nil
+    return found
+end
+
+-- The lesson files, sorted by number: those of every $MHA_LESSONS folder, then those of the first built-in
+-- place that has any; a file name met earlier wins (a teacher's 01_tour.lua replaces the built-in one).
+-- {{number=1, name="tour", file="01_tour.lua", path=...}}.
+function M.files()
+    local dirs, given = M.dirs()
+    local all, seen = {}, {}
+    for i, dir in ipairs(dirs) do
+        local found = files_in(dir)
+        for _, f in ipairs(found) do
+            if not seen[f.file] then seen[f.file] = true; all[#all + 1] = f end
+        end
+        if i > given and #found > 0 then break end
+    end
+    table.sort(all, function(a, b)
+        if a.number ~= b.number then return a.number < b.number end
+        return a.file < b.file
+    end)
+    return all
 end
 
 local function lesson_env()
     return setmetatable({lesson = M.lesson, step = M.step, exercise = M.exercise, mistake = M.mistake},
         {__index = _G})
+end
+
+-- The line of the lesson file each step's code (or setup) starts on, so an error names the file and line.
+local function find_code_lines(lesson, path)
+    local f = io.open(path, "r")
+    if not f then return end
+    local source = f:read("a")
+    f:close()
+    local from = 1
+    for _, s in ipairs(lesson.steps) do
+        local code = s.code or s.setup
+        local at = type(code) == "string" and code ~= "" and source:find(code, from, true)
+        if at then
+            local _, newlines = source:sub(1, at - 1):gsub("\n", "")
+            s.code_line = newlines + 1
+            from = at + #code
+        end
+    end
 end
 
 -- Loads and validates one lesson file; returns lesson or nil, message.
@@ -234,17 +269,35 @@ function M.load(path)
     local problem = M.validate(lesson, path)
     if problem then return nil, problem end
     lesson.path = path
+    lesson.file = path:match("([^/]+)$")
+    find_code_lines(lesson, path)
     return lesson
 end
 
--- Finds a lesson by number ("2", 2), file-name part ("dot_product"), or file name ("02_dot_product").
--- Returns the file, or nil and a message naming the lessons there are.
-function M.find(which)
+-- A lesson file given by its path (--lesson PATH, :open PATH): anything with a "/" or ending in ".lua"
+-- that is a readable file.
+local function file_at(which)
+    which = tostring(which)
+    if not (which:find("/", 1, true) or which:match("%.lua$")) then return nil end
+    local f = io.open(which, "r")
+    if not f then return nil end
+    f:close()
+    local file = which:match("([^/]+)$")
+    local num, name = file:match("^(%d+)_([%w_]+)%.lua$")
+    return {number = tonumber(num) or 0, name = name or file:gsub("%.lua$", ""), file = file, path = which}
+end
+
+-- Finds a lesson by number ("2", 2), file-name part ("dot_product"), file name ("02_dot_product") or path.
+-- Returns the file, or nil and a message (in lang, default the language chosen) naming the lessons there are.
+function M.find(which, lang)
+    local w = words[lang or (session and session.lang) or M.choose_lang()]
+    local given = file_at(which)
+    if given then return given end
     local files = M.files()
     if #files == 0 then
         local looked = {}
         for i, dir in ipairs(M.dirs()) do looked[i] = clean_path(dir) end
-        return nil, "no lessons found (looked in " .. table.concat(looked, ", ") .. "; set MHA_LESSONS)"
+        return nil, string.format(w.no_lessons, table.concat(looked, w.list_sep))
     end
     local key = tostring(which):gsub("%.lua$", "")
     for _, f in ipairs(files) do
@@ -254,8 +307,8 @@ function M.find(which)
     end
     local names = {}
     for _, f in ipairs(files) do names[#names + 1] = string.format("%d %s", f.number, f.name) end
-    return nil, string.format("no lesson '%s'; give a number from %d to %d or a name: %s", key,
-        files[1].number, files[#files].number, table.concat(names, ", "))
+    return nil, string.format(w.no_such_lesson, key, files[1].number, files[#files].number,
+        table.concat(names, w.list_sep))
 end
 
 -- ---------------------------------------------------------------------------------------------
@@ -291,10 +344,15 @@ local function shape_of(t)
     return "?"
 end
 
+-- The runner's words in the session's language.
+local function said() return words[(session and session.lang) or "en"] end
+
+-- "[plot: heatmap "title" 3×3]", in the lesson's language: what a window would show.
 local function note(kind, opts, detail)
-    local title = opts and opts.title
-    say_lines(M.wrap(string.format("[plot: %s%s%s]", kind, title and (" \"" .. title .. "\"") or "",
-        detail and (" " .. detail) or ""), columns(), {rest = "  "}))
+    local w, title = said(), opts and opts.title
+    local quoted = title and (w == words.zh and ("“" .. title .. "”") or ("\"" .. title .. "\""))
+    say_lines(M.wrap(string.format("[%s%s%s%s%s]", w.plot, w.colon_space, w.plot_kinds[kind] or kind,
+        quoted and (" " .. quoted) or "", detail and (" " .. detail) or ""), columns(), {rest = "  "}))
 end
 
 M.batch_plot = {
@@ -308,16 +366,16 @@ M.batch_plot = {
         if #w:shape() == 4 then w = w:select(1, 1) end   -- (N,H,L,S): the first batch item
         local tokens = opts and opts.tokens
         for h = 1, w:shape()[1] do
-            say_line(string.format("head %d", h))
+            say_line(string.format(said().head, h))
             mha.heat(w:select(1, h), {rows = tokens, cols = tokens})
         end
     end,
     line = function(spec)
-        local names = {}
-        for i, series in ipairs(spec) do names[i] = series.title or ("series " .. i) end
-        note("line", spec, #spec .. " series: " .. table.concat(names, ", "))
+        local w, names = said(), {}
+        for i, series in ipairs(spec) do names[i] = series.title or string.format(w.series_n, i) end
+        note("line", spec, string.format(w.series, #spec) .. w.colon_space .. table.concat(names, w.list_sep))
     end,
-    bar = function(labels, values, opts) note("bar", opts, #labels .. " bars") end,
+    bar = function(labels, values, opts) note("bar", opts, string.format(said().bars, #labels)) end,
     save = function(file) end,
 }
 local silent_plot = setmetatable({}, {__index = function() return function() end end})
@@ -343,17 +401,32 @@ local function echo_code(code)
 end
 
 -- Tells the REPL (when it keeps a transcript) what a step ran, so :save writes a script that works.
-local function record_step(code, label, ok)
-    if the_repl and the_repl.record_step then the_repl.record_step(code, label, ok) end
+local function record_step(code, label, ok, before)
+    if the_repl and the_repl.record_step then the_repl.record_step(code, label, ok, before) end
 end
 
--- Runs a step's code in the global environment; returns true or false, message.
-local function run_code(code, k)
+-- Step k's code as it is echoed (tr{} resolved) and as it runs: the same code, with the lesson file's
+-- line numbers (leading line breaks to the line it starts on), so an error names the file and line.
+local function step_code(k)
+    local s = session.lesson.steps[k]
+    local code = s.code or s.setup
+    if not code then return nil end
+    local tools = require "mha.lesson.tools"
+    local shown = tools.resolve(code, session.lang)
+    local run = string.rep("\n", (s.code_line or 1) - 1) .. tools.resolve(code, session.lang, true)
+    return shown, run
+end
+
+-- Runs a step's code in the global environment; returns true or false, message. The chunk is named after
+-- the lesson file: "06_masks.lua:31: masked_fill: ...". The REPL records the code as shown.
+local function run_code(shown, run, k)
     local label = string.format("lesson %s, step %d", session.lesson.name or "?", k)
-    local chunk, err = load(code, "=step " .. k, "t", _G)
-    if not chunk then record_step(code, label, false); return false, err end
+    -- a saved script tells the lesson where it is before each step, so its answer() calls are checked
+    local at = string.format('require("mha.lesson").at_step(%d)', k)
+    local chunk, err = load(run, "=" .. (session.lesson.file or ("step " .. k)), "t", _G)
+    if not chunk then record_step(shown, label, false, at); return false, err end
     local ok, e = xpcall(chunk, function(x) return tostring(x) end)
-    record_step(code, label, ok)
+    record_step(shown, label, ok, at)
     return ok, e
 end
 
@@ -376,16 +449,70 @@ end
 local function reset_state()
     mha.seed(session.lesson.seed or 0)
     record_step(string.format("mha.seed(%d)", session.lesson.seed or 0), "the lesson's seed")
+    session.print_options.lang = session.lang   -- "第 1-6 列", "刻度：" in a Chinese lesson
     if mha.printoptions then mha.printoptions(session.print_options) end
 end
 
-local function exercise_prompt(ex, k)
-    local lang = session.lang
-    print_text(tr(ex.prompt, lang))
+-- ---------------------------------------------------------------------------------------------
+-- Paging: at a terminal, a step taller than the screen pauses before its top scrolls away (a safety net:
+-- the lessons are written to fit 80×40). Never in batch mode. M.pager's rows and read are parameters so
+-- that tests can give a screen and the keys pressed.
+-- ---------------------------------------------------------------------------------------------
+
+M.pager = {
+    rows = function() return term.rows(1) end,
+    read = function() return io.read("l") end,
+    at_terminal = function() return term.isatty(0) and term.isatty(1) end,
+}
+-- Writes text, counting its lines (a long line takes as many rows as it wraps to) and pausing when the
+-- screen is full: Enter goes on, q stops pausing for the rest of the step. paging is {room = rows before
+-- a pause, used = rows used, partial = the unfinished line} during a step at a terminal.
+function paged_write(text)
+    if not paging then write(text); return end
+    for piece, newline in text:gmatch("([^\n]*)(\n?)") do
+        if piece == "" and newline == "" then break end
+        -- the screen is full and more is coming: wait for the reader
+        if paging and paging.used >= paging.room then
+            write(said().more)
+            local key = M.pager.read()
+            if key == nil or key:match("^%s*[qQ]") then paging = nil else paging.used = 0 end
+        end
+        write(piece, newline)
+        if paging and newline ~= "" then
+            paging.used = paging.used + math.max(1, math.ceil(M.width(paging.partial .. piece) / columns()))
+            paging.partial = ""
+        elseif paging then
+            paging.partial = paging.partial .. piece
+        end
+    end
 end
 
--- Shows step k (title, text, code echoed and run); returns true, or false, message on an error.
-local function show_step(k)
+-- Runs fn with the step's output going through paged_write (print, io.write, the runner's own lines).
+local function with_pager(fn)
+    if session.batch or not M.pager.at_terminal() then return fn() end
+    local rows = M.pager.rows()
+    if not rows or rows < 8 then return fn() end
+    -- the last row for the prompt or the pause; the blank line above a step's rule may scroll away
+    paging = {room = rows - 1, used = -1, partial = ""}
+    local saved_print, saved_write = print, io.write
+    _G.print = function(...)
+        local parts = table.pack(...)
+        for i = 1, parts.n do parts[i] = tostring(parts[i]) end
+        paged_write(table.concat(parts, "\t", 1, parts.n) .. "\n")
+    end
+    io.write = function(...)
+        for i = 1, select("#", ...) do paged_write(tostring((select(i, ...)))) end
+        return io.stdout
+    end
+    local results = table.pack(pcall(fn))
+    _G.print, io.write = saved_print, saved_write
+    paging = nil
+    if not results[1] then error(results[2], 0) end
+    return table.unpack(results, 2, results.n)
+end
+
+-- The header, text (or exercise prompt) and echoed code of step k, without running anything.
+local function draw_step(k)
     local lesson = session.lesson
     local s = lesson.steps[k]
     local lang = session.lang
@@ -393,39 +520,81 @@ local function show_step(k)
     say_lines(header(k, #lesson.steps, tr(s.title, lang)))
     if s.kind == "exercise" then
         say_text(words[lang].exercise .. words[lang].colon)
-        exercise_prompt(s, k)
+        print_text(tr(s.prompt, lang))
     else
         print_text(tr(s.text, lang))
     end
-    local code = s.code or s.setup
-    if code then
+    local shown = step_code(k)
+    if shown then
         say_line("")
-        echo_code(code)
-        local ok, err = run_code(code, k)
-        if not ok then
-            say_text(string.format(words[lang].error_in_step, k) .. words[lang].colon_space .. err)
-            -- the step stays unrun, so Enter would run it again on the same state: say how to rebuild it
-            if not session.batch then say_text(words[lang].recover(k)) end
-            return false, err
-        end
+        echo_code(shown)
     end
-    session.pos = k
-    session.pending = nil
-    if s.kind == "exercise" then
-        if session.batch then
-            local shown = type(s.solution) == "string" and s.solution:gsub("^%s+", ""):gsub("%s+$", "") or "solution"
-            say_line("")
-            say_text(words[lang].batch_answer)
-            say_lines(M.wrap("answer(" .. shown .. ")", columns(), {rest = "  ", mode = "code"}))
-            local value = check.evaluate(s.solution, "solution")
-            local ok, verdict = M.check(s, value)
-            say_text(verdict)
-            if not ok then return false, "the lesson's own solution was not accepted: " .. verdict end
-        else
+end
+
+-- An exercise in batch mode: answered from the --answers file while it has lines (each line one attempt:
+-- a wrong one gets its hint and the next line tries again), else with the lesson's own solution.
+local function answer_in_batch(s)
+    local lang = session.lang
+    local answers = session.answers
+    say_line("")
+    if answers and answers.next <= #answers.lines then
+        say_text(string.format(words[lang].answers_from, answers.name))
+        while answers.next <= #answers.lines do
+            local expr = answers.lines[answers.next]
+            answers.next = answers.next + 1
+            say_lines(M.wrap(":answer " .. expr, columns(), {rest = "  ", mode = "code"}))
+            if M.answer_expression(expr) then return true end
+        end
+        return true
+    end
+    if answers then say_text(string.format(words[lang].answers_none, answers.name))
+    else say_text(words[lang].batch_answer) end
+    local shown = type(s.solution) == "string" and s.solution:gsub("^%s+", ""):gsub("%s+$", "") or "solution"
+    say_lines(M.wrap("answer(" .. shown .. ")", columns(), {rest = "  ", mode = "code"}))
+    local value = check.evaluate(s.solution, "solution")
+    local ok, verdict = M.check(s, value)
+    say_text(verdict)
+    if not ok then return false, "the lesson's own solution was not accepted: " .. verdict end
+    return true
+end
+
+-- Shows step k (title, text, code echoed and run); returns true, or false, message on an error.
+local function show_step(k)
+    return with_pager(function()
+        local s = session.lesson.steps[k]
+        local lang = session.lang
+        session.finished = false
+        draw_step(k)
+        local shown, run = step_code(k)
+        if shown then
+            local ok, err = run_code(shown, run, k)
+            if not ok then
+                say_text(string.format(words[lang].error_in_step, k) .. words[lang].colon_space .. err)
+                -- the step stays unrun, so Enter would run it again on the same state: say how to rebuild it
+                if not session.batch then say_text(words[lang].recover(k)) end
+                return false, err
+            end
+        end
+        session.pos = k
+        session.pending = nil
+        if s.kind == "exercise" then
+            if session.batch then return answer_in_batch(s) end
             session.pending = s
             say_line("")
             say_text(words[lang].ask)
         end
+        return true
+    end)
+end
+
+-- :text - the current step again (title, text, code), nothing rerun; after :lang, in the new language.
+function M.reprint()
+    if not session then say_text(words[M.choose_lang()].no_lesson); return false end
+    if session.pos < 1 then return false end
+    draw_step(session.pos)
+    if session.pending then
+        say_line("")
+        say_text(words[session.lang].ask)
     end
     return true
 end
@@ -434,11 +603,10 @@ end
 local function replay_before(k)
     reset_state()
     for i = 1, k - 1 do
-        local s = session.lesson.steps[i]
-        local code = s.code or s.setup
-        if code then
+        local shown, run = step_code(i)
+        if shown then
             local ok, err = quietly(function()
-                local okc, errc = run_code(code, i)
+                local okc, errc = run_code(shown, run, i)
                 if not okc then error(errc, 0) end
             end)
             if not ok then return false, string.format(words[session.lang].error_in_step, i) .. words[session.lang].colon_space .. tostring(err) end
@@ -456,7 +624,11 @@ function M.next()
     if not need_session() then return false end
     if session.pending then say_text(words[session.lang].skipped); session.pending = nil end
     local k = session.pos + 1
-    if k > #session.lesson.steps then say_text(words[session.lang].the_end); return true end
+    if k > #session.lesson.steps then
+        say_text(words[session.lang].the_end)
+        session.finished = true
+        return true
+    end
     return show_step(k)
 end
 
@@ -465,8 +637,7 @@ function M.goto_step(k)
     local n = #session.lesson.steps
     k = math.tointeger(tonumber(k))
     if not k or k < 1 or k > n then
-        say_text(string.format(session.lang == "zh" and ":goto：步骤编号应在 1 到 %d 之间" or
-            ":goto: the step number must be between 1 and %d", n))
+        say_text(string.format(words[session.lang].goto_range, n))
         return false
     end
     if k > 1 then say_text(words[session.lang].replaying(k - 1, session.lesson.seed or 0)) end
@@ -475,8 +646,10 @@ function M.goto_step(k)
     return show_step(k)
 end
 
+-- :back goes one step back; from the end of the lesson, back to its last step (the exercise).
 function M.back()
     if not need_session() then return false end
+    if session.finished then return M.goto_step(#session.lesson.steps) end
     return M.goto_step(math.max(1, session.pos - 1))
 end
 
@@ -493,7 +666,10 @@ function M.run_rest()
         if not ok then return false, err end
     end
     -- a last exercise waits for its answer: the end is said once, after it
-    if not session.pending then say_text(words[session.lang].the_end) end
+    if not session.pending then
+        say_text(words[session.lang].the_end)
+        session.finished = true
+    end
     return true
 end
 
@@ -501,6 +677,12 @@ end
 function M.answer(value, eval_error)
     if not need_session() then return false end
     local ex = session.pending
+    if not ex and session.replay then
+        -- a saved script marks the steps that ran code; an exercise without code comes after the last mark
+        for k = math.max(1, session.pos), #session.lesson.steps do
+            if session.lesson.steps[k].kind == "exercise" then ex = session.lesson.steps[k]; break end
+        end
+    end
     if not ex then
         ex = session.lesson.steps[session.pos]
         if not (ex and ex.kind == "exercise") then say_text(words[session.lang].no_exercise); return false end
@@ -544,7 +726,7 @@ function M.list(lang)
     say_text(words[lang].lessons)
     for _, f in ipairs(files) do
         local lesson, err = M.load(f.path)
-        local summary = lesson and tr(lesson.summary, lang) or "(cannot load: " .. err:match("[^\n]*") .. ")"
+        local summary = lesson and tr(lesson.summary, lang) or string.format(words[lang].cannot_load, err:match("[^\n]*"))
         -- the summary in a column after the number and name, or under them when the column is too narrow
         local head = string.format("  %2d  %-18s ", f.number, f.name)
         if M.width(head) <= width - 20 then
@@ -560,17 +742,36 @@ end
 function M.current() return session end
 
 -- M.start without the REPL's Enter key: opens the session and shows step 1, or runs every step.
+-- A student's answers for --answers FILE: one Lua expression a line, each an attempt at the exercise at
+-- hand (blank lines and "--" comments skipped). Returns {name =, lines =, next = 1} or nil, message.
+local function read_answers(path)
+    local f, err = io.open(path, "r")
+    if not f then return nil, "--answers: " .. tostring(err) end
+    local lines = {}
+    for line in f:lines() do
+        line = line:match("^%s*(.-)%s*$")
+        if line ~= "" and not line:match("^%-%-") then lines[#lines + 1] = line end
+    end
+    f:close()
+    return {name = path:match("([^/]+)$"), lines = lines, next = 1}
+end
+
 local function open_session(which, opts)
     opts = opts or {}
-    local f, err = M.find(which)
+    local f, err = M.find(which, M.choose_lang(opts.lang))
     if not f then return false, err, "usage" end
     local lesson
     lesson, err = M.load(f.path)
     if not lesson then return false, err, "load" end
+    local answers
+    if opts.answers then
+        answers, err = read_answers(opts.answers)
+        if not answers then return false, err, "usage" end
+    end
     local batch = opts.batch
     if batch == nil then batch = not (term.isatty(0) and term.isatty(1)) end
     session = {lesson = lesson, number = f.number, lang = M.choose_lang(opts.lang), batch = batch, pos = 0,
-               width = opts.width, print_options = {precision = 4}}
+               width = opts.width, print_options = {precision = 4}, answers = answers}
     -- a transcript's tensors are as wide as its text (at a terminal, mha.show follows the terminal)
     if batch then session.print_options.linewidth = columns() end
     M.install_globals()
@@ -578,8 +779,11 @@ local function open_session(which, opts)
     local lang = session.lang
     say_lines(M.rule(columns(), string.format("%02d %s", f.number, tr(lesson.title, lang))))
     print_text(tr(lesson.summary, lang))
-    -- a script :save writes needs the names step code uses (show, plot, tr, say, LESSON ...)
-    record_step('require("mha.lesson").install_globals()', "the lesson's helpers")
+    -- a script :save writes opens the lesson quietly (the names step code uses: show, plot, tr, LESSON ...;
+    -- and a lesson for its answer() calls to be checked against)
+    local path = f.path
+    if path:sub(1, 1) ~= "/" and os.getenv("PWD") then path = os.getenv("PWD") .. "/" .. path end
+    record_step(string.format('require("mha.lesson").replaying(%q, %q)', clean_path(path), lang), "the lesson")
     reset_state()
     if batch then
         for k = 1, #lesson.steps do
@@ -588,6 +792,7 @@ local function open_session(which, opts)
         end
         say_line("")
         say_text(words[lang].the_end)
+        session.finished = true
         return true
     end
     say_text(words[lang].next_hint)
@@ -608,6 +813,29 @@ function M.start(which, opts)
     return ok, err, kind
 end
 
+-- What a script written by :save during a lesson calls first: the lesson, open without printing anything,
+-- so that the steps it replays find their helpers and its answer() calls their exercise.
+function M.replaying(path, lang)
+    local lesson, err = M.load(path)
+    if not lesson then   -- run from another folder: the lesson of that file name where lessons are found
+        local f = M.find((tostring(path):match("([^/]+)$")))
+        if f then lesson, err = M.load(f.path) end
+    end
+    if not lesson then error("replaying a lesson: " .. tostring(err), 2) end
+    session = {lesson = lesson, number = tonumber(lesson.file:match("^(%d+)")) or 0, lang = M.choose_lang(lang),
+               batch = true, pos = 0, print_options = {precision = 4}, replay = true}
+    M.install_globals()
+    return true
+end
+
+-- The saved script's mark before step k's code: the lesson is at step k (its exercise waits for answer()).
+function M.at_step(k)
+    if not session then return end
+    session.pos = k
+    local s = session.lesson.steps[k]
+    session.pending = (s and s.kind == "exercise") and s or nil
+end
+
 -- Names a lesson's code can count on: mha, show, plot, answer, say{en=,zh=}, tr{en=,zh=}, LESSON.
 function M.install_globals()
     if rawget(_G, "mha") == nil then _G.mha = mha end
@@ -616,8 +844,8 @@ function M.install_globals()
         local ok, plot = pcall(require, "mha.plot")
         if ok then _G.plot = plot end
     end
-    -- answer returns nothing, so the REPL prints only the verdict
-    _G.answer = function(value) M.answer(value) end
+    -- answer(value) prints the verdict and returns whether it was right
+    _G.answer = function(value) return M.answer(value) end
     _G.say = function(t) say_text(tr(t)) end
     -- tr{en=, zh=}: the string of the lesson's language, for labels and titles printed by lesson code
     _G.tr = function(t) return tr(t) end
@@ -626,10 +854,14 @@ function M.install_globals()
         if the_repl and the_repl.clock then return the_repl.clock() end
         return os.clock()
     end
+    -- LESSON.table, LESSON.versus, LESSON.median_ms: formatting and timing kept out of the steps' code
+    local tools = require "mha.lesson.tools"
+    tools.use{lang = function() return (session and session.lang) or "en" end, width = M.width, clock = clock}
     _G.LESSON = setmetatable({}, {__index = function(_, key)
         if key == "batch" then return session and session.batch end
         if key == "lang" then return session and session.lang end
         if key == "clock" then return clock end
+        return tools[key] ~= tools.use and tools[key] or nil
     end})
 end
 
@@ -646,7 +878,7 @@ function M.install(repl)
     cmd("lessons", "", "list the lessons with a one-line summary", function() M.list() end)
     cmd("open", "NAME|NUMBER", "open a lesson at its first step", function(a)
         local which = a:match("^%s*(%S+)")
-        if not which then say_text(":open NAME|NUMBER (:lessons lists them)"); return end
+        if not which then say_text(words[(session and session.lang) or M.choose_lang()].open_usage); return end
         local ok, err, kind = M.start(which, {batch = false, lang = M.preferred_lang or (session and session.lang)})
         if not ok and kind ~= "step" then say_text(err) end
     end)
@@ -657,7 +889,8 @@ function M.install(repl)
     cmd("restart", "", "start the lesson again from step 1 and its seed", function() M.restart() end)
     cmd("answer", "EXPR", "answer the exercise with the value of EXPR", function(a) M.answer_expression(a) end)
     cmd("solution", "", "show the exercise's own solution", function() M.show_solution() end)
-    cmd("lang", "en|zh", "switch the lesson language", function(a)
+    cmd("text", "", "show the current step's text and code again (nothing is run)", function() M.reprint() end)
+    cmd("lang", "en|zh", "switch the lesson language (the current step is shown again in it)", function(a)
         local lang = a:match("%a+")
         lang = lang and lang:lower()
         if not (lang and M.languages[lang]) then
@@ -665,8 +898,13 @@ function M.install(repl)
             return
         end
         M.preferred_lang = lang
-        if session then session.lang = lang end
         say_text(words[lang].lang_set)
+        if session then
+            session.lang = lang
+            session.print_options.lang = lang
+            mha.printoptions{lang = lang}
+            if session.pos >= 1 then M.reprint() end
+        end
     end)
     if repl.on_reset then repl.on_reset("lesson", M.carry, M.resume) end
 end

@@ -15,16 +15,30 @@ words.runner = {
         next_hint = "Enter (or :next) runs the next step; :back, :goto K, :run, :restart.",
         no_lesson = "no lesson is open: :lessons lists them, :open NAME opens one",
         no_exercise = "there is no exercise to answer at this step",
-        replaying = function(k, seed) return string.format("(replaying steps 1-%d from seed %d)", k, seed) end,
-        resumed = function(n, k) return string.format("(lesson %d is still open at step %d: :reset rebuilt its state from the seed)", n, k) end,
+        replaying = function(k, seed)
+            return string.format("(steps 1-%d run again quietly, with the lesson's random seed %d)", k, seed)
+        end,
+        resumed = function(n, k)
+            return string.format("(lesson %d is still open at step %d: :reset ran its steps again from the start)", n, k)
+        end,
         solution = "solution",
         error_in_step = "error in step %d",
         recover = function(k) return string.format("The lesson's variables may now be wrong for step %d: "
-            .. ":goto %d rebuilds them from the lesson's seed and runs step %d again; :restart starts the "
-            .. "lesson over.", k, k, k) end,
+            .. ":goto %d rebuilds them by running the steps before it again and runs step %d; :restart "
+            .. "starts the lesson over.", k, k, k) end,
         lessons = "Lessons (:open NAME or NUMBER):",
         lang_set = "Lessons are now in English.",
         lang_usage = ":lang en|zh (English or Chinese)",
+        goto_range = ":goto: the step number must be between 1 and %d",
+        more = "-- more: Enter goes on, q stops pausing --",
+        answers_from = "(batch mode: answered from %s)",
+        answers_none = "(no answer left in %s: answered with the lesson's own solution)",
+        plot = "plot", plot_kinds = {heatmap = "heatmap", heads = "heads", line = "line", bar = "bar"},
+        head = "head %d", series = "%d series", series_n = "series %d", bars = "%d bars", list_sep = ", ",
+        no_lessons = "no lessons found (looked in %s; set MHA_LESSONS)",
+        no_such_lesson = "no lesson '%s'; give a number from %d to %d or a name: %s",
+        cannot_load = "(cannot load: %s)",
+        open_usage = ":open NAME|NUMBER|PATH (:lessons lists them)",
     },
     zh = {
         step = "第", exercise = "练习", of_lesson = "课", colon = "：", colon_space = "：",
@@ -36,15 +50,29 @@ words.runner = {
         next_hint = "回车（或 :next）运行下一步；:back、:goto K、:run、:restart。",
         no_lesson = "没有打开的课程：:lessons 列出课程，:open 名称 打开一课",
         no_exercise = "这一步没有要回答的练习",
-        replaying = function(k, seed) return string.format("（从种子 %d 重放第 1-%d 步）", seed, k) end,
-        resumed = function(n, k) return string.format("（第 %d 课仍停在第 %d 步：:reset 已从种子重建它的状态）", n, k) end,
+        replaying = function(k, seed)
+            return string.format("（用本课的随机种子 %d 悄悄重跑了第 1-%d 步）", seed, k)
+        end,
+        resumed = function(n, k)
+            return string.format("（第 %d 课仍停在第 %d 步：:reset 已从头重跑了它的各步）", n, k)
+        end,
         solution = "答案",
         error_in_step = "第 %d 步出错",
-        recover = function(k) return string.format("课程的变量现在可能不适合第 %d 步：:goto %d 从本课的种子"
-            .. "重建它们并重新运行第 %d 步；:restart 从头开始本课。", k, k, k) end,
+        recover = function(k) return string.format("课程的变量现在可能不适合第 %d 步：:goto %d 重跑它之前的各步"
+            .. "来重建它们，再运行第 %d 步；:restart 从头开始本课。", k, k, k) end,
         lessons = "课程（:open 名称或编号）：",
         lang_set = "课程现在使用中文。",
         lang_usage = ":lang en|zh（英文或中文）",
+        goto_range = ":goto：步骤编号应在 1 到 %d 之间",
+        more = "-- 还有：回车继续，q 不再暂停 --",
+        answers_from = "（批处理模式：答案取自 %s）",
+        answers_none = "（%s 里没有剩下的答案：用本课自带的答案作答）",
+        plot = "图", plot_kinds = {heatmap = "热图", heads = "各头", line = "折线图", bar = "柱状图"},
+        head = "头 %d", series = "%d 条曲线", series_n = "曲线 %d", bars = "%d 根柱", list_sep = "，",
+        no_lessons = "没有找到课程（找过 %s；请设置 MHA_LESSONS）",
+        no_such_lesson = "没有课程“%s”；请给出 %d 到 %d 之间的编号或名称：%s",
+        cannot_load = "（无法加载：%s）",
+        open_usage = ":open 名称|编号|路径（:lessons 列出课程）",
     },
 }
 
@@ -53,6 +81,7 @@ words.check = {
     en = {
         shape = "your answer has shape %s; the expected one has shape %s",
         value = "your answer differs at %s: you have %.6g (tolerance %.0e)",
+        scalar = "you gave %.6g; that is not the expected value (tolerance %.0e)",
         count = "your answer has %d number(s); the expected one has %d",
         kind = "your answer is %s; a %s is expected",
         string = "your answer is %q",
@@ -63,6 +92,7 @@ words.check = {
     zh = {
         shape = "你的答案形状是 %s；应为 %s",
         value = "你的答案在 %s 处不同：你的是 %.6g（容差 %.0e）",
+        scalar = "你给的是 %.6g；这不是要的值（容差 %.0e）",
         count = "你的答案有 %d 个数；应有 %d 个",
         kind = "你的答案是 %s；需要的是 %s",
         string = "你的答案是 %q",

@@ -115,7 +115,7 @@ static void print_usage(const char *badoption) {
     if (badoption) {
         fprintf(stderr, "%s: ", progname);
         if (strcmp(badoption, "-e") == 0 || strcmp(badoption, "-l") == 0 || strcmp(badoption, "--lesson") == 0
-            || strcmp(badoption, "--lang") == 0)
+            || strcmp(badoption, "--lang") == 0 || strcmp(badoption, "--answers") == 0)
             fprintf(stderr, "'%s' needs an argument\n", badoption);
         else
             fprintf(stderr, "unrecognized option '%s'\n", badoption);
@@ -131,14 +131,18 @@ static void print_help(void) {
         "  -                run a script read from stdin (no prompt, no colour)\n"
         "  -e chunk         run the Lua chunk\n"
         "  -l name          require library 'name' into global 'name'\n"
-        "  -i               enter the REPL after running the script or chunks\n"
+        "  -i               enter the REPL after running the script or chunks (exit status 1 when an\n"
+        "                   input typed there raised an error)\n"
         "  -v, --version    show the version\n"
-        "  --lesson NAME|NUMBER [--batch] [--lang en|zh]\n"
-        "                   open a lesson; --batch runs it straight through\n"
+        "  --lesson NAME|NUMBER|PATH [--batch] [--lang en|zh] [--answers FILE]\n"
+        "                   open a lesson (by name, number, or a lesson file's path); --batch runs it\n"
+        "                   straight through; --answers FILE (batch) answers its exercises with FILE's\n"
+        "                   lines, one Lua expression per attempt\n"
         "  --help           this text\n"
         "  --               stop handling options\n"
         "exit status: 0 success, 1 an error in the script, 2 a bad command line.\n"
-        "environment: MHA_REPL_HISTORY (history file, default ~/%s), NO_COLOR, MHA_LANG.\n"
+        "environment: MHA_REPL_HISTORY (history file, default ~/%s), NO_COLOR, MHA_LANG (en|zh),\n"
+        "  MHA_LESSONS (folders of lesson files NN_name.lua, ':'-separated, searched before ./lessons).\n"
         "In the REPL, type ? for its commands and help() for the functions.\n",
         progname, HISTORY_DEFAULT);
 }
@@ -280,9 +284,11 @@ static int handle_script(lua_State *L, char **argv) {
 #define has_lesson 32  /* --lesson */
 #define has_batch  64  /* --batch */
 #define has_lang   128 /* --lang */
+#define has_answers 256 /* --answers */
 
 static const char *lesson_name = NULL;
 static const char *lesson_lang = NULL;
+static const char *lesson_answers = NULL;
 
 /* Walks argv as lua.c does, returning a mask of the options seen; *first is the script's index (argc
  * when there is none) or, on has_error, the bad argument's. Long options are mha-repl's own. */
@@ -299,9 +305,10 @@ static int collectargs(char **argv, int *first) {
         if (strcmp(a, "--version") == 0 || strcmp(a, "-v") == 0) { args |= has_v; continue; }
         if (strcmp(a, "-i") == 0) { args |= has_i; continue; }
         if (strcmp(a, "--batch") == 0) { args |= has_batch; continue; }
-        if (strcmp(a, "--lesson") == 0 || strcmp(a, "--lang") == 0) {
+        if (strcmp(a, "--lesson") == 0 || strcmp(a, "--lang") == 0 || strcmp(a, "--answers") == 0) {
             if (argv[i + 1] == NULL || argv[i + 1][0] == '-') return has_error;
-            if (a[3] == 'e') { args |= has_lesson; lesson_name = argv[++i]; }
+            if (strcmp(a, "--lesson") == 0) { args |= has_lesson; lesson_name = argv[++i]; }
+            else if (strcmp(a, "--answers") == 0) { args |= has_answers; lesson_answers = argv[++i]; }
             else { args |= has_lang; lesson_lang = argv[++i]; }
             continue;
         }
@@ -324,7 +331,8 @@ static int runargs(lua_State *L, char **argv, int n) {
     for (int i = 1; i < n; i++) {
         int option = argv[i][1];
         if (option == '-') {  /* a long option: skip the argument of those that take one */
-            if (strcmp(argv[i], "--lesson") == 0 || strcmp(argv[i], "--lang") == 0) i++;
+            if (strcmp(argv[i], "--lesson") == 0 || strcmp(argv[i], "--lang") == 0
+                || strcmp(argv[i], "--answers") == 0) i++;
         } else if (option == 'e' || option == 'l') {
             const char *extra = argv[i] + 2;
             if (*extra == '\0') extra = argv[++i];
@@ -684,6 +692,9 @@ static void docommand(lua_State *L, const char *fn, int input_index) {
 /* Evaluates the chunk at the top and shows what came of it through repl.after(input, how, seconds,
  * ...): how is "print" (the values follow), "quiet" (values follow, not printed), "stmt", or "error"
  * (the message follows). */
+/* Inputs that raised an error (or did not compile): with -i, the exit status says the session had some. */
+static int input_errors = 0;
+
 static void evaluate(lua_State *L, int status, int expr, int quiet) {
     int base = lua_gettop(L);  /* the chunk or the syntax error */
     double start = 0, seconds = 0;
@@ -695,6 +706,7 @@ static void evaluate(lua_State *L, int status, int expr, int quiet) {
         clock_gettime(CLOCK_MONOTONIC, &ts);
         seconds = (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9 - start;
     }
+    if (status != LUA_OK) input_errors++;
     int nres = lua_gettop(L) - base + 1;  /* results, or the one error message */
     luaL_checkstack(L, LUA_MINSTACK, "too many results to print");
     if (push_repl_field(L, "after") != LUA_TFUNCTION) {  /* no repl.lua: print as lua.c would */
@@ -779,6 +791,10 @@ static int dolesson(lua_State *L, int batch) {   /* -> EXIT_OK, EXIT_SCRIPT or E
         lua_pushstring(L, lesson_lang);
         lua_setfield(L, -2, "lang");
     }
+    if (lesson_answers) {
+        lua_pushstring(L, lesson_answers);
+        lua_setfield(L, -2, "answers");
+    }
     status = docall(L, 2, 3);
     if (status != LUA_OK) {
         report(L, status);
@@ -826,6 +842,7 @@ static int pmain(lua_State *L) {
     char **argv = (char **)lua_touserdata(L, 2);
     static int resetting = 0;
     static int script;   /* argv's index of the script (argc when none), kept for :reset's `arg` */
+    static int i_session = 0;   /* -i: an input that raised an error makes the exit status 1 */
     luaL_checkversion(L);
     if (resetting) {  /* :reset: a fresh state, `arg` as at startup, straight back to the prompt */
         openlibs(L);
@@ -834,7 +851,7 @@ static int pmain(lua_State *L) {
         lua_gc(L, LUA_GCGEN, 0, 0);
         if (start_repl(L) == LUA_OK) interact(L);
         resetting = reset_requested;
-        lua_pushinteger(L, EXIT_OK);
+        lua_pushinteger(L, i_session && input_errors > 0 ? EXIT_SCRIPT : EXIT_OK);
         return 1;
     }
     int args = collectargs(argv, &script);
@@ -849,8 +866,8 @@ static int pmain(lua_State *L) {
         lua_pushinteger(L, EXIT_OK);
         return 1;
     }
-    if ((args & (has_batch | has_lang)) && !(args & has_lesson)) {
-        l_message(progname, "--batch and --lang go with --lesson NAME");
+    if ((args & (has_batch | has_lang | has_answers)) && !(args & has_lesson)) {
+        l_message(progname, "--batch, --lang and --answers go with --lesson NAME");
         print_usage(NULL);
         lua_pushinteger(L, EXIT_USAGE);
         return 1;
@@ -870,13 +887,14 @@ static int pmain(lua_State *L) {
     if (!runargs(L, argv, script)) code = EXIT_SCRIPT;
     else if (script < argc && handle_script(L, argv + script) != LUA_OK) code = EXIT_SCRIPT;
     else if (args & has_lesson) {
-        int batch = (args & has_batch) || !stdin_is_tty();
+        int batch = (args & (has_batch | has_answers)) || !stdin_is_tty();   /* --answers replays */
         if (!batch && start_repl(L) != LUA_OK) code = EXIT_SCRIPT;
         if (code == EXIT_OK) code = dolesson(L, batch);
         if (code == EXIT_OK && !batch) interact(L);
     } else if (args & has_i) {
         if (stdin_is_tty()) print_banner();
         if (start_repl(L) == LUA_OK) interact(L);
+        i_session = 1;
     } else if (script == argc && !(args & (has_e | has_v))) {
         if (stdin_is_tty()) {
             print_banner();
@@ -885,6 +903,7 @@ static int pmain(lua_State *L) {
             if (dofile(L, NULL) != LUA_OK) code = EXIT_SCRIPT;
         }
     }
+    if (i_session && input_errors > 0 && code == EXIT_OK) code = EXIT_SCRIPT;
     resetting = reset_requested;
     lua_pushinteger(L, code);
     return 1;

@@ -405,11 +405,12 @@ end
 
 -- A lesson step's code, run by the lesson runner (lua/lesson/lesson.lua) rather than typed: recorded so that
 -- :save replays it inline (the variables it makes exist for the inputs after it) and the Markdown shows
--- it under the step's label. ok = false marks code that raised an error (replayed with fails).
-function repl.record_step(code, label, ok)
+-- it under the step's label. ok = false marks code that raised an error (replayed with fails). before is a
+-- line the script runs first (the runner's mark of where the lesson is, so answer() checks the right exercise).
+function repl.record_step(code, label, ok, before)
     if type(code) ~= "string" then error("record_step: code must be a string, got " .. type(code), 2) end
     record({kind = "step", input = code, label = label ~= nil and tostring(label) or "a lesson step",
-            how = ok == false and "error" or nil})
+            how = ok == false and "error" or nil, before = before ~= nil and tostring(before) or nil})
 end
 
 -- Error text: red with colour, on stderr as lua.c does.
@@ -598,13 +599,18 @@ local function as_script(entry, r)
     local input = entry.input
     if entry.kind == "enter" then return "-- (Enter: the next lesson step)" end
     if entry.kind == "step" then
-        local head = "-- lesson step: " .. entry.label:gsub("\n", " ") .. "\n"
+        local head = "-- lesson step: " .. entry.label:gsub("\n", " ") .. "\n" .. (entry.before and entry.before .. "\n" or "")
         if entry.how == "error" then return head .. r .. ".fails " .. long_string(input) end
         if may_return(input) then return head .. ";(function(...)\n" .. input .. "\nend)()" end
         return head .. "do\n" .. input .. "\nend"
     end
     if entry.kind == "command" then
         if entry.command == "reset" then return r .. ".reset()  -- " .. input end
+        -- :answer EXPR is checked as in the session (an error of EXPR can match a hint)
+        local expr = entry.command == "answer" and input:match("^%s*:%S+%s+(.-)%s*$")
+        if expr and expr ~= "" then
+            return string.format("require(\"mha.lesson\").answer_expression(%q)  -- %s", expr, input:gsub("\n", " "))
+        end
         return "-- " .. input
     end
     if entry.how == "interrupted" then return "-- (stopped by Ctrl-C)\n" .. ("-- " .. input:gsub("\n", "\n-- ")) end
@@ -796,8 +802,8 @@ end
 function repl.carry()
     local parts = {"return {show_time = ", tostring(repl.show_time), ", transcript = {"}
     for _, e in ipairs(transcript) do
-        parts[#parts + 1] = string.format("{kind = %q, input = %q, how = %q, command = %q, label = %q, output = %q},",
-                                          e.kind, e.input, e.how or "", e.command or "", e.label or "", e.output)
+        parts[#parts + 1] = string.format("{kind = %q, input = %q, how = %q, command = %q, label = %q, before = %q, output = %q},",
+                                          e.kind, e.input, e.how or "", e.command or "", e.label or "", e.before or "", e.output)
     end
     parts[#parts + 1] = "}, hooks = {"
     local names = {}
@@ -823,6 +829,7 @@ function repl.init(carried)
                 if e.how == "" then e.how = nil end
                 if e.command == "" then e.command = nil end
                 if e.label == "" then e.label = nil end
+                if e.before == "" then e.before = nil end
                 transcript[#transcript + 1] = e
             end
         end

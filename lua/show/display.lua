@@ -15,7 +15,7 @@ local M = {}
 
 -- linewidth nil: the terminal's width when stdout is a terminal, else 80 (so output piped to a file
 -- or a test is the same everywhere). sci_mode nil: decided per tensor, as NumPy does.
-local DEFAULTS = { precision = 4, threshold = 1000, edgeitems = 3, linewidth = nil, sci_mode = nil }
+local DEFAULTS = { precision = 4, threshold = 1000, edgeitems = 3, linewidth = nil, sci_mode = nil, lang = "en" }
 local options = {}
 for k, v in pairs(DEFAULTS) do options[k] = v end
 
@@ -25,6 +25,15 @@ local OPTION_CHECK = {
     edgeitems = function(v) return math.type(v) == "integer" and v >= 1, "an integer >= 1" end,
     linewidth = function(v) return v == "auto" or (math.type(v) == "integer" and v >= 10), "an integer >= 10 or \"auto\"" end,
     sci_mode = function(v) return type(v) == "boolean" or v == "auto", "true, false or \"auto\"" end,
+    lang = function(v) return v == "en" or v == "zh", "\"en\" or \"zh\"" end,
+}
+
+-- The few words a printed tensor carries, in the language of the printoptions (a lesson in Chinese sets "zh").
+local WORDS = {
+    en = {columns = "columns %s-%s", column = "column %s", more_columns = "columns ...", scale = "scale: ",
+          rows_of = "rows 1-%d of %d", columns_of = "columns 1-%d of %d", shown = "(%s shown)", comma = ", "},
+    zh = {columns = "第 %s-%s 列", column = "第 %s 列", more_columns = "列 ...", scale = "刻度：",
+          rows_of = "第 1-%d 行（共 %d 行）", columns_of = "第 1-%d 列（共 %d 列）", shown = "（只显示%s）", comma = "，"},
 }
 
 -- Text safe to print: control characters (which could move the cursor or change colours) become "?".
@@ -87,7 +96,7 @@ local function check_keys(fname, opts, valid, allow_list, level)
         fname, clean_text(key), hint, list), level and level + 1 or 0)
 end
 
-local PRINT_OPTIONS = { "precision", "threshold", "edgeitems", "linewidth", "sci_mode" }
+local PRINT_OPTIONS = { "precision", "threshold", "edgeitems", "linewidth", "sci_mode", "lang" }
 
 local function copy_options()
     local out = {}
@@ -113,8 +122,8 @@ local function merge_options(fname, base, given)
     return merged
 end
 
--- mha.printoptions{precision=, threshold=, edgeitems=, linewidth=, sci_mode=} sets the options for
--- every later print; mha.printoptions() returns them; mha.printoptions("reset") restores the defaults.
+-- mha.printoptions{precision=, threshold=, edgeitems=, linewidth=, sci_mode=, lang=} sets the options for
+-- every later print (lang: "en" or "zh", the words a print carries, as "columns 1-6"); mha.printoptions() returns them; mha.printoptions("reset") restores the defaults.
 function M.printoptions(given)
     if given == nil then return copy_options() end
     if given == "reset" then
@@ -379,7 +388,7 @@ local SEP = "  "
 -- cells[r] is the string "..." for the marker row of a summary;
 -- col_index[c] is the original column index or "..."; row_labels/col_labels may be nil.
 -- Returns the lines.
-local function layout(cells, col_index, row_labels, col_labels, cell_width, linewidth)
+local function layout(cells, col_index, row_labels, col_labels, cell_width, linewidth, words)
     local ncols = #col_index
     local widths = {}
     for c = 1, ncols do
@@ -417,9 +426,9 @@ local function layout(cells, col_index, row_labels, col_labels, cell_width, line
             for c = first, last do
                 if col_index[c] ~= "..." then a = a or col_index[c]; b = col_index[c] end
             end
-            if a == nil then lines[#lines + 1] = "columns ..."
-            elseif a == b then lines[#lines + 1] = "column " .. a
-            else lines[#lines + 1] = "columns " .. a .. "-" .. b end
+            if a == nil then lines[#lines + 1] = words.more_columns
+            elseif a == b then lines[#lines + 1] = string.format(words.column, a)
+            else lines[#lines + 1] = string.format(words.columns, a, b) end
         end
         if col_labels then
             local parts = {}
@@ -562,7 +571,7 @@ local function render(fname, t, opts)
         end
         if prefix ~= "..." then
             local cells = texts[s]
-            for _, line in ipairs(layout(cells, cols_ix, row_labels, col_labels, cell_width, width)) do
+            for _, line in ipairs(layout(cells, cols_ix, row_labels, col_labels, cell_width, width, WORDS[o.lang])) do
                 lines[#lines + 1] = line
             end
         end
@@ -707,9 +716,10 @@ function M.heat(t, opts)
         end
     end
     local notes = {}
-    if nrows > #rows_ix then notes[#notes + 1] = string.format("rows 1-%d of %d", #rows_ix, nrows) end
-    if ncols > shown_cols then notes[#notes + 1] = string.format("columns 1-%d of %d", shown_cols, ncols) end
-    if #notes > 0 then lines[#lines + 1] = "(" .. table.concat(notes, ", ") .. " shown)" end
+    local words = WORDS[o.lang]
+    if nrows > #rows_ix then notes[#notes + 1] = string.format(words.rows_of, #rows_ix, nrows) end
+    if ncols > shown_cols then notes[#notes + 1] = string.format(words.columns_of, shown_cols, ncols) end
+    if #notes > 0 then lines[#lines + 1] = string.format(words.shown, table.concat(notes, words.comma)) end
 
     -- the scale: each shade with the lowest value it stands for, or the gray ramp between lo and hi
     local bounds = {}
@@ -719,13 +729,13 @@ function M.heat(t, opts)
     if colour then
         local ramp = {}
         for k = GRAY_FIRST, GRAY_LAST do ramp[#ramp + 1] = "\27[48;5;" .. k .. "m \27[0m" end
-        lines[#lines + 1] = "scale: " .. num(lo) .. " " .. table.concat(ramp) .. " " .. num(hi)
+        lines[#lines + 1] = words.scale .. num(lo) .. " " .. table.concat(ramp) .. " " .. num(hi)
     else
         local parts = {}
         for k = 1, #SHADES do
             parts[k] = "[" .. SHADES[k] .. "] " .. num(lo + (hi - lo) * (k - 1) / #SHADES)
         end
-        lines[#lines + 1] = "scale: " .. table.concat(parts, "  ") .. " .. " .. num(hi)
+        lines[#lines + 1] = words.scale .. table.concat(parts, "  ") .. " .. " .. num(hi)
     end
     if saw_nan then lines[#lines] = lines[#lines] .. "  " .. NAN_MARK .. " = nan" end
     lines[#lines + 1] = footer(src)

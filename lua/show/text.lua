@@ -58,7 +58,7 @@ for _, c in utf8.codes("（「『《〈【“‘([{") do no_break_after[c] = tru
 local function last_visible(s)
     local last
     for _, cp in utf8.codes(s) do
-        if cp > 4 then last = cp end
+        if cp > 4 and cp ~= 42 and cp ~= 96 then last = cp end   -- not a mark, "*" or "`"
     end
     return last
 end
@@ -309,13 +309,22 @@ end
 -- characters or next to CJK punctuation (Chinese puts no spaces between words; the lessons do put one
 -- between a Chinese word and a Latin one, "PyTorch 的 nn.Linear", so that break stays a space).
 local function cjk_punctuation(cp) return is_wide(cp) and (no_break_before[cp] or no_break_after[cp]) end
+-- Curly quotes are narrow on most terminals, but a Chinese quotation takes no space either side of them:
+-- 输出“趋近于 0”的 (not 输出 “趋近于 0” 的).
+local opening_quote = {[0x201C] = true, [0x2018] = true}
+local closing_quote = {[0x201D] = true, [0x2019] = true}
+local function quote_tight(last, first)
+    return (is_wide(last) and opening_quote[first]) or (closing_quote[last] and is_wide(first))
+end
 local function join_lines(lines)
     local text = lines[1]
     for i = 2, #lines do
         local prev, nxt = text, lines[i]
         local last = last_visible(prev)
-        local first = utf8.codepoint(nxt, 1)
-        local tight = last and ((is_wide(last) and is_wide(first)) or cjk_punctuation(last) or cjk_punctuation(first))
+        local at = nxt:match("^[\1-\4*`]*()")   -- the first visible character
+        local first = utf8.codepoint(nxt, at <= #nxt and at or 1)
+        local tight = last and ((is_wide(last) and is_wide(first)) or cjk_punctuation(last) or cjk_punctuation(first)
+            or quote_tight(last, first))
         text = prev .. (tight and "" or " ") .. nxt
     end
     return text

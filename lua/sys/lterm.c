@@ -218,28 +218,37 @@ static int term_colour(lua_State *L) {
     return 1;
 }
 
-/* term.columns([fd|file]) -> the terminal's width in cells: the kernel's idea of it (TIOCGWINSZ) when
- * the stream (default: stdout) is a terminal, else $COLUMNS when it is a positive number, else 80. */
-static int term_columns(lua_State *L) {
+/* One side of the terminal (stream at argument 1, default stdout): the kernel's idea of it (TIOCGWINSZ)
+ * when the stream is a terminal, else the environment variable when it is a positive number, else
+ * fallback. */
+static int push_term_size(lua_State *L, int want_rows, const char *variable, lua_Integer fallback) {
     int fd = lua_isnoneornil(L, 1) ? STDOUT_FILENO : checkfd(L, 1);
     struct winsize ws;
-    const char *env = getenv("COLUMNS");
-    lua_Integer columns = 80;
-    if (isatty(fd) && ioctl(fd, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0) {
-        columns = ws.ws_col;
+    const char *env = getenv(variable);
+    lua_Integer size = fallback;
+    if (isatty(fd) && ioctl(fd, TIOCGWINSZ, &ws) == 0 && (want_rows ? ws.ws_row : ws.ws_col) > 0) {
+        size = want_rows ? ws.ws_row : ws.ws_col;
     } else if (env != NULL) {
         char *end;
         long value = strtol(env, &end, 10);
-        if (end != env && *end == '\0' && value > 0 && value < 100000) columns = value;
+        if (end != env && *end == '\0' && value > 0 && value < 100000) size = value;
     }
-    lua_pushinteger(L, columns);
+    lua_pushinteger(L, size);
     return 1;
 }
+
+/* term.columns([fd|file]) -> the terminal's width in cells: TIOCGWINSZ, else $COLUMNS, else 80. */
+static int term_columns(lua_State *L) { return push_term_size(L, 0, "COLUMNS", 80); }
+
+/* term.rows([fd|file]) -> the terminal's height in rows: TIOCGWINSZ, else $LINES, else 24 (the lesson
+ * runner pauses a step taller than the screen). */
+static int term_rows(lua_State *L) { return push_term_size(L, 1, "LINES", 24); }
 
 static const luaL_Reg term_funcs[] = {
     {"isatty", term_isatty},
     {"colour", term_colour},
     {"columns", term_columns},
+    {"rows", term_rows},
     {"width", term_width},
     {"truncate", term_truncate},
     {NULL, NULL}

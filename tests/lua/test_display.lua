@@ -66,9 +66,21 @@ T.test("tostring and show", function()
         read_file(FIXTURES .. "case_labelled.txt"))
 end)
 
+T.test("printoptions lang: the words of a print in Chinese", function()
+    local wide = mha.arange(0, 18):view(2, 9)
+    mha.printoptions { lang = "zh" }
+    local text = mha.format(wide, { linewidth = 40 })
+    local heat = captured(function() mha.heat(mha.arange(0, 4):view(2, 2)) end)
+    mha.printoptions("reset")
+    T.ok("column chunks are named in Chinese", text:find("第 1-", 1, true) and not text:find("columns", 1, true), text)
+    T.ok("the heat map's scale is named in Chinese", heat:find("刻度：", 1, true) and not heat:find("scale", 1, true), heat)
+    T.ok("English by default", mha.format(wide, { linewidth = 40 }):find("columns 1-", 1, true))
+    T.raises("printoptions lang checks its value", function() mha.printoptions { lang = "fr" } end, "lang")
+end)
+
 T.test("printoptions", function()
     local defaults = mha.printoptions()
-    T.eq("printoptions defaults", defaults, { precision = 4, threshold = 1000, edgeitems = 3 })
+    T.eq("printoptions defaults", defaults, { precision = 4, threshold = 1000, edgeitems = 3, lang = "en" })
     local t = mha.load(T.path(FIXTURES .. "case_precision2.npy"))
     mha.printoptions { precision = 2 }
     T.eq("printoptions returns the options", mha.printoptions().precision, 2)
@@ -268,6 +280,8 @@ T.test("term", function()
     T.eq("truncate keeps a combining mark", { term.truncate("e\u{301}x", 1) }, { "e\u{301}", 1 })
     T.eq("isatty of a file is false", term.isatty(io.tmpfile()), false)
     T.ok("columns is positive", term.columns() > 0)
+    T.eq("rows of a file that is no terminal: $LINES or 24", term.rows(io.tmpfile()),
+        math.tointeger(tonumber(os.getenv("LINES") or "")) or 24)
     -- the width of a sample of assigned code points, as Python's unicodedata sees them
     local bad, n = {}, 0
     for line in io.lines(T.path(FIXTURES .. "widths.txt")) do

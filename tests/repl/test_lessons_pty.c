@@ -1,6 +1,6 @@
 /* tests/repl/test_lessons_pty.c - steps through lesson 8 in mha-repl on a pseudo-terminal, as a student
  * would: Enter, :next, :back, :goto, changing a variable between steps, breaking a step and getting out
- * with the :goto it offers, :lang, answering the exercise (the verdict alone, no value echoed), :save
+ * with the :goto it offers, :lang, answering the exercise (the verdict, and answer() returns whether it was right), :save
  * (whose script must run on its own), :quit.
  * The binary is found through env MHA_REPL (tests/run.sh sets it). Every read has a timeout. */
 #include <errno.h>
@@ -106,10 +106,10 @@ int main(void) {
     expect("\n> ");
     step(":next runs step 3", ":next", "step 3/6: Heads, scores, weights");
     expect("\n> ");
-    step(":back goes to step 2, replaying step 1", ":back", "(replaying steps 1-1 from seed 8)");
+    step(":back goes to step 2, replaying step 1", ":back", "(steps 1-1 run again quietly, with the lesson's random seed 8)");
     CHECK(":back shows step 2", expect("step 2/6"), "%s", "no step 2 header after :back");
     expect("\n> ");
-    step(":goto 5 replays steps 1-4", ":goto 5", "(replaying steps 1-4 from seed 8)");
+    step(":goto 5 replays steps 1-4", ":goto 5", "(steps 1-4 run again quietly, with the lesson's random seed 8)");
     CHECK(":goto 5 shows step 5 equal to the layer", expect("max |by hand - layer| < 1e-5:\ttrue"), "%s",
           "step 5 did not report equality");
     expect("\n> ");
@@ -148,16 +148,18 @@ int main(void) {
     expect("\n> ");
 
     /* the exercise: a classic mistake, a malformed answer, then the right answer */
-    step("Enter shows the exercise", "", "step 6/6: The scaled scores");
+    step("Enter shows the exercise", "", "step 6/6: A fifth token's query");
     expect("\n> ");
-    step("scaling by d_model gets its hint", "answer(Qh:matmul(Kh:transpose(2, 3)) / math.sqrt(E))", "you scaled by √d_model");
-    step("a malformed answer gets a clear message", "answer({1, 2})", "your answer has shape (2); the expected one has shape (2,4,4)");
-    CHECK("answer() returns nothing: no 'false' echoed", expect("\n> ") && !strstr(seen_before_prompt, "false"),
+    step("the student's own names", "q5, k1 = mha.linear(x5, W_q, b_q):narrow(2, 1, D), Kh:select(1, 1):transpose(1, 2)", "\n> ");
+    step("scaling by d_model gets its hint", "answer(mha.softmax(q5:matmul(k1) / math.sqrt(E), 2))", "you scaled by √d_model");
+    CHECK("answer() returns false after a wrong answer", expect("\n> ") && strstr(seen_before_prompt, "false"),
           "the output before the prompt: %s", seen_before_prompt);
-    step("answer() with the right value says correct", "answer(Qh:matmul(Kh:transpose(2, 3)) / math.sqrt(D))", "correct");
-    CHECK("answer() returns nothing: no 'true' echoed", expect("\n> ") && !strstr(seen_before_prompt, "true"),
+    step("a malformed answer gets a clear message", "answer({1, 2})", "your answer has shape (2); the expected one has shape (1,4)");
+    expect("\n> ");
+    step("answer() with the right value says correct", "answer(mha.softmax(q5:matmul(k1) / math.sqrt(D), 2))", "correct");
+    CHECK("answer() returns true after the right answer", expect("\n> ") && strstr(seen_before_prompt, "true"),
           "the output before the prompt: %s", seen_before_prompt);
-    step("the lesson goes on: :answer EXPR is checked", ":answer Qh:matmul(Kh:transpose(2, 3)) / math.sqrt(D)", "correct");
+    step("the lesson goes on: :answer EXPR is checked", ":answer mha.softmax(q5:matmul(k1) / math.sqrt(D), 2)", "correct");
     step("Enter at the end says the lesson is over", "", "End of the lesson");
     expect("\n> ");
 

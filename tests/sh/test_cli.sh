@@ -93,10 +93,11 @@ printf 'os.exit(3)\n' >"$tmp/exit3.lua"
 run '' "$tmp/exit3.lua"
 [ "$rc" -eq 3 ]; check script_os_exit $? "rc $rc"
 
-# ---- -i: run, then read REPL input (here from a pipe: no prompt, values still printed) ----
+# ---- -i: run, then read REPL input (here from a pipe: no prompt, values still printed); an input that
+# raised an error makes the exit status 1 ----
 printf 'x = 21\n' >"$tmp/setup.lua"
 run $'x * 2\nx;\n{a = 1}\nerror("oops")\nx + 1\n' -i "$tmp/setup.lua"
-[ "$out" = $'42\n{a = 1}\n22' ] && [ "$rc" -eq 0 ] && has "$err" "stdin:1: oops"
+[ "$out" = $'42\n{a = 1}\n22' ] && [ "$rc" -eq 1 ] && has "$err" "stdin:1: oops"
 check i_then_repl $? "out [$out] rc $rc err [$err]"
 run $'_G.y = 1\n' -i "$tmp/fails.lua"
 [ "$rc" -eq 1 ]; check i_script_error_status $? "rc $rc err [$err]"
@@ -120,6 +121,65 @@ run '' --lesson no_such_lesson_here --batch
 [ "$rc" -eq 2 ] && [ -n "$err" ]; check lesson_unknown $? "rc $rc err [$err]"
 run '' --lesson 1 --batch --lang en
 [ "$rc" -eq 0 ] && has "$out" "1/"; check lesson_batch $? "rc $rc out [${out:0:300}] err [$err]"
+
+# ---- a lesson by its path; every MHA_LESSONS folder; errors name the file and line ----
+mkdir -p "$tmp/a" "$tmp/b"
+cat >"$tmp/a/21_mine.lua" <<'LESSON'
+return lesson{
+    name = "mine", seed = 1,
+    title = {en = "Mine", zh = "我的"}, summary = {en = "a teacher's lesson", zh = "老师的课"},
+    step{title = {en = "One", zh = "一"}, text = {en = "One step.", zh = "一步。"},
+         code = [[
+x = mha.tensor{1, 2}
+print(tr{en = "sum:", zh = "和："}, x:sum():item())]]},
+    step{title = {en = "Two", zh = "二"}, text = {en = "A broken step.", zh = "坏的一步。"},
+         code = [[
+y = nil
+print(y.field)]]},
+}
+LESSON
+cat >"$tmp/b/22_other.lua" <<'LESSON'
+return lesson{
+    name = "other", seed = 2,
+    title = {en = "Other", zh = "另一课"}, summary = {en = "another folder", zh = "另一个文件夹"},
+    step{title = {en = "One", zh = "一"}, text = {en = "Hello.", zh = "你好。"}, code = [[print(1 + 1)]]},
+}
+LESSON
+run '' --lesson "$tmp/a/21_mine.lua" --batch --lang zh
+[ "$rc" -eq 1 ] && has "$out" "和：	3.0" && has "$out" '│ print("和：", x:sum():item())'
+check lesson_by_path_echoes_one_language $? "rc $rc out [${out:0:600}] err [$err]"
+has "$out" "21_mine.lua:11: attempt to index a nil value"
+check lesson_error_names_file_and_line $? "out [${out:0:900}]"
+out=$(MHA_LESSONS="$tmp/a:$tmp/b" "$repl" -e 'require("mha.lesson").list("en")' 2>&1)
+has "$out" "21  mine" && has "$out" "22  other" && has "$out" " 1  tour"
+check lessons_every_mhalessons_folder $? "out [$out]"
+weird="$tmp/it's \$(touch $tmp/ran)"
+mkdir -p "$weird" && cp "$tmp/b/22_other.lua" "$weird/23_quoted.lua"
+out=$(MHA_LESSONS="$weird" "$repl" -e 'require("mha.lesson").list("en")' 2>&1)
+has "$out" "23  quoted" && [ ! -e "$tmp/ran" ]; check lessons_folder_name_quoted_for_the_shell $? "out [$out]"
+out=$(MHA_LESSONS="$tmp/a:$tmp/b" "$repl" --lesson other --batch 2>&1); rc=$?
+[ "$rc" -eq 0 ] && has "$out" "22 Other"; check lessons_second_folder_by_name $? "rc $rc out [$out]"
+
+# ---- --answers FILE: a student's attempts replayed, with the hints they get ----
+printf '%s\n' '0.25' '1 / math.sqrt(768)' '1 / math.sqrt(64)' >"$tmp/answers4.txt"
+run '' --lesson 4 --answers "$tmp/answers4.txt" --lang en
+[ "$rc" -eq 0 ] && has "$out" "you gave 0.25;" && has "$out" "√d_model" && has "$out" $'correct\n'
+check answers_file_attempts_and_hints $? "rc $rc out [${out: -900}] err [$err]"
+run '' --lesson 4 --answers "$tmp/no_such_answers.txt"
+[ "$rc" -eq 2 ] && has "$err" "--answers:"; check answers_file_missing $? "rc $rc err [$err]"
+run '' --answers "$tmp/answers4.txt"
+[ "$rc" -eq 2 ] && has "$err" "--answers go with --lesson"; check answers_needs_lesson $? "rc $rc err [$err]"
+
+# ---- -i: a session whose inputs raised errors exits 1; one without, 0 ----
+run $'x = 1
+error("boom")
+x
+' -i
+[ "$rc" -eq 1 ]; check i_session_with_error_exits_1 $? "rc $rc"
+run $'x = 1
+x
+' -i
+[ "$rc" -eq 0 ]; check i_session_without_error_exits_0 $? "rc $rc err [$err]"
 run '' -- "$tmp/args.lua" -x
 [ "$rc" -eq 0 ] && has "$out" $'\t-x'; check double_dash $? "rc $rc out [$out] err [$err]"
 
