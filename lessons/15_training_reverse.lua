@@ -43,7 +43,9 @@ model = mha.nn.Transformer{vocab = 10, d_model = 32, heads = 2,
 check_tokens, check_targets = mha.tasks.reverse{vocab = 10, len = 6,
   batch = 500, seed = 99}:batch()
 function accuracy()
-  local logits = mha.no_grad(function() return model:forward(check_tokens) end)
+  local logits = mha.no_grad(function()
+    return model:forward(check_tokens)
+  end)
   local _, acc = mha.train.loss(logits, check_targets)
   return acc
 end
@@ -51,9 +53,12 @@ function looks()
   model:forward(tokens)
   for h = 1, 2 do
     local w, keys = model:attention()[1][1][h], {}
-    for q = 7, 12 do keys[#keys + 1] = string.format("%d", w[q]:argmax():item()) end
-    print(string.format(tr{en = "head %d, queries 7-12 look at keys %s",
-                           zh = "头 %d，查询 7-12 看向键 %s"}, h, table.concat(keys, " ")))
+    for q = 7, 12 do
+      keys[#keys + 1] = string.format("%d", w[q]:argmax():item())
+    end
+    local fmt = tr{en = "head %d, queries 7-12 look at keys %s",
+                   zh = "头 %d，查询 7-12 看向键 %s"}
+    print(string.format(fmt, h, table.concat(keys, " ")))
   end
 end
 print(tr{en = "accuracy below 20%:", zh = "准确率低于 20%："}, accuracy() < 0.2)
@@ -86,15 +91,15 @@ print(tr{en = "accuracy on 500 new sequences >= 99%:",
         text = {
             en = [[
 The same queries now look at 6 5 4 3 2 1: the anti-diagonal. Nobody wrote this rule; it is what
-gradient descent found useful. plot.heads shows both heads' whole maps.]],
+gradient descent found useful. plot.heatmap shows head 1's whole map.]],
             zh = [[
 同样的查询现在看向 6 5 4 3 2 1：反对角线。没有人写下这条规则；这是梯度下降找到的有用做法。
-plot.heads 画出两个头的完整注意力图。]],
+plot.heatmap 画出头 1 的完整注意力图。]],
         },
         code = [[
 looks()
-plot.heads(model:attention()[1][1], {title = tr{en = "after training",
-                                               zh = "训练后"}})]],
+plot.heatmap(model:attention()[1][1][1],
+  {title = tr{en = "head 1 after training", zh = "训练后的头 1"}})]],
     },
 
     exercise{
