@@ -42,13 +42,19 @@ local function make_optimizer(o, params)
     error(string.format('train: option optimizer must be "adamw", "adam" or "sgd", got %s', tostring(kind)), 3)
 end
 
--- The live loss curve: a gnuplot window when there is one, else nothing until the end (a text plot then).
+-- The loss and accuracy curves: redrawn live in a gnuplot window, or once at the end as a text plot.
 local function draw_curve(history, title)
     local plot = require "mha.plot"
     local xs = {}
     for i = 1, #history.loss do xs[i] = history.step[i] end
     plot.line{{x = xs, y = history.loss, title = "loss"}, {x = xs, y = history.acc, title = "accuracy"},
               title = title, xlabel = "step"}
+end
+
+-- Is the figure a window (redrawn live) rather than text (drawn once, at the end)?
+local function windowed()
+    local name = require("mha.plot").terminal()
+    return name == "qt" or name == "wxt" or name == "x11"
 end
 
 local function draw_attention(model, task)
@@ -134,7 +140,7 @@ function M.train(o)
                     print(string.format("step %5d  loss %.4f  acc %5.1f%%", step, history.loss[n],
                                         100 * history.acc[n]))
                 end
-                if o.plot then draw_curve(history, "training") end
+                if o.plot and windowed() then draw_curve(history, "training") end
                 if (o.attention_every or 0) > 0 and step % o.attention_every == 0 then draw_attention(model, task) end
                 if o.on_log then o.on_log(step, history) end
             end
@@ -160,6 +166,7 @@ function M.train(o)
                             steps))
     end
     history.seconds = os.clock() - t0
+    if o.plot and not windowed() and #history.loss > 0 then draw_curve(history, "training") end
     if tty then
         io.write(string.format("\r\27[Kdone: %d steps in %s (CPU), loss %.4f, acc %.1f%%\n", history.steps,
                                fmt_time(history.seconds), history.loss[#history.loss] or 0 / 0,
