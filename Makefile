@@ -44,6 +44,7 @@ TESTS     = test_tensor test_ops test_rng test_npy test_kernels test_attention t
 TESTS    += test_npz test_optim
 
 LUA_FILES = $(foreach e,$(EMBED),$(word 2,$(subst =, ,$(e))))
+EMBED    += mha.repl.habits=lua/repl/habits.lua mha.help.zh=lua/help/zh.lua
 CORE_OBJ  = $(CORE_SRC:%.c=$(BUILD)/%.o)
 LIB_OBJ   = $(BIND_SRC:%.c=$(BUILD)/%.o) $(SYS_SRC:%.c=$(BUILD)/%.o) $(BUILD)/embedded.o
 TEST_BIN  = $(addprefix $(BUILD)/tests/,$(TESTS))

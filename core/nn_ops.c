@@ -56,12 +56,23 @@ mha_status mha_log_softmax(mha_tensor *out, const mha_tensor *x, size_t dim) {
     return MHA_OK;
 }
 
-mha_status mha_softmax_backward(mha_tensor *dx, const mha_tensor *dy, const mha_tensor *y, size_t dim) {
+/* dy and y of softmax's and log_softmax's backward: float tensors of one shape, dim one of their dims. */
+static mha_status check_row_backward(const char *fname, const mha_tensor *dy, const mha_tensor *y, size_t dim) {
     char a[MHA_SHAPE_BUF], b[MHA_SHAPE_BUF];
+    mha_status st;
+    if ((st = check_float(dy, fname, "dy")) != MHA_OK || (st = check_float(y, fname, "y")) != MHA_OK) return st;
     if (!mha_same_shape(dy, y))
-        return mha_fail(MHA_E_SHAPE, "softmax_backward: dy %s and y %s differ in shape", SHAPE(a, dy), SHAPE(b, y));
+        return mha_fail(MHA_E_SHAPE, "%s: dy %s and y %s differ in shape", fname, SHAPE(a, dy), SHAPE(b, y));
+    if (dim >= (y->ndim ? y->ndim : 1))
+        return mha_fail(MHA_E_ARG, "%s: dim %zu out of range for y %s", fname, dim, SHAPE(a, y));
+    return MHA_OK;
+}
+
+mha_status mha_softmax_backward(mha_tensor *dx, const mha_tensor *dy, const mha_tensor *y, size_t dim) {
+    mha_status st = check_row_backward("softmax_backward", dy, y, dim);
+    if (st != MHA_OK) return st;
     mha_tensor prod_ = MHA_TENSOR_EMPTY, sum = MHA_TENSOR_EMPTY, diff = MHA_TENSOR_EMPTY;
-    mha_status st = mha_binary(&prod_, MHA_MUL, dy, y);
+    st = mha_binary(&prod_, MHA_MUL, dy, y);
     if (st == MHA_OK) st = mha_reduce(&sum, MHA_SUM, &prod_, dim, true);
     if (st == MHA_OK) st = mha_binary(&diff, MHA_SUB, dy, &sum);
     if (st == MHA_OK) st = mha_binary(dx, MHA_MUL, y, &diff);
@@ -70,11 +81,10 @@ mha_status mha_softmax_backward(mha_tensor *dx, const mha_tensor *dy, const mha_
 }
 
 mha_status mha_log_softmax_backward(mha_tensor *dx, const mha_tensor *dy, const mha_tensor *y, size_t dim) {
-    char a[MHA_SHAPE_BUF], b[MHA_SHAPE_BUF];
-    if (!mha_same_shape(dy, y))
-        return mha_fail(MHA_E_SHAPE, "log_softmax_backward: dy %s and y %s differ in shape", SHAPE(a, dy), SHAPE(b, y));
+    mha_status st = check_row_backward("log_softmax_backward", dy, y, dim);
+    if (st != MHA_OK) return st;
     mha_tensor p = MHA_TENSOR_EMPTY, sum = MHA_TENSOR_EMPTY, t = MHA_TENSOR_EMPTY;
-    mha_status st = mha_unary(&p, MHA_EXP, y);
+    st = mha_unary(&p, MHA_EXP, y);
     if (st == MHA_OK) st = mha_reduce(&sum, MHA_SUM, dy, dim, true);
     if (st == MHA_OK) st = mha_binary(&t, MHA_MUL, &p, &sum);
     if (st == MHA_OK) st = mha_binary(dx, MHA_SUB, dy, &t);

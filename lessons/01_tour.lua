@@ -102,10 +102,10 @@ masks (6), splitting into heads (7), the whole layer (8), its cost (9), residual
 cross-attention (11), and a check of a tutorial's worked example (12).
 
 Along the way they check five popular Chinese tutorials on multi-head attention, by their titles:
-“Transformer大模型实战 多头注意力层” (Transformers in practice: 小 multi-head attention layer),
-“BERT模型中的多头注意力机制解读” (Multi-head attention in BERT, explained), 小 study notes
+“Transformer大模型实战 多头注意力层” (Transformers in practice: the multi-head attention layer),
+“BERT模型中的多头注意力机制解读” (Multi-head attention in BERT, explained), the study notes
 “多头注意力” (Multi-head attention, after d2l.ai), “Transformer大模型实战：多头注意力层解析”
-(Transformers in practice: 小 layer analysed) and “多头自注意力模块” (The multi-head self-attention
+(Transformers in practice: the layer analysed) and “多头自注意力模块” (The multi-head self-attention
 module). Where a tutorial prints a number, the lesson computes it again; where they disagree, the
 lesson says which is right and why.]],
             zh = [[

@@ -39,13 +39,15 @@ return {
     },
     ["mha.heat"] = {
         group = "display",
-        sig = "mha.heat(t [, {rows=, cols=, title=, zrange={lo, hi}, dims=, color=}])",
-        doc = "Draws a matrix in the terminal as shaded cells - a quick look without gnuplot: 256-colour "
-            .. "grays when the terminal has colour and NO_COLOR is unset, else the shades ' ░▒▓█', with a "
-            .. "scale line underneath. The range is the finite values' min..max, or zrange. -inf (a "
-            .. "masked score) takes the lowest shade and nan shows as '??'. 3-D tensors draw slice by "
-            .. "slice. color=true/false forces or forbids colour.",
-        formula = "x = (v - lo) / (hi - lo); shade k of 5 covers x in [(k-1)/5, k/5)",
+        sig = "mha.heat(t [, {rows=, cols=, title=, zrange={lo, hi}, dims=, color=, values=}])",
+        doc = "Draws a matrix in the terminal as shaded cells - a quick look without gnuplot, readable on "
+            .. "a light and a dark terminal alike: twelve steps from purple to yellow-green (256 colours) "
+            .. "when the terminal has colour and NO_COLOR is unset, else eight bar heights '▁▂▃▄▅▆▇█', "
+            .. "with a scale line underneath. The range is the finite values' min..max, or zrange. -inf (a "
+            .. "masked score) takes the lowest level and nan shows as '??'. values=true writes each value "
+            .. "in its cell (values=3: three decimals). 3-D tensors draw slice by slice on one shared "
+            .. "scale. color=true/false forces or forbids colour.",
+        formula = "x = (v - lo) / (hi - lo); level k of n covers x in [(k-1)/n, k/n) (n = 8 bars or 12 colours)",
         example = 'w = mha.softmax(mha.randn(4, 4), -1)\nmha.heat(w, {rows = "a b c d", cols = "a b c d"})',
     },
     ["plot.figure"] = {
@@ -76,18 +78,23 @@ return {
         example = "plot.closeall()",
     },
     ["plot.heatmap"] = {
-        sig = "plot.heatmap(M [, {rows=, cols=, tokens=, title=, palette=, zrange={lo, hi}, values=, xlabel=, ylabel=}])",
+        sig = "plot.heatmap(M [, {rows=, cols=, tokens=, title=, palette=, zrange={lo, hi}, values=, xlabel=, ylabel=, font=, size=}])",
         doc = "Draws a matrix - typically attention weights (L,S) - as a heat map with token labels on "
             .. "both axes (tokens= sets both), row 1 at the top as it prints. palette is one of viridis "
             .. "(default), gray, hot, blues, redblue; zrange fixes the colour range; values=true writes "
             .. "each value in its cell (values=3: three decimals). nan and +-inf cells are left blank. "
+            .. "With labels on both axes it is read as attention: the axes are named query and key (in "
+            .. "the lesson's language; xlabel=/ylabel= change them, \"\" removes one). font= (points) and "
+            .. "size={w, h} (pixels) suit a projector; MHA_PLOT_FONT and MHA_PLOT_SIZE=WxH set them for "
+            .. "every plot (a window is scaled down to fit MHA_PLOT_SIZE, default 960x680). "
             .. "On a text terminal it prints mha.heat instead; plot.save writes the real image. Returns "
             .. "nothing (plot.current() is the figure it drew on).",
         example = 'q = mha.randn(4, 8)\nw = mha.softmax(q:matmul(q:T()) / math.sqrt(8), -1)\nplot.heatmap(w, {tokens = "The cat sat down", values = true})\nplot.save("weights.png")',
     },
     ["plot.heads"] = {
-        sig = "plot.heads(W [, {tokens=, rows=, cols=, title=, palette=, zrange=, values=}])",
-        doc = "Draws every head of (H,L,S) attention weights in one grid, each panel titled 'head k', "
+        sig = "plot.heads(W [, {tokens=, rows=, cols=, title=, palette=, zrange=, values=, font=, size=}])",
+        doc = "Draws every head of (H,L,S) attention weights in one grid, each panel titled 'head k' "
+            .. "('头 k' in a Chinese lesson), the query and key axes named, the grid fitted to the screen, "
             .. "with one colour scale shared by all heads so they can be compared. For batched (B,H,L,S) "
             .. "weights select one sequence first: W:select(1, 1).",
         example = 'm = mha.MultiheadAttention{embed_dim = 16, num_heads = 4}\nx = mha.randn(1, 5, 16)\nout, w = m:forward(x, x, x, {average_attn_weights = false})\nplot.heads(w:select(1, 1), {tokens = "I like to learn attention"})',

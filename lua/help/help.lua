@@ -16,10 +16,24 @@ local commands = {}  -- the REPL's commands (name -> {args =, help =, run =}); n
 local mha = require "mha"
 local text = require "mha.text"   -- the wrapper the lessons use too
 local term = require "mha.term"
+local display = require "mha.display"   -- its did-you-mean (display.closest)
 
 -- The REPL hands over its command table (repl.commands), which help() then lists and explains.
 function help.set_commands(repl_commands)
     commands = type(repl_commands) == "table" and repl_commands or {}
+end
+
+-- The language help speaks: a function returning "en" or "zh", which the REPL hands over (its own
+-- follows the lessons'). In Chinese the words around the entries, the commands' lines and the
+-- explanations that mha.help.zh has are Chinese.
+local language = function() return "en" end
+function help.set_lang(f)
+    if type(f) == "function" then language = f end
+end
+local function chinese()
+    if language() ~= "zh" then return nil end
+    local ok, zh = pcall(require, "mha.help.zh")
+    return ok and type(zh) == "table" and zh or nil
 end
 
 -- mha.plot, whose functions help names as plot.NAME; nil in a build without it.
@@ -104,8 +118,8 @@ end
 -- its continuation indented two more than the line.
 local function labelled(label, body, columns, mode)
     local pad = string.rep(" ", 12)
-    local head = ("  " .. label .. ":"):sub(1, 12)
-    head = head .. string.rep(" ", 12 - #head)
+    local head = "  " .. label .. (label:find("：$") and "" or ":")
+    head = head .. string.rep(" ", math.max(1, 12 - text.width(head)))
     local out = {}
     for line in (body .. "\n"):gmatch("(.-)\n") do
         local first = #out == 0 and head or pad
@@ -125,14 +139,25 @@ end
 
 local function format_entry(name, entry)
     local columns = width()
+    local zh = chinese()
     local parts = {signature(entry.sig or name, columns), ""}
-    if entry.doc then parts[#parts + 1] = wrap(entry.doc, "  ", columns) end
-    if entry.formula then parts[#parts + 1] = "" parts[#parts + 1] = labelled("Formula", entry.formula, columns, "verbatim") end
-    if entry.example then parts[#parts + 1] = "" parts[#parts + 1] = labelled("Example", entry.example, columns, "code") end
+    local doc = entry.doc
+    if zh and doc then doc = zh.docs[name] or (zh.words.english .. "\n\n" .. doc) end
+    if doc then parts[#parts + 1] = wrap(doc, "  ", columns) end
+    if entry.formula then
+        parts[#parts + 1] = ""
+        parts[#parts + 1] = labelled(zh and zh.words.formula or "Formula", entry.formula, columns, "verbatim")
+    end
+    if entry.example then
+        parts[#parts + 1] = ""
+        parts[#parts + 1] = labelled(zh and zh.words.example or "Example", entry.example, columns, "code")
+    end
     if type(entry.see) == "table" and #entry.see > 0 then
         parts[#parts + 1] = ""
+        local see = zh and ("  " .. zh.words.see_also) or "  See also: "
         parts[#parts + 1] = table.concat(text.wrap(table.concat(entry.see, ", "), columns,
-                                                   {first = "  See also: ", rest = string.rep(" ", 12)}), "\n")
+                                                   {first = see .. string.rep(" ", math.max(0, 12 - text.width(see))),
+                                                    rest = string.rep(" ", 12)}), "\n")
     end
     return table.concat(parts, "\n")
 end
@@ -240,12 +265,13 @@ local function topics()
         if (a == "topics") ~= (b == "topics") then return a == "topics" end
         return a < b
     end)
-    local parts = {wrap("help(f) or ?name explains a function: its signature, what it does, the formula and an "
+    local zh = chinese()
+    local parts = {wrap(zh and zh.words.intro or "help(f) or ?name explains a function: its signature, what it does, the formula and an "
                         .. "example (e.g. ?mha.softmax, help(mha.matmul), ?x:view). ? alone lists the REPL's commands.",
                         "", width()), ""}
     for _, g in ipairs(order) do
         table.sort(groups[g])
-        parts[#parts + 1] = columns(g .. ":", groups[g])
+        parts[#parts + 1] = columns((zh and zh.groups[g] or g) .. (zh and "：" or ":"), groups[g])
     end
     if #order == 0 then parts[#parts + 1] = "(no docs modules in this build)" end
     return table.concat(parts, "\n")
@@ -343,10 +369,20 @@ local function no_entry(name, value, partial)
                                  name, info.short_src, info.linedefined)
         end
     end
+    local zh = chinese()
     if partial and #partial > 0 then
-        return columns("No help for '" .. name .. "'. Did you mean:", partial)
+        return columns(zh and string.format(zh.words.no_help_near, name) or ("No help for '" .. name .. "'. Did you mean:"), partial)
     end
-    return wrap("No help for '" .. name .. "'. help() lists the topics.", "", width())
+    -- a slip of the keyboard: the topic nearest to what was typed (mha.sofmax -> mha.softmax)
+    local keys = {}
+    for key in pairs(help.docs()) do keys[#keys + 1] = key end
+    table.sort(keys)
+    local near = display.closest(name, keys)
+    if near then
+        return wrap(zh and string.format(zh.words.no_help_close, name, near)
+                    or ("No help for '" .. name .. "'. Did you mean " .. near .. "?"), "", width())
+    end
+    return wrap(zh and string.format(zh.words.no_help, name) or ("No help for '" .. name .. "'. help() lists the topics."), "", width())
 end
 
 -- The value a name like "x", "mha.softmax" or "x:view" refers to at the prompt, or nil.

@@ -63,6 +63,11 @@ M.wrap = wrapper.wrap
 -- ---------------------------------------------------------------------------------------------
 
 local session -- the open lesson; nil when none
+
+-- The language of the open lesson, else the one a new lesson would take: what the REPL's help and
+-- messages and a plot's own words follow (M.install hands this function to them).
+function M.language() return (session and session.lang) or M.choose_lang() end
+
 local the_repl -- the REPL the runner runs in (M.install); nil in batch mode and in tests
 
 local function write(...) io.stdout:write(...) end
@@ -355,20 +360,25 @@ local function note(kind, opts, detail)
         quoted and (" " .. quoted) or "", detail and (" " .. detail) or ""), columns(), {rest = "  "}))
 end
 
+-- A panel's name in a text heat map of heads: "[head 1]", "[头 1]".
+local HEAT_DIMS = {en = {"head", "query", "key"}, zh = {"头", "查询", "键"}}
+
 M.batch_plot = {
     heatmap = function(m, opts)
         note("heatmap", opts, shape_of(m))
-        if mha.heat then mha.heat(m, {rows = opts and opts.rows, cols = opts and opts.cols}) end
+        if mha.heat then
+            mha.heat(m, {rows = opts and (opts.rows or opts.tokens), cols = opts and (opts.cols or opts.tokens),
+                         values = opts and opts.values})
+        end
     end,
     heads = function(w, opts)
         note("heads", opts, shape_of(w))
         if not (mha.heat and mha.is_tensor(w)) then return end
         if #w:shape() == 4 then w = w:select(1, 1) end   -- (N,H,L,S): the first batch item
+        -- one mha.heat: every head on one shared scale, one scale line and one footer for them all
         local tokens = opts and opts.tokens
-        for h = 1, w:shape()[1] do
-            say_line(string.format(said().head, h))
-            mha.heat(w:select(1, h), {rows = tokens, cols = tokens})
-        end
+        mha.heat(w, {rows = tokens, cols = tokens, dims = HEAT_DIMS[session and session.lang or "en"],
+                     values = opts and opts.values})
     end,
     line = function(spec)
         local w, names = said(), {}
@@ -419,10 +429,14 @@ end
 
 -- Runs a step's code in the global environment; returns true or false, message. The chunk is named after
 -- the lesson file: "06_masks.lua:31: masked_fill: ...". The REPL records the code as shown.
+local function step_label(k)
+    return string.format("lesson %s, step %d", session.lesson.name or "?", k),
+           -- a saved script tells the lesson where it is before each step, so its answer() calls are checked
+           string.format('require("mha.lesson").at_step(%d)', k)
+end
+
 local function run_code(shown, run, k)
-    local label = string.format("lesson %s, step %d", session.lesson.name or "?", k)
-    -- a saved script tells the lesson where it is before each step, so its answer() calls are checked
-    local at = string.format('require("mha.lesson").at_step(%d)', k)
+    local label, at = step_label(k)
     local chunk, err = load(run, "=" .. (session.lesson.file or ("step " .. k)), "t", _G)
     if not chunk then record_step(shown, label, false, at); return false, err end
     local ok, e = xpcall(chunk, function(x) return tostring(x) end)
@@ -574,6 +588,11 @@ local function show_step(k)
                 if not session.batch then say_text(words[lang].recover(k)) end
                 return false, err
             end
+        else
+            -- a step without code still moves a saved script's replay to it (an answer() there is checked
+            -- against this step, as in the session, not against some exercise further on)
+            local label, at = step_label(k)
+            record_step("", label, true, at)
         end
         session.pos = k
         session.pending = nil
@@ -677,12 +696,6 @@ end
 function M.answer(value, eval_error)
     if not need_session() then return false end
     local ex = session.pending
-    if not ex and session.replay then
-        -- a saved script marks the steps that ran code; an exercise without code comes after the last mark
-        for k = math.max(1, session.pos), #session.lesson.steps do
-            if session.lesson.steps[k].kind == "exercise" then ex = session.lesson.steps[k]; break end
-        end
-    end
     if not ex then
         ex = session.lesson.steps[session.pos]
         if not (ex and ex.kind == "exercise") then say_text(words[session.lang].no_exercise); return false end
@@ -840,6 +853,8 @@ end
 function M.install_globals()
     if rawget(_G, "mha") == nil then _G.mha = mha end
     if rawget(_G, "show") == nil and mha.show then _G.show = mha.show end
+    local has_plot, plot_module = pcall(require, "mha.plot")
+    if has_plot then plot_module.lang = M.language end   -- "头 1", "查询" in a Chinese lesson's windows
     if rawget(_G, "plot") == nil then
         local ok, plot = pcall(require, "mha.plot")
         if ok then _G.plot = plot end
@@ -874,6 +889,7 @@ end
 function M.install(repl)
     the_repl = repl
     if not (repl and repl.add_command) then return end
+    repl.lang = M.language   -- the REPL's help and messages follow the lessons' language
     local function cmd(name, args, help, run) repl.add_command(name, {args = args, help = help, run = run}) end
     cmd("lessons", "", "list the lessons with a one-line summary", function() M.list() end)
     cmd("open", "NAME|NUMBER", "open a lesson at its first step", function(a)

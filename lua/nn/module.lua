@@ -53,7 +53,11 @@ end
 function M.check_options(fname, opts, names)
     if opts == nil then return {} end
     if type(opts) ~= "table" then
-        error(string.format("%s: options must be a table, got %s", fname, type(opts)), 0)
+        -- mha.nn.Linear(3, 2) or optim.Adam(params, 0.01), positional as in PyTorch: show the named form
+        local named = {}
+        for i, name in ipairs(names) do named[i] = name .. " = ..." end
+        error(string.format("%s: options must be a table, got %s; name them: {%s}", fname, type(opts),
+                            table.concat(named, ", ")), 0)
     end
     for key in pairs(opts) do
         local known = false

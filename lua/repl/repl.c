@@ -587,11 +587,17 @@ static int pushline(lua_State *L, int firstline) {
 #define EOFMARK "<eof>"
 #define marklen (sizeof(EOFMARK) / sizeof(char) - 1)
 
+/* The parser's message for statements ending in a value that is not a call ("score = K:matmul(q); score"):
+ * <eof>-marked, yet no line a student would type next completes it, so it is an error, not a `>>`. */
+#define DANGLING "syntax error near " EOFMARK
+#define danglinglen (sizeof(DANGLING) / sizeof(char) - 1)
+
 /* Is the syntax error at the top of the stack an incomplete statement? Then pop it. */
 static int incomplete(lua_State *L, int status) {
     if (status == LUA_ERRSYNTAX) {
         size_t lmsg;
         const char *msg = lua_tolstring(L, -1, &lmsg);
+        if (lmsg >= danglinglen && strcmp(msg + lmsg - danglinglen, DANGLING) == 0) return 0;
         if (lmsg >= marklen && strcmp(msg + lmsg - marklen, EOFMARK) == 0) {
             lua_pop(L, 1);
             return 1;

@@ -35,6 +35,9 @@ if not term_loaded then term = nil end
 
 repl.commands = {}          -- name -> {args = "FILE", help = "one line", run = function(argstring) end}
 repl.on_empty_line = nil    -- function run by Enter on an empty line (the lesson runner sets it)
+-- The language of the REPL's help and messages, "en" or "zh": the lesson runner, which holds the
+-- language (--lang, :lang, MHA_LANG, LANG), replaces this with its own (lesson.install).
+repl.lang = function() return "en" end
 repl.colour = false
 repl.interactive = false
 repl.clock = os.clock
@@ -63,7 +66,7 @@ end
 -- Colour: only when lua/repl/repl.c says so (the one policy of lua/sys/lterm.c, for stdout).
 -- ---------------------------------------------------------------------------------------------
 
-local palette = {number = "\27[36m", error = "\27[31m", dim = "\27[2m", command = "\27[1m"}
+local palette = {number = "\27[36m", error = "\27[31m", dim = "\27[2m", command = "\27[1m", hint = "\27[33m"}
 
 local function paint(kind, s)
     if not repl.colour then return s end
@@ -435,12 +438,35 @@ local function interrupted(msg)
     return first == "interrupted" or first:find(": interrupted$") ~= nil
 end
 
+-- A Python habit or a slip at the prompt gets a one-line hint (mha.repl.habits), under the error or the
+-- value it explains.
+local function habit_hint(f, ...)
+    local ok, habits = pcall(require, "mha.repl.habits")
+    if not ok then return nil end
+    local got, hint = pcall(habits[f], ...)
+    return got and hint or nil
+end
+
+-- A hint as printed: wrapped to the terminal at word boundaries, continuation lines indented.
+local function hint_text(hint)
+    local ok, text = pcall(require, "mha.text")
+    local columns = math.max(30, term and term.columns() or WIDTH)
+    local lines = ok and text.wrap(hint, columns, {rest = "      "}) or {hint}
+    return paint("hint", table.concat(lines, "\n")) .. "\n"
+end
+
 function repl.after(input, how, seconds, ...)
     if how == "error" then
         show_error((...))
+        local hint = habit_hint("after_error", input, (...), repl.lang())
+        if hint then err_out(hint_text(hint)) end
         if interrupted((...)) then how = "interrupted" end  -- :save must not replay it: it may never end
     elseif how == "quiet" then keep_values(...)
-    else show_values(...) end  -- an expression's values, or those a chunk of statements returned
+    else  -- an expression's values, or those a chunk of statements returned
+        show_values(...)
+        local hint = how == "print" and habit_hint("after_value", input, repl.lang(), ...)
+        if hint then out(hint_text(hint)) end
+    end
     record({kind = "lua", input = input, how = how})
     if repl.show_time then show_time(seconds) end
 end
@@ -448,6 +474,13 @@ end
 -- ---------------------------------------------------------------------------------------------
 -- Commands
 -- ---------------------------------------------------------------------------------------------
+
+local function command_names()
+    local names = {}
+    for name in pairs(repl.commands) do names[#names + 1] = name end
+    table.sort(names)
+    return names
+end
 
 -- The command called name, or the only one name abbreviates; else nil and why.
 local function find_command(name)
@@ -458,33 +491,31 @@ local function find_command(name)
     end
     table.sort(found)
     if #found == 1 then return repl.commands[found[1]], found[1] end
-    if #found == 0 then return nil, "unknown command :" .. name .. " (? lists the commands)" end
+    if #found == 0 then
+        return nil, habit_hint("unknown_command", name, command_names(), repl.lang())
+            or "unknown command :" .. name .. " (? lists the commands)"
+    end
     return nil, ":" .. name .. " could be :" .. table.concat(found, ", :")
-end
-
-local function command_names()
-    local names = {}
-    for name in pairs(repl.commands) do names[#names + 1] = name end
-    table.sort(names)
-    return names
 end
 
 -- ? : the commands, one a row with its help wrapped under its own column, then the keys. Laid out for
 -- the terminal's width (mha.term.columns: $COLUMNS when stdout is not a terminal) with mha.text.
 local function list_commands()
     local text = require "mha.text"
+    -- in Chinese: the words of mha.help.zh (the commands' lines it has; the others in English)
+    local zh = repl.lang() == "zh" and package.preload["mha.help.zh"] and require("mha.help.zh") or nil
     local columns = math.max(30, term and term.columns() or WIDTH)
     local rows, left_width = {}, 0
     for _, name in ipairs(command_names()) do
         local spec = repl.commands[name]
         local left = ":" .. name .. ((spec.args and spec.args ~= "") and (" " .. spec.args) or "")
-        rows[#rows + 1] = {left, spec.help or ""}
+        rows[#rows + 1] = {left, zh and zh.commands[name] or spec.help or ""}
         if #left > left_width then left_width = #left end
     end
     -- the help column, unless that leaves too little room: then the help goes under the name
     local hang = 2 + left_width + 2
     if hang > columns - 24 then hang = 6 end
-    out(table.concat(text.wrap("Commands (a unique prefix is enough, :q for :quit):", columns), "\n") .. "\n")
+    out(table.concat(text.wrap(zh and zh.words.commands_heading or "Commands (a unique prefix is enough, :q for :quit):", columns), "\n") .. "\n")
     for _, row in ipairs(rows) do
         local head = "  " .. row[1] .. "  "
         local lines
@@ -505,8 +536,12 @@ local function list_commands()
                   .. "Ctrl-D on an empty line quits"},
         {"Values:", "an expression prints its value; a trailing ; hides it; _ holds the last value"},
     }
+    if zh then
+        keys = {{zh.words.help_key, zh.words.help_line}, {zh.words.keys_key, zh.words.keys_line},
+                {zh.words.values_key, zh.words.values_line}}
+    end
     for _, key in ipairs(keys) do
-        local first = key[1] .. string.rep(" ", 8 - #key[1])
+        local first = key[1] .. string.rep(" ", 8 - text.width(key[1]))
         out(table.concat(text.wrap(key[2], columns, {first = first, rest = string.rep(" ", 8)}), "\n") .. "\n")
     end
 end
@@ -601,6 +636,7 @@ local function as_script(entry, r)
     if entry.kind == "step" then
         local head = "-- lesson step: " .. entry.label:gsub("\n", " ") .. "\n" .. (entry.before and entry.before .. "\n" or "")
         if entry.how == "error" then return head .. r .. ".fails " .. long_string(input) end
+        if input == "" then return (head:gsub("\n$", "")) end   -- a step without code: only its mark
         if may_return(input) then return head .. ";(function(...)\n" .. input .. "\nend)()" end
         return head .. "do\n" .. input .. "\nend"
     end
@@ -698,9 +734,11 @@ function repl.save(base)
         local input = entry.kind == "enter" and "(Enter)" or entry.input
         local fence = fence_for(input)
         if entry.kind == "step" then md[#md + 1] = "Lesson step: " .. entry.label:gsub("\n", " ") md[#md + 1] = "" end
-        md[#md + 1] = fence .. ((entry.kind == "lua" or entry.kind == "step") and "lua" or "")
-        md[#md + 1] = input
-        md[#md + 1] = fence
+        if not (entry.kind == "step" and input == "") then
+            md[#md + 1] = fence .. ((entry.kind == "lua" or entry.kind == "step") and "lua" or "")
+            md[#md + 1] = input
+            md[#md + 1] = fence
+        end
         if entry.output ~= "" then
             local output = entry.output:gsub("\n$", "")
             local ofence = fence_for(output)
@@ -720,6 +758,19 @@ end
 -- The REPL's own commands
 -- ---------------------------------------------------------------------------------------------
 
+-- What the REPL's commands say, in English and Chinese (repl.lang()).
+local SAID = {
+    en = {time = "time: ", on = "on", off = "off",
+          fresh = "fresh state (the history, the transcript for :save and :time are kept)",
+          save_name = ":save needs a file name: :save FILE writes FILE.lua and FILE.md",
+          saved = "saved %d inputs to %s and %s"},
+    zh = {time = "计时：", on = "开", off = "关",
+          fresh = "新的状态（历史、:save 的记录和 :time 设置都保留）",
+          save_name = ":save 需要文件名：:save FILE 写出 FILE.lua 和 FILE.md",
+          saved = "已把 %d 条输入保存到 %s 和 %s"},
+}
+function repl.said(word) return (SAID[repl.lang()] or SAID.en)[word] end
+
 repl.add_command("help", {args = "[NAME]", help = "list the commands, or explain NAME: a command (:help goto) or a function (as ?NAME)",
     run = function(arg)
         local name = arg:match("^%s*(.-)%s*$")
@@ -734,22 +785,22 @@ repl.add_command("quit", {args = "", help = "leave mha-repl (Ctrl-D does too)",
 repl.add_command("time", {args = "", help = "toggle showing each command's wall time and the memory tensors hold",
     run = function()
         repl.show_time = not repl.show_time
-        out("time: " .. (repl.show_time and "on" or "off") .. "\n")
+        out(repl.said("time") .. (repl.show_time and repl.said("on") or repl.said("off")) .. "\n")
     end})
 
 repl.add_command("reset", {args = "", help = "start afresh: a new Lua state, every variable gone",
     run = function()
-        out("fresh state (the history, the transcript for :save and :time are kept)\n")
+        out(repl.said("fresh") .. "\n")
         return "reset"
     end})
 
 repl.add_command("save", {args = "FILE", help = "write the session as FILE.lua (a script) and FILE.md (inputs and outputs)",
     run = function(arg)
         local name = arg:match("^%s*(.-)%s*$"):gsub("^[\"'](.*)[\"']$", "%1")
-        if name == "" then show_error(":save needs a file name: :save FILE writes FILE.lua and FILE.md") return end
+        if name == "" then show_error(repl.said("save_name")) return end
         local lua_path, md_path, n = repl.save(name)
         if not lua_path then show_error(":save: " .. md_path) return end
-        out(string.format("saved %d inputs to %s and %s\n", n, lua_path, md_path))
+        out(string.format(repl.said("saved"), n, lua_path, md_path) .. "\n")
     end})
 
 -- ---------------------------------------------------------------------------------------------
@@ -837,7 +888,9 @@ function repl.init(carried)
     -- help() lists and explains the REPL's commands
     if package.preload["mha.help"] then
         local ok, help = pcall(require, "mha.help")
-        if ok and type(help) == "table" then help.set_commands(repl.commands)
+        if ok and type(help) == "table" then
+            help.set_commands(repl.commands)
+            if help.set_lang then help.set_lang(function() return repl.lang() end) end
         else show_error("mha.help: " .. tostring(help)) end
     end
     -- the lesson runner, when it is part of the build, is handed the REPL: it adds :lessons, :open,

@@ -69,6 +69,20 @@ local function edit_distance(a, b)
     return d[#a][#b]
 end
 
+-- The candidate nearest to word by edit distance (case aside), when it is near enough to be a slip: one
+-- edit for a word of 3 letters, two for a longer one; else nil (always for 1 or 2 letters, where one
+-- edit reaches anything: x -> _). Ties go to the first in alphabetical order.
+local function closest(word, candidates)
+    if #word <= 2 then return nil end
+    local best, best_d
+    for _, c in ipairs(candidates) do
+        local d = edit_distance(word:lower(), c:lower())
+        if c ~= word and (d < (best_d or math.huge) or (d == best_d and c < best)) then best, best_d = c, d end
+    end
+    if best and best_d <= (#word <= 3 and 1 or 2) then return best end
+    return nil
+end
+
 -- Raises an error for the first key of opts that is not in `valid` (a list of names), naming the
 -- function, the key, the nearest valid key when one is close (row -> rows) and every valid key:
 --   show: unknown option 'row' (did you mean 'rows'?); valid: rows, cols, title, ...
@@ -84,13 +98,8 @@ local function check_keys(fname, opts, valid, allow_list, level)
     if #bad == 0 then return end
     table.sort(bad)
     local key = bad[1]
-    local best, best_d
-    for _, k in ipairs(valid) do
-        local d = edit_distance(key:lower(), k)
-        if d < (best_d or math.huge) then best, best_d = k, d end
-    end
-    local hint = ""
-    if best and best_d <= (#key <= 3 and 1 or 2) then hint = " (did you mean '" .. best .. "'?)" end
+    local best = closest(key, valid)
+    local hint = best and " (did you mean '" .. best .. "'?)" or ""
     local list = #valid > 0 and table.concat(valid, ", ") or "none"
     error(string.format("%s: unknown option '%s'%s; valid options: %s",
         fname, clean_text(key), hint, list), level and level + 1 or 0)
@@ -594,9 +603,16 @@ end
 -- heat: a matrix as shaded cells
 -- ---------------------------------------------------------------------------------------------
 
-local SHADES = { " ", "░", "▒", "▓", "█" }   -- lowest to highest
+-- Without colour: eight bar heights, lowest to highest. A bar is drawn in the terminal's own text colour,
+-- so it reads on a light background and a dark one alike, and eight levels tell 0.14 from 0.20.
+local SHADES = { "▁", "▂", "▃", "▄", "▅", "▆", "▇", "█" }
 local NAN_MARK = "?"                          -- a NaN cell: no place on the scale
-local GRAY_FIRST, GRAY_LAST = 232, 255        -- the 24 grays of the 256-colour palette, dark to light
+-- With colour: twelve steps of a viridis-like ramp of the 256-colour palette, from purple through teal
+-- to yellow-green. None is near black or near white, so neither end vanishes into a dark or a light
+-- terminal (a gray ramp loses its top on white and its bottom on black); the value printed in a cell
+-- (values=true) is white on the dark half, black on the light half.
+local RAMP = { 53, 54, 61, 67, 31, 37, 36, 72, 71, 107, 149, 185 }
+local RAMP_DARK = 6                           -- steps 1..6 take white text
 
 -- Colour as opts.color says, else as the one policy (term.colour, lua/sys/lterm.c) says for stdout.
 local function use_colour(opts)
@@ -607,9 +623,15 @@ end
 local MAX_HEAT_ROWS = 64
 
 -- mha.heat(t [, opts]) -> prints t (1-D, 2-D or more, as slices) as shaded cells with a scale.
--- opts: rows=, cols= (labels), title=, zrange={lo,hi}, dims=, color=true|false (default: detect).
--- Position in the range: x = (v - lo) / (hi - lo); shade k of 5 covers x in [k/5, (k+1)/5).
-local HEAT_OPTIONS = { "rows", "cols", "title", "zrange", "dims", "color", table.unpack(PRINT_OPTIONS) }
+-- opts: rows=, cols= (labels), title=, zrange={lo,hi}, dims=, color=true|false (default: detect),
+-- values=true|decimals (each cell also shows its value, 2 decimals for true).
+-- Position in the range: x = (v - lo) / (hi - lo); level k of n covers x in [(k-1)/n, k/n), the top
+-- value taking the last (n = 8 bar heights, or 12 colours).
+local HEAT_OPTIONS = { "rows", "cols", "title", "zrange", "dims", "color", "values", table.unpack(PRINT_OPTIONS) }
+
+-- The level (1..n) of position x in [0, 1].
+local function level_of(x, n) return math.min(n, math.floor(x * n) + 1) end
+
 
 -- The range the shades span: opts.zrange, else the finite values' min and max ({0, 1} when none is).
 -- Errors are raised at the position of mha.heat's caller (level 3: this function, then heat).
@@ -658,11 +680,21 @@ function M.heat(t, opts)
 
     local lo, hi = heat_range(opts, flat)
     local colour = use_colour(opts)
+    local decimals = opts.values == true and 2 or opts.values
+    if decimals ~= nil and decimals ~= false and not (math.type(decimals) == "integer" and decimals >= 0 and decimals <= 6) then
+        error("heat: values must be true, false or a number of decimals 0..6", 2)
+    end
+    local value_format = decimals and "%." .. decimals .. "f" or nil
     local nrows = ndim >= 2 and shape[ndim - 1] or 1
     local ncols = shape[ndim]
     local row_labels = ndim >= 2 and label_list("heat", "rows", opts.rows, nrows, "row") or nil
     local col_labels = label_list("heat", "cols", opts.cols, ncols, "column")
     local cw = 2
+    if value_format then   -- room for the widest value (and, without colour, its bar before it)
+        for _, v in ipairs(flat) do
+            if type(v) == "number" then cw = math.max(cw, #string.format(value_format, v) + (colour and 0 or 1)) end
+        end
+    end
     if col_labels then
         for _, l in ipairs(col_labels) do cw = math.max(cw, math.min(term.width(l), 6)) end
     end
@@ -689,11 +721,17 @@ function M.heat(t, opts)
             return string.rep(NAN_MARK, cw)
         end
         if colour then
-            local k = GRAY_FIRST + math.floor(x * (GRAY_LAST - GRAY_FIRST) + 0.5)
-            return "\27[48;5;" .. k .. "m" .. string.rep(" ", cw) .. "\27[0m"
+            local k = level_of(x, #RAMP)
+            local text = value_format and string.format(value_format, v) or ""
+            return "\27[48;5;" .. RAMP[k] .. "m" .. (value_format and (k <= RAMP_DARK and "\27[97m" or "\27[30m") or "")
+                .. string.rep(" ", cw - #text) .. text .. "\27[0m"
         end
-        local k = math.min(#SHADES, math.floor(x * #SHADES) + 1)
-        return string.rep(SHADES[k], cw)
+        local shade = SHADES[level_of(x, #SHADES)]
+        if value_format then
+            local text = string.format(value_format, v)
+            return shade .. string.rep(" ", cw - 1 - #text) .. text
+        end
+        return string.rep(shade, cw)
     end
 
     local lines = {}
@@ -721,22 +759,16 @@ function M.heat(t, opts)
     if ncols > shown_cols then notes[#notes + 1] = string.format(words.columns_of, shown_cols, ncols) end
     if #notes > 0 then lines[#lines + 1] = string.format(words.shown, table.concat(notes, words.comma)) end
 
-    -- the scale: each shade with the lowest value it stands for, or the gray ramp between lo and hi
-    local bounds = {}
-    for k = 0, #SHADES do bounds[#bounds + 1] = lo + (hi - lo) * k / #SHADES end
-    local fmt, whole = number_format(bounds, o)
+    -- the scale: lo, every level lowest to highest, hi (each level an equal part of the range)
+    local fmt, whole = number_format({ lo, hi, (hi - lo) / (colour and #RAMP or #SHADES) }, o)
     local function num(v) return format_number(v, fmt, whole) end
+    local steps = {}
     if colour then
-        local ramp = {}
-        for k = GRAY_FIRST, GRAY_LAST do ramp[#ramp + 1] = "\27[48;5;" .. k .. "m \27[0m" end
-        lines[#lines + 1] = words.scale .. num(lo) .. " " .. table.concat(ramp) .. " " .. num(hi)
+        for k = 1, #RAMP do steps[k] = "\27[48;5;" .. RAMP[k] .. "m \27[0m" end
     else
-        local parts = {}
-        for k = 1, #SHADES do
-            parts[k] = "[" .. SHADES[k] .. "] " .. num(lo + (hi - lo) * (k - 1) / #SHADES)
-        end
-        lines[#lines + 1] = words.scale .. table.concat(parts, "  ") .. " .. " .. num(hi)
+        steps = SHADES
     end
+    lines[#lines + 1] = words.scale .. num(lo) .. " " .. table.concat(steps) .. " " .. num(hi)
     if saw_nan then lines[#lines] = lines[#lines] .. "  " .. NAN_MARK .. " = nan" end
     lines[#lines + 1] = footer(src)
     io.write(table.concat(lines, "\n"), "\n")
@@ -746,6 +778,7 @@ end
 M.clean_label = clean_label
 M.label_list = label_list
 M.check_keys = check_keys
+M.closest = closest
 M.count = count
 M.a_type = a_type
 M.shape_str = shape_str

@@ -102,6 +102,7 @@ end
 -- ---------------------------------------------------------------------------------------------
 
 local NOT_FOUND = "plot: gnuplot not found; install the Debian package gnuplot-nox"
+local words   -- the words of the lesson's language (defined with the projector settings, below)
 local gnuplot_missing = false   -- set once the first spawn finds no gnuplot; said once
 local terminals_cache           -- set of terminal names, from the first probe
 local chosen_terminal           -- plot.terminal(name); nil means the automatic choice
@@ -114,7 +115,7 @@ local function spawn()
     if proc then return proc end
     if reason == "notfound" then
         gnuplot_missing = true
-        io.stderr:write(NOT_FOUND, "\n")
+        io.stderr:write(words().not_found, "\n")
         return nil
     end
     error("plot: " .. err, 0)
@@ -336,12 +337,21 @@ local function command_title(cmd)
     return first
 end
 
+-- After each command gnuplot reports on itself: `print` of its error number and message (GPVAL_ERRNO,
+-- GPVAL_ERRMSG, then `reset errors`), then `print 'marker-i'`. So a command failed exactly when gnuplot
+-- says so, and other text on its stderr - a library it loaded talking (Qt's "QStandardPaths:
+-- XDG_RUNTIME_DIR not set", fontconfig) - never fails a drawing that was made.
+local STATUS = "mha-status"
+local function status_command()
+    return "print sprintf('" .. STATUS .. " %d %s', GPVAL_ERRNO, GPVAL_ERRMSG)\nreset errors\n"
+end
+
 -- Runs commands on the figure's gnuplot and waits until it has done them all. Each command is
--- followed by `print 'marker-i'`, so whatever gnuplot says between two markers is about the command
--- before the second one; errors become one Lua error quoting the command, warnings go to stderr.
--- What gnuplot writes on stdout (a text or sixel drawing) goes to io.write, through fix_output(text)
--- when given. Warnings that
--- contain one of the strings in quiet_warnings are expected and not shown.
+-- followed by its status and `print 'marker-i'`, so whatever gnuplot says between two markers is about
+-- the command before the second one; errors become one Lua error quoting the command, warnings go to
+-- stderr, anything else on stderr is dropped. What gnuplot writes on stdout (a text or sixel drawing)
+-- goes to io.write, through fix_output(text) when given. Warnings that contain one of the strings in
+-- quiet_warnings are expected and not shown.
 -- Returns false when gnuplot is not installed.
 function Figure:run(fname, commands, quiet_warnings, discard_output, fix_output)
     local base, ok, err, out, errtext, status
@@ -358,7 +368,7 @@ function Figure:run(fname, commands, quiet_warnings, discard_output, fix_output)
         base = next_marker()
         local parts = {}
         for i, cmd in ipairs(commands) do
-            parts[#parts + 1] = cmd .. "\nprint '" .. base .. "-" .. i .. "'\n"
+            parts[#parts + 1] = cmd .. "\n" .. status_command() .. "print '" .. base .. "-" .. i .. "'\n"
         end
         ok, err = self.proc:send(table.concat(parts), 30)
         out, errtext, status = "", "", "ok"
@@ -383,35 +393,37 @@ function Figure:run(fname, commands, quiet_warnings, discard_output, fix_output)
         })[status]
         self.proc:close()   -- its state is unknown now; the next drawing starts a fresh one
         self.proc = nil
-        local said = clean_message(errtext:gsub("mha%-sync%-[%d%-]+", ""))
+        local said = clean_message((errtext:gsub("mha%-sync%-[%d%-]+", ""):gsub(STATUS:gsub("%-", "%%-") .. "[^\n]*", "")))
         error(string.format("%s: %s%s", fname, why, said ~= "" and (" (gnuplot said: " .. said .. ")") or ""), 0)
     end
 
-    -- split what gnuplot said by command
-    local said, index = {}, 1
+    -- split what gnuplot said by command: its status line, and its warnings
+    local failed, warned, index = {}, {}, 1
     for line in (errtext .. "\n"):gmatch("([^\n]*)\n") do
         local n = line:match("^" .. base:gsub("%-", "%%-") .. "%-(%d+)$")
+        local errno, message = line:match("^" .. STATUS:gsub("%-", "%%-") .. " (%-?%d+) ?(.*)$")
         if n then
             index = tonumber(n) + 1
-        elseif not line:match("^mha%-sync%-") then   -- a marker left from an interrupted run
-            said[index] = (said[index] or "") .. line .. "\n"
+        elseif errno then
+            if errno ~= "0" then failed[index] = message ~= "" and message or "error " .. errno end
+        elseif line:lower():find("warning:", 1, true) and not line:match("^mha%-sync%-") then
+            warned[index] = (warned[index] or "") .. line .. "\n"
         end
     end
     local errors = {}
     for i = 1, #commands do
-        local text = said[i] and clean_message(said[i]) or ""
+        local text = warned[i] and clean_message(warned[i]) or ""
         if text ~= "" then
-            if text:lower():find("warning:", 1, true) then
-                local hushed = false
-                for _, w in ipairs(quiet_warnings) do
-                    if text:find(w, 1, true) then hushed = true end
-                end
-                if not hushed then
-                    io.stderr:write(fname, ": gnuplot ", text, " (in: ", command_title(commands[i]), ")\n")
-                end
-            else
-                errors[#errors + 1] = string.format("gnuplot: %s (in: %s)", text, command_title(commands[i]))
+            local hushed = false
+            for _, w in ipairs(quiet_warnings) do
+                if text:find(w, 1, true) then hushed = true end
             end
+            if not hushed then
+                io.stderr:write(fname, ": gnuplot ", text, " (in: ", command_title(commands[i]), ")\n")
+            end
+        end
+        if failed[i] then
+            errors[#errors + 1] = string.format("gnuplot: %s (in: %s)", failed[i], command_title(commands[i]))
         end
     end
     if #errors > 0 then error(fname .. ": " .. table.concat(errors, "; "), 0) end
@@ -486,6 +498,92 @@ end
 function plot.save(path, opts)
     if not current then error("plot.save: no figure: draw something first", 2) end
     return current:save(path, opts)
+end
+
+-- ---------------------------------------------------------------------------------------------
+-- Plots for a projector: the font, the window's size, the words in the lesson's language
+-- ---------------------------------------------------------------------------------------------
+
+-- plot.lang: a function returning "en" or "zh", the language of the words a plot adds itself (panel
+-- titles, axis labels). The lesson runner, which holds the language, sets it; else English.
+plot.lang = nil
+local WORDS = {
+    en = { head = "head %d", query = "query", key = "key", dims = { "head", "query", "key" },
+           not_found = NOT_FOUND, not_drawn = "plot.line: not drawn without gnuplot: " },
+    zh = { head = "头 %d", query = "查询", key = "键", dims = { "头", "查询", "键" },
+           not_found = "plot：找不到 gnuplot；请安装 Debian 软件包 gnuplot-qt（有窗口）或 gnuplot-nox（只画文件和文字）",
+           not_drawn = "plot.line：没有 gnuplot，未画出：" },
+}
+function words()
+    local lang = type(plot.lang) == "function" and plot.lang() or "en"
+    return WORDS[lang] or WORDS.en
+end
+
+-- The largest window when nothing says otherwise: it fits a 1024x768 projector with room for the
+-- window's frame and a taskbar.
+local DEFAULT_MAX = { 960, 680 }
+
+-- "WxH" -> {w, h} (from 200 to 10000 pixels each), else nil.
+local function parse_size(text)
+    local w, h = tostring(text or ""):match("^%s*(%d+)%s*[xX,]%s*(%d+)%s*$")
+    w, h = tonumber(w), tonumber(h)
+    if w and h and w >= 200 and h >= 200 and w <= 10000 and h <= 10000 then return { w, h } end
+    return nil
+end
+
+-- The font size in points and the largest window, from the plot's options font= and size={w,h}, else
+-- $MHA_PLOT_FONT (points) and $MHA_PLOT_SIZE (WxH), else gnuplot's own font and DEFAULT_MAX.
+-- An option that is wrong is an error; an environment value that is wrong is said once and ignored.
+local warned_env = {}
+local function env_setting(name, parse)
+    local text = os.getenv(name)
+    if text == nil or text == "" then return nil end
+    local value = parse(text)
+    if value == nil and not warned_env[name] then
+        warned_env[name] = true
+        io.stderr:write("plot: ", name, "='", display.clean_label(text), "' is not ",
+            name == "MHA_PLOT_FONT" and "a font size in points from 6 to 72" or "a size WxH such as 1280x720", "; ignored\n")
+    end
+    return value
+end
+local function parse_font(text)
+    local n = tonumber(text)
+    if n and n >= 6 and n <= 72 then return n end
+    return nil
+end
+local function projector(fname, opts)
+    local font, size = opts.font, opts.size
+    if font ~= nil and parse_font(font) == nil then error(fname .. ": font must be a size in points from 6 to 72", 3) end
+    if size ~= nil and (type(size) ~= "table" or parse_size(tostring(size[1]) .. "x" .. tostring(size[2])) == nil) then
+        error(fname .. ": size must be {width, height} in pixels, each from 200 to 10000", 3)
+    end
+    return { font = font or env_setting("MHA_PLOT_FONT", parse_font), size = size,
+             max = env_setting("MHA_PLOT_SIZE", parse_size) or DEFAULT_MAX }
+end
+
+-- The window's size: the one asked for, else the natural size scaled down (keeping its shape) to fit
+-- the largest window. A larger font needs more room around the drawing, so margins grow with it.
+local function window_size(setting, natural)
+    if setting.size then return { setting.size[1], setting.size[2] } end
+    local scale = math.min(1, setting.max[1] / natural[1], setting.max[2] / natural[2])
+    return { math.floor(natural[1] * scale + 0.5), math.floor(natural[2] * scale + 0.5) }
+end
+local function font_scale(setting) return setting.font and math.max(1, setting.font / 10) or 1 end
+
+-- The commands that set every text's font size (titles, tics, axis labels, the key), or none.
+local function font_commands(setting)
+    if not setting.font then return {} end
+    local f = string.format("font ',%g'", setting.font)
+    return { "set title " .. f, "set tics " .. f, "set xlabel " .. f, "set ylabel " .. f, "set key " .. f }
+end
+
+-- An opaque white page under the drawing (object 1, drawn behind it), so that black text stays
+-- readable on a dark SVG viewer. In a multiplot it is unset after the first panel, which it would cover.
+local BACKGROUND = "set object 1 rectangle from screen 0,0 to screen 1,1 behind fillcolor rgb '#ffffff' fillstyle solid 1.0 noborder"
+
+local function add_all(list, more)
+    for _, c in ipairs(more) do list[#list + 1] = c end
+    return list
 end
 
 -- ---------------------------------------------------------------------------------------------
@@ -565,7 +663,7 @@ local function datablock(name, rows)
 end
 
 -- The commands that draw one matrix (already in a datablock) with token labels, row 1 on top.
-local function matrix_commands(block, nrows, ncols, row_labels, col_labels, lo, hi, values)
+local function matrix_commands(block, nrows, ncols, row_labels, col_labels, lo, hi, values, font)
     local c = {
         string.format("set xrange [-0.5:%d.5]", ncols - 1),
         string.format("set yrange [%d.5:-0.5]", nrows - 1),   -- reversed: row 1 at the top
@@ -575,14 +673,17 @@ local function matrix_commands(block, nrows, ncols, row_labels, col_labels, lo, 
         "set tics scale 0",
     }
     if not col_labels then c[#c + 1] = "set format x '%.0f'" end
-    local plotcmd = "plot " .. block .. " matrix with image notitle"
+    -- `pixels`: each cell a rectangle of its own, so an SVG stays crisp at any zoom (an embedded image
+    -- of 6x6 pixels is blurred by every viewer that scales it)
+    local plotcmd = "plot " .. block .. " matrix with image pixels notitle"
+    local label_font = font and string.format(" font ',%g'", font) or ""
     if values then
         -- the value in each cell, light on the dark half of the palette and dark on the light half
         local mid = data_number((lo + hi) / 2)
         local fmt = "'%." .. values .. "f'"
         plotcmd = plotcmd
-            .. ", " .. block .. " matrix using 1:2:($3 < " .. mid .. " ? sprintf(" .. fmt .. ", $3) : '') with labels tc rgb '#ffffff' notitle"
-            .. ", " .. block .. " matrix using 1:2:($3 >= " .. mid .. " ? sprintf(" .. fmt .. ", $3) : '') with labels tc rgb '#000000' notitle"
+            .. ", " .. block .. " matrix using 1:2:($3 < " .. mid .. " ? sprintf(" .. fmt .. ", $3) : '') with labels tc rgb '#ffffff'" .. label_font .. " notitle"
+            .. ", " .. block .. " matrix using 1:2:($3 >= " .. mid .. " ? sprintf(" .. fmt .. ", $3) : '') with labels tc rgb '#000000'" .. label_font .. " notitle"
     end
     c[#c + 1] = plotcmd
     return c
@@ -602,86 +703,106 @@ local function labels_for(fname, opts, nrows, ncols)
     return rows, cols
 end
 
--- plot.heatmap(M [, opts]) draws a matrix, typically attention weights (L,S), with token labels.
-local HEATMAP_OPTIONS = { "tokens", "rows", "cols", "title", "xlabel", "ylabel", "zrange", "palette", "values" }
+-- plot.heatmap(M [, opts]) draws a matrix, typically attention weights (L,S), with token labels. With
+-- labels for both axes (tokens=, or rows= and cols=) it is read as attention: the axes say "query" and
+-- "key" (in the lesson's language) unless xlabel=/ylabel= say otherwise ("" for none).
+local HEATMAP_OPTIONS = { "tokens", "rows", "cols", "title", "xlabel", "ylabel", "zrange", "palette", "values",
+                          "font", "size" }
 
 function plot.heatmap(M, opts)
     local fname = "plot.heatmap"
     opts = options_of(fname, opts, HEATMAP_OPTIONS)
+    local setting = projector(fname, opts)
     local m, shape = array_of(fname, "M", M, 2, " (for (H,L,S) weights use plot.heads)")
     local rows, cols = labels_for(fname, opts, shape[1], shape[2])
     local lo, hi = zrange_of(fname, opts, { m })
-    local commands = {
+    local attention = opts.tokens ~= nil or (opts.rows ~= nil and opts.cols ~= nil)
+    local xlabel = opts.xlabel or (attention and words().key) or ""
+    local ylabel = opts.ylabel or (attention and words().query) or ""
+    local commands = add_all({ BACKGROUND }, font_commands(setting))
+    add_all(commands, {
         palette_command(fname, opts.palette),
         "set title " .. quote(opts.title or ""),
         "set size ratio " .. (shape[1] / shape[2] > 0.2 and shape[1] / shape[2] < 5 and "-1" or "0"),
         datablock("$mha_heat", m),
-    }
-    if opts.xlabel then commands[#commands + 1] = "set xlabel " .. quote(opts.xlabel) end
-    if opts.ylabel then commands[#commands + 1] = "set ylabel " .. quote(opts.ylabel) end
-    for _, c in ipairs(matrix_commands("$mha_heat", shape[1], shape[2], rows, cols, lo, hi,
-        values_digits(fname, opts.values))) do
-        commands[#commands + 1] = c
-    end
+    })
+    if xlabel ~= "" then commands[#commands + 1] = "set xlabel " .. quote(xlabel) end
+    if ylabel ~= "" then commands[#commands + 1] = "set ylabel " .. quote(ylabel) end
+    add_all(commands, matrix_commands("$mha_heat", shape[1], shape[2], rows, cols, lo, hi,
+        values_digits(fname, opts.values), setting.font))
     local side = math.max(480, math.min(1600, 40 * math.max(shape[1], shape[2]) + 200))
+    local scale = font_scale(setting)
     plot.current():draw(fname, {
         commands = commands,
-        size = { side + 80, side },
+        size = window_size(setting, { math.floor((side + 80) * scale), math.floor(side * scale) }),
         image = true,
         warning = "matrix contains missing or undefined values",
         fallback = function()
-            display.heat(M, { rows = rows, cols = cols, title = opts.title, zrange = opts.zrange and { lo, hi } })
+            display.heat(M, { rows = rows, cols = cols, title = opts.title, zrange = opts.zrange and { lo, hi },
+                values = opts.values })
         end,
     })
 end
 
--- plot.heads(W [, opts]) draws every head of (H,L,S) attention weights in one grid, "head 1" ...
-local HEADS_OPTIONS = { "tokens", "rows", "cols", "title", "zrange", "palette", "values" }
+-- plot.heads(W [, opts]) draws every head of (H,L,S) attention weights in one grid ("head 1" ..., in the
+-- lesson's language), on one colour scale; the query axis is named on the first column, the key axis
+-- on the last row.
+local HEADS_OPTIONS = { "tokens", "rows", "cols", "title", "zrange", "palette", "values", "font", "size" }
 
 function plot.heads(W, opts)
     local fname = "plot.heads"
     opts = options_of(fname, opts, HEADS_OPTIONS)
+    local setting = projector(fname, opts)
     local w, shape = array_of(fname, "W", W, 3, " (H,L,S); for batched (B,H,L,S) weights select one: W:select(1,1)")
     local H, L, S = shape[1], shape[2], shape[3]
     local rows, cols = labels_for(fname, opts, L, S)
     local lo, hi = zrange_of(fname, opts, w)
     local grid_cols = math.ceil(math.sqrt(H))
     local grid_rows = math.ceil(H / grid_cols)
-    local commands = {
-        palette_command(fname, opts.palette),
-        "set size ratio -1",
-        "unset colorbox",
-    }
+    local said = words()
+    local commands = add_all({ BACKGROUND }, font_commands(setting))
+    add_all(commands, { palette_command(fname, opts.palette), "set size ratio -1", "unset colorbox" })
     for h = 1, H do commands[#commands + 1] = datablock("$mha_head_" .. h, w[h]) end
     -- fixed margins keep every panel the same size; the one colour bar stands in the right margin.
-    -- In pixels: 70 on top (the title, the first heads' titles), 60 below the panels of each row
-    -- (tic labels, the next row's titles).
+    -- In pixels at a 10-point font (more for a larger one): 70 on top (the title, the first heads'
+    -- titles), 80 on the left (tic labels, the query label), below the panels of each row 90, or 115
+    -- when the key labels are tilted (tic labels, the key label, the next row's titles).
+    local scale = font_scale(setting)
     local cell = math.max(300, math.min(600, 30 * math.max(L, S) + 150))
-    local width, height = cell * grid_cols + 80, cell * grid_rows + 70
+    local below = cols and tics_command("x", cols):find("rotate", 1, true) and 115 or 90
+    local size = window_size(setting, { math.floor((cell * grid_cols + 100) * scale),
+                                        math.floor((cell * grid_rows + below) * scale) })
+    local width, height = size[1], size[2]
+    local px = function(n) return n * scale end
     commands[#commands + 1] = string.format(
-        "set multiplot layout %d,%d margins %.4f,%.4f,%.4f,%.4f spacing %.4f,%.4f title %s",
-        grid_rows, grid_cols, 60 / width, 1 - 90 / width, 50 / height, 1 - 70 / height,
-        60 / width, 70 / height, quote(opts.title or ""))
+        "set multiplot layout %d,%d margins %.4f,%.4f,%.4f,%.4f spacing %.4f,%.4f",
+        grid_rows, grid_cols, px(80) / width, 1 - px(90) / width, px(below - 20) / height, 1 - px(70) / height,
+        px(80) / width, px(below) / height)
+    -- the title is a label of the first panel, drawn over its white page (a multiplot title would be under it)
+    commands[#commands + 1] = string.format("set label 1 %s at screen 0.5,%.4f center front%s",
+        quote(opts.title or ""), 1 - px(22) / height, setting.font and string.format(" font ',%g'", setting.font) or "")
     local digits = values_digits(fname, opts.values)
     for h = 1, H do
-        commands[#commands + 1] = "set title " .. quote("head " .. h)
+        commands[#commands + 1] = "set title " .. quote(string.format(said.head, h))
+        commands[#commands + 1] = (h - 1) % grid_cols == 0 and "set ylabel " .. quote(said.query) or "unset ylabel"
+        commands[#commands + 1] = h + grid_cols > H
+            and "set xlabel " .. quote(said.key) .. (below > 90 and " offset 0,-1" or "") or "unset xlabel"
         if h == H then
             commands[#commands + 1] = string.format(
-                "set colorbox user origin screen %.4f,0.15 size screen %.4f,0.7", 1 - 70 / width, 18 / width)
+                "set colorbox user origin screen %.4f,0.15 size screen %.4f,0.7", 1 - px(70) / width, px(18) / width)
         end
-        for _, c in ipairs(matrix_commands("$mha_head_" .. h, L, S, rows, cols, lo, hi, digits)) do
-            commands[#commands + 1] = c
-        end
+        add_all(commands, matrix_commands("$mha_head_" .. h, L, S, rows, cols, lo, hi, digits, setting.font))
+        if h == 1 then commands[#commands + 1] = "unset object 1; unset label 1" end   -- drawn once
     end
     commands[#commands + 1] = "unset multiplot"
     plot.current():draw(fname, {
         commands = commands,
-        size = { width, height },
+        size = size,
         image = true,
         warning = "matrix contains missing or undefined values",
         fallback = function()
-            display.heat(W, { rows = rows, cols = cols, title = opts.title, dims = { "head", "query", "key" },
-                zrange = { lo, hi } })
+            display.heat(W, { rows = rows, cols = cols, title = opts.title, dims = said.dims,
+                zrange = { lo, hi }, values = opts.values })
         end,
     })
 end
@@ -701,7 +822,7 @@ end
 local POINT_TYPES = { 7, 5, 9, 11, 13, 1, 2 }
 local DASH_TYPES = 5
 
-local LINE_OPTIONS = { "title", "xlabel", "ylabel", "logx", "logy", "x", "y" }
+local LINE_OPTIONS = { "title", "xlabel", "ylabel", "logx", "logy", "x", "y", "font", "size" }
 local SERIES_OPTIONS = { "x", "y", "title" }
 local SERIES_FORM = "plot.line{ {x=xs, y=ys1}, {x=xs, y=ys2} }"
 
@@ -722,13 +843,15 @@ function plot.line(spec)
     for k, s in ipairs(series) do
         if type(s) == "table" and s ~= spec then display.check_keys(fname .. ": series " .. k, s, SERIES_OPTIONS, false, 2) end
     end
-    local commands = {
+    local setting = projector(fname, spec)
+    local commands = add_all({ BACKGROUND }, font_commands(setting))
+    add_all(commands, {
         "set title " .. quote(spec.title or ""),
         "set xlabel " .. quote(spec.xlabel or ""),
         "set ylabel " .. quote(spec.ylabel or ""),
         "set key outside right top",   -- beside the plot: it never covers a line
         "set grid",
-    }
+    })
     if spec.logx then commands[#commands + 1] = "set logscale x" end
     if spec.logy then commands[#commands + 1] = "set logscale y" end
     local plots, notes = {}, {}
@@ -769,9 +892,9 @@ function plot.line(spec)
     commands[#commands + 1] = "plot " .. table.concat(plots, ", ")
     plot.current():draw(fname, {
         commands = commands,
-        size = { 800, 500 },
+        size = window_size(setting, { math.floor(800 * font_scale(setting)), math.floor(500 * font_scale(setting)) }),
         fallback = function()
-            io.write("plot.line: not drawn without gnuplot: ", table.concat(notes, ", "), "\n")
+            io.write(words().not_drawn, table.concat(notes, ", "), "\n")
         end,
     })
 end
@@ -788,14 +911,16 @@ end
 -- plot.bar(labels, values [, opts]) draws one bar per label; opts: title=, xlabel=, ylabel=.
 function plot.bar(labels, values, opts)
     local fname = "plot.bar"
-    opts = options_of(fname, opts, { "title", "xlabel", "ylabel" })
+    opts = options_of(fname, opts, { "title", "xlabel", "ylabel", "font", "size" })
+    local setting = projector(fname, opts)
     local v = vector_of(fname, "values", values)
     local names = display.label_list(fname, "labels", labels, #v, "value")
     local lo, hi = 0, 0
     for _, x in ipairs(v) do lo, hi = math.min(lo, x), math.max(hi, x) end
     local rows = {}
     for i, x in ipairs(v) do rows[i] = { i - 1, x } end
-    local commands = {
+    local commands = add_all({ BACKGROUND }, font_commands(setting))
+    add_all(commands, {
         "set title " .. quote(opts.title or ""),
         "set xlabel " .. quote(opts.xlabel or ""),
         "set ylabel " .. quote(opts.ylabel or ""),
@@ -808,10 +933,11 @@ function plot.bar(labels, values, opts)
         "set xtics scale 0",
         datablock("$mha_bar", rows),
         "plot $mha_bar using 1:2 with boxes lc rgb '#3b518b' notitle",
-    }
+    })
     plot.current():draw(fname, {
         commands = commands,
-        size = { math.max(480, 60 * #v + 160), 420 },
+        size = window_size(setting, { math.floor(math.max(480, 60 * #v + 160) * font_scale(setting)),
+                                      math.floor(420 * font_scale(setting)) }),
         fallback = function()
             -- bars of "█" in the terminal, as long as the values are large
             local width = 0

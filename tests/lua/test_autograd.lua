@@ -358,6 +358,9 @@ T.test("errors name the function, the argument and the shapes", function()
     T.raises("sdpa_backward without weights or out", function()
         mha.sdpa_backward(mha.ones(2, 2), mha.ones(2, 2), mha.ones(2, 2), mha.ones(2, 2)) end,
              "sdpa_backward: give the forward's weights")
+    T.raises("softmax_backward: shapes that differ", function()
+        mha.softmax_backward(mha.ones(2, 3), mha.ones(3, 2), 1) end,
+             "softmax_backward: dy (2,3) and y (3,2) differ in shape")
     T.raises("linear_backward: shapes that do not fit", function()
         mha.linear_backward(mha.ones(4, 3), mha.ones(4, 2), mha.ones(2, 2)) end,
              "linear_backward: dy (4,3), x (4,2), W (2,2)")

@@ -143,7 +143,7 @@ T.test("unknown options are errors", function()
     T.raises("options not a table", function() mha.show(t, "rows") end, "show: options must be a table, got string")
     -- heat honours the printing options it accepts: precision 1 on its scale
     local text = captured(function() mha.heat(t, { color = false, precision = 1, linewidth = 40 }) end)
-    T.ok("heat takes precision for its scale", text:find("scale: [ ] 1.0  [░] 1.6", 1, true) ~= nil, text)
+    T.ok("heat takes precision for its scale", text:find("scale: 1.0 ▁▂▃▄▅▆▇█ 4.0", 1, true) ~= nil, text)
 end)
 
 T.test("labels are made safe", function()
@@ -169,33 +169,53 @@ T.test("plain Lua tables", function()
 end)
 
 T.test("heat", function()
-    -- shade k (1..5) covers x = (v - lo)/(hi - lo) in [(k-1)/5, k/5); the top value takes the last
+    -- level k (1..8) covers x = (v - lo)/(hi - lo) in [(k-1)/8, k/8); the top value takes the last
     local m = mha.tensor { { 0, 0.2, 0.4 }, { 0.6, 0.8, 1 } }
     local text = captured(function() mha.heat(m, { rows = { "q1", "q2" }, cols = { "k1", "k2", "k3" }, color = false }) end)
     T.eq("heat shades", text, table.concat({
         "   k1 k2 k3",
-        "q1    ░░ ▒▒",
-        "q2 ▓▓ ██ ██",
-        "scale: [ ] 0.0000  [░] 0.2000  [▒] 0.4000  [▓] 0.6000  [█] 0.8000 .. 1.0000",
+        "q1 ▁▁ ▂▂ ▄▄",
+        "q2 ▅▅ ▇▇ ██",
+        "scale: 0.0000 ▁▂▃▄▅▆▇█ 1.0000",
         "[float32 (2,3)]", "" }, "\n"))
+    -- more than 5 levels without colour: 0.14 and 0.20 of a 0..0.5 range differ (levels 3 and 4)
+    text = captured(function() mha.heat(mha.tensor { { 0, 0.14, 0.20, 0.5 } }, { color = false }) end)
+    T.eq("heat: eight levels tell 0.14 from 0.20", text:match("^[^\n]*"), "▁▁ ▃▃ ▄▄ ██")
     local masked = mha.tensor { { 1, -math.huge }, { 0 / 0, 3 } }
     text = captured(function() mha.heat(masked, { color = false }) end)
     T.eq("heat -inf lowest, NaN marked, range from finite values", text, table.concat({
-        "     ",
+        "▁▁ ▁▁",
         "?? ██",
-        "scale: [ ] 1.0000  [░] 1.4000  [▒] 1.8000  [▓] 2.2000  [█] 2.6000 .. 3.0000  ? = nan",
+        "scale: 1.0000 ▁▂▃▄▅▆▇█ 3.0000  ? = nan",
         "[float32 (2,2)]", "" }, "\n"))
     text = captured(function() mha.heat(m, { color = false }) end)
     T.ok("heat without NaN has no NaN note", not text:find("nan", 1, true), text)
+    -- colour: a ramp none of whose steps is near black or near white, so the lowest cell stays visible on
+    -- a dark terminal and the highest on a light one
     text = captured(function() mha.heat(m, { color = true }) end)
-    T.ok("heat colour: lowest is gray 232", text:find("\27[48;5;232m  \27[0m", 1, true) ~= nil, text)
-    T.ok("heat colour: highest is gray 255", text:find("\27[48;5;255m  \27[0m", 1, true) ~= nil, text)
-    -- 0.4 sits at 0.4 of the ramp: 232 + round(0.4 * 23) = 241
-    T.ok("heat colour: 0.4 is gray 241", text:find("\27[48;5;241m  \27[0m", 1, true) ~= nil, text)
+    T.ok("heat colour: lowest is purple 53", text:find("\27[48;5;53m  \27[0m", 1, true) ~= nil, text)
+    T.ok("heat colour: highest is yellow-green 185", text:find("\27[48;5;185m  \27[0m", 1, true) ~= nil, text)
+    -- 0.4 is level floor(0.4 * 12) + 1 = 5 of 12: colour 31
+    T.ok("heat colour: 0.4 is step 5, colour 31", text:find("\27[48;5;31m  \27[0m", 1, true) ~= nil, text)
+    T.ok("heat colour: no gray ramp (232-255)", not text:find("\27%[48;5;2[3-5]%dm"), text)
     text = captured(function() mha.heat(m, {}) end)
     T.ok("heat without a terminal has no colour", not text:find("\27", 1, true), text)
+    -- values=true: each cell shows its value, after its bar (without colour) or on its colour
+    text = captured(function() mha.heat(m, { color = false, values = true, cols = "a b c" }) end)
+    T.eq("heat values without colour", text:match("^[^\n]*\n[^\n]*\n[^\n]*\n"),
+        "a     b     c\n▁0.00 ▂0.20 ▄0.40\n▅0.60 ▇0.80 █1.00\n")
+    text = captured(function() mha.heat(m, { color = true, values = 1 }) end)
+    T.ok("heat values with colour: white on the dark half", text:find("\27[48;5;53m\27[97m0.0\27[0m", 1, true) ~= nil, text)
+    T.ok("heat values with colour: black on the light half", text:find("\27[48;5;185m\27[30m1.0\27[0m", 1, true) ~= nil, text)
+    T.raises("heat values checked", function() mha.heat(m, { values = "yes" }) end,
+        "heat: values must be true, false or a number of decimals 0..6")
+    -- 3-D: every slice on one scale, one scale line and one footer
+    local heads = mha.stack({ mha.tensor { { 0, 1 } }, mha.tensor { { 2, 4 } } }, 1)
+    text = captured(function() mha.heat(heads, { color = false, dims = { "head", "query", "key" } }) end)
+    T.eq("heat of heads: one shared scale, one footer", text, table.concat({
+        "[head 1]", "▁▁ ▃▃", "", "[head 2]", "▅▅ ██", "scale: 0.0000 ▁▂▃▄▅▆▇█ 4.0000", "[float32 (2,1,2)]", "" }, "\n"))
     text = captured(function() mha.heat(mha.tensor { { 1, 2 }, { 3, 4 } }, { rows = "我爱", cols = "我爱", color = false }) end)
-    T.eq("heat CJK labels", text:match("^[^\n]*\n[^\n]*\n[^\n]*\n"), "   我 爱\n我    ░░\n爱 ▓▓ ██\n")
+    T.eq("heat CJK labels", text:match("^[^\n]*\n[^\n]*\n[^\n]*\n"), "   我 爱\n我 ▁▁ ▃▃\n爱 ▆▆ ██\n")
     T.raises("heat scalar", function() mha.heat(mha.tensor(1)) end, "heat: expected a tensor with at least one dimension")
 end)
 

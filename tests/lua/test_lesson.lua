@@ -436,6 +436,28 @@ do
         and recorded[3][2] == "lesson multihead, step 1" and recorded[3][3] == true, tostring(recorded[3][2]))
 end
 
+-- ---- :save replays answer() where the session was: a step without code is marked too -------------
+do
+    local recorded = {}
+    L.install({record_step = function(code, label, ok, before) recorded[#recorded + 1] = {code, label, ok, before} end})
+    captured(L.start, "scaling", {batch = false, lang = "en"})
+    captured(L.goto_step, 5)                 -- step 5 is an exercise without code
+    L.install(nil)
+    local last = recorded[#recorded]
+    T.eq("a step without code is recorded as its mark alone", {last[1], last[4]},
+        {"", 'require("mha.lesson").at_step(5)'})
+    -- the replay of a session that answered at step 3 (no exercise there) must say so, as the session did
+    L.replaying(L.current().lesson.path or "lessons/04_scaling.lua", "en")
+    L.at_step(3)
+    local ok
+    text = captured(function() ok = answer(1 / 8) end)
+    T.ok("an answer() replayed at a step without an exercise is refused as in the session",
+        ok == false and text:find("no exercise", 1, true), text)
+    L.at_step(5)
+    text = captured(function() ok = answer(mha.tensor{0}) end)
+    T.ok("an answer() replayed at the exercise step is checked", ok == false and text:find("not yet", 1, true), text)
+end
+
 -- ---- a failing step says how to get out; :goto K rebuilds the state and runs it -------------------
 captured(L.start, "masks", {batch = false, lang = "en"})
 captured(L.goto_step, 3)
@@ -674,7 +696,8 @@ do
         L.batch_plot.heads(mha.rand(2, 2, 2), {title = "两个头"})
     end)
     T.ok("a line plot's note in Chinese", text:find("[图：折线图 “图题” 2 条曲线：甲，曲线 2]", 1, true), text)
-    T.ok("heads' panels are titled in Chinese", text:find("\n头 1\n", 1, true) and text:find("\n头 2\n", 1, true), text)
+    T.ok("heads' panels are titled in Chinese", text:find("\n[头 1]\n", 1, true) and text:find("\n[头 2]\n", 1, true), text)
+    T.ok("heads share one scale line", select(2, text:gsub("刻度：", "")) == 1, text)
     T.ok("no English in a Chinese plot note", not text:find("plot", 1, true) and not text:find("series", 1, true), text)
 end
 

@@ -230,7 +230,18 @@ static void test_evaluation(session *s) {
     check_output(s, "table_cycle", "c", "{1, 2, self = <cycle>}");
     check_output(s, "statements_return_values", "local v = 3; return v, v + 1", "3\t4");
     check_output(s, "error_message", "error('boom')", "stdin:1: boom");
-    char *got = run(s, "function bad() local t = nil; return t.x end\nbad()", 10);
+    /* statements ending in a bare value never complete: an error and a hint at once, not an endless >> */
+    char *got = run(s, "zz = 3; zz", 10);
+    CHECK("value_after_statements_not_endless", got && strstr(got, "stdin:1: syntax error near <eof>\n")
+          && strstr(got, "hint: a value alone (zz) is not a Lua statement") && !strstr(got, ">>"),
+          "got [%s]", got ? got : "(no prompt: still waiting for more input)");
+    free(got);
+    check_output(s, "python_shape_hint_setup", "x = mha.ones(2, 3)", "");
+    got = run(s, "x.shape", 10);
+    CHECK("python_shape_hint_method", got && strstr(got, "hint: x.shape is the method itself; call it with a colon: x:shape()"),
+          "got [%s]", got ? got : "(hung)");
+    free(got);
+    got = run(s, "function bad() local t = nil; return t.x end\nbad()", 10);
     CHECK("error_traceback", got && strstr(got, "attempt to index a nil value") && strstr(got, "in function 'bad'")
           && !strstr(got, "repl.lua") && !strstr(got, "[C]: in ?"), "got [%s]", got ? got : "(hung)");
     free(got);

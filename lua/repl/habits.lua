@@ -1,0 +1,132 @@
+-- lua/repl/habits.lua - module "mha.repl.habits": one-line hints for a student's Python habits (x.shape,
+-- x @ y, x * y:T(), help, quit, exit()) and did-you-mean for misspelt names, commands and help topics.
+
+local display = require "mha.display"
+local complete = require "mha.repl.complete"
+
+local habits = {}
+
+-- The hints' words, in the language the REPL is in ("en" or "zh").
+local WORDS = {
+    en = {
+        hint = "hint: ",
+        method = "%s is the method itself; call it with a colon: %s:%s()",
+        help = "help is a function: help() lists the topics, help(mha.softmax) explains one; ? lists the commands",
+        quit = ":quit or Ctrl-D leaves mha-repl",
+        exit = ":quit or Ctrl-D leaves mha-repl (os.exit() too)",
+        matmul_at = "Lua has no @ operator: the matrix product is %s:matmul(%s), or mha.matmul(%s, %s)",
+        matmul_star = "* multiplies element by element (broadcasting); for the matrix product write %s:matmul(%s)",
+        did_you_mean = "did you mean %s?",
+        dangling = "a value alone (%s) is not a Lua statement: type %s on a line of its own, or print(%s)",
+        dangling_any = "a value alone is not a Lua statement: type it on a line of its own, or print(...) it",
+        command = "unknown command :%s (did you mean :%s?)",
+    },
+    zh = {
+        hint = "提示：",
+        method = "%s 是方法本身；用冒号调用它：%s:%s()",
+        help = "help 是一个函数：help() 列出所有主题，help(mha.softmax) 解释其中一个；? 列出命令",
+        quit = ":quit 或 Ctrl-D 退出 mha-repl",
+        exit = ":quit 或 Ctrl-D 退出 mha-repl（os.exit() 也可以）",
+        matmul_at = "Lua 没有 @ 运算符：矩阵乘法写作 %s:matmul(%s)，或 mha.matmul(%s, %s)",
+        matmul_star = "* 是逐元素相乘（会广播）；矩阵乘法请写 %s:matmul(%s)",
+        did_you_mean = "你是想写 %s 吗？",
+        dangling = "单独的值（%s）不是 Lua 语句：把 %s 单独输入一行，或用 print(%s)",
+        dangling_any = "单独的值不是 Lua 语句：把它单独输入一行，或用 print(...)",
+        command = "没有命令 :%s（你是想输入 :%s 吗？）",
+    },
+}
+function habits.words(lang) return WORDS[lang] or WORDS.en end
+
+habits.closest = display.closest
+
+-- "mha.sofmax" -> "mha.softmax": the name Tab would offer (mha.repl.complete) nearest to a name missing
+-- from a table, from an object's methods, or from the globals.
+local function suggest(kind, name, input)
+    if kind == "global" then   -- a global, else a function of mha's typed without "mha." (sofmax)
+        local best = habits.closest(name, complete.names(""))
+        if best then return best end
+        local fields = {}
+        for i, full in ipairs(complete.names("mha.")) do fields[i] = full:sub(5) end
+        best = habits.closest(name, fields)
+        return best and "mha." .. best
+    end
+    local sep = kind == "method" and ":" or "."
+    -- the expression before the missing name, as typed: mha.sofmax, x:tranpose, m.nn.Linaer
+    local base = input:match("([%a_][%w_%.]*)%s*" .. (sep == ":" and ":" or "%.") .. "%s*" .. name .. "%f[^%w_]")
+    if not base then return nil end
+    local names = {}
+    for i, full in ipairs(complete.names(base .. sep)) do names[i] = full:sub(#base + 2) end
+    local best = habits.closest(name, names)
+    return best and (base .. sep .. best)
+end
+
+-- The last value of an input, as typed: "score" in "score = K:matmul(q); score".
+local function trailing_value(input)
+    local last = input:gsub("%s+$", ""):match("([%a_][%w_%.%[%]\"']*)$")
+    if last and #last <= 40 then return last end
+    return nil
+end
+
+-- The two operands around an operator, as typed: "x", "y" in "x @ y"; nil when they are not plain names
+-- or calls.
+local function operands(input, op)
+    local a, b = input:match("([%a_][%w_%.:]*%b())%s*" .. op .. "%s*([%a_][%w_%.:]*%b())")
+    if not a then a, b = input:match("([%a_][%w_%.]*)%s*" .. op .. "%s*([%a_][%w_%.:]*%b())") end
+    if not a then a, b = input:match("([%a_][%w_%.]*)%s*" .. op .. "%s*([%a_][%w_%.]*)") end
+    return a, b
+end
+
+-- A hint for an input whose evaluation raised msg (a syntax or a run-time error), or nil.
+function habits.after_error(input, msg, lang)
+    local w = habits.words(lang)
+    msg = tostring(msg)
+    local first = msg:match("^[^\n]*")
+    if first:find("near '@'", 1, true) then
+        local a, b = operands(input, "@")
+        a, b = a or "A", b or "B"
+        return w.hint .. string.format(w.matmul_at, a, b, a, b)
+    end
+    if first:find("syntax error near <eof>$") then
+        local value = trailing_value(input)
+        if value then return w.hint .. string.format(w.dangling, value, value, value) end
+        return w.hint .. w.dangling_any
+    end
+    local global = first:match("attempt to call a nil value %(global '([%w_]+)'%)")
+    if global == "exit" or global == "quit" then return w.hint .. w.exit end
+    if first:find("mul: shapes", 1, true) and first:find("cannot broadcast", 1, true) and input:find("*", 1, true) then
+        local a, b = operands(input, "%*")
+        return w.hint .. string.format(w.matmul_star, a or "A", b or "B")
+    end
+    local kind, name = first:match("attempt to %a+ a nil value %((%a+) '([%w_]+)'%)")
+    if kind == "global" or kind == "field" or kind == "method" then
+        local best = suggest(kind, name, input)
+        if best then return w.hint .. string.format(w.did_you_mean, best) end
+    end
+    return nil
+end
+
+-- A hint for an input that printed values, or nil: x.shape (a method, not called), help, quit, exit.
+function habits.after_value(input, lang, ...)
+    local w = habits.words(lang)
+    local code = input:match("^%s*(.-)%s*;?%s*$")
+    if code == "help" then return w.hint .. w.help end
+    if (code == "quit" or code == "exit") and select("#", ...) <= 1 and (...) == nil then return w.hint .. w.quit end
+    local base, name = code:match("^([%a_][%w_%.]*)%.([%a_][%w_]*)$")
+    local value = ...
+    if base and type(value) == "function" and select("#", ...) == 1 then
+        -- a method reached with '.' (a tensor's, a module's): the name Tab offers after base:
+        for _, full in ipairs(complete.names(base .. ":" .. name)) do
+            if full == base .. ":" .. name then return w.hint .. string.format(w.method, code, base, name) end
+        end
+    end
+    return nil
+end
+
+-- ":opne" -> the message for an unknown command, with the nearest command when one is near.
+function habits.unknown_command(name, commands, lang)
+    local best = habits.closest(name, commands)
+    if best then return string.format(habits.words(lang).command, name, best) end
+    return nil
+end
+
+return habits

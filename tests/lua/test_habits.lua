@@ -1,0 +1,75 @@
+-- tests/lua/test_habits.lua - mha.repl.habits: the one-line hints for a student's Python habits and the
+-- did-you-mean for misspelt names, each checked against the message the REPL really gives.
+local dir = debug.getinfo(1, "S").source:match("^@(.*[/\\])") or "./"
+package.path = dir .. "?.lua;" .. package.path
+local T = require "testlib"
+local mha = T.mha
+local habits = require "mha.repl.habits"
+_G.mha = _G.mha or mha
+
+-- The message an input raises, as the REPL would see it (a syntax error or a run-time error).
+local function error_of(input)
+    local chunk, err = load("return " .. input, "=stdin")
+    if not chunk then chunk, err = load(input, "=stdin") end
+    if not chunk then return err end
+    local ok, msg = pcall(chunk)
+    assert(not ok, input .. " raised no error")
+    return msg
+end
+
+T.test("python habits in errors", function()
+    x = mha.randn(3, 4)
+    y = mha.randn(3, 4)
+    T.eq("x @ y", habits.after_error("x @ y", error_of("x @ y"), "en"),
+        "hint: Lua has no @ operator: the matrix product is x:matmul(y), or mha.matmul(x, y)")
+    T.eq("x:T() @ mha.eye(3)", habits.after_error("x:T() @ mha.eye(3)", error_of("x:T() @ mha.eye(3)"), "en"),
+        "hint: Lua has no @ operator: the matrix product is x:T():matmul(mha.eye(3)), or mha.matmul(x:T(), mha.eye(3))")
+    T.eq("x * y:T() meant as a matrix product", habits.after_error("x * y:T()", error_of("x * y:T()"), "en"),
+        "hint: * multiplies element by element (broadcasting); for the matrix product write x:matmul(y:T())")
+    T.eq("x * y (same shapes) is fine: no hint", habits.after_error("x * 2", "stdin:1: some other error", "en"), nil)
+    T.eq("exit()", habits.after_error("exit()", error_of("exit()"), "en"), "hint: :quit or Ctrl-D leaves mha-repl (os.exit() too)")
+    T.eq("quit()", habits.after_error("quit()", error_of("quit()"), "en"), "hint: :quit or Ctrl-D leaves mha-repl (os.exit() too)")
+    T.eq("exit() in Chinese", habits.after_error("exit()", error_of("exit()"), "zh"), "提示：:quit 或 Ctrl-D 退出 mha-repl（os.exit() 也可以）")
+    x, y = nil, nil
+end)
+
+T.test("did you mean, in errors", function()
+    x = mha.randn(2, 2)
+    T.eq("field", habits.after_error("mha.sofmax(x, 1)", error_of("mha.sofmax(x, 1)"), "en"), "hint: did you mean mha.softmax?")
+    T.eq("method", habits.after_error("x:tranpose(1, 2)", error_of("x:tranpose(1, 2)"), "en"), "hint: did you mean x:transpose?")
+    T.eq("global", habits.after_error("mhaa.softmax(x)", error_of("mhaa.softmax(x)"), "en"), "hint: did you mean mha?")
+    T.eq("mha's function without mha.", habits.after_error("sofmax(x)", error_of("sofmax(x)"), "en"), "hint: did you mean mha.softmax?")
+    T.eq("in Chinese", habits.after_error("mha.sofmax(x)", error_of("mha.sofmax(x)"), "zh"), "提示：你是想写 mha.softmax 吗？")
+    T.eq("a one-letter name gets no guess (x is one edit from _)", habits.after_error("x:T()", "stdin:1: attempt to index a nil value (global 'x')", "en"), nil)
+    T.eq("nothing near: no hint", habits.after_error("mha.zzzzzzzz(x)", error_of("mha.zzzzzzzz(x)"), "en"), nil)
+    x = nil
+end)
+
+T.test("a value at the end of statements", function()
+    local msg = error_of("score = 1; score")
+    T.eq("the parser's message", msg, "stdin:1: syntax error near <eof>")
+    T.eq("dangling value named", habits.after_error("score = 1; score", msg, "en"),
+        "hint: a value alone (score) is not a Lua statement: type score on a line of its own, or print(score)")
+end)
+
+T.test("python habits in values", function()
+    x = mha.randn(2, 3)
+    T.eq("x.shape", habits.after_value("x.shape", "en", x.shape), "hint: x.shape is the method itself; call it with a colon: x:shape()")
+    T.eq("x.shape in Chinese", habits.after_value("x.shape", "zh", x.shape), "提示：x.shape 是方法本身；用冒号调用它：x:shape()")
+    T.eq("x:shape() is right: no hint", habits.after_value("x:shape()", "en", x:shape()), nil)
+    T.eq("mha.softmax (a library function) gets no method hint", habits.after_value("mha.softmax", "en", mha.softmax), nil)
+    T.eq("help", habits.after_value("help", "en", function() end),
+        "hint: help is a function: help() lists the topics, help(mha.softmax) explains one; ? lists the commands")
+    T.eq("quit", habits.after_value("quit", "en", nil), "hint: :quit or Ctrl-D leaves mha-repl")
+    T.eq("exit", habits.after_value("exit", "en", nil), "hint: :quit or Ctrl-D leaves mha-repl")
+    x = nil
+end)
+
+T.test("unknown commands", function()
+    local names = { "answer", "back", "goto", "help", "lang", "lessons", "next", "open", "quit", "reset", "save" }
+    T.eq(":opne", habits.unknown_command("opne", names, "en"), "unknown command :opne (did you mean :open?)")
+    T.eq(":rest in Chinese", habits.unknown_command("rset", names, "zh"), "没有命令 :rset（你是想输入 :reset 吗？）")
+    T.eq(":zzzz", habits.unknown_command("zzzz", names, "en"), nil)
+end)
+
+T.done()

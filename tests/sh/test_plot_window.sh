@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# tests/sh/test_plot_window.sh - plots for a classroom: what gnuplot's libraries say on its stderr never
+# fails a drawing (while gnuplot's own errors still do), and the projector settings.
+# env: MHA_REPL (the binary), as tests/run.sh sets it.
+set -u
+repl=${MHA_REPL:?set MHA_REPL to the mha-repl binary}
+case $repl in /*) ;; *) repl=$PWD/$repl ;; esac
+fails=0
+pass() { echo "PASS $1"; }
+fail() { echo "FAIL $1: $2"; fails=$((fails + 1)); }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+command -v gnuplot >/dev/null || { echo "PASS plot window: skipped, no gnuplot"; exit 0; }
+
+# ---- toolkit noise: a gnuplot whose stderr carries Qt's complaint before and after every command ----
+cat >"$tmp/noisy-gnuplot" <<'EOF'
+#!/bin/sh
+echo "QStandardPaths: XDG_RUNTIME_DIR not set, defaulting to '/tmp/runtime-root'" >&2
+while IFS= read -r line; do
+    printf '%s\n' "$line"
+    echo "qt.qpa.xcb: could not connect to display" >&2
+done | gnuplot "$@"
+EOF
+chmod +x "$tmp/noisy-gnuplot"
+cat >"$tmp/noise.lua" <<EOF
+local w = mha.tensor{{0.7, 0.3}, {0.2, 0.8}}
+plot.heatmap(w, {tokens = "a b", title = "noise"})
+plot.heads(mha.stack({w, w}, 1), {tokens = "a b"})
+plot.save("$tmp/noise.png")
+print("drawn")
+local ok, err = pcall(function() plot.figure():run("test", { "plot mha_undefined_xyz" }) end)
+print("real error:", err)
+EOF
+MHA_GNUPLOT="$tmp/noisy-gnuplot" MHA_PLOT_TERM=none timeout 30 "$repl" "$tmp/noise.lua" >"$tmp/out" 2>"$tmp/err"
+rc=$?
+[ "$rc" -eq 0 ] && grep -q '^drawn$' "$tmp/out" && [ -s "$tmp/noise.png" ] \
+    && pass "toolkit noise on gnuplot's stderr fails no drawing" \
+    || fail "toolkit noise on gnuplot's stderr fails no drawing" "status $rc: $(cat "$tmp/out" "$tmp/err")"
+grep -q 'QStandardPaths\|qt.qpa' "$tmp/out" "$tmp/err" \
+    && fail "toolkit noise is not shown" "$(cat "$tmp/out" "$tmp/err")" || pass "toolkit noise is not shown"
+grep -q '^real error:	test: gnuplot: undefined variable: mha_undefined_xyz (in: plot mha_undefined_xyz)$' "$tmp/out" \
+    && pass "gnuplot's own error still shown amid the noise" \
+    || fail "gnuplot's own error still shown amid the noise" "$(cat "$tmp/out")"
+
+# ---- MHA_PLOT_SIZE and MHA_PLOT_FONT: the largest window and the font, for every plot ----
+cat >"$tmp/env.lua" <<'EOF'
+plot.terminal("none")
+local fig = plot.figure()
+fig:heads(mha.softmax(mha.randn(8, 6, 6), -1), {tokens = "a b c d e f"})
+print("heads", fig.script.size[1], fig.script.size[2])
+fig:bar({"a", "b"}, {1, 2})
+print("bar", fig.script.size[1], fig.script.size[2])
+fig:heatmap(mha.eye(3))
+print("heat", fig.script.size[1], fig.script.size[2])
+EOF
+MHA_PLOT_SIZE=800x600 timeout 30 "$repl" "$tmp/env.lua" >"$tmp/out" 2>"$tmp/err"
+grep -q '^heads	606	600$' "$tmp/out" && grep -q '^bar	480	420$' "$tmp/out" \
+    && pass "MHA_PLOT_SIZE caps the window, keeping its shape" || fail "MHA_PLOT_SIZE caps the window, keeping its shape" "$(cat "$tmp/out" "$tmp/err")"
+MHA_PLOT_FONT=20 timeout 30 "$repl" "$tmp/env.lua" >"$tmp/out" 2>"$tmp/err"
+grep -q '^bar	777	680$' "$tmp/out" && grep -q '^heat	793	680$' "$tmp/out" \
+    && pass "MHA_PLOT_FONT makes room for larger text" || fail "MHA_PLOT_FONT makes room for larger text" "$(cat "$tmp/out" "$tmp/err")"
+MHA_PLOT_FONT=huge MHA_PLOT_SIZE=big timeout 30 "$repl" "$tmp/env.lua" >"$tmp/out" 2>"$tmp/err"
+[ "$(grep -c "MHA_PLOT_FONT='huge' is not a font size in points from 6 to 72; ignored" "$tmp/err")" -eq 1 ] \
+    && [ "$(grep -c "MHA_PLOT_SIZE='big' is not a size WxH such as 1280x720; ignored" "$tmp/err")" -eq 1 ] \
+    && grep -q '^bar	480	420$' "$tmp/out" \
+    && pass "a wrong MHA_PLOT_FONT or MHA_PLOT_SIZE is said once and ignored" \
+    || fail "a wrong MHA_PLOT_FONT or MHA_PLOT_SIZE is said once and ignored" "$(cat "$tmp/out" "$tmp/err")"
+
+# ---- without gnuplot, in a Chinese session: its notes in Chinese ----
+mkdir "$tmp/empty-path"
+cat >"$tmp/nognuplot.lua" <<'EOF'
+require("mha.lesson").install_globals()
+plot.line{ {y = {1, 2, 3}, title = "rising"} }
+EOF
+MHA_LANG=zh PATH="$tmp/empty-path" "$(command -v timeout)" 20 "$repl" "$tmp/nognuplot.lua" >"$tmp/out" 2>"$tmp/err"
+grep -qxF "plot：找不到 gnuplot；请安装 Debian 软件包 gnuplot-qt（有窗口）或 gnuplot-nox（只画文件和文字）" "$tmp/err" \
+    && grep -q "^plot.line：没有 gnuplot，未画出：rising" "$tmp/out" \
+    && pass "no gnuplot: the notes in Chinese" || fail "no gnuplot: the notes in Chinese" "$(cat "$tmp/out" "$tmp/err")"
+
+[ "$fails" -eq 0 ]

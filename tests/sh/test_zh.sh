@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# tests/sh/test_zh.sh - Chinese outside the lessons: with MHA_LANG=zh (or --lang zh, :lang zh) the REPL's
+# ?, ?name, help(), :reset, :time and its hints are Chinese; in English they stay English.
+# env: MHA_REPL (the binary), as tests/run.sh sets it.
+set -u
+repl=${MHA_REPL:?set MHA_REPL to the mha-repl binary}
+fails=0
+pass() { echo "PASS $1"; }
+fail() { echo "FAIL $1: $2"; fails=$((fails + 1)); }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+has() {   # has NAME FILE LINE: FILE has LINE exactly
+    grep -qxF -- "$3" "$2" && pass "$1" || fail "$1" "no line '$3' in: $(cat "$2")"
+}
+
+printf '?\n?mha.softmax\n?mha.sofmax\nhelp()\n:reset\n:time\n' >"$tmp/in"
+MHA_LANG=zh COLUMNS=80 timeout 10 "$repl" -i <"$tmp/in" >"$tmp/out" 2>"$tmp/err"
+has "? heading in Chinese" "$tmp/out" "命令（输入不引起歧义的前缀即可，:q 即 :quit）："
+has "? command line in Chinese" "$tmp/out" "  :reset             重新开始：新的 Lua 状态，所有变量清空"
+has "? keys in Chinese" "$tmp/out" "值：    表达式会打印它的值；末尾加 ; 则不打印；_ 保存上一个值"
+has "?mha.softmax explained in Chinese" "$tmp/out" "  把分数变成沿 dim 为正且和为 1 的权重（dim 必须给出，同 PyTorch；注意力分数矩阵"
+has "?mha.softmax labels in Chinese" "$tmp/out" "  公式：    softmax(x)_i = exp(x_i - max x) / Σ_j exp(x_j - max x)"
+has "?mha.sofmax: did you mean, in Chinese" "$tmp/out" "没有“mha.sofmax”的帮助。你是想查 mha.softmax 吗？"
+has "help() groups in Chinese" "$tmp/out" "注意力："
+has ":reset in Chinese" "$tmp/out" "新的状态（历史、:save 的记录和 :time 设置都保留）"
+has ":time in Chinese" "$tmp/out" "计时：开"
+grep -q 'Commands (a unique\|Formula:\|fresh state' "$tmp/out" \
+    && fail "no English frame in Chinese help" "$(grep 'Commands (a unique\|Formula:\|fresh state' "$tmp/out")" \
+    || pass "no English frame in Chinese help"
+
+COLUMNS=80 timeout 10 "$repl" -i <"$tmp/in" >"$tmp/out" 2>"$tmp/err"
+has "? in English" "$tmp/out" "Commands (a unique prefix is enough, :q for :quit):"
+has "?mha.sofmax: did you mean" "$tmp/out" "No help for 'mha.sofmax'. Did you mean mha.softmax?"
+has ":reset in English" "$tmp/out" "fresh state (the history, the transcript for :save and :time are kept)"
+
+# :lang zh switches the REPL's own words too
+printf ':lang zh\n:time\n' | timeout 10 "$repl" -i >"$tmp/out" 2>"$tmp/err"
+has ":lang zh switches the REPL's words" "$tmp/out" "计时：开"
+
+[ "$fails" -eq 0 ]
