@@ -45,6 +45,9 @@ EMBED     = mha.repl=lua/repl/repl.lua mha.repl.complete=lua/repl/complete.lua \
             mha.docs_display=lua/help/docs_display.lua mha.docs_lesson=lua/help/docs_lesson.lua
 EMBED    += mha.nn=lua/nn/nn.lua mha.nn.module=lua/nn/module.lua mha.nn.layers=lua/nn/layers.lua
 EMBED    += mha.nn.optim=lua/nn/optim.lua mha.docs_nn=lua/help/docs_nn.lua
+EMBED    += mha.nn.transformer=lua/nn/transformer.lua
+EMBED    += mha.tasks=lua/train/tasks.lua mha.train=lua/train/train.lua mha.heads=lua/train/heads.lua
+EMBED    += mha.models=lua/train/models.lua mha.docs_train=lua/help/docs_train.lua
 TESTS     = test_tensor test_ops test_rng test_npy test_kernels test_attention test_repl test_lessons_pty \
             test_autograd
 TESTS    += test_npz test_optim
@@ -58,7 +61,7 @@ TEST_BIN  = $(addprefix $(BUILD)/tests/,$(TESTS))
 CORE_H    = $(wildcard core/*.h)
 LUA_H     = $(wildcard lua/*/*.h)
 
-.PHONY: all run test asan bench bench-grad golden clean install-kernel deps deps-run deps-test deps-bench
+.PHONY: all run test asan bench bench-grad bench-train models golden clean install-kernel deps deps-run deps-test deps-bench
 .DEFAULT_GOAL := all
 
 # all: the REPL binary and the loadable module, linked at the top for convenience
@@ -165,6 +168,15 @@ bench: deps-bench all $(BUILD)/bench
 bench: bench-grad
 bench-grad: deps-bench $(BUILD)/bench_grad
 	$(BENCH_ENV) $(BUILD)/bench_grad --torch '/usr/bin/python3 bench/bench_grad_torch.py'
+
+# bench-train: one AdamW training step of lesson 16's induction model beside the same step in torch 1.13
+bench: bench-train
+bench-train: deps-bench all
+	$(BENCH_ENV) MHA_THREADS=1 $(BUILD)/mha-repl bench/bench_train.lua '/usr/bin/python3 bench/bench_train_torch.py'
+
+# models: the checkpoints mha.load_model ships (models/*.npz, committed), trained from a fixed seed
+models: all
+	MHA_THREADS=1 $(BUILD)/mha-repl tools/train_models.lua models
 
 $(BUILD)/bench_grad: bench/bench_grad.c $(BUILD)/libmhacore.a
 	$(CC) $(ALL_CFLAGS) -o $@ $< $(BUILD)/libmhacore.a -lm

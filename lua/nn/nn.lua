@@ -4,6 +4,7 @@
 local module = require "mha.nn.module"
 local layers = require "mha.nn.layers"
 local optim = require "mha.nn.optim"
+local transformer = require "mha.nn.transformer"
 
 local nn = {
     Module = module.Module,
@@ -12,6 +13,7 @@ local nn = {
     Linear = layers.Linear,
     Embedding = layers.Embedding,
     LayerNorm = layers.LayerNorm,
+    Transformer = transformer.Transformer,
 }
 
 -- The methods MultiheadAttention (a C userdata) shares with the Lua modules: luaopen_mha adds those it
@@ -24,6 +26,12 @@ if type(mha) == "table" then
     mha.nn = nn
     mha.optim = optim
     mha.clip_grad_norm = optim.clip_grad_norm
+    -- training on toy tasks, head detectors, shipped models (lua/train/)
+    mha.tasks = require "mha.tasks"
+    mha.train = require "mha.train"
+    mha.heads = require "mha.heads"
+    local models = require "mha.models"
+    mha.load_model, mha.save_model = models.load_model, models.save_model
 end
 
 return nn

@@ -247,7 +247,7 @@ T.test("help examples paste line by line", function()
         if buffer then return false, "the last statement is not complete" end
         return true
     end
-    for _, module in ipairs({ "mha.docs_mha", "mha.docs_display", "mha.docs_lesson", "mha.docs_nn" }) do
+    for _, module in ipairs({ "mha.docs_mha", "mha.docs_display", "mha.docs_lesson", "mha.docs_nn", "mha.docs_train" }) do
         local docs = require(module)
         local names = {}
         for name, e in pairs(docs) do

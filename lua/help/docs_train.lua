@@ -1,0 +1,97 @@
+-- lua/help/docs_train.lua - module "mha.docs_train": the help entries of mha.nn.Transformer, mha.tasks,
+-- mha.train, mha.heads and the shipped models (mha.load_model, mha.save_model), read by lua/help/help.lua.
+--
+-- Every example runs as written, also pasted into the REPL line by line (tests/lua/test_display.lua):
+-- globals, never `local`, at most 76 columns a line.
+
+local D = {}
+
+local function entry(name, group, sig, doc, formula, example, see)
+    D[name] = {group = group, sig = sig, doc = doc, formula = formula, example = example, see = see}
+end
+
+entry("mha.nn.Transformer", "training",
+    "mha.nn.Transformer{vocab=, d_model=, heads=1, layers=1, d_ff=4*d_model, max_len=, causal=true, "
+    .. "norm=\"pre\", pos=\"learned\"} -> model",
+    "A small decoder-only transformer of the core's parts: token and position embeddings, per layer "
+    .. "attention (and an MLP unless d_ff = 0) with residuals and layer norm (norm \"pre\", \"post\" or "
+    .. "\"none\"), a final norm (pre) and an unembedding. model:forward(tokens) takes (N, L) or (L) "
+    .. "1-based ids and returns logits (N, L, vocab); model:attention() then gives one (N, H, L, L) "
+    .. "weights tensor per layer. state_dict keys are PyTorch's (layers.0.attn.in_proj_weight).",
+    "pre: x = x + attn(ln1(x)); x = x + mlp(ln2(x));  mlp = fc2(gelu(fc1))",
+    "m = mha.nn.Transformer{vocab = 8, d_model = 16, heads = 2, max_len = 6}\n"
+    .. "logits = m:forward({{1, 2, 3}})\n"
+    .. "print(logits:shape(), #m:attention())",
+    {"mha.train", "mha.tasks", "mha.heads.detect"})
+
+entry("mha.tasks", "training",
+    "mha.tasks.NAME{vocab=10, len=, batch=32, seed=0} -> task;  task:batch([n]) -> tokens, targets",
+    "Seeded toy tasks for next-token training: copy, reverse, sort (x SEP y), match (key-value pairs, "
+    .. "then a key: its value), induction (a stretch repeated at a random place, of a random length "
+    .. "from repeat = {min, max}). targets[p] is the token that should follow position p; 0 marks "
+    .. "positions that do not count. mha.tasks.repeated(vocab, r, n) gives n sequences of r random "
+    .. "tokens said twice, the probe of the head detectors.",
+    nil,
+    "task = mha.tasks.reverse{vocab = 10, len = 3}\n"
+    .. "tokens, targets = task:batch(1)\n"
+    .. "print(tokens, targets)",
+    {"mha.train", "mha.nn.Transformer"})
+
+entry("mha.train", "training",
+    "mha.train{model=, task=, steps=100, lr=1e-3, batch=, optimizer=\"adamw\", log_every=, seed=, "
+    .. "clip=1.0, plot=false, attention_every=0, quiet=false, on_log=} -> history",
+    "Trains model on task: draws a batch, takes the cross entropy on the counted positions "
+    .. "(mha.train.loss), runs backward, clips the gradient norm, steps the optimizer. At a terminal "
+    .. "a progress line (step, steps/s, loss, accuracy, ETA) is rewritten in place and Ctrl-C stops, "
+    .. "keeping the model; plot = true redraws the loss curve each log step. history has loss, acc "
+    .. "and step (one row per log step), steps, interrupted and seconds (CPU).",
+    nil,
+    "m = mha.nn.Transformer{vocab = 6, d_model = 16, heads = 2, max_len = 6}\n"
+    .. "t = mha.tasks.reverse{vocab = 6, len = 3}\n"
+    .. "h = mha.train{model = m, task = t, steps = 20, quiet = true}\n"
+    .. "print(h.loss[1], h.loss[#h.loss])",
+    {"mha.tasks", "mha.heads.detect", "mha.optim"})
+
+entry("mha.heads.detect", "training",
+    "mha.heads.detect(model, tokens, \"previous\"|\"duplicate\"|\"induction\" [, {rows=\"all\"}]) "
+    .. "-> (layers, heads)",
+    "TransformerLens's head detector: per sequence and head, the share of attention on the keys a "
+    .. "pattern names (previous: i-1; duplicate: earlier copies of token i; induction: the token after "
+    .. "an earlier copy), averaged over all query positions, then over the sequences. rows = "
+    .. "\"detected\" averages only over positions that have such a key. mha.heads.report(model, "
+    .. "tokens) prints all three as a table and heat maps.",
+    "score = sum(A * P) / sum(A)",
+    "m = mha.nn.Transformer{vocab = 8, d_model = 16, heads = 2, max_len = 8}\n"
+    .. "probe = mha.tasks.repeated(8, 4, 2)\n"
+    .. "print(mha.heads.detect(m, probe, \"previous\"))",
+    {"mha.heads.report", "mha.load_model"})
+
+entry("mha.heads.report", "training", "mha.heads.report(model, tokens) -> {previous=, duplicate=, induction=}",
+    "Prints the three head-detector scores of every layer and head as a table, and the previous-token "
+    .. "and induction scores as heat maps; returns the three (layers, heads) tensors.",
+    nil,
+    "m = mha.nn.Transformer{vocab = 8, d_model = 16, heads = 2, max_len = 8}\n"
+    .. "scores = mha.heads.report(m, mha.tasks.repeated(8, 4, 2))",
+    {"mha.heads.detect"})
+
+entry("mha.load_model", "training", "mha.load_model(\"induction\"|\"reverse\"|path) -> model, extra",
+    "A shipped trained model (models/NAME.npz, made by `make models` from a fixed seed; looked for in "
+    .. "$MHA_MODELS, ./models and models/ beside the program's build folder) or any file written by "
+    .. "mha.save_model. extra holds the file's other entries, e.g. extra[\"history.loss\"]. A wrong "
+    .. "name lists the models found.",
+    nil,
+    "ok, why = pcall(mha.load_model, \"no-such-model\")\nprint(why)",
+    {"mha.save_model", "mha.heads.detect"})
+
+entry("mha.save_model", "training", "mha.save_model(path, model [, extra])",
+    "Writes a Transformer's state_dict and its options (config.vocab, ...) as one .npz that "
+    .. "mha.load_model rebuilds and np.load reads; extra (name -> tensor) is stored beside them.",
+    nil,
+    "m = mha.nn.Transformer{vocab = 5, d_model = 8, max_len = 4}\n"
+    .. "path = os.tmpname() .. \".npz\"\n"
+    .. "mha.save_model(path, m)\n"
+    .. "print(mha.load_model(path))\n"
+    .. "os.remove(path)",
+    {"mha.load_model", "mha.save"})
+
+return D

@@ -1,0 +1,108 @@
+-- lua/train/models.lua - module "mha.models": trained models as .npz checkpoints that carry their own shape:
+-- mha.save_model(path, model) and mha.load_model("induction" | "reverse" | path) for the models `make models`
+-- trains (models/NAME.npz, written by tools/train_models.lua from a fixed seed).
+--
+-- A checkpoint holds the model's state_dict under PyTorch's keys plus its options as one-element tensors
+-- "config.vocab", "config.d_model", ..., with norm as 1 pre, 2 post, 3 none and pos as 1 learned, 2 sinusoidal.
+
+local mha = require "mha"
+
+local M = {}
+
+local NORMS, POSES = {"pre", "post", "none"}, {"learned", "sinusoidal"}
+local NUMERIC = {"vocab", "d_model", "heads", "layers", "d_ff", "max_len"}
+
+local function index_of(list, v)
+    for i, x in ipairs(list) do if x == v then return i end end
+end
+
+-- mha.save_model(path, model [, extra]): the state_dict, the options, and extra (name -> tensor) if given.
+function M.save_model(path, model, extra)
+    if type(model) ~= "table" or type(model.config) ~= "function" then
+        error("save_model: model must be a mha.nn.Transformer, got " .. type(model), 2)
+    end
+    local tbl = model:state_dict()
+    local c = model:config()
+    for _, k in ipairs(NUMERIC) do tbl["config." .. k] = mha.tensor({c[k]}) end
+    tbl["config.causal"] = mha.tensor({c.causal and 1 or 0})
+    tbl["config.norm"] = mha.tensor({index_of(NORMS, c.norm)})
+    tbl["config.pos"] = mha.tensor({index_of(POSES, c.pos)})
+    for k, v in pairs(extra or {}) do tbl[k] = v end
+    mha.save(path, tbl)
+end
+
+-- Where shipped models are looked for: $MHA_MODELS, ./models, and models/ beside the program's build folder.
+local function search_dirs()
+    local dirs = {}
+    local env = os.getenv("MHA_MODELS")
+    if env and env ~= "" then dirs[#dirs + 1] = env end
+    dirs[#dirs + 1] = "models"
+    local prog = type(arg) == "table" and (arg[-1] or arg[0])
+    for i = -3, 0 do
+        local a = type(arg) == "table" and arg[i]
+        if type(a) == "string" and a:match("mha%-repl$") then prog = a end
+    end
+    if type(prog) == "string" then
+        local dir = prog:match("^(.*)/[^/]*$")
+        if dir then dirs[#dirs + 1] = dir .. "/../models" end
+    end
+    return dirs
+end
+
+local function exists(path)
+    local f = io.open(path, "rb")
+    if f then f:close() return true end
+    return false
+end
+
+local function available(dirs)
+    local names, seen = {}, {}
+    for _, name in ipairs({"induction", "reverse", "sort"}) do
+        for _, d in ipairs(dirs) do
+            if not seen[name] and exists(d .. "/" .. name .. ".npz") then
+                names[#names + 1], seen[name] = name, true
+            end
+        end
+    end
+    return names
+end
+
+-- mha.load_model(name_or_path) -> model (a Transformer with the trained weights), extra (the file's other
+-- entries: e.g. "history.loss").
+function M.load_model(name)
+    if type(name) ~= "string" then error("load_model: give a name (\"induction\", \"reverse\") or a .npz path", 2) end
+    local path
+    if name:match("%.npz$") then
+        path = name
+    else
+        local dirs = search_dirs()
+        for _, d in ipairs(dirs) do
+            if not path and exists(d .. "/" .. name .. ".npz") then path = d .. "/" .. name .. ".npz" end
+        end
+        if not path then
+            local names = available(dirs)
+            error(string.format("load_model: no model '%s' (available: %s; looked in %s; `make models` trains them)",
+                                name, #names > 0 and table.concat(names, ", ") or "none",
+                                table.concat(dirs, ", ")), 2)
+        end
+    end
+    local ok, tbl = pcall(mha.load, path)
+    if not ok then error("load_model: " .. tostring(tbl), 2) end
+    if not tbl["config.vocab"] then error("load_model: " .. path .. " has no config.* entries: not a saved model", 2) end
+    local c = {}
+    for _, k in ipairs(NUMERIC) do c[k] = math.tointeger(tbl["config." .. k]:item()) end
+    c.causal = tbl["config.causal"]:item() ~= 0
+    c.norm = NORMS[math.tointeger(tbl["config.norm"]:item())]
+    c.pos = POSES[math.tointeger(tbl["config.pos"]:item())]
+    local model = mha.nn.Transformer(c)
+    local sd, extra = {}, {}
+    for k, v in pairs(tbl) do
+        if k:match("^config%.") then -- options, read above
+        elseif k:match("^extra%.") then extra[k:sub(7)] = v
+        else sd[k] = v end
+    end
+    model:load_state_dict(sd)
+    return model, extra
+end
+
+return M

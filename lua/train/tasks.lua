@@ -1,0 +1,199 @@
+-- lua/train/tasks.lua - module "mha.tasks": seeded toy tasks for mha.train (copy, reverse, sort, match,
+-- induction). mha.tasks.NAME{vocab=, len=, batch=, seed=} -> a task whose :batch() returns tokens and targets.
+--
+-- Every task is next-token prediction for a causal model: tokens (N, L) and targets (N, L), both whole numbers
+-- in float32 tensors; targets[n][p] is the token that should follow position p, or 0 where the position does
+-- not count (the loss and the accuracy skip it). Symbols are 1 .. vocab-1; vocab itself is the separator SEP.
+--   copy/reverse/sort, len = n:   x1 .. xn SEP y1 .. y(n-1)   (L = 2n); y is x, x reversed, or x sorted;
+--                                 positions n+1 .. 2n count, predicting y1 .. yn.
+--   match, len = p pairs:        k1 v1 .. kp vp SEP kq       (L = 2p + 2); keys distinct; the last position
+--                                 counts, predicting vq (the value paired with kq).
+--   induction, len = L:          random symbols with one stretch of r symbols (a .. a+r-1) repeated at b >= a+r;
+--                                 r is drawn from repeat = {min, max} (default {4, L // 2}) and a, b at random,
+--                                 so no fixed offset solves it; positions b .. b+r-2 count, predicting the
+--                                 repeat's next symbol.
+
+local M = {}
+
+local NAMES = {"copy", "reverse", "sort", "match", "induction"}
+
+-- A splitmix64 stream: the same numbers for a seed on every machine (Lua 5.4 integers wrap).
+local function stream(seed)
+    local s = math.tointeger(seed) or 0
+    return function(n)   -- a whole number in 1 .. n
+        s = s + 0x9E3779B97F4A7C15
+        local z = s
+        z = (z ~ (z >> 30)) * 0xBF58476D1CE4E5B9
+        z = (z ~ (z >> 27)) * 0x94D049BB133111EB
+        z = z ~ (z >> 31)
+        return (z >> 11) % n + 1
+    end
+end
+M.stream = stream
+
+local Task = {}
+Task.__index = Task
+
+function Task:__tostring()
+    return string.format("mha.tasks.%s{vocab = %d, len = %d, batch = %d} (sequences of %d tokens)", self.name,
+                         self.vocab, self.len, self.batch_size, self.seq_len)
+end
+
+-- task:reseed(seed): start the stream again (mha.train does this with its own seed).
+function Task:reseed(seed)
+    self.seed = seed
+    self.rand = stream(seed)
+    return self
+end
+
+-- task:batch([n]) -> tokens (n, L), targets (n, L); n defaults to the task's batch.
+function Task:batch(n)
+    n = n or self.batch_size
+    local mha = require "mha"
+    local toks, tgts = {}, {}
+    for i = 1, n do toks[i], tgts[i] = self:example() end
+    return mha.tensor(toks), mha.tensor(tgts)
+end
+
+local function symbols(rand, count, vocab)
+    local x = {}
+    for i = 1, count do x[i] = rand(vocab - 1) end
+    return x
+end
+
+-- copy / reverse / sort: x SEP y, predicting y.
+local function sequence_example(transform)
+    return function(self)
+        local n, V = self.len, self.vocab
+        local x = symbols(self.rand, n, V)
+        local y = transform(x)
+        local seq = {}
+        for i = 1, n do seq[i] = x[i] end
+        seq[n + 1] = V
+        for i = 1, n do seq[n + 1 + i] = y[i] end
+        local tokens, targets = {}, {}
+        for p = 1, 2 * n do
+            tokens[p] = seq[p]
+            targets[p] = p > n and seq[p + 1] or 0
+        end
+        return tokens, targets
+    end
+end
+
+local examples = {
+    copy = sequence_example(function(x) return x end),
+    reverse = sequence_example(function(x)
+        local y = {}
+        for i = 1, #x do y[i] = x[#x + 1 - i] end
+        return y
+    end),
+    sort = sequence_example(function(x)
+        local y = table.move(x, 1, #x, 1, {})
+        table.sort(y)
+        return y
+    end),
+}
+
+function examples.match(self)
+    local p, V, rand = self.len, self.vocab, self.rand
+    local keys, pool = {}, {}
+    for s = 1, V - 1 do pool[s] = s end
+    for i = 1, p do   -- p distinct keys: a partial Fisher-Yates shuffle
+        local j = i - 1 + rand(#pool - i + 1)
+        pool[i], pool[j] = pool[j], pool[i]
+        keys[i] = pool[i]
+    end
+    local values = symbols(rand, p, V)
+    local tokens, targets = {}, {}
+    for i = 1, p do
+        tokens[2 * i - 1], tokens[2 * i] = keys[i], values[i]
+    end
+    local q = rand(p)
+    tokens[2 * p + 1], tokens[2 * p + 2] = V, keys[q]
+    for i = 1, 2 * p + 2 do targets[i] = 0 end
+    targets[2 * p + 2] = values[q]
+    return tokens, targets
+end
+
+function examples.induction(self)
+    local L, V, rand = self.len, self.vocab, self.rand
+    local lo, hi = self.repeat_range[1], self.repeat_range[2]
+    local r = lo + rand(hi - lo + 1) - 1
+    local tokens = symbols(rand, L, V + 1)   -- every symbol 1 .. vocab: induction has no separator
+    local a = rand(L - 2 * r + 1)
+    local b = a + r - 1 + rand(L - r + 1 - (a + r) + 1)
+    for i = 0, r - 1 do tokens[b + i] = tokens[a + i] end
+    local targets = {}
+    for p = 1, L do targets[p] = (p >= b and p <= b + r - 2) and tokens[p + 1] or 0 end
+    return tokens, targets
+end
+
+local function check_size(fname, opts, key, def, min)
+    local v = opts[key]
+    if v == nil then v = def end
+    if math.type(v) ~= "integer" and not (type(v) == "number" and v == math.floor(v)) or v < min then
+        error(string.format("%s: option %s must be a whole number >= %d, got %s", fname, key, min, tostring(v)), 3)
+    end
+    return math.tointeger(v)
+end
+
+local function make(name)
+    return function(opts)
+        local fname = "tasks." .. name
+        opts = opts or {}
+        if type(opts) ~= "table" then error(fname .. ": options must be a table, e.g. mha.tasks." .. name ..
+                                            "{vocab = 10, len = 8, batch = 32}", 2) end
+        local known = {vocab = true, len = true, batch = true, seed = true, ["repeat"] = name == "induction"}
+        for k in pairs(opts) do
+            if not known[k] then
+                error(string.format("%s: unknown option '%s' (the options are vocab, len, batch, seed%s)", fname,
+                                    tostring(k), name == "induction" and ", repeat" or ""), 2)
+            end
+        end
+        local t = setmetatable({name = name}, Task)
+        t.vocab = check_size(fname, opts, "vocab", 10, 3)
+        t.len = check_size(fname, opts, "len", name == "induction" and 24 or 6, name == "induction" and 4 or 1)
+        t.batch_size = check_size(fname, opts, "batch", 32, 1)
+        t.example = examples[name]
+        if name == "match" and t.len > t.vocab - 1 then
+            error(string.format("%s: len %d pairs need %d distinct keys but vocab %d has only %d symbols", fname,
+                                t.len, t.len, t.vocab, t.vocab - 1), 2)
+        end
+        if name == "induction" then
+            local rr = opts["repeat"] or {math.min(4, t.len // 2), t.len // 2}
+            if type(rr) == "number" then rr = {rr, rr} end
+            if type(rr) ~= "table" or math.type(rr[1]) ~= "integer" or math.type(rr[2]) ~= "integer" or rr[1] < 2
+               or rr[1] > rr[2] or 2 * rr[2] > t.len then
+                error(string.format("%s: option repeat must be {min, max} whole numbers with 2 <= min <= max and " ..
+                                    "2*max <= len (%d)", fname, t.len), 2)
+            end
+            t.repeat_range = {rr[1], rr[2]}
+            t.seq_len = t.len
+        elseif name == "match" then
+            t.seq_len = 2 * t.len + 2
+        else
+            t.seq_len = 2 * t.len
+        end
+        t:reseed(opts.seed or 0)
+        return t
+    end
+end
+
+for _, name in ipairs(NAMES) do M[name] = make(name) end
+
+-- mha.tasks.repeated(vocab, r, n, seed) -> tokens (n, 2r): n sequences of r random symbols, each said twice
+-- (the detectors' probe: on the second half an induction head looks at the token after the first one).
+function M.repeated(vocab, r, n, seed)
+    local mha = require "mha"
+    local rand = stream(seed or 0)
+    local rows = {}
+    for i = 1, n do
+        local x = symbols(rand, r, vocab + 1)
+        local row = {}
+        for j = 1, r do row[j], row[r + j] = x[j], x[j] end
+        rows[i] = row
+    end
+    return mha.tensor(rows)
+end
+
+return M

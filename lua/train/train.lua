@@ -1,0 +1,180 @@
+-- lua/train/train.lua - module "mha.train": mha.train{model=, task=, steps=, ...} trains a model on a task at
+-- the prompt (a progress line, Ctrl-C stops and keeps the model, a live loss curve) and returns its history.
+-- Also mha.train.loss (the masked cross entropy and accuracy every task's targets use).
+
+local mha = require "mha"
+local optim = require "mha.nn.optim"
+local term = require "mha.term"
+
+local M = {}
+
+-- loss, accuracy of logits (N, L, V) against targets (N, L) (0 = not counted): the mean over counted positions
+-- of -log softmax(logits)[target], as cross_entropy with ignore_index; accuracy is the fraction of counted
+-- positions whose argmax is the target. The loss is in the graph (loss:backward() works).
+function M.loss(logits, targets)
+    local shape = logits:shape()
+    local N, L, V = shape[1], shape[2], shape[3]
+    if not mha.is_tensor(targets) then targets = mha.tensor(targets) end
+    local count = targets:gt(0):sum():item()
+    if count == 0 then error("train.loss: no position counts (every target is 0)", 2) end
+    local onehot = mha.eq(targets:view(N, L, 1), mha.arange(1, V + 1):view(1, 1, V))
+    local weight = mha.zeros(N, L, V):masked_fill(onehot, 1 / count)
+    local loss = -(mha.log_softmax(logits, 3) * weight):sum()
+    local correct = mha.no_grad(function() return mha.eq(logits:argmax(3), targets):sum():item() end)
+    return loss, correct / count
+end
+
+local OPTIONS = {model = true, task = true, steps = true, lr = true, batch = true, optimizer = true, log_every = true,
+                 seed = true, weight_decay = true, clip = true, plot = true, attention_every = true, quiet = true,
+                 on_log = true}
+
+local function fmt_time(s)
+    if s >= 60 then return string.format("%dm%02ds", math.floor(s / 60), math.floor(s % 60)) end
+    return string.format("%.1fs", s)
+end
+
+local function make_optimizer(o, params)
+    local kind = o.optimizer or "adamw"
+    local lr = o.lr or 1e-3
+    if kind == "adamw" then return optim.AdamW(params, {lr = lr, weight_decay = o.weight_decay or 0.01}) end
+    if kind == "adam" then return optim.Adam(params, {lr = lr, weight_decay = o.weight_decay or 0}) end
+    if kind == "sgd" then return optim.SGD(params, {lr = lr, weight_decay = o.weight_decay or 0}) end
+    error(string.format('train: option optimizer must be "adamw", "adam" or "sgd", got %s', tostring(kind)), 3)
+end
+
+-- The loss and accuracy curves: redrawn live in a gnuplot window, or once at the end as a text plot.
+local function draw_curve(history, title)
+    local plot = require "mha.plot"
+    local xs = {}
+    for i = 1, #history.loss do xs[i] = history.step[i] end
+    plot.line{{x = xs, y = history.loss, title = "loss"}, {x = xs, y = history.acc, title = "accuracy"},
+              title = title, xlabel = "step"}
+end
+
+-- Is the figure a window (redrawn live) rather than text (drawn once, at the end)?
+local function windowed()
+    local name = require("mha.plot").terminal()
+    return name == "qt" or name == "wxt" or name == "x11"
+end
+
+local function draw_attention(model, task)
+    local plot = require "mha.plot"
+    local tokens = task:batch(1)
+    mha.no_grad(function() model:forward(tokens) end)
+    local maps = model:attention()
+    for i, w in ipairs(maps) do
+        plot.figure{title = "layer " .. i}
+        plot.heads(w[1], {title = string.format("layer %d", i)})
+    end
+end
+
+-- mha.train{model=, task=, steps=100, lr=1e-3, batch=(the task's), optimizer="adamw", log_every=(steps/10),
+--           seed=, weight_decay=, clip=1.0, plot=false, attention_every=0, quiet=false, on_log=}
+-- on_log(step, history) is called after each log step (e.g. to measure the heads as they form).
+-- -> history {loss = {...}, acc = {...}, step = {...}, steps = n done, interrupted = bool, seconds = CPU s}
+-- history.loss[i] and acc[i] are the mean loss and accuracy over the steps since the previous log line.
+function M.train(o)
+    local fname = "train"
+    if type(o) ~= "table" then error("train: give a table, e.g. mha.train{model = m, task = t, steps = 200}", 2) end
+    for k in pairs(o) do
+        if not OPTIONS[k] then
+            local names = {}
+            for n in pairs(OPTIONS) do names[#names + 1] = n end
+            table.sort(names)
+            error(string.format("train: unknown option '%s' (the options are %s)", tostring(k),
+                                table.concat(names, ", ")), 2)
+        end
+    end
+    local model, task = o.model, o.task
+    if type(model) ~= "table" or type(model.forward) ~= "function" then
+        error("train: option model must be a model, e.g. mha.nn.Transformer{...}", 2)
+    end
+    if type(task) ~= "table" or type(task.batch) ~= "function" then
+        error("train: option task must be a task, e.g. mha.tasks.reverse{vocab = 10, len = 6}", 2)
+    end
+    if task.vocab and model.vocab and task.vocab > model.vocab then
+        error(string.format("%s: the task uses %d symbols but the model's vocab is %d", fname, task.vocab,
+                            model.vocab), 2)
+    end
+    if task.seq_len and model.max_len and task.seq_len > model.max_len then
+        error(string.format("%s: the task's sequences have %d tokens but the model's max_len is %d", fname,
+                            task.seq_len, model.max_len), 2)
+    end
+    local steps = o.steps or 100
+    if math.type(steps) ~= "integer" or steps < 1 then
+        error("train: option steps must be a positive integer, got " .. tostring(steps), 2)
+    end
+    if o.seed ~= nil then task:reseed(o.seed) end
+    local batch = o.batch or task.batch_size
+    local log_every = o.log_every or math.max(1, steps // 10)
+    local clip = o.clip == nil and 1.0 or o.clip
+    local params = model:parameters()
+    local opt = make_optimizer(o, params)
+    local tty = not o.quiet and term.isatty(1)
+    local history = {loss = {}, acc = {}, step = {}, steps = 0, interrupted = false}
+    local sum_loss, sum_acc, n_acc = 0, 0, 0
+    local t0 = os.clock()
+    local function run_steps()
+        for step = 1, steps do
+            local tokens, targets = task:batch(batch)
+            local logits = model:forward(tokens, {need_weights = false})
+            local loss, acc = M.loss(logits, targets)
+            opt:zero_grad()
+            loss:backward()
+            if clip and clip > 0 then optim.clip_grad_norm(params, clip) end
+            opt:step()
+            sum_loss, sum_acc, n_acc = sum_loss + loss:item(), sum_acc + acc, n_acc + 1
+            history.steps = step
+            if step % log_every == 0 or step == steps then
+                local n = #history.loss + 1
+                history.loss[n], history.acc[n], history.step[n] = sum_loss / n_acc, sum_acc / n_acc, step
+                sum_loss, sum_acc, n_acc = 0, 0, 0
+                if tty then
+                    local el = os.clock() - t0
+                    local rate = step / math.max(el, 1e-9)
+                    io.write(string.format("\r\27[Kstep %d/%d  %.1f steps/s  loss %.4f  acc %5.1f%%  ETA %s", step,
+                                           steps, rate, history.loss[n], 100 * history.acc[n],
+                                           fmt_time((steps - step) / rate)))
+                    io.flush()
+                elseif not o.quiet then
+                    print(string.format("step %5d  loss %.4f  acc %5.1f%%", step, history.loss[n],
+                                        100 * history.acc[n]))
+                end
+                if o.plot and windowed() then draw_curve(history, "training") end
+                if (o.attention_every or 0) > 0 and step % o.attention_every == 0 then draw_attention(model, task) end
+                if o.on_log then o.on_log(step, history) end
+            end
+        end
+    end
+    -- Ctrl-C in the REPL both sets the kernels' stop flag and arms a hook that raises "interrupted" at the next
+    -- Lua instruction; whichever fires first is caught by the inner pcall, and a hook still armed then fires
+    -- inside the outer one. Either way the model keeps the weights of the last finished step.
+    local function guarded()
+        local ok, err = pcall(run_steps)
+        if ok then return false end
+        if not tostring(err):find("interrupted", 1, true) then error(err, 0) end
+        for _ = 1, 4 do local _ = history.steps end   -- a pending hook fires here, still protected
+        return true
+    end
+    local ok, res = pcall(guarded)
+    if not ok and not tostring(res):find("interrupted", 1, true) then error(res, 0) end
+    if not ok or res then
+        history.interrupted = true
+        opt:zero_grad()
+        if tty then io.write("\n") end
+        print(string.format("train: interrupted after step %d of %d; the model keeps what it learned", history.steps,
+                            steps))
+    end
+    history.seconds = os.clock() - t0
+    if o.plot and not windowed() and #history.loss > 0 then draw_curve(history, "training") end
+    if tty then
+        io.write(string.format("\r\27[Kdone: %d steps in %s (CPU), loss %.4f, acc %.1f%%\n", history.steps,
+                               fmt_time(history.seconds), history.loss[#history.loss] or 0 / 0,
+                               100 * (history.acc[#history.acc] or 0)))
+    end
+    return history
+end
+
+setmetatable(M, {__call = function(_, o) return M.train(o) end})
+
+return M
