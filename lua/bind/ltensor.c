@@ -136,7 +136,7 @@ static int t_set(lua_State *L) {
 
 /* t:totable(): nested tables (a number or boolean for a scalar). */
 static int t_totable(lua_State *L) {
-    char shape[LMHA_SHAPE_BUF];
+    char shape[MHA_SHAPE_BUF];
     mha_tensor *t = lmha_checktensor(L, 1);
     /* a tensor holding nothing still gives a table per row up to its first size 0 */
     size_t tables = 1;
