@@ -575,6 +575,8 @@ static void preload_helpers(lua_State *L) {
     lua_setfield(L, -2, "mha.term");
     lua_pushcfunction(L, luaopen_mha_optim_kernels);
     lua_setfield(L, -2, "mha.optim_kernels");
+    lua_pushcfunction(L, luaopen_mha_dir);
+    lua_setfield(L, -2, "mha.dir");
     lua_pop(L, 1);
 }
 
