@@ -30,7 +30,7 @@ left=$(ls "$tmp" | grep '^pwned')
 
 # the Lua helpers never start a shell
 cd "$OLDPWD" || exit 2
-calls=$(grep -rn 'io\.popen\|os\.execute' lua/ | grep -v '^lua/help/docs_')
+calls=$(grep -rn --include='*.lua' 'io\.popen\|os\.execute' lua/ | grep -v '^lua/help/docs_')
 [ -z "$calls" ] && pass "no io.popen or os.execute in lua/" || fail "no io.popen or os.execute in lua/" "$calls"
 
 [ "$fails" -eq 0 ]
