@@ -56,7 +56,8 @@ local function array_of(fname, what, v, ndim, hint)
     local data, shape
     if is_tensor(v) then
         shape = v:shape()
-        data = v:totable()
+        -- an empty tensor is refused below before any element is read: (1e7,0) is 1e7 empty rows
+        data = v:numel() > 0 and v:totable() or {}
     elseif type(v) == "table" then
         data, shape = v, {}
         local x = v

@@ -29,6 +29,8 @@ local calls = {
       { error = "heat: the tensor is empty, shape (1099511627776,0): nothing to shade" } },
     { "heat(zeros(0, 2^62))", function() return mha.heat(mha.zeros(0, G)) end,
       { error = "heat: the tensor is empty, shape (0,4611686018427387904): nothing to shade" } },
+    { "plot.heatmap(zeros(2^40, 0))", function() return plot.heatmap(mha.zeros(T40, 0)) end,
+      { error = "plot.heatmap: M is empty, shape (1099511627776,0)" } },
     { "t[i] = v, index a tensor", function() local t = mha.zeros(T40, 0); t[mha.zeros(T40, 0)] = 1 end,
       { error = "newindex: t[mha.Tensor] = ...: only integer indices can be assigned" } },
     { "t[1] = 5 on zeros(2^40, 0)", function() local t = mha.zeros(T40, 0); t[1] = 5; return t end, "[float32 (1099511627776,0)]" },
