@@ -29,6 +29,12 @@ local calls = {
       { error = "heat: the tensor is empty, shape (1099511627776,0): nothing to shade" } },
     { "heat(zeros(0, 2^62))", function() return mha.heat(mha.zeros(0, G)) end,
       { error = "heat: the tensor is empty, shape (0,4611686018427387904): nothing to shade" } },
+    { "reductions over an empty dim: sum 0, mean and var NaN", function()
+        local x = mha.zeros(1 << 20, 0)
+        local s, m, v = x:sum(2), x:mean(2), x:var(2)
+        return tostring(s:shape()[1] == 1 << 20 and s:max():item() == 0 and s:min():item() == 0) .. " "
+            .. tostring(m[1] ~= m[1] and m[1 << 20] ~= m[1 << 20]) .. " " .. tostring(v[7] ~= v[7]) end,
+      "true true true" },
     { "plot.heatmap(zeros(2^40, 0))", function() return plot.heatmap(mha.zeros(T40, 0)) end,
       { error = "plot.heatmap: M is empty, shape (1099511627776,0)" } },
     { "t[i] = v, index a tensor", function() local t = mha.zeros(T40, 0); t[mha.zeros(T40, 0)] = 1 end,
