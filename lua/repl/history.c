@@ -60,14 +60,21 @@ static char *history_escape(const char *s) {
     return out;
 }
 
-static void history_unescape(char *s) {
-    char *q = s;
-    for (char *p = s; *p; p++) {
-        if (p[0] == '\\' && p[1] == 'n') { *q++ = '\n'; p++; }
-        else if (p[0] == '\\' && p[1] == '\\') { *q++ = '\\'; p++; }
-        else *q++ = *p;
+/* The entry a line of the file holds (malloc'd), from its len bytes: \n a newline, \\ a backslash.
+ * A NUL byte (another program wrote it; readline never gives one) becomes the two characters \0, which
+ * is what it means inside a Lua string, so the entry is neither cut at it nor dropped when it starts
+ * with one, and the file is written back without losing it. NULL when out of memory. */
+static char *history_unescape(const char *line, size_t len) {
+    char *out = malloc(2 * len + 1), *q = out;
+    if (!out) return NULL;
+    for (size_t i = 0; i < len; i++) {
+        if (line[i] == '\0') { *q++ = '\\'; *q++ = '0'; }
+        else if (line[i] == '\\' && i + 1 < len && line[i + 1] == 'n') { *q++ = '\n'; i++; }
+        else if (line[i] == '\\' && i + 1 < len && line[i + 1] == '\\') { *q++ = '\\'; i++; }
+        else *q++ = line[i];
     }
     *q = '\0';
+    return out;
 }
 
 static void free_entries(char **entries, size_t n) {
@@ -89,11 +96,12 @@ static int history_read(const char *path, char ***entries, size_t *n) {
     while ((len = getline(&line, &linecap, f)) >= 0) {
         if (len > 0 && line[len - 1] == '\n') line[--len] = '\0';
         if (len == 0) continue;
-        history_unescape(line);
-        if (*n == cap) {
+        char *entry = history_unescape(line, (size_t)len);
+        if (*n == cap || !entry) {
             cap = cap ? 2 * cap : 256;
-            char **grown = realloc(*entries, cap * sizeof *grown);
+            char **grown = entry ? realloc(*entries, cap * sizeof *grown) : NULL;
             if (!grown) {  /* a partial list would be written back as the whole: fail instead */
+                free(entry);
                 free(line);
                 fclose(f);
                 free_entries(*entries, *n);
@@ -104,9 +112,7 @@ static int history_read(const char *path, char ***entries, size_t *n) {
             }
             *entries = grown;
         }
-        (*entries)[(*n)++] = line;
-        line = NULL;
-        linecap = 0;
+        (*entries)[(*n)++] = entry;
     }
     free(line);
     fclose(f);

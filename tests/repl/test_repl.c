@@ -672,6 +672,22 @@ static void test_history_files(void) {
           "target [%s]", text ? text : "(missing)");
     free(text);
 
+    /* NUL bytes another program left in the file: the entries are kept whole, the NUL as \0 */
+    snprintf(path, sizeof path, "%s/hist_nul", tmpdir);
+    f = fopen(path, "wb");
+    fwrite("nul_mid = 'a\0b'\n\0nul_first = 1\n", 1, 31, f);
+    fclose(f);
+    start(&s, path, none);
+    wait_prompt(&s, 10);
+    free(run(&s, "after_nul = 1", 10));
+    send_text(&s, "\x04");
+    finish(&s, 5);
+    end_session(&s);
+    text = read_file(path);
+    CHECK("history_nul_bytes_kept", text && strstr(text, "nul_mid = 'a\\\\0b'\n") && strstr(text, "\\\\0nul_first = 1\n")
+          && strstr(text, "after_nul = 1\n"), "file [%s]", text ? text : "(missing)");
+    free(text);
+
     snprintf(path, sizeof path, "%s/hist_folder", tmpdir);
     mkdir(path, 0700);
     start(&s, path, none);
