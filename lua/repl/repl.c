@@ -106,8 +106,14 @@ static void laction(int sig) {
  * it is typed (repl_history_add), so ending at once loses nothing. */
 static volatile sig_atomic_t hangup_signal = 0;
 
+/* Ends the process as sig would have: default action, unblocked (a handler runs with its own signal
+ * blocked), raised. Only async-signal-safe calls. */
 static void die_of(int sig) {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, sig);
     signal(sig, SIG_DFL);
+    sigprocmask(SIG_UNBLOCK, &set, NULL);
     raise(sig);
     _exit(128 + sig);
 }
@@ -121,11 +127,9 @@ static void on_hangup(int sig) {
     if (hangup) die_of(sig);   /* the second one */
     hangup = 1;
     hangup_signal = sig;
-    if (evaluating) {
-        stop_lua();
-        signal(SIGALRM, on_hangup_timeout);
-        alarm(1);
-    }
+    if (evaluating) stop_lua();
+    signal(SIGALRM, on_hangup_timeout);   /* whatever holds the way out (a figure's gnuplot too) */
+    alarm(1);
 }
 
 /* The Jupyter kernel's interrupt (SIGINT or an interrupt_request): Ctrl-C's stop, and its undoing. */
