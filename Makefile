@@ -30,6 +30,7 @@ BIND_SRC += lua/bind/lauxmha.c
 BIND_SRC += lua/bind/lautograd.c
 BIND_SRC += lua/bind/lnpz.c lua/bind/loptim.c
 SYS_SRC   = lua/sys/lterm.c lua/sys/lgnuplot.c
+SYS_SRC  += lua/sys/ldir.c
 REPL_SRC  = lua/repl/repl.c lua/repl/history.c lua/repl/traceback.c lua/repl/lazy.c
 KERNEL_SRC = lua/kernel/kernel.c
 NOTEBOOK_SRC = lua/notebook/ljson.c
@@ -61,7 +62,7 @@ TEST_BIN  = $(addprefix $(BUILD)/tests/,$(TESTS))
 CORE_H    = $(wildcard core/*.h)
 LUA_H     = $(wildcard lua/*/*.h)
 
-.PHONY: all run test asan bench bench-grad bench-train models golden clean install-kernel deps deps-run deps-test deps-bench
+.PHONY: all run test asan fuzz bench bench-grad bench-train models golden clean install-kernel deps deps-run deps-test deps-bench deps-fuzz
 .DEFAULT_GOAL := all
 
 # all: the REPL binary and the loadable module, linked at the top for convenience
@@ -80,6 +81,17 @@ test: deps-test all $(TEST_BIN)
 asan:
 	$(MAKE) BUILD=build/asan CFLAGS="-O1 -g -fno-omit-frame-pointer" \
 	  SAN="-fsanitize=address,undefined -fno-sanitize-recover=all" test
+
+# fuzz: each libFuzzer target of tests/fuzz/ (the .npy reader, the Lua API) for FUZZ_SECONDS (default 120)
+# from its committed corpus, built with clang under AddressSanitizer and UndefinedBehaviorSanitizer
+FUZZ_SECONDS ?= 120
+FUZZ_BUILD    = build/fuzz
+FUZZ_TARGETS  = fuzz_npy fuzz_lua
+fuzz: deps-fuzz
+	$(MAKE) BUILD=$(FUZZ_BUILD) CC=clang CFLAGS="-O1 -g -fno-omit-frame-pointer" \
+	  SAN="-fsanitize=address,undefined -fno-sanitize-recover=all -fsanitize=fuzzer-no-link" \
+	  $(FUZZ_TARGETS:%=$(FUZZ_BUILD)/tests/%)
+	tests/fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
 
 # golden: regenerate the lesson transcripts in tests/golden/ on purpose
 golden: deps-test all
@@ -105,6 +117,8 @@ deps-test:
 	@tools/deps.sh test
 deps-bench:
 	@tools/deps.sh bench
+deps-fuzz:
+	@tools/deps.sh fuzz
 
 $(BUILD)/core/%.o: core/%.c $(CORE_H) | deps
 	@mkdir -p $(@D)
@@ -150,6 +164,15 @@ $(BUILD)/mha.so: $(LIB_OBJ) $(BUILD)/libmhacore.a
 $(BUILD)/tests/%: tests/core/%.c tests/check.h tests/manifest.h $(BUILD)/libmhacore.a
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -Itests -o $@ $< $(BUILD)/libmhacore.a $(CORE_LIBS)
+
+# the fuzz targets (make fuzz builds them with clang): the .npy one needs the core, the Lua one the bindings too
+$(BUILD)/tests/fuzz_npy: tests/fuzz/fuzz_npy.c $(BUILD)/libmhacore.a
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -fsanitize=fuzzer -o $@ $< $(BUILD)/libmhacore.a $(CORE_LIBS)
+
+$(BUILD)/tests/fuzz_lua: tests/fuzz/fuzz_lua.c $(LIB_OBJ) $(BUILD)/libmhacore.a
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) $(LUA_CFLAGS) -fsanitize=fuzzer -o $@ $< $(LIB_OBJ) $(BUILD)/libmhacore.a $(LUA_LIBS) $(CORE_LIBS)
 
 $(BUILD)/tests/%: tests/repl/%.c tests/check.h
 	@mkdir -p $(@D)

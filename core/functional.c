@@ -36,8 +36,8 @@ mha_status mha_softmax(mha_tensor *out, const mha_tensor *x, size_t dim) {
         return mha_fail(MHA_E_ARG, "softmax: dim %zu out of range for x %s", dim, SHAPE(s, x));
     mha_tensor cx = MHA_TENSOR_EMPTY;
     if ((st = mha_contiguous_named(&cx, x, "softmax")) != MHA_OK) return st;
-    if ((st = mha_empty_named(out, MHA_FLOAT32, x->ndim, x->shape, "softmax")) != MHA_OK) {
-        mha_release(&cx);
+    if ((st = mha_empty_named(out, MHA_FLOAT32, x->ndim, x->shape, "softmax")) != MHA_OK || mha_numel(out) == 0) {
+        mha_release(&cx);   /* no element: done at once, however many empty rows */
         return st;
     }
     /* x viewed as (outer, n, inner): each softmax runs over n entries inner apart */
@@ -134,6 +134,7 @@ mha_status mha_layer_norm(mha_tensor *out, const mha_tensor *x, size_t norm_ndim
     if (weight && (st = mha_contiguous_named(&cw, weight, "layer_norm")) != MHA_OK) goto fail;
     if (bias && (st = mha_contiguous_named(&cb, bias, "layer_norm")) != MHA_OK) goto fail;
     if ((st = mha_empty_named(out, MHA_FLOAT32, x->ndim, x->shape, "layer_norm")) != MHA_OK) goto fail;
+    if (mha_numel(out) == 0) goto fail;   /* st is MHA_OK: no element, done at once */
 
     size_t n = prod(x->shape, first, x->ndim), groups = prod(x->shape, 0, first);
     const float *src = mha_f32(&cx), *w = weight ? mha_f32(&cw) : NULL, *b = bias ? mha_f32(&cb) : NULL;
@@ -167,7 +168,7 @@ fail:
 mha_status mha_positional_encoding(mha_tensor *out, size_t L, size_t E) {
     size_t shape[2] = {L, E};
     mha_status st = mha_empty_named(out, MHA_FLOAT32, 2, shape, "positional_encoding");
-    if (st != MHA_OK) return st;
+    if (st != MHA_OK || L == 0 || E == 0) return st;   /* no element: no row to walk */
     float *pe = mha_f32(out);
     for (size_t p = 0; p < L; p++) {
         for (size_t j = 0; j < E; j++) {
@@ -182,7 +183,7 @@ mha_status mha_positional_encoding(mha_tensor *out, size_t L, size_t E) {
 mha_status mha_causal_mask(mha_tensor *out, size_t L, size_t S) {
     size_t shape[2] = {L, S};
     mha_status st = mha_empty_named(out, MHA_BOOL, 2, shape, "causal_mask");
-    if (st != MHA_OK) return st;
+    if (st != MHA_OK || L == 0 || S == 0) return st;   /* no element: no row to walk */
     bool *m = mha_bool(out);
     for (size_t i = 0; i < L; i++)
         for (size_t j = 0; j < S; j++) m[i * S + j] = j > i;

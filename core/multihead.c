@@ -499,6 +499,7 @@ static mha_status attend(forward_pass *f) {
         .masked = f->trace ? mha_f32(&t[MASKED]) : NULL, .scratch = f->scratch,
     };
     atomic_init(&job.failed, false);
+    if (N * f->L == 0) return MHA_OK;   /* no query: N·H empty heads are not walked */
     return nomem_under(mha_run_parts(heads_part, &job, f->nparts), f->fn);
 }
 

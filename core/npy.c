@@ -341,6 +341,15 @@ static mha_status parse_named(mha_tensor *out, const unsigned char *bytes, size_
     }
     if (overflow || numel > SIZE_MAX / dt.size)
         return mha_fail(MHA_E_FORMAT, "%s: %s: shape %s has more elements than size_t can count", fn, what, shape);
+    /* with no element the sizes may still multiply past what a stride holds: (0, 2^62, 2^62) */
+    size_t inner = 1;
+    for (size_t d = h.ndim; d-- > 1;) {
+        size_t n = h.shape[d] ? h.shape[d] : 1;
+        if (inner > (size_t)PTRDIFF_MAX / n)
+            return mha_fail(MHA_E_FORMAT, "%s: %s: shape %s: its strides overflow (sizes multiply past 2^63)", fn,
+                            what, shape);
+        inner *= n;
+    }
     size_t need = numel * dt.size;
     size_t have = nbytes - preamble - header_len;
     if (have < need)

@@ -900,6 +900,11 @@ static mha_status reduce(mha_tensor *out, int op, const mha_tensor *t, size_t di
     size_t mean_bytes = op < 0 ? acc_bytes : 0;
     if ((st = alloc_out(fname, out, MHA_FLOAT32, ndim, shape)) != MHA_OK) goto done;
     if (mha_numel(out) == 0) goto done;
+    if (n == 0) {   /* nothing to reduce: sum 0, mean and var 0/0 = NaN, without walking the outer positions */
+        float *result = mha_f32(out);
+        for (size_t i = 0, m = mha_numel(out); i < m; i++) result[i] = op == MHA_SUM ? 0.0f : NAN;
+        goto done;
+    }
     rd.acc = mha_alloc(acc_bytes);
     rd.mean = mean_bytes ? mha_alloc(mean_bytes) : NULL;
     rd.arg = arg_bytes ? mha_alloc(arg_bytes) : NULL;

@@ -277,7 +277,8 @@ mha_status mha_sdpa(mha_tensor *out, mha_tensor *weights, const mha_tensor *q, c
     }
     atomic_init(&job.failed, false);
     const double flops = 2.0 * (double)batches * (double)L * (double)S * (double)(D + Dv); /* q·kᵀ and ·v */
-    st = nomem_under(mha_run_parts(sdpa_part, &job, mha_kernels_parts(batches, flops)), "sdpa");
+    if (L > 0)   /* no query: no (L,·) slice to fill, however many batches */
+        st = nomem_under(mha_run_parts(sdpa_part, &job, mha_kernels_parts(batches, flops)), "sdpa");
     if (st != MHA_OK) goto done;
     *out = result;
     result = MHA_TENSOR_EMPTY;

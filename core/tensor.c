@@ -69,9 +69,16 @@ static size_t dtype_size(mha_dtype dtype) { return dtype == MHA_BOOL ? sizeof(bo
 
 static const char *dtype_name(mha_dtype dtype) { return dtype == MHA_BOOL ? "bool" : "float32"; }
 
-/* Element count of a shape, or false when it overflows size_t (or its byte size would). */
+/* Element count of a shape, or false when it overflows size_t (or its byte size would). A size 0
+ * anywhere makes it 0, whatever the sizes before it: (2^62, 4, 0) holds nothing. */
 static bool shape_numel(size_t *numel, size_t ndim, const size_t *shape, size_t elsize) {
     size_t n = 1;
+    for (size_t d = 0; d < ndim; d++) {
+        if (shape[d] == 0) {
+            *numel = 0;
+            return true;
+        }
+    }
     for (size_t d = 0; d < ndim; d++) {
         if (shape[d] != 0 && n > SIZE_MAX / shape[d]) return false;
         n *= shape[d];
@@ -81,12 +88,18 @@ static bool shape_numel(size_t *numel, size_t ndim, const size_t *shape, size_t 
     return true;
 }
 
-static void set_contiguous_strides(mha_tensor *t) {
-    ptrdiff_t s = 1;
-    for (size_t d = t->ndim; d-- > 0;) {
-        t->stride[d] = s;
-        s *= (ptrdiff_t)(t->shape[d] ? t->shape[d] : 1);
+/* C-order strides of a shape (a size 0 counts as 1, as in PyTorch), computed unsigned; false when one
+ * exceeds PTRDIFF_MAX. Only a shape with no element can get there - (0, 2^62, 4) has a stride of 2^64 -
+ * and such a shape is refused: its strides would wrap. */
+static bool contiguous_strides(ptrdiff_t *stride, size_t ndim, const size_t *shape) {
+    size_t s = 1;
+    for (size_t d = ndim; d-- > 0;) {
+        stride[d] = (ptrdiff_t)s;
+        size_t n = shape[d] ? shape[d] : 1;
+        if (d > 0 && s > (size_t)PTRDIFF_MAX / n) return false;
+        s *= n;
     }
+    return true;
 }
 
 void mha_release(mha_tensor *t) {
@@ -111,6 +124,10 @@ mha_status mha_empty_named(mha_tensor *out, mha_dtype dtype, size_t ndim, const 
         return mha_fail(MHA_E_NOMEM, "%s: shape %s has too many elements (size overflows)", fname,
                         mha_shape_str(buf, sizeof buf, &probe));
     }
+    if (!contiguous_strides(probe.stride, ndim, shape)) {
+        return mha_fail(MHA_E_ARG, "%s: shape %s: its strides overflow (sizes multiply past 2^63)", fname,
+                        mha_shape_str(buf, sizeof buf, &probe));
+    }
     mha_storage *s = mha_alloc(sizeof *s);
     if (!s) return mha_fail(MHA_E_NOMEM, "%s: out of memory allocating a storage", fname);
     s->nbytes = numel * dtype_size(dtype);
@@ -126,7 +143,7 @@ mha_status mha_empty_named(mha_tensor *out, mha_dtype dtype, size_t ndim, const 
     out->dtype = dtype;
     out->ndim = ndim;
     if (ndim) memcpy(out->shape, shape, ndim * sizeof *shape);   /* a scalar may pass shape NULL */
-    set_contiguous_strides(out);
+    memcpy(out->stride, probe.stride, sizeof out->stride);
     return MHA_OK;
 }
 
@@ -373,17 +390,16 @@ static mha_status infer_shape(size_t *out_shape, const mha_tensor *t, size_t ndi
         return mha_fail(MHA_E_SHAPE, "%s: shape %s is invalid for a tensor of shape %s (%zu elements)", fname, want,
                         mha_shape_str(buf, sizeof buf, t), numel);
     }
+    ptrdiff_t strides[MHA_MAX_DIMS];
+    if (!contiguous_strides(strides, ndim, out_shape))
+        return mha_fail(MHA_E_ARG, "%s: shape %s: its strides overflow (sizes multiply past 2^63)", fname, want);
     return MHA_OK;
 }
 
 /* Strides for viewing t as new_shape without a copy, as PyTorch's computeStride: each run of old
  * dimensions that are contiguous with one another may be regrouped; false when impossible. */
 static bool view_strides(ptrdiff_t *new_stride, const mha_tensor *t, size_t ndim, const size_t *new_shape) {
-    if (mha_numel(t) == 0 || t->ndim == 0) {
-        ptrdiff_t s = 1;
-        for (size_t d = ndim; d-- > 0;) { new_stride[d] = s; s *= (ptrdiff_t)(new_shape[d] ? new_shape[d] : 1); }
-        return true;
-    }
+    if (mha_numel(t) == 0 || t->ndim == 0) return contiguous_strides(new_stride, ndim, new_shape);
     ptrdiff_t view_d = (ptrdiff_t)ndim - 1;
     ptrdiff_t chunk_base_stride = t->stride[t->ndim - 1];
     size_t tensor_numel = 1, view_numel = 1;
@@ -529,7 +545,12 @@ mha_status mha_unsqueeze(mha_tensor *out, const mha_tensor *t, size_t dim) {
         out->stride[d] = t->stride[d - 1];
     }
     out->shape[dim] = 1;
-    out->stride[dim] = dim < t->ndim ? t->stride[dim] * (ptrdiff_t)t->shape[dim] : 1; /* as PyTorch */
+    /* as PyTorch: the stride the dimension would have inside the next one. A size-1 dimension's stride is
+     * never stepped by, so where the product cannot be held (only with no element: (2^62, 4, 0)) 1 does. */
+    ptrdiff_t inner = dim < t->ndim ? t->stride[dim] : 1;
+    size_t times = dim < t->ndim ? t->shape[dim] : 1;
+    size_t magnitude = inner < 0 ? (size_t)0 - (size_t)inner : (size_t)inner;
+    out->stride[dim] = times == 0 || magnitude <= (size_t)PTRDIFF_MAX / times ? inner * (ptrdiff_t)times : 1;
     out->ndim++;
     return MHA_OK;
 }

@@ -405,7 +405,8 @@ static int l_stack(lua_State *L) {
 /* softmax(x, dim): the dim is required, as in PyTorch (rows of scores are dim -1). */
 static int l_softmax(lua_State *L) {
     mha_tensor *x = lmha_totensor(L, 1, "softmax");
-    size_t dim = lmha_checktdim(L, 2, x, x->ndim, "softmax");
+    /* a 0-d tensor is softmaxed as if of shape (1), as torch does: dim 1 or -1 (torch's 0 or -1), giving 1 */
+    size_t dim = lmha_checktdim(L, 2, x, x->ndim ? x->ndim : 1, "softmax");
     return lmha_result(L, mha_ag_softmax(lmha_newtensor(L), x, dim));
 }
 
@@ -574,6 +575,8 @@ static void preload_helpers(lua_State *L) {
     lua_setfield(L, -2, "mha.term");
     lua_pushcfunction(L, luaopen_mha_optim_kernels);
     lua_setfield(L, -2, "mha.optim_kernels");
+    lua_pushcfunction(L, luaopen_mha_dir);
+    lua_setfield(L, -2, "mha.dir");
     lua_pop(L, 1);
 }
 

@@ -131,9 +131,21 @@ static int t_set(lua_State *L) {
     return 1;
 }
 
+/* The most empty tables totable makes for a tensor with no element: (2^40, 0) would be 2^40 tables. */
+#define TOTABLE_EMPTY_MAX ((size_t)1 << 20)
+
 /* t:totable(): nested tables (a number or boolean for a scalar). */
 static int t_totable(lua_State *L) {
+    char shape[MHA_SHAPE_BUF];
     mha_tensor *t = lmha_checktensor(L, 1);
+    /* a tensor holding nothing still gives a table per row up to its first size 0 */
+    size_t tables = 1;
+    for (size_t d = 0; d < t->ndim && t->shape[d] != 0 && mha_numel(t) == 0; d++) {
+        if (tables > TOTABLE_EMPTY_MAX / t->shape[d])
+            return luaL_error(L, "totable: a tensor of shape %s has no element but would take more than %I "
+                              "empty tables", lmha_shape(shape, t), (LUAI_UACINT)TOTABLE_EMPTY_MAX);
+        tables *= t->shape[d];
+    }
     push_nested(L, t, 0, 0);
     return 1;
 }
@@ -440,9 +452,15 @@ static int t_newindex(lua_State *L) {
     mha_tensor *t = lmha_checktensor(L, 1);
     int isint;
     lua_tointegerx(L, 2, &isint);
-    if (lua_type(L, 2) != LUA_TNUMBER || !isint)
+    if (lua_type(L, 2) != LUA_TNUMBER || !isint) {
+        /* the index named by its type (or a name, or a number), never printed whole: a tensor as index
+         * would be formatted into the message */
+        const char *shown = luaL_getmetafield(L, 2, "__name") == LUA_TSTRING ? lua_tostring(L, -1) : luaL_typename(L, 2);
+        if (lua_type(L, 2) == LUA_TNUMBER || (lua_type(L, 2) == LUA_TSTRING && lua_rawlen(L, 2) <= 40))
+            shown = luaL_tolstring(L, 2, NULL);
         return luaL_error(L, "newindex: t[%s] = ...: only integer indices can be assigned (tensors have no fields)",
-                          luaL_tolstring(L, 2, NULL));
+                          shown);
+    }
     if (t->ndim == 0) return luaL_error(L, "%s", "newindex: a scalar tensor (shape ()) cannot be indexed; use t:fill_(v)");
     size_t index = lmha_checkindex(L, 2, t, 0, "newindex");
     lmha_checkgradwrite(L, t, "newindex");
@@ -499,7 +517,7 @@ static int t_tostring(lua_State *L) {
     luaL_buffinit(L, &b);
     lua_pushfstring(L, "mha.Tensor %s %s", lmha_shape(shape, t), t->dtype == MHA_BOOL ? "bool" : "float32");
     luaL_addvalue(&b);
-    if (mha_numel(t) <= PLAIN_MAX_ELEMENTS) {
+    if (mha_numel(t) > 0 && mha_numel(t) <= PLAIN_MAX_ELEMENTS) {   /* (2^40,0): 2^40 empty rows */
         luaL_addchar(&b, '\n');
         format_plain(&b, t, 0, 0);
     }

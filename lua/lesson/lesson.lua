@@ -27,6 +27,7 @@ local M = {}
 
 local mha = require "mha"
 local term = require "mha.term"
+local dir_names = require "mha.dir"
 local wrapper = require "mha.text"
 local words_of = require "mha.lesson.words"
 local check = require "mha.lesson.check"
@@ -207,17 +208,13 @@ function M.dirs()
     return dirs, given
 end
 
--- The lesson files (NN_name.lua) of one folder.
+-- The lesson files (NN_name.lua) of one folder, read with readdir (mha.dir): no shell, so nothing in a
+-- folder's name (from $MHA_LESSONS, or where the program is installed) is ever run.
 local function files_in(dir)
     local found = {}
-    -- the folder (from $MHA_LESSONS too) reaches the shell single-quoted, a ' in it as '\''
-    local p = io.popen("ls -1 '" .. dir:gsub("'", "'\\''") .. "' 2>/dev/null")
-    if p then
-        for f in p:lines() do
-            local num, name = f:match("^(%d+)_([%w_]+)%.lua$")
-            if num then found[#found + 1] = {number = tonumber(num), name = name, file = f, path = dir .. "/" .. f} end
-        end
-        p:close()
+    for _, f in ipairs(dir_names.list(dir) or {}) do
+        local num, name = f:match("^(%d+)_([%w_]+)%.lua$")
+        if num then found[#found + 1] = {number = tonumber(num), name = name, file = f, path = dir .. "/" .. f} end
     end
     return found
 end

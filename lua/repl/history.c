@@ -5,11 +5,18 @@
  * inside an entry is written as the two characters \n and a backslash as \\ (nothing else is escaped).
  * At most HISTORY_MAX entries; a repeat of the previous entry is not added. At exit the file is
  * rewritten atomically: under flock on FILE itself, re-read what other REPLs wrote meanwhile, append this
- * session's entries, write FILE.XXXXXX in the same directory, fsync, rename over FILE. Two REPLs
- * exiting at once thus both keep their entries. A path that is not a regular file (/dev/null) or an
- * empty MHA_REPL_HISTORY turns the history off. Any failure is one warning, never an error. */
+ * session's entries, write FILE.tmp-XXXXXX in the same directory, fsync, rename over FILE. Two REPLs
+ * exiting at once thus both keep their entries. The file is written as soon as an entry is added, so a
+ * REPL ended at once (a second SIGTERM, SIGKILL) has lost nothing typed. The rewritten file keeps the
+ * mode and owner of the old one; a file we may not write (0444) is left alone, with the warning; a
+ * symbolic link is followed and its target rewritten; FILE.tmp-XXXXXX left by a REPL killed while writing
+ * are removed (under the lock, no other REPL can be writing one). A device (/dev/null) or an empty
+ * MHA_REPL_HISTORY turns the history off; a folder does too, with the warning. Any failure is one
+ * warning, never an error. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +31,7 @@
 
 #define HISTORY_MAX      1000
 #define HISTORY_ENV      "MHA_REPL_HISTORY"
+#define TEMP_SUFFIX      ".tmp-XXXXXX"   /* the file being written, beside FILE: FILE.tmp-Ab3xY9 */
 
 static char *history_path = NULL;
 static char **session_entries = NULL;   /* entries typed in this session, oldest first */
@@ -52,14 +60,21 @@ static char *history_escape(const char *s) {
     return out;
 }
 
-static void history_unescape(char *s) {
-    char *q = s;
-    for (char *p = s; *p; p++) {
-        if (p[0] == '\\' && p[1] == 'n') { *q++ = '\n'; p++; }
-        else if (p[0] == '\\' && p[1] == '\\') { *q++ = '\\'; p++; }
-        else *q++ = *p;
+/* The entry a line of the file holds (malloc'd), from its len bytes: \n a newline, \\ a backslash.
+ * A NUL byte (another program wrote it; readline never gives one) becomes the two characters \0, which
+ * is what it means inside a Lua string, so the entry is neither cut at it nor dropped when it starts
+ * with one, and the file is written back without losing it. NULL when out of memory. */
+static char *history_unescape(const char *line, size_t len) {
+    char *out = malloc(2 * len + 1), *q = out;
+    if (!out) return NULL;
+    for (size_t i = 0; i < len; i++) {
+        if (line[i] == '\0') { *q++ = '\\'; *q++ = '0'; }
+        else if (line[i] == '\\' && i + 1 < len && line[i + 1] == 'n') { *q++ = '\n'; i++; }
+        else if (line[i] == '\\' && i + 1 < len && line[i + 1] == '\\') { *q++ = '\\'; i++; }
+        else *q++ = line[i];
     }
     *q = '\0';
+    return out;
 }
 
 static void free_entries(char **entries, size_t n) {
@@ -81,11 +96,12 @@ static int history_read(const char *path, char ***entries, size_t *n) {
     while ((len = getline(&line, &linecap, f)) >= 0) {
         if (len > 0 && line[len - 1] == '\n') line[--len] = '\0';
         if (len == 0) continue;
-        history_unescape(line);
-        if (*n == cap) {
+        char *entry = history_unescape(line, (size_t)len);
+        if (*n == cap || !entry) {
             cap = cap ? 2 * cap : 256;
-            char **grown = realloc(*entries, cap * sizeof *grown);
+            char **grown = entry ? realloc(*entries, cap * sizeof *grown) : NULL;
             if (!grown) {  /* a partial list would be written back as the whole: fail instead */
+                free(entry);
                 free(line);
                 fclose(f);
                 free_entries(*entries, *n);
@@ -96,13 +112,32 @@ static int history_read(const char *path, char ***entries, size_t *n) {
             }
             *entries = grown;
         }
-        (*entries)[(*n)++] = line;
-        line = NULL;
-        linecap = 0;
+        (*entries)[(*n)++] = entry;
     }
     free(line);
     fclose(f);
     return 0;
+}
+
+/* The file a symbolic link leads to (malloc'd), following links as realpath does; for a link whose
+ * target does not exist yet, that target (relative to the link's folder). NULL: not a link, or no
+ * memory (the path is then used as it is). */
+static char *resolve_link(const char *path) {
+    struct stat st;
+    if (lstat(path, &st) != 0 || !S_ISLNK(st.st_mode)) return NULL;
+    char *real = realpath(path, NULL);
+    if (real) return real;
+    char to[PATH_MAX];
+    ssize_t n = readlink(path, to, sizeof to - 1);
+    if (n <= 0) return NULL;
+    to[n] = '\0';
+    const char *slash = strrchr(path, '/');
+    size_t dirlen = (to[0] != '/' && slash) ? (size_t)(slash - path) + 1 : 0;
+    char *out = malloc(dirlen + (size_t)n + 1);
+    if (!out) return NULL;
+    memcpy(out, path, dirlen);
+    memcpy(out + dirlen, to, (size_t)n + 1);
+    return out;
 }
 
 /* Chooses the path and loads the file into readline's history. */
@@ -121,8 +156,18 @@ void repl_history_load(const char *program) {
         if (history_path) snprintf(history_path, n, "%s/%s", home, HISTORY_DEFAULT);
     }
     if (!history_path) return;
+    /* a symbolic link: its target is the file read and rewritten (rename would replace the link) */
+    char *target = resolve_link(history_path);
+    if (target) {
+        free(history_path);
+        history_path = target;
+    }
     struct stat st;
     if (stat(history_path, &st) == 0 && !S_ISREG(st.st_mode)) {  /* /dev/null: no history */
+        if (S_ISDIR(st.st_mode)) {
+            errno = EISDIR;
+            history_warn("use", history_path);
+        }
         free(history_path);
         history_path = NULL;
         return;
@@ -153,6 +198,7 @@ void repl_history_add(const char *entry) {
     }
     char *copy = strdup(entry);
     if (copy) session_entries[session_count++] = copy;
+    repl_history_save();   /* on disk at once: a REPL killed later loses nothing */
 }
 
 /* Takes the lock on the history file: flock on the file itself, opened for reading (and created when
@@ -176,6 +222,35 @@ static int history_lock(void) {
     }
 }
 
+/* Removes FILE.tmp-XXXXXX files beside the history file. Called under the lock, when no other REPL
+ * can be writing one, so each was left by a REPL killed between writing it and renaming it. */
+static void remove_stale_temps(void) {
+    const char *slash = strrchr(history_path, '/');
+    const char *base = slash ? slash + 1 : history_path;
+    size_t baselen = strlen(base), suffixlen = sizeof TEMP_SUFFIX - 1;
+    char *dir = slash ? strndup(history_path, (size_t)(slash - history_path) + 1) : strdup("./");
+    if (!dir) return;
+    DIR *d = opendir(dir);
+    if (d) {
+        struct dirent *e;
+        while ((e = readdir(d)) != NULL) {
+            const char *name = e->d_name;
+            if (strlen(name) != baselen + suffixlen || strncmp(name, base, baselen) != 0 ||
+                strncmp(name + baselen, TEMP_SUFFIX, suffixlen - 6) != 0)
+                continue;
+            size_t n = strlen(dir) + strlen(name) + 1;
+            char *stale = malloc(n);
+            if (stale) {
+                snprintf(stale, n, "%s%s", dir, name);
+                unlink(stale);
+                free(stale);
+            }
+        }
+        closedir(d);
+    }
+    free(dir);
+}
+
 /* Writes the history file at exit (see above); registered with atexit so os.exit() keeps it too. */
 void repl_history_save(void) {
     if (!history_path || session_count == 0) return;
@@ -184,10 +259,18 @@ void repl_history_save(void) {
     int lockfd = -1, fd = -1, made_tmp = 0;
     FILE *f = NULL;
     size_t plen = strlen(history_path);
-    tmp = malloc(plen + 8);
+    tmp = malloc(plen + sizeof TEMP_SUFFIX);
     if (!tmp) goto fail;
-    snprintf(tmp, plen + 8, "%s.XXXXXX", history_path);
+    snprintf(tmp, plen + sizeof TEMP_SUFFIX, "%s" TEMP_SUFFIX, history_path);
     if ((lockfd = history_lock()) < 0) goto fail;
+    struct stat old;
+    if (fstat(lockfd, &old) != 0) goto fail;
+    /* a file made read-only (0444) is not ours to replace, not even root's: rename would ignore its mode */
+    if (!(old.st_mode & S_IWUSR) || access(history_path, W_OK) != 0) {
+        errno = EACCES;
+        goto fail;
+    }
+    remove_stale_temps();
     if (history_read(history_path, &entries, &n) != 0) goto fail;
     /* the merged list: the file as it is now, then this session's entries, no repeats in a row */
     size_t total = n + session_count;
@@ -203,6 +286,9 @@ void repl_history_save(void) {
     fd = mkstemp(tmp);
     if (fd < 0) goto fail;
     made_tmp = 1;
+    /* the new file as the old one: its mode, and its owner when we may give it (root editing a user's) */
+    if (fchmod(fd, old.st_mode & 07777) != 0) goto fail;
+    if (fchown(fd, old.st_uid, old.st_gid) != 0 && errno != EPERM) goto fail;
     f = fdopen(fd, "w");
     if (!f) goto fail;
     fd = -1;
@@ -228,5 +314,5 @@ done:
     free(tmp);
     free_entries(session_entries, session_count);
     session_entries = NULL;
-    session_count = 0;
+    session_count = session_cap = 0;
 }

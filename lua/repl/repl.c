@@ -73,10 +73,25 @@ static void lstop(lua_State *L, lua_Debug *ar) {
     luaL_error(L, "%s", "interrupted");
 }
 
+/* A hook set on one lua_State does not reach a coroutine running inside it: each coroutine is a thread
+ * (lua_State) of its own, and `coroutine.wrap(function() while true do end end)()` could not be stopped.
+ * So coroutine.resume and coroutine.wrap are replaced (install_coroutine_hooks) by versions that keep the
+ * chain of threads being resumed, and a signal sets the hook on the main thread and on each of them. */
+#define RESUME_CHAIN_MAX 256
+static lua_State *volatile resume_chain[RESUME_CHAIN_MAX];
+static volatile sig_atomic_t resume_depth = 0;
+
+/* From a signal handler: lua_sethook is the one call lua.c makes there too. */
+static void stop_lua(void) {
+    mha_interrupt();
+    lua_sethook(globalL, lstop, LUA_MASKCALL | LUA_MASKRET | LUA_MASKCOUNT, 1);
+    for (sig_atomic_t i = 0; i < resume_depth && i < RESUME_CHAIN_MAX; i++)
+        lua_sethook(resume_chain[i], lstop, LUA_MASKCALL | LUA_MASKRET | LUA_MASKCOUNT, 1);
+}
+
 static void laction(int sig) {
     if (evaluating) {
-        mha_interrupt();
-        lua_sethook(globalL, lstop, LUA_MASKCALL | LUA_MASKRET | LUA_MASKCOUNT, 1);
+        stop_lua();
         /* outside the REPL, a second Ctrl-C ends a script that ignores the first, as in lua.c */
         if (!use_readline) signal(sig, SIG_DFL);
     } else {
@@ -84,16 +99,37 @@ static void laction(int sig) {
     }
 }
 
-/* SIGHUP (the terminal closed) or SIGTERM in the REPL: only a flag, which the readline loop sees, so the
- * REPL ends normally and atexit saves the history (nothing here that is not async-signal-safe). Lua code
- * that is running is stopped as by Ctrl-C. */
-static void on_hangup(int sig) {
+/* SIGHUP (the terminal closed) or SIGTERM: a flag, which the readline loop sees, so the REPL ends
+ * normally and atexit saves the history; running Lua code is stopped as by Ctrl-C. Code that goes on
+ * anyway (it catches the error, or a C call does not return) gets one second: then SIGALRM ends the
+ * process, as does a second SIGHUP or SIGTERM at once. Each entry is in the history file as soon as
+ * it is typed (repl_history_add), so ending at once loses nothing. */
+static volatile sig_atomic_t hangup_signal = 0;
+
+/* Ends the process as sig would have: default action, unblocked (a handler runs with its own signal
+ * blocked), raised. Only async-signal-safe calls. */
+static void die_of(int sig) {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, sig);
+    signal(sig, SIG_DFL);
+    sigprocmask(SIG_UNBLOCK, &set, NULL);
+    raise(sig);
+    _exit(128 + sig);
+}
+
+static void on_hangup_timeout(int sig) {
     (void)sig;
+    die_of(hangup_signal ? hangup_signal : SIGTERM);
+}
+
+static void on_hangup(int sig) {
+    if (hangup) die_of(sig);   /* the second one */
     hangup = 1;
-    if (evaluating) {
-        mha_interrupt();
-        lua_sethook(globalL, lstop, LUA_MASKCALL | LUA_MASKRET | LUA_MASKCOUNT, 1);
-    }
+    hangup_signal = sig;
+    if (evaluating) stop_lua();
+    signal(SIGALRM, on_hangup_timeout);   /* whatever holds the way out (a figure's gnuplot too) */
+    alarm(1);
 }
 
 /* The Jupyter kernel's interrupt (SIGINT or an interrupt_request): Ctrl-C's stop, and its undoing. */
@@ -370,12 +406,83 @@ static int runargs(lua_State *L, char **argv, int n) {
 }
 
 
+/* ---- coroutines that Ctrl-C reaches (see stop_lua) ---- */
+
+/* Calls the original coroutine.resume (upvalue 1) on the arguments, with the coroutine in the resume
+ * chain meanwhile. The original raises only for a non-coroutine first argument, checked first, so the
+ * chain is always popped. */
+static int resume_tracked(lua_State *L) {
+    lua_State *co = lua_tothread(L, 1);
+    luaL_argexpected(L, co != NULL, 1, "coroutine");
+    int n = lua_gettop(L);
+    lua_pushvalue(L, lua_upvalueindex(1));
+    lua_insert(L, 1);
+    sig_atomic_t depth = resume_depth;
+    if (depth < RESUME_CHAIN_MAX) resume_chain[depth] = co;
+    resume_depth = depth + 1;
+    if (evaluating && mha_interrupted())   /* a Ctrl-C between the resume and this push */
+        lua_sethook(co, lstop, LUA_MASKCALL | LUA_MASKRET | LUA_MASKCOUNT, 1);
+    int status = lua_pcall(L, n, LUA_MULTRET, 0);
+    resume_depth = depth;
+    if (status != LUA_OK) return lua_error(L);
+    return lua_gettop(L);
+}
+
+/* The function coroutine.wrap returns: resumes its coroutine (upvalue 1) through resume_tracked
+ * (upvalue 2) and, as Lua's own wrap, raises the coroutine's error (with the caller's position when it
+ * is a string) after closing it (upvalue 3: coroutine.close). */
+static int wrap_call(lua_State *L) {
+    int n = lua_gettop(L);
+    lua_pushvalue(L, lua_upvalueindex(2));
+    lua_pushvalue(L, lua_upvalueindex(1));
+    lua_rotate(L, 1, 2);
+    lua_call(L, n + 1, LUA_MULTRET);
+    if (lua_toboolean(L, 1)) return lua_gettop(L) - 1;
+    lua_settop(L, 2);   /* false, error */
+    lua_pushvalue(L, lua_upvalueindex(3));
+    lua_pushvalue(L, lua_upvalueindex(1));
+    lua_pcall(L, 1, 0, 0);   /* to-be-closed variables of the dead coroutine; its own error is kept */
+    if (lua_type(L, 2) == LUA_TSTRING) {
+        luaL_where(L, 1);
+        lua_insert(L, 2);
+        lua_concat(L, 2);
+    }
+    return lua_error(L);
+}
+
+/* coroutine.wrap(f): as Lua's, through wrap_call. */
+static int wrap_tracked(lua_State *L) {
+    luaL_checktype(L, 1, LUA_TFUNCTION);
+    lua_State *co = lua_newthread(L);
+    lua_pushvalue(L, 1);
+    lua_xmove(L, co, 1);
+    lua_pushvalue(L, lua_upvalueindex(1));   /* resume_tracked */
+    lua_pushvalue(L, lua_upvalueindex(2));   /* coroutine.close */
+    lua_pushcclosure(L, wrap_call, 3);
+    return 1;
+}
+
+/* Replaces coroutine.resume and coroutine.wrap in the coroutine table (the same table as
+ * package.loaded.coroutine), so every coroutine resumed from Lua is in the resume chain. */
+static void install_coroutine_hooks(lua_State *L) {
+    lua_getglobal(L, "coroutine");
+    lua_getfield(L, -1, "resume");
+    lua_pushcclosure(L, resume_tracked, 1);
+    lua_pushvalue(L, -1);
+    lua_setfield(L, -3, "resume");
+    lua_getfield(L, -2, "close");
+    lua_pushcclosure(L, wrap_tracked, 2);
+    lua_setfield(L, -2, "wrap");
+    lua_pop(L, 1);
+}
+
 /* ---- the state: standard libraries, mha, and the lazy globals ---- */
 
 /* The libraries every mode gets: Lua's, `mha` as a global, and the lazy globals. The metatable of _G
  * also lists the lazy names in __lazy, so completion can offer them before they are loaded. */
 static void openlibs(lua_State *L) {
     luaL_openlibs(L);
+    install_coroutine_hooks(L);
     lua_pushcfunction(L, msghandler);  /* for repl.lua, which reports the errors of commands alike */
     lua_setfield(L, LUA_REGISTRYINDEX, "mha.repl.msghandler");
     luaL_requiref(L, "mha", luaopen_mha, 1);

@@ -467,6 +467,8 @@ local function plan(fname, t, opts)
     local o = merge_options(fname, options, opts)
     local probe = source(fname, t, false)
     local shape = probe.shape
+    -- no element: only the footer is printed, so nothing is read, however many empty rows (1e7,0) has
+    if numel(shape) == 0 then return probe, o, {} end
     local summarise = numel(shape) > o.threshold
     local src = summarise and probe or source(fname, t, true)
     local ix = {}
@@ -658,9 +660,11 @@ function M.heat(t, opts)
     if type(opts) ~= "table" then error("heat: options must be a table, got " .. type(opts), 2) end
     check_keys("heat", opts, HEAT_OPTIONS, false, 2)
     local o = merge_options("heat", options, opts)
-    local src = source("heat", t, true)
-    local shape, ndim = src.shape, #src.shape
+    local shape = source("heat", t, false).shape   -- checked before any element is read
+    local ndim = #shape
     if ndim == 0 then error("heat: expected a tensor with at least one dimension, got a scalar", 2) end
+    if numel(shape) == 0 then error("heat: the tensor is empty, shape " .. shape_str(shape) .. ": nothing to shade", 2) end
+    local src = source("heat", t, true)
     local ix = {}
     for d = 1, ndim do
         ix[d] = {}

@@ -3,7 +3,9 @@
 --
 -- A drawing is a list of gnuplot commands (its "script"), kept by the figure so that plot.save can run
 -- it again on a file terminal. Data travels inline as datablocks; user text travels only inside
--- single-quoted gnuplot strings, where gnuplot expands nothing (no backquotes, no macros, no escapes).
+-- double-quoted gnuplot strings in which every ASCII character but letters, digits and harmless
+-- punctuation is an octal escape, so gnuplot sees no quote, backslash, backquote, @ or $ to act on.
+-- A file name never reaches gnuplot at all: it writes to a name made here, renamed afterwards.
 
 local mha = require "mha"
 local gnuplot = require "mha.gnuplot"
@@ -17,11 +19,15 @@ local plot = {}
 -- ---------------------------------------------------------------------------------------------
 
 -- A gnuplot string holding s as plain text: control characters (a newline would end the command)
--- become spaces, and a single quote is doubled, which is the only escape a single-quoted gnuplot
--- string knows. Text inside it is never run: `system`, backquotes and @macros stay letters.
+-- become spaces; in a double-quoted string gnuplot turns \ooo into that byte, so every ASCII character
+-- outside the set below is written that way. What gnuplot acts on before it parses a string - a
+-- backquoted command, an @macro - and what ends or escapes a string (" ' \) thus never appears as
+-- itself, and every text arrives intact: "'tis", "''", "a\"b" alike. Bytes from 128 (UTF-8) stay.
 local function quote(s)
     s = tostring(s):gsub("%c", " ")
-    return "'" .. s:gsub("'", "''") .. "'"
+    return '"' .. s:gsub("[^%w %-_.,:;/()+=<>?!#*%[%]{}|~^&\128-\255]", function(c)
+        return string.format("\\%03o", c:byte())
+    end) .. '"'
 end
 
 -- A tic label is also a printf format to gnuplot ("%s" would print a number): % is doubled too.
@@ -50,7 +56,8 @@ local function array_of(fname, what, v, ndim, hint)
     local data, shape
     if is_tensor(v) then
         shape = v:shape()
-        data = v:totable()
+        -- an empty tensor is refused below before any element is read: (1e7,0) is 1e7 empty rows
+        data = v:numel() > 0 and v:totable() or {}
     elseif type(v) == "table" then
         data, shape = v, {}
         local x = v
@@ -153,18 +160,44 @@ end
 
 local WINDOWED = { "qt", "wxt", "x11" }
 local ALIASES = { sixel = "sixelgd", none = "none", window = "window" }
+-- The terminals a figure can draw on, beside the pseudo-names "none" (draw nothing) and "window" (the
+-- first windowed one there is). gnuplot has more (png, lua, tkcanvas, xterm...), but those write files
+-- or code, or take other options: screen_terminal_command could not drive them.
+local SCREEN = { dumb = true, qt = true, wxt = true, x11 = true, sixelgd = true }
+
+-- The names plot.terminal and $MHA_PLOT_TERM accept here: the screen terminals this gnuplot has.
+local function screen_names(set)
+    local names = { "none", "window" }
+    for name in pairs(SCREEN) do
+        if set[name] or name == "dumb" then names[#names + 1] = name end
+    end
+    table.sort(names)
+    return names
+end
+
+-- nil when name (after ALIASES) is a terminal a figure can draw on here, else why not.
+local function unusable(name, set)
+    if name == "none" or name == "window" or name == "dumb" or (SCREEN[name] and set[name]) then return nil end
+    local choices = " (one of: " .. table.concat(screen_names(set), ", ") .. ")"
+    if not set[name] then return "gnuplot has no terminal '" .. display.clean_label(name) .. "'" .. choices end
+    return "gnuplot's terminal '" .. name .. "' does not draw on screen (files are plot.save's)" .. choices
+end
 
 -- The terminal a figure draws on: plot.terminal(name), else $MHA_PLOT_TERM, else a window when
 -- DISPLAY is set and gnuplot has a windowed terminal, else text in this terminal (dumb).
+-- A $MHA_PLOT_TERM that cannot be used is said once, and the automatic choice is made.
+local warned_terminal = {}
 local function resolve_terminal(name)
     local set = terminals() or {}
     name = name or chosen_terminal or os.getenv("MHA_PLOT_TERM")
     if name == "" then name = nil end
     if name then
         name = ALIASES[name] or name
-        if name == "none" or name == "dumb" or set[name] then return name end
-        if name ~= "window" then
-            io.stderr:write("plot: gnuplot has no terminal '", display.clean_label(name), "'; choosing one\n")
+        local why = unusable(name, set)
+        if not why and name ~= "window" then return name end
+        if why and not warned_terminal[name] then
+            warned_terminal[name] = true
+            io.stderr:write("plot: MHA_PLOT_TERM: ", why, "; choosing one\n")
         end
     end
     if os.getenv("DISPLAY") and os.getenv("DISPLAY") ~= "" then
@@ -182,11 +215,9 @@ function plot.terminal(name)
         if type(name) ~= "string" or not name:match("^[%w_]+$") then
             error("plot.terminal: expected a terminal name such as 'dumb', 'qt', 'sixelgd' or 'none'", 2)
         end
-        local set = terminals()
         name = ALIASES[name] or name
-        if set and name ~= "none" and name ~= "dumb" and name ~= "window" and not set[name] then
-            error("plot.terminal: gnuplot has no terminal '" .. name .. "'", 2)
-        end
+        local why = unusable(name, terminals() or SCREEN)   -- without gnuplot: any screen name
+        if why then error("plot.terminal: " .. why, 2) end
         chosen_terminal = name
     end
     return resolve_terminal()
@@ -217,35 +248,31 @@ end
 -- text is padded with one space per extra cell, which makes gnuplot lay it out at its real width,
 -- and the padding is taken out of the drawing afterwards.
 
--- The text a single-quoted gnuplot string shows: '' is a quote; in a tic label, %% is a percent sign.
+-- The text a quoted gnuplot string (made by quote) shows: \ooo is that byte; in a tic label, %% is a
+-- percent sign.
 local function shown_text(body, is_tic)
-    body = body:gsub("''", "'")
+    body = body:gsub("\\(%d%d%d)", function(o) return string.char(tonumber(o, 8)) end)
     if is_tic then body = body:gsub("%%%%", "%%") end
     return body
 end
 
 -- cmd with the texts that hold wide characters padded; appends {text = shown, pad = cells} to fixes.
 -- pad < 0 (zero-width marks: fewer cells than characters) leaves cmd alone and adds cells afterwards.
+-- Only quote() makes double-quoted strings, and their bodies hold no raw " or \.
 local function pad_wide_texts(cmd, fixes)
     local is_tic = cmd:match("^set [xy]tics") ~= nil
     local parts, pos = {}, 1
     while true do
-        local open = cmd:find("'", pos, true)
+        local open = cmd:find('"', pos, true)
         if not open then break end
-        -- the closing quote is the first one not doubled
-        local close, at = nil, open + 1
-        while true do
-            local q = cmd:find("'", at, true)
-            if not q then break end
-            if cmd:sub(q + 1, q + 1) == "'" then at = q + 2 else close = q; break end
-        end
+        local close = cmd:find('"', open + 1, true)
         if not close then break end
         local body = cmd:sub(open + 1, close - 1)
         local shown = shown_text(body, is_tic)
         local chars = shown:find("[\128-\255]") and utf8.len(shown)
         local pad = chars and term.width(shown) - chars or 0
         if pad ~= 0 then fixes[#fixes + 1] = { text = shown, pad = pad } end
-        parts[#parts + 1] = cmd:sub(pos, open) .. body .. string.rep(" ", math.max(pad, 0)) .. "'"
+        parts[#parts + 1] = cmd:sub(pos, open) .. body .. string.rep(" ", math.max(pad, 0)) .. '"'
         pos = close + 1
     end
     parts[#parts + 1] = cmd:sub(pos)
@@ -317,6 +344,42 @@ function plot.closeall()
     for fig in pairs(open_figures) do fig:close() end
 end
 
+-- Live gnuplots. A figure nobody holds any more keeps its gnuplot until the collector frees it, so a
+-- loop making figures would pile up processes meanwhile. Before a figure starts one: from LIVE_SOFT
+-- running, a full collection closes those of figures that are gone; from LIVE_MAX still running, the
+-- one drawn on longest ago is closed (said on stderr; that figure draws again with a new gnuplot).
+local LIVE_SOFT, LIVE_MAX = 4, 16
+local draw_count = 0   -- stamps fig.used, the order figures last drew in
+
+-- How many figures have a gnuplot (a function of its own, so no stack slot of the caller keeps a
+-- figure alive through the collection that follows).
+local function live_count()
+    local n = 0
+    for fig in pairs(open_figures) do
+        if fig.proc then n = n + 1 end
+    end
+    return n
+end
+
+local function least_recent_live()
+    local oldest
+    for fig in pairs(open_figures) do
+        if fig.proc and (oldest == nil or fig.used < oldest.used) then oldest = fig end
+    end
+    return oldest
+end
+
+local function make_room_for_a_gnuplot()
+    if live_count() < LIVE_SOFT then return end
+    collectgarbage("collect")
+    while live_count() >= LIVE_MAX do
+        local fig = least_recent_live()
+        io.stderr:write(string.format("plot: closing figure %d's gnuplot: at most %d run at once "
+            .. "(plot.close() the figures you are done with)\n", fig.number, LIVE_MAX))
+        fig:close()
+    end
+end
+
 -- Cleans gnuplot's message: its "line 0:" prefix, the caret lines, blank lines.
 local function clean_message(text)
     local lines = {}
@@ -361,7 +424,10 @@ function Figure:run(fname, commands, quiet_warnings, discard_output, fix_output)
             self.proc:close()
             self.proc = nil
         end
+        draw_count = draw_count + 1
+        self.used = draw_count
         if not self.proc then
+            make_room_for_a_gnuplot()
             self.proc = spawn()
             if not self.proc then return false end
         end
@@ -461,17 +527,27 @@ local FILE_TERMINALS = {
     pdf = function(w, h) return string.format("set terminal pdfcairo size %.2fin,%.2fin noenhanced font 'sans,8'", w / 100, h / 100) end,
 }
 
+-- The folder part of a path ("." for a bare name, "/" for a file at the root).
+local function folder_of(path)
+    local dir = path:match("^(.*)/[^/]*$")
+    if dir == nil then return "." end
+    return dir ~= "" and dir or "/"
+end
+
 -- fig:save(path [, {width=, height=}]) writes the figure's last drawing to a .png, .svg or .pdf
 -- file; the file is complete and closed when it returns. Returns path.
+-- gnuplot writes to a new file of our naming in the same folder (mha.gnuplot.tempfile), which is then
+-- renamed to path: the user's name never reaches `set output`, where a leading '|' would run a command.
 function Figure:save(path, opts)
     opts = options_of("plot.save", opts, { "width", "height" })
     if type(path) ~= "string" or path == "" then
         error("plot.save: expected a file name ending in .png, .svg or .pdf, got " .. type(path), 2)
     end
+    -- (so that a name in a message below is shown as it is)
     if path:find("%c") then error("plot.save: the file name contains a control character", 2) end
     local ext = (path:match("%.(%w+)$") or ""):lower()
     if not FILE_TERMINALS[ext] then
-        error("plot.save: '" .. display.clean_label(path) .. "': the name must end in .png, .svg or .pdf", 2)
+        error("plot.save: '" .. path .. "': the name must end in .png, .svg or .pdf", 2)
     end
     if not self.script then error("plot.save: figure " .. self.number .. " is empty: draw something first", 2) end
     if gnuplot_missing then error(NOT_FOUND, 2) end
@@ -480,18 +556,36 @@ function Figure:save(path, opts)
     if math.type(w) ~= "integer" or math.type(h) ~= "integer" or w < 50 or h < 50 or w > 10000 or h > 10000 then
         error("plot.save: width and height must be integers from 50 to 10000 pixels", 2)
     end
-    -- first the file alone: if gnuplot cannot open it, nothing is drawn (it would go to stdout)
-    if not self:run("plot.save", { FILE_TERMINALS[ext](w, h), "set output " .. quote(path) }, {}, true) then
-        error(NOT_FOUND, 2)
+    local dir = folder_of(path)
+    local temp, why = gnuplot.tempfile(dir, "." .. ext)
+    if not temp then
+        error("plot.save: cannot write '" .. path .. "': folder '" .. dir
+            .. "': " .. why, 2)
     end
-    local commands = { "unset multiplot", "reset" }
-    for _, c in ipairs(self.script.commands) do commands[#commands + 1] = c end
-    commands[#commands + 1] = "unset output"   -- closes the file
-    self:run("plot.save", commands, { self.script.warning }, true)
-    local f = io.open(path, "rb")
-    local size = f and f:seek("end") or 0
-    if f then f:close() end
-    if size == 0 then error("plot.save: gnuplot wrote nothing to '" .. display.clean_label(path) .. "'", 2) end
+    local ok, err = pcall(function()
+        -- first the file alone: if gnuplot cannot open it, nothing is drawn (it would go to stdout)
+        if not self:run("plot.save", { FILE_TERMINALS[ext](w, h), "set output " .. quote(temp) }, {}, true) then
+            error(NOT_FOUND, 0)
+        end
+        local commands = { "unset multiplot", "reset" }
+        for _, c in ipairs(self.script.commands) do commands[#commands + 1] = c end
+        commands[#commands + 1] = "unset output"   -- closes the file
+        self:run("plot.save", commands, { self.script.warning }, true)
+        local f = io.open(temp, "rb")
+        local size = f and f:seek("end") or 0
+        if f then f:close() end
+        if size == 0 then error("plot.save: gnuplot wrote nothing to '" .. path .. "'", 0) end
+        local moved, move_err = os.rename(temp, path)
+        if not moved then
+            -- os.rename's message names the temporary file first
+            if move_err:sub(1, #temp + 2) == temp .. ": " then move_err = move_err:sub(#temp + 3) end
+            error("plot.save: cannot write '" .. path .. "': " .. move_err, 0)
+        end
+    end)
+    if not ok then
+        os.remove(temp)
+        error(err, 0)
+    end
     return path
 end
 

@@ -275,6 +275,38 @@ fail: {
     }
 }
 
+/* gnuplot.tempfile(dir, suffix) -> path | nil, message
+ * Creates a new empty file dir/.mha-plot-<pid>-<n><suffix> (mode 0666 less the umask, never an existing
+ * file) and returns its name, which starts with '/' or "./": gnuplot reads a `set output` name that
+ * starts with '|' as a command to run, and this name never can. plot.save lets gnuplot write there and
+ * renames the file to the name the user gave, so no user text ever reaches `set output` as a name. */
+static int gp_tempfile(lua_State *L) {
+    const char *dir = luaL_checkstring(L, 1);
+    const char *suffix = luaL_checkstring(L, 2);
+    const char *lead = dir[0] == '/' ? "" : "./";
+    static unsigned long serial;
+    for (int attempt = 0; attempt < 100; attempt++) {
+        serial++;
+        const char *path = lua_pushfstring(L, "%s%s/.mha-plot-%d-%d%s", lead, dir, (int)getpid(),
+                                           (int)(serial % 1000000000ul), suffix);
+        int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        if (fd >= 0) {
+            close(fd);
+            return 1;
+        }
+        int e = errno;
+        lua_pop(L, 1);
+        if (e != EEXIST) {
+            lua_pushnil(L);
+            lua_pushstring(L, strerror(e));
+            return 2;
+        }
+    }
+    lua_pushnil(L);
+    lua_pushliteral(L, "no free temporary name");
+    return 2;
+}
+
 /* process:send(text [, timeout]) -> true | nil, message
  * Writes all of text to gnuplot's stdin, reading its output meanwhile (so neither side can block the
  * other on a full pipe). Fails when gnuplot has exited or has not taken the text within timeout
@@ -425,6 +457,7 @@ static const luaL_Reg gp_metameth[] = {
 
 static const luaL_Reg gp_funcs[] = {
     {"spawn", gp_spawn},
+    {"tempfile", gp_tempfile},
     {NULL, NULL}
 };
 

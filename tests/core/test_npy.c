@@ -265,6 +265,10 @@ static void test_malformed(void) {
     refuse_header("refuse shape [3, 4]", "{'descr': '<f4', 'fortran_order': False, 'shape': [3, 4]}", "'shape' must be a tuple");
     refuse_header("refuse a negative dimension", "{'descr': '<f4', 'fortran_order': False, 'shape': (-1, 4)}", "negative dimension in 'shape'");
     refuse_header("refuse a dimension beyond size_t", "{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999999999999999,)}", "does not fit size_t");
+    refuse_header("refuse (0, 2^62, 2^62): its strides would overflow", "{'descr': '<f4', 'fortran_order': False, 'shape': (0, 4611686018427387904, 4611686018427387904)}",
+                  "shape (0,4611686018427387904,4611686018427387904): its strides overflow (sizes multiply past 2^63)");
+    refuse_header("refuse (0, 2^62, 4) likewise", "{'descr': '<f4', 'fortran_order': False, 'shape': (0, 4611686018427387904, 4)}",
+                  "its strides overflow");
     refuse_header("refuse 9 dimensions", "{'descr': '<f4', 'fortran_order': False, 'shape': (1,1,1,1,1,1,1,1,1)}", "the array has 9 dimensions; mha tensors have at most 8");
     refuse_header("refuse 65 dimensions", "{'descr': '<f4', 'fortran_order': False, 'shape': (1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1)}", "'shape' has more than 64 dimensions");
     refuse_header("refuse text after the dict", "{'descr': '<f4', 'fortran_order': False, 'shape': (3, 4)} x", "text after the closing '}'");

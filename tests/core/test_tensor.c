@@ -244,7 +244,55 @@ static void test_limits(void) {
     CHECK("interrupt flag cleared", !mha_interrupted(), "still set");
 }
 
+/* Shapes with no element whose other sizes multiply past 2^63: their strides cannot be held in a
+ * ptrdiff_t, so they are refused with a clear error instead of wrapping (undefined behaviour). A size 0
+ * after huge sizes holds nothing and is fine. */
+static void test_stride_overflow(void) {
+    const size_t G = (size_t)1 << 62;
+    mha_tensor t = MHA_TENSOR_EMPTY, v = MHA_TENSOR_EMPTY;
+    size_t wide[3] = {0, G, 4};
+    mha_status st = mha_zeros(&t, MHA_FLOAT32, 3, wide);
+    CHECK("zeros (0,2^62,4): strides overflow, refused", st == MHA_E_ARG && t.storage == NULL &&
+          strcmp(mha_errmsg(), "zeros: shape (0,4611686018427387904,4): its strides overflow (sizes multiply past 2^63)") == 0,
+          "status %d: %s", st, mha_errmsg());
+    size_t npy_like[3] = {0, G, G};
+    st = mha_empty(&t, MHA_FLOAT32, 3, npy_like);
+    CHECK("empty (0,2^62,2^62) refused", st == MHA_E_ARG && strstr(mha_errmsg(), "its strides overflow"), "status %d: %s",
+          st, mha_errmsg());
+    size_t fits[3] = {0, G / 4, 2};   /* stride 2^61 * 2 = 2^62: representable */
+    st = mha_zeros(&t, MHA_FLOAT32, 3, fits);
+    CHECK("zeros (0,2^60,2) made", st == MHA_OK && t.stride[0] == (ptrdiff_t)(G / 2) && t.stride[1] == 2 && t.stride[2] == 1,
+          "status %d: %s", st, mha_errmsg());
+    mha_release(&t);
+    size_t zero_last[3] = {G, 4, 0};
+    st = mha_zeros(&t, MHA_FLOAT32, 3, zero_last);
+    CHECK("zeros (2^62,4,0) holds nothing and is made", st == MHA_OK && mha_numel(&t) == 0 && t.stride[0] == 4,
+          "status %d: %s", st, mha_errmsg());
+    st = mha_unsqueeze(&v, &t, 0);
+    CHECK("its unsqueeze(0) does not overflow a stride", st == MHA_OK && v.shape[0] == 1 && v.stride[0] == 1,
+          "status %d stride %td", st, v.stride[0]);
+    mha_release(&v);
+    mha_release(&t);
+    size_t one[1] = {0};
+    mha_zeros(&t, MHA_FLOAT32, 1, one);
+    ptrdiff_t view_shape[3] = {0, (ptrdiff_t)G, 4};
+    st = mha_view(&v, &t, 3, view_shape);
+    CHECK("view (0) as (0,2^62,4) refused", st == MHA_E_ARG && v.storage == NULL &&
+          strcmp(mha_errmsg(), "view: shape (0,4611686018427387904,4): its strides overflow (sizes multiply past 2^63)") == 0,
+          "status %d: %s", st, mha_errmsg());
+    st = mha_reshape(&v, &t, 3, view_shape);
+    CHECK("reshape likewise", st == MHA_E_ARG && strstr(mha_errmsg(), "reshape: shape (0,4611686018427387904,4): its strides overflow"),
+          "status %d: %s", st, mha_errmsg());
+    ptrdiff_t ok_shape[3] = {(ptrdiff_t)G, 0, 2};
+    st = mha_view(&v, &t, 3, ok_shape);
+    CHECK("view (0) as (2^62,0,2) made", st == MHA_OK && v.stride[0] == 2 && v.stride[1] == 2 && v.stride[2] == 1,
+          "status %d: %s", st, mha_errmsg());
+    mha_release(&v);
+    mha_release(&t);
+}
+
 int main(void) {
+    test_stride_overflow();
     test_views_against_torch();
     test_sharing();
     test_narrow_select_expand();

@@ -209,4 +209,18 @@ T.test("memory accounting", function()
     T.ok("close() frees it at once", live2 <= live1 - 256 * 256 * 4)
 end)
 
+-- torch.softmax(torch.tensor(3.), 0) and (..., -1) are tensor(1.): a 0-d tensor counts as one of shape
+-- (1), whose only dim is 1 or -1 here; NaN and infinities give NaN, as in torch 1.13
+T.test("softmax of a 0-d tensor", function()
+    T.eq("dim 1", mha.softmax(mha.tensor(3), 1):item(), 1.0)
+    T.eq("dim -1", mha.softmax(mha.tensor(-7.5), -1):item(), 1.0)
+    T.eq("a 0-d result", mha.softmax(mha.tensor(3), 1):shape(), {})
+    for _, v in ipairs({ 0 / 0, math.huge, -math.huge }) do
+        local y = mha.softmax(mha.tensor(v), 1):item()
+        T.ok("softmax of " .. tostring(v) .. " is NaN", y ~= y, tostring(y))
+    end
+    T.raises("dim 2 out of range", function() mha.softmax(mha.tensor(3), 2) end,
+        "softmax: dim 2 out of range for a tensor of shape () (expected 1..1 or -1..-1)")
+end)
+
 T.done()

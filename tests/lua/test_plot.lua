@@ -7,6 +7,7 @@ local T = require "testlib"
 local mha = T.mha
 local plot = require "mha.plot"
 local gnuplot = require "mha.gnuplot"
+local display = require "mha.display"
 
 -- a private directory for every file this test writes, removed at the end
 local tmp = os.tmpname()
@@ -71,6 +72,18 @@ local function stdout_of(fn)
     return slurp(path)
 end
 
+-- Runs fn with io.stderr going to a file; returns what was written.
+local function stderr_of(fn)
+    local saved = io.stderr
+    local path = tmpfile("stderr.txt")
+    io.stderr = assert(io.open(path, "w"))
+    local ok, err = pcall(fn)
+    io.stderr:close()
+    io.stderr = saved
+    if not ok then error(err, 0) end
+    return slurp(path)
+end
+
 -- Our pid, our children (from /proc), our open descriptors.
 local function my_pid()
     return tonumber(slurp("/proc/self/stat"):match("^(%d+)"))
@@ -91,6 +104,13 @@ local function fd_count()
         if f then n = n + 1; f:close() end
     end
     return n
+end
+
+local function gnuplot_has(name)
+    for _, t in ipairs(plot.terminals()) do
+        if t == name then return true end
+    end
+    return false
 end
 
 plot.terminal("none")   -- draw only into files here; the dumb terminal is tested on its own
@@ -244,10 +264,92 @@ T.test("hostile text stays text", function()
     T.ok("%s in a tic label drawn as is", svg:find("@GPVAL_TERM %s %d", 1, true) ~= nil, "%s was not kept")
 end)
 
+-- Hostile strings, each of which must arrive in the drawing as written (control characters as spaces):
+-- quotes leading, doubled and unbalanced, backslashes and escapes, backquotes, macros, variables,
+-- printf and enhanced-text marks, pipes, gnuplot commands, very long and wide text.
+local HOSTILE = {
+    "'tis", "''", "'", "'''", "''''", "'a''b'", "it's", "a'", "'a", "''a''",
+    '"', '""', '"a"', 'a"b', '\\', '\\\\', '\\"', "\\'", "a\\", "\\n\\t\\001",
+    "\\101\\102", "`touch OWNED`", "`", "a`b`c", "@GPVAL_TERM", "@", "@@x", "$x", "$$", "$mha_line_1",
+    "%s %d %%", "%", "100%", "{/Symbol a}^2_x", "&{ab}~x", "|touch OWNED", "; system 'touch OWNED'",
+    "'; system('touch OWNED'); '", '"; system("touch OWNED"); "', "x\n!touch OWNED", "line\r\nbreak\0nul",
+    "\t tab", "#comment", "eval 'x'", "EOD", "\239\187\191bom", "注意力 'quoted' \"中\"", "é\\è",
+    "))((", "]], [[", string.rep("'\"`", 30),
+}
+
+-- The text a drawing shows for s: control characters are spaces; the SVG escapes & < >.
+local function svg_text(s)
+    return (s:gsub("%c", " "):gsub("&", "&amp;"):gsub("<", "&lt;"):gsub(">", "&gt;"))
+end
+
+T.test("every hostile string is drawn as written", function()
+    T.ok("at least 46 payloads", #HOSTILE >= 46, #HOSTILE .. " payloads")
+    local cwd_owned = io.open("OWNED", "r")
+    if cwd_owned then cwd_owned:close(); os.remove("OWNED") end
+    local failed = {}
+    for i, s in ipairs(HOSTILE) do
+        local ok, err = pcall(function()
+            plot.line { { y = { 1, 2 }, title = s }, title = s, xlabel = s, ylabel = s }
+            plot.save(tmpfile("hostile_" .. i .. ".svg"))
+        end)
+        local svg = slurp(tmpfile("hostile_" .. i .. ".svg")) or ""
+        -- <text> or, when spaces must be kept, <text xml:space="preserve">
+        local want, times, at = ">" .. svg_text(s) .. "</text>", 0, 1
+        while true do
+            at = svg:find(want, at, true)
+            if not at then break end
+            times, at = times + 1, at + 1
+        end
+        -- the title, both axis labels and the legend entry: four times
+        if not ok then
+            failed[#failed + 1] = string.format("%d %q: %s", i, s, err)
+        elseif times ~= 4 then
+            failed[#failed + 1] = string.format("%d %q: drawn %d times, not 4", i, s, times)
+        end
+    end
+    T.ok("all " .. #HOSTILE .. " titles and labels drawn intact", #failed == 0, table.concat(failed, "\n"))
+    -- tic labels are also printf formats: every one as written (as labels are: control characters as ?,
+    -- long ones shortened with an ellipsis), in one bar chart
+    local values = {}
+    for i = 1, #HOSTILE do values[i] = i end
+    plot.bar(HOSTILE, values)
+    plot.save(tmpfile("hostile_bar.svg"))
+    local svg = slurp(tmpfile("hostile_bar.svg")) or ""
+    local missing = {}
+    for i, s in ipairs(HOSTILE) do
+        if not svg:find(">" .. svg_text(display.clean_label(s)) .. "</text>", 1, true) then missing[#missing + 1] = string.format("%d %q", i, s) end
+    end
+    T.ok("all " .. #HOSTILE .. " tic labels drawn intact", #missing == 0, table.concat(missing, ", "))
+    T.ok("no hostile string ran a command", not exists("OWNED"), "OWNED was created")
+end)
+
+-- gnuplot runs `set output '|cmd'` as a command. The name plot.save gives gnuplot is its own, so no name
+-- is ever read as a pipe: a folder that is not there is an error, one that is there gets the file.
+T.test("a file name is never a pipe", function()
+    plot.line { y = { 1, 2, 3 } }
+    -- (names in this folder are tried by tests/sh/test_plot.sh, which runs in a folder of its own)
+    local name = "|touch " .. tmpfile("piped") .. "; cat >/dev/null; .png"
+    T.raises("save to a pipe-like name in no folder", function() plot.save(name) end,
+        "plot.save: cannot write '" .. name .. "': folder '|touch " .. tmp .. "/piped; cat >/dev': No such file or directory")
+    T.ok("no pipe ran", not exists(tmpfile("piped")))
+    local odd = tmpfile("|touch " .. tmpfile("piped2") .. " ;")
+    os.execute("mkdir -p '" .. odd .. "'")
+    T.eq("a folder named like a pipe gets the file", plot.save(odd .. "/a.png"), odd .. "/a.png")
+    check_png("file under a pipe-like folder", odd .. "/a.png")
+    T.ok("and no pipe ran", not exists(tmpfile("piped2")))
+    plot.closeall()
+end)
+
 T.test("gnuplot errors", function()
     plot.heatmap(weights)
     T.raises("save into a missing directory", function() plot.save(tmp .. "/no/such/dir/x.png") end,
-        { "plot.save: gnuplot:", "(in: set output '" .. tmp .. "/no/such/dir/x.png')" })
+        "plot.save: cannot write '" .. tmp .. "/no/such/dir/x.png': folder '" .. tmp
+            .. "/no/such/dir': No such file or directory")
+    T.ok("a failed save leaves no temporary file", not io.popen("ls -a '" .. tmp .. "'"):read("a"):find(".mha-plot", 1, true))
+    os.execute("mkdir '" .. tmp .. "/taken.png'")
+    T.raises("save onto a folder", function() plot.save(tmp .. "/taken.png") end,
+        "plot.save: cannot write '" .. tmp .. "/taken.png': Is a directory")
+    T.ok("nor does a failed rename", not io.popen("ls -a '" .. tmp .. "'"):read("a"):find(".mha-plot", 1, true))
     local fig = plot.figure()
     T.raises("an error quotes its command", function() fig:run("test", { "set title 'ok'", "plot mha_undefined_xyz" }) end,
         { "test: gnuplot:", "undefined variable: mha_undefined_xyz", "(in: plot mha_undefined_xyz)" })
@@ -258,7 +360,16 @@ T.test("gnuplot errors", function()
     T.raises("save needs a drawing", function() plot.figure():save(tmpfile("x.png")) end, "draw something first")
     T.raises("save extension", function() plot.save(tmpfile("x.jpg")) end, "the name must end in .png, .svg or .pdf")
     T.raises("save control character", function() plot.save(tmpfile("x\n.png")) end, "control character")
-    T.raises("unknown terminal", function() plot.terminal("nosuchterm") end, "plot.terminal: gnuplot has no terminal 'nosuchterm'")
+    T.raises("unknown terminal", function() plot.terminal("nosuchterm") end,
+        "plot.terminal: gnuplot has no terminal 'nosuchterm' (one of: dumb, none, ")
+    -- gnuplot has these, but they write files or code: drawing on them failed inside gnuplot
+    for _, name in ipairs({ "png", "lua", "xterm", "tkcanvas", "svg" }) do
+        if gnuplot_has(name) then
+            T.raises("terminal " .. name .. " refused", function() plot.terminal(name) end,
+                "plot.terminal: gnuplot's terminal '" .. name .. "' does not draw on screen (files are plot.save's) (one of: dumb, none, ")
+        end
+    end
+    T.eq("still the terminal chosen before", plot.terminal(), "none")
     plot.closeall()
 end)
 
@@ -317,6 +428,33 @@ T.test("200 figures leave nothing behind", function()
     collectgarbage()
     T.eq("no gnuplot process left", #children(), kids)
     T.eq("no file descriptor left", fd_count(), fds)
+end)
+
+-- A loop of figures nobody keeps must not pile up gnuplots until a collection: at most 4 run before a
+-- collection closes the dropped ones; 16 figures still held are the most that keep theirs.
+T.test("figures dropped in a loop do not pile up gnuplots", function()
+    plot.closeall()
+    collectgarbage()
+    local kids, most = #children(), 0
+    for i = 1, 40 do
+        plot.figure():bar({ "a", "b" }, { i, 1 })
+        most = math.max(most, #children() - kids)
+    end
+    T.ok("at most 4 gnuplots at once for dropped figures", most <= 4, most .. " at once")
+    local held = {}
+    local warned = stderr_of(function()
+        for i = 1, 20 do
+            held[i] = plot.figure()
+            held[i]:bar({ "a", "b" }, { i, 1 })
+            most = math.max(most, #children() - kids)
+        end
+    end)
+    T.ok("at most 16 gnuplots at once for held figures", most <= 16, most .. " at once")
+    T.ok("the oldest figure lost its gnuplot", held[1].proc == nil and held[20].proc ~= nil)
+    T.ok("and that was said", warned:find("plot: closing figure " .. held[1].number .. "'s gnuplot: at most 16 run at once", 1, true) ~= nil, warned)
+    stderr_of(function() held[1]:bar({ "a", "b" }, { 1, 2 }) end)
+    T.ok("a figure that lost its gnuplot draws again", held[1].proc ~= nil)
+    plot.closeall()
 end)
 
 T.test("dumb terminal draws text", function()

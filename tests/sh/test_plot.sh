@@ -54,8 +54,40 @@ MHA_PLOT_TERM=none timeout 20 "$repl" "$tmp/term.lua" >"$tmp/out" 2>"$tmp/err"
 [ "$(cat "$tmp/out")" = "terminal:	none" ] && [ ! -s "$tmp/err" ] \
     && pass "MHA_PLOT_TERM=none draws nothing" || fail "MHA_PLOT_TERM=none draws nothing" "$(cat "$tmp/out" "$tmp/err")"
 MHA_PLOT_TERM=nosuchterm DISPLAY= timeout 20 "$repl" "$tmp/term.lua" >"$tmp/out" 2>"$tmp/err"
-grep -q "plot: gnuplot has no terminal 'nosuchterm'; choosing one" "$tmp/err" && grep -q '^terminal:	dumb$' "$tmp/out" \
+grep -q "plot: MHA_PLOT_TERM: gnuplot has no terminal 'nosuchterm' (one of: dumb, none, .*); choosing one" "$tmp/err" && grep -q '^terminal:	dumb$' "$tmp/out" \
     && pass "MHA_PLOT_TERM unknown falls back" || fail "MHA_PLOT_TERM unknown falls back" "$(cat "$tmp/out" "$tmp/err")"
+
+# terminals gnuplot has that write files or code (or none at all) were taken, then failed in gnuplot:
+# each is said once and the automatic choice made
+for name in png lua xterm tkcanvas 'png|lua'; do
+    MHA_PLOT_TERM=$name DISPLAY= timeout 20 "$repl" "$tmp/term.lua" >"$tmp/out" 2>"$tmp/err"
+    rc=$?
+    n=$(grep -cF "terminal '$name' " "$tmp/err")
+    [ "$rc" -eq 0 ] && [ "$n" -eq 1 ] && grep -q "^plot: MHA_PLOT_TERM: gnuplot.*(one of: dumb, none, .*); choosing one$" "$tmp/err" \
+        && grep -q '^terminal:	dumb$' "$tmp/out" && grep -q 'wiggle' "$tmp/out" \
+        && pass "MHA_PLOT_TERM=$name refused once, text drawn" \
+        || fail "MHA_PLOT_TERM=$name refused once, text drawn" "status $rc, said $n times: $(cat "$tmp/out" "$tmp/err")"
+done
+
+# ---- plot.save: a name gnuplot would read as a pipe ('|cmd') never reaches it ----
+mkdir "$tmp/cwd"
+cat >"$tmp/pipe.lua" <<'EOF'
+plot.line{y = {1, 2, 3}}
+for _, name in ipairs({"|touch pwned1; cat >/dev/null; .png", " |touch pwned2 #.svg", "|touch pwned3;.pdf",
+                       "|pwned4/x.png"}) do
+    print(pcall(plot.save, name))
+end
+EOF
+(cd "$tmp/cwd" && MHA_PLOT_TERM=none timeout 30 "$repl" "$tmp/pipe.lua" >"$tmp/out" 2>"$tmp/err")
+ls -A "$tmp/cwd" >"$tmp/ls"
+! grep -q '^pwned' "$tmp/ls" && pass "save: no pipe ran" || fail "save: no pipe ran" "$(cat "$tmp/ls")"
+grep -qxF "false	plot.save: cannot write '|touch pwned1; cat >/dev/null; .png': folder '|touch pwned1; cat >/dev': No such file or directory" "$tmp/out" \
+    && grep -qxF "false	plot.save: cannot write '|pwned4/x.png': folder '|pwned4': No such file or directory" "$tmp/out" \
+    && pass "save: a missing folder is named" || fail "save: a missing folder is named" "$(cat "$tmp/out")"
+grep -qxF "true	 |touch pwned2 #.svg" "$tmp/out" && grep -qxF "true	|touch pwned3;.pdf" "$tmp/out" \
+    && grep -q '^<svg' "$tmp/cwd/ |touch pwned2 #.svg" && [ "$(head -c 5 "$tmp/cwd/|touch pwned3;.pdf")" = "%PDF-" ] \
+    && pass "save: a pipe-like name is an ordinary file name" || fail "save: a pipe-like name is an ordinary file name" "$(cat "$tmp/out" "$tmp/err" "$tmp/ls")"
+[ "$(wc -l <"$tmp/ls")" -eq 2 ] && pass "save: no temporary file left" || fail "save: no temporary file left" "$(cat "$tmp/ls")"
 
 # ---- the REPL's exit reaps every figure's gnuplot (a gnuplot under a unique name, to count it) ----
 mkdir "$tmp/bin"
