@@ -288,6 +288,14 @@ ok, why = L.compare(0.125, 0.13)
 T.ok("a wrong number names the difference", not ok and why:find("0.13"), why)
 ok, why = L.compare(mha.tensor{1, 2}, {{1, 2}, {3}})
 T.ok("a ragged table is malformed", not ok and why:find("cannot be read"), why)
+-- in a Chinese lesson the reason is Chinese too, not "a nil"
+local check = require "mha.lesson.check"
+ok, why = check.compare(mha.tensor{1, 2}, nil, nil, "zh")
+T.eq("nil answered in zh", why, "无法读取你的答案：一个 nil 值")
+ok, why = check.compare(mha.tensor{1, 2}, {{1, 2}, {3}}, nil, "zh")
+T.eq("ragged answer in zh", why, "无法读取你的答案：它的各行长度不同")
+ok, why = check.compare(mha.tensor{1, 2}, {1, "x"}, nil, "en")
+T.eq("a string inside, in en", why, "your answer cannot be read: it contains a string")
 ok, why = L.compare({4, 7, 12}, {4, 7, 12})
 T.ok("a shape answered as a list", ok, why)
 
