@@ -654,8 +654,12 @@ end
 function M.goto_step(k)
     if not need_session() then return false end
     local n = #session.lesson.steps
+    local given = k
     k = math.tointeger(tonumber(k))
-    if not k or k < 1 or k > n then
+    if not k then   -- :goto abc, :goto 2.5, :goto alone: not a step number at all
+        say_text(string.format(words[session.lang].goto_number, tostring(given or ""), n))
+        return false
+    elseif k < 1 or k > n then
         say_text(string.format(words[session.lang].goto_range, n))
         return false
     end

@@ -397,6 +397,8 @@ T.ok("next after an unanswered exercise at the end says the lesson is over", tex
 -- ---- :run from mid-lesson: a last exercise is asked once, the end said once ----------------------
 local function count(s, pattern) return select(2, s:gsub(pattern, "")) end
 captured(L.start, 8, {batch = false, lang = "en"})
+text = captured(L.goto_step, "abc")
+T.ok(":goto abc says it is not a number", text:find(":goto: 'abc' is not a step number; write :goto K with K from 1 to 6", 1, true), text)
 captured(L.goto_step, 3)
 text = captured(L.run_rest)
 T.eq(":run asks the last exercise once", count(text, "step 6/6"), 1)
