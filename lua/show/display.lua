@@ -31,9 +31,11 @@ local OPTION_CHECK = {
 -- The few words a printed tensor carries, in the language of the printoptions (a lesson in Chinese sets "zh").
 local WORDS = {
     en = {columns = "columns %s-%s", column = "column %s", more_columns = "columns ...", scale = "scale: ",
-          rows_of = "rows 1-%d of %d", columns_of = "columns 1-%d of %d", shown = "(%s shown)", comma = ", "},
+          rows_of = "rows 1-%d of %d", columns_of = "columns 1-%d of %d", shown = "(%s shown)", comma = ", ",
+          empty = "heat: %s is empty: no cells to draw"},
     zh = {columns = "第 %s-%s 列", column = "第 %s 列", more_columns = "列 ...", scale = "刻度：",
-          rows_of = "第 1-%d 行（共 %d 行）", columns_of = "第 1-%d 列（共 %d 列）", shown = "（只显示%s）", comma = "，"},
+          rows_of = "第 1-%d 行（共 %d 行）", columns_of = "第 1-%d 列（共 %d 列）", shown = "（只显示%s）", comma = "，",
+          empty = "heat：%s 是空的：没有格子可画"},
 }
 
 -- Text safe to print: control characters (which could move the cursor or change colours) become "?".
@@ -661,6 +663,12 @@ function M.heat(t, opts)
     local src = source("heat", t, true)
     local shape, ndim = src.shape, #src.shape
     if ndim == 0 then error("heat: expected a tensor with at least one dimension, got a scalar", 2) end
+    for d = 1, ndim do
+        if shape[d] == 0 then   -- (0,0), (2,0): no cell, so no scale either
+            io.write(string.format(WORDS[o.lang].empty, shape_str(shape)), "\n", footer(src), "\n")
+            return
+        end
+    end
     local ix = {}
     for d = 1, ndim do
         ix[d] = {}

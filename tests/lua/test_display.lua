@@ -169,6 +169,11 @@ T.test("plain Lua tables", function()
 end)
 
 T.test("heat", function()
+    -- a tensor without cells says so, not a scale with nothing above it (and (2,0) does not fail)
+    T.eq("heat of (0,0)", captured(function() mha.heat(mha.zeros(0, 0)) end),
+        "heat: (0,0) is empty: no cells to draw\n[float32 (0,0)]\n")
+    T.eq("heat of (2,0)", captured(function() mha.heat(mha.zeros(2, 0)) end),
+        "heat: (2,0) is empty: no cells to draw\n[float32 (2,0)]\n")
     -- level k (1..8) covers x = (v - lo)/(hi - lo) in [(k-1)/8, k/8); the top value takes the last
     local m = mha.tensor { { 0, 0.2, 0.4 }, { 0.6, 0.8, 1 } }
     local text = captured(function() mha.heat(m, { rows = { "q1", "q2" }, cols = { "k1", "k2", "k3" }, color = false }) end)
