@@ -885,8 +885,14 @@ function M.install_globals()
         local ok, plot = pcall(require, "mha.plot")
         if ok then _G.plot = plot end
     end
-    -- answer(value) prints the verdict and returns whether it was right
-    _G.answer = function(value) return M.answer(value) end
+    -- answer(value) prints the verdict and returns whether it was right - to a script, a batch run or
+    -- lesson code. At the interactive prompt it returns nothing, as :answer does: the verdict line is what
+    -- the student reads, and a bare "true" under it would only repeat it.
+    _G.answer = function(value)
+        local right = M.answer(value)
+        if the_repl and the_repl.interactive and session and not session.batch then return end
+        return right
+    end
     _G.say = function(t) say_text(tr(t)) end
     -- tr{en=, zh=}: the string of the lesson's language, for labels and titles printed by lesson code
     _G.tr = function(t) return tr(t) end

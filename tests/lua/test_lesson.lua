@@ -500,6 +500,12 @@ T.eq("answer() returns true when right", {results.n, results[1]}, {1, true})
 text = captured(function() results = table.pack(answer(V:select(1, 2))) end)
 T.ok("a wrong answer() says not yet", text:find("not yet", 1, true), text)
 T.eq("a wrong answer() returns false", {results.n, results[1]}, {1, false})
+-- at the interactive prompt answer() returns nothing (no bare "true" under the verdict), as :answer
+L.install({interactive = true})
+text = captured(function() results = table.pack(answer(weights:select(1, 2):matmul(V))) end)
+T.ok("answer() at the prompt says correct", text:find("correct", 1, true), text)
+T.eq("answer() at the prompt returns nothing", results.n, 0)
+L.install(nil)
 
 -- ---- :lang switches the language and says so in the new one ---------------------------------------
 local commands = {}
