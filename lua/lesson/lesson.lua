@@ -503,7 +503,7 @@ end
 
 -- Runs fn with the step's output going through paged_write (print, io.write, the runner's own lines).
 local function with_pager(fn)
-    if session.batch or not M.pager.at_terminal() then return fn() end
+    if (session and session.batch) or not M.pager.at_terminal() then return fn() end
     local rows = M.pager.rows()
     if not rows or rows < 8 then return fn() end
     -- the last row for the prompt or the pause; the blank line above a step's rule may scroll away
@@ -524,6 +524,9 @@ local function with_pager(fn)
     if not results[1] then error(results[2], 0) end
     return table.unpack(results, 2, results.n)
 end
+
+-- help() pages its long lists through the same pager (at a terminal, outside batch lessons).
+M.paged = with_pager
 
 -- The header, text (or exercise prompt) and echoed code of step k, without running anything.
 local function draw_step(k)

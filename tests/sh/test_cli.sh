@@ -93,6 +93,11 @@ printf '\nmha.printoptions{precision = "x"}\n' >"$tmp/popt.lua"
 run '' "$tmp/popt.lua"
 [ "$rc" -eq 1 ] && [ "$err" = "$repl: $tmp/popt.lua:2: printoptions: option precision must be an integer 0..16, got x" ]
 check script_printoptions_error_at_script_line $? "rc $rc err [$err]"
+# help() outside the interactive REPL lists every REPL command, not only the four with a docs entry
+run '' -e 'help()'
+cmds=$(printf '%s\n' "$out" | sed -n '/^REPL commands:/,/^[^ ]/p')
+has "$cmds" ":save" && has "$cmds" ":goto" && has "$cmds" ":quit" && has "$cmds" ":answer" && has "$cmds" ":next"
+check help_lists_all_commands_outside_repl $? "commands [$cmds]"
 printf 'x = = 1\n' >"$tmp/syntax.lua"
 run '' "$tmp/syntax.lua"
 [ "$rc" -eq 1 ] && has "$err" "syntax.lua:1:"; check script_syntax_error $? "rc $rc err [$err]"
