@@ -53,7 +53,10 @@ int lmha_multihead_new(lua_State *L) {
     static const char *const fname = "MultiheadAttention";
     static const char *const options[] = {"embed_dim", "num_heads", "bias", "kdim", "vdim", "add_bias_kv",
                                           "add_zero_attn", "batch_first", NULL};
-    luaL_checktype(L, 1, LUA_TTABLE);
+    if (!lua_istable(L, 1)) /* mha.MultiheadAttention(8, 2), positional as in PyTorch: show the named form */
+        return luaL_error(L, "%s takes a table: mha.MultiheadAttention{embed_dim = %s, num_heads = %s} (got %s)", fname,
+                          lua_type(L, 1) == LUA_TNUMBER ? luaL_tolstring(L, 1, NULL) : "E",
+                          lua_type(L, 2) == LUA_TNUMBER ? luaL_tolstring(L, 2, NULL) : "H", luaL_typename(L, 1));
     lmha_checkoptions(L, 1, fname, options);
     mha_multihead_options opt = {0};
     opt.embed_dim = opt_size(L, "embed_dim", 0);

@@ -251,6 +251,21 @@ local function group_of(name, entry)
     return name:match("^(.*)[.:]") or "topics"
 end
 
+-- Outside the interactive REPL (mha-repl -e 'help()', a script) no REPL has handed its commands over:
+-- the table is made as repl.init makes it (the REPL's own and the lesson runner's), so that help() lists
+-- every command all the same.
+local function command_table()
+    if next(commands) == nil and package.preload["mha.repl"] then
+        local ok, repl = pcall(require, "mha.repl")
+        if ok and type(repl) == "table" and type(repl.commands) == "table" then
+            local lok, lesson = pcall(require, "mha.lesson")
+            if lok and type(lesson) == "table" and lesson.install then lesson.install(repl) end
+            commands = repl.commands
+        end
+    end
+    return commands
+end
+
 local function topics()
     local groups, order, seen = {}, {}, {}
     local function add(g, name)
@@ -260,7 +275,7 @@ local function topics()
         table.insert(groups[g], name)
     end
     for name, entry in pairs(help.docs()) do add(group_of(name, entry), name) end
-    for name in pairs(commands) do add("REPL commands", ":" .. name) end
+    for name in pairs(command_table()) do add("REPL commands", ":" .. name) end
     table.sort(order, function(a, b)  -- the overviews first
         if (a == "topics") ~= (b == "topics") then return a == "topics" end
         return a < b
@@ -457,8 +472,13 @@ function help.text(...)
     return "No help for this " .. type(value) .. ". help() lists the topics."
 end
 
+-- At a terminal, a text taller than the screen pauses as a lesson step does: the lesson runner's pager.
 function help.help(...)
-    print(help.text(...))
+    local text = help.text(...)
+    local ok, lesson = false, nil
+    if package.loaded["mha.lesson"] or package.preload["mha.lesson"] then ok, lesson = pcall(require, "mha.lesson") end
+    if ok and type(lesson) == "table" and lesson.paged then return lesson.paged(function() print(text) end) end
+    print(text)
 end
 
 -- The text :help NAME prints for a command (NAME without its ':').

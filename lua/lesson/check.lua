@@ -14,23 +14,27 @@ local check = {}
 local is_tensor = mha.is_tensor
 local shape_str = display.shape_str
 
+-- Why a value cannot be read: nil, the reason in English (for a lesson author's own solution), and its
+-- words.check key and argument (to say it to the student in the lesson's language).
+local function unreadable(key, arg) return nil, string.format(words.check.en[key], arg), key, arg end
+
 local function flatten_table(t, shape, data, depth)
     if type(t) ~= "table" then
         if type(t) == "boolean" then t = t and 1 or 0 end
-        if type(t) ~= "number" then return nil, "it contains a " .. type(t) end
+        if type(t) ~= "number" then return unreadable("why_contains", type(t)) end
         data[#data + 1] = t
         return true
     end
     if shape[depth] == nil then shape[depth] = #t
-    elseif shape[depth] ~= #t then return nil, "its rows have different lengths" end
+    elseif shape[depth] ~= #t then return unreadable("why_ragged") end
     for i = 1, #t do
-        local ok, err = flatten_table(t[i], shape, data, depth + 1)
-        if not ok then return nil, err end
+        local ok, err, key, arg = flatten_table(t[i], shape, data, depth + 1)
+        if not ok then return nil, err, key, arg end
     end
     return true
 end
 
--- value -> {shape = {...}, data = {...}} or nil, reason.
+-- value -> {shape = {...}, data = {...}} or nil, reason, and the reason's words.check key and argument.
 function check.flatten(v)
     if is_tensor(v) then
         local shape = v:shape()
@@ -40,20 +44,20 @@ function check.flatten(v)
         local flat = {shape = shape, data = {}}
         if type(nested) ~= "table" then flat.data[1] = (type(nested) == "boolean") and (nested and 1 or 0) or nested
         else
-            local ok, err = flatten_table(nested, {}, flat.data, 1)
-            if not ok then return nil, err end
+            local ok, err, key, arg = flatten_table(nested, {}, flat.data, 1)
+            if not ok then return nil, err, key, arg end
         end
-        if #flat.data ~= total then return nil, "a tensor whose values could not be read" end
+        if #flat.data ~= total then return unreadable("why_tensor") end
         return flat
     elseif type(v) == "number" or type(v) == "boolean" then
         return {shape = {}, data = {type(v) == "boolean" and (v and 1 or 0) or v}}
     elseif type(v) == "table" then
         local flat = {shape = {}, data = {}}
-        local ok, err = flatten_table(v, flat.shape, flat.data, 1)
-        if not ok then return nil, err end
+        local ok, err, key, arg = flatten_table(v, flat.shape, flat.data, 1)
+        if not ok then return nil, err, key, arg end
         return flat
     end
-    return nil, "a " .. type(v)
+    return unreadable("why_type", type(v))
 end
 
 local function index_str(shape, flat_index)
@@ -94,9 +98,9 @@ function check.compare(expected, got, tol, lang)
     end
     local e, err = check.flatten(expected)
     if not e then error("the lesson's own solution is not checkable: " .. err) end
-    local g
-    g, err = check.flatten(got)
-    if not g then return false, msg(lang, "malformed", err), "malformed" end
+    local g, key, arg
+    g, err, key, arg = check.flatten(got)
+    if not g then return false, msg(lang, "malformed", msg(lang, key, arg)), "malformed" end
     -- a number answers a one-element tensor, a list answers a 1-D tensor: compare counts then shapes
     local same_shape = #e.shape == #g.shape
     for i = 1, #e.shape do same_shape = same_shape and e.shape[i] == g.shape[i] end

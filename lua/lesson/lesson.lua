@@ -500,7 +500,7 @@ end
 
 -- Runs fn with the step's output going through paged_write (print, io.write, the runner's own lines).
 local function with_pager(fn)
-    if session.batch or not M.pager.at_terminal() then return fn() end
+    if (session and session.batch) or not M.pager.at_terminal() then return fn() end
     local rows = M.pager.rows()
     if not rows or rows < 8 then return fn() end
     -- the last row for the prompt or the pause; the blank line above a step's rule may scroll away
@@ -521,6 +521,9 @@ local function with_pager(fn)
     if not results[1] then error(results[2], 0) end
     return table.unpack(results, 2, results.n)
 end
+
+-- help() pages its long lists through the same pager (at a terminal, outside batch lessons).
+M.paged = with_pager
 
 -- The header, text (or exercise prompt) and echoed code of step k, without running anything.
 local function draw_step(k)
@@ -651,8 +654,12 @@ end
 function M.goto_step(k)
     if not need_session() then return false end
     local n = #session.lesson.steps
+    local given = k
     k = math.tointeger(tonumber(k))
-    if not k or k < 1 or k > n then
+    if not k then   -- :goto abc, :goto 2.5, :goto alone: not a step number at all
+        say_text(string.format(words[session.lang].goto_number, tostring(given or ""), n))
+        return false
+    elseif k < 1 or k > n then
         say_text(string.format(words[session.lang].goto_range, n))
         return false
     end
@@ -878,8 +885,14 @@ function M.install_globals()
         local ok, plot = pcall(require, "mha.plot")
         if ok then _G.plot = plot end
     end
-    -- answer(value) prints the verdict and returns whether it was right
-    _G.answer = function(value) return M.answer(value) end
+    -- answer(value) prints the verdict and returns whether it was right - to a script, a batch run or
+    -- lesson code. At the interactive prompt it returns nothing, as :answer does: the verdict line is what
+    -- the student reads, and a bare "true" under it would only repeat it.
+    _G.answer = function(value)
+        local right = M.answer(value)
+        if the_repl and the_repl.interactive and session and not session.batch then return end
+        return right
+    end
     _G.say = function(t) say_text(tr(t)) end
     -- tr{en=, zh=}: the string of the lesson's language, for labels and titles printed by lesson code
     _G.tr = function(t) return tr(t) end

@@ -501,9 +501,9 @@ local function find_command(name)
     if #found == 1 then return repl.commands[found[1]], found[1] end
     if #found == 0 then
         return nil, habit_hint("unknown_command", name, command_names(), repl.lang())
-            or "unknown command :" .. name .. " (? lists the commands)"
+            or string.format(repl.said("unknown"), name)
     end
-    return nil, ":" .. name .. " could be :" .. table.concat(found, ", :")
+    return nil, string.format(repl.said("could_be"), name, table.concat(found, ", :"))
 end
 
 -- ? : the commands, one a row with its help wrapped under its own column, then the keys. Laid out for
@@ -771,11 +771,13 @@ local SAID = {
     en = {time = "time: ", on = "on", off = "off",
           fresh = "fresh state (the history, the transcript for :save and :time are kept)",
           save_name = ":save needs a file name: :save FILE writes FILE.lua and FILE.md",
-          saved = "saved %d inputs to %s and %s"},
+          saved = "saved %d inputs to %s and %s",
+          unknown = "unknown command :%s (? lists the commands)", could_be = ":%s could be :%s"},
     zh = {time = "计时：", on = "开", off = "关",
           fresh = "新的状态（历史、:save 的记录和 :time 设置都保留）",
           save_name = ":save 需要文件名：:save FILE 写出 FILE.lua 和 FILE.md",
-          saved = "已把 %d 条输入保存到 %s 和 %s"},
+          saved = "已把 %d 条输入保存到 %s 和 %s",
+          unknown = "没有命令 :%s（? 列出所有命令）", could_be = ":%s 可以是 :%s"},
 }
 function repl.said(word) return (SAID[repl.lang()] or SAID.en)[word] end
 

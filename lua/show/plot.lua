@@ -604,10 +604,12 @@ end
 plot.lang = nil
 local WORDS = {
     en = { head = "head %d", query = "query", key = "key", dims = { "head", "query", "key" },
-           not_found = NOT_FOUND, not_drawn = "plot.line: not drawn without gnuplot: " },
+           not_found = NOT_FOUND, not_drawn = "plot.line: not drawn without gnuplot: ",
+           blank_note = "red marks: cells without a colour (NaN = not a number, inf = infinite)" },
     zh = { head = "头 %d", query = "查询", key = "键", dims = { "头", "查询", "键" },
            not_found = "plot：找不到 gnuplot；请安装 Debian 软件包 gnuplot-qt（有窗口）或 gnuplot-nox（只画文件和文字）",
-           not_drawn = "plot.line：没有 gnuplot，未画出：" },
+           not_drawn = "plot.line：没有 gnuplot，未画出：",
+           blank_note = "红色标记：没有颜色的格子（NaN = 不是数，inf = 无穷大）" },
 }
 function words()
     local lang = type(plot.lang) == "function" and plot.lang() or "en"
@@ -713,7 +715,7 @@ end
 local function tics_command(axis, labels)
     local parts, longest = {}, 0
     for i, l in ipairs(labels) do
-        parts[i] = quote_tic(l) .. " " .. (i - 1)
+        parts[i] = quote_tic(l) .. " " .. i
         longest = math.max(longest, term.width(l))
     end
     local tilt = axis == "x" and (longest > 4 or #labels * longest > 40) and " rotate by 45 right" or ""
@@ -757,28 +759,55 @@ local function datablock(name, rows)
     return table.concat(lines, "\n")
 end
 
--- The commands that draw one matrix (already in a datablock) with token labels, row 1 on top.
-local function matrix_commands(block, nrows, ncols, row_labels, col_labels, lo, hi, values, font)
+-- The cells of a matrix that have no colour (NaN, and infinite values, which data_number also writes
+-- as NaN), as a datablock of "column row text" marks counted from 1, or nil when there are none.
+local function blank_cells(name, m)
+    local lines = { name .. " << EOD" }
+    for i, row in ipairs(m) do
+        for j, v in ipairs(row) do
+            local mark = v ~= v and "NaN" or v == math.huge and "inf" or v == -math.huge and "-inf"
+            if mark then lines[#lines + 1] = string.format("%d %d %s", j, i, mark) end
+        end
+    end
+    if #lines == 1 then return nil end
+    lines[#lines + 1] = "EOD"
+    return table.concat(lines, "\n")
+end
+
+-- The commands that draw one matrix (already in a datablock) with token labels, row 1 on top. Rows and
+-- columns count from 1, as everywhere in mha. The cells without a colour are marked with their value
+-- (NaN, inf, -inf), as mha.heat marks them with ??, and a note under the drawing says what the mark means.
+local function matrix_commands(block, m, row_labels, col_labels, lo, hi, values, font)
+    local nrows, ncols = #m, #m[1]
     local c = {
-        string.format("set xrange [-0.5:%d.5]", ncols - 1),
-        string.format("set yrange [%d.5:-0.5]", nrows - 1),   -- reversed: row 1 at the top
+        string.format("set xrange [0.5:%d.5]", ncols),
+        string.format("set yrange [%d.5:0.5]", nrows),   -- reversed: row 1 at the top
         string.format("set cbrange [%s:%s]", data_number(lo), data_number(hi)),
         col_labels and tics_command("x", col_labels) or "set xtics 1",
         row_labels and tics_command("y", row_labels) or "set ytics 1",
         "set tics scale 0",
     }
     if not col_labels then c[#c + 1] = "set format x '%.0f'" end
+    local at = " matrix using ($1+1):($2+1):"
     -- `pixels`: each cell a rectangle of its own, so an SVG stays crisp at any zoom (an embedded image
     -- of 6x6 pixels is blurred by every viewer that scales it)
-    local plotcmd = "plot " .. block .. " matrix with image pixels notitle"
+    local plotcmd = "plot " .. block .. at .. "3 with image pixels notitle"
     local label_font = font and string.format(" font ',%g'", font) or ""
     if values then
         -- the value in each cell, light on the dark half of the palette and dark on the light half
         local mid = data_number((lo + hi) / 2)
         local fmt = "'%." .. values .. "f'"
         plotcmd = plotcmd
-            .. ", " .. block .. " matrix using 1:2:($3 < " .. mid .. " ? sprintf(" .. fmt .. ", $3) : '') with labels tc rgb '#ffffff'" .. label_font .. " notitle"
-            .. ", " .. block .. " matrix using 1:2:($3 >= " .. mid .. " ? sprintf(" .. fmt .. ", $3) : '') with labels tc rgb '#000000'" .. label_font .. " notitle"
+            .. ", " .. block .. at .. "($3 < " .. mid .. " ? sprintf(" .. fmt .. ", $3) : '') with labels tc rgb '#ffffff'" .. label_font .. " notitle"
+            .. ", " .. block .. at .. "($3 >= " .. mid .. " ? sprintf(" .. fmt .. ", $3) : '') with labels tc rgb '#000000'" .. label_font .. " notitle"
+    end
+    local marks = blank_cells(block .. "_blank", m)
+    if marks then
+        c[#c + 1] = marks
+        c[#c + 1] = "set label 2 " .. quote(words().blank_note) .. " at screen 0.005,0.008 left front" .. label_font
+        plotcmd = plotcmd .. ", " .. block .. "_blank using 1:2:3 with labels tc rgb '#d62728'" .. label_font .. " notitle"
+    else
+        c[#c + 1] = "unset label 2"
     end
     c[#c + 1] = plotcmd
     return c
@@ -823,7 +852,7 @@ function plot.heatmap(M, opts)
     })
     if xlabel ~= "" then commands[#commands + 1] = "set xlabel " .. quote(xlabel) end
     if ylabel ~= "" then commands[#commands + 1] = "set ylabel " .. quote(ylabel) end
-    add_all(commands, matrix_commands("$mha_heat", shape[1], shape[2], rows, cols, lo, hi,
+    add_all(commands, matrix_commands("$mha_heat", m, rows, cols, lo, hi,
         values_digits(fname, opts.values), setting.font))
     local side = math.max(480, math.min(1600, 40 * math.max(shape[1], shape[2]) + 200))
     local scale = font_scale(setting)
@@ -886,7 +915,7 @@ function plot.heads(W, opts)
             commands[#commands + 1] = string.format(
                 "set colorbox user origin screen %.4f,0.15 size screen %.4f,0.7", 1 - px(70) / width, px(18) / width)
         end
-        add_all(commands, matrix_commands("$mha_head_" .. h, L, S, rows, cols, lo, hi, digits, setting.font))
+        add_all(commands, matrix_commands("$mha_head_" .. h, w[h], rows, cols, lo, hi, digits, setting.font))
         if h == 1 then commands[#commands + 1] = "unset object 1; unset label 1" end   -- drawn once
     end
     commands[#commands + 1] = "unset multiplot"
@@ -1013,7 +1042,7 @@ function plot.bar(labels, values, opts)
     local lo, hi = 0, 0
     for _, x in ipairs(v) do lo, hi = math.min(lo, x), math.max(hi, x) end
     local rows = {}
-    for i, x in ipairs(v) do rows[i] = { i - 1, x } end
+    for i, x in ipairs(v) do rows[i] = { i, x } end   -- bar i at x = i, counted from 1 as in mha
     local commands = add_all({ BACKGROUND }, font_commands(setting))
     add_all(commands, {
         "set title " .. quote(opts.title or ""),
@@ -1022,7 +1051,7 @@ function plot.bar(labels, values, opts)
         "set style fill solid 0.8 border -1",
         "set boxwidth 0.7",
         "set grid ytics",
-        string.format("set xrange [-0.6:%d.4]", #v - 1),
+        string.format("set xrange [0.4:%d.6]", #v),
         bar_range(lo, hi),
         tics_command("x", names),
         "set xtics scale 0",

@@ -169,6 +169,11 @@ T.test("plain Lua tables", function()
 end)
 
 T.test("heat", function()
+    -- a tensor without cells says so, not a scale with nothing above it (and (2,0) does not fail)
+    T.raises("heat of (0,0)", function() mha.heat(mha.zeros(0, 0)) end,
+        "heat: the tensor is empty, shape (0,0): nothing to shade")
+    T.raises("heat of (2,0)", function() mha.heat(mha.zeros(2, 0)) end,
+        "heat: the tensor is empty, shape (2,0): nothing to shade")
     -- level k (1..8) covers x = (v - lo)/(hi - lo) in [(k-1)/8, k/8); the top value takes the last
     local m = mha.tensor { { 0, 0.2, 0.4 }, { 0.6, 0.8, 1 } }
     local text = captured(function() mha.heat(m, { rows = { "q1", "q2" }, cols = { "k1", "k2", "k3" }, color = false }) end)

@@ -21,7 +21,10 @@ T.test("wrong types", function()
     T.raises("options not a table", function() mha.sdpa(q, q, q, 5) end,
         "scaled_dot_product_attention: options must be a table, got number")
     T.raises("module options not a table", function() mha.MultiheadAttention(4) end,
-        "bad argument #1 to 'MultiheadAttention' (table expected, got number)")
+        "MultiheadAttention takes a table: mha.MultiheadAttention{embed_dim = 4, num_heads = H} (got number)")
+    -- the PyTorch habit MultiheadAttention(embed_dim, num_heads): the named form with its numbers
+    T.raises("module options positional", function() mha.MultiheadAttention(8, 2) end,
+        "MultiheadAttention takes a table: mha.MultiheadAttention{embed_dim = 8, num_heads = 2} (got number)")
     T.raises("a non-integer dim", function() x:sum(1.5) end, "number has no integer representation")
     T.raises("set value of the wrong type", function() x:set(1, 1, "v") end,
         "set: the value (last argument) is a string, expected a number or a boolean")

@@ -206,6 +206,32 @@ T.ok("command_table_wrapped", listing:find(":save FILE", 1, true) and not layout
      and listing:find("\n" .. string.rep(" ", help_column) .. "%S"),
      (layout_problems(listing, 50) or "fits") .. " hanging " .. tostring(hanging) .. " at " .. help_column .. "\n" .. listing)
 
+-- help() at a terminal pages as a lesson step does (the lesson runner's pager): a 10-row screen pauses
+-- with the "-- more" line, and q lets the rest through
+do
+    local lesson = require "mha.lesson"
+    local saved = {}
+    for k, v in pairs(lesson.pager) do saved[k] = v end
+    local reads = 0
+    lesson.pager.at_terminal = function() return true end
+    lesson.pager.rows = function() return 10 end
+    lesson.pager.read = function() reads = reads + 1; return "q" end
+    local path = os.tmpname()
+    local saved_output, saved_stdout, file = io.output(), io.stdout, assert(io.open(path, "w"))
+    io.output(file)
+    io.stdout = file   -- the pager writes to io.stdout
+    local ok, err = pcall(help.help)
+    io.stdout = saved_stdout
+    file:close()
+    io.output(saved_output)
+    for k, v in pairs(saved) do lesson.pager[k] = v end
+    local f = io.open(path, "rb"); local out = f:read("a"); f:close(); os.remove(path)
+    T.ok("help() runs through the pager", ok, tostring(err))
+    T.eq("help() pauses once on a 10-row screen, then q lets it through", reads, 1)
+    T.ok("help() shows the more line and all its text", out:find("-- more", 1, true) ~= nil
+        and out:find(help.text():sub(-40), 1, true) ~= nil, out:sub(1, 300))
+end
+
 local before = rawget(_G, "help")
 T.ok("help_global_is_lazy", before == nil and type(_G.help) == "function" and rawget(_G, "help") == _G.help,
      "help was " .. tostring(before) .. " before its first use")

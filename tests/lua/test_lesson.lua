@@ -288,6 +288,14 @@ ok, why = L.compare(0.125, 0.13)
 T.ok("a wrong number names the difference", not ok and why:find("0.13"), why)
 ok, why = L.compare(mha.tensor{1, 2}, {{1, 2}, {3}})
 T.ok("a ragged table is malformed", not ok and why:find("cannot be read"), why)
+-- in a Chinese lesson the reason is Chinese too, not "a nil"
+local check = require "mha.lesson.check"
+ok, why = check.compare(mha.tensor{1, 2}, nil, nil, "zh")
+T.eq("nil answered in zh", why, "无法读取你的答案：一个 nil 值")
+ok, why = check.compare(mha.tensor{1, 2}, {{1, 2}, {3}}, nil, "zh")
+T.eq("ragged answer in zh", why, "无法读取你的答案：它的各行长度不同")
+ok, why = check.compare(mha.tensor{1, 2}, {1, "x"}, nil, "en")
+T.eq("a string inside, in en", why, "your answer cannot be read: it contains a string")
 ok, why = L.compare({4, 7, 12}, {4, 7, 12})
 T.ok("a shape answered as a list", ok, why)
 
@@ -389,6 +397,8 @@ T.ok("next after an unanswered exercise at the end says the lesson is over", tex
 -- ---- :run from mid-lesson: a last exercise is asked once, the end said once ----------------------
 local function count(s, pattern) return select(2, s:gsub(pattern, "")) end
 captured(L.start, 8, {batch = false, lang = "en"})
+text = captured(L.goto_step, "abc")
+T.ok(":goto abc says it is not a number", text:find(":goto: 'abc' is not a step number; write :goto K with K from 1 to 6", 1, true), text)
 captured(L.goto_step, 3)
 text = captured(L.run_rest)
 T.eq(":run asks the last exercise once", count(text, "step 6/6"), 1)
@@ -490,6 +500,12 @@ T.eq("answer() returns true when right", {results.n, results[1]}, {1, true})
 text = captured(function() results = table.pack(answer(V:select(1, 2))) end)
 T.ok("a wrong answer() says not yet", text:find("not yet", 1, true), text)
 T.eq("a wrong answer() returns false", {results.n, results[1]}, {1, false})
+-- at the interactive prompt answer() returns nothing (no bare "true" under the verdict), as :answer
+L.install({interactive = true})
+text = captured(function() results = table.pack(answer(weights:select(1, 2):matmul(V))) end)
+T.ok("answer() at the prompt says correct", text:find("correct", 1, true), text)
+T.eq("answer() at the prompt returns nothing", results.n, 0)
+L.install(nil)
 
 -- ---- :lang switches the language and says so in the new one ---------------------------------------
 local commands = {}

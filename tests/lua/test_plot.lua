@@ -136,6 +136,26 @@ T.test("heatmap files", function()
     check_svg("extension in capitals", tmpfile("UPPER.SVG"))
 end)
 
+-- Rows, columns and bars count from 1 as everywhere in mha; a cell without a colour (the NaN row of a
+-- softmax over only -inf) is marked and the mark explained, as mha.heat marks it with ??.
+T.test("heatmap counts from 1 and marks NaN", function()
+    plot.heatmap(mha.softmax(mha.tensor { { 1, 2, -1 / 0 }, { -1 / 0, -1 / 0, -1 / 0 }, { 0, 0, 0 } }, 2), { values = true })
+    plot.save(tmpfile("nan.svg"))
+    local svg = slurp(tmpfile("nan.svg")) or ""
+    local function count(text) local _, n = svg:gsub(">%s*" .. text .. "%s*<", ""); return n end
+    -- 1, 2, 3 once on each axis; 0 only on the colour bar
+    T.eq("tics 1..3 on both axes, no 0", { count("0"), count("1"), count("2"), count("3") }, { 1, 2, 2, 2 })
+    local _, nans = svg:gsub(">NaN<", "")
+    T.eq("each NaN cell is marked", nans, 3)
+    check_svg("nan note", tmpfile("nan.svg"), { "NaN = not a number" })
+    plot.heatmap(weights, { values = true })
+    T.ok("no note without NaN", not table.concat(plot.current().script.commands, "\n"):find("red marks", 1, true))
+    plot.bar({ "a", "b" }, { 1, 2 })
+    local commands = table.concat(plot.current().script.commands, "\n")
+    T.ok("bar 1 stands at x = 1", commands:find("\n1 1\n2 2\n", 1, true) ~= nil
+        and commands:find("set xtics ('a' 1, 'b' 2)", 1, true) ~= nil, commands)
+end)
+
 T.test("heatmap options", function()
     plot.heatmap(weights, { rows = "我 喜欢 你", cols = { "a", "b", "c" }, palette = "gray", zrange = { 0, 1 } })
     plot.save(tmpfile("cjk.svg"))

@@ -1,6 +1,6 @@
 /* tests/repl/test_lessons_pty.c - steps through lesson 8 in mha-repl on a pseudo-terminal, as a student
  * would: Enter, :next, :back, :goto, changing a variable between steps, breaking a step and getting out
- * with the :goto it offers, :lang, answering the exercise (the verdict, and answer() returns whether it was right), :save
+ * with the :goto it offers, :lang, answering the exercise (the verdict; at the prompt answer() echoes no boolean), :save
  * (whose script must run on its own), :quit.
  * The binary is found through env MHA_REPL (tests/run.sh sets it). Every read has a timeout. */
 #include <errno.h>
@@ -152,12 +152,13 @@ int main(void) {
     expect("\n> ");
     step("the student's own names", "q5, k1 = mha.linear(x5, W_q, b_q):narrow(2, 1, D), Kh:select(1, 1):transpose(1, 2)", "\n> ");
     step("scaling by d_model gets its hint", "answer(mha.softmax(q5:matmul(k1) / math.sqrt(E), 2))", "you scaled by √d_model");
-    CHECK("answer() returns false after a wrong answer", expect("\n> ") && strstr(seen_before_prompt, "false"),
+    /* at the prompt answer() returns nothing, as :answer: the verdict is not followed by a bare false/true */
+    CHECK("answer() at the prompt echoes no false", expect("\n> ") && !strstr(seen_before_prompt, "\nfalse\r"),
           "the output before the prompt: %s", seen_before_prompt);
     step("a malformed answer gets a clear message", "answer({1, 2})", "your answer has shape (2); the expected one has shape (1,4)");
     expect("\n> ");
     step("answer() with the right value says correct", "answer(mha.softmax(q5:matmul(k1) / math.sqrt(D), 2))", "correct");
-    CHECK("answer() returns true after the right answer", expect("\n> ") && strstr(seen_before_prompt, "true"),
+    CHECK("answer() at the prompt echoes no true", expect("\n> ") && !strstr(seen_before_prompt, "\ntrue\r"),
           "the output before the prompt: %s", seen_before_prompt);
     step("the lesson goes on: :answer EXPR is checked", ":answer mha.softmax(q5:matmul(k1) / math.sqrt(D), 2)", "correct");
     step("Enter at the end says the lesson is over", "", "End of the lesson");

@@ -84,6 +84,20 @@ printf 'local w = mha.ones(2, 2)\nmha.show(w, 5)\n' >"$tmp/helper.lua"
 run '' "$tmp/helper.lua"
 [ "$rc" -eq 1 ] && [ "$err" = "$repl: $tmp/helper.lua:2: show: options must be a table, got number" ]
 check script_helper_error_at_script_line $? "rc $rc err [$err]"
+# an option error from lua/nn or printoptions (raised in the helper, placed at the script's line by the REPL)
+printf 'local a = 1\nlocal l = mha.nn.Linear{in_features = 3}\n' >"$tmp/nnopt.lua"
+run '' "$tmp/nnopt.lua"
+[ "$rc" -eq 1 ] && [ "$err" = "$repl: $tmp/nnopt.lua:2: nn.Linear: option out_features is required, e.g. mha.nn.Linear{in_features = 4, out_features = 2}" ]
+check script_nn_option_error_at_script_line $? "rc $rc err [$err]"
+printf '\nmha.printoptions{precision = "x"}\n' >"$tmp/popt.lua"
+run '' "$tmp/popt.lua"
+[ "$rc" -eq 1 ] && [ "$err" = "$repl: $tmp/popt.lua:2: printoptions: option precision must be an integer 0..16, got x" ]
+check script_printoptions_error_at_script_line $? "rc $rc err [$err]"
+# help() outside the interactive REPL lists every REPL command, not only the four with a docs entry
+run '' -e 'help()'
+cmds=$(printf '%s\n' "$out" | sed -n '/^REPL commands:/,/^[^ ]/p')
+has "$cmds" ":save" && has "$cmds" ":goto" && has "$cmds" ":quit" && has "$cmds" ":answer" && has "$cmds" ":next"
+check help_lists_all_commands_outside_repl $? "commands [$cmds]"
 printf 'x = = 1\n' >"$tmp/syntax.lua"
 run '' "$tmp/syntax.lua"
 [ "$rc" -eq 1 ] && has "$err" "syntax.lua:1:"; check script_syntax_error $? "rc $rc err [$err]"

@@ -33,6 +33,11 @@ has "? in English" "$tmp/out" "Commands (a unique prefix is enough, :q for :quit
 has "?mha.sofmax: did you mean" "$tmp/out" "No help for 'mha.sofmax'. Did you mean mha.softmax?"
 has ":reset in English" "$tmp/out" "fresh state (the history, the transcript for :save and :time are kept)"
 
+# the REPL's command errors (stderr) follow the language too
+printf ':q2\n:save\n' | MHA_LANG=zh timeout 10 "$repl" -i >"$tmp/out" 2>"$tmp/err"
+has "unknown command in Chinese" "$tmp/err" "没有命令 :q2（? 列出所有命令）"
+has ":save without a name in Chinese" "$tmp/err" ":save 需要文件名：:save FILE 写出 FILE.lua 和 FILE.md"
+
 # :lang zh switches the REPL's own words too
 printf ':lang zh\n:time\n' | timeout 10 "$repl" -i >"$tmp/out" 2>"$tmp/err"
 has ":lang zh switches the REPL's words" "$tmp/out" "计时：开"
