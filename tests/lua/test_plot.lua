@@ -153,7 +153,7 @@ T.test("heatmap counts from 1 and marks NaN", function()
     plot.bar({ "a", "b" }, { 1, 2 })
     local commands = table.concat(plot.current().script.commands, "\n")
     T.ok("bar 1 stands at x = 1", commands:find("\n1 1\n2 2\n", 1, true) ~= nil
-        and commands:find("set xtics ('a' 1, 'b' 2)", 1, true) ~= nil, commands)
+        and commands:find('set xtics ("a" 1, "b" 2)', 1, true) ~= nil, commands)
 end)
 
 T.test("heatmap options", function()
