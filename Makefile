@@ -31,6 +31,7 @@ BIND_SRC += lua/bind/lautograd.c
 BIND_SRC += lua/bind/lnpz.c lua/bind/loptim.c
 SYS_SRC   = lua/sys/lterm.c lua/sys/lgnuplot.c
 SYS_SRC  += lua/sys/ldir.c
+SYS_SRC  += lua/sys/lproc.c
 REPL_SRC  = lua/repl/repl.c lua/repl/history.c lua/repl/traceback.c lua/repl/lazy.c
 KERNEL_SRC = lua/kernel/kernel.c
 NOTEBOOK_SRC = lua/notebook/ljson.c

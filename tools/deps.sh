@@ -1,7 +1,8 @@
 #!/bin/sh
 # tools/deps.sh - installs the Debian packages mha-repl needs that this machine lacks, saying which,
 # so that `make run` and `make test` work on a fresh Debian machine.
-# usage: tools/deps.sh [build|run|test|bench|notebook|fuzz]   (notebook: what tests/notebook/ needs: Python's Jupyter, Chromium)
+# usage: tools/deps.sh [build|run|test|bench|notebook|fuzz|python]   (notebook: what tests/notebook/ needs: Python's
+# Jupyter, Chromium; python: NumPy and torch for the checks that compare with them)
 set -eu
 need="gcc make pkg-config liblua5.4-dev libreadline-dev zlib1g-dev libzmq3-dev libjansson-dev libssl-dev"
 case "${1:-build}" in
@@ -11,7 +12,8 @@ case "${1:-build}" in
     bench) need="$need python3-numpy libopenblas0-pthread python3-threadpoolctl" ;;  # torch: a column when installed
     notebook) need="$need gnuplot python3-nbformat python3-jupyter-client jupyter-client jupyter-nbconvert jupyter-console chromium" ;;
     fuzz) need="$need clang libclang-rt-14-dev" ;;   # libFuzzer and the sanitizers' runtime
-    *) echo "usage: tools/deps.sh [build|run|test|bench|notebook|fuzz]" >&2; exit 2 ;;
+    python) need="$need python3-numpy python3-torch" ;;   # the checks against NumPy and torch 1.13 (.npz, state_dict)
+    *) echo "usage: tools/deps.sh [build|run|test|bench|notebook|fuzz|python]" >&2; exit 2 ;;
 esac
 installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "ok installed"; }
 missing=""

@@ -577,6 +577,8 @@ static void preload_helpers(lua_State *L) {
     lua_setfield(L, -2, "mha.optim_kernels");
     lua_pushcfunction(L, luaopen_mha_dir);
     lua_setfield(L, -2, "mha.dir");
+    lua_pushcfunction(L, luaopen_mha_proc);
+    lua_setfield(L, -2, "mha.proc");
     lua_pop(L, 1);
 }
 

@@ -6,6 +6,7 @@
 -- escaped (mha.notebook.html). Files are written to a temporary name beside the target, then renamed over it.
 
 local json = require "mha.json"
+local proc = require "mha.proc"   -- the second mha-repl of :export, run without a shell
 local html = require "mha.notebook.html"
 
 local M = {}
@@ -361,11 +362,6 @@ function M.export_lesson(which, lang, path)
     return write(cells, path, cells[1].title, session.lang)
 end
 
--- s quoted for sh: inside single quotes, each ' written as '\''.
-local function sh_quote(s)
-    return "'" .. s:gsub("'", "'\\''") .. "'"
-end
-
 -- :export FILE in the REPL: the open lesson, whole (run from its seed by a second mha-repl, so the
 -- student's variables and place in the lesson stay as they are), else the session so far.
 -- Returns what was written ("lesson 8" or "the session"), or nil and a message.
@@ -375,13 +371,12 @@ function M.export_session(path)
     local lessons = package.loaded["mha.lesson"]
     local open = lessons and lessons.current and lessons.current()
     if open and not open.batch and math.type(open.number) == "integer" and lessons.languages[open.lang] then
-        -- sh's parent is this mha-repl: /proc/$PPID/exe names the same binary (by its real path, so the
-        -- child finds the lessons beside it); the file name is quoted
-        local command = string.format('"$(readlink /proc/$PPID/exe)" --lesson %d --batch --lang %s --export %s 2>&1 >/dev/null',
-                                      open.number, open.lang, sh_quote(path))
-        local child = io.popen(command, "r")
-        local said = child and child:read("a") or ""
-        local ok = child and child:close()
+        -- the same binary by its real path (so the child finds the lessons beside it), its arguments as a
+        -- list: no shell ever reads the file name
+        local self, why = proc.self()
+        if not self then return nil, why end
+        local ok, said = proc.run({ self, "--lesson", tostring(open.number), "--batch", "--lang", open.lang,
+                                    "--export", path })
         if not ok then return nil, (said:gsub("%s+$", "")) ~= "" and said:gsub("%s+$", "") or "the export failed" end
         return "lesson " .. open.number
     end

@@ -1,6 +1,6 @@
 /* lua/sys/lsys.h - what the OS gives the REPL and the Lua helpers: the terminal (its size, the one colour
  * policy, display widths: lua/sys/lterm.c), gnuplot processes behind pipes (lua/sys/lgnuplot.c) and folder
- * listings (lua/sys/ldir.c). */
+ * listings (lua/sys/ldir.c), other programs run without a shell (lua/sys/lproc.c). */
 #ifndef MHA_LSYS_H
 #define MHA_LSYS_H
 
@@ -15,5 +15,6 @@ int mha_term_colour(int fd);
 int luaopen_mha_term(lua_State *L);     /* module "mha.term": isatty, colour, columns, display width */
 int luaopen_mha_gnuplot(lua_State *L);  /* module "mha.gnuplot": gnuplot processes behind pipes */
 int luaopen_mha_dir(lua_State *L);      /* module "mha.dir": a folder's names, without a shell */
+int luaopen_mha_proc(lua_State *L);     /* module "mha.proc": run a program by argument list, never a shell */
 
 #endif

@@ -1,0 +1,96 @@
+/* lua/sys/lproc.c - module "mha.proc": another program run with its arguments as a list (fork and execv,
+ * never a shell, so no file name is ever read as shell syntax), and the path of the running program. */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <lauxlib.h>
+#include <lua.h>
+
+#include "lsys.h"
+
+/* proc.self() -> the real path of the running program (from /proc/self/exe), or nil and a message */
+static int proc_self(lua_State *L) {
+    char path[4096];
+    ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
+    if (n < 0) {
+        lua_pushnil(L);
+        lua_pushfstring(L, "proc.self: /proc/self/exe: %s", strerror(errno));
+        return 2;
+    }
+    path[n] = '\0';
+    lua_pushstring(L, path);
+    return 1;
+}
+
+/* proc.run({program, arg1, ...}) -> ok, what the program wrote on stderr, exit status
+ * Runs program (a path, not looked up in PATH) with stdin and stdout on /dev/null and waits for it;
+ * ok is true when it exited with status 0. */
+static int proc_run(lua_State *L) {
+    luaL_checktype(L, 1, LUA_TTABLE);
+    lua_Integer argc = luaL_len(L, 1);
+    luaL_argcheck(L, argc >= 1 && argc < 256, 1, "a list of 1 to 255 strings (the program, then its arguments)");
+    const char *argv[256];
+    for (lua_Integer i = 1; i <= argc; i++) {
+        lua_geti(L, 1, i);
+        if (!lua_isstring(L, -1))
+            return luaL_error(L, "proc.run: argument list entry %d is a %s, not a string", (int)i, luaL_typename(L, -1));
+        argv[i - 1] = lua_tostring(L, -1);   /* kept alive on the stack until the call returns */
+    }
+    argv[argc] = NULL;
+    int err[2];
+    if (pipe(err) != 0) return luaL_error(L, "proc.run: pipe: %s", strerror(errno));
+    fcntl(err[0], F_SETFD, FD_CLOEXEC);   /* the child keeps only its stderr end, as fd 2 */
+    fcntl(err[1], F_SETFD, FD_CLOEXEC);
+    pid_t pid = fork();
+    if (pid < 0) {
+        int e = errno;
+        close(err[0]);
+        close(err[1]);
+        return luaL_error(L, "proc.run: fork: %s", strerror(e));
+    }
+    if (pid == 0) {   /* the child: only async-signal-safe calls until exec */
+        signal(SIGINT, SIG_DFL);
+        signal(SIGPIPE, SIG_DFL);
+        int null = open("/dev/null", O_RDWR);
+        if (null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(err[1], 2) < 0) _exit(127);
+        execv(argv[0], (char *const *)argv);
+        static const char msg[] = "cannot run the program\n";
+        (void)!write(2, msg, sizeof msg - 1);
+        _exit(127);
+    }
+    close(err[1]);
+    luaL_Buffer said;
+    luaL_buffinit(L, &said);
+    char chunk[4096];
+    for (;;) {
+        ssize_t got = read(err[0], chunk, sizeof chunk);
+        if (got < 0 && errno == EINTR) continue;
+        if (got <= 0) break;
+        luaL_addlstring(&said, chunk, (size_t)got);
+    }
+    close(err[0]);
+    luaL_pushresult(&said);
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+    int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+    lua_pushboolean(L, code == 0);
+    lua_insert(L, -2);   /* ok, said */
+    lua_pushinteger(L, code);
+    return 3;
+}
+
+static const luaL_Reg proc_lib[] = {
+    {"self", proc_self},
+    {"run", proc_run},
+    {NULL, NULL},
+};
+
+int luaopen_mha_proc(lua_State *L) {
+    luaL_newlib(L, proc_lib);
+    return 1;
+}
