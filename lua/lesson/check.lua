@@ -97,7 +97,7 @@ function check.compare(expected, got, tol, lang)
         return false, msg(lang, "string", got)
     end
     local e, err = check.flatten(expected)
-    if not e then error("the lesson's own solution is not checkable: " .. err) end
+    if not e then error("the lesson's own solution is not checkable: " .. err, 0) end
     local g, key, arg
     g, err, key, arg = check.flatten(got)
     if not g then return false, msg(lang, "malformed", msg(lang, key, arg)), "malformed" end

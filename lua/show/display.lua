@@ -122,7 +122,7 @@ local function merge_options(fname, base, given)
         if v ~= nil then
             local ok, want = OPTION_CHECK[k](v)
             if not ok then
-                error(string.format("%s: option %s must be %s, got %s", fname, k, want, tostring(v)), 1)
+                error(string.format("%s: option %s must be %s, got %s", fname, k, want, tostring(v)), 0)
             end
             if v == "auto" then v = nil end
             merged[k] = v

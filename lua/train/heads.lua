@@ -18,6 +18,13 @@ local M = {}
 
 local KINDS = {previous = true, duplicate = true, induction = true}
 
+local function check_kind(fname, kind)
+    if not KINDS[kind] then
+        error(string.format('%s: kind must be "previous", "duplicate" or "induction", got %s', fname,
+                            tostring(kind)), 0)
+    end
+end
+
 -- The pattern P for one sequence (a Lua list of ids) as a Lua table of rows.
 local function pattern(tok, kind)
     local L = #tok
@@ -35,12 +42,48 @@ local function pattern(tok, kind)
     end
     return P
 end
-M.pattern = pattern
 
-local function rows_of(tokens)
-    local t = mha.is_tensor(tokens) and tokens or mha.tensor(tokens)
+-- tokens (N, L) or (L) as a tensor or a Lua table of whole numbers -> the tensor (N, L), checked.
+local function token_tensor(fname, tokens)
+    local t = tokens
+    if not mha.is_tensor(t) then
+        local ok, made = pcall(mha.tensor, t)
+        if type(t) ~= "table" or not ok then
+            error(string.format("%s: tokens must be a tensor (N, L) or (L) of symbol ids, got %s", fname,
+                                mha.is_tensor(t) and "a tensor" or type(t)), 0)
+        end
+        t = made
+    end
     local shape = t:shape()
+    if (#shape ~= 1 and #shape ~= 2) or t:numel() == 0 or t:dtype() ~= "float32" then
+        error(string.format("%s: tokens must be a non-empty float tensor (N, L) or (L) of symbol ids, got %s %s",
+                            fname, t:dtype(), require("mha.display").shape_str(shape)), 0)
+    end
     if #shape == 1 then t = t:view(1, shape[1]) end
+    return t
+end
+
+-- mha.heads.pattern(tokens, kind) -> the 0/1 pattern (L, L) of one sequence, as a tensor
+function M.pattern(tokens, kind)
+    check_kind("heads.pattern", kind)
+    local t = token_tensor("heads.pattern", tokens)
+    if t:shape()[1] ~= 1 then
+        error(string.format("heads.pattern: tokens must be one sequence (L), got %d sequences", t:shape()[1]), 0)
+    end
+    local tok = {}
+    for p = 1, t:shape()[2] do tok[p] = t[1][p] end
+    return mha.tensor(pattern(tok, kind))
+end
+
+local function check_model(fname, model)
+    if type(model) ~= "table" or type(model.forward) ~= "function" or type(model.attention) ~= "function" then
+        error(string.format("%s: model must be a mha.nn.Transformer (a model with :attention()), got %s", fname,
+                            type(model)), 0)
+    end
+end
+
+local function rows_of(fname, tokens)
+    local t = token_tensor(fname, tokens)
     local N, L = t:shape()[1], t:shape()[2]
     local rows = {}
     for n = 1, N do
@@ -51,17 +94,22 @@ local function rows_of(tokens)
 end
 
 -- mha.heads.detect(model, tokens, kind [, {rows = "all"|"detected"}]) -> scores (layers, heads)
-function M.detect(model, tokens, kind, opts)
-    if not KINDS[kind] then
-        error(string.format('heads.detect: kind must be "previous", "duplicate" or "induction", got %s',
-                            tostring(kind)), 2)
-    end
+local function check_opts(fname, opts)
     opts = opts or {}
-    local only_detected = opts.rows == "detected"
-    if opts.rows ~= nil and opts.rows ~= "all" and not only_detected then
-        error('heads.detect: option rows must be "all" or "detected", got ' .. tostring(opts.rows), 2)
+    if type(opts) ~= "table" then error(string.format('%s: options must be a table, e.g. {rows = "detected"}, got %s',
+                                                      fname, type(opts)), 0) end
+    if opts.rows ~= nil and opts.rows ~= "all" and opts.rows ~= "detected" then
+        error(string.format('%s: option rows must be "all" or "detected", got %s', fname, tostring(opts.rows)), 0)
     end
-    local t, rows = rows_of(tokens)
+    return opts
+end
+
+function M.detect(model, tokens, kind, opts)
+    check_model("heads.detect", model)
+    check_kind("heads.detect", kind)
+    opts = check_opts("heads.detect", opts)
+    local only_detected = opts.rows == "detected"
+    local t, rows = rows_of("heads.detect", tokens)
     mha.no_grad(function() model:forward(t) end)
     local maps = model:attention()
     local N, L = #rows, #rows[1]
@@ -96,6 +144,9 @@ end
 -- mha.heads.report(model, tokens): the three scores as a table and a heat map per kind; returns them
 -- {previous = (layers, heads), duplicate = ..., induction = ...}.
 function M.report(model, tokens, opts)
+    check_model("heads.report", model)
+    opts = check_opts("heads.report", opts)
+    token_tensor("heads.report", tokens)
     local result = {}
     local display = require "mha.display"
     for _, kind in ipairs({"previous", "duplicate", "induction"}) do

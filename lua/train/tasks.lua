@@ -185,6 +185,12 @@ for _, name in ipairs(NAMES) do M[name] = make(name) end
 -- (the detectors' probe: on the second half an induction head looks at the token after the first one).
 function M.repeated(vocab, r, n, seed)
     local mha = require "mha"
+    for i, a in ipairs({{"vocab", vocab, 2}, {"r", r, 1}, {"n", n, 1}, {"seed", seed or 0, 0}}) do
+        if math.type(a[2]) ~= "integer" or a[2] < a[3] then
+            error(string.format("tasks.repeated: argument #%d (%s) must be a whole number >= %d, got %s; " ..
+                                "e.g. mha.tasks.repeated(10, 8, 4)", i, a[1], a[3], tostring(a[2])), 0)
+        end
+    end
     local rand = stream(seed or 0)
     local rows = {}
     for i = 1, n do

@@ -303,4 +303,39 @@ T.test("no call crashes", function()
     T.ok("the sweep called enough", calls > 10000, calls .. " calls")
 end)
 
+-- The library's Lua functions raise their errors without a position inside the library (as C's luaL_error
+-- does): a message starting "lua/nn/optim.lua:43:" tells a student nothing, and "attempt to ..." means an
+-- argument was never checked. The same pool as above, through every Lua-written entry point.
+T.test("Lua-written functions: checked arguments, no library positions", function()
+    local entries = {}
+    local function add(label, f) entries[#entries + 1] = { label, f } end
+    for _, name in ipairs { "clip_grad_norm", "format", "load_model" } do add("mha." .. name, mha[name]) end
+    for _, sub in ipairs { "optim", "tasks", "heads" } do
+        local names = {}
+        for name in pairs(mha[sub]) do names[#names + 1] = name end
+        table.sort(names)
+        for _, name in ipairs(names) do add("mha." .. sub .. "." .. name, mha[sub][name]) end
+    end
+    for _, name in ipairs { "Linear", "Embedding", "LayerNorm", "ModuleList", "Sequential", "Transformer" } do
+        add("mha.nn." .. name, function(...) return mha.nn[name](...) end)
+    end
+    local values = { n = 12, nil, 0, -1, 2.5, 0 / 0, true, "a", {}, { 1, 2 }, { lr = -1 }, mha.zeros(2, 3),
+        mha.tensor { { true, false } } }
+    local calls, bad = 0, {}
+    for _, e in ipairs(entries) do
+        for i = 1, values.n do
+            for j = 1, values.n do
+                calls = calls + 1
+                local ok, err = pcall(e[2], values[i], values[j])
+                if not ok and (type(err) ~= "string" or err:find("^lua/") or err:find("attempt to ")) then
+                    bad[#bad + 1] = e[1] .. "(#" .. i .. ", #" .. j .. "): " .. tostring(err)
+                end
+            end
+        end
+    end
+    T.ok(string.format("%d calls through %d Lua entry points, no library position", calls, #entries), #bad == 0,
+        table.concat(bad, "\n", 1, math.min(#bad, tonumber(os.getenv("SHOWALL")) or 5)))
+    T.ok("the Lua sweep reached clip_grad_norm", #entries > 20, #entries .. " entries")
+end)
+
 T.done()
