@@ -57,6 +57,7 @@ TESTS    += test_alloc
 
 LUA_FILES = $(foreach e,$(EMBED),$(word 2,$(subst =, ,$(e))))
 EMBED    += mha.repl.habits=lua/repl/habits.lua mha.help.zh=lua/help/zh.lua
+EMBED    += mha.raise=lua/bind/raise.lua
 CORE_OBJ  = $(CORE_SRC:%.c=$(BUILD)/%.o)
 LIB_OBJ   = $(BIND_SRC:%.c=$(BUILD)/%.o) $(SYS_SRC:%.c=$(BUILD)/%.o) $(BUILD)/embedded.o
 TEST_BIN  = $(addprefix $(BUILD)/tests/,$(TESTS))
@@ -83,16 +84,16 @@ asan:
 	$(MAKE) BUILD=build/asan CFLAGS="-O1 -g -fno-omit-frame-pointer" \
 	  SAN="-fsanitize=address,undefined -fno-sanitize-recover=all" test
 
-# fuzz: each libFuzzer target of tests/fuzz/ (the .npy reader, the Lua API) for FUZZ_SECONDS (default 120)
+# fuzz: each libFuzzer target of tests/fuzz/ (the .npy and .npz readers, the Lua API) for FUZZ_SECONDS (default 120)
 # from its committed corpus, built with clang under AddressSanitizer and UndefinedBehaviorSanitizer
 FUZZ_SECONDS ?= 120
 FUZZ_BUILD    = build/fuzz
-FUZZ_TARGETS  = fuzz_npy fuzz_lua
+FUZZ_TARGETS  = fuzz_npy fuzz_npz fuzz_lua
 fuzz: deps-fuzz
 	$(MAKE) BUILD=$(FUZZ_BUILD) CC=clang CFLAGS="-O1 -g -fno-omit-frame-pointer" \
 	  SAN="-fsanitize=address,undefined -fno-sanitize-recover=all -fsanitize=fuzzer-no-link" \
 	  $(FUZZ_TARGETS:%=$(FUZZ_BUILD)/tests/%)
-	tests/fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
+	tests/fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS) $(FUZZ_TARGETS)
 
 # golden: regenerate the lesson transcripts in tests/golden/ on purpose
 golden: deps-test all
@@ -166,8 +167,8 @@ $(BUILD)/tests/%: tests/core/%.c tests/check.h tests/manifest.h $(BUILD)/libmhac
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -Itests -o $@ $< $(BUILD)/libmhacore.a $(CORE_LIBS)
 
-# the fuzz targets (make fuzz builds them with clang): the .npy one needs the core, the Lua one the bindings too
-$(BUILD)/tests/fuzz_npy: tests/fuzz/fuzz_npy.c $(BUILD)/libmhacore.a
+# the fuzz targets (make fuzz builds them with clang): the .npy/.npz ones need the core, the Lua one the bindings too
+$(BUILD)/tests/fuzz_npy $(BUILD)/tests/fuzz_npz: $(BUILD)/tests/fuzz_%: tests/fuzz/fuzz_%.c $(BUILD)/libmhacore.a
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -fsanitize=fuzzer -o $@ $< $(BUILD)/libmhacore.a $(CORE_LIBS)
 

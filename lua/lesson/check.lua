@@ -8,6 +8,7 @@
 local mha = require "mha"
 local display = require "mha.display"      -- shape_str: "(2,3)", as the core writes shapes
 local words = require "mha.lesson.words"
+local raise = require "mha.raise"   -- errors at the user's line
 
 local check = {}
 
@@ -97,7 +98,7 @@ function check.compare(expected, got, tol, lang)
         return false, msg(lang, "string", got)
     end
     local e, err = check.flatten(expected)
-    if not e then error("the lesson's own solution is not checkable: " .. err, 0) end
+    if not e then raise("the lesson's own solution is not checkable: " .. err) end
     local g, key, arg
     g, err, key, arg = check.flatten(got)
     if not g then return false, msg(lang, "malformed", msg(lang, key, arg)), "malformed" end

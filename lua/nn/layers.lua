@@ -4,6 +4,7 @@
 
 local mha = require "mha"
 local module = require "mha.nn.module"
+local raise = require "mha.raise"   -- errors at the user's line
 
 local Module = module.Module
 local L = {}
@@ -89,13 +90,13 @@ function LayerNorm:init(opts)
     local valid = type(shape) == "table" and #shape > 0
     for _, n in ipairs(valid and shape or {}) do valid = valid and math.type(n) == "integer" and n >= 1 end
     if not valid then
-        error("nn.LayerNorm: option normalized_shape is required: a positive integer (the last dim's size) or a " ..
-              "table of the last dims' sizes, e.g. mha.nn.LayerNorm{normalized_shape = 8}", 0)
+        raise("nn.LayerNorm: option normalized_shape is required: a positive integer (the last dim's size) or a " ..
+              "table of the last dims' sizes, e.g. mha.nn.LayerNorm{normalized_shape = 8}")
     end
     self.normalized_shape = shape
     local eps = opts.eps == nil and 1e-5 or opts.eps
     if type(eps) ~= "number" or not (eps >= 0) then
-        error("nn.LayerNorm: option eps must be a non-negative number, got " .. tostring(eps), 0)
+        raise("nn.LayerNorm: option eps must be a non-negative number, got " .. tostring(eps))
     end
     self.eps = eps
     self.elementwise_affine = module.opt_boolean(fname, opts, "elementwise_affine", true)

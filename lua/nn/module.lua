@@ -17,6 +17,7 @@
 
 local mha = require "mha"
 local display = require "mha.display"
+local raise = require "mha.raise"   -- errors at the user's line
 
 local M = {}
 
@@ -56,16 +57,16 @@ function M.check_options(fname, opts, names)
         -- mha.nn.Linear(3, 2) or optim.Adam(params, 0.01), positional as in PyTorch: show the named form
         local named = {}
         for i, name in ipairs(names) do named[i] = name .. " = ..." end
-        error(string.format("%s: options must be a table, got %s; name them: {%s}", fname, type(opts),
-                            table.concat(named, ", ")), 0)
+        raise(string.format("%s: options must be a table, got %s; name them: {%s}", fname, type(opts),
+                            table.concat(named, ", ")))
     end
     for key in pairs(opts) do
         local known = false
         for _, name in ipairs(names) do known = known or key == name end
         if not known then
             local guess = type(key) == "string" and M.closest(key, names)
-            error(string.format("%s: unknown option '%s'%s (the options are %s)", fname, tostring(key),
-                                guess and (" - did you mean '" .. guess .. "'?") or "", table.concat(names, ", ")), 0)
+            raise(string.format("%s: unknown option '%s'%s (the options are %s)", fname, tostring(key),
+                                guess and (" - did you mean '" .. guess .. "'?") or "", table.concat(names, ", ")))
         end
     end
     return opts
@@ -76,12 +77,12 @@ function M.opt_size(fname, opts, key, def, example)
     local v = opts[key]
     if v == nil then
         if def == nil then
-            error(string.format("%s: option %s is required, e.g. %s", fname, key, example), 0)
+            raise(string.format("%s: option %s is required, e.g. %s", fname, key, example))
         end
         return def
     end
     if math.type(v) ~= "integer" and not (type(v) == "number" and v == math.floor(v)) or v < 1 then
-        error(string.format("%s: option %s must be a positive integer, got %s", fname, key, tostring(v)), 0)
+        raise(string.format("%s: option %s must be a positive integer, got %s", fname, key, tostring(v)))
     end
     return math.tointeger(v)
 end
@@ -90,7 +91,7 @@ function M.opt_boolean(fname, opts, key, def)
     local v = opts[key]
     if v == nil then return def end
     if type(v) ~= "boolean" then
-        error(string.format("%s: option %s must be a boolean, got %s", fname, key, type(v)), 0)
+        raise(string.format("%s: option %s must be a boolean, got %s", fname, key, type(v)))
     end
     return v
 end
@@ -446,11 +447,11 @@ M.ModuleList = ModuleList
 -- mha.nn.ModuleList{a, b, c}
 function ModuleList:init(list)
     if list ~= nil and type(list) ~= "table" then
-        error(string.format("ModuleList: takes a list of modules, e.g. mha.nn.ModuleList{a, b}, got %s", type(list)), 0)
+        raise(string.format("ModuleList: takes a list of modules, e.g. mha.nn.ModuleList{a, b}, got %s", type(list)))
     end
     for i, child in ipairs(list or {}) do
         if not M.is_module(child) then
-            error(string.format("ModuleList: item %d is not a module (got %s)", i, type(child)), 0)
+            raise(string.format("ModuleList: item %d is not a module (got %s)", i, type(child)))
         end
         self:append(child)
     end
@@ -477,7 +478,7 @@ function Sequential:init(...)
     if #list == 1 and not M.is_module(list[1]) and type(list[1]) == "table" then list = list[1] end
     for i, child in ipairs(list) do
         if not M.is_module(child) then
-            error(string.format("Sequential: item %d is not a module (got %s)", i, type(child)), 0)
+            raise(string.format("Sequential: item %d is not a module (got %s)", i, type(child)))
         end
         self:add_module(tostring(i - 1), child)
     end

@@ -9,6 +9,7 @@
 local mha = require "mha"
 local module = require "mha.nn.module"
 local K = require "mha.optim_kernels"
+local raise = require "mha.raise"   -- errors at the user's line
 
 local optim = {}
 
@@ -40,15 +41,15 @@ end
 local function param_list(fname, params)
     if mha.is_tensor(params) then return {{"1", params}} end
     if type(params) ~= "table" then
-        error(string.format("%s: params must be a list of tensors or a table name -> tensor (m:parameters()), got %s",
-                            fname, type(params)), 0)
+        raise(string.format("%s: params must be a list of tensors or a table name -> tensor (m:parameters()), got %s",
+                            fname, type(params)))
     end
     local list = {}
     for _, key in ipairs(sorted_keys(params)) do
         local p = params[key]
         if not mha.is_tensor(p) then
-            error(string.format("%s: params[%s] is %s; an optimizer optimizes tensors", fname,
-                                type(key) == "string" and string.format("%q", key) or tostring(key), type(p)), 0)
+            raise(string.format("%s: params[%s] is %s; an optimizer optimizes tensors", fname,
+                                type(key) == "string" and string.format("%q", key) or tostring(key), type(p)))
         end
         list[#list + 1] = {tostring(key), p}
     end
@@ -63,17 +64,17 @@ end
 
 local function validate(fname, kind, g)
     local function bad(what, value)
-        error(string.format("%s: invalid %s: %s (as torch.optim refuses it)", fname, what, tostring(value)), 0)
+        raise(string.format("%s: invalid %s: %s (as torch.optim refuses it)", fname, what, tostring(value)))
     end
     if g.lr == nil then
-        error(string.format("%s: option lr is required, e.g. mha.optim.SGD(params, {lr = 0.1})", fname), 0)
+        raise(string.format("%s: option lr is required, e.g. mha.optim.SGD(params, {lr = 0.1})", fname))
     end
     for _, key in ipairs{"lr", "weight_decay", "momentum", "dampening", "eps"} do
         if g[key] ~= nil then check_number(fname, key, g[key]) end
     end
     for _, key in ipairs{"nesterov", "amsgrad", "maximize"} do
         if g[key] ~= nil and type(g[key]) ~= "boolean" then
-            error(string.format("%s: option %s must be a boolean, got %s", fname, key, type(g[key])), 0)
+            raise(string.format("%s: option %s must be a boolean, got %s", fname, key, type(g[key])))
         end
     end
     if not (g.lr >= 0) then bad("learning rate", g.lr) end
@@ -81,14 +82,14 @@ local function validate(fname, kind, g)
     if kind == "SGD" then
         if not (g.momentum >= 0) then bad("momentum value", g.momentum) end
         if g.nesterov and (g.momentum <= 0 or g.dampening ~= 0) then
-            error(string.format("%s: Nesterov momentum requires a momentum and zero dampening (got momentum %s, " ..
-                                "dampening %s)", fname, tostring(g.momentum), tostring(g.dampening)), 0)
+            raise(string.format("%s: Nesterov momentum requires a momentum and zero dampening (got momentum %s, " ..
+                                "dampening %s)", fname, tostring(g.momentum), tostring(g.dampening)))
         end
     else
         if not (g.eps >= 0) then bad("epsilon value", g.eps) end
         local betas = g.betas
         if type(betas) ~= "table" or type(betas[1]) ~= "number" or type(betas[2]) ~= "number" or #betas ~= 2 then
-            error(string.format("%s: option betas must be a table of two numbers, e.g. {0.9, 0.999}", fname), 0)
+            raise(string.format("%s: option betas must be a table of two numbers, e.g. {0.9, 0.999}", fname))
         end
         for i = 1, 2 do
             if not (betas[i] >= 0 and betas[i] < 1) then bad("beta parameter at index " .. i, betas[i]) end

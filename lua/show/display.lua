@@ -6,6 +6,7 @@
 
 local mha = require "mha"        -- the bindings: luaopen_mha has stored them before it loads this file
 local term = require "mha.term"
+local raise = require "mha.raise"   -- errors at the user's line
 
 local M = {}
 
@@ -122,7 +123,7 @@ local function merge_options(fname, base, given)
         if v ~= nil then
             local ok, want = OPTION_CHECK[k](v)
             if not ok then
-                error(string.format("%s: option %s must be %s, got %s", fname, k, want, tostring(v)), 0)
+                raise(string.format("%s: option %s must be %s, got %s", fname, k, want, tostring(v)))
             end
             if v == "auto" then v = nil end
             merged[k] = v

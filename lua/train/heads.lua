@@ -13,6 +13,7 @@
 -- opts.rows = "detected" averages over the query positions that have a detected key instead (at most 1).
 
 local mha = require "mha"
+local raise = require "mha.raise"   -- errors at the user's line
 
 local M = {}
 
@@ -20,8 +21,8 @@ local KINDS = {previous = true, duplicate = true, induction = true}
 
 local function check_kind(fname, kind)
     if not KINDS[kind] then
-        error(string.format('%s: kind must be "previous", "duplicate" or "induction", got %s', fname,
-                            tostring(kind)), 0)
+        raise(string.format('%s: kind must be "previous", "duplicate" or "induction", got %s', fname,
+                            tostring(kind)))
     end
 end
 
@@ -49,15 +50,15 @@ local function token_tensor(fname, tokens)
     if not mha.is_tensor(t) then
         local ok, made = pcall(mha.tensor, t)
         if type(t) ~= "table" or not ok then
-            error(string.format("%s: tokens must be a tensor (N, L) or (L) of symbol ids, got %s", fname,
-                                mha.is_tensor(t) and "a tensor" or type(t)), 0)
+            raise(string.format("%s: tokens must be a tensor (N, L) or (L) of symbol ids, got %s", fname,
+                                mha.is_tensor(t) and "a tensor" or type(t)))
         end
         t = made
     end
     local shape = t:shape()
     if (#shape ~= 1 and #shape ~= 2) or t:numel() == 0 or t:dtype() ~= "float32" then
-        error(string.format("%s: tokens must be a non-empty float tensor (N, L) or (L) of symbol ids, got %s %s",
-                            fname, t:dtype(), require("mha.display").shape_str(shape)), 0)
+        raise(string.format("%s: tokens must be a non-empty float tensor (N, L) or (L) of symbol ids, got %s %s",
+                            fname, t:dtype(), require("mha.display").shape_str(shape)))
     end
     if #shape == 1 then t = t:view(1, shape[1]) end
     return t
@@ -68,7 +69,7 @@ function M.pattern(tokens, kind)
     check_kind("heads.pattern", kind)
     local t = token_tensor("heads.pattern", tokens)
     if t:shape()[1] ~= 1 then
-        error(string.format("heads.pattern: tokens must be one sequence (L), got %d sequences", t:shape()[1]), 0)
+        raise(string.format("heads.pattern: tokens must be one sequence (L), got %d sequences", t:shape()[1]))
     end
     local tok = {}
     for p = 1, t:shape()[2] do tok[p] = t[1][p] end
@@ -77,8 +78,8 @@ end
 
 local function check_model(fname, model)
     if type(model) ~= "table" or type(model.forward) ~= "function" or type(model.attention) ~= "function" then
-        error(string.format("%s: model must be a mha.nn.Transformer (a model with :attention()), got %s", fname,
-                            type(model)), 0)
+        raise(string.format("%s: model must be a mha.nn.Transformer (a model with :attention()), got %s", fname,
+                            type(model)))
     end
 end
 
@@ -96,10 +97,10 @@ end
 -- mha.heads.detect(model, tokens, kind [, {rows = "all"|"detected"}]) -> scores (layers, heads)
 local function check_opts(fname, opts)
     opts = opts or {}
-    if type(opts) ~= "table" then error(string.format('%s: options must be a table, e.g. {rows = "detected"}, got %s',
-                                                      fname, type(opts)), 0) end
+    if type(opts) ~= "table" then raise(string.format('%s: options must be a table, e.g. {rows = "detected"}, got %s',
+                                                      fname, type(opts))) end
     if opts.rows ~= nil and opts.rows ~= "all" and opts.rows ~= "detected" then
-        error(string.format('%s: option rows must be "all" or "detected", got %s', fname, tostring(opts.rows)), 0)
+        raise(string.format('%s: option rows must be "all" or "detected", got %s', fname, tostring(opts.rows)))
     end
     return opts
 end

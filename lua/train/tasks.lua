@@ -13,6 +13,7 @@
 --                                 so no fixed offset solves it; positions b .. b+r-2 count, predicting the
 --                                 repeat's next symbol.
 
+local raise = require "mha.raise"   -- errors at the user's line
 local M = {}
 
 local NAMES = {"copy", "reverse", "sort", "match", "induction"}
@@ -187,8 +188,8 @@ function M.repeated(vocab, r, n, seed)
     local mha = require "mha"
     for i, a in ipairs({{"vocab", vocab, 2}, {"r", r, 1}, {"n", n, 1}, {"seed", seed or 0, 0}}) do
         if math.type(a[2]) ~= "integer" or a[2] < a[3] then
-            error(string.format("tasks.repeated: argument #%d (%s) must be a whole number >= %d, got %s; " ..
-                                "e.g. mha.tasks.repeated(10, 8, 4)", i, a[1], a[3], tostring(a[2])), 0)
+            raise(string.format("tasks.repeated: argument #%d (%s) must be a whole number >= %d, got %s; " ..
+                                "e.g. mha.tasks.repeated(10, 8, 4)", i, a[1], a[3], tostring(a[2])))
         end
     end
     local rand = stream(seed or 0)

@@ -8,7 +8,7 @@ set -u
 build=${1:?usage: tests/fuzz/run.sh BUILD SECONDS [TARGET...]}
 seconds=${2:?usage: tests/fuzz/run.sh BUILD SECONDS [TARGET...]}
 shift 2
-targets=${*:-fuzz_npy fuzz_lua}
+targets=${*:-fuzz_npy fuzz_npz fuzz_lua}
 cd "$(dirname "$0")/../.." || exit 2
 # a huge allocation returns NULL (the out-of-memory paths are tested); above 2 GB is such a one, below
 # libFuzzer's own 4 GB malloc limit, so a refused size is an error message and not a "crash"
@@ -16,7 +16,7 @@ export ASAN_OPTIONS=allocator_may_return_null=1:max_allocation_size_mb=2048:dete
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 export MHA_THREADS=1
 mkdir -p "$build/findings"
-# a .npy header and data fit in 4 KiB; 1 KiB of Lua calls is ~300 of them
+# a .npy header and data, or a small .npz archive, fit in 4 KiB; 1 KiB of Lua calls is ~300 of them
 max_len() { case $1 in fuzz_lua) echo 1024 ;; *) echo 4096 ;; esac; }
 status=0
 for t in $targets; do
