@@ -25,6 +25,10 @@ CORE_SRC += core/autograd.c core/autograd_ops.c core/autograd_nn.c core/nn_ops.c
             core/multihead_grad.c
 CORE_SRC += core/npz.c core/optim.c
 CORE_SRC += core/alloc.c
+CORE_SRC += core/ops_elementwise.c
+CORE_SRC += core/ops_reduce.c
+CORE_SRC += core/ops_join.c
+CORE_SRC += core/ops_matmul.c
 BIND_SRC  = lua/bind/lmha.c lua/bind/ltensor.c lua/bind/lmultihead.c
 BIND_SRC += lua/bind/lauxmha.c
 BIND_SRC += lua/bind/lautograd.c
