@@ -570,6 +570,16 @@ static int load_embedded(lua_State *L) {
     return 1;
 }
 
+/* The C libraries the helpers require, preloaded under their module names (as linit.c lists its own). */
+static const luaL_Reg c_libraries[] = {
+    {"mha.gnuplot", luaopen_mha_gnuplot},
+    {"mha.term", luaopen_mha_term},
+    {"mha.optim_kernels", luaopen_mha_optim_kernels},
+    {"mha.dir", luaopen_mha_dir},
+    {"mha.proc", luaopen_mha_proc},
+    {NULL, NULL}
+};
+
 static void preload_helpers(lua_State *L) {
     luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_PRELOAD_TABLE);
     for (const mha_embedded_file *file = mha_embedded; file->module; file++) {
@@ -577,16 +587,7 @@ static void preload_helpers(lua_State *L) {
         lua_pushcclosure(L, load_embedded, 1);
         lua_setfield(L, -2, file->module);
     }
-    lua_pushcfunction(L, luaopen_mha_gnuplot);
-    lua_setfield(L, -2, "mha.gnuplot");
-    lua_pushcfunction(L, luaopen_mha_term);
-    lua_setfield(L, -2, "mha.term");
-    lua_pushcfunction(L, luaopen_mha_optim_kernels);
-    lua_setfield(L, -2, "mha.optim_kernels");
-    lua_pushcfunction(L, luaopen_mha_dir);
-    lua_setfield(L, -2, "mha.dir");
-    lua_pushcfunction(L, luaopen_mha_proc);
-    lua_setfield(L, -2, "mha.proc");
+    luaL_setfuncs(L, c_libraries, 0);   /* preload[name] = luaopen_... for each */
     lua_pop(L, 1);
 }
 
