@@ -25,6 +25,10 @@ CORE_SRC += core/autograd.c core/autograd_ops.c core/autograd_nn.c core/nn_ops.c
             core/multihead_grad.c
 CORE_SRC += core/npz.c core/optim.c
 CORE_SRC += core/alloc.c
+CORE_SRC += core/ops_elementwise.c
+CORE_SRC += core/ops_reduce.c
+CORE_SRC += core/ops_join.c
+CORE_SRC += core/ops_matmul.c
 BIND_SRC  = lua/bind/lmha.c lua/bind/ltensor.c lua/bind/lmultihead.c
 BIND_SRC += lua/bind/lauxmha.c
 BIND_SRC += lua/bind/lautograd.c
@@ -33,6 +37,8 @@ SYS_SRC   = lua/sys/lterm.c lua/sys/lgnuplot.c
 SYS_SRC  += lua/sys/ldir.c
 SYS_SRC  += lua/sys/lproc.c
 REPL_SRC  = lua/repl/repl.c lua/repl/history.c lua/repl/traceback.c lua/repl/lazy.c
+REPL_SRC += lua/repl/signals.c
+REPL_SRC += lua/repl/modes.c
 KERNEL_SRC = lua/kernel/kernel.c
 NOTEBOOK_SRC = lua/notebook/ljson.c
 EMBED     = mha.repl=lua/repl/repl.lua mha.repl.complete=lua/repl/complete.lua \

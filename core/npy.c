@@ -377,7 +377,8 @@ mha_status mha_npy_parse_from(mha_tensor *out, const void *bytes, size_t nbytes,
     return parse_named(out, bytes ? bytes : "", bytes ? nbytes : 0, &from);
 }
 
-mha_status mha_read_file(unsigned char **bytes, size_t *nbytes, const char *path, const char *fname) {
+/* The whole file at path in *bytes (mha_alloc'd with max(*nbytes, 1) bytes); errors start "fname: ". */
+static mha_status read_file(unsigned char **bytes, size_t *nbytes, const char *path, const char *fname) {
     FILE *f = fopen(path, "rb");
     if (f == NULL) return mha_fail(MHA_E_IO, "%s: cannot open '%s': %s", fname, path, strerror(errno));
     struct stat st_file;
@@ -413,18 +414,24 @@ mha_status mha_read_file(unsigned char **bytes, size_t *nbytes, const char *path
     return MHA_OK;
 }
 
-mha_status mha_npy_load(mha_tensor *out, const char *path) {
-    unsigned char *bytes;
-    size_t nbytes;
-    mha_status st = mha_read_file(&bytes, &nbytes, path, "load");
+mha_status mha_load_file(void *out, const char *path, mha_file_parser *parse) {
+    unsigned char *bytes = NULL;
+    size_t nbytes = 0;
+    mha_status st = read_file(&bytes, &nbytes, path, "load");
     if (st != MHA_OK) return st;
     char what[4096];
     snprintf(what, sizeof what, "'%s'", path);
-    const npy_source from = {"load", what};
-    st = parse_named(out, bytes, nbytes, &from);
+    st = parse(out, bytes, nbytes, what);
     mha_free(bytes, nbytes ? nbytes : 1);
     return st;
 }
+
+static mha_status parse_loaded(void *out, const unsigned char *bytes, size_t nbytes, const char *what) {
+    const npy_source from = {"load", what};
+    return parse_named(out, bytes, nbytes, &from);
+}
+
+mha_status mha_npy_load(mha_tensor *out, const char *path) { return mha_load_file(out, path, parse_loaded); }
 
 /* The header np.save (numpy 1.24) writes for a C-order array: the dict with sorted keys and the repr of
  * the shape tuple, NPY_GROWTH - len(repr(shape[0])) spaces of room to grow, then spaces and '\n' up to

@@ -340,18 +340,12 @@ mha_status mha_npz_parse(mha_npz *out, const void *bytes, size_t nbytes, const c
     return parse_archive(out, bytes ? bytes : (const void *)"", bytes ? nbytes : 0, &src);
 }
 
-mha_status mha_npz_load(mha_npz *out, const char *path) {
-    unsigned char *bytes;
-    size_t nbytes;
-    mha_status st = mha_read_file(&bytes, &nbytes, path, "load");
-    if (st != MHA_OK) return st;
-    char what[4096];
-    snprintf(what, sizeof what, "'%s'", path);
+static mha_status parse_loaded(void *out, const unsigned char *bytes, size_t nbytes, const char *what) {
     const zip_source src = {"load", what};
-    st = parse_archive(out, bytes, nbytes, &src);
-    mha_free(bytes, nbytes ? nbytes : 1);
-    return st;
+    return parse_archive(out, bytes, nbytes, &src);
 }
+
+mha_status mha_npz_load(mha_npz *out, const char *path) { return mha_load_file(out, path, parse_loaded); }
 
 bool mha_npz_sniff(const char *path) {
     FILE *f = fopen(path, "rb");

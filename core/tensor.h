@@ -200,7 +200,9 @@ mha_status mha_npy_save(const char *path, const mha_tensor *t);
  * exactly what mha_npy_save writes into *bytes (mha_alloc'd, *nbytes long; mha_free(*bytes, *nbytes)). */
 mha_status mha_npy_parse_from(mha_tensor *out, const void *bytes, size_t nbytes, const char *fname, const char *what);
 mha_status mha_npy_encode(unsigned char **bytes, size_t *nbytes, const mha_tensor *t, const char *fname, const char *what);
-/* The whole file at path in *bytes (mha_alloc'd with max(*nbytes, 1) bytes); errors start "fname: ". */
-mha_status mha_read_file(unsigned char **bytes, size_t *nbytes, const char *path, const char *fname);
+/* The loading glue of .npy and .npz (core/npy.c): reads the file at path whole and returns parse(out, its
+ * bytes, what) with what = "'path'" for messages; the reading's own errors start "load: ". */
+typedef mha_status mha_file_parser(void *out, const unsigned char *bytes, size_t nbytes, const char *what);
+mha_status mha_load_file(void *out, const char *path, mha_file_parser *parse);
 
 #endif

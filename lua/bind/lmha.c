@@ -302,9 +302,17 @@ static int l_masked_fill(lua_State *L) {
 
 /* ---- reductions: f(t) over everything, f(t, dim [, keepdim]) along one dim ---- */
 
+/* A reduction's dim at arg: none for all of t, else 1..n or -n..-1. A 0-d tensor takes 1 or -1 (torch's
+ * 0 or -1) and is reduced whole, as torch wraps a scalar's dim as if it had one: sum(tensor(3.5), 1) is 3.5. */
+static size_t reduce_dim(lua_State *L, int arg, const mha_tensor *t, const char *fname) {
+    if (lua_isnoneornil(L, arg)) return MHA_ALL_DIMS;
+    size_t dim = lmha_checktdim(L, arg, t, t->ndim ? t->ndim : 1, fname);
+    return t->ndim == 0 ? MHA_ALL_DIMS : dim;
+}
+
 static int reduce(lua_State *L, mha_reduceop op, const char *fname) {
     mha_tensor *t = lmha_totensor(L, 1, fname);
-    size_t dim = lmha_opttdim(L, 2, t, MHA_ALL_DIMS, fname);
+    size_t dim = reduce_dim(L, 2, t, fname);
     int keepdim = lua_toboolean(L, 3);
     return lmha_result(L, mha_ag_reduce(lmha_newtensor(L), op, t, dim, keepdim));
 }
@@ -323,7 +331,7 @@ static mha_status one_based_arg(mha_tensor *index, mha_reduceop op, const mha_te
 
 static int arg_reduce(lua_State *L, mha_reduceop op, const char *fname) {
     mha_tensor *t = lmha_totensor(L, 1, fname);
-    size_t dim = lmha_opttdim(L, 2, t, MHA_ALL_DIMS, fname);
+    size_t dim = reduce_dim(L, 2, t, fname);
     int keepdim = lua_toboolean(L, 3);
     return lmha_result(L, one_based_arg(lmha_newtensor(L), op, t, dim, keepdim));
 }
@@ -338,7 +346,7 @@ static int max_or_min(lua_State *L, int is_max) {
     if (lmha_testtensor(L, 2)) return lmha_arith(L, is_max ? MHA_MAXIMUM : MHA_MINIMUM, fname);
     if (lua_isnoneornil(L, 2)) return reduce(L, is_max ? MHA_MAX : MHA_MIN, fname);
     mha_tensor *t = lmha_totensor(L, 1, fname);
-    size_t dim = lmha_checktdim(L, 2, t, t->ndim, fname);
+    size_t dim = reduce_dim(L, 2, t, fname);
     int keepdim = lua_toboolean(L, 3);
     mha_tensor *values = lmha_newtensor(L), *indices = lmha_newtensor(L);
     mha_status st = mha_ag_reduce(values, is_max ? MHA_MAX : MHA_MIN, t, dim, keepdim);
@@ -353,7 +361,7 @@ static int l_min(lua_State *L) { return max_or_min(L, 0); }
 /* var(t [, dim [, keepdim [, correction]]]): correction 1 (PyTorch's default) divides by n-1. */
 static int l_var(lua_State *L) {
     mha_tensor *t = lmha_totensor(L, 1, "var");
-    size_t dim = lmha_opttdim(L, 2, t, MHA_ALL_DIMS, "var");
+    size_t dim = reduce_dim(L, 2, t, "var");
     int keepdim = lua_toboolean(L, 3);
     lua_Integer correction = luaL_optinteger(L, 4, 1);
     if (correction < 0) return luaL_error(L, "var: correction must not be negative, got %I", (LUAI_UACINT)correction);
@@ -562,6 +570,16 @@ static int load_embedded(lua_State *L) {
     return 1;
 }
 
+/* The C libraries the helpers require, preloaded under their module names (as linit.c lists its own). */
+static const luaL_Reg c_libraries[] = {
+    {"mha.gnuplot", luaopen_mha_gnuplot},
+    {"mha.term", luaopen_mha_term},
+    {"mha.optim_kernels", luaopen_mha_optim_kernels},
+    {"mha.dir", luaopen_mha_dir},
+    {"mha.proc", luaopen_mha_proc},
+    {NULL, NULL}
+};
+
 static void preload_helpers(lua_State *L) {
     luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_PRELOAD_TABLE);
     for (const mha_embedded_file *file = mha_embedded; file->module; file++) {
@@ -569,16 +587,7 @@ static void preload_helpers(lua_State *L) {
         lua_pushcclosure(L, load_embedded, 1);
         lua_setfield(L, -2, file->module);
     }
-    lua_pushcfunction(L, luaopen_mha_gnuplot);
-    lua_setfield(L, -2, "mha.gnuplot");
-    lua_pushcfunction(L, luaopen_mha_term);
-    lua_setfield(L, -2, "mha.term");
-    lua_pushcfunction(L, luaopen_mha_optim_kernels);
-    lua_setfield(L, -2, "mha.optim_kernels");
-    lua_pushcfunction(L, luaopen_mha_dir);
-    lua_setfield(L, -2, "mha.dir");
-    lua_pushcfunction(L, luaopen_mha_proc);
-    lua_setfield(L, -2, "mha.proc");
+    luaL_setfuncs(L, c_libraries, 0);   /* preload[name] = luaopen_... for each */
     lua_pop(L, 1);
 }
 

@@ -3,12 +3,13 @@
  *
  * The shape is lua.c's, and its functions keep lua.c's names: main -> pmain (in protected mode) ->
  * collectargs/runargs -> handle_script or doREPL; docall runs every chunk with msghandler and the SIGINT
- * hook (laction/lstop); incomplete() spots the <eof> mark and addreturn() tries "return <line>" first.
- * The history file is lua/repl/history.c, the short tracebacks lua/repl/traceback.c. What a teaching
+ * hook (laction/lstop, in lua/repl/signals.c); incomplete() spots the <eof> mark and addreturn() tries
+ * "return <line>" first. The history file is lua/repl/history.c, the short tracebacks lua/repl/traceback.c,
+ * the modes lua.c has not (--lesson, --kernel, --export) lua/repl/modes.c. What a teaching
  * REPL adds lives in lua/repl/repl.lua (the ':' commands, printing values, the transcript for :save);
  * this file keeps what must be C: the terminal, signals and the lua_State itself (which :reset replaces). */
 #include <errno.h>
-#include <signal.h>
+#include <signal.h>     /* sigprocmask around readline's pselect */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,14 +24,14 @@
 #include <lauxlib.h>
 #include <lualib.h>
 
-#include "embedded.h"
-#include "tensor.h"      /* mha_interrupt: Ctrl-C reaches running kernels */
-#include "kernel.h"
 #include "ljson.h"
 #include "lmha.h"
 #include "lsys.h"
 #include "history.h"
 #include "lazy.h"
+#include "modes.h"
+#include "repl.h"
+#include "signals.h"
 #include "traceback.h"
 
 #define MHA_REPL_VERSION "0.1.0"
@@ -38,12 +39,7 @@
 #define PROMPT           "> "
 #define PROMPT2          ">> "
 
-/* exit codes */
-#define EXIT_OK     0
-#define EXIT_SCRIPT 1   /* a script, -e chunk or lesson raised an error */
-#define EXIT_USAGE  2   /* a bad command line */
-
-static lua_State *globalL = NULL;          /* the state running Lua code, for laction */
+static lua_State *globalL = NULL;          /* the state running Lua code, for completion */
 static const char *progname = PROGNAME;    /* NULL in the REPL: errors there need no prefix */
 
 /* Interactive mode: readline on a terminal. Set once by pmain, kept across :reset. */
@@ -55,117 +51,12 @@ static int quit_requested = 0;
 static int reset_requested = 0;
 static char *carried = NULL;   /* repl.lua's state (transcript, :time) carried across :reset */
 
-
-/* ---- Ctrl-C ----
- * While Lua code runs (evaluating), SIGINT asks the core's kernels to stop (mha_interrupt, a flag they
- * poll) and sets a hook that raises "interrupted" at the next Lua instruction, call or return: the
- * lua.c technique, since a signal handler cannot touch a lua_State safely. At the prompt, it only sets
- * a flag; the readline loop sees select() fail with EINTR and clears the line. */
-
-static volatile sig_atomic_t evaluating = 0;
-static volatile sig_atomic_t prompt_interrupted = 0;
-static volatile sig_atomic_t window_resized = 0;
-static volatile sig_atomic_t hangup = 0;   /* SIGHUP or SIGTERM: leave the REPL as Ctrl-D would */
-
-static void lstop(lua_State *L, lua_Debug *ar) {
-    (void)ar;
-    lua_sethook(L, NULL, 0, 0);
-    luaL_error(L, "%s", "interrupted");
-}
-
-/* A hook set on one lua_State does not reach a coroutine running inside it: each coroutine is a thread
- * (lua_State) of its own, and `coroutine.wrap(function() while true do end end)()` could not be stopped.
- * So coroutine.resume and coroutine.wrap are replaced (install_coroutine_hooks) by versions that keep the
- * chain of threads being resumed, and a signal sets the hook on the main thread and on each of them. */
-#define RESUME_CHAIN_MAX 256
-static lua_State *volatile resume_chain[RESUME_CHAIN_MAX];
-static volatile sig_atomic_t resume_depth = 0;
-
-/* From a signal handler: lua_sethook is the one call lua.c makes there too. */
-static void stop_lua(void) {
-    mha_interrupt();
-    lua_sethook(globalL, lstop, LUA_MASKCALL | LUA_MASKRET | LUA_MASKCOUNT, 1);
-    for (sig_atomic_t i = 0; i < resume_depth && i < RESUME_CHAIN_MAX; i++)
-        lua_sethook(resume_chain[i], lstop, LUA_MASKCALL | LUA_MASKRET | LUA_MASKCOUNT, 1);
-}
-
-static void laction(int sig) {
-    if (evaluating) {
-        stop_lua();
-        /* outside the REPL, a second Ctrl-C ends a script that ignores the first, as in lua.c */
-        if (!use_readline) signal(sig, SIG_DFL);
-    } else {
-        prompt_interrupted = 1;
-    }
-}
-
-/* SIGHUP (the terminal closed) or SIGTERM: a flag, which the readline loop sees, so the REPL ends
- * normally and atexit saves the history; running Lua code is stopped as by Ctrl-C. Code that goes on
- * anyway (it catches the error, or a C call does not return) gets one second: then SIGALRM ends the
- * process, as does a second SIGHUP or SIGTERM at once. Each entry is in the history file as soon as
- * it is typed (repl_history_add), so ending at once loses nothing. */
-static volatile sig_atomic_t hangup_signal = 0;
-
-/* Ends the process as sig would have: default action, unblocked (a handler runs with its own signal
- * blocked), raised. Only async-signal-safe calls. */
-static void die_of(int sig) {
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, sig);
-    signal(sig, SIG_DFL);
-    sigprocmask(SIG_UNBLOCK, &set, NULL);
-    raise(sig);
-    _exit(128 + sig);
-}
-
-static void on_hangup_timeout(int sig) {
-    (void)sig;
-    die_of(hangup_signal ? hangup_signal : SIGTERM);
-}
-
-static void on_hangup(int sig) {
-    if (hangup) die_of(sig);   /* the second one */
-    hangup = 1;
-    hangup_signal = sig;
-    if (evaluating) stop_lua();
-    signal(SIGALRM, on_hangup_timeout);   /* whatever holds the way out (a figure's gnuplot too) */
-    alarm(1);
-}
-
-/* The Jupyter kernel's interrupt (SIGINT or an interrupt_request): Ctrl-C's stop, and its undoing. */
-static void kernel_stop(lua_State *L) {
-    mha_interrupt();
-    lua_sethook(L, lstop, LUA_MASKCALL | LUA_MASKRET | LUA_MASKCOUNT, 1);
-}
-
-static void kernel_stopped(lua_State *L) {
-    if (lua_gethook(L) == lstop) lua_sethook(L, NULL, 0, 0);
-    mha_interrupt_clear();
-}
-
-static void on_winch(int sig) {
-    (void)sig;
-    window_resized = 1;
-}
-
-/* Installs handler for sig without SA_RESTART, so a blocked select() or read() returns EINTR. */
-static void set_signal(int sig, void (*handler)(int)) {
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = handler;
-    sigemptyset(&sa.sa_mask);
-    sigaction(sig, &sa, NULL);
-}
-
-
 /* ---- messages and errors ---- */
 
 static void print_usage(const char *badoption) {
     if (badoption) {
         fprintf(stderr, "%s: ", progname);
-        if (strcmp(badoption, "-e") == 0 || strcmp(badoption, "-l") == 0 || strcmp(badoption, "--lesson") == 0
-            || strcmp(badoption, "--lang") == 0 || strcmp(badoption, "--answers") == 0
-            || strcmp(badoption, "--kernel") == 0 || strcmp(badoption, "--export") == 0)
+        if (strcmp(badoption, "-e") == 0 || strcmp(badoption, "-l") == 0 || repl_mode_option(badoption))
             fprintf(stderr, "'%s' needs an argument\n", badoption);
         else
             fprintf(stderr, "unrecognized option '%s'\n", badoption);
@@ -260,14 +151,9 @@ static int docall(lua_State *L, int narg, int nres) {
     lua_pushcfunction(L, msghandler);
     lua_insert(L, base);
     globalL = L;
-    mha_interrupt_clear();
-    if (!use_readline) set_signal(SIGINT, laction);
-    evaluating = 1;
+    repl_interrupt_arm(L);
     int status = lua_pcall(L, narg, nres, base);
-    evaluating = 0;
-    if (!use_readline) signal(SIGINT, SIG_DFL);
-    if (lua_gethook(L) == lstop) lua_sethook(L, NULL, 0, 0);
-    mha_interrupt_clear();
+    repl_interrupt_disarm(L);
     lua_remove(L, base);
     return status;
 }
@@ -334,19 +220,7 @@ static int handle_script(lua_State *L, char **argv) {
 #define has_i      2   /* -i */
 #define has_v      4   /* -v, --version */
 #define has_e      8   /* -e */
-#define has_help   16  /* --help */
-#define has_lesson 32  /* --lesson */
-#define has_batch  64  /* --batch */
-#define has_lang   128 /* --lang */
-#define has_answers 256 /* --answers */
-#define has_kernel 512  /* --kernel FILE */
-#define has_export 1024 /* --export FILE */
-
-static const char *lesson_name = NULL;
-static const char *lesson_lang = NULL;
-static const char *lesson_answers = NULL;
-static const char *kernel_file = NULL;
-static const char *export_file = NULL;
+#define has_help   16  /* --help; the modes' bits (--lesson ...) are in modes.h */
 
 /* Walks argv as lua.c does, returning a mask of the options seen; *first is the script's index (argc
  * when there is none) or, on has_error, the bad argument's. Long options are mha-repl's own. */
@@ -363,14 +237,11 @@ static int collectargs(char **argv, int *first) {
         if (strcmp(a, "--version") == 0 || strcmp(a, "-v") == 0) { args |= has_v; continue; }
         if (strcmp(a, "-i") == 0) { args |= has_i; continue; }
         if (strcmp(a, "--batch") == 0) { args |= has_batch; continue; }
-        if (strcmp(a, "--lesson") == 0 || strcmp(a, "--lang") == 0 || strcmp(a, "--answers") == 0
-            || strcmp(a, "--kernel") == 0 || strcmp(a, "--export") == 0) {
+        int mode = repl_mode_option(a);          /* --lesson NAME, --kernel FILE, ... */
+        if (mode) {
             if (argv[i + 1] == NULL || argv[i + 1][0] == '-') return has_error;
-            if (strcmp(a, "--lesson") == 0) { args |= has_lesson; lesson_name = argv[++i]; }
-            else if (strcmp(a, "--answers") == 0) { args |= has_answers; lesson_answers = argv[++i]; }
-            else if (strcmp(a, "--kernel") == 0) { args |= has_kernel; kernel_file = argv[++i]; }
-            else if (strcmp(a, "--export") == 0) { args |= has_export; export_file = argv[++i]; }
-            else { args |= has_lang; lesson_lang = argv[++i]; }
+            args |= mode;
+            repl_mode_set(mode, argv[++i]);
             continue;
         }
         if (a[1] == 'e' || a[1] == 'l') {        /* -e chunk, -l name (or -echunk, -lname) */
@@ -392,9 +263,7 @@ static int runargs(lua_State *L, char **argv, int n) {
     for (int i = 1; i < n; i++) {
         int option = argv[i][1];
         if (option == '-') {  /* a long option: skip the argument of those that take one */
-            if (strcmp(argv[i], "--lesson") == 0 || strcmp(argv[i], "--lang") == 0
-                || strcmp(argv[i], "--answers") == 0 || strcmp(argv[i], "--kernel") == 0
-                || strcmp(argv[i], "--export") == 0) i++;
+            if (repl_mode_option(argv[i])) i++;
         } else if (option == 'e' || option == 'l') {
             const char *extra = argv[i] + 2;
             if (*extra == '\0') extra = argv[++i];
@@ -406,83 +275,13 @@ static int runargs(lua_State *L, char **argv, int n) {
 }
 
 
-/* ---- coroutines that Ctrl-C reaches (see stop_lua) ---- */
-
-/* Calls the original coroutine.resume (upvalue 1) on the arguments, with the coroutine in the resume
- * chain meanwhile. The original raises only for a non-coroutine first argument, checked first, so the
- * chain is always popped. */
-static int resume_tracked(lua_State *L) {
-    lua_State *co = lua_tothread(L, 1);
-    luaL_argexpected(L, co != NULL, 1, "coroutine");
-    int n = lua_gettop(L);
-    lua_pushvalue(L, lua_upvalueindex(1));
-    lua_insert(L, 1);
-    sig_atomic_t depth = resume_depth;
-    if (depth < RESUME_CHAIN_MAX) resume_chain[depth] = co;
-    resume_depth = depth + 1;
-    if (evaluating && mha_interrupted())   /* a Ctrl-C between the resume and this push */
-        lua_sethook(co, lstop, LUA_MASKCALL | LUA_MASKRET | LUA_MASKCOUNT, 1);
-    int status = lua_pcall(L, n, LUA_MULTRET, 0);
-    resume_depth = depth;
-    if (status != LUA_OK) return lua_error(L);
-    return lua_gettop(L);
-}
-
-/* The function coroutine.wrap returns: resumes its coroutine (upvalue 1) through resume_tracked
- * (upvalue 2) and, as Lua's own wrap, raises the coroutine's error (with the caller's position when it
- * is a string) after closing it (upvalue 3: coroutine.close). */
-static int wrap_call(lua_State *L) {
-    int n = lua_gettop(L);
-    lua_pushvalue(L, lua_upvalueindex(2));
-    lua_pushvalue(L, lua_upvalueindex(1));
-    lua_rotate(L, 1, 2);
-    lua_call(L, n + 1, LUA_MULTRET);
-    if (lua_toboolean(L, 1)) return lua_gettop(L) - 1;
-    lua_settop(L, 2);   /* false, error */
-    lua_pushvalue(L, lua_upvalueindex(3));
-    lua_pushvalue(L, lua_upvalueindex(1));
-    lua_pcall(L, 1, 0, 0);   /* to-be-closed variables of the dead coroutine; its own error is kept */
-    if (lua_type(L, 2) == LUA_TSTRING) {
-        luaL_where(L, 1);
-        lua_insert(L, 2);
-        lua_concat(L, 2);
-    }
-    return lua_error(L);
-}
-
-/* coroutine.wrap(f): as Lua's, through wrap_call. */
-static int wrap_tracked(lua_State *L) {
-    luaL_checktype(L, 1, LUA_TFUNCTION);
-    lua_State *co = lua_newthread(L);
-    lua_pushvalue(L, 1);
-    lua_xmove(L, co, 1);
-    lua_pushvalue(L, lua_upvalueindex(1));   /* resume_tracked */
-    lua_pushvalue(L, lua_upvalueindex(2));   /* coroutine.close */
-    lua_pushcclosure(L, wrap_call, 3);
-    return 1;
-}
-
-/* Replaces coroutine.resume and coroutine.wrap in the coroutine table (the same table as
- * package.loaded.coroutine), so every coroutine resumed from Lua is in the resume chain. */
-static void install_coroutine_hooks(lua_State *L) {
-    lua_getglobal(L, "coroutine");
-    lua_getfield(L, -1, "resume");
-    lua_pushcclosure(L, resume_tracked, 1);
-    lua_pushvalue(L, -1);
-    lua_setfield(L, -3, "resume");
-    lua_getfield(L, -2, "close");
-    lua_pushcclosure(L, wrap_tracked, 2);
-    lua_setfield(L, -2, "wrap");
-    lua_pop(L, 1);
-}
-
 /* ---- the state: standard libraries, mha, and the lazy globals ---- */
 
 /* The libraries every mode gets: Lua's, `mha` as a global, and the lazy globals. The metatable of _G
  * also lists the lazy names in __lazy, so completion can offer them before they are loaded. */
 static void openlibs(lua_State *L) {
     luaL_openlibs(L);
-    install_coroutine_hooks(L);
+    repl_install_coroutine_hooks(L);
     lua_pushcfunction(L, msghandler);  /* for repl.lua, which reports the errors of commands alike */
     lua_setfield(L, LUA_REGISTRYINDEX, "mha.repl.msghandler");
     luaL_requiref(L, "mha", luaopen_mha, 1);
@@ -552,10 +351,9 @@ static char **complete(const char *text, int start, int end) {
         lua_pushstring(L, text);
         lua_pushstring(L, rl_line_buffer);
         lua_pushinteger(L, start);
-        evaluating = 1;  /* a Ctrl-C stops a runaway __index */
+        repl_interrupt_arm(L);  /* a Ctrl-C stops a runaway __index */
         int status = lua_pcall(L, 3, 1, 0);
-        evaluating = 0;
-        if (lua_gethook(L) == lstop) lua_sethook(L, NULL, 0, 0);
+        repl_interrupt_disarm(L);
         if (status == LUA_OK && lua_type(L, -1) == LUA_TSTRING && strcmp(lua_tostring(L, -1), "files") == 0) {
             rl_attempted_completion_over = 0;
         } else if (status == LUA_OK && lua_istable(L, -1)) {
@@ -583,16 +381,13 @@ static void init_readline(void) {
     rl_readline_name = "mha-repl";
     rl_instream = stdin;
     rl_outstream = stdout;
-    rl_catch_signals = 0;        /* SIGINT is ours: see laction */
-    rl_catch_sigwinch = 0;       /* so is SIGWINCH: see on_winch */
+    rl_catch_signals = 0;        /* SIGINT is ours: see laction (signals.c) */
+    rl_catch_sigwinch = 0;       /* so is SIGWINCH */
     rl_change_environment = 0;   /* no stale LINES/COLUMNS for the programs we start (gnuplot) */
     rl_attempted_completion_function = complete;
     rl_completer_word_break_characters = " \t\n\"'`><=;|&{}()[],+-*%^#~?";
     rl_completer_quote_characters = "\"'";
-    set_signal(SIGINT, laction);
-    set_signal(SIGWINCH, on_winch);
-    set_signal(SIGHUP, on_hangup);
-    set_signal(SIGTERM, on_hangup);
+    repl_signals_catch();
     repl_history_load(PROGNAME);
     atexit(repl_history_save);
 }
@@ -627,21 +422,20 @@ static int read_with_readline(const char *prompt, char **line) {
     sigprocmask(SIG_BLOCK, &blocked, &waiting);
     rl_have_result = 0;
     rl_result = NULL;
-    /* prompt_interrupted is not cleared here: a Ctrl-C typed ahead, between two lines of an input,
+    /* a Ctrl-C at the prompt is not forgotten here: a Ctrl-C typed ahead, between two lines of an input,
      * cancels that input */
     int result = LINE_OK;
     rl_callback_handler_install(prompt, on_line);
     while (!rl_have_result) {
-        if (hangup) {  /* the terminal is gone, or we were asked to end: as at end of input */
+        if (repl_hangup()) {  /* the terminal is gone, or we were asked to end: as at end of input */
             rl_callback_handler_remove();
             result = LINE_EOF;
             break;
         }
-        if (prompt_interrupted) {
+        if (repl_prompt_interrupted()) {
             /* as bash does: the abandoned line stays on the screen once, "^C" after its end, and the
              * next prompt starts a fresh line. "^C" is written before readline restores the terminal,
              * which may return the cursor to column 0 (after turning bracketed paste off). */
-            prompt_interrupted = 0;
             rl_point = rl_end;
             rl_free_line_state();  /* (redisplays: the cursor goes to the end of the line) */
             rl_redisplay();
@@ -655,10 +449,7 @@ static int read_with_readline(const char *prompt, char **line) {
             result = LINE_CANCEL;
             break;
         }
-        if (window_resized) {
-            window_resized = 0;
-            rl_resize_terminal();
-        }
+        if (repl_window_resized()) rl_resize_terminal();
         fd_set fds;
         FD_ZERO(&fds);
         FD_SET(fileno(rl_instream), &fds);
@@ -808,7 +599,7 @@ static int loadinput(lua_State *L, int *expr, int *quiet) {
         }
         int r = pushline(L, 0);
         if (r == LINE_CANCEL) return INPUT_CANCEL;
-        if (r == LINE_EOF && hangup) return INPUT_CANCEL;
+        if (r == LINE_EOF && repl_hangup()) return INPUT_CANCEL;
         if (r == LINE_EOF) return luaL_loadbuffer(L, text, len, "=stdin");  /* the <eof> error again */
         lua_pushliteral(L, "\n");
         lua_insert(L, -2);
@@ -891,7 +682,7 @@ static void doREPL(lua_State *L) {
             evaluate(L, status, expr, quiet);
         }
         fflush(stdout);
-        if (quit_requested || reset_requested || hangup) break;
+        if (quit_requested || reset_requested || repl_hangup()) break;
     }
     lua_settop(L, 0);
     if (!quit_requested && !reset_requested && use_readline) fputs("\n", stdout);
@@ -908,59 +699,13 @@ static void carry_state(lua_State *L) {
     lua_pop(L, 1);
 }
 
-/* --lesson: require("mha.lesson").start(name, {batch=, lang=}); at a terminal the REPL follows. */
-static int dolesson(lua_State *L, int batch) {   /* -> EXIT_OK, EXIT_SCRIPT or EXIT_USAGE */
-    lua_getfield(L, LUA_REGISTRYINDEX, LUA_PRELOAD_TABLE);
-    int present = lua_getfield(L, -1, "mha.lesson") != LUA_TNIL;
-    lua_pop(L, 2);
-    if (!present) {
-        l_message(progname, "--lesson: the lesson runner (module mha.lesson) is not in this build");
-        return EXIT_SCRIPT;
-    }
-    lua_getglobal(L, "require");
-    lua_pushliteral(L, "mha.lesson");
-    int status = docall(L, 1, 1);
-    if (status != LUA_OK) {
-        report(L, status);
-        return EXIT_SCRIPT;
-    }
-    lua_getfield(L, -1, "start");
-    lua_remove(L, -2);
-    lua_pushstring(L, lesson_name);
-    lua_createtable(L, 0, 2);
-    lua_pushboolean(L, batch);
-    lua_setfield(L, -2, "batch");
-    if (lesson_lang) {
-        lua_pushstring(L, lesson_lang);
-        lua_setfield(L, -2, "lang");
-    }
-    if (lesson_answers) {
-        lua_pushstring(L, lesson_answers);
-        lua_setfield(L, -2, "answers");
-    }
-    status = docall(L, 2, 3);
-    if (status != LUA_OK) {
-        report(L, status);
-        return EXIT_SCRIPT;
-    }
-    /* start returns ok, err, kind as Lua functions that may fail politely do; kind "usage" marks a
-     * lesson that does not exist: a bad command line, not a failing lesson */
-    if (!lua_toboolean(L, -3) && !lua_isnil(L, -2)) {
-        int usage = lua_isstring(L, -1) && strcmp(lua_tostring(L, -1), "usage") == 0;
-        l_message(progname, luaL_tolstring(L, -2, NULL));
-        lua_pop(L, 4);
-        return usage ? EXIT_USAGE : EXIT_SCRIPT;
-    }
-    lua_pop(L, 3);
-    return EXIT_OK;
-}
-
 static int stdin_is_tty(void) { return isatty(0); }
 
 /* Sets how the REPL talks: readline when stdin is a terminal, colour as lua/sys's one policy says. */
 static void choose_terminal(void) {
     use_readline = stdin_is_tty();
     use_colour = mha_term_colour(STDOUT_FILENO);
+    repl_signals_readline(use_readline);
 }
 
 /* Readline, signals and history once per process; mha.repl once per state. */
@@ -979,34 +724,12 @@ static void interact(lua_State *L) {
     if (reset_requested) carry_state(L);
 }
 
-/* --kernel FILE: serve Jupyter on this state; :reset in a cell comes back here with a fresh one. */
-static int dokernel(lua_State *L) {   /* -> EXIT_OK or EXIT_USAGE */
-    if (start_repl(L) != LUA_OK) return EXIT_SCRIPT;
-    int r = mha_kernel_serve(L, kernel_file, kernel_stop, kernel_stopped);
-    if (r == MHA_KERNEL_RESET) reset_requested = 1;
-    return r == MHA_KERNEL_ERROR ? EXIT_USAGE : EXIT_OK;
-}
+/* ---- what modes.c borrows (repl.h) ---- */
 
-/* --lesson N --batch --export FILE: require("mha.notebook").export_lesson(name, lang, file). */
-static int doexport(lua_State *L) {   /* -> EXIT_OK or EXIT_SCRIPT */
-    if (start_repl(L) != LUA_OK) return EXIT_SCRIPT;
-    lua_getglobal(L, "require");
-    lua_pushliteral(L, "mha.notebook");
-    int status = docall(L, 1, 1);
-    if (status == LUA_OK) {
-        lua_getfield(L, -1, "export_lesson");
-        lua_remove(L, -2);
-        lua_pushstring(L, lesson_name);
-        lua_pushstring(L, lesson_lang);
-        lua_pushstring(L, export_file);
-        status = docall(L, 3, 2);
-        if (status == LUA_OK && !lua_toboolean(L, -2)) {
-            l_message(progname, luaL_tolstring(L, -1, NULL));
-            return EXIT_SCRIPT;
-        }
-    }
-    return report(L, status) == LUA_OK ? EXIT_OK : EXIT_SCRIPT;
-}
+int repl_docall(lua_State *L, int narg, int nres) { return docall(L, narg, nres); }
+int repl_report(lua_State *L, int status) { return report(L, status); }
+void repl_message(const char *msg) { l_message(progname, msg); }
+int repl_start(lua_State *L) { return start_repl(L); }
 
 /* Main body, in protected mode. Returns (as an integer) the exit status. */
 static int pmain(lua_State *L) {
@@ -1015,6 +738,7 @@ static int pmain(lua_State *L) {
     static int resetting = 0;
     static int script;   /* argv's index of the script (argc when none), kept for :reset's `arg` */
     static int i_session = 0;   /* -i: an input that raised an error makes the exit status 1 */
+    static int args;            /* the options seen (has_ bits), kept for :reset in a kernel */
     luaL_checkversion(L);
     if (resetting) {  /* :reset: a fresh state, `arg` as at startup, straight back to the prompt */
         openlibs(L);
@@ -1022,13 +746,13 @@ static int pmain(lua_State *L) {
         lua_gc(L, LUA_GCRESTART);
         lua_gc(L, LUA_GCGEN, 0, 0);
         int code = EXIT_OK;
-        if (kernel_file) code = dokernel(L);
+        if (args & has_kernel) code = repl_dokernel(L, &reset_requested);
         else if (start_repl(L) == LUA_OK) interact(L);
         resetting = reset_requested;
         lua_pushinteger(L, code != EXIT_OK ? code : i_session && input_errors > 0 ? EXIT_SCRIPT : EXIT_OK);
         return 1;
     }
-    int args = collectargs(argv, &script);
+    args = collectargs(argv, &script);
     if (argv[0] && argv[0][0]) progname = argv[0];
     if (args == has_error) {
         print_usage(argv[script]);
@@ -1040,20 +764,11 @@ static int pmain(lua_State *L) {
         lua_pushinteger(L, EXIT_OK);
         return 1;
     }
-    if ((args & has_export) && !(args & has_lesson)) {
-        l_message(progname, "--export goes with --lesson NAME --batch (in the REPL: :export FILE)");
-        print_usage(NULL);
-        lua_pushinteger(L, EXIT_USAGE);
-        return 1;
-    }
-    if ((args & (has_batch | has_lang | has_answers)) && !(args & has_lesson)) {
-        l_message(progname, "--batch, --lang and --answers go with --lesson NAME");
-        print_usage(NULL);
-        lua_pushinteger(L, EXIT_USAGE);
-        return 1;
-    }
-    if (lesson_lang && strcmp(lesson_lang, "en") != 0 && strcmp(lesson_lang, "zh") != 0) {
-        l_message(progname, lua_pushfstring(L, "--lang: '%s' is not a language of the lessons (en, zh)", lesson_lang));
+    int usage;
+    const char *misuse = repl_modes_check(L, args, &usage);
+    if (misuse) {
+        l_message(progname, misuse);
+        if (usage) print_usage(NULL);
         lua_pushinteger(L, EXIT_USAGE);
         return 1;
     }
@@ -1066,12 +781,12 @@ static int pmain(lua_State *L) {
     int code = EXIT_OK;
     if (!runargs(L, argv, script)) code = EXIT_SCRIPT;
     else if (script < argc && handle_script(L, argv + script) != LUA_OK) code = EXIT_SCRIPT;
-    else if (args & has_kernel) code = dokernel(L);
-    else if (args & has_export) code = doexport(L);
+    else if (args & has_kernel) code = repl_dokernel(L, &reset_requested);
+    else if (args & has_export) code = repl_doexport(L);
     else if (args & has_lesson) {
         int batch = (args & (has_batch | has_answers)) || !stdin_is_tty();   /* --answers replays */
         if (!batch && start_repl(L) != LUA_OK) code = EXIT_SCRIPT;
-        if (code == EXIT_OK) code = dolesson(L, batch);
+        if (code == EXIT_OK) code = repl_dolesson(L, batch);
         if (code == EXIT_OK && !batch) interact(L);
     } else if (args & has_i) {
         if (stdin_is_tty()) print_banner();
@@ -1108,8 +823,10 @@ int main(int argc, char **argv) {
         code = status == LUA_OK ? (int)lua_tointeger(L, -1) : EXIT_SCRIPT;
         if (status != LUA_OK) report(L, status);
         globalL = NULL;
+        repl_signals_forget();
         lua_close(L);
         fflush(stdout);
     } while (reset_requested && !quit_requested);
     return code;
 }
+

@@ -223,4 +223,47 @@ T.test("softmax of a 0-d tensor", function()
         "softmax: dim 2 out of range for a tensor of shape () (expected 1..1 or -1..-1)")
 end)
 
+-- torch 1.13 wraps a 0-d tensor's dim as if it had one: for s = torch.tensor(3.5), s.sum(0), s.sum(-1),
+-- s.mean(0), s.max(0).values and s.min(0).values are tensor(3.5000) (keepdim=True too), s.max(0).indices,
+-- s.argmax(0) and s.argmin(0) are tensor(0), s.var(0) is tensor(nan), s.var(0, unbiased=False) tensor(0.),
+-- all 0-d; s.sum(1) raises "Dimension out of range (expected to be in range of [-1, 0], but got 1)".
+-- Here the dims are 1 and -1 and the indices 1-based. Gradients (torch, x = tensor(2.), (f(x, 0)*3).backward()):
+-- 3 for sum, mean, max and min, 0 for var(unbiased=False).
+T.test("reductions of a 0-d tensor along dim 1 or -1", function()
+    local s = mha.tensor(3.5)
+    for _, dim in ipairs({ 1, -1 }) do
+        for _, keepdim in ipairs({ false, true }) do
+            local at = " (dim " .. dim .. (keepdim and ", keepdim)" or ")")
+            for _, f in ipairs({ "sum", "mean", "max", "min" }) do
+                local r = s[f](s, dim, keepdim)
+                T.eq(f .. at, { r:item(), r:shape() }, { 3.5, {} })
+            end
+            for _, f in ipairs({ "argmax", "argmin" }) do
+                local r = s[f](s, dim, keepdim)
+                T.eq(f .. " is the 1st element" .. at, { r:item(), r:shape() }, { 1, {} })
+            end
+            local values, indices = s:max(dim, keepdim)
+            T.eq("max's values and indices" .. at, { values:item(), indices:item(), indices:shape() }, { 3.5, 1, {} })
+            local v = s:var(dim, keepdim)
+            T.ok("var with correction 1 is NaN" .. at, v:item() ~= v:item(), tostring(v:item()))
+            T.eq("var with correction 0" .. at, { s:var(dim, keepdim, 0):item(), v:shape() }, { 0, {} })
+        end
+    end
+    for _, f in ipairs({ "sum", "mean", "max", "min" }) do
+        local x = mha.tensor(2.0):requires_grad(true)
+        local y = x[f](x, 1)
+        ;(y * 3):backward()
+        T.eq(f .. "(x, 1) passes the gradient back whole", x:grad():item(), 3)
+    end
+    local x = mha.tensor(2.0):requires_grad(true)
+    ;(x:var(-1, false, 0) * 3):backward()
+    T.eq("var(x, -1, false, 0)'s gradient is 0", x:grad():item(), 0)
+    T.raises("dim 2 out of range", function() mha.sum(mha.tensor(3), 2) end,
+        "sum: dim 2 out of range for a tensor of shape () (expected 1..1 or -1..-1)")
+    T.raises("dim -2 out of range", function() mha.tensor(3):argmax(-2) end,
+        "argmax: dim -2 out of range for a tensor of shape () (expected 1..1 or -1..-1)")
+    T.raises("max with dim 0", function() mha.tensor(3):max(0) end,
+        "max: dim 0 out of range for a tensor of shape () (expected 1..1 or -1..-1)")
+end)
+
 T.done()
