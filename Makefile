@@ -36,10 +36,13 @@ REPL_SRC  = lua/repl/repl.c lua/repl/history.c lua/repl/traceback.c lua/repl/laz
 KERNEL_SRC = lua/kernel/kernel.c
 NOTEBOOK_SRC = lua/notebook/ljson.c
 EMBED     = mha.repl=lua/repl/repl.lua mha.repl.complete=lua/repl/complete.lua \
+            mha.repl.printer=lua/repl/printer.lua \
             mha.display=lua/show/display.lua mha.text=lua/show/text.lua mha.plot=lua/show/plot.lua \
             mha.plot.figure=lua/show/figure.lua \
             mha.lesson=lua/lesson/lesson.lua mha.lesson.check=lua/lesson/check.lua \
             mha.lesson.words=lua/lesson/words.lua \
+            mha.lesson.files=lua/lesson/files.lua \
+            mha.lesson.pager=lua/lesson/pager.lua \
             mha.lesson.tools=lua/lesson/tools.lua \
             mha.kernel=lua/kernel/kernel.lua \
             mha.notebook=lua/notebook/notebook.lua \
