@@ -726,7 +726,16 @@ function M.install(repl)
             session.lang = lang
             session.print_options.lang = lang
             mha.printoptions{lang = lang}
-            if session.pos >= 1 then M.reprint() end
+            if session.pos >= 1 then
+                -- the words a step resolved when it ran (token labels, titles) are the old language's:
+                -- steps 1..pos run again quietly in the new one, then the step is shown again
+                local upto, pending = math.min(session.pos, #session.lesson.steps), session.pending
+                say_text(words[lang].replaying(upto, session.lesson.seed or 0))
+                local ok, err = replay_before(upto + 1)
+                if not ok then say_text(err) end
+                session.pending = pending
+                M.reprint()
+            end
         end
     end)
     if repl.on_reset then repl.on_reset("lesson", M.carry, M.resume) end

@@ -47,8 +47,15 @@ function pager.write(s)
     end
 end
 
--- Runs fn with its output going through pager.write: print, io.write and the runner's own lines.
--- Only at a terminal with 8 rows or more; lang ("en", "zh") says the pause, columns is the width lines wrap at.
+-- A value as io.write and file:write write it: a float with %.14g (1.0 as "1"), the rest by tostring.
+local function written(v)
+    if math.type(v) == "float" then return string.format("%.14g", v) end
+    return tostring(v)
+end
+
+-- Runs fn with its output going through pager.write: print, io.write, io.stdout:write (the method all
+-- files share, wrapped for stdout only) and the runner's own lines. Only at a terminal with 8 rows or
+-- more; lang ("en", "zh") says the pause, columns is the width lines wrap at.
 function pager.run(fn, lang, columns)
     if not pager.terminal.at_terminal() then return fn() end
     local rows = pager.terminal.rows()
@@ -64,11 +71,16 @@ function pager.run(fn, lang, columns)
         pager.write(table.concat(parts, "\t", 1, parts.n) .. "\n")
     end
     io.write = function(...)
-        for i = 1, select("#", ...) do pager.write(tostring((select(i, ...)))) end
+        for i = 1, select("#", ...) do pager.write(written((select(i, ...)))) end
         return io.stdout
     end
+    methods.write = function(file, ...)
+        if not (paging and file == stdout) then return saved_method(file, ...) end
+        for i = 1, select("#", ...) do pager.write(written((select(i, ...)))) end
+        return file
+    end
     local results = table.pack(pcall(fn))
-    _G.print, io.write = saved_print, saved_write
+    _G.print, io.write, methods.write = saved_print, saved_write, saved_method
     paging = nil
     if not results[1] then error(results[2], 0) end
     return table.unpack(results, 2, results.n)
