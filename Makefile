@@ -42,9 +42,13 @@ REPL_SRC += lua/repl/modes.c
 KERNEL_SRC = lua/kernel/kernel.c
 NOTEBOOK_SRC = lua/notebook/ljson.c
 EMBED     = mha.repl=lua/repl/repl.lua mha.repl.complete=lua/repl/complete.lua \
+            mha.repl.printer=lua/repl/printer.lua \
             mha.display=lua/show/display.lua mha.text=lua/show/text.lua mha.plot=lua/show/plot.lua \
+            mha.plot.figure=lua/show/figure.lua \
             mha.lesson=lua/lesson/lesson.lua mha.lesson.check=lua/lesson/check.lua \
             mha.lesson.words=lua/lesson/words.lua \
+            mha.lesson.files=lua/lesson/files.lua \
+            mha.lesson.pager=lua/lesson/pager.lua \
             mha.lesson.tools=lua/lesson/tools.lua \
             mha.kernel=lua/kernel/kernel.lua \
             mha.notebook=lua/notebook/notebook.lua \
@@ -56,6 +60,7 @@ EMBED    += mha.nn.optim=lua/nn/optim.lua mha.docs_nn=lua/help/docs_nn.lua
 EMBED    += mha.nn.transformer=lua/nn/transformer.lua
 EMBED    += mha.tasks=lua/train/tasks.lua mha.train=lua/train/train.lua mha.heads=lua/train/heads.lua
 EMBED    += mha.models=lua/train/models.lua mha.docs_train=lua/help/docs_train.lua
+EMBED    += mha.help.entry=lua/help/entry.lua
 TESTS     = test_tensor test_ops test_rng test_npy test_kernels test_attention test_repl test_lessons_pty \
             test_autograd
 TESTS    += test_npz test_optim

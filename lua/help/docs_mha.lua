@@ -6,11 +6,7 @@
 -- Every example runs as written (tests/lua/test_help.lua runs them all), and also pasted into the REPL
 -- line by line: globals, never `local`, and at most 76 columns a line (tests/lua/test_display.lua).
 
-local D = {}
-
-local function entry(name, group, sig, doc, formula, example, see)
-    D[name] = {group = group, sig = sig, doc = doc, formula = formula, example = example, see = see}
-end
+local D, entry = require("mha.help.entry").book()
 
 -- ---- topics ----
 

@@ -5,11 +5,7 @@
 -- Every example runs as written, also pasted into the REPL line by line (tests/lua/test_display.lua):
 -- globals, never `local`, at most 76 columns a line.
 
-local D = {}
-
-local function entry(name, group, sig, doc, formula, example, see)
-    D[name] = {group = group, sig = sig, doc = doc, formula = formula, example = example, see = see}
-end
+local D, entry = require("mha.help.entry").book()
 
 -- ---- topics ----
 

@@ -4,11 +4,7 @@
 -- Every example runs as written, also pasted into the REPL line by line (tests/lua/test_display.lua):
 -- globals, never `local`, at most 76 columns a line.
 
-local D = {}
-
-local function entry(name, group, sig, doc, formula, example, see)
-    D[name] = {group = group, sig = sig, doc = doc, formula = formula, example = example, see = see}
-end
+local D, entry = require("mha.help.entry").book()
 
 entry("mha.nn.Transformer", "training",
     "mha.nn.Transformer{vocab=, d_model=, heads=1, layers=1, d_ff=4*d_model, max_len=, causal=true, "

@@ -472,12 +472,11 @@ function help.text(...)
     return "No help for this " .. type(value) .. ". help() lists the topics."
 end
 
--- At a terminal, a text taller than the screen pauses as a lesson step does: the lesson runner's pager.
+-- At a terminal, a text taller than the screen pauses as a lesson step does (mha.lesson.pager).
 function help.help(...)
     local text = help.text(...)
-    local ok, lesson = false, nil
-    if package.loaded["mha.lesson"] or package.preload["mha.lesson"] then ok, lesson = pcall(require, "mha.lesson") end
-    if ok and type(lesson) == "table" and lesson.paged then return lesson.paged(function() print(text) end) end
+    local ok, pager = pcall(require, "mha.lesson.pager")
+    if ok and type(pager) == "table" then return pager.run(function() print(text) end, language(), width()) end
     print(text)
 end
 

@@ -27,16 +27,17 @@ local M = {}
 
 local mha = require "mha"
 local term = require "mha.term"
-local dir_names = require "mha.dir"
 local wrapper = require "mha.text"
 local words_of = require "mha.lesson.words"
 local check = require "mha.lesson.check"
+local files = require "mha.lesson.files"
+local pager = require "mha.lesson.pager"
 
 -- ---------------------------------------------------------------------------------------------
 -- Language: --lang (or :lang), then MHA_LANG, then LANG (zh* -> zh), else English.
 -- ---------------------------------------------------------------------------------------------
 
-M.languages = {en = true, zh = true}
+M.languages = files.languages
 M.preferred_lang = nil   -- set by :lang: the language of the lessons opened after it
 
 -- getenv (default os.getenv) is a parameter so that tests can give the environment.
@@ -72,9 +73,8 @@ function M.language() return (session and session.lang) or M.choose_lang() end
 local the_repl -- the REPL the runner runs in (M.install); nil in batch mode and in tests
 
 local function write(...) io.stdout:write(...) end
-local paging, paged_write   -- a step at a terminal pauses when the screen is full (see with_pager)
 local function say_line(s)
-    if paging then paged_write(s .. "\n") else write(s, "\n") end
+    if pager.active() then pager.write(s .. "\n") else write(s, "\n") end
 end
 
 -- The width the runner wraps to: the terminal's at a terminal, else $COLUMNS, else 80; in batch mode
@@ -114,203 +114,16 @@ end
 M.tr = tr
 
 -- ---------------------------------------------------------------------------------------------
--- The lesson format: constructors used inside lesson files, and validation.
+-- The lesson format and lesson files (lua/lesson/files.lua); find speaks the session's language.
 -- ---------------------------------------------------------------------------------------------
 
-local Step, Exercise, Mistake = {}, {}, {}
-
-function M.step(t) t.kind = "step"; return setmetatable(t, Step) end
-function M.exercise(t) t.kind = "exercise"; return setmetatable(t, Exercise) end
-
--- mistake{wrong = [[expr]], hint = {...}}: the student's answer equals the value of expr (a classic
--- wrong computation). mistake{error = "pattern", hint = {...}}: evaluating the answer raised an error
--- matching pattern. mistake{test = function(got, expected) -> bool}: a property of the answer.
-M.mistake = setmetatable({}, {__call = function(_, t) return setmetatable(t, Mistake) end})
-
-function M.lesson(t)
-    t.steps = t.steps or {}
-    for _, s in ipairs(t) do t.steps[#t.steps + 1] = s end
-    for i = #t, 1, -1 do t[i] = nil end
-    return t
-end
-
--- Every text of a lesson must exist in every language; returns nil or a message naming what is missing.
-function M.validate(lesson, origin)
-    local problems = {}
-    local function need(t, what)
-        for lang in pairs(M.languages) do
-            if type(t) ~= "table" or type(t[lang]) ~= "string" or t[lang]:match("^%s*$") then
-                problems[#problems + 1] = string.format("%s: %s has no '%s' text", origin, what, lang)
-            end
-        end
-    end
-    if type(lesson) ~= "table" or type(lesson.steps) ~= "table" then
-        return origin .. ": the file must return lesson{...}"
-    end
-    if type(lesson.name) ~= "string" then problems[#problems + 1] = origin .. ": lesson has no name" end
-    need(lesson.title, "the title")
-    need(lesson.summary, "the summary")
-    if #lesson.steps == 0 then problems[#problems + 1] = origin .. ": lesson has no steps" end
-    for i, s in ipairs(lesson.steps) do
-        local where = "step " .. i
-        need(s.title, where .. "'s title")
-        if s.kind == "exercise" then
-            need(s.prompt, where .. "'s prompt")
-            if s.solution == nil then problems[#problems + 1] = origin .. ": " .. where .. " has no solution" end
-            for j, m in ipairs(s.mistakes or {}) do need(m.hint, where .. "'s mistake " .. j .. " hint") end
-        elseif s.kind == "step" then
-            need(s.text, where .. "'s text")
-        else
-            problems[#problems + 1] = origin .. ": " .. where .. " is neither step{} nor exercise{}"
-        end
-        for _, field in ipairs({"code", "setup"}) do
-            if s[field] and not load(s[field], "=" .. where) then
-                local _, err = load(s[field], "=" .. where)
-                problems[#problems + 1] = origin .. ": " .. err
-            end
-        end
-    end
-    if #problems > 0 then return table.concat(problems, "\n") end
-    return nil
-end
-
--- ---------------------------------------------------------------------------------------------
--- Finding and loading lesson files.
--- ---------------------------------------------------------------------------------------------
-
--- A path as a reader wants to see it: "build/qa/../../lessons" -> "lessons" (lexically; for messages only).
-local function clean_path(path)
-    local parts = {}
-    for part in path:gmatch("[^/]+") do
-        if part == ".." and #parts > 0 and parts[#parts] ~= ".." then parts[#parts] = nil
-        elseif part ~= "." then parts[#parts + 1] = part end
-    end
-    local cleaned = table.concat(parts, "/")
-    if path:sub(1, 1) == "/" then cleaned = "/" .. cleaned end
-    return cleaned ~= "" and cleaned or "."
-end
-
--- Where lessons are looked for: every folder of $MHA_LESSONS (a ':'-separated list), then ./lessons and
--- lessons/ beside the binary's directory. Returns the folders, and how many of them came from $MHA_LESSONS.
-function M.dirs()
-    local dirs = {}
-    for dir in (os.getenv("MHA_LESSONS") or ""):gmatch("[^:]+") do dirs[#dirs + 1] = dir end
-    local given = #dirs
-    dirs[#dirs + 1] = "lessons"
-    local exe = rawget(_G, "arg") and arg[0]
-    if exe then
-        local dir = exe:match("^(.*)/[^/]*$")
-        if dir then
-            dirs[#dirs + 1] = dir .. "/../lessons"
-            dirs[#dirs + 1] = dir .. "/../../lessons"
-        end
-    end
-    return dirs, given
-end
-
--- The lesson files (NN_name.lua) of one folder, read with readdir (mha.dir): no shell, so nothing in a
--- folder's name (from $MHA_LESSONS, or where the program is installed) is ever run.
-local function files_in(dir)
-    local found = {}
-    for _, f in ipairs(dir_names.list(dir) or {}) do
-        local num, name = f:match("^(%d+)_([%w_]+)%.lua$")
-        if num then found[#found + 1] = {number = tonumber(num), name = name, file = f, path = dir .. "/" .. f} end
-    end
-    return found
-end
-
--- The lesson files, sorted by number: those of every $MHA_LESSONS folder, then those of the first built-in
--- place that has any; a file name met earlier wins (a teacher's 01_tour.lua replaces the built-in one).
--- {{number=1, name="tour", file="01_tour.lua", path=...}}.
-function M.files()
-    local dirs, given = M.dirs()
-    local all, seen = {}, {}
-    for i, dir in ipairs(dirs) do
-        local found = files_in(dir)
-        for _, f in ipairs(found) do
-            if not seen[f.file] then seen[f.file] = true; all[#all + 1] = f end
-        end
-        if i > given and #found > 0 then break end
-    end
-    table.sort(all, function(a, b)
-        if a.number ~= b.number then return a.number < b.number end
-        return a.file < b.file
-    end)
-    return all
-end
-
-local function lesson_env()
-    return setmetatable({lesson = M.lesson, step = M.step, exercise = M.exercise, mistake = M.mistake},
-        {__index = _G})
-end
-
--- The line of the lesson file each step's code (or setup) starts on, so an error names the file and line.
-local function find_code_lines(lesson, path)
-    local f = io.open(path, "r")
-    if not f then return end
-    local source = f:read("a")
-    f:close()
-    local from = 1
-    for _, s in ipairs(lesson.steps) do
-        local code = s.code or s.setup
-        local at = type(code) == "string" and code ~= "" and source:find(code, from, true)
-        if at then
-            local _, newlines = source:sub(1, at - 1):gsub("\n", "")
-            s.code_line = newlines + 1
-            from = at + #code
-        end
-    end
-end
-
--- Loads and validates one lesson file; returns lesson or nil, message.
-function M.load(path)
-    local chunk, err = loadfile(path, "t", lesson_env())
-    if not chunk then return nil, err end
-    local ok, lesson = pcall(chunk)
-    if not ok then return nil, path .. ": " .. tostring(lesson) end
-    local problem = M.validate(lesson, path)
-    if problem then return nil, problem end
-    lesson.path = path
-    lesson.file = path:match("([^/]+)$")
-    find_code_lines(lesson, path)
-    return lesson
-end
-
--- A lesson file given by its path (--lesson PATH, :open PATH): anything with a "/" or ending in ".lua"
--- that is a readable file.
-local function file_at(which)
-    which = tostring(which)
-    if not (which:find("/", 1, true) or which:match("%.lua$")) then return nil end
-    local f = io.open(which, "r")
-    if not f then return nil end
-    f:close()
-    local file = which:match("([^/]+)$")
-    local num, name = file:match("^(%d+)_([%w_]+)%.lua$")
-    return {number = tonumber(num) or 0, name = name or file:gsub("%.lua$", ""), file = file, path = which}
-end
+M.step, M.exercise, M.mistake, M.lesson = files.step, files.exercise, files.mistake, files.lesson
+M.validate, M.dirs, M.files, M.load = files.validate, files.dirs, files.files, files.load
 
 -- Finds a lesson by number ("2", 2), file-name part ("dot_product"), file name ("02_dot_product") or path.
 -- Returns the file, or nil and a message (in lang, default the language chosen) naming the lessons there are.
 function M.find(which, lang)
-    local w = words[lang or (session and session.lang) or M.choose_lang()]
-    local given = file_at(which)
-    if given then return given end
-    local files = M.files()
-    if #files == 0 then
-        local looked = {}
-        for i, dir in ipairs(M.dirs()) do looked[i] = clean_path(dir) end
-        return nil, string.format(w.no_lessons, table.concat(looked, w.list_sep))
-    end
-    local key = tostring(which):gsub("%.lua$", "")
-    for _, f in ipairs(files) do
-        if tostring(f.number) == key:gsub("^0+(%d)", "%1") or f.name == key or f.file == key .. ".lua" then
-            return f
-        end
-    end
-    local names = {}
-    for _, f in ipairs(files) do names[#names + 1] = string.format("%d %s", f.number, f.name) end
-    return nil, string.format(w.no_such_lesson, key, files[1].number, files[#files].number,
-        table.concat(names, w.list_sep))
+    return files.find(which, lang or (session and session.lang) or M.choose_lang())
 end
 
 -- ---------------------------------------------------------------------------------------------
@@ -465,64 +278,17 @@ local function reset_state()
 end
 
 -- ---------------------------------------------------------------------------------------------
--- Paging: at a terminal, a step taller than the screen pauses before its top scrolls away (a safety net:
--- the lessons are written to fit 80×40). Never in batch mode. M.pager's rows and read are parameters so
--- that tests can give a screen and the keys pressed.
+-- Paging (lua/lesson/pager.lua): at a terminal, never in batch mode, a step taller than the screen pauses.
 -- ---------------------------------------------------------------------------------------------
 
-M.pager = {
-    rows = function() return term.rows(1) end,
-    read = function() return io.read("l") end,
-    at_terminal = function() return term.isatty(0) and term.isatty(1) end,
-}
--- Writes text, counting its lines (a long line takes as many rows as it wraps to) and pausing when the
--- screen is full: Enter goes on, q stops pausing for the rest of the step. paging is {room = rows before
--- a pause, used = rows used, partial = the unfinished line} during a step at a terminal.
-function paged_write(text)
-    if not paging then write(text); return end
-    for piece, newline in text:gmatch("([^\n]*)(\n?)") do
-        if piece == "" and newline == "" then break end
-        -- the screen is full and more is coming: wait for the reader
-        if paging and paging.used >= paging.room then
-            write(said().more)
-            local key = M.pager.read()
-            if key == nil or key:match("^%s*[qQ]") then paging = nil else paging.used = 0 end
-        end
-        write(piece, newline)
-        if paging and newline ~= "" then
-            paging.used = paging.used + math.max(1, math.ceil(M.width(paging.partial .. piece) / columns()))
-            paging.partial = ""
-        elseif paging then
-            paging.partial = paging.partial .. piece
-        end
-    end
-end
+M.pager = pager.terminal   -- rows, read, at_terminal: tests give a screen and the keys pressed
 
--- Runs fn with the step's output going through paged_write (print, io.write, the runner's own lines).
 local function with_pager(fn)
-    if (session and session.batch) or not M.pager.at_terminal() then return fn() end
-    local rows = M.pager.rows()
-    if not rows or rows < 8 then return fn() end
-    -- the last row for the prompt or the pause; the blank line above a step's rule may scroll away
-    paging = {room = rows - 1, used = -1, partial = ""}
-    local saved_print, saved_write = print, io.write
-    _G.print = function(...)
-        local parts = table.pack(...)
-        for i = 1, parts.n do parts[i] = tostring(parts[i]) end
-        paged_write(table.concat(parts, "\t", 1, parts.n) .. "\n")
-    end
-    io.write = function(...)
-        for i = 1, select("#", ...) do paged_write(tostring((select(i, ...)))) end
-        return io.stdout
-    end
-    local results = table.pack(pcall(fn))
-    _G.print, io.write = saved_print, saved_write
-    paging = nil
-    if not results[1] then error(results[2], 0) end
-    return table.unpack(results, 2, results.n)
+    if session and session.batch then return fn() end
+    return pager.run(fn, (session and session.lang) or "en", columns())
 end
 
--- help() pages its long lists through the same pager (at a terminal, outside batch lessons).
+-- M.paged(fn): runs fn paged as a step is (at a terminal, never in batch mode).
 M.paged = with_pager
 
 -- The header, text (or exercise prompt) and echoed code of step k, without running anything.
@@ -800,7 +566,7 @@ local function open_session(which, opts)
     -- and a lesson for its answer() calls to be checked against)
     local path = f.path
     if path:sub(1, 1) ~= "/" and os.getenv("PWD") then path = os.getenv("PWD") .. "/" .. path end
-    record_step(string.format('require("mha.lesson").replaying(%q, %q)', clean_path(path), lang), "the lesson")
+    record_step(string.format('require("mha.lesson").replaying(%q, %q)', files.clean_path(path), lang), "the lesson")
     reset_state()
     if batch then
         for k = 1, #lesson.steps do
@@ -830,6 +596,21 @@ function M.start(which, opts)
     return ok, err, kind
 end
 
+-- Both a script written by :save and a notebook run a lesson's code themselves, cell by cell: the lesson
+-- is open as batch mode opens it (language, print options, helpers), at no step yet. Returns the session.
+local function open_for_code(lesson, number, lang)
+    session = {lesson = lesson, number = number, lang = M.choose_lang(lang), batch = true, pos = 0,
+               print_options = {precision = 4}}
+    M.install_globals()
+    return session
+end
+
+-- Step k of the open lesson when it is an exercise (the one answer() then checks), else nil.
+local function exercise_at(k)
+    local s = session.lesson.steps[k]
+    return (s and s.kind == "exercise") and s or nil
+end
+
 -- What a script written by :save during a lesson calls first: the lesson, open without printing anything,
 -- so that the steps it replays find their helpers and its answer() calls their exercise.
 function M.replaying(path, lang)
@@ -839,9 +620,7 @@ function M.replaying(path, lang)
         if f then lesson, err = M.load(f.path) end
     end
     if not lesson then error("replaying a lesson: " .. tostring(err), 2) end
-    session = {lesson = lesson, number = tonumber(lesson.file:match("^(%d+)")) or 0, lang = M.choose_lang(lang),
-               batch = true, pos = 0, print_options = {precision = 4}, replay = true}
-    M.install_globals()
+    open_for_code(lesson, tonumber(lesson.file:match("^(%d+)")) or 0, lang).replay = true
     return true
 end
 
@@ -849,8 +628,7 @@ end
 function M.at_step(k)
     if not session then return end
     session.pos = k
-    local s = session.lesson.steps[k]
-    session.pending = (s and s.kind == "exercise") and s or nil
+    session.pending = exercise_at(k)
 end
 
 -- A notebook of the lesson (mha.notebook) runs its steps' code cell by cell: this opens the lesson as batch
@@ -862,14 +640,11 @@ function M.open_cells(which, lang)
     local lesson
     lesson, err = M.load(f.path)
     if not lesson then return nil, err end
-    session = {lesson = lesson, number = f.number, lang = M.choose_lang(lang), batch = true, pos = 0,
-               print_options = {precision = 4}}
-    session.print_options.linewidth = columns()
-    M.install_globals()
+    open_for_code(lesson, f.number, lang).print_options.linewidth = columns()
     reset_state()
     _G.exercise = function(k)
-        local s = session.lesson.steps[k]
-        if not (s and s.kind == "exercise") then error("exercise: step " .. tostring(k) .. " is not an exercise", 2) end
+        local s = exercise_at(k)
+        if not s then error("exercise: step " .. tostring(k) .. " is not an exercise", 2) end
         session.pending, session.pos = s, #session.lesson.steps   -- the last step: no "Enter runs the next"
     end
     return lesson, f.number
@@ -951,7 +726,16 @@ function M.install(repl)
             session.lang = lang
             session.print_options.lang = lang
             mha.printoptions{lang = lang}
-            if session.pos >= 1 then M.reprint() end
+            if session.pos >= 1 then
+                -- the words a step resolved when it ran (token labels, titles) are the old language's:
+                -- steps 1..pos run again quietly in the new one, then the step is shown again
+                local upto, pending = math.min(session.pos, #session.lesson.steps), session.pending
+                say_text(words[lang].replaying(upto, session.lesson.seed or 0))
+                local ok, err = replay_before(upto + 1)
+                if not ok then say_text(err) end
+                session.pending = pending
+                M.reprint()
+            end
         end
     end)
     if repl.on_reset then repl.on_reset("lesson", M.carry, M.resume) end

@@ -1,6 +1,8 @@
 -- lua/notebook/html.lua - module "mha.notebook.html": HTML escaping and a tensor as an HTML table (heat-shaded cells,
 -- token labels on rows and columns), for the Jupyter kernel's results and the notebook export.
 
+local display = require "mha.display"   -- finite_range, as heat maps shade
+
 local M = {}
 
 local ESCAPES = {["&"] = "&amp;", ["<"] = "&lt;", [">"] = "&gt;", ['"'] = "&quot;", ["'"] = "&#39;"}
@@ -89,21 +91,6 @@ local function matrix_table(rows, row_labels, col_labels, lo, hi, fmt)
     return table.concat(out)
 end
 
-local function range_of(mats)
-    local lo, hi = math.huge, -math.huge
-    for _, m in ipairs(mats) do
-        for _, row in ipairs(m) do
-            for _, v in ipairs(row) do
-                if v == v and v ~= math.huge and v ~= -math.huge then
-                    if v < lo then lo = v end
-                    if v > hi then hi = v end
-                end
-            end
-        end
-    end
-    return lo, hi
-end
-
 -- The matrices a tensor is shown as: a scalar and a vector as one row, a matrix as it is, more
 -- dimensions as the matrices of its last two (the first MAX_SLICES), each with its index.
 local function matrices_of(t, dims)
@@ -139,7 +126,7 @@ function M.tensor(t, opts)
     opts = type(opts) == "table" and opts or {}
     local shape = t:shape()
     local mats, captions = matrices_of(t, type(opts.dims) == "table" and opts.dims or nil)
-    local lo, hi = range_of(mats)
+    local lo, hi = display.finite_range(mats)   -- lo > hi when nothing is finite: no shading
     local fmt = number_format(mats)
     local nrows, ncols = #mats[1], #(mats[1][1] or {})
     local row_labels = #shape >= 2 and label_list(opts.rows, nrows) or {""}   -- a vector: one unlabelled row

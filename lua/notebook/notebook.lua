@@ -364,11 +364,12 @@ end
 
 -- :export FILE in the REPL: the open lesson, whole (run from its seed by a second mha-repl, so the
 -- student's variables and place in the lesson stay as they are), else the session so far.
+-- runner: the lesson runner (mha.lesson) the REPL runs, which says whether a lesson is open; nil: none.
 -- Returns what was written ("lesson 8" or "the session"), or nil and a message.
-function M.export_session(path)
+function M.export_session(path, runner)
     local format, err = format_of(path)
     if not format then return nil, err end
-    local lessons = package.loaded["mha.lesson"]
+    local lessons = type(runner) == "table" and runner or nil
     local open = lessons and lessons.current and lessons.current()
     if open and not open.batch and math.type(open.number) == "integer" and lessons.languages[open.lang] then
         -- the same binary by its real path (so the child finds the lessons beside it), its arguments as a

@@ -638,6 +638,23 @@ local function level_of(x, n) return math.min(n, math.floor(x * n) + 1) end
 
 -- The range the shades span: opts.zrange, else the finite values' min and max ({0, 1} when none is).
 -- Errors are raised at the position of mha.heat's caller (level 3: this function, then heat).
+-- The smallest and largest finite number in matrices (lists of rows of values; NaN, inf, -inf and
+-- non-numbers left out), as heat maps shade them: here, in plot.heatmap and in a notebook's tables.
+-- lo > hi (math.huge, -math.huge) when there is none.
+local function finite_range(mats)
+    local lo, hi = math.huge, -math.huge
+    for _, m in ipairs(mats) do
+        for _, row in ipairs(m) do
+            for _, v in ipairs(row) do
+                if type(v) == "number" and v == v and v ~= math.huge and v ~= -math.huge then
+                    lo, hi = math.min(lo, v), math.max(hi, v)
+                end
+            end
+        end
+    end
+    return lo, hi
+end
+
 local function heat_range(opts, flat)
     if opts.zrange then
         if type(opts.zrange) ~= "table" or type(opts.zrange[1]) ~= "number" or type(opts.zrange[2]) ~= "number"
@@ -646,16 +663,13 @@ local function heat_range(opts, flat)
         end
         return opts.zrange[1], opts.zrange[2]
     end
-    local lo, hi = math.huge, -math.huge
-    for _, v in ipairs(flat) do
-        if type(v) == "number" and v == v and v ~= math.huge and v ~= -math.huge then
-            lo, hi = math.min(lo, v), math.max(hi, v)
-        end
-    end
+    local lo, hi = finite_range({ { flat } })
     if lo > hi then return 0, 1 end   -- nothing finite
     return lo, hi
 end
 
+-- Long (~120 lines) on purpose: one pass a reader follows top to bottom (check, gather, size the cells,
+-- draw each slice, the notes, the scale), whose steps share a dozen locals (range, widths, labels).
 function M.heat(t, opts)
     opts = opts or {}
     if type(opts) ~= "table" then error("heat: options must be a table, got " .. type(opts), 2) end
@@ -787,6 +801,7 @@ M.closest = closest
 M.count = count
 M.a_type = a_type
 M.shape_str = shape_str
+M.finite_range = finite_range
 
 -- Install into the mha table (mha-repl and mha.so both create it first).
 mha.format = M.format

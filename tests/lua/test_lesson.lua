@@ -518,6 +518,18 @@ T.eq(":lang zh switches the open lesson", L.current().lang, "zh")
 text = captured(commands.lang.run, "en")
 T.ok(":lang en confirms in English", text:find("^Lessons are now in English.\n"), text)
 T.ok(":lang en shows the current step again in English", text:find("step 6/6: One output row by hand", 1, true), text)
+-- the words a step resolved when it ran (lesson 1's tokens = tr{...}) follow :lang, as the text does
+captured(L.start, "tour", {batch = false, lang = "en"})
+captured(L.goto_step, 2)
+T.eq("lesson 1 step 2 has English tokens", table.concat(tokens, " "), "the cat sat")
+text = captured(commands.lang.run, "zh")
+T.eq(":lang zh mid-lesson gives the lesson's names Chinese labels", table.concat(tokens, " "), "小 猫 坐")
+T.ok(":lang zh mid-lesson says the steps ran again", text:find("悄悄重跑了第 1-2 步", 1, true), text)
+T.eq(":lang zh mid-lesson stays at the step", L.current().pos, 2)
+captured(L.goto_step, 6)
+text = captured(commands.lang.run, "en")
+T.eq(":lang en gives English labels back", table.concat(tokens, " "), "the cat sat")
+T.ok(":lang at an exercise keeps it waiting for answer()", L.current().pending ~= nil and text:find("step 6/6", 1, true), text)
 text = captured(commands.lang.run, "fr")
 T.ok(":lang fr says what is accepted", text:find(":lang en|zh", 1, true), text)
 T.eq(":lang fr changes nothing", L.current().lang, "en")
@@ -698,6 +710,23 @@ do
     T.eq("a tall step pauses once per screen until q", reads, 2)
     T.ok("the pause says how to go on", text:find("-- more: Enter goes on, q stops pausing --", 1, true), text)
     T.ok("after q the rest of the step is printed", text:find("out = weights·V", 1, true), text)
+    -- output a step's code writes with io.stdout:write (or io.write) is paged as print's is
+    keys, reads = {"", "q"}, 0
+    text = captured(L.paged, function()
+        for i = 1, 15 do io.stdout:write("method line ", i, "\n") end
+        for i = 1, 10 do io.write("io.write line ", i, "\n") end
+    end)
+    T.eq("io.stdout:write and io.write output pauses too", reads, 2)
+    T.ok("paged io.stdout:write keeps every line, numbers as io.write writes them",
+        text:find("method line 15\n", 1, true) and text:find("io.write line 10\n", 1, true)
+        and select(2, text:gsub("-- more", "")) == 2, text)
+    local other = assert(io.tmpfile())
+    reads = 0
+    captured(L.paged, function() for i = 1, 30 do other:write("to a file ", i, "\n") end end)
+    other:seek("set")
+    T.eq("a file other than stdout is not paged", reads, 0)
+    T.eq("a file other than stdout gets all its lines", select(2, other:read("a"):gsub("\n", "")), 30)
+    other:close()
     reads = 0
     captured(L.start, "tour", {batch = true, lang = "en"})
     T.eq("batch mode never pauses", reads, 0)
