@@ -32,8 +32,8 @@ mha_status mha_log_softmax(mha_tensor *out, const mha_tensor *x, size_t dim) {
     if (dim >= (x->ndim ? x->ndim : 1)) return mha_fail(MHA_E_ARG, "log_softmax: dim %zu out of range for x %s", dim, SHAPE(s, x));
     mha_tensor cx = MHA_TENSOR_EMPTY;
     if ((st = mha_contiguous(&cx, x)) != MHA_OK) return st;
-    if ((st = mha_empty(out, MHA_FLOAT32, x->ndim, x->shape)) != MHA_OK) {
-        mha_release(&cx);
+    if ((st = mha_empty(out, MHA_FLOAT32, x->ndim, x->shape)) != MHA_OK || mha_numel(out) == 0) {
+        mha_release(&cx);   /* no element: done at once, however many empty rows ((2^62,0) along dim 2) */
         return st;
     }
     /* x as (outer, n, inner): each row of n entries inner apart */
@@ -41,7 +41,12 @@ mha_status mha_log_softmax(mha_tensor *out, const mha_tensor *x, size_t dim) {
     size_t inner = x->ndim ? prod(x->shape, dim + 1, x->ndim) : 1;
     const float *src = mha_f32(&cx);
     float *dst = mha_f32(out);
-    for (size_t o = 0; o < outer; o++)
+    for (size_t o = 0; o < outer; o++) {
+        if (mha_interrupted()) {
+            mha_release(&cx);
+            mha_release(out);
+            return mha_fail(MHA_E_INTERRUPTED, "log_softmax: x %s: interrupted", SHAPE(s, x));
+        }
         for (size_t i = 0; i < inner; i++) {
             const float *row = src + o * n * inner + i;
             float max = n ? row[0] : 0.0f;
@@ -52,6 +57,7 @@ mha_status mha_log_softmax(mha_tensor *out, const mha_tensor *x, size_t dim) {
             double lse = (double)max + log(sum); /* all -inf: -inf + log 0 ... the row is NaN, as softmax's */
             for (size_t j = 0; j < n; j++) dst[o * n * inner + i + j * inner] = (float)((double)row[j * inner] - lse);
         }
+    }
     mha_release(&cx);
     return MHA_OK;
 }
