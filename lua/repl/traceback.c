@@ -76,28 +76,49 @@ static int split_traceback(frame *frames, const char *tb) {
     return n;
 }
 
+/* Does msg start with a position, "stdin:2: " or "lua/nn/optim.lua:43: "? */
+static int has_position(const char *msg) {
+    const char *colon = strstr(msg, ": ");
+    if (!colon) return 0;
+    const char *digits = colon;
+    while (digits > msg && digits[-1] >= '0' && digits[-1] <= '9') digits--;
+    return digits < colon && digits > msg && digits[-1] == ':';
+}
+
+/* Was the error raised inside the embedded Lua code: is the first Lua frame (below error() and other C
+ * functions) hidden? */
+static int raised_in_library(const frame *frames, int nframes) {
+    for (int i = 0; i < nframes; i++)
+        if (!c_frame(frames[i].text, frames[i].len)) return embedded_position(frames[i].text + 1, frames[i].len - 1) != 0;
+    return 0;
+}
+
 /* Pushes msg with a helper's position ("lua/show/display.lua:509: show: ...") replaced by the position of
  * the user's code that called the helper ("stdin:2: show: ..."), or dropped when there is none (a
- * tail call, a REPL command). Pushes msg itself when it has no such prefix. */
+ * tail call, a REPL command). A helper's message without a position (error(msg, 0), as the library
+ * raises them) is given the user's too. Pushes msg itself otherwise. */
 static const char *push_user_message(lua_State *L, const char *msg, const frame *frames, int nframes) {
     size_t prefix = embedded_position(msg, strlen(msg));
-    const char *p = msg + prefix;
+    const char *p = msg + prefix, *text;   /* text: msg after the helper's position */
     while (prefix && *p >= '0' && *p <= '9') p++;
-    if (!prefix || p == msg + prefix || p[0] != ':' || p[1] != ' ') return lua_pushstring(L, msg);
+    if (prefix && p > msg + prefix && p[0] == ':' && p[1] == ' ') text = p + 2;
+    else if (!prefix && !has_position(msg) && raised_in_library(frames, nframes)) text = msg;
+    else return lua_pushstring(L, msg);
     for (int i = 0; i < nframes; i++) {
         if (frames[i].hidden || c_frame(frames[i].text, frames[i].len)) continue;
         const char *where = frames[i].text, *end = frames[i].text + frames[i].len;
         while (*where == '\t') where++;
         const char *in = strstr(where, ": in ");
-        if (in && in < end) return lua_pushfstring(L, "%s: %s", lua_pushlstring(L, where, (size_t)(in - where)), p + 2);
+        if (in && in < end) return lua_pushfstring(L, "%s: %s", lua_pushlstring(L, where, (size_t)(in - where)), text);
     }
-    return lua_pushstring(L, p + 2);
+    return lua_pushstring(L, text);
 }
 
 /* Pushes msg and a short traceback of L from level on, as luaL_traceback(L, L, msg, level) would. The
  * traceback leaves out the frames of the embedded Lua code (the REPL's own, and helpers such as
  * lua/show/display.lua with the C functions they called, error() among them), and is left out
- * altogether when it only repeats where the message points. A message a helper raised at its own
+ * altogether when it only repeats where the message points (the main chunk, and the C function or
+ * operator that raised the error, which the message names). A message a helper raised at its own
  * position is given the user's instead. */
 void repl_traceback(lua_State *L, const char *msg, int level) {
     luaL_traceback(L, L, NULL, level);
@@ -106,10 +127,14 @@ void repl_traceback(lua_State *L, const char *msg, int level) {
     msg = push_user_message(L, msg, frames, nframes);
     luaL_Buffer b;
     luaL_buffinit(L, &b);
-    int useful = 0;
+    int useful = 0, innermost = 1;
     for (int i = 0; i < nframes; i++) {
         if (frames[i].hidden) continue;
-        if (!trivial_frame(frames[i].text, frames[i].len)) useful = 1;
+        /* the C function that raised ("[C]: in metamethod 'mul'", "[C]: in function 'mha.matmul'") is
+         * named by its message: alone above the main chunk it is no reason for a traceback */
+        int raiser = innermost && c_frame(frames[i].text, frames[i].len);
+        innermost = 0;
+        if (!raiser && !trivial_frame(frames[i].text, frames[i].len)) useful = 1;
         luaL_addchar(&b, '\n');
         luaL_addlstring(&b, frames[i].text, frames[i].len);
     }
