@@ -35,6 +35,11 @@ local function chinese()
     local ok, zh = pcall(require, "mha.help.zh")
     return ok and type(zh) == "table" and zh or nil
 end
+-- A message of help's own: mha.help.zh's words[key] in Chinese (formatted with ...), else english.
+local function said(key, english, ...)
+    local zh = chinese()
+    return string.format(zh and zh.words[key] or english, ...)
+end
 
 -- mha.plot, whose functions help names as plot.NAME; nil in a build without it.
 local function plot_module()
@@ -140,7 +145,7 @@ end
 local function format_entry(name, entry)
     local columns = width()
     local zh = chinese()
-    local parts = {signature(entry.sig or name, columns), ""}
+    local parts = {signature(zh and zh.signatures[name] or entry.sig or name, columns), ""}
     local doc = entry.doc
     if zh and doc then doc = zh.docs[name] or (zh.words.english .. "\n\n" .. doc) end
     if doc then parts[#parts + 1] = wrap(doc, "  ", columns) end
@@ -288,7 +293,7 @@ local function topics()
         table.sort(groups[g])
         parts[#parts + 1] = columns((zh and zh.groups[g] or g) .. (zh and "：" or ":"), groups[g])
     end
-    if #order == 0 then parts[#parts + 1] = "(no docs modules in this build)" end
+    if #order == 0 then parts[#parts + 1] = said("no_docs", "(no docs modules in this build)") end
     return table.concat(parts, "\n")
 end
 
@@ -322,12 +327,12 @@ local MANUAL = "https://www.lua.org/manual/5.4/manual.html"
 -- A short pointer to the manual for a name of Lua's own ("print", "string.format", "string"), else nil.
 local function lua_manual(name)
     if lua_libraries[name] then
-        return name .. " is Lua's " .. name .. " library (no entry here); Lua's manual explains it:\n  "
-            .. MANUAL .. "#" .. lua_libraries[name]
+        return said("lua_library", "%s is Lua's %s library (no entry here); Lua's manual explains it:", name, name)
+            .. "\n  " .. MANUAL .. "#" .. lua_libraries[name]
     end
     local lib, field = name:match("^(%a+)%.([%a_][%w_]*)$")
     if lua_base[name] or (lua_libraries[lib] and type(rawget(_G, lib)) == "table" and rawget(_G, lib)[field] ~= nil) then
-        return name .. " is part of Lua (no entry here); Lua's manual explains it:\n  " .. MANUAL .. "#pdf-" .. name
+        return said("lua_own", "%s is part of Lua (no entry here); Lua's manual explains it:", name) .. "\n  " .. MANUAL .. "#pdf-" .. name
     end
 end
 
@@ -352,8 +357,8 @@ local function command_text(name)
         local found = {}
         for full in pairs(commands) do if full:sub(1, #name) == name then found[#found + 1] = full end end
         table.sort(found)
-        if #found == 0 then return "No command :" .. name .. ". ? lists the commands." end
-        if #found > 1 then return ":" .. name .. " could be :" .. table.concat(found, ", :") end
+        if #found == 0 then return said("no_command", "No command :%s. ? lists the commands.", name) end
+        if #found > 1 then return said("could_be", ":%s could be :%s", name, table.concat(found, ", :")) end
         name = found[1]
     end
     local parts = {}
@@ -362,7 +367,8 @@ local function command_text(name)
         local args = type(spec.args) == "string" and spec.args ~= "" and (" " .. spec.args) or ""
         parts[1] = ":" .. name .. args
         parts[2] = ""
-        parts[3] = wrap(tostring(spec.help or ""), "  ", width())
+        local zh = chinese()
+        parts[3] = wrap(tostring(zh and zh.commands[name] or spec.help or ""), "  ", width())
     end
     local key = command_entry(name)
     if key then
@@ -380,8 +386,8 @@ local function no_entry(name, value, partial)
     if type(value) == "function" then
         local info = debug.getinfo(value, "S")
         if info.what == "Lua" and not info.source:match("^[@=]?lua/") then
-            return string.format("%s is a function defined at %s:%d (no help entry: it is not mha's).",
-                                 name, info.short_src, info.linedefined)
+            return said("defined_at", "%s is a function defined at %s:%d (no help entry: it is not mha's).",
+                        name, info.short_src, info.linedefined)
         end
     end
     local zh = chinese()
@@ -421,7 +427,7 @@ end
 -- "See also: ?mha.select" when docs keys end in the name (for a name that is first something else).
 local function see_also(text, exact)
     if #exact == 0 then return text end
-    return text .. "\n  See also: ?" .. table.concat(exact, ", ?")
+    return text .. "\n  " .. said("see_also", "See also: ") .. "?" .. table.concat(exact, ", ?")
 end
 
 -- Text of help for a name typed after '?' (or given as a string to help). Exact names win: a docs key,
@@ -447,7 +453,7 @@ local function help_name(name)
         if type(value) == "function" and #exact == 0 then return no_entry(name, value) end
     end
     if #exact == 1 then return format_entry(exact[1], d[exact[1]]) end
-    if #exact > 1 then return columns("'" .. name .. "' is the name of:", exact) end
+    if #exact > 1 then return columns(said("name_of", "'%s' is the name of:", name), exact) end
     return no_entry(name, value, partial)
 end
 
@@ -456,7 +462,7 @@ function help.text(...)
     if select("#", ...) == 0 then return topics() end
     local value = ...
     if value == nil then
-        return "help(nil): the value you asked about is nil (a misspelt name?). help() lists the topics."
+        return said("no_help_nil", "help(nil): the value you asked about is nil (a misspelt name?). help() lists the topics.")
     end
     if type(value) == "string" then return help_name(value) end
     local key = key_of(value)
@@ -468,8 +474,8 @@ function help.text(...)
         if #exact == 1 then return format_entry(exact[1], d[exact[1]]) end
         return help_name(key)
     end
-    if type(value) == "function" then return no_entry("this function", value) end
-    return "No help for this " .. type(value) .. ". help() lists the topics."
+    if type(value) == "function" then return no_entry(said("this_function", "this function"), value) end
+    return said("no_help_type", "No help for this %s. help() lists the topics.", type(value))
 end
 
 -- At a terminal, a text taller than the screen pauses as a lesson step does (mha.lesson.pager).
