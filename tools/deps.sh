@@ -7,10 +7,12 @@ set -eu
 need="gcc make pkg-config liblua5.4-dev libreadline-dev zlib1g-dev libzmq3-dev libjansson-dev libssl-dev"
 case "${1:-build}" in
     build) ;;
-    run) need="$need gnuplot" ;;
-    test) need="$need gnuplot lua5.4 procps" ;;   # the stock interpreter loads mha.so; pgrep counts gnuplots
+    # fonts-noto-cjk: the glyphs gnuplot (through fontconfig) needs for Chinese titles, labels and tokens
+    run) need="$need gnuplot fonts-noto-cjk" ;;
+    # the stock interpreter loads mha.so; pgrep counts gnuplots; pdftotext reads the saved PDFs' text
+    test) need="$need gnuplot fonts-noto-cjk lua5.4 procps poppler-utils" ;;
     bench) need="$need python3-numpy libopenblas0-pthread python3-threadpoolctl" ;;  # torch: a column when installed
-    notebook) need="$need gnuplot python3-nbformat python3-jupyter-client jupyter-client jupyter-nbconvert jupyter-console chromium" ;;
+    notebook) need="$need gnuplot fonts-noto-cjk python3-nbformat python3-jupyter-client jupyter-client jupyter-nbconvert jupyter-console chromium" ;;
     fuzz) need="$need clang libclang-rt-14-dev" ;;   # libFuzzer and the sanitizers' runtime
     python) need="$need python3-numpy python3-torch" ;;   # the checks against NumPy and torch 1.13 (.npz, state_dict)
     *) echo "usage: tools/deps.sh [build|run|test|bench|notebook|fuzz|python]" >&2; exit 2 ;;

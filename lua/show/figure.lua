@@ -541,7 +541,8 @@ end
 local FILE_TERMINALS = {
     png = function(w, h) return string.format("set terminal pngcairo size %d,%d noenhanced font 'sans,10'", w, h) end,
     svg = function(w, h) return string.format("set terminal svg size %d,%d dynamic noenhanced font 'sans,10'", w, h) end,
-    pdf = function(w, h) return string.format("set terminal pdfcairo size %.2fin,%.2fin noenhanced font 'sans,8'", w / 100, h / 100) end,
+    -- pdfcairo halves every font by default (fontscale 0.5): at 1 a PDF reads as the PNG of the same size
+    pdf = function(w, h) return string.format("set terminal pdfcairo size %.2fin,%.2fin noenhanced font 'sans,10' fontscale 1", w / 100, h / 100) end,
 }
 
 -- The folder part of a path ("." for a bare name, "/" for a file at the root).

@@ -64,11 +64,17 @@ local function window_size(setting, natural)
 end
 local function font_scale(setting) return setting.font and math.max(1, setting.font / 10) or 1 end
 
--- The commands that set every text's font size (titles, tics, axis labels, the key), or none.
-local function font_commands(setting)
+-- The commands that set every text's font size (titles, tics, axis labels, the key), or none. gnuplot
+-- sizes automatic margins by the terminal's font, so that is set too (the text terminal has none) and
+-- a larger axis label is not cut off; a plot with fixed_margins (plot.heads) sizes them itself.
+local function font_commands(setting, fixed_margins)
     if not setting.font then return {} end
     local f = string.format("font ',%g'", setting.font)
-    return { "set title " .. f, "set tics " .. f, "set xlabel " .. f, "set ylabel " .. f, "set key " .. f }
+    local commands = { "set title " .. f, "set tics " .. f, "set xlabel " .. f, "set ylabel " .. f, "set key " .. f }
+    if not fixed_margins then
+        table.insert(commands, 1, "if (GPVAL_TERM ne 'dumb' && GPVAL_TERM ne 'unknown') set termoption " .. f)
+    end
+    return commands
 end
 
 -- An opaque white page under the drawing (object 1, drawn behind it), so that black text stays
@@ -272,7 +278,7 @@ function plot.heads(W, opts)
     local grid_cols = math.ceil(math.sqrt(H))
     local grid_rows = math.ceil(H / grid_cols)
     local said = words()
-    local commands = add_all({ BACKGROUND }, font_commands(setting))
+    local commands = add_all({ BACKGROUND }, font_commands(setting, true))
     add_all(commands, { palette_command(fname, opts.palette), "set size ratio -1", "unset colorbox" })
     for h = 1, H do commands[#commands + 1] = datablock("$mha_head_" .. h, w[h]) end
     -- fixed margins keep every panel the same size; the one colour bar stands in the right margin.
