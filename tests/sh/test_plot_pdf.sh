@@ -26,6 +26,8 @@ plot.heatmap(w, {tokens = {"我", "爱", "喝", "茶"}, title = "投影仪", fon
 plot.save("$tmp/big.pdf")
 plot.heads(mha.softmax(mha.randn(2, 3, 3), -1), {tokens = "猫 坐 垫", title = "两个头"})
 plot.save("$tmp/heads.pdf")
+plot.heads(mha.softmax(mha.randn(2, 4, 4), -1), {tokens = {"我们", "喜欢", "绿", "茶"}, title = "投影仪", font = 16})
+plot.save("$tmp/bigheads.pdf")
 plot.line{{y = {3, 2, 1}, title = "训练损失"}, title = "损失曲线", xlabel = "步数", ylabel = "交叉熵"}
 plot.save("$tmp/line.pdf")
 plot.bar("甲 乙 丙", {1, 2, 3}, {title = "权重柱", xlabel = "词元", ylabel = "权重"})
@@ -72,5 +74,10 @@ read -r t0 t1 _ <<<"$(pdftotext -bbox "$tmp/big.pdf" - | grep -F '>喝<' | tail 
 awk -v k0="$k0" -v k1="$k1" -v t1="$t1" -v h="$page" 'BEGIN { exit !(k0 >= t1 && k1 <= h) }' \
     && pass "pdf font=20: the axis label clear of the tics and on the page" \
     || fail "pdf font=20: the axis label clear of the tics and on the page" "键 $k0..$k1, tics end $t1, page $page"
+# plot.heads lays out its own margins: with font = 16 the query label stays on the page
+x0=$(pdftotext -bbox "$tmp/bigheads.pdf" - | grep -F '>查询<' | head -1 | sed 's/.*xMin="\([0-9.-]*\)".*/\1/')
+[ -n "$x0" ] && awk -v x="$x0" 'BEGIN { exit !(x >= 0) }' \
+    && pass "pdf heads font=16: the query label on the page" \
+    || fail "pdf heads font=16: the query label on the page" "查询 at x '$x0'"
 
 [ "$fails" -eq 0 ]
