@@ -32,8 +32,10 @@ zh.words = {
 -- The groups of help().
 zh.groups = {
     topics = "总览", constructors = "构造", random = "随机数", files = "文件与内存", comparison = "比较与掩码",
-    reductions = "归约", joining = "拼接", views = "视图", attention = "注意力", module = "模块",
+    reductions = "归约", joining = "拼接", views = "视图", attention = "注意力", module = "多头注意力模块",
     display = "显示", plot = "绘图", lesson = "课程", ["REPL commands"] = "REPL 命令",
+    elementwise = "逐元素运算", gradients = "梯度", nn = "神经网络模块", optim = "优化器",
+    ["tensor methods"] = "张量的方法", training = "训练",
 }
 
 -- Each command's line in ? (by the command's name; the lesson runner's commands too).
@@ -47,9 +49,9 @@ zh.commands = {
     open = "打开一课，从第一步开始",
     next = "运行课程的下一步（空行上按回车也可以）",
     back = "回到上一步（重放它之前的步骤）",
-    ["goto"] = "跳到第 K 步（从种子重放第 1..K-1 步）",
+    ["goto"] = "跳到第 K 步（先用本课的随机种子悄悄重跑第 1..K-1 步）",
     run = "运行本课剩下的所有步骤",
-    restart = "从第 1 步和本课的种子重新开始",
+    restart = "用本课的随机种子从第 1 步重新开始",
     answer = "用 EXPR 的值回答练习",
     solution = "显示练习的参考答案",
     lang = "切换课程语言",

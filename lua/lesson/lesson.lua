@@ -160,7 +160,7 @@ local function shape_of(t)
 end
 
 -- The runner's words in the session's language.
-local function said() return words[(session and session.lang) or "en"] end
+local function said() return words[M.language()] or words.en end   -- MHA_LANG=zh pages help in Chinese too
 
 -- "[plot: heatmap "title" 3×3]", in the lesson's language: what a window would show.
 local function note(kind, opts, detail)

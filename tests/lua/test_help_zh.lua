@@ -94,6 +94,16 @@ local index = help.text():gsub("\n  [^\n]*", "")
 T.ok("zh_index_is_chinese", index:find(zh.words.intro:sub(1, 30), 1, true) ~= nil and not english_sentence(index),
      tostring((english_sentence(index))))
 
+-- every group of help() has a Chinese heading
+local unnamed, seen = {}, {}
+for _, key in ipairs(keys) do
+    local e = docs[key]
+    local group = e.group or (key:match("^:") and "REPL commands") or key:match("^(.*)[.:]") or "topics"
+    if not zh.groups[group] and not seen[group] then unnamed[#unnamed + 1] = group end
+    seen[group] = true
+end
+T.ok("zh_every_group_has_a_heading", #unnamed == 0, "no Chinese heading for: " .. table.concat(unnamed, ", "))
+
 -- every command (the REPL's and the lesson runner's): its line in ? and :help NAME, in Chinese
 local repl = require "mha.repl"
 require("mha.lesson").install(repl)
