@@ -2,13 +2,7 @@
 # tests/sh/test_habits.sh - a student's habits at the prompt: the hints the REPL prints under an error or
 # a value, in English and (MHA_LANG=zh) Chinese, and an input that can never complete given back at once.
 # env: MHA_REPL (the binary), as tests/run.sh sets it.
-set -u
-repl=${MHA_REPL:?set MHA_REPL to the mha-repl binary}
-fails=0
-pass() { echo "PASS $1"; }
-fail() { echo "FAIL $1: $2"; fails=$((fails + 1)); }
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "$0")/testlib.sh"
 
 # ---- a value after statements: an error at once, and the next line runs (it used to be swallowed) ----
 printf 'score = 1; score\nprint("next line ran")\n' | timeout 10 "$repl" -i >"$tmp/out" 2>"$tmp/err"

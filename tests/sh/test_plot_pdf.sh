@@ -3,13 +3,7 @@
 # tokens and panel titles, in Chinese too (a CJK font embedded), at a size as large as the PNG's, and a
 # projector's font= keeps the axis label clear of the tic labels and on the page.
 # env: MHA_REPL (the binary), as tests/run.sh sets it. Needs pdftotext and pdffonts (poppler-utils, tools/deps.sh test).
-set -u
-repl=${MHA_REPL:?set MHA_REPL to the mha-repl binary}
-fails=0
-pass() { echo "PASS $1"; }
-fail() { echo "FAIL $1: $2"; fails=$((fails + 1)); }
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "$0")/testlib.sh"
 if ! command -v pdftotext >/dev/null || ! command -v pdffonts >/dev/null; then
     fail "pdf tools" "pdftotext/pdffonts missing: install poppler-utils (tools/deps.sh test)"
     exit 1

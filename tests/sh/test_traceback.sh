@@ -2,13 +2,7 @@
 # tests/sh/test_traceback.sh - a C function's or operator's error at the top level reads as the message at
 # the student's line, without "[C]: in metamethod 'mul'"; inside the student's own functions the traceback stays.
 # env: MHA_REPL (the binary), as tests/run.sh sets it.
-set -u
-repl=${MHA_REPL:?set MHA_REPL to the mha-repl binary}
-fails=0
-pass() { echo "PASS $1"; }
-fail() { echo "FAIL $1: $2"; fails=$((fails + 1)); }
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "$0")/testlib.sh"
 
 mul='mul: shapes (2,3) and (3,2) cannot broadcast: dim -2 has 2 and 3'
 

@@ -2,13 +2,7 @@
 # tests/sh/test_zh.sh - Chinese outside the lessons: with MHA_LANG=zh (or --lang zh, :lang zh) the REPL's
 # ?, ?name, help(), :reset, :time and its hints are Chinese; in English they stay English.
 # env: MHA_REPL (the binary), as tests/run.sh sets it.
-set -u
-repl=${MHA_REPL:?set MHA_REPL to the mha-repl binary}
-fails=0
-pass() { echo "PASS $1"; }
-fail() { echo "FAIL $1: $2"; fails=$((fails + 1)); }
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "$0")/testlib.sh"
 has() {   # has NAME FILE LINE: FILE has LINE exactly
     grep -qxF -- "$3" "$2" && pass "$1" || fail "$1" "no line '$3' in: $(cat "$2")"
 }
