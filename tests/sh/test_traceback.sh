@@ -33,10 +33,10 @@ grep -qF "$tmp/deep.lua:2: in " "$tmp/err" && grep -qF "$tmp/deep.lua:3: in main
     && pass "operator error inside functions keeps the traceback" \
     || fail "operator error inside functions keeps the traceback" "$(cat "$tmp/err")"
 
-# a library error raised without a position (error(msg, 0) in lua/nn) gets the script's line, no traceback
-printf 'local a = 1\nlocal l = mha.nn.Linear{in_features = 3}\n' >"$tmp/lib.lua"
+# a library error raised without a position (error(msg, 0) in lua/nn/transformer.lua) gets the script's line
+printf 'local a = 1\nlocal m = mha.nn.Transformer{vocab = 5, d_model = 5, heads = 2, max_len = 4}\n' >"$tmp/lib.lua"
 NO_COLOR=1 timeout 10 "$repl" "$tmp/lib.lua" >"$tmp/out" 2>"$tmp/err"
-[ "$(cat "$tmp/err")" = "$repl: $tmp/lib.lua:2: nn.Linear: option out_features is required, e.g. mha.nn.Linear{in_features = 4, out_features = 2}" ] \
+[ "$(cat "$tmp/err")" = "$repl: $tmp/lib.lua:2: nn.Transformer: d_model 5 must be divisible by heads 2" ] \
     && pass "library error without a position: the script's line" \
     || fail "library error without a position: the script's line" "$(cat "$tmp/err")"
 # the student's own error(msg, 0) stays as written
