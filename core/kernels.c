@@ -32,27 +32,30 @@ void mha_sgemm_ref(float *c, size_t ldc,
     }
 }
 
-/* softmax of one row in place: w_j = exp(x_j - max x) / sum_k exp(x_k - max x). The portable
- * instruction set's row kernel. A row whose entries are all -inf (every key masked) becomes NaN. */
-static void softmax_row(float *row, size_t S) {
+/* softmax of one row in place: w_j = exp(x_j - max x) / sum_k exp(x_k - max x), and out_sum_j += w_j
+ * when out_sum is not NULL. The portable instruction set's row kernel. A row whose entries are all
+ * -inf (every key masked) becomes NaN. */
+static void softmax_row(float *row, size_t S, float *out_sum) {
     float max = -INFINITY;
     for (size_t j = 0; j < S; j++)
         if (row[j] > max) max = row[j];
     if (max == -INFINITY) {
         for (size_t j = 0; j < S; j++) row[j] = NAN;
-        return;
+    } else {
+        float sum = 0.0f;
+        for (size_t j = 0; j < S; j++) {
+            row[j] = expf(row[j] - max);
+            sum += row[j];
+        }
+        for (size_t j = 0; j < S; j++) row[j] /= sum;
     }
-    float sum = 0.0f;
-    for (size_t j = 0; j < S; j++) {
-        row[j] = expf(row[j] - max);
-        sum += row[j];
-    }
-    for (size_t j = 0; j < S; j++) row[j] /= sum;
+    for (size_t j = 0; out_sum && j < S; j++) out_sum[j] += row[j];
 }
 
-/* softmax of each row in place: w_j = exp(x_j - max x) / sum_k exp(x_k - max x), summed in double.
- * A row whose entries are all -inf (every key masked) becomes NaN, as in PyTorch and NumPy. */
-void mha_softmax_rows_ref(float *x, size_t ld, size_t rows, size_t n) {
+/* softmax of each row in place: w_j = exp(x_j - max x) / sum_k exp(x_k - max x), summed in double;
+ * then sum[i,j] += w_ij in float when sum is not NULL. A row whose entries are all -inf (every key
+ * masked) becomes NaN, as in PyTorch and NumPy. */
+void mha_softmax_rows_sum_ref(float *x, size_t ld, size_t rows, size_t n, float *sum, size_t ld_sum) {
     for (size_t i = 0; i < rows; i++) {
         float *row = x + i * ld;
         float max = -INFINITY;
@@ -60,13 +63,16 @@ void mha_softmax_rows_ref(float *x, size_t ld, size_t rows, size_t n) {
             if (row[j] > max) max = row[j];
         if (max == -INFINITY) {
             for (size_t j = 0; j < n; j++) row[j] = NAN;
-            continue;
+        } else {
+            double total = 0.0;
+            for (size_t j = 0; j < n; j++) total += exp((double)row[j] - max);
+            for (size_t j = 0; j < n; j++) row[j] = (float)(exp((double)row[j] - max) / total);
         }
-        double sum = 0.0;
-        for (size_t j = 0; j < n; j++) sum += exp((double)row[j] - max);
-        for (size_t j = 0; j < n; j++) row[j] = (float)(exp((double)row[j] - max) / sum);
+        for (size_t j = 0; sum && j < n; j++) sum[i * ld_sum + j] += row[j];
     }
 }
+
+void mha_softmax_rows_ref(float *x, size_t ld, size_t rows, size_t n) { mha_softmax_rows_sum_ref(x, ld, rows, n, NULL, 0); }
 
 /* ---------------------------------------------------------------------------------------------
  * Instruction sets. The register tile and the softmax step are written once per instruction set
@@ -106,7 +112,7 @@ static void softmax_step_portable(float *scores, size_t nk, float *m, float *l, 
 }
 
 static const kernel_isa kernels_portable = {"portable", MR_PORTABLE, NR_PORTABLE, tile_portable,
-                                            softmax_step_portable, softmax_row, NULL, NULL};
+                                            softmax_step_portable, softmax_row, NULL, NULL, NULL};
 
 static const kernel_isa *const isa_all[] = {
 #ifdef MHA_KERNELS_X86
@@ -302,10 +308,13 @@ static size_t round_up(size_t n, size_t m) { return (n + m - 1) / m * m; }
  * ------------------------------------------------------------------------------------------- */
 
 /* A (mc,kc) with (i,p) at a[i*a_rs + p*a_cs]  ->  panels of mr rows: dst[(i/mr)*mr*kc + p*mr + i%mr]. */
-static void pack_a(float *dst, const float *a, ptrdiff_t a_rs, ptrdiff_t a_cs, size_t mc, size_t kc, size_t mr) {
+static void pack_a(const kernel_isa *k, float *dst, const float *a, ptrdiff_t a_rs, ptrdiff_t a_cs, size_t mc,
+                   size_t kc, size_t mr) {
     for (size_t i0 = 0; i0 < mc; i0 += mr, dst += mr * kc) {
         size_t rows = min_size(mr, mc - i0);
-        if (a_rs == 1) { /* a column of the panel is contiguous in memory */
+        if (a_cs == 1 && mr == k->mr && k->pack_a_rows) { /* rows contiguous: transposed in registers */
+            k->pack_a_rows(dst, a + (ptrdiff_t)i0 * a_rs, a_rs, kc, rows);
+        } else if (a_rs == 1) { /* a column of the panel is contiguous in memory */
             for (size_t p = 0; p < kc; p++) {
                 const float *src = a + (ptrdiff_t)i0 + (ptrdiff_t)p * a_cs;
                 for (size_t i = 0; i < rows; i++) dst[p * mr + i] = src[i];
@@ -383,10 +392,12 @@ static void multiply_block(const kernel_isa *k, float *c, size_t ldc, const floa
     }
 }
 
-void mha_softmax_rows(float *x, size_t ld, size_t rows, size_t n) {
+void mha_softmax_rows_sum(float *x, size_t ld, size_t rows, size_t n, float *sum, size_t ld_sum) {
     const kernel_isa *k = isa();
-    for (size_t i = 0; i < rows; i++) k->softmax_row(x + i * ld, n);
+    for (size_t i = 0; i < rows; i++) k->softmax_row(x + i * ld, n, sum ? sum + i * ld_sum : NULL);
 }
+
+void mha_softmax_rows(float *x, size_t ld, size_t rows, size_t n) { mha_softmax_rows_sum(x, ld, rows, n, NULL, 0); }
 
 /* One call's operands, as mha_sgemm got them. */
 typedef struct sgemm_job {
@@ -396,19 +407,25 @@ typedef struct sgemm_job {
     size_t M, N, K;
     bool accumulate;
     bool split_rows; /* when split: parts take rows of C (else columns), in whole register tiles */
+    const float *packed_b; /* NULL, or all of B packed by mha_sgemm_pack_b (then b is not read) */
 } sgemm_job;
 
 /* A few rows of A against a B stored transposed (x·Wᵀ for a short x), both with contiguous rows: dot
  * products of rows, no packing. Packing would read all of W to write it out again, for a few tiles
  * each: at (64,512)·(512,1536) that is a quarter of the time. "A few": A fits in half of L2 (it is
- * read once per DOT_NR rows of W), M <= 128 whole rows at K = 512. */
+ * read once per DOT_NR rows of W), M <= 128 whole rows at K = 512. And deep enough: each element ends
+ * in a sum across the 8 lanes, about 6 instructions, which K/8 FMAs must outweigh - at a head's
+ * q·kᵀ (K = 64) the packed path is twice as fast (DOT_MIN_K). Decided on the whole call's M, never a
+ * part's, so that a split over threads cannot change the path and the bits. */
+enum { DOT_MIN_K = 128 };
+
 static bool dot_rows_on = true;
 
 void mha_kernels_set_dot_rows(bool on) { dot_rows_on = on; }
 
-static bool dot_rows_fit(const kernel_isa *k, const sgemm_job *job, size_t M) {
-    return dot_rows_on && k->dot_rows && job->a_cs == 1 && job->b_rs == 1 && job->a_rs > 0 && job->b_cs > 0 &&
-           (double)M * (double)job->K * sizeof(float) <= 256.0 * 1024;
+static bool dot_rows_fit(const kernel_isa *k, const sgemm_job *job) {
+    return dot_rows_on && k->dot_rows && !job->packed_b && job->a_cs == 1 && job->b_rs == 1 && job->a_rs > 0 && job->b_cs > 0 &&
+           job->K >= DOT_MIN_K && (double)job->M * (double)job->K * sizeof(float) <= 256.0 * 1024;
 }
 
 /* C[m0:m1, n0:n1] (+)= A[m0:m1, :]·B[:, n0:n1], with its own packing buffers. Every element of C is
@@ -419,12 +436,12 @@ static mha_status sgemm_block(const sgemm_job *job, size_t m0, size_t m1, size_t
     const float *a = job->a + (ptrdiff_t)m0 * a_rs, *b = job->b + (ptrdiff_t)n0 * b_cs;
     float *c = job->c + m0 * job->ldc + n0;
     const kernel_isa *k = isa();
-    if (dot_rows_fit(k, job, M)) {
+    if (dot_rows_fit(k, job)) {
         k->dot_rows(c, job->ldc, a, (size_t)a_rs, b, (size_t)b_cs, M, N, K, job->accumulate);
         return MHA_OK;
     }
     size_t kc_max = min_size(K, KC), mc_max = min_size(round_up(M, k->mr), MC);
-    size_t nc_max = min_size(round_up(N, k->nr), NC);
+    size_t nc_max = job->packed_b ? 0 : min_size(round_up(N, k->nr), NC);
     float *bufs[2];
     size_t sizes[2] = {mc_max * kc_max, kc_max * nc_max};
     scratch s;
@@ -437,7 +454,10 @@ static mha_status sgemm_block(const sgemm_job *job, size_t m0, size_t m1, size_t
         size_t nc = min_size(NC, N - jc);
         for (size_t pc = 0; pc < K; pc += KC) {
             size_t kc = min_size(KC, K - pc);
-            pack_b(k, packed_b, b + (ptrdiff_t)pc * b_rs + (ptrdiff_t)jc * b_cs, b_rs, b_cs, kc, nc, 1.0f);
+            if (job->packed_b) /* slice (jc, pc) of mha_sgemm_pack_b's layout (n0 = 0: never split) */
+                packed_b = (float *)job->packed_b + jc * K + pc * round_up(nc, k->nr);
+            else
+                pack_b(k, packed_b, b + (ptrdiff_t)pc * b_rs + (ptrdiff_t)jc * b_cs, b_rs, b_cs, kc, nc, 1.0f);
             for (size_t ic = 0; ic < M; ic += MC) {
                 if (mha_interrupted()) {
                     status = mha_fail(MHA_E_INTERRUPTED, "sgemm: (%zu,%zu) @ (%zu,%zu): interrupted", job->M, K, K,
@@ -445,7 +465,7 @@ static mha_status sgemm_block(const sgemm_job *job, size_t m0, size_t m1, size_t
                     goto done;
                 }
                 size_t mc = min_size(MC, M - ic);
-                pack_a(packed_a, a + (ptrdiff_t)ic * a_rs + (ptrdiff_t)pc * a_cs, a_rs, a_cs, mc, kc, k->mr);
+                pack_a(k, packed_a, a + (ptrdiff_t)ic * a_rs + (ptrdiff_t)pc * a_cs, a_rs, a_cs, mc, kc, k->mr);
                 multiply_block(k, c + ic * job->ldc + jc, job->ldc, packed_a, packed_b, mc, nc, kc,
                                job->accumulate || pc > 0);
             }
@@ -478,12 +498,41 @@ mha_status mha_sgemm(float *c, size_t ldc,
         return MHA_OK;
     }
     /* split the longer side of C, so each part packs a share of the operand that is larger to pack */
-    sgemm_job job = {c, ldc, a, a_rs, a_cs, b, b_rs, b_cs, M, N, K, accumulate, M > N};
+    sgemm_job job = {c, ldc, a, a_rs, a_cs, b, b_rs, b_cs, M, N, K, accumulate, M > N, NULL};
     const kernel_isa *k = isa();
     const size_t units = job.split_rows ? (M + k->mr - 1) / k->mr : (N + k->nr - 1) / k->nr;
     const size_t nparts = mha_kernels_parts(units, 2.0 * (double)M * (double)N * (double)K);
     if (nparts == 1) return sgemm_block(&job, 0, M, 0, N);
     return mha_run_parts(sgemm_part, &job, nparts);
+}
+
+/* B packed once for many products (a head's K and V, which every block of queries multiplies): the
+ * panels sgemm_block would pack, slice (jc, pc) after slice, each kc x round_up(nc, NR), so that slice
+ * (jc, pc) starts at jc·K + pc·round_up(nc, NR) and the whole takes round_up(N, NR)·K floats. */
+size_t mha_sgemm_packed_b_size(size_t N, size_t K) { return round_up(N, isa()->nr) * K; }
+
+void mha_sgemm_pack_b(float *packed, const float *b, ptrdiff_t b_rs, ptrdiff_t b_cs, size_t N, size_t K) {
+    const kernel_isa *k = isa();
+    for (size_t jc = 0; jc < N; jc += NC) {
+        size_t nc = min_size(NC, N - jc);
+        for (size_t pc = 0; pc < K; pc += KC) {
+            size_t kc = min_size(KC, K - pc);
+            pack_b(k, packed + jc * K + pc * round_up(nc, k->nr), b + (ptrdiff_t)pc * b_rs + (ptrdiff_t)jc * b_cs, b_rs,
+                   b_cs, kc, nc, 1.0f);
+        }
+    }
+}
+
+mha_status mha_sgemm_packed(float *c, size_t ldc, const float *a, ptrdiff_t a_rs, ptrdiff_t a_cs, const float *packed_b,
+                            size_t M, size_t N, size_t K, bool accumulate) {
+    if (M == 0 || N == 0) return MHA_OK;
+    if (K == 0) {
+        if (!accumulate)
+            for (size_t i = 0; i < M; i++) memset(c + i * ldc, 0, N * sizeof(float));
+        return MHA_OK;
+    }
+    sgemm_job job = {c, ldc, a, a_rs, a_cs, packed_b, 0, 0, M, N, K, accumulate, true, packed_b}; /* b unread */
+    return sgemm_block(&job, 0, M, 0, N);
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -567,8 +616,8 @@ static mha_status fused_part(void *ctx, size_t part, size_t nparts) {
                 goto done;
             }
             const size_t nk = min_size(bk, key_end - k0), nk_pad = round_up(nk, mr);
-            pack_a(kp, args->k + k0 * args->ld_k, (ptrdiff_t)args->ld_k, 1, nk, D, mr);
-            pack_a(vt, args->v + k0 * args->ld_v, 1, (ptrdiff_t)args->ld_v, Dv, nk, mr);
+            pack_a(k, kp, args->k + k0 * args->ld_k, (ptrdiff_t)args->ld_k, 1, nk, D, mr);
+            pack_a(k, vt, args->v + k0 * args->ld_v, 1, (ptrdiff_t)args->ld_v, Dv, nk, mr);
 
             for (size_t j0 = 0; j0 < nq_pad; j0 += nr) {
                 /* pass 1: scoresᵀ = K·(scale·Qᵀ) */

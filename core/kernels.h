@@ -19,9 +19,19 @@ mha_status mha_sgemm(float *c, size_t ldc,
                      const float *b, ptrdiff_t b_rs, ptrdiff_t b_cs,
                      size_t M, size_t N, size_t K, bool accumulate);
 
-/* A short A (at most 256 KiB) times a B stored transposed (x·Wᵀ, q·kᵀ), both with contiguous rows, is
- * computed as dot products of rows, without packing (kernels_isa.h, dot_rows), where the instruction
- * set has them (AVX2). Its sums run in another order than the packed path's, so its bits differ from
+/* B packed once, for many products against it (a head's K and V, which every block of queries of
+ * MultiheadAttention's head mean multiplies): mha_sgemm_pack_b writes B (K,N) (element (p,j) at
+ * b[p*b_rs + j*b_cs]) into `packed`, mha_sgemm_packed_b_size(N, K) floats, as mha_sgemm packs it; then
+ * mha_sgemm_packed computes C (+)= A·B as mha_sgemm does - the very bits of mha_sgemm's packed path - on
+ * the calling thread, packing only A. */
+size_t mha_sgemm_packed_b_size(size_t N, size_t K);
+void mha_sgemm_pack_b(float *packed, const float *b, ptrdiff_t b_rs, ptrdiff_t b_cs, size_t N, size_t K);
+mha_status mha_sgemm_packed(float *c, size_t ldc, const float *a, ptrdiff_t a_rs, ptrdiff_t a_cs, const float *packed_b,
+                            size_t M, size_t N, size_t K, bool accumulate);
+
+/* A short A (at most 256 KiB) times a B stored transposed (x·Wᵀ), both with contiguous rows, at a depth
+ * K of 128 or more, is computed as dot products of rows, without packing (kernels_isa.h, dot_rows),
+ * where the instruction set has them (AVX2). Its sums run in another order than the packed path's, so its bits differ from
  * those of the same product with other strides (within the rounding the tests allow). Tests: false
  * keeps every product on the packed path. */
 void mha_kernels_set_dot_rows(bool on);
@@ -64,6 +74,11 @@ mha_status mha_run_parts(mha_part_fn fn, void *ctx, size_t nparts);
 void mha_softmax_rows(float *x, size_t ld, size_t rows, size_t n);
 /* The same, as plain loops summing in double: the reference mha_softmax_rows is held equal to. */
 void mha_softmax_rows_ref(float *x, size_t ld, size_t rows, size_t n);
+/* softmax as above, and each probability added into sum (rows, n; row stride ld_sum) as it is written:
+ * sum_ij += w_ij. One pass over the rows gives both the weights and their running sum over heads
+ * (MultiheadAttention's head mean). sum NULL: plain softmax. */
+void mha_softmax_rows_sum(float *x, size_t ld, size_t rows, size_t n, float *sum, size_t ld_sum);
+void mha_softmax_rows_sum_ref(float *x, size_t ld, size_t rows, size_t n, float *sum, size_t ld_sum);
 
 /* One head of attention: out = softmax(q·kᵀ·scale + mask)·v.
  *   out (L,Dv) row stride ld_out; q (L,D) row stride ld_q; k (S,D) ld_k; v (S,Dv) ld_v (unit column stride)

@@ -24,8 +24,10 @@ typedef struct kernel_isa {
      * alpha (NR) is written: the factor that rescales what was accumulated before this tile.
      * A query whose scores are all -inf so far keeps m = -inf, l = 0 and gets exp(...) = 0. */
     void (*softmax_step)(float *scores, size_t nk, float *m, float *l, float *alpha);
-    /* softmax of one contiguous row in place: x_j <- exp(x_j - max) / sum; all -inf -> all NaN */
-    void (*softmax_row)(float *x, size_t n);
+    /* softmax of one contiguous row in place: x_j <- exp(x_j - max) / sum; all -inf -> all NaN.
+     * sum, when not NULL (n floats), gets each probability added as it is written: sum_j += x_j (the
+     * head mean of MultiheadAttention's weights, with no second pass over the row) */
+    void (*softmax_row)(float *x, size_t n, float *sum);
     /* One B panel from a B stored transposed (b_rs = 1: each column of B contiguous, columns b_cs apart,
      * as Wᵀ and Kᵀ are read): dst[p*NR + j] = b[j*b_cs + p]·scale for p < kc, j < cols <= NR, and 0
      * for cols <= j < NR. A transposition, done in registers; NULL: kernels.c's plain loop does it. */
@@ -36,6 +38,10 @@ typedef struct kernel_isa {
      * tile, so any split of C over threads gives the same bits. NULL: not written for this set. */
     void (*dot_rows)(float *c, size_t ldc, const float *a, size_t lda, const float *bt, size_t ldb, size_t M,
                      size_t N, size_t K, bool add);
+    /* One A panel from an A with contiguous rows (a_cs = 1: x, the weights of a block of queries):
+     * dst[p*MR + i] = a[i*a_rs + p] for p < kc, i < rows <= MR, and 0 for rows <= i < MR. A transposition
+     * in registers; NULL: kernels.c's plain loop does it. */
+    void (*pack_a_rows)(float *dst, const float *a, ptrdiff_t a_rs, size_t kc, size_t rows);
 } kernel_isa;
 
 #if defined(__x86_64__) && defined(__GNUC__)

@@ -100,7 +100,7 @@ AVX512 static void softmax_step_avx512(float *scores, size_t nk, float *m, float
 }
 
 /* See kernel_isa.softmax_row: 16 at a time, the ragged end through a lane mask. */
-AVX512 static void softmax_row_avx512(float *x, size_t n) {
+AVX512 static void softmax_row_avx512(float *x, size_t n, float *sum_out) {
     const __m512 neg_inf = _mm512_set1_ps(-INFINITY);
     const size_t body = n / 16 * 16;
     const __mmask16 tail = (__mmask16)((1u << (n - body)) - 1);
@@ -109,6 +109,7 @@ AVX512 static void softmax_row_avx512(float *x, size_t n) {
     const float max = _mm512_reduce_max_ps(mx);
     if (max == -INFINITY) { /* every key masked */
         for (size_t j = 0; j < n; j++) x[j] = NAN;
+        for (size_t j = 0; sum_out && j < n; j++) sum_out[j] += x[j];
         return;
     }
     const __m512 m = _mm512_set1_ps(max);
@@ -122,8 +123,19 @@ AVX512 static void softmax_row_avx512(float *x, size_t n) {
     _mm512_mask_storeu_ps(x + body, tail, e);
     sum = _mm512_mask_add_ps(sum, tail, sum, e);
     const __m512 total = _mm512_set1_ps(_mm512_reduce_add_ps(sum));
-    for (size_t j = 0; j < body; j += 16) _mm512_storeu_ps(x + j, _mm512_div_ps(_mm512_loadu_ps(x + j), total));
-    _mm512_mask_storeu_ps(x + body, tail, _mm512_div_ps(_mm512_mask_loadu_ps(total, tail, x + body), total));
+    if (sum_out == NULL) {
+        for (size_t j = 0; j < body; j += 16) _mm512_storeu_ps(x + j, _mm512_div_ps(_mm512_loadu_ps(x + j), total));
+        _mm512_mask_storeu_ps(x + body, tail, _mm512_div_ps(_mm512_mask_loadu_ps(total, tail, x + body), total));
+        return;
+    }
+    for (size_t j = 0; j < body; j += 16) {
+        __m512 w = _mm512_div_ps(_mm512_loadu_ps(x + j), total);
+        _mm512_storeu_ps(x + j, w);
+        _mm512_storeu_ps(sum_out + j, _mm512_add_ps(_mm512_loadu_ps(sum_out + j), w));
+    }
+    __m512 w = _mm512_div_ps(_mm512_mask_loadu_ps(total, tail, x + body), total);
+    _mm512_mask_storeu_ps(x + body, tail, w);
+    _mm512_mask_storeu_ps(sum_out + body, tail, _mm512_add_ps(_mm512_maskz_loadu_ps(tail, sum_out + body), w));
 }
 
 /* r[0..15] (16 rows of 16) <- its transpose, in four rounds of shuffles: pairs of rows interleaved,
@@ -175,7 +187,7 @@ AVX512 static void pack_b_trans_avx512(float *dst, const float *b, ptrdiff_t b_c
 }
 
 const kernel_isa mha_kernels_avx512 = {"avx512", MR512, 16 * NV512, tile_avx512, softmax_step_avx512,
-                                       softmax_row_avx512, pack_b_trans_avx512, NULL};
+                                       softmax_row_avx512, pack_b_trans_avx512, NULL, NULL};
 
 /* ---------------------------------------------------------------------------------------------
  * AVX2 + FMA: 16 registers of 8 floats. The tile is 6 rows by 16 columns: 12 accumulators, 2 for
@@ -187,8 +199,13 @@ AVX2 static void tile_avx2(size_t kc, const float *a, const float *b, float *c, 
                            const float *col_scale) {
     __m256 acc[MR256][NV256];
 #pragma GCC unroll 6
-    for (int i = 0; i < MR256; i++)
+    for (int i = 0; i < MR256; i++) {
         for (int v = 0; v < NV256; v++) acc[i][v] = _mm256_setzero_ps();
+        /* the C tile is read (add) or written only after kc steps: ask for its lines now, so they are
+         * in cache by then instead of stalling the stores (OpenBLAS's kernels do the same) */
+        _mm_prefetch((const char *)(c + i * ldc), _MM_HINT_T0);
+        _mm_prefetch((const char *)(c + i * ldc + 8 * NV256 - 1), _MM_HINT_T0);
+    }
     for (size_t p = 0; p < kc; p++, a += MR256, b += 8 * NV256) {
         __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8);
 #pragma GCC unroll 6
@@ -251,7 +268,7 @@ AVX2 static void softmax_step_avx2(float *scores, size_t nk, float *m, float *l,
 }
 
 /* See kernel_isa.softmax_row: 8 at a time; the ragged end is padded into a small buffer. */
-AVX2 static void softmax_row_avx2(float *x, size_t n) {
+AVX2 static void softmax_row_avx2(float *x, size_t n, float *sum_out) {
     const size_t body = n / 8 * 8, rest = n - body;
     float end[8];
     for (size_t j = 0; j < 8; j++) end[j] = j < rest ? x[body + j] : -INFINITY;
@@ -262,6 +279,7 @@ AVX2 static void softmax_row_avx2(float *x, size_t n) {
     for (size_t j = 0; j < 8; j++) max = lanes[j] > max ? lanes[j] : max;
     if (max == -INFINITY) { /* every key masked */
         for (size_t j = 0; j < n; j++) x[j] = NAN;
+        for (size_t j = 0; sum_out && j < n; j++) sum_out[j] += x[j];
         return;
     }
     const __m256 m = _mm256_set1_ps(max);
@@ -278,8 +296,19 @@ AVX2 static void softmax_row_avx2(float *x, size_t n) {
     float total = 0.0f;
     for (size_t j = 0; j < 8; j++) total += lanes[j];
     const __m256 t = _mm256_set1_ps(total);
-    for (size_t j = 0; j < body; j += 8) _mm256_storeu_ps(x + j, _mm256_div_ps(_mm256_loadu_ps(x + j), t));
-    for (size_t j = 0; j < rest; j++) x[body + j] = end[j] / total;
+    if (sum_out == NULL) {
+        for (size_t j = 0; j < body; j += 8) _mm256_storeu_ps(x + j, _mm256_div_ps(_mm256_loadu_ps(x + j), t));
+    } else {
+        for (size_t j = 0; j < body; j += 8) {
+            __m256 w = _mm256_div_ps(_mm256_loadu_ps(x + j), t);
+            _mm256_storeu_ps(x + j, w);
+            _mm256_storeu_ps(sum_out + j, _mm256_add_ps(_mm256_loadu_ps(sum_out + j), w));
+        }
+    }
+    for (size_t j = 0; j < rest; j++) {
+        x[body + j] = end[j] / total;
+        if (sum_out) sum_out[body + j] += x[body + j];
+    }
 }
 
 /* r[0..7] (8 rows of 8) <- its transpose: rows interleaved in pairs, then pairs of pairs (each 128-bit
@@ -314,12 +343,32 @@ AVX2 static void pack_b_trans_avx2(float *dst, const float *b, ptrdiff_t b_cs, s
         for (size_t j0 = 0; j0 < 8 * NV256; j0 += 8) {
             for (size_t i = 0; i < 8; i++) {
                 const float *column = b + (ptrdiff_t)(j0 + i) * b_cs + (ptrdiff_t)p0;
-                r[i] = j0 + i < cols ? _mm256_mul_ps(_mm256_maskload_ps(column, lanes), s) : _mm256_setzero_ps();
+                /* a whole depth of 8 is read with a plain load: a masked one is slower on Zen */
+                r[i] = j0 + i >= cols ? _mm256_setzero_ps()
+                       : _mm256_mul_ps(depth == 8 ? _mm256_loadu_ps(column) : _mm256_maskload_ps(column, lanes), s);
             }
             transpose8_avx2(r);
             for (size_t p = 0; p < depth; p++) _mm256_storeu_ps(dst + (p0 + p) * 8 * NV256 + j0, r[p]);
         }
     }
+}
+
+/* See kernel_isa.pack_a_rows: 8 columns of the 6 rows at a time, padded to 8 rows of zeros, transposed
+ * 8x8; column p's 6 values are stored as 4 + 2. The ragged depth goes one column at a time. */
+AVX2 static void pack_a_rows_avx2(float *dst, const float *a, ptrdiff_t a_rs, size_t kc, size_t rows) {
+    __m256 r[8];
+    size_t p0 = 0;
+    for (; p0 + 8 <= kc; p0 += 8) {
+        for (size_t i = 0; i < 8; i++) r[i] = i < rows ? _mm256_loadu_ps(a + (ptrdiff_t)i * a_rs + (ptrdiff_t)p0) : _mm256_setzero_ps();
+        transpose8_avx2(r);
+        for (size_t p = 0; p < 8; p++) {
+            float *d = dst + (p0 + p) * MR256;
+            _mm_storeu_ps(d, _mm256_castps256_ps128(r[p]));
+            _mm_storel_pi((__m64 *)(d + 4), _mm256_extractf128_ps(r[p], 1));
+        }
+    }
+    for (; p0 < kc; p0++)
+        for (size_t i = 0; i < MR256; i++) dst[p0 * MR256 + i] = i < rows ? a[(ptrdiff_t)i * a_rs + (ptrdiff_t)p0] : 0.0f;
 }
 
 /* The sum of the 8 lanes, always in this order: (l0+l4, l1+l5, l2+l6, l3+l7), then pairs, then the two. */
@@ -391,6 +440,6 @@ AVX2 static void dot_rows_avx2(float *c, size_t ldc, const float *a, size_t lda,
 }
 
 const kernel_isa mha_kernels_avx2 = {"avx2", MR256, 8 * NV256, tile_avx2, softmax_step_avx2, softmax_row_avx2,
-                                     pack_b_trans_avx2, dot_rows_avx2};
+                                     pack_b_trans_avx2, dot_rows_avx2, pack_a_rows_avx2};
 
 #endif

@@ -269,24 +269,27 @@ typedef struct heads_job {
     bool causal, fused;
     float *weights;                     /* (N,H,L,S') when kept, else NULL */
     float *scores, *scaled, *masked;    /* (N,H,L,S') for the trace, else NULL */
-    float *scratch;                     /* (nparts,L,S') when neither weights nor fused: one slice per part */
+    float *scratch;                     /* (nparts,L,S') when neither weights nor fused: one slice per part;
+                                         * (nparts,ROW_BLOCK,S') for the head mean */
+    float *mean;                        /* (N,L,S') the weights averaged over heads, made by mean_part */
+    float *packed;                      /* for mean_part, per (batch, head): Kᵀ then V packed (mha_sgemm_pack_b) */
+    size_t packed_k, packed_v;          /* their sizes in floats */
     atomic_bool failed;                 /* a part failed: the others stop at their next slice */
 } heads_job;
 
-/* One head h of batch n: the plain attention of mha_attention_plain (scores, softmax, ·V into concat), or the
- * fused kernel's online softmax giving the same head output. */
-static mha_status forward_head(const heads_job *job, size_t n, size_t h, float *scratch) {
+/* Head h of batch n, queries row0 .. row0 + rows - 1, as the plain path reads it: pointers into the
+ * forward's tensors and the masks at those rows. */
+static mha_head_args head_args(const heads_job *job, size_t n, size_t h, size_t row0, size_t rows) {
     const size_t H = job->H, L = job->L, S = job->S, S2 = job->S2, E = job->E, D = job->D;
-    const size_t slice = (n * H + h) * L * S2;
     mha_head_args head = {
-        .out = job->concat + n * L * E + h * D, .ld_out = E,
-        .q = job->q_scaled + n * L * E + h * D, .ld_q = E,
+        .out = job->concat + (n * L + row0) * E + h * D, .ld_out = E,
+        .q = job->q_scaled + (n * L + row0) * E + h * D, .ld_q = E,
         .k = job->k + n * S2 * E + h * D, .ld_k = E,
         .v = job->v + n * S2 * E + h * D, .ld_v = E,
-        .mask_cols = S, .causal = job->causal, .scale = 1.0f, .L = L, .S = S2, .D = D, .Dv = D,
+        .mask_cols = S, .causal = job->causal, .row0 = row0, .scale = 1.0f, .L = rows, .S = S2, .D = D, .Dv = D,
     };
     if (job->am_f || job->am_b) {
-        size_t off = job->am_per_head ? (n * H + h) * L * S : 0;
+        size_t off = (job->am_per_head ? (n * H + h) * L * S : 0) + row0 * S;
         head.attn.rs = (ptrdiff_t)S, head.attn.cs = 1;
         if (job->am_f) head.attn.f = job->am_f + off;
         else head.attn.b = job->am_b + off;
@@ -296,6 +299,15 @@ static mha_status forward_head(const heads_job *job, size_t n, size_t h, float *
         if (job->kpm_f) head.pad.f = job->kpm_f + n * S;
         else head.pad.b = job->kpm_b + n * S;
     }
+    return head;
+}
+
+/* One head h of batch n: the plain attention of mha_attention_plain (scores, softmax, ·V into concat), or the
+ * fused kernel's online softmax giving the same head output. */
+static mha_status forward_head(const heads_job *job, size_t n, size_t h, float *scratch) {
+    const size_t H = job->H, L = job->L, S2 = job->S2, E = job->E, D = job->D;
+    const size_t slice = (n * H + h) * L * S2;
+    mha_head_args head = head_args(job, n, h, 0, L);
     if (job->fused) {
         bool pad = job->kpm_f || job->kpm_b;
         mha_attn_args args = {
@@ -331,6 +343,55 @@ static mha_status heads_part(void *ctx, size_t part, size_t nparts) {
     return st;
 }
 
+/* Slices part, part + nparts, ...: each head's Kᵀ and V packed once, for every block of rows of mean_part. */
+static mha_status pack_part(void *ctx, size_t part, size_t nparts) {
+    heads_job *job = ctx;
+    for (size_t slice = part; slice < job->N * job->H; slice += nparts) {
+        const size_t n = slice / job->H, h = slice % job->H, E = job->E;
+        float *kt = job->packed + slice * (job->packed_k + job->packed_v);
+        const float *k = job->k + n * job->S2 * E + h * job->D, *v = job->v + n * job->S2 * E + h * job->D;
+        mha_sgemm_pack_b(kt, k, 1, (ptrdiff_t)E, job->S2, job->D);                  /* kᵀ (D,S') */
+        mha_sgemm_pack_b(kt + job->packed_k, v, (ptrdiff_t)E, 1, job->D, job->S2);  /* v (S',D) */
+    }
+    return MHA_OK;
+}
+
+/* The weights averaged over heads, without the per-head weights (N,H,L,S'): a block of ROW_BLOCK queries
+ * runs through every head in turn, head 0 first, its softmax writing the block's weights into scratch
+ * (in L2) and adding them into the mean as it writes them; then the mean block is divided by H. That is
+ * the very sum and rounding of averaging the per-head weights after, without writing and reading
+ * H·L·S' floats. Parts (threads) take whole blocks, so any split gives the same bits.
+ * ROW_BLOCK: a block's weights and mean, 2·48·S' floats, stay in L2 (512 KB) up to S' = 1024. */
+enum { ROW_BLOCK = 48 };
+
+static mha_status mean_part(void *ctx, size_t part, size_t nparts) {
+    heads_job *job = ctx;
+    const size_t L = job->L, S2 = job->S2, H = job->H, blocks = (L + ROW_BLOCK - 1) / ROW_BLOCK;
+    float *weights = job->scratch + part * ROW_BLOCK * S2;
+    mha_status st = MHA_OK;
+    for (size_t unit = part; unit < job->N * blocks && st == MHA_OK; unit += nparts) {
+        const size_t n = unit / blocks, row0 = unit % blocks * ROW_BLOCK;
+        const size_t rows = L - row0 < ROW_BLOCK ? L - row0 : ROW_BLOCK;
+        float *mean = job->mean + (n * L + row0) * S2;
+        memset(mean, 0, rows * S2 * sizeof *mean);
+        for (size_t h = 0; h < H && st == MHA_OK; h++) {
+            if (atomic_load(&job->failed)) return MHA_OK; /* the part that failed reports it */
+            if (mha_interrupted()) {
+                st = mha_fail(MHA_E_INTERRUPTED, "MultiheadAttention.forward: interrupted at batch %zu, head %zu", n, h);
+                break;
+            }
+            mha_head_args head = head_args(job, n, h, row0, rows);
+            head.weights_sum = mean, head.ld_sum = S2;
+            head.k_packed = job->packed + (n * H + h) * (job->packed_k + job->packed_v);
+            head.v_packed = head.k_packed + job->packed_k;
+            st = mha_attention_plain(&head, &mha_attn_fast, weights, NULL, NULL);
+        }
+        for (size_t x = 0; st == MHA_OK && x < rows * S2; x++) mean[x] /= (float)H;
+    }
+    if (st != MHA_OK) atomic_store(&job->failed, true);
+    return st;
+}
+
 /* One forward pass in the making: its sizes, its choices, and every tensor it makes (t[], by name) so
  * one exit releases them all. The passes below each fill some of t[] from what earlier ones left. */
 enum { IN_Q, IN_K, IN_V, W_Q, W_K, W_V, B_Q, B_K, B_V, Q, K, V, KX, VX, QS, SCORES, SCALED, MASKED, WEIGHTS,
@@ -341,15 +402,21 @@ typedef struct forward_pass {
     mha_trace *trace;                     /* NULL: nothing recorded */
     const char *fn;                       /* the name allocation failures carry: forward, or trace when traced */
     bool batched, keep_weights, fused;
+    bool mean_rows;                       /* the head mean made block of rows by block (mean_part) */
     size_t N, H, L, S, S2, E, D;          /* S2 = S' the keys after bias_k and the zero key */
     mha_tensor t[NTENSORS];
-    float *scratch;                       /* (nparts,L,S') scores slices, when neither weights nor fused */
+    float *scratch;                       /* (nparts,L,S') scores slices, when neither weights nor fused;
+                                           * (nparts,ROW_BLOCK,S') with mean_rows */
+    float *packed;                        /* with mean_rows: every head's Kᵀ and V packed (pack_part) */
     size_t scratch_bytes, nparts;
+    size_t packed_k, packed_v, packed_bytes; /* packed: floats per head of Kᵀ and of V, bytes in all */
 } forward_pass;
 
-/* The bytes of the per-head weights (N,H,L,S') the plan keeps, 0 when it keeps none. */
+/* The bytes of the attention weights the plan forms: the per-head weights (N,H,L,S') when it keeps them,
+ * their head mean (N,L,S') when only that is returned, 0 when nobody looks at them. */
 static double forward_weights_bytes(const forward_pass *f) {
-    return f->keep_weights ? (double)f->N * (double)f->H * (double)f->L * (double)f->S2 * sizeof(float) : 0.0;
+    const double LS = (double)f->N * (double)f->L * (double)f->S2 * sizeof(float);
+    return f->keep_weights ? LS * (double)f->H : f->mean_rows ? LS : 0.0;
 }
 
 /* Every byte the passes below allocate, pass by pass (mha_multihead_forward_bytes). */
@@ -360,9 +427,10 @@ static double forward_total_bytes(const forward_pass *f, bool want_weights) {
     double bytes = (N * L * E + 2 * N * S * E) * fl;                  /* pass 1: Q, K, V */
     if (f->S2 > f->S) bytes += 2 * N * S2 * E * fl;                   /*   K, V with the appended rows */
     bytes += N * L * E * fl;                                          /* pass 2: Q/√D */
-    bytes += forward_weights_bytes(f);                                /*   weights (N,H,L,S') */
+    bytes += forward_weights_bytes(f);                                /*   weights (N,H,L,S') or their mean */
     if (f->trace) bytes += 3 * N * H * L * S2 * fl;                   /*   the trace's scores */
-    if (!f->keep_weights && !f->fused && f->L * f->S2 > 0) bytes += (double)f->nparts * L * S2 * fl; /* scratch */
+    if (f->mean_rows) bytes += (double)f->nparts * ROW_BLOCK * S2 * fl + (double)f->packed_bytes; /* block, K, V */
+    else if (!f->keep_weights && !f->fused && f->L * f->S2 > 0) bytes += (double)f->nparts * L * S2 * fl; /* scratch */
     bytes += N * L * E * fl;                                          /*   concat */
     const mha_tensor *masks[2] = {am, kpm};                           /* pass 3: masks copied when strided */
     for (int i = 0; i < 2; i++)
@@ -370,7 +438,7 @@ static double forward_total_bytes(const forward_pass *f, bool want_weights) {
             bytes += (double)mha_numel(masks[i]) * (masks[i]->dtype == MHA_BOOL ? sizeof(bool) : fl);
     if (kpm && f->fused) bytes += N * S2 * fl;                        /*   key padding rows */
     bytes += N * L * E * fl;                                          /* pass 5: output */
-    if (want_weights && f->opt->average_attn_weights) bytes += N * L * S2 * fl; /* pass 6: the mean */
+    if (want_weights && f->opt->average_attn_weights && !f->mean_rows) bytes += N * L * S2 * fl; /* pass 6: the mean */
     return bytes;
 }
 
@@ -416,15 +484,17 @@ static void human_bytes(char *buf, size_t n, double bytes) {
     else snprintf(buf, n, "%.1f MB", floor(bytes / 1e5) / 10);
 }
 
-/* The per-head weights (N,H,L,S') did not fit: they grow as L·S', and need_weights asks for them. Says
- * how much they need and how to do without them. */
+/* The weights did not fit: the per-head weights (N,H,L,S') or their head mean (N,L,S'). They grow as L·S',
+ * and need_weights asks for them. Says how much they need and how to do without them. */
 static mha_status weights_failed(const forward_pass *f, mha_status st) {
     if (st != MHA_E_NOMEM) return st;
     char shape[MHA_SHAPE_BUF], size[32];
     mha_tensor heads = {.ndim = 4, .shape = {f->N, f->H, f->L, f->S2}}; /* only its shape, to print */
+    mha_tensor mean = {.ndim = 3, .shape = {f->N, f->L, f->S2}};
     human_bytes(size, sizeof size, forward_weights_bytes(f));
-    return mha_fail(st, "%s: out of memory: the %s attention weights need %s; pass need_weights=false to use the "
-                        "fused path, which never forms them", f->fn, SHAPE(shape, &heads), size);
+    return mha_fail(st, "%s: out of memory: the %s%s attention weights need %s; pass need_weights=false to use the "
+                        "fused path, which never forms them", f->fn, SHAPE(shape, f->mean_rows ? &mean : &heads),
+                    f->mean_rows ? " head-averaged" : "", size);
 }
 
 /* pass 2: the head split's buffers. q scaled before q·kᵀ, as torch 1.13 does: q_scaled = Q / √D; the
@@ -449,7 +519,23 @@ static mha_status split_heads_buffers(forward_pass *f) {
             (st = mha_empty_named(&t[MASKED], MHA_FLOAT32, 4, shape4, f->fn)) != MHA_OK)
             return st;
     }
-    if (!f->keep_weights && !f->fused && L * S2 > 0) { /* one (L,S') slice per part, reused for each of its heads */
+    if (f->mean_rows) { /* the mean (N,L,S'), and one block of rows' weights per part */
+        size_t shape_mean[3] = {N, L, S2};
+        if ((st = mha_empty_named(&t[AVG], MHA_FLOAT32, 3, shape_mean, f->fn)) != MHA_OK) return weights_failed(f, st);
+        f->scratch_bytes = f->nparts * ROW_BLOCK * S2 * sizeof(float);
+        if (f->scratch_bytes > 0 && (f->scratch = mha_alloc(f->scratch_bytes)) == NULL) {
+            f->scratch_bytes = 0;
+            return mha_fail(MHA_E_NOMEM, "%s: out of memory allocating %zu bytes for the weights of %zu queries "
+                            "(%zu keys) at a time", f->fn, f->nparts * ROW_BLOCK * S2 * sizeof(float),
+                            (size_t)ROW_BLOCK, S2);
+        }
+        if (f->packed_bytes > 0 && (f->packed = mha_alloc(f->packed_bytes)) == NULL) {
+            size_t bytes = f->packed_bytes;
+            f->packed_bytes = 0;
+            return mha_fail(MHA_E_NOMEM, "%s: out of memory allocating %zu bytes for the packed keys and values",
+                            f->fn, bytes);
+        }
+    } else if (!f->keep_weights && !f->fused && L * S2 > 0) { /* one (L,S') slice per part, reused for each of its heads */
         f->scratch_bytes = f->nparts * L * S2 * sizeof(float);
         if ((f->scratch = mha_alloc(f->scratch_bytes)) == NULL) {
             f->scratch_bytes = 0;
@@ -497,10 +583,13 @@ static mha_status attend(forward_pass *f) {
         .weights = f->keep_weights ? mha_f32(&t[WEIGHTS]) : NULL,
         .scores = f->trace ? mha_f32(&t[SCORES]) : NULL, .scaled = f->trace ? mha_f32(&t[SCALED]) : NULL,
         .masked = f->trace ? mha_f32(&t[MASKED]) : NULL, .scratch = f->scratch,
+        .mean = f->mean_rows ? mha_f32(&t[AVG]) : NULL,
+        .packed = f->packed, .packed_k = f->packed_k, .packed_v = f->packed_v,
     };
     atomic_init(&job.failed, false);
     if (N * f->L == 0) return MHA_OK;   /* no query: N·H empty heads are not walked */
-    return nomem_under(mha_run_parts(heads_part, &job, f->nparts), f->fn);
+    if (f->mean_rows && (st = mha_run_parts(pack_part, &job, f->nparts)) != MHA_OK) return st;
+    return nomem_under(mha_run_parts(f->mean_rows ? mean_part : heads_part, &job, f->nparts), f->fn);
 }
 
 /* pass 4 (merge) needs nothing: the heads wrote concat (N,L,E) side by side. pass 5: out-projection,
@@ -570,8 +659,8 @@ static mha_status average_part(void *ctx, size_t part, size_t nparts) {
 
 static mha_status average_weights(forward_pass *f, const mha_tensor **ret) {
     mha_tensor *t = f->t;
-    *ret = &t[WEIGHTS];
-    if (!f->opt->average_attn_weights) return MHA_OK;
+    *ret = f->mean_rows ? &t[AVG] : &t[WEIGHTS];
+    if (!f->opt->average_attn_weights || f->mean_rows) return MHA_OK; /* mean_part made it already */
     const size_t N = f->N, H = f->H, LS = f->L * f->S2;
     size_t shape_avg[3] = {N, f->L, f->S2};
     mha_status st = mha_empty_named(&t[AVG], MHA_FLOAT32, 3, shape_avg, f->fn);
@@ -595,23 +684,34 @@ static void forward_plan(forward_pass *f, const mha_multihead *m, const mha_tens
     f->E = m->embed_dim, f->H = m->num_heads, f->D = m->head_dim;
     f->N = f->batched ? query->shape[0] : 1, f->L = query->shape[f->batched], f->S = key->shape[f->batched];
     f->S2 = f->S + m->add_bias_kv + m->add_zero_attn;
-    f->keep_weights = want_weights || trace != NULL;
+    /* Only the head mean returned (torch's default), and more than one head to average: the mean is made
+     * block of rows by block and the per-head weights never exist (mean_part). With one head the mean is
+     * that head's weights, which the plain path writes as they are. */
+    f->mean_rows = want_weights && opt->average_attn_weights && trace == NULL && f->H > 1;
+    f->keep_weights = (want_weights && !f->mean_rows) || trace != NULL;
     /* When nobody looks at the (L,S') weights, the fused kernel runs wherever its one additive mask and causal
      * flag can say what the masks say: no mask, a key padding row, a float attn_mask without appended keys. */
     const mha_tensor *am = opt->attn_mask, *kpm = opt->key_padding_mask;
     const bool appended = f->S2 > f->S;
-    f->fused = !f->keep_weights && !(am && kpm) && !(am && (am->dtype == MHA_BOOL || appended)) &&
+    f->fused = !f->keep_weights && !f->mean_rows && !(am && kpm) && !(am && (am->dtype == MHA_BOOL || appended)) &&
                !(opt->is_causal && appended);
-    /* the (batch, head) slices shared out over threads (MHA_THREADS), by the FLOPs of q·kᵀ and weights·v */
-    f->nparts = mha_kernels_parts(f->N * f->H,
-                                  4.0 * (double)(f->N * f->H) * (double)f->L * (double)f->S2 * (double)f->D);
+    /* the (batch, head) slices - or with mean_rows the (batch, block of rows) units - shared out over threads
+     * (MHA_THREADS), by the FLOPs of q·kᵀ and weights·v */
+    const size_t units = f->mean_rows ? f->N * ((f->L + ROW_BLOCK - 1) / ROW_BLOCK) : f->N * f->H;
+    f->nparts = mha_kernels_parts(units, 4.0 * (double)(f->N * f->H) * (double)f->L * (double)f->S2 * (double)f->D);
     for (int i = 0; i < NTENSORS; i++) f->t[i] = MHA_TENSOR_EMPTY;
     f->scratch = NULL, f->scratch_bytes = 0;
+    f->packed = NULL, f->packed_k = f->packed_v = f->packed_bytes = 0;
+    if (f->mean_rows) {
+        f->packed_k = mha_sgemm_packed_b_size(f->S2, f->D), f->packed_v = mha_sgemm_packed_b_size(f->D, f->S2);
+        f->packed_bytes = f->N * f->H * (f->packed_k + f->packed_v) * sizeof(float);
+    }
 }
 
 static void forward_release(forward_pass *f) {
     for (int i = 0; i < NTENSORS; i++) mha_release(&f->t[i]);
     mha_free(f->scratch, f->scratch_bytes);
+    mha_free(f->packed, f->packed_bytes);
 }
 
 mha_status mha_multihead_forward(mha_tensor *out, mha_tensor *weights, const mha_multihead *m,

@@ -21,8 +21,8 @@ static mha_status sgemm_ref(float *c, size_t ldc, const float *a, ptrdiff_t a_rs
     return MHA_OK;
 }
 
-const mha_attn_kernels mha_attn_fast = {mha_sgemm, mha_softmax_rows};
-const mha_attn_kernels mha_attn_ref = {sgemm_ref, mha_softmax_rows_ref};
+const mha_attn_kernels mha_attn_fast = {mha_sgemm, mha_softmax_rows_sum};
+const mha_attn_kernels mha_attn_ref = {sgemm_ref, mha_softmax_rows_sum_ref};
 
 static float mask_at(const mha_mask_src *m, size_t i, size_t j) {
     ptrdiff_t at = (ptrdiff_t)i * m->rs + (ptrdiff_t)j * m->cs;
@@ -36,8 +36,10 @@ mha_status mha_attention_plain(const mha_head_args *job, const mha_attn_kernels 
     bool has_attn = job->attn.f || job->attn.b, has_pad = job->pad.f || job->pad.b;
 
     /* pass 1: scaled = q·kᵀ·scale (kᵀ is k read with its strides swapped) */
-    mha_status st = kernels->matmul(weights, S, job->q, (ptrdiff_t)job->ld_q, 1, job->k, 1, (ptrdiff_t)job->ld_k, L,
-                                    S, job->D, false);
+    mha_status st = job->k_packed && kernels == &mha_attn_fast
+                        ? mha_sgemm_packed(weights, S, job->q, (ptrdiff_t)job->ld_q, 1, job->k_packed, L, S, job->D, false)
+                        : kernels->matmul(weights, S, job->q, (ptrdiff_t)job->ld_q, 1, job->k, 1, (ptrdiff_t)job->ld_k,
+                                          L, S, job->D, false);
     if (st != MHA_OK) return st;
     if (job->scale != 1.0f)
         for (size_t n = 0; n < L * S; n++) weights[n] *= job->scale;
@@ -53,16 +55,18 @@ mha_status mha_attention_plain(const mha_head_args *job, const mha_attn_kernels 
                     if (has_pad) m = has_attn ? m + mask_at(&job->pad, i, j) : mask_at(&job->pad, i, j);
                     row[j] += m;
                 }
-                if (job->causal && j > i) row[j] = -INFINITY;
+                if (job->causal && j > job->row0 + i) row[j] = -INFINITY;
             }
         }
     }
     if (masked) memcpy(masked, weights, L * S * sizeof *weights);
 
-    /* pass 3: weights = softmax(masked) along each row */
-    kernels->softmax_rows(weights, S, L, S);
+    /* pass 3: weights = softmax(masked) along each row (and weights_sum += weights, as they are written) */
+    kernels->softmax_rows(weights, S, L, S, job->weights_sum, job->ld_sum);
 
     /* pass 4: out = weights·v */
+    if (job->v_packed && kernels == &mha_attn_fast)
+        return mha_sgemm_packed(job->out, job->ld_out, weights, (ptrdiff_t)S, 1, job->v_packed, L, job->Dv, S, false);
     return kernels->matmul(job->out, job->ld_out, weights, (ptrdiff_t)S, 1, job->v, (ptrdiff_t)job->ld_v, 1, L,
                            job->Dv, S, false);
 }

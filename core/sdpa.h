@@ -41,25 +41,31 @@ typedef struct mha_head_args {
     const float *v; size_t ld_v;   /* (S,Dv) */
     mha_mask_src attn, pad;        /* attn_mask slice; key padding row (rs 0) */
     size_t mask_cols;              /* masks and causal cover keys j < mask_cols; later ones (bias_k, zero_attn) stay visible */
-    bool causal;                   /* -inf where j > i */
+    bool causal;                   /* -inf where j > row0 + i */
+    size_t row0;                   /* the first query's index when these L queries are a block of rows of a
+                                    * longer slice (the causal mask needs it; attn points at the block's rows) */
+    float *weights_sum; size_t ld_sum; /* NULL, or (L,S): the weights are added in as softmax writes them */
+    const float *k_packed, *v_packed;  /* NULL, or kᵀ (D,S) and v (S,Dv) packed by mha_sgemm_pack_b for many
+                                        * blocks of rows: then the fast kernels read these, not k and v */
     float scale;
     size_t L, S, D, Dv;
 } mha_head_args;
 
-/* The kernels the plain path runs on. mha_attn_fast (mha_sgemm, mha_softmax_rows) is what mha_sdpa and
- * MultiheadAttention run; mha_attn_ref (mha_sgemm_ref, mha_softmax_rows_ref: loops, sums in double) makes
- * the same path the reference the fused kernel is held equal to (tests/core/test_attention.c). */
+/* The kernels the plain path runs on. mha_attn_fast (mha_sgemm, mha_softmax_rows_sum) is what mha_sdpa and
+ * MultiheadAttention run; mha_attn_ref (mha_sgemm_ref, mha_softmax_rows_sum_ref: loops, sums in double)
+ * makes the same path the reference the fused kernel is held equal to (tests/core/test_attention.c). */
 typedef struct mha_attn_kernels {
     mha_status (*matmul)(float *c, size_t ldc, const float *a, ptrdiff_t a_rs, ptrdiff_t a_cs, const float *b,
                          ptrdiff_t b_rs, ptrdiff_t b_cs, size_t M, size_t N, size_t K, bool accumulate);
-    void (*softmax_rows)(float *x, size_t ld, size_t rows, size_t n);
+    void (*softmax_rows)(float *x, size_t ld, size_t rows, size_t n, float *sum, size_t ld_sum);
 } mha_attn_kernels;
 extern const mha_attn_kernels mha_attn_fast, mha_attn_ref;
 
 /* out = softmax(q·kᵀ·scale + attn + pad, -inf where causal and j > i)·v, in the lessons' passes:
- * pass 1 scores, pass 2 masks, pass 3 softmax, pass 4 ·v. weights (L,S) row-major receives the weights
- * (the caller's memory: this function allocates nothing); scaled and masked, when not NULL, receive
- * copies of the scores after pass 1 and pass 2. A row with every key masked comes out NaN. */
+ * pass 1 scores, pass 2 masks, pass 3 softmax (adding into weights_sum when given), pass 4 ·v.
+ * weights (L,S) row-major receives the weights (the caller's memory: this function allocates nothing);
+ * scaled and masked, when not NULL, receive copies of the scores after pass 1 and pass 2. A row with
+ * every key masked comes out NaN. */
 mha_status mha_attention_plain(const mha_head_args *args, const mha_attn_kernels *kernels, float *weights,
                                float *scaled, float *masked);
 

@@ -917,6 +917,66 @@ static void test_equal(void) {
     for (size_t j = 0; j < sizeof all / sizeof *all; j++) mha_release(all[j]);
 }
 
+/* ---- the head mean made by blocks of rows ---- */
+
+/* With the weights averaged over heads (torch's default) the forward never forms the per-head weights:
+ * blocks of queries run through every head, softmax adding into the mean as it writes (core/multihead.c,
+ * mean_part). Its mean must be the very bits of the per-head weights (average_attn_weights=false) summed
+ * head after head in float and divided by H, and its output the very bits of that forward's: over
+ * ragged blocks (L = 100 rows, blocks of 48), with a bool attn_mask per head, key padding, causal and
+ * bias_kv + zero_attn (appended keys never masked). */
+static void test_head_mean_blocks(void) {
+    const size_t N = 2, L = 100, S = 70, E = 32, H = 4, S2 = S + 2;
+    mha_multihead m = {0};
+    mha_tensor q = MHA_TENSOR_EMPTY, kv = MHA_TENSOR_EMPTY, am = MHA_TENSOR_EMPTY, kpm = MHA_TENSOR_EMPTY;
+    mha_tensor out_mean = MHA_TENSOR_EMPTY, mean = MHA_TENSOR_EMPTY, out_heads = MHA_TENSOR_EMPTY, heads = MHA_TENSOR_EMPTY;
+    mha_seed(21);
+    mha_status st = mha_multihead_init(&m, &(mha_multihead_options){.embed_dim = E, .num_heads = H, .bias = true,
+                                                                     .add_bias_kv = true, .add_zero_attn = true});
+    if (st == MHA_OK) st = mha_randn(&q, 3, (size_t[]){N, L, E});
+    if (st == MHA_OK) st = mha_randn(&kv, 3, (size_t[]){N, S, E});
+    if (st == MHA_OK) st = mha_zeros(&am, MHA_BOOL, 3, (size_t[]){N * H, L, S});
+    if (st == MHA_OK) st = mha_zeros(&kpm, MHA_BOOL, 2, (size_t[]){N, S});
+    if (st != MHA_OK) {
+        check_report(0, "head mean by blocks: setup", "%s", mha_errmsg());
+        goto done;
+    }
+    for (size_t i = 0; i < N * H * L * S; i += 5) mha_bool(&am)[i] = true;
+    for (size_t j = 0; j < S; j += 4) mha_bool(&kpm)[S + j] = true;
+    mha_forward_options o = {.attn_mask = &am, .key_padding_mask = &kpm, .is_causal = true, .need_weights = true,
+                             .average_attn_weights = true};
+    st = mha_multihead_forward(&out_mean, &mean, &m, &q, &kv, &kv, &o, NULL);
+    o.average_attn_weights = false;
+    if (st == MHA_OK) st = mha_multihead_forward(&out_heads, &heads, &m, &q, &kv, &kv, &o, NULL);
+    if (st != MHA_OK) {
+        check_report(0, "head mean by blocks: forward", "%s", mha_errmsg());
+        goto done;
+    }
+    expect_shape("head mean by blocks: weights (N,L,S+2)", &mean, 3, (size_t[]){N, L, S2});
+    bool same = mha_numel(&mean) == N * L * S2;
+    size_t bad = 0;
+    const float *w = mha_f32(&heads), *got = mha_f32(&mean);
+    for (size_t n = 0; same && n < N; n++)
+        for (size_t x = 0; same && x < L * S2; x++) {
+            float sum = 0.0f;
+            for (size_t h = 0; h < H; h++) sum += w[(n * H + h) * L * S2 + x];
+            float want = sum / (float)H;
+            same = memcmp(&want, &got[n * L * S2 + x], sizeof want) == 0;
+            bad = n * L * S2 + x;
+        }
+    CHECK("head mean by blocks of rows == the per-head weights summed head after head / H, bit for bit "
+          "(attn_mask per head, key padding, causal, bias_kv, zero_attn)", same, "element %zu: %.9g", bad,
+          (double)got[bad]);
+    CHECK("head mean by blocks of rows: the output is the per-head path's, bit for bit",
+          mha_same_shape(&out_mean, &out_heads) &&
+              memcmp(mha_f32(&out_mean), mha_f32(&out_heads), mha_numel(&out_mean) * sizeof(float)) == 0,
+          "%s", "outputs differ");
+done:;
+    mha_tensor *all[] = {&q, &kv, &am, &kpm, &out_mean, &mean, &out_heads, &heads};
+    for (size_t j = 0; j < sizeof all / sizeof *all; j++) mha_release(all[j]);
+    mha_multihead_release(&m);
+}
+
 /* ---- the bytes a forward needs, against what it allocates ---- */
 
 /* The forward's peak extra memory is what mha_multihead_forward_bytes said, plus at most the kernels'
@@ -965,11 +1025,11 @@ static void test_forward_bytes(void) {
               "status %s (%s), total %.0f, peak extra %.0f", mha_status_name(st), mha_errmsg(), need.total, extra);
         const size_t S2 = S + cases[i].bias_kv + cases[i].zero_attn;
         double per_head = (double)(N * H * L * S2 * sizeof(float));
-        bool kept = cases[i].weights || cases[i].trace;
+        bool kept = (cases[i].weights && !cases[i].average) || cases[i].trace, mean = cases[i].weights && !kept;
+        double want = kept ? per_head : mean ? per_head / (double)H : 0.0;
         snprintf(name, sizeof name, "forward_bytes: %s: weights are %s", cases[i].name,
-                 kept ? "the (N,H,L,S') per-head weights" : "0 (never formed)");
-        CHECK(name, need.weights == (kept ? per_head : 0.0), "weights %.0f, want %.0f", need.weights,
-              kept ? per_head : 0.0);
+                 kept ? "the (N,H,L,S') per-head weights" : mean ? "their head mean (N,L,S') only" : "0 (never formed)");
+        CHECK(name, need.weights == want, "weights %.0f, want %.0f", need.weights, want);
         if (cases[i].weights && !cases[i].average && st == MHA_OK)
             CHECK("forward_bytes: the per-head weights returned are that many bytes",
                   (double)(mha_numel(&w) * sizeof(float)) == need.weights, "%zu elements", mha_numel(&w));
@@ -1058,6 +1118,7 @@ int main(void) {
     test_plain_by_hand();
     test_plain_reference();
     test_equal();
+    test_head_mean_blocks();
     test_forward_bytes();
     test_out_of_memory();
     CHECK_DONE();

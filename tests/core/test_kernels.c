@@ -166,8 +166,41 @@ static void check_sgemm_dot_rows(const char *isa) {
     CHECK(name, ok, "%s", why);
 }
 
+/* B packed once (mha_sgemm_pack_b) and used by mha_sgemm_packed: the very bits of mha_sgemm's packed path
+ * on the same operands, for B row-major and B stored transposed, over awkward sizes, past one depth
+ * pass (KC = 256) and one slice of B (NC = 2048 columns), accumulating or not. */
+static void check_sgemm_packed_b(const char *isa) {
+    char name[192], why[256] = "";
+    int ok = 1;
+    const size_t shapes[][3] = {{1, 1, 1}, {7, 17, 3}, {33, 65, 129}, {65, 257, 33}, {13, 300, 520}, {5, 2100, 300}};
+    mha_kernels_set_dot_rows(false);
+    for (size_t c = 0; ok && c < sizeof shapes / sizeof shapes[0]; c++) {
+        const size_t M = shapes[c][0], N = shapes[c][1], K = shapes[c][2];
+        for (int trans = 0; ok && trans < 2; trans++) {
+            const size_t lda = K + 1, ldb = trans ? K + 2 : N + 2;
+            float *a = random_floats(M * lda), *b = random_floats((trans ? N : K) * ldb);
+            float *c_plain = random_floats(M * N), *c_packed = malloc(M * N * sizeof(float));
+            float *packed = malloc(mha_sgemm_packed_b_size(N, K) * sizeof(float));
+            memcpy(c_packed, c_plain, M * N * sizeof(float));
+            const ptrdiff_t b_rs = trans ? 1 : (ptrdiff_t)ldb, b_cs = trans ? (ptrdiff_t)ldb : 1;
+            const bool acc = c % 2 == 1;
+            mha_status s1 = mha_sgemm(c_plain, N, a, (ptrdiff_t)lda, 1, b, b_rs, b_cs, M, N, K, acc);
+            mha_sgemm_pack_b(packed, b, b_rs, b_cs, N, K);
+            mha_status s2 = mha_sgemm_packed(c_packed, N, a, (ptrdiff_t)lda, 1, packed, M, N, K, acc);
+            ok = s1 == MHA_OK && s2 == MHA_OK && memcmp(c_plain, c_packed, M * N * sizeof(float)) == 0;
+            if (!ok) snprintf(why, sizeof why, "M=%zu N=%zu K=%zu, B %s: the products differ", M, N, K,
+                              trans ? "transposed" : "row-major");
+            free(a); free(b); free(c_plain); free(c_packed); free(packed);
+        }
+    }
+    mha_kernels_set_dot_rows(true);
+    snprintf(name, sizeof name, "sgemm[%s]: B packed once (sgemm_pack_b, sgemm_packed) gives the bits of sgemm", isa);
+    CHECK(name, ok, "%s", why);
+}
+
 static void check_sgemm(const char *isa) {
     check_sgemm_transposed_exact(isa);
+    check_sgemm_packed_b(isa);
     check_sgemm_dot_rows(isa);
     const layout full = {"A·B row-major, every size in {1,3,7,17,33,65,129,257}^3", false, false, 0, 1, false};
     check_sgemm_layout(isa, &full, true);
@@ -348,6 +381,54 @@ static void check_softmax_rows(const char *isa) {
         free(want);
     }
     snprintf(name, sizeof name, "softmax_rows[%s] == formula (lengths 1..257, -inf, all -inf -> NaN, large)", isa);
+    CHECK(name, ok, "%s", why);
+}
+
+/* mha_softmax_rows_sum: the weights the very bits of mha_softmax_rows, and each added into the running sum
+ * as it is written (sum + w, in float, a NaN row giving NaN); the reference likewise against its own
+ * softmax. Sums start from awkward values, rows of every awkward length. */
+static void check_softmax_rows_sum(const char *isa) {
+    char name[256], why[256] = "";
+    int ok = 1;
+    for (size_t a = 0; ok && a < NAWK; a++) {
+        const size_t n = AWKWARD[a], rows = 3, ld = n + 3, ld_sum = n + 2;
+        float *x = random_floats(rows * ld), *plain = malloc(rows * ld * sizeof(float));
+        float *sum = random_floats(rows * ld_sum), *before = malloc(rows * ld_sum * sizeof(float));
+        for (size_t j = 0; j < n; j++) x[1 * ld + j] = -INFINITY; /* row 1: every key masked */
+        memcpy(plain, x, rows * ld * sizeof(float));
+        memcpy(before, sum, rows * ld_sum * sizeof(float));
+        mha_softmax_rows(plain, ld, rows, n);
+        mha_softmax_rows_sum(x, ld, rows, n, sum, ld_sum);
+        for (size_t i = 0; ok && i < rows; i++)
+            for (size_t j = 0; ok && j < ld_sum; j++) {
+                float want = j < n ? before[i * ld_sum + j] + plain[i * ld + j] : before[i * ld_sum + j];
+                bool same = j >= n || memcmp(&x[i * ld + j], &plain[i * ld + j], sizeof(float)) == 0;
+                bool summed = isnan(want) ? isnan(sum[i * ld_sum + j]) : sum[i * ld_sum + j] == want;
+                if (!same || !summed) {
+                    ok = 0;
+                    snprintf(why, sizeof why, "n=%zu: row %zu, column %zu: weight %.9g (softmax_rows %.9g), sum %.9g, want %.9g",
+                             n, i, j, (double)x[i * ld + j], (double)plain[i * ld + j], (double)sum[i * ld_sum + j],
+                             (double)want);
+                }
+            }
+        /* the reference: its own softmax, then the same adds */
+        memcpy(x, plain, rows * ld * sizeof(float));
+        for (size_t e = 0; e < rows * ld; e++) x[e] = uniform(-3.0f, 3.0f);
+        memcpy(plain, x, rows * ld * sizeof(float));
+        memcpy(sum, before, rows * ld_sum * sizeof(float));
+        mha_softmax_rows_ref(plain, ld, rows, n);
+        mha_softmax_rows_sum_ref(x, ld, rows, n, sum, ld_sum);
+        for (size_t i = 0; ok && i < rows; i++)
+            for (size_t j = 0; ok && j < n; j++)
+                if (sum[i * ld_sum + j] != before[i * ld_sum + j] + plain[i * ld + j]) {
+                    ok = 0;
+                    snprintf(why, sizeof why, "reference, n=%zu: row %zu, column %zu: sum %.9g, want %.9g", n, i, j,
+                             (double)sum[i * ld_sum + j], (double)(before[i * ld_sum + j] + plain[i * ld + j]));
+                }
+        free(x); free(plain); free(sum); free(before);
+    }
+    snprintf(name, sizeof name, "softmax_rows_sum[%s]: the weights of softmax_rows, added into the sum as written "
+             "(lengths 1..257, all -inf -> NaN); the reference likewise", isa);
     CHECK(name, ok, "%s", why);
 }
 
@@ -593,6 +674,9 @@ static void check_layer_threads(const char *isa) {
     const struct { const char *name; const mha_multihead *m; mha_forward_options opt; bool trace; } cases[] = {
         {"fused, key padding, causal", &plain, {.key_padding_mask = &kpm, .is_causal = true}, false},
         {"plain, weights per head, bool attn_mask (N·H,L,S)", &plain, {.attn_mask = &am, .need_weights = true}, false},
+        {"head mean by blocks of rows, bool attn_mask (N·H,L,S), key padding, causal", &plain,
+         {.attn_mask = &am, .key_padding_mask = &kpm, .is_causal = true, .need_weights = true,
+          .average_attn_weights = true}, false},
         {"plain without weights, bias_kv and zero_attn, attn_mask", &appended, {.attn_mask = &am}, false},
         {"trace (scores, scaled, masked, weights)", &plain, {.key_padding_mask = &kpm, .need_weights = true}, true},
     };
@@ -676,6 +760,7 @@ int main(void) {
             snprintf(label, sizeof label, threads == 1 ? "%s" : "%s, 2 threads", isas[i]);
             check_sgemm(label);
             check_softmax_rows(label);
+            check_softmax_rows_sum(label);
             check_attention(label);
             check_interrupt(label);
             if (threads == 1) {
