@@ -52,7 +52,7 @@ AVX512 static void tile_avx512(size_t kc, const float *a, const float *b, float 
 /* exp of 16 lanes. x = -inf (a masked key) gives exactly 0: x is clamped to -120, far below where
  * exp underflows (-103.9), and there scalef(p, n) = p·2^n, n = -173, rounds to 0. NaN stays NaN (max keeps its second
  * operand when one is NaN). Only x <= 0 reaches it from softmax. */
-AVX512 static __m512 exp_avx512(__m512 x) {
+AVX512 static inline __attribute__((always_inline)) __m512 exp_avx512(__m512 x) {
     x = _mm512_max_ps(_mm512_set1_ps(-120.0f), x);
     __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(LOG2E)),
                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
@@ -228,7 +228,7 @@ AVX2 static void tile_avx2(size_t kc, const float *a, const float *b, float *c, 
 
 /* exp of 8 lanes: as exp_avx512, building 2^n in the exponent bits. x is clamped to -87.3 so 2^n
  * stays a normal float; below that the result is set to 0 (so -inf gives exactly 0). */
-AVX2 static __m256 exp_avx2(__m256 x) {
+AVX2 static inline __attribute__((always_inline)) __m256 exp_avx2(__m256 x) {
     const __m256 lo = _mm256_set1_ps(-87.3f);
     __m256 underflow = _mm256_cmp_ps(x, lo, _CMP_LT_OQ); /* false for NaN, which then stays NaN */
     x = _mm256_max_ps(lo, x);
@@ -247,23 +247,45 @@ AVX2 static __m256 exp_avx2(__m256 x) {
     return _mm256_andnot_ps(underflow, e);
 }
 
+/* See kernel_isa.softmax_step. NR = 16 queries: two vectors per row of scores, both halves in one loop
+ * and two keys a step, so that four exponentials - each a chain of some fifteen dependent instructions -
+ * are in flight at once, with a sum chain each. */
 AVX2 static void softmax_step_avx2(float *scores, size_t nk, float *m, float *l, float *alpha) {
     const __m256 neg_inf = _mm256_set1_ps(-INFINITY), zero = _mm256_setzero_ps();
+    __m256 m_old[NV256], m_safe[NV256], sum_even[NV256], sum_odd[NV256];
     for (int v = 0; v < NV256; v++) {
-        float *s = scores + 8 * v;
-        __m256 m_old = _mm256_loadu_ps(m + 8 * v), m_new = m_old;
-        for (size_t p = 0; p < nk; p++) m_new = _mm256_max_ps(_mm256_loadu_ps(s + p * 16), m_new);
-        __m256 m_safe = _mm256_blendv_ps(m_new, zero, _mm256_cmp_ps(m_new, neg_inf, _CMP_EQ_OQ));
-        __m256 sum = zero;
-        for (size_t p = 0; p < nk; p++) {
-            __m256 e = exp_avx2(_mm256_sub_ps(_mm256_loadu_ps(s + p * 16), m_safe));
-            _mm256_storeu_ps(s + p * 16, e);
-            sum = _mm256_add_ps(sum, e);
-        }
-        __m256 a = exp_avx2(_mm256_sub_ps(m_old, m_safe));
-        _mm256_storeu_ps(alpha + 8 * v, a);
-        _mm256_storeu_ps(l + 8 * v, _mm256_fmadd_ps(_mm256_loadu_ps(l + 8 * v), a, sum));
+        __m256 m_new = m_old[v] = _mm256_loadu_ps(m + 8 * v);
+        for (size_t p = 0; p < nk; p++) m_new = _mm256_max_ps(_mm256_loadu_ps(scores + p * 16 + 8 * v), m_new);
         _mm256_storeu_ps(m + 8 * v, m_new);
+        /* a query with no visible key yet subtracts 0 instead of -inf, so exp(-inf - 0) = 0, not NaN */
+        m_safe[v] = _mm256_blendv_ps(m_new, zero, _mm256_cmp_ps(m_new, neg_inf, _CMP_EQ_OQ));
+        sum_even[v] = sum_odd[v] = zero;
+    }
+    size_t p = 0;
+    for (; p + 1 < nk; p += 2) {
+        float *s = scores + p * 16;
+        __m256 e0 = exp_avx2(_mm256_sub_ps(_mm256_loadu_ps(s), m_safe[0]));
+        __m256 e1 = exp_avx2(_mm256_sub_ps(_mm256_loadu_ps(s + 8), m_safe[1]));
+        __m256 e2 = exp_avx2(_mm256_sub_ps(_mm256_loadu_ps(s + 16), m_safe[0]));
+        __m256 e3 = exp_avx2(_mm256_sub_ps(_mm256_loadu_ps(s + 24), m_safe[1]));
+        _mm256_storeu_ps(s, e0);
+        _mm256_storeu_ps(s + 8, e1);
+        _mm256_storeu_ps(s + 16, e2);
+        _mm256_storeu_ps(s + 24, e3);
+        sum_even[0] = _mm256_add_ps(sum_even[0], e0);
+        sum_even[1] = _mm256_add_ps(sum_even[1], e1);
+        sum_odd[0] = _mm256_add_ps(sum_odd[0], e2);
+        sum_odd[1] = _mm256_add_ps(sum_odd[1], e3);
+    }
+    for (int v = 0; v < NV256; v++) {
+        if (p < nk) {
+            __m256 e = exp_avx2(_mm256_sub_ps(_mm256_loadu_ps(scores + p * 16 + 8 * v), m_safe[v]));
+            _mm256_storeu_ps(scores + p * 16 + 8 * v, e);
+            sum_even[v] = _mm256_add_ps(sum_even[v], e);
+        }
+        __m256 a = exp_avx2(_mm256_sub_ps(m_old[v], m_safe[v]));
+        _mm256_storeu_ps(alpha + 8 * v, a);
+        _mm256_storeu_ps(l + 8 * v, _mm256_fmadd_ps(_mm256_loadu_ps(l + 8 * v), a, _mm256_add_ps(sum_even[v], sum_odd[v])));
     }
 }
 
