@@ -359,14 +359,19 @@ static void pack_b(const kernel_isa *k, float *dst, const float *b, ptrdiff_t b_
 
 /* ---------------------------------------------------------------------------------------------
  * The fast matrix multiply, in the loop order of Goto and van de Geijn (BLIS): a KC-deep slice of B
- * is packed once and stays in L2; an MC-row block of A is packed and stays in L2 too; the register
- * tile then sweeps the block, one NR-wide panel of B (in L1) against every MR-row panel of A.
+ * is packed once and is read from L3 (it is reused by every block of A); an MC-row block of A is packed
+ * and stays in L2; the register tile then sweeps the block, one NR-wide panel of B (in L1) against
+ * every MR-row panel of A, streamed from L2.
+ *
+ * The tile and MC, KC are BLIS's for AMD Zen (config/zen, sgemm: 6x16, MC 144, KC 256; its NC is 4080),
+ * the machine this is tuned on: AVX2 + FMA, L1d 32 KB, L2 512 KB per core, L3 8 MB shared. The AVX-512
+ * 8x32 tile (kernels_x86.c) runs with the same sizes; it was tuned on a 48 KB L1 / 2 MB L2 machine.
  * ------------------------------------------------------------------------------------------- */
 
 enum {
-    KC = 256,  /* depth of one pass: an 8x32 tile then reads 8 KB of A and 32 KB of B (L1 is 48 KB) */
-    MC = 144,  /* rows of A per packed block (a multiple of every MR: 4, 6, 8); 144 KB in L2 */
-    NC = 2048, /* columns of B per packed slice (a multiple of every NR); 2 MB at KC = 256 */
+    KC = 256,  /* depth of one pass: a 6x16 tile reads 6 KB of A and a 16 KB panel of B, half of L1 */
+    MC = 144,  /* rows of A per packed block (a multiple of every MR: 4, 6, 8): 144 KB, under a third of L2 */
+    NC = 2048, /* columns of B per packed slice (a multiple of every NR): 2 MB at KC = 256, in L3 */
     MAX_TILE = 16 * 64
 };
 

@@ -141,7 +141,7 @@ AVX512 static void softmax_row_avx512(float *x, size_t n, float *sum_out) {
 /* r[0..15] (16 rows of 16) <- its transpose, in four rounds of shuffles: pairs of rows interleaved,
  * then pairs of pairs (now each 128-bit lane holds 4x4 transposed), then the 128-bit lanes moved
  * across registers twice. After round 2, lane l of reg[4g + c] holds rows 4g..4g+3 at column 4l + c. */
-AVX512 static void transpose16_avx512(__m512 r[16]) {
+AVX512 static inline __attribute__((always_inline)) void transpose16_avx512(__m512 r[16]) {
     __m512 t[16];
     for (int i = 0; i < 16; i += 2) {            /* round 1: a0 b0 a1 b1 | a2 b2 a3 b3 */
         t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
@@ -335,7 +335,7 @@ AVX2 static void softmax_row_avx2(float *x, size_t n, float *sum_out) {
 
 /* r[0..7] (8 rows of 8) <- its transpose: rows interleaved in pairs, then pairs of pairs (each 128-bit
  * half now 4x4 transposed), then the halves exchanged. */
-AVX2 static void transpose8_avx2(__m256 r[8]) {
+AVX2 static inline __attribute__((always_inline)) void transpose8_avx2(__m256 r[8]) {
     __m256 t[8];
     for (int i = 0; i < 8; i += 2) {
         t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
