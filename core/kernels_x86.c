@@ -199,13 +199,8 @@ AVX2 static void tile_avx2(size_t kc, const float *a, const float *b, float *c, 
                            const float *col_scale) {
     __m256 acc[MR256][NV256];
 #pragma GCC unroll 6
-    for (int i = 0; i < MR256; i++) {
+    for (int i = 0; i < MR256; i++)
         for (int v = 0; v < NV256; v++) acc[i][v] = _mm256_setzero_ps();
-        /* the C tile is read (add) or written only after kc steps: ask for its lines now, so they are
-         * in cache by then instead of stalling the stores (OpenBLAS's kernels do the same) */
-        _mm_prefetch((const char *)(c + i * ldc), _MM_HINT_T0);
-        _mm_prefetch((const char *)(c + i * ldc + 8 * NV256 - 1), _MM_HINT_T0);
-    }
     for (size_t p = 0; p < kc; p++, a += MR256, b += 8 * NV256) {
         __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8);
 #pragma GCC unroll 6
