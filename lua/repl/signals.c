@@ -87,6 +87,7 @@ static void on_hangup(int sig) {
     alarm(1);
 }
 
+/* The Jupyter kernel's interrupt: Ctrl-C's stop on the state serving cells, and its undoing. */
 void repl_kernel_stop(lua_State *L) {
     mha_interrupt();
     lua_sethook(L, lstop, LUA_MASKCALL | LUA_MASKRET | LUA_MASKCOUNT, 1);
