@@ -188,6 +188,31 @@ T.test("shipped models", function()
         T.ok("induction head in layer 2 (>= 0.4), repeat " .. r, math.max(ind[2][1], ind[2][2]) >= 0.4)
         T.ok("no induction head in layer 1, repeat " .. r, math.max(ind[1][1], ind[1][2]) < 0.2)
     end
+    -- heads.report speaks the printoptions' language (a Chinese lesson sets lang = "zh")
+    local function report_text(lang)
+        local saved, lines, old_print = mha.printoptions(), {}, print
+        mha.printoptions{lang = lang}
+        print = function(...) lines[#lines + 1] = table.concat(table.pack(...), "\t") end
+        local old_output, heat_file = io.output(), os.tmpname()
+        io.output(heat_file)   -- the heat maps go through io.write
+        local ok, err = pcall(mha.heads.report, m, mha.tasks.repeated(20, 10, 4, 1))
+        io.output():close()
+        io.output(old_output)
+        local f = assert(io.open(heat_file))
+        lines[#lines + 1] = f:read("a")
+        f:close()
+        os.remove(heat_file)
+        print = old_print
+        mha.printoptions{lang = saved.lang}
+        assert(ok, err)
+        return table.concat(lines, "\n")
+    end
+    local en, zh = report_text("en"), report_text("zh")
+    T.ok("report in English: kinds, layers", en:find("^previous    L1: %d") and en:find("\ninduction   L1: "), en)
+    T.ok("report in Chinese: kinds and layers in Chinese",
+         zh:find("^前一词元    第 1 层：%d") and zh:find("\n归纳        第 1 层：") and zh:find("\n第 2 层 ") and zh:find("\n +头1 头2\n"), zh)
+    T.ok("report in Chinese: no English label", not (zh:find("previous") or zh:find("induction") or
+         zh:find("layer") or zh:find("h1")), zh)
     local rev = mha.load_model(T.path("models/reverse.npz"))
     local tok, tgt = mha.tasks.reverse{vocab = 10, len = 6, batch = 500, seed = 4242}:batch()
     local _, acc = mha.train.loss(mha.no_grad(function() return rev:forward(tok) end), tgt)
