@@ -1,5 +1,6 @@
 -- lua/train/tasks.lua - module "mha.tasks": seeded toy tasks for mha.train (copy, reverse, sort, match,
--- induction). mha.tasks.NAME{vocab=, len=, batch=, seed=} -> a task whose :batch() returns tokens and targets.
+-- induction). mha.tasks.NAME{vocab=, len=, batch=, seed=} -> a task whose :batch() returns tokens and targets;
+-- mha.tasks.show prints token ids as whole numbers.
 --
 -- Every task is next-token prediction for a causal model: tokens (N, L) and targets (N, L), both whole numbers
 -- in float32 tensors; targets[n][p] is the token that should follow position p, or 0 where the position does
@@ -201,6 +202,49 @@ function M.repeated(vocab, r, n, seed)
         rows[i] = row
     end
     return mha.tensor(rows)
+end
+
+-- mha.tasks.show(ids [, opts]): token ids (a (L) or (N, L) tensor or Lua table of whole numbers) printed as the
+-- whole numbers they are, one sequence a line, right-aligned ("3  4 10", where a float tensor prints "3.  4. 10.");
+-- opts.title is printed above them, opts.zero replaces every 0 (targets: "-" for a position that does not count).
+function M.show(ids, opts)
+    local mha = require "mha"
+    opts = opts or {}
+    if type(opts) ~= "table" then
+        error("tasks.show: opts must be a table such as {title = \"tokens\", zero = \"-\"}, got " .. type(opts), 0)
+    end
+    local t = ids
+    if not mha.is_tensor(t) then
+        local ok, made = pcall(mha.tensor, ids)
+        if not ok or type(ids) ~= "table" then
+            error("tasks.show: ids must be a tensor or a table of token ids, got " .. type(ids), 0)
+        end
+        t = made
+    end
+    local shape = t:shape()
+    if #shape == 1 then t, shape = t:view(1, shape[1]), {1, shape[1]} end
+    if #shape ~= 2 then
+        error(string.format("tasks.show: ids must be 1-D (L) or 2-D (N, L), got shape (%s)",
+                            table.concat(shape, ",")), 0)
+    end
+    local rows = t:totable()
+    local width = math.max(2, #tostring(opts.zero or ""))   -- 2: ids below 100 line up from call to call
+    for n, row in ipairs(rows) do
+        for p, v in ipairs(row) do
+            local id = math.tointeger(v)
+            if not id then
+                error(string.format("tasks.show: ids must be whole numbers; ids[%d][%d] is %s", n, p, tostring(v)),
+                      0)
+            end
+            row[p] = (id == 0 and opts.zero) and tostring(opts.zero) or tostring(id)
+            width = math.max(width, #row[p])
+        end
+    end
+    if opts.title then print(opts.title) end
+    for _, row in ipairs(rows) do
+        for p, v in ipairs(row) do row[p] = string.rep(" ", width - #v) .. v end
+        print(table.concat(row, " "))
+    end
 end
 
 return M

@@ -146,6 +146,23 @@ T.test("task layouts", function()
     T.ok("induction: repeat positions vary", ns >= 6, ns .. " starts")
     local a1, a2 = mha.tasks.reverse{seed = 5}:batch(), mha.tasks.reverse{seed = 5}:batch()
     T.ok("a seed gives the same batch", mha.equal(a1, a2))
+    local shown, old_print = {}, print
+    print = function(...) shown[#shown + 1] = table.concat(table.pack(...), "\t") end
+    local ok_show, err_show = pcall(function()
+        mha.tasks.show(mha.tensor{{3, 10, 0}, {12, 4, 5}}, {title = "tokens"})
+        mha.tasks.show({0, 7, 0}, {zero = "-"})
+        mha.tasks.show(mha.tensor{100, 2})
+    end)
+    print = old_print
+    assert(ok_show, err_show)
+    T.eq("tasks.show: whole numbers, right-aligned, 0 as given", shown,
+         {"tokens", " 3 10  0", "12  4  5", " -  7  -", "100   2"})
+    T.raises("tasks.show: not whole", function() mha.tasks.show({{1.5}}) end,
+             "tasks.show: ids must be whole numbers; ids[1][1] is 1.5")
+    T.raises("tasks.show: 3-D", function() mha.tasks.show(mha.zeros(2, 2, 2)) end,
+             "tasks.show: ids must be 1-D (L) or 2-D (N, L), got shape (2,2,2)")
+    T.raises("tasks.show: a string", function() mha.tasks.show("3 4") end,
+             "tasks.show: ids must be a tensor or a table of token ids, got string")
     T.raises("match needs distinct keys", function() mha.tasks.match{vocab = 4, len = 5} end,
              "tasks.match: len 5 pairs need 5 distinct keys but vocab 4 has only 3 symbols")
     T.raises("induction repeat", function() mha.tasks.induction{len = 10, ["repeat"] = {2, 6}} end,
