@@ -82,9 +82,10 @@ mha.train 取一批数据、运行模型、在计入的位置上算交叉熵、�
         code = [[
 h = mha.train{model = model, task = task, steps = 400, lr = 3e-3,
               log_every = 20, quiet = true}
-plot.line{{x = h.step, y = h.loss, title = "loss"},
-          {x = h.step, y = h.acc, title = "accuracy"},
-          xlabel = "step"}
+plot.line{{x = h.step, y = h.loss, title = tr{en = "loss", zh = "损失"}},
+          {x = h.step, y = h.acc,
+           title = tr{en = "accuracy", zh = "准确率"}},
+          xlabel = tr{en = "step", zh = "步"}}
 print(tr{en = "accuracy on 500 new sequences >= 99%:",
          zh = "在 500 个新序列上准确率 >= 99%："}, accuracy() >= 0.99)]],
     },

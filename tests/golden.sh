@@ -29,7 +29,7 @@ english_only=("true = not allowed" "weights per head" "max |bool - additive|" "s
 # and labels the runner and the display print, as patterns: panel titles, column chunks, error positions
 # (and mha.heads.report's kinds, layers and heads)
 english_patterns=("^head [0-9]" "^columns? [0-9]" "^step [0-9]+:[0-9]+" "(^|[^_a-z])step [0-9]+:[0-9]+:"
-    "^(previous|duplicate|induction)( |$)" "^layer [0-9]" "^ +h[0-9]+( h[0-9]+)*$")
+    "^(previous|duplicate|induction)( |$)" "曲线：loss" "^layer [0-9]" "^ +h[0-9]+( h[0-9]+)*$")
 for lesson in lessons/[0-9][0-9]_*.lua; do
     base=$(basename "$lesson" .lua)
     for lang in en zh; do

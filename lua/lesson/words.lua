@@ -116,6 +116,12 @@ words.heads = {
           layer_short = "第 %d 层：", head = "头%d"},
 }
 
+-- mha.train's curves (lua/train/train.lua).
+words.train = {
+    en = {loss = "loss", accuracy = "accuracy", step = "step", training = "training"},
+    zh = {loss = "损失", accuracy = "准确率", step = "步", training = "训练"},
+}
+
 -- The text of a {en = ..., zh = ...} table in lang (English when it has none); a plain string as it is.
 function words.pick(t, lang)
     if type(t) ~= "table" then return t end

@@ -1,5 +1,5 @@
 -- lua/train/tasks.lua - module "mha.tasks": seeded toy tasks for mha.train (copy, reverse, sort, match,
--- induction). mha.tasks.NAME{vocab=, len=, batch=, seed=} -> a task whose :batch() returns tokens and targets;
+-- induction, difference). mha.tasks.NAME{vocab=, len=, batch=, seed=} -> a task whose :batch() returns tokens and targets;
 -- mha.tasks.show prints token ids as whole numbers.
 --
 -- Every task is next-token prediction for a causal model: tokens (N, L) and targets (N, L), both whole numbers
@@ -13,11 +13,16 @@
 --                                 r is drawn from repeat = {min, max} (default {4, L // 2}) and a, b at random,
 --                                 so no fixed offset solves it; positions b .. b+r-2 count, predicting the
 --                                 repeat's next symbol.
+--   difference, len = L:         random symbols x1 .. xL (1 .. vocab, no separator); positions p >= 3 count,
+--                                 with target x(p-1) - x(p-2) wrapped into 1 .. vocab (vocab stands for 0):
+--                                 each answer needs the tokens one and two back at once, and tells them apart
+--                                 (b - a is another answer than a - b). The token at p itself plays no part:
+--                                 the residual would hand it to the output without any head.
 
 local raise = require "mha.raise"   -- errors at the user's line
 local M = {}
 
-local NAMES = {"copy", "reverse", "sort", "match", "induction"}
+local NAMES = {"copy", "reverse", "sort", "match", "induction", "difference"}
 
 -- A splitmix64 stream: the same numbers for a seed on every machine (Lua 5.4 integers wrap).
 local function stream(seed)
@@ -130,6 +135,14 @@ function examples.induction(self)
     return tokens, targets
 end
 
+function examples.difference(self)
+    local L, V = self.len, self.vocab
+    local tokens = symbols(self.rand, L, V + 1)   -- every symbol 1 .. vocab
+    local targets = {0, 0}
+    for p = 3, L do targets[p] = (tokens[p - 1] - tokens[p - 2] - 1) % V + 1 end
+    return tokens, targets
+end
+
 local function check_size(fname, opts, key, def, min)
     local v = opts[key]
     if v == nil then v = def end
@@ -154,7 +167,8 @@ local function make(name)
         end
         local t = setmetatable({name = name}, Task)
         t.vocab = check_size(fname, opts, "vocab", 10, 3)
-        t.len = check_size(fname, opts, "len", name == "induction" and 24 or 6, name == "induction" and 4 or 1)
+        local long = name == "induction" or name == "difference"
+        t.len = check_size(fname, opts, "len", long and 24 or 6, long and 4 or 1)
         t.batch_size = check_size(fname, opts, "batch", 32, 1)
         t.example = examples[name]
         if name == "match" and t.len > t.vocab - 1 then
@@ -173,6 +187,8 @@ local function make(name)
             t.seq_len = t.len
         elseif name == "match" then
             t.seq_len = 2 * t.len + 2
+        elseif name == "difference" then
+            t.seq_len = t.len
         else
             t.seq_len = 2 * t.len
         end
