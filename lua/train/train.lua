@@ -44,13 +44,13 @@ end
 
 -- The loss and accuracy curves: redrawn live in a gnuplot window, or once at the end as a text plot; the labels
 -- in the language of the printoptions (a Chinese lesson sets "zh").
-local function draw_curve(history)
+local function draw_curve(history, steps)
     local plot = require "mha.plot"
     local said = require("mha.lesson.words").train[mha.printoptions().lang or "en"]
     local xs = {}
     for i = 1, #history.loss do xs[i] = history.step[i] end
     plot.line{{x = xs, y = history.loss, title = said.loss}, {x = xs, y = history.acc, title = said.accuracy},
-              title = said.training, xlabel = said.step}
+              title = said.training, xlabel = said.step, xrange = {0, steps}}
 end
 
 -- Is the figure a window (redrawn live) rather than text (drawn once, at the end)?
@@ -143,9 +143,9 @@ function M.train(o)
                     print(string.format("step %5d  loss %.4f  acc %5.1f%%", step, history.loss[n],
                                         100 * history.acc[n]))
                 end
-                -- live: from the second point on (one point has no x range), at most 5 redraws a second
-                if o.plot and windowed() and n >= 2 and (step == steps or mha.clock() - drawn_at >= 0.2) then
-                    draw_curve(history)
+                -- live, on an x axis fixed at 0 .. steps: at most 5 redraws a second
+                if o.plot and windowed() and (step == steps or mha.clock() - drawn_at >= 0.2) then
+                    draw_curve(history, steps)
                     drawn_at = mha.clock()
                 end
                 if (o.attention_every or 0) > 0 and step % o.attention_every == 0 then draw_attention(model, task) end
@@ -174,8 +174,8 @@ function M.train(o)
     end
     history.seconds = os.clock() - t0
     -- text: once at the end; a window: once more when Ctrl-C or the rate limit left the last point undrawn
-    if o.plot and #history.loss > 0 and (not windowed() or (history.interrupted and #history.loss >= 2)) then
-        draw_curve(history)
+    if o.plot and #history.loss > 0 and (not windowed() or history.interrupted) then
+        draw_curve(history, steps)
     end
     if tty then
         io.write(string.format("\r\27[Kdone: %d steps in %s (CPU), loss %.4f, acc %.1f%%\n", history.steps,
