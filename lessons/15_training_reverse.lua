@@ -12,17 +12,20 @@ return lesson{
             en = [[
 Six symbols (1 .. 9), the separator 10, then the six in reverse order. The model reads left to right
 (causal attention) and at every position predicts the next token; only the predictions of the
-reversed half count (targets 0 elsewhere).]],
+reversed half count (targets 0 elsewhere, shown as -). mha.tasks.show prints the ids as the whole
+numbers they are (show prints a float tensor, "3."; the ids are whole numbers stored as floats).]],
             zh = [[
 六个符号（1 .. 9），分隔符 10，然后是这六个符号的逆序。模型从左往右读（因果注意力），在每个位置预测下
-一个词元；只有逆序那一半的预测计入（其他位置的目标为 0）。]],
+一个词元；只有逆序那一半的预测计入（其他位置的目标为 0，显示为 -）。mha.tasks.show 把编号印成整数
+（show 印的是浮点张量，写作 "3."；编号是以浮点数存放的整数）。]],
         },
         code = [[
 task = mha.tasks.reverse{vocab = 10, len = 6, batch = 64}
 tokens, targets = task:batch(2)
-show(tokens, {title = tr{en = "tokens", zh = "词元"}})
-show(targets, {title = tr{en = "targets (0 = not counted)",
-                          zh = "目标（0 = 不计入）"}})]],
+mha.tasks.show(tokens, {title = tr{en = "tokens", zh = "词元"}})
+mha.tasks.show(targets, {zero = "-",
+               title = tr{en = "targets (- = not counted)",
+                          zh = "目标（- = 不计入）"}})]],
     },
 
     step{
@@ -79,9 +82,10 @@ mha.train 取一批数据、运行模型、在计入的位置上算交叉熵、�
         code = [[
 h = mha.train{model = model, task = task, steps = 400, lr = 3e-3,
               log_every = 20, quiet = true}
-plot.line{{x = h.step, y = h.loss, title = "loss"},
-          {x = h.step, y = h.acc, title = "accuracy"},
-          xlabel = "step"}
+plot.line{{x = h.step, y = h.loss, title = tr{en = "loss", zh = "损失"}},
+          {x = h.step, y = h.acc,
+           title = tr{en = "accuracy", zh = "准确率"}},
+          xlabel = tr{en = "step", zh = "步"}}
 print(tr{en = "accuracy on 500 new sequences >= 99%:",
          zh = "在 500 个新序列上准确率 >= 99%："}, accuracy() >= 0.99)]],
     },

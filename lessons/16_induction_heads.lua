@@ -26,10 +26,10 @@ print(tr{en = "layers, heads, d_model:", zh = "层数、头数、d_model："},
       m.layers, m.heads, m.d_model)
 t = mha.tasks.induction{vocab = 20, len = 24, seed = 5}
 tokens, targets = t:batch(1)
-show(tokens:narrow(2, 1, 12), {title = tr{en = "tokens 1-12",
-                                         zh = "词元 1-12"}})
-show(tokens:narrow(2, 13, 12), {title = tr{en = "tokens 13-24",
-                                          zh = "词元 13-24"}})]],
+mha.tasks.show(tokens, {title = tr{en = "tokens", zh = "词元"}})
+mha.tasks.show(targets, {zero = "-",
+               title = tr{en = "targets (- = not counted)",
+                          zh = "目标（- = 不计入）"}})]],
     },
 
     step{

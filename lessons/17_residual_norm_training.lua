@@ -42,9 +42,9 @@ end]],
         text = {
             en = [[
 Seed 004: layer norm stabilises training. Six layers, the reverse task, a bold learning rate of
-0.03, 150 steps, the same seed: once with pre-norm, once with no norm at all.]],
+0.03, 100 steps, the same seed: once with pre-norm, once with no norm at all.]],
             zh = [[
-种子文档 004：层归一化让训练稳定。六层，反转任务，较大的学习率 0.03，150 步，相同的种子：一次用
+种子文档 004：层归一化让训练稳定。六层，反转任务，较大的学习率 0.03，100 步，相同的种子：一次用
 pre-norm，一次完全不用归一化。]],
         },
         code = [[
@@ -53,15 +53,15 @@ for _, norm in ipairs({"pre", "none"}) do
   mha.seed(17)
   local m = mha.nn.Transformer{vocab = 10, d_model = 32, heads = 2,
     layers = 6, d_ff = 64, max_len = 12, norm = norm}
-  local t = mha.tasks.reverse{vocab = 10, len = 6, batch = 32}
-  results[norm] = mha.train{model = m, task = t, steps = 150,
+  local t = mha.tasks.reverse{vocab = 10, len = 6, batch = 16}
+  results[norm] = mha.train{model = m, task = t, steps = 100,
     lr = 3e-2, log_every = 50, seed = 1, quiet = true}
 end
 for _, norm in ipairs({"pre", "none"}) do
   local h = results[norm]
   print(string.format(tr{en = "norm = %-4s  accuracy >= 90%%: %s  loss < 1: %s",
                          zh = "norm = %-4s  准确率 >= 90%%：%s  损失 < 1：%s"},
-        norm, tostring(h.acc[3] >= 0.9), tostring(h.loss[3] < 1)))
+        norm, tostring(h.acc[2] >= 0.9), tostring(h.loss[2] < 1)))
 end]],
     },
 
@@ -92,7 +92,7 @@ model = mha.nn.Transformer{vocab = 10, d_model = 32, heads = 2,
   layers = 1, d_ff = 0, max_len = 12}
 optimizer = mha.optim.Adam(model:parameters(), {lr = 3e-3})
 data = mha.tasks.copy{vocab = 10, len = 6, batch = 64, seed = 3}
-for epoch = 1, 300 do
+for epoch = 1, 150 do
   optimizer:zero_grad()
   src, tgt = data:batch()
   output = model:forward(src, {need_weights = false})

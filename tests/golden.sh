@@ -27,7 +27,9 @@ english_only=("true = not allowed" "weights per head" "max |bool - additive|" "s
     "attention weights" "nearly one-hot" "largest weight" "rows mix tokens" "decoder states" "练习:"
     "tutorial:" "true:" "[plot:" " series" "scale:" "(median of 5)")
 # and labels the runner and the display print, as patterns: panel titles, column chunks, error positions
-english_patterns=("^head [0-9]" "^columns? [0-9]" "^step [0-9]+:[0-9]+" "(^|[^_a-z])step [0-9]+:[0-9]+:")
+# (and mha.heads.report's kinds, layers and heads)
+english_patterns=("^head [0-9]" "^columns? [0-9]" "^step [0-9]+:[0-9]+" "(^|[^_a-z])step [0-9]+:[0-9]+:"
+    "^(previous|duplicate|induction)( |$)" "曲线：loss" "^layer [0-9]" "^ +h[0-9]+( h[0-9]+)*$")
 for lesson in lessons/[0-9][0-9]_*.lua; do
     base=$(basename "$lesson" .lua)
     for lang in en zh; do

@@ -96,10 +96,11 @@ entry("plot.heads", nil,
     nil,
     'm = mha.MultiheadAttention{embed_dim = 16, num_heads = 4}\nx = mha.randn(1, 5, 16)\nout, w = m:forward(x, x, x, {average_attn_weights = false})\nplot.heads(w:select(1, 1), {tokens = "I like to learn attention"})')
 entry("plot.line", nil,
-    "plot.line{ {x=, y=, title=}, ..., title=, xlabel=, ylabel=, logx=, logy= }",
+    "plot.line{ {x=, y=, title=}, ..., title=, xlabel=, ylabel=, logx=, logy=, xrange={lo, hi} }",
     "Draws one or more series as lines with points and a legend. x and y are Lua arrays or 1-D "
     .. "tensors; x defaults to 1..n. A table with y= at its top level is a single series. "
-    .. "logx/logy use logarithmic axes (all values must then be positive). On the text (dumb) "
+    .. "logx/logy use logarithmic axes (all values must then be positive); xrange fixes the x axis "
+    .. "(a curve redrawn as it grows keeps its axis). On the text (dumb) "
     .. "terminal, titles, labels and legend entries are laid out by display width, so Chinese "
     .. "text keeps the legend's box and every line as wide as the terminal.",
     nil,

@@ -24,13 +24,16 @@ entry("mha.tasks", "training",
     "mha.tasks.NAME{vocab=10, len=, batch=32, seed=0} -> task;  task:batch([n]) -> tokens, targets",
     "Seeded toy tasks for next-token training: copy, reverse, sort (x SEP y), match (key-value pairs, "
     .. "then a key: its value), induction (a stretch repeated at a random place, of a random length "
-    .. "from repeat = {min, max}). targets[p] is the token that should follow position p; 0 marks "
-    .. "positions that do not count. mha.tasks.repeated(vocab, r, n) gives n sequences of r random "
-    .. "tokens said twice, the probe of the head detectors.",
+    .. "from repeat = {min, max}), difference (at p >= 3 the answer x(p-1) - x(p-2) on a clock of vocab: "
+    .. "two tokens at once, lesson 18). targets[p] is the token that should follow position p (for "
+    .. "difference: the answer at p); 0 marks positions that do not count. mha.tasks.repeated(vocab, r, "
+    .. "n) gives n sequences of r random tokens said twice, the probe of the head detectors. "
+    .. "mha.tasks.show(ids, {title=, zero=}) prints ids as whole numbers (zero = \"-\" for targets).",
     nil,
     "task = mha.tasks.reverse{vocab = 10, len = 3}\n"
     .. "tokens, targets = task:batch(1)\n"
-    .. "print(tokens, targets)",
+    .. "mha.tasks.show(tokens)\n"
+    .. "mha.tasks.show(targets, {zero = \"-\"})",
     {"mha.train", "mha.nn.Transformer"})
 
 entry("mha.train", "training",
@@ -70,7 +73,8 @@ entry("mha.heads.report", "training", "mha.heads.report(model, tokens) -> {previ
     .. "scores = mha.heads.report(m, mha.tasks.repeated(8, 4, 2))",
     {"mha.heads.detect"})
 
-entry("mha.load_model", "training", "mha.load_model(\"induction\"|\"reverse\"|path) -> model, extra",
+entry("mha.load_model", "training",
+    "mha.load_model(\"induction\"|\"reverse\"|\"difference_1head\"|\"difference_2heads\"|path) -> model, extra",
     "A shipped trained model (models/NAME.npz, made by `make models` from a fixed seed; looked for in "
     .. "$MHA_MODELS, ./models and models/ beside the program's build folder) or any file written by "
     .. "mha.save_model. extra holds the file's other entries, e.g. extra[\"history.loss\"]. A wrong "

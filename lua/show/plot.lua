@@ -340,12 +340,13 @@ end
 local POINT_TYPES = { 7, 5, 9, 11, 13, 1, 2 }
 local DASH_TYPES = 5
 
-local LINE_OPTIONS = { "title", "xlabel", "ylabel", "logx", "logy", "x", "y", "font", "size" }
+local LINE_OPTIONS = { "title", "xlabel", "ylabel", "logx", "logy", "xrange", "x", "y", "font", "size" }
 local SERIES_OPTIONS = { "x", "y", "title" }
 local SERIES_FORM = "plot.line{ {x=xs, y=ys1}, {x=xs, y=ys2} }"
 
--- plot.line{ {x=, y=, title=}, ..., title=, xlabel=, ylabel=, logx=, logy= } draws one or more
--- series (x defaults to 1..n); a table with y= at the top is one series.
+-- plot.line{ {x=, y=, title=}, ..., title=, xlabel=, ylabel=, logx=, logy=, xrange={lo, hi} } draws one or
+-- more series (x defaults to 1..n); a table with y= at the top is one series. xrange fixes the x axis (a
+-- curve redrawn as it grows keeps its axis).
 function plot.line(spec)
     local fname = "plot.line"
     if type(spec) ~= "table" then error(fname .. ": expected a table of series, e.g. plot.line{ {x=xs, y=ys, title='a'} }", 2) end
@@ -372,6 +373,13 @@ function plot.line(spec)
     })
     if spec.logx then commands[#commands + 1] = "set logscale x" end
     if spec.logy then commands[#commands + 1] = "set logscale y" end
+    local xr = spec.xrange
+    if xr ~= nil then
+        if type(xr) ~= "table" or type(xr[1]) ~= "number" or type(xr[2]) ~= "number" or not (xr[1] < xr[2]) then
+            error(fname .. ": xrange must be {lo, hi} with lo < hi, e.g. xrange = {0, 100}", 2)
+        end
+        commands[#commands + 1] = string.format("set xrange [%s:%s]", data_number(xr[1]), data_number(xr[2]))
+    end
     local plots, notes = {}, {}
     for k, s in ipairs(series) do
         if type(s) ~= "table" then

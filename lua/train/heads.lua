@@ -142,31 +142,33 @@ function M.detect(model, tokens, kind, opts)
     return mha.tensor(out)
 end
 
--- mha.heads.report(model, tokens): the three scores as a table and a heat map per kind; returns them
--- {previous = (layers, heads), duplicate = ..., induction = ...}.
+-- mha.heads.report(model, tokens): the three scores as a table and a heat map per kind, in the language of
+-- the printoptions (a Chinese lesson sets "zh"); returns them {previous = (layers, heads), duplicate = ...,
+-- induction = ...}.
 function M.report(model, tokens, opts)
     check_model("heads.report", model)
     opts = check_opts("heads.report", opts)
     token_tensor("heads.report", tokens)
+    local said = require("mha.lesson.words").heads[mha.printoptions().lang or "en"]
+    local width = require("mha.text").width
     local result = {}
-    local display = require "mha.display"
     for _, kind in ipairs({"previous", "duplicate", "induction"}) do
         local s = M.detect(model, tokens, kind, opts)
         result[kind] = s
         local shape = s:shape()
-        local line = {string.format("%-10s", kind)}
+        local line = {said[kind] .. string.rep(" ", 10 - width(said[kind]))}
         for l = 1, shape[1] do
             local cells = {}
             for h = 1, shape[2] do cells[h] = string.format("%.2f", s[l][h]) end
-            line[#line + 1] = string.format(" L%d: %s", l, table.concat(cells, " "))
+            line[#line + 1] = " " .. string.format(said.layer_short, l) .. table.concat(cells, " ")
         end
         print(table.concat(line, " "))
     end
     local rows, cols = {}, {}
-    for l = 1, result.induction:shape()[1] do rows[l] = "layer " .. l end
-    for h = 1, result.induction:shape()[2] do cols[h] = "h" .. h end
+    for l = 1, result.induction:shape()[1] do rows[l] = string.format(said.layer, l) end
+    for h = 1, result.induction:shape()[2] do cols[h] = string.format(said.head, h) end
     for _, kind in ipairs({"previous", "induction"}) do
-        display.heat(result[kind], {rows = rows, cols = cols, title = kind, zrange = {0, 1}})
+        require("mha.display").heat(result[kind], {rows = rows, cols = cols, title = said[kind], zrange = {0, 1}})
     end
     return result
 end

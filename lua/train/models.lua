@@ -57,7 +57,7 @@ end
 
 local function available(dirs)
     local names, seen = {}, {}
-    for _, name in ipairs({"induction", "reverse", "sort"}) do
+    for _, name in ipairs({"induction", "reverse", "difference_1head", "difference_2heads"}) do
         for _, d in ipairs(dirs) do
             if not seen[name] and exists(d .. "/" .. name .. ".npz") then
                 names[#names + 1], seen[name] = name, true

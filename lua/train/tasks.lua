@@ -1,5 +1,6 @@
 -- lua/train/tasks.lua - module "mha.tasks": seeded toy tasks for mha.train (copy, reverse, sort, match,
--- induction). mha.tasks.NAME{vocab=, len=, batch=, seed=} -> a task whose :batch() returns tokens and targets.
+-- induction, difference). mha.tasks.NAME{vocab=, len=, batch=, seed=} -> a task whose :batch() returns tokens and targets;
+-- mha.tasks.show prints token ids as whole numbers.
 --
 -- Every task is next-token prediction for a causal model: tokens (N, L) and targets (N, L), both whole numbers
 -- in float32 tensors; targets[n][p] is the token that should follow position p, or 0 where the position does
@@ -12,11 +13,16 @@
 --                                 r is drawn from repeat = {min, max} (default {4, L // 2}) and a, b at random,
 --                                 so no fixed offset solves it; positions b .. b+r-2 count, predicting the
 --                                 repeat's next symbol.
+--   difference, len = L:         random symbols x1 .. xL (1 .. vocab, no separator); positions p >= 3 count,
+--                                 with target x(p-1) - x(p-2) wrapped into 1 .. vocab (vocab stands for 0):
+--                                 each answer needs the tokens one and two back at once, and tells them apart
+--                                 (b - a is another answer than a - b). The token at p itself plays no part:
+--                                 the residual would hand it to the output without any head.
 
 local raise = require "mha.raise"   -- errors at the user's line
 local M = {}
 
-local NAMES = {"copy", "reverse", "sort", "match", "induction"}
+local NAMES = {"copy", "reverse", "sort", "match", "induction", "difference"}
 
 -- A splitmix64 stream: the same numbers for a seed on every machine (Lua 5.4 integers wrap).
 local function stream(seed)
@@ -129,6 +135,14 @@ function examples.induction(self)
     return tokens, targets
 end
 
+function examples.difference(self)
+    local L, V = self.len, self.vocab
+    local tokens = symbols(self.rand, L, V + 1)   -- every symbol 1 .. vocab
+    local targets = {0, 0}
+    for p = 3, L do targets[p] = (tokens[p - 1] - tokens[p - 2] - 1) % V + 1 end
+    return tokens, targets
+end
+
 local function check_size(fname, opts, key, def, min)
     local v = opts[key]
     if v == nil then v = def end
@@ -153,7 +167,8 @@ local function make(name)
         end
         local t = setmetatable({name = name}, Task)
         t.vocab = check_size(fname, opts, "vocab", 10, 3)
-        t.len = check_size(fname, opts, "len", name == "induction" and 24 or 6, name == "induction" and 4 or 1)
+        local long = name == "induction" or name == "difference"
+        t.len = check_size(fname, opts, "len", long and 24 or 6, long and 4 or 1)
         t.batch_size = check_size(fname, opts, "batch", 32, 1)
         t.example = examples[name]
         if name == "match" and t.len > t.vocab - 1 then
@@ -172,6 +187,8 @@ local function make(name)
             t.seq_len = t.len
         elseif name == "match" then
             t.seq_len = 2 * t.len + 2
+        elseif name == "difference" then
+            t.seq_len = t.len
         else
             t.seq_len = 2 * t.len
         end
@@ -201,6 +218,49 @@ function M.repeated(vocab, r, n, seed)
         rows[i] = row
     end
     return mha.tensor(rows)
+end
+
+-- mha.tasks.show(ids [, opts]): token ids (a (L) or (N, L) tensor or Lua table of whole numbers) printed as the
+-- whole numbers they are, one sequence a line, right-aligned ("3  4 10", where a float tensor prints "3.  4. 10.");
+-- opts.title is printed above them, opts.zero replaces every 0 (targets: "-" for a position that does not count).
+function M.show(ids, opts)
+    local mha = require "mha"
+    opts = opts or {}
+    if type(opts) ~= "table" then
+        error("tasks.show: opts must be a table such as {title = \"tokens\", zero = \"-\"}, got " .. type(opts), 0)
+    end
+    local t = ids
+    if not mha.is_tensor(t) then
+        local ok, made = pcall(mha.tensor, ids)
+        if not ok or type(ids) ~= "table" then
+            error("tasks.show: ids must be a tensor or a table of token ids, got " .. type(ids), 0)
+        end
+        t = made
+    end
+    local shape = t:shape()
+    if #shape == 1 then t, shape = t:view(1, shape[1]), {1, shape[1]} end
+    if #shape ~= 2 then
+        error(string.format("tasks.show: ids must be 1-D (L) or 2-D (N, L), got shape (%s)",
+                            table.concat(shape, ",")), 0)
+    end
+    local rows = t:totable()
+    local width = math.max(2, #tostring(opts.zero or ""))   -- 2: ids below 100 line up from call to call
+    for n, row in ipairs(rows) do
+        for p, v in ipairs(row) do
+            local id = math.tointeger(v)
+            if not id then
+                error(string.format("tasks.show: ids must be whole numbers; ids[%d][%d] is %s", n, p, tostring(v)),
+                      0)
+            end
+            row[p] = (id == 0 and opts.zero) and tostring(opts.zero) or tostring(id)
+            width = math.max(width, #row[p])
+        end
+    end
+    if opts.title then print(opts.title) end
+    for _, row in ipairs(rows) do
+        for p, v in ipairs(row) do row[p] = string.rep(" ", width - #v) .. v end
+        print(table.concat(row, " "))
+    end
 end
 
 return M

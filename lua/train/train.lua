@@ -42,13 +42,15 @@ local function make_optimizer(o, params)
     error(string.format('train: option optimizer must be "adamw", "adam" or "sgd", got %s', tostring(kind)), 3)
 end
 
--- The loss and accuracy curves: redrawn live in a gnuplot window, or once at the end as a text plot.
-local function draw_curve(history, title)
+-- The loss and accuracy curves: redrawn live in a gnuplot window, or once at the end as a text plot; the labels
+-- in the language of the printoptions (a Chinese lesson sets "zh").
+local function draw_curve(history, steps)
     local plot = require "mha.plot"
+    local said = require("mha.lesson.words").train[mha.printoptions().lang or "en"]
     local xs = {}
     for i = 1, #history.loss do xs[i] = history.step[i] end
-    plot.line{{x = xs, y = history.loss, title = "loss"}, {x = xs, y = history.acc, title = "accuracy"},
-              title = title, xlabel = "step"}
+    plot.line{{x = xs, y = history.loss, title = said.loss}, {x = xs, y = history.acc, title = said.accuracy},
+              title = said.training, xlabel = said.step, xrange = {0, steps}}
 end
 
 -- Is the figure a window (redrawn live) rather than text (drawn once, at the end)?
@@ -114,6 +116,7 @@ function M.train(o)
     local history = {loss = {}, acc = {}, step = {}, steps = 0, interrupted = false}
     local sum_loss, sum_acc, n_acc = 0, 0, 0
     local t0 = os.clock()
+    local drawn_at = -math.huge   -- mha.clock() of the last live redraw
     local function run_steps()
         for step = 1, steps do
             local tokens, targets = task:batch(batch)
@@ -140,7 +143,11 @@ function M.train(o)
                     print(string.format("step %5d  loss %.4f  acc %5.1f%%", step, history.loss[n],
                                         100 * history.acc[n]))
                 end
-                if o.plot and windowed() then draw_curve(history, "training") end
+                -- live, on an x axis fixed at 0 .. steps: at most 5 redraws a second
+                if o.plot and windowed() and (step == steps or mha.clock() - drawn_at >= 0.2) then
+                    draw_curve(history, steps)
+                    drawn_at = mha.clock()
+                end
                 if (o.attention_every or 0) > 0 and step % o.attention_every == 0 then draw_attention(model, task) end
                 if o.on_log then o.on_log(step, history) end
             end
@@ -166,7 +173,10 @@ function M.train(o)
                             steps))
     end
     history.seconds = os.clock() - t0
-    if o.plot and not windowed() and #history.loss > 0 then draw_curve(history, "training") end
+    -- text: once at the end; a window: once more when Ctrl-C or the rate limit left the last point undrawn
+    if o.plot and #history.loss > 0 and (not windowed() or history.interrupted) then
+        draw_curve(history, steps)
+    end
     if tty then
         io.write(string.format("\r\27[Kdone: %d steps in %s (CPU), loss %.4f, acc %.1f%%\n", history.steps,
                                fmt_time(history.seconds), history.loss[#history.loss] or 0 / 0,

@@ -207,6 +207,13 @@ T.test("line and bar", function()
         "plot.line: series 1 has 2 x values and 3 y values")
     T.raises("line log of zero", function() plot.line { y = { 1, 0 }, logy = true } end,
         "plot.line: logy needs positive y, series 1 has y[2] = 0")
+    -- xrange fixes the axis (mha.train's live curve keeps 0 .. steps as it grows); one point draws then too
+    plot.line { x = { 20 }, y = { 2.5 }, xrange = { 0, 400 } }
+    T.ok("line xrange sets the x axis", table.concat(plot.current().script.commands, "\n"):find("set xrange [0:400]", 1, true))
+    T.raises("line xrange reversed", function() plot.line { y = { 1, 2 }, xrange = { 5, 1 } } end,
+        "plot.line: xrange must be {lo, hi} with lo < hi, e.g. xrange = {0, 100}")
+    T.raises("line xrange not numbers", function() plot.line { y = { 1, 2 }, xrange = "0:5" } end,
+        "plot.line: xrange must be {lo, hi} with lo < hi")
     -- two series given as one y matrix: the message shows the form for several series
     T.raises("line y as a matrix points to the series form", function() plot.line { y = { { 1, 2 }, { 3, 4 } } } end,
         { "plot.line: series 1 y must have 1 dimension, got shape (2,2)", "plot.line{ {x=xs, y=ys1}, {x=xs, y=ys2} }" })

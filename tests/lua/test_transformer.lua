@@ -144,8 +144,49 @@ T.test("task layouts", function()
     T.ok("induction: targets are the repeat's next tokens, the repeat is an earlier stretch", ok)
     T.ok("induction: repeat lengths vary (all of 3..6)", nl == 4, nl .. " lengths")
     T.ok("induction: repeat positions vary", ns >= 6, ns .. " starts")
+    local dif = mha.tasks.difference{vocab = 8, len = 10, batch = 300, seed = 1}
+    tok, tgt = dif:batch()
+    r, g, ok = rows(tok), rows(tgt), true
+    local seen = {}
+    for n = 1, 300 do
+        ok = ok and g[n][1] == 0 and g[n][2] == 0
+        for p = 1, 10 do
+            seen[r[n][p]] = true
+            ok = ok and r[n][p] >= 1 and r[n][p] <= 8
+            if p >= 3 then   -- x(p-1) - x(p-2) on a clock of 8, 8 for 0
+                local d = r[n][p - 1] - r[n][p - 2]
+                if d <= 0 then d = d + 8 end
+                ok = ok and g[n][p] == d
+            end
+        end
+    end
+    T.ok("difference: targets are x(p-1) - x(p-2) in 1..8, the first two not counted", ok)
+    T.eq("difference: every symbol 1..8 is drawn", #seen, 8)
+    T.eq("difference: seed 1's first sequence", {r[1], g[1]},
+         {{4, 6, 3, 2, 7, 1, 8, 1, 8, 5}, {0, 0, 2, 5, 7, 5, 2, 7, 1, 7}})
+    T.eq("difference: its shape", {tok:shape(), tostring(dif)},
+         {{300, 10}, "mha.tasks.difference{vocab = 8, len = 10, batch = 300} (sequences of 10 tokens)"})
+    T.raises("difference: too short", function() mha.tasks.difference{len = 3} end,
+             "tasks.difference: option len must be a whole number >= 4, got 3")
     local a1, a2 = mha.tasks.reverse{seed = 5}:batch(), mha.tasks.reverse{seed = 5}:batch()
     T.ok("a seed gives the same batch", mha.equal(a1, a2))
+    local shown, old_print = {}, print
+    print = function(...) shown[#shown + 1] = table.concat(table.pack(...), "\t") end
+    local ok_show, err_show = pcall(function()
+        mha.tasks.show(mha.tensor{{3, 10, 0}, {12, 4, 5}}, {title = "tokens"})
+        mha.tasks.show({0, 7, 0}, {zero = "-"})
+        mha.tasks.show(mha.tensor{100, 2})
+    end)
+    print = old_print
+    assert(ok_show, err_show)
+    T.eq("tasks.show: whole numbers, right-aligned, 0 as given", shown,
+         {"tokens", " 3 10  0", "12  4  5", " -  7  -", "100   2"})
+    T.raises("tasks.show: not whole", function() mha.tasks.show({{1.5}}) end,
+             "tasks.show: ids must be whole numbers; ids[1][1] is 1.5")
+    T.raises("tasks.show: 3-D", function() mha.tasks.show(mha.zeros(2, 2, 2)) end,
+             "tasks.show: ids must be 1-D (L) or 2-D (N, L), got shape (2,2,2)")
+    T.raises("tasks.show: a string", function() mha.tasks.show("3 4") end,
+             "tasks.show: ids must be a tensor or a table of token ids, got string")
     T.raises("match needs distinct keys", function() mha.tasks.match{vocab = 4, len = 5} end,
              "tasks.match: len 5 pairs need 5 distinct keys but vocab 4 has only 3 symbols")
     T.raises("induction repeat", function() mha.tasks.induction{len = 10, ["repeat"] = {2, 6}} end,
@@ -188,10 +229,57 @@ T.test("shipped models", function()
         T.ok("induction head in layer 2 (>= 0.4), repeat " .. r, math.max(ind[2][1], ind[2][2]) >= 0.4)
         T.ok("no induction head in layer 1, repeat " .. r, math.max(ind[1][1], ind[1][2]) < 0.2)
     end
+    -- heads.report speaks the printoptions' language (a Chinese lesson sets lang = "zh")
+    local function report_text(lang)
+        local saved, lines, old_print = mha.printoptions(), {}, print
+        mha.printoptions{lang = lang}
+        print = function(...) lines[#lines + 1] = table.concat(table.pack(...), "\t") end
+        local old_output, heat_file = io.output(), os.tmpname()
+        io.output(heat_file)   -- the heat maps go through io.write
+        local ok, err = pcall(mha.heads.report, m, mha.tasks.repeated(20, 10, 4, 1))
+        io.output():close()
+        io.output(old_output)
+        local f = assert(io.open(heat_file))
+        lines[#lines + 1] = f:read("a")
+        f:close()
+        os.remove(heat_file)
+        print = old_print
+        mha.printoptions{lang = saved.lang}
+        assert(ok, err)
+        return table.concat(lines, "\n")
+    end
+    local en, zh = report_text("en"), report_text("zh")
+    T.ok("report in English: kinds, layers", en:find("^previous    L1: %d") and en:find("\ninduction   L1: "), en)
+    T.ok("report in Chinese: kinds and layers in Chinese",
+         zh:find("^前一词元    第 1 层：%d") and zh:find("\n归纳        第 1 层：") and zh:find("\n第 2 层 ") and zh:find("\n +头1 头2\n"), zh)
+    T.ok("report in Chinese: no English label", not (zh:find("previous") or zh:find("induction") or
+         zh:find("layer") or zh:find("h1")), zh)
     local rev = mha.load_model(T.path("models/reverse.npz"))
     local tok, tgt = mha.tasks.reverse{vocab = 10, len = 6, batch = 500, seed = 4242}:batch()
     local _, acc = mha.train.loss(mha.no_grad(function() return rev:forward(tok) end), tgt)
     T.ok("reverse model: held-out accuracy >= 0.99", acc >= 0.99, tostring(acc))
+    -- lesson 18: at equal cost (same parameters), 2 heads of 16 solve difference and 1 head of 32 does not
+    local check_tok, check_tgt = mha.tasks.difference{vocab = 8, len = 12, batch = 1000, seed = 4242}:batch()
+    local back1, back2 = mha.zeros(12, 12), mha.zeros(12, 12)
+    for i = 3, 12 do back1[i][i - 1], back2[i][i - 2] = 1, 1 end
+    local function measured(name)
+        local m = mha.load_model(T.path("models/" .. name .. ".npz"))
+        local count = 0
+        for _, p in pairs(m:parameters()) do count = count + p:numel() end
+        local _, a = mha.train.loss(mha.no_grad(function() return m:forward(check_tok) end), check_tgt)
+        local w = m:attention()[1]
+        local b1 = (w * back1):sum(4):max(2):narrow(2, 3, 10)
+        local b2 = (w * back2):sum(4):max(2):narrow(2, 3, 10)
+        return {heads = m.heads, params = count, acc = a, both = mha.minimum(b1, b2):mean():item()}
+    end
+    local one, two = measured("difference_1head"), measured("difference_2heads")
+    T.eq("difference models: 1 and 2 heads, equal parameters", {one.heads, two.heads, one.params},
+         {1, 2, two.params})
+    T.ok("difference: 2 heads >= 99% held out", two.acc >= 0.99, tostring(two.acc))
+    T.ok("difference: 1 head <= 70% held out (the gap >= 25 points)", one.acc <= 0.7 and two.acc - one.acc >= 0.25,
+         tostring(one.acc))
+    T.ok("difference: one head sees both tokens at most half (softmax sums to 1)", one.both <= 0.5, tostring(one.both))
+    T.ok("difference: two heads see both tokens (>= 0.8)", two.both >= 0.8, tostring(two.both))
     T.raises("unknown model", function() mha.load_model("sorting") end,
              {"load_model: no model 'sorting' (available:", "make models"})
 end)
