@@ -71,8 +71,8 @@ static mha_mask_src mask_slice(const mha_tensor *mask, size_t nb, size_t n) {
     return m;
 }
 
-/* The gradients of one slice from its scaled dS (ld ldS, rows x cols = bq x bk at query i0, key j0) and P. */
-static mha_status add_tile_grads(const bwd_job *job, size_t n, const float *dS, const float *P, size_t ld,
+/* The gradients of one slice from its scaled dS (row stride ld, bq x bk at query i0, key j0) and P (row stride ldP). */
+static mha_status add_tile_grads(const bwd_job *job, size_t n, const float *dS, const float *P, size_t ld, size_t ldP,
                                  size_t i0, size_t bq, size_t j0, size_t bk, mat q, mat k, mat dO) {
     const size_t D = job->D, Dv = job->Dv, L = job->L, S = job->S;
     mha_status st = MHA_OK;
@@ -81,19 +81,29 @@ static mha_status add_tile_grads(const bwd_job *job, size_t n, const float *dS, 
     if (st == MHA_OK && job->gk) /* dK[j0:] += dSᵀ·q[i0:] */
         st = mha_sgemm(job->gk + (n * S + j0) * D, D, dS, 1, (ptrdiff_t)ld, q.p + (ptrdiff_t)i0 * q.rs, q.rs, q.cs, bk, D, bq, true);
     if (st == MHA_OK && job->gv && dO.p) /* dV[j0:] += Pᵀ·dO[i0:] */
-        st = mha_sgemm(job->gv + (n * S + j0) * Dv, Dv, P, 1, (ptrdiff_t)ld, dO.p + (ptrdiff_t)i0 * dO.rs, dO.rs, dO.cs, bk, Dv, bq, true);
+        st = mha_sgemm(job->gv + (n * S + j0) * Dv, Dv, P, 1, (ptrdiff_t)ldP, dO.p + (ptrdiff_t)i0 * dO.rs, dO.rs, dO.cs, bk, Dv, bq, true);
     return st;
 }
 
-/* Plain: one slice, with P from the weights; dS in an (L,S) buffer. */
-static mha_status slice_plain(const bwd_job *job, size_t n, float *dP, float *P) {
+/* Whether the plain path must copy each slice's weights into scratch (their columns are not contiguous). */
+static bool weights_copied(const bwd_job *job) {
+    return job->weights->stride[job->nb + 1] != 1;
+}
+
+/* Plain: one slice, with P from the weights (read in place, or copied to P when strided); dS in an (L,S) buffer. */
+static mha_status slice_plain(const bwd_job *job, size_t n, float *dP, float *P_copy) {
     const size_t L = job->L, S = job->S, Dv = job->Dv;
     mat q = slice(job->q, job->nb, n), k = slice(job->k, job->nb, n), v = slice(job->v, job->nb, n);
     mat w = slice(job->weights, job->nb, n);
     mat dO = job->dout ? slice(job->dout, job->nb, n) : (mat){0};
+    const float *P = w.p;
+    size_t ldP = (size_t)w.rs;
+    if (P_copy) {
+        for (size_t i = 0; i < L; i++)
+            for (size_t j = 0; j < S; j++) P_copy[i * S + j] = w.p[(ptrdiff_t)i * w.rs + (ptrdiff_t)j * w.cs];
+        P = P_copy, ldP = S;
+    }
     mha_status st = MHA_OK;
-    for (size_t i = 0; i < L; i++)
-        for (size_t j = 0; j < S; j++) P[i * S + j] = w.p[(ptrdiff_t)i * w.rs + (ptrdiff_t)j * w.cs];
     if (dO.p) /* dP = dO·vᵀ */
         st = mha_sgemm(dP, S, dO.p, dO.rs, dO.cs, v.p, v.cs, v.rs, L, S, Dv, false);
     else
@@ -106,12 +116,17 @@ static mha_status slice_plain(const bwd_job *job, size_t n, float *dP, float *P)
     }
     mha_mask_src m = mask_slice(job->mask, job->nb, n);
     for (size_t i = 0; i < L; i++) { /* dS = P∘(dP - rowsum(P∘dP)), times scale */
+        const float *p = P + i * ldP;
+        float *ds = dP + i * S;
         double dot = 0.0;
-        for (size_t j = 0; j < S; j++) dot += (double)P[i * S + j] * dP[i * S + j];
-        for (size_t j = 0; j < S; j++)
-            dP[i * S + j] = hard_masked(&m, job->causal, i, j) ? 0.0f : (float)((double)P[i * S + j] * (dP[i * S + j] - dot) * job->scale);
+        for (size_t j = 0; j < S; j++) dot += (double)p[j] * ds[j];
+        const float delta = (float)dot;
+        for (size_t j = 0; j < S; j++) ds[j] = p[j] * (ds[j] - delta) * job->scale;
+        if (job->causal || m.b)
+            for (size_t j = 0; j < S; j++)
+                if (hard_masked(&m, job->causal, i, j)) ds[j] = 0.0f;
     }
-    return add_tile_grads(job, n, dP, P, S, 0, L, 0, S, q, k, dO);
+    return add_tile_grads(job, n, dP, P, S, ldP, 0, L, 0, S, q, k, dO);
 }
 
 /* s = q[i0:i0+bq]·k[j0:j0+bk]ᵀ·scale + mask, causal -inf where j > i; into tile (row stride ld). */
@@ -138,7 +153,25 @@ static mha_status score_tile(const bwd_job *job, float *tile, size_t ld, mat q, 
 #define KEY_TILE 512
 static size_t key_tile(size_t S) { return S <= FULL_ROWS ? (S ? S : 1) : KEY_TILE; }
 
-/* Each row's log-sum-exp over all S keys, online over the key tiles (pass 1 when rows do not fit a tile). */
+/* Pass 1 (rows that do not fit one tile): each row's log-sum-exp over all S keys, lse = max + log Σ exp(s - max),
+ * online over the key tiles: with the running (max, sum) and a tile's (tmax, tsum),
+ *   max' = max(max, tmax);   sum' = sum·exp(max - max') + tsum·exp(tmax - max').
+ * A tile's sum comes from the forward's vectorised softmax kernel: after p = softmax(s) over the tile row,
+ * p at the row's max is exp(0)/tsum, so tsum = 1/p[argmax] (to a float's rounding, as the forward's own sum).
+ * The plain reference beside it sums exp in double; tests hold the two equal (mha_sdpa_backward_plain_lse). */
+static bool plain_lse = false;
+
+void mha_sdpa_backward_plain_lse(bool on) { plain_lse = on; }
+
+/* The running (max, sum) of one row merged with a tile's (tmax, tsum). */
+static void lse_merge(double *run_max, double *run_sum, double tmax, double tsum) {
+    double new_max = tmax > *run_max || isnan(tmax) ? tmax : *run_max;
+    if (new_max == -INFINITY) return; /* all masked so far */
+    double sum = *run_sum == 0.0 ? 0.0 : *run_sum * exp(*run_max - new_max);
+    *run_sum = sum + tsum * exp(tmax - new_max);
+    *run_max = new_max;
+}
+
 static mha_status row_lse(const bwd_job *job, float *lse, float *tile, size_t tk, mat q, mat k, const mha_mask_src *m,
                           size_t i0, size_t bq) {
     double run_max[TILE_Q], run_sum[TILE_Q];
@@ -148,15 +181,19 @@ static mha_status row_lse(const bwd_job *job, float *lse, float *tile, size_t tk
         mha_status st = score_tile(job, tile, tk, q, k, m, i0, bq, j0, bk);
         if (st != MHA_OK) return st;
         for (size_t i = 0; i < bq; i++) {
-            const float *row = tile + i * tk;
-            double tile_max = -INFINITY;
-            for (size_t j = 0; j < bk; j++)
-                if (row[j] > tile_max || isnan(row[j])) tile_max = row[j];
-            double new_max = tile_max > run_max[i] || isnan(tile_max) ? tile_max : run_max[i];
-            if (new_max == -INFINITY) continue; /* all masked so far */
-            double sum = run_sum[i] * exp(run_max[i] - new_max);
-            for (size_t j = 0; j < bk; j++) sum += exp((double)row[j] - new_max);
-            run_max[i] = new_max, run_sum[i] = sum;
+            float *row = tile + i * tk;
+            size_t at = 0; /* the row's max (the first NaN, if any: it makes the row NaN) */
+            for (size_t j = 1; j < bk && !isnan(row[at]); j++)
+                if (row[j] > row[at] || isnan(row[j])) at = j;
+            double tmax = row[at], tsum = 0.0;
+            if (tmax == -INFINITY) continue; /* every key of this tile masked: it adds nothing */
+            if (plain_lse) {
+                for (size_t j = 0; j < bk; j++) tsum += exp((double)row[j] - tmax);
+            } else {
+                mha_softmax_rows(row, tk, 1, bk);
+                tsum = 1.0 / (double)row[at];
+            }
+            lse_merge(&run_max[i], &run_sum[i], tmax, tsum);
         }
     }
     for (size_t i = 0; i < bq; i++) lse[i] = (float)(run_max[i] + log(run_sum[i])); /* fully masked: -inf */
@@ -201,7 +238,7 @@ static mha_status slice_fused(const bwd_job *job, size_t n, float *scratch) {
                     for (size_t j = 0; j < bk; j++)
                         if (hard_masked(&m, job->causal, i0 + i, j0 + j)) ds[j] = 0.0f;
             }
-            st = add_tile_grads(job, n, sdP, sP, tk, i0, bq, j0, bk, q, k, dO);
+            st = add_tile_grads(job, n, sdP, sP, tk, tk, i0, bq, j0, bk, q, k, dO);
         }
     }
     return st;
@@ -210,7 +247,8 @@ static mha_status slice_fused(const bwd_job *job, size_t n, float *scratch) {
 static mha_status bwd_part(void *ctx, size_t part, size_t nparts) {
     bwd_job *job = ctx;
     const size_t L = job->L, S = job->S;
-    size_t floats = job->weights ? 2 * L * S : 2 * TILE_Q * key_tile(S) + 2 * TILE_Q;
+    const bool copied = job->weights && weights_copied(job);
+    size_t floats = job->weights ? (copied ? 2 : 1) * L * S : 2 * TILE_Q * key_tile(S) + 2 * TILE_Q;
     float *scratch = mha_alloc((floats ? floats : 1) * sizeof *scratch);
     if (!scratch) {
         atomic_store(&job->failed, true);
@@ -219,7 +257,7 @@ static mha_status bwd_part(void *ctx, size_t part, size_t nparts) {
     mha_status st = MHA_OK;
     for (size_t n = part; n < job->batches && st == MHA_OK; n += nparts) {
         if (atomic_load(&job->failed)) break;
-        st = job->weights ? slice_plain(job, n, scratch, scratch + L * S) : slice_fused(job, n, scratch);
+        st = job->weights ? slice_plain(job, n, scratch, copied ? scratch + L * S : NULL) : slice_fused(job, n, scratch);
     }
     mha_free(scratch, (floats ? floats : 1) * sizeof *scratch);
     if (st != MHA_OK) atomic_store(&job->failed, true);

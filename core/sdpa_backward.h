@@ -27,4 +27,8 @@ mha_status mha_sdpa_backward(mha_tensor *dq, mha_tensor *dk, mha_tensor *dv, con
                              const mha_tensor *dweights, const mha_tensor *q, const mha_tensor *k, const mha_tensor *v,
                              const mha_tensor *weights, const mha_tensor *out, const mha_sdpa_options *opt);
 
+/* Tests: true makes the fused backward's pass 1 (rows over 4096 keys) sum its exps by the plain reference loop
+ * instead of the vectorised softmax kernel; the gradients must agree to float rounding. */
+void mha_sdpa_backward_plain_lse(bool on);
+
 #endif
