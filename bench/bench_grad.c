@@ -103,7 +103,7 @@ static void memory_row(void) {
     size_t live = mha_live_bytes();
     mha_reset_peak();
     double t0 = now_ms();
-    if (st == MHA_OK) st = mha_sdpa_backward(&dq, &dk, &dv, &dout, NULL, &q, &k, &v, NULL, &out, NULL);
+    if (st == MHA_OK) st = mha_sdpa_backward(&dq, &dk, &dv, NULL, &dout, NULL, &q, &k, &v, NULL, &out, NULL);
     double ms = now_ms() - t0;
     size_t extra = mha_peak_bytes() - live;
     if (st != MHA_OK) printf("attention backward L=16384 E=512 H=8 (fused): %s\n", mha_errmsg());

@@ -126,7 +126,7 @@ static mha_status sdpa_node_backward(mha_tensor *grads, const mha_node *n, const
     mha_sdpa_options opt = node_sdpa_options(n);
     const mha_tensor *weights = n->op == 1 ? &n->saved[3] : NULL, *out = n->op == 0 ? &n->saved[3] : NULL;
     return mha_sdpa_backward(n->inputs[0] ? &grads[0] : NULL, n->inputs[1] ? &grads[1] : NULL,
-                             n->inputs[2] ? &grads[2] : NULL, g, NULL, &n->saved[0], &n->saved[1], &n->saved[2],
+                             n->inputs[2] ? &grads[2] : NULL, n->inputs[3] ? &grads[3] : NULL, g, NULL, &n->saved[0], &n->saved[1], &n->saved[2],
                              weights, out, &opt);
 }
 
@@ -134,7 +134,7 @@ static mha_status sdpa_node_backward(mha_tensor *grads, const mha_node *n, const
 static mha_status sdpa_weights_node_backward(mha_tensor *grads, const mha_node *n, const mha_tensor *g) {
     mha_sdpa_options opt = node_sdpa_options(n);
     return mha_sdpa_backward(n->inputs[0] ? &grads[0] : NULL, n->inputs[1] ? &grads[1] : NULL,
-                             n->inputs[2] ? &grads[2] : NULL, NULL, g,
+                             n->inputs[2] ? &grads[2] : NULL, n->inputs[3] ? &grads[3] : NULL, NULL, g,
                              &n->saved[0], &n->saved[1], &n->saved[2], &n->saved[3], NULL, &opt);
 }
 
@@ -184,15 +184,17 @@ static size_t weights_bytes(const mha_tensor *q, const mha_tensor *k, const mha_
 
 mha_status mha_ag_sdpa(mha_tensor *out, mha_tensor *weights, const mha_tensor *q, const mha_tensor *k,
                        const mha_tensor *v, const mha_sdpa_options *opt) {
-    const mha_tensor *in[3] = {q, k, v};
-    if (!mha_ag_wants(in, 3)) return mha_sdpa(out, weights, q, k, v, opt);
+    /* a float mask that requires grad is the fourth input (torch differentiates an added mask too) */
+    const mha_tensor *mask = opt ? opt->attn_mask : NULL;
+    const mha_tensor *in[4] = {q, k, v, mask && mask->dtype == MHA_FLOAT32 ? mask : NULL};
+    if (!mha_ag_wants(in, 4)) return mha_sdpa(out, weights, q, k, v, opt);
     /* weights not asked for: kept for the backward all the same when they fit the budget */
     mha_tensor kept = MHA_TENSOR_EMPTY;
-    const bool keep = !weights && weights_bytes(q, k, v, opt ? opt->attn_mask : NULL) <= keep_budget;
+    const bool keep = !weights && weights_bytes(q, k, v, mask) <= keep_budget;
     mha_status st = mha_sdpa(out, weights ? weights : keep ? &kept : NULL, q, k, v, opt);
     if (st != MHA_OK) return st;
     mha_node *n;
-    if ((st = mha_ag_record(&n, out, "scaled_dot_product_attention", sdpa_node_backward, in, 3)) != MHA_OK) {
+    if ((st = mha_ag_record(&n, out, "scaled_dot_product_attention", sdpa_node_backward, in, 4)) != MHA_OK) {
         if (weights) mha_release(weights);
         mha_release(&kept);
         return st;
@@ -202,7 +204,7 @@ mha_status mha_ag_sdpa(mha_tensor *out, mha_tensor *weights, const mha_tensor *q
     mha_release(&kept);
     if (weights) {
         mha_node *wn;
-        if ((st = mha_ag_record(&wn, weights, "scaled_dot_product_attention", sdpa_weights_node_backward, in, 3)) != MHA_OK) {
+        if ((st = mha_ag_record(&wn, weights, "scaled_dot_product_attention", sdpa_weights_node_backward, in, 4)) != MHA_OK) {
             mha_release(out);
             return st;
         }

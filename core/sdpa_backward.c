@@ -38,6 +38,7 @@ typedef struct bwd_job {
     /* inputs, each expanded to the batch shape (views) */
     const mha_tensor *q, *k, *v, *dout, *dweights, *weights, *out, *mask;
     float *gq, *gk, *gv;          /* (batches, L, D), (batches, S, D), (batches, S, Dv), zeroed; NULL: not wanted */
+    float *gm;                    /* (batches, L, S): the float mask's gradient dS/scale, every element written; or NULL */
     size_t nb, batches;
     bool causal;
     float scale;
@@ -85,6 +86,27 @@ static mha_status add_tile_grads(const bwd_job *job, size_t n, const float *dS, 
     return st;
 }
 
+/* One row i of dS over keys j0..j0+bk: dS = P∘(dP - delta)·scale in place of dP (the mask's gradient, unscaled,
+ * into job->gm when wanted); positions a bool mask or the causal rule masks get 0. */
+static void softmax_grad_row(const bwd_job *job, const mha_mask_src *m, float *ds, const float *p, float delta, size_t n,
+                             size_t i, size_t j0, size_t bk) {
+    const float scale = job->scale;
+    if (job->gm) {
+        float *gm = job->gm + (n * job->L + i) * job->S + j0;
+        for (size_t j = 0; j < bk; j++) {
+            gm[j] = p[j] * (ds[j] - delta);
+            ds[j] = gm[j] * scale;
+        }
+        if (job->causal) /* a float mask: only the causal rule masks hard */
+            for (size_t j = i + 1 > j0 ? i + 1 - j0 : 0; j < bk; j++) gm[j] = ds[j] = 0.0f;
+        return;
+    }
+    for (size_t j = 0; j < bk; j++) ds[j] = p[j] * (ds[j] - delta) * scale;
+    if (job->causal || m->b)
+        for (size_t j = 0; j < bk; j++)
+            if (hard_masked(m, job->causal, i, j0 + j)) ds[j] = 0.0f;
+}
+
 /* Whether the plain path must copy each slice's weights into scratch (their columns are not contiguous). */
 static bool weights_copied(const bwd_job *job) {
     return job->weights->stride[job->nb + 1] != 1;
@@ -120,11 +142,7 @@ static mha_status slice_plain(const bwd_job *job, size_t n, float *dP, float *P_
         float *ds = dP + i * S;
         double dot = 0.0;
         for (size_t j = 0; j < S; j++) dot += (double)p[j] * ds[j];
-        const float delta = (float)dot;
-        for (size_t j = 0; j < S; j++) ds[j] = p[j] * (ds[j] - delta) * job->scale;
-        if (job->causal || m.b)
-            for (size_t j = 0; j < S; j++)
-                if (hard_masked(&m, job->causal, i, j)) ds[j] = 0.0f;
+        softmax_grad_row(job, &m, ds, p, (float)dot, n, i, 0, S);
     }
     return add_tile_grads(job, n, dP, P, S, ldP, 0, L, 0, S, q, k, dO);
 }
@@ -153,15 +171,43 @@ static mha_status score_tile(const bwd_job *job, float *tile, size_t ld, mat q, 
 #define KEY_TILE 512
 static size_t key_tile(size_t S) { return S <= FULL_ROWS ? (S ? S : 1) : KEY_TILE; }
 
-/* Pass 1 (rows that do not fit one tile): each row's log-sum-exp over all S keys, lse = max + log Σ exp(s - max),
- * online over the key tiles: with the running (max, sum) and a tile's (tmax, tsum),
+/* Rows that do not fit one tile take two passes. Pass 1: each row's log-sum-exp over all S keys,
+ * lse = max + log Σ exp(s - max), online over the key tiles: with the running (max, sum) and a tile's (tmax, tsum),
  *   max' = max(max, tmax);   sum' = sum·exp(max - max') + tsum·exp(tmax - max').
- * A tile's sum comes from the forward's vectorised softmax kernel: after p = softmax(s) over the tile row,
- * p at the row's max is exp(0)/tsum, so tsum = 1/p[argmax] (to a float's rounding, as the forward's own sum).
- * The plain reference beside it sums exp in double; tests hold the two equal (mha_sdpa_backward_plain_lse). */
+ * Pass 2: P = exp(s - lse) = softmax_tile(s) · tsum·exp(tmax - lse).
+ * The exps come from the forward's vectorised softmax kernel: after p = softmax(s) over the tile row, p at the
+ * row's max is exp(0)/tsum, so tsum = 1/p[argmax] (to a float's rounding, as the forward's own sum). The plain
+ * reference beside it (scalar exps, pass 1 summing in double) is what tests hold it equal to
+ * (mha_sdpa_backward_plain_lse). */
 static bool plain_lse = false;
 
 void mha_sdpa_backward_plain_lse(bool on) { plain_lse = on; }
+
+/* One tile row's max (the first NaN, if any: it makes the row NaN). Unless it is -inf (every key masked: the row
+ * is left as it is), the row becomes its softmax and *tsum = Σ exp(s - tmax). */
+static double tile_row_softmax(float *row, size_t bk, double *tsum) {
+    size_t at = 0;
+    for (size_t j = 1; j < bk && !isnan(row[at]); j++)
+        if (row[j] > row[at] || isnan(row[j])) at = j;
+    double tmax = row[at];
+    if (tmax == -INFINITY) return tmax;
+    mha_softmax_rows(row, bk, 1, bk);
+    *tsum = 1.0 / (double)row[at];
+    return tmax;
+}
+
+/* Pass 2's P = exp(s - lse) over one tile row, in place. */
+static void tile_row_probs(float *p, size_t bk, float lse) {
+    double tsum = 0.0, tmax;
+    if (plain_lse || !isfinite(lse)) { /* a fully masked row's lse is -inf: P is NaN (the forward's policy) */
+        for (size_t j = 0; j < bk; j++) p[j] = expf(p[j] - lse);
+    } else if ((tmax = tile_row_softmax(p, bk, &tsum)) == -INFINITY) {
+        memset(p, 0, bk * sizeof *p);
+    } else {
+        const float factor = (float)(tsum * exp(tmax - (double)lse));
+        for (size_t j = 0; j < bk; j++) p[j] *= factor;
+    }
+}
 
 /* The running (max, sum) of one row merged with a tile's (tmax, tsum). */
 static void lse_merge(double *run_max, double *run_sum, double tmax, double tsum) {
@@ -182,18 +228,17 @@ static mha_status row_lse(const bwd_job *job, float *lse, float *tile, size_t tk
         if (st != MHA_OK) return st;
         for (size_t i = 0; i < bq; i++) {
             float *row = tile + i * tk;
-            size_t at = 0; /* the row's max (the first NaN, if any: it makes the row NaN) */
-            for (size_t j = 1; j < bk && !isnan(row[at]); j++)
-                if (row[j] > row[at] || isnan(row[j])) at = j;
-            double tmax = row[at], tsum = 0.0;
-            if (tmax == -INFINITY) continue; /* every key of this tile masked: it adds nothing */
+            double tmax, tsum = 0.0;
             if (plain_lse) {
-                for (size_t j = 0; j < bk; j++) tsum += exp((double)row[j] - tmax);
+                tmax = -INFINITY;
+                for (size_t j = 0; j < bk; j++)
+                    if (row[j] > tmax || isnan(row[j])) tmax = row[j];
+                if (tmax != -INFINITY)
+                    for (size_t j = 0; j < bk; j++) tsum += exp((double)row[j] - tmax);
             } else {
-                mha_softmax_rows(row, tk, 1, bk);
-                tsum = 1.0 / (double)row[at];
+                tmax = tile_row_softmax(row, bk, &tsum);
             }
-            lse_merge(&run_max[i], &run_sum[i], tmax, tsum);
+            if (tmax != -INFINITY) lse_merge(&run_max[i], &run_sum[i], tmax, tsum); /* an all-masked tile adds 0 */
         }
     }
     for (size_t i = 0; i < bq; i++) lse[i] = (float)(run_max[i] + log(run_sum[i])); /* fully masked: -inf */
@@ -231,12 +276,8 @@ static mha_status slice_fused(const bwd_job *job, size_t n, float *scratch) {
             if (one_pass) mha_softmax_rows(sP, tk, bq, bk); /* the forward's kernel: a fully masked row is NaN */
             for (size_t i = 0; i < bq; i++) {
                 float *p = sP + i * tk, *ds = sdP + i * tk;
-                if (!one_pass)
-                    for (size_t j = 0; j < bk; j++) p[j] = expf(p[j] - lse[i]);
-                for (size_t j = 0; j < bk; j++) ds[j] = p[j] * (ds[j] - delta[i]) * job->scale;
-                if (job->causal || m.b)
-                    for (size_t j = 0; j < bk; j++)
-                        if (hard_masked(&m, job->causal, i0 + i, j0 + j)) ds[j] = 0.0f;
+                if (!one_pass) tile_row_probs(p, bk, lse[i]);
+                softmax_grad_row(job, &m, ds, p, delta[i], n, i0 + i, j0, bk);
             }
             st = add_tile_grads(job, n, sdP, sP, tk, tk, i0, bq, j0, bk, q, k, dO);
         }
@@ -280,7 +321,7 @@ static mha_status expand_to(mha_tensor *out, const mha_tensor *t, size_t nb, con
     return MHA_OK;
 }
 
-mha_status mha_sdpa_backward(mha_tensor *dq, mha_tensor *dk, mha_tensor *dv, const mha_tensor *dout,
+mha_status mha_sdpa_backward(mha_tensor *dq, mha_tensor *dk, mha_tensor *dv, mha_tensor *dmask, const mha_tensor *dout,
                              const mha_tensor *dweights, const mha_tensor *q, const mha_tensor *k, const mha_tensor *v,
                              const mha_tensor *weights, const mha_tensor *out, const mha_sdpa_options *opt) {
     char sq[MHA_SHAPE_BUF], sk[MHA_SHAPE_BUF], sv[MHA_SHAPE_BUF];
@@ -300,6 +341,8 @@ mha_status mha_sdpa_backward(mha_tensor *dq, mha_tensor *dk, mha_tensor *dv, con
         return mha_fail(MHA_E_ARG, "sdpa_backward: a gradient of the weights needs the weights (the plain path)");
     if (!weights && dout && !out)
         return mha_fail(MHA_E_ARG, "sdpa_backward: the fused path (no weights) needs the forward's output out");
+    if (dmask && (!opt || !opt->attn_mask || opt->attn_mask->dtype != MHA_FLOAT32))
+        return mha_fail(MHA_E_ARG, "sdpa_backward: a gradient of the mask needs a float (additive) attn_mask");
     /* the batch shape: every input's leading dims, broadcast */
     const mha_tensor *all[] = {q, k, v, opt->attn_mask, dout, dweights, weights, out};
     size_t nb = 0, bshape[MHA_MAX_DIMS];
@@ -323,7 +366,7 @@ mha_status mha_sdpa_backward(mha_tensor *dq, mha_tensor *dk, mha_tensor *dv, con
     const float scale = opt->scale != 0.0f ? opt->scale : (float)(1.0 / sqrt((double)D));
     mha_tensor eq = MHA_TENSOR_EMPTY, ek = MHA_TENSOR_EMPTY, ev = MHA_TENSOR_EMPTY, edo = MHA_TENSOR_EMPTY,
                edw = MHA_TENSOR_EMPTY, ew = MHA_TENSOR_EMPTY, eo = MHA_TENSOR_EMPTY, em = MHA_TENSOR_EMPTY;
-    mha_tensor gq = MHA_TENSOR_EMPTY, gk = MHA_TENSOR_EMPTY, gv = MHA_TENSOR_EMPTY;
+    mha_tensor gq = MHA_TENSOR_EMPTY, gk = MHA_TENSOR_EMPTY, gv = MHA_TENSOR_EMPTY, gm = MHA_TENSOR_EMPTY;
     mha_status st;
     if ((st = expand_to(&eq, q, nb, bshape, L, D, "q")) != MHA_OK || (st = expand_to(&ek, k, nb, bshape, S, D, "k")) != MHA_OK ||
         (st = expand_to(&ev, v, nb, bshape, S, Dv, "v")) != MHA_OK)
@@ -343,11 +386,14 @@ mha_status mha_sdpa_backward(mha_tensor *dq, mha_tensor *dk, mha_tensor *dv, con
     if (dk && (st = mha_zeros(&gk, MHA_FLOAT32, nb + 2, shape)) != MHA_OK) goto done;
     shape[nb + 1] = Dv;
     if (dv && (st = mha_zeros(&gv, MHA_FLOAT32, nb + 2, shape)) != MHA_OK) goto done; /* stays 0 without dout */
+    shape[nb + 1] = S, shape[nb] = L;
+    if (dmask && (st = mha_zeros(&gm, MHA_FLOAT32, nb + 2, shape)) != MHA_OK) goto done;
     if (dout || dweights) {
         bwd_job job = {
             .q = &eq, .k = &ek, .v = &ev, .dout = dout ? &edo : NULL, .dweights = dweights ? &edw : NULL,
             .weights = weights ? &ew : NULL, .out = out && !weights ? &eo : NULL, .mask = opt->attn_mask ? &em : NULL,
             .gq = dq ? mha_f32(&gq) : NULL, .gk = dk ? mha_f32(&gk) : NULL, .gv = dv && dout ? mha_f32(&gv) : NULL,
+            .gm = dmask ? mha_f32(&gm) : NULL,
             .nb = nb, .batches = batches, .causal = opt->is_causal, .scale = scale, .L = L, .S = S, .D = D, .Dv = Dv,
         };
         atomic_init(&job.failed, false);
@@ -365,8 +411,14 @@ mha_status mha_sdpa_backward(mha_tensor *dq, mha_tensor *dk, mha_tensor *dv, con
         if (dk) mha_release(dk);
         goto done;
     }
+    if (dmask && (st = mha_sum_to(dmask, &gm, opt->attn_mask->ndim, opt->attn_mask->shape)) != MHA_OK) {
+        if (dq) mha_release(dq);
+        if (dk) mha_release(dk);
+        if (dv) mha_release(dv);
+        goto done;
+    }
 done:
     mha_release(&eq), mha_release(&ek), mha_release(&ev), mha_release(&edo), mha_release(&edw), mha_release(&ew);
-    mha_release(&eo), mha_release(&em), mha_release(&gq), mha_release(&gk), mha_release(&gv);
+    mha_release(&eo), mha_release(&em), mha_release(&gq), mha_release(&gk), mha_release(&gv), mha_release(&gm);
     return st;
 }
