@@ -270,18 +270,18 @@ local function hyper_value(fname, key, v, current)
     local list, stored = values_of(v)
     local function one(x, cur)
         if type(cur) == "boolean" then
-            if type(x) ~= "boolean" then error(string.format("%s: %s must be a boolean, got %s", fname, key, type(x)), 0) end
+            if type(x) ~= "boolean" then raise(string.format("%s: %s must be a boolean, got %s", fname, key, type(x))) end
             return x
         end
-        if type(x) ~= "number" then error(string.format("%s: %s must be a number, got %s", fname, key, type(x)), 0) end
+        if type(x) ~= "number" then raise(string.format("%s: %s must be a number, got %s", fname, key, type(x))) end
         if stored and type(cur) == "number" and f32(cur) == x then return cur end
         return x
     end
     if type(current) == "table" then -- betas
-        if #list ~= 2 then error(string.format("%s: %s must hold two numbers, got %d", fname, key, #list), 0) end
+        if #list ~= 2 then raise(string.format("%s: %s must hold two numbers, got %d", fname, key, #list)) end
         return {one(list[1], current[1]), one(list[2], current[2])}
     end
-    if #list ~= 1 then error(string.format("%s: %s must be one value, got %d", fname, key, #list), 0) end
+    if #list ~= 1 then raise(string.format("%s: %s must be one value, got %d", fname, key, #list)) end
     return one(list[1], current)
 end
 
@@ -290,7 +290,7 @@ end
 -- rule). The state's tensors are copied; its hyperparameters replace the groups' own, as in torch.
 function Optimizer:load_state_dict(sd)
     local fname = "optim." .. self.kind .. ":load_state_dict"
-    if type(sd) ~= "table" then error(string.format("%s: give the table of opt:state_dict(), got %s", fname, type(sd)), 0) end
+    if type(sd) ~= "table" then raise(string.format("%s: give the table of opt:state_dict(), got %s", fname, type(sd))) end
     local params, names = {}, {}
     for _, g in ipairs(self.param_groups) do
         for j, p in ipairs(g.params) do params[#params + 1] = p; names[#params] = g.names[j] end
@@ -306,9 +306,9 @@ function Optimizer:load_state_dict(sd)
             local known = false
             for _, k in ipairs(STATE_KEYS[self.kind]) do known = known or k == name end
             if not known or not params[i] then
-                error(string.format("%s: %s: %s", fname, key, not known
+                raise(string.format("%s: %s: %s", fname, key, not known
                     and string.format("%s keeps no '%s' (it keeps %s)", self.kind, name, table.concat(STATE_KEYS[self.kind], ", "))
-                    or string.format("the optimizer has %d parameters (numbered from 0)", #params)), 0)
+                    or string.format("the optimizer has %d parameters (numbered from 0)", #params)))
             end
             state[i] = state[i] or {}
             state[i][name] = v
@@ -317,13 +317,13 @@ function Optimizer:load_state_dict(sd)
             groups[gi] = groups[gi] or {}
             groups[gi][gkey] = v
         else
-            error(string.format("%s: unknown key %s (an optimizer's state has state.<i>.<name> and " ..
-                                "param_groups.<g>.<option>)", fname, tostring(key)), 0)
+            raise(string.format("%s: unknown key %s (an optimizer's state has state.<i>.<name> and " ..
+                                "param_groups.<g>.<option>)", fname, tostring(key)))
         end
     end
     if #groups ~= #self.param_groups then
-        error(string.format("%s: the state has %d parameter groups, the optimizer %d", fname, #groups,
-                            #self.param_groups), 0)
+        raise(string.format("%s: the state has %d parameter groups, the optimizer %d", fname, #groups,
+                            #self.param_groups))
     end
     -- the groups: their sizes (as torch checks), then their options
     local new_groups = {}
@@ -331,8 +331,8 @@ function Optimizer:load_state_dict(sd)
         local saved = groups[gi]
         local ids = saved.params ~= nil and values_of(saved.params) or {}
         if #ids ~= #g.params then
-            error(string.format("%s: parameter group %d of the state has %d parameters, the optimizer's %d", fname,
-                                gi - 1, #ids, #g.params), 0)
+            raise(string.format("%s: parameter group %d of the state has %d parameters, the optimizer's %d", fname,
+                                gi - 1, #ids, #g.params))
         end
         local ng = {names = g.names, params = g.params}
         for _, key in ipairs(SPECS[self.kind].order) do
@@ -342,8 +342,8 @@ function Optimizer:load_state_dict(sd)
         for _, key in ipairs(sorted_keys(saved)) do
             local known = key == "params"
             for _, k in ipairs(SPECS[self.kind].order) do known = known or k == key end
-            if not known then error(string.format("%s: param_groups.%d.%s: %s has no option %s", fname, gi - 1, key,
-                                                   self.kind, key), 0) end
+            if not known then raise(string.format("%s: param_groups.%d.%s: %s has no option %s", fname, gi - 1, key,
+                                                   self.kind, key)) end
         end
         validate(fname, self.kind, ng)
         new_groups[gi] = ng
@@ -358,13 +358,13 @@ function Optimizer:load_state_dict(sd)
             if name == "step" then
                 local list = values_of(v)
                 local n = #list == 1 and math.tointeger(list[1])
-                if not n or n < 0 then error(string.format("%s: %s must be a whole number of steps", fname, key), 0) end
+                if not n or n < 0 then raise(string.format("%s: %s must be a whole number of steps", fname, key)) end
                 st.step = n
             else
                 local function shape(t) return "(" .. table.concat(t:shape(), ",") .. ")" end
                 if not mha.is_tensor(v) or v:dtype() ~= "float32" or shape(v) ~= shape(p) then
-                    error(string.format("%s: %s must be a float32 tensor of parameter %s's shape %s, got %s", fname, key,
-                                        names[i], shape(p), mha.is_tensor(v) and v:dtype() .. " " .. shape(v) or type(v)), 0)
+                    raise(string.format("%s: %s must be a float32 tensor of parameter %s's shape %s, got %s", fname, key,
+                                        names[i], shape(p), mha.is_tensor(v) and v:dtype() .. " " .. shape(v) or type(v)))
                 end
                 st[name] = v:contiguous():clone()
             end
