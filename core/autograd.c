@@ -304,8 +304,9 @@ static mha_status check_saved(const mha_node *n) {
     char shape[MHA_SHAPE_BUF];
     if (n->freed)
         return mha_fail(MHA_E_ARG,
-                        "backward: the graph through %s was already used by an earlier backward and freed; run the "
-                        "forward again to backward a second time",
+                        "backward: the graph through %s was already used by an earlier backward and freed; to "
+                        "backward through it a second time pass retain_graph to the first: loss:backward{retain_graph "
+                        "= true} (torch's retain_graph=True), or run the forward again",
                         n->name);
     for (size_t i = 0; i < n->n_saved; i++)
         if (n->saved[i].storage && n->saved[i].storage->version != n->saved_version[i])
@@ -363,6 +364,10 @@ static mha_status commit_leaf(mha_ag *ag) {
 }
 
 mha_status mha_backward(const mha_tensor *root, const mha_tensor *gout) {
+    return mha_backward_retain(root, gout, false);
+}
+
+mha_status mha_backward_retain(const mha_tensor *root, const mha_tensor *gout, bool retain_graph) {
     char a[MHA_SHAPE_BUF], b[MHA_SHAPE_BUF];
     if (!root->storage) return mha_fail(MHA_E_ARG, "backward: the tensor is empty (released)");
     if (!mha_ag_requires(root))
@@ -415,7 +420,7 @@ mha_status mha_backward(const mha_tensor *root, const mha_tensor *gout) {
         mha_release(&n->gacc);
         n->visited = false;
         n->pending_uses = 0;
-        if (st == MHA_OK) { /* the graph is spent: its saved tensors go now */
+        if (st == MHA_OK && !retain_graph) { /* the graph is spent: its saved tensors go now */
             node_free_saved(n);
             n->freed = true;
         }

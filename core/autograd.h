@@ -16,7 +16,8 @@
  * - mha_backward(root, grad) sorts the nodes reachable from root topologically, runs each backward
  *   once with the sum of the gradients flowing into it, adds the leaves' gradients to their .grad
  *   (all at the end, so a failing backward changes no .grad), then frees the graph's saved tensors:
- *   a second backward through the same graph is an error, as in PyTorch without retain_graph.
+ *   a second backward through the same graph is an error, as in PyTorch without retain_graph (with it,
+ *   mha_backward_retain keeps them).
  * - In-place writes: storage->version counts them. A node remembers the version of each tensor it
  *   saved; backward refuses (naming the op) when it changed. Writers call mha_ag_check_write first,
  *   which refuses a write into a tensor that requires grad (outside no-grad mode) and bumps the version.
@@ -81,6 +82,9 @@ void mha_zero_grad(mha_tensor *t);                    /* forget the gradient (t:
 mha_status mha_set_grad(mha_tensor *t, const mha_tensor *g);
 /* Backward from root. gout NULL means a gradient of 1: root must then have one element. */
 mha_status mha_backward(const mha_tensor *root, const mha_tensor *gout);
+/* The same; with retain_graph the graph keeps its saved tensors, so a later backward can run through it again
+ * (torch's retain_graph=True): the gradients then accumulate once more. */
+mha_status mha_backward_retain(const mha_tensor *root, const mha_tensor *gout, bool retain_graph);
 /* A share of t's data outside the graph (requires_grad false), as torch's detach(). */
 mha_status mha_detach(mha_tensor *out, const mha_tensor *t);
 

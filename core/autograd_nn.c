@@ -2,6 +2,7 @@
  * cross_entropy and scaled dot-product attention, each recording a node whose backward is in nn_ops.c/sdpa_backward.c. */
 #include "autograd_ops.h"
 
+#include <stdint.h>
 #include <string.h>
 
 #include "nn_ops.h"
@@ -125,7 +126,7 @@ static mha_status sdpa_node_backward(mha_tensor *grads, const mha_node *n, const
     mha_sdpa_options opt = node_sdpa_options(n);
     const mha_tensor *weights = n->op == 1 ? &n->saved[3] : NULL, *out = n->op == 0 ? &n->saved[3] : NULL;
     return mha_sdpa_backward(n->inputs[0] ? &grads[0] : NULL, n->inputs[1] ? &grads[1] : NULL,
-                             n->inputs[2] ? &grads[2] : NULL, g, NULL, &n->saved[0], &n->saved[1], &n->saved[2],
+                             n->inputs[2] ? &grads[2] : NULL, n->inputs[3] ? &grads[3] : NULL, g, NULL, &n->saved[0], &n->saved[1], &n->saved[2],
                              weights, out, &opt);
 }
 
@@ -133,7 +134,7 @@ static mha_status sdpa_node_backward(mha_tensor *grads, const mha_node *n, const
 static mha_status sdpa_weights_node_backward(mha_tensor *grads, const mha_node *n, const mha_tensor *g) {
     mha_sdpa_options opt = node_sdpa_options(n);
     return mha_sdpa_backward(n->inputs[0] ? &grads[0] : NULL, n->inputs[1] ? &grads[1] : NULL,
-                             n->inputs[2] ? &grads[2] : NULL, NULL, g,
+                             n->inputs[2] ? &grads[2] : NULL, n->inputs[3] ? &grads[3] : NULL, NULL, g,
                              &n->saved[0], &n->saved[1], &n->saved[2], &n->saved[3], NULL, &opt);
 }
 
@@ -149,21 +150,61 @@ static void save_sdpa(mha_node *n, const mha_tensor *q, const mha_tensor *k, con
     n->value = opt ? opt->scale : 0.0f;
 }
 
+/* Fused or not, a forward whose weights fit this budget keeps them for its backward, as torch's math path does:
+ * the backward from kept weights does four (L,S)-sized products per slice (dP, dV, dQ, dK), the fused one five
+ * (it recomputes the scores first). Above it the fused path keeps memory O(L·D). */
+static size_t keep_budget = (size_t)256 << 20;
+
+size_t mha_ag_sdpa_keep_budget(size_t bytes) {
+    size_t was = keep_budget;
+    keep_budget = bytes;
+    return was;
+}
+
+/* The bytes of the (batch..., L, S) weights of q (..., L, D), k (..., S, D), v and the mask, batch dims broadcast;
+ * SIZE_MAX when the shapes do not fit (mha_sdpa reports that). */
+static size_t weights_bytes(const mha_tensor *q, const mha_tensor *k, const mha_tensor *v, const mha_tensor *mask) {
+    const mha_tensor *all[4] = {q, k, v, mask};
+    size_t nb = 0, bshape[MHA_MAX_DIMS];
+    for (int i = 0; i < 4; i++) {
+        const mha_tensor *t = all[i];
+        if (!t || t->ndim < 2) { if (i < 3) return SIZE_MAX; continue; }
+        size_t lead = t->ndim - 2;
+        while (nb < lead) bshape[MHA_MAX_DIMS - ++nb] = 1;
+        for (size_t d = 0; d < lead; d++) { /* aligned on the right, as broadcasting */
+            size_t at = MHA_MAX_DIMS - (lead - d);
+            if (bshape[at] == 1) bshape[at] = t->shape[d];
+            else if (t->shape[d] != 1 && t->shape[d] != bshape[at]) return SIZE_MAX;
+        }
+    }
+    double bytes = (double)q->shape[q->ndim - 2] * (double)k->shape[k->ndim - 2] * sizeof(float);
+    for (size_t d = MHA_MAX_DIMS - nb; d < MHA_MAX_DIMS; d++) bytes *= (double)bshape[d];
+    return bytes < (double)SIZE_MAX ? (size_t)bytes : SIZE_MAX;
+}
+
 mha_status mha_ag_sdpa(mha_tensor *out, mha_tensor *weights, const mha_tensor *q, const mha_tensor *k,
                        const mha_tensor *v, const mha_sdpa_options *opt) {
-    const mha_tensor *in[3] = {q, k, v};
-    mha_status st = mha_sdpa(out, weights, q, k, v, opt);
-    if (st != MHA_OK || !mha_ag_wants(in, 3)) return st;
+    /* a float mask that requires grad is the fourth input (torch differentiates an added mask too) */
+    const mha_tensor *mask = opt ? opt->attn_mask : NULL;
+    const mha_tensor *in[4] = {q, k, v, mask && mask->dtype == MHA_FLOAT32 ? mask : NULL};
+    if (!mha_ag_wants(in, 4)) return mha_sdpa(out, weights, q, k, v, opt);
+    /* weights not asked for: kept for the backward all the same when they fit the budget */
+    mha_tensor kept = MHA_TENSOR_EMPTY;
+    const bool keep = !weights && weights_bytes(q, k, v, mask) <= keep_budget;
+    mha_status st = mha_sdpa(out, weights ? weights : keep ? &kept : NULL, q, k, v, opt);
+    if (st != MHA_OK) return st;
     mha_node *n;
-    if ((st = mha_ag_record(&n, out, "scaled_dot_product_attention", sdpa_node_backward, in, 3)) != MHA_OK) {
+    if ((st = mha_ag_record(&n, out, "scaled_dot_product_attention", sdpa_node_backward, in, 4)) != MHA_OK) {
         if (weights) mha_release(weights);
+        mha_release(&kept);
         return st;
     }
-    n->op = weights != NULL; /* 1: backward from the saved weights; 0: fused, from the saved output */
-    save_sdpa(n, q, k, v, weights ? weights : out, opt);
+    n->op = weights != NULL || keep; /* 1: backward from the saved weights; 0: fused, from the saved output */
+    save_sdpa(n, q, k, v, weights ? weights : keep ? &kept : out, opt);
+    mha_release(&kept);
     if (weights) {
         mha_node *wn;
-        if ((st = mha_ag_record(&wn, weights, "scaled_dot_product_attention", sdpa_weights_node_backward, in, 3)) != MHA_OK) {
+        if ((st = mha_ag_record(&wn, weights, "scaled_dot_product_attention", sdpa_weights_node_backward, in, 4)) != MHA_OK) {
             mha_release(out);
             return st;
         }

@@ -45,7 +45,11 @@ mha_status mha_ag_layer_norm(mha_tensor *out, const mha_tensor *x, size_t norm_n
                              const mha_tensor *bias, float eps);
 mha_status mha_ag_embedding(mha_tensor *out, const mha_tensor *indices, const mha_tensor *weight);
 mha_status mha_ag_cross_entropy(mha_tensor *out, const mha_tensor *logits, const mha_tensor *targets);
-/* weights may be NULL (fused forward; backward recomputes them tile by tile) */
+/* weights may be NULL (not wanted): when all the weights fit the keep budget (256 MiB unless set) the forward
+ * keeps them for the backward (4 products per slice), else it runs fused and the backward recomputes them tile by
+ * tile (5 products, memory O(L·D)). mha_ag_sdpa_keep_budget sets the budget in bytes (0: always fused; tests)
+ * and returns the one before. */
+size_t mha_ag_sdpa_keep_budget(size_t bytes);
 mha_status mha_ag_sdpa(mha_tensor *out, mha_tensor *weights, const mha_tensor *q, const mha_tensor *k,
                        const mha_tensor *v, const mha_sdpa_options *opt);
 

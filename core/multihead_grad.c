@@ -65,9 +65,10 @@ static bool shapes_ok(const mha_multihead *m, const mha_tensor *q, const mha_ten
     return true;
 }
 
-/* A mask as an additive float tensor: bool true -> -inf, float as it is. */
+/* A mask as an additive float tensor: bool true -> -inf, float as it is (the same tensor: a float mask that
+ * requires grad gets its gradient through what is built from it here). */
 static mha_status additive(mha_tensor *out, const mha_tensor *mask) {
-    if (mask->dtype == MHA_FLOAT32) return mha_share(out, mask);
+    if (mask->dtype == MHA_FLOAT32) return mha_ag_alias(out, mask);
     mha_tensor zeros = MHA_TENSOR_EMPTY;
     mha_status st = mha_zeros(&zeros, MHA_FLOAT32, mask->ndim, mask->shape);
     if (st == MHA_OK) st = mha_masked_fill(out, &zeros, mask, -INFINITY);
@@ -76,50 +77,58 @@ static mha_status additive(mha_tensor *out, const mha_tensor *mask) {
 }
 
 /* The one additive mask (N|1, H|1, L, S') of attn_mask + key_padding_mask (+ causal, when keys were appended:
- * the appended columns are never masked, as torch pads its masks with zeros). Empty when there is nothing. */
+ * the appended columns are never masked, as torch pads its masks with zeros). Empty when there is nothing.
+ * Built of differentiable ops, so a float mask that requires grad gets its gradient (as in torch). */
 static mha_status combined_mask(mha_tensor *out, const mha_forward_options *opt, size_t N, size_t H, size_t L, size_t S,
                                 size_t S2, bool causal_here) {
     const mha_tensor *am = opt->attn_mask, *kpm = opt->key_padding_mask;
     if (!am && !kpm && !causal_here) return MHA_OK;
-    mha_tensor a = MHA_TENSOR_EMPTY, p = MHA_TENSOR_EMPTY, a4 = MHA_TENSOR_EMPTY, p4 = MHA_TENSOR_EMPTY, sum = MHA_TENSOR_EMPTY;
+    enum { A, P, A4, P4, SUM, CAUSAL, MASKED, ROWS, PAD, NT };
+    mha_tensor t[NT];
+    for (int i = 0; i < NT; i++) t[i] = MHA_TENSOR_EMPTY;
     mha_status st = MHA_OK;
     if (am) { /* (L,S) -> (1,1,L,S); (N·H,L,S) -> (N,H,L,S) */
         ptrdiff_t shape[4] = {am->ndim == 3 ? (ptrdiff_t)N : 1, am->ndim == 3 ? (ptrdiff_t)H : 1, (ptrdiff_t)L, (ptrdiff_t)S};
-        st = additive(&a, am);
-        if (st == MHA_OK) st = mha_reshape(&a4, &a, 4, shape);
+        st = additive(&t[A], am);
+        if (st == MHA_OK) st = mha_ag_reshape(&t[A4], &t[A], 4, shape);
     }
     if (st == MHA_OK && kpm) { /* (N,S) or (S) -> (N,1,1,S) */
         ptrdiff_t shape[4] = {(ptrdiff_t)N, 1, 1, (ptrdiff_t)S};
-        st = additive(&p, kpm);
-        if (st == MHA_OK) st = mha_reshape(&p4, &p, 4, shape);
+        st = additive(&t[P], kpm);
+        if (st == MHA_OK) st = mha_ag_reshape(&t[P4], &t[P], 4, shape);
     }
     if (st == MHA_OK) {
-        if (am && kpm) st = mha_binary(&sum, MHA_ADD, &a4, &p4);
-        else if (am) st = mha_share(&sum, &a4);
-        else if (kpm) st = mha_share(&sum, &p4);
+        if (am && kpm) st = mha_ag_binary(&t[SUM], MHA_ADD, &t[A4], &t[P4]);
+        else if (am) st = mha_ag_alias(&t[SUM], &t[A4]);
+        else if (kpm) st = mha_ag_alias(&t[SUM], &t[P4]);
         else {
             size_t shape[4] = {1, 1, L, S};
-            st = mha_zeros(&sum, MHA_FLOAT32, 4, shape);
+            st = mha_zeros(&t[SUM], MHA_FLOAT32, 4, shape);
         }
     }
-    mha_tensor full = MHA_TENSOR_EMPTY;
-    if (st == MHA_OK) { /* (.., .., L, S') with the causal -inf and the appended columns 0 */
-        size_t shape[4] = {sum.shape[0], sum.shape[1], L, S2};
-        st = mha_zeros(&full, MHA_FLOAT32, 4, shape);
-        mha_tensor part = MHA_TENSOR_EMPTY;
-        if (st == MHA_OK) st = mha_narrow(&part, &full, 3, 0, S);
-        if (st == MHA_OK) st = mha_copy_into(&part, &sum);
-        mha_release(&part);
-        if (st == MHA_OK && causal_here) {
-            float *f = mha_f32(&full);
-            for (size_t r = 0; r < shape[0] * shape[1]; r++)
-                for (size_t i = 0; i < L; i++)
-                    for (size_t j = i + 1; j < S; j++) f[(r * L + i) * S2 + j] = -INFINITY;
+    if (st == MHA_OK && causal_here) { /* + (L,S) with -inf where j > i */
+        size_t shape[2] = {L, S};
+        st = mha_zeros(&t[CAUSAL], MHA_FLOAT32, 2, shape);
+        if (st == MHA_OK) {
+            float *f = mha_f32(&t[CAUSAL]);
+            for (size_t i = 0; i < L; i++)
+                for (size_t j = i + 1; j < S; j++) f[i * S + j] = -INFINITY;
+            st = mha_ag_binary(&t[MASKED], MHA_ADD, &t[SUM], &t[CAUSAL]);
         }
+    } else if (st == MHA_OK) {
+        st = mha_ag_alias(&t[MASKED], &t[SUM]);
     }
-    if (st == MHA_OK) *out = full;
-    else mha_release(&full);
-    mha_release(&a), mha_release(&p), mha_release(&a4), mha_release(&p4), mha_release(&sum);
+    if (st == MHA_OK && S2 > S) { /* the appended keys' columns: 0 */
+        size_t shape[4] = {t[MASKED].shape[0], t[MASKED].shape[1], L, S}; /* a key padding row (.., 1, S) spread */
+        st = mha_ag_expand(&t[ROWS], &t[MASKED], 4, shape);
+        shape[3] = S2 - S;
+        if (st == MHA_OK) st = mha_zeros(&t[PAD], MHA_FLOAT32, 4, shape);
+        const mha_tensor *parts[2] = {&t[ROWS], &t[PAD]};
+        if (st == MHA_OK) st = mha_ag_cat(out, parts, 2, 3);
+    } else if (st == MHA_OK) {
+        st = mha_ag_alias(out, &t[MASKED]);
+    }
+    for (int i = 0; i < NT; i++) mha_release(&t[i]);
     return st;
 }
 
@@ -226,9 +235,10 @@ mha_status mha_ag_multihead_forward(mha_tensor *out, mha_tensor *weights, const 
     const mha_forward_options defaults = {.need_weights = true, .average_attn_weights = true};
     if (!opt) opt = &defaults;
     if (!m) return mha_multihead_forward(out, weights, m, query, key, value, opt, NULL);
-    const mha_tensor *tracked[3 + N_SLOTS] = {query, key, value};
-    param_slots((mha_tensor **)tracked + 3, (mha_multihead *)m);
-    if (!mha_ag_wants(tracked, 3 + N_SLOTS) || !shapes_ok(m, query, key, value, opt))
+    /* q, k, v, the parameters and the masks (a float mask that requires grad gets its gradient) */
+    const mha_tensor *tracked[5 + N_SLOTS] = {query, key, value, opt->attn_mask, opt->key_padding_mask};
+    param_slots((mha_tensor **)tracked + 5, (mha_multihead *)m);
+    if (!mha_ag_wants(tracked, 5 + N_SLOTS) || !shapes_ok(m, query, key, value, opt))
         return mha_multihead_forward(out, weights, m, query, key, value, opt, NULL);
     mha_status st = composed_forward(out, weights, m, query, key, value, opt);
     if (st == MHA_OK || st == MHA_E_INTERRUPTED) return st;

@@ -38,6 +38,7 @@ typedef struct bwd_job {
     /* inputs, each expanded to the batch shape (views) */
     const mha_tensor *q, *k, *v, *dout, *dweights, *weights, *out, *mask;
     float *gq, *gk, *gv;          /* (batches, L, D), (batches, S, D), (batches, S, Dv), zeroed; NULL: not wanted */
+    float *gm;                    /* (batches, L, S): the float mask's gradient dS/scale, every element written; or NULL */
     size_t nb, batches;
     bool causal;
     float scale;
@@ -71,8 +72,8 @@ static mha_mask_src mask_slice(const mha_tensor *mask, size_t nb, size_t n) {
     return m;
 }
 
-/* The gradients of one slice from its scaled dS (ld ldS, rows x cols = bq x bk at query i0, key j0) and P. */
-static mha_status add_tile_grads(const bwd_job *job, size_t n, const float *dS, const float *P, size_t ld,
+/* The gradients of one slice from its scaled dS (row stride ld, bq x bk at query i0, key j0) and P (row stride ldP). */
+static mha_status add_tile_grads(const bwd_job *job, size_t n, const float *dS, const float *P, size_t ld, size_t ldP,
                                  size_t i0, size_t bq, size_t j0, size_t bk, mat q, mat k, mat dO) {
     const size_t D = job->D, Dv = job->Dv, L = job->L, S = job->S;
     mha_status st = MHA_OK;
@@ -81,19 +82,50 @@ static mha_status add_tile_grads(const bwd_job *job, size_t n, const float *dS, 
     if (st == MHA_OK && job->gk) /* dK[j0:] += dSᵀ·q[i0:] */
         st = mha_sgemm(job->gk + (n * S + j0) * D, D, dS, 1, (ptrdiff_t)ld, q.p + (ptrdiff_t)i0 * q.rs, q.rs, q.cs, bk, D, bq, true);
     if (st == MHA_OK && job->gv && dO.p) /* dV[j0:] += Pᵀ·dO[i0:] */
-        st = mha_sgemm(job->gv + (n * S + j0) * Dv, Dv, P, 1, (ptrdiff_t)ld, dO.p + (ptrdiff_t)i0 * dO.rs, dO.rs, dO.cs, bk, Dv, bq, true);
+        st = mha_sgemm(job->gv + (n * S + j0) * Dv, Dv, P, 1, (ptrdiff_t)ldP, dO.p + (ptrdiff_t)i0 * dO.rs, dO.rs, dO.cs, bk, Dv, bq, true);
     return st;
 }
 
-/* Plain: one slice, with P from the weights; dS in an (L,S) buffer. */
-static mha_status slice_plain(const bwd_job *job, size_t n, float *dP, float *P) {
+/* One row i of dS over keys j0..j0+bk: dS = P∘(dP - delta)·scale in place of dP (the mask's gradient, unscaled,
+ * into job->gm when wanted); positions a bool mask or the causal rule masks get 0. */
+static void softmax_grad_row(const bwd_job *job, const mha_mask_src *m, float *ds, const float *p, float delta, size_t n,
+                             size_t i, size_t j0, size_t bk) {
+    const float scale = job->scale;
+    if (job->gm) {
+        float *gm = job->gm + (n * job->L + i) * job->S + j0;
+        for (size_t j = 0; j < bk; j++) {
+            gm[j] = p[j] * (ds[j] - delta);
+            ds[j] = gm[j] * scale;
+        }
+        if (job->causal) /* a float mask: only the causal rule masks hard */
+            for (size_t j = i + 1 > j0 ? i + 1 - j0 : 0; j < bk; j++) gm[j] = ds[j] = 0.0f;
+        return;
+    }
+    for (size_t j = 0; j < bk; j++) ds[j] = p[j] * (ds[j] - delta) * scale;
+    if (job->causal || m->b)
+        for (size_t j = 0; j < bk; j++)
+            if (hard_masked(m, job->causal, i, j0 + j)) ds[j] = 0.0f;
+}
+
+/* Whether the plain path must copy each slice's weights into scratch (their columns are not contiguous). */
+static bool weights_copied(const bwd_job *job) {
+    return job->weights->stride[job->nb + 1] != 1;
+}
+
+/* Plain: one slice, with P from the weights (read in place, or copied to P when strided); dS in an (L,S) buffer. */
+static mha_status slice_plain(const bwd_job *job, size_t n, float *dP, float *P_copy) {
     const size_t L = job->L, S = job->S, Dv = job->Dv;
     mat q = slice(job->q, job->nb, n), k = slice(job->k, job->nb, n), v = slice(job->v, job->nb, n);
     mat w = slice(job->weights, job->nb, n);
     mat dO = job->dout ? slice(job->dout, job->nb, n) : (mat){0};
+    const float *P = w.p;
+    size_t ldP = (size_t)w.rs;
+    if (P_copy) {
+        for (size_t i = 0; i < L; i++)
+            for (size_t j = 0; j < S; j++) P_copy[i * S + j] = w.p[(ptrdiff_t)i * w.rs + (ptrdiff_t)j * w.cs];
+        P = P_copy, ldP = S;
+    }
     mha_status st = MHA_OK;
-    for (size_t i = 0; i < L; i++)
-        for (size_t j = 0; j < S; j++) P[i * S + j] = w.p[(ptrdiff_t)i * w.rs + (ptrdiff_t)j * w.cs];
     if (dO.p) /* dP = dO·vᵀ */
         st = mha_sgemm(dP, S, dO.p, dO.rs, dO.cs, v.p, v.cs, v.rs, L, S, Dv, false);
     else
@@ -106,12 +138,13 @@ static mha_status slice_plain(const bwd_job *job, size_t n, float *dP, float *P)
     }
     mha_mask_src m = mask_slice(job->mask, job->nb, n);
     for (size_t i = 0; i < L; i++) { /* dS = P∘(dP - rowsum(P∘dP)), times scale */
+        const float *p = P + i * ldP;
+        float *ds = dP + i * S;
         double dot = 0.0;
-        for (size_t j = 0; j < S; j++) dot += (double)P[i * S + j] * dP[i * S + j];
-        for (size_t j = 0; j < S; j++)
-            dP[i * S + j] = hard_masked(&m, job->causal, i, j) ? 0.0f : (float)((double)P[i * S + j] * (dP[i * S + j] - dot) * job->scale);
+        for (size_t j = 0; j < S; j++) dot += (double)p[j] * ds[j];
+        softmax_grad_row(job, &m, ds, p, (float)dot, n, i, 0, S);
     }
-    return add_tile_grads(job, n, dP, P, S, 0, L, 0, S, q, k, dO);
+    return add_tile_grads(job, n, dP, P, S, ldP, 0, L, 0, S, q, k, dO);
 }
 
 /* s = q[i0:i0+bq]·k[j0:j0+bk]ᵀ·scale + mask, causal -inf where j > i; into tile (row stride ld). */
@@ -138,7 +171,53 @@ static mha_status score_tile(const bwd_job *job, float *tile, size_t ld, mat q, 
 #define KEY_TILE 512
 static size_t key_tile(size_t S) { return S <= FULL_ROWS ? (S ? S : 1) : KEY_TILE; }
 
-/* Each row's log-sum-exp over all S keys, online over the key tiles (pass 1 when rows do not fit a tile). */
+/* Rows that do not fit one tile take two passes. Pass 1: each row's log-sum-exp over all S keys,
+ * lse = max + log Σ exp(s - max), online over the key tiles: with the running (max, sum) and a tile's (tmax, tsum),
+ *   max' = max(max, tmax);   sum' = sum·exp(max - max') + tsum·exp(tmax - max').
+ * Pass 2: P = exp(s - lse) = softmax_tile(s) · tsum·exp(tmax - lse).
+ * The exps come from the forward's vectorised softmax kernel: after p = softmax(s) over the tile row, p at the
+ * row's max is exp(0)/tsum, so tsum = 1/p[argmax] (to a float's rounding, as the forward's own sum). The plain
+ * reference beside it (scalar exps, pass 1 summing in double) is what tests hold it equal to
+ * (mha_sdpa_backward_plain_lse). */
+static bool plain_lse = false;
+
+void mha_sdpa_backward_plain_lse(bool on) { plain_lse = on; }
+
+/* One tile row's max (the first NaN, if any: it makes the row NaN). Unless it is -inf (every key masked: the row
+ * is left as it is), the row becomes its softmax and *tsum = Σ exp(s - tmax). */
+static double tile_row_softmax(float *row, size_t bk, double *tsum) {
+    size_t at = 0;
+    for (size_t j = 1; j < bk && !isnan(row[at]); j++)
+        if (row[j] > row[at] || isnan(row[j])) at = j;
+    double tmax = row[at];
+    if (tmax == -INFINITY) return tmax;
+    mha_softmax_rows(row, bk, 1, bk);
+    *tsum = 1.0 / (double)row[at];
+    return tmax;
+}
+
+/* Pass 2's P = exp(s - lse) over one tile row, in place. */
+static void tile_row_probs(float *p, size_t bk, float lse) {
+    double tsum = 0.0, tmax;
+    if (plain_lse || !isfinite(lse)) { /* a fully masked row's lse is -inf: P is NaN (the forward's policy) */
+        for (size_t j = 0; j < bk; j++) p[j] = expf(p[j] - lse);
+    } else if ((tmax = tile_row_softmax(p, bk, &tsum)) == -INFINITY) {
+        memset(p, 0, bk * sizeof *p);
+    } else {
+        const float factor = (float)(tsum * exp(tmax - (double)lse));
+        for (size_t j = 0; j < bk; j++) p[j] *= factor;
+    }
+}
+
+/* The running (max, sum) of one row merged with a tile's (tmax, tsum). */
+static void lse_merge(double *run_max, double *run_sum, double tmax, double tsum) {
+    double new_max = tmax > *run_max || isnan(tmax) ? tmax : *run_max;
+    if (new_max == -INFINITY) return; /* all masked so far */
+    double sum = *run_sum == 0.0 ? 0.0 : *run_sum * exp(*run_max - new_max);
+    *run_sum = sum + tsum * exp(tmax - new_max);
+    *run_max = new_max;
+}
+
 static mha_status row_lse(const bwd_job *job, float *lse, float *tile, size_t tk, mat q, mat k, const mha_mask_src *m,
                           size_t i0, size_t bq) {
     double run_max[TILE_Q], run_sum[TILE_Q];
@@ -148,15 +227,18 @@ static mha_status row_lse(const bwd_job *job, float *lse, float *tile, size_t tk
         mha_status st = score_tile(job, tile, tk, q, k, m, i0, bq, j0, bk);
         if (st != MHA_OK) return st;
         for (size_t i = 0; i < bq; i++) {
-            const float *row = tile + i * tk;
-            double tile_max = -INFINITY;
-            for (size_t j = 0; j < bk; j++)
-                if (row[j] > tile_max || isnan(row[j])) tile_max = row[j];
-            double new_max = tile_max > run_max[i] || isnan(tile_max) ? tile_max : run_max[i];
-            if (new_max == -INFINITY) continue; /* all masked so far */
-            double sum = run_sum[i] * exp(run_max[i] - new_max);
-            for (size_t j = 0; j < bk; j++) sum += exp((double)row[j] - new_max);
-            run_max[i] = new_max, run_sum[i] = sum;
+            float *row = tile + i * tk;
+            double tmax, tsum = 0.0;
+            if (plain_lse) {
+                tmax = -INFINITY;
+                for (size_t j = 0; j < bk; j++)
+                    if (row[j] > tmax || isnan(row[j])) tmax = row[j];
+                if (tmax != -INFINITY)
+                    for (size_t j = 0; j < bk; j++) tsum += exp((double)row[j] - tmax);
+            } else {
+                tmax = tile_row_softmax(row, bk, &tsum);
+            }
+            if (tmax != -INFINITY) lse_merge(&run_max[i], &run_sum[i], tmax, tsum); /* an all-masked tile adds 0 */
         }
     }
     for (size_t i = 0; i < bq; i++) lse[i] = (float)(run_max[i] + log(run_sum[i])); /* fully masked: -inf */
@@ -194,14 +276,10 @@ static mha_status slice_fused(const bwd_job *job, size_t n, float *scratch) {
             if (one_pass) mha_softmax_rows(sP, tk, bq, bk); /* the forward's kernel: a fully masked row is NaN */
             for (size_t i = 0; i < bq; i++) {
                 float *p = sP + i * tk, *ds = sdP + i * tk;
-                if (!one_pass)
-                    for (size_t j = 0; j < bk; j++) p[j] = expf(p[j] - lse[i]);
-                for (size_t j = 0; j < bk; j++) ds[j] = p[j] * (ds[j] - delta[i]) * job->scale;
-                if (job->causal || m.b)
-                    for (size_t j = 0; j < bk; j++)
-                        if (hard_masked(&m, job->causal, i0 + i, j0 + j)) ds[j] = 0.0f;
+                if (!one_pass) tile_row_probs(p, bk, lse[i]);
+                softmax_grad_row(job, &m, ds, p, delta[i], n, i0 + i, j0, bk);
             }
-            st = add_tile_grads(job, n, sdP, sP, tk, i0, bq, j0, bk, q, k, dO);
+            st = add_tile_grads(job, n, sdP, sP, tk, tk, i0, bq, j0, bk, q, k, dO);
         }
     }
     return st;
@@ -210,7 +288,8 @@ static mha_status slice_fused(const bwd_job *job, size_t n, float *scratch) {
 static mha_status bwd_part(void *ctx, size_t part, size_t nparts) {
     bwd_job *job = ctx;
     const size_t L = job->L, S = job->S;
-    size_t floats = job->weights ? 2 * L * S : 2 * TILE_Q * key_tile(S) + 2 * TILE_Q;
+    const bool copied = job->weights && weights_copied(job);
+    size_t floats = job->weights ? (copied ? 2 : 1) * L * S : 2 * TILE_Q * key_tile(S) + 2 * TILE_Q;
     float *scratch = mha_alloc((floats ? floats : 1) * sizeof *scratch);
     if (!scratch) {
         atomic_store(&job->failed, true);
@@ -219,7 +298,7 @@ static mha_status bwd_part(void *ctx, size_t part, size_t nparts) {
     mha_status st = MHA_OK;
     for (size_t n = part; n < job->batches && st == MHA_OK; n += nparts) {
         if (atomic_load(&job->failed)) break;
-        st = job->weights ? slice_plain(job, n, scratch, scratch + L * S) : slice_fused(job, n, scratch);
+        st = job->weights ? slice_plain(job, n, scratch, copied ? scratch + L * S : NULL) : slice_fused(job, n, scratch);
     }
     mha_free(scratch, (floats ? floats : 1) * sizeof *scratch);
     if (st != MHA_OK) atomic_store(&job->failed, true);
@@ -242,7 +321,7 @@ static mha_status expand_to(mha_tensor *out, const mha_tensor *t, size_t nb, con
     return MHA_OK;
 }
 
-mha_status mha_sdpa_backward(mha_tensor *dq, mha_tensor *dk, mha_tensor *dv, const mha_tensor *dout,
+mha_status mha_sdpa_backward(mha_tensor *dq, mha_tensor *dk, mha_tensor *dv, mha_tensor *dmask, const mha_tensor *dout,
                              const mha_tensor *dweights, const mha_tensor *q, const mha_tensor *k, const mha_tensor *v,
                              const mha_tensor *weights, const mha_tensor *out, const mha_sdpa_options *opt) {
     char sq[MHA_SHAPE_BUF], sk[MHA_SHAPE_BUF], sv[MHA_SHAPE_BUF];
@@ -262,6 +341,8 @@ mha_status mha_sdpa_backward(mha_tensor *dq, mha_tensor *dk, mha_tensor *dv, con
         return mha_fail(MHA_E_ARG, "sdpa_backward: a gradient of the weights needs the weights (the plain path)");
     if (!weights && dout && !out)
         return mha_fail(MHA_E_ARG, "sdpa_backward: the fused path (no weights) needs the forward's output out");
+    if (dmask && (!opt || !opt->attn_mask || opt->attn_mask->dtype != MHA_FLOAT32))
+        return mha_fail(MHA_E_ARG, "sdpa_backward: a gradient of the mask needs a float (additive) attn_mask");
     /* the batch shape: every input's leading dims, broadcast */
     const mha_tensor *all[] = {q, k, v, opt->attn_mask, dout, dweights, weights, out};
     size_t nb = 0, bshape[MHA_MAX_DIMS];
@@ -285,7 +366,7 @@ mha_status mha_sdpa_backward(mha_tensor *dq, mha_tensor *dk, mha_tensor *dv, con
     const float scale = opt->scale != 0.0f ? opt->scale : (float)(1.0 / sqrt((double)D));
     mha_tensor eq = MHA_TENSOR_EMPTY, ek = MHA_TENSOR_EMPTY, ev = MHA_TENSOR_EMPTY, edo = MHA_TENSOR_EMPTY,
                edw = MHA_TENSOR_EMPTY, ew = MHA_TENSOR_EMPTY, eo = MHA_TENSOR_EMPTY, em = MHA_TENSOR_EMPTY;
-    mha_tensor gq = MHA_TENSOR_EMPTY, gk = MHA_TENSOR_EMPTY, gv = MHA_TENSOR_EMPTY;
+    mha_tensor gq = MHA_TENSOR_EMPTY, gk = MHA_TENSOR_EMPTY, gv = MHA_TENSOR_EMPTY, gm = MHA_TENSOR_EMPTY;
     mha_status st;
     if ((st = expand_to(&eq, q, nb, bshape, L, D, "q")) != MHA_OK || (st = expand_to(&ek, k, nb, bshape, S, D, "k")) != MHA_OK ||
         (st = expand_to(&ev, v, nb, bshape, S, Dv, "v")) != MHA_OK)
@@ -305,11 +386,14 @@ mha_status mha_sdpa_backward(mha_tensor *dq, mha_tensor *dk, mha_tensor *dv, con
     if (dk && (st = mha_zeros(&gk, MHA_FLOAT32, nb + 2, shape)) != MHA_OK) goto done;
     shape[nb + 1] = Dv;
     if (dv && (st = mha_zeros(&gv, MHA_FLOAT32, nb + 2, shape)) != MHA_OK) goto done; /* stays 0 without dout */
+    shape[nb + 1] = S, shape[nb] = L;
+    if (dmask && (st = mha_zeros(&gm, MHA_FLOAT32, nb + 2, shape)) != MHA_OK) goto done;
     if (dout || dweights) {
         bwd_job job = {
             .q = &eq, .k = &ek, .v = &ev, .dout = dout ? &edo : NULL, .dweights = dweights ? &edw : NULL,
             .weights = weights ? &ew : NULL, .out = out && !weights ? &eo : NULL, .mask = opt->attn_mask ? &em : NULL,
             .gq = dq ? mha_f32(&gq) : NULL, .gk = dk ? mha_f32(&gk) : NULL, .gv = dv && dout ? mha_f32(&gv) : NULL,
+            .gm = dmask ? mha_f32(&gm) : NULL,
             .nb = nb, .batches = batches, .causal = opt->is_causal, .scale = scale, .L = L, .S = S, .D = D, .Dv = Dv,
         };
         atomic_init(&job.failed, false);
@@ -327,8 +411,14 @@ mha_status mha_sdpa_backward(mha_tensor *dq, mha_tensor *dk, mha_tensor *dv, con
         if (dk) mha_release(dk);
         goto done;
     }
+    if (dmask && (st = mha_sum_to(dmask, &gm, opt->attn_mask->ndim, opt->attn_mask->shape)) != MHA_OK) {
+        if (dq) mha_release(dq);
+        if (dk) mha_release(dk);
+        if (dv) mha_release(dv);
+        goto done;
+    }
 done:
     mha_release(&eq), mha_release(&ek), mha_release(&ev), mha_release(&edo), mha_release(&edw), mha_release(&ew);
-    mha_release(&eo), mha_release(&em), mha_release(&gq), mha_release(&gk), mha_release(&gv);
+    mha_release(&eo), mha_release(&em), mha_release(&gq), mha_release(&gk), mha_release(&gv), mha_release(&gm);
     return st;
 }

@@ -58,11 +58,30 @@ static int t_set_grad(lua_State *L) {
     return 1;
 }
 
-/* loss:backward() for a one-element loss; y:backward(grad) with grad of y's shape otherwise. */
+/* A table that holds options ({retain_graph = true}, {gradient = g}), not a gradient's numbers ({{1, 2}}). */
+static bool is_options(lua_State *L, int idx) {
+    if (lua_type(L, idx) != LUA_TTABLE) return false;
+    bool numbers = lua_rawgeti(L, idx, 1) != LUA_TNIL;
+    lua_pop(L, 1);
+    return !numbers;
+}
+
+/* loss:backward() for a one-element loss; y:backward(grad) with grad of y's shape otherwise; options last:
+ * loss:backward{retain_graph = true}, y:backward(grad, {retain_graph = true}) or y:backward{gradient = grad, ...}.
+ * retain_graph keeps the graph's saved tensors for another backward (torch's retain_graph=True). */
 static int t_backward(lua_State *L) {
+    static const char *const names[] = {"gradient", "retain_graph", NULL};
     mha_tensor *t = lmha_checktensor(L, 1);
-    mha_tensor *g = lua_isnoneornil(L, 2) ? NULL : lmha_totensor(L, 2, "backward");
-    mha_status st = mha_backward(t, g);
+    int opts = is_options(L, 2) ? 2 : 3, garg = 2;
+    lmha_checkoptions(L, opts, "backward", names);
+    if (opts == 2) { /* the gradient, if any, is an option */
+        lua_settop(L, 2);
+        lua_getfield(L, 2, "gradient"); /* at 3 */
+        garg = 3;
+    }
+    mha_tensor *g = lua_isnoneornil(L, garg) ? NULL : lmha_totensor(L, garg, "backward");
+    bool retain = lmha_optboolean(L, opts, "retain_graph", false, "backward");
+    mha_status st = mha_backward_retain(t, g, retain);
     if (st != MHA_OK) return lmha_fail(L, st, "backward", NULL);
     return 0;
 }
@@ -221,9 +240,9 @@ static int l_cross_entropy_backward(lua_State *L) {
     return lmha_result(L, mha_cross_entropy_backward(lmha_newtensor(L), dloss, logits, targets));
 }
 
-/* sdpa_backward(dout, q, k, v [, {attn_mask=, is_causal=, scale=, weights=, out=}]) -> dq, dk, dv.
+/* sdpa_backward(dout, q, k, v [, {attn_mask=, is_causal=, scale=, weights=, out=}]) -> dq, dk, dv [, dmask].
  * With weights (the forward's) the plain backward runs; else out (the forward's output) is needed and the
- * fused backward recomputes the weights tile by tile. */
+ * fused backward recomputes the weights tile by tile. A float attn_mask gets its gradient too (dmask). */
 static int l_sdpa_backward(lua_State *L) {
     static const char *const fname = "sdpa_backward";
     static const char *const options[] = {"attn_mask", "is_causal", "scale", "weights", "out", NULL};
@@ -244,9 +263,11 @@ static int l_sdpa_backward(lua_State *L) {
                              "options, e.g. {weights = w} or {out = o}", fname);
     lua_settop(L, 5);
     mha_tensor *dq = lmha_newtensor(L), *dk = lmha_newtensor(L), *dv = lmha_newtensor(L);
-    mha_status st = mha_sdpa_backward(dq, dk, dv, dout, NULL, q, k, v, weights, out, &opt);
+    const bool float_mask = opt.attn_mask && opt.attn_mask->dtype == MHA_FLOAT32;
+    mha_tensor *dmask = float_mask ? lmha_newtensor(L) : NULL;
+    mha_status st = mha_sdpa_backward(dq, dk, dv, dmask, dout, NULL, q, k, v, weights, out, &opt);
     if (st != MHA_OK) return lmha_fail(L, st, fname, NULL);
-    return 3;
+    return float_mask ? 4 : 3;
 }
 
 static const luaL_Reg methods[] = {

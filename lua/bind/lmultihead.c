@@ -69,9 +69,11 @@ int lmha_multihead_new(lua_State *L) {
     if (!lmha_optboolean(L, 1, "batch_first", 1, fname))
         return luaL_error(L, "%s", "MultiheadAttention: batch_first=false is not supported: batched inputs are (N,L,E), "
                                    "batch first (transpose (L,N,E) inputs with x:transpose(1, 2))");
-    mha_multihead *m = (mha_multihead *)lua_newuserdatauv(L, sizeof *m, 0);
+    mha_multihead *m = (mha_multihead *)lua_newuserdatauv(L, sizeof *m, 1);
     memset(m, 0, sizeof *m);
     luaL_setmetatable(L, MHA_MULTIHEAD_T);
+    lua_newtable(L); /* user value 1: parameter name -> its tensor userdata (push_param) */
+    lua_setiuservalue(L, -2, 1);
     mha_status st = mha_multihead_init(m, &opt);
     if (st == MHA_OK) st = mha_multihead_requires_grad(m, true); /* parameters are leaves, as nn.Parameter */
     if (st != MHA_OK) return lmha_fail(L, st, fname, NULL);
@@ -122,12 +124,27 @@ static int unknown_name(lua_State *L, const char *name, const char *what) {
     return luaL_error(L, "MultiheadAttention: %s '%s' (fields: %s)", what, name, lua_tostring(L, -1));
 }
 
-/* Pushes parameter `name` as a tensor sharing the module's storage, or nil when this module has
- * none by that name (in_proj_weight when kdim/vdim differ from embed_dim, biases when bias=false). */
+/* Pushes parameter `name` of the module at index 1 as a tensor sharing the module's storage, or nil when this
+ * module has none by that name (in_proj_weight when kdim/vdim differ from embed_dim, biases when bias=false).
+ * The same userdata every time (kept in the module's user value until the parameter is assigned anew), so
+ * m.in_proj_weight == m.in_proj_weight, and a module used twice lists its parameters once, as in torch. */
 static void push_param(lua_State *L, const mha_multihead *m, const char *name) {
     mha_tensor *slot;
     if (mha_multihead_param(&slot, m, name) != MHA_OK || !slot->storage) { lua_pushnil(L); return; }
+    lua_getiuservalue(L, 1, 1);
+    int cache = lua_gettop(L);
+    if (lua_getfield(L, cache, name) != LUA_TNIL) {
+        const mha_tensor *t = lmha_testtensor(L, -1);
+        if (t && t->storage == slot->storage && t->ag == slot->ag && t->offset == slot->offset) {
+            lua_remove(L, cache);
+            return;
+        }
+    }
+    lua_pop(L, 1); /* missing, or no longer the parameter (closed): made anew */
     lmha_result(L, mha_ag_alias(lmha_newtensor(L), slot)); /* the parameter itself: its grad is the module's */
+    lua_pushvalue(L, -1);
+    lua_setfield(L, cache, name);
+    lua_remove(L, cache);
 }
 
 /* m.name: a method, a field, or a parameter. */
@@ -179,6 +196,9 @@ static int m_newindex(lua_State *L) {
         mha_status st = mha_multihead_set_param(m, name, value);
         if (st == MHA_OK) st = mha_requires_grad(slot, requires);
         if (st != MHA_OK) return lmha_fail(L, st, "MultiheadAttention", NULL);
+        lua_getiuservalue(L, 1, 1); /* the next m.name is the new leaf: a new userdata */
+        lua_pushnil(L);
+        lua_setfield(L, -2, name);
         return 0;
     }
     lua_pushvalue(L, 2);

@@ -546,11 +546,12 @@ grad_method("grad", "t:grad() -> tensor | nil",
     .. "t:zero_grad().", "x:grad() = Σ over backward calls of ∂loss/∂x",
     "x = mha.tensor{1, 2, 3}:requires_grad(true)\ny = (x * x):sum()\ny:backward()\nprint(x:grad())",
     {"Tensor:backward", "Tensor:zero_grad"})
-grad_method("backward", "loss:backward();  y:backward(grad)",
+grad_method("backward", "loss:backward();  y:backward(grad);  loss:backward{retain_graph = true}",
     "Reverse-mode differentiation from this tensor: every leaf it was computed from gets d(loss)/d(leaf) "
     .. "added to its grad(). A one-element loss needs no argument; otherwise give the gradient of y, a "
     .. "tensor of y's shape (y:backward(g) computes Σ g·y). The graph is freed afterwards: run the forward "
-    .. "again to backward again.", nil,
+    .. "again to backward again, or pass retain_graph = true (torch's retain_graph=True) to keep it for "
+    .. "another backward (options last: y:backward(g, {retain_graph = true}), or {gradient = g, ...}).", nil,
     "w = mha.randn(3, 2):requires_grad(true)\nloss = (mha.ones(4, 3):matmul(w)):mean()\n"
     .. "loss:backward()\nprint(w:grad())",
     {"Tensor:grad", "Tensor:requires_grad"})

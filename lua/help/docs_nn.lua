@@ -260,6 +260,27 @@ entry("Optimizer:add_param_group", "optim", "opt:add_param_group{params = ..., o
     .. "opt = mha.optim.SGD({a}, {lr = 0.1})\nopt:add_param_group{params = {b}, lr = 1}\n"
     .. "print(opt)")
 
+entry("Optimizer:state_dict", "optim", "opt:state_dict() -> table",
+    "The optimizer's state as torch.optim's state_dict flattened with dots, as a module's is: "
+    .. "state.<i>.step, state.<i>.exp_avg, state.<i>.exp_avg_sq (Adam, AdamW), state.<i>.momentum_buffer "
+    .. "(SGD), param_groups.<g>.<option> and param_groups.<g>.params, the parameters numbered from 0 in "
+    .. "group order as torch numbers them. The tensors are copies. mha.save writes it to a .npz.",
+    nil,
+    "w = mha.tensor{1.0, 2.0}:requires_grad(true)\nopt = mha.optim.Adam({w}, {lr = 0.1})\n"
+    .. "w:sum():backward()\nopt:step()\nsd = opt:state_dict()\nprint(sd[\"state.0.step\"], sd[\"state.0.exp_avg\"])",
+    {"Optimizer:load_state_dict", "mha.save"})
+
+entry("Optimizer:load_state_dict", "optim", "opt:load_state_dict(sd)",
+    "Takes back a state from opt:state_dict() or from mha.load of the .npz it was saved to: the groups must "
+    .. "hold as many parameters as the state's, of the same shapes, or the error names the key. The "
+    .. "tensors are copied and the state's options replace the groups' own (as torch), so a run resumed "
+    .. "from a checkpoint goes on exactly as the one that saved it.",
+    nil,
+    "w = mha.tensor{1.0, 2.0}:requires_grad(true)\nopt = mha.optim.Adam({w}, {lr = 0.1})\n"
+    .. "w:sum():backward()\nopt:step()\nsaved = opt:state_dict()\n"
+    .. "again = mha.optim.Adam({w}, {lr = 0.1})\nagain:load_state_dict(saved)\nprint(again.state[w].step)",
+    {"Optimizer:state_dict", "mha.load"})
+
 entry("mha.clip_grad_norm", "optim", "mha.clip_grad_norm(params, max_norm) -> total_norm",
     "Scales all the gradients together so their joint 2-norm is at most max_norm, and returns the norm "
     .. "they had, as torch.nn.utils.clip_grad_norm_ (a factor of max_norm / (total + 1e-6) when that is "

@@ -527,6 +527,14 @@ D["Optimizer:zero_grad"] = [[
 在下一次 backward 之前，清掉优化器各参数的梯度（p:grad() 为 nil）。]]
 D["Optimizer:add_param_group"] = [[
 添加一组参数，带它们自己的选项（其余选项取优化器的默认值）。]]
+D["Optimizer:state_dict"] = [[
+优化器的状态，即 torch.optim 的 state_dict 用点号展平（和模块的一样）：state.<i>.step、state.<i>.exp_avg、
+state.<i>.exp_avg_sq（Adam、AdamW）、state.<i>.momentum_buffer（SGD）、param_groups.<g>.<选项> 和
+param_groups.<g>.params；参数按组的顺序从 0 编号，同 torch。其中的张量是副本。mha.save 可把它写进 .npz。]]
+D["Optimizer:load_state_dict"] = [[
+取回 opt:state_dict() 给出的状态，或 mha.load 从保存它的 .npz 读回的表：各组的参数个数和形状必须与状态中
+的一致，否则报错并指出是哪个键。张量会被复制，状态中的选项替换各组自己的选项（同 torch），所以从检查点
+恢复的训练与保存它的那次完全一样地继续。]]
 
 -- Tensor methods
 D["Tensor:shape"] = [[
@@ -577,7 +585,8 @@ d(loss)/dt 累加进 t:grad()。不给参数时读出这个标志（由这样的
 D["Tensor:backward"] = [[
 从这个张量出发做反向模式求导：它所依赖的每个叶子都把 d(loss)/d(leaf) 加进自己的 grad()。只有一个元素的
 损失不用给参数；否则给出 y 的梯度 grad，一个和 y 形状相同的张量（y:backward(g) 算的是 Σ g·y）。计算图
-用完就释放：要再 backward，先再跑一遍前向。]]
+用完就释放：要再 backward，先再跑一遍前向，或者给 retain_graph = true（torch 的 retain_graph=True）把它留给
+下一次 backward（选项放在最后：y:backward(g, {retain_graph = true})，或 {gradient = g, ...}）。]]
 D["Tensor:grad"] = [[
 backward() 累加进叶子 t 的梯度，一个和 t 形状相同的张量；第一次 backward 之前（以及由运算得到的张量）为 nil。
 在 t:zero_grad() 之前，多次 backward 的梯度会累加。]]

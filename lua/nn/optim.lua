@@ -24,6 +24,8 @@ local SPECS = {
                          maximize = false}},
 }
 
+local function f32(x) return (string.unpack("f", string.pack("f", x))) end
+
 -- ---- parameters ----
 
 local function sorted_keys(t)
@@ -215,6 +217,163 @@ function Optimizer:add_param_group(group)
     self.param_groups[#self.param_groups + 1] = g
 end
 
+-- ---- state_dict / load_state_dict ----
+-- torch.optim's state_dict is {state = {index: {...}}, param_groups = [{..., params = [index, ...]}]}, the
+-- parameters numbered from 0 in group order. Here it is that dict flattened with dotted keys, as a module's
+-- state_dict is, so mha.save writes it to a .npz and mha.load reads it back:
+--   state.<i>.step, state.<i>.exp_avg, state.<i>.exp_avg_sq, state.<i>.max_exp_avg_sq   (Adam, AdamW)
+--   state.<i>.momentum_buffer                                                           (SGD with momentum)
+--   param_groups.<g>.lr, .betas, .eps, .weight_decay, ..., param_groups.<g>.params = {i, ...}
+-- Values are tensors (copies), numbers, booleans and lists; mha.save stores them as float32 and bool arrays.
+
+local STATE_KEYS = {SGD = {"momentum_buffer"}, Adam = {"step", "exp_avg", "exp_avg_sq", "max_exp_avg_sq"},
+                    AdamW = {"step", "exp_avg", "exp_avg_sq", "max_exp_avg_sq"}}
+
+function Optimizer:state_dict()
+    local sd, index = {}, 0
+    for gi, g in ipairs(self.param_groups) do
+        local ids = {}
+        for _, p in ipairs(g.params) do
+            local st = self.state[p]
+            for _, key in ipairs(STATE_KEYS[self.kind]) do
+                local v = st and st[key]
+                if v ~= nil then sd[string.format("state.%d.%s", index, key)] = mha.is_tensor(v) and v:clone() or v end
+            end
+            ids[#ids + 1] = index
+            index = index + 1
+        end
+        local prefix = string.format("param_groups.%d.", gi - 1)
+        for _, key in ipairs(SPECS[self.kind].order) do
+            local v = g[key]
+            sd[prefix .. key] = key == "betas" and {v[1], v[2]} or v
+        end
+        sd[prefix .. "params"] = ids
+    end
+    return sd
+end
+
+-- A value of a loaded state as a list of Lua values (a tensor's elements, a table's, or the value itself).
+local function values_of(v)
+    if mha.is_tensor(v) then
+        local flat = v:contiguous():view(-1)
+        local list = {}
+        for i = 1, flat:numel() do list[i] = flat:get(i) end
+        return list, true
+    end
+    if type(v) == "table" then return v, false end
+    return {v}, false
+end
+
+-- A hyperparameter from a state: a value that went through a .npz (float32) and equals the current one rounded
+-- to float32 keeps the current one, so a resumed run is bit-identical to one that never stopped.
+local function hyper_value(fname, key, v, current)
+    local list, stored = values_of(v)
+    local function one(x, cur)
+        if type(cur) == "boolean" then
+            if type(x) ~= "boolean" then raise(string.format("%s: %s must be a boolean, got %s", fname, key, type(x))) end
+            return x
+        end
+        if type(x) ~= "number" then raise(string.format("%s: %s must be a number, got %s", fname, key, type(x))) end
+        if stored and type(cur) == "number" and f32(cur) == x then return cur end
+        return x
+    end
+    if type(current) == "table" then -- betas
+        if #list ~= 2 then raise(string.format("%s: %s must hold two numbers, got %d", fname, key, #list)) end
+        return {one(list[1], current[1]), one(list[2], current[2])}
+    end
+    if #list ~= 1 then raise(string.format("%s: %s must be one value, got %d", fname, key, #list)) end
+    return one(list[1], current)
+end
+
+-- opt:load_state_dict(sd): the state of opt:state_dict() (or of mha.load of a .npz it was saved to) into this
+-- optimizer, whose parameter groups must hold as many parameters as the state's, of the same shapes (torch's
+-- rule). The state's tensors are copied; its hyperparameters replace the groups' own, as in torch.
+function Optimizer:load_state_dict(sd)
+    local fname = "optim." .. self.kind .. ":load_state_dict"
+    if type(sd) ~= "table" then raise(string.format("%s: give the table of opt:state_dict(), got %s", fname, type(sd))) end
+    local params, names = {}, {}
+    for _, g in ipairs(self.param_groups) do
+        for j, p in ipairs(g.params) do params[#params + 1] = p; names[#params] = g.names[j] end
+    end
+    local state, groups = {}, {}
+    for _, key in ipairs(sorted_keys(sd)) do -- sorted: the first problem reported is the same on every run
+        local v = sd[key]
+        local text = type(key) == "string" and key or ""
+        local i, name = text:match("^state%.(%d+)%.([%w_]+)$")
+        local gi, gkey = text:match("^param_groups%.(%d+)%.([%w_]+)$")
+        if i then
+            i = tonumber(i) + 1
+            local known = false
+            for _, k in ipairs(STATE_KEYS[self.kind]) do known = known or k == name end
+            if not known or not params[i] then
+                raise(string.format("%s: %s: %s", fname, key, not known
+                    and string.format("%s keeps no '%s' (it keeps %s)", self.kind, name, table.concat(STATE_KEYS[self.kind], ", "))
+                    or string.format("the optimizer has %d parameters (numbered from 0)", #params)))
+            end
+            state[i] = state[i] or {}
+            state[i][name] = v
+        elseif gi then
+            gi = tonumber(gi) + 1
+            groups[gi] = groups[gi] or {}
+            groups[gi][gkey] = v
+        else
+            raise(string.format("%s: unknown key %s (an optimizer's state has state.<i>.<name> and " ..
+                                "param_groups.<g>.<option>)", fname, tostring(key)))
+        end
+    end
+    if #groups ~= #self.param_groups then
+        raise(string.format("%s: the state has %d parameter groups, the optimizer %d", fname, #groups,
+                            #self.param_groups))
+    end
+    -- the groups: their sizes (as torch checks), then their options
+    local new_groups = {}
+    for gi, g in ipairs(self.param_groups) do
+        local saved = groups[gi]
+        local ids = saved.params ~= nil and values_of(saved.params) or {}
+        if #ids ~= #g.params then
+            raise(string.format("%s: parameter group %d of the state has %d parameters, the optimizer's %d", fname,
+                                gi - 1, #ids, #g.params))
+        end
+        local ng = {names = g.names, params = g.params}
+        for _, key in ipairs(SPECS[self.kind].order) do
+            ng[key] = saved[key] == nil and g[key] or hyper_value(fname, "param_groups." .. (gi - 1) .. "." .. key,
+                                                                 saved[key], g[key])
+        end
+        for _, key in ipairs(sorted_keys(saved)) do
+            local known = key == "params"
+            for _, k in ipairs(SPECS[self.kind].order) do known = known or k == key end
+            if not known then raise(string.format("%s: param_groups.%d.%s: %s has no option %s", fname, gi - 1, key,
+                                                   self.kind, key)) end
+        end
+        validate(fname, self.kind, ng)
+        new_groups[gi] = ng
+    end
+    -- the per-parameter state: copies of the tensors, of each parameter's shape
+    local new_state = {}
+    for _, i in ipairs(sorted_keys(state)) do
+        local p, st, entries = params[i], {}, state[i]
+        for _, name in ipairs(sorted_keys(entries)) do
+            local v = entries[name]
+            local key = string.format("state.%d.%s", i - 1, name)
+            if name == "step" then
+                local list = values_of(v)
+                local n = #list == 1 and math.tointeger(list[1])
+                if not n or n < 0 then raise(string.format("%s: %s must be a whole number of steps", fname, key)) end
+                st.step = n
+            else
+                local function shape(t) return "(" .. table.concat(t:shape(), ",") .. ")" end
+                if not mha.is_tensor(v) or v:dtype() ~= "float32" or shape(v) ~= shape(p) then
+                    raise(string.format("%s: %s must be a float32 tensor of parameter %s's shape %s, got %s", fname, key,
+                                        names[i], shape(p), mha.is_tensor(v) and v:dtype() .. " " .. shape(v) or type(v)))
+                end
+                st[name] = v:contiguous():clone()
+            end
+        end
+        new_state[p] = st
+    end
+    self.param_groups, self.state = new_groups, new_state
+end
+
 -- As torch's repr: the class, then each group's options in alphabetical order.
 local function py_value(v)
     if type(v) == "boolean" then return v and "True" or "False" end
@@ -236,8 +395,6 @@ function Optimizer:__tostring()
 end
 
 -- ---- clip_grad_norm ----
-
-local function f32(x) return (string.unpack("f", string.pack("f", x))) end
 
 -- mha.clip_grad_norm(params, max_norm): scales every gradient by min(1, max_norm / (total + 1e-6)) where
 -- total is the 2-norm of all the gradients together (the norm of each gradient's norm), and returns total,

@@ -111,8 +111,8 @@ static void test_fused_equals_plain(void) {
     mha_sdpa_options opt = {.attn_mask = &mask, .is_causal = true};
     mha_sdpa(&out, &w, &q, &k, &v, &opt);
     mha_randn(&dout, 4, out.shape);
-    mha_status s1 = mha_sdpa_backward(&g1[0], &g1[1], &g1[2], &dout, NULL, &q, &k, &v, &w, NULL, &opt);
-    mha_status s2 = mha_sdpa_backward(&g2[0], &g2[1], &g2[2], &dout, NULL, &q, &k, &v, NULL, &out, &opt);
+    mha_status s1 = mha_sdpa_backward(&g1[0], &g1[1], &g1[2], NULL, &dout, NULL, &q, &k, &v, &w, NULL, &opt);
+    mha_status s2 = mha_sdpa_backward(&g2[0], &g2[1], &g2[2], NULL, &dout, NULL, &q, &k, &v, NULL, &out, &opt);
     float worst = 0.0f;
     if (s1 == MHA_OK && s2 == MHA_OK)
         for (int i = 0; i < 3; i++) {
@@ -124,6 +124,83 @@ static void test_fused_equals_plain(void) {
     for (int i = 0; i < 3; i++) mha_release(&g1[i]), mha_release(&g2[i]);
     mha_release(&q), mha_release(&k), mha_release(&v), mha_release(&mask), mha_release(&out), mha_release(&w),
         mha_release(&dout);
+}
+
+/* Beyond 4096 keys the fused backward finds each row's log-sum-exp first (pass 1), summing each tile's exps with
+ * the forward's vectorised softmax kernel; the plain reference loop (double exps) must give the same gradients to
+ * float rounding. A key padding row masks a whole key tile for one query (tile skipped) and keys at the end. */
+static void test_pass1_equals_reference(void) {
+    size_t qs[3] = {1, 70, 8}, ks[3] = {1, 4500, 8}, ms[2] = {70, 4500};
+    mha_tensor q = MHA_TENSOR_EMPTY, k = MHA_TENSOR_EMPTY, v = MHA_TENSOR_EMPTY, mask = MHA_TENSOR_EMPTY;
+    mha_tensor out = MHA_TENSOR_EMPTY, dout = MHA_TENSOR_EMPTY;
+    mha_tensor g1[3] = {MHA_TENSOR_EMPTY, MHA_TENSOR_EMPTY, MHA_TENSOR_EMPTY};
+    mha_tensor g2[3] = {MHA_TENSOR_EMPTY, MHA_TENSOR_EMPTY, MHA_TENSOR_EMPTY};
+    mha_seed(6);
+    mha_randn(&q, 3, qs), mha_randn(&k, 3, ks), mha_randn(&v, 3, ks), mha_zeros(&mask, MHA_FLOAT32, 2, ms);
+    float *f = mha_f32(&mask);
+    for (size_t j = 0; j < 1024; j++) f[3 * 4500 + j] = -INFINITY;  /* query 3: its first two key tiles masked */
+    for (size_t j = 4000; j < 4500; j++) f[9 * 4500 + j] = -INFINITY; /* query 9: the last tile's keys masked */
+    for (size_t i = 0, n = mha_numel(&q); i < n; i++) mha_f32(&q)[i] *= 3.0f; /* peaked rows: exps far apart */
+    mha_sdpa_options opt = {.attn_mask = &mask};
+    mha_sdpa(&out, NULL, &q, &k, &v, &opt);
+    mha_randn(&dout, 3, out.shape);
+    mha_sdpa_backward_plain_lse(true);
+    mha_status s1 = mha_sdpa_backward(&g1[0], &g1[1], &g1[2], NULL, &dout, NULL, &q, &k, &v, NULL, &out, &opt);
+    mha_sdpa_backward_plain_lse(false);
+    mha_status s2 = mha_sdpa_backward(&g2[0], &g2[1], &g2[2], NULL, &dout, NULL, &q, &k, &v, NULL, &out, &opt);
+    float worst = 0.0f;
+    if (s1 == MHA_OK && s2 == MHA_OK)
+        for (int i = 0; i < 3; i++) {
+            float d = max_abs_diff(&g1[i], &g2[i]);
+            if (!(d <= worst)) worst = d;
+        }
+    CHECK("fused sdpa backward over 4096 keys: pass 1 by the softmax kernel equals the plain reference (70x4500)",
+          s1 == MHA_OK && s2 == MHA_OK && worst < 1e-5, "largest difference %g (%s)", (double)worst, mha_errmsg());
+    for (int i = 0; i < 3; i++) mha_release(&g1[i]), mha_release(&g2[i]);
+    mha_release(&q), mha_release(&k), mha_release(&v), mha_release(&mask), mha_release(&out), mha_release(&dout);
+}
+
+/* Autograd's sdpa keeps the weights for its backward when they fit the budget (4 products), else runs fused
+ * (5 products, memory O(L·D)): both give the same gradients (budget 0 forces fused), a float mask's included. */
+static void sdpa_autograd_grads(mha_tensor *grads, size_t budget) {
+    size_t qs[4] = {2, 3, 40, 8}, ks[4] = {2, 1, 90, 8}, ms[4] = {2, 1, 40, 90};
+    mha_tensor q = MHA_TENSOR_EMPTY, k = MHA_TENSOR_EMPTY, v = MHA_TENSOR_EMPTY, mask = MHA_TENSOR_EMPTY,
+               out = MHA_TENSOR_EMPTY, sq = MHA_TENSOR_EMPTY, loss = MHA_TENSOR_EMPTY;
+    mha_seed(7);
+    mha_randn(&q, 4, qs), mha_randn(&k, 4, ks), mha_randn(&v, 4, ks), mha_randn(&mask, 4, ms);
+    mha_requires_grad(&q, true), mha_requires_grad(&k, true), mha_requires_grad(&v, true);
+    mha_requires_grad(&mask, true);
+    size_t was = mha_ag_sdpa_keep_budget(budget);
+    mha_sdpa_options opt = {.is_causal = true, .attn_mask = &mask};
+    mha_ag_sdpa(&out, NULL, &q, &k, &v, &opt);
+    mha_ag_sdpa_keep_budget(was);
+    mha_ag_binary(&sq, MHA_MUL, &out, &out);
+    mha_ag_reduce(&loss, MHA_SUM, &sq, MHA_ALL_DIMS, false);
+    mha_backward(&loss, NULL);
+    mha_grad(&grads[0], &q), mha_grad(&grads[1], &k), mha_grad(&grads[2], &v), mha_grad(&grads[3], &mask);
+    mha_release(&q), mha_release(&k), mha_release(&v), mha_release(&mask), mha_release(&out), mha_release(&sq);
+    mha_release(&loss);
+}
+
+static void test_kept_equals_fused(void) {
+    mha_tensor kept[4] = {MHA_TENSOR_EMPTY, MHA_TENSOR_EMPTY, MHA_TENSOR_EMPTY, MHA_TENSOR_EMPTY};
+    mha_tensor fused[4] = {MHA_TENSOR_EMPTY, MHA_TENSOR_EMPTY, MHA_TENSOR_EMPTY, MHA_TENSOR_EMPTY};
+    size_t before = mha_live_bytes();
+    sdpa_autograd_grads(kept, (size_t)1 << 30);
+    sdpa_autograd_grads(fused, 0);
+    float worst = 0.0f;
+    bool all = true;
+    for (int i = 0; i < 4; i++) {
+        all = all && kept[i].storage && fused[i].storage;
+        float d = all ? max_abs_diff(&kept[i], &fused[i]) : NAN;
+        if (!(d <= worst)) worst = d;
+        mha_release(&kept[i]), mha_release(&fused[i]);
+    }
+    CHECK("autograd sdpa: the backward from kept weights equals the fused one (q (2,3,40,8), k, v (2,1,90,8), causal, "
+          "a (2,1,40,90) float mask's gradient too)",
+          all && worst < 2e-5, "largest difference %g", (double)worst);
+    CHECK("autograd sdpa: kept weights freed with the graph", mha_live_bytes() == before, "%zu bytes left",
+          mha_live_bytes() - before);
 }
 
 /* The fused backward's extra memory beyond its inputs and its three gradients: two (64, S) tiles (2 MiB here) and
@@ -138,7 +215,7 @@ static void test_fused_memory(void) {
     mha_sdpa(&out, NULL, &q, &k, &v, NULL);
     size_t live = mha_live_bytes();
     mha_reset_peak();
-    mha_status st = mha_sdpa_backward(&dq, &dk, &dv, &dout, NULL, &q, &k, &v, NULL, &out, NULL);
+    mha_status st = mha_sdpa_backward(&dq, &dk, &dv, NULL, &dout, NULL, &q, &k, &v, NULL, &out, NULL);
     size_t extra = mha_peak_bytes() - live, grads = 3 * L * D * sizeof(float), matrix = L * L * sizeof(float);
     size_t tiles = 2 * 64 * L * sizeof(float);
     CHECK("fused sdpa backward at L=S=4096, D=64: extra memory is the gradients and two (64,S) tiles plus under 1 MiB "
@@ -211,6 +288,8 @@ int main(void) {
     test_small_graph();
     test_errors();
     test_fused_equals_plain();
+    test_pass1_equals_reference();
+    test_kept_equals_fused();
     test_fused_memory();
     test_threads_bit_identical();
     CHECK_DONE();

@@ -89,7 +89,7 @@ local OPS = {
 -- sdpa cases: the options by case; "_fused" cases ask for no weights (the fused forward and backward)
 local SDPA = {nomask = {}, bool = {}, float = {}, causal = {is_causal = true}, scale = {scale = 0.3},
               bool_causal = {is_causal = true}, bcast = {}, fully_masked = {}, fully_masked_float = {},
-              tiles_causal = {is_causal = true}}
+              tiles_causal = {is_causal = true}, float_maskgrad = {}, bcast_maskgrad = {is_causal = true}}
 for variant, opts in pairs(SDPA) do
     OPS["sdpa_" .. variant] = function(x) return sdpa(x, {is_causal = opts.is_causal, scale = opts.scale}) end
     OPS["sdpa_" .. variant .. "_fused"] = function(x)
@@ -121,6 +121,10 @@ local MHA = {
     unbatched_cross_kpm = {kpm = true},
     kpm_fully_masked = {kpm = true, fwd = {need_weights = false}},
     unbatched_attn_float3d = {am = true, fwd = {average_attn_weights = false}},
+    attn_float2d_maskgrad = {am = true, fwd = {need_weights = false}},
+    attn_float3d_maskgrad_kpm = {am = true, kpm = true},
+    attn_float2d_maskgrad_appended = {mod = {add_bias_kv = true, add_zero_attn = true}, am = true,
+                                      fwd = {need_weights = false}},
 }
 
 -- The module of a case (made once, its parameters from the fixture; m when given), forward on the inputs x.
@@ -220,6 +224,30 @@ T.test("gradients equal torch 1.13 autograd (tests/fixtures/grad)", function()
             end
         end
     end
+end)
+
+-- retain_graph (torch's): h = tanh(x·w) feeds two losses; l1:backward{retain_graph = true},
+-- l2:backward(nil, {retain_graph = true}), l1:backward() accumulate torch's three gradients
+-- (tests/fixtures/grad_retain, from gen_grad_fixtures.py); a fourth backward is refused as torch refuses it.
+T.test("backward{retain_graph = true} keeps the graph for another backward (torch 1.13 values)", function()
+    local function F(name) return mha.load(T.path("tests/fixtures/grad_retain/" .. name .. ".npy")) end
+    local x, w = F("x"):requires_grad(true), F("w"):requires_grad(true)
+    local h = x:matmul(w):tanh()
+    local l1, l2 = (h * h):sum(), (h * 3):mean()
+    l1:backward{retain_graph = true}
+    T.close("x:grad() after the first backward", x:grad(), F("x_grad1"), RTOL, ATOL)
+    l2:backward(nil, {retain_graph = true})
+    l1:backward()
+    T.close("x:grad() after three backwards through one graph", x:grad(), F("x_grad3"), RTOL, ATOL)
+    T.close("w:grad() after three backwards through one graph", w:grad(), F("w_grad3"), RTOL, ATOL)
+    T.raises("a backward after the last one freed the graph", function() l1:backward() end,
+             {"already used by an earlier backward and freed", "retain_graph"})
+    -- the options table may carry the gradient: y:backward{gradient = g, retain_graph = true}
+    local y = x * 2
+    x:zero_grad()
+    y:backward{gradient = mha.ones(3, 4), retain_graph = true}
+    y:backward(mha.ones(3, 4))
+    T.close("y:backward{gradient = g, retain_graph = true} then y:backward(g)", x:grad(), mha.full({3, 4}, 4))
 end)
 
 -- Finite differences: d loss / d x_e ≈ (loss(x_e + eps) - loss(x_e - eps)) / (2 eps), in float32 as the ops run.
@@ -347,7 +375,11 @@ T.test("errors name the function, the argument and the shapes", function()
              "backward: a (2,3) tensor that mul saved for its gradient was changed in place")
     local q = (x * 3):sum()
     q:backward()
-    T.raises("a second backward", function() q:backward() end, "already used by an earlier backward and freed")
+    T.raises("a second backward", function() q:backward() end,
+             {"backward: the graph through sum was already used by an earlier backward and freed",
+              "pass retain_graph to the first: loss:backward{retain_graph = true}"})
+    T.raises("backward: an unknown option", function() (x * 2):sum():backward{retain_grap = true} end,
+             "backward: unknown option 'retain_grap'")
     local logits = mha.randn(3, 4)
     T.raises("cross_entropy: a class out of range", function() mha.cross_entropy(logits, {1, 5, 2}) end,
              "cross_entropy: targets (3): entry 2 is 5; expected a whole number from 1 to 4 (1-based)")

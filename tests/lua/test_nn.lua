@@ -206,6 +206,29 @@ T.test("backward fills the parameters' gradients; zero_grad clears them", functi
     T.ok("a composite's zero_grad reaches its MultiheadAttention", b.attn.in_proj_weight:grad() == nil)
 end)
 
+-- m.in_proj_weight is one object (as torch's Parameter): the same userdata on every access until the parameter is
+-- assigned anew, so a module used twice lists its parameters once and an optimizer steps each once.
+T.test("MultiheadAttention parameters: the same object on every access", function()
+    local m = mha.MultiheadAttention{embed_dim = 8, num_heads = 2}
+    T.ok("m.in_proj_weight == m.in_proj_weight", rawequal(m.in_proj_weight, m.in_proj_weight))
+    T.ok("m:parameters() holds that object", rawequal(m:parameters().in_proj_weight, m.in_proj_weight)
+         and rawequal(m:parameters()["out_proj.bias"], m.out_proj_bias))
+    local twice = mha.nn.ModuleList{m, m}
+    T.eq("a module used twice lists its parameters once", twice:parameter_names(),
+         {"0.in_proj_weight", "0.in_proj_bias", "0.out_proj.weight", "0.out_proj.bias"})
+    -- an optimizer over both uses steps each parameter once: one SGD step of lr 1 on a gradient of ones
+    local before = m.in_proj_weight:clone()
+    local opt = mha.optim.SGD(twice:parameters(), {lr = 1})
+    m.in_proj_weight:set_grad(mha.ones(24, 8))
+    opt:step()
+    T.close("one step, not two, for the shared parameter", m.in_proj_weight, before - 1, 0, 0)
+    local old = m.in_proj_weight
+    m.in_proj_weight = mha.zeros(24, 8)
+    T.ok("after an assignment: a new leaf, itself again on every access", not rawequal(old, m.in_proj_weight)
+         and rawequal(m.in_proj_weight, m.in_proj_weight) and m.in_proj_weight:requires_grad())
+    T.close("... holding the assigned value", m.in_proj_weight:sum(), 0)
+end)
+
 T.test("end to end: Linear + Adam learn a regression as torch does", function()
     local e2e = mha.load(T.path("tests/fixtures/optim/e2e.npz"))
     local lin = nn.Linear{in_features = 4, out_features = 2}

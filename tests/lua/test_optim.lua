@@ -189,4 +189,123 @@ T.test("end to end with autograd (matmul)", function()
     end
 end)
 
+-- state_dict / load_state_dict: 10 steps, the optimizer's state and the parameters saved to .npz files, loaded
+-- into fresh parameters and a fresh optimizer, 10 more steps: the same bits as 20 steps straight, and torch's
+-- parameters after 20 steps (rtol 1e-5). The keys are torch.optim's, flattened (tests/fixtures/optim/state_keys.txt).
+T.test("state_dict saved to .npz and loaded: a resumed run equals one that never stopped", function()
+    local cases = read_cases()
+    local dir = os.tmpname()
+    os.remove(dir)
+    local opt_file, param_file = dir .. "-opt.npz", dir .. "-params.npz"
+    local torch_keys = {}
+    for line in io.lines(T.path("tests/fixtures/optim/state_keys.txt")) do
+        local name, part, keys = line:match("^(%S+) (%a+) (.*)$")
+        if name then
+            torch_keys[name] = torch_keys[name] or {}
+            torch_keys[name][part] = {}
+            for key in keys:gmatch("%S+") do torch_keys[name][part][key] = true end
+        end
+    end
+    local function run(case, steps, W, b, opt)
+        for step = steps[1], steps[2] do
+            W:set_grad(mha.tensor(case.grads[step].W):view(3, 4))
+            b:set_grad(mha.tensor(case.grads[step].b))
+            opt:step()
+        end
+    end
+    for _, case in ipairs(cases) do
+        local class = mha.optim[CLASSES[case.kind]]
+        local W, b = mha.tensor(case.init.W):view(3, 4), mha.tensor(case.init.b)
+        run(case, {1, 20}, W, b, class({W = W, b = b}, make_options(case)))
+        local W1, b1 = mha.tensor(case.init.W):view(3, 4), mha.tensor(case.init.b)
+        local first = class({W = W1, b = b1}, make_options(case))
+        run(case, {1, 10}, W1, b1, first)
+        local sd = first:state_dict()
+        mha.save(opt_file, sd)
+        mha.save(param_file, {W = W1, b = b1})
+        local params = mha.load(param_file)
+        local W2, b2 = params.W, params.b
+        local resumed = class({W = W2, b = b2}, make_options(case))
+        resumed:load_state_dict(mha.load(opt_file))
+        run(case, {11, 20}, W2, b2, resumed)
+        T.ok(case.name .. ": 10 steps, save, load, 10 steps: W bit-identical to 20 steps", W2 == W, tostring(W2 - W))
+        T.ok(case.name .. ": ... b bit-identical", b2 == b, tostring(b2 - b))
+        T.close(case.name .. ": resumed W equals torch's after 20 steps", W2:view(12), case.final.W, 1e-5, 1e-7)
+        T.close(case.name .. ": resumed b equals torch's", b2, case.final.b, 1e-5, 1e-7)
+        local want = torch_keys[case.name]
+        if want then
+            local state_same, groups_within = true, true
+            local seen = 0
+            for key in pairs(sd) do
+                if key:match("^state%.") then
+                    state_same = state_same and want.state[key] == true
+                    seen = seen + 1
+                else
+                    groups_within = groups_within and want.groups[key] == true
+                end
+            end
+            for _ in pairs(want.state) do seen = seen - 1 end
+            T.ok(case.name .. ": state keys are torch.optim's", state_same and seen == 0)
+            T.ok(case.name .. ": param_groups keys are among torch.optim's", groups_within)
+        end
+    end
+    os.remove(opt_file)
+    os.remove(param_file)
+    -- what does not fit is refused, naming the key and the shapes
+    local p, q = mha.zeros(2, 2):requires_grad(true), mha.zeros(3):requires_grad(true)
+    local adam = mha.optim.Adam({p, q}, {lr = 0.1})
+    p:set_grad(mha.ones(2, 2)); q:set_grad(mha.ones(3))
+    adam:step()
+    local sd = adam:state_dict()
+    T.eq("step is kept per parameter", sd["state.1.step"], 1)
+    T.eq("params are numbered from 0, as torch's", sd["param_groups.0.params"], {0, 1})
+    T.raises("a state for fewer parameters", function() mha.optim.Adam({p}, {lr = 0.1}):load_state_dict(sd) end,
+             "optim.Adam:load_state_dict: state.1.exp_avg: the optimizer has 1 parameters (numbered from 0)")
+    T.raises("a buffer of another shape", function() mha.optim.Adam({q, p}, {lr = 0.1}):load_state_dict(sd) end,
+             "optim.Adam:load_state_dict: state.0.exp_avg must be a float32 tensor of parameter 1's shape (3), got float32 (2,2)")
+    T.raises("another optimizer's state", function() mha.optim.SGD({p, q}, {lr = 0.1}):load_state_dict(sd) end,
+             "optim.SGD:load_state_dict: state.0.exp_avg: SGD keeps no 'exp_avg' (it keeps momentum_buffer)")
+    sd["param_groups.0.lr"] = -1
+    T.raises("an invalid option in the state", function() mha.optim.Adam({p, q}):load_state_dict(sd) end,
+             "optim.Adam:load_state_dict: invalid learning rate: -1")
+    T.raises("not a table", function() adam:load_state_dict(3) end,
+             "optim.Adam:load_state_dict: give the table of opt:state_dict(), got number")
+    local fresh = mha.optim.Adam({p, q}, {lr = 0.1})
+    sd["param_groups.0.lr"] = 0.5
+    fresh:load_state_dict(sd)
+    T.eq("the state's options replace the group's, as torch", fresh.param_groups[1].lr, 0.5)
+    T.ok("the loaded buffers are copies", fresh.state[p].exp_avg ~= nil and not rawequal(fresh.state[p].exp_avg, sd["state.0.exp_avg"]))
+end)
+
+-- load_state_dict on anything: every refusal a message naming load_state_dict, never a library position
+T.test("load_state_dict: odd states refused with messages", function()
+    local p, q = mha.zeros(2, 2):requires_grad(true), mha.zeros(3):requires_grad(true)
+    local values = {n = 10, nil, 0, -1.5, 0 / 0, true, "a", {}, {1, 2}, mha.zeros(2, 2), mha.tensor{true}}
+    local bad, calls = {}, 0
+    for _, kind in ipairs{"SGD", "Adam"} do
+        local opt = mha.optim[kind]({p, q}, {lr = 0.1, momentum = kind == "SGD" and 0.9 or nil})
+        p:set_grad(mha.ones(2, 2)); q:set_grad(mha.ones(3))
+        opt:step()
+        local good = opt:state_dict()
+        for key in pairs(good) do
+            for i = 1, values.n do
+                local sd = {}
+                for k, v in pairs(good) do sd[k] = v end
+                sd[key] = values[i]
+                calls = calls + 1
+                local ok, err = pcall(opt.load_state_dict, opt, sd)
+                if not ok and (type(err) ~= "string" or err:find("^lua/") or err:find("attempt to ")
+                               or not err:find("load_state_dict: ", 1, true)) then
+                    bad[#bad + 1] = kind .. " " .. key .. " = #" .. i .. ": " .. tostring(err)
+                end
+            end
+        end
+        for i = 1, values.n do
+            local ok, err = pcall(opt.load_state_dict, opt, values[i])
+            if not ok and (err:find("^lua/") or err:find("attempt to ")) then bad[#bad + 1] = tostring(err) end
+        end
+    end
+    T.ok(calls .. " odd states, every refusal a message", #bad == 0, table.concat(bad, "\n", 1, math.min(#bad, 5)))
+end)
+
 T.done()
