@@ -274,9 +274,11 @@ T.test("the issue's session: MultiheadAttention trained by Adam as torch trains 
         if key == "in_proj_bias" then
             -- The key bias adds q·b_k to every score of a query, which softmax ignores: its gradient is
             -- rounding noise (~1e-10, on both sides), which Adam divides by √v + eps, so it drifts by
-            -- ~lr·|g|/eps ≈ 1e-4 in a direction no two implementations share. Its slice gets atol 1e-3.
+            -- ~lr·|g|/eps ≈ 1e-4 a step in a direction no two implementations share (the kernels' summation
+            -- order decides it): after 20 steps each side is within 20·1e-4 of the start, so the two differ
+            -- by at most 4e-3. Its slice gets atol 5e-3 - what it checks is that the bias learned nothing.
             T.close("after 20 steps: in_proj_bias (q)", p:narrow(1, 1, 8), final[key]:narrow(1, 1, 8), 1e-4, 1e-6)
-            T.close("after 20 steps: in_proj_bias (k, noise)", p:narrow(1, 9, 8), final[key]:narrow(1, 9, 8), 0, 1e-3)
+            T.close("after 20 steps: in_proj_bias (k, noise)", p:narrow(1, 9, 8), final[key]:narrow(1, 9, 8), 0, 5e-3)
             T.close("after 20 steps: in_proj_bias (v)", p:narrow(1, 17, 8), final[key]:narrow(1, 17, 8), 1e-4, 1e-6)
         else
             T.close("after 20 steps: " .. key, p, final[key], 1e-4, 1e-6)
