@@ -122,11 +122,11 @@ say(tr{en = "trace: ", zh = "trace 中的名字："} .. table.concat(trace, " ")
         title = {en = "A fifth token's query", zh = "第五个词元的查询"},
         prompt = {
             en = [[
-A fifth token x5 (1×E, set above) arrives and asks its query. Compute its attention weights over the
+A fifth token x5 (1×E, set below) arrives and asks its query. Compute its attention weights over the
 four keys in head 1 (1×4): project x5 with W_q and b_q, keep head 1's D columns, score against head 1's
 keys Kh[1], scale, softmax. (t:narrow(2, 1, D) keeps columns 1..D; Kh:select(1, 1) is head 1's keys.)]],
             zh = [[
-第五个词元 x5（1×E，已在上面设好）到来，提出它的查询。计算它在头 1 中对四个键的注意力权重（1×4）：
+第五个词元 x5（1×E，已在下面设好）到来，提出它的查询。计算它在头 1 中对四个键的注意力权重（1×4）：
 用 W_q 和 b_q 投影 x5，保留头 1 的 D 列，与头 1 的键 Kh[1] 算分数，缩放，softmax。
 （t:narrow(2, 1, D) 保留第 1..D 列；Kh:select(1, 1) 是头 1 的键。）]],
         },
