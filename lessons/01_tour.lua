@@ -36,8 +36,8 @@ add the learned projections). Attention computes
 
 d_k = 4 is the length of a query. Read a row of `weights`: it is how one token spreads its attention.]],
             zh = [[
-每个词元提出一个*查询*（query），并提供一个*键*（key）和一个*值*（value）。这里先取 Q = K = V = X
-（后面的课会加上学习得到的投影）。注意力计算
+每个词元提出一个*查询*（query），并提供一个*键*（key）和一个*值*（value）。
+本课先取三者都等于 X：Q = K = V = X（后面的课会加上学习得到的投影）。注意力计算
 
     weights = softmax(Q·Kᵀ/√d_k)    （L×L：词元 i 看词元 j 的程度）
     out     = weights·V             （L×E：每行是 V 各行的加权混合）
