@@ -58,7 +58,7 @@ show(weights, {rows = tokens, cols = tokens,
     title = "softmax(Q·Kᵀ/√2) (3×3)"})
 show(weights:matmul(V), {rows = tokens,
     title = tr{en = "weights·V (3×3: d_v columns)", zh = "weights·V（3×3：d_v 列）"}})
-print(select(2, pcall(function() return Q:matmul(V:transpose(1, 2)) end)))]],
+LESSON.fails("Q:matmul(V:transpose(1, 2))")]],
     },
 
     step{

@@ -1,6 +1,6 @@
 -- lua/lesson/tools.lua - module "mha.lesson.tools": helpers lesson code calls as LESSON.table, LESSON.versus,
--- LESSON.describe, LESSON.median_ms, so a step's echo shows what a student would type, not formatting
--- plumbing; and tr{} resolved in a step's source before it is echoed and run.
+-- LESSON.describe, LESSON.median_ms, LESSON.fails, so a step's echo shows what a student would type, not
+-- formatting plumbing; and tr{} resolved in a step's source before it is echoed and run.
 --
 -- Each helper takes what it needs (the language, the width function, a clock) from the runner through M.use:
 -- this module never reaches into the runner.
@@ -71,6 +71,16 @@ function M.describe(name, t)
     print(name)
     print(string.format("    shape (%s)  strides (%s)  offset %d  contiguous %s",
         table.concat(t:shape(), ","), table.concat(t:strides(), ","), t:offset(), tostring(t:is_contiguous())))
+end
+
+-- LESSON.fails(input): runs input as a student would type it at the prompt (an expression or a
+-- statement, chunk "stdin") and prints the error it raises as the REPL shows it: "stdin:1: matmul: ...".
+-- An input that does not fail is a mistake in the lesson, and says so.
+function M.fails(input)
+    local chunk = load("return " .. input, "=stdin", "t", _G) or assert(load(input, "=stdin", "t", _G))
+    local ok, err = pcall(chunk)
+    if ok then error("LESSON.fails: " .. input .. " did not fail", 2) end
+    print(tostring(err))
 end
 
 -- LESSON.median_ms(run [, n]): runs run() once untimed (cold caches, first-touch memory), then n times

@@ -573,6 +573,20 @@ do
     T.ok("lesson 9 step 4 prints the median of the 5 timed runs", medians_ok)
 end
 
+-- ---- LESSON.fails: a line run as typed at the prompt, its error printed as the REPL prints it ----------
+do
+    local a, b = mha.zeros{3, 2}, mha.zeros{3, 3}
+    rawset(_G, "fails_a", a) rawset(_G, "fails_b", b)
+    T.eq("LESSON.fails prints the error of an expression, named at stdin:1",
+        captured(LESSON.fails, "fails_a:matmul(fails_b)"), "stdin:1: matmul: (3,2) @ (3,3): inner sizes 2 and 3 differ\n")
+    T.eq("LESSON.fails runs a statement too",
+        captured(LESSON.fails, "fails_c = fails_a:matmul(fails_b)"), "stdin:1: matmul: (3,2) @ (3,3): inner sizes 2 and 3 differ\n")
+    local ok, err = pcall(LESSON.fails, "fails_b:matmul(fails_b)")
+    T.ok("LESSON.fails on a line that does not fail is the lesson's mistake", not ok
+        and tostring(err):find("LESSON.fails: fails_b:matmul(fails_b) did not fail", 1, true), err)
+    rawset(_G, "fails_a", nil) rawset(_G, "fails_b", nil)
+end
+
 -- ---- lesson 12 agrees with NumPy (tests/check_seeds.py -> tests/fixtures/seeds_truth.txt) ---------
 replayed(12)
 local truth = {}
