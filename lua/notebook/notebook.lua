@@ -365,7 +365,8 @@ end
 -- :export FILE in the REPL: the open lesson, whole (run from its seed by a second mha-repl, so the
 -- student's variables and place in the lesson stay as they are), else the session so far.
 -- runner: the lesson runner (mha.lesson) the REPL runs, which says whether a lesson is open; nil: none.
--- Returns what was written ("lesson 8" or "the session"), or nil and a message.
+-- Returns what was written ("lesson 8" or "the session") and the lesson's number (nil for the session),
+-- or nil and a message.
 function M.export_session(path, runner)
     local format, err = format_of(path)
     if not format then return nil, err end
@@ -379,7 +380,7 @@ function M.export_session(path, runner)
         local ok, said = proc.run({ self, "--lesson", tostring(open.number), "--batch", "--lang", open.lang,
                                     "--export", path })
         if not ok then return nil, (said:gsub("%s+$", "")) ~= "" and said:gsub("%s+$", "") or "the export failed" end
-        return "lesson " .. open.number
+        return "lesson " .. open.number, open.number
     end
     local ok, werr = write(M.session_cells(), path, "mha-repl session", open and open.lang or nil)
     if not ok then return nil, werr end

@@ -97,10 +97,6 @@ static void print_version(void) {
     fflush(stdout);
 }
 
-static void print_banner(void) {
-    printf("%s %s (%s) - type ? for the commands, help() for the functions, Ctrl-D to quit\n",
-           PROGNAME, MHA_REPL_VERSION, LUA_RELEASE);
-}
 
 static void l_message(const char *pname, const char *msg) {
     if (pname) fprintf(stderr, "%s: ", pname);
@@ -718,6 +714,23 @@ static int start_repl(lua_State *L) {
     return open_repl(L);
 }
 
+/* The start-up line, after start_repl: repl.banner words it in the REPL's language (MHA_LANG, LANG);
+ * in English as lua.c would when mha.repl is missing. */
+static void print_banner(lua_State *L) {
+    const char *line = NULL;
+    int top = lua_gettop(L);
+    if (push_repl_field(L, "banner") == LUA_TFUNCTION) {
+        lua_pushstring(L, PROGNAME);
+        lua_pushstring(L, MHA_REPL_VERSION);
+        lua_pushstring(L, LUA_RELEASE);
+        if (docall(L, 3, 1) == LUA_OK && lua_type(L, -1) == LUA_TSTRING) line = lua_tostring(L, -1);
+    }
+    if (line) printf("%s\n", line);
+    else printf("%s %s (%s) - type ? for the commands, help() for the functions, Ctrl-D to quit\n",
+                PROGNAME, MHA_REPL_VERSION, LUA_RELEASE);
+    lua_settop(L, top);
+}
+
 /* The interactive loop, after start_repl. */
 static void interact(lua_State *L) {
     doREPL(L);
@@ -789,13 +802,17 @@ static int pmain(lua_State *L) {
         if (code == EXIT_OK) code = repl_dolesson(L, batch);
         if (code == EXIT_OK && !batch) interact(L);
     } else if (args & has_i) {
-        if (stdin_is_tty()) print_banner();
-        if (start_repl(L) == LUA_OK) interact(L);
+        if (start_repl(L) == LUA_OK) {
+            if (stdin_is_tty()) print_banner(L);
+            interact(L);
+        }
         i_session = 1;
     } else if (script == argc && !(args & (has_e | has_v))) {
         if (stdin_is_tty()) {
-            print_banner();
-            if (start_repl(L) == LUA_OK) interact(L);
+            if (start_repl(L) == LUA_OK) {
+                print_banner(L);
+                interact(L);
+            }
         } else {
             if (dofile(L, NULL) != LUA_OK) code = EXIT_SCRIPT;
         }

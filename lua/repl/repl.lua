@@ -603,14 +603,23 @@ local SAID = {
           fresh = "fresh state (the history, the transcript for :save and :time are kept)",
           save_name = ":save needs a file name: :save FILE writes FILE.lua and FILE.md",
           saved = "saved %d inputs to %s and %s",
-          unknown = "unknown command :%s (? lists the commands)", could_be = ":%s could be :%s"},
+          unknown = "unknown command :%s (? lists the commands)", could_be = ":%s could be :%s",
+          banner = "%s %s (%s) - type ? for the commands, help() for the functions, Ctrl-D to quit",
+          exported = "wrote %s to %s", exported_lesson = "lesson %s", exported_session = "the session"},
     zh = {time = "计时：", on = "开", off = "关",
           fresh = "新的状态（历史、:save 的记录和 :time 设置都保留）",
           save_name = ":save 需要文件名：:save FILE 写出 FILE.lua 和 FILE.md",
           saved = "已把 %d 条输入保存到 %s 和 %s",
-          unknown = "没有命令 :%s（? 列出所有命令）", could_be = ":%s 可以是 :%s"},
+          unknown = "没有命令 :%s（? 列出所有命令）", could_be = ":%s 可以是 :%s",
+          banner = "%s %s（%s）- 输入 ? 看命令，help() 看函数，Ctrl-D 退出",
+          exported = "已把%s写到 %s", exported_lesson = "第 %s 课", exported_session = "本次会话"},
 }
 function repl.said(word) return (SAID[repl.lang()] or SAID.en)[word] end
+
+-- The start-up line in the REPL's language (lua/repl/repl.c prints it at a terminal).
+function repl.banner(program, version, lua_release)
+    return string.format(repl.said("banner"), program, version, lua_release)
+end
 
 repl.add_command("help", {args = "[NAME]", help = "list the commands, or explain NAME: a command (:help goto) or a function (as ?NAME)",
     run = function(arg)
@@ -648,9 +657,10 @@ local runner   -- the lesson runner (mha.lesson) repl.init handed itself to, whe
 repl.add_command("export", {args = "FILE", help = "write the session (or the open lesson) as FILE.ipynb (Jupyter) or FILE.html (one page)",
     run = function(arg)
         local path = arg:match("^%s*[\"']?(.-)[\"']?%s*$")
-        local what, err = require("mha.notebook").export_session(path, runner)
-        if not what then show_error(":export: " .. tostring(err)) return end
-        out("wrote " .. what .. " to " .. path .. "\n")
+        local what, lesson_number = require("mha.notebook").export_session(path, runner)
+        if not what then show_error(":export: " .. tostring(lesson_number)) return end
+        what = lesson_number and string.format(repl.said("exported_lesson"), lesson_number) or repl.said("exported_session")
+        out(string.format(repl.said("exported"), what, path) .. "\n")
     end})
 
 -- ---------------------------------------------------------------------------------------------

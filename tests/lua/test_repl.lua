@@ -225,4 +225,17 @@ T.eq("on_reset_resumes_what_was_kept", resumed, {"kept \"text\"\nline 2"})
 repl.on_reset("test_hook", function() return nil end, function(s) resumed[#resumed + 1] = s end)
 T.eq("on_reset_resumes_once", #resumed, 1)
 
+-- the start-up line (lua/repl/repl.c prints it at a terminal) and :export's report follow the REPL's language
+do
+    local saved_lang = repl.lang
+    T.eq("banner_en", repl.banner("mha-repl", "0.1.0", "Lua 5.4.4"),
+        "mha-repl 0.1.0 (Lua 5.4.4) - type ? for the commands, help() for the functions, Ctrl-D to quit")
+    repl.lang = function() return "zh" end
+    T.eq("banner_zh", repl.banner("mha-repl", "0.1.0", "Lua 5.4.4"),
+        "mha-repl 0.1.0（Lua 5.4.4）- 输入 ? 看命令，help() 看函数，Ctrl-D 退出")
+    T.eq("export_report_zh", string.format(repl.said("exported"), string.format(repl.said("exported_lesson"), 3), "l3.ipynb"),
+        "已把第 3 课写到 l3.ipynb")
+    repl.lang = saved_lang
+end
+
 T.done()
