@@ -255,9 +255,29 @@ function repl.record_step(code, label, ok, before)
             how = ok == false and "error" or nil, before = before ~= nil and tostring(before) or nil})
 end
 
--- Error text: red with colour, on stderr as lua.c does.
+-- An error's lines as a terminal shows them: a line wider than the terminal wrapped between words (spaces
+-- kept), so the terminal does not cut a word in two. Piped or batch output stays as it was.
+local function at_terminal_width(msg)
+    local ok, text = pcall(require, "mha.text")
+    if not (repl.interactive and term and ok) then return msg end
+    local columns = math.max(30, term.columns())
+    local lines = {}
+    for line in (msg .. "\n"):gmatch("(.-)\n") do
+        if text.width(line) <= columns then lines[#lines + 1] = line
+        else
+            local wrapped = text.wrap(line, columns, {mode = "verbatim"})
+            table.move(wrapped, 1, #wrapped, #lines + 1, lines)
+        end
+    end
+    return table.concat(lines, "\n")
+end
+
+-- Error text: red with colour, on stderr as lua.c does; the transcript keeps it unwrapped.
 local function show_error(msg)
-    err_out(paint("error", tostring(msg)) .. "\n")
+    msg = tostring(msg)
+    capture(msg .. "\n")
+    io.stdout:flush()  -- what was printed before the error comes before it
+    io.stderr:write(paint("error", at_terminal_width(msg)) .. "\n")
 end
 
 -- What the REPL does with an input's values: the first, unless nil, becomes `_`; they are printed
