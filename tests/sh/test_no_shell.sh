@@ -2,14 +2,8 @@
 # tests/sh/test_no_shell.sh - no user text, file name, folder name or environment value reaches a shell:
 # lesson discovery lists folders with readdir (mha.dir), and no Lua helper calls io.popen or os.execute.
 # env: MHA_REPL (the binary), as tests/run.sh sets it.
-set -u
-repl=${MHA_REPL:?set MHA_REPL to the mha-repl binary}
+. "$(dirname "$0")/testlib.sh"
 case $repl in /*) ;; *) repl=$PWD/$repl ;; esac
-fails=0
-pass() { echo "PASS $1"; }
-fail() { echo "FAIL $1: $2"; fails=$((fails + 1)); }
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
 cd "$tmp" || exit 2
 
 # MHA_LESSONS naming a folder with a command substitution, a backquote and a quote in it

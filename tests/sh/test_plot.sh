@@ -2,16 +2,10 @@
 # tests/sh/test_plot.sh - plotting seen from outside the REPL: without gnuplot on PATH (one message,
 # then text fallbacks, never a hang), MHA_PLOT_TERM, and no gnuplot left running after the REPL exits.
 # env: MHA_REPL (the binary), as tests/run.sh sets it.
-set -u
-repl=${MHA_REPL:?set MHA_REPL to the mha-repl binary}
+. "$(dirname "$0")/testlib.sh"
 case $repl in /*) ;; *) repl=$PWD/$repl ;; esac
-fails=0
-pass() { echo "PASS $1"; }
-fail() { echo "FAIL $1: $2"; fails=$((fails + 1)); }
 
 timeout=$(command -v timeout)   # found now: one test empties PATH
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
 
 # ---- gnuplot absent from PATH: PATH holds only a directory without it ----
 mkdir "$tmp/empty-path"

@@ -2,14 +2,8 @@
 # tests/sh/test_plot_window.sh - plots for a classroom: what gnuplot's libraries say on its stderr never
 # fails a drawing (while gnuplot's own errors still do), and the projector settings.
 # env: MHA_REPL (the binary), as tests/run.sh sets it.
-set -u
-repl=${MHA_REPL:?set MHA_REPL to the mha-repl binary}
+. "$(dirname "$0")/testlib.sh"
 case $repl in /*) ;; *) repl=$PWD/$repl ;; esac
-fails=0
-pass() { echo "PASS $1"; }
-fail() { echo "FAIL $1: $2"; fails=$((fails + 1)); }
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
 command -v gnuplot >/dev/null || { echo "PASS plot window: skipped, no gnuplot"; exit 0; }
 
 # ---- toolkit noise: a gnuplot whose stderr carries Qt's complaint before and after every command ----
