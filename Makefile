@@ -214,8 +214,8 @@ bench-train: deps-bench all
 models: all
 	MHA_THREADS=1 $(BUILD)/mha-repl tools/train_models.lua models
 
-$(BUILD)/bench_grad: bench/bench_grad.c $(BUILD)/libmhacore.a
-	$(CC) $(ALL_CFLAGS) -o $@ $< $(BUILD)/libmhacore.a -lm
+$(BUILD)/bench_grad: bench/bench_grad.c bench/peak.c bench/peak.h $(BUILD)/libmhacore.a
+	$(CC) $(ALL_CFLAGS) -o $@ bench/bench_grad.c bench/peak.c $(BUILD)/libmhacore.a -lm
 
-$(BUILD)/bench: bench/bench.c $(BUILD)/libmhacore.a
-	$(CC) $(ALL_CFLAGS) -o $@ $< $(BUILD)/libmhacore.a $(CORE_LIBS)
+$(BUILD)/bench: bench/bench.c bench/peak.c bench/peak.h $(BUILD)/libmhacore.a
+	$(CC) $(ALL_CFLAGS) -o $@ bench/bench.c bench/peak.c $(BUILD)/libmhacore.a $(CORE_LIBS)

@@ -38,6 +38,7 @@
 #include <unistd.h>
 
 #include "alloc.h"
+#include "peak.h"
 
 #include "attention.h"
 #include "kernels.h"
@@ -53,24 +54,25 @@ typedef struct bench_case {
     bool transposed_b;
     size_t H, L, D;   /* ATTENTION: (1,H,L,D) self-attention; MHA: E = H·D */
     bool weights;     /* MHA: need_weights (averaged over heads, torch's default) */
+    double target;    /* issue 15's bound on ours/NumPy, one thread against one */
 } bench_case;
 
 static const bench_case CASES[] = {
-    {"matmul_512", "matmul (512,512)@(512,512)", MATMUL, 512, 512, 512, false, 0, 0, 0, false},
-    {"matmul_in_64", "x@W.T in-proj (64,512)->1536", MATMUL, 64, 512, 1536, true, 0, 0, 0, false},
-    {"matmul_in_512", "x@W.T in-proj (512,512)->1536", MATMUL, 512, 512, 1536, true, 0, 0, 0, false},
-    {"matmul_in_2048", "x@W.T in-proj (2048,512)->1536", MATMUL, 2048, 512, 1536, true, 0, 0, 0, false},
-    {"matmul_out_2048", "x@W.T out-proj (2048,512)->512", MATMUL, 2048, 512, 512, true, 0, 0, 0, false},
-    {"attn_512", "attention H=8 L=512 D=64", ATTENTION, 0, 0, 0, false, 8, 512, 64, false},
-    {"attn_2048", "attention H=8 L=2048 D=64", ATTENTION, 0, 0, 0, false, 8, 2048, 64, false},
-    {"attn_4096", "attention H=8 L=4096 D=64", ATTENTION, 0, 0, 0, false, 8, 4096, 64, false},
-    {"attn_16384", "attention H=8 L=16384 D=64", ATTENTION, 0, 0, 0, false, 8, 16384, 64, false},
-    {"mha_64", "MHA E=512 H=8 L=64", MHA, 0, 0, 0, false, 8, 64, 64, false},
-    {"mha_64_w", "MHA E=512 H=8 L=64 +weights", MHA, 0, 0, 0, false, 8, 64, 64, true},
-    {"mha_512", "MHA E=512 H=8 L=512", MHA, 0, 0, 0, false, 8, 512, 64, false},
-    {"mha_512_w", "MHA E=512 H=8 L=512 +weights", MHA, 0, 0, 0, false, 8, 512, 64, true},
-    {"mha_2048", "MHA E=512 H=8 L=2048", MHA, 0, 0, 0, false, 8, 2048, 64, false},
-    {"mha_2048_w", "MHA E=512 H=8 L=2048 +weights", MHA, 0, 0, 0, false, 8, 2048, 64, true},
+    {"matmul_512", "matmul (512,512)@(512,512)", MATMUL, 512, 512, 512, false, 0, 0, 0, false, 1.0},
+    {"matmul_in_64", "x@W.T in-proj (64,512)->1536", MATMUL, 64, 512, 1536, true, 0, 0, 0, false, 1.0},
+    {"matmul_in_512", "x@W.T in-proj (512,512)->1536", MATMUL, 512, 512, 1536, true, 0, 0, 0, false, 1.0},
+    {"matmul_in_2048", "x@W.T in-proj (2048,512)->1536", MATMUL, 2048, 512, 1536, true, 0, 0, 0, false, 1.0},
+    {"matmul_out_2048", "x@W.T out-proj (2048,512)->512", MATMUL, 2048, 512, 512, true, 0, 0, 0, false, 1.0},
+    {"attn_512", "attention H=8 L=512 D=64", ATTENTION, 0, 0, 0, false, 8, 512, 64, false, 0},
+    {"attn_2048", "attention H=8 L=2048 D=64", ATTENTION, 0, 0, 0, false, 8, 2048, 64, false, 0},
+    {"attn_4096", "attention H=8 L=4096 D=64", ATTENTION, 0, 0, 0, false, 8, 4096, 64, false, 0},
+    {"attn_16384", "attention H=8 L=16384 D=64", ATTENTION, 0, 0, 0, false, 8, 16384, 64, false, 0.4},
+    {"mha_64", "MHA E=512 H=8 L=64", MHA, 0, 0, 0, false, 8, 64, 64, false, 1.0},
+    {"mha_64_w", "MHA E=512 H=8 L=64 +weights", MHA, 0, 0, 0, false, 8, 64, 64, true, 1.0},
+    {"mha_512", "MHA E=512 H=8 L=512", MHA, 0, 0, 0, false, 8, 512, 64, false, 0.75},
+    {"mha_512_w", "MHA E=512 H=8 L=512 +weights", MHA, 0, 0, 0, false, 8, 512, 64, true, 0.8},
+    {"mha_2048", "MHA E=512 H=8 L=2048", MHA, 0, 0, 0, false, 8, 2048, 64, false, 0.5},
+    {"mha_2048_w", "MHA E=512 H=8 L=2048 +weights", MHA, 0, 0, 0, false, 8, 2048, 64, true, 0.8},
 };
 enum { NCASES = sizeof CASES / sizeof CASES[0] };
 
@@ -202,69 +204,6 @@ static mha_status time_case(timing *t, bench_state *s) {
     return MHA_OK;
 }
 
-/* ---- the machine's peak: the clock and independent FMAs in registers ---- */
-
-#if defined(__x86_64__) && defined(__GNUC__)
-#include <immintrin.h>
-
-/* Cycles per second from a chain of dependent integer adds (one cycle each). These loops too are timed by
- * CPU time with --cpu, so that a loaded machine does not halve the peak. */
-static double clock_ghz(void) {
-    const long n = 80000000;
-    unsigned long x = 0;
-    double t0 = run_clock();
-    for (long i = 0; i < n; i += 8)
-        __asm__ volatile("add $1,%0\n\tadd $1,%0\n\tadd $1,%0\n\tadd $1,%0\n\t"
-                         "add $1,%0\n\tadd $1,%0\n\tadd $1,%0\n\tadd $1,%0" : "+r"(x));
-    return (double)n / (run_clock() - t0) / 1e9;
-}
-
-/* 12 independent chains of 16-lane FMAs: enough to fill both pipes whatever the latency. */
-__attribute__((target("avx512f,fma"))) static double fma_peak_avx512(void) {
-    __m512 acc[12];
-    const __m512 x = _mm512_set1_ps(0.999999f), y = _mm512_set1_ps(1e-6f);
-    for (int i = 0; i < 12; i++) acc[i] = _mm512_set1_ps((float)i);
-    const long n = 20000000;
-    double t0 = run_clock();
-    for (long k = 0; k < n; k++) {
-#pragma GCC unroll 12
-        for (int i = 0; i < 12; i++) acc[i] = _mm512_fmadd_ps(acc[i], x, y);
-    }
-    double t = run_clock() - t0;
-    float sink = 0;
-    for (int i = 0; i < 12; i++) sink += _mm512_reduce_add_ps(acc[i]);
-    return sink == 12345.0f ? 0 : (double)n * 12 * 16 * 2 / t / 1e9;
-}
-
-__attribute__((target("avx2,fma"))) static double fma_peak_avx2(void) {
-    __m256 acc[12];
-    const __m256 x = _mm256_set1_ps(0.999999f), y = _mm256_set1_ps(1e-6f);
-    for (int i = 0; i < 12; i++) acc[i] = _mm256_set1_ps((float)i);
-    const long n = 20000000;
-    double t0 = run_clock();
-    for (long k = 0; k < n; k++) {
-#pragma GCC unroll 12
-        for (int i = 0; i < 12; i++) acc[i] = _mm256_fmadd_ps(acc[i], x, y);
-    }
-    double t = run_clock() - t0;
-    float lanes[8], sink = 0;
-    for (int i = 0; i < 12; i++) {
-        _mm256_storeu_ps(lanes, acc[i]);
-        for (int j = 0; j < 8; j++) sink += lanes[j];
-    }
-    return sink == 12345.0f ? 0 : (double)n * 12 * 8 * 2 / t / 1e9;
-}
-
-static double fma_peak(const char *isa) {
-    if (strcmp(isa, "avx512") == 0) return fma_peak_avx512();
-    if (strcmp(isa, "avx2") == 0) return fma_peak_avx2();
-    return 0;
-}
-#else
-static double clock_ghz(void) { return 0; }
-static double fma_peak(const char *isa) { return 0; }
-#endif
-
 /* ---- NumPy's side: bench_numpy.py as a coprocess. We write a case line ("id kind sizes..."), it
  * answers "id median_ms runs peak_bytes". ---- */
 
@@ -379,6 +318,12 @@ static int run_table(const char *only, numpy_proc *numpy, bool have_numpy, doubl
                        (double)np.peak / 1048576.0, np.torch_ms, t.median_ms / np.ms);
             else
                 printf(" %10s %8s %8s | %10s | %7s", "-", "-", "-", "-", "-");
+            /* the target, and the ratio our time would give if every FLOP ran at the peak: no code reaches
+             * a target below it on this machine */
+            char target[16] = "-", bound[16] = "-";
+            if (c->target > 0) snprintf(target, sizeof target, "%.2f", c->target);
+            if (np_ok && peak > 0) snprintf(bound, sizeof bound, "%.2f", flops(c) / (peak * 1e6) / np.ms);
+            printf(" %6s %7s", target, bound);
             if (c->kind == MATMUL && c->M == 512 && c->N == 512 && c->K == 512 && peak > 0)
                 printf("  (%.0f%% of peak)", 100.0 * gf / peak);
         }
@@ -435,14 +380,9 @@ int main(int argc, char **argv) {
     char clock_answer[64];
     if (have_numpy && cpu_clock) have_numpy = numpy_ask(&numpy, "clock cpu", clock_answer, sizeof clock_answer) != NULL;
 
-    /* the best of 5 short runs: other work on a shared machine only ever makes them slower; measured
-     * for the one row that prints it (matmul 512³), so --only on another case starts at once */
+    /* the best of 5 short runs (half a second): other work on a shared machine only ever makes them slower */
     const char *isa = mha_kernels_isa();
-    double ghz = 0, peak = 0;
-    for (int i = 0; i < 5 && (!only || strstr("matmul_512", only)); i++) {
-        ghz = fmax(ghz, clock_ghz());
-        peak = fmax(peak, fma_peak(isa));
-    }
+    const double ghz = bench_clock_ghz(run_clock, 5), peak = bench_fma_peak(isa, run_clock, 5);
     char cpu[160], date[64];
     time_t now_t = time(NULL);
     strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", gmtime(&now_t));
@@ -455,10 +395,13 @@ int main(int argc, char **argv) {
         printf("fp32 peak of one core: %.1f GFLOP/s measured (independent FMAs in registers)\n"
                "  = clock %.2f GHz x %.1f FLOP/cycle\n", peak, ghz, peak / ghz);
     if (have_numpy) printf("NumPy: %s (OpenBLAS on one thread here; torch too)\n", blas);
-    printf("ms: %s; GFLOP/s: formulas at the top of bench/bench.c; MiB: peak extra memory\n\n",
+    printf("ms: %s; GFLOP/s: formulas at the top of bench/bench.c; MiB: peak extra memory\n",
            cpu_clock ? "CPU time (user+sys) of the fastest run" : "median of the runs");
-    printf("%-32s %4s %10s %8s %8s | %10s %8s %8s | %10s | %7s\n", "case", "runs", "ours ms", "GFLOP/s", "MiB",
-           "numpy ms", "GFLOP/s", "MiB", "torch ms", "ours/np");
+    if (have_numpy && peak > 0)
+        printf("target: issue 15's bound on ours/np; at peak: ours/np if every FLOP of ours ran at the peak "
+               "(softmax and copies free), the least any code can reach at this run's peak\n");
+    printf("\n%-32s %4s %10s %8s %8s | %10s %8s %8s | %10s | %7s %6s %7s\n", "case", "runs", "ours ms", "GFLOP/s",
+           "MiB", "numpy ms", "GFLOP/s", "MiB", "torch ms", "ours/np", "target", "at peak");
 
     case_result results[NCASES] = {{0}};
     int failures = run_table(only, &numpy, have_numpy, peak, 1, results);

@@ -6,7 +6,9 @@
  *   --quick           skip the L=16384 memory row (about a minute on one core)
  * Case: self-attention, x (1,L,512) requiring grad, need_weights=false, loss = mean(out²), then backward; the
  * median of 5 runs after one warm-up. Ours records the graph (core/multihead_grad.c) and backpropagates through
- * the fused attention backward; torch runs nn.MultiheadAttention in training mode (its autograd graph).
+ * the attention backward from the kept weights (both L here keep them: under 256 MiB, core/autograd_nn.c); torch
+ * runs nn.MultiheadAttention in training mode (its autograd graph), which keeps them too. Beside each row, the
+ * ratio our FLOPs would give at this core's FMA peak (bench/peak.c): the floor of ours/torch on this machine.
  * Memory row: scaled dot-product attention backward on (1,8,16384,64) q, k, v without weights (the fused path):
  * the highest mha_peak_bytes() during the backward minus what was live before it, gradients included. */
 #include <math.h>
@@ -18,6 +20,7 @@
 #include "autograd_ops.h"
 #include "kernels.h"
 #include "multihead_grad.h"
+#include "peak.h"
 #include "sdpa_backward.h"
 
 /* CPU time of the process: the runs are single-threaded, and on a shared machine the wall clock counts the
@@ -26,6 +29,17 @@ static double now_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static double now_s(void) { return now_ms() / 1e3; }
+
+/* FLOPs of one step as this layer runs it (2 per multiply-add; softmax and elementwise work not counted):
+ * forward 8·L·E² + 4·L²·E (bench.c's formula); backward: the in-projection's dX and dW 2·(2·L·E·3E), the
+ * out-projection's 2·(2·L·E·E), and attention's four products with the weights kept (dV, dP, dQ, dK)
+ * 4·(2·L²·E): in all 24·L·E² + 12·L²·E. */
+static double step_flops(size_t L, size_t E) {
+    const double l = (double)L, e = (double)E;
+    return 24.0 * l * e * e + 12.0 * l * l * e;
 }
 
 static int cmp_double(const void *a, const void *b) {
@@ -129,19 +143,30 @@ int main(int argc, char **argv) {
     }
     mha_kernels_set_threads(1);
     const size_t lengths[2] = {512, 2048};
-    double ours[2], theirs[2];
-    for (int i = 0; i < 2; i++) {
+    double ours[2], theirs[2], peaks[2];
+    for (int i = 0; i < 2; i++) { /* the peak beside each row: a shared VM's clock drifts over a run */
+        peaks[i] = bench_fma_peak(mha_kernels_isa(), now_s, 5);
         ours[i] = time_layer(lengths[i]);
         theirs[i] = torch_time(torch, lengths[i]);
     }
+    const double peak = fmax(peaks[0], peaks[1]);
     printf("MultiheadAttention forward + backward, E=512 H=8, 1 thread (median of 5, CPU time)\n");
-    printf("%-8s %12s %12s %10s %8s\n", "L", "ours ms", "torch ms", "ours/torch", "target");
+    if (peak > 0)
+        printf("at peak: ours/torch if every FLOP of ours ran at this core's peak, measured beside the row (%.1f\n"
+               "GFLOP/s at best; softmax and copies free): the least any code can reach here\n", peak);
+    printf("%-8s %12s %8s %12s %10s %8s %8s\n", "L", "ours ms", "GFLOP/s", "torch ms", "ours/torch", "target",
+           "at peak");
     const double targets[2] = {0.7, 0.5};
     for (int i = 0; i < 2; i++) {
-        if (theirs[i] > 0)
-            printf("%-8zu %12.1f %12.1f %10.2f %8.1f\n", lengths[i], ours[i], theirs[i], ours[i] / theirs[i], targets[i]);
-        else
-            printf("%-8zu %12.1f %12s %10s %8.1f\n", lengths[i], ours[i], "-", "-", targets[i]);
+        char ratio[16] = "-", torch_ms[16] = "-", bound[16] = "-";
+        const double gflop = step_flops(lengths[i], 512) / 1e9;
+        if (theirs[i] > 0) {
+            snprintf(torch_ms, sizeof torch_ms, "%.1f", theirs[i]);
+            snprintf(ratio, sizeof ratio, "%.2f", ours[i] / theirs[i]);
+            if (peaks[i] > 0) snprintf(bound, sizeof bound, "%.2f", gflop / peaks[i] * 1e3 / theirs[i]);
+        }
+        printf("%-8zu %12.1f %8.1f %12s %10s %8.1f %8s\n", lengths[i], ours[i], gflop / ours[i] * 1e3, torch_ms,
+               ratio, targets[i], bound);
     }
     if (!quick) memory_row();
     return 0;

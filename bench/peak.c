@@ -1,0 +1,76 @@
+/* bench/peak.c - the fp32 peak of one core from independent FMAs held in registers, and the clock from a chain
+ * of dependent integer adds (peak.h): what bench and bench_grad set their ratios beside. */
+#include "peak.h"
+
+#include <math.h>
+#include <string.h>
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+
+/* Cycles per second from a chain of dependent integer adds (one cycle each). */
+static double clock_once(bench_clock_fn clock) {
+    const long n = 80000000;
+    unsigned long x = 0;
+    double t0 = clock();
+    for (long i = 0; i < n; i += 8)
+        __asm__ volatile("add $1,%0\n\tadd $1,%0\n\tadd $1,%0\n\tadd $1,%0\n\t"
+                         "add $1,%0\n\tadd $1,%0\n\tadd $1,%0\n\tadd $1,%0" : "+r"(x));
+    return (double)n / (clock() - t0) / 1e9;
+}
+
+/* 12 independent chains of 16-lane FMAs: enough to fill both pipes whatever the latency. */
+__attribute__((target("avx512f,fma"))) static double fma_avx512(bench_clock_fn clock) {
+    __m512 acc[12];
+    const __m512 x = _mm512_set1_ps(0.999999f), y = _mm512_set1_ps(1e-6f);
+    for (int i = 0; i < 12; i++) acc[i] = _mm512_set1_ps((float)i);
+    const long n = 20000000;
+    double t0 = clock();
+    for (long k = 0; k < n; k++) {
+#pragma GCC unroll 12
+        for (int i = 0; i < 12; i++) acc[i] = _mm512_fmadd_ps(acc[i], x, y);
+    }
+    double t = clock() - t0;
+    float sink = 0;
+    for (int i = 0; i < 12; i++) sink += _mm512_reduce_add_ps(acc[i]);
+    return sink == 12345.0f ? 0 : (double)n * 12 * 16 * 2 / t / 1e9;
+}
+
+/* The same with 8-lane FMAs. */
+__attribute__((target("avx2,fma"))) static double fma_avx2(bench_clock_fn clock) {
+    __m256 acc[12];
+    const __m256 x = _mm256_set1_ps(0.999999f), y = _mm256_set1_ps(1e-6f);
+    for (int i = 0; i < 12; i++) acc[i] = _mm256_set1_ps((float)i);
+    const long n = 20000000;
+    double t0 = clock();
+    for (long k = 0; k < n; k++) {
+#pragma GCC unroll 12
+        for (int i = 0; i < 12; i++) acc[i] = _mm256_fmadd_ps(acc[i], x, y);
+    }
+    double t = clock() - t0;
+    float lanes[8], sink = 0;
+    for (int i = 0; i < 12; i++) {
+        _mm256_storeu_ps(lanes, acc[i]);
+        for (int j = 0; j < 8; j++) sink += lanes[j];
+    }
+    return sink == 12345.0f ? 0 : (double)n * 12 * 8 * 2 / t / 1e9;
+}
+
+double bench_fma_peak(const char *isa, bench_clock_fn clock, int tries) {
+    double best = 0;
+    for (int i = 0; i < tries; i++) {
+        if (strcmp(isa, "avx512") == 0) best = fmax(best, fma_avx512(clock));
+        else if (strcmp(isa, "avx2") == 0) best = fmax(best, fma_avx2(clock));
+    }
+    return best;
+}
+
+double bench_clock_ghz(bench_clock_fn clock, int tries) {
+    double best = 0;
+    for (int i = 0; i < tries; i++) best = fmax(best, clock_once(clock));
+    return best;
+}
+#else
+double bench_fma_peak(const char *isa, bench_clock_fn clock, int tries) { return 0; }
+double bench_clock_ghz(bench_clock_fn clock, int tries) { return 0; }
+#endif
