@@ -19,6 +19,7 @@
 local mha = require "mha"
 local module = require "mha.nn.module"
 local layers = require "mha.nn.layers"
+local raise = require "mha.raise"   -- errors at the user's line
 
 local Module = module.Module
 local M = {}
@@ -74,8 +75,8 @@ local function opt_choice(fname, opts, key, choices, def)
     for _, c in ipairs(choices) do
         if v == c then return v end
     end
-    error(string.format('%s: option %s must be one of "%s", got %s', fname, key, table.concat(choices, '", "'),
-                        tostring(v)), 0)
+    raise(string.format('%s: option %s must be one of "%s", got %s', fname, key, table.concat(choices, '", "'),
+                        tostring(v)))
 end
 
 function Transformer:init(opts)
@@ -90,12 +91,12 @@ function Transformer:init(opts)
     o.max_len = module.opt_size(fname, opts, "max_len", nil, EXAMPLE)
     local d_ff = opts.d_ff == nil and 4 * o.d_model or opts.d_ff
     if math.type(d_ff) ~= "integer" and not (type(d_ff) == "number" and d_ff == math.floor(d_ff)) or d_ff < 0 then
-        error(string.format("%s: option d_ff must be a whole number >= 0 (0 = attention-only), got %s", fname,
-                            tostring(d_ff)), 0)
+        raise(string.format("%s: option d_ff must be a whole number >= 0 (0 = attention-only), got %s", fname,
+                            tostring(d_ff)))
     end
     o.d_ff = math.tointeger(d_ff)
     if o.d_model % o.heads ~= 0 then
-        error(string.format("%s: d_model %d must be divisible by heads %d", fname, o.d_model, o.heads), 0)
+        raise(string.format("%s: d_model %d must be divisible by heads %d", fname, o.d_model, o.heads))
     end
     o.causal = module.opt_boolean(fname, opts, "causal", true)
     o.norm = opt_choice(fname, opts, "norm", {"pre", "post", "none"}, "pre")
@@ -128,19 +129,19 @@ local function token_tensor(self, tokens)
     local t = tokens
     if not mha.is_tensor(t) then
         if type(t) ~= "table" then
-            error(string.format("%s: tokens must be a tensor (N, L) or a table of 1-based ids, got %s", fname, type(t)), 3)
+            raise(string.format("%s: tokens must be a tensor (N, L) or a table of 1-based ids, got %s", fname, type(t)))
         end
         local ok, v = pcall(mha.tensor, t)
-        if not ok then error(string.format("%s: tokens: %s", fname, tostring(v)), 3) end
+        if not ok then raise(string.format("%s: tokens: %s", fname, tostring(v))) end
         t = v
     end
     local shape = t:shape()
     if #shape == 1 then t, shape = t:view(1, shape[1]), {1, shape[1]} end
     if #shape ~= 2 then
-        error(string.format("%s: tokens must be (N, L) or (L), got %s", fname, require("mha.display").shape_str(shape)), 3)
+        raise(string.format("%s: tokens must be (N, L) or (L), got %s", fname, require("mha.display").shape_str(shape)))
     end
     if shape[2] > self.max_len then
-        error(string.format("%s: tokens have length %d, longer than max_len %d", fname, shape[2], self.max_len), 3)
+        raise(string.format("%s: tokens have length %d, longer than max_len %d", fname, shape[2], self.max_len))
     end
     return t, shape[1], shape[2]
 end
@@ -174,7 +175,7 @@ end
 function Transformer:attention()
     local maps = rawget(self, "_attention")
     if #maps == 0 then
-        error("Transformer:attention: run model:forward(tokens) first (with need_weights left on)", 2)
+        raise("Transformer:attention: run model:forward(tokens) first (with need_weights left on)")
     end
     return maps
 end
