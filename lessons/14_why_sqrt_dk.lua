@@ -1,5 +1,6 @@
 -- lessons/14_why_sqrt_dk.lua - why √d_k, measured: the gradient that reaches the scores with and without the
--- scaling as d_k grows (seed 000 §3), plotted; seed 004's "gradient explosion" shown to be the wrong word.
+-- scaling as d_k grows (as “Transformer大模型实战 多头注意力层” §4.1 says), plotted; “多头自注意力模块”'s
+-- "gradient explosion" shown to be the wrong word.
 return lesson{
     name = "why_sqrt_dk", seed = 14,
     title = {en = "Why √d_k, measured", zh = "为什么是 √d_k：测量"},
@@ -10,11 +11,13 @@ return lesson{
         title = {en = "The claim", zh = "说法"},
         text = {
             en = [[
-Seed 000 §3 says the scaling keeps the softmax's gradient from vanishing; seed 004 calls the same
-problem "gradient explosion". Which is it? We measure the gradient that reaches the scores,
-dS = softmax_backward(dP, P), for one query over 16 keys, with entries of unit variance.]],
+The tutorial “Transformer大模型实战 多头注意力层” (§4.1) says the scaling keeps the softmax's gradient
+from vanishing; “多头自注意力模块” calls the same problem "gradient explosion". Which is it? We
+measure the gradient that reaches the scores, dS = softmax_backward(dP, P), for one query over 16
+keys, with entries of unit variance.]],
             zh = [[
-种子文档 000 §3 说缩放让 softmax 的梯度不至于消失；种子文档 004 把同一个问题叫作“梯度爆炸”。到底是哪个？
+教程《Transformer大模型实战 多头注意力层》（4.1 节）说缩放让 softmax 的梯度不至于消失；《多头自注意力模块》
+把同一个问题叫作“梯度爆炸”。到底是哪个？
 我们测量到达分数的梯度 dS = softmax_backward(dP, P)：一个查询、16 个键，元素方差为 1。]],
         },
         code = [[
@@ -66,19 +69,20 @@ plot.line{{x = dims, y = plain, title = "no scaling"},
         title = {en = "Vanishing, not exploding", zh = "是消失，不是爆炸"},
         text = {
             en = [[
-The unscaled gradient at the scores *shrinks* as d_k grows: it vanishes. Nothing explodes; seed 004's
-word is wrong. (The scores themselves grow, which is what the scaling removes.)]],
+The unscaled gradient at the scores *shrinks* as d_k grows: it vanishes. Nothing explodes; the
+word in “多头自注意力模块” is wrong. (The scores themselves grow, which is what the scaling removes.)]],
             zh = [[
-不缩放时到达分数的梯度随 d_k 增长而*变小*：它消失了。没有任何东西爆炸；种子文档 004 的用词是错的。
+不缩放时到达分数的梯度随 d_k 增长而*变小*：它消失了。没有任何东西爆炸；《多头自注意力模块》的用词是错的。
 （变大的是分数本身，缩放去掉的正是这一点。）]],
         },
         code = [[
+yes_no = {[true] = tr{en = "yes", zh = "是"}, [false] = tr{en = "no", zh = "否"}}
 print(tr{en = "plain |dS| at d_k = 1024 below a quarter of d_k = 4:",
          zh = "d_k = 1024 时不缩放的 |dS| 小于 d_k = 4 时的四分之一："},
-      plain[5] < plain[1] / 4)
+      yes_no[plain[5] < plain[1] / 4])
 print(tr{en = "scaled |dS| within a factor 2 at every d_k:",
          zh = "缩放后的 |dS| 在每个 d_k 下相差不到 2 倍："},
-      math.max(table.unpack(scaled)) < 2 * math.min(table.unpack(scaled)))]],
+      yes_no[math.max(table.unpack(scaled)) < 2 * math.min(table.unpack(scaled))])]],
     },
 
     exercise{

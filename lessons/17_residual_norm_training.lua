@@ -1,19 +1,21 @@
--- lessons/17_residual_norm_training.lua - seed 004's claims measured: gradient norms through a deep stack with
--- and without residual connections; training with and without layer norm; seed 003's training loop for real.
+-- lessons/17_residual_norm_training.lua - “多头自注意力模块”'s claims measured: gradient norms through a deep
+-- stack with and without residual connections; training with and without layer norm; the training loop of
+-- “Transformer大模型实战：多头注意力层解析” for real.
 return lesson{
     name = "residual_norm_training", seed = 17,
     title = {en = "Residuals, layer norm, a real training loop", zh = "残差、层归一化与真实的训练循环"},
-    summary = {en = "seed 004's claims measured; seed 003's loop fixed and run",
-               zh = "测量种子文档 004 的说法；修好并运行种子文档 003 的循环"},
+    summary = {en = "a tutorial's claims on residuals and layer norm measured; another's training loop run",
+               zh = "测量一篇教程关于残差与层归一化的说法；运行另一篇的训练循环"},
 
     step{
         title = {en = "Gradients through a deep stack", zh = "穿过深层堆叠的梯度"},
         text = {
             en = [[
-Seed 004: residual connections ease vanishing gradients. Stack layers y = tanh(W·y + b) and measure
-the gradient that reaches the input, with y = f(y) (plain) and y = y + f(y) (residual).]],
+The tutorial “多头自注意力模块” says residual connections ease vanishing gradients. Stack layers
+y = tanh(W·y + b) and measure the gradient that reaches the input, with y = f(y) (plain) and
+y = y + f(y) (residual).]],
             zh = [[
-种子文档 004：残差连接缓解梯度消失。堆叠 y = tanh(W·y + b) 层，测量到达输入的梯度，分别用
+教程《多头自注意力模块》说残差连接缓解梯度消失。堆叠 y = tanh(W·y + b) 层，测量到达输入的梯度，分别用
 y = f(y)（普通）和 y = y + f(y)（残差）。]],
         },
         code = [[
@@ -41,10 +43,10 @@ end]],
         title = {en = "Training with and without layer norm", zh = "有无层归一化的训练"},
         text = {
             en = [[
-Seed 004: layer norm stabilises training. Six layers, the reverse task, a bold learning rate of
-0.03, 100 steps, the same seed: once with pre-norm, once with no norm at all.]],
+The same tutorial says layer norm stabilises training. Six layers, the reverse task, a bold
+learning rate of 0.03, 100 steps, the same seed: once with pre-norm, once with no norm at all.]],
             zh = [[
-种子文档 004：层归一化让训练稳定。六层，反转任务，较大的学习率 0.03，100 步，相同的种子：一次用
+同一篇教程说层归一化让训练稳定。六层，反转任务，较大的学习率 0.03，100 步，相同的种子：一次用
 pre-norm，一次完全不用归一化。]],
         },
         code = [[
@@ -57,19 +59,21 @@ for _, norm in ipairs({"pre", "none"}) do
   results[norm] = mha.train{model = m, task = t, steps = 100,
     lr = 3e-2, log_every = 50, seed = 1, quiet = true}
 end
+yes_no = {[true] = tr{en = "yes", zh = "是"}, [false] = tr{en = "no", zh = "否"}}
 for _, norm in ipairs({"pre", "none"}) do
   local h = results[norm]
   print(string.format(tr{en = "norm = %-4s  accuracy >= 90%%: %s  loss < 1: %s",
                          zh = "norm = %-4s  准确率 >= 90%%：%s  损失 < 1：%s"},
-        norm, tostring(h.acc[2] >= 0.9), tostring(h.loss[2] < 1)))
+        norm, yes_no[h.acc[2] >= 0.9], yes_no[h.loss[2] < 1]))
 end]],
     },
 
     step{
-        title = {en = "Seed 003's loop does not parse", zh = "种子文档 003 的循环无法解析"},
+        title = {en = "A tutorial's model does not parse; its loop is right",
+                 zh = "一篇教程的模型无法解析，它的循环却是对的"},
         text = {
             en = [[
-Seed 003's Decoder builds its layers with
+The tutorial “Transformer大模型实战：多头注意力层解析” builds its Decoder's layers with
 
     nn.ModuleList([MultiHeadAttention(...), CrossAttention(...),
                    nn.Linear(d_model, d_model) for _ in range(num_layers)])
@@ -78,7 +82,7 @@ which is a Python syntax error (a list comprehension has one expression before `
 forward calls self.fc, which it never made. Its loop, though, is the right one. Here it is for real:
 zero the gradients, forward, loss, backward, step.]],
             zh = [[
-种子文档 003 的 Decoder 这样构造各层：
+教程《Transformer大模型实战：多头注意力层解析》的 Decoder 这样构造各层：
 
     nn.ModuleList([MultiHeadAttention(...), CrossAttention(...),
                    nn.Linear(d_model, d_model) for _ in range(num_layers)])
@@ -101,7 +105,7 @@ for epoch = 1, 150 do
   optimizer:step()
 end
 print(tr{en = "copy learned (accuracy >= 99%):",
-         zh = "学会了复制（准确率 >= 99%）："}, acc >= 0.99)]],
+         zh = "学会了复制（准确率 >= 99%）："}, yes_no[acc >= 0.99])]],
     },
 
     exercise{
