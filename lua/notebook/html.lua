@@ -79,7 +79,7 @@ local function matrix_table(rows, row_labels, col_labels, lo, hi, fmt)
     end
     out[#out + 1] = "<tbody>"
     for i = 1, math.min(#rows, MAX_ROWS) do
-        out[#out + 1] = "<tr><th>" .. M.escape(row_labels and row_labels[i] or (i - 1)) .. "</th>"
+        out[#out + 1] = "<tr><th>" .. M.escape(row_labels[i] or "") .. "</th>"
         for j = 1, math.min(ncols, MAX_COLS) do
             local v = rows[i][j]
             out[#out + 1] = "<td" .. cell_style(v, lo, hi) .. ">" .. format_value(v, fmt) .. "</td>"
@@ -106,12 +106,12 @@ local function matrices_of(t, dims)
         if depth == #shape - 2 then
             mats[#mats + 1] = node
             -- as mha.show labels a slice: "[head 1]" with opts.dims, else its indices
-            if dims and #index == 1 and dims[1] then captions[#captions + 1] = "[" .. tostring(dims[1]) .. " " .. (index[1] + 1) .. "]"
+            if dims and #index == 1 and dims[1] then captions[#captions + 1] = "[" .. tostring(dims[1]) .. " " .. index[1] .. "]"
             else captions[#captions + 1] = "[" .. table.concat(index, ", ") .. ", :, :]" end
             return
         end
         for i, child in ipairs(node) do
-            index[depth + 1] = i - 1
+            index[depth + 1] = i   -- from 1, as the printout's "[1,:,:]"
             walk(child, depth + 1, index)
         end
         index[depth + 1] = nil
@@ -130,8 +130,10 @@ function M.tensor(t, opts)
     local lo, hi = display.finite_range(mats)   -- lo > hi when nothing is finite: no shading
     local fmt = number_format(mats)
     local nrows, ncols = #mats[1], #(mats[1][1] or {})
-    local row_labels = #shape >= 2 and label_list(opts.rows, nrows) or {""}   -- a vector: one unlabelled row
-    local col_labels = label_list(#shape >= 2 and opts.cols or opts.cols or opts.rows, ncols)
+    -- rows and columns numbered from 1, as t[i][j] counts them, where no labels are given; a vector is one
+    -- unlabelled row, a scalar one cell
+    local row_labels = #shape >= 2 and label_list(opts.rows or {}, nrows) or {""}
+    local col_labels = #shape >= 1 and label_list(#shape >= 2 and opts.cols or opts.cols or opts.rows or {}, ncols)
     local out = {'<div class="mha-tensor-box">'}
     local dims = {}
     for i, n in ipairs(shape) do dims[i] = tostring(n) end

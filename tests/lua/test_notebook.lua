@@ -34,7 +34,16 @@ T.test("html", function()
     T.ok("html_tensor_shading", h:find('rgba(33,102,172,0.08);color:#111">0', 1, true)
          and h:find('rgba(33,102,172,0.90);color:#fff">3', 1, true), h)
     local h3 = html.tensor(mha.zeros{2, 2, 2})
-    T.ok("html_tensor_slices", h3:find("[1, :, :]", 1, true) ~= nil, h3)
+    T.ok("html_tensor_slices", h3:find("[1, :, :]", 1, true) and h3:find("[2, :, :]", 1, true)
+         and not h3:find("[0, :, :]", 1, true), h3)
+    -- unlabelled rows and columns are numbered from 1, as t[i][j] counts them: the headers in order
+    local function headers(fragment)
+        local out = {}
+        for label in fragment:gmatch("<th>(.-)</th>") do out[#out + 1] = label end
+        return table.concat(out, "|")
+    end
+    T.eq("html_tensor_numbers", headers(html.tensor(mha.tensor{{1, 2}, {3, 4}, {5, 6}})), "|1|2|1|2|3")
+    T.eq("html_tensor_vector_numbers", headers(html.tensor(mha.tensor{7, 8, 9})), "|1|2|3|")
     T.raises("html_tensor_not", function() html.tensor({1, 2}) end, "html.tensor: expected a tensor, got table")
 end)
 

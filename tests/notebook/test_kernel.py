@@ -5,6 +5,7 @@ execute (stream, results, tensors as HTML, plots as SVG, errors), completion, in
 usage: MHA_REPL=build/mha-repl /usr/bin/python3 tests/notebook/test_kernel.py   (prints PASS/FAIL lines)
 """
 import os
+import re
 import shutil
 import sys
 import time
@@ -113,6 +114,11 @@ def main():
     data = (of_type(out, "execute_result") or [{"data": {}}])[0]["data"]
     check("tensor_html", "<table" in data.get("text/html", "") and "[float32 (2,2)]" in data.get("text/plain", ""),
           str(data)[:300])
+
+    # rows and columns numbered from 1, as t[i][j] counts them (the try-out saw blank, 1, 2 for three rows)
+    reply, out = run(kc, "mha.tensor{{1, 2}, {3, 4}, {5, 6}}")
+    html = (of_type(out, "execute_result") or [{"data": {}}])[0]["data"].get("text/html", "")
+    check("tensor_numbers", re.findall(r"<th>(.*?)</th>", html) == ["", "1", "2", "1", "2", "3"], html[:300])
 
     reply, out = run(kc, 'mha.show(x, {rows = {"we", "like"}, title = "X"})')
     shown = of_type(out, "display_data")
