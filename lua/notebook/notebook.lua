@@ -139,12 +139,15 @@ local function run_cell(code, count)
     return {kind = "code", source = code, outputs = outputs, count = count}
 end
 
--- What an export says when it cannot write, in the language the caller names (English by default).
+-- What an export says (the first cell's comment; why it cannot write), in the language the caller names
+-- (English by default).
 local WORDS = {
-    en = {no_name = "expected a file name ending in .ipynb or .html",
+    en = {setup = "the lesson's language, seed, print options and helpers, as --batch sets them",
+          no_name = "expected a file name ending in .ipynb or .html",
           bad_name = "'%s': the name must end in .ipynb or .html",
           not_opened = "the lesson did not open", failed = "the export failed"},
-    zh = {no_name = "需要一个以 .ipynb 或 .html 结尾的文件名",
+    zh = {setup = "课程的语言、随机种子、打印选项和辅助函数，与 --batch 的设置相同",
+          no_name = "需要一个以 .ipynb 或 .html 结尾的文件名",
           bad_name = "“%s”：文件名必须以 .ipynb 或 .html 结尾",
           not_opened = "课程没有打开", failed = "导出失败"},
 }
@@ -160,9 +163,9 @@ function M.lesson_cells(which, lang)
     local lessons = require "mha.lesson"
     local found, not_found = lessons.find(which, lang)
     if not found then return nil, not_found end
-    local setup = string.format('-- the lesson\'s language, seed, print options and helpers, as --batch sets them\n'
-                                .. 'require("mha.lesson").open_cells(%s, %q);', math.tointeger(tonumber(which)) or string.format("%q", which),
-                                lessons.choose_lang(lang))
+    local chosen = lessons.choose_lang(lang)
+    local setup = string.format('-- %s\nrequire("mha.lesson").open_cells(%s, %q);', words(chosen).setup,
+                                math.tointeger(tonumber(which)) or string.format("%q", which), chosen)
     local count = 1
     local first = run_cell(setup, count)
     local session = lessons.current()

@@ -98,6 +98,9 @@ def main():
             with open(os.path.join(ROOT, "tests", "golden", "%s.%s.txt" % (base, lang)), encoding="utf-8") as f:
                 missing = in_transcript(nb, f.read())
             check(name + "_as_batch", missing is None, "not in the transcript: %r" % (missing or "")[:200])
+            if lang == "zh":   # the first cell's comment in the lesson's language (a teacher found it in English)
+                setup = next(c.source for c in nb.cells if c.cell_type == "code")
+                check(name + "_setup_zh", setup.startswith("-- 课程的语言、随机种子"), setup[:120])
 
     # re-executed in the kernel by nbconvert: the same outputs
     for base, lang in ([("08_multihead", "zh")] if quick else [("08_multihead", "zh"), ("06_masks", "en")]):
