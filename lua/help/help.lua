@@ -118,14 +118,24 @@ local function signature(sig, columns)
     return table.concat(out, "\n")
 end
 
--- A labelled block: "  Formula:  first line" and further lines aligned under the first. Lines are kept as
--- written (code, formulas) while they fit; a wider one breaks at a space (outside strings, for code),
--- its continuation indented two more than the line.
+-- A labelled block: "  Formula:  first line" and further lines aligned under the first (code too wide for
+-- that goes under the label). Lines are kept as written (code, formulas) while they fit; a wider one breaks
+-- at a space (outside strings, for code), its continuation indented two more than the line.
 local function labelled(label, body, columns, mode)
     local pad = string.rep(" ", 12)
     local head = "  " .. label .. (label:find("：$") and "" or ":")
     head = head .. string.rep(" ", math.max(1, 12 - text.width(head)))
     local out = {}
+    if mode == "code" then
+        -- code beside the label only when every line fits there; else under it, indented 4, so that an
+        -- example of up to 76 columns pastes whole at 80 (a line split mid-expression cannot be pasted)
+        local beside = true
+        for line in (body .. "\n"):gmatch("(.-)\n") do beside = beside and text.width(pad .. line) <= columns end
+        if not beside then
+            out[1] = (head:gsub("%s+$", ""))
+            head, pad = "    ", "    "
+        end
+    end
     for line in (body .. "\n"):gmatch("(.-)\n") do
         local first = #out == 0 and head or pad
         local own = line:match("^ *")

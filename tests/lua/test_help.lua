@@ -149,7 +149,7 @@ local function layout_problems(s, columns)
                      or select(2, line:gsub("^  %u[%a ]+:  ", ""):gsub("%S+", "")) <= 1
         local before = line:sub(1, columns)
         local in_literal = select(2, before:gsub('"', "")) % 2 == 1 or before:find("--", 1, true)
-        if not fits and not (line:find("^  Example:  ") or line:find("^            ")) then in_literal = false end
+        if not fits and not (line:find("^  Example:  ") or line:find("^    ")) then in_literal = false end
         if not fits and not in_literal then return "too wide: " .. line end
     end
 end
@@ -186,6 +186,25 @@ T.ok("help_signature_hangs_after_comma", #sig_lines >= 2 and sig_lines[1]:find("
 term.columns = function() return 80 end
 T.ok("help_example_kept", help.text("mha.softmax"):find("  Example:  " .. docs["mha.softmax"].example:match("^[^\n]*"), 1, true),
      help.text("mha.softmax"))
+-- at 80 columns every example line (76 columns at most) is printed whole, in en and zh: it can be pasted
+for _, lang in ipairs({"en", "zh"}) do
+    mha.printoptions{lang = lang}
+    local split = {}
+    for _, key in ipairs(keys) do
+        local whole = {}   -- the lines shown, without the label and the indent
+        for line in help.text(key):gmatch("[^\n]+") do
+            whole[(line:gsub("^  Example:", ""):gsub("^  例子：", ""):match("^ *(.-)$"))] = true
+        end
+        for line in ((docs[key].example or "") .. "\n"):gmatch("(.-)\n") do
+            if line ~= "" and not whole[line:match("^ *(.-)$")] then
+                split[#split + 1] = key .. ": " .. line
+            end
+        end
+    end
+    T.ok("help_examples_whole_at_80_" .. lang, #split == 0, table.concat(split, "\n"))
+end
+mha.printoptions{lang = "en"}
+term.columns = real_columns
 -- ? : the command table at 50 columns, each command's help wrapped under its own column
 term.columns = function() return 50 end
 local listing_file = io.tmpfile()
