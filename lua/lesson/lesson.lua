@@ -698,6 +698,7 @@ function M.install(repl)
     the_repl = repl
     if not (repl and repl.add_command) then return end
     repl.lang = M.language   -- the REPL's help and messages follow the lessons' language
+    mha.printoptions{lang = M.language()}   -- and so do the words printed at the prompt (mha.train's "done")
     local function cmd(name, args, help, run) repl.add_command(name, {args = args, help = help, run = run}) end
     cmd("lessons", "", "list the lessons with a one-line summary", function() M.list() end)
     cmd("open", "NAME|NUMBER", "open a lesson at its first step", function(a)
@@ -723,10 +724,10 @@ function M.install(repl)
         end
         M.preferred_lang = lang
         say_text(words[lang].lang_set)
+        mha.printoptions{lang = lang}
         if session then
             session.lang = lang
             session.print_options.lang = lang
-            mha.printoptions{lang = lang}
             if session.pos >= 1 then
                 -- the words a step resolved when it ran (token labels, titles) are the old language's:
                 -- steps 1..pos run again quietly in the new one, then the step is shown again

@@ -43,21 +43,42 @@ local function make_optimizer(o, params)
     raise(string.format('train: option optimizer must be "adamw", "adam" or "sgd", got %s', tostring(kind)))
 end
 
--- The curves' words, in the language of the printoptions.
+-- What train prints and the curves' words, in the language of the printoptions (a Chinese lesson sets "zh").
 local WORDS = {
-    en = {loss = "loss", accuracy = "accuracy", step = "step", training = "training"},
-    zh = {loss = "损失", accuracy = "准确率", step = "步", training = "训练"},
+    en = {loss = "loss", accuracy = "accuracy", step = "step", training = "training",
+          progress = "step %d/%d  %.1f steps/s  loss %.4f  acc %5.1f%%  ETA %s",
+          log = "step %5d  loss %.4f  acc %5.1f%%",
+          interrupted = "train: interrupted after step %d of %d; the model keeps what it learned",
+          done = "done: %d steps in %s (CPU), loss %.4f, acc %.1f%%",
+          model = function(heads, d_model, layers)   -- the curves' title names the model: runs compare
+              return string.format("training: %d head%s, d_model %d, %d layer%s", heads, heads == 1 and "" or "s",
+                                   d_model, layers, layers == 1 and "" or "s")
+          end},
+    zh = {loss = "损失", accuracy = "准确率", step = "步", training = "训练",
+          progress = "第 %d/%d 步  %.1f 步/秒  损失 %.4f  准确率 %5.1f%%  还需 %s",
+          log = "第 %5d 步  损失 %.4f  准确率 %5.1f%%",
+          interrupted = "train：第 %d 步（共 %d 步）后中断；模型保留已学到的",
+          done = "完成：%d 步，用时 %s（CPU），损失 %.4f，准确率 %.1f%%",
+          model = function(heads, d_model, layers)
+              return string.format("训练：%d 个头，d_model %d，%d 层", heads, d_model, layers)
+          end},
 }
+local function words() return WORDS[mha.printoptions().lang] or WORDS.en end
 
 -- The loss and accuracy curves: redrawn live in a gnuplot window, or once at the end as a text plot; the labels
 -- in the language of the printoptions (a Chinese lesson sets "zh").
-local function draw_curve(history, steps)
+local function draw_curve(history, steps, model)
     local plot = require "mha.plot"
-    local said = WORDS[mha.printoptions().lang] or WORDS.en
+    local said = words()
     local xs = {}
     for i = 1, #history.loss do xs[i] = history.step[i] end
+    local title = said.training
+    if math.type(model.heads) == "integer" and math.type(model.d_model) == "integer"
+        and math.type(model.layers) == "integer" then
+        title = said.model(model.heads, model.d_model, model.layers)
+    end
     plot.line{{x = xs, y = history.loss, title = said.loss}, {x = xs, y = history.acc, title = said.accuracy},
-              title = said.training, xlabel = said.step, xrange = {0, steps}}
+              title = title, xlabel = said.step, xrange = {0, steps}}
 end
 
 -- Is the figure a window (redrawn live) rather than text (drawn once, at the end)?
@@ -124,6 +145,8 @@ function M.train(o)
     local sum_loss, sum_acc, n_acc = 0, 0, 0
     local t0 = os.clock()
     local drawn_at = -math.huge   -- mha.clock() of the last live redraw
+    -- each run's live curves in a window of their own, so that two runs (1 head, 2 heads) can be compared
+    if o.plot and windowed() then require("mha.plot").figure() end
     local function run_steps()
         for step = 1, steps do
             local tokens, targets = task:batch(batch)
@@ -142,17 +165,16 @@ function M.train(o)
                 if tty then
                     local el = os.clock() - t0
                     local rate = step / math.max(el, 1e-9)
-                    io.write(string.format("\r\27[Kstep %d/%d  %.1f steps/s  loss %.4f  acc %5.1f%%  ETA %s", step,
-                                           steps, rate, history.loss[n], 100 * history.acc[n],
-                                           fmt_time((steps - step) / rate)))
+                    io.write("\r\27[K", string.format(words().progress, step, steps, rate, history.loss[n],
+                                                        100 * history.acc[n], fmt_time((steps - step) / rate)))
                     io.flush()
                 elseif not o.quiet then
-                    print(string.format("step %5d  loss %.4f  acc %5.1f%%", step, history.loss[n],
+                    print(string.format(words().log, step, history.loss[n],
                                         100 * history.acc[n]))
                 end
                 -- live, on an x axis fixed at 0 .. steps: at most 5 redraws a second
                 if o.plot and windowed() and (step == steps or mha.clock() - drawn_at >= 0.2) then
-                    draw_curve(history, steps)
+                    draw_curve(history, steps, model)
                     drawn_at = mha.clock()
                 end
                 if (o.attention_every or 0) > 0 and step % o.attention_every == 0 then draw_attention(model, task) end
@@ -176,18 +198,17 @@ function M.train(o)
         history.interrupted = true
         opt:zero_grad()
         if tty then io.write("\n") end
-        print(string.format("train: interrupted after step %d of %d; the model keeps what it learned", history.steps,
-                            steps))
+        print(string.format(words().interrupted, history.steps, steps))
     end
     history.seconds = os.clock() - t0
     -- text: once at the end; a window: once more when Ctrl-C or the rate limit left the last point undrawn
     if o.plot and #history.loss > 0 and (not windowed() or history.interrupted) then
-        draw_curve(history, steps)
+        draw_curve(history, steps, model)
     end
     if tty then
-        io.write(string.format("\r\27[Kdone: %d steps in %s (CPU), loss %.4f, acc %.1f%%\n", history.steps,
-                               fmt_time(history.seconds), history.loss[#history.loss] or 0 / 0,
-                               100 * (history.acc[#history.acc] or 0)))
+        io.write("\r\27[K", string.format(words().done, history.steps, fmt_time(history.seconds),
+                                            history.loss[#history.loss] or 0 / 0,
+                                            100 * (history.acc[#history.acc] or 0)), "\n")
     end
     return history
 end
