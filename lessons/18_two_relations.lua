@@ -84,7 +84,8 @@ plot.line{{x = one_extra["history.step"], y = one_extra["history.acc"],
            title = tr{en = "1 head", zh = "1 个头"}},
           {x = two_extra["history.step"], y = two_extra["history.acc"],
            title = tr{en = "2 heads", zh = "2 个头"}},
-          xlabel = tr{en = "step", zh = "步"}}]],
+          xlabel = tr{en = "step", zh = "步"},
+          ylabel = tr{en = "training accuracy", zh = "训练准确率"}}]],
     },
 
     step{
@@ -126,14 +127,15 @@ A head's output is w1·v1 + w2·v2, the weighted sum of the two values. With equ
 same for (3, 5) as for (5, 3): the order is gone, and 3 - 5 cannot be told from 5 - 3. To do
 better a single head must weigh the two unequally and the MLP must undo the blend; that is slow
 to learn. It is not impossible: in a run of 2000 steps (lr 3e-3) we measured, a single head
-reached 100%. So the notes' "only one kind of feature" is too strong. What holds, measured: at
-the same cost, two heads learn this in about 500 steps, while one head is far from it after 800.]],
+reached 100%. So the notes' "only one kind of feature" is too strong. What holds, measured on the
+checkpoints: at the same cost and from the same start, two heads learned this in about 500 steps,
+while one head was far from it after 800. (Other starts do not all go so well: see the last step.)]],
             zh = [[
 一个头的输出是 w1·v1 + w2·v2，即两个值的加权和。权重相等时，(3, 5) 和 (5, 3) 得到的是同一个结果：
 顺序丢了，3 - 5 与 5 - 3 无法区分。单个头要做得更好，就得给两者不同的权重，再让 MLP 把混合拆开；
 这学得很慢。但并非做不到：我们测过一次 2000 步（lr 3e-3）的训练，单个头达到了 100%。所以笔记说的
-“只能学到一种特征”说过头了。测得成立的是：同样的代价，两个头大约 500 步就学会，单个头 800 步后还差
-得远。]],
+“只能学到一种特征”说过头了。在检查点上测得成立的是：同样的代价、同样的起点，两个头大约 500 步就学会了，
+单个头 800 步后还差得远。（换个起点并不都这么顺利：见最后一步。）]],
         },
     },
 
@@ -160,8 +162,8 @@ first. What accuracy can it reach at most? answer(number)]],
         title = {en = "Train them yourself", zh = "自己训练一次"},
         text = {
             en = [[
-At the prompt, train both again (about 8 s each; try other seeds with mha.seed(k) first, or
-heads = 4):
+At the prompt, train both again (a few seconds each; try heads = 4 too). Each run draws its curves
+in a window of its own, titled with the model's heads:
 
     for _, heads in ipairs({1, 2}) do
       local m = mha.nn.Transformer{vocab = 8, d_model = 32, heads = heads,
@@ -170,10 +172,16 @@ heads = 4):
       print(heads, accuracy(m))
     end
 
-In our runs with mha.seed(k) and seed = k in mha.train, for k = 1, 2, 3, one head reached 40%, 18%
-and 24%; two heads 100%, 100% and 87%; four heads 100%, 100% and 99.9%.]],
+What you get depends on where the random generators stand: mha's draws the models' first weights,
+t's own draws the batches (going on from where it stopped), and nothing in this loop resets them.
+We ran the loop as printed after mha.seed(k), for k = 1 .. 5: one head reached 34%, 20%, 19%, 19%
+and 26%; two heads 24%, 96%, 91%, 99% and 25%. So two heads do not always learn it in 800 steps:
+from two of those five starts they were still where one head is. (The checkpoints came from mha.seed(0) before each model and seed = 1 in
+mha.train, a start from which two heads pass 95% by step 500.) mha.seed(k) before the loop and
+seed = k in mha.train make a run repeatable.]],
             zh = [[
-在提示符下把两者再训练一次（各约 8 秒；可以先用 mha.seed(k) 换个种子，或试 heads = 4）：
+在提示符下把两者再训练一次（各几秒钟；也可以试 heads = 4）。每次训练都在自己的窗口里画曲线，窗口标题
+写着模型的头数：
 
     for _, heads in ipairs({1, 2}) do
       local m = mha.nn.Transformer{vocab = 8, d_model = 32, heads = heads,
@@ -182,8 +190,12 @@ and 24%; two heads 100%, 100% and 87%; four heads 100%, 100% and 99.9%.]],
       print(heads, accuracy(m))
     end
 
-我们用 mha.seed(k) 并在 mha.train 中设 seed = k（k = 1、2、3）测得：1 个头为 40%、18%、24%；
-2 个头为 100%、100%、87%；4 个头为 100%、100%、99.9%。]],
+结果取决于随机数生成器当时的状态：mha 的生成器抽取模型的初始权重，t 自己的生成器抽取批次（从上次停下
+的地方接着抽），而这个循环不重置它们。我们在
+mha.seed(k)（k = 1 .. 5）之后照原样运行这个循环：1 个头为 34%、20%、19%、19%、26%；2 个头为 24%、
+96%、91%、99%、25%。所以两个头并不总能在 800 步内学会：五个起点里有两个，它们仍停在单个头的水平。
+（检查点来自每个模型前 mha.seed(0)、mha.train 中 seed = 1 的起点，从那里两个头在第 500 步前就超过
+95%。）在循环前加上 mha.seed(k)、在 mha.train 中设 seed = k，一次运行就能重复。]],
         },
     },
 }
