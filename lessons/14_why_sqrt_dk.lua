@@ -80,9 +80,10 @@ yes_no = {[true] = tr{en = "yes", zh = "是"}, [false] = tr{en = "no", zh = "否
 print(tr{en = "plain |dS| at d_k = 1024 below a quarter of d_k = 4:",
          zh = "d_k = 1024 时不缩放的 |dS| 小于 d_k = 4 时的四分之一："},
       yes_no[plain[5] < plain[1] / 4])
+lo, hi = math.min(table.unpack(scaled)), math.max(table.unpack(scaled))
 print(tr{en = "scaled |dS| within a factor 2 at every d_k:",
          zh = "缩放后的 |dS| 在每个 d_k 下相差不到 2 倍："},
-      yes_no[math.max(table.unpack(scaled)) < 2 * math.min(table.unpack(scaled))])]],
+      yes_no[hi < 2 * lo])]],
     },
 
     exercise{

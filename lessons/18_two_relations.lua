@@ -1,5 +1,6 @@
 -- lessons/18_two_relations.lua - one head against two at the same cost, on a task whose every answer needs two
--- tokens at once (the difference of the two before it): seed 002's claim that one head learns one thing, measured.
+-- tokens at once (the difference of the two before it): the notes “多头注意力”'s claim that one head learns one
+-- thing, measured.
 return lesson{
     name = "two_relations", seed = 18,
     title = {en = "Two relations at once: one head or two", zh = "同时需要两种关系：一个头还是两个"},

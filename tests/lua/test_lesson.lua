@@ -207,6 +207,17 @@ local function plain_output(lines)
     end
     return normalized(joined(kept):gsub("%*", ""))
 end
+-- A student never sees the source documents' file names: a lesson names a tutorial by its title, never
+-- "seed 004" or "种子文档 004" (lesson 1 gives the titles).
+local named_by_number = {}
+for _, f in ipairs(files) do
+    local source = assert(io.open(f.path)):read("a")
+    for _, pattern in ipairs({"[Ss][Ee][Ee][Dd] 0%d%d", "种子文档"}) do
+        if source:find(pattern) then named_by_number[#named_by_number + 1] = f.path .. ": " .. source:match("[^\n]*" .. pattern .. "[^\n]*") end
+    end
+end
+T.ok("lessons name documents by title", #named_by_number == 0, table.concat(named_by_number, "\n"))
+
 local overflow_checked, words_checked = 0, 0
 for _, f in ipairs(files) do
     local lesson = L.load(f.path)
