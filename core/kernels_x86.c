@@ -187,7 +187,7 @@ AVX512 static void pack_b_trans_avx512(float *dst, const float *b, ptrdiff_t b_c
 }
 
 const kernel_isa mha_kernels_avx512 = {"avx512", MR512, 16 * NV512, tile_avx512, softmax_step_avx512,
-                                       softmax_row_avx512, pack_b_trans_avx512, NULL, NULL};
+                                       softmax_row_avx512, pack_b_trans_avx512, NULL, NULL, NULL};
 
 /* ---------------------------------------------------------------------------------------------
  * AVX2 + FMA: 16 registers of 8 floats. The tile is 6 rows by 16 columns: 12 accumulators, 2 for
@@ -216,6 +216,33 @@ AVX2 static void tile_avx2(size_t kc, const float *a, const float *b, float *c, 
     for (int i = 0; i < MR256; i++, c += ldc) {
         for (int v = 0; v < NV256; v++) {
             if (add) acc[i][v] = _mm256_fmadd_ps(_mm256_loadu_ps(c + 8 * v), scale[v], acc[i][v]);
+            _mm256_storeu_ps(c + 8 * v, acc[i][v]);
+        }
+    }
+}
+
+/* See kernel_isa.tile_a_rows: tile_avx2's loop with each A value broadcast from its own row of A. */
+AVX2 static void tile_a_rows_avx2(float *c, size_t ldc, const float *a, ptrdiff_t a_rs, size_t rows, const float *b,
+                                  size_t kc, bool add) {
+    const float *row[MR256];
+    for (size_t i = 0; i < MR256; i++) row[i] = a + (ptrdiff_t)(i < rows ? i : rows - 1) * a_rs;
+    __m256 acc[MR256][NV256];
+#pragma GCC unroll 6
+    for (int i = 0; i < MR256; i++)
+        for (int v = 0; v < NV256; v++) acc[i][v] = _mm256_setzero_ps();
+    for (size_t p = 0; p < kc; p++, b += 8 * NV256) {
+        __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8);
+#pragma GCC unroll 6
+        for (int i = 0; i < MR256; i++) {
+            __m256 ai = _mm256_broadcast_ss(row[i] + p);
+            acc[i][0] = _mm256_fmadd_ps(ai, b0, acc[i][0]);
+            acc[i][1] = _mm256_fmadd_ps(ai, b1, acc[i][1]);
+        }
+    }
+#pragma GCC unroll 6
+    for (int i = 0; i < MR256; i++, c += ldc) {
+        for (int v = 0; v < NV256; v++) {
+            if (add) acc[i][v] = _mm256_fmadd_ps(_mm256_loadu_ps(c + 8 * v), _mm256_set1_ps(1.0f), acc[i][v]);
             _mm256_storeu_ps(c + 8 * v, acc[i][v]);
         }
     }
@@ -457,6 +484,7 @@ AVX2 static void dot_rows_avx2(float *c, size_t ldc, const float *a, size_t lda,
 }
 
 const kernel_isa mha_kernels_avx2 = {"avx2", MR256, 8 * NV256, tile_avx2, softmax_step_avx2, softmax_row_avx2,
-                                     pack_b_trans_avx2, dot_rows_avx2, pack_a_rows_avx2};
+                                     pack_b_trans_avx2, dot_rows_avx2, pack_a_rows_avx2,
+                                     tile_a_rows_avx2};
 
 #endif
