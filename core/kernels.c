@@ -112,7 +112,7 @@ static void softmax_step_portable(float *scores, size_t nk, float *m, float *l, 
 }
 
 static const kernel_isa kernels_portable = {"portable", MR_PORTABLE, NR_PORTABLE, tile_portable,
-                                            softmax_step_portable, softmax_row, NULL, NULL, NULL, NULL};
+                                            softmax_step_portable, softmax_row, NULL, NULL, NULL, NULL, NULL};
 
 static const kernel_isa *const isa_all[] = {
 #ifdef MHA_KERNELS_X86
@@ -310,6 +310,10 @@ static size_t round_up(size_t n, size_t m) { return (n + m - 1) / m * m; }
 /* A (mc,kc) with (i,p) at a[i*a_rs + p*a_cs]  ->  panels of mr rows: dst[(i/mr)*mr*kc + p*mr + i%mr]. */
 static void pack_a(const kernel_isa *k, float *dst, const float *a, ptrdiff_t a_rs, ptrdiff_t a_cs, size_t mc,
                    size_t kc, size_t mr) {
+    if (a_rs == 1 && a_cs != 1 && mr == k->mr && k->pack_a_cols) { /* columns contiguous: the whole block */
+        k->pack_a_cols(dst, a, a_cs, kc, mc);
+        return;
+    }
     for (size_t i0 = 0; i0 < mc; i0 += mr, dst += mr * kc) {
         size_t rows = min_size(mr, mc - i0);
         if (a_cs == 1 && mr == k->mr && k->pack_a_rows) { /* rows contiguous: transposed in registers */

@@ -187,7 +187,7 @@ AVX512 static void pack_b_trans_avx512(float *dst, const float *b, ptrdiff_t b_c
 }
 
 const kernel_isa mha_kernels_avx512 = {"avx512", MR512, 16 * NV512, tile_avx512, softmax_step_avx512,
-                                       softmax_row_avx512, pack_b_trans_avx512, NULL, NULL, NULL};
+                                       softmax_row_avx512, pack_b_trans_avx512, NULL, NULL, NULL, NULL};
 
 /* ---------------------------------------------------------------------------------------------
  * AVX2 + FMA: 16 registers of 8 floats. The tile is 6 rows by 16 columns: 12 accumulators, 2 for
@@ -415,6 +415,23 @@ AVX2 static void pack_a_rows_avx2(float *dst, const float *a, ptrdiff_t a_rs, si
         for (size_t i = 0; i < MR256; i++) dst[p0 * MR256 + i] = i < rows ? a[(ptrdiff_t)i * a_rs + (ptrdiff_t)p0] : 0.0f;
 }
 
+/* See kernel_isa.pack_a_cols. Column by column (each read in one stream, which the prefetcher follows,
+ * where panel by panel would touch kc lines a stride apart for 24 bytes each), scattering each whole
+ * panel's 6 floats as 4 + 2; the ragged last panel float by float, padded with zeros. */
+AVX2 static void pack_a_cols_avx2(float *dst, const float *a, ptrdiff_t a_cs, size_t kc, size_t rows) {
+    const size_t whole = rows / MR256, rest = rows % MR256;
+    float *ragged = dst + whole * MR256 * kc;
+    for (size_t p = 0; p < kc; p++, a += a_cs) {
+        const float *src = a;
+        float *d = dst + p * MR256;
+        for (size_t q = 0; q < whole; q++, src += MR256, d += MR256 * kc) {
+            _mm_storeu_ps(d, _mm_loadu_ps(src));
+            _mm_storel_pi((__m64 *)(d + 4), _mm_loadl_pi(_mm_setzero_ps(), (const __m64 *)(src + 4)));
+        }
+        for (size_t i = 0; rest && i < MR256; i++) ragged[p * MR256 + i] = i < rest ? src[i] : 0.0f;
+    }
+}
+
 /* The sum of the 8 lanes, always in this order: (l0+l4, l1+l5, l2+l6, l3+l7), then pairs, then the two. */
 AVX2 static inline float hsum_avx2(__m256 v) {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -485,6 +502,6 @@ AVX2 static void dot_rows_avx2(float *c, size_t ldc, const float *a, size_t lda,
 
 const kernel_isa mha_kernels_avx2 = {"avx2", MR256, 8 * NV256, tile_avx2, softmax_step_avx2, softmax_row_avx2,
                                      pack_b_trans_avx2, dot_rows_avx2, pack_a_rows_avx2,
-                                     tile_a_rows_avx2};
+                                     pack_a_cols_avx2, tile_a_rows_avx2};
 
 #endif
