@@ -379,6 +379,12 @@ enum {
     MAX_TILE = 16 * 64
 };
 
+/* The part inside C of a tile computed into a buffer: c (m,n) row stride ldc (+)= edge (m,n) row stride nr. */
+static void store_edge(float *c, size_t ldc, const float *edge, size_t nr, size_t m, size_t n, bool add) {
+    for (size_t i = 0; i < m; i++)
+        for (size_t j = 0; j < n; j++) c[i * ldc + j] = (add ? c[i * ldc + j] : 0.0f) + edge[i * nr + j];
+}
+
 /* C block (mc,nc) (+)= packed A block (mc,kc) · packed B slice (kc,nc). Tiles that stick out of C
  * are computed into a small buffer and the part inside is copied. */
 static void multiply_block(const kernel_isa *k, float *c, size_t ldc, const float *pa, const float *pb,
@@ -394,9 +400,7 @@ static void multiply_block(const kernel_isa *k, float *c, size_t ldc, const floa
                 continue;
             }
             k->tile(kc, pa + ir * kc, pb + jr * kc, edge, k->nr, false, NULL);
-            for (size_t i = 0; i < m; i++)
-                for (size_t j = 0; j < n; j++)
-                    ct[i * ldc + j] = (add ? ct[i * ldc + j] : 0.0f) + edge[i * k->nr + j];
+            store_edge(ct, ldc, edge, k->nr, m, n, add);
         }
     }
 }
@@ -418,9 +422,7 @@ static void multiply_block_a_rows(const kernel_isa *k, float *c, size_t ldc, con
                 continue;
             }
             k->tile_a_rows(edge, k->nr, ar, a_rs, m, pb + jr * kc, kc, false);
-            for (size_t i = 0; i < m; i++)
-                for (size_t j = 0; j < n; j++)
-                    ct[i * ldc + j] = (add ? ct[i * ldc + j] : 0.0f) + edge[i * k->nr + j];
+            store_edge(ct, ldc, edge, k->nr, m, n, add);
         }
     }
 }
