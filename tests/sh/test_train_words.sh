@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # tests/sh/test_train_words.sh - mha.train speaks the REPL's language: under :lang zh (no lesson open) its
-# progress, Ctrl-C and done lines are Chinese, at a pty; its log lines and its curves' title (the model's heads,
+# done, progress and Ctrl-C lines are Chinese, at a pty; its log lines and its curves' title (the model's heads,
 # so that two runs can be told apart) in both languages, on the text plot of a terminal without windows.
 . "$(dirname "$0")/testlib.sh"
 script='
@@ -23,14 +23,15 @@ out=$(pty_run 24 80 /usr/bin/env MHA_LANG= "$repl" 2>&1 <<'STEPS'
 expect > 
 send :lang zh\r
 send mha.seed(1); m = mha.nn.Transformer{vocab=20, d_model=32, heads=2, layers=2, d_ff=0, max_len=24}\r
-send h = mha.train{model=m, task=mha.tasks.induction{vocab=20, len=24}, steps=100000, lr=1e-2, log_every=5}\r
+send t = mha.tasks.induction{vocab=20, len=24}; h = mha.train{model=m, task=t, steps=20, log_every=5}\r
 patience 30
+expect 完成
+send h = mha.train{model=m, task=t, steps=100000, lr=1e-2, log_every=5}\r
 expect 步/秒
 sleep 1
 send \x03
 patience 10
 expect 后中断
-expect 完成
 send \x04
 STEPS
 )
