@@ -45,7 +45,7 @@ end
 
 -- What train prints and the curves' words, in the language of the printoptions (a Chinese lesson sets "zh").
 local WORDS = {
-    en = {loss = "loss", accuracy = "accuracy", step = "step", training = "training",
+    en = {loss = "loss", accuracy = "accuracy", step = "step", training = "training", layer = "layer %d",
           progress = "step %d/%d  %.1f steps/s  loss %.4f  acc %5.1f%%  ETA %s",
           log = "step %5d  loss %.4f  acc %5.1f%%",
           interrupted = "train: interrupted after step %d of %d; the model keeps what it learned",
@@ -54,7 +54,7 @@ local WORDS = {
               return string.format("training: %d head%s, d_model %d, %d layer%s", heads, heads == 1 and "" or "s",
                                    d_model, layers, layers == 1 and "" or "s")
           end},
-    zh = {loss = "损失", accuracy = "准确率", step = "步", training = "训练",
+    zh = {loss = "损失", accuracy = "准确率", step = "步", training = "训练", layer = "第 %d 层",
           progress = "第 %d/%d 步  %.1f 步/秒  损失 %.4f  准确率 %5.1f%%  还需 %s",
           log = "第 %5d 步  损失 %.4f  准确率 %5.1f%%",
           interrupted = "train：第 %d 步（共 %d 步）后中断；模型保留已学到的",
@@ -65,10 +65,9 @@ local WORDS = {
 }
 local function words() return WORDS[mha.printoptions().lang] or WORDS.en end
 
--- The loss and accuracy curves: redrawn live in a gnuplot window, or once at the end as a text plot; the labels
--- in the language of the printoptions (a Chinese lesson sets "zh").
-local function draw_curve(history, steps, model)
-    local plot = require "mha.plot"
+-- The loss and accuracy curves, on the run's own figure: redrawn live in a gnuplot window, or once at the end as
+-- a text plot; the labels in the language of the printoptions (a Chinese lesson sets "zh").
+local function draw_curve(history, steps, model, figure)
     local said = words()
     local xs = {}
     for i = 1, #history.loss do xs[i] = history.step[i] end
@@ -77,8 +76,8 @@ local function draw_curve(history, steps, model)
         and math.type(model.layers) == "integer" then
         title = said.model(model.heads, model.d_model, model.layers)
     end
-    plot.line{{x = xs, y = history.loss, title = said.loss}, {x = xs, y = history.acc, title = said.accuracy},
-              title = title, xlabel = said.step, xrange = {0, steps}}
+    figure:line{{x = xs, y = history.loss, title = said.loss}, {x = xs, y = history.acc, title = said.accuracy},
+                title = title, xlabel = said.step, xrange = {0, steps}}
 end
 
 -- Is the figure a window (redrawn live) rather than text (drawn once, at the end)?
@@ -87,14 +86,13 @@ local function windowed()
     return name == "qt" or name == "wxt" or name == "x11"
 end
 
-local function draw_attention(model, task)
-    local plot = require "mha.plot"
+-- Each layer's heads on a sequence of the task, one figure per layer for the whole run (figures[i]).
+local function draw_attention(model, task, figures)
     local tokens = task:batch(1)
     mha.no_grad(function() model:forward(tokens) end)
-    local maps = model:attention()
-    for i, w in ipairs(maps) do
-        plot.figure{title = "layer " .. i}
-        plot.heads(w[1], {title = string.format("layer %d", i)})
+    for i, w in ipairs(model:attention()) do
+        figures[i] = figures[i] or require("mha.plot").figure()
+        figures[i]:heads(w[1], {title = string.format(words().layer, i)})
     end
 end
 
@@ -145,8 +143,10 @@ function M.train(o)
     local sum_loss, sum_acc, n_acc = 0, 0, 0
     local t0 = os.clock()
     local drawn_at = -math.huge   -- mha.clock() of the last live redraw
-    -- each run's live curves in a window of their own, so that two runs (1 head, 2 heads) can be compared
-    if o.plot and windowed() then require("mha.plot").figure() end
+    -- each run's curves in a figure of their own (a window: two runs, 1 head and 2 heads, side by side), and
+    -- its attention maps in others, so that neither draws over the other
+    local curves = o.plot and require("mha.plot").figure() or nil
+    local layer_figures = {}
     local function run_steps()
         for step = 1, steps do
             local tokens, targets = task:batch(batch)
@@ -174,10 +174,10 @@ function M.train(o)
                 end
                 -- live, on an x axis fixed at 0 .. steps: at most 5 redraws a second
                 if o.plot and windowed() and (step == steps or mha.clock() - drawn_at >= 0.2) then
-                    draw_curve(history, steps, model)
+                    draw_curve(history, steps, model, curves)
                     drawn_at = mha.clock()
                 end
-                if (o.attention_every or 0) > 0 and step % o.attention_every == 0 then draw_attention(model, task) end
+                if (o.attention_every or 0) > 0 and step % o.attention_every == 0 then draw_attention(model, task, layer_figures) end
                 if o.on_log then o.on_log(step, history) end
             end
         end
@@ -203,7 +203,7 @@ function M.train(o)
     history.seconds = os.clock() - t0
     -- text: once at the end; a window: once more when Ctrl-C or the rate limit left the last point undrawn
     if o.plot and #history.loss > 0 and (not windowed() or history.interrupted) then
-        draw_curve(history, steps, model)
+        draw_curve(history, steps, model, curves)
     end
     if tty then
         io.write("\r\27[K", string.format(words().done, history.steps, fmt_time(history.seconds),

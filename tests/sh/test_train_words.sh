@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # tests/sh/test_train_words.sh - mha.train speaks the REPL's language: under :lang zh (no lesson open) its
 # done, progress and Ctrl-C lines are Chinese, at a pty; its log lines and its curves' title (the model's heads,
-# so that two runs can be told apart) in both languages, on the text plot of a terminal without windows.
+# so that two runs can be told apart) in both languages, on the text plot of a terminal without windows; and
+# attention_every's maps, one figure per layer.
 . "$(dirname "$0")/testlib.sh"
 script='
 mha.printoptions{lang = arg[1]}
@@ -17,6 +18,15 @@ for lang in en zh; do
     if printf '%s\n' "$out" | grep -qE "$log"; then pass "train_log_$lang"; else fail "train_log_$lang" "no '$log' in: $(printf '%s' "$out" | head -3)"; fi
     if printf '%s\n' "$out" | grep -qF "$title"; then pass "train_plot_title_$lang"; else fail "train_plot_title_$lang" "no '$title' above the curves"; fi
 done
+
+# attention_every = k draws each layer's heads on a figure of its own (it raised "plot.figure: unknown option")
+out=$(MHA_PLOT_TERM=dumb "$repl" -e 'mha.printoptions{lang = "zh"}; mha.seed(1)
+local m = mha.nn.Transformer{vocab = 6, d_model = 16, heads = 2, layers = 2, max_len = 6}
+mha.train{model = m, task = mha.tasks.reverse{vocab = 6, len = 3}, steps = 4, log_every = 2, attention_every = 2,
+          quiet = true, plot = true}' 2>&1)
+layers=$(printf '%s\n' "$out" | grep -cE '^ *第 [12] 层 *$')
+if [ "$layers" -eq 4 ] && printf '%s' "$out" | grep -qF '训练：2 个头，d_model 16，2 层'; then pass train_attention_every
+else fail train_attention_every "want layers 1 and 2 drawn twice and the curves, got: $(printf '%s' "$out" | head -3)"; fi
 
 need_python train_words_pty
 out=$(pty_run 24 80 /usr/bin/env MHA_LANG= "$repl" 2>&1 <<'STEPS'
