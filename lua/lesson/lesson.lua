@@ -32,6 +32,7 @@ local words_of = require "mha.lesson.words"
 local check = require "mha.lesson.check"
 local files = require "mha.lesson.files"
 local pager = require "mha.lesson.pager"
+local raise = require "mha.raise"   -- errors at the user's line
 
 -- ---------------------------------------------------------------------------------------------
 -- Language: --lang (or :lang), then MHA_LANG, then LANG (zh* -> zh), else English.
@@ -619,7 +620,7 @@ function M.replaying(path, lang)
         local f = M.find((tostring(path):match("([^/]+)$")))
         if f then lesson, err = M.load(f.path) end
     end
-    if not lesson then error("replaying a lesson: " .. tostring(err), 2) end
+    if not lesson then raise("replaying a lesson: " .. tostring(err)) end
     open_for_code(lesson, tonumber(lesson.file:match("^(%d+)")) or 0, lang).replay = true
     return true
 end
@@ -644,7 +645,7 @@ function M.open_cells(which, lang)
     reset_state()
     _G.exercise = function(k)
         local s = exercise_at(k)
-        if not s then error("exercise: step " .. tostring(k) .. " is not an exercise", 2) end
+        if not s then raise("exercise: step " .. tostring(k) .. " is not an exercise") end
         session.pending, session.pos = s, #session.lesson.steps   -- the last step: no "Enter runs the next"
     end
     return lesson, f.number

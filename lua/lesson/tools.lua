@@ -5,6 +5,8 @@
 -- Each helper takes what it needs (the language, the width function, a clock) from the runner through M.use:
 -- this module never reaches into the runner.
 
+local raise = require "mha.raise"   -- errors at the user's line
+
 local M = {}
 
 local ctx = {lang = function() return "en" end, width = utf8.len, clock = os.clock}
@@ -79,7 +81,7 @@ end
 function M.fails(input)
     local chunk = load("return " .. input, "=stdin", "t", _G) or assert(load(input, "=stdin", "t", _G))
     local ok, err = pcall(chunk)
-    if ok then error("LESSON.fails: " .. input .. " did not fail", 2) end
+    if ok then raise("LESSON.fails: " .. input .. " did not fail") end
     print(tostring(err))
 end
 

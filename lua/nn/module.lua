@@ -182,7 +182,7 @@ end
 
 -- A new class: Base:extend("Name"). Calling the class makes an instance and runs its init.
 function Module:extend(name)
-    if type(name) ~= "string" then error("Module:extend: give the class a name, e.g. mha.nn.Module:extend(\"Block\")", 2) end
+    if type(name) ~= "string" then raise("Module:extend: give the class a name, e.g. mha.nn.Module:extend(\"Block\")") end
     local class = setmetatable({}, {__index = self, __call = function(cls, ...) return cls:new(...) end,
                                     __tostring = function() return "mha.nn." .. name end,
                                     __name = "mha.nn." .. name})  -- help(mha.nn.Linear) finds its entry
@@ -204,7 +204,7 @@ end
 -- An instance of the class, initialised by class.init(m, ...).
 function Module:new(...)
     if rawget(self, "__instance_mt") == nil then
-        error("Module: make a class first: MyModule = mha.nn.Module:extend(\"MyModule\")", 2)
+        raise("Module: make a class first: MyModule = mha.nn.Module:extend(\"MyModule\")")
     end
     local m = setmetatable({_parameters = {names = {}, values = {}}, _modules = {names = {}, values = {}}},
                            self.__instance_mt)
@@ -217,10 +217,10 @@ end
 function Module:register_parameter(name, t)
     local fname = self.__name .. ":register_parameter"
     if type(name) ~= "string" or name == "" or name:find(".", 1, true) then
-        error(string.format("%s: the name must be a non-empty string without '.', got %s", fname, tostring(name)), 2)
+        raise(string.format("%s: the name must be a non-empty string without '.', got %s", fname, tostring(name)))
     end
     if not mha.is_tensor(t) then
-        error(string.format("%s: %s must be a mha.Tensor, got %s", fname, name, type(t)), 2)
+        raise(string.format("%s: %s must be a mha.Tensor, got %s", fname, name, type(t)))
     end
     if not t:is_leaf() then t = t:detach() end   -- a parameter is a leaf, as nn.Parameter(t) is
     t:requires_grad(true)
@@ -234,11 +234,11 @@ end
 function Module:add_module(name, child)
     local fname = self.__name .. ":add_module"
     if type(name) ~= "string" or name == "" or name:find(".", 1, true) then
-        error(string.format("%s: the name must be a non-empty string without '.', got %s", fname, tostring(name)), 2)
+        raise(string.format("%s: the name must be a non-empty string without '.', got %s", fname, tostring(name)))
     end
     if child ~= nil and not M.is_module(child) then
-        error(string.format("%s: %s must be a module (mha.nn.*, mha.MultiheadAttention), got %s", fname, name,
-                            type(child)), 2)
+        raise(string.format("%s: %s must be a module (mha.nn.*, mha.MultiheadAttention), got %s", fname, name,
+                            type(child)))
     end
     local mods = rawget(self, "_modules")
     if child == nil then remove_name(mods, name) else add_name(mods, name) end
@@ -247,7 +247,7 @@ function Module:add_module(name, child)
 end
 
 function Module:forward()
-    error(self.__name .. ":forward is not defined: write function " .. self.__name .. ":forward(x) ... end", 2)
+    raise(self.__name .. ":forward is not defined: write function " .. self.__name .. ":forward(x) ... end")
 end
 
 -- name, child pairs in registration order.
@@ -332,10 +332,10 @@ end
 function M.load_state_dict(m, sd, strict)
     local name = class_name(m)
     local fname = name .. ":load_state_dict"
-    if type(sd) ~= "table" then error(string.format("%s: the state dict must be a table key -> tensor, got %s", fname, type(sd)), 2) end
+    if type(sd) ~= "table" then raise(string.format("%s: the state dict must be a table key -> tensor, got %s", fname, type(sd))) end
     if strict == nil then strict = true end
     if type(strict) ~= "boolean" then
-        error(string.format("%s: strict must be true or false, got %s", fname, type(strict)), 2)
+        raise(string.format("%s: strict must be true or false, got %s", fname, type(strict)))
     end
     local entries = state_entries(m)
     local wanted, missing, unexpected, problems, values = {}, {}, {}, {}, {}
@@ -380,8 +380,8 @@ function M.load_state_dict(m, sd, strict)
             (#hints > 0 and (" (did you mean " .. table.concat(hints, ", ") .. ")") or "")
     end
     if #problems > 0 then
-        error(string.format("%s: error(s) in loading state_dict for %s:\n  %s", fname, name,
-                            table.concat(problems, "\n  ")), 2)
+        raise(string.format("%s: error(s) in loading state_dict for %s:\n  %s", fname, name,
+                            table.concat(problems, "\n  ")))
     end
     mha.no_grad(function()
         for _, pv in ipairs(values) do pv[1]:copy_(pv[2]) end
@@ -464,8 +464,8 @@ function ModuleList:append(child)
 end
 
 function ModuleList:forward()
-    error("ModuleList:forward: a ModuleList holds modules; call them in your own forward, e.g. " ..
-          "for _, layer in ipairs(self.layers) do x = layer(x) end", 2)
+    raise("ModuleList:forward: a ModuleList holds modules; call them in your own forward, e.g. " ..
+          "for _, layer in ipairs(self.layers) do x = layer(x) end")
 end
 
 local Sequential = Module:extend("Sequential")

@@ -147,12 +147,12 @@ local function new_optimizer(kind, params, opts)
         local g = make_group(fname, kind, group.params, overrides, opt.defaults)
         for j, p in ipairs(g.params) do
             if seen[p] then
-                error(string.format("%s: parameter %s appears more than once (in groups %d and %d)", fname, g.names[j],
-                                    seen[p], i), 2)
+                raise(string.format("%s: parameter %s appears more than once (in groups %d and %d)", fname, g.names[j],
+                                    seen[p], i))
             end
             if not p:is_leaf() then
-                error(string.format("%s: parameter %s is not a leaf (it was computed by %s): optimize the tensors the " ..
-                                    "computation starts from", fname, g.names[j], tostring(p:grad_fn())), 2)
+                raise(string.format("%s: parameter %s is not a leaf (it was computed by %s): optimize the tensors the " ..
+                                    "computation starts from", fname, g.names[j], tostring(p:grad_fn())))
             end
             seen[p] = i
         end
@@ -160,7 +160,7 @@ local function new_optimizer(kind, params, opts)
     end
     local count = 0
     for _, g in ipairs(opt.param_groups) do count = count + #g.params end
-    if count == 0 then error(fname .. ": the optimizer got an empty parameter list", 2) end
+    if count == 0 then raise(fname .. ": the optimizer got an empty parameter list") end
     return opt
 end
 
@@ -202,7 +202,7 @@ end
 function Optimizer:add_param_group(group)
     local fname = "optim." .. self.kind .. ":add_param_group"
     if type(group) ~= "table" or group.params == nil then
-        error(fname .. ": give a table {params = ..., option = value, ...}", 2)
+        raise(fname .. ": give a table {params = ..., option = value, ...}")
     end
     local overrides = {}
     for k, v in pairs(group) do if k ~= "params" then overrides[k] = v end end
@@ -210,7 +210,7 @@ function Optimizer:add_param_group(group)
     for _, other in ipairs(self.param_groups) do
         for _, p in ipairs(other.params) do
             for j, q in ipairs(g.params) do
-                if rawequal(p, q) then error(string.format("%s: parameter %s is already in another group", fname, g.names[j]), 2) end
+                if rawequal(p, q) then raise(string.format("%s: parameter %s is already in another group", fname, g.names[j])) end
             end
         end
     end
@@ -402,10 +402,10 @@ end
 function optim.clip_grad_norm(params, max_norm, norm_type)
     local fname = "clip_grad_norm"
     if type(max_norm) ~= "number" or not (max_norm >= 0) then
-        error(string.format("%s: max_norm must be a non-negative number, got %s", fname, tostring(max_norm)), 2)
+        raise(string.format("%s: max_norm must be a non-negative number, got %s", fname, tostring(max_norm)))
     end
     if norm_type ~= nil and norm_type ~= 2 then
-        error(string.format("%s: only norm_type 2 (the Euclidean norm) is supported, got %s", fname, tostring(norm_type)), 2)
+        raise(string.format("%s: only norm_type 2 (the Euclidean norm) is supported, got %s", fname, tostring(norm_type)))
     end
     local with_grad, sum = {}, 0
     for _, item in ipairs(param_list(fname, params)) do

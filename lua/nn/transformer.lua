@@ -19,6 +19,7 @@
 local mha = require "mha"
 local module = require "mha.nn.module"
 local layers = require "mha.nn.layers"
+local raise = require "mha.raise"   -- errors at the user's line
 
 local Module = module.Module
 local M = {}
@@ -128,19 +129,19 @@ local function token_tensor(self, tokens)
     local t = tokens
     if not mha.is_tensor(t) then
         if type(t) ~= "table" then
-            error(string.format("%s: tokens must be a tensor (N, L) or a table of 1-based ids, got %s", fname, type(t)), 3)
+            raise(string.format("%s: tokens must be a tensor (N, L) or a table of 1-based ids, got %s", fname, type(t)))
         end
         local ok, v = pcall(mha.tensor, t)
-        if not ok then error(string.format("%s: tokens: %s", fname, tostring(v)), 3) end
+        if not ok then raise(string.format("%s: tokens: %s", fname, tostring(v))) end
         t = v
     end
     local shape = t:shape()
     if #shape == 1 then t, shape = t:view(1, shape[1]), {1, shape[1]} end
     if #shape ~= 2 then
-        error(string.format("%s: tokens must be (N, L) or (L), got %s", fname, require("mha.display").shape_str(shape)), 3)
+        raise(string.format("%s: tokens must be (N, L) or (L), got %s", fname, require("mha.display").shape_str(shape)))
     end
     if shape[2] > self.max_len then
-        error(string.format("%s: tokens have length %d, longer than max_len %d", fname, shape[2], self.max_len), 3)
+        raise(string.format("%s: tokens have length %d, longer than max_len %d", fname, shape[2], self.max_len))
     end
     return t, shape[1], shape[2]
 end
@@ -174,7 +175,7 @@ end
 function Transformer:attention()
     local maps = rawget(self, "_attention")
     if #maps == 0 then
-        error("Transformer:attention: run model:forward(tokens) first (with need_weights left on)", 2)
+        raise("Transformer:attention: run model:forward(tokens) first (with need_weights left on)")
     end
     return maps
 end

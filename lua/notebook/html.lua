@@ -2,6 +2,7 @@
 -- token labels on rows and columns), for the Jupyter kernel's results and the notebook export.
 
 local display = require "mha.display"   -- finite_range, as heat maps shade
+local raise = require "mha.raise"   -- errors at the user's line
 
 local M = {}
 
@@ -122,7 +123,7 @@ end
 -- html.tensor(t [, opts]) -> an HTML fragment: the title, the shape, the table(s). opts as show's:
 -- rows = and cols = label the last two dimensions (tokens), title = heads it.
 function M.tensor(t, opts)
-    if not is_tensor(t) then error("html.tensor: expected a tensor, got " .. type(t), 2) end
+    if not is_tensor(t) then raise("html.tensor: expected a tensor, got " .. type(t)) end
     opts = type(opts) == "table" and opts or {}
     local shape = t:shape()
     local mats, captions = matrices_of(t, type(opts.dims) == "table" and opts.dims or nil)

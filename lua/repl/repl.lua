@@ -31,6 +31,7 @@ local repl = {}
 
 local complete = require "mha.repl.complete"   -- the names Tab offers at a Lua prompt
 local printer = require "mha.repl.printer"     -- how a value prints
+local raise = require "mha.raise"             -- errors at the user's line
 local term_loaded, term = pcall(require, "mha.term")  -- the terminal's width, the cells text takes
 if not term_loaded then term = nil end
 
@@ -49,10 +50,10 @@ local MAX_CAPTURE = 100000  -- bytes of one input's output kept for the transcri
 
 function repl.add_command(name, spec)
     if type(name) ~= "string" or not name:match("^[%a_][%w_]*$") then
-        error("add_command: name must be a word, got " .. tostring(name), 2)
+        raise("add_command: name must be a word, got " .. tostring(name))
     end
     if type(spec) ~= "table" or type(spec.run) ~= "function" then
-        error("add_command: " .. name .. ": spec.run must be a function", 2)
+        raise("add_command: " .. name .. ": spec.run must be a function")
     end
     repl.commands[name] = spec
 end
@@ -250,7 +251,7 @@ end
 -- it under the step's label. ok = false marks code that raised an error (replayed with fails). before is a
 -- line the script runs first (the runner's mark of where the lesson is, so answer() checks the right exercise).
 function repl.record_step(code, label, ok, before)
-    if type(code) ~= "string" then error("record_step: code must be a string, got " .. type(code), 2) end
+    if type(code) ~= "string" then raise("record_step: code must be a string, got " .. type(code)) end
     record({kind = "step", input = code, label = label ~= nil and tostring(label) or "a lesson step",
             how = ok == false and "error" or nil, before = before ~= nil and tostring(before) or nil})
 end
@@ -720,7 +721,7 @@ local carried_hooks = {}    -- name -> the string keep() gave before the :reset,
 -- the new one, at once when the module registers there (it registers again in every state).
 function repl.on_reset(name, keep, resume)
     if type(name) ~= "string" or type(keep) ~= "function" or type(resume) ~= "function" then
-        error("on_reset: expected a name, a keep function and a resume function", 2)
+        raise("on_reset: expected a name, a keep function and a resume function")
     end
     reset_hooks[name] = {keep = keep, resume = resume}
     local kept = carried_hooks[name]

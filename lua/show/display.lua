@@ -87,9 +87,8 @@ end
 -- Raises an error for the first key of opts that is not in `valid` (a list of names), naming the
 -- function, the key, the nearest valid key when one is close (row -> rows) and every valid key:
 --   show: unknown option 'row' (did you mean 'rows'?); valid: rows, cols, title, ...
--- Integer keys are allowed when allow_list is true (plot.line's list of series). level is as for
--- error() in the caller: 2 blames the caller's caller, the user's line.
-local function check_keys(fname, opts, valid, allow_list, level)
+-- Integer keys are allowed when allow_list is true (plot.line's list of series).
+local function check_keys(fname, opts, valid, allow_list)
     local known = {}
     for _, k in ipairs(valid) do known[k] = true end
     local bad = {}
@@ -102,8 +101,7 @@ local function check_keys(fname, opts, valid, allow_list, level)
     local best = closest(key, valid)
     local hint = best and " (did you mean '" .. best .. "'?)" or ""
     local list = #valid > 0 and table.concat(valid, ", ") or "none"
-    error(string.format("%s: unknown option '%s'%s; valid options: %s",
-        fname, clean_text(key), hint, list), level and level + 1 or 0)
+    raise(string.format("%s: unknown option '%s'%s; valid options: %s", fname, clean_text(key), hint, list))
 end
 
 local PRINT_OPTIONS = { "precision", "threshold", "edgeitems", "linewidth", "sci_mode", "lang" }
@@ -142,9 +140,9 @@ function M.printoptions(given)
         return copy_options()
     end
     if type(given) ~= "table" then
-        error("printoptions: expected a table of options or \"reset\", got " .. type(given), 2)
+        raise("printoptions: expected a table of options or \"reset\", got " .. type(given))
     end
-    check_keys("printoptions", given, PRINT_OPTIONS, false, 2)
+    check_keys("printoptions", given, PRINT_OPTIONS, false)
     options = merge_options("printoptions", options, given)
     return copy_options()
 end
@@ -519,9 +517,8 @@ local FORMAT_OPTIONS = { "rows", "cols", "title", "dims", table.unpack(PRINT_OPT
 
 local function render(fname, t, opts)
     opts = opts or {}
-    -- level 3: render, then format or show, then the user's line
-    if type(opts) ~= "table" then error(fname .. ": options must be a table, got " .. type(opts), 3) end
-    check_keys(fname, opts, FORMAT_OPTIONS, false, 3)
+    if type(opts) ~= "table" then raise(fname .. ": options must be a table, got " .. type(opts)) end
+    check_keys(fname, opts, FORMAT_OPTIONS, false)
     local src, o, ix = plan(fname, t, opts)
     local shape, ndim = src.shape, #src.shape
     local lines = {}
@@ -593,8 +590,7 @@ local function render(fname, t, opts)
 end
 
 function M.format(t, opts)
-    local text = render("format", t, opts)   -- not a tail call: render's error levels count this frame
-    return text
+    return render("format", t, opts)
 end
 
 -- mha.show(t [, opts]) prints mha.format(t, opts): token labels on rows and columns, a title.
@@ -635,9 +631,6 @@ local HEAT_OPTIONS = { "rows", "cols", "title", "zrange", "dims", "color", "valu
 -- The level (1..n) of position x in [0, 1].
 local function level_of(x, n) return math.min(n, math.floor(x * n) + 1) end
 
-
--- The range the shades span: opts.zrange, else the finite values' min and max ({0, 1} when none is).
--- Errors are raised at the position of mha.heat's caller (level 3: this function, then heat).
 -- The smallest and largest finite number in matrices (lists of rows of values; NaN, inf, -inf and
 -- non-numbers left out), as heat maps shade them: here, in plot.heatmap and in a notebook's tables.
 -- lo > hi (math.huge, -math.huge) when there is none.
@@ -655,11 +648,12 @@ local function finite_range(mats)
     return lo, hi
 end
 
+-- The range the shades span: opts.zrange, else the finite values' min and max ({0, 1} when none is).
 local function heat_range(opts, flat)
     if opts.zrange then
         if type(opts.zrange) ~= "table" or type(opts.zrange[1]) ~= "number" or type(opts.zrange[2]) ~= "number"
             or not (opts.zrange[1] < opts.zrange[2]) then
-            error("heat: zrange must be {lo, hi} with lo < hi", 3)
+            raise("heat: zrange must be {lo, hi} with lo < hi")
         end
         return opts.zrange[1], opts.zrange[2]
     end
@@ -672,13 +666,13 @@ end
 -- draw each slice, the notes, the scale), whose steps share a dozen locals (range, widths, labels).
 function M.heat(t, opts)
     opts = opts or {}
-    if type(opts) ~= "table" then error("heat: options must be a table, got " .. type(opts), 2) end
-    check_keys("heat", opts, HEAT_OPTIONS, false, 2)
+    if type(opts) ~= "table" then raise("heat: options must be a table, got " .. type(opts)) end
+    check_keys("heat", opts, HEAT_OPTIONS, false)
     local o = merge_options("heat", options, opts)
     local shape = source("heat", t, false).shape   -- checked before any element is read
     local ndim = #shape
-    if ndim == 0 then error("heat: expected a tensor with at least one dimension, got a scalar", 2) end
-    if numel(shape) == 0 then error("heat: the tensor is empty, shape " .. shape_str(shape) .. ": nothing to shade", 2) end
+    if ndim == 0 then raise("heat: expected a tensor with at least one dimension, got a scalar") end
+    if numel(shape) == 0 then raise("heat: the tensor is empty, shape " .. shape_str(shape) .. ": nothing to shade") end
     local src = source("heat", t, true)
     local ix = {}
     for d = 1, ndim do
@@ -701,7 +695,7 @@ function M.heat(t, opts)
     local colour = use_colour(opts)
     local decimals = opts.values == true and 2 or opts.values
     if decimals ~= nil and decimals ~= false and not (math.type(decimals) == "integer" and decimals >= 0 and decimals <= 6) then
-        error("heat: values must be true, false or a number of decimals 0..6", 2)
+        raise("heat: values must be true, false or a number of decimals 0..6")
     end
     local value_format = decimals and "%." .. decimals .. "f" or nil
     local nrows = ndim >= 2 and shape[ndim - 1] or 1

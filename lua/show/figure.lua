@@ -11,6 +11,7 @@ local mha = require "mha"
 local gnuplot = require "mha.gnuplot"
 local display = require "mha.display"
 local term = require "mha.term"
+local raise = require "mha.raise"   -- errors at the user's line
 
 local plot = {}   -- the module mha.plot: its figure functions here, the charts in lua/show/plot.lua
 
@@ -66,14 +67,14 @@ local function array_of(fname, what, v, ndim, hint)
             x = x[1]
         end
     else
-        error(string.format("%s: %s must be a tensor or a table of numbers, got %s", fname, what, display.a_type(v)), 3)
+        raise(string.format("%s: %s must be a tensor or a table of numbers, got %s", fname, what, display.a_type(v)))
     end
     if #shape ~= ndim then
-        error(string.format("%s: %s must have %s, got shape %s%s", fname, what, display.count(ndim, "dimension"),
-            shape_str(shape), hint or ""), 3)
+        raise(string.format("%s: %s must have %s, got shape %s%s", fname, what, display.count(ndim, "dimension"),
+            shape_str(shape), hint or ""))
     end
     for d = 1, ndim do
-        if shape[d] == 0 then error(string.format("%s: %s is empty, shape %s", fname, what, shape_str(shape)), 3) end
+        if shape[d] == 0 then raise(string.format("%s: %s is empty, shape %s", fname, what, shape_str(shape))) end
     end
     -- walk it once: rectangular, numbers only
     local function check(x, d, where)
@@ -98,9 +99,8 @@ end
 -- opts (nil or a table) checked to hold only the named keys; returns opts or {}.
 local function options_of(fname, opts, valid, allow_list)
     if opts == nil then return {} end
-    -- level 3: options_of, then plot.*, then the user's line
-    if type(opts) ~= "table" then error(string.format("%s: options must be a table, got %s", fname, type(opts)), 3) end
-    display.check_keys(fname, opts, valid, allow_list, 3)
+    if type(opts) ~= "table" then raise(string.format("%s: options must be a table, got %s", fname, type(opts))) end
+    display.check_keys(fname, opts, valid, allow_list)
     return opts
 end
 
@@ -230,11 +230,11 @@ end
 function plot.terminal(name)
     if name ~= nil then
         if type(name) ~= "string" or not name:match("^[%w_]+$") then
-            error("plot.terminal: expected a terminal name such as 'dumb', 'qt', 'sixelgd' or 'none'", 2)
+            raise("plot.terminal: expected a terminal name such as 'dumb', 'qt', 'sixelgd' or 'none'")
         end
         name = ALIASES[name] or name
         local why = unusable(name, terminals() or SCREEN)   -- without gnuplot: any screen name
-        if why then error("plot.terminal: " .. why, 2) end
+        if why then raise("plot.terminal: " .. why) end
         chosen_terminal = name
     end
     return resolve_terminal()
@@ -559,26 +559,26 @@ end
 function Figure:save(path, opts)
     opts = options_of("plot.save", opts, { "width", "height" })
     if type(path) ~= "string" or path == "" then
-        error("plot.save: expected a file name ending in .png, .svg or .pdf, got " .. type(path), 2)
+        raise("plot.save: expected a file name ending in .png, .svg or .pdf, got " .. type(path))
     end
     -- (so that a name in a message below is shown as it is)
-    if path:find("%c") then error("plot.save: the file name contains a control character", 2) end
+    if path:find("%c") then raise("plot.save: the file name contains a control character") end
     local ext = (path:match("%.(%w+)$") or ""):lower()
     if not FILE_TERMINALS[ext] then
-        error("plot.save: '" .. path .. "': the name must end in .png, .svg or .pdf", 2)
+        raise("plot.save: '" .. path .. "': the name must end in .png, .svg or .pdf")
     end
-    if not self.script then error("plot.save: figure " .. self.number .. " is empty: draw something first", 2) end
-    if gnuplot_missing then error(NOT_FOUND, 2) end
+    if not self.script then raise("plot.save: figure " .. self.number .. " is empty: draw something first") end
+    if gnuplot_missing then raise(NOT_FOUND) end
     local w = opts.width or self.script.size[1]
     local h = opts.height or self.script.size[2]
     if math.type(w) ~= "integer" or math.type(h) ~= "integer" or w < 50 or h < 50 or w > 10000 or h > 10000 then
-        error("plot.save: width and height must be integers from 50 to 10000 pixels", 2)
+        raise("plot.save: width and height must be integers from 50 to 10000 pixels")
     end
     local dir = folder_of(path)
     local temp, why = gnuplot.tempfile(dir, "." .. ext)
     if not temp then
-        error("plot.save: cannot write '" .. path .. "': folder '" .. dir
-            .. "': " .. why, 2)
+        raise("plot.save: cannot write '" .. path .. "': folder '" .. dir
+            .. "': " .. why)
     end
     local ok, err = pcall(function()
         -- first the file alone: if gnuplot cannot open it, nothing is drawn (it would go to stdout)
@@ -609,7 +609,7 @@ end
 
 -- plot.save(path [, opts]): saves the current figure.
 function plot.save(path, opts)
-    if not current then error("plot.save: no figure: draw something first", 2) end
+    if not current then raise("plot.save: no figure: draw something first") end
     return current:save(path, opts)
 end
 

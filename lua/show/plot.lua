@@ -4,6 +4,7 @@
 local display = require "mha.display"
 local term = require "mha.term"
 local figure = require "mha.plot.figure"
+local raise = require "mha.raise"   -- errors at the user's line
 
 local plot, Figure = figure.plot, figure.Figure
 local quote, quote_tic, data_number = figure.quote, figure.quote_tic, figure.data_number
@@ -47,9 +48,9 @@ local function parse_font(text)
 end
 local function projector(fname, opts)
     local font, size = opts.font, opts.size
-    if font ~= nil and parse_font(font) == nil then error(fname .. ": font must be a size in points from 6 to 72", 3) end
+    if font ~= nil and parse_font(font) == nil then raise(fname .. ": font must be a size in points from 6 to 72") end
     if size ~= nil and (type(size) ~= "table" or parse_size(tostring(size[1]) .. "x" .. tostring(size[2])) == nil) then
-        error(fname .. ": size must be {width, height} in pixels, each from 200 to 10000", 3)
+        raise(fname .. ": size must be {width, height} in pixels, each from 200 to 10000")
     end
     return { font = font or env_setting("MHA_PLOT_FONT", parse_font), size = size,
              max = env_setting("MHA_PLOT_SIZE", parse_size) or DEFAULT_MAX }
@@ -108,8 +109,8 @@ local function palette_command(fname, name)
         local names = {}
         for k in pairs(PALETTES) do names[#names + 1] = k end
         table.sort(names)
-        error(string.format("%s: unknown palette '%s' (one of: %s)", fname, display.clean_label(name),
-            table.concat(names, ", ")), 3)
+        raise(string.format("%s: unknown palette '%s' (one of: %s)", fname, display.clean_label(name),
+            table.concat(names, ", ")))
     end
     return cmd
 end
@@ -137,7 +138,7 @@ local function zrange_of(fname, opts, mats)
     if opts.zrange == nil then return finite_range(mats) end
     local z = opts.zrange
     if type(z) ~= "table" or type(z[1]) ~= "number" or type(z[2]) ~= "number" or not (z[1] < z[2]) then
-        error(fname .. ": zrange must be {lo, hi} with lo < hi", 3)
+        raise(fname .. ": zrange must be {lo, hi} with lo < hi")
     end
     return z[1], z[2]
 end
@@ -211,7 +212,7 @@ local function values_digits(fname, v)
     if v == nil or v == false then return nil end
     if v == true then return 2 end
     if math.type(v) == "integer" and v >= 0 and v <= 6 then return v end
-    error(fname .. ": values must be true, false or a number of decimals 0..6", 3)
+    raise(fname .. ": values must be true, false or a number of decimals 0..6")
 end
 
 -- Label lists for rows and columns, checked against the matrix; rows/cols default to tokens.
@@ -329,7 +330,6 @@ end
 -- Lines and bars
 -- ---------------------------------------------------------------------------------------------
 
--- A tail call, so that array_of's error levels still point at the caller of plot.*.
 local function vector_of(fname, what, v, hint)
     return array_of(fname, what, v, 1, hint)
 end
@@ -349,8 +349,8 @@ local SERIES_FORM = "plot.line{ {x=xs, y=ys1}, {x=xs, y=ys2} }"
 -- curve redrawn as it grows keeps its axis).
 function plot.line(spec)
     local fname = "plot.line"
-    if type(spec) ~= "table" then error(fname .. ": expected a table of series, e.g. plot.line{ {x=xs, y=ys, title='a'} }", 2) end
-    display.check_keys(fname, spec, LINE_OPTIONS, true, 2)
+    if type(spec) ~= "table" then raise(fname .. ": expected a table of series, e.g. plot.line{ {x=xs, y=ys, title='a'} }") end
+    display.check_keys(fname, spec, LINE_OPTIONS, true)
     local series = {}
     if spec.y ~= nil then
         if #spec > 0 then error(fname .. ": give either y= or a list of series, not both; several series: " .. SERIES_FORM, 0) end
@@ -358,9 +358,9 @@ function plot.line(spec)
     else
         for i = 1, #spec do series[i] = spec[i] end
     end
-    if #series == 0 then error(fname .. ": no series given (each is {x=..., y=..., title=...})", 2) end
+    if #series == 0 then raise(fname .. ": no series given (each is {x=..., y=..., title=...})") end
     for k, s in ipairs(series) do
-        if type(s) == "table" and s ~= spec then display.check_keys(fname .. ": series " .. k, s, SERIES_OPTIONS, false, 2) end
+        if type(s) == "table" and s ~= spec then display.check_keys(fname .. ": series " .. k, s, SERIES_OPTIONS, false) end
     end
     local setting = projector(fname, spec)
     local commands = add_all({ BACKGROUND }, font_commands(setting))
@@ -376,24 +376,24 @@ function plot.line(spec)
     local xr = spec.xrange
     if xr ~= nil then
         if type(xr) ~= "table" or type(xr[1]) ~= "number" or type(xr[2]) ~= "number" or not (xr[1] < xr[2]) then
-            error(fname .. ": xrange must be {lo, hi} with lo < hi, e.g. xrange = {0, 100}", 2)
+            raise(fname .. ": xrange must be {lo, hi} with lo < hi, e.g. xrange = {0, 100}")
         end
         commands[#commands + 1] = string.format("set xrange [%s:%s]", data_number(xr[1]), data_number(xr[2]))
     end
     local plots, notes = {}, {}
     for k, s in ipairs(series) do
         if type(s) ~= "table" then
-            error(string.format("%s: series %d is %s, not a table {x=, y=, title=}", fname, k, display.a_type(s)), 2)
+            raise(string.format("%s: series %d is %s, not a table {x=, y=, title=}", fname, k, display.a_type(s)))
         end
-        if s.y == nil then error(string.format("%s: series %d has no y", fname, k), 2) end
+        if s.y == nil then raise(string.format("%s: series %d has no y", fname, k)) end
         local y = vector_of(fname, "series " .. k .. " y", s.y,
             "; for several series give one table each: " .. SERIES_FORM)
         local x
         if s.x ~= nil then
             x = vector_of(fname, "series " .. k .. " x", s.x)
             if #x ~= #y then
-                error(string.format("%s: series %d has %s and %s", fname, k, display.count(#x, "x value"),
-                    display.count(#y, "y value")), 2)
+                raise(string.format("%s: series %d has %s and %s", fname, k, display.count(#x, "x value"),
+                    display.count(#y, "y value")))
             end
         else
             x = {}
@@ -401,10 +401,10 @@ function plot.line(spec)
         end
         for i = 1, #y do
             if spec.logx and not (x[i] > 0) then
-                error(string.format("%s: logx needs positive x, series %d has x[%d] = %s", fname, k, i, tostring(x[i])), 2)
+                raise(string.format("%s: logx needs positive x, series %d has x[%d] = %s", fname, k, i, tostring(x[i])))
             end
             if spec.logy and not (y[i] > 0) then
-                error(string.format("%s: logy needs positive y, series %d has y[%d] = %s", fname, k, i, tostring(y[i])), 2)
+                raise(string.format("%s: logy needs positive y, series %d has y[%d] = %s", fname, k, i, tostring(y[i])))
             end
         end
         local pairs_ = {}

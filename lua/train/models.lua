@@ -6,6 +6,7 @@
 -- "config.vocab", "config.d_model", ..., with norm as 1 pre, 2 post, 3 none and pos as 1 learned, 2 sinusoidal.
 
 local mha = require "mha"
+local raise = require "mha.raise"   -- errors at the user's line
 
 local M = {}
 
@@ -19,7 +20,7 @@ end
 -- mha.save_model(path, model [, extra]): the state_dict, the options, and extra (name -> tensor) if given.
 function M.save_model(path, model, extra)
     if type(model) ~= "table" or type(model.config) ~= "function" then
-        error("save_model: model must be a mha.nn.Transformer, got " .. type(model), 2)
+        raise("save_model: model must be a mha.nn.Transformer, got " .. type(model))
     end
     local tbl = model:state_dict()
     local c = model:config()
@@ -70,7 +71,7 @@ end
 -- mha.load_model(name_or_path) -> model (a Transformer with the trained weights), extra (the file's other
 -- entries: e.g. "history.loss").
 function M.load_model(name)
-    if type(name) ~= "string" then error("load_model: give a name (\"induction\", \"reverse\") or a .npz path", 2) end
+    if type(name) ~= "string" then raise("load_model: give a name (\"induction\", \"reverse\") or a .npz path") end
     local path
     if name:match("%.npz$") then
         path = name
@@ -81,14 +82,14 @@ function M.load_model(name)
         end
         if not path then
             local names = available(dirs)
-            error(string.format("load_model: no model '%s' (available: %s; looked in %s; `make models` trains them)",
+            raise(string.format("load_model: no model '%s' (available: %s; looked in %s; `make models` trains them)",
                                 name, #names > 0 and table.concat(names, ", ") or "none",
-                                table.concat(dirs, ", ")), 2)
+                                table.concat(dirs, ", ")))
         end
     end
     local ok, tbl = pcall(mha.load, path)
-    if not ok then error("load_model: " .. tostring(tbl), 2) end
-    if not tbl["config.vocab"] then error("load_model: " .. path .. " has no config.* entries: not a saved model", 2) end
+    if not ok then raise("load_model: " .. tostring(tbl)) end
+    if not tbl["config.vocab"] then raise("load_model: " .. path .. " has no config.* entries: not a saved model") end
     local c = {}
     for _, k in ipairs(NUMERIC) do c[k] = math.tointeger(tbl["config." .. k]:item()) end
     c.causal = tbl["config.causal"]:item() ~= 0

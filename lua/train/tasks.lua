@@ -147,7 +147,7 @@ local function check_size(fname, opts, key, def, min)
     local v = opts[key]
     if v == nil then v = def end
     if math.type(v) ~= "integer" and not (type(v) == "number" and v == math.floor(v)) or v < min then
-        error(string.format("%s: option %s must be a whole number >= %d, got %s", fname, key, min, tostring(v)), 3)
+        raise(string.format("%s: option %s must be a whole number >= %d, got %s", fname, key, min, tostring(v)))
     end
     return math.tointeger(v)
 end
@@ -156,13 +156,13 @@ local function make(name)
     return function(opts)
         local fname = "tasks." .. name
         opts = opts or {}
-        if type(opts) ~= "table" then error(fname .. ": options must be a table, e.g. mha.tasks." .. name ..
-                                            "{vocab = 10, len = 8, batch = 32}", 2) end
+        if type(opts) ~= "table" then raise(fname .. ": options must be a table, e.g. mha.tasks." .. name ..
+                                            "{vocab = 10, len = 8, batch = 32}") end
         local known = {vocab = true, len = true, batch = true, seed = true, ["repeat"] = name == "induction"}
         for k in pairs(opts) do
             if not known[k] then
-                error(string.format("%s: unknown option '%s' (the options are vocab, len, batch, seed%s)", fname,
-                                    tostring(k), name == "induction" and ", repeat" or ""), 2)
+                raise(string.format("%s: unknown option '%s' (the options are vocab, len, batch, seed%s)", fname,
+                                    tostring(k), name == "induction" and ", repeat" or ""))
             end
         end
         local t = setmetatable({name = name}, Task)
@@ -172,16 +172,16 @@ local function make(name)
         t.batch_size = check_size(fname, opts, "batch", 32, 1)
         t.example = examples[name]
         if name == "match" and t.len > t.vocab - 1 then
-            error(string.format("%s: len %d pairs need %d distinct keys but vocab %d has only %d symbols", fname,
-                                t.len, t.len, t.vocab, t.vocab - 1), 2)
+            raise(string.format("%s: len %d pairs need %d distinct keys but vocab %d has only %d symbols", fname,
+                                t.len, t.len, t.vocab, t.vocab - 1))
         end
         if name == "induction" then
             local rr = opts["repeat"] or {math.min(4, t.len // 2), t.len // 2}
             if type(rr) == "number" then rr = {rr, rr} end
             if type(rr) ~= "table" or math.type(rr[1]) ~= "integer" or math.type(rr[2]) ~= "integer" or rr[1] < 2
                or rr[1] > rr[2] or 2 * rr[2] > t.len then
-                error(string.format("%s: option repeat must be {min, max} whole numbers with 2 <= min <= max and " ..
-                                    "2*max <= len (%d)", fname, t.len), 2)
+                raise(string.format("%s: option repeat must be {min, max} whole numbers with 2 <= min <= max and " ..
+                                    "2*max <= len (%d)", fname, t.len))
             end
             t.repeat_range = {rr[1], rr[2]}
             t.seq_len = t.len

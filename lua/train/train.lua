@@ -5,6 +5,7 @@
 local mha = require "mha"
 local optim = require "mha.nn.optim"
 local term = require "mha.term"
+local raise = require "mha.raise"   -- errors at the user's line
 
 local M = {}
 
@@ -16,7 +17,7 @@ function M.loss(logits, targets)
     local N, L, V = shape[1], shape[2], shape[3]
     if not mha.is_tensor(targets) then targets = mha.tensor(targets) end
     local count = targets:gt(0):sum():item()
-    if count == 0 then error("train.loss: no position counts (every target is 0)", 2) end
+    if count == 0 then raise("train.loss: no position counts (every target is 0)") end
     local onehot = mha.eq(targets:view(N, L, 1), mha.arange(1, V + 1):view(1, 1, V))
     local weight = mha.zeros(N, L, V):masked_fill(onehot, 1 / count)
     local loss = -(mha.log_softmax(logits, 3) * weight):sum()
@@ -39,7 +40,7 @@ local function make_optimizer(o, params)
     if kind == "adamw" then return optim.AdamW(params, {lr = lr, weight_decay = o.weight_decay or 0.01}) end
     if kind == "adam" then return optim.Adam(params, {lr = lr, weight_decay = o.weight_decay or 0}) end
     if kind == "sgd" then return optim.SGD(params, {lr = lr, weight_decay = o.weight_decay or 0}) end
-    error(string.format('train: option optimizer must be "adamw", "adam" or "sgd", got %s', tostring(kind)), 3)
+    raise(string.format('train: option optimizer must be "adamw", "adam" or "sgd", got %s', tostring(kind)))
 end
 
 -- The loss and accuracy curves: redrawn live in a gnuplot window, or once at the end as a text plot; the labels
@@ -77,34 +78,34 @@ end
 -- history.loss[i] and acc[i] are the mean loss and accuracy over the steps since the previous log line.
 function M.train(o)
     local fname = "train"
-    if type(o) ~= "table" then error("train: give a table, e.g. mha.train{model = m, task = t, steps = 200}", 2) end
+    if type(o) ~= "table" then raise("train: give a table, e.g. mha.train{model = m, task = t, steps = 200}") end
     for k in pairs(o) do
         if not OPTIONS[k] then
             local names = {}
             for n in pairs(OPTIONS) do names[#names + 1] = n end
             table.sort(names)
-            error(string.format("train: unknown option '%s' (the options are %s)", tostring(k),
-                                table.concat(names, ", ")), 2)
+            raise(string.format("train: unknown option '%s' (the options are %s)", tostring(k),
+                                table.concat(names, ", ")))
         end
     end
     local model, task = o.model, o.task
     if type(model) ~= "table" or type(model.forward) ~= "function" then
-        error("train: option model must be a model, e.g. mha.nn.Transformer{...}", 2)
+        raise("train: option model must be a model, e.g. mha.nn.Transformer{...}")
     end
     if type(task) ~= "table" or type(task.batch) ~= "function" then
-        error("train: option task must be a task, e.g. mha.tasks.reverse{vocab = 10, len = 6}", 2)
+        raise("train: option task must be a task, e.g. mha.tasks.reverse{vocab = 10, len = 6}")
     end
     if task.vocab and model.vocab and task.vocab > model.vocab then
-        error(string.format("%s: the task uses %d symbols but the model's vocab is %d", fname, task.vocab,
-                            model.vocab), 2)
+        raise(string.format("%s: the task uses %d symbols but the model's vocab is %d", fname, task.vocab,
+                            model.vocab))
     end
     if task.seq_len and model.max_len and task.seq_len > model.max_len then
-        error(string.format("%s: the task's sequences have %d tokens but the model's max_len is %d", fname,
-                            task.seq_len, model.max_len), 2)
+        raise(string.format("%s: the task's sequences have %d tokens but the model's max_len is %d", fname,
+                            task.seq_len, model.max_len))
     end
     local steps = o.steps or 100
     if math.type(steps) ~= "integer" or steps < 1 then
-        error("train: option steps must be a positive integer, got " .. tostring(steps), 2)
+        raise("train: option steps must be a positive integer, got " .. tostring(steps))
     end
     if o.seed ~= nil then task:reseed(o.seed) end
     local batch = o.batch or task.batch_size
