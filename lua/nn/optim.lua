@@ -61,7 +61,7 @@ end
 -- ---- options, checked as torch.optim checks them ----
 
 local function check_number(fname, key, v)
-    if type(v) ~= "number" then error(string.format("%s: option %s must be a number, got %s", fname, key, type(v)), 0) end
+    if type(v) ~= "number" then raise(string.format("%s: option %s must be a number, got %s", fname, key, type(v))) end
 end
 
 local function validate(fname, kind, g)

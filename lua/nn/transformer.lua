@@ -75,8 +75,8 @@ local function opt_choice(fname, opts, key, choices, def)
     for _, c in ipairs(choices) do
         if v == c then return v end
     end
-    error(string.format('%s: option %s must be one of "%s", got %s', fname, key, table.concat(choices, '", "'),
-                        tostring(v)), 0)
+    raise(string.format('%s: option %s must be one of "%s", got %s', fname, key, table.concat(choices, '", "'),
+                        tostring(v)))
 end
 
 function Transformer:init(opts)
@@ -91,12 +91,12 @@ function Transformer:init(opts)
     o.max_len = module.opt_size(fname, opts, "max_len", nil, EXAMPLE)
     local d_ff = opts.d_ff == nil and 4 * o.d_model or opts.d_ff
     if math.type(d_ff) ~= "integer" and not (type(d_ff) == "number" and d_ff == math.floor(d_ff)) or d_ff < 0 then
-        error(string.format("%s: option d_ff must be a whole number >= 0 (0 = attention-only), got %s", fname,
-                            tostring(d_ff)), 0)
+        raise(string.format("%s: option d_ff must be a whole number >= 0 (0 = attention-only), got %s", fname,
+                            tostring(d_ff)))
     end
     o.d_ff = math.tointeger(d_ff)
     if o.d_model % o.heads ~= 0 then
-        error(string.format("%s: d_model %d must be divisible by heads %d", fname, o.d_model, o.heads), 0)
+        raise(string.format("%s: d_model %d must be divisible by heads %d", fname, o.d_model, o.heads))
     end
     o.causal = module.opt_boolean(fname, opts, "causal", true)
     o.norm = opt_choice(fname, opts, "norm", {"pre", "post", "none"}, "pre")

@@ -166,16 +166,16 @@ local function table_shape(fname, t)
         if type(x) == "table" then
             if shape[d] == nil then shape[d] = #x
             elseif shape[d] ~= #x then
-                error(string.format("%s: ragged table: %s has %s where %d were expected", fname, where,
-                    count(#x, "entry", "entries"), shape[d]), 0)
+                raise(string.format("%s: ragged table: %s has %s where %d were expected", fname, where,
+                    count(#x, "entry", "entries"), shape[d]))
             end
             for i = 1, #x do walk(x[i], d + 1, where .. "[" .. i .. "]") end
         else
             if shape[d] ~= nil then
-                error(string.format("%s: ragged table: %s is %s where a table was expected", fname, where, a_type(x)), 0)
+                raise(string.format("%s: ragged table: %s is %s where a table was expected", fname, where, a_type(x)))
             end
             if type(x) ~= "number" and type(x) ~= "boolean" then
-                error(string.format("%s: %s is %s, not a number or boolean", fname, where, a_type(x)), 0)
+                raise(string.format("%s: %s is %s, not a number or boolean", fname, where, a_type(x)))
             end
             leaf_type = leaf_type or type(x)
         end
@@ -227,7 +227,7 @@ local function source(fname, t, whole)
             end,
         }
     end
-    error(string.format("%s: expected a tensor, a number or a table, got %s", fname, a_type(t)), 0)
+    raise(string.format("%s: expected a tensor, a number or a table, got %s", fname, a_type(t)))
 end
 
 local function shape_str(shape)
@@ -327,11 +327,11 @@ local function label_list(fname, what, given, n, unit)   -- unit: "row", "column
     elseif type(given) == "table" then
         for i = 1, #given do list[i] = given[i] end
     else
-        error(string.format("%s: %s must be a list of labels or a string, got %s", fname, what, a_type(given)), 0)
+        raise(string.format("%s: %s must be a list of labels or a string, got %s", fname, what, a_type(given)))
     end
     if #list ~= n then
-        error(string.format("%s: %s has %s, for %s", fname, what, count(#list, "label"),
-            count(n, unit or "row")), 0)
+        raise(string.format("%s: %s has %s, for %s", fname, what, count(#list, "label"),
+            count(n, unit or "row")))
     end
     for i = 1, #list do list[i] = clean_label(list[i]) end
     return list

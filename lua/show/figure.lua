@@ -81,13 +81,13 @@ local function array_of(fname, what, v, ndim, hint)
         if d > ndim then
             if type(x) == "boolean" then return x and 1 or 0 end
             if type(x) ~= "number" then
-                error(string.format("%s: %s%s is %s, not a number", fname, what, where, display.a_type(x)), 0)
+                raise(string.format("%s: %s%s is %s, not a number", fname, what, where, display.a_type(x)))
             end
             return x
         end
         if type(x) ~= "table" or #x ~= shape[d] then
-            error(string.format("%s: %s%s should hold %s (shape %s)", fname, what, where,
-                display.count(shape[d], "entry", "entries"), shape_str(shape)), 0)
+            raise(string.format("%s: %s%s should hold %s (shape %s)", fname, what, where,
+                display.count(shape[d], "entry", "entries"), shape_str(shape)))
         end
         local out = {}
         for i = 1, shape[d] do out[i] = check(x[i], d + 1, where .. "[" .. i .. "]") end
@@ -142,7 +142,7 @@ local function spawn()
         io.stderr:write(words().not_found, "\n")
         return nil
     end
-    error("plot: " .. err, 0)
+    raise("plot: " .. err)
 end
 
 local sync_count = 0
@@ -477,7 +477,7 @@ function Figure:run(fname, commands, quiet_warnings, discard_output, fix_output)
         self.proc:close()   -- its state is unknown now; the next drawing starts a fresh one
         self.proc = nil
         local said = clean_message((errtext:gsub("mha%-sync%-[%d%-]+", ""):gsub(STATUS:gsub("%-", "%%-") .. "[^\n]*", "")))
-        error(string.format("%s: %s%s", fname, why, said ~= "" and (" (gnuplot said: " .. said .. ")") or ""), 0)
+        raise(string.format("%s: %s%s", fname, why, said ~= "" and (" (gnuplot said: " .. said .. ")") or ""))
     end
 
     -- split what gnuplot said by command: its status line, and its warnings
@@ -509,7 +509,7 @@ function Figure:run(fname, commands, quiet_warnings, discard_output, fix_output)
             errors[#errors + 1] = string.format("gnuplot: %s (in: %s)", failed[i], command_title(commands[i]))
         end
     end
-    if #errors > 0 then error(fname .. ": " .. table.concat(errors, "; "), 0) end
+    if #errors > 0 then raise(fname .. ": " .. table.concat(errors, "; ")) end
     return true
 end
 
@@ -583,7 +583,7 @@ function Figure:save(path, opts)
     local ok, err = pcall(function()
         -- first the file alone: if gnuplot cannot open it, nothing is drawn (it would go to stdout)
         if not self:run("plot.save", { FILE_TERMINALS[ext](w, h), "set output " .. quote(temp) }, {}, true) then
-            error(NOT_FOUND, 0)
+            raise(NOT_FOUND)
         end
         local commands = { "unset multiplot", "reset" }
         for _, c in ipairs(self.script.commands) do commands[#commands + 1] = c end
@@ -592,12 +592,12 @@ function Figure:save(path, opts)
         local f = io.open(temp, "rb")
         local size = f and f:seek("end") or 0
         if f then f:close() end
-        if size == 0 then error("plot.save: gnuplot wrote nothing to '" .. path .. "'", 0) end
+        if size == 0 then raise("plot.save: gnuplot wrote nothing to '" .. path .. "'") end
         local moved, move_err = os.rename(temp, path)
         if not moved then
             -- os.rename's message names the temporary file first
             if move_err:sub(1, #temp + 2) == temp .. ": " then move_err = move_err:sub(#temp + 3) end
-            error("plot.save: cannot write '" .. path .. "': " .. move_err, 0)
+            raise("plot.save: cannot write '" .. path .. "': " .. move_err)
         end
     end)
     if not ok then

@@ -353,7 +353,7 @@ function plot.line(spec)
     display.check_keys(fname, spec, LINE_OPTIONS, true)
     local series = {}
     if spec.y ~= nil then
-        if #spec > 0 then error(fname .. ": give either y= or a list of series, not both; several series: " .. SERIES_FORM, 0) end
+        if #spec > 0 then raise(fname .. ": give either y= or a list of series, not both; several series: " .. SERIES_FORM) end
         series[1] = spec
     else
         for i = 1, #spec do series[i] = spec[i] end

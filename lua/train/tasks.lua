@@ -227,21 +227,21 @@ function M.show(ids, opts)
     local mha = require "mha"
     opts = opts or {}
     if type(opts) ~= "table" then
-        error("tasks.show: opts must be a table such as {title = \"tokens\", zero = \"-\"}, got " .. type(opts), 0)
+        raise("tasks.show: opts must be a table such as {title = \"tokens\", zero = \"-\"}, got " .. type(opts))
     end
     local t = ids
     if not mha.is_tensor(t) then
         local ok, made = pcall(mha.tensor, ids)
         if not ok or type(ids) ~= "table" then
-            error("tasks.show: ids must be a tensor or a table of token ids, got " .. type(ids), 0)
+            raise("tasks.show: ids must be a tensor or a table of token ids, got " .. type(ids))
         end
         t = made
     end
     local shape = t:shape()
     if #shape == 1 then t, shape = t:view(1, shape[1]), {1, shape[1]} end
     if #shape ~= 2 then
-        error(string.format("tasks.show: ids must be 1-D (L) or 2-D (N, L), got shape (%s)",
-                            table.concat(shape, ",")), 0)
+        raise(string.format("tasks.show: ids must be 1-D (L) or 2-D (N, L), got shape (%s)",
+                            table.concat(shape, ",")))
     end
     local rows = t:totable()
     local width = math.max(2, #tostring(opts.zero or ""))   -- 2: ids below 100 line up from call to call
@@ -249,8 +249,7 @@ function M.show(ids, opts)
         for p, v in ipairs(row) do
             local id = math.tointeger(v)
             if not id then
-                error(string.format("tasks.show: ids must be whole numbers; ids[%d][%d] is %s", n, p, tostring(v)),
-                      0)
+                raise(string.format("tasks.show: ids must be whole numbers; ids[%d][%d] is %s", n, p, tostring(v)))
             end
             row[p] = (id == 0 and opts.zero) and tostring(opts.zero) or tostring(id)
             width = math.max(width, #row[p])
