@@ -108,20 +108,6 @@ words.check = {
     },
 }
 
--- The head detectors' report (lua/train/heads.lua): the kinds, a layer and a head, as mha.heads.report prints them.
-words.heads = {
-    en = {previous = "previous", duplicate = "duplicate", induction = "induction", layer = "layer %d",
-          layer_short = "L%d: ", head = "h%d"},
-    zh = {previous = "前一词元", duplicate = "重复词元", induction = "归纳", layer = "第 %d 层",
-          layer_short = "第 %d 层：", head = "头%d"},
-}
-
--- mha.train's curves (lua/train/train.lua).
-words.train = {
-    en = {loss = "loss", accuracy = "accuracy", step = "step", training = "training"},
-    zh = {loss = "损失", accuracy = "准确率", step = "步", training = "训练"},
-}
-
 -- The text of a {en = ..., zh = ...} table in lang (English when it has none); a plain string as it is.
 function words.pick(t, lang)
     if type(t) ~= "table" then return t end

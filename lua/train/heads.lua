@@ -17,6 +17,14 @@ local raise = require "mha.raise"   -- errors at the user's line
 
 local M = {}
 
+-- The report's words (the kinds, a layer and a head), in the language of the printoptions.
+local WORDS = {
+    en = {previous = "previous", duplicate = "duplicate", induction = "induction", layer = "layer %d",
+          layer_short = "L%d: ", head = "h%d"},
+    zh = {previous = "前一词元", duplicate = "重复词元", induction = "归纳", layer = "第 %d 层",
+          layer_short = "第 %d 层：", head = "头%d"},
+}
+
 local KINDS = {previous = true, duplicate = true, induction = true}
 
 local function check_kind(fname, kind)
@@ -50,8 +58,7 @@ local function token_tensor(fname, tokens)
     if not mha.is_tensor(t) then
         local ok, made = pcall(mha.tensor, t)
         if type(t) ~= "table" or not ok then
-            raise(string.format("%s: tokens must be a tensor (N, L) or (L) of symbol ids, got %s", fname,
-                                mha.is_tensor(t) and "a tensor" or type(t)))
+            raise(string.format("%s: tokens must be a tensor (N, L) or (L) of symbol ids, got %s", fname, type(t)))
         end
         t = made
     end
@@ -94,7 +101,6 @@ local function rows_of(fname, tokens)
     return t, rows
 end
 
--- mha.heads.detect(model, tokens, kind [, {rows = "all"|"detected"}]) -> scores (layers, heads)
 local function check_opts(fname, opts)
     opts = opts or {}
     if type(opts) ~= "table" then raise(string.format('%s: options must be a table, e.g. {rows = "detected"}, got %s',
@@ -105,14 +111,14 @@ local function check_opts(fname, opts)
     return opts
 end
 
-function M.detect(model, tokens, kind, opts)
-    check_model("heads.detect", model)
-    check_kind("heads.detect", kind)
-    opts = check_opts("heads.detect", opts)
-    local only_detected = opts.rows == "detected"
-    local t, rows = rows_of("heads.detect", tokens)
-    mha.no_grad(function() model:forward(t) end)
-    local maps = model:attention()
+-- The attention maps of one forward of model over the tokens (N, L): {layer 1's weights (N, H, L, L), ...}.
+local function attention_of(model, tokens)
+    mha.no_grad(function() model:forward(tokens) end)
+    return model:attention()
+end
+
+-- The scores (layers, heads) of kind from the maps of the sequences rows (Lua lists of ids).
+local function scores(maps, rows, kind, only_detected)
     local N, L = #rows, #rows[1]
     local P, qmask = {}, {}
     for n = 1, N do
@@ -142,18 +148,28 @@ function M.detect(model, tokens, kind, opts)
     return mha.tensor(out)
 end
 
+-- mha.heads.detect(model, tokens, kind [, {rows = "all"|"detected"}]) -> scores (layers, heads)
+function M.detect(model, tokens, kind, opts)
+    check_model("heads.detect", model)
+    check_kind("heads.detect", kind)
+    opts = check_opts("heads.detect", opts)
+    local t, rows = rows_of("heads.detect", tokens)
+    return scores(attention_of(model, t), rows, kind, opts.rows == "detected")
+end
+
 -- mha.heads.report(model, tokens): the three scores as a table and a heat map per kind, in the language of
 -- the printoptions (a Chinese lesson sets "zh"); returns them {previous = (layers, heads), duplicate = ...,
 -- induction = ...}.
 function M.report(model, tokens, opts)
     check_model("heads.report", model)
     opts = check_opts("heads.report", opts)
-    token_tensor("heads.report", tokens)
-    local said = require("mha.lesson.words").heads[mha.printoptions().lang or "en"]
+    local t, rows = rows_of("heads.report", tokens)
+    local maps = attention_of(model, t)   -- one forward serves the three kinds
+    local said = WORDS[mha.printoptions().lang] or WORDS.en
     local width = require("mha.text").width
     local result = {}
     for _, kind in ipairs({"previous", "duplicate", "induction"}) do
-        local s = M.detect(model, tokens, kind, opts)
+        local s = scores(maps, rows, kind, opts.rows == "detected")
         result[kind] = s
         local shape = s:shape()
         local line = {said[kind] .. string.rep(" ", 10 - width(said[kind]))}

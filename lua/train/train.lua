@@ -43,11 +43,17 @@ local function make_optimizer(o, params)
     raise(string.format('train: option optimizer must be "adamw", "adam" or "sgd", got %s', tostring(kind)))
 end
 
+-- The curves' words, in the language of the printoptions.
+local WORDS = {
+    en = {loss = "loss", accuracy = "accuracy", step = "step", training = "training"},
+    zh = {loss = "损失", accuracy = "准确率", step = "步", training = "训练"},
+}
+
 -- The loss and accuracy curves: redrawn live in a gnuplot window, or once at the end as a text plot; the labels
 -- in the language of the printoptions (a Chinese lesson sets "zh").
 local function draw_curve(history, steps)
     local plot = require "mha.plot"
-    local said = require("mha.lesson.words").train[mha.printoptions().lang or "en"]
+    local said = WORDS[mha.printoptions().lang] or WORDS.en
     local xs = {}
     for i = 1, #history.loss do xs[i] = history.step[i] end
     plot.line{{x = xs, y = history.loss, title = said.loss}, {x = xs, y = history.acc, title = said.accuracy},

@@ -254,6 +254,25 @@ T.test("shipped models", function()
          zh:find("^前一词元    第 1 层：%d") and zh:find("\n归纳        第 1 层：") and zh:find("\n第 2 层 ") and zh:find("\n +头1 头2\n"), zh)
     T.ok("report in Chinese: no English label", not (zh:find("previous") or zh:find("induction") or
          zh:find("layer") or zh:find("h1")), zh)
+    -- one forward serves the report's three kinds, and each equals heads.detect's own forward
+    local forwards = 0
+    local counted = {forward = function(_, t) forwards = forwards + 1; return m:forward(t) end,
+                     attention = function() return m:attention() end}
+    local probe = mha.tasks.repeated(20, 10, 4, 1)
+    local old_print, old_output, heat_file = print, io.output(), os.tmpname()
+    print = function() end
+    io.output(heat_file)
+    local ok, result = pcall(mha.heads.report, counted, probe)
+    io.output():close()
+    io.output(old_output)
+    os.remove(heat_file)
+    print = old_print
+    T.ok("report: it ran", ok, tostring(result))
+    T.eq("report: one forward for the three kinds", forwards, 1)
+    for _, kind in ipairs({"previous", "duplicate", "induction"}) do
+        T.eq("report: " .. kind .. " as heads.detect gives it", ok and result[kind]:totable(),
+             mha.heads.detect(m, probe, kind):totable())
+    end
     local rev = mha.load_model(T.path("models/reverse.npz"))
     local tok, tgt = mha.tasks.reverse{vocab = 10, len = 6, batch = 500, seed = 4242}:batch()
     local _, acc = mha.train.loss(mha.no_grad(function() return rev:forward(tok) end), tgt)
