@@ -20,18 +20,17 @@ local nn = {
 -- lacks to its method table, so it is a child like any other and a model of its own.
 nn.multihead_methods = module.multihead_methods
 
--- Install into the mha table when it is there (mha-repl and mha.so both create it first).
-local mha = package.loaded.mha
-if type(mha) == "table" then
-    mha.nn = nn
-    mha.optim = optim
-    mha.clip_grad_norm = optim.clip_grad_norm
-    -- training on toy tasks, head detectors, shipped models (lua/train/)
-    mha.tasks = require "mha.tasks"
-    mha.train = require "mha.train"
-    mha.heads = require "mha.heads"
-    local models = require "mha.models"
-    mha.load_model, mha.save_model = models.load_model, models.save_model
-end
+-- Install into the mha table: luaopen_mha (mha-repl and mha.so alike) sets package.loaded.mha before it
+-- requires this module, as mha.display does for its functions, so require "mha" is that table.
+local mha = require "mha"
+mha.nn = nn
+mha.optim = optim
+mha.clip_grad_norm = optim.clip_grad_norm
+-- training on toy tasks, head detectors, shipped models (lua/train/)
+mha.tasks = require "mha.tasks"
+mha.train = require "mha.train"
+mha.heads = require "mha.heads"
+local models = require "mha.models"
+mha.load_model, mha.save_model = models.load_model, models.save_model
 
 return nn
