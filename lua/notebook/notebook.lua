@@ -139,6 +139,17 @@ local function run_cell(code, count)
     return {kind = "code", source = code, outputs = outputs, count = count}
 end
 
+-- What an export says when it cannot write, in the language the caller names (English by default).
+local WORDS = {
+    en = {no_name = "expected a file name ending in .ipynb or .html",
+          bad_name = "'%s': the name must end in .ipynb or .html",
+          not_opened = "the lesson did not open", failed = "the export failed"},
+    zh = {no_name = "需要一个以 .ipynb 或 .html 结尾的文件名",
+          bad_name = "“%s”：文件名必须以 .ipynb 或 .html 结尾",
+          not_opened = "课程没有打开", failed = "导出失败"},
+}
+local function words(lang) return WORDS[lang] or WORDS.en end
+
 local function trim(s)
     return (s:gsub("^%s*\n", ""):gsub("%s+$", ""))
 end
@@ -147,7 +158,7 @@ end
 -- exercise's answer (the lesson's own solution) as code cells with their outputs.
 function M.lesson_cells(which, lang)
     local lessons = require "mha.lesson"
-    local found, not_found = lessons.find(which)
+    local found, not_found = lessons.find(which, lang)
     if not found then return nil, not_found end
     local setup = string.format('-- the lesson\'s language, seed, print options and helpers, as --batch sets them\n'
                                 .. 'require("mha.lesson").open_cells(%s, %q);', math.tointeger(tonumber(which)) or string.format("%q", which),
@@ -157,7 +168,7 @@ function M.lesson_cells(which, lang)
     local session = lessons.current()
     if not session then
         local err = first.outputs[#first.outputs]
-        return nil, err and err.evalue or "the lesson did not open"
+        return nil, err and err.evalue or words(lang).not_opened
     end
     local lesson, tr = session.lesson, lessons.tr
     lang = session.lang
@@ -338,16 +349,16 @@ function M.write_atomic(path, text)
     return true
 end
 
-local function format_of(path)
-    if type(path) ~= "string" or path == "" then return nil, "expected a file name ending in .ipynb or .html" end
+local function format_of(path, lang)
+    if type(path) ~= "string" or path == "" then return nil, words(lang).no_name end
     local ext = (path:match("%.(%w+)$") or ""):lower()
     if ext == "ipynb" then return "ipynb" end
     if ext == "html" or ext == "htm" then return "html" end
-    return nil, "'" .. path .. "': the name must end in .ipynb or .html"
+    return nil, string.format(words(lang).bad_name, path)
 end
 
 local function write(cells, path, title, lang)
-    local format, err = format_of(path)
+    local format, err = format_of(path, lang)
     if not format then return nil, err end
     local text = format == "ipynb" and M.ipynb(cells, title) or M.html_page(cells, title, lang)
     return M.write_atomic(path, text)
@@ -355,7 +366,7 @@ end
 
 -- mha-repl --lesson N --batch --export FILE: the whole lesson. Returns true, or nil and a message.
 function M.export_lesson(which, lang, path)
-    local format, err = format_of(path)
+    local format, err = format_of(path, lang)
     if not format then return nil, "--export: " .. err end
     local cells, session = M.lesson_cells(which, lang)
     if not cells then return nil, "--export: " .. tostring(session) end
@@ -365,10 +376,11 @@ end
 -- :export FILE in the REPL: the open lesson, whole (run from its seed by a second mha-repl, so the
 -- student's variables and place in the lesson stay as they are), else the session so far.
 -- runner: the lesson runner (mha.lesson) the REPL runs, which says whether a lesson is open; nil: none.
+-- lang: the language of the messages ("en" or "zh", the REPL's).
 -- Returns what was written ("lesson 8" or "the session") and the lesson's number (nil for the session),
 -- or nil and a message.
-function M.export_session(path, runner)
-    local format, err = format_of(path)
+function M.export_session(path, runner, lang)
+    local format, err = format_of(path, lang)
     if not format then return nil, err end
     local lessons = type(runner) == "table" and runner or nil
     local open = lessons and lessons.current and lessons.current()
@@ -379,7 +391,7 @@ function M.export_session(path, runner)
         if not self then return nil, why end
         local ok, said = proc.run({ self, "--lesson", tostring(open.number), "--batch", "--lang", open.lang,
                                     "--export", path })
-        if not ok then return nil, (said:gsub("%s+$", "")) ~= "" and said:gsub("%s+$", "") or "the export failed" end
+        if not ok then return nil, (said:gsub("%s+$", "")) ~= "" and said:gsub("%s+$", "") or words(lang).failed end
         return "lesson " .. open.number, open.number
     end
     local ok, werr = write(M.session_cells(), path, "mha-repl session", open and open.lang or nil)

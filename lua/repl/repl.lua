@@ -678,7 +678,7 @@ local runner   -- the lesson runner (mha.lesson) repl.init handed itself to, whe
 repl.add_command("export", {args = "FILE", help = "write the session (or the open lesson) as FILE.ipynb (Jupyter) or FILE.html (one page)",
     run = function(arg)
         local path = arg:match("^%s*[\"']?(.-)[\"']?%s*$")
-        local what, lesson_number = require("mha.notebook").export_session(path, runner)
+        local what, lesson_number = require("mha.notebook").export_session(path, runner, repl.lang())
         if not what then show_error(":export: " .. tostring(lesson_number)) return end
         what = lesson_number and string.format(repl.said("exported_lesson"), lesson_number) or repl.said("exported_session")
         out(string.format(repl.said("exported"), what, path) .. "\n")

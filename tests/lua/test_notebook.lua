@@ -84,6 +84,13 @@ T.test("writers", function()
     os.remove(path)
     ok, err = nb.export_session("/tmp/x.txt")
     T.eq("export_extension", err, "'/tmp/x.txt': the name must end in .ipynb or .html")
+    -- in the REPL's language: the REPL hands export_session its own
+    ok, err = nb.export_session("/tmp/x.txt", nil, "zh")
+    T.eq("export_extension_zh", err, "“/tmp/x.txt”：文件名必须以 .ipynb 或 .html 结尾")
+    ok, err = nb.export_session("", nil, "zh")
+    T.eq("export_no_name_zh", err, "需要一个以 .ipynb 或 .html 结尾的文件名")
+    ok, err = nb.export_lesson(99, "zh", "/tmp/x.html")
+    T.ok("export_no_lesson_zh", not ok and err:find("^%-%-export: 没有课程“99”；"), tostring(err))
 end)
 
 -- the command line and the REPL's :export, through the binary under test

@@ -32,6 +32,13 @@ printf ':q2\n:save\n' | MHA_LANG=zh timeout 10 "$repl" -i >"$tmp/out" 2>"$tmp/er
 has "unknown command in Chinese" "$tmp/err" "没有命令 :q2（? 列出所有命令）"
 has ":save without a name in Chinese" "$tmp/err" ":save 需要文件名：:save FILE 写出 FILE.lua 和 FILE.md"
 
+# :export's failures too, at the prompt and on the command line
+printf ':export %s/x.txt\n:export\n' "$tmp" | MHA_LANG=zh timeout 10 "$repl" -i >"$tmp/out" 2>"$tmp/err"
+has ":export of a wrong name in Chinese" "$tmp/err" ":export: “$tmp/x.txt”：文件名必须以 .ipynb 或 .html 结尾"
+has ":export without a name in Chinese" "$tmp/err" ":export: 需要一个以 .ipynb 或 .html 结尾的文件名"
+timeout 10 "$repl" --lesson 2 --batch --lang zh --export "$tmp/x.txt" >"$tmp/out" 2>"$tmp/err"
+has "--export of a wrong name in Chinese" "$tmp/err" "$repl: --export: “$tmp/x.txt”：文件名必须以 .ipynb 或 .html 结尾"
+
 # :lang zh switches the REPL's own words too
 printf ':lang zh\n:time\n' | timeout 10 "$repl" -i >"$tmp/out" 2>"$tmp/err"
 has ":lang zh switches the REPL's words" "$tmp/out" "计时：开"
