@@ -7,3 +7,12 @@ pass() { echo "PASS $1"; }
 fail() { echo "FAIL $1: $2"; fails=$((fails + 1)); }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+
+# pty_run ROWS COLUMNS PROGRAM [ARGS...] <STEPS: runs PROGRAM at a pseudo-terminal of ROWS x COLUMNS (Python's
+# pty module, through tests/sh/pty_drive.py, which says the STEPS: send, expect, sleep) and prints what it
+# showed. A test calls need_python first: without /usr/bin/python3 it says SKIP and exits.
+python=/usr/bin/python3
+pty_run() { "$python" "$(dirname "${BASH_SOURCE[0]}")/pty_drive.py" "$@"; }
+need_python() {   # need_python NAME
+    [ -x "$python" ] || { echo "SKIP $1: $python is not installed"; exit 0; }
+}
