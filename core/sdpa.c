@@ -142,6 +142,37 @@ static mha_status rows_readable(mha_tensor *out, const mha_tensor *t) {
     return mha_contiguous_named(out, t, "sdpa");
 }
 
+/* Whether t is dense - a permutation of a contiguous tensor - with order its dims by falling stride. */
+static bool dense_order(size_t *order, const mha_tensor *t) {
+    for (size_t d = 0; d < t->ndim; d++) order[d] = d;
+    for (size_t i = 1; i < t->ndim; i++)
+        for (size_t j = i; j > 0 && t->stride[order[j]] > t->stride[order[j - 1]]; j--) {
+            size_t was = order[j];
+            order[j] = order[j - 1], order[j - 1] = was;
+        }
+    ptrdiff_t expected = 1;
+    for (size_t p = t->ndim; p-- > 0;) {
+        const size_t d = order[p];
+        if (t->shape[d] != 1 && t->stride[d] != expected) return false;
+        expected *= (ptrdiff_t)t->shape[d];
+    }
+    return true;
+}
+
+/* An empty float tensor of like's shape, laid out as like is when like is dense (as torch's empty_like keeps a
+ * dense tensor's strides), else contiguous. The output of heads split by a permuted view (N,H,L,D) of (N,L,E) is
+ * then written with the heads side by side, so merging them back, (N,L,H,D) -> (N,L,E), is a view. */
+static mha_status empty_like(mha_tensor *out, const mha_tensor *like) {
+    size_t order[MHA_MAX_DIMS], inverse[MHA_MAX_DIMS], block_shape[MHA_MAX_DIMS];
+    if (!dense_order(order, like)) return mha_empty_named(out, MHA_FLOAT32, like->ndim, like->shape, "sdpa");
+    for (size_t p = 0; p < like->ndim; p++) block_shape[p] = like->shape[order[p]], inverse[order[p]] = p;
+    mha_tensor block = MHA_TENSOR_EMPTY;
+    mha_status st = mha_empty_named(&block, MHA_FLOAT32, like->ndim, block_shape, "sdpa");
+    if (st == MHA_OK) st = mha_permute(out, &block, inverse);
+    mha_release(&block);
+    return st;
+}
+
 /* Kept weights go by blocks of a multiple of KEPT_BLOCK rows: a multiple of every register tile's rows (4, 6, 8),
  * so each block splits into the tiles a whole-slice product would use. */
 enum { KEPT_BLOCK = 48 };
@@ -151,6 +182,8 @@ enum { KEPT_BLOCK = 48 };
 typedef struct sdpa_job {
     const mha_tensor *q;                  /* for messages */
     float *result, *weights;              /* (batches,L,Dv), (batches,L,S) or NULL for the fused path */
+    const ptrdiff_t *rs;                  /* batch strides of the result (laid out as q, or contiguous) */
+    size_t ld_out;                        /* its row stride */
     const float *q_data, *k_data, *v_data;
     const ptrdiff_t *qs, *ks, *vs, *ms;   /* batch strides of q, k, v, the mask */
     size_t nb, batches;
@@ -208,7 +241,7 @@ static mha_status sdpa_part(void *ctx, size_t part, size_t nparts) {
             break;
         }
         mha_head_args head = {
-            .out = job->result + n * L * Dv, .ld_out = Dv,
+            .out = job->result + batch_offset(n, job->nb, job->bshape, job->rs), .ld_out = job->ld_out,
             .q = job->q_data + batch_offset(n, job->nb, job->bshape, job->qs), .ld_q = job->ld_q,
             .k = job->k_data + batch_offset(n, job->nb, job->bshape, job->ks), .ld_k = job->ld_k,
             .v = job->v_data + batch_offset(n, job->nb, job->bshape, job->vs), .ld_v = job->ld_v,
@@ -222,7 +255,7 @@ static mha_status sdpa_part(void *ctx, size_t part, size_t nparts) {
         }
         if (job->weights == NULL) {
             mha_attn_args args = {
-                .out = head.out, .ld_out = Dv, .q = head.q, .ld_q = head.ld_q, .k = head.k, .ld_k = head.ld_k,
+                .out = head.out, .ld_out = head.ld_out, .q = head.q, .ld_q = head.ld_q, .k = head.k, .ld_k = head.ld_k,
                 .v = head.v, .ld_v = head.ld_v,
                 .mask = head.attn.f, .mask_rs = head.attn.rs, .mask_cs = head.attn.cs,
                 .causal = job->causal, .scale = job->scale, .L = L, .S = S, .D = D, .Dv = Dv,
@@ -302,11 +335,16 @@ mha_status mha_sdpa(mha_tensor *out, mha_tensor *weights, const mha_tensor *q, c
     memcpy(shape, bshape, nb * sizeof *bshape);
     shape[nb] = L;
     shape[nb + 1] = Dv;
-    if ((st = mha_empty_named(&result, MHA_FLOAT32, nb + 2, shape, "sdpa")) != MHA_OK) goto done;
+    /* the result laid out as q when it has q's shape (no broadcast batch dim, Dv = D) */
+    bool like_q = Dv == D && cq.ndim == nb + 2;
+    for (size_t d = 0; like_q && d < nb; d++) like_q = cq.shape[d] == bshape[d];
+    st = like_q ? empty_like(&result, &cq) : mha_empty_named(&result, MHA_FLOAT32, nb + 2, shape, "sdpa");
+    if (st != MHA_OK) goto done;
     shape[nb + 1] = S;
     if (!fused && (st = mha_empty_named(&w, MHA_FLOAT32, nb + 2, shape, "sdpa")) != MHA_OK) goto done;
 
-    ptrdiff_t qs[MHA_MAX_DIMS], ks[MHA_MAX_DIMS], vs[MHA_MAX_DIMS], ms[MHA_MAX_DIMS];
+    ptrdiff_t qs[MHA_MAX_DIMS], ks[MHA_MAX_DIMS], vs[MHA_MAX_DIMS], ms[MHA_MAX_DIMS], rs[MHA_MAX_DIMS];
+    batch_strides(rs, &result, 2, nb, bshape);
     batch_strides(qs, &cq, 2, nb, bshape);
     batch_strides(ks, &ck, 2, nb, bshape);
     batch_strides(vs, &cv, 2, nb, bshape);
@@ -318,7 +356,7 @@ mha_status mha_sdpa(mha_tensor *out, mha_tensor *weights, const mha_tensor *q, c
     }
     size_t batches = prod(bshape, 0, nb);
     sdpa_job job = {
-        .q = q, .result = mha_f32(&result), .weights = fused ? NULL : mha_f32(&w),
+        .q = q, .result = mha_f32(&result), .rs = rs, .ld_out = (size_t)result.stride[nb], .weights = fused ? NULL : mha_f32(&w),
         .q_data = mha_f32(&cq), .k_data = mha_f32(&ck), .v_data = mha_f32(&cv),
         .qs = qs, .ks = ks, .vs = vs, .ms = ms, .nb = nb, .batches = batches, .bshape = bshape,
         .mask = msrc, .causal = opt->is_causal, .scale = scale, .L = L, .S = S, .D = D, .Dv = Dv,
