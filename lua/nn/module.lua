@@ -97,6 +97,24 @@ function M.opt_boolean(fname, opts, key, def)
 end
 
 -- ---------------------------------------------------------------------------------------------
+-- Methods called with a dot (lin.forward(x), opt.step()), Python's habit
+-- ---------------------------------------------------------------------------------------------
+
+-- The method f behind a check that self is_instance: otherwise lin.forward(x) would fail deep inside
+-- ("attempt to index a nil value (local 'self')"); it reads, at the user's line, as a C method's does
+-- (lua/bind/lauxmha.c): "forward is a method: call it with a colon: m:forward(...)". var names the
+-- instance in the hint (m, opt).
+function M.method(name, f, is_instance, var)
+    return function(self, ...)
+        if not is_instance(self) then
+            local args = (self ~= nil or select("#", ...) > 0) and "..." or ""
+            raise(string.format("%s is a method: call it with a colon: %s:%s(%s)", name, var, name, args))
+        end
+        return f(self, ...)
+    end
+end
+
+-- ---------------------------------------------------------------------------------------------
 -- What is a module, a parameter
 -- ---------------------------------------------------------------------------------------------
 
@@ -180,10 +198,22 @@ local function instance_newindex(m, key, value)
     end
 end
 
+-- Whether m is an instance of class or of a class extending it.
+local function instance_of(m, class)
+    local c = is_lua_module(m) and getmetatable(m).__module_class
+    while c and c ~= class do c = rawget(c, "super") end
+    return c == class
+end
+
 -- A new class: Base:extend("Name"). Calling the class makes an instance and runs its init.
 function Module:extend(name)
     if type(name) ~= "string" then raise("Module:extend: give the class a name, e.g. mha.nn.Module:extend(\"Block\")") end
     local class = setmetatable({}, {__index = self, __call = function(cls, ...) return cls:new(...) end,
+                                    __newindex = function(cls, key, v)   -- function Linear:forward(x) ...
+                                        local method = type(v) == "function" and debug.getlocal(v, 1) == "self"
+                                        local function is_instance(m) return instance_of(m, cls) end
+                                        rawset(cls, key, method and M.method(key, v, is_instance, "m") or v)
+                                    end,
                                     __tostring = function() return "mha.nn." .. name end,
                                     __name = "mha.nn." .. name})  -- help(mha.nn.Linear) finds its entry
     class.__name = name
@@ -421,6 +451,11 @@ function Module:repr()
         lines[#lines + 1] = "  (" .. item[1] .. "): " .. text
     end
     return table.concat(lines, "\n") .. "\n)"
+end
+
+-- Every method of Module checks its self (extend and new take the class itself).
+for key, f in pairs(Module) do
+    if type(f) == "function" and key ~= "extend" and key ~= "new" then Module[key] = M.method(key, f, is_lua_module, "m") end
 end
 
 -- ---------------------------------------------------------------------------------------------
