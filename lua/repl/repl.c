@@ -632,7 +632,10 @@ static void evaluate(lua_State *L, int status, int expr, int quiet) {
     if (status == LUA_OK) {
         clock_gettime(CLOCK_MONOTONIC, &ts);
         start = (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+        /* "return f(x);" of a one-line input tail-calls f, whose errors would name no line */
+        repl_traceback_tailcall(expr && !strchr(lua_tostring(L, 1), '\n') ? "stdin:1" : NULL);
         status = docall(L, 0, LUA_MULTRET);
+        repl_traceback_tailcall(NULL);
         clock_gettime(CLOCK_MONOTONIC, &ts);
         seconds = (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9 - start;
     }
