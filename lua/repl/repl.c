@@ -729,7 +729,7 @@ static void print_banner(lua_State *L) {
         if (docall(L, 3, 1) == LUA_OK && lua_type(L, -1) == LUA_TSTRING) line = lua_tostring(L, -1);
     }
     if (line) printf("%s\n", line);
-    else printf("%s %s (%s) - type ? for the commands, help() for the functions, Ctrl-D to quit\n",
+    else printf("%s %s (%s)\ntype ? for the commands, help() for the functions, Ctrl-D to quit\n",
                 PROGNAME, MHA_REPL_VERSION, LUA_RELEASE);
     lua_settop(L, top);
 }

@@ -625,7 +625,8 @@ local SAID = {
           save_name = ":save needs a file name: :save FILE writes FILE.lua and FILE.md",
           saved = "saved %d inputs to %s and %s",
           unknown = "unknown command :%s (? lists the commands)", could_be = ":%s could be :%s",
-          banner = "%s %s (%s) - type ? for the commands, help() for the functions, Ctrl-D to quit",
+          -- each line at most 80 columns, the terminal's least width (the zh line is 70)
+          banner = "%s %s (%s)\ntype ? for the commands, help() for the functions, Ctrl-D to quit",
           exported = "wrote %s to %s", exported_lesson = "lesson %s", exported_session = "the session"},
     zh = {time = "计时：", on = "开", off = "关",
           fresh = "新的状态（历史、:save 的记录和 :time 设置都保留）",

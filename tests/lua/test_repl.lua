@@ -229,10 +229,19 @@ T.eq("on_reset_resumes_once", #resumed, 1)
 do
     local saved_lang = repl.lang
     T.eq("banner_en", repl.banner("mha-repl", "0.1.0", "Lua 5.4.4"),
-        "mha-repl 0.1.0 (Lua 5.4.4) - type ? for the commands, help() for the functions, Ctrl-D to quit")
+        "mha-repl 0.1.0 (Lua 5.4.4)\ntype ? for the commands, help() for the functions, Ctrl-D to quit")
     repl.lang = function() return "zh" end
     T.eq("banner_zh", repl.banner("mha-repl", "0.1.0", "Lua 5.4.4"),
         "mha-repl 0.1.0（Lua 5.4.4）- 输入 ? 看命令，help() 看函数，Ctrl-D 退出")
+    for _, lang in ipairs { "en", "zh" } do   -- a 80-column terminal must not wrap it
+        repl.lang = function() return lang end
+        local widest = 0
+        for line in repl.banner("mha-repl", "0.1.0", "Lua 5.4.4"):gmatch("[^\n]+") do
+            widest = math.max(widest, require("mha.text").width(line))
+        end
+        T.ok("banner_fits_80_" .. lang, widest <= 80, widest .. " columns")
+    end
+    repl.lang = function() return "zh" end
     T.eq("export_report_zh", string.format(repl.said("exported"), string.format(repl.said("exported_lesson"), 3), "l3.ipynb"),
         "已把第 3 课写到 l3.ipynb")
     repl.lang = saved_lang
