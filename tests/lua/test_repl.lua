@@ -91,6 +91,13 @@ same("complete_operator_prefix", repl.complete("1+mha.ey", "1+mha.ey", 0), {"1+m
 local class = {greet = function() end}
 _G.completion_obj = setmetatable({}, {__index = class})
 same("complete_through_index_table", repl.complete("completion_obj.gr", "completion_obj.gr", 0), {"completion_obj.greet"})
+-- an optimizer's methods, not the metamethods its class holds (opt:__tostring); a "__" prefix still finds them
+_G.completion_opt = mha.optim.SGD({mha.randn(2):requires_grad(true)}, {lr = 0.1})
+local opt_methods = table.concat(repl.complete("completion_opt:", "completion_opt:", 0), " ")
+T.ok("complete_no_metamethods", opt_methods:find("completion_opt:step", 1, true) and not opt_methods:find("__", 1, true),
+     opt_methods)
+same("complete_metamethods_asked", repl.complete("completion_opt:__to", "completion_opt:__to", 0),
+     {"completion_opt:__tostring"})
 -- a module's fields and parameters, not only its methods: m:parameter_names() and the __fields list
 same("complete_module_parameter", repl.complete("completion_m.in_", "completion_m.in_", 0),
      {"completion_m.in_proj_bias", "completion_m.in_proj_weight"})
