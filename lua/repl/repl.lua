@@ -681,9 +681,15 @@ repl.add_command("export", {args = "FILE", help = "write the session (or the ope
         local path = arg:match("^%s*[\"']?(.-)[\"']?%s*$")
         local what, lesson_number = require("mha.notebook").export_session(path, runner, repl.lang())
         if not what then show_error(":export: " .. tostring(lesson_number)) return end
-        what = lesson_number and string.format(repl.said("exported_lesson"), lesson_number) or repl.said("exported_session")
-        out(string.format(repl.said("exported"), what, path) .. "\n")
+        out(repl.exported(lesson_number, path) .. "\n")
     end})
+
+-- "wrote lesson 8 to l8.ipynb" ("the session" when lesson_number is nil), in the REPL's language: what
+-- :export and mha-repl --lesson N --batch --export FILE say.
+function repl.exported(lesson_number, path)
+    local what = lesson_number and string.format(repl.said("exported_lesson"), lesson_number) or repl.said("exported_session")
+    return string.format(repl.said("exported"), what, path)
+end
 
 -- ---------------------------------------------------------------------------------------------
 -- Completion
