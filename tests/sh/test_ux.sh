@@ -45,4 +45,12 @@ timeout 60 "$repl" --lesson 3 --batch --export "$tmp/l3.ipynb" >"$tmp/out" 2>"$t
 MHA_LANG=zh timeout 60 "$repl" --lesson 3 --batch --lang zh --export "$tmp/l3.html" >"$tmp/out" 2>"$tmp/err"
 [ "$(cat "$tmp/out")" = "已把第 3 课写到 $tmp/l3.html" ] && [ -s "$tmp/l3.html" ] \
     && pass "--export says where it wrote, zh" || fail "--export says where it wrote, zh" "$(cat "$tmp/out" "$tmp/err")"
+
+# ---- bench/bench.lua takes ONLY without a C results file: - (or "") stands for "no C file" ----
+bench=$(dirname "$0")/../../bench/bench.lua
+for none in - ""; do
+    timeout 60 "$repl" "$bench" "$none" no_such_case >"$tmp/out" 2>"$tmp/err"; status=$?
+    [ "$status" = 0 ] && grep -q '^case ' "$tmp/out" && ! grep -q 'cannot read' "$tmp/err" \
+        && pass "bench.lua '$none' ONLY: no C file" || fail "bench.lua '$none' ONLY: no C file" "$status: $(cat "$tmp/out" "$tmp/err")"
+done
 [ "$fails" -eq 0 ]
