@@ -413,16 +413,24 @@ void lmha_checkoptions(lua_State *L, int idx, const char *fname, const char *con
         int known = 0;
         if (lua_type(L, -1) == LUA_TSTRING)
             for (size_t i = 0; names[i] && !known; i++) known = strcmp(lua_tostring(L, -1), names[i]) == 0;
-        if (!known) {
-            const char *key = luaL_tolstring(L, -1, NULL);
-            luaL_Buffer b;
-            luaL_buffinit(L, &b);
-            for (size_t i = 0; names[i]; i++) {
-                if (i > 0) luaL_addstring(&b, ", ");
-                luaL_addstring(&b, names[i]);
+        if (!known) {   /* the library's one options check (lua/bind/options.lua) names it, with a did-you-mean */
+            lua_pop(L, 1);
+            luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);  /* loaded with mha.display, at start */
+            if (lua_getfield(L, -1, "mha.options") != LUA_TTABLE) {
+                lua_getglobal(L, "require");
+                lua_pushliteral(L, "mha.options");
+                lua_call(L, 1, 1);
             }
-            luaL_pushresult(&b);
-            luaL_error(L, "%s: unknown option '%s' (the options are %s)", fname, key, lua_tostring(L, -1));
+            lua_getfield(L, -1, "check");
+            lua_pushstring(L, fname);
+            lua_pushvalue(L, idx);
+            lua_newtable(L);
+            for (size_t i = 0; names[i]; i++) {
+                lua_pushstring(L, names[i]);
+                lua_rawseti(L, -2, (lua_Integer)i + 1);
+            }
+            lua_call(L, 3, 0);
+            luaL_error(L, "%s: unknown option", fname); /* not reached: check raised */
         }
     }
 }

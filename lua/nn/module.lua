@@ -18,6 +18,7 @@
 local mha = require "mha"
 local display = require "mha.display"
 local raise = require "mha.raise"   -- errors at the user's line
+local options = require "mha.options"
 
 local M = {}
 
@@ -25,32 +26,18 @@ local M = {}
 -- Option tables, checked as the C bindings check theirs, with a did-you-mean for a misspelt name
 -- ---------------------------------------------------------------------------------------------
 
--- Levenshtein distance, for "did you mean".
-local function distance(a, b)
-    local prev = {}
-    for j = 0, #b do prev[j] = j end
-    for i = 1, #a do
-        local cur = {[0] = i}
-        for j = 1, #b do
-            local cost = a:byte(i) == b:byte(j) and 0 or 1
-            cur[j] = math.min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + cost)
-        end
-        prev = cur
-    end
-    return prev[#b]
-end
-
--- The name in names closest to word when it is close enough to be a likely typo, else nil.
+-- The name in names closest to word when it is close enough to be a likely typo, else nil (looser than
+-- mha.options.closest, for state_dict keys such as "layers.0.attn.out_proj.bias").
 function M.closest(word, names)
     local best, best_d
     for _, name in ipairs(names) do
-        local d = distance(word:lower(), name:lower())
+        local d = options.edit_distance(word:lower(), name:lower())
         if (not best_d or d < best_d) and d <= math.max(2, #name // 3) then best, best_d = name, d end
     end
     return best
 end
 
--- Refuses a key of opts that is not in names (a list), naming fname and the closest option.
+-- Refuses a key of opts that is not in names (a list), through the library's one options check.
 function M.check_options(fname, opts, names)
     if opts == nil then return {} end
     if type(opts) ~= "table" then
@@ -60,15 +47,7 @@ function M.check_options(fname, opts, names)
         raise(string.format("%s: options must be a table, got %s; name them: {%s}", fname, type(opts),
                             table.concat(named, ", ")))
     end
-    for key in pairs(opts) do
-        local known = false
-        for _, name in ipairs(names) do known = known or key == name end
-        if not known then
-            local guess = type(key) == "string" and M.closest(key, names)
-            raise(string.format("%s: unknown option '%s'%s (the options are %s)", fname, tostring(key),
-                                guess and (" - did you mean '" .. guess .. "'?") or "", table.concat(names, ", ")))
-        end
-    end
+    options.check(fname, opts, names)
     return opts
 end
 

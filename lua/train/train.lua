@@ -6,6 +6,7 @@ local mha = require "mha"
 local optim = require "mha.nn.optim"
 local term = require "mha.term"
 local raise = require "mha.raise"   -- errors at the user's line
+local options = require "mha.options"
 
 local M = {}
 
@@ -86,15 +87,10 @@ end
 function M.train(o)
     local fname = "train"
     if type(o) ~= "table" then raise("train: give a table, e.g. mha.train{model = m, task = t, steps = 200}") end
-    for k in pairs(o) do
-        if not OPTIONS[k] then
-            local names = {}
-            for n in pairs(OPTIONS) do names[#names + 1] = n end
-            table.sort(names)
-            raise(string.format("train: unknown option '%s' (the options are %s)", tostring(k),
-                                table.concat(names, ", ")))
-        end
-    end
+    local names = {}
+    for n in pairs(OPTIONS) do names[#names + 1] = n end
+    table.sort(names)
+    options.check("train", o, names)
     local model, task = o.model, o.task
     if type(model) ~= "table" or type(model.forward) ~= "function" then
         raise("train: option model must be a model, e.g. mha.nn.Transformer{...}")
