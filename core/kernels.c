@@ -112,7 +112,7 @@ static void softmax_step_portable(float *scores, size_t nk, float *m, float *l, 
 }
 
 static const kernel_isa kernels_portable = {"portable", MR_PORTABLE, NR_PORTABLE, tile_portable,
-                                            softmax_step_portable, softmax_row, NULL, NULL, NULL};
+                                            softmax_step_portable, softmax_row, NULL, NULL, NULL, NULL, NULL};
 
 static const kernel_isa *const isa_all[] = {
 #ifdef MHA_KERNELS_X86
@@ -310,6 +310,10 @@ static size_t round_up(size_t n, size_t m) { return (n + m - 1) / m * m; }
 /* A (mc,kc) with (i,p) at a[i*a_rs + p*a_cs]  ->  panels of mr rows: dst[(i/mr)*mr*kc + p*mr + i%mr]. */
 static void pack_a(const kernel_isa *k, float *dst, const float *a, ptrdiff_t a_rs, ptrdiff_t a_cs, size_t mc,
                    size_t kc, size_t mr) {
+    if (a_rs == 1 && a_cs != 1 && mr == k->mr && k->pack_a_cols) { /* columns contiguous: the whole block */
+        k->pack_a_cols(dst, a, a_cs, kc, mc);
+        return;
+    }
     for (size_t i0 = 0; i0 < mc; i0 += mr, dst += mr * kc) {
         size_t rows = min_size(mr, mc - i0);
         if (a_cs == 1 && mr == k->mr && k->pack_a_rows) { /* rows contiguous: transposed in registers */
@@ -375,6 +379,12 @@ enum {
     MAX_TILE = 16 * 64
 };
 
+/* The part inside C of a tile computed into a buffer: c (m,n) row stride ldc (+)= edge (m,n) row stride nr. */
+static void store_edge(float *c, size_t ldc, const float *edge, size_t nr, size_t m, size_t n, bool add) {
+    for (size_t i = 0; i < m; i++)
+        for (size_t j = 0; j < n; j++) c[i * ldc + j] = (add ? c[i * ldc + j] : 0.0f) + edge[i * nr + j];
+}
+
 /* C block (mc,nc) (+)= packed A block (mc,kc) · packed B slice (kc,nc). Tiles that stick out of C
  * are computed into a small buffer and the part inside is copied. */
 static void multiply_block(const kernel_isa *k, float *c, size_t ldc, const float *pa, const float *pb,
@@ -390,9 +400,29 @@ static void multiply_block(const kernel_isa *k, float *c, size_t ldc, const floa
                 continue;
             }
             k->tile(kc, pa + ir * kc, pb + jr * kc, edge, k->nr, false, NULL);
-            for (size_t i = 0; i < m; i++)
-                for (size_t j = 0; j < n; j++)
-                    ct[i * ldc + j] = (add ? ct[i * ldc + j] : 0.0f) + edge[i * k->nr + j];
+            store_edge(ct, ldc, edge, k->nr, m, n, add);
+        }
+    }
+}
+
+/* The same block with A read in place (a_cs = 1) by the tile_a_rows tile instead of packed: A block
+ * (mc,kc) with (i,p) at a[i*a_rs + p]. Each MR rows of A are swept against every panel of B while they
+ * are in L1. The same sums as pack_a then multiply_block, so the same bits. */
+static void multiply_block_a_rows(const kernel_isa *k, float *c, size_t ldc, const float *a, ptrdiff_t a_rs,
+                                  const float *pb, size_t mc, size_t nc, size_t kc, bool add) {
+    _Alignas(64) float edge[MAX_TILE];
+    for (size_t ir = 0; ir < mc; ir += k->mr) {
+        size_t m = min_size(k->mr, mc - ir);
+        const float *ar = a + (ptrdiff_t)ir * a_rs;
+        for (size_t jr = 0; jr < nc; jr += k->nr) {
+            size_t n = min_size(k->nr, nc - jr);
+            float *ct = c + ir * ldc + jr;
+            if (m == k->mr && n == k->nr) {
+                k->tile_a_rows(ct, ldc, ar, a_rs, m, pb + jr * kc, kc, add);
+                continue;
+            }
+            k->tile_a_rows(edge, k->nr, ar, a_rs, m, pb + jr * kc, kc, false);
+            store_edge(ct, ldc, edge, k->nr, m, n, add);
         }
     }
 }
@@ -428,6 +458,20 @@ static bool dot_rows_on = true;
 
 void mha_kernels_set_dot_rows(bool on) { dot_rows_on = on; }
 
+/* A narrow product - C at most A_UNPACKED_PANELS panels of NR wide, as P·V and dS·K of a head at D = 64
+ * - reads A in place when its rows are contiguous (tile_a_rows) rather than packing it: packing
+ * reads and writes all of A to be reused by that few panels of B only. BLIS and OpenBLAS do the same
+ * for skinny shapes. The bits are those of the packed path. */
+enum { A_UNPACKED_PANELS = 16 };
+
+static bool a_unpacked_on = true;
+
+void mha_kernels_set_a_unpacked(bool on) { a_unpacked_on = on; }
+
+static bool a_unpacked_fit(const kernel_isa *k, const sgemm_job *job) {
+    return a_unpacked_on && k->tile_a_rows && job->a_cs == 1 && job->N <= A_UNPACKED_PANELS * k->nr;
+}
+
 static bool dot_rows_fit(const kernel_isa *k, const sgemm_job *job) {
     return dot_rows_on && k->dot_rows && !job->packed_b && job->a_cs == 1 && job->b_rs == 1 && job->a_rs > 0 && job->b_cs > 0 &&
            job->K >= DOT_MIN_K && (double)job->M * (double)job->K * sizeof(float) <= 256.0 * 1024;
@@ -445,7 +489,8 @@ static mha_status sgemm_block(const sgemm_job *job, size_t m0, size_t m1, size_t
         k->dot_rows(c, job->ldc, a, (size_t)a_rs, b, (size_t)b_cs, M, N, K, job->accumulate);
         return MHA_OK;
     }
-    size_t kc_max = min_size(K, KC), mc_max = min_size(round_up(M, k->mr), MC);
+    const bool a_unpacked = a_unpacked_fit(k, job);
+    size_t kc_max = min_size(K, KC), mc_max = a_unpacked ? 0 : min_size(round_up(M, k->mr), MC);
     size_t nc_max = job->packed_b ? 0 : min_size(round_up(N, k->nr), NC);
     float *bufs[2];
     size_t sizes[2] = {mc_max * kc_max, kc_max * nc_max};
@@ -470,7 +515,13 @@ static mha_status sgemm_block(const sgemm_job *job, size_t m0, size_t m1, size_t
                     goto done;
                 }
                 size_t mc = min_size(MC, M - ic);
-                pack_a(k, packed_a, a + (ptrdiff_t)ic * a_rs + (ptrdiff_t)pc * a_cs, a_rs, a_cs, mc, kc, k->mr);
+                const float *a_block = a + (ptrdiff_t)ic * a_rs + (ptrdiff_t)pc * a_cs;
+                if (a_unpacked) {
+                    multiply_block_a_rows(k, c + ic * job->ldc + jc, job->ldc, a_block, a_rs, packed_b, mc, nc, kc,
+                                          job->accumulate || pc > 0);
+                    continue;
+                }
+                pack_a(k, packed_a, a_block, a_rs, a_cs, mc, kc, k->mr);
                 multiply_block(k, c + ic * job->ldc + jc, job->ldc, packed_a, packed_b, mc, nc, kc,
                                job->accumulate || pc > 0);
             }

@@ -35,6 +35,10 @@ mha_status mha_sgemm_packed(float *c, size_t ldc, const float *a, ptrdiff_t a_rs
  * those of the same product with other strides (within the rounding the tests allow). Tests: false
  * keeps every product on the packed path. */
 void mha_kernels_set_dot_rows(bool on);
+/* A narrow product (N of at most 4 register tiles, 64 columns on AVX2) whose A has contiguous rows reads
+ * A in place instead of packing it, where the instruction set has such a tile (AVX2): the same bits as
+ * the packed path. Tests: false packs A always, to hold the two paths equal. */
+void mha_kernels_set_a_unpacked(bool on);
 
 /* The instruction set the fast kernels use: "avx512", "avx2" or "portable", the best this CPU has
  * unless the environment variable MHA_ISA names another it supports. mha_kernels_use_isa switches

@@ -42,6 +42,19 @@ typedef struct kernel_isa {
      * dst[p*MR + i] = a[i*a_rs + p] for p < kc, i < rows <= MR, and 0 for rows <= i < MR. A transposition
      * in registers; NULL: kernels.c's plain loop does it. */
     void (*pack_a_rows)(float *dst, const float *a, ptrdiff_t a_rs, size_t kc, size_t rows);
+    /* A whole block of A panels from an A with contiguous columns (a_rs = 1: dYᵀ of dW = dYᵀ·X, Pᵀ of
+     * dV = Pᵀ·dO, the attention's Vᵀ), rows (any number) by kc: row i goes to panel i/MR, as
+     * dst[(i/MR)*MR*kc + p*MR + i%MR] = a[p*a_cs + i], the last panel padded with zeros. Copies of MR
+     * floats, in vectors; NULL: kernels.c's plain loop does it panel by panel. */
+    void (*pack_a_cols)(float *dst, const float *a, ptrdiff_t a_cs, size_t kc, size_t rows);
+    /* The tile with A read where it lies, unpacked, for an A with contiguous rows (a_cs = 1): c (MR,NR)
+     * row stride ldc = (add ? c : 0) + A·b over kc, A(i,p) at a[i*a_rs + p], b a packed panel. The same
+     * FMAs in the same order as tile on the panel pack_a_rows makes of the same rows, so the same bits.
+     * rows <= MR: rows at and past `rows` read row rows-1 again (never memory past A); the caller keeps
+     * only the first `rows` rows of c. For products too narrow for packing A to pay (mha_sgemm says when);
+     * NULL: not written for this set. */
+    void (*tile_a_rows)(float *c, size_t ldc, const float *a, ptrdiff_t a_rs, size_t rows, const float *b, size_t kc,
+                        bool add);
 } kernel_isa;
 
 #if defined(__x86_64__) && defined(__GNUC__)

@@ -187,7 +187,7 @@ AVX512 static void pack_b_trans_avx512(float *dst, const float *b, ptrdiff_t b_c
 }
 
 const kernel_isa mha_kernels_avx512 = {"avx512", MR512, 16 * NV512, tile_avx512, softmax_step_avx512,
-                                       softmax_row_avx512, pack_b_trans_avx512, NULL, NULL};
+                                       softmax_row_avx512, pack_b_trans_avx512, NULL, NULL, NULL, NULL};
 
 /* ---------------------------------------------------------------------------------------------
  * AVX2 + FMA: 16 registers of 8 floats. The tile is 6 rows by 16 columns: 12 accumulators, 2 for
@@ -216,6 +216,33 @@ AVX2 static void tile_avx2(size_t kc, const float *a, const float *b, float *c, 
     for (int i = 0; i < MR256; i++, c += ldc) {
         for (int v = 0; v < NV256; v++) {
             if (add) acc[i][v] = _mm256_fmadd_ps(_mm256_loadu_ps(c + 8 * v), scale[v], acc[i][v]);
+            _mm256_storeu_ps(c + 8 * v, acc[i][v]);
+        }
+    }
+}
+
+/* See kernel_isa.tile_a_rows: tile_avx2's loop with each A value broadcast from its own row of A. */
+AVX2 static void tile_a_rows_avx2(float *c, size_t ldc, const float *a, ptrdiff_t a_rs, size_t rows, const float *b,
+                                  size_t kc, bool add) {
+    const float *row[MR256];
+    for (size_t i = 0; i < MR256; i++) row[i] = a + (ptrdiff_t)(i < rows ? i : rows - 1) * a_rs;
+    __m256 acc[MR256][NV256];
+#pragma GCC unroll 6
+    for (int i = 0; i < MR256; i++)
+        for (int v = 0; v < NV256; v++) acc[i][v] = _mm256_setzero_ps();
+    for (size_t p = 0; p < kc; p++, b += 8 * NV256) {
+        __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8);
+#pragma GCC unroll 6
+        for (int i = 0; i < MR256; i++) {
+            __m256 ai = _mm256_broadcast_ss(row[i] + p);
+            acc[i][0] = _mm256_fmadd_ps(ai, b0, acc[i][0]);
+            acc[i][1] = _mm256_fmadd_ps(ai, b1, acc[i][1]);
+        }
+    }
+#pragma GCC unroll 6
+    for (int i = 0; i < MR256; i++, c += ldc) {
+        for (int v = 0; v < NV256; v++) {
+            if (add) acc[i][v] = _mm256_fmadd_ps(_mm256_loadu_ps(c + 8 * v), _mm256_set1_ps(1.0f), acc[i][v]);
             _mm256_storeu_ps(c + 8 * v, acc[i][v]);
         }
     }
@@ -388,6 +415,28 @@ AVX2 static void pack_a_rows_avx2(float *dst, const float *a, ptrdiff_t a_rs, si
         for (size_t i = 0; i < MR256; i++) dst[p0 * MR256 + i] = i < rows ? a[(ptrdiff_t)i * a_rs + (ptrdiff_t)p0] : 0.0f;
 }
 
+/* See kernel_isa.pack_a_cols. Column by column (each read in one run of lines, where panel by panel
+ * would touch kc lines a stride apart for 24 bytes each), scattering each whole panel's 6 floats as
+ * 4 + 2; the ragged last panel float by float, padded with zeros. A column of a block is a run of only
+ * mc/16 lines (9 at MC = 144), too short for the hardware prefetcher to follow: the column PF_COLS
+ * ahead is prefetched by hand (at (2048,2048)ᵀ·(2048,64), 20.5 -> 17.8 ms on a loaded machine). */
+enum { PF_COLS = 8 }; /* columns ahead that pack_a_cols_avx2 prefetches */
+AVX2 static void pack_a_cols_avx2(float *dst, const float *a, ptrdiff_t a_cs, size_t kc, size_t rows) {
+    const size_t whole = rows / MR256, rest = rows % MR256;
+    float *ragged = dst + whole * MR256 * kc;
+    for (size_t p = 0; p < kc; p++, a += a_cs) {
+        const float *src = a;
+        float *d = dst + p * MR256;
+        if (p + PF_COLS < kc)
+            for (size_t i = 0; i < rows; i += 16) _mm_prefetch((const char *)(a + PF_COLS * a_cs + (ptrdiff_t)i), _MM_HINT_T0);
+        for (size_t q = 0; q < whole; q++, src += MR256, d += MR256 * kc) {
+            _mm_storeu_ps(d, _mm_loadu_ps(src));
+            _mm_storel_pi((__m64 *)(d + 4), _mm_loadl_pi(_mm_setzero_ps(), (const __m64 *)(src + 4)));
+        }
+        for (size_t i = 0; rest && i < MR256; i++) ragged[p * MR256 + i] = i < rest ? src[i] : 0.0f;
+    }
+}
+
 /* The sum of the 8 lanes, always in this order: (l0+l4, l1+l5, l2+l6, l3+l7), then pairs, then the two. */
 AVX2 static inline float hsum_avx2(__m256 v) {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -457,6 +506,7 @@ AVX2 static void dot_rows_avx2(float *c, size_t ldc, const float *a, size_t lda,
 }
 
 const kernel_isa mha_kernels_avx2 = {"avx2", MR256, 8 * NV256, tile_avx2, softmax_step_avx2, softmax_row_avx2,
-                                     pack_b_trans_avx2, dot_rows_avx2, pack_a_rows_avx2};
+                                     pack_b_trans_avx2, dot_rows_avx2, pack_a_rows_avx2,
+                                     pack_a_cols_avx2, tile_a_rows_avx2};
 
 #endif
