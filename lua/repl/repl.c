@@ -128,14 +128,17 @@ static int report(lua_State *L, int status) {
     return status;
 }
 
-/* Message handler of every chunk (lua.c's): the message and a short traceback (lua/repl/traceback.c). */
+/* Message handler of every chunk (lua.c's): the message and a short traceback (lua/repl/traceback.c). From
+ * Lua (repl.lua's replay of a saved session) a second argument is where a tail call of the chunk was made. */
 static int msghandler(lua_State *L) {
     const char *msg = lua_tostring(L, 1);
     if (msg == NULL) {  /* not a string: use its __tostring, or say what it is */
         if (luaL_callmeta(L, 1, "__tostring") && lua_type(L, -1) == LUA_TSTRING) return 1;
         msg = lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
     }
+    const char *before = lua_type(L, 2) == LUA_TSTRING ? repl_traceback_tailcall(lua_tostring(L, 2)) : NULL;
     repl_traceback(L, msg, 1);  /* append a standard traceback, without the embedded code's frames */
+    if (lua_type(L, 2) == LUA_TSTRING) repl_traceback_tailcall(before);
     return 1;
 }
 

@@ -420,9 +420,9 @@ end
 
 -- The message handler of lua/repl/repl.c (its traceback leaves out the frames of the embedded Lua code),
 -- which it keeps in the registry; a plainer one when this module runs without it (under lua with mha.so).
-local function msghandler(m)
+local function msghandler(m, tailcall)
     local handler = debug.getregistry()["mha.repl.msghandler"]
-    if handler then return handler(m) end
+    if handler then return handler(m, tailcall) end
     if type(m) ~= "string" then return tostring(m) end
     return (m:gsub("^lua/[%w_]+%.lua:%d+: ", ""))
 end
@@ -539,10 +539,13 @@ function repl.replayer()
     end
     function replay.fails(input)
         local chunk, err = load("return " .. repl.split_input(input) .. ";", "=stdin")
+        -- as the REPL: a one-line "return f(x);" tail-calls f, whose errors are placed at stdin:1
+        local tailcall = chunk and not input:find("\n") and "stdin:1" or nil
         if not chunk then chunk, err = load(input, "=stdin") end
         if not chunk then err_out(err .. "\n") return end
         -- in a coroutine, so the traceback holds the input's frames only, as in the REPL
-        local results = coroutine.wrap(function() return table.pack(xpcall(chunk, msghandler)) end)()
+        local handler = function(m) return msghandler(m, tailcall) end
+        local results = coroutine.wrap(function() return table.pack(xpcall(chunk, handler)) end)()
         if results[1] then show_values(table.unpack(results, 2, results.n)) return end
         local message = tostring(results[2]):gsub("\nstack traceback:.*$", "")
         show_error(message)

@@ -95,7 +95,11 @@ static int raised_in_library(const frame *frames, int nframes) {
 
 static const char *tailcall_position = NULL;
 
-void repl_traceback_tailcall(const char *where) { tailcall_position = where; }
+const char *repl_traceback_tailcall(const char *where) {
+    const char *before = tailcall_position;
+    tailcall_position = where;
+    return before;
+}
 
 /* Is the frame luaL_traceback writes for calls Lua dropped from the stack (a tail call)? */
 static int tail_calls(const frame *f) {

@@ -11,6 +11,6 @@ void repl_traceback(lua_State *L, const char *msg, int level);
 /* Where the chunk being run made its last call, when a tail call hides it ("stdin:1" for the one-line
  * expression the REPL runs as "return opt.step();"), or NULL: a helper's error below that tail call is
  * placed there, as it would be without the tail call. */
-void repl_traceback_tailcall(const char *where);
+const char *repl_traceback_tailcall(const char *where);   /* returns the one before */
 
 #endif
