@@ -81,7 +81,7 @@ end
 -- mha.train{model=, task=, steps=100, lr=1e-3, batch=(the task's), optimizer="adamw", log_every=(steps/10),
 --           seed=, weight_decay=, clip=1.0, plot=false, attention_every=0, quiet=false, on_log=}
 -- on_log(step, history) is called after each log step (e.g. to measure the heads as they form).
--- -> history {loss = {...}, acc = {...}, step = {...}, steps = n done, seconds = CPU s}
+-- -> history {loss = {...}, acc = {...}, step = {...}, steps = n done, interrupted = bool, seconds = CPU s}
 -- Ctrl-C prints the step reached and raises "interrupted" (the model keeps what it learned).
 -- history.loss[i] and acc[i] are the mean loss and accuracy over the steps since the previous log line.
 function M.train(o)
@@ -117,7 +117,7 @@ function M.train(o)
     local params = model:parameters()
     local opt = make_optimizer(o, params)
     local tty = not o.quiet and term.isatty(1)
-    local history = {loss = {}, acc = {}, step = {}, steps = 0}
+    local history = {loss = {}, acc = {}, step = {}, steps = 0, interrupted = false}
     local sum_loss, sum_acc, n_acc = 0, 0, 0
     local t0 = os.clock()
     local drawn_at = -math.huge   -- mha.clock() of the last live redraw
@@ -170,20 +170,21 @@ function M.train(o)
     local ok, res = pcall(guarded)
     if not ok and not tostring(res):find("interrupted", 1, true) then error(res, 0) end
     if not ok or res then
-        -- Ctrl-C stops the whole input, as a kernel's interrupt does: the model keeps the weights of the last
-        -- finished step, and the interrupt goes on, so a loop that calls train (lesson 17) stops too
+        history.interrupted = true
         opt:zero_grad()
         if tty then io.write("\n") end
         print(string.format("train: interrupted after step %d of %d; the model keeps what it learned", history.steps,
                             steps))
-        if o.plot and #history.loss > 0 then draw_curve(history, steps) end
-        raise("interrupted")
     end
     history.seconds = os.clock() - t0
-    -- text: once at the end; a window: once more when the rate limit left the last point undrawn
-    if o.plot and #history.loss > 0 and not windowed() then
+    -- text: once at the end; a window: once more when Ctrl-C or the rate limit left the last point undrawn
+    if o.plot and #history.loss > 0 and (not windowed() or history.interrupted) then
         draw_curve(history, steps)
     end
+
+    -- Ctrl-C stops the whole input, as a kernel's interrupt does: the model keeps the weights of the last
+    -- finished step, and the interrupt goes on, so a loop that calls train (lesson 17) stops too, once
+    if history.interrupted then raise("interrupted") end
     if tty then
         io.write(string.format("\r\27[Kdone: %d steps in %s (CPU), loss %.4f, acc %.1f%%\n", history.steps,
                                fmt_time(history.seconds), history.loss[#history.loss] or 0 / 0,
