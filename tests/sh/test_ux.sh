@@ -24,6 +24,11 @@ check "loss.item() at the prompt" "$tmp/err" "stdin:1: item is a method: call it
 check "opt.step() at the prompt" "$tmp/err" "stdin:1: step is a method: call it with a colon: opt:step()"
 check "lin.forward(x) at the prompt" "$tmp/err" "stdin:1: forward is a method: call it with a colon: m:forward(...)"
 check "lin.parameters() at the prompt" "$tmp/err" "stdin:1: parameters is a method: call it with a colon: m:parameters()"
+# the REPL's hint writes the call as typed, with a colon, when it differs from the message's
+check "loss.item(): the call as typed" "$tmp/err" "hint: write loss:item()"
+check "lin.forward(x): the call as typed" "$tmp/err" "hint: write lin:forward(x)"
+grep -qxF "hint: write opt:step()" "$tmp/err" && fail "no hint repeating the message" "$(cat "$tmp/err")" \
+    || pass "no hint repeating the message"
 grep -q "attempt to" "$tmp/err" && fail "no 'attempt to' at the prompt" "$(cat "$tmp/err")" || pass "no 'attempt to' at the prompt"
 # opt:step() returns nothing, as torch's None: the prompt prints nothing before the next output
 [ "$(cat "$tmp/out")" = "after step" ] && pass "opt:step() prints nothing" || fail "opt:step() prints nothing" "$(cat "$tmp/out")"
