@@ -152,7 +152,11 @@ static void save_sdpa(mha_node *n, const mha_tensor *q, const mha_tensor *k, con
 
 /* Fused or not, a forward whose weights fit this budget keeps them for its backward, as torch's math path does:
  * the backward from kept weights does four (L,S)-sized products per slice (dP, dV, dQ, dK), the fused one five
- * (it recomputes the scores first). Above it the fused path keeps memory O(L·D). */
+ * (it recomputes the scores first). Above it the fused path keeps memory O(L·D).
+ * The trade at MultiheadAttention E=512 H=8 L=2048 (128 MiB of weights), one thread, min of 3, load ~2: keeping
+ * them makes forward + backward 1460 ms against 1814 fused, and the recording forward alone 487 ms against 449
+ * fused (no_grad 439) - 24% off the training step for 8% on a forward nobody backpropagates through, so they
+ * are kept. */
 static size_t keep_budget = (size_t)256 << 20;
 
 size_t mha_ag_sdpa_keep_budget(size_t bytes) {

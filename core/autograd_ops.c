@@ -507,14 +507,25 @@ mha_status mha_ag_transpose(mha_tensor *out, const mha_tensor *t, size_t dim0, s
     return record_permute(out, t, perm, "transpose");
 }
 
-/* narrow (dim, start, length) and select (dim, index: length 1, dim dropped): g placed into zeros. */
+/* narrow (dim, start, length) and select (dim, index: length 1, dim dropped): g placed into zeros. With the input
+ * seen as (outer, size along dim, inner), g's length·inner values of each outer index are one run: one memcpy
+ * (a W_q, W_k, W_v slice of in_proj_weight is a single run). */
 static mha_status slice_backward(mha_tensor *grads, const mha_node *n, const mha_tensor *g) {
     const mha_shape_rec *in = &n->in_shapes[0];
-    mha_tensor gx = MHA_TENSOR_EMPTY, part = MHA_TENSOR_EMPTY;
+    mha_tensor gx = MHA_TENSOR_EMPTY, cg = MHA_TENSOR_EMPTY;
     mha_status st = mha_zeros(&gx, MHA_FLOAT32, in->ndim, in->shape);
-    if (st == MHA_OK) st = n->flag ? mha_select(&part, &gx, n->dim, n->start) : mha_narrow(&part, &gx, n->dim, n->start, n->length);
-    if (st == MHA_OK) st = mha_copy_into(&part, g);
-    mha_release(&part);
+    if (st == MHA_OK) st = mha_contiguous(&cg, g);
+    if (st == MHA_OK) {
+        size_t outer = 1, inner = 1;
+        for (size_t d = 0; d < n->dim; d++) outer *= in->shape[d];
+        for (size_t d = n->dim + 1; d < in->ndim; d++) inner *= in->shape[d];
+        const size_t run = (n->flag ? 1 : n->length) * inner;
+        float *dst = mha_f32(&gx);
+        const float *src = mha_f32(&cg);
+        for (size_t o = 0; o < outer && run > 0; o++)
+            memcpy(dst + (o * in->shape[n->dim] + n->start) * inner, src + o * run, run * sizeof *dst);
+    }
+    mha_release(&cg);
     if (st == MHA_OK) grads[0] = gx;
     else mha_release(&gx);
     return st;

@@ -164,6 +164,58 @@ static mha_status append_rows(mha_tensor *out, const mha_tensor *x, const mha_te
     return st;
 }
 
+/* The weights' head mean avg (N,L,S') = (Σ_h w[:,h]) / H of w (N,H,L,S'), as torch's sum over dim 1 then / H,
+ * recorded as the one node of that division. One pass: each stretch of positions is summed over the heads in
+ * double in L1, head 0 first, then rounded to float and divided by H - the very bits of mha_reduce's sum over
+ * dim 1 (double accumulators) followed by the float division, without the (N,L,S') sum and the reduction's
+ * L·S' doubles in memory. Backward: div's then sum's, g / H spread over the heads (a broadcast view). */
+enum { HEAD_STRETCH = 512 };
+
+static mha_status head_mean_backward(mha_tensor *grads, const mha_node *n, const mha_tensor *g) {
+    const mha_shape_rec *in = &n->in_shapes[0];
+    ptrdiff_t one_head[4] = {(ptrdiff_t)in->shape[0], 1, (ptrdiff_t)in->shape[2], (ptrdiff_t)in->shape[3]};
+    mha_tensor scaled = MHA_TENSOR_EMPTY, rows = MHA_TENSOR_EMPTY;
+    mha_status st = mha_binary_scalar(&scaled, MHA_DIV, g, n->value, false);
+    if (st == MHA_OK) st = mha_reshape(&rows, &scaled, 4, one_head);
+    if (st == MHA_OK) st = mha_expand(&grads[0], &rows, 4, in->shape);
+    mha_release(&scaled), mha_release(&rows);
+    return st;
+}
+
+static mha_status head_mean(mha_tensor *avg, const mha_tensor *w) { /* w contiguous: sdpa made it */
+    const size_t N = w->shape[0], H = w->shape[1], LS = w->shape[2] * w->shape[3];
+    size_t shape[3] = {N, w->shape[2], w->shape[3]};
+    mha_status st = mha_empty(avg, MHA_FLOAT32, 3, shape);
+    if (st != MHA_OK) return st;
+    const float *heads = mha_f32(w);
+    float *dst = mha_f32(avg);
+    double sum[HEAD_STRETCH];
+    for (size_t n = 0; n < N && LS > 0; n++) { /* no position: nothing to walk, however many batches */
+        if (mha_interrupted()) {
+            mha_release(avg);
+            return mha_fail(MHA_E_INTERRUPTED, "MultiheadAttention.forward: interrupted averaging the weights of batch %zu", n);
+        }
+        for (size_t x0 = 0; x0 < LS; x0 += HEAD_STRETCH) {
+            const size_t len = LS - x0 < HEAD_STRETCH ? LS - x0 : HEAD_STRETCH;
+            for (size_t x = 0; x < len; x++) sum[x] = 0.0;
+            for (size_t h = 0; h < H; h++) {
+                const float *head = heads + (n * H + h) * LS + x0;
+                for (size_t x = 0; x < len; x++) sum[x] += head[x];
+            }
+            for (size_t x = 0; x < len; x++) dst[n * LS + x0 + x] = (float)sum[x] / (float)H;
+        }
+    }
+    const mha_tensor *in[1] = {w};
+    if (!mha_ag_wants(in, 1)) return MHA_OK;
+    mha_node *node;
+    if ((st = mha_ag_record(&node, avg, "div", head_mean_backward, in, 1)) != MHA_OK) {
+        mha_release(avg);
+        return st;
+    }
+    node->value = (float)H;
+    return MHA_OK;
+}
+
 static mha_status composed_forward(mha_tensor *out, mha_tensor *weights, const mha_multihead *m, const mha_tensor *query,
                                    const mha_tensor *key, const mha_tensor *value, const mha_forward_options *opt) {
     const bool batched = query->ndim == 3;
@@ -215,10 +267,7 @@ static mha_status composed_forward(mha_tensor *out, mha_tensor *weights, const m
     /* step 8: the weights, averaged over heads (sum / H, as torch) or per head */
     const mha_tensor *ret = &t[HEAD_W];
     if (st == MHA_OK && want_weights && opt->average_attn_weights) {
-        mha_tensor sum = MHA_TENSOR_EMPTY;
-        st = mha_ag_reduce(&sum, MHA_SUM, &t[HEAD_W], 1, false);
-        if (st == MHA_OK) st = mha_ag_binary_scalar(&t[AVG], MHA_DIV, &sum, (float)H, false);
-        mha_release(&sum);
+        st = head_mean(&t[AVG], &t[HEAD_W]);
         ret = &t[AVG];
     }
     if (st == MHA_OK && want_weights) st = batched ? mha_ag_alias(weights, ret) : mha_ag_select(weights, ret, 0, 0);

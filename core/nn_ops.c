@@ -129,14 +129,19 @@ mha_status mha_linear_backward(mha_tensor *dx, mha_tensor *dW, mha_tensor *db, c
         else st = mha_sgemm(mha_f32(&gW), in, g, 1, (ptrdiff_t)n_out, mha_f32(&cx), (ptrdiff_t)in, 1, n_out, in, rows, false);
         if (st != MHA_OK) goto done;
     }
-    if (db) { /* db (out) = Σ_rows dy, summed in double in row order */
+    if (db) { /* db (out) = Σ_rows dy, summed in double in row order; dy read row by row, as it lies */
         if ((st = mha_empty(&gb, MHA_FLOAT32, 1, &W->shape[0])) != MHA_OK) goto done;
-        float *p = mha_f32(&gb);
-        for (size_t j = 0; j < n_out; j++) {
-            double s = 0.0;
-            for (size_t r = 0; r < rows; r++) s += g[r * n_out + j];
-            p[j] = (float)s;
+        double *sums = mha_alloc((n_out ? n_out : 1) * sizeof *sums);
+        if (!sums) {
+            st = mha_fail(MHA_E_NOMEM, "linear_backward: out of memory for the bias gradient's %zu sums", n_out);
+            goto done;
         }
+        for (size_t j = 0; j < n_out; j++) sums[j] = 0.0;
+        for (size_t r = 0; r < rows; r++)
+            for (size_t j = 0; j < n_out; j++) sums[j] += g[r * n_out + j];
+        float *p = mha_f32(&gb);
+        for (size_t j = 0; j < n_out; j++) p[j] = (float)sums[j];
+        mha_free(sums, (n_out ? n_out : 1) * sizeof *sums);
     }
     if (dx) *dx = gx, gx = MHA_TENSOR_EMPTY;
     if (dW) *dW = gW, gW = MHA_TENSOR_EMPTY;

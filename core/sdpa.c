@@ -134,11 +134,56 @@ static mha_status additive_mask(mha_tensor *out, const mha_tensor *mask) {
     return st;
 }
 
+/* q, k or v as the slices read them: shared when each row's elements are contiguous and rows do not overlap (a
+ * head split's permuted view, say: its rows E apart), else a contiguous copy. */
+static mha_status rows_readable(mha_tensor *out, const mha_tensor *t) {
+    const size_t d = t->ndim;
+    if (t->stride[d - 1] == 1 && t->stride[d - 2] >= (ptrdiff_t)t->shape[d - 1]) return mha_share(out, t);
+    return mha_contiguous_named(out, t, "sdpa");
+}
+
+/* Whether t is dense - a permutation of a contiguous tensor - with order its dims by falling stride. */
+static bool dense_order(size_t *order, const mha_tensor *t) {
+    for (size_t d = 0; d < t->ndim; d++) order[d] = d;
+    for (size_t i = 1; i < t->ndim; i++)
+        for (size_t j = i; j > 0 && t->stride[order[j]] > t->stride[order[j - 1]]; j--) {
+            size_t was = order[j];
+            order[j] = order[j - 1], order[j - 1] = was;
+        }
+    ptrdiff_t expected = 1;
+    for (size_t p = t->ndim; p-- > 0;) {
+        const size_t d = order[p];
+        if (t->shape[d] != 1 && t->stride[d] != expected) return false;
+        expected *= (ptrdiff_t)t->shape[d];
+    }
+    return true;
+}
+
+/* An empty float tensor of like's shape, laid out as like is when like is dense (as torch's empty_like keeps a
+ * dense tensor's strides), else contiguous. The output of heads split by a permuted view (N,H,L,D) of (N,L,E) is
+ * then written with the heads side by side, so merging them back, (N,L,H,D) -> (N,L,E), is a view. */
+static mha_status empty_like(mha_tensor *out, const mha_tensor *like) {
+    size_t order[MHA_MAX_DIMS], inverse[MHA_MAX_DIMS], block_shape[MHA_MAX_DIMS];
+    if (!dense_order(order, like)) return mha_empty_named(out, MHA_FLOAT32, like->ndim, like->shape, "sdpa");
+    for (size_t p = 0; p < like->ndim; p++) block_shape[p] = like->shape[order[p]], inverse[order[p]] = p;
+    mha_tensor block = MHA_TENSOR_EMPTY;
+    mha_status st = mha_empty_named(&block, MHA_FLOAT32, like->ndim, block_shape, "sdpa");
+    if (st == MHA_OK) st = mha_permute(out, &block, inverse);
+    mha_release(&block);
+    return st;
+}
+
+/* Kept weights go by blocks of a multiple of KEPT_BLOCK rows: a multiple of every register tile's rows (4, 6, 8),
+ * so each block splits into the tiles a whole-slice product would use. */
+enum { KEPT_BLOCK = 48 };
+
 /* The batch loop of mha_sdpa: each (broadcast) batch index is one attention slice writing its own
  * part of the result (and weights), so with MHA_THREADS the slices are shared out over threads. */
 typedef struct sdpa_job {
     const mha_tensor *q;                  /* for messages */
     float *result, *weights;              /* (batches,L,Dv), (batches,L,S) or NULL for the fused path */
+    const ptrdiff_t *rs;                  /* batch strides of the result (laid out as q, or contiguous) */
+    size_t ld_out;                        /* its row stride */
     const float *q_data, *k_data, *v_data;
     const ptrdiff_t *qs, *ks, *vs, *ms;   /* batch strides of q, k, v, the mask */
     size_t nb, batches;
@@ -147,13 +192,45 @@ typedef struct sdpa_job {
     bool causal;
     float scale;
     size_t L, S, D, Dv;
+    size_t ld_q, ld_k, ld_v;              /* row strides of q, k, v (their rows are contiguous) */
+    size_t block_rows;                    /* weights kept: queries per block of rows (kept_slice), 0: whole slices */
+    size_t packed_k, packed_v;            /* floats of a slice's kᵀ and v packed, per part */
     atomic_bool failed;                   /* a part failed: the others stop at their next slice */
 } sdpa_job;
+
+/* The kept weights' slice a block of rows at a time: its kᵀ and v packed once (into packed), then each block's
+ * scores, softmax and ·v while the block (block_rows x S) is in L2 - rather than the (L,S) weights written, read
+ * by the softmax and read again to be packed for ·v from memory. The same sums in the same order as one call
+ * over the slice (mha_sgemm_packed: the very bits of mha_sgemm's packed path; blocks in whole register tiles). */
+static mha_status kept_slice(const sdpa_job *job, const mha_head_args *slice, float *weights, float *packed) {
+    const size_t L = job->L, S = job->S;
+    mha_head_args head = *slice;
+    head.k_packed = packed, head.v_packed = packed + job->packed_k;
+    mha_sgemm_pack_b(packed, slice->k, 1, (ptrdiff_t)slice->ld_k, S, job->D);                   /* kᵀ (D,S) */
+    mha_sgemm_pack_b(packed + job->packed_k, slice->v, (ptrdiff_t)slice->ld_v, 1, job->Dv, S);  /* v (S,Dv) */
+    mha_status st = MHA_OK;
+    for (size_t row0 = 0; row0 < L && st == MHA_OK; row0 += job->block_rows) {
+        head.row0 = row0;
+        head.L = L - row0 < job->block_rows ? L - row0 : job->block_rows;
+        head.out = slice->out + row0 * slice->ld_out;
+        head.q = slice->q + row0 * slice->ld_q;
+        if (slice->attn.f) head.attn.f = slice->attn.f + (ptrdiff_t)row0 * slice->attn.rs;
+        if (slice->attn.b) head.attn.b = slice->attn.b + (ptrdiff_t)row0 * slice->attn.rs;
+        st = mha_attention_plain(&head, &mha_attn_fast, weights + row0 * S, NULL, NULL);
+    }
+    return st;
+}
 
 /* Batches part, part + nparts, ...; each polls the interrupt flag first. */
 static mha_status sdpa_part(void *ctx, size_t part, size_t nparts) {
     sdpa_job *job = ctx;
     const size_t L = job->L, S = job->S, D = job->D, Dv = job->Dv;
+    const size_t packed_bytes = job->block_rows ? (job->packed_k + job->packed_v) * sizeof(float) : 0;
+    float *packed = packed_bytes ? mha_alloc(packed_bytes) : NULL;
+    if (packed_bytes && !packed) {
+        atomic_store(&job->failed, true);
+        return mha_fail(MHA_E_NOMEM, "sdpa: out of memory for %zu bytes of packed keys and values", packed_bytes);
+    }
     mha_status st = MHA_OK;
     for (size_t n = part; n < job->batches && st == MHA_OK; n += nparts) {
         if (atomic_load(&job->failed)) break; /* the part that failed reports it */
@@ -164,10 +241,10 @@ static mha_status sdpa_part(void *ctx, size_t part, size_t nparts) {
             break;
         }
         mha_head_args head = {
-            .out = job->result + n * L * Dv, .ld_out = Dv,
-            .q = job->q_data + batch_offset(n, job->nb, job->bshape, job->qs), .ld_q = D,
-            .k = job->k_data + batch_offset(n, job->nb, job->bshape, job->ks), .ld_k = D,
-            .v = job->v_data + batch_offset(n, job->nb, job->bshape, job->vs), .ld_v = Dv,
+            .out = job->result + batch_offset(n, job->nb, job->bshape, job->rs), .ld_out = job->ld_out,
+            .q = job->q_data + batch_offset(n, job->nb, job->bshape, job->qs), .ld_q = job->ld_q,
+            .k = job->k_data + batch_offset(n, job->nb, job->bshape, job->ks), .ld_k = job->ld_k,
+            .v = job->v_data + batch_offset(n, job->nb, job->bshape, job->vs), .ld_v = job->ld_v,
             .mask_cols = S, .causal = job->causal, .scale = job->scale, .L = L, .S = S, .D = D, .Dv = Dv,
         };
         if (job->mask.f || job->mask.b) {
@@ -178,15 +255,19 @@ static mha_status sdpa_part(void *ctx, size_t part, size_t nparts) {
         }
         if (job->weights == NULL) {
             mha_attn_args args = {
-                .out = head.out, .ld_out = Dv, .q = head.q, .ld_q = D, .k = head.k, .ld_k = D, .v = head.v, .ld_v = Dv,
+                .out = head.out, .ld_out = head.ld_out, .q = head.q, .ld_q = head.ld_q, .k = head.k, .ld_k = head.ld_k,
+                .v = head.v, .ld_v = head.ld_v,
                 .mask = head.attn.f, .mask_rs = head.attn.rs, .mask_cs = head.attn.cs,
                 .causal = job->causal, .scale = job->scale, .L = L, .S = S, .D = D, .Dv = Dv,
             };
             st = mha_attention_fused(&args);
+        } else if (packed) {
+            st = kept_slice(job, &head, job->weights + n * L * S, packed);
         } else {
             st = mha_attention_plain(&head, &mha_attn_fast, job->weights + n * L * S, NULL, NULL);
         }
     }
+    mha_free(packed, packed_bytes);
     if (st != MHA_OK) atomic_store(&job->failed, true);
     return st;
 }
@@ -242,8 +323,8 @@ mha_status mha_sdpa(mha_tensor *out, mha_tensor *weights, const mha_tensor *q, c
 
     mha_tensor cq = MHA_TENSOR_EMPTY, ck = MHA_TENSOR_EMPTY, cv = MHA_TENSOR_EMPTY, fmask = MHA_TENSOR_EMPTY;
     mha_tensor result = MHA_TENSOR_EMPTY, w = MHA_TENSOR_EMPTY;
-    if ((st = mha_contiguous_named(&cq, q, "sdpa")) != MHA_OK || (st = mha_contiguous_named(&ck, k, "sdpa")) != MHA_OK ||
-        (st = mha_contiguous_named(&cv, v, "sdpa")) != MHA_OK)
+    if ((st = rows_readable(&cq, q)) != MHA_OK || (st = rows_readable(&ck, k)) != MHA_OK ||
+        (st = rows_readable(&cv, v)) != MHA_OK)
         goto done;
     /* the fused kernel reads float masks only: a bool mask becomes one of its own size, never (L,S) from a row */
     if (mask != NULL && fused && mask->dtype == MHA_BOOL) st = additive_mask(&fmask, mask);
@@ -254,11 +335,16 @@ mha_status mha_sdpa(mha_tensor *out, mha_tensor *weights, const mha_tensor *q, c
     memcpy(shape, bshape, nb * sizeof *bshape);
     shape[nb] = L;
     shape[nb + 1] = Dv;
-    if ((st = mha_empty_named(&result, MHA_FLOAT32, nb + 2, shape, "sdpa")) != MHA_OK) goto done;
+    /* the result laid out as q when it has q's shape (no broadcast batch dim, Dv = D) */
+    bool like_q = Dv == D && cq.ndim == nb + 2;
+    for (size_t d = 0; like_q && d < nb; d++) like_q = cq.shape[d] == bshape[d];
+    st = like_q ? empty_like(&result, &cq) : mha_empty_named(&result, MHA_FLOAT32, nb + 2, shape, "sdpa");
+    if (st != MHA_OK) goto done;
     shape[nb + 1] = S;
     if (!fused && (st = mha_empty_named(&w, MHA_FLOAT32, nb + 2, shape, "sdpa")) != MHA_OK) goto done;
 
-    ptrdiff_t qs[MHA_MAX_DIMS], ks[MHA_MAX_DIMS], vs[MHA_MAX_DIMS], ms[MHA_MAX_DIMS];
+    ptrdiff_t qs[MHA_MAX_DIMS], ks[MHA_MAX_DIMS], vs[MHA_MAX_DIMS], ms[MHA_MAX_DIMS], rs[MHA_MAX_DIMS];
+    batch_strides(rs, &result, 2, nb, bshape);
     batch_strides(qs, &cq, 2, nb, bshape);
     batch_strides(ks, &ck, 2, nb, bshape);
     batch_strides(vs, &cv, 2, nb, bshape);
@@ -270,11 +356,22 @@ mha_status mha_sdpa(mha_tensor *out, mha_tensor *weights, const mha_tensor *q, c
     }
     size_t batches = prod(bshape, 0, nb);
     sdpa_job job = {
-        .q = q, .result = mha_f32(&result), .weights = fused ? NULL : mha_f32(&w),
+        .q = q, .result = mha_f32(&result), .rs = rs, .ld_out = (size_t)result.stride[nb], .weights = fused ? NULL : mha_f32(&w),
         .q_data = mha_f32(&cq), .k_data = mha_f32(&ck), .v_data = mha_f32(&cv),
         .qs = qs, .ks = ks, .vs = vs, .ms = ms, .nb = nb, .batches = batches, .bshape = bshape,
         .mask = msrc, .causal = opt->is_causal, .scale = scale, .L = L, .S = S, .D = D, .Dv = Dv,
+        .ld_q = (size_t)cq.stride[cq.ndim - 2], .ld_k = (size_t)ck.stride[ck.ndim - 2], .ld_v = (size_t)cv.stride[cv.ndim - 2],
     };
+    /* Weights kept: by blocks of rows (kept_slice) when a slice has more rows than one block - unless its q·kᵀ is
+     * one a whole-slice mha_sgemm computes as dot products of rows (a short q at depth D >= 128, kernels.h),
+     * whose bits the packed path would not give. A block's scores fill about half of L2 (256 KiB). */
+    const size_t block_bytes = S * sizeof(float) * KEPT_BLOCK, half_l2 = (size_t)256 << 10;
+    const size_t block_rows = KEPT_BLOCK * (block_bytes && block_bytes < half_l2 ? half_l2 / block_bytes : 1);
+    const bool dot_rows = D >= 128 && (double)L * (double)D * sizeof(float) <= 256.0 * 1024;
+    if (!fused && L > block_rows && S > 0 && !dot_rows) {
+        job.block_rows = block_rows;
+        job.packed_k = mha_sgemm_packed_b_size(S, D), job.packed_v = mha_sgemm_packed_b_size(Dv, S);
+    }
     if (mask != NULL) {
         if (fmask.dtype == MHA_FLOAT32) job.mask.f = mha_f32(&fmask);
         else job.mask.b = mha_bool(&fmask);

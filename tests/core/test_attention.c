@@ -977,6 +977,59 @@ done:;
     mha_multihead_release(&m);
 }
 
+/* sdpa on a head split's permuted views (N,H,L,D) of (N,L,E), as the recording MultiheadAttention calls it: the
+ * views are read in place, the kept weights are made by blocks of rows (L = 300 > 288, the block at S = 200), and
+ * the output is laid out as q, so merging the heads back is a view. Each slice, output and weights, must be what
+ * one whole-slice mha_attention_plain gives on contiguous copies, bit for bit. */
+static void test_sdpa_head_views(void) {
+    const size_t N = 2, L = 300, S = 200, H = 3, D = 16, E = H * D;
+    mha_tensor x = MHA_TENSOR_EMPTY, y = MHA_TENSOR_EMPTY, split[2] = {MHA_TENSOR_EMPTY, MHA_TENSOR_EMPTY};
+    mha_tensor q = MHA_TENSOR_EMPTY, kv = MHA_TENSOR_EMPTY, cq = MHA_TENSOR_EMPTY, ckv = MHA_TENSOR_EMPTY;
+    mha_tensor out = MHA_TENSOR_EMPTY, w = MHA_TENSOR_EMPTY, merged = MHA_TENSOR_EMPTY;
+    static const size_t perm[4] = {0, 2, 1, 3};
+    mha_seed(33);
+    mha_status st = mha_randn(&x, 3, (size_t[]){N, L, E});
+    if (st == MHA_OK) st = mha_randn(&y, 3, (size_t[]){N, S, E});
+    if (st == MHA_OK) st = mha_view(&split[0], &x, 4, (ptrdiff_t[]){(ptrdiff_t)N, (ptrdiff_t)L, (ptrdiff_t)H, (ptrdiff_t)D});
+    if (st == MHA_OK) st = mha_view(&split[1], &y, 4, (ptrdiff_t[]){(ptrdiff_t)N, (ptrdiff_t)S, (ptrdiff_t)H, (ptrdiff_t)D});
+    if (st == MHA_OK) st = mha_permute(&q, &split[0], perm);
+    if (st == MHA_OK) st = mha_permute(&kv, &split[1], perm);
+    if (st == MHA_OK) st = mha_contiguous(&cq, &q);
+    if (st == MHA_OK) st = mha_contiguous(&ckv, &kv);
+    const mha_sdpa_options opt = {.is_causal = true};
+    if (st == MHA_OK) st = mha_sdpa(&out, &w, &q, &kv, &kv, &opt);
+    if (st != MHA_OK) {
+        check_report(0, "sdpa on head views: setup", "%s", mha_errmsg());
+        goto done;
+    }
+    CHECK("sdpa on head views: the output (N,H,L,D) is laid out as q (heads side by side)",
+          out.stride[0] == q.stride[0] && out.stride[1] == q.stride[1] && out.stride[2] == q.stride[2] && out.stride[3] == 1,
+          "strides (%td,%td,%td,%td), q's (%td,%td,%td,%td)", out.stride[0], out.stride[1], out.stride[2], out.stride[3],
+          q.stride[0], q.stride[1], q.stride[2], q.stride[3]);
+    st = mha_permute(&merged, &out, perm);
+    CHECK("sdpa on head views: the heads merged back (N,L,H,D) are a contiguous view", st == MHA_OK && mha_is_contiguous(&merged),
+          "%s", "not contiguous");
+    float *want_out = malloc(L * D * sizeof *want_out), *want_w = malloc(L * S * sizeof *want_w);
+    size_t bad_slice = 0;
+    bool same = want_out && want_w;
+    for (size_t n = 0; same && n < N * H; n++) {
+        mha_head_args head = {.out = want_out, .ld_out = D, .q = mha_f32(&cq) + n * L * D, .ld_q = D,
+                              .k = mha_f32(&ckv) + n * S * D, .ld_k = D, .v = mha_f32(&ckv) + n * S * D, .ld_v = D,
+                              .mask_cols = S, .causal = true, .scale = 1.0f / sqrtf((float)D), .L = L, .S = S, .D = D, .Dv = D};
+        same = mha_attention_plain(&head, &mha_attn_fast, want_w, NULL, NULL) == MHA_OK &&
+               memcmp(want_w, mha_f32(&w) + n * L * S, L * S * sizeof *want_w) == 0;
+        const float *got = mha_f32(&out) + (n / H) * L * E + (n % H) * D;
+        for (size_t i = 0; same && i < L; i++) same = memcmp(want_out + i * D, got + i * E, D * sizeof *got) == 0;
+        bad_slice = n;
+    }
+    CHECK("sdpa on head views, weights kept by blocks of rows: output and weights are one whole-slice plain pass's, "
+          "bit for bit", same, "slice %zu differs", bad_slice);
+    free(want_out), free(want_w);
+done:;
+    mha_tensor *all[] = {&x, &y, &split[0], &split[1], &q, &kv, &cq, &ckv, &out, &w, &merged};
+    for (size_t j = 0; j < sizeof all / sizeof *all; j++) mha_release(all[j]);
+}
+
 /* ---- the bytes a forward needs, against what it allocates ---- */
 
 /* The forward's peak extra memory is what mha_multihead_forward_bytes said, plus at most the kernels'
@@ -1119,6 +1172,7 @@ int main(void) {
     test_plain_reference();
     test_equal();
     test_head_mean_blocks();
+    test_sdpa_head_views();
     test_forward_bytes();
     test_out_of_memory();
     CHECK_DONE();
