@@ -15,8 +15,9 @@
  * The main table is single-threaded on both sides whatever MHA_THREADS says, with torch 1.13 (one
  * thread) beside NumPy where it is installed; a second table times our kernels split over N threads
  * (kernels.h) against NumPy on N threads, each case back to back.
- * Each case is timed by us and then by NumPy before the next one starts, so a change in the load of a
- * shared machine falls on both sides of a ratio alike.
+ * In the main table each case is timed by us and then by NumPy before the next one starts, so a change in
+ * the load of a shared machine falls on both sides of a ratio alike; the threads table times all of ours
+ * first, as OpenBLAS's threads, once started, slow our second thread (run_threads_table).
  *
  * FLOP counts (a multiply-add is 2 FLOPs; softmax, bias and reshapes are not counted, so GFLOP/s is
  * the rate of the useful matrix work, the same formula for us and for NumPy):
@@ -283,51 +284,83 @@ typedef struct case_result {
     double ours_ms, numpy_ms, torch_ms; /* NAN when not timed */
 } case_result;
 
-/* Times every selected case on `threads` threads (ours, then NumPy's on as many) and prints its row.
- * threads = 1: the main table, which fills results[]; more: the threads table, which reads them. */
-static int run_table(const char *only, numpy_proc *numpy, bool have_numpy, double peak, size_t threads,
-                     case_result *results) {
+/* Times one case of ours on `threads` threads; false (the row printed as failed) when it cannot run. */
+static bool time_ours(timing *t, const bench_case *c, size_t threads) {
+    bench_state s = {.c = c};
+    mha_kernels_set_threads(threads);
+    mha_status st = setup(&s);
+    if (st == MHA_OK) st = time_case(t, &s);
+    mha_kernels_set_threads(1);
+    teardown(&s);
+    if (st != MHA_OK) printf("%-32s failed: %s\n", c->what, mha_errmsg());
+    return st == MHA_OK;
+}
+
+static void print_ours(const bench_case *c, const timing *t) {
+    printf("%-32s %4zu %10.3f %8.1f %8.1f |", c->what, t->runs, t->median_ms, flops(c) / (t->median_ms * 1e6),
+           (double)t->peak_extra / 1048576.0);
+}
+
+/* The main table: every selected case on one thread, ours and then NumPy's back to back; fills results[]. */
+static int run_table(const char *only, numpy_proc *numpy, bool have_numpy, double peak, case_result *results) {
     int failures = 0;
     for (size_t i = 0; i < NCASES; i++) {
         const bench_case *c = &CASES[i];
-        if (only && !strstr(c->id, only)) continue;
-        bench_state s = {.c = c};
         timing t = {0};
-        mha_kernels_set_threads(threads);
-        mha_status st = setup(&s);
-        if (st == MHA_OK) st = time_case(&t, &s);
-        mha_kernels_set_threads(1);
-        teardown(&s);
-        if (st != MHA_OK) {
-            printf("%-32s failed: %s\n", c->what, mha_errmsg());
+        if (only && !strstr(c->id, only)) continue;
+        if (!time_ours(&t, c, 1)) {
             failures++;
             continue;
         }
-        double gf = flops(c) / (t.median_ms * 1e6);
-        printf("%-32s %4zu %10.3f %8.1f %8.1f |", c->what, t.runs, t.median_ms, gf, (double)t.peak_extra / 1048576.0);
+        print_ours(c, &t);
         numpy_timing np = {.ms = NAN, .torch_ms = NAN};
         bool np_ok = have_numpy && numpy_time(numpy, c, &np);
-        if (threads > 1) {
-            double one = results[i].done ? results[i].ours_ms : NAN;
-            printf(" %10.3f %7.2f | %10.3f | %7.2f", one, one / t.median_ms, np_ok ? np.ms : NAN,
-                   np_ok ? t.median_ms / np.ms : NAN);
-        } else {
-            results[i] = (case_result){true, t.median_ms, np_ok ? np.ms : NAN, np_ok ? np.torch_ms : NAN};
-            if (np_ok)
-                printf(" %10.3f %8.1f %8.1f | %10.3f | %7.2f", np.ms, flops(c) / (np.ms * 1e6),
-                       (double)np.peak / 1048576.0, np.torch_ms, t.median_ms / np.ms);
-            else
-                printf(" %10s %8s %8s | %10s | %7s", "-", "-", "-", "-", "-");
-            /* the target, and the ratio our time would give if every FLOP ran at the peak: no code reaches
-             * a target below it on this machine */
-            char target[16] = "-", bound[16] = "-";
-            if (c->target > 0) snprintf(target, sizeof target, "%.2f", c->target);
-            if (np_ok && peak > 0) snprintf(bound, sizeof bound, "%.2f", flops(c) / (peak * 1e6) / np.ms);
-            printf(" %6s %7s", target, bound);
-            if (c->kind == MATMUL && c->M == 512 && c->N == 512 && c->K == 512 && peak > 0)
-                printf("  (%.0f%% of peak)", 100.0 * gf / peak);
-        }
+        results[i] = (case_result){true, t.median_ms, np_ok ? np.ms : NAN, np_ok ? np.torch_ms : NAN};
+        if (np_ok)
+            printf(" %10.3f %8.1f %8.1f | %10.3f | %7.2f", np.ms, flops(c) / (np.ms * 1e6),
+                   (double)np.peak / 1048576.0, np.torch_ms, t.median_ms / np.ms);
+        else
+            printf(" %10s %8s %8s | %10s | %7s", "-", "-", "-", "-", "-");
+        /* the target, and the ratio our time would give if every FLOP ran at the peak: no code reaches
+         * a target below it on this machine */
+        char target[16] = "-", bound[16] = "-";
+        if (c->target > 0) snprintf(target, sizeof target, "%.2f", c->target);
+        if (np_ok && peak > 0) snprintf(bound, sizeof bound, "%.2f", flops(c) / (peak * 1e6) / np.ms);
+        printf(" %6s %7s", target, bound);
+        if (c->kind == MATMUL && c->M == 512 && c->N == 512 && c->K == 512 && peak > 0)
+            printf("  (%.0f%% of peak)", 100.0 * flops(c) / (t.median_ms * 1e6) / peak);
         printf("\n");
+        fflush(stdout);
+    }
+    return failures;
+}
+
+/* The threads table: every selected case of ours on `threads` threads first, and only then NumPy's on as many.
+ * Once OpenBLAS has started its threads they take the core our second thread needs even between NumPy's
+ * calls: timed case by case behind them, the (64,512)->1536 in-projection on 2 threads read 1.01x its
+ * 1-thread time; with NumPy still on one thread, 1.61x; alone, 1.93x. */
+static int run_threads_table(const char *only, numpy_proc *numpy, bool have_numpy, size_t threads,
+                             const case_result *results) {
+    int failures = 0;
+    timing ours[NCASES] = {{0}};
+    bool done[NCASES] = {false};
+    for (size_t i = 0; i < NCASES; i++) {
+        if (only && !strstr(CASES[i].id, only)) continue;
+        done[i] = time_ours(&ours[i], &CASES[i], threads);
+        failures += !done[i];
+    }
+    char request[32], answer[64];
+    snprintf(request, sizeof request, "threads %zu", threads);
+    have_numpy = have_numpy && numpy_ask(numpy, request, answer, sizeof answer);
+    for (size_t i = 0; i < NCASES; i++) {
+        if (!done[i]) continue;
+        const bench_case *c = &CASES[i];
+        numpy_timing np = {.ms = NAN, .torch_ms = NAN};
+        bool np_ok = have_numpy && numpy_time(numpy, c, &np);
+        double one = results[i].done ? results[i].ours_ms : NAN;
+        print_ours(c, &ours[i]);
+        printf(" %10.3f %7.2f | %10.3f | %7.2f\n", one, one / ours[i].median_ms, np_ok ? np.ms : NAN,
+               np_ok ? ours[i].median_ms / np.ms : NAN);
         fflush(stdout);
     }
     return failures;
@@ -404,7 +437,7 @@ int main(int argc, char **argv) {
            "MiB", "numpy ms", "GFLOP/s", "MiB", "torch ms", "ours/np", "target", "at peak");
 
     case_result results[NCASES] = {{0}};
-    int failures = run_table(only, &numpy, have_numpy, peak, 1, results);
+    int failures = run_table(only, &numpy, have_numpy, peak, results);
     if (save) {
         FILE *f = fopen(save, "w");
         for (size_t i = 0; f && i < NCASES; i++)
@@ -417,14 +450,11 @@ int main(int argc, char **argv) {
         }
     }
     if (threads > 1) {
-        char request[32], answer[64];
-        snprintf(request, sizeof request, "threads %zu", threads);
-        bool np_threads = have_numpy && numpy_ask(&numpy, request, answer, sizeof answer);
-        printf("\nAll cores: our kernels on %zu threads against NumPy (OpenBLAS) on %zu threads, case by case\n"
-               "(x1 = our 1-thread ms from the table above / our %zu-thread ms)\n", threads, threads, threads);
+        printf("\nAll cores: our kernels on %zu threads against NumPy (OpenBLAS) on %zu threads (all of ours timed\n"
+               "first; x1 = our 1-thread ms from the table above / our %zu-thread ms)\n", threads, threads, threads);
         printf("%-32s %4s %10s %8s %8s | %10s %7s | %10s | %7s\n", "case", "runs", "ours ms", "GFLOP/s", "MiB",
                "1-thr ms", "x1", "numpy ms", "ours/np");
-        failures += run_table(only, &numpy, np_threads, peak, threads, results);
+        failures += run_threads_table(only, &numpy, have_numpy, threads, results);
     }
     numpy_stop(&numpy);
     return failures ? 1 : 0;
