@@ -69,6 +69,7 @@ TESTS    += test_alloc
 LUA_FILES = $(foreach e,$(EMBED),$(word 2,$(subst =, ,$(e))))
 EMBED    += mha.repl.habits=lua/repl/habits.lua mha.help.zh=lua/help/zh.lua
 EMBED    += mha.raise=lua/bind/raise.lua
+EMBED    += mha.options=lua/bind/options.lua
 CORE_OBJ  = $(CORE_SRC:%.c=$(BUILD)/%.o)
 LIB_OBJ   = $(BIND_SRC:%.c=$(BUILD)/%.o) $(SYS_SRC:%.c=$(BUILD)/%.o) $(BUILD)/embedded.o
 TEST_BIN  = $(addprefix $(BUILD)/tests/,$(TESTS))

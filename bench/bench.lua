@@ -3,7 +3,8 @@
 --
 -- usage: build/mha-repl bench/bench.lua [C_RESULTS [ONLY]]
 --   C_RESULTS: the file `build/bench --save FILE` wrote ("id ours_ms numpy_ms torch_ms" lines); without
---   it only the Lua column is printed.  ONLY: time only the cases whose id contains it.
+--   it, or with - or "" in its place, only the Lua column is printed.  ONLY: time only the cases whose id
+--   contains it (build/mha-repl bench/bench.lua - matmul: the matmul cases, without a C file).
 -- One thread (mha.threads(1)), as the C main table. Timing as bench.c: a warm-up, then calls for about
 -- a second (3 to 25), median wall-clock time (mha.clock). The warm-up runs twice as many calls as are timed
 -- and then collects garbage, so the timed calls reuse the blocks of the results the collector
@@ -12,6 +13,7 @@
 -- flt/call: minor page faults of the process per timed call (/proc/self/stat): 0 when every block is
 -- reused, 256 per MiB mapped anew.
 local c_file, only = arg and arg[1], arg and arg[2]
+if c_file == "-" or c_file == "" then c_file = nil end   -- no C file, so that ONLY can follow
 
 -- id, label, kind, sizes: the rows of bench.c's CASES, in its order
 local CASES = {

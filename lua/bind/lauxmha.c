@@ -109,6 +109,55 @@ void lmha_checkwritable(lua_State *L, const mha_tensor *t, const char *fname) {
     }
 }
 
+/* The name of the running function when it was reached as a field (x.item) and is one of tname's methods,
+ * else NULL; *also_mha is set when mha holds the same function under that name (x.matmul is mha.matmul). */
+static const char *method_called_with_dot(lua_State *L, const char *tname, int *also_mha) {
+    lua_Debug ar;
+    *also_mha = 0;
+    /* the library's own Lua code (lua/nn/layers.lua calling mha.linear) is not the user's habit */
+    if (lua_getstack(L, 1, &ar) && lua_getinfo(L, "S", &ar) && strncmp(ar.source, "@lua/", 5) == 0) return NULL;
+    if (!lua_getstack(L, 0, &ar) || !lua_getinfo(L, "nf", &ar)) return NULL; /* pushes the function */
+    int is_method = 0;
+    if (ar.name && (strcmp(ar.namewhat, "field") == 0 || strcmp(ar.namewhat, "method") == 0)) {
+        luaL_getmetatable(L, tname);
+        if (lua_getfield(L, -1, "__methods") == LUA_TTABLE) {
+            lua_getfield(L, -1, ar.name);
+            is_method = lua_rawequal(L, -1, -4);
+            lua_pop(L, 1);
+        }
+        lua_pop(L, 2);
+        if (lua_getfield(L, LUA_REGISTRYINDEX, LMHA_LIB_KEY) == LUA_TTABLE) {
+            lua_getfield(L, -1, ar.name);
+            *also_mha = lua_rawequal(L, -1, -3);
+            lua_pop(L, 1);
+        }
+        lua_pop(L, 1);
+    }
+    lua_pop(L, 1);
+    return is_method ? ar.name : NULL; /* ar.name points into the method's key, a string the table keeps */
+}
+
+/* Raises the hint when argument 1 is not a tname and the running function is a method reached with a dot. */
+static void check_dot_call(lua_State *L, int arg, const char *tname) {
+    int also_mha;
+    const char *name = arg == 1 ? method_called_with_dot(L, tname, &also_mha) : NULL;
+    if (!name) return;
+    const char *self = strcmp(tname, MHA_TENSOR_T) == 0 ? "x" : "m";
+    const char *args = lua_gettop(L) == 0 ? "" : "...";
+    if (also_mha) { /* mha.matmul() reads the same: keep Lua's message, add the hint */
+        const char *got = luaL_getmetafield(L, 1, "__name") == LUA_TSTRING ? lua_tostring(L, -1) : luaL_typename(L, 1);
+        luaL_error(L, "bad argument #1 to '%s' (%s expected, got %s); as a method, call it with a colon: %s:%s(%s)",
+                   name, tname, got, self, name, args);
+    }
+    luaL_error(L, "%s is a method: call it with a colon: %s:%s(%s)", name, self, name, args);
+}
+
+void *lmha_checkudata(lua_State *L, int arg, const char *tname) {
+    void *p = luaL_testudata(L, arg, tname);
+    if (!p) check_dot_call(L, arg, tname);
+    return p ? p : luaL_checkudata(L, arg, tname);
+}
+
 mha_tensor *lmha_testtensor(lua_State *L, int arg) {
     mha_tensor *t = (mha_tensor *)luaL_testudata(L, arg, MHA_TENSOR_T);
     return t && t->storage ? t : NULL;
@@ -344,6 +393,7 @@ mha_tensor *lmha_totensor(lua_State *L, int arg, const char *fname) {
     case LUA_TTABLE: t = tensor_from_table(L, arg, fname); break;
     default:
         if (luaL_testudata(L, arg, MHA_TENSOR_T)) luaL_argerror(L, arg, "the tensor was closed");
+        check_dot_call(L, arg, MHA_TENSOR_T);
         luaL_typeerror(L, arg, "mha.Tensor, number or table");
     }
     lua_replace(L, arg); /* the new tensor takes the argument's place, which keeps it alive */
@@ -363,16 +413,24 @@ void lmha_checkoptions(lua_State *L, int idx, const char *fname, const char *con
         int known = 0;
         if (lua_type(L, -1) == LUA_TSTRING)
             for (size_t i = 0; names[i] && !known; i++) known = strcmp(lua_tostring(L, -1), names[i]) == 0;
-        if (!known) {
-            const char *key = luaL_tolstring(L, -1, NULL);
-            luaL_Buffer b;
-            luaL_buffinit(L, &b);
-            for (size_t i = 0; names[i]; i++) {
-                if (i > 0) luaL_addstring(&b, ", ");
-                luaL_addstring(&b, names[i]);
+        if (!known) {   /* the library's one options check (lua/bind/options.lua) names it, with a did-you-mean */
+            lua_pop(L, 1);
+            luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);  /* loaded with mha.display, at start */
+            if (lua_getfield(L, -1, "mha.options") != LUA_TTABLE) {
+                lua_getglobal(L, "require");
+                lua_pushliteral(L, "mha.options");
+                lua_call(L, 1, 1);
             }
-            luaL_pushresult(&b);
-            luaL_error(L, "%s: unknown option '%s' (the options are %s)", fname, key, lua_tostring(L, -1));
+            lua_getfield(L, -1, "check");
+            lua_pushstring(L, fname);
+            lua_pushvalue(L, idx);
+            lua_newtable(L);
+            for (size_t i = 0; names[i]; i++) {
+                lua_pushstring(L, names[i]);
+                lua_rawseti(L, -2, (lua_Integer)i + 1);
+            }
+            lua_call(L, 3, 0);
+            luaL_error(L, "%s: unknown option", fname); /* not reached: check raised */
         }
     }
 }

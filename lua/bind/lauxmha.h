@@ -14,7 +14,11 @@
 
 /* The userdata of a tensor is the mha_tensor itself (liolib.c's LStream shape): it is created empty,
  * then filled by a core call, so a failing call leaves an empty tensor that __gc ignores. */
-#define totensor(L, i) ((mha_tensor *)luaL_checkudata(L, i, MHA_TENSOR_T))
+#define totensor(L, i) ((mha_tensor *)lmha_checkudata(L, i, MHA_TENSOR_T))
+
+/* luaL_checkudata, except for a method called with a dot (x.item(), m.forward(x)), Python's habit: argument 1
+ * is then missing or another type, and the error says "item is a method: call it with a colon: x:item()". */
+void *lmha_checkudata(lua_State *L, int arg, const char *tname);
 
 mha_tensor *lmha_checktensor(lua_State *L, int arg);       /* a tensor, or an error naming arg */
 mha_tensor *lmha_testtensor(lua_State *L, int arg);        /* a tensor or NULL */

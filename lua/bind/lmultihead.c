@@ -18,7 +18,7 @@
 
 #define MHA_TRACE_SCRATCH_T "mha.MultiheadAttention.trace" /* a trace being handed to Lua */
 
-#define tomultihead(L) ((mha_multihead *)luaL_checkudata(L, 1, MHA_MULTIHEAD_T))
+#define tomultihead(L) ((mha_multihead *)lmha_checkudata(L, 1, MHA_MULTIHEAD_T))
 
 /* A module whose parameters __close released reads as closed: out_proj_weight always exists otherwise. */
 static mha_multihead *checkmultihead(lua_State *L) {

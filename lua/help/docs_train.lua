@@ -41,9 +41,9 @@ entry("mha.train", "training",
     .. "clip=1.0, plot=false, attention_every=0, quiet=false, on_log=} -> history",
     "Trains model on task: draws a batch, takes the cross entropy on the counted positions "
     .. "(mha.train.loss), runs backward, clips the gradient norm, steps the optimizer. At a terminal "
-    .. "a progress line (step, steps/s, loss, accuracy, ETA) is rewritten in place and Ctrl-C stops, "
-    .. "keeping the model; plot = true redraws the loss curve each log step. history has loss, acc "
-    .. "and step (one row per log step), steps, interrupted and seconds (CPU).",
+    .. "a progress line (step, steps/s, loss, accuracy, ETA) is rewritten in place; Ctrl-C says the step "
+    .. "reached and stops the whole input, as in Python, keeping the model; plot = true redraws the loss "
+    .. "curve each log step. history has loss, acc and step (one row per log step), steps and seconds (CPU).",
     nil,
     "m = mha.nn.Transformer{vocab = 6, d_model = 16, heads = 2, max_len = 6}\n"
     .. "t = mha.tasks.reverse{vocab = 6, len = 3}\n"

@@ -392,8 +392,8 @@ difference（差）：从第 3 个位置起，答案是 x(p-1) - x(p-2)，在 vo
 D["mha.train"] = [[
 在 task 上训练 model：抽一个批次，在计入的位置上算交叉熵（mha.train.loss），反向传播，裁剪梯度范数，
 让优化器走一步。在终端里会原地刷新一行进度（步数、每秒步数、损失、准确率、预计剩余时间），按 Ctrl-C
-停下并保留模型；plot = true 时每次记录都重画损失曲线。history 里有 loss、acc 和 step（每次记录一行），
-以及 steps、interrupted 和 seconds（CPU 时间）。]]
+会报告到达的步数并停下整段输入（如同 Python），模型保留已学到的；plot = true 时每次记录都重画损失曲线。
+history 里有 loss、acc 和 step（每次记录一行），以及 steps 和 seconds（CPU 时间）。]]
 D["mha.load_model"] = [[
 一个随程序提供的训练好的模型（models/NAME.npz，由 `make models` 从固定的种子训练出来；在 $MHA_MODELS、
 ./models 以及程序构建目录旁的 models/ 里找），或者任何由 mha.save_model 写出的文件。extra 里是文件的其他

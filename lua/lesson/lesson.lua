@@ -339,6 +339,12 @@ local function answer_in_batch(s)
     return true
 end
 
+-- Was err Ctrl-C's ("interrupted", "17_residual_norm_training.lua:64: interrupted", as the REPL tells it)?
+local function is_interrupt(err)
+    local first = tostring(err):match("^[^\n]*")
+    return first == "interrupted" or first:find(": interrupted$") ~= nil
+end
+
 -- Shows step k (title, text, code echoed and run); returns true, or false, message on an error.
 local function show_step(k)
     return with_pager(function()
@@ -349,6 +355,10 @@ local function show_step(k)
         local shown, run = step_code(k)
         if shown then
             local ok, err = run_code(shown, run, k)
+            if not ok and is_interrupt(err) then   -- Ctrl-C: the step stops once, and stays unrun
+                say_text(string.format(words[lang].interrupted_step, k))
+                return false, err
+            end
             if not ok then
                 say_text(string.format(words[lang].error_in_step, k) .. words[lang].colon_space .. err)
                 -- the step stays unrun, so Enter would run it again on the same state: say how to rebuild it

@@ -23,6 +23,7 @@ words.runner = {
         end,
         solution = "solution",
         error_in_step = "error in step %d",
+        interrupted_step = "step %d stopped by Ctrl-C: Enter runs it again.",
         recover = function(k) return string.format("The lesson's variables may now be wrong for step %d: "
             .. ":goto %d rebuilds them by running the steps before it again and runs step %d; :restart "
             .. "starts the lesson over.", k, k, k) end,
@@ -59,6 +60,7 @@ words.runner = {
         end,
         solution = "答案",
         error_in_step = "第 %d 步出错",
+        interrupted_step = "第 %d 步被 Ctrl-C 停下：按 Enter 重新运行它。",
         recover = function(k) return string.format("课程的变量现在可能不适合第 %d 步：:goto %d 重跑它之前的各步"
             .. "来重建它们，再运行第 %d 步；:restart 从头开始本课。", k, k, k) end,
         lessons = "课程（:open 名称或编号）：",

@@ -18,6 +18,7 @@
 local mha = require "mha"
 local display = require "mha.display"
 local raise = require "mha.raise"   -- errors at the user's line
+local options = require "mha.options"
 
 local M = {}
 
@@ -25,32 +26,18 @@ local M = {}
 -- Option tables, checked as the C bindings check theirs, with a did-you-mean for a misspelt name
 -- ---------------------------------------------------------------------------------------------
 
--- Levenshtein distance, for "did you mean".
-local function distance(a, b)
-    local prev = {}
-    for j = 0, #b do prev[j] = j end
-    for i = 1, #a do
-        local cur = {[0] = i}
-        for j = 1, #b do
-            local cost = a:byte(i) == b:byte(j) and 0 or 1
-            cur[j] = math.min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + cost)
-        end
-        prev = cur
-    end
-    return prev[#b]
-end
-
--- The name in names closest to word when it is close enough to be a likely typo, else nil.
+-- The name in names closest to word when it is close enough to be a likely typo, else nil (looser than
+-- mha.options.closest, for state_dict keys such as "layers.0.attn.out_proj.bias").
 function M.closest(word, names)
     local best, best_d
     for _, name in ipairs(names) do
-        local d = distance(word:lower(), name:lower())
+        local d = options.edit_distance(word:lower(), name:lower())
         if (not best_d or d < best_d) and d <= math.max(2, #name // 3) then best, best_d = name, d end
     end
     return best
 end
 
--- Refuses a key of opts that is not in names (a list), naming fname and the closest option.
+-- Refuses a key of opts that is not in names (a list), through the library's one options check.
 function M.check_options(fname, opts, names)
     if opts == nil then return {} end
     if type(opts) ~= "table" then
@@ -60,15 +47,7 @@ function M.check_options(fname, opts, names)
         raise(string.format("%s: options must be a table, got %s; name them: {%s}", fname, type(opts),
                             table.concat(named, ", ")))
     end
-    for key in pairs(opts) do
-        local known = false
-        for _, name in ipairs(names) do known = known or key == name end
-        if not known then
-            local guess = type(key) == "string" and M.closest(key, names)
-            raise(string.format("%s: unknown option '%s'%s (the options are %s)", fname, tostring(key),
-                                guess and (" - did you mean '" .. guess .. "'?") or "", table.concat(names, ", ")))
-        end
-    end
+    options.check(fname, opts, names)
     return opts
 end
 
@@ -94,6 +73,24 @@ function M.opt_boolean(fname, opts, key, def)
         raise(string.format("%s: option %s must be a boolean, got %s", fname, key, type(v)))
     end
     return v
+end
+
+-- ---------------------------------------------------------------------------------------------
+-- Methods called with a dot (lin.forward(x), opt.step()), Python's habit
+-- ---------------------------------------------------------------------------------------------
+
+-- The method f behind a check that self is_instance: otherwise lin.forward(x) would fail deep inside
+-- ("attempt to index a nil value (local 'self')"); it reads, at the user's line, as a C method's does
+-- (lua/bind/lauxmha.c): "forward is a method: call it with a colon: m:forward(...)". var names the
+-- instance in the hint (m, opt).
+function M.method(name, f, is_instance, var)
+    return function(self, ...)
+        if not is_instance(self) then
+            local args = (self ~= nil or select("#", ...) > 0) and "..." or ""
+            raise(string.format("%s is a method: call it with a colon: %s:%s(%s)", name, var, name, args))
+        end
+        return f(self, ...)
+    end
 end
 
 -- ---------------------------------------------------------------------------------------------
@@ -180,10 +177,22 @@ local function instance_newindex(m, key, value)
     end
 end
 
+-- Whether m is an instance of class or of a class extending it.
+local function instance_of(m, class)
+    local c = is_lua_module(m) and getmetatable(m).__module_class
+    while c and c ~= class do c = rawget(c, "super") end
+    return c == class
+end
+
 -- A new class: Base:extend("Name"). Calling the class makes an instance and runs its init.
 function Module:extend(name)
     if type(name) ~= "string" then raise("Module:extend: give the class a name, e.g. mha.nn.Module:extend(\"Block\")") end
     local class = setmetatable({}, {__index = self, __call = function(cls, ...) return cls:new(...) end,
+                                    __newindex = function(cls, key, v)   -- function Linear:forward(x) ...
+                                        local method = type(v) == "function" and debug.getlocal(v, 1) == "self"
+                                        local function is_instance(m) return instance_of(m, cls) end
+                                        rawset(cls, key, method and M.method(key, v, is_instance, "m") or v)
+                                    end,
                                     __tostring = function() return "mha.nn." .. name end,
                                     __name = "mha.nn." .. name})  -- help(mha.nn.Linear) finds its entry
     class.__name = name
@@ -421,6 +430,11 @@ function Module:repr()
         lines[#lines + 1] = "  (" .. item[1] .. "): " .. text
     end
     return table.concat(lines, "\n") .. "\n)"
+end
+
+-- Every method of Module checks its self (extend and new take the class itself).
+for key, f in pairs(Module) do
+    if type(f) == "function" and key ~= "extend" and key ~= "new" then Module[key] = M.method(key, f, is_lua_module, "m") end
 end
 
 -- ---------------------------------------------------------------------------------------------

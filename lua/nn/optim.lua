@@ -173,7 +173,8 @@ function optim.AdamW(params, opts) return new_optimizer("AdamW", params, opts) e
 
 -- opt:step([closure]): one update of every parameter that has a gradient (the others are skipped, as in
 -- torch). closure, when given, is called first (with grad on) and its result returned - torch's API for
--- optimizers that re-evaluate the loss.
+-- optimizers that re-evaluate the loss; without one, nothing is returned (the prompt prints nothing, as
+-- Python prints nothing for torch's None).
 function Optimizer:step(closure)
     local loss
     if closure ~= nil then loss = closure() end
@@ -188,7 +189,7 @@ function Optimizer:step(closure)
             end
         end
     end)
-    return loss
+    if closure ~= nil then return loss end
 end
 
 -- opt:zero_grad(): every parameter's gradient forgotten (p:grad() is nil), as zero_grad(set_to_none=True).
@@ -420,6 +421,12 @@ function optim.clip_grad_norm(params, max_norm, norm_type)
     local coef = K.clip_coef(total, max_norm)
     for _, p in ipairs(with_grad) do K.scale_grad(p, coef) end
     return total
+end
+
+-- opt.step() (Python's habit) says to call it with a colon, at the user's line.
+local function is_optimizer(v) return getmetatable(v) == Optimizer end
+for key, f in pairs(Optimizer) do
+    if type(f) == "function" then Optimizer[key] = module.method(key, f, is_optimizer, "opt") end
 end
 
 return optim

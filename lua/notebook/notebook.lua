@@ -367,13 +367,16 @@ local function write(cells, path, title, lang)
     return M.write_atomic(path, text)
 end
 
--- mha-repl --lesson N --batch --export FILE: the whole lesson. Returns true, or nil and a message.
+-- mha-repl --lesson N --batch --export FILE: the whole lesson. Returns true and the lesson's number, or nil
+-- and a message.
 function M.export_lesson(which, lang, path)
     local format, err = format_of(path, lang)
     if not format then return nil, "--export: " .. err end
     local cells, session = M.lesson_cells(which, lang)
     if not cells then return nil, "--export: " .. tostring(session) end
-    return write(cells, path, cells[1].title, session.lang)
+    local ok, werr = write(cells, path, cells[1].title, session.lang)
+    if not ok then return nil, werr end
+    return true, session.number
 end
 
 -- :export FILE in the REPL: the open lesson, whole (run from its seed by a second mha-repl, so the

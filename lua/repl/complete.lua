@@ -30,14 +30,17 @@ local function resolve(chain)
 end
 
 -- String keys of t that are identifiers starting with prefix, and those its metatables' __index
--- tables add (as classes do), into names.
+-- tables add (as classes do), into names. A class that is its instances' metatable (mha.optim's) holds
+-- __index, __tostring ...: those are offered only to a prefix that starts with "__".
 local function add_fields(names, t, prefix, only_functions)
+    local meta_ok = prefix:sub(1, 2) == "__"
     local seen = 0
     while t ~= nil and seen < 8 do
         seen = seen + 1
         if type(t) == "table" then
             for k, v in next, t do
                 if type(k) == "string" and k:match("^[%a_][%w_]*$") and k:sub(1, #prefix) == prefix
+                   and (meta_ok or k:sub(1, 2) ~= "__")
                    and (not only_functions or type(v) == "function" or (getmetatable(v) or {}).__call) then
                     names[#names + 1] = k
                 end

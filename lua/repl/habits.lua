@@ -17,6 +17,7 @@ local WORDS = {
         matmul_at = "Lua has no @ operator: the matrix product is %s:matmul(%s), or mha.matmul(%s, %s)",
         matmul_star = "* multiplies element by element (broadcasting); for the matrix product write %s:matmul(%s)",
         did_you_mean = "did you mean %s?",
+        colon = "write %s",
         dangling = "a value alone (%s) is not a Lua statement: type %s on a line of its own, or print(%s)",
         dangling_any = "a value alone is not a Lua statement: type it on a line of its own, or print(...) it",
         command = "unknown command :%s (did you mean :%s?)",
@@ -30,6 +31,7 @@ local WORDS = {
         matmul_at = "Lua 没有 @ 运算符：矩阵乘法写作 %s:matmul(%s)，或 mha.matmul(%s, %s)",
         matmul_star = "* 是逐元素相乘（会广播）；矩阵乘法请写 %s:matmul(%s)",
         did_you_mean = "你是想写 %s 吗？",
+        colon = "写作 %s",
         dangling = "单独的值（%s）不是 Lua 语句：把 %s 单独输入一行，或用 print(%s)",
         dangling_any = "单独的值不是 Lua 语句：把它单独输入一行，或用 print(...)",
         command = "没有命令 :%s（你是想输入 :%s 吗？）",
@@ -96,6 +98,14 @@ function habits.after_error(input, msg, lang)
     if first:find("mul: shapes", 1, true) and first:find("cannot broadcast", 1, true) and input:find("*", 1, true) then
         local a, b = operands(input, "%*")
         return w.hint .. string.format(w.matmul_star, a or "A", b or "B")
+    end
+    -- "item is a method: call it with a colon: x:item()": the call as the user typed it (loss.item())
+    local method = first:match("([%w_]+) is a method: call it with a colon: ")
+                   or first:match("as a method, call it with a colon: [%w_]+:([%w_]+)")
+    if method then
+        local base, args = input:match("([%a_][%w_%.]*)%." .. method .. "%s*(%b())")
+        local call = base and base .. ":" .. method .. args
+        if call and not first:find(call, 1, true) then return w.hint .. string.format(w.colon, call) end
     end
     local kind, name = first:match("attempt to %a+ a nil value %((%a+) '([%w_]+)'%)")
     if kind == "global" or kind == "field" or kind == "method" then

@@ -1,6 +1,8 @@
 /* lua/repl/modes.c - what mha-repl runs besides lua.c's script, -e chunk and REPL: a lesson (--lesson,
  * --batch, --lang, --answers), a Jupyter kernel (--kernel), a lesson written as a notebook (--export). */
+#include <fcntl.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <lua.h>
 #include <lauxlib.h>
@@ -109,6 +111,8 @@ int repl_dokernel(lua_State *L, int *reset) {   /* -> EXIT_OK, EXIT_SCRIPT or EX
 }
 
 /* --lesson N --batch --export FILE: require("mha.notebook").export_lesson(name, lang, file). */
+/* The lesson's transcript goes to the notebook, not to stdout (a batch run would print it all): stdout is
+ * /dev/null while the export runs, and then says the one line :export says. Errors go to stderr as ever. */
 int repl_doexport(lua_State *L) {   /* -> EXIT_OK or EXIT_SCRIPT */
     if (repl_start(L) != LUA_OK) return EXIT_SCRIPT;
     lua_getglobal(L, "require");
@@ -120,10 +124,26 @@ int repl_doexport(lua_State *L) {   /* -> EXIT_OK or EXIT_SCRIPT */
         lua_pushstring(L, lesson_name);
         lua_pushstring(L, lesson_lang);
         lua_pushstring(L, export_file);
+        fflush(stdout);
+        int saved_stdout = dup(STDOUT_FILENO), null = open("/dev/null", O_WRONLY);
+        if (saved_stdout >= 0 && null >= 0) dup2(null, STDOUT_FILENO);
         status = repl_docall(L, 3, 2);
+        fflush(stdout);
+        if (saved_stdout >= 0 && null >= 0) dup2(saved_stdout, STDOUT_FILENO);
+        if (null >= 0) close(null);
+        if (saved_stdout >= 0) close(saved_stdout);
         if (status == LUA_OK && !lua_toboolean(L, -2)) {
             repl_message(luaL_tolstring(L, -1, NULL));
             return EXIT_SCRIPT;
+        }
+        if (status == LUA_OK) {   /* "wrote lesson 3 to l3.ipynb", through repl.exported */
+            lua_getglobal(L, "require");
+            lua_pushliteral(L, "mha.repl");
+            if (repl_docall(L, 1, 1) == LUA_OK && lua_getfield(L, -1, "exported") == LUA_TFUNCTION) {
+                lua_pushvalue(L, -3);   /* the lesson's number, under mha.repl and exported */
+                lua_pushstring(L, export_file);
+                if (repl_docall(L, 2, 1) == LUA_OK) printf("%s\n", lua_tostring(L, -1));
+            }
         }
     }
     return repl_report(L, status) == LUA_OK ? EXIT_OK : EXIT_SCRIPT;

@@ -128,14 +128,17 @@ static int report(lua_State *L, int status) {
     return status;
 }
 
-/* Message handler of every chunk (lua.c's): the message and a short traceback (lua/repl/traceback.c). */
+/* Message handler of every chunk (lua.c's): the message and a short traceback (lua/repl/traceback.c). From
+ * Lua (repl.lua's replay of a saved session) a second argument is where a tail call of the chunk was made. */
 static int msghandler(lua_State *L) {
     const char *msg = lua_tostring(L, 1);
     if (msg == NULL) {  /* not a string: use its __tostring, or say what it is */
         if (luaL_callmeta(L, 1, "__tostring") && lua_type(L, -1) == LUA_TSTRING) return 1;
         msg = lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
     }
+    const char *before = lua_type(L, 2) == LUA_TSTRING ? repl_traceback_tailcall(lua_tostring(L, 2)) : NULL;
     repl_traceback(L, msg, 1);  /* append a standard traceback, without the embedded code's frames */
+    if (lua_type(L, 2) == LUA_TSTRING) repl_traceback_tailcall(before);
     return 1;
 }
 
@@ -632,7 +635,10 @@ static void evaluate(lua_State *L, int status, int expr, int quiet) {
     if (status == LUA_OK) {
         clock_gettime(CLOCK_MONOTONIC, &ts);
         start = (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+        /* "return f(x);" of a one-line input tail-calls f, whose errors would name no line */
+        repl_traceback_tailcall(expr && !strchr(lua_tostring(L, 1), '\n') ? "stdin:1" : NULL);
         status = docall(L, 0, LUA_MULTRET);
+        repl_traceback_tailcall(NULL);
         clock_gettime(CLOCK_MONOTONIC, &ts);
         seconds = (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9 - start;
     }
@@ -726,7 +732,7 @@ static void print_banner(lua_State *L) {
         if (docall(L, 3, 1) == LUA_OK && lua_type(L, -1) == LUA_TSTRING) line = lua_tostring(L, -1);
     }
     if (line) printf("%s\n", line);
-    else printf("%s %s (%s) - type ? for the commands, help() for the functions, Ctrl-D to quit\n",
+    else printf("%s %s (%s)\ntype ? for the commands, help() for the functions, Ctrl-D to quit\n",
                 PROGNAME, MHA_REPL_VERSION, LUA_RELEASE);
     lua_settop(L, top);
 }

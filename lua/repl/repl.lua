@@ -420,9 +420,9 @@ end
 
 -- The message handler of lua/repl/repl.c (its traceback leaves out the frames of the embedded Lua code),
 -- which it keeps in the registry; a plainer one when this module runs without it (under lua with mha.so).
-local function msghandler(m)
+local function msghandler(m, tailcall)
     local handler = debug.getregistry()["mha.repl.msghandler"]
-    if handler then return handler(m) end
+    if handler then return handler(m, tailcall) end
     if type(m) ~= "string" then return tostring(m) end
     return (m:gsub("^lua/[%w_]+%.lua:%d+: ", ""))
 end
@@ -539,10 +539,13 @@ function repl.replayer()
     end
     function replay.fails(input)
         local chunk, err = load("return " .. repl.split_input(input) .. ";", "=stdin")
+        -- as the REPL: a one-line "return f(x);" tail-calls f, whose errors are placed at stdin:1
+        local tailcall = chunk and not input:find("\n") and "stdin:1" or nil
         if not chunk then chunk, err = load(input, "=stdin") end
         if not chunk then err_out(err .. "\n") return end
         -- in a coroutine, so the traceback holds the input's frames only, as in the REPL
-        local results = coroutine.wrap(function() return table.pack(xpcall(chunk, msghandler)) end)()
+        local handler = function(m) return msghandler(m, tailcall) end
+        local results = coroutine.wrap(function() return table.pack(xpcall(chunk, handler)) end)()
         if results[1] then show_values(table.unpack(results, 2, results.n)) return end
         local message = tostring(results[2]):gsub("\nstack traceback:.*$", "")
         show_error(message)
@@ -625,7 +628,8 @@ local SAID = {
           save_name = ":save needs a file name: :save FILE writes FILE.lua and FILE.md",
           saved = "saved %d inputs to %s and %s",
           unknown = "unknown command :%s (? lists the commands)", could_be = ":%s could be :%s",
-          banner = "%s %s (%s) - type ? for the commands, help() for the functions, Ctrl-D to quit",
+          -- each line at most 80 columns, the terminal's least width (the zh line is 70)
+          banner = "%s %s (%s)\ntype ? for the commands, help() for the functions, Ctrl-D to quit",
           exported = "wrote %s to %s", exported_lesson = "lesson %s", exported_session = "the session"},
     zh = {time = "计时：", on = "开", off = "关",
           fresh = "新的状态（历史、:save 的记录和 :time 设置都保留）",
@@ -680,9 +684,15 @@ repl.add_command("export", {args = "FILE", help = "write the session (or the ope
         local path = arg:match("^%s*[\"']?(.-)[\"']?%s*$")
         local what, lesson_number = require("mha.notebook").export_session(path, runner, repl.lang())
         if not what then show_error(":export: " .. tostring(lesson_number)) return end
-        what = lesson_number and string.format(repl.said("exported_lesson"), lesson_number) or repl.said("exported_session")
-        out(string.format(repl.said("exported"), what, path) .. "\n")
+        out(repl.exported(lesson_number, path) .. "\n")
     end})
+
+-- "wrote lesson 8 to l8.ipynb" ("the session" when lesson_number is nil), in the REPL's language: what
+-- :export and mha-repl --lesson N --batch --export FILE say.
+function repl.exported(lesson_number, path)
+    local what = lesson_number and string.format(repl.said("exported_lesson"), lesson_number) or repl.said("exported_session")
+    return string.format(repl.said("exported"), what, path)
+end
 
 -- ---------------------------------------------------------------------------------------------
 -- Completion

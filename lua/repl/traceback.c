@@ -93,6 +93,20 @@ static int raised_in_library(const frame *frames, int nframes) {
     return 0;
 }
 
+static const char *tailcall_position = NULL;
+
+const char *repl_traceback_tailcall(const char *where) {
+    const char *before = tailcall_position;
+    tailcall_position = where;
+    return before;
+}
+
+/* Is the frame luaL_traceback writes for calls Lua dropped from the stack (a tail call)? */
+static int tail_calls(const frame *f) {
+    static const char text[] = "\t(...tail calls...)";
+    return f->len == sizeof text - 1 && memcmp(f->text, text, f->len) == 0;
+}
+
 /* Pushes msg with a helper's position ("lua/show/display.lua:509: show: ...") replaced by the position of
  * the user's code that called the helper ("stdin:2: show: ..."), or dropped when there is none (a
  * tail call, a REPL command). A helper's message without a position (error(msg, 0), as the library
@@ -105,6 +119,7 @@ static const char *push_user_message(lua_State *L, const char *msg, const frame 
     else if (!prefix && !has_position(msg) && raised_in_library(frames, nframes)) text = msg;
     else return lua_pushstring(L, msg);
     for (int i = 0; i < nframes; i++) {
+        if (tail_calls(&frames[i]) && tailcall_position) return lua_pushfstring(L, "%s: %s", tailcall_position, text);
         if (frames[i].hidden || c_frame(frames[i].text, frames[i].len)) continue;
         const char *where = frames[i].text, *end = frames[i].text + frames[i].len;
         while (*where == '\t') where++;

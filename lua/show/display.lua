@@ -7,6 +7,7 @@
 local mha = require "mha"        -- the bindings: luaopen_mha has stored them before it loads this file
 local term = require "mha.term"
 local raise = require "mha.raise"   -- errors at the user's line
+local option_tables = require "mha.options"
 
 local M = {}
 
@@ -52,57 +53,9 @@ local function a_type(v)
     return v == nil and "nil" or "a " .. type(v)
 end
 
--- The edit distance of a and b for a did-you-mean: insertions, deletions, substitutions and swaps
--- of two neighbours ("widht" -> "width" is 1), each costing 1.
-local function edit_distance(a, b)
-    local d = {}
-    for i = 0, #a do d[i] = { [0] = i } end
-    for j = 0, #b do d[0][j] = j end
-    for i = 1, #a do
-        for j = 1, #b do
-            local cost = a:sub(i, i) == b:sub(j, j) and 0 or 1
-            d[i][j] = math.min(d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost)
-            if i > 1 and j > 1 and a:sub(i, i) == b:sub(j - 1, j - 1) and a:sub(i - 1, i - 1) == b:sub(j, j) then
-                d[i][j] = math.min(d[i][j], d[i - 2][j - 2] + 1)
-            end
-        end
-    end
-    return d[#a][#b]
-end
-
--- The candidate nearest to word by edit distance (case aside), when it is near enough to be a slip: one
--- edit for a word of 3 letters, two for a longer one; else nil (always for 1 or 2 letters, where one
--- edit reaches anything: x -> _). Ties go to the first in alphabetical order.
-local function closest(word, candidates)
-    if #word <= 2 then return nil end
-    local best, best_d
-    for _, c in ipairs(candidates) do
-        local d = edit_distance(word:lower(), c:lower())
-        if c ~= word and (d < (best_d or math.huge) or (d == best_d and c < best)) then best, best_d = c, d end
-    end
-    if best and best_d <= (#word <= 3 and 1 or 2) then return best end
-    return nil
-end
-
--- Raises an error for the first key of opts that is not in `valid` (a list of names), naming the
--- function, the key, the nearest valid key when one is close (row -> rows) and every valid key:
---   show: unknown option 'row' (did you mean 'rows'?); valid: rows, cols, title, ...
--- Integer keys are allowed when allow_list is true (plot.line's list of series).
-local function check_keys(fname, opts, valid, allow_list)
-    local known = {}
-    for _, k in ipairs(valid) do known[k] = true end
-    local bad = {}
-    for k in pairs(opts) do
-        if not known[k] and not (allow_list and math.type(k) == "integer") then bad[#bad + 1] = tostring(k) end
-    end
-    if #bad == 0 then return end
-    table.sort(bad)
-    local key = bad[1]
-    local best = closest(key, valid)
-    local hint = best and " (did you mean '" .. best .. "'?)" or ""
-    local list = #valid > 0 and table.concat(valid, ", ") or "none"
-    raise(string.format("%s: unknown option '%s'%s; valid options: %s", fname, clean_text(key), hint, list))
-end
+-- Option tables are checked by the one checker of the library (lua/bind/options.lua): "show: unknown
+-- option 'row' (did you mean 'rows'?); valid options: rows, cols, title, ..."
+local check_keys, closest = option_tables.check, option_tables.closest
 
 local PRINT_OPTIONS = { "precision", "threshold", "edgeitems", "linewidth", "sci_mode", "lang" }
 

@@ -157,6 +157,12 @@ function M.detect(model, tokens, kind, opts)
     return scores(attention_of(model, t), rows, kind, opts.rows == "detected")
 end
 
+-- The report's result echoes at the prompt as one line, not as its three tables again: report printed them.
+local REPORT = {__name = "heads.report", __tostring = function(r)
+    return string.format("heads.report {previous, duplicate, induction}: (layers, heads) = %s each",
+                         require("mha.display").shape_str(r.induction:shape()))
+end}
+
 -- mha.heads.report(model, tokens): the three scores as a table and a heat map per kind, in the language of
 -- the printoptions (a Chinese lesson sets "zh"); returns them {previous = (layers, heads), duplicate = ...,
 -- induction = ...}.
@@ -186,7 +192,7 @@ function M.report(model, tokens, opts)
     for _, kind in ipairs({"previous", "induction"}) do
         require("mha.display").heat(result[kind], {rows = rows, cols = cols, title = said[kind], zrange = {0, 1}})
     end
-    return result
+    return setmetatable(result, REPORT)
 end
 
 return M

@@ -20,6 +20,7 @@
 --                                 the residual would hand it to the output without any head.
 
 local raise = require "mha.raise"   -- errors at the user's line
+local options = require "mha.options"
 local M = {}
 
 local NAMES = {"copy", "reverse", "sort", "match", "induction", "difference"}
@@ -158,13 +159,8 @@ local function make(name)
         opts = opts or {}
         if type(opts) ~= "table" then raise(fname .. ": options must be a table, e.g. mha.tasks." .. name ..
                                             "{vocab = 10, len = 8, batch = 32}") end
-        local known = {vocab = true, len = true, batch = true, seed = true, ["repeat"] = name == "induction"}
-        for k in pairs(opts) do
-            if not known[k] then
-                raise(string.format("%s: unknown option '%s' (the options are vocab, len, batch, seed%s)", fname,
-                                    tostring(k), name == "induction" and ", repeat" or ""))
-            end
-        end
+        options.check(fname, opts, name == "induction" and {"vocab", "len", "batch", "seed", "repeat"}
+                                   or {"vocab", "len", "batch", "seed"})
         local t = setmetatable({name = name}, Task)
         t.vocab = check_size(fname, opts, "vocab", 10, 3)
         local long = name == "induction" or name == "difference"

@@ -6,6 +6,7 @@ local mha = require "mha"
 local optim = require "mha.nn.optim"
 local term = require "mha.term"
 local raise = require "mha.raise"   -- errors at the user's line
+local options = require "mha.options"
 
 local M = {}
 
@@ -100,19 +101,15 @@ end
 --           seed=, weight_decay=, clip=1.0, plot=false, attention_every=0, quiet=false, on_log=}
 -- on_log(step, history) is called after each log step (e.g. to measure the heads as they form).
 -- -> history {loss = {...}, acc = {...}, step = {...}, steps = n done, interrupted = bool, seconds = CPU s}
+-- Ctrl-C prints the step reached and raises "interrupted" (the model keeps what it learned).
 -- history.loss[i] and acc[i] are the mean loss and accuracy over the steps since the previous log line.
 function M.train(o)
     local fname = "train"
     if type(o) ~= "table" then raise("train: give a table, e.g. mha.train{model = m, task = t, steps = 200}") end
-    for k in pairs(o) do
-        if not OPTIONS[k] then
-            local names = {}
-            for n in pairs(OPTIONS) do names[#names + 1] = n end
-            table.sort(names)
-            raise(string.format("train: unknown option '%s' (the options are %s)", tostring(k),
-                                table.concat(names, ", ")))
-        end
-    end
+    local names = {}
+    for n in pairs(OPTIONS) do names[#names + 1] = n end
+    table.sort(names)
+    options.check("train", o, names)
     local model, task = o.model, o.task
     if type(model) ~= "table" or type(model.forward) ~= "function" then
         raise("train: option model must be a model, e.g. mha.nn.Transformer{...}")
@@ -205,6 +202,10 @@ function M.train(o)
     if o.plot and #history.loss > 0 and (not windowed() or history.interrupted) then
         draw_curve(history, steps, model, curves)
     end
+
+    -- Ctrl-C stops the whole input, as a kernel's interrupt does: the model keeps the weights of the last
+    -- finished step, and the interrupt goes on, so a loop that calls train (lesson 17) stops too, once
+    if history.interrupted then raise("interrupted") end
     if tty then
         io.write("\r\27[K", string.format(words().done, history.steps, fmt_time(history.seconds),
                                             history.loss[#history.loss] or 0 / 0,

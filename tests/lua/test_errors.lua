@@ -113,7 +113,11 @@ end)
 
 T.test("bad options and values", function()
     T.raises("unknown sdpa option", function() mha.sdpa(q, q, q, { causal = true }) end,
-        "scaled_dot_product_attention: unknown option 'causal' (the options are attn_mask, is_causal, scale, need_weights)")
+        "scaled_dot_product_attention: unknown option 'causal' (did you mean 'is_causal'?); valid options: attn_mask, is_causal, scale, need_weights")
+    T.raises("sdpa mask for attn_mask", function() mha.sdpa(q, q, q, { mask = q }) end,
+        "scaled_dot_product_attention: unknown option 'mask' (did you mean 'attn_mask'?)")
+    T.raises("module num_head for num_heads", function() mha.MultiheadAttention { embed_dim = 4, num_head = 2 } end,
+        "MultiheadAttention: unknown option 'num_head' (did you mean 'num_heads'?); valid options: embed_dim, num_heads")
     T.raises("option of the wrong type", function() mha.sdpa(q, q, q, { is_causal = 1 }) end,
         "scaled_dot_product_attention: option is_causal must be a boolean, got number")
     T.raises("a mask that is not a tensor", function() mha.sdpa(q, q, q, { attn_mask = { 1 } }) end,
@@ -123,7 +127,7 @@ T.test("bad options and values", function()
     T.raises("unknown forward option", function() module():forward(q, q, q, { need_weight = false }) end,
         "MultiheadAttention.forward: unknown option 'need_weight'")
     T.raises("unknown module option", function() mha.MultiheadAttention { embed_dim = 4, num_heads = 2, dropout = 0.1 } end,
-        "MultiheadAttention: unknown option 'dropout' (the options are embed_dim, num_heads")
+        "MultiheadAttention: unknown option 'dropout'; valid options: embed_dim, num_heads")
     T.raises("missing embed_dim", function() mha.MultiheadAttention { num_heads = 2 } end,
         "MultiheadAttention: option embed_dim is required")
     T.raises("a fractional embed_dim", function() mha.MultiheadAttention { embed_dim = 4.5, num_heads = 2 } end,

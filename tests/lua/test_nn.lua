@@ -162,7 +162,7 @@ T.test("module errors", function()
     T.raises("an optimizer's positional lr: the named form is shown", function() mha.optim.Adam({mha.ones(2)}, 0.01) end,
              "optim.Adam: options must be a table, got number; name them: {lr = ...")
     T.raises("unknown option, did you mean", function() nn.Linear{in_features = 2, out_feature = 3} end,
-             "nn.Linear: unknown option 'out_feature' - did you mean 'out_features'?")
+             "nn.Linear: unknown option 'out_feature' (did you mean 'out_features'?); valid options: in_features")
     T.raises("required option", function() nn.Linear{in_features = 2} end,
              "nn.Linear: option out_features is required, e.g. mha.nn.Linear{in_features = 4, out_features = 2}")
     T.raises("positive sizes", function() nn.Embedding{num_embeddings = 0, embedding_dim = 2} end,

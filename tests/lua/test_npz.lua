@@ -75,7 +75,7 @@ T.test("errors", function()
              "the table has the key true; a .npz holds tensors by name")
     T.raises("an empty name", function() mha.save(tmp("e.npz"), {[""] = x}) end, "a tensor name must be a non-empty string")
     T.raises("unknown option", function() mha.save(tmp("o.npz"), {w = x}, {compress = true}) end,
-             "save: unknown option 'compress' (the options are compressed)")
+             "save: unknown option 'compress' (did you mean 'compressed'?); valid options: compressed")
     T.raises("a ragged member names itself", function() mha.save(tmp("r.npz"), {w = {{1, 2}, {3}}}) end, "member 'w'")
     T.raises("a module, not its state", function() mha.save(tmp("m.npz"), mha.nn.Linear{in_features = 1, out_features = 1}) end,
              "save: '" .. tmp("m.npz") .. "': save the module's state: mha.save(\"" .. tmp("m.npz") .. "\", m:state_dict())")

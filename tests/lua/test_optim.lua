@@ -140,7 +140,7 @@ T.test("options are checked as torch checks them", function()
              "optim.Adam: invalid learning rate: -0.1 (as torch.optim refuses it)")
     T.raises("SGD needs lr", function() mha.optim.SGD({p}) end, "optim.SGD: option lr is required")
     T.raises("did you mean", function() mha.optim.SGD({p}, {lr = 0.1, momentun = 0.9}) end,
-             "optim.SGD: unknown option 'momentun' - did you mean 'momentum'? (the options are lr, momentum,")
+             "optim.SGD: unknown option 'momentun' (did you mean 'momentum'?); valid options: lr, momentum,")
     T.raises("nesterov needs momentum", function() mha.optim.SGD({p}, {lr = 0.1, nesterov = true}) end,
              "optim.SGD: Nesterov momentum requires a momentum and zero dampening")
     T.raises("beta out of range", function() mha.optim.AdamW({p}, {betas = {0.9, 1.0}}) end,

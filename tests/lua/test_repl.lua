@@ -91,6 +91,13 @@ same("complete_operator_prefix", repl.complete("1+mha.ey", "1+mha.ey", 0), {"1+m
 local class = {greet = function() end}
 _G.completion_obj = setmetatable({}, {__index = class})
 same("complete_through_index_table", repl.complete("completion_obj.gr", "completion_obj.gr", 0), {"completion_obj.greet"})
+-- an optimizer's methods, not the metamethods its class holds (opt:__tostring); a "__" prefix still finds them
+_G.completion_opt = mha.optim.SGD({mha.randn(2):requires_grad(true)}, {lr = 0.1})
+local opt_methods = table.concat(repl.complete("completion_opt:", "completion_opt:", 0), " ")
+T.ok("complete_no_metamethods", opt_methods:find("completion_opt:step", 1, true) and not opt_methods:find("__", 1, true),
+     opt_methods)
+same("complete_metamethods_asked", repl.complete("completion_opt:__to", "completion_opt:__to", 0),
+     {"completion_opt:__tostring"})
 -- a module's fields and parameters, not only its methods: m:parameter_names() and the __fields list
 same("complete_module_parameter", repl.complete("completion_m.in_", "completion_m.in_", 0),
      {"completion_m.in_proj_bias", "completion_m.in_proj_weight"})
@@ -229,10 +236,19 @@ T.eq("on_reset_resumes_once", #resumed, 1)
 do
     local saved_lang = repl.lang
     T.eq("banner_en", repl.banner("mha-repl", "0.1.0", "Lua 5.4.4"),
-        "mha-repl 0.1.0 (Lua 5.4.4) - type ? for the commands, help() for the functions, Ctrl-D to quit")
+        "mha-repl 0.1.0 (Lua 5.4.4)\ntype ? for the commands, help() for the functions, Ctrl-D to quit")
     repl.lang = function() return "zh" end
     T.eq("banner_zh", repl.banner("mha-repl", "0.1.0", "Lua 5.4.4"),
         "mha-repl 0.1.0（Lua 5.4.4）- 输入 ? 看命令，help() 看函数，Ctrl-D 退出")
+    for _, lang in ipairs { "en", "zh" } do   -- a 80-column terminal must not wrap it
+        repl.lang = function() return lang end
+        local widest = 0
+        for line in repl.banner("mha-repl", "0.1.0", "Lua 5.4.4"):gmatch("[^\n]+") do
+            widest = math.max(widest, require("mha.text").width(line))
+        end
+        T.ok("banner_fits_80_" .. lang, widest <= 80, widest .. " columns")
+    end
+    repl.lang = function() return "zh" end
     T.eq("export_report_zh", string.format(repl.said("exported"), string.format(repl.said("exported_lesson"), 3), "l3.ipynb"),
         "已把第 3 课写到 l3.ipynb")
     repl.lang = saved_lang

@@ -212,7 +212,8 @@ T.test("train", function()
     T.raises("train: task too long", function()
         mha.train{model = m1, task = mha.tasks.reverse{vocab = 8, len = 6}, steps = 1}
     end, "train: the task's sequences have 12 tokens but the model's max_len is 8")
-    T.raises("train: typo", function() mha.train{model = m1, task = {}, step = 1} end, "train: unknown option 'step'")
+    T.raises("train: typo", function() mha.train{model = m1, task = {}, step = 1} end,
+        "train: unknown option 'step' (did you mean 'steps'?)")
     T.raises("loss: nothing counted", function() mha.train.loss(mha.zeros(1, 2, 3), {{0, 0}}) end,
              "train.loss: no position counts")
 end)

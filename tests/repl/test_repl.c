@@ -247,7 +247,7 @@ static void test_evaluation(session *s) {
     free(got);
     /* an error a Lua helper raises for the user's call: no helper frames, no helper position */
     got = run(s, "mha.show(mha.ones(2, 2), 5)", 10);
-    CHECK("helper_error_one_line", got && strcmp(got, "show: options must be a table, got number\n") == 0,
+    CHECK("helper_error_one_line", got && strcmp(got, "stdin:1: show: options must be a table, got number\n") == 0,
           "got [%s]", got ? got : "(hung)");
     free(got);
     free(run(s, "function call_show()\nmha.show(mha.ones(2, 2), 5)\nend", 10));
