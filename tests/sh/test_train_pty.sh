@@ -53,7 +53,7 @@ expect AFTER
 send \x04
 STEPS
 )
-stops=$(printf '%s' "$out" | grep -ac 'train: interrupted after step')
+stops=$(printf '%s' "$out" | grep -acE 'train: interrupted after step|train：第 [0-9]+ 步（共')
 [ "$stops" = 1 ] && pass train_pty_lesson_once || fail train_pty_lesson_once "train stopped $stops times: $out"
 check train_pty_lesson_step '第 2 步被 Ctrl-C 停下：按 Enter 重新运行它。' "the step was not reported as interrupted"
 if printf '%s' "$out" | grep -aqE 'attempt to|出错'; then fail train_pty_lesson_clean "an error after Ctrl-C: $out"
