@@ -160,6 +160,13 @@ bool mha_kernels_use_isa(const char *name) {
     return false;
 }
 
+size_t mha_kernels_isa_list(const char **names, size_t max) {
+    size_t n = 0;
+    for (size_t i = 0; isa_all[i] && n < max; i++)
+        if (isa_supported(isa_all[i])) names[n++] = isa_all[i]->name;
+    return n;
+}
+
 /* ---------------------------------------------------------------------------------------------
  * Threads (kernels.h): a call split into parts, each part a thread, joined before the call returns.
  * Threads are started per call, not pooled: at the sizes that are split (below) starting one costs

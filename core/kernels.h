@@ -46,6 +46,9 @@ void mha_kernels_set_a_unpacked(bool on);
  * Not to be called while a kernel runs on another thread. */
 const char *mha_kernels_isa(void);
 bool mha_kernels_use_isa(const char *name);
+/* The instruction sets this CPU can run, fastest first, ending in "portable": names[0..n), n returned
+ * (at most max). A test or a user compares them; the results of each differ only in rounding. */
+size_t mha_kernels_isa_list(const char **names, size_t max);
 
 /* Threads. MHA_THREADS=N in the environment (read once, at the first call; default: every online
  * core, sysconf(_SC_NPROCESSORS_ONLN)) lets one kernel call split its work over N threads: mha_sgemm

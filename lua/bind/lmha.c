@@ -205,6 +205,36 @@ static int l_threads(lua_State *L) {
     return 1;
 }
 
+/* mha.isa([name]) -> the kernel variant in use before the call ("avx512", "avx2" or "portable") and
+ * the list of those this CPU runs, fastest first; with a name the kernels use that variant from now on.
+ * The variants differ only in rounding: a result printed at 4 decimals is the same on each. */
+static int l_isa(lua_State *L) {
+    const char *names[8];
+    size_t n = mha_kernels_isa_list(names, sizeof names / sizeof *names);
+    const char *before = mha_kernels_isa();
+    if (!lua_isnoneornil(L, 1)) {
+        const char *name = luaL_checkstring(L, 1);
+        if (!mha_kernels_use_isa(name)) {
+            luaL_Buffer runs;
+            luaL_buffinit(L, &runs);
+            for (size_t i = 0; i < n; i++) {
+                if (i > 0) luaL_addstring(&runs, ", ");
+                luaL_addstring(&runs, names[i]);
+            }
+            luaL_pushresult(&runs);
+            return luaL_error(L, "isa: '%s' is not a kernel variant this CPU runs (it runs %s)", name,
+                              lua_tostring(L, -1));
+        }
+    }
+    lua_pushstring(L, before);
+    lua_createtable(L, (int)n, 0);
+    for (size_t i = 0; i < n; i++) {
+        lua_pushstring(L, names[i]);
+        lua_rawseti(L, -2, (lua_Integer)i + 1);
+    }
+    return 2;
+}
+
 /* mha.clock() -> wall-clock seconds (monotonic), to time a loop: os.clock() counts the CPU time of
  * every thread, which grows faster than the wall clock when the kernels run on several cores. */
 static int l_clock(lua_State *L) {
@@ -545,6 +575,7 @@ static const luaL_Reg mhalib[] = {
     {"memory", l_memory},
     {"reset_peak", l_reset_peak},
     {"threads", l_threads},
+    {"isa", l_isa},
     {"clock", l_clock},
     {"where", l_where},
     {"cat", l_cat},

@@ -145,6 +145,14 @@ entry("mha.threads", "files", "mha.threads([n]) -> previous",
     .. "Only independent outputs are split, never a sum, so the results are the very same bits whatever n is.",
     nil, "before = mha.threads(1)\nprint(mha.threads(), before)\nmha.threads(before)", {"mha.clock"})
 
+entry("mha.isa", "files", "mha.isa([name]) -> previous, runnable",
+    "The kernel variant the fast kernels use (\"avx512\", \"avx2\" or \"portable\") and the list of those "
+    .. "this CPU runs, fastest first. With a name it switches to that variant and returns the one before. "
+    .. "The default is the fastest (or MHA_ISA=name in the environment). The variants add in different orders, "
+    .. "so results differ in the last bits only: what a lesson prints is the same on every one.",
+    nil, "before, runnable = mha.isa()\nprint(before, table.concat(runnable, \" \"))\nmha.isa(\"portable\")\nmha.isa(before)",
+    {"mha.threads"})
+
 entry("mha.clock", "files", "mha.clock() -> seconds",
     "Wall-clock seconds from a fixed point, to time a piece of code: subtract two readings. os.clock() "
     .. "counts the processor time of every thread instead, which runs ahead of the wall clock when the "

@@ -550,6 +550,10 @@ local function read_answers(path)
     return {name = path:match("([^/]+)$"), lines = lines, next = 1}
 end
 
+-- The print options every lesson transcript relies on: 4 decimals, and whole numbers judged by what
+-- shows, so a row of softmax sums prints alike on every kernel variant (exactly 1, or 0.99999994).
+function M.print_options() return {precision = 4, whole = "shown"} end
+
 local function open_session(which, opts)
     opts = opts or {}
     local f, err = M.find(which, M.choose_lang(opts.lang))
@@ -565,7 +569,7 @@ local function open_session(which, opts)
     local batch = opts.batch
     if batch == nil then batch = not (term.isatty(0) and term.isatty(1)) end
     session = {lesson = lesson, number = f.number, lang = M.choose_lang(opts.lang), batch = batch, pos = 0,
-               width = opts.width, print_options = {precision = 4}, answers = answers}
+               width = opts.width, print_options = M.print_options(), answers = answers}
     -- a transcript's tensors are as wide as its text (at a terminal, mha.show follows the terminal)
     if batch then session.print_options.linewidth = columns() end
     M.install_globals()
@@ -611,7 +615,7 @@ end
 -- is open as batch mode opens it (language, print options, helpers), at no step yet. Returns the session.
 local function open_for_code(lesson, number, lang)
     session = {lesson = lesson, number = number, lang = M.choose_lang(lang), batch = true, pos = 0,
-               print_options = {precision = 4}}
+               print_options = M.print_options()}
     M.install_globals()
     return session
 end

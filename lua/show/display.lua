@@ -16,8 +16,11 @@ local M = {}
 -- ---------------------------------------------------------------------------------------------
 
 -- linewidth nil: the terminal's width when stdout is a terminal, else 80 (so output piped to a file
--- or a test is the same everywhere). sci_mode nil: decided per tensor, as NumPy does.
-local DEFAULTS = { precision = 4, threshold = 1000, edgeitems = 3, linewidth = nil, sci_mode = nil, lang = "en" }
+-- or a test is the same everywhere). sci_mode nil: decided per tensor, as NumPy does. whole "exact":
+-- values print as "3." when every one is a whole number (NumPy, PyTorch); "shown": when every one shows
+-- as a whole number at `precision` decimals, so that 0.99999994 and 1 print alike on every CPU (lessons).
+local DEFAULTS = { precision = 4, threshold = 1000, edgeitems = 3, linewidth = nil, sci_mode = nil, lang = "en",
+                   whole = "exact" }
 local options = {}
 for k, v in pairs(DEFAULTS) do options[k] = v end
 
@@ -28,6 +31,7 @@ local OPTION_CHECK = {
     linewidth = function(v) return v == "auto" or (math.type(v) == "integer" and v >= 10), "an integer >= 10 or \"auto\"" end,
     sci_mode = function(v) return type(v) == "boolean" or v == "auto", "true, false or \"auto\"" end,
     lang = function(v) return v == "en" or v == "zh", "\"en\" or \"zh\"" end,
+    whole = function(v) return v == "exact" or v == "shown", "\"exact\" or \"shown\"" end,
 }
 
 -- The few words a printed tensor carries, in the language of the printoptions (a lesson in Chinese sets "zh").
@@ -57,7 +61,7 @@ end
 -- option 'row' (did you mean 'rows'?); valid options: rows, cols, title, ..."
 local check_keys, closest = option_tables.check, option_tables.closest
 
-local PRINT_OPTIONS = { "precision", "threshold", "edgeitems", "linewidth", "sci_mode", "lang" }
+local PRINT_OPTIONS = { "precision", "threshold", "edgeitems", "linewidth", "sci_mode", "lang", "whole" }
 
 local function copy_options()
     local out = {}
@@ -216,10 +220,16 @@ end
 -- Chooses how to write every number of one tensor, from the values that will be shown:
 --   scientific when some magnitude demands it (NumPy: of the finite non-zero |x|, max >= 1e8, or
 --   min < 1e-4, or max/min > 1e3), unless sci_mode forces it on or off;
---   integers as "3." when every finite value is a whole number (NumPy and PyTorch do the same);
+--   integers as "3." when every finite value is a whole number (NumPy and PyTorch do the same), or
+--   with whole = "shown" when every finite value shows as one at `precision` decimals;
 --   otherwise `precision` decimals.
 local function number_format(values, opts)
     local lo, hi, all_whole = math.huge, 0, true
+    local fixed = "%." .. opts.precision .. "f"
+    local function whole(v)
+        if opts.whole == "shown" then return not string.format(fixed, v):find("%.%d*[1-9]") end
+        return v == math.floor(v)
+    end
     for _, v in ipairs(values) do
         if v == v and v ~= math.huge and v ~= -math.huge then
             local a = math.abs(v)
@@ -227,7 +237,7 @@ local function number_format(values, opts)
                 if a < lo then lo = a end
                 if a > hi then hi = a end
             end
-            if v ~= math.floor(v) then all_whole = false end
+            if not whole(v) then all_whole = false end
         end
     end
     local sci = opts.sci_mode

@@ -80,7 +80,8 @@ end)
 
 T.test("printoptions", function()
     local defaults = mha.printoptions()
-    T.eq("printoptions defaults", defaults, { precision = 4, threshold = 1000, edgeitems = 3, lang = "en" })
+    T.eq("printoptions defaults", defaults, { precision = 4, threshold = 1000, edgeitems = 3, lang = "en",
+        whole = "exact" })
     local t = mha.load(T.path(FIXTURES .. "case_precision2.npy"))
     mha.printoptions { precision = 2 }
     T.eq("printoptions returns the options", mha.printoptions().precision, 2)
@@ -99,6 +100,22 @@ T.test("printoptions", function()
     T.raises("format bad option", function() mha.format(mha.tensor { 1 }, { linewidth = 3 }) end,
         "format: option linewidth must be an integer >= 10")
     T.eq("printoptions untouched by a failed call", mha.printoptions(), defaults)
+end)
+
+T.test("printoptions whole: exact as NumPy, or judged by what shows", function()
+    local sums = mha.tensor { 0.99999994, 1, 2 }   -- a softmax row's sum on one kernel variant
+    T.eq("exact: a sum a bit under 1 prints its decimals (NumPy, torch)", mha.format(sums),
+        "1.0000  1.0000  2.0000\n[float32 (3)]")
+    T.eq("shown: every value shows as whole at 4 decimals", mha.format(sums, { whole = "shown" }),
+        "1.  1.  2.\n[float32 (3)]")
+    T.eq("shown: the same for exact ones", mha.format(mha.tensor { 1, 1, 2 }, { whole = "shown" }),
+        "1.  1.  2.\n[float32 (3)]")
+    T.eq("shown: a value with a shown decimal keeps them all", mha.format(mha.tensor { 0.99999994, 1.25 }, { whole = "shown" }),
+        "1.0000  1.2500\n[float32 (2)]")
+    T.eq("shown at 2 decimals: 2.004 shows as 2.00", mha.format(mha.tensor { 2.004, -3 }, { whole = "shown", precision = 2 }),
+        " 2.  -3.\n[float32 (2)]")
+    T.raises("whole checks its value", function() mha.format(sums, { whole = "round" }) end,
+        "format: option whole must be \"exact\" or \"shown\", got round")
 end)
 
 T.test("label errors", function()

@@ -1,4 +1,4 @@
--- tests/lua/test_threads.lua - mha.threads and mha.clock: the count reads and sets (returning the one
+-- tests/lua/test_threads.lua - mha.threads, mha.isa and mha.clock: the count reads and sets (returning the one
 -- before), bad counts are refused naming the function, results are the very same bits on 1 and 2 threads.
 local dir = debug.getinfo(1, "S").source:match("^@(.*[/\\])") or "./"
 package.path = dir .. "?.lua;" .. package.path
@@ -52,6 +52,25 @@ T.test("clock", function()
     local t1 = mha.clock()
     T.ok("clock() is seconds that only go forward", type(t0) == "number" and t1 >= t0 and t1 - t0 < 60 and c ~= nil,
         string.format("%s -> %s", t0, t1))
+end)
+
+T.test("isa", function()
+    local start, runnable = mha.isa()
+    T.eq("the list ends in portable, which every CPU runs", runnable[#runnable], "portable")
+    T.eq("the default is the fastest (or MHA_ISA)", start, os.getenv("MHA_ISA") ~= nil and os.getenv("MHA_ISA") ~= ""
+        and start or runnable[1])
+    local x = mha.randn(67, 131)
+    local want = x:matmul(x:transpose(1, 2))
+    for _, isa in ipairs(runnable) do
+        T.eq("isa('" .. isa .. "') returns the variant before", mha.isa(isa), start)
+        T.eq("isa() then reads " .. isa, (mha.isa()), isa)
+        T.close("a product on " .. isa .. " equals the first variant's within rounding", x:matmul(x:transpose(1, 2)), want, 1e-5, 1e-4)
+        mha.isa(start)
+    end
+    T.raises("isa('sse9')", function() mha.isa("sse9") end,
+        "isa: 'sse9' is not a kernel variant this CPU runs (it runs " .. table.concat(runnable, ", ") .. ")")
+    T.raises("isa({})", function() mha.isa({}) end, "bad argument #1 to 'isa' (string expected, got table)")
+    T.eq("a refused name leaves the variant", (mha.isa()), start)
 end)
 
 T.done()
