@@ -19,7 +19,7 @@ ALL_CFLAGS = $(DEFS) $(WARN) $(CFLAGS) $(SAN) -fPIC -Icore -Ilua/bind -Ilua/sys 
 
 # Sources, room by room (README.md, Layout). Each Lua helper is embedded under the module name it is
 # required by; a new file is added here by hand.
-CORE_SRC  = core/tensor.c core/ops.c core/rng.c core/npy.c core/kernels.c core/kernels_x86.c \
+CORE_SRC  = core/tensor.c core/ops.c core/rng.c core/npy.c core/kernels.c \
             core/functional.c core/sdpa.c core/multihead.c
 CORE_SRC += core/autograd.c core/autograd_ops.c core/autograd_nn.c core/nn_ops.c core/sdpa_backward.c \
             core/multihead_grad.c
@@ -70,7 +70,10 @@ LUA_FILES = $(foreach e,$(EMBED),$(word 2,$(subst =, ,$(e))))
 EMBED    += mha.repl.habits=lua/repl/habits.lua mha.help.zh=lua/help/zh.lua
 EMBED    += mha.raise=lua/bind/raise.lua
 EMBED    += mha.options=lua/bind/options.lua
-CORE_OBJ  = $(CORE_SRC:%.c=$(BUILD)/%.o)
+# the fast kernels: one source, core/kernels_simd.c, compiled once per instruction set (the AVX ones are
+# empty off x86-64); a * b + c contracts to one FMA where the set has it
+KERNEL_SETS = portable avx2 avx512
+CORE_OBJ  = $(CORE_SRC:%.c=$(BUILD)/%.o) $(KERNEL_SETS:%=$(BUILD)/core/kernels_%.o)
 LIB_OBJ   = $(BIND_SRC:%.c=$(BUILD)/%.o) $(SYS_SRC:%.c=$(BUILD)/%.o) $(BUILD)/embedded.o
 TEST_BIN  = $(addprefix $(BUILD)/tests/,$(TESTS))
 CORE_H    = $(wildcard core/*.h)
@@ -137,6 +140,16 @@ deps-fuzz:
 $(BUILD)/core/%.o: core/%.c $(CORE_H) | deps
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+$(BUILD)/core/kernels_portable.o: core/kernels_simd.c $(CORE_H) | deps
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -ffp-contract=fast -c $< -o $@
+$(BUILD)/core/kernels_avx2.o: core/kernels_simd.c $(CORE_H) | deps
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -ffp-contract=fast -DMHA_SIMD_AVX2 -c $< -o $@
+$(BUILD)/core/kernels_avx512.o: core/kernels_simd.c $(CORE_H) | deps
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -ffp-contract=fast -DMHA_SIMD_AVX512 -c $< -o $@
 
 $(BUILD)/lua/%.o: lua/%.c $(CORE_H) $(LUA_H) | deps
 	@mkdir -p $(@D)

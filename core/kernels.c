@@ -32,26 +32,6 @@ void mha_sgemm_ref(float *c, size_t ldc,
     }
 }
 
-/* softmax of one row in place: w_j = exp(x_j - max x) / sum_k exp(x_k - max x), and out_sum_j += w_j
- * when out_sum is not NULL. The portable instruction set's row kernel. A row whose entries are all
- * -inf (every key masked) becomes NaN. */
-static void softmax_row(float *row, size_t S, float *out_sum) {
-    float max = -INFINITY;
-    for (size_t j = 0; j < S; j++)
-        if (row[j] > max) max = row[j];
-    if (max == -INFINITY) {
-        for (size_t j = 0; j < S; j++) row[j] = NAN;
-    } else {
-        float sum = 0.0f;
-        for (size_t j = 0; j < S; j++) {
-            row[j] = expf(row[j] - max);
-            sum += row[j];
-        }
-        for (size_t j = 0; j < S; j++) row[j] /= sum;
-    }
-    for (size_t j = 0; out_sum && j < S; j++) out_sum[j] += row[j];
-}
-
 /* softmax of each row in place: w_j = exp(x_j - max x) / sum_k exp(x_k - max x), summed in double;
  * then sum[i,j] += w_ij in float when sum is not NULL. A row whose entries are all -inf (every key
  * masked) becomes NaN, as in PyTorch and NumPy. */
@@ -75,50 +55,15 @@ void mha_softmax_rows_sum_ref(float *x, size_t ld, size_t rows, size_t n, float 
 void mha_softmax_rows_ref(float *x, size_t ld, size_t rows, size_t n) { mha_softmax_rows_sum_ref(x, ld, rows, n, NULL, 0); }
 
 /* ---------------------------------------------------------------------------------------------
- * Instruction sets. The register tile and the softmax step are written once per instruction set
- * (core/kernels_x86.c for AVX-512 and AVX2); here is the portable one, plain C that any compiler
- * vectorises a little. The best the CPU has is chosen at the first call.
+ * Instruction sets. The fast kernels are written once (core/kernels_simd.c) and compiled for AVX-512,
+ * AVX2 and portable C; the best the CPU has is chosen at the first call.
  * ------------------------------------------------------------------------------------------- */
-
-enum { MR_PORTABLE = 4, NR_PORTABLE = 16 };
-
-static void tile_portable(size_t kc, const float *a, const float *b, float *c, size_t ldc, bool add,
-                          const float *col_scale) {
-    float acc[MR_PORTABLE][NR_PORTABLE] = {{0}};
-    for (size_t p = 0; p < kc; p++, a += MR_PORTABLE, b += NR_PORTABLE)
-        for (size_t i = 0; i < MR_PORTABLE; i++)
-            for (size_t j = 0; j < NR_PORTABLE; j++) acc[i][j] += a[i] * b[j];
-    for (size_t i = 0; i < MR_PORTABLE; i++, c += ldc)
-        for (size_t j = 0; j < NR_PORTABLE; j++)
-            c[j] = (add ? c[j] * (col_scale ? col_scale[j] : 1.0f) : 0.0f) + acc[i][j];
-}
-
-static void softmax_step_portable(float *scores, size_t nk, float *m, float *l, float *alpha) {
-    for (size_t j = 0; j < NR_PORTABLE; j++) {
-        float m_new = m[j];
-        for (size_t p = 0; p < nk; p++)
-            if (scores[p * NR_PORTABLE + j] > m_new) m_new = scores[p * NR_PORTABLE + j];
-        float m_safe = m_new == -INFINITY ? 0.0f : m_new; /* exp(-inf - 0) = 0, not NaN */
-        float sum = 0.0f;
-        for (size_t p = 0; p < nk; p++) {
-            float e = expf(scores[p * NR_PORTABLE + j] - m_safe);
-            scores[p * NR_PORTABLE + j] = e;
-            sum += e;
-        }
-        alpha[j] = expf(m[j] - m_safe);
-        l[j] = l[j] * alpha[j] + sum;
-        m[j] = m_new;
-    }
-}
-
-static const kernel_isa kernels_portable = {"portable", MR_PORTABLE, NR_PORTABLE, tile_portable,
-                                            softmax_step_portable, softmax_row, NULL, NULL, NULL, NULL, NULL};
 
 static const kernel_isa *const isa_all[] = {
 #ifdef MHA_KERNELS_X86
     &mha_kernels_avx512, &mha_kernels_avx2,
 #endif
-    &kernels_portable, NULL};
+    &mha_kernels_portable, NULL};
 
 static bool isa_supported(const kernel_isa *isa) {
 #ifdef MHA_KERNELS_X86
@@ -126,7 +71,7 @@ static bool isa_supported(const kernel_isa *isa) {
     if (isa == &mha_kernels_avx512) return __builtin_cpu_supports("avx512f");
     if (isa == &mha_kernels_avx2) return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
 #endif
-    return isa == &kernels_portable;
+    return isa == &mha_kernels_portable;
 }
 
 static const kernel_isa *isa_current;
@@ -376,7 +321,7 @@ static void pack_b(const kernel_isa *k, float *dst, const float *b, ptrdiff_t b_
  *
  * The tile and MC, KC are BLIS's for AMD Zen (config/zen, sgemm: 6x16, MC 144, KC 256; its NC is 4080),
  * the machine this is tuned on: AVX2 + FMA, L1d 32 KB, L2 512 KB per core, L3 8 MB shared. The AVX-512
- * 8x32 tile (kernels_x86.c) runs with the same sizes; it was tuned on a 48 KB L1 / 2 MB L2 machine.
+ * 8x32 tile (kernels_simd.c) runs with the same sizes; it was tuned on a 48 KB L1 / 2 MB L2 machine.
  * ------------------------------------------------------------------------------------------- */
 
 enum {

@@ -31,12 +31,12 @@ mha_status mha_sgemm_packed(float *c, size_t ldc, const float *a, ptrdiff_t a_rs
 
 /* A short A (at most 256 KiB) times a B stored transposed (x·Wᵀ), both with contiguous rows, at a depth
  * K of 128 or more, is computed as dot products of rows, without packing (kernels_isa.h, dot_rows),
- * where the instruction set has them (AVX2). Its sums run in another order than the packed path's, so its bits differ from
+ * on every instruction set. Its sums run in another order than the packed path's, so its bits differ from
  * those of the same product with other strides (within the rounding the tests allow). Tests: false
  * keeps every product on the packed path. */
 void mha_kernels_set_dot_rows(bool on);
-/* A narrow product (N of at most 4 register tiles, 64 columns on AVX2) whose A has contiguous rows reads
- * A in place instead of packing it, where the instruction set has such a tile (AVX2): the same bits as
+/* A narrow product (N of at most 16 register tiles: 256 columns on AVX2, 512 on AVX-512) whose A has
+ * contiguous rows reads A in place instead of packing it, on every instruction set: the same bits as
  * the packed path. Tests: false packs A always, to hold the two paths equal. */
 void mha_kernels_set_a_unpacked(bool on);
 

@@ -1,5 +1,5 @@
-/* core/kernels_isa.h - private to the kernels: the few pieces written once per instruction set (the
- * register tile of the matrix multiply, the online-softmax step) that core/kernels.c drives. */
+/* core/kernels_isa.h - private to the kernels: the pieces each instruction set has its own compiled copy
+ * of (the register tile of the matrix multiply, the online-softmax step, packing) that core/kernels.c drives. */
 #ifndef MHA_KERNELS_ISA_H
 #define MHA_KERNELS_ISA_H
 
@@ -57,10 +57,12 @@ typedef struct kernel_isa {
                         bool add);
 } kernel_isa;
 
+/* One source, core/kernels_simd.c, compiled once per set (Makefile). */
+extern const kernel_isa mha_kernels_portable; /* 4x8 tile, 4-lane vectors of plain C */
 #if defined(__x86_64__) && defined(__GNUC__)
 #define MHA_KERNELS_X86 1
-extern const kernel_isa mha_kernels_avx512; /* 8x32 tile, 16-lane exp; core/kernels_x86.c */
-extern const kernel_isa mha_kernels_avx2;   /* 6x16 tile, 8-lane exp */
+extern const kernel_isa mha_kernels_avx512;   /* 8x32 tile, 16 lanes */
+extern const kernel_isa mha_kernels_avx2;     /* 6x16 tile, 8 lanes */
 #endif
 
 #endif
