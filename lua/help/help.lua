@@ -281,7 +281,9 @@ local function command_table()
     return commands
 end
 
-local function topics()
+-- Every documented name and command in its group, the overviews first: a list of {title =, names =},
+-- titles in help's language. help() lists them; tools/api_docs.lua writes docs/api.md from them.
+function help.groups()
     local groups, order, seen = {}, {}, {}
     local function add(g, name)
         if seen[name] then return end
@@ -296,14 +298,22 @@ local function topics()
         return a < b
     end)
     local zh = chinese()
+    local list = {}
+    for _, g in ipairs(order) do
+        table.sort(groups[g])
+        list[#list + 1] = {title = zh and zh.groups[g] or g, names = groups[g]}
+    end
+    return list
+end
+
+local function topics()
+    local zh = chinese()
     local parts = {wrap(zh and zh.words.intro or "help(f) or ?name explains a function: its signature, what it does, the formula and an "
                         .. "example (e.g. ?mha.softmax, help(mha.matmul), ?x:view). ? alone lists the REPL's commands.",
                         "", width()), ""}
-    for _, g in ipairs(order) do
-        table.sort(groups[g])
-        parts[#parts + 1] = columns((zh and zh.groups[g] or g) .. (zh and "：" or ":"), groups[g])
-    end
-    if #order == 0 then parts[#parts + 1] = said("no_docs", "(no docs modules in this build)") end
+    local groups = help.groups()
+    for _, g in ipairs(groups) do parts[#parts + 1] = columns(g.title .. (zh and "：" or ":"), g.names) end
+    if #groups == 0 then parts[#parts + 1] = said("no_docs", "(no docs modules in this build)") end
     return table.concat(parts, "\n")
 end
 
