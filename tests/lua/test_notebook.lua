@@ -73,7 +73,9 @@ T.test("cells", function()
     -- code points, not bytes: a CJK string before the cursor
     c = kernel.complete({code = 's = "注意" .. mha.soft', cursor_pos = 20})
     T.ok("complete_utf8", c.cursor_start == 12 and c.cursor_end == 20 and c.matches[1] == "mha.softmax", tostring(c.cursor_start))
-    T.eq("base64", kernel.base64("Man") .. kernel.base64("Ma") .. kernel.base64("M"), "TWFuTWE=TQ==")
+    local outputs = require "mha.notebook.outputs"
+    T.eq("base64", outputs.base64("Man") .. outputs.base64("Ma") .. outputs.base64("M") .. outputs.base64(""),
+         "TWFuTWE=TQ==")
 end)
 
 T.test("writers", function()
@@ -91,12 +93,14 @@ T.test("writers", function()
     local ok, err = nb.write_atomic("/nonexistent-dir/x.ipynb", "two")
     T.ok("write_atomic_error", not ok and err:find("nonexistent", 1, true), tostring(err))
     os.remove(path)
-    ok, err = nb.export_session("/tmp/x.txt")
+    ok, err = nb.export_session("/tmp/x.txt", {})
     T.eq("export_extension", err, "'/tmp/x.txt': the name must end in .ipynb or .html")
     -- in the REPL's language: the REPL hands export_session its own
-    ok, err = nb.export_session("/tmp/x.txt", nil, "zh")
+    ok, err = nb.export_session("/tmp/x.txt", {}, "zh")
     T.eq("export_extension_zh", err, "“/tmp/x.txt”：文件名必须以 .ipynb 或 .html 结尾")
-    ok, err = nb.export_session("", nil, "zh")
+    ok, err = nb.export_open_lesson("/tmp/x.ipynb", nil, "zh")
+    T.eq("export_lesson_none_zh", err, "没有打开的课程（:open N 打开一课；:export FILE 写出本次会话）")
+    ok, err = nb.export_session("", {}, "zh")
     T.eq("export_no_name_zh", err, "需要一个以 .ipynb 或 .html 结尾的文件名")
     ok, err = nb.export_lesson(99, "zh", "/tmp/x.html")
     T.ok("export_no_lesson_zh", not ok and err:find("^%-%-export: 没有课程“99”；"), tostring(err))
