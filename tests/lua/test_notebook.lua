@@ -271,7 +271,9 @@ T.test("commands", function()
     for _, cell in ipairs(session and session.cells or {}) do
         local first = cell.outputs and cell.outputs[1]
         if cell.source[1] == "answer(1)" and first and first.text[1]:find("^not yet") then answered = true end
-        if first and first.output_type == "display_data" and first.data["text/html"] then step_tables = step_tables + 1 end
+        for _, o in ipairs(cell.outputs or {}) do
+            if o.output_type == "display_data" and o.data["text/html"] then step_tables = step_tables + 1 end
+        end
     end
     T.ok("repl_export_lesson_session", session and answered and step_tables == 3
          and out:find("wrote the session to " .. dir .. ".ipynb\n(:export lesson FILE writes lesson 2 alone", 1, true)
