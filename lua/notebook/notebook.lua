@@ -163,12 +163,14 @@ local WORDS = {
           no_name = "expected a file name ending in .ipynb or .html",
           bad_name = "'%s': the name must end in .ipynb or .html",
           not_opened = "the lesson did not open", failed = "the export failed",
-          no_lesson = "no lesson is open (:open N opens one; :export FILE writes the session)"},
+          no_lesson = "no lesson is open (:open N opens one; :export FILE writes the session)",
+          session = "mha-repl session"},
     zh = {setup = "课程的语言、随机种子、打印选项和辅助函数，与 --batch 的设置相同",
           no_name = "需要一个以 .ipynb 或 .html 结尾的文件名",
           bad_name = "“%s”：文件名必须以 .ipynb 或 .html 结尾",
           not_opened = "课程没有打开", failed = "导出失败",
-          no_lesson = "没有打开的课程（:open N 打开一课；:export FILE 写出本次会话）"},
+          no_lesson = "没有打开的课程（:open N 打开一课；:export FILE 写出本次会话）",
+          session = "mha-repl 会话"},
 }
 local function words(lang) return WORDS[lang] or WORDS.en end
 
@@ -516,7 +518,9 @@ end
 function M.export_session(path, entries, lang)
     local format, err = format_of(path, lang)
     if not format then return nil, err end
-    return write(M.session_cells(entries or {}), path, "mha-repl session", lang)
+    local cells = M.session_cells(entries or {})
+    cells[1].title = words(lang).session
+    return write(cells, path, cells[1].title, lang)
 end
 
 return M

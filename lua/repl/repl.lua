@@ -797,7 +797,8 @@ function repl.carry()
     local json_loaded, json = pcall(require, "mha.json")
     for _, e in ipairs(transcript) do
         -- :export's headings, tables and figures as JSON (left out when a text is not UTF-8)
-        local ok, rich = json_loaded and pcall(json.encode, {heading = e.heading, parts = e.parts})
+        local ok, rich = false, nil
+        if json_loaded then ok, rich = pcall(json.encode, {heading = e.heading, parts = e.parts}) end
         parts[#parts + 1] = string.format("{kind = %q, input = %q, how = %q, command = %q, label = %q, before = %q, output = %q, rich = %q},",
                                           e.kind, e.input, e.how or "", e.command or "", e.label or "", e.before or "", e.output,
                                           ok and rich or "")

@@ -282,6 +282,14 @@ T.test("commands", function()
          and lesson.cells[1].source[1] == "# 02 Dot-product attention by hand\n", out)
     os.remove(dir .. ".ipynb")
     os.remove(dir .. "-l.ipynb")
+    -- the tables kept before a :reset are still tables after it; a Chinese session is titled in Chinese
+    out, code = sh("printf 't = mha.tensor{{1, 2}}\\nt\\n:reset\\n:export " .. dir .. ".ipynb\\n' | MHA_LANG=zh "
+                   .. repl_bin .. " -i /dev/null")
+    session = read_nb(dir .. ".ipynb")
+    local value = session and session.cells[3]
+    T.ok("repl_export_after_reset", value and value.source[1] == "t" and value.outputs[1].output_type == "execute_result"
+         and value.outputs[1].data["text/html"][1]:find("<td", 1, true) and session.cells[1].source[1] == "# mha-repl 会话", out)
+    os.remove(dir .. ".ipynb")
 end)
 
 T.done()
