@@ -71,6 +71,15 @@ def in_transcript(nb, transcript):
     return None
 
 
+def validation_error(nb):
+    """None when nb is valid nbformat, else the start of why not."""
+    try:
+        nbformat.validate(nb)
+        return None
+    except nbformat.ValidationError as e:
+        return str(e)[:300]
+
+
 def nbconvert_html(notebook):
     """jupyter nbconvert --to html, as a user runs it (no flags): the page's text, or None and why."""
     page = notebook[:-len(".ipynb")] + ".nbconvert.html"
@@ -130,11 +139,7 @@ def session_export(tmp):
     if not os.path.exists(target):
         return
     nb = nbformat.read(target, as_version=4)
-    try:
-        nbformat.validate(nb)
-        valid = None
-    except nbformat.ValidationError as e:
-        valid = str(e)[:300]
+    valid = validation_error(nb)
     check("session_valid", valid is None, valid)
     kinds = [(c.source, [(o.output_type, sorted(o.get("data", {}))) for o in c.outputs])
              for c in nb.cells if c.cell_type == "code"]
@@ -207,11 +212,7 @@ def main():
                 check(name, False, "exit status %d: %s" % (code, err.strip()[-300:]))
                 continue
             nb = nbformat.read(target, as_version=4)
-            try:
-                nbformat.validate(nb)
-                valid = None
-            except nbformat.ValidationError as e:
-                valid = str(e)[:300]
+            valid = validation_error(nb)
             check(name + "_valid", valid is None and nb.nbformat == 4 and nb.nbformat_minor == 4
                   and nb.metadata.kernelspec.name == "mha-repl", valid or str(nb.metadata))
             with open(os.path.join(ROOT, "tests", "golden", "%s.%s.txt" % (base, lang)), encoding="utf-8") as f:
