@@ -268,7 +268,9 @@ end
 -- The transcript: every input with what it printed, for :save.
 -- ---------------------------------------------------------------------------------------------
 
-local transcript = {}   -- {kind = "lua"|"command"|"enter", input =, how =, command = (its full name), output =}
+-- {kind = "lua"|"command"|"enter"|"step", input =, how =, command = (its full name), output =, and for
+-- :export: parts = (take_captured's), heading = (a lesson step's, mha.notebook.record.step)}
+local transcript = {}
 
 local function record(entry)
     entry.output, entry.parts = take_captured()
@@ -861,7 +863,7 @@ function repl.init(carried)
             record.install(repl, runner)
         else show_error("mha.notebook.record: " .. tostring(record)) end
     end
-    captured, captured_bytes = {}, 0
+    captured, captured_bytes, kept, kept_by_key = {}, 0, {}, {}
 end
 
 return repl
