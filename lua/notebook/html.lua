@@ -114,7 +114,7 @@ local function shown_part(t, shape)
         elseif d == #shape - 1 then keep = MAX_ROWS + 1
         else
             keep = (MAX_SLICES + later - 1) // later
-            later = math.min(later * shape[d], MAX_SLICES)
+            later = math.max(1, math.min(later * shape[d], MAX_SLICES))   -- (an empty dimension: 1)
         end
         if shape[d] > keep then part = part:narrow(d, 1, keep) end
     end
@@ -154,6 +154,7 @@ function M.tensor(t, opts)
     opts = type(opts) == "table" and opts or {}
     local shape = t:shape()
     local mats, captions = matrices_of(t, type(opts.dims) == "table" and opts.dims or nil)
+    if #mats == 0 then mats, captions = {{}}, {""} end   -- an empty tensor of 3 or more dimensions
     -- shaded over the numbers shown; lo > hi when none is finite: no shading
     local lo, hi = display.finite_range(mats)
     local fmt = number_format(mats)

@@ -153,6 +153,8 @@ T.test("html_bounded", function()
     T.ok("html_tensor_first_slices", slices == 8 and h4:find("[3, 2, :, :]", 1, true) and not h4:find("[3, 3, :, :]", 1, true)
          and h4:find("(the first 8 slices)", 1, true), h4:sub(1, 300))
     T.ok("html_tensor_all_slices", not html.tensor(mha.zeros{2, 40, 40}):find("first", 1, true))
+    T.ok("html_tensor_empty", html.tensor(mha.zeros{2, 0, 3, 3}):find("tensor (2, 0, 3, 3)", 1, true)
+         and html.tensor(mha.zeros{0, 3}):find("tensor (0, 3)", 1, true))
 end)
 
 -- what an input printed, in parts: its text and the spans a table or a figure stands for (mha.notebook.record)
