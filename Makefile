@@ -61,6 +61,7 @@ EMBED    += mha.nn.transformer=lua/nn/transformer.lua
 EMBED    += mha.tasks=lua/train/tasks.lua mha.train=lua/train/train.lua mha.heads=lua/train/heads.lua
 EMBED    += mha.models=lua/train/models.lua mha.docs_train=lua/help/docs_train.lua
 EMBED    += mha.help.entry=lua/help/entry.lua
+EMBED    += mha.notebook.outputs=lua/notebook/outputs.lua mha.notebook.record=lua/notebook/record.lua
 TESTS     = test_tensor test_ops test_rng test_npy test_kernels test_attention test_repl test_lessons_pty \
             test_autograd
 TESTS    += test_npz test_optim

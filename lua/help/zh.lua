@@ -56,7 +56,7 @@ zh.commands = {
     solution = "显示练习的参考答案",
     lang = "切换课程语言",
     text = "重新显示当前步骤的文字（不重新运行）",
-    export = "把会话（或正在打开的课程）写成 FILE.ipynb（Jupyter 笔记本）或 FILE.html（一个网页）",
+    export = "把到此为止的会话写成 FILE.ipynb（Jupyter 笔记本）或 FILE.html（一个网页）；:export lesson FILE：只写打开的课程，从它的随机种子重新运行",
 }
 
 -- The signatures that hold words, not only code.

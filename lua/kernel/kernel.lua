@@ -5,7 +5,7 @@
 -- code is tried as "return <code>" first; it hands sink the cell's outputs in order, as nbformat outputs:
 --   {output_type = "stream", name = "stdout", text = ...}        what print, io.write and commands wrote
 --   {output_type = "display_data", data = {["text/plain"] =, ["text/html"] =}}     show(t): a tensor table
---   {output_type = "display_data", data = {["image/svg+xml"] =, ["image/png"] = (base64)}}   a plot
+--   {output_type = "display_data", data = {["image/png"] = (base64), ["text/plain"] =}}   a plot
 --   {output_type = "execute_result", data = {["text/plain"] =, ["text/html"] = (tensors)}}   the values
 --   {output_type = "error", ename =, evalue =, traceback = {lines}}                 with the REPL's traceback
 -- and returns "ok" or "error", the error output, and the action a command asked for ("reset", "quit").
@@ -14,6 +14,7 @@
 local repl = require "mha.repl"
 local json = require "mha.json"
 local html = require "mha.notebook.html"
+local outputs = require "mha.notebook.outputs"
 
 local kernel = {}
 
@@ -39,55 +40,9 @@ local function is_tensor(v)
     return type(mt) == "table" and mt.__name == "mha.Tensor"
 end
 
--- Base64 (RFC 4648) of a byte string, for the PNG of a plot inside the .ipynb's JSON.
-local B64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
-local function base64(s)
-    local out = {}
-    for i = 1, #s, 3 do
-        local a, b, c = s:byte(i, i + 2)
-        local n = a * 65536 + (b or 0) * 256 + (c or 0)
-        local chars = {}
-        for k = 1, 4 do
-            local index = (n >> (6 * (4 - k))) & 63
-            chars[k] = B64:sub(index + 1, index + 1)
-        end
-        if not b then chars[3] = "=" end
-        if not c then chars[4] = "=" end
-        out[#out + 1] = table.concat(chars)
-    end
-    return table.concat(out)
-end
-kernel.base64 = base64
-
-local function read_file(path)
-    local f = io.open(path, "rb")
-    if not f then return nil end
-    local s = f:read("a")
-    f:close()
-    return s
-end
-
--- A figure drawn in the cell, as SVG (and PNG): saved to temporary files by plot's own save.
+-- A figure drawn in the cell, as a PNG (mha.notebook.outputs says why not as an SVG too).
 local function figure_output(fig)
-    local base = os.tmpname()
-    local data = {}
-    local ok = pcall(fig.save, fig, base .. ".svg")
-    if ok then
-        -- the <svg> element alone (no XML declaration: it is text inside a page, as IPython's SVG gives);
-        -- a heat map is a tiny PNG stretched over its axes: pixelated, or viewers blur its cells together
-        local svg = (read_file(base .. ".svg") or ""):match("<svg.*$")
-        if svg then data["image/svg+xml"] = svg:gsub("<image ", '<image style="image-rendering:pixelated" ') end
-    end
-    if ok and pcall(fig.save, fig, base .. ".png") then   -- for viewers that do not take SVG
-        local png = read_file(base .. ".png")
-        if png and #png > 0 then data["image/png"] = base64(png) end
-    end
-    os.remove(base .. ".svg")
-    os.remove(base .. ".png")
-    os.remove(base)
-    if not data["image/svg+xml"] then return nil end
-    data["text/plain"] = "figure " .. tostring(fig.number)   -- not tostring(fig): its pid differs run to run
-    return {output_type = "display_data", data = data, metadata = json.object()}
+    return fig.script and outputs.figure(fig.script, fig.number)
 end
 
 local function flush_figures()

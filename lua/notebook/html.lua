@@ -8,9 +8,18 @@ local M = {}
 
 local ESCAPES = {["&"] = "&amp;", ["<"] = "&lt;", [">"] = "&gt;", ['"'] = "&quot;", ["'"] = "&#39;"}
 
--- s with every character HTML gives a meaning escaped; safe in text and in quoted attributes.
+-- A control character as its picture (ESC as ␛, U+241B; DEL as ␡): no control character may appear in an
+-- HTML page. Tab and line feed are text; a C1 control (U+0080..U+009F) becomes U+FFFD.
+local function control_picture(c)
+    if c == "\t" or c == "\n" then return c end
+    if c == "\127" then return "\u{2421}" end
+    return utf8.char(0x2400 + c:byte())
+end
+
+-- s with every character HTML gives a meaning escaped, and its control characters shown as pictures; safe
+-- in text and in quoted attributes.
 function M.escape(s)
-    return (tostring(s):gsub("[&<>\"']", ESCAPES))
+    return (tostring(s):gsub("[&<>\"']", ESCAPES):gsub("[%c\127]", control_picture):gsub("\194[\128-\159]", "\u{FFFD}"))
 end
 
 local MAX_ROWS, MAX_COLS, MAX_SLICES = 32, 32, 8
@@ -94,9 +103,27 @@ end
 
 -- The matrices a tensor is shown as: a scalar and a vector as one row, a matrix as it is, more
 -- dimensions as the matrices of its last two (the first MAX_SLICES), each with its index.
+-- The part of t the tables show, read as Lua numbers: its last two dimensions cut to one row and one
+-- column past MAX_ROWS and MAX_COLS (so that "…" shows), and each leading dimension to what the first
+-- MAX_SLICES matrices use - a (3000,3000) tensor is read as 33x33 numbers, not 9 million.
+local function shown_part(t, shape)
+    local part, later = t, 1   -- later: how many matrices one index of the dimension spans
+    for d = #shape, 1, -1 do
+        local keep
+        if d == #shape then keep = MAX_COLS + 1
+        elseif d == #shape - 1 then keep = MAX_ROWS + 1
+        else
+            keep = (MAX_SLICES + later - 1) // later
+            later = math.max(1, math.min(later * shape[d], MAX_SLICES))   -- (an empty dimension: 1)
+        end
+        if shape[d] > keep then part = part:narrow(d, 1, keep) end
+    end
+    return part:totable()
+end
+
 local function matrices_of(t, dims)
     local shape = t:shape()
-    local data = t:totable()
+    local data = shown_part(t, shape)
     if #shape == 0 then return {{{data}}}, {""} end
     if #shape == 1 then return {{data}}, {""} end
     if #shape == 2 then return {data}, {""} end
@@ -127,7 +154,9 @@ function M.tensor(t, opts)
     opts = type(opts) == "table" and opts or {}
     local shape = t:shape()
     local mats, captions = matrices_of(t, type(opts.dims) == "table" and opts.dims or nil)
-    local lo, hi = display.finite_range(mats)   -- lo > hi when nothing is finite: no shading
+    if #mats == 0 then mats, captions = {{}}, {""} end   -- an empty tensor of 3 or more dimensions
+    -- shaded over the numbers shown; lo > hi when none is finite: no shading
+    local lo, hi = display.finite_range(mats)
     local fmt = number_format(mats)
     local nrows, ncols = #mats[1], #(mats[1][1] or {})
     -- rows and columns numbered from 1, as t[i][j] counts them, where no labels are given; a vector is one
@@ -144,9 +173,9 @@ function M.tensor(t, opts)
         if captions[k] ~= "" then out[#out + 1] = '<div class="mha-tensor-slice">' .. M.escape(captions[k]) .. "</div>" end
         out[#out + 1] = matrix_table(m, row_labels, col_labels, lo, hi, fmt)
     end
-    local total = 1
-    for _, n in ipairs(shape) do total = total * n end
-    if #shape > 2 and total > nrows * ncols * #mats then
+    local slices = 1
+    for d = 1, #shape - 2 do slices = slices * shape[d] end
+    if #shape > 2 and slices > #mats then
         out[#out + 1] = '<div class="mha-tensor-slice">… (the first ' .. #mats .. " slices)</div>"
     end
     out[#out + 1] = "</div>"

@@ -1,6 +1,8 @@
 /* lua/notebook/ljson.c - module "mha.json": Lua values to and from JSON through jansson, so that the notebook
  * writers and the Jupyter kernel never build JSON text by hand. */
 #include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <lauxlib.h>
@@ -120,6 +122,70 @@ void mha_lua_pushjson(lua_State *L, const json_t *v) {
     }
 }
 
+/* The UTF-8 sequence that starts at s (n bytes left): its length, or 0 when the bytes there are not one.
+ * *taken is how many bytes to step over: the sequence, or its maximal invalid subpart (the bytes that
+ * could start a sequence, Unicode 15 section 3.9), at least 1. Table 3-7 of the standard, row by row. */
+static size_t utf8_sequence(const unsigned char *s, size_t n, size_t *taken) {
+    unsigned char c = s[0], lo = 0x80, hi = 0xBF;   /* the range of the second byte */
+    size_t len;
+    if (c < 0x80) { *taken = 1; return 1; }
+    if (c >= 0xC2 && c <= 0xDF) len = 2;
+    else if (c >= 0xE0 && c <= 0xEF) {
+        len = 3;
+        if (c == 0xE0) lo = 0xA0;   /* no overlong form */
+        if (c == 0xED) hi = 0x9F;   /* no surrogate */
+    } else if (c >= 0xF0 && c <= 0xF4) {
+        len = 4;
+        if (c == 0xF0) lo = 0x90;   /* no overlong form */
+        if (c == 0xF4) hi = 0x8F;   /* nothing past U+10FFFF */
+    } else { *taken = 1; return 0; }
+    size_t i = 1;
+    for (; i < len && i < n; i++) {
+        unsigned char b = s[i];
+        if (b < (i == 1 ? lo : 0x80) || b > (i == 1 ? hi : 0xBF)) break;
+    }
+    *taken = i;
+    return i == len ? len : 0;
+}
+
+char *json_utf8_clean(const char *s, size_t len, size_t *out_len) {
+    if (len > (SIZE_MAX - 1) / 3) return NULL;   /* a lone byte becomes 3 */
+    char *out = malloc(len * 3 + 1);
+    if (!out) return NULL;
+    const unsigned char *in = (const unsigned char *)s;
+    size_t o = 0, taken;
+    for (size_t i = 0; i < len; i += taken) {
+        if (utf8_sequence(in + i, len - i, &taken)) {
+            memcpy(out + o, in + i, taken);
+            o += taken;
+        } else {
+            memcpy(out + o, "\xEF\xBF\xBD", 3);   /* U+FFFD */
+            o += 3;
+        }
+    }
+    out[o] = '\0';
+    *out_len = o;
+    return out;
+}
+
+/* json.utf8_clean(s) -> s when it is UTF-8, else a copy with each bad sequence replaced by U+FFFD */
+static int l_utf8_clean(lua_State *L) {
+    size_t len, taken;
+    const char *s = luaL_checklstring(L, 1, &len);
+    size_t i = 0;
+    while (i < len && utf8_sequence((const unsigned char *)s + i, len - i, &taken)) i += taken;
+    if (i == len) {
+        lua_settop(L, 1);
+        return 1;
+    }
+    size_t out_len;
+    char *out = json_utf8_clean(s, len, &out_len);
+    if (!out) return luaL_error(L, "%s", "json.utf8_clean: out of memory");
+    lua_pushlstring(L, out, out_len);
+    free(out);
+    return 1;
+}
+
 /* json.encode(value [, indent]) -> text; keys sorted, so the same value always gives the same bytes */
 static int l_encode(lua_State *L) {
     lua_Integer indent = luaL_optinteger(L, 2, 0);
@@ -165,6 +231,7 @@ static const luaL_Reg json_lib[] = {
     {"encode", l_encode},
     {"decode", l_decode},
     {"object", l_object},
+    {"utf8_clean", l_utf8_clean},
     {NULL, NULL}
 };
 

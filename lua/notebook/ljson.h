@@ -14,6 +14,11 @@ json_t *mha_lua_tojson(lua_State *L, int idx);
 /* Pushes a JSON value as Lua: null -> nil ... objects and arrays as tables. */
 void mha_lua_pushjson(lua_State *L, const json_t *v);
 
+/* s (len bytes) with each byte sequence that is not UTF-8 (its maximal invalid subpart) replaced by U+FFFD,
+ * as Python's decode(errors="replace") and so ipykernel do: a new NUL-terminated string of *out_len bytes
+ * for the caller to free, or NULL when out of memory. (Lua: mha.json.utf8_clean(s).) */
+char *json_utf8_clean(const char *s, size_t len, size_t *out_len);
+
 int luaopen_mha_json(lua_State *L);
 
 #endif

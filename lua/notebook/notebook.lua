@@ -6,8 +6,10 @@
 -- escaped (mha.notebook.html). Files are written to a temporary name beside the target, then renamed over it.
 
 local json = require "mha.json"
-local proc = require "mha.proc"   -- the second mha-repl of :export, run without a shell
+local proc = require "mha.proc"   -- the second mha-repl of :export lesson, run without a shell
 local html = require "mha.notebook.html"
+local outputs = require "mha.notebook.outputs"   -- figures as PNG (and SVG for the page)
+local record = require "mha.notebook.record"     -- a lesson's and a step's heading
 
 local M = {}
 
@@ -54,14 +56,27 @@ local function join_lines(lines)
     return out
 end
 
--- Prose for Markdown: '<', '>' and '&' as entities outside `code` spans, so that they show as written.
+-- Prose for Markdown: '<', '>' and '&' as entities outside `code` spans, so that they show as written and
+-- no HTML passes through; a backtick that opens no closed span is prose too. Control characters show as
+-- their pictures (html.escape's).
 local function markdown_prose(s)
     local out, inside = {}, false
-    for piece in (s .. "`"):gmatch("(.-)`") do
-        out[#out + 1] = inside and piece or piece:gsub("[&<>]", {["&"] = "&amp;", ["<"] = "&lt;", [">"] = "&gt;"})
+    local _, ticks = s:gsub("`", "")
+    local pieces = {}
+    for piece in (s .. "`"):gmatch("(.-)`") do pieces[#pieces + 1] = piece end
+    for i, piece in ipairs(pieces) do
+        local code = inside and not (ticks % 2 == 1 and i == #pieces)   -- the last of an odd count: unclosed
+        out[#out + 1] = code and piece or piece:gsub("[&<>]", {["&"] = "&amp;", ["<"] = "&lt;", [">"] = "&gt;"})
         inside = not inside
     end
-    return table.concat(out, "`")
+    return (table.concat(out, "`"):gsub("[%c\127]", html.escape))   -- (a line feed stays one)
+end
+
+-- A Markdown fence longer than any run of backticks in s, so that s cannot close it.
+local function fence_for(s)
+    local longest = 2
+    for run in s:gmatch("`+") do longest = math.max(longest, #run) end
+    return string.rep("`", longest + 1)
 end
 
 local function dedent(lines)
@@ -76,7 +91,9 @@ function M.markdown(markup, heading_level)
     local out = {}
     for _, b in ipairs(blocks_of(markup)) do
         if b.kind == "formula" then
-            out[#out + 1] = "```text\n" .. table.concat(dedent(b.lines), "\n") .. "\n```"
+            local formula = table.concat(dedent(b.lines), "\n"):gsub("[%c\127]", html.escape)
+            local fence = fence_for(formula)
+            out[#out + 1] = fence .. "text\n" .. formula .. "\n" .. fence
         elseif b.kind == "heading" then
             out[#out + 1] = string.rep("#", heading_level or 3) .. " " .. markdown_prose(b.lines[1]:gsub("^#+%s+", ""))
         else
@@ -145,11 +162,15 @@ local WORDS = {
     en = {setup = "the lesson's language, seed, print options and helpers, as --batch sets them",
           no_name = "expected a file name ending in .ipynb or .html",
           bad_name = "'%s': the name must end in .ipynb or .html",
-          not_opened = "the lesson did not open", failed = "the export failed"},
+          not_opened = "the lesson did not open", failed = "the export failed",
+          no_lesson = "no lesson is open (:open N opens one; :export FILE writes the session)",
+          session = "mha-repl session"},
     zh = {setup = "课程的语言、随机种子、打印选项和辅助函数，与 --batch 的设置相同",
           no_name = "需要一个以 .ipynb 或 .html 结尾的文件名",
           bad_name = "“%s”：文件名必须以 .ipynb 或 .html 结尾",
-          not_opened = "课程没有打开", failed = "导出失败"},
+          not_opened = "课程没有打开", failed = "导出失败",
+          no_lesson = "没有打开的课程（:open N 打开一课；:export FILE 写出本次会话）",
+          session = "mha-repl 会话"},
 }
 local function words(lang) return WORDS[lang] or WORDS.en end
 
@@ -173,17 +194,13 @@ function M.lesson_cells(which, lang)
         local err = first.outputs[#first.outputs]
         return nil, err and err.evalue or words(lang).not_opened
     end
-    local lesson, tr = session.lesson, lessons.tr
+    local lesson = session.lesson
     lang = session.lang
-    local cells = {{kind = "markdown", title = string.format("%02d %s", session.number, tr(lesson.title, lang)),
-                    level = 1, markup = tr(lesson.summary, lang)}, first}
-    local n = #lesson.steps
+    local heading = record.lesson_heading(session, lessons.tr)
+    local cells = {{kind = "markdown", title = heading.title, level = heading.level, markup = heading.markup}, first}
     for k, s in ipairs(lesson.steps) do
-        local label = lang == "zh" and string.format("第 %d/%d 步：%s", k, n, tr(s.title, lang))
-                      or string.format("Step %d/%d: %s", k, n, tr(s.title, lang))
-        local markup = s.kind == "exercise" and ((lang == "zh" and "练习：" or "Exercise: ") .. tr(s.prompt, lang))
-                       or tr(s.text, lang)
-        cells[#cells + 1] = {kind = "markdown", title = label, level = 2, markup = markup}
+        heading = record.step_heading(session, k, lessons.tr)
+        cells[#cells + 1] = {kind = "markdown", title = heading.title, level = heading.level, markup = heading.markup}
         local code = s.code or s.setup
         if type(code) == "string" then
             count = count + 1   -- the code as the runner echoes it: tr{} of literals in the lesson's language
@@ -200,27 +217,101 @@ function M.lesson_cells(which, lang)
     return cells, session
 end
 
--- The cells of the REPL session so far (its transcript): lesson steps under their labels, inputs with
--- what they printed.
-function M.session_cells()
-    local repl = require "mha.repl"
-    local cells, count = {{kind = "markdown", title = "mha-repl session", level = 1, markup = ""}}, 0
-    for _, entry in ipairs(repl.transcript()) do
-        if entry.kind == "step" then
-            cells[#cells + 1] = {kind = "markdown", title = entry.label, level = 3, markup = ""}
+-- ---------------------------------------------------------------------------------------------
+-- A REPL session (its transcript, lua/repl/repl.lua) as cells: what the student typed and saw
+-- ---------------------------------------------------------------------------------------------
+
+-- The commands that run lesson steps: what they print after a step (the exercise's question, an error)
+-- joins that step's code cell.
+local STEPPING = {next = true, open = true, ["goto"] = true, back = true, restart = true, run = true}
+
+-- How much of what a shown step printed comes before its code's output: the header and text, up to the end
+-- of the lines the runner echoes the code with ("  │ code"). 0 when there are none.
+local function echo_length(text)
+    local first = text:sub(1, #"  │") == "  │" and 1 or text:find("\n  │", 1, true)
+    if not first then return 0 end
+    local at = text:sub(first, first) == "\n" and first + 1 or first
+    while text:sub(at, at + #"  │" - 1) == "  │" do
+        local line_end = text:find("\n", at, true)
+        if not line_end then return #text end
+        at = line_end + 1
+    end
+    return at - 1
+end
+
+-- A kept table or figure (mha.notebook.record) as an nbformat output; text: what it printed. nil when a
+-- figure cannot be drawn (then its text stays).
+local function kept_output(kept, text)
+    if kept.kind == "figure" then return outputs.figure(kept.script, kept.number) end
+    return {output_type = kept.kind, metadata = json.object(),
+            data = {["text/plain"] = (text:gsub("\n$", "")), ["text/html"] = kept.html}}
+end
+
+-- The outputs of what an entry printed after its first skip bytes: the text as stdout, its kept tables
+-- and figures in their places.
+local function entry_outputs(entry, skip)
+    local outs = {}
+    for _, part in ipairs(entry.parts or {{text = entry.output}}) do
+        local text = part.text
+        if skip > 0 then
+            text, skip = text:sub(skip + 1), math.max(0, skip - #text)
         end
-        if entry.kind ~= "enter" or entry.output ~= "" then
-            count = count + 1
-            local outputs, text = {}, entry.output or ""
-            if entry.how == "error" or entry.how == "interrupted" then   -- what it printed, then the message
-                local lines = {}
-                for line in text:gsub("\n$", ""):gmatch("[^\n]*") do lines[#lines + 1] = line end
-                outputs[1] = {output_type = "error", ename = "Error", evalue = lines[#lines] or "", traceback = lines}
-            elseif text ~= "" then
-                outputs[1] = {output_type = "stream", name = "stdout", text = text}
+        local rich = part.output and kept_output(part.output, text)
+        local last = outs[#outs]
+        if rich then outs[#outs + 1] = rich
+        elseif text ~= "" and last and last.output_type == "stream" then last.text = last.text .. text
+        elseif text ~= "" then outs[#outs + 1] = {output_type = "stream", name = "stdout", text = text} end
+    end
+    return outs
+end
+
+-- An input that raised an error: what it printed, ending in the message, as one error output.
+local function error_output(entry)
+    local lines = {}
+    for line in entry.output:gsub("\n$", ""):gmatch("[^\n]*") do lines[#lines + 1] = line end
+    return {output_type = "error", ename = entry.how == "interrupted" and "Interrupted" or "Error",
+            evalue = lines[#lines] or "", traceback = lines}
+end
+
+-- The cells of a session's transcript: each lesson step as shown (its heading and text as Markdown, its
+-- code with what it printed), each input and command with what it printed - tensors as tables, figures
+-- as pictures - the answers to exercises, right and wrong, among them. Steps replayed quietly (:goto,
+-- :back) were not shown and are left out.
+function M.session_cells(entries)
+    local cells, count = {{kind = "markdown", title = "mha-repl session", level = 1, markup = ""}}, 0
+    local function code_cell(source, outs)
+        count = count + 1
+        cells[#cells + 1] = {kind = "code", source = source, outputs = outs, count = count}
+        return cells[#cells]
+    end
+    local stepped, step_cell = false, nil   -- steps since the last input; the code cell of the last
+    for _, entry in ipairs(entries) do
+        local heading = entry.heading
+        if entry.kind == "step" then
+            local echo = echo_length(entry.output)
+            stepped = true
+            if heading and (heading.level == 1 or (entry.output ~= "" and (echo > 0 or entry.input == ""))) then
+                cells[#cells + 1] = {kind = "markdown", title = heading.title, level = heading.level + 1,
+                                     markup = heading.markup}
+                step_cell = nil
+                if entry.input ~= "" and heading.level > 1 then step_cell = code_cell(entry.input, entry_outputs(entry, echo)) end
+            elseif not heading and entry.input ~= "" then   -- the lesson's seed
+                step_cell = code_cell(entry.input, entry_outputs(entry, 0))
             end
-            cells[#cells + 1] = {kind = "code", source = entry.kind == "enter" and ":next" or entry.input,
-                                 outputs = outputs, count = count}
+        elseif stepped and (entry.kind == "enter" or STEPPING[entry.command]) then
+            if entry.output ~= "" and step_cell then
+                local outs = step_cell.outputs
+                local last = outs[#outs]
+                if last and last.output_type == "stream" then last.text = last.text .. entry.output
+                else outs[#outs + 1] = {output_type = "stream", name = "stdout", text = entry.output} end
+            elseif entry.output ~= "" then
+                code_cell(entry.kind == "enter" and ":next" or entry.input, entry_outputs(entry, 0))
+            end
+            stepped, step_cell = false, nil
+        elseif entry.kind ~= "enter" or entry.output ~= "" then
+            stepped, step_cell = false, nil
+            local errs = entry.kind == "lua" and (entry.how == "error" or entry.how == "interrupted")
+            code_cell(entry.kind == "enter" and ":next" or entry.input, errs and {error_output(entry)} or entry_outputs(entry, 0))
         end
     end
     return cells
@@ -249,11 +340,21 @@ local function ipynb_output(o, count)
     return out
 end
 
+-- v with every string in it made UTF-8 (each bad byte sequence U+FFFD, as ipykernel does): a text from
+-- anywhere must not stop the notebook being written.
+local function utf8_clean(v)
+    if type(v) == "string" then return json.utf8_clean(v) end
+    if type(v) == "table" then
+        for k, item in pairs(v) do v[k] = utf8_clean(item) end
+    end
+    return v
+end
+
 function M.ipynb(cells, title)
     local nb_cells = {}
     for _, c in ipairs(cells) do
         if c.kind == "markdown" then
-            local md = string.rep("#", c.level or 2) .. " " .. c.title
+            local md = string.rep("#", c.level or 2) .. " " .. markdown_prose(c.title)
             local body = M.markdown(c.markup)
             if body ~= "" then md = md .. "\n\n" .. body end
             nb_cells[#nb_cells + 1] = {cell_type = "markdown", metadata = json.object(), source = lines_of(md)}
@@ -266,7 +367,7 @@ function M.ipynb(cells, title)
     end
     local nb = {nbformat = 4, nbformat_minor = 4, cells = nb_cells,
                 metadata = {kernelspec = KERNELSPEC, language_info = LANGUAGE_INFO, title = title}}
-    return json.encode(nb, 1) .. "\n"
+    return json.encode(utf8_clean(nb), 1) .. "\n"
 end
 
 local PAGE_CSS = [[
@@ -298,15 +399,26 @@ pre.formula { background: #fbfbf4; border-left: 3px solid #c9b458; padding: 0.5r
 }
 ]]
 
+-- A stream's text as a terminal leaves it: a line rewritten after a carriage return (a progress line)
+-- shows its last state.
+local function as_shown(text)
+    return (text:gsub("\r\n", "\n"):gsub("[^\n]*\r", ""))
+end
+
 local function html_output(o)
     if o.output_type == "stream" then
-        return '<pre class="out ' .. html.escape(o.name) .. '">' .. html.escape(o.text) .. "</pre>"
+        return '<pre class="out ' .. html.escape(o.name) .. '">' .. html.escape(as_shown(o.text)) .. "</pre>"
     end
     if o.output_type == "error" then
         return '<pre class="out error">' .. html.escape(table.concat(o.traceback or {o.evalue}, "\n")) .. "</pre>"
     end
     local d = o.data or {}
-    if d["image/svg+xml"] then return '<div class="figure">' .. d["image/svg+xml"] .. "</div>" end
+    local svg = d["image/png"] and outputs.svg(o)
+    if svg then return '<div class="figure">' .. svg .. "</div>" end
+    if d["image/png"] then
+        return '<div class="figure"><img alt="' .. html.escape(d["text/plain"] or "") .. '" src="data:image/png;base64,'
+            .. d["image/png"] .. '"></div>'
+    end
     if d["text/html"] then return '<div class="out">' .. d["text/html"] .. "</div>" end
     return '<pre class="out">' .. html.escape(d["text/plain"] or "") .. "</pre>"
 end
@@ -333,7 +445,7 @@ function M.html_page(cells, title, lang)
         end
     end
     out[#out + 1] = "</main></body></html>"
-    return table.concat(out, "\n") .. "\n"
+    return json.utf8_clean(table.concat(out, "\n") .. "\n")
 end
 
 -- Writes text to path through a temporary file beside it, renamed over it: never half a file.
@@ -379,30 +491,36 @@ function M.export_lesson(which, lang, path)
     return true, session.number
 end
 
--- :export FILE in the REPL: the open lesson, whole (run from its seed by a second mha-repl, so the
--- student's variables and place in the lesson stay as they are), else the session so far.
--- runner: the lesson runner (mha.lesson) the REPL runs, which says whether a lesson is open; nil: none.
--- lang: the language of the messages ("en" or "zh", the REPL's).
--- Returns what was written ("lesson 8" or "the session") and the lesson's number (nil for the session),
--- or nil and a message.
-function M.export_session(path, runner, lang)
+-- :export lesson FILE in the REPL: the open lesson, whole, run from its seed by a second mha-repl (so the
+-- student's variables and place in the lesson stay as they are). runner: the lesson runner (mha.lesson)
+-- the REPL runs, which says whether a lesson is open; lang: the language of the messages ("en" or "zh",
+-- the REPL's). Returns true and the lesson's number, or nil and a message.
+function M.export_open_lesson(path, runner, lang)
     local format, err = format_of(path, lang)
     if not format then return nil, err end
-    local lessons = type(runner) == "table" and runner or nil
-    local open = lessons and lessons.current and lessons.current()
-    if open and not open.batch and math.type(open.number) == "integer" and lessons.languages[open.lang] then
-        -- the same binary by its real path (so the child finds the lessons beside it), its arguments as a
-        -- list: no shell ever reads the file name
-        local self, why = proc.self()
-        if not self then return nil, why end
-        local ok, said = proc.run({ self, "--lesson", tostring(open.number), "--batch", "--lang", open.lang,
-                                    "--export", path })
-        if not ok then return nil, (said:gsub("%s+$", "")) ~= "" and said:gsub("%s+$", "") or words(lang).failed end
-        return "lesson " .. open.number, open.number
+    local open = type(runner) == "table" and runner.current() or nil
+    if not (open and math.type(open.number) == "integer" and runner.languages[open.lang]) then
+        return nil, words(lang).no_lesson
     end
-    local ok, werr = write(M.session_cells(), path, "mha-repl session", open and open.lang or nil)
-    if not ok then return nil, werr end
-    return "the session"
+    -- the same binary by its real path (so the child finds the lessons beside it), its arguments as a
+    -- list: no shell ever reads the file name
+    local self, why = proc.self()
+    if not self then return nil, why end
+    local ok, said = proc.run({ self, "--lesson", tostring(open.number), "--batch", "--lang", open.lang,
+                                "--export", path })
+    said = said:gsub("%s+$", "")
+    if not ok then return nil, said ~= "" and said or words(lang).failed end
+    return true, open.number
+end
+
+-- :export FILE in the REPL: the session so far (entries: its transcript, repl.transcript()), as
+-- M.session_cells makes it. Returns true, or nil and a message.
+function M.export_session(path, entries, lang)
+    local format, err = format_of(path, lang)
+    if not format then return nil, err end
+    local cells = M.session_cells(entries or {})
+    cells[1].title = words(lang).session
+    return write(cells, path, cells[1].title, lang)
 end
 
 return M

@@ -75,6 +75,10 @@ end
 -- ---------------------------------------------------------------------------------------------
 
 local captured, captured_bytes = {}, 0
+-- :export's tables and figures (mha.notebook.record): {from =, upto = the span of captured they show,
+-- output =}; by_key: the one a key (a figure) has in this input
+local kept, kept_by_key = {}, {}
+local recorder   -- mha.notebook.record, which keeps them, when the build has it (repl.init)
 local real_write = io.stdout.write     -- io.stdout's own write method
 local capture_installed = false
 
@@ -85,10 +89,43 @@ local function capture(s)
     if captured_bytes > MAX_CAPTURE then captured[#captured + 1] = "\n... (the rest is not in the transcript)\n" end
 end
 
+local function without_colour(s) return (s:gsub("\27%[[%d;]*m", "")) end
+
+-- What was printed since the last call, and (when something was kept) its parts in order: {text =} and
+-- {text =, output =} for a kept output and the text it stands for.
 local function take_captured()
-    local s = table.concat(captured)
-    captured, captured_bytes = {}, 0
-    return (s:gsub("\27%[[%d;]*m", ""))
+    local text, parts = without_colour(table.concat(captured)), nil
+    if #kept > 0 then
+        table.sort(kept, function(a, b) return a.from < b.from end)
+        parts = {}
+        local at = 1   -- the first piece not yet in a part; a span inside an earlier one is left out
+        for _, k in ipairs(kept) do
+            if k.from >= at then
+                if k.from > at then parts[#parts + 1] = {text = without_colour(table.concat(captured, "", at, k.from - 1))} end
+                if k.output then   -- (false: a drawing redrawn later, its text left out)
+                    parts[#parts + 1] = {text = without_colour(table.concat(captured, "", k.from, k.upto)), output = k.output}
+                end
+                at = math.max(at, k.upto + 1)
+            end
+        end
+        if at <= #captured then parts[#parts + 1] = {text = without_colour(table.concat(captured, "", at))} end
+    end
+    captured, captured_bytes, kept, kept_by_key = {}, 0, {}, {}
+    return text, parts
+end
+
+-- For mha.notebook.record: where what is printed next starts, and an output kept over what was printed
+-- since from. A key's earlier output in this input is dropped with its text (a figure redrawn in a loop
+-- is one figure); keep_output returns that output.
+function repl.output_mark() return #captured + 1 end
+function repl.keep_output(from, output, key)
+    local span = {from = from, upto = #captured, output = output}
+    local earlier = key ~= nil and kept_by_key[key] or nil
+    local replaced = earlier and earlier.output or nil
+    if earlier then earlier.output = false end
+    if key ~= nil then kept_by_key[key] = span end
+    kept[#kept + 1] = span
+    return replaced
 end
 
 -- Writes s to stdout and keeps it for the transcript.
@@ -231,10 +268,12 @@ end
 -- The transcript: every input with what it printed, for :save.
 -- ---------------------------------------------------------------------------------------------
 
-local transcript = {}   -- {kind = "lua"|"command"|"enter", input =, how =, command = (its full name), output =}
+-- {kind = "lua"|"command"|"enter"|"step", input =, how =, command = (its full name), output =, and for
+-- :export: parts = (take_captured's), heading = (a lesson step's, mha.notebook.record.step)}
+local transcript = {}
 
 local function record(entry)
-    entry.output = take_captured()
+    entry.output, entry.parts = take_captured()
     transcript[#transcript + 1] = entry
 end
 
@@ -253,7 +292,8 @@ end
 function repl.record_step(code, label, ok, before)
     if type(code) ~= "string" then raise("record_step: code must be a string, got " .. type(code)) end
     record({kind = "step", input = code, label = label ~= nil and tostring(label) or "a lesson step",
-            how = ok == false and "error" or nil, before = before ~= nil and tostring(before) or nil})
+            how = ok == false and "error" or nil, before = before ~= nil and tostring(before) or nil,
+            heading = recorder and recorder.step(label, before)})   -- the step's text, for :export
 end
 
 -- An error's lines as a terminal shows them: a line wider than the terminal wrapped between words (spaces
@@ -323,7 +363,9 @@ function repl.after(input, how, seconds, ...)
         if interrupted((...)) then how = "interrupted" end  -- :save must not replay it: it may never end
     elseif how == "quiet" then keep_values(...)
     else  -- an expression's values, or those a chunk of statements returned
+        local from = repl.output_mark()
         show_values(...)
+        if recorder then recorder.values(from, ...) end
         local hint = how == "print" and habit_hint("after_value", input, repl.lang(), ...)
         if hint then out(hint_text(hint)) end
     end
@@ -630,14 +672,16 @@ local SAID = {
           unknown = "unknown command :%s (? lists the commands)", could_be = ":%s could be :%s",
           -- each line at most 80 columns, the terminal's least width (the zh line is 70)
           banner = "%s %s (%s)\ntype ? for the commands, help() for the functions, Ctrl-D to quit",
-          exported = "wrote %s to %s", exported_lesson = "lesson %s", exported_session = "the session"},
+          exported = "wrote %s to %s", exported_lesson = "lesson %s", exported_session = "the session",
+          export_lesson_too = "(:export lesson FILE writes lesson %d alone, run afresh from its seed)"},
     zh = {time = "计时：", on = "开", off = "关",
           fresh = "新的状态（历史、:save 的记录和 :time 设置都保留）",
           save_name = ":save 需要文件名：:save FILE 写出 FILE.lua 和 FILE.md",
           saved = "已把 %d 条输入保存到 %s 和 %s",
           unknown = "没有命令 :%s（? 列出所有命令）", could_be = ":%s 可以是 :%s",
           banner = "%s %s（%s）- 输入 ? 看命令，help() 看函数，Ctrl-D 退出",
-          exported = "已把%s写到 %s", exported_lesson = "第 %s 课", exported_session = "本次会话"},
+          exported = "已把%s写到 %s", exported_lesson = "第 %s 课", exported_session = "本次会话",
+          export_lesson_too = "（:export lesson FILE 只写第 %d 课，从它的随机种子重新运行）"},
 }
 function repl.said(word) return (SAID[repl.lang()] or SAID.en)[word] end
 
@@ -679,12 +723,21 @@ repl.add_command("save", {args = "FILE", help = "write the session as FILE.lua (
     end})
 
 local runner   -- the lesson runner (mha.lesson) repl.init handed itself to, when the build has one
-repl.add_command("export", {args = "FILE", help = "write the session (or the open lesson) as FILE.ipynb (Jupyter) or FILE.html (one page)",
+repl.add_command("export", {args = "[lesson] FILE",
+    help = "write the session so far as FILE.ipynb (Jupyter) or FILE.html (one page); :export lesson FILE: the open lesson alone, run afresh from its seed",
     run = function(arg)
-        local path = arg:match("^%s*[\"']?(.-)[\"']?%s*$")
-        local what, lesson_number = require("mha.notebook").export_session(path, runner, repl.lang())
-        if not what then show_error(":export: " .. tostring(lesson_number)) return end
-        out(repl.exported(lesson_number, path) .. "\n")
+        local lesson_path = arg:match("^%s*lesson%s+(%S.*)$")
+        local path = (lesson_path or arg):match("^%s*[\"']?(.-)[\"']?%s*$")
+        local notebook = require "mha.notebook"
+        local ok, lesson_number
+        if lesson_path then ok, lesson_number = notebook.export_open_lesson(path, runner, repl.lang())
+        else ok, lesson_number = notebook.export_session(path, transcript, repl.lang()) end
+        if not ok then show_error(":export: " .. tostring(lesson_number)) return end
+        out(repl.exported(lesson_path and lesson_number, path) .. "\n")
+        local open = not lesson_path and runner and runner.current()
+        if open and not open.replay and math.type(open.number) == "integer" then
+            out(paint("dim", string.format(repl.said("export_lesson_too"), open.number)) .. "\n")
+        end
     end})
 
 -- "wrote lesson 8 to l8.ipynb" ("the session" when lesson_number is nil), in the REPL's language: what
@@ -743,9 +796,14 @@ end
 -- hook keeps, as Lua source.
 function repl.carry()
     local parts = {"return {show_time = ", tostring(repl.show_time), ", transcript = {"}
+    local json_loaded, json = pcall(require, "mha.json")
     for _, e in ipairs(transcript) do
-        parts[#parts + 1] = string.format("{kind = %q, input = %q, how = %q, command = %q, label = %q, before = %q, output = %q},",
-                                          e.kind, e.input, e.how or "", e.command or "", e.label or "", e.before or "", e.output)
+        -- :export's headings, tables and figures as JSON (left out when a text is not UTF-8)
+        local ok, rich = false, nil
+        if json_loaded then ok, rich = pcall(json.encode, {heading = e.heading, parts = e.parts}) end
+        parts[#parts + 1] = string.format("{kind = %q, input = %q, how = %q, command = %q, label = %q, before = %q, output = %q, rich = %q},",
+                                          e.kind, e.input, e.how or "", e.command or "", e.label or "", e.before or "", e.output,
+                                          ok and rich or "")
     end
     parts[#parts + 1] = "}, hooks = {"
     local names = {}
@@ -772,6 +830,8 @@ function repl.init(carried)
                 if e.command == "" then e.command = nil end
                 if e.label == "" then e.label = nil end
                 if e.before == "" then e.before = nil end
+                local rich = e.rich ~= "" and require("mha.json").decode(e.rich)
+                e.rich, e.heading, e.parts = nil, rich and rich.heading, rich and rich.parts
                 transcript[#transcript + 1] = e
             end
         end
@@ -794,7 +854,16 @@ function repl.init(carried)
             lesson.install(repl)
         elseif not ok then show_error("mha.lesson: " .. tostring(lesson)) end
     end
-    captured, captured_bytes = {}, 0
+    -- tables and figures kept as they are shown, for :export
+    recorder = nil
+    if package.preload["mha.notebook.record"] then
+        local ok, record = pcall(require, "mha.notebook.record")
+        if ok then
+            recorder = record
+            record.install(repl, runner)
+        else show_error("mha.notebook.record: " .. tostring(record)) end
+    end
+    captured, captured_bytes, kept, kept_by_key = {}, 0, {}, {}
 end
 
 return repl

@@ -518,9 +518,13 @@ end
 --     fallback = function() ... end (a text rendering: mha.heat or a note), warning = text to hush }
 -- On the dumb terminal an image would be blank, so the script is checked on the `unknown` terminal and
 -- the text rendering is printed instead. Without gnuplot, only the text rendering is printed.
+-- plot.on_drawing(fig), when set, is called as a drawing starts and may return a function to call once it
+-- is shown (in a window, or printed as text): the REPL's session recording (mha.notebook.record) keeps
+-- the drawing in place of the text it printed.
 function Figure:draw(fname, script)
     self.script = script
     if plot.on_draw then plot.on_draw(self) end   -- the Jupyter kernel keeps the figure for the cell's outputs
+    local shown = plot.on_drawing and plot.on_drawing(self)
     local name = resolve_terminal(self.terminal)
     local text_instead = (name == "dumb" and script.image)
     local first = text_instead and "set terminal unknown" or screen_terminal_command(name, self, script.size)
@@ -536,6 +540,7 @@ function Figure:draw(fname, script)
     local drawn = self:run(fname, commands, { "Plotting with an 'unknown' terminal", script.warning }, false,
         fixes and function(out) return unpad_wide_texts(out, fixes) end)
     if (not drawn or text_instead) and script.fallback then script.fallback() end
+    if shown then shown() end
 end
 
 local FILE_TERMINALS = {
@@ -605,6 +610,13 @@ function Figure:save(path, opts)
         error(err, 0)
     end
     return path
+end
+
+-- plot.render(script, path): a drawing's script (fig.script, which a notebook export keeps) saved to a .png
+-- or .svg file as fig:save saves it, by a gnuplot of its own that ends when the file is written.
+function plot.render(script, path)
+    local fig <close> = setmetatable({ number = 0, script = script }, Figure)
+    return fig:save(path)
 end
 
 -- plot.save(path [, opts]): saves the current figure.

@@ -73,7 +73,9 @@ T.test("cells", function()
     -- code points, not bytes: a CJK string before the cursor
     c = kernel.complete({code = 's = "注意" .. mha.soft', cursor_pos = 20})
     T.ok("complete_utf8", c.cursor_start == 12 and c.cursor_end == 20 and c.matches[1] == "mha.softmax", tostring(c.cursor_start))
-    T.eq("base64", kernel.base64("Man") .. kernel.base64("Ma") .. kernel.base64("M"), "TWFuTWE=TQ==")
+    local outputs = require "mha.notebook.outputs"
+    T.eq("base64", outputs.base64("Man") .. outputs.base64("Ma") .. outputs.base64("M") .. outputs.base64(""),
+         "TWFuTWE=TQ==")
 end)
 
 T.test("writers", function()
@@ -91,15 +93,143 @@ T.test("writers", function()
     local ok, err = nb.write_atomic("/nonexistent-dir/x.ipynb", "two")
     T.ok("write_atomic_error", not ok and err:find("nonexistent", 1, true), tostring(err))
     os.remove(path)
-    ok, err = nb.export_session("/tmp/x.txt")
+    ok, err = nb.export_session("/tmp/x.txt", {})
     T.eq("export_extension", err, "'/tmp/x.txt': the name must end in .ipynb or .html")
     -- in the REPL's language: the REPL hands export_session its own
-    ok, err = nb.export_session("/tmp/x.txt", nil, "zh")
+    ok, err = nb.export_session("/tmp/x.txt", {}, "zh")
     T.eq("export_extension_zh", err, "“/tmp/x.txt”：文件名必须以 .ipynb 或 .html 结尾")
-    ok, err = nb.export_session("", nil, "zh")
+    ok, err = nb.export_open_lesson("/tmp/x.ipynb", nil, "zh")
+    T.eq("export_lesson_none_zh", err, "没有打开的课程（:open N 打开一课；:export FILE 写出本次会话）")
+    ok, err = nb.export_session("", {}, "zh")
     T.eq("export_no_name_zh", err, "需要一个以 .ipynb 或 .html 结尾的文件名")
     ok, err = nb.export_lesson(99, "zh", "/tmp/x.html")
     T.ok("export_no_lesson_zh", not ok and err:find("^%-%-export: 没有课程“99”；"), tostring(err))
+end)
+
+-- mha.json.utf8_clean: each maximal invalid subpart one U+FFFD, as Python's decode(errors="replace")
+T.test("utf8_clean", function()
+    local clean = require("mha.json").utf8_clean
+    local R = "\u{FFFD}"
+    T.eq("utf8_clean_valid", clean("ok é 注意 \0 😀"), "ok é 注意 \0 😀")
+    T.eq("utf8_clean_cases", {clean("\xff"), clean("a\xe4\xb8b"), clean("\xed\xa0\x80"), clean("\xc0\xaf"),
+                              clean("x\xf0\x9f\x98"), clean("\xf4\x90\x80\x80")},
+         {R, "a" .. R .. "b", R .. R .. R, R .. R, "x" .. R, R .. R .. R .. R})
+end)
+
+-- what a lesson or a session puts in Markdown and in the page: no HTML of its own, no control character
+T.test("escaping", function()
+    local nb = require "mha.notebook"
+    local html = require "mha.notebook.html"
+    T.eq("markdown_unclosed_backtick", nb.markdown("a `b` <i> `c <script>x"), "a `b` &lt;i&gt; `c &lt;script&gt;x")
+    T.eq("markdown_controls", nb.markdown("bell\a esc\27[31m `\1`"), "bell␇ esc␛[31m `␁`")
+    T.eq("markdown_formula_fence", nb.markdown("  a ``` <b>"), "````text\na ``` <b>\n````")
+    T.eq("html_escape_controls", html.escape("\27[31mx\r\127\t\n\xc2\x85"), "␛[31mx␍␡\t\n\u{FFFD}")
+    local text = nb.ipynb({{kind = "markdown", title = "<img src=x onerror=alert(1)> `t", level = 1, markup = ""},
+                           {kind = "code", source = "print('\xff')", count = 1,
+                            outputs = {{output_type = "stream", name = "stdout", text = "\xff\xfe\n"}}}}, "T\xff")
+    local decoded = require("mha.json").decode(text)
+    T.ok("ipynb_title_escaped", decoded and decoded.cells[1].source[1] == "# &lt;img src=x onerror=alert(1)&gt; `t", text)
+    T.ok("ipynb_bad_utf8_replaced", decoded and decoded.cells[2].outputs[1].text[1] == "\u{FFFD}\u{FFFD}\n"
+         and decoded.metadata.title == "T\u{FFFD}", text)
+    local page = nb.html_page({{kind = "markdown", title = "t\27", markup = "x\1 `\2`"},
+                               {kind = "code", source = "\3", count = 1,
+                                outputs = {{output_type = "stream", name = "stdout", text = "a\rb\n\xff"}}}}, "T", "en")
+    T.ok("html_page_no_controls", not page:find("[\0-\8\11-\31\127]") and utf8.len(page) ~= nil
+         and page:find("<pre class=\"out stdout\">b\n\u{FFFD}</pre>", 1, true), page)
+end)
+
+-- a tensor's table reads only what it shows: 33 x 33 numbers of a (3000,3000) tensor, 8 slices of many
+T.test("html_bounded", function()
+    local html = require "mha.notebook.html"
+    local big = mha.zeros{3000, 3000}
+    local t0 = os.clock()
+    local h = html.tensor(big)
+    local seconds = os.clock() - t0
+    local _, cells = h:gsub("<td", "")
+    T.ok("html_tensor_big_fast", seconds < 0.2 and cells == 32 * 33 + 1 and h:find("tensor (3000, 3000)", 1, true),
+         string.format("%.3f s, %d cells", seconds, cells))
+    local h4 = html.tensor(mha.zeros{100, 3, 2, 2})
+    local _, slices = h4:gsub('class="mha%-tensor%-slice">%[', "")
+    T.ok("html_tensor_first_slices", slices == 8 and h4:find("[3, 2, :, :]", 1, true) and not h4:find("[3, 3, :, :]", 1, true)
+         and h4:find("(the first 8 slices)", 1, true), h4:sub(1, 300))
+    T.ok("html_tensor_all_slices", not html.tensor(mha.zeros{2, 40, 40}):find("first", 1, true))
+    T.ok("html_tensor_empty", html.tensor(mha.zeros{2, 0, 3, 3}):find("tensor (2, 0, 3, 3)", 1, true)
+         and html.tensor(mha.zeros{0, 3}):find("tensor (0, 3)", 1, true))
+end)
+
+-- what an input printed, in parts: its text and the spans a table or a figure stands for (mha.notebook.record)
+T.test("kept_outputs", function()
+    local repl = require "mha.repl"
+    local record = require "mha.notebook.record"
+    repl.take_output()
+    io.write("a\n")
+    local from = repl.output_mark()
+    io.write("T\n")
+    repl.keep_output(from, {kind = "display_data", html = "<t>"})
+    io.write("b\n")
+    local text, parts = repl.take_output()
+    T.eq("kept_parts", {text, #parts, parts[1].text, parts[2].text, parts[2].output.html, parts[3].text},
+         {"a\nT\nb\n", 3, "a\n", "T\n", "<t>", "b\n"})
+    -- a figure drawn again in the same input: one output, where it was drawn last, the older text left out
+    local fig = {}
+    repl.take_output()
+    from = repl.output_mark(); io.write("plot 1\n"); repl.keep_output(from, {kind = "figure", n = 1}, fig)
+    io.write("between\n")
+    from = repl.output_mark(); io.write("plot 2\n")
+    local replaced = repl.keep_output(from, {kind = "figure", n = 2}, fig)
+    text, parts = repl.take_output()
+    T.eq("kept_figure_redrawn", {replaced.n, #parts, parts[1].text, parts[2].output.n, parts[2].text},
+         {1, 2, "between\n", 2, "plot 2\n"})
+    -- show() is kept as a table with its labels, a value by repl.after; nothing past the bound
+    repl.take_output()   -- (the PASS lines printed so far)
+    mha.show(mha.tensor{{1, 2}}, {cols = {"p", "<q>"}})
+    text, parts = repl.take_output()
+    T.ok("kept_show", parts and parts[1].output.kind == "display_data" and parts[1].output.html:find("<th>&lt;q&gt;</th>", 1, true)
+         and parts[1].text == text, tostring(text))
+    repl.take_output()
+    repl.after("t", "print", 0, mha.tensor{5})
+    local entries = repl.transcript()
+    local last = entries[#entries]
+    T.ok("kept_value", last.parts and last.parts[1].output.kind == "execute_result" and last.parts[1].text == last.output,
+         last.output)
+    local saved = record.MAX_BYTES
+    record.MAX_BYTES = 0
+    repl.take_output()
+    mha.show(mha.tensor{1})
+    text, parts = repl.take_output()
+    record.MAX_BYTES = saved
+    T.ok("kept_bounded", parts == nil and text:find("[float32 (1)]", 1, true), tostring(text))
+end)
+
+-- a session's transcript as cells: steps as shown, quiet replays left out, answers, tables, errors
+T.test("session_cells", function()
+    local nb = require "mha.notebook"
+    local cells = nb.session_cells({
+        {kind = "step", label = "the lesson", input = 'require("mha.lesson").replaying("x", "en")', output = "── 02 T ──\n",
+         heading = {title = "02 T", level = 1, markup = "summary"}},
+        {kind = "step", label = "the lesson's seed", input = "mha.seed(2)", output = ""},
+        {kind = "step", label = "lesson t, step 1", input = "a = 1\nprint(a)",
+         output = "Enter runs the next step.\n\n── step 1/2: S ──\ntext\n\n  │ a = 1\n  │ print(a)\n1\n",
+         heading = {title = "Step 1/2: S", level = 2, markup = "text"}},
+        {kind = "command", command = "open", input = ":open 2", output = "Answer with answer(value).\n"},
+        {kind = "command", command = "goto", input = ":goto 2", output = "replaying step 1\n"},
+        {kind = "step", label = "lesson t, step 1", input = "a = 1\nprint(a)", output = "",
+         heading = {title = "Step 1/2: S", level = 2, markup = "text"}},
+        {kind = "lua", input = "answer(3)", how = "print", output = "not yet: the expected one has 9\n"},
+        {kind = "lua", input = "t", how = "print", output = "1.  2.\n[float32 (2)]\n",
+         parts = {{text = "1.  2.\n[float32 (2)]\n", output = {kind = "execute_result", html = "<table/>"}}}},
+        {kind = "lua", input = "error('e')", how = "error", output = "stdin:1: e\n"},
+    })
+    local shape = {}
+    for i, c in ipairs(cells) do shape[i] = c.kind == "markdown" and (c.level .. " " .. c.title) or c.source end
+    T.eq("session_cells_shape", shape, {"1 mha-repl session", "2 02 T", "mha.seed(2)", "3 Step 1/2: S",
+                                        "a = 1\nprint(a)", ":goto 2", "answer(3)", "t", "error('e')"})
+    T.eq("session_step_outputs", cells[5].outputs, {{output_type = "stream", name = "stdout",
+                                                      text = "1\nAnswer with answer(value).\n"}})
+    T.eq("session_wrong_answer", cells[7].outputs[1].text, "not yet: the expected one has 9\n")
+    T.ok("session_value_table", cells[8].outputs[1].output_type == "execute_result"
+         and cells[8].outputs[1].data["text/html"] == "<table/>" and cells[8].outputs[1].data["text/plain"] == "1.  2.\n[float32 (2)]")
+    T.eq("session_error", {cells[9].outputs[1].output_type, cells[9].outputs[1].evalue}, {"error", "stdin:1: e"})
 end)
 
 -- the command line and the REPL's :export, through the binary under test
@@ -127,6 +257,40 @@ T.test("commands", function()
     T.ok("repl_export_session", code == 1 and out:find("wrote the session to " .. dir .. ".ipynb", 1, true) and nb
          and nb.nbformat == 4 and nb.metadata.kernelspec.name == "mha-repl" and nb.cells[3].source[1] == "x + 1"
          and nb.cells[3].outputs[1].text[1] == "42\n" and nb.cells[4].outputs[1].evalue == "stdin:1: e", out)
+    os.remove(dir .. ".ipynb")
+    -- with a lesson open, :export writes the session (the student's wrong answer in it); :export lesson
+    -- writes the lesson alone, run afresh
+    out, code = sh("printf ':open 2\\n:goto 5\\nanswer(1)\\n:export " .. dir .. ".ipynb\\n:export lesson " .. dir .. "-l.ipynb\\n' | "
+                   .. repl_bin .. " -i /dev/null")
+    local function read_nb(path)
+        local file = io.open(path)
+        local text = file and file:read("a")
+        if file then file:close() end
+        return text and require("mha.json").decode(text)
+    end
+    local session, lesson = read_nb(dir .. ".ipynb"), read_nb(dir .. "-l.ipynb")
+    local answered, step_tables = false, 0
+    for _, cell in ipairs(session and session.cells or {}) do
+        local first = cell.outputs and cell.outputs[1]
+        if cell.source[1] == "answer(1)" and first and first.text[1]:find("^not yet") then answered = true end
+        for _, o in ipairs(cell.outputs or {}) do
+            if o.output_type == "display_data" and o.data["text/html"] then step_tables = step_tables + 1 end
+        end
+    end
+    T.ok("repl_export_lesson_session", session and answered and step_tables == 3
+         and out:find("wrote the session to " .. dir .. ".ipynb\n(:export lesson FILE writes lesson 2 alone", 1, true)
+         and session.cells[2].source[1] == "## 02 Dot-product attention by hand\n", out)
+    T.ok("repl_export_lesson_alone", lesson and out:find("wrote lesson 2 to " .. dir .. "-l.ipynb", 1, true)
+         and lesson.cells[1].source[1] == "# 02 Dot-product attention by hand\n", out)
+    os.remove(dir .. ".ipynb")
+    os.remove(dir .. "-l.ipynb")
+    -- the tables kept before a :reset are still tables after it; a Chinese session is titled in Chinese
+    out, code = sh("printf 't = mha.tensor{{1, 2}}\\nt\\n:reset\\n:export " .. dir .. ".ipynb\\n' | MHA_LANG=zh "
+                   .. repl_bin .. " -i /dev/null")
+    session = read_nb(dir .. ".ipynb")
+    local value = session and session.cells[3]
+    T.ok("repl_export_after_reset", value and value.source[1] == "t" and value.outputs[1].output_type == "execute_result"
+         and value.outputs[1].data["text/html"][1]:find("<td", 1, true) and session.cells[1].source[1] == "# mha-repl 会话", out)
     os.remove(dir .. ".ipynb")
 end)
 

@@ -43,8 +43,8 @@ def pieces(nb):
                 out.append(("stream", o.text))
             elif o.output_type == "error":
                 out.append(("error", o.evalue))
-            elif "image/svg+xml" in o.data:
-                out.append(("figure", "svg" if "<svg" in o.data["image/svg+xml"] else "broken svg"))
+            elif "image/png" in o.data:
+                out.append(("figure", "png" if o.data["image/png"].startswith("iVBORw0KGgo") else "broken png"))
             else:
                 out.append((o.output_type, o.data.get("text/plain", ""), o.data.get("text/html", "")))
     return out
@@ -71,6 +71,130 @@ def in_transcript(nb, transcript):
     return None
 
 
+def validation_error(nb):
+    """None when nb is valid nbformat, else the start of why not."""
+    try:
+        nbformat.validate(nb)
+        return None
+    except nbformat.ValidationError as e:
+        return str(e)[:300]
+
+
+def nbconvert_html(notebook):
+    """jupyter nbconvert --to html, as a user runs it (no flags): the page's text, or None and why."""
+    page = notebook[:-len(".ipynb")] + ".nbconvert.html"
+    r = subprocess.run(["jupyter", "nbconvert", "--to", "html", "--output", page, notebook],
+                       env=ENV, capture_output=True, timeout=120)
+    if r.returncode != 0:
+        return None, r.stderr.decode("utf-8", "replace")[-400:]
+    return open(page, encoding="utf-8").read(), page
+
+
+def screenshot(page, png):
+    """Headless Chromium's picture of a page (optional: False when there is no chromium)."""
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if not chromium:
+        return False
+    profile = tempfile.mkdtemp(prefix="mha-chromium-")
+    subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                    "--disable-component-update", "--no-first-run", "--user-data-dir=" + profile,
+                    "--window-size=1000,1600", "--screenshot=" + png, "file://" + page],
+                   capture_output=True, timeout=120)
+    shutil.rmtree(profile, ignore_errors=True)
+    return os.path.exists(png) and os.path.getsize(png) > 10000
+
+
+def html_by_nbconvert(tmp):
+    """A lesson's notebook through nbconvert's HTML with no flags: its plot is the PNG (Debian's nbconvert
+    passes an SVG through lxml's clean_html, which leaves a blank)."""
+    source = os.path.join(tmp, "08_multihead_zh.ipynb")
+    if not os.path.exists(source):
+        return
+    nb = nbformat.read(source, as_version=4)
+    figures = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs if "image/png" in o.get("data", {})]
+    check("lesson_plot_png_only", figures and all("image/svg+xml" not in o.data for o in figures), str(figures)[:200])
+    page, why = nbconvert_html(source)
+    check("lesson_nbconvert_png", page is not None and '<img src="data:image/png;base64,iVBORw0KGgo' in page
+          and 'data-mime-type="image/svg+xml"' not in page, why if page is None else "no PNG <img> in the page")
+    if page is not None:
+        shot = os.path.join(tmp, "08_zh.png")
+        if screenshot(why, shot):
+            check("lesson_nbconvert_chromium", True)
+
+
+def session_export(tmp):
+    """:export of a session in a terminal without a window: a value and show() as tables, a heat map (drawn
+    as text at the terminal) as a PNG, in nbconvert's HTML too."""
+    target = os.path.join(tmp, "session.ipynb")
+    env = dict(ENV)
+    for name in ("DISPLAY", "WAYLAND_DISPLAY", "MHA_PLOT_TERM"):
+        env.pop(name, None)
+    typed = ("t = mha.tensor{{1, 2}, {3, 4}}\nt\nmha.show(t, {rows = {'<a>', 'b'}})\nplot.heatmap(t, {title = 'H'})\n"
+             ":export %s\n" % target)
+    r = subprocess.run([REPL, "-i", "/dev/null"], input=typed.encode(), env=env, capture_output=True, timeout=120,
+                       cwd=ROOT)
+    said = r.stdout.decode("utf-8", "replace")
+    check("session_written", r.returncode == 0 and "wrote the session to" in said and os.path.exists(target),
+          said[-300:] + r.stderr.decode("utf-8", "replace")[-300:])
+    if not os.path.exists(target):
+        return
+    nb = nbformat.read(target, as_version=4)
+    valid = validation_error(nb)
+    check("session_valid", valid is None, valid)
+    kinds = [(c.source, [(o.output_type, sorted(o.get("data", {}))) for o in c.outputs])
+             for c in nb.cells if c.cell_type == "code"]
+    check("session_rich", kinds[1:] == [
+        ("t", [("execute_result", ["text/html", "text/plain"])]),
+        ("mha.show(t, {rows = {'<a>', 'b'}})", [("display_data", ["text/html", "text/plain"])]),
+        ("plot.heatmap(t, {title = 'H'})", [("display_data", ["image/png", "text/plain"])])], str(kinds))
+    page, why = nbconvert_html(target)
+    check("session_nbconvert", page is not None and '<img src="data:image/png;base64,iVBORw0KGgo' in page
+          and page.count('class="mha-tensor"') == 2 and "<th>&lt;a&gt;</th>" in page,
+          why if page is None else "no PNG or tables in the page")
+    if page is not None:
+        screenshot(why, os.path.join(tmp, "session.png"))
+
+
+HOSTILE = r"""return lesson{
+    name = "hostile", seed = 1,
+    title = {en = "<img src=x onerror=alert(1)> `open", zh = "<b>粗</b>"},
+    summary = {en = "bell \a and <i>", zh = "x"},
+    step{ title = {en = "bad bytes", zh = "坏字节"}, text = {en = "esc \27[31m red", zh = "x"},
+          code = [[print("\xff\xfe ok")]] },
+}
+"""
+
+
+def hostile_lesson(tmp):
+    """A lesson whose title carries HTML and an unclosed backtick, its text control characters and its
+    output bytes that are not UTF-8: the notebook and the page are written, with nothing of it raw."""
+    path = os.path.join(tmp, "99_hostile.lua")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(HOSTILE)
+    notebook, page = os.path.join(tmp, "hostile.ipynb"), os.path.join(tmp, "hostile.html")
+    r1 = subprocess.run([REPL, "--lesson", path, "--batch", "--export", notebook], env=ENV, capture_output=True,
+                        timeout=60)
+    r2 = subprocess.run([REPL, "--lesson", path, "--batch", "--export", page], env=ENV, capture_output=True,
+                        timeout=60)
+    check("hostile_written", r1.returncode == 0 and r2.returncode == 0 and os.path.exists(notebook)
+          and os.path.exists(page), (r1.stderr + r2.stderr).decode("utf-8", "replace")[-300:])
+    if not os.path.exists(notebook):
+        return
+    nb = nbformat.read(notebook, as_version=4)
+    markdown = "".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    outputs = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs)
+    check("hostile_markdown", "&lt;img src=x onerror=alert(1)&gt; `open" in markdown and "<img" not in markdown
+          and "\a" not in markdown and "\x1b" not in markdown and "␛[31m" in markdown, markdown[:300])
+    check("hostile_utf8", "\ufffd\ufffd ok" in outputs, repr(outputs[:200]))
+    converted, why = nbconvert_html(notebook)
+    check("hostile_nbconvert", converted is not None and "<img src=x" not in converted
+          and not re.search("[\x00-\x08\x0b-\x1f\x7f]", converted), why if converted is None else "raw HTML or controls")
+    if os.path.exists(page):
+        text = open(page, encoding="utf-8").read()
+        check("hostile_page", "<img src=x" not in text and not re.search("[\x00-\x08\x0b-\x1f\x7f]", text)
+              and "\ufffd\ufffd ok" in text, text[:300])
+
+
 def main():
     quick = "--quick" in sys.argv
     tmp = tempfile.mkdtemp(prefix="mha-export-")
@@ -88,11 +212,7 @@ def main():
                 check(name, False, "exit status %d: %s" % (code, err.strip()[-300:]))
                 continue
             nb = nbformat.read(target, as_version=4)
-            try:
-                nbformat.validate(nb)
-                valid = None
-            except nbformat.ValidationError as e:
-                valid = str(e)[:300]
+            valid = validation_error(nb)
             check(name + "_valid", valid is None and nb.nbformat == 4 and nb.nbformat_minor == 4
                   and nb.metadata.kernelspec.name == "mha-repl", valid or str(nb.metadata))
             with open(os.path.join(ROOT, "tests", "golden", "%s.%s.txt" % (base, lang)), encoding="utf-8") as f:
@@ -146,6 +266,10 @@ def main():
             check("html_chromium", r.returncode == 0 and not console and expected_svgs >= 1
                   and rendered_svgs >= expected_svgs and "第 1/6 步" in dom,
                   "status %d, console %s, svgs %d of %d" % (r.returncode, console[:3], rendered_svgs, expected_svgs))
+
+    html_by_nbconvert(tmp)
+    session_export(tmp)
+    hostile_lesson(tmp)
 
     shutil.rmtree(tmp, ignore_errors=True)
     shutil.rmtree(spec, ignore_errors=True)

@@ -27,12 +27,13 @@ cd "$OLDPWD" || exit 2
 calls=$(grep -rn --include='*.lua' 'io\.popen\|os\.execute' lua/ | grep -v '^lua/help/docs_')
 [ -z "$calls" ] && pass "no io.popen or os.execute in lua/" || fail "no io.popen or os.execute in lua/" "$calls"
 
-# :export of an open lesson runs a second mha-repl by an argument list: a file name full of shell syntax
-# is only a file name
-(cd "$tmp" && printf ':open 2\n:export it'"'"'s;touch${IFS}pwned4;`touch${IFS}pwned5`.ipynb\n' \
+# :export lesson (the open lesson, alone) runs a second mha-repl by an argument list: a file name full of
+# shell syntax is only a file name
+(cd "$tmp" && printf ':open 2\n:export lesson it'"'"'s;touch${IFS}pwned4;`touch${IFS}pwned5`.ipynb\n' \
     | MHA_REPL_HISTORY=/dev/null "$repl" -i >"$tmp/export.out" 2>&1)
-[ -s "$tmp/it's;touch\${IFS}pwned4;\`touch\${IFS}pwned5\`.ipynb" ] && pass ":export wrote the lesson under the name given" \
-    || fail ":export wrote the lesson under the name given" "$(ls "$tmp"; cat "$tmp/export.out")"
+[ -s "$tmp/it's;touch\${IFS}pwned4;\`touch\${IFS}pwned5\`.ipynb" ] && grep -q 'wrote lesson 2 to it' "$tmp/export.out" \
+    && pass ":export lesson wrote the lesson under the name given" \
+    || fail ":export lesson wrote the lesson under the name given" "$(ls "$tmp"; cat "$tmp/export.out")"
 left=$(ls "$tmp" | grep '^pwned[45]')
 [ -z "$left" ] && pass ":export's file name ran no command" || fail ":export's file name ran no command" "made: $left"
 

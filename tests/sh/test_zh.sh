@@ -10,7 +10,7 @@ has() {   # has NAME FILE LINE: FILE has LINE exactly
 printf '?\n?mha.softmax\n?mha.sofmax\nhelp()\n:reset\n:time\n' >"$tmp/in"
 MHA_LANG=zh COLUMNS=80 timeout 10 "$repl" -i <"$tmp/in" >"$tmp/out" 2>"$tmp/err"
 has "? heading in Chinese" "$tmp/out" "命令（输入不引起歧义的前缀即可，:q 即 :quit）："
-has "? command line in Chinese" "$tmp/out" "  :reset             重新开始：新的 Lua 状态，所有变量清空"
+has "? command line in Chinese" "$tmp/out" "  :reset                 重新开始：新的 Lua 状态，所有变量清空"
 has "? keys in Chinese" "$tmp/out" "值：    表达式会打印它的值；末尾加 ; 则不打印；_ 保存上一个值"
 has "?mha.softmax explained in Chinese" "$tmp/out" "  把分数变成沿 dim 为正且和为 1 的权重（dim 必须给出，同 PyTorch；注意力分数矩阵"
 has "?mha.softmax labels in Chinese" "$tmp/out" "  公式：    softmax(x)_i = exp(x_i - max x) / Σ_j exp(x_j - max x)"
