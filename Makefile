@@ -80,7 +80,7 @@ TEST_BIN  = $(addprefix $(BUILD)/tests/,$(TESTS))
 CORE_H    = $(wildcard core/*.h)
 LUA_H     = $(wildcard lua/*/*.h)
 
-.PHONY: all run test asan fuzz bench bench-grad bench-train models golden clean install-kernel deps deps-run deps-test deps-bench deps-fuzz
+.PHONY: all run test asan fuzz bench bench-grad bench-train models golden docs clean install-kernel deps deps-run deps-test deps-bench deps-fuzz
 .DEFAULT_GOAL := all
 
 # all: the REPL binary and the loadable module, linked at the top for convenience
@@ -114,6 +114,12 @@ fuzz: deps-fuzz
 # golden: regenerate the lesson transcripts in tests/golden/ on purpose
 golden: deps-test all
 	tests/golden.sh $(BUILD) --update
+
+# docs: the API reference (docs/api.md, docs/api.zh.md) written from the help entries, as ?name prints each;
+# tests/sh/test_docs.sh fails when they differ
+docs: all
+	COLUMNS=100 $(BUILD)/mha-repl tools/api_docs.lua en > docs/api.md.tmp && mv docs/api.md.tmp docs/api.md
+	COLUMNS=100 $(BUILD)/mha-repl tools/api_docs.lua zh > docs/api.zh.md.tmp && mv docs/api.zh.md.tmp docs/api.zh.md
 
 # install-kernel: the Jupyter kernelspec "mha-repl" for this user (jupyter kernelspec list shows it)
 KERNEL_DIR ?= $(or $(XDG_DATA_HOME),$(HOME)/.local/share)/jupyter/kernels/mha-repl
