@@ -215,11 +215,13 @@ $(BUILD)/tests/%: tests/repl/%.c tests/check.h
 # bench: the cases timed in C (one thread, then every core) beside NumPy and torch, then from Lua through
 # mha-repl beside those. No malloc settings (the caching allocator does that job, core/alloc.h); NumPy
 # runs with OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset, so OpenBLAS picks its kernels as a user's does.
-BENCH_ENV   = env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
+# ISA=avx2 (or portable) times another kernel variant of the same CPU; each table's header names the one that ran
+ISA        ?=
+BENCH_ENV   = env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(if $(ISA),MHA_ISA=$(ISA))
 BENCH_NUMPY = $(BENCH_ENV) /usr/bin/python3 bench/bench_numpy.py
 bench: deps-bench all $(BUILD)/bench
-	$(BUILD)/bench --numpy '$(BENCH_NUMPY)' --save $(BUILD)/bench_c.txt
-	$(BUILD)/mha-repl bench/bench.lua $(BUILD)/bench_c.txt
+	$(if $(ISA),MHA_ISA=$(ISA)) $(BUILD)/bench --numpy '$(BENCH_NUMPY)' --save $(BUILD)/bench_c.txt
+	$(if $(ISA),MHA_ISA=$(ISA)) $(BUILD)/mha-repl bench/bench.lua $(BUILD)/bench_c.txt
 
 # bench-grad: MultiheadAttention forward + backward beside torch 1.13's autograd, and the attention backward's memory
 bench: bench-grad
