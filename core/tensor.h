@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 /* ---------------------------------------------------------------------------------------------
  * Conventions (read these once; every function below follows them)
@@ -204,5 +205,13 @@ mha_status mha_npy_encode(unsigned char **bytes, size_t *nbytes, const mha_tenso
  * bytes, what) with what = "'path'" for messages; the reading's own errors start "load: ". */
 typedef mha_status mha_file_parser(void *out, const unsigned char *bytes, size_t nbytes, const char *what);
 mha_status mha_load_file(void *out, const char *path, mha_file_parser *parse);
+/* The saving glue of .npy and .npz (core/npy.c): path gets all of what write(f, ctx) writes or keeps what
+ * it had. write goes to PATH.tmpXXXXXX in the same folder, which is flushed to disk and renamed over
+ * path; on any failure it is removed and path is left as it was. Temporary files of path that a killed
+ * save left are removed first (our own, of exactly that pattern, that no live save holds). A device or
+ * pipe (/dev/null) is written in place. write returns MHA_E_IO without a message when writing to f
+ * fails (errno says why; the message is made here), or any other failure with its message. */
+typedef mha_status mha_file_writer(FILE *f, const void *ctx);
+mha_status mha_save_file(const char *path, mha_file_writer *write, const void *ctx);
 
 #endif
