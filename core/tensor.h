@@ -26,12 +26,14 @@
  * - Dimensions are 0-based size_t here. Lua's 1-based and negative dimensions are converted by the
  *   bindings, which also check them, so a dimension error from the core means a bug in a caller.
  * - Sizes are size_t. A shape whose element count or byte count overflows size_t is MHA_E_NOMEM
- *   with a message saying so, as is a failed allocation.
+ *   with a message saying so, as is a failed allocation. No dim is larger than MHA_MAX_SIZE, even with
+ *   no element ((2^62, 0) is a tensor, (2^63, 0) is not): constructors, expand and cat refuse it.
  * - Long kernels poll mha_interrupted() at block granularity and return MHA_E_INTERRUPTED after
  *   freeing what they allocated.
  * ------------------------------------------------------------------------------------------- */
 
 #define MHA_MAX_DIMS 8
+#define MHA_MAX_SIZE ((size_t)PTRDIFF_MAX) /* the largest size of a dim: 2^63-1, as a stride or Lua integer holds */
 #define MHA_ALL_DIMS ((size_t)-1) /* "reduce over every dimension" / "squeeze every size-1 dim" */
 
 typedef enum { MHA_FLOAT32 = 0, MHA_BOOL = 1 } mha_dtype;
