@@ -11,7 +11,12 @@
  * Reading takes what numpy's own reader takes for these dtypes (keys in any order, either quote, any
  * spacing or padding, Python 2's 3L) and refuses anything else with an error naming the file and the
  * fault; the parser never reads outside the bytes it is given. A file with bytes after the data is
- * refused too (np.load would ignore them; here they most likely mean two arrays saved into one file). */
+ * refused too (np.load would ignore them; here they most likely mean two arrays saved into one file).
+ * A value float32 cannot stand for is refused, not rounded away (element_loss): an integer it cannot
+ * hold exactly, a float64 beyond its range or one that would become 0.
+ *
+ * Saving (this file's mha_save_file, for .npz too) writes a temporary file beside the target and renames
+ * it, so a full disk or a kill mid-save leaves the old file whole. */
 
 #include "tensor.h"
 
