@@ -60,8 +60,7 @@ static void history_warn(const char *what, const char *path) {
 /* One warning that the file is not used, and why: history is off for the session. */
 static void history_refuse(const char *path, const char *why) {
     if (!history_warned)
-        fprintf(stderr, "%s: warning: the history file %s is not used: %s (history is not kept)\n", history_program,
-                path, why);
+        fprintf(stderr, "%s: warning: history not kept: %s %s\n", history_program, path, why);
     history_warned = 1;
 }
 
@@ -172,8 +171,8 @@ static int in_public_folder(const char *path) {
 /* Why the symbolic link at path (lstat'd into st) may not be followed, or NULL. */
 static const char *link_refusal(const char *path, const struct stat *st) {
     if (st->st_uid == geteuid()) return NULL;
-    if (in_public_folder(path)) return "it is a symbolic link that another user owns, in a folder anyone may write to";
-    if (st->st_uid != 0) return "it is a symbolic link that another user owns";
+    if (in_public_folder(path)) return "is another user's symbolic link, in a folder anyone may write to";
+    if (st->st_uid != 0) return "is another user's symbolic link";
     return NULL;
 }
 
@@ -197,7 +196,7 @@ static char *link_text(const char *path) {
 static const char *check_links(const char *path, int depth, char *where, size_t wn) {
     if (depth > LINK_DEPTH) {
         snprintf(where, wn, "%s", path);
-        return "too many symbolic links";
+        return "leads through too many symbolic links";
     }
     size_t len = strlen(path);
     char *prefix = malloc(len + 1);
@@ -242,9 +241,9 @@ static char *final_target(const char *path) {
  * fstat when it exists (exists = 0: it does not); headed: what history_read said. */
 static const char *history_refusal(const char *path, const struct stat *st, int exists, int headed) {
     if (exists && st->st_uid != geteuid() && in_public_folder(path))
-        return "it belongs to another user, in a folder anyone may write to";
+        return "is another user's file, in a folder anyone may write to";
     if (headed < 0 && !(history_headerless_ok && exists && st->st_uid == geteuid()))
-        return "it is not an mha-repl history file (its first line is not '" HISTORY_HEADER "'), so it is left alone";
+        return "is not an mha-repl history file (its first line is not '" HISTORY_HEADER "'): it is left alone";
     return NULL;
 }
 

@@ -48,7 +48,7 @@ else
     chown -h nobody "$tmp/public/h"
     out=$(session "$tmp/public/h")
     check_refused "sticky_folder_link" "$out" "$secret" "$tmp/secret.copy" \
-        "the history file $tmp/public/h is not used: it is a symbolic link that another user owns, in a folder anyone may write to"
+        "history not kept: $tmp/public/h is another user's symbolic link, in a folder anyone may write to"
 
     # 2. a link nobody owns in nobody's own folder, and a link to it from ours (the chain is checked)
     mkdir "$tmp/theirs"
@@ -58,7 +58,7 @@ else
     ln -s "$tmp/theirs/h" "$tmp/mine"
     out=$(session "$tmp/mine")
     check_refused "link_chain_through_their_link" "$out" "$secret" "$tmp/secret.copy" \
-        "the history file $tmp/theirs/h is not used: it is a symbolic link that another user owns"
+        "history not kept: $tmp/theirs/h is another user's symbolic link"
 
     # 3. a history-format file nobody owns in the sticky folder: they could swap it for a link any time
     printf '%s\nplanted = 1\n' "$header" >"$tmp/public/theirs"
@@ -66,13 +66,13 @@ else
     cp -p "$tmp/public/theirs" "$tmp/theirs.copy"
     out=$(session "$tmp/public/theirs")
     check_refused "their_file_in_sticky_folder" "$out" "$tmp/public/theirs" "$tmp/theirs.copy" \
-        "it belongs to another user, in a folder anyone may write to"
+        "history not kept: $tmp/public/theirs is another user's file, in a folder anyone may write to"
 fi
 
 # 4. a file that is not a history file, named directly: read-only to us, never rewritten
 out=$(session "$secret")
 check_refused "not_a_history_file" "$out" "$secret" "$tmp/secret.copy" \
-    "it is not an mha-repl history file (its first line is not '$header'), so it is left alone"
+    "history not kept: $secret is not an mha-repl history file (its first line is not '$header'): it is left alone"
 
 # 5. our own link to our own history file is followed; the target gets the entry, the link stays
 printf '%s\nbefore = 1\n' "$header" >"$tmp/real_history"
