@@ -706,10 +706,12 @@ mha_status mha_save_file(const char *path, mha_file_writer *write, const void *c
     errno = 0;
     mha_status st = write(f, ctx);
     int err = errno;
-    /* the new file gets the old one's permissions, or what a new file gets (0666 less the umask) */
+    /* the new file gets the old one's permissions and, where we may give it, its owner (root saving over
+     * a student's file); else what a new file gets (0666 less the umask) */
     mode_t mask = umask(0);
     umask(mask);
     mode_t mode = had_old ? old.st_mode & 07777 : 0666 & ~mask;
+    if (st == MHA_OK && had_old && fchown(fd, old.st_uid, old.st_gid) != 0 && errno != EPERM) { st = MHA_E_IO; err = errno; }
     if (st == MHA_OK && (fflush(f) != 0 || fsync(fd) != 0 || fchmod(fd, mode) != 0)) { st = MHA_E_IO; err = errno; }
     if (st == MHA_E_IO) st = save_failed(path, false, err ? err : EIO, had_old);
     if (st == MHA_OK && rename(tmp, path) != 0) st = save_failed(path, false, errno, had_old);

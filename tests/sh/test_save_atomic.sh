@@ -81,6 +81,15 @@ else fail "stale_temporary_removed_only_ours" "folder holds [$left], want [$want
 got=$("$repl" -e "print(mha.load('$dir/k.npy'):sum():item())" 2>&1)
 [ "$got" = "21.0" ] && pass "save_after_kill_writes_new_file" || fail "save_after_kill_writes_new_file" "sum [$got]"
 
+# the new file keeps the old one's mode and, for root saving over someone's file, its owner
+save_ok "$dir/owned.npy" "mha.zeros(2)"
+chmod 640 "$dir/owned.npy"
+[ "$(id -u)" -eq 0 ] && chown nobody "$dir/owned.npy" 2>/dev/null
+want=$(stat -c '%a %U' "$dir/owned.npy")
+save_ok "$dir/owned.npy" "mha.ones(3)"
+got=$(stat -c '%a %U' "$dir/owned.npy")
+[ "$got" = "$want" ] && pass "save_keeps_mode_and_owner ($got)" || fail "save_keeps_mode_and_owner" "got [$got], want [$want]"
+
 # a device is written in place, not replaced by a regular file
 if [ -w /dev/null ]; then
     "$repl" -e "mha.save('/dev/null', mha.zeros(3))" >/dev/null 2>&1
