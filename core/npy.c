@@ -686,9 +686,23 @@ static mha_status save_in_place(const char *path, mha_file_writer *write, const 
     return st;
 }
 
+/* True when the symbolic link at path (lstat'd into st) may be followed to write through it: ours or
+ * root's (/dev/stdout), and not in a folder anyone may write to with the sticky bit (/tmp) unless ours.
+ * Another user's link is replaced by the rename instead, so it cannot aim a save at a device or file. */
+static bool link_trusted(const char *path, const struct stat *st) {
+    if (st->st_uid == geteuid()) return true;
+    if (st->st_uid != 0) return false;
+    char dir[4096];
+    folder_of(dir, sizeof dir, path);
+    struct stat folder;
+    return stat(dir, &folder) == 0 && !((folder.st_mode & S_ISVTX) && (folder.st_mode & S_IWOTH));
+}
+
 mha_status mha_save_file(const char *path, mha_file_writer *write, const void *ctx) {
     struct stat old;
-    bool had_old = stat(path, &old) == 0;
+    bool had_old = lstat(path, &old) == 0;
+    if (had_old && S_ISLNK(old.st_mode))   /* a link we trust stands for its target; another is replaced */
+        had_old = link_trusted(path, &old) && stat(path, &old) == 0;
     if (had_old && S_ISDIR(old.st_mode)) return save_failed(path, false, EISDIR, false);
     if (had_old && !S_ISREG(old.st_mode)) return save_in_place(path, write, ctx);
     remove_stale_temps(path);

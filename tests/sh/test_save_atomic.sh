@@ -90,6 +90,24 @@ save_ok "$dir/owned.npy" "mha.ones(3)"
 got=$(stat -c '%a %U' "$dir/owned.npy")
 [ "$got" = "$want" ] && pass "save_keeps_mode_and_owner ($got)" || fail "save_keeps_mode_and_owner" "got [$got], want [$want]"
 
+# another user's link in a sticky folder anyone may write to (/tmp) is replaced, never written through:
+# it could aim root's save at any file or device
+if [ "$(id -u)" -eq 0 ]; then
+    mkdir -m 1777 "$tmp/public"
+    printf 'precious\n' >"$tmp/victim"
+    mkfifo "$tmp/victim_fifo"
+    ln -s "$tmp/victim" "$tmp/public/a.npy"; chown -h nobody "$tmp/public/a.npy"
+    ln -s "$tmp/victim_fifo" "$tmp/public/b.npy"; chown -h nobody "$tmp/public/b.npy"
+    save_ok "$tmp/public/a.npy" "mha.zeros(2)"
+    timeout 10 "$repl" -e "mha.save('$tmp/public/b.npy', mha.zeros(2))" >/dev/null 2>&1
+    if [ "$(cat "$tmp/victim")" = precious ] && [ -f "$tmp/public/a.npy" ] && [ ! -L "$tmp/public/a.npy" ] \
+        && [ -p "$tmp/victim_fifo" ] && [ -f "$tmp/public/b.npy" ] && [ ! -L "$tmp/public/b.npy" ]; then
+        pass "their_link_in_sticky_folder_replaced_not_followed"
+    else
+        fail "their_link_in_sticky_folder_replaced_not_followed" "victim [$(cat "$tmp/victim")], $(ls -l "$tmp/public" | tr '\n' ' ')"
+    fi
+fi
+
 # a device is written in place, not replaced by a regular file
 if [ -w /dev/null ]; then
     "$repl" -e "mha.save('/dev/null', mha.zeros(3))" >/dev/null 2>&1
