@@ -368,7 +368,8 @@ static void remove_stale_temps(void) {
             char *stale = malloc(n);
             if (stale) {
                 snprintf(stale, n, "%s%s", dir, name);
-                unlink(stale);
+                struct stat st;   /* only our own regular files: never another user's, never a link */
+                if (lstat(stale, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid()) unlink(stale);
                 free(stale);
             }
         }
