@@ -11,7 +11,12 @@
  * Reading takes what numpy's own reader takes for these dtypes (keys in any order, either quote, any
  * spacing or padding, Python 2's 3L) and refuses anything else with an error naming the file and the
  * fault; the parser never reads outside the bytes it is given. A file with bytes after the data is
- * refused too (np.load would ignore them; here they most likely mean two arrays saved into one file). */
+ * refused too (np.load would ignore them; here they most likely mean two arrays saved into one file).
+ * A value float32 cannot stand for is refused, not rounded away (element_loss): an integer it cannot
+ * hold exactly, a float64 beyond its range or one that would become 0.
+ *
+ * Saving (this file's mha_save_file, for .npz too) writes a temporary file beside the target and renames
+ * it, so a full disk or a kill mid-save leaves the old file whole. */
 
 #include "tensor.h"
 
@@ -19,8 +24,13 @@
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #define NPY_MAGIC     "\x93NUMPY"
 #define NPY_MAGIC_LEN 6
@@ -98,6 +108,7 @@ static bool parse_string(npy_cursor *c, char *buf, size_t n) {
     while (c->p < c->end && *c->p != quote) {
         if (*c->p == '\\') return cursor_fail(c, "escape sequences in strings are not supported");
         if (*c->p == '\n') return cursor_fail(c, "unterminated string");
+        if (*c->p == '\0') return cursor_fail(c, "a NUL byte inside a string");  /* Python refuses it too */
         if (len + 1 >= n) return cursor_fail(c, "string too long");
         buf[len++] = *c->p++;
     }
@@ -239,34 +250,82 @@ static float half_to_float(uint16_t h) {
     return (h & 0x8000) ? -magnitude : magnitude;
 }
 
-/* One element at p (any alignment, the file's byte order) as a float. Bool reads as 0/1. */
-static float element_value(const unsigned char *p, const npy_dtype *dt) {
+/* The bits of one element at p (any alignment, the file's byte order), in the low dt->size bytes. */
+static uint64_t element_bits(const unsigned char *p, const npy_dtype *dt) {
     uint64_t bits = 0;
     for (size_t i = 0; i < dt->size; i++) {
         size_t shift = 8 * (dt->big_endian ? dt->size - 1 - i : i);
         bits |= (uint64_t)p[i] << shift;
     }
+    return bits;
+}
+
+static int64_t signed_of(uint64_t bits, size_t size) {
+    if (size < 8 && (bits >> (8 * size - 1)) & 1) bits |= ~(uint64_t)0 << (8 * size);   /* sign-extend */
+    int64_t v;
+    memcpy(&v, &bits, 8);
+    return v;
+}
+
+static double double_of(uint64_t bits) {
+    double d;
+    memcpy(&d, &bits, 8);
+    return d;
+}
+
+/* Why an element's float32 would not be the file's value, or NULL when it is. An integer must be held
+ * exactly (2^24 + 1 has no float32: a token id read as its neighbour is a wrong answer, not rounding).
+ * A float64 is rounded to the nearest float32, as a.astype(np.float32) does, but must stay in
+ * float32's range: becoming inf, or 0 from a value that is not, is refused. */
+#define INEXACT_INTEGER "which float32 cannot hold exactly (it holds every integer from -2^24 to 2^24 = 16777216)"
+static const char *element_loss(uint64_t bits, const npy_dtype *dt, float value) {
+    if (dt->kind == 'f' && dt->size == 8) {
+        double d = double_of(bits);
+        if (isfinite(d) && isinf(value)) return "beyond float32's range (it would become inf)";
+        if (d != 0.0 && value == 0.0f) return "too small for float32 (it would become 0)";
+        return NULL;
+    }
+    if ((dt->kind != 'i' && dt->kind != 'u') || dt->size < 4) return NULL;   /* int8/16: always exact */
+    double held = (double)value;   /* exact: a float32 is a double */
+    if (dt->kind == 'i') {
+        int64_t v = signed_of(bits, dt->size);
+        return held < 0x1p63 && (int64_t)held == v ? NULL : INEXACT_INTEGER;
+    }
+    return held < 0x1p64 && (uint64_t)held == bits ? NULL : INEXACT_INTEGER;
+}
+
+/* One element's float32 (bool reads as 0/1). */
+static float element_value(uint64_t bits, const npy_dtype *dt) {
     switch (dt->kind) {
     case 'f':
         if (dt->size == 2) return half_to_float((uint16_t)bits);
         if (dt->size == 4) { uint32_t b32 = (uint32_t)bits; float f; memcpy(&f, &b32, 4); return f; }
-        { double d; memcpy(&d, &bits, 8); return (float)d; }
-    case 'i': {
-        if (dt->size < 8 && (bits >> (8 * dt->size - 1)) & 1)
-            bits |= ~(uint64_t)0 << (8 * dt->size);                        /* sign-extend */
-        int64_t v;
-        memcpy(&v, &bits, 8);
-        return (float)v;
-    }
+        return (float)double_of(bits);
+    case 'i': return (float)signed_of(bits, dt->size);
     case 'u': return (float)bits;
     default:  return bits ? 1.0f : 0.0f;  /* 'b': numpy writes 0/1; any non-zero byte is true */
     }
 }
 
-/* Fill out (C order, numel elements) from data (the file's order). */
-static void convert_data(mha_tensor *out, const unsigned char *data, const npy_dtype *dt, const npy_header *h) {
+/* The file's value of an element, as NumPy prints it, for messages. */
+static void element_text(char *buf, size_t n, uint64_t bits, const npy_dtype *dt) {
+    if (dt->kind == 'i') snprintf(buf, n, "%lld", (long long)signed_of(bits, dt->size));
+    else if (dt->kind == 'u') snprintf(buf, n, "%llu", (unsigned long long)bits);
+    else {   /* the shortest text that reads back as the same double, as NumPy's repr: 1e+300 */
+        double d = double_of(bits);
+        for (int digits = 1; digits <= 17; digits++) {
+            snprintf(buf, n, "%.*g", digits, d);
+            if (strtod(buf, NULL) == d) break;
+        }
+    }
+}
+
+/* Fill out (C order, numel elements) from data (the file's order); refuses, naming the first element
+ * in C order (NumPy's a.flat[i]), a value float32 cannot stand for (element_loss). */
+static mha_status convert_data(mha_tensor *out, const unsigned char *data, const npy_dtype *dt, const npy_header *h,
+                               const npy_source *from) {
     size_t n = mha_numel(out);
-    if (n == 0) return;
+    if (n == 0) return MHA_OK;
     /* source element stride of each output dim: C order, or Fortran (first index fastest) */
     size_t src_stride[MHA_MAX_DIMS];
     size_t step = 1;
@@ -280,9 +339,18 @@ static void convert_data(mha_tensor *out, const unsigned char *data, const npy_d
     float *f = out->dtype == MHA_FLOAT32 ? mha_f32(out) : NULL;
     bool *b = out->dtype == MHA_BOOL ? mha_bool(out) : NULL;
     bool plain_f32 = !h->fortran_order && dt->kind == 'f' && dt->size == 4 && dt->big_endian == host_is_big_endian();
-    if (plain_f32) { memcpy(f, data, n * 4); return; }
+    if (plain_f32) { memcpy(f, data, n * 4); return MHA_OK; }
     for (size_t i = 0; i < n; i++) {
-        float v = element_value(data + src * dt->size, dt);
+        uint64_t bits = element_bits(data + src * dt->size, dt);
+        float v = element_value(bits, dt);
+        const char *loss = element_loss(bits, dt, v);
+        if (loss) {
+            char value[40];
+            element_text(value, sizeof value, bits, dt);
+            return mha_fail(MHA_E_FORMAT, "%s: %s: a.flat[%zu] of dtype '%s' is %s, %s; mha tensors are float32. "
+                            "Convert in NumPy first if that is what you want: a.astype(np.float32)", from->fname,
+                            from->what, i, h->descr, value, loss);
+        }
         if (f) f[i] = v; else b[i] = v != 0.0f;
         /* next C-order index, carrying into the slower dims */
         for (size_t d = h->ndim; d-- > 0;) {
@@ -292,6 +360,7 @@ static void convert_data(mha_tensor *out, const unsigned char *data, const npy_d
             index[d] = 0;
         }
     }
+    return MHA_OK;
 }
 
 static mha_status parse_named(mha_tensor *out, const unsigned char *bytes, size_t nbytes, const npy_source *from) {
@@ -361,8 +430,9 @@ static mha_status parse_named(mha_tensor *out, const unsigned char *bytes, size_
 
     mha_status st = mha_empty_named(out, dt.kind == 'b' ? MHA_BOOL : MHA_FLOAT32, h.ndim, h.shape, "load");
     if (st != MHA_OK) return st;
-    convert_data(out, bytes + preamble + header_len, &dt, &h);
-    return MHA_OK;
+    st = convert_data(out, bytes + preamble + header_len, &dt, &h, from);
+    if (st != MHA_OK) mha_release(out);
+    return st;
 }
 
 mha_status mha_npy_parse(mha_tensor *out, const void *bytes, size_t nbytes) {
@@ -520,6 +590,165 @@ mha_status mha_npy_encode(unsigned char **bytes, size_t *nbytes, const mha_tenso
     return MHA_OK;
 }
 
+/* ---- saving: the whole new file or the old one, never half of either ---- */
+
+#define TEMP_SUFFIX     ".tmpXXXXXX"   /* mkstemp's pattern: the file being written is PATH.tmpAb3xY9 */
+#define TEMP_RANDOM_LEN 6
+
+/* The folder part of path ("." when there is none), into buf. */
+static void folder_of(char *buf, size_t n, const char *path) {
+    const char *slash = strrchr(path, '/');
+    if (slash == NULL) snprintf(buf, n, ".");
+    else snprintf(buf, n, "%.*s", slash == path ? 1 : (int)(slash - path), path);
+}
+
+/* fsync of the folder after a rename, so the new name survives a power cut too. */
+static void sync_folder(const char *path) {
+    char dir[4096];
+    folder_of(dir, sizeof dir, path);
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) return;  /* best effort: the rename itself is what keeps the file whole */
+    fsync(fd);
+    close(fd);
+}
+
+/* True when name is base + ".tmp" + six letters or digits: exactly the names mkstemp gives ours. */
+static bool is_our_temp_name(const char *name, const char *base) {
+    size_t blen = strlen(base), plen = strlen(TEMP_SUFFIX) - TEMP_RANDOM_LEN;
+    if (strlen(name) != blen + plen + TEMP_RANDOM_LEN || strncmp(name, base, blen) != 0 ||
+        strncmp(name + blen, TEMP_SUFFIX, plen) != 0)
+        return false;
+    for (const char *c = name + blen + plen; *c; c++)
+        if (!isalnum((unsigned char)*c)) return false;
+    return true;
+}
+
+/* Removes PATH.tmpXXXXXX files a save killed between writing and renaming left behind: only our own
+ * regular files of exactly that name, and only those no writer holds. A writer holds an flock on its
+ * temporary file until it is renamed, and a process's flocks go when it dies, so a file we can lock is
+ * abandoned. (A writer that finds its new file unlinked before it could lock it starts again.) */
+static void remove_stale_temps(const char *path) {
+    char dir[4096];
+    folder_of(dir, sizeof dir, path);
+    const char *slash = strrchr(path, '/');
+    const char *base = slash ? slash + 1 : path;
+    DIR *d = opendir(dir);
+    if (d == NULL) return;
+    int dfd = dirfd(d);
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (!is_our_temp_name(e->d_name, base)) continue;
+        int fd = openat(dfd, e->d_name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        if (fd < 0) continue;
+        struct stat held, named;
+        if (fstat(fd, &held) == 0 && S_ISREG(held.st_mode) && held.st_uid == geteuid() &&
+            flock(fd, LOCK_EX | LOCK_NB) == 0 && fstatat(dfd, e->d_name, &named, AT_SYMLINK_NOFOLLOW) == 0 &&
+            named.st_dev == held.st_dev && named.st_ino == held.st_ino)
+            unlinkat(dfd, e->d_name, 0);
+        close(fd);   /* releases the lock */
+    }
+    closedir(d);
+}
+
+/* A new temporary file beside path, named in tmp (room for strlen(path) + sizeof TEMP_SUFFIX), locked
+ * against remove_stale_temps. Returns its descriptor, or -1 with errno set. */
+static int create_temp(char *tmp, size_t n, const char *path) {
+    for (int attempt = 0; attempt < 8; attempt++) {
+        snprintf(tmp, n, "%s" TEMP_SUFFIX, path);
+        int fd = mkstemp(tmp);
+        if (fd < 0) return -1;
+        fcntl(fd, F_SETFD, FD_CLOEXEC);   /* a gnuplot started meanwhile must not hold it open */
+        struct stat st;
+        if (flock(fd, LOCK_EX) == 0 && fstat(fd, &st) == 0 && st.st_nlink > 0) return fd;
+        close(fd);   /* another save took it for a stale one between mkstemp and flock: try again */
+    }
+    errno = EAGAIN;
+    return -1;
+}
+
+/* The message of a failed save: opening (the file could not be made) or writing; old says whether path
+ * had a file, which is then kept as it was. */
+static mha_status save_failed(const char *path, bool opening, int err, bool old) {
+    if (opening) return mha_fail(MHA_E_IO, "save: cannot open '%s' for writing: %s", path, strerror(err));
+    return mha_fail(MHA_E_IO, "save: cannot write '%s': %s%s", path, strerror(err),
+                    old ? " (the old file is kept as it was)" : "");
+}
+
+/* A device or a pipe (/dev/null, /dev/stdout) is written in place: there is nothing to rename over. */
+static mha_status save_in_place(const char *path, mha_file_writer *write, const void *ctx) {
+    FILE *f = fopen(path, "wb");
+    if (f == NULL) return save_failed(path, true, errno, false);
+    errno = 0;
+    mha_status st = write(f, ctx);
+    int err = errno;
+    if (fclose(f) != 0 && st == MHA_OK) { st = MHA_E_IO; err = errno; }
+    if (st == MHA_E_IO) return save_failed(path, false, err ? err : EIO, false);
+    return st;
+}
+
+/* True when the symbolic link at path (lstat'd into st) may be followed to write through it: ours or
+ * root's (/dev/stdout), and not in a folder anyone may write to with the sticky bit (/tmp) unless ours.
+ * Another user's link is replaced by the rename instead, so it cannot aim a save at a device or file. */
+static bool link_trusted(const char *path, const struct stat *st) {
+    if (st->st_uid == geteuid()) return true;
+    if (st->st_uid != 0) return false;
+    char dir[4096];
+    folder_of(dir, sizeof dir, path);
+    struct stat folder;
+    return stat(dir, &folder) == 0 && !((folder.st_mode & S_ISVTX) && (folder.st_mode & S_IWOTH));
+}
+
+mha_status mha_save_file(const char *path, mha_file_writer *write, const void *ctx) {
+    struct stat old;
+    bool had_old = lstat(path, &old) == 0;
+    if (had_old && S_ISLNK(old.st_mode))   /* a link we trust stands for its target; another is replaced */
+        had_old = link_trusted(path, &old) && stat(path, &old) == 0;
+    if (had_old && S_ISDIR(old.st_mode)) return save_failed(path, false, EISDIR, false);
+    if (had_old && !S_ISREG(old.st_mode)) return save_in_place(path, write, ctx);
+    remove_stale_temps(path);
+    size_t tmp_len = strlen(path) + sizeof TEMP_SUFFIX;
+    char *tmp = mha_alloc(tmp_len);
+    if (tmp == NULL) return mha_fail(MHA_E_NOMEM, "save: '%s': cannot allocate the name of a temporary file", path);
+    int fd = create_temp(tmp, tmp_len, path);
+    FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
+    if (f == NULL) {
+        int err = errno;
+        if (fd >= 0) { close(fd); unlink(tmp); }
+        mha_free(tmp, tmp_len);
+        return save_failed(path, true, err, false);
+    }
+    errno = 0;
+    mha_status st = write(f, ctx);
+    int err = errno;
+    /* the new file gets the old one's permissions and, where we may give it, its owner (root saving over
+     * a student's file); else what a new file gets (0666 less the umask) */
+    mode_t mask = umask(0);
+    umask(mask);
+    mode_t mode = had_old ? old.st_mode & 07777 : 0666 & ~mask;
+    if (st == MHA_OK && had_old && fchown(fd, old.st_uid, old.st_gid) != 0 && errno != EPERM) { st = MHA_E_IO; err = errno; }
+    if (st == MHA_OK && (fflush(f) != 0 || fsync(fd) != 0 || fchmod(fd, mode) != 0)) { st = MHA_E_IO; err = errno; }
+    if (st == MHA_E_IO) st = save_failed(path, false, err ? err : EIO, had_old);
+    if (st == MHA_OK && rename(tmp, path) != 0) st = save_failed(path, false, errno, had_old);
+    if (st != MHA_OK) unlink(tmp);
+    fclose(f);   /* after the rename: the lock is held until the name is final */
+    if (st == MHA_OK) sync_folder(path);
+    mha_free(tmp, tmp_len);
+    return st;
+}
+
+/* The .npy file of a contiguous tensor: header then data. */
+typedef struct npy_file {
+    const unsigned char *header;
+    size_t header_len;
+    const mha_tensor *data;
+} npy_file;
+
+static mha_status write_npy(FILE *f, const void *ctx) {
+    const npy_file *file = ctx;
+    bool ok = fwrite(file->header, 1, file->header_len, f) == file->header_len && write_data(f, file->data);
+    return ok ? MHA_OK : MHA_E_IO;
+}
+
 mha_status mha_npy_save(const char *path, const mha_tensor *t) {
     if (t == NULL || t->storage == NULL)
         return mha_fail(MHA_E_ARG, "save: '%s': the tensor is empty (released or never filled)", path);
@@ -529,16 +758,8 @@ mha_status mha_npy_save(const char *path, const mha_tensor *t) {
     mha_tensor c = MHA_TENSOR_EMPTY;
     mha_status st = mha_contiguous_named(&c, t, "save");
     if (st != MHA_OK) return st;
-    FILE *f = fopen(path, "wb");
-    if (f == NULL) {
-        int err = errno;
-        mha_release(&c);
-        return mha_fail(MHA_E_IO, "save: cannot open '%s' for writing: %s", path, strerror(err));
-    }
-    bool ok = fwrite(header, 1, header_len, f) == header_len && write_data(f, &c);
-    int err = ok ? 0 : errno;
-    if (fclose(f) != 0 && ok) { ok = false; err = errno; }
+    const npy_file file = {header, header_len, &c};
+    st = mha_save_file(path, write_npy, &file);
     mha_release(&c);
-    if (!ok) return mha_fail(MHA_E_IO, "save: cannot write '%s': %s", path, err ? strerror(err) : "write failed");
-    return MHA_OK;
+    return st;
 }

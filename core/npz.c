@@ -75,6 +75,27 @@ void mha_npz_release(mha_npz *archive) {
     archive->count = 0;
 }
 
+/* ---- names: every member's name differs from every other's ---- */
+
+static int compare_names(const void *a, const void *b) {
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* *repeated = a name two of names[0..n) share, or NULL when all differ. n log n - a sorted copy of the
+ * pointers - so that an archive of 65,000 members is checked at once. False when out of memory. */
+static bool find_repeated(const char **repeated, const char *const *names, size_t n) {
+    *repeated = NULL;
+    if (n < 2) return true;
+    const char **sorted = mha_alloc(n * sizeof *sorted);
+    if (sorted == NULL) return false;
+    memcpy(sorted, names, n * sizeof *sorted);
+    qsort(sorted, n, sizeof *sorted, compare_names);
+    for (size_t i = 1; i < n && *repeated == NULL; i++)
+        if (strcmp(sorted[i - 1], sorted[i]) == 0) *repeated = sorted[i];
+    mha_free(sorted, n * sizeof *sorted);
+    return true;
+}
+
 /* ---- reading ---- */
 
 /* What the central directory says about one member. */
@@ -273,6 +294,27 @@ static mha_status read_member(mha_npz_entry *e, const zip_member *m, const unsig
     return st;
 }
 
+/* Two members of one name: np.load would keep only one, so the archive is refused. */
+static mha_status refuse_repeated_members(const mha_npz *archive, const zip_source *src) {
+    size_t n = archive->count;
+    const char **names = n ? mha_alloc(n * sizeof *names) : NULL;
+    if (n && names == NULL)
+        return mha_fail(MHA_E_NOMEM, "%s: %s: cannot allocate the list of %zu member names", src->fname, src->what, n);
+    for (size_t i = 0; i < n; i++) names[i] = archive->entries[i].name;
+    const char *repeated = NULL;
+    bool ok = find_repeated(&repeated, names, n);
+    mha_status st = MHA_OK;
+    if (!ok) st = mha_fail(MHA_E_NOMEM, "%s: %s: cannot allocate the list of %zu member names", src->fname, src->what, n);
+    else if (repeated) {
+        char shown[96];
+        show_name(shown, sizeof shown, (const unsigned char *)repeated, strlen(repeated));
+        st = mha_fail(MHA_E_FORMAT, "%s: %s: two members are named '%s.npy' (np.load would keep only one)", src->fname,
+                      src->what, shown);
+    }
+    mha_free(names, n * sizeof *names);
+    return st;
+}
+
 static mha_status parse_archive(mha_npz *out, const unsigned char *b, size_t n, const zip_source *src) {
     size_t end = 0;
     mha_status st = find_end_record(&end, b, n, src);
@@ -305,11 +347,6 @@ static mha_status parse_archive(mha_npz *out, const unsigned char *b, size_t n, 
         st = read_central(&m, &p, b, cd_end, i, src);
         if (st != MHA_OK) break;
         size_t key_len = m.name_len - strlen(NPY_SUFFIX);
-        for (size_t j = 0; j < i && st == MHA_OK; j++)
-            if (strlen(archive.entries[j].name) == key_len && memcmp(archive.entries[j].name, m.name, key_len) == 0)
-                st = mha_fail(MHA_E_FORMAT, "%s: %s: two members are named '%s' (np.load would keep only one)",
-                              src->fname, src->what, m.shown);
-        if (st != MHA_OK) break;
         mha_npz_entry *entry = &archive.entries[i];
         archive.count = i + 1; /* from here on, release frees this entry too */
         entry->name = mha_alloc(key_len + 1);
@@ -324,6 +361,7 @@ static mha_status parse_archive(mha_npz *out, const unsigned char *b, size_t n, 
     if (st == MHA_OK && p != cd_end)
         st = mha_fail(MHA_E_FORMAT, "%s: %s: the central directory has %zu bytes after its %u entries (corrupt archive)",
                       src->fname, src->what, cd_end - p, (unsigned)count);
+    if (st == MHA_OK) st = refuse_repeated_members(&archive, src);
     if (st != MHA_OK) {
         archive.count = count; /* entries past the failure are zeroed: release skips them */
         mha_npz_release(&archive);
@@ -443,7 +481,10 @@ static mha_status write_member(zip_writer *w, const char *name, const mha_tensor
     int err = errno;
     if (packed.buf) mha_free(packed.buf, packed.cap);
     mha_free(npy, npy_len);
-    if (!ok) return mha_fail(MHA_E_IO, "save: cannot write '%s': %s", w->path, strerror(err));
+    if (!ok) {
+        errno = err;
+        return MHA_E_IO;   /* mha_save_file words it */
+    }
 
     unsigned char *c = w->central + w->central_len;
     memset(c, 0, CENTRAL_LEN);
@@ -468,47 +509,46 @@ static mha_status check_names(const char *path, const char *const *names, size_t
         if (len == 0) return mha_fail(MHA_E_ARG, "save: '%s': tensor %zu has an empty name", path, i + 1);
         if (len > 4000) return mha_fail(MHA_E_ARG, "save: '%s': the name of tensor %zu is %zu bytes; at most 4000",
                                         path, i + 1, len);
-        for (size_t j = 0; j < i; j++)
-            if (strcmp(names[i], names[j]) == 0)
-                return mha_fail(MHA_E_ARG, "save: '%s': two tensors are named '%s'", path, names[i]);
         cap += CENTRAL_LEN + len + strlen(NPY_SUFFIX);
     }
+    const char *repeated;
+    if (!find_repeated(&repeated, names, n))
+        return mha_fail(MHA_E_NOMEM, "save: '%s': cannot allocate the list of %zu names", path, n);
+    if (repeated) return mha_fail(MHA_E_ARG, "save: '%s': two tensors are named '%s'", path, repeated);
     *central_cap = cap + END_LEN;
     return MHA_OK;
 }
 
-/* Writes the whole archive to w->f; the caller makes it durable and renames it. */
-static mha_status write_archive(zip_writer *w, const char *const *names, const mha_tensor *const *tensors, size_t n,
-                                bool compress) {
-    for (size_t i = 0; i < n; i++) {
-        mha_status st = write_member(w, names[i], tensors[i], compress);
+/* What mha_npz_save hands mha_save_file's writer. */
+typedef struct npz_file {
+    const char *path;
+    const char *const *names;
+    const mha_tensor *const *tensors;
+    size_t n;
+    bool compress;
+    unsigned char *central;   /* central_cap bytes */
+    size_t central_cap;
+} npz_file;
+
+/* Writes the whole archive to f; mha_save_file makes it durable and renames it. */
+static mha_status write_archive(FILE *f, const void *ctx) {
+    const npz_file *file = ctx;
+    zip_writer w = {.f = f, .path = file->path, .central = file->central, .cap = file->central_cap};
+    for (size_t i = 0; i < file->n; i++) {
+        mha_status st = write_member(&w, file->names[i], file->tensors[i], file->compress);
         if (st != MHA_OK) return st;
     }
-    if (w->offset >= ZIP32_MAX)
+    if (w.offset >= ZIP32_MAX)
         return mha_fail(MHA_E_ARG, "save: '%s': the archive would pass 4 GiB, which needs zip64; mha writes plain zip "
-                        "archives (save big tensors as .npy files)", w->path);
-    unsigned char *e = w->central + w->central_len;
+                        "archives (save big tensors as .npy files)", w.path);
+    unsigned char *e = w.central + w.central_len;
     memset(e, 0, END_LEN);
     wr32(e, SIG_END);
-    wr16(e + 8, (uint32_t)n);
-    wr16(e + 10, (uint32_t)n);
-    wr32(e + 12, (uint32_t)w->central_len);
-    wr32(e + 16, (uint32_t)w->offset);
-    if (!write_all(w->f, w->central, w->central_len + END_LEN) || fflush(w->f) != 0)
-        return mha_fail(MHA_E_IO, "save: cannot write '%s': %s", w->path, strerror(errno));
-    return MHA_OK;
-}
-
-/* The directory part of path ("." when there is none), for fsync after the rename. */
-static void sync_directory(const char *path) {
-    const char *slash = strrchr(path, '/');
-    char dir[4096];
-    if (slash == NULL) snprintf(dir, sizeof dir, ".");
-    else snprintf(dir, sizeof dir, "%.*s", slash == path ? 1 : (int)(slash - path), path);
-    FILE *d = fopen(dir, "r");
-    if (d == NULL) return;  /* best effort: the rename itself is what keeps the file whole */
-    fsync(fileno(d));
-    fclose(d);
+    wr16(e + 8, (uint32_t)file->n);
+    wr16(e + 10, (uint32_t)file->n);
+    wr32(e + 12, (uint32_t)w.central_len);
+    wr32(e + 16, (uint32_t)w.offset);
+    return write_all(f, w.central, w.central_len + END_LEN) ? MHA_OK : MHA_E_IO;
 }
 
 mha_status mha_npz_save(const char *path, const char *const *names, const mha_tensor *const *tensors, size_t n,
@@ -516,36 +556,10 @@ mha_status mha_npz_save(const char *path, const char *const *names, const mha_te
     size_t central_cap = 0;
     mha_status st = check_names(path, names, n, &central_cap);
     if (st != MHA_OK) return st;
-    size_t tmp_len = strlen(path) + sizeof ".tmpXXXXXX";
-    char *tmp = mha_alloc(tmp_len);
     unsigned char *central = mha_alloc(central_cap);
-    if (tmp == NULL || central == NULL) {
-        mha_free(tmp, tmp_len);
-        mha_free(central, central_cap);
-        return mha_fail(MHA_E_NOMEM, "save: '%s': cannot allocate the archive's directory", path);
-    }
-    snprintf(tmp, tmp_len, "%s.tmpXXXXXX", path);
-    int fd = mkstemp(tmp);
-    FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
-    if (f == NULL) {
-        int err = errno;
-        if (fd >= 0) { close(fd); unlink(tmp); }
-        mha_free(tmp, tmp_len);
-        mha_free(central, central_cap);
-        return mha_fail(MHA_E_IO, "save: cannot create a temporary file beside '%s': %s", path, strerror(err));
-    }
-    zip_writer w = {.f = f, .path = path, .central = central, .cap = central_cap};
-    st = write_archive(&w, names, tensors, n, compress);
-    mode_t mask = umask(0);
-    umask(mask);
-    if (st == MHA_OK && (fsync(fd) != 0 || fchmod(fd, 0666 & ~mask) != 0))
-        st = mha_fail(MHA_E_IO, "save: cannot write '%s': %s", path, strerror(errno));
-    if (fclose(f) != 0 && st == MHA_OK) st = mha_fail(MHA_E_IO, "save: cannot write '%s': %s", path, strerror(errno));
-    if (st == MHA_OK && rename(tmp, path) != 0)
-        st = mha_fail(MHA_E_IO, "save: cannot replace '%s': %s", path, strerror(errno));
-    if (st != MHA_OK) unlink(tmp);
-    else sync_directory(path);
-    mha_free(tmp, tmp_len);
+    if (central == NULL) return mha_fail(MHA_E_NOMEM, "save: '%s': cannot allocate the archive's directory", path);
+    const npz_file file = {path, names, tensors, n, compress, central, central_cap};
+    st = mha_save_file(path, write_archive, &file);
     mha_free(central, central_cap);
     return st;
 }

@@ -92,8 +92,10 @@ mha_status mha_cat(mha_tensor *out, const mha_tensor *const *ts, size_t n, size_
                 return mha_fail(MHA_E_SHAPE, "cat: the %s tensor %s and the 1st %s differ in dim -%zu (%zu and %zu); "
                                 "only the joined dim -%zu may differ", ordinal(nth, i + 1), shape_of(si, t),
                                 shape_of(s0, first), t->ndim - d, t->shape[d], first->shape[d], t->ndim - dim);
-        if (shape[dim] + t->shape[dim] < shape[dim])
-            return mha_fail(MHA_E_NOMEM, "cat: the joined dim -%zu overflows size_t", first->ndim - dim);
+        if (t->shape[dim] > MHA_MAX_SIZE - shape[dim])   /* (2^62, 0) twice: a dim no tensor may have */
+            return mha_fail(MHA_E_SHAPE, "cat: joining the %s tensor %s makes dim -%zu longer than 2^63-1 (%zu + %zu), "
+                            "the largest size a dim may have", ordinal(nth, i + 1), shape_of(si, t), t->ndim - dim,
+                            shape[dim], t->shape[dim]);
         shape[dim] += t->shape[dim];
     }
     if ((st = alloc_out(fname, out, dtype, first->ndim, shape)) != MHA_OK) return st;

@@ -87,6 +87,17 @@ static bool shape_numel(size_t *numel, size_t ndim, const size_t *shape, size_t 
     return true;
 }
 
+/* False when a size of the shape is more than MHA_MAX_SIZE; the first such size in *big. */
+static bool sizes_fit(size_t *big, size_t ndim, const size_t *shape) {
+    for (size_t d = 0; d < ndim; d++) {
+        if (shape[d] > MHA_MAX_SIZE) {
+            *big = shape[d];
+            return false;
+        }
+    }
+    return true;
+}
+
 /* C-order strides of a shape (a size 0 counts as 1, as in PyTorch), computed unsigned; false when one
  * exceeds PTRDIFF_MAX. Only a shape with no element can get there - (0, 2^62, 4) has a stride of 2^64 -
  * and such a shape is refused: its strides would wrap. */
@@ -123,6 +134,10 @@ mha_status mha_empty_named(mha_tensor *out, mha_dtype dtype, size_t ndim, const 
     size_t numel;
     mha_tensor probe = {.ndim = ndim};   /* only for the shape in messages */
     if (ndim) memcpy(probe.shape, shape, ndim * sizeof *shape);
+    size_t big;
+    if (!sizes_fit(&big, ndim, shape))
+        return mha_fail(MHA_E_ARG, "%s: shape %s: size %zu is more than 2^63-1, the largest size a dim may have",
+                        fname, mha_shape_str(buf, sizeof buf, &probe), big);
     if (!shape_numel(&numel, ndim, shape, dtype_size(dtype))) {
         return mha_fail(MHA_E_NOMEM, "%s: shape %s has too many elements (size overflows)", fname,
                         mha_shape_str(buf, sizeof buf, &probe));
@@ -593,6 +608,10 @@ mha_status mha_expand(mha_tensor *out, const mha_tensor *t, size_t ndim, const s
                             mha_shape_str(a, sizeof a, t), mha_shape_str(b, sizeof b, &probe), t->ndim - d,
                             t->shape[d], shape[lead + d]);
     }
+    size_t big;
+    if (!sizes_fit(&big, ndim, shape))
+        return mha_fail(MHA_E_ARG, "expand: cannot expand %s to %s: size %zu is more than 2^63-1, the largest size "
+                        "a dim may have", mha_shape_str(a, sizeof a, t), mha_shape_str(b, sizeof b, &probe), big);
     /* no storage is allocated, but every later reader walks numel() elements: it must be representable */
     if (!shape_numel(&numel, ndim, shape, dtype_size(t->dtype)))
         return mha_fail(MHA_E_SHAPE, "expand: shape %s has too many elements (size overflows)",

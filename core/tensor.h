@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 /* ---------------------------------------------------------------------------------------------
  * Conventions (read these once; every function below follows them)
@@ -25,12 +26,14 @@
  * - Dimensions are 0-based size_t here. Lua's 1-based and negative dimensions are converted by the
  *   bindings, which also check them, so a dimension error from the core means a bug in a caller.
  * - Sizes are size_t. A shape whose element count or byte count overflows size_t is MHA_E_NOMEM
- *   with a message saying so, as is a failed allocation.
+ *   with a message saying so, as is a failed allocation. No dim is larger than MHA_MAX_SIZE, even with
+ *   no element ((2^62, 0) is a tensor, (2^63, 0) is not): constructors, expand and cat refuse it.
  * - Long kernels poll mha_interrupted() at block granularity and return MHA_E_INTERRUPTED after
  *   freeing what they allocated.
  * ------------------------------------------------------------------------------------------- */
 
 #define MHA_MAX_DIMS 8
+#define MHA_MAX_SIZE ((size_t)PTRDIFF_MAX) /* the largest size of a dim: 2^63-1, as a stride or Lua integer holds */
 #define MHA_ALL_DIMS ((size_t)-1) /* "reduce over every dimension" / "squeeze every size-1 dim" */
 
 typedef enum { MHA_FLOAT32 = 0, MHA_BOOL = 1 } mha_dtype;
@@ -209,5 +212,13 @@ mha_status mha_npy_encode(unsigned char **bytes, size_t *nbytes, const mha_tenso
  * bytes, what) with what = "'path'" for messages; the reading's own errors start "load: ". */
 typedef mha_status mha_file_parser(void *out, const unsigned char *bytes, size_t nbytes, const char *what);
 mha_status mha_load_file(void *out, const char *path, mha_file_parser *parse);
+/* The saving glue of .npy and .npz (core/npy.c): path gets all of what write(f, ctx) writes or keeps what
+ * it had. write goes to PATH.tmpXXXXXX in the same folder, which is flushed to disk and renamed over
+ * path; on any failure it is removed and path is left as it was. Temporary files of path that a killed
+ * save left are removed first (our own, of exactly that pattern, that no live save holds). A device or
+ * pipe (/dev/null) is written in place. write returns MHA_E_IO without a message when writing to f
+ * fails (errno says why; the message is made here), or any other failure with its message. */
+typedef mha_status mha_file_writer(FILE *f, const void *ctx);
+mha_status mha_save_file(const char *path, mha_file_writer *write, const void *ctx);
 
 #endif

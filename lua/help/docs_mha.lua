@@ -112,7 +112,8 @@ entry("mha.xavier_normal_", "random", "t:xavier_normal_([gain]) -> t",
 
 entry("mha.load", "files", "mha.load(path) -> tensor, or table for a .npz",
     "Reads a NumPy .npy file (format 1.0, 2.0 or 3.0; float32, float64, integers and bool, converted "
-    .. "to float32 or bool; C order). A file that starts as a zip archive is read as a .npz (np.savez "
+    .. "to float32 or bool; C order). A float64 is rounded to float32; a value out of float32's range, "
+    .. "or an integer float32 cannot hold exactly (past 2^24), is an error naming it. A file that starts as a zip archive is read as a .npz (np.savez "
     .. "or np.savez_compressed) and gives a table name -> tensor, such as a state_dict for "
     .. "m:load_state_dict. A truncated or malformed file is an error that says what is wrong, naming "
     .. "the member of an archive.",
@@ -123,7 +124,7 @@ entry("mha.save", "files", "mha.save(path, t) or mha.save(\"m.npz\", {name = t, 
     .. "nested table or number is converted first. A path ending in .npz writes a table name -> tensor "
     .. "as np.savez does (np.savez_compressed with compressed = true): a checkpoint that np.load and "
     .. "PyTorch read. Integer keys 1, 2, ... are saved as arr_0, arr_1, ... as np.savez names a list. "
-    .. "The archive is written to a temporary file and renamed, so a failed save leaves the old file.",
+    .. "Both are written to a temporary file and renamed, so a failed save (a full disk) leaves the old file.",
     nil, 'mha.save("/tmp/w.npy", mha.tensor{{1, 2}, {3, 4}})\nmha.save("/tmp/ckpt.npz", {w = mha.ones(2)})',
     {"mha.load", "Module:state_dict"})
 

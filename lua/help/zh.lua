@@ -141,9 +141,10 @@ D["mha.save"] = [[
 把 t 写到 path：一个 numpy.load 能读的 NumPy .npy 文件（格式 1.0，float32 或 bool，C 顺序）；嵌套表或数字会先转换。
 path 以 .npz 结尾时，像 np.savez 那样写出一张 name -> 张量的表（compressed = true 时同
 np.savez_compressed）：这就是 np.load 和 PyTorch 都能读的检查点。整数键 1、2、……存成 arr_0、arr_1、
-……，和 np.savez 给列表起的名字一样。归档先写进临时文件再改名，所以保存失败时旧文件还在。]]
+……，和 np.savez 给列表起的名字一样。两种文件都先写进临时文件再改名，所以保存失败（比如磁盘满了）时旧文件还在。]]
 D["mha.load"] = [[
 读取 NumPy .npy 文件（格式 1.0、2.0 或 3.0；float32、float64、整数和 bool，转成 float32 或 bool；C 顺序）。
+float64 舍入到 float32；超出 float32 范围的值，或 float32 不能精确表示的整数（超过 2^24），会报错并指出是哪个值。
 以 zip 归档开头的文件按 .npz 读取（np.savez 或 np.savez_compressed 写的），得到一张“名字 -> 张量”的表，
 比如给 m:load_state_dict 用的 state_dict。文件被截断或格式不对时报错，说明哪里不对，并指出是归档里的
 哪个成员。]]

@@ -35,6 +35,15 @@ local WORDS = {
         dangling = "单独的值（%s）不是 Lua 语句：把 %s 单独输入一行，或用 print(%s)",
         dangling_any = "单独的值不是 Lua 语句：把它单独输入一行，或用 print(...)",
         command = "没有命令 :%s（你是想输入 :%s 吗？）",
+        -- the C core's file and size errors stay English: a line in Chinese says what each means
+        core_errors = {
+            { "which float32 cannot hold exactly",
+              "mha 的张量是 float32，只能精确表示 -2^24 到 2^24 之间的整数；能接受舍入的话，先在 NumPy 里转换：a.astype(np.float32)" },
+            { "beyond float32's range", "这个值超出了 float32 的范围（会变成 inf）；先在 NumPy 里缩放或截断它" },
+            { "too small for float32", "这个值太小，float32 表示不了（会变成 0）；能接受的话，先在 NumPy 里转换：a.astype(np.float32)" },
+            { "No space left on device", "磁盘满了：新文件没有写成，旧文件原样保留；腾出空间后再保存一次" },
+            { "the largest size a dim may have", "一个维度最长 2^63-1；拼接后的长度超过了它" },
+        },
     },
 }
 function habits.words(lang) return WORDS[lang] or WORDS.en end
@@ -106,6 +115,9 @@ function habits.after_error(input, msg, lang)
         local base, args = input:match("([%a_][%w_%.]*)%." .. method .. "%s*(%b())")
         local call = base and base .. ":" .. method .. args
         if call and not first:find(call, 1, true) then return w.hint .. string.format(w.colon, call) end
+    end
+    for _, case in ipairs(w.core_errors or {}) do
+        if first:find(case[1], 1, true) then return w.hint .. case[2] end
     end
     local kind, name = first:match("attempt to %a+ a nil value %((%a+) '([%w_]+)'%)")
     if kind == "global" or kind == "field" or kind == "method" then

@@ -1,18 +1,26 @@
 /* lua/repl/history.c - the REPL's input history, kept across sessions in $MHA_REPL_HISTORY or
  * ~/.mha_repl_history (readline's history list in memory, this file on disk).
  *
- * One entry per line, UTF-8, oldest first. A multi-line entry stays one entry: in the file a newline
- * inside an entry is written as the two characters \n and a backslash as \\ (nothing else is escaped).
- * At most HISTORY_MAX entries; a repeat of the previous entry is not added. At exit the file is
- * rewritten atomically: under flock on FILE itself, re-read what other REPLs wrote meanwhile, append this
- * session's entries, write FILE.tmp-XXXXXX in the same directory, fsync, rename over FILE. Two REPLs
- * exiting at once thus both keep their entries. The file is written as soon as an entry is added, so a
- * REPL ended at once (a second SIGTERM, SIGKILL) has lost nothing typed. The rewritten file keeps the
- * mode and owner of the old one; a file we may not write (0444) is left alone, with the warning; a
- * symbolic link is followed and its target rewritten; FILE.tmp-XXXXXX left by a REPL killed while writing
- * are removed (under the lock, no other REPL can be writing one). A device (/dev/null) or an empty
- * MHA_REPL_HISTORY turns the history off; a folder does too, with the warning. Any failure is one
- * warning, never an error. */
+ * The file starts with the line HISTORY_HEADER, then one entry per line, UTF-8, oldest first. A
+ * multi-line entry stays one entry: in the file a newline inside an entry is written as the two
+ * characters \n and a backslash as \\ (nothing else is escaped). At most HISTORY_MAX entries; a repeat
+ * of the previous entry is not added. At exit the file is rewritten atomically: under flock on FILE
+ * itself, re-read what other REPLs wrote meanwhile, append this session's entries, write
+ * FILE.tmp-XXXXXX in the same directory, fsync, rename over FILE. Two REPLs exiting at once thus both
+ * keep their entries. The file is written as soon as an entry is added, so a REPL ended at once (a
+ * second SIGTERM, SIGKILL) has lost nothing typed. The rewritten file keeps the mode and owner of the
+ * old one; a file we may not write (0444) is left alone, with the warning; FILE.tmp-XXXXXX left by a
+ * REPL killed while writing are removed (under the lock, no other REPL can be writing one). A device
+ * (/dev/null) or an empty MHA_REPL_HISTORY turns the history off; a folder does too, with the warning.
+ * Any failure is one warning, never an error.
+ *
+ * Files that are not ours are never rewritten (history_refusal): a file whose first line is not
+ * HISTORY_HEADER (one without it is taken only at the default path, from an older mha-repl, when it is
+ * ours); a symbolic link on the way that another user owns (root's are the system's), or that sits in
+ * a folder anyone may write to with the sticky bit (/tmp) and is not ours; a file in such a folder that
+ * is not ours. Links are followed one at a time here, never by realpath(), which would step around the
+ * kernel's fs.protected_symlinks; the file itself is opened with O_NOFOLLOW. A refused file turns the
+ * history off with one warning. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -32,11 +40,14 @@
 #define HISTORY_MAX      1000
 #define HISTORY_ENV      "MHA_REPL_HISTORY"
 #define TEMP_SUFFIX      ".tmp-XXXXXX"   /* the file being written, beside FILE: FILE.tmp-Ab3xY9 */
+#define HISTORY_HEADER   "# mha-repl history 1"   /* the first line, so that no other file is rewritten */
+#define LINK_DEPTH       8
 
 static char *history_path = NULL;
 static char **session_entries = NULL;   /* entries typed in this session, oldest first */
 static size_t session_count = 0, session_cap = 0;
 static int history_warned = 0;
+static int history_headerless_ok = 0;   /* the default file of an older mha-repl: taken without the header */
 static const char *history_program = "mha-repl";   /* the name warnings start with */
 
 static void history_warn(const char *what, const char *path) {
@@ -44,6 +55,13 @@ static void history_warn(const char *what, const char *path) {
     history_warned = 1;
     fprintf(stderr, "%s: warning: cannot %s the history file %s: %s (history is not kept)\n", history_program, what,
             path, strerror(errno));
+}
+
+/* One warning that the file is not used, and why: history is off for the session. */
+static void history_refuse(const char *path, const char *why) {
+    if (!history_warned)
+        fprintf(stderr, "%s: warning: history not kept: %s %s\n", history_program, path, why);
+    history_warned = 1;
 }
 
 static char *history_escape(const char *s) {
@@ -83,18 +101,31 @@ static void free_entries(char **entries, size_t n) {
 }
 
 /* Reads the history file into a malloc'd array of entries (*n of them). A missing file is empty.
- * Returns -1 (errno set) when the file exists but cannot be read. */
-static int history_read(const char *path, char ***entries, size_t *n) {
+ * *headed: 1 when the file starts with HISTORY_HEADER (not an entry), 0 when it is empty or missing, -1
+ * when it has lines but not the header. Returns -1 (errno set) when the file exists but cannot be read;
+ * a symbolic link there (put in place after the checks) cannot be read (ELOOP). */
+static int history_read(const char *path, char ***entries, size_t *n, int *headed) {
     *entries = NULL;
     *n = 0;
-    FILE *f = fopen(path, "r");
-    if (!f) return errno == ENOENT ? 0 : -1;
+    *headed = 0;
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    FILE *f = fd >= 0 ? fdopen(fd, "r") : NULL;
+    if (!f) {
+        if (fd >= 0) close(fd);
+        return errno == ENOENT ? 0 : -1;
+    }
     size_t cap = 0;
     char *line = NULL;
     size_t linecap = 0;
     ssize_t len;
+    int first = 1;
     while ((len = getline(&line, &linecap, f)) >= 0) {
         if (len > 0 && line[len - 1] == '\n') line[--len] = '\0';
+        if (first) {
+            first = 0;
+            *headed = (size_t)len == strlen(HISTORY_HEADER) && memcmp(line, HISTORY_HEADER, (size_t)len) == 0 ? 1 : -1;
+            if (*headed == 1) continue;
+        }
         if (len == 0) continue;
         char *entry = history_unescape(line, (size_t)len);
         if (*n == cap || !entry) {
@@ -119,14 +150,34 @@ static int history_read(const char *path, char ***entries, size_t *n) {
     return 0;
 }
 
-/* The file a symbolic link leads to (malloc'd), following links as realpath does; for a link whose
- * target does not exist yet, that target (relative to the link's folder). NULL: not a link, or no
- * memory (the path is then used as it is). */
-static char *resolve_link(const char *path) {
+/* The folder of path (malloc'd): "." for a bare name, "/" for a name at the root. */
+static char *folder_of(const char *path) {
+    const char *slash = strrchr(path, '/');
+    if (!slash) return strdup(".");
+    if (slash == path) return strdup("/");
+    return strndup(path, (size_t)(slash - path));
+}
+
+/* True when the folder of path is one anyone may write to, with the sticky bit (/tmp): there a name
+ * is its owner's to change, and another user's name may lead anywhere. */
+static int in_public_folder(const char *path) {
+    char *dir = folder_of(path);
     struct stat st;
-    if (lstat(path, &st) != 0 || !S_ISLNK(st.st_mode)) return NULL;
-    char *real = realpath(path, NULL);
-    if (real) return real;
+    int public = dir && stat(dir, &st) == 0 && (st.st_mode & S_ISVTX) && (st.st_mode & S_IWOTH);
+    free(dir);
+    return public;
+}
+
+/* Why the symbolic link at path (lstat'd into st) may not be followed, or NULL. */
+static const char *link_refusal(const char *path, const struct stat *st) {
+    if (st->st_uid == geteuid()) return NULL;
+    if (in_public_folder(path)) return "is another user's symbolic link, in a folder anyone may write to";
+    if (st->st_uid != 0) return "is another user's symbolic link";
+    return NULL;
+}
+
+/* What the symbolic link at path says (malloc'd), relative to the link's folder when it is relative. */
+static char *link_text(const char *path) {
     char to[PATH_MAX];
     ssize_t n = readlink(path, to, sizeof to - 1);
     if (n <= 0) return NULL;
@@ -138,6 +189,62 @@ static char *resolve_link(const char *path) {
     memcpy(out, path, dirlen);
     memcpy(out + dirlen, to, (size_t)n + 1);
     return out;
+}
+
+/* Checks every symbolic link on the way to path, those its links lead through included: NULL when all
+ * may be followed, else why not, with the link's name in where. */
+static const char *check_links(const char *path, int depth, char *where, size_t wn) {
+    if (depth > LINK_DEPTH) {
+        snprintf(where, wn, "%s", path);
+        return "leads through too many symbolic links";
+    }
+    size_t len = strlen(path);
+    char *prefix = malloc(len + 1);
+    if (!prefix) return NULL;
+    const char *why = NULL;
+    for (size_t i = 1; i <= len && !why; i++) {
+        if ((i < len && path[i] != '/') || path[i - 1] == '/') continue;   /* each name, once */
+        memcpy(prefix, path, i);
+        prefix[i] = '\0';
+        struct stat st;
+        if (lstat(prefix, &st) != 0) break;   /* missing: nothing further is followed */
+        if (!S_ISLNK(st.st_mode)) continue;
+        why = link_refusal(prefix, &st);
+        if (why) {
+            snprintf(where, wn, "%s", prefix);
+            break;
+        }
+        char *to = link_text(prefix);
+        if (to) why = check_links(to, depth + 1, where, wn);
+        free(to);
+    }
+    free(prefix);
+    return why;
+}
+
+/* The file the history is kept in (malloc'd): path, or where its symbolic links lead (for a link
+ * whose target does not exist yet, that target), followed one at a time. NULL: no memory. */
+static char *final_target(const char *path) {
+    char *current = strdup(path);
+    for (int depth = 0; current && depth < LINK_DEPTH; depth++) {
+        struct stat st;
+        if (lstat(current, &st) != 0 || !S_ISLNK(st.st_mode)) return current;
+        char *to = link_text(current);
+        if (!to) return current;
+        free(current);
+        current = to;
+    }
+    return current;
+}
+
+/* Why the history file at path (after check_links) is not ours to rewrite, or NULL. st: its lstat or
+ * fstat when it exists (exists = 0: it does not); headed: what history_read said. */
+static const char *history_refusal(const char *path, const struct stat *st, int exists, int headed) {
+    if (exists && st->st_uid != geteuid() && in_public_folder(path))
+        return "is another user's file, in a folder anyone may write to";
+    if (headed < 0 && !(history_headerless_ok && exists && st->st_uid == geteuid()))
+        return "is not an mha-repl history file (its first line is not '" HISTORY_HEADER "'): it is left alone";
+    return NULL;
 }
 
 /* Chooses the path and loads the file into readline's history. */
@@ -156,14 +263,24 @@ void repl_history_load(const char *program) {
         if (history_path) snprintf(history_path, n, "%s/%s", home, HISTORY_DEFAULT);
     }
     if (!history_path) return;
+    history_headerless_ok = env == NULL;   /* ~/.mha_repl_history of an older mha-repl: ours by its name */
+    char where[PATH_MAX];
+    const char *why = check_links(history_path, 0, where, sizeof where);
+    if (why) {
+        history_refuse(where, why);
+        free(history_path);
+        history_path = NULL;
+        return;
+    }
     /* a symbolic link: its target is the file read and rewritten (rename would replace the link) */
-    char *target = resolve_link(history_path);
+    char *target = final_target(history_path);
     if (target) {
         free(history_path);
         history_path = target;
     }
     struct stat st;
-    if (stat(history_path, &st) == 0 && !S_ISREG(st.st_mode)) {  /* /dev/null: no history */
+    int exists = lstat(history_path, &st) == 0;
+    if (exists && !S_ISREG(st.st_mode)) {  /* /dev/null: no history */
         if (S_ISDIR(st.st_mode)) {
             errno = EISDIR;
             history_warn("use", history_path);
@@ -174,8 +291,17 @@ void repl_history_load(const char *program) {
     }
     char **entries;
     size_t n;
-    if (history_read(history_path, &entries, &n) != 0) {
+    int headed;
+    if (history_read(history_path, &entries, &n, &headed) != 0) {
         history_warn("read", history_path);
+        return;
+    }
+    why = history_refusal(history_path, &st, exists, headed);
+    if (why) {
+        history_refuse(history_path, why);
+        free_entries(entries, n);
+        free(history_path);
+        history_path = NULL;
         return;
     }
     for (size_t i = n > HISTORY_MAX ? n - HISTORY_MAX : 0; i < n; i++) add_history(entries[i]);
@@ -207,7 +333,7 @@ void repl_history_add(const char *entry) {
  * taken again on the new one. Returns the locked descriptor, or -1 (errno set). */
 static int history_lock(void) {
     for (;;) {
-        int fd = open(history_path, O_RDONLY | O_CREAT | O_CLOEXEC, 0600);
+        int fd = open(history_path, O_RDONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
         if (fd < 0) return -1;
         struct stat locked, named;
         if (flock(fd, LOCK_EX) != 0 || fstat(fd, &locked) != 0) {
@@ -216,7 +342,7 @@ static int history_lock(void) {
             errno = saved;
             return -1;
         }
-        if (stat(history_path, &named) == 0 && named.st_dev == locked.st_dev && named.st_ino == locked.st_ino)
+        if (lstat(history_path, &named) == 0 && named.st_dev == locked.st_dev && named.st_ino == locked.st_ino)
             return fd;
         close(fd);  /* replaced while we waited: lock the new one */
     }
@@ -242,7 +368,8 @@ static void remove_stale_temps(void) {
             char *stale = malloc(n);
             if (stale) {
                 snprintf(stale, n, "%s%s", dir, name);
-                unlink(stale);
+                struct stat st;   /* only our own regular files: never another user's, never a link */
+                if (lstat(stale, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid()) unlink(stale);
                 free(stale);
             }
         }
@@ -271,7 +398,15 @@ void repl_history_save(void) {
         goto fail;
     }
     remove_stale_temps();
-    if (history_read(history_path, &entries, &n) != 0) goto fail;
+    int headed;
+    if (history_read(history_path, &entries, &n, &headed) != 0) goto fail;
+    const char *why = history_refusal(history_path, &old, 1, headed);   /* changed since the start? */
+    if (why) {
+        history_refuse(history_path, why);
+        free(history_path);
+        history_path = NULL;
+        goto done;
+    }
     /* the merged list: the file as it is now, then this session's entries, no repeats in a row */
     size_t total = n + session_count;
     char **merged = realloc(entries, (total ? total : 1) * sizeof *merged);
@@ -292,6 +427,7 @@ void repl_history_save(void) {
     f = fdopen(fd, "w");
     if (!f) goto fail;
     fd = -1;
+    fprintf(f, "%s\n", HISTORY_HEADER);
     for (size_t i = n > HISTORY_MAX ? n - HISTORY_MAX : 0; i < n; i++) {
         char *e = history_escape(entries[i]);
         if (!e) goto fail;

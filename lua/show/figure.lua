@@ -558,7 +558,8 @@ local function folder_of(path)
 end
 
 -- fig:save(path [, {width=, height=}]) writes the figure's last drawing to a .png, .svg or .pdf
--- file; the file is complete and closed when it returns. Returns path.
+-- file; the file is complete, closed and on disk when it returns, or path keeps its old file and the
+-- error says why (a full disk included). Returns path.
 -- gnuplot writes to a new file of our naming in the same folder (mha.gnuplot.tempfile), which is then
 -- renamed to path: the user's name never reaches `set output`, where a leading '|' would run a command.
 function Figure:save(path, opts)
@@ -594,15 +595,13 @@ function Figure:save(path, opts)
         for _, c in ipairs(self.script.commands) do commands[#commands + 1] = c end
         commands[#commands + 1] = "unset output"   -- closes the file
         self:run("plot.save", commands, { self.script.warning }, true)
-        local f = io.open(temp, "rb")
-        local size = f and f:seek("end") or 0
-        if f then f:close() end
-        if size == 0 then raise("plot.save: gnuplot wrote nothing to '" .. path .. "'") end
-        local moved, move_err = os.rename(temp, path)
+        -- only a whole file replaces path: a full disk cuts gnuplot's file short without a word
+        local moved, why = gnuplot.commit(temp, path, ext)
         if not moved then
-            -- os.rename's message names the temporary file first
-            if move_err:sub(1, #temp + 2) == temp .. ": " then move_err = move_err:sub(#temp + 3) end
-            raise("plot.save: cannot write '" .. path .. "': " .. move_err)
+            local old = io.open(path, "rb")
+            if old then old:close() end
+            raise("plot.save: cannot write '" .. path .. "': " .. why
+                .. (old and " (the old file is kept as it was)" or ""))
         end
     end)
     if not ok then

@@ -7,6 +7,9 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -307,6 +310,75 @@ static int gp_tempfile(lua_State *L) {
     return 2;
 }
 
+/* True when the n bytes of a file that start with head (its first bytes) and end with tail (its last
+ * bytes) are a whole file of kind: PNG ends with its IEND chunk, SVG with </svg>, PDF with %%EOF - what
+ * a file cut short by a full disk lacks, gnuplot and cairo saying nothing of it. */
+static bool file_complete(const char *kind, const unsigned char *head, size_t nhead, const unsigned char *tail,
+                          size_t ntail) {
+    while (ntail > 0 && (tail[ntail - 1] == '\n' || tail[ntail - 1] == '\r' || tail[ntail - 1] == ' '))
+        ntail--;
+    static const unsigned char png_sig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+    static const unsigned char png_end[12] = {0, 0, 0, 0, 'I', 'E', 'N', 'D', 0xae, 0x42, 0x60, 0x82};
+    if (strcmp(kind, "png") == 0)
+        return nhead >= 8 && memcmp(head, png_sig, 8) == 0 && ntail >= 12 && memcmp(tail + ntail - 12, png_end, 12) == 0;
+    if (strcmp(kind, "svg") == 0) return ntail >= 6 && memcmp(tail + ntail - 6, "</svg>", 6) == 0;
+    if (strcmp(kind, "pdf") == 0)
+        return nhead >= 5 && memcmp(head, "%PDF-", 5) == 0 && ntail >= 5 && memcmp(tail + ntail - 5, "%%EOF", 5) == 0;
+    return false;
+}
+
+/* fsync of the folder of path, so that a rename in it survives a power cut. */
+static void sync_folder_of(const char *path) {
+    const char *slash = strrchr(path, '/');
+    char dir[4096];
+    if (slash == NULL) snprintf(dir, sizeof dir, ".");
+    else snprintf(dir, sizeof dir, "%.*s", slash == path ? 1 : (int)(slash - path), path);
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd >= 0) {
+        fsync(fd);
+        close(fd);
+    }
+}
+
+/* gnuplot.commit(temp, path, kind) -> true | nil, why
+ * Renames the file gnuplot wrote at temp (a gnuplot.tempfile, kind "png", "svg" or "pdf") to path, only
+ * when it is whole (file_complete) and on disk (fsync), so path holds the new figure or its old file,
+ * never a cut one. why says what went wrong ("No space left on device" when the disk is full); the
+ * caller removes temp. */
+static int gp_commit(lua_State *L) {
+    const char *temp = luaL_checkstring(L, 1);
+    const char *path = luaL_checkstring(L, 2);
+    const char *kind = luaL_checkstring(L, 3);
+    int fd = open(temp, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0) {
+        int e = errno;
+        if (fd >= 0) close(fd);
+        lua_pushnil(L);
+        lua_pushstring(L, strerror(e));
+        return 2;
+    }
+    unsigned char head[8], tail[64];
+    size_t size = (size_t)st.st_size, ntail = size < sizeof tail ? size : sizeof tail;
+    bool read_ok = pread(fd, head, sizeof head, 0) >= 0 && pread(fd, tail, ntail, (off_t)(size - ntail)) == (ssize_t)ntail;
+    const char *why = NULL;
+    struct statvfs fs;
+    if (size == 0) why = "gnuplot wrote nothing";
+    else if (!read_ok || !file_complete(kind, head, size < sizeof head ? size : sizeof head, tail, ntail))
+        why = fstatvfs(fd, &fs) == 0 && fs.f_bavail == 0 ? strerror(ENOSPC) : "the file gnuplot wrote is cut short";
+    else if (fsync(fd) != 0) why = strerror(errno);
+    close(fd);
+    if (why == NULL && rename(temp, path) != 0) why = strerror(errno);
+    if (why) {
+        lua_pushnil(L);
+        lua_pushstring(L, why);
+        return 2;
+    }
+    sync_folder_of(path);
+    lua_pushboolean(L, 1);
+    return 1;
+}
+
 /* process:send(text [, timeout]) -> true | nil, message
  * Writes all of text to gnuplot's stdin, reading its output meanwhile (so neither side can block the
  * other on a full pipe). Fails when gnuplot has exited or has not taken the text within timeout
@@ -458,6 +530,7 @@ static const luaL_Reg gp_metameth[] = {
 static const luaL_Reg gp_funcs[] = {
     {"spawn", gp_spawn},
     {"tempfile", gp_tempfile},
+    {"commit", gp_commit},
     {NULL, NULL}
 };
 

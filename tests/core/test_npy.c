@@ -276,6 +276,18 @@ static void test_malformed(void) {
     refuse_header("refuse a header cut inside a string", "{'descr': '<f4", "unterminated string");
     refuse_header("refuse a header cut inside the shape", "{'descr': '<f4', 'fortran_order': False, 'shape': (3, ", "expected a dimension");
     refuse_header("refuse an escape in a string", "{'descr': '<f\\x34', 'fortran_order': False, 'shape': (3, 4)}", "escape sequences");
+    {   /* a NUL inside the dtype: '<f4' followed by junk must not read as '<f4' */
+        static const char header[] = "{'descr': '<f4\0junk', 'fortran_order': False, 'shape': (3, 4), }";
+        unsigned char nul_file[512];
+        size_t hl = sizeof header - 1;
+        memcpy(nul_file, "\x93NUMPY\x01\x00", 8);
+        nul_file[8] = (unsigned char)hl;
+        nul_file[9] = 0;
+        memcpy(nul_file + 10, header, hl);
+        memset(nul_file + 10 + hl, 0, 48);
+        expect_refused("refuse a NUL inside the dtype", nul_file, 10 + hl + 48, MHA_E_FORMAT,
+                       "a NUL byte inside a string at header byte 14");
+    }
     refuse_header("refuse a missing comma between items", "{'descr': '<f4' 'fortran_order': False, 'shape': (3, 4)}", "expected ',' or '}' after a value");
 
     /* dtypes */
@@ -319,6 +331,29 @@ static void test_malformed(void) {
         char quoted[200];
         snprintf(quoted, sizeof quoted, "load: '%s': ", path);
         CHECK(name, st == MHA_E_FORMAT && t.storage == NULL && contains(mha_errmsg(), bad[i].want) && contains(mha_errmsg(), quoted),
+              "status %d, message \"%s\"", st, mha_errmsg());
+        mha_release(&t);
+    }
+
+    /* numpy-made files whose values float32 cannot stand for: the first such value (C order), its dtype,
+     * and how to convert in NumPy when rounding is what the user wants */
+    static const struct { const char *file, *want; } lossy[] = {
+        {"lossy_f8_inf.npy", "a.flat[2] of dtype '<f8' is 1e+300, beyond float32's range (it would become inf)"},
+        {"lossy_f8_zero.npy", "a.flat[3] of dtype '>f8' is 1e-320, too small for float32 (it would become 0)"},
+        {"lossy_i8.npy", "a.flat[2] of dtype '<i8' is 16777217, which float32 cannot hold exactly"},
+        {"lossy_u8.npy", "a.flat[0] of dtype '<u8' is 18446744073709551615, which float32 cannot hold exactly"},
+        {"lossy_i4_fortran.npy", "a.flat[2] of dtype '<i4' is 2147483647, which float32 cannot hold exactly"},
+    };
+    for (size_t i = 0; i < sizeof lossy / sizeof lossy[0]; i++) {
+        char path[160], name[160], quoted[200];
+        snprintf(path, sizeof path, FIXTURES "%s", lossy[i].file);
+        snprintf(name, sizeof name, "refuse numpy's %s, naming the value", lossy[i].file);
+        snprintf(quoted, sizeof quoted, "load: '%s': ", path);
+        size_t live = mha_live_bytes();
+        mha_tensor t = MHA_TENSOR_EMPTY;
+        mha_status st = mha_npy_load(&t, path);
+        CHECK(name, st == MHA_E_FORMAT && t.storage == NULL && contains(mha_errmsg(), lossy[i].want) &&
+              contains(mha_errmsg(), quoted) && contains(mha_errmsg(), "a.astype(np.float32)") && mha_live_bytes() == live,
               "status %d, message \"%s\"", st, mha_errmsg());
         mha_release(&t);
     }

@@ -557,6 +557,21 @@ static void test_errors(void) {
                  "cat: the 1st tensor is a scalar ()");
     expect_error("error cat of nothing", mha_cat(&out, cat_bad, 0, 0), &out, MHA_E_ARG,
                  "cat: expected at least one tensor, got none");
+    {   /* two (2^62, 0) tensors would join into a dim of 2^63, which no tensor may have */
+        mha_tensor half = MHA_TENSOR_EMPTY;
+        size_t half_shape[2] = {(size_t)1 << 62, 0};
+        mha_zeros(&half, MHA_FLOAT32, 2, half_shape);
+        const mha_tensor *halves[] = {&half, &half, &half};
+        expect_error("error cat past 2^63-1", mha_cat(&out, halves, 2, 0), &out, MHA_E_SHAPE,
+                     "cat: joining the 2nd tensor (4611686018427387904,0) makes dim -2 longer than 2^63-1 "
+                     "(4611686018427387904 + 4611686018427387904), the largest size a dim may have");
+        expect_error("error cat of three halves", mha_cat(&out, halves, 3, 0), &out,
+                     MHA_E_SHAPE, "joining the 2nd tensor");
+        mha_status one_st = mha_cat(&out, halves, 1, 0);
+        check_report(one_st == MHA_OK && out.shape[0] == (size_t)1 << 62, "cat of one (2^62,0) is made", "%s", mha_errmsg());
+        mha_release(&out);
+        mha_release(&half);
+    }
     expect_error("error stack shapes", mha_stack(&out, stack_bad, 2, 0), &out, MHA_E_SHAPE,
                  "stack: the 2nd tensor (2,4) and the 1st (2,3) differ; stack needs equal shapes");
     expect_error("error stack dim", mha_stack(&out, stack_bad, 2, 3), &out, MHA_E_ARG,

@@ -289,6 +289,22 @@ static void test_stride_overflow(void) {
           "status %d: %s", st, mha_errmsg());
     mha_release(&v);
     mha_release(&t);
+
+    /* a dim longer than 2^63-1 (a Lua integer, a stride) is refused even when the tensor holds nothing */
+    size_t too_long[2] = {(size_t)1 << 63, 0};
+    st = mha_zeros(&t, MHA_FLOAT32, 2, too_long);
+    CHECK("zeros (2^63,0) refused", st == MHA_E_ARG && t.storage == NULL && strcmp(mha_errmsg(),
+          "zeros: shape (9223372036854775808,0): size 9223372036854775808 is more than 2^63-1, the largest size a "
+          "dim may have") == 0, "status %d: %s", st, mha_errmsg());
+    size_t longest[2] = {MHA_MAX_SIZE, 0};
+    st = mha_zeros(&t, MHA_FLOAT32, 2, longest);
+    CHECK("zeros (2^63-1,0) made", st == MHA_OK && t.shape[0] == (size_t)PTRDIFF_MAX, "status %d: %s", st, mha_errmsg());
+    size_t expanded[3] = {SIZE_MAX, (size_t)PTRDIFF_MAX, 0};
+    st = mha_expand(&v, &t, 3, expanded);
+    CHECK("expand to a size past 2^63-1 refused", st == MHA_E_ARG && v.storage == NULL && strstr(mha_errmsg(),
+          "expand: cannot expand (9223372036854775807,0) to (18446744073709551615,9223372036854775807,0): size "
+          "18446744073709551615 is more than 2^63-1"), "status %d: %s", st, mha_errmsg());
+    mha_release(&t);
 }
 
 int main(void) {

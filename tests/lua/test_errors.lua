@@ -405,4 +405,15 @@ T.test("Lua helpers' errors name the caller's line", function()
     T.eq("nothing printed by the failing show and heat", printed:read("a"), "")
 end)
 
+-- cat sums sizes: two (2^62, 0) tensors would make a dim of 2^63, which no constructor can take back
+T.test("cat past the largest size", function()
+    local half = mha.zeros(2^62, 0)
+    T.raises("cat of two (2^62, 0)", function() mha.cat({half, half}, 1) end,
+             "cat: joining the 2nd tensor (4611686018427387904,0) makes dim -2 longer than 2^63-1 "
+             .. "(4611686018427387904 + 4611686018427387904), the largest size a dim may have")
+    local grad_half = mha.zeros(2^62, 0):requires_grad(true)
+    T.raises("and with gradients", function() mha.cat({grad_half, half}, 1) end, "longer than 2^63-1")
+    T.eq("along the other dim it is fine", mha.cat({half, half}, 2):shape(), {2^62, 0})
+end)
+
 T.done()

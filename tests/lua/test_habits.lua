@@ -72,4 +72,22 @@ T.test("unknown commands", function()
     T.eq(":zzzz", habits.unknown_command("zzzz", names, "en"), nil)
 end)
 
+-- the C core's file and size errors are English; in Chinese each gets a line saying what it means
+T.test("core file errors in Chinese", function()
+    local lossy = "load: 'ids.npy': a.flat[2] of dtype '<i8' is 16777217, which float32 cannot hold exactly (it "
+        .. "holds every integer from -2^24 to 2^24 = 16777216); mha tensors are float32."
+    T.eq("a lossy .npy", habits.after_error("mha.load('ids.npy')", lossy, "zh"),
+         "提示：mha 的张量是 float32，只能精确表示 -2^24 到 2^24 之间的整数；能接受舍入的话，先在 NumPy 里转换：a.astype(np.float32)")
+    T.eq("no hint in English", habits.after_error("mha.load('ids.npy')", lossy, "en"), nil)
+    local full = "save: cannot write 'x.npy': No space left on device (the old file is kept as it was)"
+    T.eq("a full disk", habits.after_error("mha.save('x.npy', x)", full, "zh"),
+         "提示：磁盘满了：新文件没有写成，旧文件原样保留；腾出空间后再保存一次")
+    T.eq("a plot on a full disk", habits.after_error("plot.save('a.png')",
+         "plot.save: cannot write 'a.png': No space left on device (the old file is kept as it was)", "zh"),
+         "提示：磁盘满了：新文件没有写成，旧文件原样保留；腾出空间后再保存一次")
+    T.eq("cat past 2^63-1", habits.after_error("mha.cat({a, a}, 1)", "cat: joining the 2nd tensor (4611686018427387904,0) "
+         .. "makes dim -2 longer than 2^63-1 (4611686018427387904 + 4611686018427387904), the largest size a dim may have",
+         "zh"), "提示：一个维度最长 2^63-1；拼接后的长度超过了它")
+end)
+
 T.done()
