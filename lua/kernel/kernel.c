@@ -1,11 +1,16 @@
 /* lua/kernel/kernel.c - the Jupyter messaging protocol 5.3 over ZeroMQ (libzmq), JSON by jansson, HMAC-SHA256
  * signing by OpenSSL: the channels, the wire format and the replies. What a cell does is mha.kernel's.
  *
- * Threads: the main thread serves shell (and runs Lua); a control thread serves control, so that an
- * interrupt_request or a shutdown_request is answered while a cell runs; a heartbeat thread echoes.
+ * Threads: the main thread serves shell (and runs Lua); a control thread serves control (and drains
+ * stdin, which no cell reads), so that an interrupt_request or a shutdown_request is answered while a
+ * cell runs, and watches the front end: a kernel whose parent died ends; a heartbeat thread echoes.
  * Only the main thread touches the lua_State; iopub is shared under a mutex. SIGINT (jupyter_client's
- * interrupt) and interrupt_request both call stop(L): the REPL's Ctrl-C, which reaches the core's
- * kernels (mha_interrupt) and Lua loops (a hook) alike. */
+ * interrupt) stops the running cell through stop(L), the REPL's Ctrl-C, which reaches the core's
+ * kernels (mha_interrupt) and Lua loops in every coroutine (hooks) alike; the control thread's
+ * interrupt_request sends the main thread that SIGINT, so stop(L) always runs where the cell runs.
+ *
+ * Messages: no frame over MAX_FRAME_BYTES is taken; a message's signature is checked on its frames as
+ * they arrived (nothing is copied first) and once: a signature seen before is a replay, refused. */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -20,7 +25,6 @@
 #include <jansson.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
-#include <openssl/hmac.h>
 #include <openssl/rand.h>
 #include <zmq.h>
 
@@ -32,7 +36,11 @@
 #define PROTOCOL_VERSION "5.3"
 #define DELIMITER        "<IDS|MSG>"
 #define MAX_IDENTITIES   16
-#define POLL_MS          100   /* how often the threads look at the stop flag */
+#define POLL_MS          100   /* how often the threads look at the stop flag and the parent */
+#define GRACE_MS         1000  /* a cell that ignores the stop at shutdown gets this long */
+#define MAX_FRAME_BYTES  (64 << 20)   /* ZMQ_MAXMSGSIZE: a longer frame drops its sender's connection */
+#define DIGEST_BYTES     32    /* HMAC-SHA256 */
+#define HISTORY_SLOTS    65536 /* per generation of the digest history: remembers 32768 to 65536 */
 
 /* One message as it travels: routing identities, then the four JSON parts. */
 typedef struct message {
@@ -46,12 +54,22 @@ typedef struct kernel {
     char key[256];
     size_t keylen;
     char session[40];
-    pthread_t control_thread, heartbeat_thread;
+    pthread_t main_thread, control_thread, heartbeat_thread;
     pthread_mutex_t iopub_lock;
+    pid_t parent;                               /* the front end that started the kernel */
     int execution_count;
 } kernel;
 
+/* The signatures of the messages taken so far, as ipykernel's Session.digest_history: two generations
+ * of open-addressing tables; when the current one is half full it becomes the previous one. */
+typedef struct digest_history {
+    unsigned char (*current)[DIGEST_BYTES], (*previous)[DIGEST_BYTES];
+    size_t count;
+    pthread_mutex_t lock;                       /* shell and control both take messages */
+} digest_history;
+
 static kernel K;                                 /* kept across :reset, so the sockets stay bound */
+static digest_history seen = {NULL, NULL, 0, PTHREAD_MUTEX_INITIALIZER};
 static int started = 0;
 static volatile sig_atomic_t stopping = 0;       /* shutdown_request seen: every loop ends */
 static volatile sig_atomic_t restart_asked = 0;
@@ -64,26 +82,83 @@ static const json_t *current_parent = NULL;      /* the execute_request whose ou
 
 /* ---- the wire ---- */
 
-/* hex of HMAC-SHA256(key, header parent metadata content) into out (65 bytes); "" when there is no key */
-static int sign(char *out, const char *const parts[4]) {
+/* hex of HMAC-SHA256(key, header parent metadata content) into out (65 bytes), over each part's bytes
+ * (a NUL inside one is signed too); "" when there is no key. */
+static int sign(char *out, const void *const parts[4], const size_t sizes[4]) {
     out[0] = '\0';
     if (K.keylen == 0) return 0;
-    size_t total = 0, at = 0;
-    for (int i = 0; i < 4; i++) total += strlen(parts[i]);
-    unsigned char *data = malloc(total + 1);
-    if (!data) return -1;
-    for (int i = 0; i < 4; i++) {
-        size_t n = strlen(parts[i]);
-        memcpy(data + at, parts[i], n);
-        at += n;
-    }
     unsigned char mac[EVP_MAX_MD_SIZE];
-    unsigned int maclen = 0;
-    int ok = HMAC(EVP_sha256(), K.key, (int)K.keylen, data, total, mac, &maclen) != NULL;
-    free(data);
+    size_t maclen = sizeof mac;
+    EVP_PKEY *key = EVP_PKEY_new_raw_private_key(EVP_PKEY_HMAC, NULL, (const unsigned char *)K.key, K.keylen);
+    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+    int ok = key && ctx && EVP_DigestSignInit(ctx, NULL, EVP_sha256(), NULL, key) == 1;
+    for (int i = 0; ok && i < 4; i++) ok = EVP_DigestSignUpdate(ctx, parts[i], sizes[i]) == 1;
+    ok = ok && EVP_DigestSignFinal(ctx, mac, &maclen) == 1 && maclen == DIGEST_BYTES;
+    EVP_MD_CTX_free(ctx);
+    EVP_PKEY_free(key);
     if (!ok) return -1;
-    for (unsigned int i = 0; i < maclen; i++) snprintf(out + 2 * i, 3, "%02x", mac[i]);
+    for (size_t i = 0; i < maclen; i++) snprintf(out + 2 * i, 3, "%02x", mac[i]);
     return 0;
+}
+
+/* Whether digest is in table (HISTORY_SLOTS slots); its slot, or the empty slot where it would go. */
+static int history_find(unsigned char (*table)[DIGEST_BYTES], const unsigned char *digest, size_t *slot) {
+    static const unsigned char empty[DIGEST_BYTES];
+    size_t at;
+    memcpy(&at, digest, sizeof at);   /* an HMAC's bytes are as good as a hash */
+    for (at %= HISTORY_SLOTS;; at = (at + 1) % HISTORY_SLOTS) {
+        if (memcmp(table[at], digest, DIGEST_BYTES) == 0) { *slot = at; return 1; }
+        if (memcmp(table[at], empty, DIGEST_BYTES) == 0) { *slot = at; return 0; }
+    }
+}
+
+/* Records a message's signature (hex); returns 1 when it was seen before (a replay), -1 on no memory. */
+static int seen_before(const char *hex) {
+    unsigned char digest[DIGEST_BYTES];
+    for (size_t i = 0; i < DIGEST_BYTES; i++) {
+        unsigned int byte;
+        sscanf(hex + 2 * i, "%2x", &byte);
+        digest[i] = (unsigned char)byte;
+    }
+    pthread_mutex_lock(&seen.lock);
+    int replay = -1;
+    size_t slot;
+    if (!seen.current) seen.current = calloc(HISTORY_SLOTS, DIGEST_BYTES);
+    if (seen.current) {
+        size_t elsewhere;
+        replay = history_find(seen.current, digest, &slot)
+                 || (seen.previous && history_find(seen.previous, digest, &elsewhere));
+        if (!replay) {
+            if (seen.count == HISTORY_SLOTS / 2) {   /* half full: a new generation */
+                free(seen.previous);
+                seen.previous = seen.current;
+                seen.current = calloc(HISTORY_SLOTS, DIGEST_BYTES);
+                seen.count = 0;
+                if (seen.current) history_find(seen.current, digest, &slot);
+                else replay = -1;
+            }
+            if (seen.current) {
+                memcpy(seen.current[slot], digest, DIGEST_BYTES);
+                seen.count++;
+            }
+        }
+    }
+    pthread_mutex_unlock(&seen.lock);
+    return replay;
+}
+
+/* zmq_msg_recv and zmq_send, again when a signal (an interrupt) came in between: the main thread takes
+ * SIGINT, and a message cut short would lose a request or an output. */
+static int recv_frame(zmq_msg_t *frame, void *socket) {
+    int r;
+    while ((r = zmq_msg_recv(frame, socket, 0)) < 0 && errno == EINTR) {}
+    return r;
+}
+
+static int send_frame(void *socket, const void *data, size_t size, int flags) {
+    int r;
+    while ((r = zmq_send(socket, data, size, flags)) < 0 && errno == EINTR) {}
+    return r;
 }
 
 static void free_message(message *m) {
@@ -97,60 +172,64 @@ static void free_message(message *m) {
 }
 
 /* Reads one multipart message: identities, <IDS|MSG>, signature, four JSON parts, buffers (dropped).
- * Returns 0, or -1 when it is malformed or its signature is wrong (said on stderr, and dropped). */
+ * The parts stay in their frames until the signature over them has been checked. Returns 0, or -1 when
+ * it is malformed, its signature is wrong or was seen before (said on stderr, and dropped). */
 static int recv_message(void *socket, message *m) {
     memset(m, 0, sizeof *m);
-    char signature[129] = "";
-    char *parts[4] = {NULL, NULL, NULL, NULL};
+    zmq_msg_t signature, parts[4];
+    zmq_msg_init(&signature);
+    for (int i = 0; i < 4; i++) zmq_msg_init(&parts[i]);
     int stage = 0, more = 1, bad = 0;   /* stage: 0 identities, 1 signature, 2..5 parts, 6 buffers */
     while (more) {
         zmq_msg_t frame;
         zmq_msg_init(&frame);
-        if (zmq_msg_recv(&frame, socket, 0) < 0) { zmq_msg_close(&frame); bad = 1; break; }
+        if (recv_frame(&frame, socket) < 0) { zmq_msg_close(&frame); bad = 1; break; }
         more = zmq_msg_more(&frame);
         size_t size = zmq_msg_size(&frame);
-        const char *data = zmq_msg_data(&frame);
-        if (stage == 0 && size == strlen(DELIMITER) && memcmp(data, DELIMITER, size) == 0) {
+        if (stage == 0 && size == strlen(DELIMITER) && memcmp(zmq_msg_data(&frame), DELIMITER, size) == 0) {
             stage = 1;
             zmq_msg_close(&frame);
         } else if (stage == 0) {
             if (m->nids < MAX_IDENTITIES) m->ids[m->nids++] = frame;
             else { zmq_msg_close(&frame); bad = 1; }
         } else if (stage == 1) {
-            if (size < sizeof signature) { memcpy(signature, data, size); signature[size] = '\0'; }
-            else bad = 1;
+            zmq_msg_move(&signature, &frame);
             stage++;
-            zmq_msg_close(&frame);
         } else if (stage <= 5) {
-            parts[stage - 2] = malloc(size + 1);
-            if (parts[stage - 2]) { memcpy(parts[stage - 2], data, size); parts[stage - 2][size] = '\0'; }
-            else bad = 1;
+            zmq_msg_move(&parts[stage - 2], &frame);
             stage++;
-            zmq_msg_close(&frame);
         } else {
             zmq_msg_close(&frame);
         }
     }
     if (!bad && stage < 6) bad = 1;
     if (!bad) {
-        char expected[129];
-        const char *const p[4] = {parts[0], parts[1], parts[2], parts[3]};
-        if (sign(expected, p) != 0 || strlen(expected) != strlen(signature)
-            || CRYPTO_memcmp(expected, signature, strlen(expected)) != 0) {
+        char expected[2 * DIGEST_BYTES + 1];
+        const void *const data[4] = {zmq_msg_data(&parts[0]), zmq_msg_data(&parts[1]), zmq_msg_data(&parts[2]),
+                                     zmq_msg_data(&parts[3])};
+        const size_t sizes[4] = {zmq_msg_size(&parts[0]), zmq_msg_size(&parts[1]), zmq_msg_size(&parts[2]),
+                                 zmq_msg_size(&parts[3])};
+        size_t given = zmq_msg_size(&signature);
+        if (sign(expected, data, sizes) != 0 || strlen(expected) != given
+            || CRYPTO_memcmp(expected, zmq_msg_data(&signature), given) != 0) {
             fprintf(stderr, "mha-repl kernel: a message with a bad signature was refused\n");
+            bad = 1;
+        } else if (K.keylen > 0 && seen_before(expected) != 0) {
+            fprintf(stderr, "mha-repl kernel: a message whose signature was seen before (a replay) was refused\n");
             bad = 1;
         }
     }
     json_t **slots[4] = {&m->header, &m->parent, &m->metadata, &m->content};
     for (int i = 0; !bad && i < 4; i++) {
         json_error_t err;
-        *slots[i] = json_loads(parts[i], 0, &err);
+        *slots[i] = json_loadb(zmq_msg_data(&parts[i]), zmq_msg_size(&parts[i]), 0, &err);
         if (!*slots[i] || !json_is_object(*slots[i])) {
             fprintf(stderr, "mha-repl kernel: a message part is not a JSON object: %s\n", err.text);
             bad = 1;
         }
     }
-    for (int i = 0; i < 4; i++) free(parts[i]);
+    zmq_msg_close(&signature);
+    for (int i = 0; i < 4; i++) zmq_msg_close(&parts[i]);
     if (bad) { free_message(m); return -1; }
     return 0;
 }
@@ -185,19 +264,18 @@ static void send_message(void *socket, zmq_msg_t *ids, int nids, const char *top
         json_dumps(metadata, JSON_COMPACT),
         content ? json_dumps(content, JSON_COMPACT) : NULL,
     };
-    char signature[129];
-    const char *const p[4] = {parts[0], parts[1], parts[2], parts[3]};
-    if (parts[0] && parts[1] && parts[2] && parts[3] && sign(signature, p) == 0) {
-        for (int i = 0; i < nids; i++) {
-            zmq_msg_t copy;
-            zmq_msg_init(&copy);
-            zmq_msg_copy(&copy, &ids[i]);
-            zmq_msg_send(&copy, socket, ZMQ_SNDMORE);
-        }
-        if (topic) zmq_send(socket, topic, strlen(topic), ZMQ_SNDMORE);
-        zmq_send(socket, DELIMITER, strlen(DELIMITER), ZMQ_SNDMORE);
-        zmq_send(socket, signature, strlen(signature), ZMQ_SNDMORE);
-        for (int i = 0; i < 4; i++) zmq_send(socket, parts[i], strlen(parts[i]), i < 3 ? ZMQ_SNDMORE : 0);
+    char signature[2 * DIGEST_BYTES + 1];
+    int built = parts[0] && parts[1] && parts[2] && parts[3];
+    const void *const p[4] = {parts[0], parts[1], parts[2], parts[3]};
+    const size_t sizes[4] = {built ? strlen(parts[0]) : 0, built ? strlen(parts[1]) : 0,
+                             built ? strlen(parts[2]) : 0, built ? strlen(parts[3]) : 0};
+    if (built && sign(signature, p, sizes) == 0) {
+        for (int i = 0; i < nids; i++)
+            send_frame(socket, zmq_msg_data(&ids[i]), zmq_msg_size(&ids[i]), ZMQ_SNDMORE);
+        if (topic) send_frame(socket, topic, strlen(topic), ZMQ_SNDMORE);
+        send_frame(socket, DELIMITER, strlen(DELIMITER), ZMQ_SNDMORE);
+        send_frame(socket, signature, strlen(signature), ZMQ_SNDMORE);
+        for (int i = 0; i < 4; i++) send_frame(socket, parts[i], sizes[i], i < 3 ? ZMQ_SNDMORE : 0);
     } else {
         fprintf(stderr, "mha-repl kernel: could not build a %s message\n", msg_type);
     }
@@ -241,27 +319,50 @@ static json_t *kernel_info(void) {
         "help_links", "text", "Lua 5.4 manual", "url", "https://www.lua.org/manual/5.4/");
 }
 
-/* The control channel's own thread: interrupt_request, shutdown_request, kernel_info_request. */
+/* Stops the running cell: SIGINT to the main thread, whose handler (on_sigint) calls stop(L) there, as
+ * a Ctrl-C would. An idle main thread sees the stop flag within POLL_MS anyway. */
+static void interrupt_main(void) {
+    if (executing) pthread_kill(K.main_thread, SIGINT);
+}
+
+/* Reads and drops whatever arrived on socket: the stdin channel, as no cell asks for input. */
+static void drain(void *socket) {
+    zmq_msg_t frame;
+    zmq_msg_init(&frame);
+    while (zmq_msg_recv(&frame, socket, ZMQ_DONTWAIT) >= 0) {}
+    zmq_msg_close(&frame);
+}
+
+/* The control channel's own thread: interrupt_request, shutdown_request, kernel_info_request; stdin
+ * drained; the front end watched. When the kernel stops, a cell that goes on regardless (it catches the
+ * interrupt, or a C call does not return) gets GRACE_MS, then the process ends: nobody is left to ask. */
 static void *control_loop(void *unused) {
     (void)unused;
-    zmq_pollitem_t item = {K.control, 0, ZMQ_POLLIN, 0};
+    zmq_pollitem_t items[2] = {{K.control, 0, ZMQ_POLLIN, 0}, {K.stdin_socket, 0, ZMQ_POLLIN, 0}};
     while (!stopping) {
-        int r = zmq_poll(&item, 1, POLL_MS);
-        if (r <= 0) continue;
+        if (getppid() != K.parent) {   /* the front end died without a shutdown_request: do not linger */
+            fprintf(stderr, "mha-repl kernel: the front end (pid %ld) is gone: shutting down\n", (long)K.parent);
+            stopping = 1;
+            interrupt_main();
+            break;
+        }
+        if (zmq_poll(items, 2, POLL_MS) <= 0) continue;
+        if (items[1].revents & ZMQ_POLLIN) drain(K.stdin_socket);
+        if (!(items[0].revents & ZMQ_POLLIN)) continue;
         message m;
         if (recv_message(K.control, &m) != 0) continue;
         const char *type = json_string_value(json_object_get(m.header, "msg_type"));
         json_t *parent = parent_of(&m);
         publish_status(parent, "busy");
         if (type && strcmp(type, "interrupt_request") == 0) {
-            if (executing && running && stop_fn) stop_fn(running);
+            interrupt_main();
             reply(K.control, &m, "interrupt_reply", json_pack("{s:s}", "status", "ok"));
         } else if (type && strcmp(type, "shutdown_request") == 0) {
             int restart = json_is_true(json_object_get(m.content, "restart"));
             reply(K.control, &m, "shutdown_reply", json_pack("{s:s, s:b}", "status", "ok", "restart", restart));
             restart_asked = restart;
             stopping = 1;
-            if (executing && running && stop_fn) stop_fn(running);
+            interrupt_main();
         } else if (type && strcmp(type, "kernel_info_request") == 0) {
             reply(K.control, &m, "kernel_info_reply", kernel_info());
         } else {
@@ -271,18 +372,29 @@ static void *control_loop(void *unused) {
         json_decref(parent);
         free_message(&m);
     }
+    const struct timespec tick = {0, 10 * 1000 * 1000};
+    for (int waited = 0; executing && waited < GRACE_MS; waited += 10) nanosleep(&tick, NULL);
+    if (executing) {
+        fprintf(stderr, "mha-repl kernel: the running cell does not stop: the kernel ends\n");
+        _exit(EXIT_FAILURE);
+    }
     return NULL;
 }
 
-/* The heartbeat: every ping comes straight back. */
+/* The heartbeat: every ping comes straight back, whole, each of its frames. */
 static void *heartbeat_loop(void *unused) {
     (void)unused;
     zmq_pollitem_t item = {K.heartbeat, 0, ZMQ_POLLIN, 0};
-    char buf[256];
     while (!stopping) {
         if (zmq_poll(&item, 1, POLL_MS) <= 0) continue;
-        int n = zmq_recv(K.heartbeat, buf, sizeof buf, 0);
-        if (n >= 0) zmq_send(K.heartbeat, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf, 0);
+        zmq_msg_t frame;
+        zmq_msg_init(&frame);
+        while (zmq_msg_recv(&frame, K.heartbeat, ZMQ_DONTWAIT) >= 0) {
+            int more = zmq_msg_more(&frame);
+            if (zmq_msg_send(&frame, K.heartbeat, more ? ZMQ_SNDMORE : 0) < 0) break;
+            if (!more) break;
+        }
+        zmq_msg_close(&frame);
     }
     return NULL;
 }
@@ -449,7 +561,9 @@ static int bind_socket(void **socket, int type, const char *transport, const cha
     snprintf(endpoint, sizeof endpoint, "%s://%s%s%lld", transport, ip, sep, (long long)json_integer_value(port));
     *socket = zmq_socket(K.ctx, type);
     int linger = 1000;
+    int64_t max_frame = MAX_FRAME_BYTES;
     if (*socket) zmq_setsockopt(*socket, ZMQ_LINGER, &linger, sizeof linger);
+    if (*socket) zmq_setsockopt(*socket, ZMQ_MAXMSGSIZE, &max_frame, sizeof max_frame);
     if (!*socket || zmq_bind(*socket, endpoint) != 0) {
         fprintf(stderr, "mha-repl --kernel: cannot bind %s (%s): %s\n", endpoint, port_key, zmq_strerror(errno));
         return -1;
@@ -483,6 +597,9 @@ static int start(const char *connection_file) {
     }
     memcpy(K.key, key, strlen(key) + 1);
     K.keylen = strlen(key);
+    if (K.keylen == 0)
+        fprintf(stderr, "mha-repl --kernel: the connection file has no key: messages are not signed, and "
+                        "anyone who can reach its ports can run code\n");
     unsigned char r[16];
     if (RAND_bytes(r, sizeof r) != 1) { json_decref(conn); return -1; }
     for (int i = 0; i < 16; i++) snprintf(K.session + 2 * i, 3, "%02x", r[i]);
@@ -496,6 +613,8 @@ static int start(const char *connection_file) {
     json_decref(conn);
     if (bad) return -1;
     pthread_mutex_init(&K.iopub_lock, NULL);
+    K.main_thread = pthread_self();
+    K.parent = getppid();
     /* the threads never take SIGINT: it goes to the main thread, which runs the cells */
     sigset_t block, old;
     sigemptyset(&block);
@@ -540,9 +659,7 @@ int mha_kernel_serve(lua_State *L, const char *connection_file, void (*stop)(lua
     if (push_kernel_field(L, "setup") == LUA_TFUNCTION) call_lua(L, 0, 0);   /* show's tables, plots kept */
     else lua_pop(L, 1);
     zmq_pollitem_t item = {K.shell, 0, ZMQ_POLLIN, 0};
-    pid_t parent = getppid();
     while (!stopping) {
-        if (getppid() != parent) break;   /* the front end died without a shutdown_request: do not linger */
         int r = zmq_poll(&item, 1, POLL_MS);
         if (r <= 0) continue;   /* the timeout, or EINTR from an interrupt while idle */
         message m;

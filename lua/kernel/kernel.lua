@@ -29,9 +29,25 @@ local function msghandler(m)
     return tostring(m)
 end
 
--- What the cell printed so far, as a stream output.
-local function flush()
-    local text = repl.take_output()
+local held = ""            -- the first bytes of a UTF-8 character whose last bytes are not written yet
+
+-- The bytes a UTF-8 sequence starting with lead byte b has (0 for a byte that starts none).
+local function sequence_length(b)
+    if b >= 0xC2 and b <= 0xDF then return 2 end
+    if b >= 0xE0 and b <= 0xEF then return 3 end
+    if b >= 0xF0 and b <= 0xF4 then return 4 end
+    return 0
+end
+
+-- What the cell printed so far, as a stream output. A character cut between two writes waits for its
+-- last bytes (until the cell ends: final), so it is not sent as two U+FFFD.
+local function flush(final)
+    local text = held .. repl.take_output()
+    held = ""
+    local cut = not final and text:match("[\xC2-\xF4][\x80-\xBF]*$")
+    if cut and #cut < sequence_length(cut:byte(1)) then
+        held, text = cut, text:sub(1, #text - #cut)
+    end
     if text ~= "" and sink then sink({output_type = "stream", name = "stdout", text = text}) end
 end
 
@@ -125,12 +141,15 @@ local function result_output(values)
     return {output_type = "execute_result", data = data, metadata = json.object()}
 end
 
-local function error_output(message)
+-- The error output of a cell (code) that raised message: its lines, then the REPL's hint (repl.hint).
+local function error_output(code, message)
     message = tostring(message)
     local lines = {}
     for line in (message .. "\n"):gmatch("(.-)\n") do lines[#lines + 1] = line end
     local first = lines[1] or ""
     local ename = (first == "interrupted" or first:find(": interrupted$")) and "Interrupted" or "Error"
+    local hint = repl.hint(code, "error", message)
+    if hint then lines[#lines + 1] = hint end
     return {output_type = "error", ename = ename, evalue = first, traceback = lines}
 end
 
@@ -148,12 +167,12 @@ local function command_lines(code)
 end
 
 -- Compiles a cell as the REPL does: "return <code>;" first (its values shown unless it ends in ';'),
--- else as statements. Returns the chunk, whether it is an expression, whether it is quiet; or nil and
--- the syntax error.
+-- else as statements. Returns the chunk, whether it is an expression, whether it is quiet, and the
+-- expression as typed (the whole cell, or its last line); or nil and the syntax error.
 local function compile(code, name)
     local expr, quiet = repl.split_input(code)
     local chunk = load("return " .. expr .. ";", name, "t")
-    if chunk then return chunk, true, quiet end
+    if chunk then return chunk, true, quiet, code end
     -- a cell whose last line is an expression shows its value, as in other notebooks
     local head, last = code:match("^(.*\n)%s*([^\n]-%S[^\n]-)%s*$")
     if head then
@@ -161,7 +180,7 @@ local function compile(code, name)
         -- the last line alone must be an expression: "return end" would close the block above it
         if load("return " .. last_expr .. ";", name, "t") then
             chunk = load(head .. "return " .. last_expr .. ";", name, "t")
-            if chunk then return chunk, true, last_quiet end
+            if chunk then return chunk, true, last_quiet, last end
         end
     end
     local err
@@ -180,6 +199,7 @@ function kernel.execute(code, cell_sink, name)
     end
     figures_drawn = {}
     repl.take_output()   -- what came before the cell is not its output
+    held = ""
     local status, err, action = "ok", nil, nil
     local commands = command_lines(code)
     if commands then
@@ -193,22 +213,27 @@ function kernel.execute(code, cell_sink, name)
             if action then break end
         end
     elseif code:match("%S") then
-        local chunk, expr, quiet = compile(code, name or "=cell")
+        local chunk, expr, quiet, typed = compile(code, name or "=cell")
         if not chunk then
-            err = error_output(expr)
+            err = error_output(code, expr)
         else
             local results = table.pack(xpcall(chunk, msghandler))
             flush()
             if not results[1] then
-                err = error_output(results[2])
+                err = error_output(code, results[2])
             else
                 local values = table.pack(table.unpack(results, 2, results.n))
                 if values.n > 0 and values[1] ~= nil then rawset(_G, "_", values[1]) end
-                if values.n > 0 and not quiet then sink(result_output(values)) end
+                if values.n > 0 and not quiet then
+                    sink(result_output(values))
+                    -- x.shape shows a function: the REPL's hint says why, as under its value there
+                    local hint = repl.hint(typed, "print", table.unpack(values, 1, values.n))
+                    if hint then sink({output_type = "stream", name = "stdout", text = hint .. "\n"}) end
+                end
             end
         end
     end
-    flush()
+    flush(true)
     flush_figures()
     if err then
         status = "error"

@@ -44,7 +44,12 @@ static json_t *tojson(lua_State *L, int idx, int depth) {
         size_t len;
         const char *s = lua_tolstring(L, idx, &len);
         json_t *v = json_stringn(s, len);
-        if (!v) lua_pushliteral(L, "json.encode: a string is not valid UTF-8");
+        if (!v) {   /* not UTF-8: its bad bytes as U+FFFD, as ipykernel sends them */
+            char *clean = json_utf8_clean(s, len, &len);
+            v = clean ? json_stringn_nocheck(clean, len) : NULL;
+            free(clean);
+        }
+        if (!v) lua_pushliteral(L, "json.encode: out of memory");
         return v;
     }
     case LUA_TTABLE: {
@@ -77,7 +82,18 @@ static json_t *tojson(lua_State *L, int idx, int depth) {
             }
             json_t *item = tojson(L, -1, depth + 1);
             if (!item) { lua_replace(L, -3); lua_pop(L, 1); json_decref(object); return NULL; }
-            json_object_set_new(object, lua_tostring(L, -2), item);
+            size_t keylen;
+            const char *key = lua_tolstring(L, -2, &keylen);
+            char *clean = json_utf8_clean(key, keylen, &keylen);   /* a key is UTF-8 too, and may hold a NUL */
+            if (!clean) {
+                json_decref(item);
+                json_decref(object);
+                lua_pop(L, 2);
+                lua_pushliteral(L, "json.encode: out of memory");
+                return NULL;
+            }
+            json_object_setn_new_nocheck(object, clean, keylen, item);
+            free(clean);
             lua_pop(L, 1);
         }
         return object;

@@ -7,7 +7,7 @@
 #include <lua.h>
 
 /* The value at idx as a new JSON value: nil -> null, booleans, integers, floats (NaN and infinities as
- * null), strings (valid UTF-8 only), tables as arrays when they are sequences (an empty table too) and
+ * null), strings (bytes that are not UTF-8 as U+FFFD: json_utf8_clean), tables as arrays when they are sequences (an empty table too) and
  * as objects otherwise or when marked by mha.json.object. NULL with a message pushed on failure. */
 json_t *mha_lua_tojson(lua_State *L, int idx);
 

@@ -347,6 +347,15 @@ local function habit_hint(f, ...)
     return got and hint or nil
 end
 
+-- repl.hint(input, how, ...) -> the hint for an input's outcome, in the REPL's language, or nil: how is
+-- "error" (then the message) or "print" (then the values shown). The REPL prints it under the error or
+-- the values; the Jupyter kernel (mha.kernel) shows the same line under a cell's.
+function repl.hint(input, how, ...)
+    if how == "error" then return habit_hint("after_error", input, (...), repl.lang()) end
+    if how == "print" then return habit_hint("after_value", input, repl.lang(), ...) end
+    return nil
+end
+
 -- A hint as printed: wrapped to the terminal at word boundaries, continuation lines indented.
 local function hint_text(hint)
     local ok, text = pcall(require, "mha.text")
@@ -358,7 +367,7 @@ end
 function repl.after(input, how, seconds, ...)
     if how == "error" then
         show_error((...))
-        local hint = habit_hint("after_error", input, (...), repl.lang())
+        local hint = repl.hint(input, how, ...)
         if hint then err_out(hint_text(hint)) end
         if interrupted((...)) then how = "interrupted" end  -- :save must not replay it: it may never end
     elseif how == "quiet" then keep_values(...)
@@ -366,7 +375,7 @@ function repl.after(input, how, seconds, ...)
         local from = repl.output_mark()
         show_values(...)
         if recorder then recorder.values(from, ...) end
-        local hint = how == "print" and habit_hint("after_value", input, repl.lang(), ...)
+        local hint = repl.hint(input, how, ...)
         if hint then out(hint_text(hint)) end
     end
     record({kind = "lua", input = input, how = how})

@@ -36,17 +36,19 @@ static void lstop(lua_State *L, lua_Debug *ar) {
 static lua_State *volatile resume_chain[RESUME_CHAIN_MAX];
 static volatile sig_atomic_t resume_depth = 0;
 
-/* From a signal handler: lua_sethook is the one call lua.c makes there too. */
-static void stop_lua(void) {
+/* Stops the code running in L and in every coroutine it is resuming, and the kernels under them. From
+ * a signal handler (lua_sethook is the one call lua.c makes there too) or the Jupyter kernel's control
+ * thread, which lua_sethook allows as it allows a signal. */
+static void stop_lua(lua_State *L) {
     mha_interrupt();
-    lua_sethook(running, lstop, LUA_MASKCALL | LUA_MASKRET | LUA_MASKCOUNT, 1);
+    lua_sethook(L, lstop, LUA_MASKCALL | LUA_MASKRET | LUA_MASKCOUNT, 1);
     for (sig_atomic_t i = 0; i < resume_depth && i < RESUME_CHAIN_MAX; i++)
         lua_sethook(resume_chain[i], lstop, LUA_MASKCALL | LUA_MASKRET | LUA_MASKCOUNT, 1);
 }
 
 static void laction(int sig) {
     if (evaluating) {
-        stop_lua();
+        stop_lua(running);
         /* outside the REPL, a second Ctrl-C ends a script that ignores the first, as in lua.c */
         if (!interactive) signal(sig, SIG_DFL);
     } else {
@@ -82,16 +84,14 @@ static void on_hangup(int sig) {
     if (hangup) die_of(sig);   /* the second one */
     hangup = 1;
     hangup_signal = sig;
-    if (evaluating) stop_lua();
+    if (evaluating) stop_lua(running);
     signal(SIGALRM, on_hangup_timeout);   /* whatever holds the way out (a figure's gnuplot too) */
     alarm(1);
 }
 
-/* The Jupyter kernel's interrupt: Ctrl-C's stop on the state serving cells, and its undoing. */
-void repl_kernel_stop(lua_State *L) {
-    mha_interrupt();
-    lua_sethook(L, lstop, LUA_MASKCALL | LUA_MASKRET | LUA_MASKCOUNT, 1);
-}
+/* The Jupyter kernel's interrupt: Ctrl-C's stop on the state serving cells (coroutines included),
+ * and its undoing. */
+void repl_kernel_stop(lua_State *L) { stop_lua(L); }
 
 void repl_kernel_stopped(lua_State *L) {
     if (lua_gethook(L) == lstop) lua_sethook(L, NULL, 0, 0);
@@ -167,7 +167,7 @@ static int resume_tracked(lua_State *L) {
     sig_atomic_t depth = resume_depth;
     if (depth < RESUME_CHAIN_MAX) resume_chain[depth] = co;
     resume_depth = depth + 1;
-    if (evaluating && mha_interrupted())   /* a Ctrl-C between the resume and this push */
+    if (mha_interrupted())   /* a Ctrl-C (or a kernel's interrupt) between the resume and this push */
         lua_sethook(co, lstop, LUA_MASKCALL | LUA_MASKRET | LUA_MASKCOUNT, 1);
     int status = lua_pcall(L, n, LUA_MULTRET, 0);
     resume_depth = depth;

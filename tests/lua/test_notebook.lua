@@ -15,7 +15,9 @@ T.test("json", function()
     T.ok("json_decode", v.k[1] == 1 and v.k[2] == "two" and v.k[3] == nil and v.k[4].x == 1.5)
     local value, err = json.decode("[1,")
     T.ok("json_decode_error", value == nil and err:find("^json.decode: line 1 column") ~= nil, err)
-    T.raises("json_bad_utf8", function() json.encode({"\xff"}) end, "json.encode: a string is not valid UTF-8")
+    -- bytes that are not UTF-8 become U+FFFD (json.utf8_clean's), in values and keys alike
+    local encoded = json.encode({"a\xffb", {["k\xe2\x82"] = "\xc0\xaf"}})
+    T.eq("json_bad_utf8", encoded, '["a\u{FFFD}b",{"k\u{FFFD}":"\u{FFFD}\u{FFFD}"}]')
     T.raises("json_function", function() json.encode({f = print}) end, "json.encode: a function has no JSON form")
     T.raises("json_key", function() json.encode({[true] = 1}) end, "json.encode: an object's key is a boolean")
     local cycle = {}
