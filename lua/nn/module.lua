@@ -448,6 +448,9 @@ Module.to = M.to
 -- its own, in C).
 M.multihead_methods = {state_dict = M.state_dict, load_state_dict = M.load_state_dict, train = M.train,
                        eval = M.eval, to = M.to, named_parameters = M.named_parameters}
+for key, f in pairs(M.multihead_methods) do   -- m.eval() says to call it with a colon, as the C methods do
+    M.multihead_methods[key] = M.method(key, f, is_multihead, "m")
+end
 
 -- ---------------------------------------------------------------------------------------------
 -- Printing, as PyTorch's repr

@@ -31,6 +31,9 @@ T.test("m:train() and m:eval(): the training flag, recursive, returning the modu
     local before = m(x)
     T.close("no dropout here: eval gives the same output", m:eval()(x), before, 0, 0)
     T.raises("a mode that is not a boolean", function() m:train(1) end, "Sequential:train: mode must be true or false, got number")
+    local attn = mha.MultiheadAttention{embed_dim = 4, num_heads = 2}
+    T.raises("MultiheadAttention's eval called with a dot", function() attn.eval() end,
+             "eval is a method: call it with a colon: m:eval()")
 end)
 
 T.test("m:to(device): the CPU only", function()
