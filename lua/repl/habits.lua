@@ -17,6 +17,7 @@ local WORDS = {
         exit = ":quit or Ctrl-D leaves mha-repl (os.exit() too)",
         data = "there is no .data here: use %s:detach() (the same numbers, outside the graph) or %s itself",
         len = "Lua has no len(): #%s is the size of dim 1, as %s:size(1); %s:numel() counts every element",
+        ce_target = "classes count from 1 here; to skip the targets that are %s, give {ignore_index = %s}",
         matmul_at = "Lua has no @ operator: the matrix product is %s:matmul(%s), or mha.matmul(%s, %s)",
         matmul_star = "* multiplies element by element (broadcasting); for the matrix product write %s:matmul(%s)",
         did_you_mean = "did you mean %s?",
@@ -35,6 +36,9 @@ local WORDS = {
         len = "Lua 没有 len()：#%s 是第 1 维的大小，即 %s:size(1)；%s:numel() 数所有元素",
         to_device = "mha-repl 只在 CPU 上计算：写 m:to(\"cpu\")，或不调用 to",
         train_mode = "m:train(true) 进入训练模式，m:train(false) 或 m:eval() 进入评估模式",
+        ce_target = "这里的类别从 1 开始数；要跳过值为 %s 的目标，就给出 {ignore_index = %s}",
+        ce_option = "cross_entropy 的选项：ignore_index 是要跳过的目标值（整数），reduction 是 \"mean\"、\"sum\" 或 " ..
+                    "\"none\"，label_smoothing 是 0 到 1 之间的数",
         matmul_at = "Lua 没有 @ 运算符：矩阵乘法写作 %s:matmul(%s)，或 mha.matmul(%s, %s)",
         matmul_star = "* 是逐元素相乘（会广播）；矩阵乘法请写 %s:matmul(%s)",
         did_you_mean = "你是想写 %s 吗？",
@@ -113,6 +117,10 @@ function habits.after_error(input, msg, lang)
     -- the module methods' refusals (lua/nn/module.lua) say it in English; in Chinese a hint says it again
     if w.to_device and first:find("^[^:]*:?%d*:? ?[%w_]+:to: device .* is not available") then return w.hint .. w.to_device end
     if w.train_mode and first:find("[%w_]+:train: mode must be true or false") then return w.hint .. w.train_mode end
+    -- torch's habit of padding targets with 0 (or -1): cross_entropy's ignore_index skips them
+    local bad = first:match("cross_entropy: targets %S+: entry %d+ is (%-?%d+); expected a whole number from 1")
+    if bad and tonumber(bad) <= 0 then return w.hint .. string.format(w.ce_target, bad, bad) end
+    if w.ce_option and first:find("cross_entropy[%w_]*: option [%w_]+ must be") then return w.hint .. w.ce_option end
     if first:find("mul: shapes", 1, true) and first:find("cannot broadcast", 1, true) and input:find("*", 1, true) then
         local a, b = operands(input, "%*")
         return w.hint .. string.format(w.matmul_star, a or "A", b or "B")

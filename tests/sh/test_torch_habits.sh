@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # tests/sh/test_torch_habits.sh - a PyTorch user's habits at the prompt: bare help shows the help; x.data,
-# len(x), m:to("cuda") and m:train(1) get their one-line hint, in English and (MHA_LANG=zh) Chinese, exactly;
+# len(x), m:to("cuda"), m:train(1), cross_entropy's 0 targets and bad options get their one-line hint, in
+# English and (MHA_LANG=zh) Chinese, exactly;
 # the same at a terminal (a pty, through testlib.sh's pty_run). env: MHA_REPL, as tests/run.sh sets it.
 . "$(dirname "$0")/testlib.sh"
 
@@ -24,6 +25,10 @@ m:to("cuda")
 m:train(1)
 for name, p in m:named_parameters() do print(name, table.concat(p:shape(), "x")) end
 print(m:eval().training, m:to("cpu") == m)
+logits = mha.randn(3, 4)
+mha.cross_entropy(logits, {1, 2, 0})
+mha.cross_entropy(logits, {1, 2, 3}, {reduction = "avg"})
+print(mha.cross_entropy(mha.tensor{{0, 0}, {5, 0}}, {1, 0}, {ignore_index = 0}):item() < 0.6932)
 help
 EOF_IN
 COLUMNS=200 timeout 10 "$repl" -i <"$tmp/in" >"$tmp/out" 2>"$tmp/err"
@@ -37,6 +42,11 @@ check "m:train(1): the error names function and argument" "$tmp/err" "stdin:1: L
 check "named_parameters iterates (name, tensor)" "$tmp/out" "$(printf 'weight\t2x4')"
 check "named_parameters in torch's order" "$tmp/out" "$(printf 'bias\t2')"
 check "eval and to(\"cpu\") return m" "$tmp/out" "$(printf 'false\ttrue')"
+check "targets padded with 0: a hint to ignore_index" "$tmp/err" \
+    "hint: classes count from 1 here; to skip the targets that are 0, give {ignore_index = 0}"
+check "cross_entropy's bad option: the error names function, option and value" "$tmp/err" \
+    'stdin:1: cross_entropy: option reduction must be "mean", "sum" or "none", got avg'
+check "ignore_index = 0 skips the padding" "$tmp/out" "true"
 has "bare help shows the help" "$tmp/out" "help(f) or ?name explains a function: its signature, what it does, the formula"
 lacks "bare help: no function: 0x" "$tmp/out" "function: 0x"
 
@@ -45,6 +55,9 @@ check "x.data in Chinese" "$tmp/out" "提示：这里没有 .data：用 x:detach
 check "len(x) in Chinese" "$tmp/err" "提示：Lua 没有 len()：#x 是第 1 维的大小，即 x:size(1)；x:numel() 数所有元素"
 check "m:to(\"cuda\") in Chinese" "$tmp/err" '提示：mha-repl 只在 CPU 上计算：写 m:to("cpu")，或不调用 to'
 check "m:train(1) in Chinese" "$tmp/err" "提示：m:train(true) 进入训练模式，m:train(false) 或 m:eval() 进入评估模式"
+check "targets padded with 0 in Chinese" "$tmp/err" "提示：这里的类别从 1 开始数；要跳过值为 0 的目标，就给出 {ignore_index = 0}"
+check "cross_entropy's bad option in Chinese" "$tmp/err" \
+    '提示：cross_entropy 的选项：ignore_index 是要跳过的目标值（整数），reduction 是 "mean"、"sum" 或 "none"，label_smoothing 是 0 到 1 之间的数'
 has "bare help in Chinese" "$tmp/out" "help(f) 或 ?名字 解释一个函数：签名、作用、公式和例子"
 
 # ---- at a terminal ----
