@@ -93,22 +93,28 @@ mha_status mha_ag_embedding(mha_tensor *out, const mha_tensor *indices, const mh
     return MHA_OK;
 }
 
+/* The node keeps the options in its extra memory (an mha_ce_options). */
 static mha_status cross_entropy_node_backward(mha_tensor *grads, const mha_node *n, const mha_tensor *g) {
-    mha_tensor cg = MHA_TENSOR_EMPTY;
-    mha_status st = mha_contiguous(&cg, g);
-    if (st == MHA_OK) st = mha_cross_entropy_backward(&grads[0], mha_f32(&cg)[0], &n->saved[0], &n->saved[1]);
-    mha_release(&cg);
-    return st;
+    return mha_cross_entropy_backward(&grads[0], g, &n->saved[0], &n->saved[1], (const mha_ce_options *)n->extra);
 }
 
-mha_status mha_ag_cross_entropy(mha_tensor *out, const mha_tensor *logits, const mha_tensor *targets) {
+mha_status mha_ag_cross_entropy(mha_tensor *out, const mha_tensor *logits, const mha_tensor *targets,
+                                const mha_ce_options *opt) {
+    static const mha_ce_options defaults = {MHA_REDUCTION_MEAN, false, 0.0f, 0.0f};
     const mha_tensor *in[2] = {logits, targets};
-    mha_status st = mha_cross_entropy(out, logits, targets);
+    mha_status st = mha_cross_entropy(out, logits, targets, opt);
     if (st != MHA_OK || !mha_ag_wants(in, 1)) return st;
+    mha_ce_options *kept = mha_alloc(sizeof *kept);
+    if (!kept) return mha_fail(MHA_E_NOMEM, "cross_entropy: out of memory");
+    *kept = opt ? *opt : defaults;
     mha_node *n;
-    if ((st = mha_ag_record(&n, out, "cross_entropy", cross_entropy_node_backward, in, 2)) != MHA_OK) return st;
+    if ((st = mha_ag_record(&n, out, "cross_entropy", cross_entropy_node_backward, in, 2)) != MHA_OK) {
+        mha_free(kept, sizeof *kept);
+        return st;
+    }
     mha_ag_save(n, logits);
     mha_ag_save(n, targets);
+    n->extra = kept, n->extra_bytes = sizeof *kept;
     return MHA_OK;
 }
 

@@ -5,6 +5,7 @@
 
 #include "autograd.h"
 #include "attention.h"
+#include "nn_ops.h"
 
 /* elementwise (gradients summed back over broadcast dims) */
 mha_status mha_ag_binary(mha_tensor *out, mha_binop op, const mha_tensor *a, const mha_tensor *b);
@@ -44,7 +45,8 @@ mha_status mha_ag_linear(mha_tensor *out, const mha_tensor *x, const mha_tensor 
 mha_status mha_ag_layer_norm(mha_tensor *out, const mha_tensor *x, size_t norm_ndim, const mha_tensor *weight,
                              const mha_tensor *bias, float eps);
 mha_status mha_ag_embedding(mha_tensor *out, const mha_tensor *indices, const mha_tensor *weight);
-mha_status mha_ag_cross_entropy(mha_tensor *out, const mha_tensor *logits, const mha_tensor *targets);
+mha_status mha_ag_cross_entropy(mha_tensor *out, const mha_tensor *logits, const mha_tensor *targets,
+                                const mha_ce_options *opt);
 /* weights may be NULL (not wanted): when all the weights fit the keep budget (256 MiB unless set) the forward
  * keeps them for the backward (4 products per slice), else it runs fused and the backward recomputes them tile by
  * tile (5 products, memory O(L·D)). mha_ag_sdpa_keep_budget sets the budget in bytes (0: always fused; tests)

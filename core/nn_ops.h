@@ -12,10 +12,28 @@ mha_status mha_log_softmax(mha_tensor *out, const mha_tensor *x, size_t dim);
  * weight->shape[0] (float tensor); weight (num_embeddings, E) -> out (indices' shape..., E). */
 mha_status mha_embedding(mha_tensor *out, const mha_tensor *indices, const mha_tensor *weight);
 
-/* torch.nn.functional.cross_entropy(logits, targets), reduction 'mean': logits (C), (N,C) or (N,C,d1,...)
- * (the class dim is 1, or 0 for 1-D logits, as in torch); targets hold 0-based classes, shape = logits'
- * without the class dim. loss = mean over positions of -log_softmax(logits)[target]. out is a scalar. */
-mha_status mha_cross_entropy(mha_tensor *out, const mha_tensor *logits, const mha_tensor *targets);
+/* How a loss over positions is reduced, as torch's reduction argument. */
+typedef enum { MHA_REDUCTION_MEAN, MHA_REDUCTION_SUM, MHA_REDUCTION_NONE } mha_reduction;
+
+/* torch.nn.functional.cross_entropy's options (torch 1.13 semantics). A position whose target equals
+ * ignore_index (when has_ignore; compared in the targets' own numbering) counts for nothing: loss 0,
+ * gradient 0, and 'mean' divides by the positions not ignored (all ignored: 0/0 = NaN, as torch).
+ * label_smoothing ε in [0, 1] mixes the one-hot target with the uniform distribution over the C classes. */
+typedef struct mha_ce_options {
+    mha_reduction reduction;
+    bool has_ignore;
+    float ignore_index;
+    float label_smoothing;
+} mha_ce_options;
+
+/* torch.nn.functional.cross_entropy(logits, targets, ...): logits (C), (N,C) or (N,C,d1,...) (the class dim
+ * is 1, or 0 for 1-D logits, as in torch); targets hold 0-based classes, shape = logits' without the class
+ * dim. Per position p with target t, lse = log Σ_c exp(x_c):
+ *   loss_p = (1-ε)·(lse - x_t) + ε/C · Σ_c (lse - x_c)          (0 when t is ignored)
+ * out is the mean over the positions not ignored, their sum (scalars), or loss_p itself (targets' shape).
+ * opt NULL: reduction 'mean', nothing ignored, no smoothing. */
+mha_status mha_cross_entropy(mha_tensor *out, const mha_tensor *logits, const mha_tensor *targets,
+                             const mha_ce_options *opt);
 
 /* ---- plain backward functions: gradients of the inputs from dy, the gradient of the output ---- */
 
@@ -34,7 +52,11 @@ mha_status mha_layer_norm_backward(mha_tensor *dx, mha_tensor *dw, mha_tensor *d
                                    const mha_tensor *x, size_t norm_ndim, const mha_tensor *w, float eps);
 /* out = weight[indices]: dW[r] = Σ over positions p with indices[p] = r of dy[p] (a (num_embeddings, E) tensor) */
 mha_status mha_embedding_backward(mha_tensor *dW, const mha_tensor *dy, const mha_tensor *indices, size_t num_embeddings);
-/* loss = cross_entropy(logits, targets): dlogits = dloss · (softmax(logits) - onehot(targets)) / positions */
-mha_status mha_cross_entropy_backward(mha_tensor *dlogits, float dloss, const mha_tensor *logits, const mha_tensor *targets);
+/* loss = cross_entropy(logits, targets, opt): per position p not ignored
+ *   dlogits_p = w_p · (softmax(x_p) - (1-ε)·onehot(t_p) - ε/C),   0 for an ignored position,
+ * with w_p = dloss / (positions not ignored) for 'mean', dloss for 'sum', dloss_p for 'none'. dloss is a
+ * scalar for 'mean' and 'sum', of targets' shape for 'none'. opt NULL as for mha_cross_entropy. */
+mha_status mha_cross_entropy_backward(mha_tensor *dlogits, const mha_tensor *dloss, const mha_tensor *logits,
+                                      const mha_tensor *targets, const mha_ce_options *opt);
 
 #endif

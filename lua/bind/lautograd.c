@@ -11,6 +11,7 @@
 #include "sdpa_backward.h"
 
 #include <math.h>
+#include <string.h>
 
 void lmha_checkgradwrite(lua_State *L, const mha_tensor *t, const char *fname) {
     if (mha_ag_check_write(t, fname) != MHA_OK) luaL_error(L, "%s", mha_errmsg());
@@ -125,8 +126,10 @@ static int l_is_grad_enabled(lua_State *L) {
 /* ---- ops new with gradients: log_softmax, embedding, cross_entropy ---- */
 
 /* The 1-based class/row indices at arg (a tensor of whole numbers, a number or a nested table), each in
- * [1, count], as a new 0-based float tensor pushed on the stack. */
-static mha_tensor *checkindices(lua_State *L, int arg, size_t count, const char *fname, const char *argname) {
+ * [1, count] or equal to *ignore (when ignore is not NULL), as a new 0-based float tensor pushed on the stack
+ * (an ignored entry becomes *ignore - 1). */
+static mha_tensor *checkindices(lua_State *L, int arg, size_t count, const float *ignore, const char *fname,
+                                const char *argname) {
     char shape[MHA_SHAPE_BUF];
     mha_tensor *given = lmha_totensor(L, arg, fname);
     if (given->dtype != MHA_FLOAT32)
@@ -136,6 +139,7 @@ static mha_tensor *checkindices(lua_State *L, int arg, size_t count, const char 
     if (mha_contiguous(&c, given) != MHA_OK) lmha_fail(L, MHA_E_NOMEM, fname, NULL);
     const float *p = mha_f32(&c);
     for (size_t i = 0, n = mha_numel(&c); i < n; i++) {
+        if (ignore && p[i] == *ignore) continue;
         if (!(p[i] >= 1.0f && p[i] <= (float)count && p[i] == floorf(p[i]))) {
             double bad = p[i];
             mha_release(&c);
@@ -164,7 +168,7 @@ static int l_embedding(lua_State *L) {
     mha_tensor *weight = lmha_checktensor(L, 2);
     if (weight->ndim != 2)
         return luaL_error(L, "embedding: weight %s must be 2-D (num_embeddings, embedding_dim)", lmha_shape(shape, weight));
-    mha_tensor *indices = checkindices(L, 1, weight->shape[0], "embedding", "indices");
+    mha_tensor *indices = checkindices(L, 1, weight->shape[0], NULL, "embedding", "indices");
     return lmha_result(L, mha_ag_embedding(lmha_newtensor(L), indices, weight));
 }
 
@@ -174,11 +178,54 @@ static size_t classes_of(lua_State *L, const mha_tensor *logits) {
     return logits->shape[logits->ndim == 1 ? 0 : 1];
 }
 
-/* cross_entropy(logits, targets): mean over positions of -log softmax(logits)[target]; targets 1-based. */
+/* The options of cross_entropy at idx, torch's: {ignore_index = -100, reduction = "mean", label_smoothing = 0}.
+ * ignore_index is compared with the targets as the user gives them (1-based); *ignore receives it. */
+static mha_ce_options checkceoptions(lua_State *L, int idx, float *ignore, const char *fname) {
+    static const char *const names[] = {"ignore_index", "reduction", "label_smoothing", NULL};
+    static const char *const reductions[] = {"mean", "sum", "none", NULL};
+    lmha_checkoptions(L, idx, fname, names);
+    mha_ce_options opt = {MHA_REDUCTION_MEAN, true, -101.0f, 0.0f};
+    *ignore = -100.0f;
+    if (lua_isnoneornil(L, idx)) return opt;
+    if (lua_getfield(L, idx, "ignore_index") != LUA_TNIL) {
+        int whole = 0;
+        lua_Integer v = lua_type(L, -1) == LUA_TNUMBER ? lua_tointegerx(L, -1, &whole) : 0;
+        if (!whole)
+            luaL_error(L, "%s: option ignore_index must be a whole number (a target value to skip), got %s", fname,
+                       luaL_tolstring(L, -1, NULL));
+        if (v < -(1 << 24) || v > (1 << 24))
+            luaL_error(L, "%s: option ignore_index %I is out of range (at most 2^24 in size)", fname, (LUAI_UACINT)v);
+        *ignore = (float)v;
+    }
+    if (lua_getfield(L, idx, "reduction") != LUA_TNIL) {
+        const char *r = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
+        int i = 0;
+        while (r && reductions[i] && strcmp(r, reductions[i]) != 0) i++;
+        if (!r || !reductions[i])
+            luaL_error(L, "%s: option reduction must be \"mean\", \"sum\" or \"none\", got %s", fname,
+                       luaL_tolstring(L, -1, NULL));
+        opt.reduction = i == 0 ? MHA_REDUCTION_MEAN : i == 1 ? MHA_REDUCTION_SUM : MHA_REDUCTION_NONE;
+    }
+    if (lua_getfield(L, idx, "label_smoothing") != LUA_TNIL) {
+        if (lua_type(L, -1) != LUA_TNUMBER || !(lua_tonumber(L, -1) >= 0.0 && lua_tonumber(L, -1) <= 1.0))
+            luaL_error(L, "%s: option label_smoothing must be a number from 0 to 1, got %s", fname,
+                       luaL_tolstring(L, -1, NULL));
+        opt.label_smoothing = (float)lua_tonumber(L, -1);
+    }
+    lua_pop(L, 3);
+    opt.ignore_index = *ignore - 1.0f; /* the core sees 0-based targets */
+    return opt;
+}
+
+/* cross_entropy(logits, targets [, {ignore_index=, reduction=, label_smoothing=}]): torch's F.cross_entropy
+ * with 1-based targets. */
 static int l_cross_entropy(lua_State *L) {
     mha_tensor *logits = lmha_checktensor(L, 1);
-    mha_tensor *targets = checkindices(L, 2, classes_of(L, logits), "cross_entropy", "targets");
-    return lmha_result(L, mha_ag_cross_entropy(lmha_newtensor(L), logits, targets));
+    float ignore;
+    mha_ce_options opt = checkceoptions(L, 3, &ignore, "cross_entropy");
+    lua_settop(L, 3); /* the converted targets go above the arguments */
+    mha_tensor *targets = checkindices(L, 2, classes_of(L, logits), &ignore, "cross_entropy", "targets");
+    return lmha_result(L, mha_ag_cross_entropy(lmha_newtensor(L), logits, targets, &opt));
 }
 
 /* ---- the plain backward functions ---- */
@@ -227,17 +274,25 @@ static int l_embedding_backward(lua_State *L) {
     mha_tensor *dy = lmha_checktensor(L, 1);
     lua_Integer count = luaL_checkinteger(L, 3);
     if (count < 1) return luaL_error(L, "embedding_backward: num_embeddings %I must be positive", (LUAI_UACINT)count);
-    mha_tensor *indices = checkindices(L, 2, (size_t)count, "embedding_backward", "indices");
+    mha_tensor *indices = checkindices(L, 2, (size_t)count, NULL, "embedding_backward", "indices");
     return lmha_result(L, mha_embedding_backward(lmha_newtensor(L), dy, indices, (size_t)count));
 }
 
-/* cross_entropy_backward(logits, targets [, dloss]) -> dlogits */
+/* cross_entropy_backward(logits, targets [, dloss [, options]]) -> dlogits; dloss (1 by default) is a number or
+ * a scalar tensor, or for reduction "none" a tensor of targets' shape. */
 static int l_cross_entropy_backward(lua_State *L) {
+    static const char *const fname = "cross_entropy_backward";
     mha_tensor *logits = lmha_checktensor(L, 1);
-    float dloss = (float)luaL_optnumber(L, 3, 1.0);
-    lua_settop(L, 3); /* the converted targets go above the arguments */
-    mha_tensor *targets = checkindices(L, 2, classes_of(L, logits), "cross_entropy_backward", "targets");
-    return lmha_result(L, mha_cross_entropy_backward(lmha_newtensor(L), dloss, logits, targets));
+    float ignore;
+    mha_ce_options opt = checkceoptions(L, 4, &ignore, fname);
+    lua_settop(L, 4); /* the converted targets and dloss go above the arguments */
+    mha_tensor *targets = checkindices(L, 2, classes_of(L, logits), &ignore, fname, "targets");
+    if (lua_isnil(L, 3)) {
+        lua_pushnumber(L, 1.0);
+        lua_replace(L, 3);
+    }
+    mha_tensor *dloss = lmha_totensor(L, 3, fname);
+    return lmha_result(L, mha_cross_entropy_backward(lmha_newtensor(L), dloss, logits, targets, &opt));
 }
 
 /* sdpa_backward(dout, q, k, v [, {attn_mask=, is_causal=, scale=, weights=, out=}]) -> dq, dk, dv [, dmask].

@@ -108,11 +108,21 @@ static int l_is_tensor(lua_State *L) {
 
 /* ---- random numbers ---- */
 
-static int l_seed(lua_State *L) {
+/* mha.seed(n), mha.manual_seed(n): the generator restarted from n; fname names the one called in errors. */
+static int seed_as(lua_State *L, const char *fname) {
     lua_Integer seed = luaL_checkinteger(L, 1);
-    if (seed < 0) return luaL_error(L, "seed: the seed must not be negative, got %I", (LUAI_UACINT)seed);
+    if (seed < 0) return luaL_error(L, "%s: the seed must not be negative, got %I", fname, (LUAI_UACINT)seed);
     mha_seed((uint64_t)seed);
     return 0;
+}
+
+static int l_seed(lua_State *L) {
+    return seed_as(L, "seed");
+}
+
+/* mha.manual_seed(n): torch's name for mha.seed(n). */
+static int l_manual_seed(lua_State *L) {
+    return seed_as(L, "manual_seed");
 }
 
 static int l_get_seed(lua_State *L) {
@@ -569,6 +579,7 @@ static const luaL_Reg mhalib[] = {
     {"randn", l_randn},
     {"is_tensor", l_is_tensor},
     {"seed", l_seed},
+    {"manual_seed", l_manual_seed},
     {"get_seed", l_get_seed},
     {"load", l_load},
     {"save", l_save},

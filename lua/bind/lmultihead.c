@@ -83,7 +83,7 @@ int lmha_multihead_new(lua_State *L) {
 /* ---- fields and parameters ---- */
 
 static const char *const field_names[] = {"embed_dim", "num_heads", "head_dim", "kdim", "vdim", "bias",
-                                          "add_bias_kv", "add_zero_attn", "batch_first", "same_embed_dim", NULL};
+                                          "add_bias_kv", "add_zero_attn", "batch_first", "same_embed_dim", "training", NULL};
 
 static int is_param_name(const char *name) {
     for (size_t i = 0; mha_multihead_param_names[i]; i++)
@@ -147,6 +147,17 @@ static void push_param(lua_State *L, const mha_multihead *m, const char *name) {
     lua_remove(L, cache);
 }
 
+/* m.training: torch's training flag (true until m:eval()), kept in the user value beside the parameters
+ * (m:train and m:eval, lua/nn/module.lua, set it). The module has no dropout: the flag changes nothing. */
+static void push_training(lua_State *L) {
+    lua_getiuservalue(L, 1, 1);
+    if (lua_getfield(L, -1, "training") == LUA_TNIL) {
+        lua_pop(L, 1);
+        lua_pushboolean(L, 1);
+    }
+    lua_remove(L, -2);
+}
+
 /* m.name: a method, a field, or a parameter. */
 static int m_index(lua_State *L) {
     mha_multihead *m = tomultihead(L);
@@ -154,6 +165,10 @@ static int m_index(lua_State *L) {
     lua_pushvalue(L, 2);
     if (lua_rawget(L, lua_upvalueindex(1)) != LUA_TNIL) return 1; /* a method */
     lua_pop(L, 1);
+    if (strcmp(name, "training") == 0) {
+        push_training(L);
+        return 1;
+    }
     if (push_field(L, m, name)) return 1;
     if (is_param_name(name)) {
         checkmultihead(L);
@@ -169,6 +184,14 @@ static int m_newindex(lua_State *L) {
     char want[MHA_SHAPE_BUF], got[MHA_SHAPE_BUF];
     mha_multihead *m = tomultihead(L);
     const char *name = luaL_checkstring(L, 2);
+    if (strcmp(name, "training") == 0) {
+        if (!lua_isboolean(L, 3))
+            return luaL_error(L, "MultiheadAttention: training must be true or false, got %s", luaL_typename(L, 3));
+        lua_getiuservalue(L, 1, 1);
+        lua_pushvalue(L, 3);
+        lua_setfield(L, -2, "training");
+        return 0;
+    }
     if (is_param_name(name)) {
         if (!m->out_proj_weight.storage)
             return luaL_error(L, "MultiheadAttention: cannot assign %s: the MultiheadAttention was closed", name);

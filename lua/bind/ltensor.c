@@ -219,6 +219,13 @@ static int t_fill_(lua_State *L) {
     return write_into(L, "fill_", 0);
 }
 
+/* t:zero_(): every element := 0, in place (x:grad():zero_() clears the gradient itself, as torch's). */
+static int t_zero_(lua_State *L) {
+    lua_settop(L, 1);
+    lua_pushinteger(L, 0);
+    return write_into(L, "zero_", 0);
+}
+
 /* ---- methods: the view family (share storage, never copy) ---- */
 
 /* t:view(2, 3) or t:view{2, 3}; one size may be -1. */
@@ -545,6 +552,7 @@ static const luaL_Reg meth[] = {
     {"bool", t_bool},
     {"copy_", t_copy_},
     {"fill_", t_fill_},
+    {"zero_", t_zero_},
     {"view", t_view},
     {"reshape", t_reshape},
     {"transpose", t_transpose},

@@ -82,6 +82,10 @@ entry("mha.seed", "random", "mha.seed(n)",
     .. "makes the same numbers. The generator is xoshiro256** seeded through splitmix64.",
     nil, "mha.seed(7)\na = mha.randn(2)\nmha.seed(7)\nprint(a == mha.randn(2))", {"mha.get_seed"})
 
+entry("mha.manual_seed", "random", "mha.manual_seed(n)",
+    "torch.manual_seed's name for mha.seed(n): the same generator, started from n.",
+    nil, "mha.manual_seed(7)\na = mha.randn(2)\nmha.seed(7)\nprint(a == mha.randn(2))", {"mha.seed"})
+
 entry("mha.get_seed", "random", "mha.get_seed() -> integer",
     "The seed the generator was last started from.", nil, "mha.get_seed()", {"mha.seed"})
 
@@ -532,6 +536,11 @@ method("copy_", "t:copy_(src) -> t",
        .. "location (a stride 0 from expand): clone() first.", nil,
        "x = mha.zeros(2, 3)\nx:narrow(2, 2, 2):copy_(mha.ones(2, 2))\nprint(x)")
 method("fill_", "t:fill_(value) -> t", "Sets every element to value, in place.", nil, "mha.zeros(2, 2):fill_(3)")
+method("zero_", "t:zero_() -> t",
+       "Sets every element to 0, in place: x:grad():zero_() clears x's gradient itself, as torch's "
+       .. "x.grad.zero_() (t:zero_grad() forgets it instead).", nil,
+       "x = mha.ones(2):requires_grad(true)\nx:sum():backward()\nx:grad():zero_()\nprint(x:grad())",
+       {"Tensor:zero_grad"})
 method("close", "t:close()",
        "Drops t's reference to its storage now (the storage is freed when no view holds it); t "
        .. "reads as closed afterwards. `local t <close> = ...` does it at the end of the scope.",
@@ -597,12 +606,19 @@ entry("mha.log_softmax", "gradients", "mha.log_softmax(x, dim) -> tensor",
     .. "Also a method: x:log_softmax(dim).", "log_softmax(x)_i = x_i - max x - log Σ_j exp(x_j - max x)",
     "x = mha.tensor{1, 2, 3}\nprint(mha.log_softmax(x, 1), x:softmax(1):log())",
     {"mha.softmax", "mha.cross_entropy"})
-entry("mha.cross_entropy", "gradients", "mha.cross_entropy(logits, targets) -> scalar",
-    "PyTorch's F.cross_entropy with reduction 'mean': logits (C), (N,C) or (N,C,d1,...) (the class "
-    .. "dim is 2, or 1 for 1-D logits, as in torch); targets hold 1-based class indices, a tensor of "
-    .. "whole numbers or a nested Lua table shaped like logits without the class dim.",
-    "loss = mean over positions p of -log_softmax(logits_p)[target_p]",
-    "logits = mha.tensor{{2, 0, -1}, {0, 3, 0}}\nprint(mha.cross_entropy(logits, {1, 2}))",
+entry("mha.cross_entropy", "gradients",
+    "mha.cross_entropy(logits, targets [, {ignore_index = -100, reduction = \"mean\", label_smoothing = 0}]) -> loss",
+    "PyTorch's F.cross_entropy: logits (C), (N,C) or (N,C,d1,...) (the class dim is 2, or 1 for 1-D "
+    .. "logits, as in torch); targets hold 1-based class indices, a tensor of whole numbers or a nested "
+    .. "Lua table shaped like logits without the class dim. A position whose target equals ignore_index "
+    .. "(compared with the targets as you give them, so padding 0 is {ignore_index = 0}) counts for "
+    .. "nothing: loss 0, gradient 0. reduction \"mean\" averages over the positions not ignored (NaN when "
+    .. "all are, as torch), \"sum\" adds them, \"none\" returns each position's loss (targets' shape). "
+    .. "label_smoothing ε mixes the target with the uniform distribution over the C classes.",
+    "loss_p = (1-ε)·(-log_softmax(logits_p)[target_p]) + ε/C · Σ_c -log_softmax(logits_p)[c]",
+    "logits = mha.tensor{{2, 0, -1}, {0, 3, 0}, {1, 1, 1}}\n"
+    .. "print(mha.cross_entropy(logits, {1, 2, 0}, {ignore_index = 0}))\n"
+    .. "print(mha.cross_entropy(logits, {1, 2, 3},\n                        {reduction = \"none\", label_smoothing = 0.1}))",
     {"mha.log_softmax", "mha.cross_entropy_backward"})
 entry("mha.embedding", "gradients", "mha.embedding(indices, weight) -> tensor",
     "The rows of weight (num_embeddings, E) picked by 1-based indices (a tensor of whole numbers or "
@@ -635,9 +651,12 @@ entry("mha.embedding_backward", "gradients", "mha.embedding_backward(dy, indices
     "The gradient of embedding's weight by hand: each position's dy row added to its index's row.",
     "dW[r] = Σ over p with indices[p] = r of dy[p]",
     "print(mha.embedding_backward(mha.ones(3, 2), {1, 3, 1}, 4))", {"mha.embedding"})
-entry("mha.cross_entropy_backward", "gradients", "mha.cross_entropy_backward(logits, targets [, dloss]) -> dlogits",
-    "The gradient of cross_entropy by hand (dloss, the loss's own gradient, is 1 by default).",
-    "dlogits_p = dloss · (softmax(logits_p) - onehot(target_p)) / positions",
+entry("mha.cross_entropy_backward", "gradients",
+    "mha.cross_entropy_backward(logits, targets [, dloss [, options]]) -> dlogits",
+    "The gradient of cross_entropy by hand, with the same options (ignore_index, reduction, "
+    .. "label_smoothing). dloss, the loss's own gradient, is 1 by default: a number, or for reduction "
+    .. "\"none\" a tensor of targets' shape. An ignored position's gradient is 0.",
+    "dlogits_p = w_p · (softmax(logits_p) - (1-ε)·onehot(target_p) - ε/C), w_p = dloss / counted positions (mean)",
     "print(mha.cross_entropy_backward(mha.tensor{{2, 0, -1}}, {1}))", {"mha.cross_entropy"})
 entry("mha.sdpa_backward", "gradients",
     "mha.sdpa_backward(dout, q, k, v, {weights= | out=, attn_mask=, is_causal=, scale=}) -> dq, dk, dv",

@@ -122,9 +122,28 @@ entry("Module:parameter_names", "nn", "m:parameter_names() -> list",
     "The dotted names of the parameters in PyTorch's order: the module's own, then each child's.",
     nil, "mha.nn.LayerNorm{normalized_shape = 3}:parameter_names()")
 
-entry("Module:named_parameters", "nn", "m:named_parameters() -> list of {name, tensor}",
-    "The parameters with their dotted names, in PyTorch's order.",
-    nil, "mha.nn.Linear{in_features = 2, out_features = 1}:named_parameters()[1][1]")
+entry("Module:named_parameters", "nn", "m:named_parameters() -> list of {name, tensor}, also an iterator",
+    "The parameters with their dotted names, in PyTorch's order. Loop over it as in torch: "
+    .. "for name, p in m:named_parameters() do ... end; or index it as a list of {name, tensor}.",
+    nil, "lin = mha.nn.Linear{in_features = 2, out_features = 1}\n"
+    .. "for name, p in lin:named_parameters() do print(name, p:shape()) end")
+
+entry("Module:train", "nn", "m:train([mode = true]) -> m",
+    "Sets torch's training flag, m.training = mode, on the module and every child (m:eval() is "
+    .. "m:train(false)). No module here has dropout or batch norm, so the flag changes no result; "
+    .. "a forward of your own may read self.training.",
+    nil, "seq = mha.nn.Sequential(mha.nn.Linear{in_features = 2, out_features = 2})\n"
+    .. "print(seq:eval().training, seq[1].training, seq:train().training)",
+    {"Module:eval"})
+
+entry("Module:eval", "nn", "m:eval() -> m",
+    "m:train(false): m.training is false on the module and every child, as torch's eval().",
+    nil, "print(mha.nn.Linear{in_features = 2, out_features = 1}:eval().training)", {"Module:train"})
+
+entry("Module:to", "nn", "m:to(\"cpu\") -> m",
+    "mha-repl computes on the CPU only: m:to(\"cpu\") returns m unchanged (torch code runs as it is), "
+    .. "and another device (\"cuda\", \"mps\") is refused by name.",
+    nil, "lin = mha.nn.Linear{in_features = 2, out_features = 1}\nprint(lin:to(\"cpu\") == lin)")
 
 entry("Module:named_children", "nn", "m:named_children() -> list of {name, module}",
     "The direct children in the order they were assigned.",
@@ -205,6 +224,26 @@ entry("MultiheadAttention:load_state_dict", "module", "m:load_state_dict(sd [, s
     .. "b:load_state_dict(a:state_dict())\n"
     .. "print(a.out_proj_weight == b.out_proj_weight)",
     {"Module:load_state_dict"})
+
+entry("MultiheadAttention:named_parameters", "module", "m:named_parameters() -> list of {name, tensor}, also an iterator",
+    "The parameters with PyTorch's names (out_proj.weight), in state_dict order, as Module:named_parameters.",
+    nil, "m = mha.MultiheadAttention{embed_dim = 4, num_heads = 2}\n"
+    .. "for name, p in m:named_parameters() do print(name, p:shape()) end",
+    {"Module:named_parameters"})
+
+entry("MultiheadAttention:train", "module", "m:train([mode = true]) -> m",
+    "Sets torch's training flag m.training, as Module:train. The module has no dropout, so the flag "
+    .. "changes no result.",
+    nil, "m = mha.MultiheadAttention{embed_dim = 4, num_heads = 2}\nprint(m:train(false).training)",
+    {"Module:train"})
+
+entry("MultiheadAttention:eval", "module", "m:eval() -> m",
+    "m:train(false), as Module:eval.", nil,
+    "print(mha.MultiheadAttention{embed_dim = 4, num_heads = 2}:eval().training)", {"Module:eval"})
+
+entry("MultiheadAttention:to", "module", "m:to(\"cpu\") -> m",
+    "The CPU only, as Module:to: m:to(\"cpu\") returns m, another device is refused.", nil,
+    "m = mha.MultiheadAttention{embed_dim = 4, num_heads = 2}\nprint(m:to(\"cpu\") == m)", {"Module:to"})
 
 -- ---- optimizers ----
 

@@ -116,6 +116,8 @@ D["mha.seed"] = [[
 用非负整数 n 重新启动随机数发生器（启动时默认种子是 42）：rand、randn、原地随机填充和
 MultiheadAttention 的初始化都用它，所以每次运行得到同样的数。发生器是 xoshiro256**，
 用 splitmix64 播种。]]
+D["mha.manual_seed"] = [[
+torch.manual_seed 的名字，等同 mha.seed(n)：同一个发生器，从 n 重新开始。]]
 D["mha.get_seed"] = [[
 随机数发生器上一次启动时用的种子。]]
 D["mha.rand"] = [[
@@ -328,9 +330,11 @@ q (..., L, D)、k (..., S, D)、v (..., S, Dv)；前面的维度可以广播。a
 D["mha.sdpa"] = [[
 mha.scaled_dot_product_attention 的简称；详见那一条。]]
 D["mha.cross_entropy"] = [[
-PyTorch 的 F.cross_entropy（reduction 为 'mean'）：logits 形状为 (C)、(N,C) 或 (N,C,d1,...)（类别维是第 2 维，
-1 维 logits 则是第 1 维，同 torch）；targets 是从 1 开始的类别下标，可以是整数张量，也可以是嵌套的 Lua 表，
-形状就是 logits 去掉类别维。]]
+PyTorch 的 F.cross_entropy：logits 形状为 (C)、(N,C) 或 (N,C,d1,...)（类别维是第 2 维，1 维 logits 则是第 1 维，
+同 torch）；targets 是从 1 开始的类别下标，可以是整数张量，也可以是嵌套的 Lua 表，形状就是 logits 去掉类别维。
+目标等于 ignore_index 的位置（按你给出的 targets 的值比较，所以填充用的 0 就写 {ignore_index = 0}）不计入：
+损失为 0，梯度为 0。reduction 为 "mean" 时对没被忽略的位置取平均（全被忽略时是 NaN，同 torch），"sum" 时求和，
+"none" 时返回每个位置的损失（形状同 targets）。label_smoothing ε 把目标和 C 个类别上的均匀分布混合。]]
 
 -- Gradients by hand
 D["mha.softmax_backward"] = [[
@@ -344,7 +348,8 @@ D["mha.layer_norm_backward"] = [[
 D["mha.embedding_backward"] = [[
 手算 embedding 的 weight 的梯度：每个位置的 dy 行加到它的下标所对应的行上。]]
 D["mha.cross_entropy_backward"] = [[
-手算 cross_entropy 的梯度（dloss 是损失本身的梯度，默认为 1）。]]
+手算 cross_entropy 的梯度，选项 options 相同（ignore_index、reduction、label_smoothing）。dloss 是损失本身的梯度，
+默认为 1：一个数，reduction 为 "none" 时则是形状同 targets 的张量。被忽略的位置梯度为 0。]]
 D["mha.sdpa_backward"] = [[
 手算缩放点积注意力的反向传播。给出 weights（前向算出的权重）时，是从 (L,S) 矩阵出发的朴素反向；给出 out
 （前向的输出）时，是融合的反向：权重由每一行的 log-sum-exp 重新算出，每次 64 个查询 x 128 个键，所以额外
@@ -473,7 +478,24 @@ D["Module:parameters"] = [[
 点号名字 -> 张量，包含模块和它所有子模块的每个参数：就是参数本身，所以 p:grad() 就是梯度，用这张表造出的
 优化器会更新这个模块。两个子模块共享的参数只列一次。]]
 D["Module:named_parameters"] = [[
-带点号名字的参数，按 PyTorch 的顺序。]]
+带点号名字的参数，按 PyTorch 的顺序。可以像 torch 那样循环：for name, p in m:named_parameters() do ... end；
+也可以当作 {name, tensor} 的列表来取下标。]]
+D["Module:train"] = [[
+设置 torch 的训练标志：模块和它的每个子模块都有 m.training = mode（m:eval() 就是 m:train(false)）。这里没有
+模块带 dropout 或 batch norm，所以这个标志不改变任何结果；你自己写的 forward 可以读 self.training。]]
+D["Module:eval"] = [[
+即 m:train(false)：模块和每个子模块的 m.training 都是 false，同 torch 的 eval()。]]
+D["Module:to"] = [[
+mha-repl 只在 CPU 上计算：m:to("cpu") 原样返回 m（torch 代码照常能跑），其他设备（"cuda"、"mps"）会被拒绝，
+错误里写出设备名。]]
+D["MultiheadAttention:named_parameters"] = [[
+参数和 PyTorch 的名字（out_proj.weight），按 state_dict 的顺序，同 Module:named_parameters。]]
+D["MultiheadAttention:train"] = [[
+设置 torch 的训练标志 m.training，同 Module:train。这个模块没有 dropout，所以这个标志不改变任何结果。]]
+D["MultiheadAttention:eval"] = [[
+即 m:train(false)，同 Module:eval。]]
+D["MultiheadAttention:to"] = [[
+只有 CPU，同 Module:to：m:to("cpu") 返回 m，其他设备会被拒绝。]]
 D["Module:parameter_names"] = [[
 参数的点号名字，按 PyTorch 的顺序：先是模块自己的，再是每个子模块的。]]
 D["Module:named_children"] = [[
@@ -572,6 +594,9 @@ D["Tensor:totable"] = [[
 把元素转成嵌套的 Lua 表（标量则是一个数或布尔值）。]]
 D["Tensor:fill_"] = [[
 原地把每个元素都设为 value。]]
+D["Tensor:zero_"] = [[
+原地把每个元素都设为 0：x:grad():zero_() 清零的就是 x 的梯度本身，同 torch 的 x.grad.zero_()（t:zero_grad()
+则是忘掉梯度）。]]
 D["Tensor:copy_"] = [[
 原地把 src（张量、数字或嵌套表，广播到 t 的形状）写进 t，通过视图写进共享的存储。和 PyTorch 一样，当 t 的
 几个元素共用同一个内存位置时（expand 造成的步长 0）拒绝写入：先 clone()。]]

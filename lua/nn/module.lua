@@ -215,8 +215,8 @@ function Module:new(...)
     if rawget(self, "__instance_mt") == nil then
         raise("Module: make a class first: MyModule = mha.nn.Module:extend(\"MyModule\")")
     end
-    local m = setmetatable({_parameters = {names = {}, values = {}}, _modules = {names = {}, values = {}}},
-                           self.__instance_mt)
+    local m = setmetatable({_parameters = {names = {}, values = {}}, _modules = {names = {}, values = {}},
+                            training = true}, self.__instance_mt)
     local init = self.init
     if init then init(m, ...) end
     return m
@@ -279,17 +279,24 @@ local function walk_parameters(m, prefix, visit)
 end
 
 -- Every parameter as {dotted name, tensor}; a tensor reached twice (a shared parameter) is listed once,
--- as in PyTorch's named_parameters().
-function Module:named_parameters()
+-- as in PyTorch's named_parameters(). The list is also an iterator, as torch's:
+-- for name, p in m:named_parameters() do ... end.
+function M.named_parameters(m)
     local list, seen = {}, {}
-    walk_parameters(self, "", function(name, p)
+    walk_parameters(m, "", function(name, p)
         if not seen[p] then
             seen[p] = true
             list[#list + 1] = {name, p}
         end
     end)
-    return list
+    local i = 0
+    return setmetatable(list, {__call = function()
+        i = i + 1
+        local item = list[i]
+        if item then return item[1], item[2] end
+    end})
 end
+Module.named_parameters = M.named_parameters
 
 -- m:parameters(): dotted name -> tensor (the parameters themselves: their :grad() is the gradient).
 function Module:parameters()
@@ -403,13 +410,47 @@ function M.zero_grad(m)
     for _, item in ipairs(state_entries(m)) do item[2]:zero_grad() end
 end
 
+-- m:train([mode = true]): torch's training flag, m.training = mode for m and every child; returns m.
+-- No module here has dropout or batch norm, so the flag changes no result; a module of your own may read it.
+function M.train(m, mode)
+    if mode == nil then mode = true end
+    if type(mode) ~= "boolean" then
+        raise(string.format("%s:train: mode must be true or false, got %s", class_name(m), type(mode)))
+    end
+    m.training = mode
+    if not is_multihead(m) then
+        for _, item in ipairs(m:named_children()) do M.train(item[2], mode) end
+    end
+    return m
+end
+
+-- m:eval(): m:train(false), as torch.
+function M.eval(m)
+    return M.train(m, false)
+end
+
+-- m:to(device): the CPU is the only device; m:to("cpu") returns m, another device is refused by name.
+function M.to(m, device)
+    if device == "cpu" then return m end
+    local given = type(device) == "string" and string.format('"%s"', device) or tostring(device)
+    raise(string.format('%s:to: device %s is not available: mha-repl computes on the CPU only; ' ..
+                        'm:to("cpu") or no call at all', class_name(m), given))
+end
+
 Module.state_dict = M.state_dict
 Module.load_state_dict = M.load_state_dict
 Module.zero_grad = M.zero_grad
+Module.train = M.train
+Module.eval = M.eval
+Module.to = M.to
 
 -- The methods MultiheadAttention shares with the Lua modules (installed by luaopen_mha; its zero_grad is
 -- its own, in C).
-M.multihead_methods = {state_dict = M.state_dict, load_state_dict = M.load_state_dict}
+M.multihead_methods = {state_dict = M.state_dict, load_state_dict = M.load_state_dict, train = M.train,
+                       eval = M.eval, to = M.to, named_parameters = M.named_parameters}
+for key, f in pairs(M.multihead_methods) do   -- m.eval() says to call it with a colon, as the C methods do
+    M.multihead_methods[key] = M.method(key, f, is_multihead, "m")
+end
 
 -- ---------------------------------------------------------------------------------------------
 -- Printing, as PyTorch's repr

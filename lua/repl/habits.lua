@@ -3,6 +3,7 @@
 
 local display = require "mha.display"
 local complete = require "mha.repl.complete"
+local mha_is_tensor = require("mha").is_tensor
 
 local habits = {}
 
@@ -14,6 +15,9 @@ local WORDS = {
         help = "help is a function: help() lists the topics, help(mha.softmax) explains one; ? lists the commands",
         quit = ":quit or Ctrl-D leaves mha-repl",
         exit = ":quit or Ctrl-D leaves mha-repl (os.exit() too)",
+        data = "there is no .data here: use %s:detach() (the same numbers, outside the graph) or %s itself",
+        len = "Lua has no len(): #%s is the size of dim 1, as %s:size(1); %s:numel() counts every element",
+        ce_target = "classes count from 1 here; to skip the targets that are %s, give {ignore_index = %s}",
         matmul_at = "Lua has no @ operator: the matrix product is %s:matmul(%s), or mha.matmul(%s, %s)",
         matmul_star = "* multiplies element by element (broadcasting); for the matrix product write %s:matmul(%s)",
         did_you_mean = "did you mean %s?",
@@ -28,6 +32,13 @@ local WORDS = {
         help = "help 是一个函数：help() 列出所有主题，help(mha.softmax) 解释其中一个；? 列出命令",
         quit = ":quit 或 Ctrl-D 退出 mha-repl",
         exit = ":quit 或 Ctrl-D 退出 mha-repl（os.exit() 也可以）",
+        data = "这里没有 .data：用 %s:detach()（同样的数值，不在计算图里）或直接用 %s",
+        len = "Lua 没有 len()：#%s 是第 1 维的大小，即 %s:size(1)；%s:numel() 数所有元素",
+        to_device = "mha-repl 只在 CPU 上计算：写 m:to(\"cpu\")，或不调用 to",
+        train_mode = "m:train(true) 进入训练模式，m:train(false) 或 m:eval() 进入评估模式",
+        ce_target = "这里的类别从 1 开始数；要跳过值为 %s 的目标，就给出 {ignore_index = %s}",
+        ce_option = "cross_entropy 的选项：ignore_index 是要跳过的目标值（整数），reduction 是 \"mean\"、\"sum\" 或 " ..
+                    "\"none\"，label_smoothing 是 0 到 1 之间的数",
         matmul_at = "Lua 没有 @ 运算符：矩阵乘法写作 %s:matmul(%s)，或 mha.matmul(%s, %s)",
         matmul_star = "* 是逐元素相乘（会广播）；矩阵乘法请写 %s:matmul(%s)",
         did_you_mean = "你是想写 %s 吗？",
@@ -104,6 +115,21 @@ function habits.after_error(input, msg, lang)
     end
     local global = first:match("attempt to call a nil value %(global '([%w_]+)'%)")
     if global == "exit" or global == "quit" then return w.hint .. w.exit end
+    if global == "len" then   -- Python's len(x)
+        local arg = input:match("len%s*%(%s*([%a_][%w_%.]*)%s*%)") or "x"
+        return w.hint .. string.format(w.len, arg, arg, arg)
+    end
+    if first:find("attempt to %a+ a nil value %(field 'data'%)") then   -- torch's x.data
+        local base = input:match("([%a_][%w_%.]*)%.data%f[^%w_]")
+        if base then return w.hint .. string.format(w.data, base, base) end
+    end
+    -- the module methods' refusals (lua/nn/module.lua) say it in English; in Chinese a hint says it again
+    if w.to_device and first:find("^[^:]*:?%d*:? ?[%w_]+:to: device .* is not available") then return w.hint .. w.to_device end
+    if w.train_mode and first:find("[%w_]+:train: mode must be true or false") then return w.hint .. w.train_mode end
+    -- torch's habit of padding targets with 0 (or -1): cross_entropy's ignore_index skips them
+    local bad = first:match("cross_entropy: targets %S+: entry %d+ is (%-?%d+); expected a whole number from 1")
+    if bad and tonumber(bad) <= 0 then return w.hint .. string.format(w.ce_target, bad, bad) end
+    if w.ce_option and first:find("cross_entropy[%w_]*: option [%w_]+ must be") then return w.hint .. w.ce_option end
     if first:find("mul: shapes", 1, true) and first:find("cannot broadcast", 1, true) and input:find("*", 1, true) then
         local a, b = operands(input, "%*")
         return w.hint .. string.format(w.matmul_star, a or "A", b or "B")
@@ -127,14 +153,27 @@ function habits.after_error(input, msg, lang)
     return nil
 end
 
+-- Whether the dotted name (x, model.x) is a tensor among the globals; nil when it cannot be read.
+local function is_tensor_named(path)
+    local ok, v = pcall(function()
+        local v = _G
+        for part in path:gmatch("[^%.]+") do v = v[part] end
+        return v
+    end)
+    return ok and mha_is_tensor(v)
+end
+
 -- A hint for an input that printed values, or nil: x.shape (a method, not called), help, quit, exit.
 function habits.after_value(input, lang, ...)
     local w = habits.words(lang)
     local code = input:match("^%s*(.-)%s*;?%s*$")
-    if code == "help" then return w.hint .. w.help end
+    if code == "help" and type((...)) == "function" then return w.hint .. w.help end
     if (code == "quit" or code == "exit") and select("#", ...) <= 1 and (...) == nil then return w.hint .. w.quit end
     local base, name = code:match("^([%a_][%w_%.]*)%.([%a_][%w_]*)$")
     local value = ...
+    if base and name == "data" and value == nil and select("#", ...) <= 1 and is_tensor_named(base) then
+        return w.hint .. string.format(w.data, base, base)
+    end
     if base and type(value) == "function" and select("#", ...) == 1 then
         -- a method reached with '.' (a tensor's, a module's): the name Tab offers after base:
         for _, full in ipairs(complete.names(base .. ":" .. name)) do

@@ -364,6 +364,13 @@ local function hint_text(hint)
     return paint("hint", table.concat(lines, "\n")) .. "\n"
 end
 
+-- Bare `help` at the prompt: the value is the help function itself, which is then called (help() lists the
+-- topics) instead of printing "function: 0x…".
+local function bare_help(input, ...)
+    return select("#", ...) == 1 and type((...)) == "function" and (...) == rawget(_G, "help")
+        and input:match("^%s*help%s*$") ~= nil
+end
+
 function repl.after(input, how, seconds, ...)
     if how == "error" then
         show_error((...))
@@ -371,6 +378,9 @@ function repl.after(input, how, seconds, ...)
         if hint then err_out(hint_text(hint)) end
         if interrupted((...)) then how = "interrupted" end  -- :save must not replay it: it may never end
     elseif how == "quiet" then keep_values(...)
+    elseif how == "print" and bare_help(input, ...) then
+        local ok, err = pcall((...))
+        if not ok then show_error(err) end
     else  -- an expression's values, or those a chunk of statements returned
         local from = repl.output_mark()
         show_values(...)
