@@ -9,6 +9,7 @@
 --   repl.empty_line()              for Enter on an empty line at the first prompt
 --   repl.complete(text, line, start)  Tab: a list of candidates, or "files" for file names
 --   repl.split_input(input)        the input's code without a trailing ';' and comments, whether it had the ';'
+--   repl.return_last(input)        "<statements> return <last>;" when the input ends in an expression
 -- and sets repl.colour, repl.interactive and repl.clock (wall-clock seconds). Its message handler (the
 -- traceback without the embedded Lua code's frames) is in the registry as "mha.repl.msghandler".
 -- A script :save wrote calls repl.replayer() for the functions that replay the session.
@@ -191,6 +192,58 @@ function repl.split_input(input)
         end
     end
     return input:sub(1, last_code), last > last_code, input:sub(last + 1)
+end
+
+-- The positions of the ';' and line breaks of code outside strings and comments: where one statement
+-- may end and the next begin.
+local function statement_breaks(code)
+    local breaks, i, n = {}, 1, #code
+    while i <= n do
+        local c = code:sub(i, i)
+        if c == ";" or c == "\n" then
+            breaks[#breaks + 1] = i
+            i = i + 1
+        elseif c == "-" and code:sub(i + 1, i + 1) == "-" then   -- a comment; its line break is a break
+            i = skip_long_bracket(code, i + 2) or code:find("\n", i + 2, true) or n + 1
+        elseif c == '"' or c == "'" then i = skip_short_string(code, i)
+        else i = c == "[" and skip_long_bracket(code, i) or i + 1 end
+    end
+    return breaks
+end
+
+-- Statements, then an expression: "sd = m:state_dict(); sd:shape()" -> "sd = m:state_dict();",
+-- " sd:shape()". The split is at the last ';' or line break after which the rest is one expression
+-- and before which the statements compile alone; when code compiles as it is, reading that break as
+-- a ';' must compile to the same function ("x = f\n(g)()" is one statement, not two). nil when the
+-- last statement is not an expression (an assignment, a loop).
+function repl.split_last(code)
+    local whole = load(code, "=split", "t", {})
+    local breaks = statement_breaks(code)
+    for k = #breaks, 1, -1 do
+        local at = breaks[k]
+        local head, last = code:sub(1, at), code:sub(at + 1)
+        if last:match("%S") and load(head, "=split", "t", {}) then
+            if not load("return " .. last .. "\n;", "=split", "t", {}) then return nil end
+            if whole and code:sub(at, at) == "\n" then
+                local parted = load(code:sub(1, at - 1) .. ";" .. last, "=split", "t", {})
+                if not parted or string.dump(parted, true) ~= string.dump(whole, true) then return nil end
+            end
+            return head, last
+        end
+    end
+    return nil
+end
+
+-- lua/repl/repl.c's second try, when "return <input>;" does not compile: "<statements> return <last>;"
+-- (repl.split_last), so a value typed after statements is shown as a value alone is. Returns that code,
+-- whether the input ended in ';' (quiet), and the line the return is on when the value is on one line
+-- (where a tail call's error is placed); nil when the last statement is not an expression.
+function repl.return_last(input)
+    local code, quiet = repl.split_input(input)
+    local head, last = repl.split_last(code)
+    if not head then return nil end
+    local _, breaks = head:gsub("\n", "")
+    return head .. " return " .. last .. "\n;", quiet, not last:find("\n") and breaks + 1 or nil
 end
 
 -- Several values share a line, tab-separated as print does, unless one of them spans lines.
@@ -513,9 +566,15 @@ local function as_script(entry, r)
     if entry.how == "error" then return r .. ".fails " .. long_string(input) end
     if entry.how == "print" or entry.how == "quiet" then
         local expr, _, tail = repl.split_input(input)
-        local close = expr:find("--", 1, true) and "\n)" or ")"  -- a comment must not swallow the ')'
         tail = tail:match("^%s*(.-)%s*$")
-        return r .. (entry.how == "print" and ".show(" or ".keep(") .. expr .. close .. (tail ~= "" and " " .. tail or "")
+        tail = tail ~= "" and " " .. tail or ""
+        local show = r .. (entry.how == "print" and ".show(" or ".keep(")
+        -- statements, then the value shown (repl.return_last): in a block of their own, for their locals
+        local head, last = nil, expr
+        if not load("return " .. expr .. ";") then head, last = repl.split_last(expr) end
+        local close = last:find("--", 1, true) and "\n)" or ")"  -- a comment must not swallow the ')'
+        if head then return "do\n" .. head .. " " .. show .. last .. close .. "\nend" .. tail end
+        return show .. last .. close .. tail
     end
     if may_return(input) then return r .. ".show((function(...)\n" .. input .. "\nend)())" end
     if has_local(input) then return "do\n" .. input .. "\nend" end

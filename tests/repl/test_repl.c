@@ -230,12 +230,19 @@ static void test_evaluation(session *s) {
     check_output(s, "table_cycle", "c", "{1, 2, self = <cycle>}");
     check_output(s, "statements_return_values", "local v = 3; return v, v + 1", "3\t4");
     check_output(s, "error_message", "error('boom')", "stdin:1: boom");
-    /* statements ending in a bare value never complete: an error and a hint at once, not an endless >> */
-    char *got = run(s, "zz = 3; zz", 10);
-    CHECK("value_after_statements_not_endless", got && strstr(got, "stdin:1: syntax error near <eof>\n")
-          && strstr(got, "hint: a value alone (zz) is not a Lua statement") && !strstr(got, ">>"),
-          "got [%s]", got ? got : "(no prompt: still waiting for more input)");
-    free(got);
+    /* statements, then a value: the value prints as it would alone (lua.c's addreturn for the last
+     * statement), whether the value alone is a syntax error (zz, #A) or a call statement (:shape()) */
+    check_output(s, "value_after_statements", "zz = 3; zz", "3");
+    check_output(s, "length_after_statements", "A = {4, 5, 6}; #A", "3");
+    check_output(s, "call_after_statements", "sd = {w = mha.ones(2, 3)}; sd[\"w\"]:shape()", "{2, 3}");
+    check_output(s, "value_after_local", "local v = 4; v * 2", "8");
+    check_output(s, "value_after_multiline_statement", "t2 = {1,\n2}; #t2", "2");
+    check_output(s, "value_after_statements_quiet", "q = 5; q + 1;", "");
+    check_output(s, "value_after_statements_kept", "_", "6");
+    check_output(s, "assignment_after_statements_prints_nothing", "w1 = 1; w2 = 2", "");
+    check_output(s, "print_after_statements_once", "p1 = 'x'; print(p1)", "x");
+    check_output(s, "error_after_statements_placed", "e1 = 1; error('boom')", "stdin:1: boom");
+    char *got;
     check_output(s, "python_shape_hint_setup", "x = mha.ones(2, 3)", "");
     got = run(s, "x.shape", 10);
     CHECK("python_shape_hint_method", got && strstr(got, "hint: x.shape is the method itself; call it with a colon: x:shape()"),
@@ -451,7 +458,9 @@ static void test_save_replays(const char *history) {
         /* a trailing comment after ';' (the README's example), ';' and "--" in strings */
         "x = mha.tensor{{1, 2}, {3, 4}}", "mha.softmax(x, -1);            -- a trailing ; hides the value ...",
         "_:sum(-1)                      -- ... and _ holds the last value", "mha.softmax(x, 2); -- hidden?",
-        "x = 1; -- c", "x", "\"a--b\";", "_", "[[;]]", "[==[;]]--]==]; --[[ c ]]", "_", NULL
+        "x = 1; -- c", "x", "\"a--b\";", "_", "[[;]]", "[==[;]]--]==]; --[[ c ]]", "_",
+        /* statements, then the value shown; a local among them */
+        "A2 = {1, 2, 3}; #A2", "local v2 = 2; v2 + 1 -- three", "y2 = 3; y2;", "_", NULL
     };
     session s;
     const char *none[] = {NULL};
