@@ -737,6 +737,9 @@ repl.add_command("save", {args = "FILE", help = "write the session as FILE.lua (
         out(string.format(repl.said("saved"), n, lua_path, md_path) .. "\n")
     end})
 
+repl.add_command("close", {args = "", help = "close every plot window (a window stays until you close it, :close it or leave the REPL)",
+    run = function() require("mha.plot").closeall() end})
+
 local runner   -- the lesson runner (mha.lesson) repl.init handed itself to, when the build has one
 repl.add_command("export", {args = "FILE", help = "write the session (or the open lesson) as FILE.ipynb (Jupyter) or FILE.html (one page)",
     run = function(arg)
