@@ -372,6 +372,8 @@ function repl.after(input, how, seconds, ...)
     if how == "error" then
         show_error((...))
         local hint = habit_hint("after_error", input, (...), repl.lang())
+        -- in Chinese, an English message of the core gets its Chinese line
+        if not hint and repl.lang() == "zh" then hint = habit_hint("zh_line", (...)) end
         if hint then err_out(hint_text(hint)) end
         if interrupted((...)) then how = "interrupted" end  -- :save must not replay it: it may never end
     elseif how == "quiet" then keep_values(...)
