@@ -276,6 +276,12 @@ static int runargs(lua_State *L, char **argv, int n) {
 
 /* ---- the state: standard libraries, mha, and the lazy globals ---- */
 
+/* stop_resumed_after(seconds): repl_stop_resumed_after, for repl.lua's replay of an input Ctrl-C stopped. */
+static int l_stop_resumed_after(lua_State *L) {
+    repl_stop_resumed_after((double)luaL_checknumber(L, 1));
+    return 0;
+}
+
 /* The libraries every mode gets: Lua's, `mha` as a global, and the lazy globals. The metatable of _G
  * also lists the lazy names in __lazy, so completion can offer them before they are loaded. */
 static void openlibs(lua_State *L) {
@@ -283,6 +289,8 @@ static void openlibs(lua_State *L) {
     repl_install_coroutine_hooks(L);
     lua_pushcfunction(L, msghandler);  /* for repl.lua, which reports the errors of commands alike */
     lua_setfield(L, LUA_REGISTRYINDEX, "mha.repl.msghandler");
+    lua_pushcfunction(L, l_stop_resumed_after);   /* for a saved session's replay (repl.lua) */
+    lua_setfield(L, LUA_REGISTRYINDEX, "mha.repl.stop_resumed_after");
     luaL_requiref(L, "mha", luaopen_mha, 1);
     lua_pop(L, 1);
     luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_PRELOAD_TABLE);

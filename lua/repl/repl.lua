@@ -382,7 +382,8 @@ function repl.after(input, how, seconds, ...)
         local hint = how == "print" and habit_hint("after_value", input, repl.lang(), ...)
         if hint then out(hint_text(hint)) end
     end
-    record({kind = "lua", input = input, how = how})
+    -- an input Ctrl-C stopped keeps how long it ran: its replay runs as long
+    record({kind = "lua", input = input, how = how, seconds = how == "interrupted" and seconds or nil})
     if repl.show_time then show_time(seconds) end
 end
 
@@ -564,7 +565,11 @@ local function as_script(entry, r)
         end
         return "-- " .. input
     end
-    if entry.how == "interrupted" then return "-- (stopped by Ctrl-C)\n" .. ("-- " .. input:gsub("\n", "\n-- ")) end
+    if entry.how == "interrupted" then
+        local seconds = entry.seconds or 0
+        return string.format("-- stopped by Ctrl-C after %.2f s: replayed for as long, then stopped\n%s.interrupted(%.3f, %s)",
+                             seconds, r, seconds, long_string(input))
+    end
     if entry.how == "error" then return r .. ".fails " .. long_string(input) end
     if entry.how == "print" or entry.how == "quiet" then
         local expr, _, tail = repl.split_input(input)
@@ -585,6 +590,18 @@ local function as_script(entry, r)
     return input
 end
 
+-- An input compiled as lua/repl/repl.c compiles it: "return <code>;", else "<statements> return <last>;"
+-- (repl.return_last), else the statements. Returns the chunk and where the error of a function it
+-- tail-calls is placed ("stdin:1"), or nil and the syntax error.
+local function compile_input(input)
+    local chunk = load("return " .. repl.split_input(input) .. ";", "=stdin")
+    if chunk then return chunk, not input:find("\n") and "stdin:1" or nil end
+    local code, _, line = repl.return_last(input)
+    chunk = code and load(code, "=stdin")
+    if chunk then return chunk, line and "stdin:" .. line or nil end
+    return load(input, "=stdin")
+end
+
 -- What a script saved by :save calls: show(...) and keep(...) do with values what the REPL did, reset()
 -- brings the globals back to those the script started with, fails(input) runs an input that raised an
 -- error in the session and prints its message (the REPL printed it with a traceback).
@@ -599,17 +616,34 @@ function repl.replayer()
         for k, v in next, start do rawset(_G, k, v) end
     end
     function replay.fails(input)
-        local chunk, err = load("return " .. repl.split_input(input) .. ";", "=stdin")
-        -- as the REPL: a one-line "return f(x);" tail-calls f, whose errors are placed at stdin:1
-        local tailcall = chunk and not input:find("\n") and "stdin:1" or nil
-        if not chunk then chunk, err = load(input, "=stdin") end
-        if not chunk then err_out(err .. "\n") return end
+        local chunk, tailcall = compile_input(input)
+        if not chunk then err_out(tailcall .. "\n") return end
         -- in a coroutine, so the traceback holds the input's frames only, as in the REPL
         local handler = function(m) return msghandler(m, tailcall) end
         local results = coroutine.wrap(function() return table.pack(xpcall(chunk, handler)) end)()
         if results[1] then show_values(table.unpack(results, 2, results.n)) return end
         local message = tostring(results[2]):gsub("\nstack traceback:.*$", "")
         show_error(message)
+    end
+    -- interrupted(seconds, input) runs an input that Ctrl-C stopped after `seconds` in the session for as
+    -- long, then stops it as Ctrl-C did: what it did up to there is done (t0 = mha.clock() before a long
+    -- matmul is set), and "interrupted" is printed as the session printed it. It runs in a coroutine,
+    -- which lua/repl/repl.c's timer stops as Ctrl-C would, kernels and inner coroutines too.
+    function replay.interrupted(seconds, input)
+        local chunk, tailcall = compile_input(input)
+        if not chunk then err_out(tailcall .. "\n") return end
+        local stop_after = debug.getregistry()["mha.repl.stop_resumed_after"]
+        if not stop_after then err_out("replay.interrupted: needs mha-repl to run the script\n") return end
+        local co = coroutine.create(function()
+            return table.pack(xpcall(chunk, function(m) return msghandler(m, tailcall) end))
+        end)
+        stop_after(math.max(seconds, 1e-6))
+        local resumed, results = coroutine.resume(co)
+        stop_after(0)
+        if not resumed then results = {false, results} end
+        if results[1] then show_values(table.unpack(results, 2, results.n)) return end
+        local message = tostring(results[2]):gsub("\nstack traceback:.*$", "")
+        show_error(interrupted(message) and "interrupted" or message)   -- as the REPL showed Ctrl-C
     end
     return replay
 end
@@ -808,8 +842,9 @@ end
 function repl.carry()
     local parts = {"return {show_time = ", tostring(repl.show_time), ", transcript = {"}
     for _, e in ipairs(transcript) do
-        parts[#parts + 1] = string.format("{kind = %q, input = %q, how = %q, command = %q, label = %q, before = %q, output = %q},",
-                                          e.kind, e.input, e.how or "", e.command or "", e.label or "", e.before or "", e.output)
+        parts[#parts + 1] = string.format("{kind = %q, input = %q, how = %q, command = %q, label = %q, before = %q, output = %q, seconds = %q},",
+                                          e.kind, e.input, e.how or "", e.command or "", e.label or "", e.before or "", e.output,
+                                          e.seconds or 0)
     end
     parts[#parts + 1] = "}, hooks = {"
     local names = {}
@@ -836,6 +871,7 @@ function repl.init(carried)
                 if e.command == "" then e.command = nil end
                 if e.label == "" then e.label = nil end
                 if e.before == "" then e.before = nil end
+                if e.seconds == 0 then e.seconds = nil end
                 transcript[#transcript + 1] = e
             end
         end

@@ -422,7 +422,7 @@ static void test_commands(session *s) {
     CHECK("save_md", md && strstr(md, "```lua\nsq(12)\n```\n```text\n144\n```") && strstr(md, "stdin:1: boom"),
           "%s: [%s]", path, md ? md : "(missing)");
     free(md);
-    /* the script replays (the inputs Ctrl-C stopped are left out: they might never end) */
+    /* the script replays (the inputs Ctrl-C stopped run as long as they did in the session) */
     if (script) {
         char line[600];
         snprintf(line, sizeof line, "MHA_REPL_HISTORY=/dev/null timeout 60 %s %s.lua 2>&1", repl_path, base);
@@ -431,7 +431,8 @@ static void test_commands(session *s) {
         CHECK("save_replays", rc == 0 && strstr(replay, "42\n") && strstr(replay, "144\n"), "exit %d, output [%s]", rc, replay);
         free(replay);
     }
-    CHECK("save_leaves_out_interrupted", script && strstr(script, "-- (stopped by Ctrl-C)\n-- while true do end"),
+    CHECK("save_marks_interrupted", script && strstr(script, "-- stopped by Ctrl-C after ")
+          && strstr(script, "replay.interrupted(") && strstr(script, "[[while true do end]])"),
           "[%s]", script ? script : "(missing)");
     free(script);
     test_save_errors(s);
@@ -472,6 +473,19 @@ static void test_save_replays(const char *history) {
         if (got && inputs[i][0] != ':') strncat(expected, got, sizeof expected - strlen(expected) - 1);
         free(got);
     }
+    /* an input Ctrl-C stopped: what it did before the stop stays done (t0 is set), and the replay says
+     * "interrupted" where the session did, after running as long */
+    s.mark = s.len;
+    send_text(&s, "t0 = mha.clock(); spins = 0; while true do spins = spins + 1 end\n");
+    settle(&s, 0.5);
+    send_text(&s, "\x03");
+    if (wait_prompt(&s, 10)) strncat(expected, "interrupted\n", sizeof expected - strlen(expected) - 1);
+    const char *after_stop[] = {"t0 ~= nil, spins > 0", "print(mha.clock() - t0 > 0.3)", NULL};
+    for (int i = 0; after_stop[i]; i++) {
+        char *got = run(&s, after_stop[i], 10);
+        if (got) strncat(expected, got, sizeof expected - strlen(expected) - 1);
+        free(got);
+    }
     char base[300], cmd[700];
     snprintf(base, sizeof base, "%s/replay", tmpdir);
     snprintf(cmd, sizeof cmd, ":save %s", base);
@@ -480,7 +494,8 @@ static void test_save_replays(const char *history) {
     finish(&s, 5);
     end_session(&s);
     CHECK("save_session_output", strncmp(expected, "42\n43\nnil\nnil\nnil\nno values\n{n = 1}\n", 36) == 0
-          && strstr(expected, "show: options must be a table"), "the session printed [%s]", expected);
+          && strstr(expected, "show: options must be a table") && strstr(expected, "interrupted\ntrue\ttrue\ntrue\n"),
+          "the session printed [%s]", expected);
     snprintf(cmd, sizeof cmd, "MHA_REPL_HISTORY=/dev/null %s %s.lua 2>&1", repl_path, base);
     int rc;
     char *replay = run_command(cmd, &rc);
