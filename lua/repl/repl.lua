@@ -219,7 +219,7 @@ end
 function repl.split_last(code)
     local whole = load(code, "=split", "t", {})
     local breaks = statement_breaks(code)
-    for k = #breaks, 1, -1 do
+    for k = #breaks, math.max(1, #breaks - 200), -1 do   -- a long paste: its last 200 breaks, not all
         local at = breaks[k]
         local head, last = code:sub(1, at), code:sub(at + 1)
         if last:match("%S") and load(head, "=split", "t", {}) then
