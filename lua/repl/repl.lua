@@ -682,7 +682,8 @@ function repl.save(base)
         "-- A session of mha-repl, saved by :save. Replay it with: mha-repl " .. base .. ".lua",
         "-- Each input runs as in the session: " .. r .. ".show prints values as the REPL did and keeps the",
         "-- first in _ (" .. r .. ".keep: a trailing ;), " .. r .. ".reset() is :reset, " .. r
-            .. ".fails runs an input that raised an error.",
+            .. ".fails runs an input that raised an error,",
+        "-- " .. r .. ".interrupted one Ctrl-C stopped (for as long as it ran, then stopped there).",
         "local " .. r .. " = require(\"mha.repl\").replayer()",
         "",
     }
