@@ -49,7 +49,8 @@ entry("mha.heat", "display",
 entry("plot.figure", nil,
     "plot.figure([{current = false}]) -> figure",
     "Makes a new figure and makes it current (current = false: a figure of its own, which "
-    .. "plot.heatmap and the others leave alone, as mha.train's curves are). Each figure has its own gnuplot process (started "
+    .. "plot.heatmap and the others leave alone, as mha.train's curves are). "
+    .. "Each figure has its own gnuplot process (started "
     .. "at its first drawing, so a window keeps showing it); plot.heatmap/heads/line/bar draw on "
     .. "the current figure, and a figure has the same functions as methods (fig:heatmap(W), "
     .. "fig:save('a.png'), fig:close()). The drawing functions return nothing, so the REPL prints "

@@ -4,7 +4,8 @@
  * The shape is lua.c's, and its functions keep lua.c's names: main -> pmain (in protected mode) ->
  * collectargs/runargs -> handle_script or doREPL; docall runs every chunk with msghandler and the SIGINT
  * hook (laction/lstop, in lua/repl/signals.c); incomplete() spots the <eof> mark and addreturn() tries
- * "return <line>" first, addreturn_last() "<statements> return <last>" after. The history file is lua/repl/history.c, the short tracebacks lua/repl/traceback.c,
+ * "return <line>" first, addreturn_last() "<statements> return <last>" after. The history file is
+ * lua/repl/history.c, the short tracebacks lua/repl/traceback.c,
  * the modes lua.c has not (--lesson, --kernel, --export) lua/repl/modes.c. What a teaching
  * REPL adds lives in lua/repl/repl.lua (the ':' commands, printing values, the transcript for :save);
  * this file keeps what must be C: the terminal, signals and the lua_State itself (which :reset replaces). */

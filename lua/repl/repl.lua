@@ -567,8 +567,8 @@ local function as_script(entry, r)
     end
     if entry.how == "interrupted" then
         local seconds = entry.seconds or 0
-        return string.format("-- stopped by Ctrl-C after %.2f s: replayed for as long, then stopped\n%s.interrupted(%.3f, %s)",
-                             seconds, r, seconds, long_string(input))
+        return string.format("-- stopped by Ctrl-C after %.2f s: replayed for as long, then stopped\n"
+                             .. "%s.interrupted(%.3f, %s)", seconds, r, seconds, long_string(input))
     end
     if entry.how == "error" then return r .. ".fails " .. long_string(input) end
     if entry.how == "print" or entry.how == "quiet" then
@@ -774,7 +774,8 @@ repl.add_command("save", {args = "FILE", help = "write the session as FILE.lua (
         out(string.format(repl.said("saved"), n, lua_path, md_path) .. "\n")
     end})
 
-repl.add_command("close", {args = "", help = "close every plot window (a window stays until you close it, :close it or leave the REPL)",
+repl.add_command("close", {args = "",
+    help = "close every plot window (a window stays until you close it, :close it or leave the REPL)",
     run = function() require("mha.plot").closeall() end})
 
 local runner   -- the lesson runner (mha.lesson) repl.init handed itself to, when the build has one
