@@ -368,10 +368,28 @@ local function hint_text(hint)
     return paint("hint", table.concat(lines, "\n")) .. "\n"
 end
 
+-- "A = m:attention() #A": a value after statements with no ';' or line break before it is a syntax error.
+-- The input with the ';' that makes the REPL print the value (repl.return_last), or nil.
+local function with_break(input, msg)
+    if not tostring(msg):match("^[^\n]* near [^\n]*$") or input:find("\n") then return nil end
+    local tries = 0
+    for at = #input, 2, -1 do
+        if input:sub(at, at) == " " and input:sub(at - 1, at - 1) ~= " " then
+            local fixed = input:sub(1, at - 1) .. ";" .. input:sub(at)
+            if repl.return_last(fixed) and load(repl.return_last(fixed), "=stdin") then return fixed end
+            tries = tries + 1
+            if tries == 20 then return nil end
+        end
+    end
+    return nil
+end
+
 function repl.after(input, how, seconds, ...)
     if how == "error" then
         show_error((...))
-        local hint = habit_hint("after_error", input, (...), repl.lang())
+        local fixed = with_break(input, (...))
+        local hint = fixed and string.format(repl.said("value_after"), fixed)
+                     or habit_hint("after_error", input, (...), repl.lang())
         -- in Chinese, an English message of the core gets its Chinese line
         if not hint and repl.lang() == "zh" then hint = habit_hint("zh_line", (...)) end
         if hint then err_out(hint_text(hint)) end
@@ -726,14 +744,16 @@ local SAID = {
           unknown = "unknown command :%s (? lists the commands)", could_be = ":%s could be :%s",
           -- each line at most 80 columns, the terminal's least width (the zh line is 70)
           banner = "%s %s (%s)\ntype ? for the commands, help() for the functions, Ctrl-D to quit",
-          exported = "wrote %s to %s", exported_lesson = "lesson %s", exported_session = "the session"},
+          exported = "wrote %s to %s", exported_lesson = "lesson %s", exported_session = "the session",
+          value_after = "hint: a value after statements prints when a ';' comes before it: %s"},
     zh = {time = "计时：", on = "开", off = "关",
           fresh = "新的状态（历史、:save 的记录和 :time 设置都保留）",
           save_name = ":save 需要文件名：:save FILE 写出 FILE.lua 和 FILE.md",
           saved = "已把 %d 条输入保存到 %s 和 %s",
           unknown = "没有命令 :%s（? 列出所有命令）", could_be = ":%s 可以是 :%s",
           banner = "%s %s（%s）- 输入 ? 看命令，help() 看函数，Ctrl-D 退出",
-          exported = "已把%s写到 %s", exported_lesson = "第 %s 课", exported_session = "本次会话"},
+          exported = "已把%s写到 %s", exported_lesson = "第 %s 课", exported_session = "本次会话",
+          value_after = "提示：语句后面的值要用 ; 隔开才会打印：%s"},
 }
 function repl.said(word) return (SAID[repl.lang()] or SAID.en)[word] end
 

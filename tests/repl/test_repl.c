@@ -242,6 +242,10 @@ static void test_evaluation(session *s) {
     check_output(s, "assignment_after_statements_prints_nothing", "w1 = 1; w2 = 2", "");
     check_output(s, "print_after_statements_once", "p1 = 'x'; print(p1)", "x");
     check_output(s, "error_after_statements_placed", "e1 = 1; error('boom')", "stdin:1: boom");
+    /* without a ';' before the value it cannot print: the hint shows where the ';' goes */
+    check_output(s, "value_after_statements_needs_break", "A3 = {1, 2} #A3",
+                 "stdin:1: unexpected symbol near '#'\n"
+                 "hint: a value after statements prints when a ';' comes before it: A3 = {1, 2}; #A3");
     char *got;
     check_output(s, "python_shape_hint_setup", "x = mha.ones(2, 3)", "");
     got = run(s, "x.shape", 10);

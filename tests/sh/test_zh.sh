@@ -51,6 +51,7 @@ mha.sdpa(q, q, q, {zzz = 1})
 x = mha.ones(1)
 x.item()
 y = mha.ones(2, 3):transpose(1, 2); y:view(6)
+A = {1, 2} #A
 EOF
 MHA_LANG=zh COLUMNS=200 timeout 10 "$repl" -i <"$tmp/in" >"$tmp/out" 2>"$tmp/err"
 has "unknown option: did you mean, in Chinese" "$tmp/err" "提示：没有选项“mask”；你是想写“attn_mask”吗？"
@@ -58,6 +59,7 @@ has "unknown option in Chinese" "$tmp/err" "提示：没有选项“zzz”；分
 has "a method called with a dot, in Chinese" "$tmp/err" "提示：item 是方法：用冒号调用它，写作 x:item()"
 has "view of a transposed tensor, in Chinese" "$tmp/err" \
     "提示：view 从不复制数据：这个张量的元素在内存中不是依次排列的（例如转置过），先用 :contiguous() 复制成 C 顺序再 view，或者改用 :reshape()"
+has "a value after statements without ';', in Chinese" "$tmp/err" "提示：语句后面的值要用 ; 隔开才会打印：A = {1, 2}; #A"
 COLUMNS=200 timeout 10 "$repl" -i <"$tmp/in" >"$tmp/out" 2>"$tmp/err"
 grep -q '提示' "$tmp/err" && fail "no Chinese line in English" "$(cat "$tmp/err")" || pass "no Chinese line in English"
 
