@@ -94,12 +94,14 @@ view works. reshape does both for you.]],
 之后 view 就可以了。reshape 会替你把两步都做掉。]],
         },
         code = [[
--- a stand-in for the heads' outputs, (H, L, D), contiguous
+-- tr{en = "a stand-in for the heads' outputs, (H, L, D), contiguous", zh = "代替各头输出的张量，(H, L, D)，连续存放"}
 head_outputs = heads * 10
 back = head_outputs:transpose(1, 2)
 LESSON.describe("head_outputs:transpose(1, 2)", back)
 ok, err = pcall(function() return back:view(L, E) end)
-say(tr{en = "view without contiguous: ", zh = "不先 contiguous 就 view："} .. err)
+say(tr{en = "view without contiguous: ",
+       zh = "不先 contiguous 就 view：view 从不复制，而这里"
+            .. "一个词元的数在内存中不相邻，所以它拒绝了（原话如下）\n"} .. err)
 packed = back:contiguous()
 LESSON.describe("…:contiguous()", packed)
 concat = packed:view(L, E)

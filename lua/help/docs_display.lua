@@ -47,14 +47,17 @@ entry("mha.heat", "display",
     "x = (v - lo) / (hi - lo); level k of n covers x in [(k-1)/n, k/n) (n = 8 bars or 12 colours)",
     'w = mha.softmax(mha.randn(4, 4), -1)\nmha.heat(w, {rows = "a b c d", cols = "a b c d"})')
 entry("plot.figure", nil,
-    "plot.figure() -> figure",
-    "Makes a new figure and makes it current. Each figure has its own gnuplot process (started "
+    "plot.figure([{current = false}]) -> figure",
+    "Makes a new figure and makes it current (current = false: a figure of its own, which "
+    .. "plot.heatmap and the others leave alone, as mha.train's curves are). "
+    .. "Each figure has its own gnuplot process (started "
     .. "at its first drawing, so a window keeps showing it); plot.heatmap/heads/line/bar draw on "
     .. "the current figure, and a figure has the same functions as methods (fig:heatmap(W), "
     .. "fig:save('a.png'), fig:close()). The drawing functions return nothing, so the REPL prints "
     .. "nothing after a drawing; plot.figure() and plot.current() return the figure, which prints "
-    .. "as 'figure 1 (gnuplot, pid 1234)' or 'figure 1 (no gnuplot running)'. Its gnuplot is "
-    .. "reaped when the figure is closed, collected, or when the REPL exits.",
+    .. "as 'figure 1 (gnuplot, pid 1234)' or 'figure 1 (no gnuplot running)'. A window stays "
+    .. "until it is closed (fig:close(), plot.closeall(), :close) or the REPL exits, whatever the "
+    .. "collector does; a text figure's gnuplot is reaped when the figure is collected too.",
     nil,
     "f = plot.figure()\nf:line{ {y = {1, 4, 9}} }\nf:close()")
 entry("plot.current", nil,

@@ -57,6 +57,7 @@ zh.commands = {
     lang = "切换课程语言",
     text = "重新显示当前步骤的文字（不重新运行）",
     export = "把到此为止的会话写成 FILE.ipynb（Jupyter 笔记本）或 FILE.html（一个网页）；:export lesson FILE：只写打开的课程，从它的随机种子重新运行",
+    close = "关闭所有绘图窗口（窗口一直开着，直到你关闭它、用 :close 或离开 REPL）",
 }
 
 -- The signatures that hold words, not only code.
@@ -658,11 +659,13 @@ D["plot.save"] = [[
 把当前图的最后一次绘制写成 .png（pngcairo）、.svg 或 .pdf（pdfcairo）文件。函数返回时文件已经写完并关闭。
 width 和 height 以像素计（PDF 按每英寸 100 像素换算）。]]
 D["plot.figure"] = [[
-新建一张图并把它设为当前图。每张图有自己的 gnuplot 进程（第一次绘制时才启动，所以窗口会一直显示它）；
+新建一张图并把它设为当前图（current = false：一张独立的图，plot.heatmap 等函数不会画在它上面，
+mha.train 的曲线就是这样）。每张图有自己的 gnuplot 进程（第一次绘制时才启动，所以窗口会一直显示它）；
 plot.heatmap/heads/line/bar 画在当前图上，图本身也有同样的方法（fig:heatmap(W)、fig:save('a.png')、
 fig:close()）。绘图函数没有返回值，所以画完之后 REPL 什么也不打印；plot.figure() 和 plot.current() 返回
-这张图，它打印为 'figure 1 (gnuplot, pid 1234)' 或 'figure 1 (no gnuplot running)'。图被关闭、被回收，
-或者 REPL 退出时，它的 gnuplot 会被回收。]]
+这张图，它打印为 'figure 1 (gnuplot, pid 1234)' 或 'figure 1 (no gnuplot running)'。窗口一直开着，
+直到它被关闭（fig:close()、plot.closeall()、:close）或 REPL 退出，不管垃圾回收做什么；文字图的 gnuplot
+在图被回收时也会结束。]]
 D["plot.current"] = [[
 当前的图；第一次用到时创建一张。]]
 D["plot.close"] = [[

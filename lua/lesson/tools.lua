@@ -67,12 +67,18 @@ function M.versus(name, printed, value)
     print(says .. truth)
 end
 
+local describe_words = {
+    en = {line = "    shape (%s)  strides (%s)  offset %d  contiguous %s", yes = "true", no = "false"},
+    zh = {line = "    形状 (%s)  步长 (%s)  偏移 %d  连续 %s", yes = "是", no = "否"},
+}
+
 -- LESSON.describe(name, t): a tensor's name, then its shape, strides, storage offset and contiguity - the
 -- four things that say how its storage is read.
 function M.describe(name, t)
+    local w = describe_words[ctx.lang()] or describe_words.en
     print(name)
-    print(string.format("    shape (%s)  strides (%s)  offset %d  contiguous %s",
-        table.concat(t:shape(), ","), table.concat(t:strides(), ","), t:offset(), tostring(t:is_contiguous())))
+    print(string.format(w.line, table.concat(t:shape(), ","), table.concat(t:strides(), ","), t:offset(),
+        t:is_contiguous() and w.yes or w.no))
 end
 
 -- LESSON.fails(input): runs input as a student would type it at the prompt (an expression or a
@@ -201,17 +207,35 @@ local function column(code, pos)
     return pos - line_start
 end
 
+-- A comment "-- tr{en = "...", zh = "..."}" on one line, starting at i: the comment in lang (English when
+-- lang has none), "-- " and the text, and the index after it; nil when there is none at i.
+local function tr_comment(code, i, lang)
+    local body, after = code:match("^%-%-[ \t]*(tr%s*%b{})[ \t]*()", i)
+    if not body or (code:sub(after, after) ~= "\n" and after <= #code) then return nil end
+    local constant = load("return " .. body:gsub("^tr%s*", ""), "=tr", "t", {})
+    local ok, t = false, nil
+    if constant then ok, t = pcall(constant) end
+    local text = ok and type(t) == "table" and (t[lang] or t.en)
+    if type(text) ~= "string" or text:find("\n") then return nil end
+    return "-- " .. text, after
+end
+
 -- resolve(code, lang): code with every tr{en = ..., zh = ...} whose values are literals (strings, lists of
 -- strings, concatenations) replaced by lang's expression as written (English when lang has none); the lines
 -- of a value written over several lines keep their alignment. A tr{} that computes something is left as it
--- is: it still runs through tr().
+-- is: it still runs through tr(). A comment that is a tr{} of one-line strings becomes the comment in lang.
 -- With keep_lines, each replacement is followed by the line breaks it removed, so the code keeps its line
 -- numbers (for running: an error then names the lesson file's line); without, it reads as typed (the echo).
 function M.resolve(code, lang, keep_lines)
     local out, i, from = {}, 1, 1
     while i <= #code do
-        local after = skip_literal(code, i)
-        if after then i = after
+        local comment, comment_end = tr_comment(code, i, lang)
+        local after = not comment and skip_literal(code, i)
+        if comment then
+            out[#out + 1] = code:sub(from, i - 1)
+            out[#out + 1] = comment
+            from, i = comment_end, comment_end
+        elseif after then i = after
         elseif code:find("^tr%s*{", i) and not code:sub(i - 1, i - 1):match("[%w_.:]") then
             local open = code:find("{", i, true)
             local close = closing_brace(code, open)

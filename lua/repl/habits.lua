@@ -190,4 +190,27 @@ function habits.unknown_command(name, commands, lang)
     return nil
 end
 
+-- Chinese hint lines for the messages the C core and the helpers raise in English: in a Chinese session
+-- the REPL prints the line under such a message (in English the message says it already). Each entry is
+-- a pattern of the message's first line and the hint, a format for the pattern's captures.
+local ZH_LINES = {
+    {"^interrupted$", "提示：Ctrl-C 中断了这条输入；中断之前它做完的事（例如赋值）都还在"},
+    {": interrupted$", "提示：Ctrl-C 中断了这条输入；中断之前它做完的事（例如赋值）都还在"},
+    {"unknown option '([^']*)' %(did you mean '([^']*)'%?%)", "提示：没有选项“%s”；你是想写“%s”吗？"},
+    {"unknown option '([^']*)'", "提示：没有选项“%s”；分号后面列出了所有可用的选项"},
+    {"([%w_]+) is a method: call it with a colon: (.-)$", "提示：%s 是方法：用冒号调用它，写作 %s"},
+    {"view: cannot view a tensor", "提示：view 从不复制数据：这个张量的元素在内存中不是依次排列的（例如转置过），"
+        .. "先用 :contiguous() 复制成 C 顺序再 view，或者改用 :reshape()"},
+}
+
+-- The Chinese hint line for an English message (its first line), or nil.
+function habits.zh_line(msg)
+    local first = tostring(msg):match("^[^\n]*")
+    for _, entry in ipairs(ZH_LINES) do
+        local found = table.pack(first:match(entry[1]))
+        if found[1] then return string.format(entry[2], table.unpack(found, 1, found.n)) end
+    end
+    return nil
+end
+
 return habits

@@ -4,7 +4,8 @@
  * The shape is lua.c's, and its functions keep lua.c's names: main -> pmain (in protected mode) ->
  * collectargs/runargs -> handle_script or doREPL; docall runs every chunk with msghandler and the SIGINT
  * hook (laction/lstop, in lua/repl/signals.c); incomplete() spots the <eof> mark and addreturn() tries
- * "return <line>" first. The history file is lua/repl/history.c, the short tracebacks lua/repl/traceback.c,
+ * "return <line>" first, addreturn_last() "<statements> return <last>" after. The history file is
+ * lua/repl/history.c, the short tracebacks lua/repl/traceback.c,
  * the modes lua.c has not (--lesson, --kernel, --export) lua/repl/modes.c. What a teaching
  * REPL adds lives in lua/repl/repl.lua (the ':' commands, printing values, the transcript for :save);
  * this file keeps what must be C: the terminal, signals and the lua_State itself (which :reset replaces). */
@@ -276,6 +277,12 @@ static int runargs(lua_State *L, char **argv, int n) {
 
 /* ---- the state: standard libraries, mha, and the lazy globals ---- */
 
+/* stop_resumed_after(seconds): repl_stop_resumed_after, for repl.lua's replay of an input Ctrl-C stopped. */
+static int l_stop_resumed_after(lua_State *L) {
+    repl_stop_resumed_after((double)luaL_checknumber(L, 1));
+    return 0;
+}
+
 /* The libraries every mode gets: Lua's, `mha` as a global, and the lazy globals. The metatable of _G
  * also lists the lazy names in __lazy, so completion can offer them before they are loaded. */
 static void openlibs(lua_State *L) {
@@ -283,6 +290,8 @@ static void openlibs(lua_State *L) {
     repl_install_coroutine_hooks(L);
     lua_pushcfunction(L, msghandler);  /* for repl.lua, which reports the errors of commands alike */
     lua_setfield(L, LUA_REGISTRYINDEX, "mha.repl.msghandler");
+    lua_pushcfunction(L, l_stop_resumed_after);   /* for a saved session's replay (repl.lua) */
+    lua_setfield(L, LUA_REGISTRYINDEX, "mha.repl.stop_resumed_after");
     luaL_requiref(L, "mha", luaopen_mha, 1);
     lua_pop(L, 1);
     luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_PRELOAD_TABLE);
@@ -566,6 +575,35 @@ static int addreturn(lua_State *L, int *quiet) {
     return status;
 }
 
+/* The line of the input's `return` when the value it returns is on one line, else 0: where the error of
+ * a function it tail-calls is placed (such an error names no line of its own). */
+static int return_line = 0;
+
+/* Tries to compile the input at index 1 as "<statements> return <last>;" when its last statement is an
+ * expression ("sd = m:state_dict(); sd:shape()", "A = m:attention(); #A"): repl.return_last in
+ * lua/repl/repl.lua finds where the statements end. On success the chunk is pushed. */
+static int addreturn_last(lua_State *L, int *quiet) {
+    int top = lua_gettop(L);
+    int status = LUA_ERRSYNTAX;
+    if (push_repl_field(L, "return_last") == LUA_TFUNCTION) {
+        lua_pushvalue(L, 1);
+        if (lua_pcall(L, 1, 3, 0) == LUA_OK && lua_type(L, -3) == LUA_TSTRING) {
+            size_t len;
+            const char *code = lua_tolstring(L, -3, &len);
+            int line = (int)lua_tointeger(L, -1);
+            int is_quiet = lua_toboolean(L, -2);
+            status = luaL_loadbuffer(L, code, len, "=stdin");
+            if (status == LUA_OK) {
+                lua_replace(L, top + 1);
+                *quiet = is_quiet;
+                return_line = line;
+            }
+        }
+    }
+    lua_settop(L, status == LUA_OK ? top + 1 : top);
+    return status;
+}
+
 #define INPUT_CANCEL (-1)
 
 /* Is the input at index 1 an unfinished expression, such as "{1," or "f(x,"? Lua's statement
@@ -587,13 +625,22 @@ static int incomplete_expression(lua_State *L) {
  * Ctrl-C (INPUT_CANCEL) or end of input does. *expr says the chunk is "return <input>". */
 static int loadinput(lua_State *L, int *expr, int *quiet) {
     for (;;) {
-        if (addreturn(L, quiet) == LUA_OK) { *expr = 1; return LUA_OK; }
+        if (addreturn(L, quiet) == LUA_OK) {
+            *expr = 1;
+            return_line = strchr(lua_tostring(L, 1), '\n') ? 0 : 1;
+            return LUA_OK;
+        }
         *expr = 0;
         size_t len;
         const char *text = lua_tolstring(L, 1, &len);
         int status = luaL_loadbuffer(L, text, len, "=stdin");
         if (!incomplete(L, status)) {
-            if (status == LUA_OK || !incomplete_expression(L)) return status;
+            if (status == LUA_OK || !incomplete_expression(L)) {
+                if (addreturn_last(L, quiet) != LUA_OK) return status;
+                lua_remove(L, -2);  /* the statements' chunk or syntax error */
+                *expr = 1;
+                return LUA_OK;
+            }
             lua_pop(L, 1);  /* the statement's syntax error: read on */
         }
         int r = pushline(L, 0);
@@ -635,8 +682,10 @@ static void evaluate(lua_State *L, int status, int expr, int quiet) {
     if (status == LUA_OK) {
         clock_gettime(CLOCK_MONOTONIC, &ts);
         start = (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-        /* "return f(x);" of a one-line input tail-calls f, whose errors would name no line */
-        repl_traceback_tailcall(expr && !strchr(lua_tostring(L, 1), '\n') ? "stdin:1" : NULL);
+        /* "return f(x);" tail-calls f, whose errors would name no line */
+        char where[32];
+        snprintf(where, sizeof where, "stdin:%d", return_line);
+        repl_traceback_tailcall(expr && return_line > 0 ? where : NULL);
         status = docall(L, 0, LUA_MULTRET);
         repl_traceback_tailcall(NULL);
         clock_gettime(CLOCK_MONOTONIC, &ts);

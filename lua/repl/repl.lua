@@ -9,6 +9,7 @@
 --   repl.empty_line()              for Enter on an empty line at the first prompt
 --   repl.complete(text, line, start)  Tab: a list of candidates, or "files" for file names
 --   repl.split_input(input)        the input's code without a trailing ';' and comments, whether it had the ';'
+--   repl.return_last(input)        "<statements> return <last>;" when the input ends in an expression
 -- and sets repl.colour, repl.interactive and repl.clock (wall-clock seconds). Its message handler (the
 -- traceback without the embedded Lua code's frames) is in the registry as "mha.repl.msghandler".
 -- A script :save wrote calls repl.replayer() for the functions that replay the session.
@@ -230,6 +231,58 @@ function repl.split_input(input)
     return input:sub(1, last_code), last > last_code, input:sub(last + 1)
 end
 
+-- The positions of the ';' and line breaks of code outside strings and comments: where one statement
+-- may end and the next begin.
+local function statement_breaks(code)
+    local breaks, i, n = {}, 1, #code
+    while i <= n do
+        local c = code:sub(i, i)
+        if c == ";" or c == "\n" then
+            breaks[#breaks + 1] = i
+            i = i + 1
+        elseif c == "-" and code:sub(i + 1, i + 1) == "-" then   -- a comment; its line break is a break
+            i = skip_long_bracket(code, i + 2) or code:find("\n", i + 2, true) or n + 1
+        elseif c == '"' or c == "'" then i = skip_short_string(code, i)
+        else i = c == "[" and skip_long_bracket(code, i) or i + 1 end
+    end
+    return breaks
+end
+
+-- Statements, then an expression: "sd = m:state_dict(); sd:shape()" -> "sd = m:state_dict();",
+-- " sd:shape()". The split is at the last ';' or line break after which the rest is one expression
+-- and before which the statements compile alone; when code compiles as it is, reading that break as
+-- a ';' must compile to the same function ("x = f\n(g)()" is one statement, not two). nil when the
+-- last statement is not an expression (an assignment, a loop).
+function repl.split_last(code)
+    local whole = load(code, "=split", "t", {})
+    local breaks = statement_breaks(code)
+    for k = #breaks, math.max(1, #breaks - 200), -1 do   -- a long paste: its last 200 breaks, not all
+        local at = breaks[k]
+        local head, last = code:sub(1, at), code:sub(at + 1)
+        if last:match("%S") and load(head, "=split", "t", {}) then
+            if not load("return " .. last .. "\n;", "=split", "t", {}) then return nil end
+            if whole and code:sub(at, at) == "\n" then
+                local parted = load(code:sub(1, at - 1) .. ";" .. last, "=split", "t", {})
+                if not parted or string.dump(parted, true) ~= string.dump(whole, true) then return nil end
+            end
+            return head, last
+        end
+    end
+    return nil
+end
+
+-- lua/repl/repl.c's second try, when "return <input>;" does not compile: "<statements> return <last>;"
+-- (repl.split_last), so a value typed after statements is shown as a value alone is. Returns that code,
+-- whether the input ended in ';' (quiet), and the line the return is on when the value is on one line
+-- (where a tail call's error is placed); nil when the last statement is not an expression.
+function repl.return_last(input)
+    local code, quiet = repl.split_input(input)
+    local head, last = repl.split_last(code)
+    if not head then return nil end
+    local _, breaks = head:gsub("\n", "")
+    return head .. " return " .. last .. "\n;", quiet, not last:find("\n") and breaks + 1 or nil
+end
+
 -- Several values share a line, tab-separated as print does, unless one of them spans lines.
 local function print_values(...)
     local n = select("#", ...)
@@ -347,11 +400,34 @@ local function habit_hint(f, ...)
     return got and hint or nil
 end
 
+-- "A = m:attention() #A": a value after statements with no ';' or line break before it is a syntax error.
+-- The input with the ';' that makes the REPL print the value (repl.return_last), or nil.
+local function with_break(input, msg)
+    if not tostring(msg):match("^[^\n]* near [^\n]*$") or input:find("\n") then return nil end
+    local tries = 0
+    for at = #input, 2, -1 do
+        if input:sub(at, at) == " " and input:sub(at - 1, at - 1) ~= " " then
+            local fixed = input:sub(1, at - 1) .. ";" .. input:sub(at)
+            if repl.return_last(fixed) and load(repl.return_last(fixed), "=stdin") then return fixed end
+            tries = tries + 1
+            if tries == 20 then return nil end
+        end
+    end
+    return nil
+end
+
 -- repl.hint(input, how, ...) -> the hint for an input's outcome, in the REPL's language, or nil: how is
 -- "error" (then the message) or "print" (then the values shown). The REPL prints it under the error or
 -- the values; the Jupyter kernel (mha.kernel) shows the same line under a cell's.
 function repl.hint(input, how, ...)
-    if how == "error" then return habit_hint("after_error", input, (...), repl.lang()) end
+    if how == "error" then
+        local fixed = with_break(input, (...))
+        if fixed then return string.format(repl.said("value_after"), fixed) end
+        local hint = habit_hint("after_error", input, (...), repl.lang())
+        -- in Chinese, an English message of the core gets its Chinese line
+        if not hint and repl.lang() == "zh" then hint = habit_hint("zh_line", (...)) end
+        return hint
+    end
     if how == "print" then return habit_hint("after_value", input, repl.lang(), ...) end
     return nil
 end
@@ -388,7 +464,8 @@ function repl.after(input, how, seconds, ...)
         local hint = repl.hint(input, how, ...)
         if hint then out(hint_text(hint)) end
     end
-    record({kind = "lua", input = input, how = how})
+    -- an input Ctrl-C stopped keeps how long it ran: its replay runs as long
+    record({kind = "lua", input = input, how = how, seconds = how == "interrupted" and seconds or nil})
     if repl.show_time then show_time(seconds) end
 end
 
@@ -570,19 +647,41 @@ local function as_script(entry, r)
         end
         return "-- " .. input
     end
-    if entry.how == "interrupted" then return "-- (stopped by Ctrl-C)\n" .. ("-- " .. input:gsub("\n", "\n-- ")) end
+    if entry.how == "interrupted" then
+        local seconds = entry.seconds or 0
+        return string.format("-- stopped by Ctrl-C after %.2f s: replayed for as long, then stopped\n"
+                             .. "%s.interrupted(%.3f, %s)", seconds, r, seconds, long_string(input))
+    end
     if entry.how == "error" then return r .. ".fails " .. long_string(input) end
     if entry.how == "print" or entry.how == "quiet" then
         local expr, _, tail = repl.split_input(input)
-        local close = expr:find("--", 1, true) and "\n)" or ")"  -- a comment must not swallow the ')'
         tail = tail:match("^%s*(.-)%s*$")
-        return r .. (entry.how == "print" and ".show(" or ".keep(") .. expr .. close .. (tail ~= "" and " " .. tail or "")
+        tail = tail ~= "" and " " .. tail or ""
+        local show = r .. (entry.how == "print" and ".show(" or ".keep(")
+        -- statements, then the value shown (repl.return_last): in a block of their own, for their locals
+        local head, last = nil, expr
+        if not load("return " .. expr .. ";") then head, last = repl.split_last(expr) end
+        local close = last:find("--", 1, true) and "\n)" or ")"  -- a comment must not swallow the ')'
+        if head then return "do\n" .. head .. " " .. show .. last .. close .. "\nend" .. tail end
+        return show .. last .. close .. tail
     end
     if may_return(input) then return r .. ".show((function(...)\n" .. input .. "\nend)())" end
     if has_local(input) then return "do\n" .. input .. "\nend" end
     -- ';': a line starting with '(' would call the value of the line before
     if input:match("^%s*%(") then return ";" .. input end
     return input
+end
+
+-- An input compiled as lua/repl/repl.c compiles it: "return <code>;", else "<statements> return <last>;"
+-- (repl.return_last), else the statements. Returns the chunk and where the error of a function it
+-- tail-calls is placed ("stdin:1"), or nil and the syntax error.
+local function compile_input(input)
+    local chunk = load("return " .. repl.split_input(input) .. ";", "=stdin")
+    if chunk then return chunk, not input:find("\n") and "stdin:1" or nil end
+    local code, _, line = repl.return_last(input)
+    chunk = code and load(code, "=stdin")
+    if chunk then return chunk, line and "stdin:" .. line or nil end
+    return load(input, "=stdin")
 end
 
 -- What a script saved by :save calls: show(...) and keep(...) do with values what the REPL did, reset()
@@ -599,17 +698,34 @@ function repl.replayer()
         for k, v in next, start do rawset(_G, k, v) end
     end
     function replay.fails(input)
-        local chunk, err = load("return " .. repl.split_input(input) .. ";", "=stdin")
-        -- as the REPL: a one-line "return f(x);" tail-calls f, whose errors are placed at stdin:1
-        local tailcall = chunk and not input:find("\n") and "stdin:1" or nil
-        if not chunk then chunk, err = load(input, "=stdin") end
-        if not chunk then err_out(err .. "\n") return end
+        local chunk, tailcall = compile_input(input)
+        if not chunk then err_out(tailcall .. "\n") return end
         -- in a coroutine, so the traceback holds the input's frames only, as in the REPL
         local handler = function(m) return msghandler(m, tailcall) end
         local results = coroutine.wrap(function() return table.pack(xpcall(chunk, handler)) end)()
         if results[1] then show_values(table.unpack(results, 2, results.n)) return end
         local message = tostring(results[2]):gsub("\nstack traceback:.*$", "")
         show_error(message)
+    end
+    -- interrupted(seconds, input) runs an input that Ctrl-C stopped after `seconds` in the session for as
+    -- long, then stops it as Ctrl-C did: what it did up to there is done (t0 = mha.clock() before a long
+    -- matmul is set), and "interrupted" is printed as the session printed it. It runs in a coroutine,
+    -- which lua/repl/repl.c's timer stops as Ctrl-C would, kernels and inner coroutines too.
+    function replay.interrupted(seconds, input)
+        local chunk, tailcall = compile_input(input)
+        if not chunk then err_out(tailcall .. "\n") return end
+        local stop_after = debug.getregistry()["mha.repl.stop_resumed_after"]
+        if not stop_after then err_out("replay.interrupted: needs mha-repl to run the script\n") return end
+        local co = coroutine.create(function()
+            return table.pack(xpcall(chunk, function(m) return msghandler(m, tailcall) end))
+        end)
+        stop_after(math.max(seconds, 1e-6))
+        local resumed, results = coroutine.resume(co)
+        stop_after(0)
+        if not resumed then results = {false, results} end
+        if results[1] then show_values(table.unpack(results, 2, results.n)) return end
+        local message = tostring(results[2]):gsub("\nstack traceback:.*$", "")
+        show_error(interrupted(message) and "interrupted" or message)   -- as the REPL showed Ctrl-C
     end
     return replay
 end
@@ -648,7 +764,8 @@ function repl.save(base)
         "-- A session of mha-repl, saved by :save. Replay it with: mha-repl " .. base .. ".lua",
         "-- Each input runs as in the session: " .. r .. ".show prints values as the REPL did and keeps the",
         "-- first in _ (" .. r .. ".keep: a trailing ;), " .. r .. ".reset() is :reset, " .. r
-            .. ".fails runs an input that raised an error.",
+            .. ".fails runs an input that raised an error,",
+        "-- " .. r .. ".interrupted one Ctrl-C stopped (for as long as it ran, then stopped there).",
         "local " .. r .. " = require(\"mha.repl\").replayer()",
         "",
     }
@@ -692,7 +809,8 @@ local SAID = {
           -- each line at most 80 columns, the terminal's least width (the zh line is 70)
           banner = "%s %s (%s)\ntype ? for the commands, help() for the functions, Ctrl-D to quit",
           exported = "wrote %s to %s", exported_lesson = "lesson %s", exported_session = "the session",
-          export_lesson_too = "(:export lesson FILE writes lesson %d alone, run afresh from its seed)"},
+          export_lesson_too = "(:export lesson FILE writes lesson %d alone, run afresh from its seed)",
+          value_after = "hint: a value after statements prints when a ';' comes before it: %s"},
     zh = {time = "计时：", on = "开", off = "关",
           fresh = "新的状态（历史、:save 的记录和 :time 设置都保留）",
           save_name = ":save 需要文件名：:save FILE 写出 FILE.lua 和 FILE.md",
@@ -700,7 +818,8 @@ local SAID = {
           unknown = "没有命令 :%s（? 列出所有命令）", could_be = ":%s 可以是 :%s",
           banner = "%s %s（%s）- 输入 ? 看命令，help() 看函数，Ctrl-D 退出",
           exported = "已把%s写到 %s", exported_lesson = "第 %s 课", exported_session = "本次会话",
-          export_lesson_too = "（:export lesson FILE 只写第 %d 课，从它的随机种子重新运行）"},
+          export_lesson_too = "（:export lesson FILE 只写第 %d 课，从它的随机种子重新运行）",
+          value_after = "提示：语句后面的值要用 ; 隔开才会打印：%s"},
 }
 function repl.said(word) return (SAID[repl.lang()] or SAID.en)[word] end
 
@@ -740,6 +859,10 @@ repl.add_command("save", {args = "FILE", help = "write the session as FILE.lua (
         if not lua_path then show_error(":save: " .. md_path) return end
         out(string.format(repl.said("saved"), n, lua_path, md_path) .. "\n")
     end})
+
+repl.add_command("close", {args = "",
+    help = "close every plot window (a window stays until you close it, :close it or leave the REPL)",
+    run = function() require("mha.plot").closeall() end})
 
 local runner   -- the lesson runner (mha.lesson) repl.init handed itself to, when the build has one
 repl.add_command("export", {args = "[lesson] FILE",
@@ -817,12 +940,13 @@ function repl.carry()
     local parts = {"return {show_time = ", tostring(repl.show_time), ", transcript = {"}
     local json_loaded, json = pcall(require, "mha.json")
     for _, e in ipairs(transcript) do
-        -- :export's headings, tables and figures as JSON (left out when a text is not UTF-8)
+        -- :export's headings, tables and figures as JSON (left out when a text is not UTF-8); an input Ctrl-C
+        -- stopped keeps how long it ran
         local ok, rich = false, nil
         if json_loaded then ok, rich = pcall(json.encode, {heading = e.heading, parts = e.parts}) end
-        parts[#parts + 1] = string.format("{kind = %q, input = %q, how = %q, command = %q, label = %q, before = %q, output = %q, rich = %q},",
+        parts[#parts + 1] = string.format("{kind = %q, input = %q, how = %q, command = %q, label = %q, before = %q, output = %q, rich = %q, seconds = %q},",
                                           e.kind, e.input, e.how or "", e.command or "", e.label or "", e.before or "", e.output,
-                                          ok and rich or "")
+                                          ok and rich or "", e.seconds or 0)
     end
     parts[#parts + 1] = "}, hooks = {"
     local names = {}
@@ -851,6 +975,7 @@ function repl.init(carried)
                 if e.before == "" then e.before = nil end
                 local rich = e.rich ~= "" and require("mha.json").decode(e.rich)
                 e.rich, e.heading, e.parts = nil, rich and rich.heading, rich and rich.parts
+                if e.seconds == 0 then e.seconds = nil end
                 transcript[#transcript + 1] = e
             end
         end

@@ -7,6 +7,7 @@
  * a flag; the readline loop sees select() fail with EINTR and clears the line. */
 #include <signal.h>
 #include <string.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include <lua.h>
@@ -138,6 +139,32 @@ void repl_interrupt_disarm(lua_State *L) {
 }
 
 void repl_signals_forget(void) { running = NULL; }
+
+/* repl_stop_resumed_after's timer: Ctrl-C's stop for the kernels and the coroutines being resumed, but
+ * not for the thread that resumed them, which is waiting for them and goes on. */
+static void on_stop_alarm(int sig) {
+    (void)sig;
+    mha_interrupt();
+    for (sig_atomic_t i = 0; i < resume_depth && i < RESUME_CHAIN_MAX; i++)
+        lua_sethook(resume_chain[i], lstop, LUA_MASKCALL | LUA_MASKRET | LUA_MASKCOUNT, 1);
+}
+
+void repl_stop_resumed_after(double seconds) {
+    struct itimerval timer;
+    memset(&timer, 0, sizeof timer);
+    if (seconds > 0) {
+        if (seconds > 1e6) seconds = 1e6;
+        timer.it_value.tv_sec = (time_t)seconds;
+        timer.it_value.tv_usec = (suseconds_t)((seconds - (double)timer.it_value.tv_sec) * 1e6) + 1;
+        if (timer.it_value.tv_usec >= 1000000) { timer.it_value.tv_sec++; timer.it_value.tv_usec -= 1000000; }
+        set_signal(SIGALRM, on_stop_alarm);
+        setitimer(ITIMER_REAL, &timer, NULL);
+    } else {
+        setitimer(ITIMER_REAL, &timer, NULL);
+        if (!hangup) signal(SIGALRM, SIG_DFL);   /* a hangup's alarm keeps its handler */
+        mha_interrupt_clear();
+    }
+}
 
 int repl_prompt_interrupted(void) {
     int seen = prompt_interrupted;

@@ -26,6 +26,11 @@ int repl_hangup(void);
 void repl_kernel_stop(lua_State *L);
 void repl_kernel_stopped(lua_State *L);
 
+/* A saved session's replay of an input Ctrl-C stopped, which it runs in a coroutine: after `seconds` the
+ * kernels and the coroutines being resumed are stopped as Ctrl-C stops them, while the thread that resumed
+ * them goes on. 0 disarms it and takes the kernels' stop request back. */
+void repl_stop_resumed_after(double seconds);
+
 /* Replaces coroutine.resume and coroutine.wrap in the coroutine table (the same table as
  * package.loaded.coroutine), so a Ctrl-C reaches code running in any coroutine resumed from Lua. */
 void repl_install_coroutine_hooks(lua_State *L);

@@ -176,6 +176,7 @@ plot.terminals = function()
 end
 
 local WINDOWED = { "qt", "wxt", "x11" }
+local WINDOW_TERMINALS = { qt = true, wxt = true, x11 = true }
 local ALIASES = { sixel = "sixelgd", none = "none", window = "window" }
 -- The terminals a figure can draw on, beside the pseudo-names "none" (draw nothing) and "window" (the
 -- first windowed one there is). gnuplot has more (png, lua, tkcanvas, xterm...), but those write files
@@ -318,15 +319,23 @@ Figure.__name = "mha.plot.Figure"
 
 local figure_count = 0
 local open_figures = setmetatable({}, { __mode = "k" })   -- for plot.closeall; never keeps one alive
+-- The figures showing a window, held here so that the collector never closes a window: it stays until
+-- fig:close(), plot.close, plot.closeall (the REPL's :close), the window's gnuplot ending, or the REPL.
+local windows = {}
 local current
 
--- plot.figure() -> a new figure (its own gnuplot, started at its first drawing), now the current one.
+-- plot.figure([{current = false}]) -> a new figure (its own gnuplot, started at its first drawing), now
+-- the current one; with current = false a figure of its own that plot.heatmap and the others leave alone
+-- (mha.train's curves: the next plot.* opens a window of its own instead of drawing over them).
 function plot.figure(opts)
-    options_of("plot.figure", opts, {})
+    opts = options_of("plot.figure", opts, { "current" })
+    if opts.current ~= nil and type(opts.current) ~= "boolean" then
+        raise("plot.figure: current must be true or false, got " .. display.a_type(opts.current))
+    end
     figure_count = figure_count + 1
     local fig = setmetatable({ number = figure_count }, Figure)
     open_figures[fig] = true
-    current = fig
+    if opts.current == false then fig.aside = true else current = fig end
     return fig
 end
 
@@ -347,6 +356,7 @@ function Figure:close()
         self.proc:close()
         self.proc = nil
     end
+    windows[self] = nil
     if current == self then current = nil end
 end
 Figure.__close = Figure.close
@@ -440,6 +450,7 @@ function Figure:run(fname, commands, quiet_warnings, discard_output, fix_output)
         if self.proc and not self.proc:running() then
             self.proc:close()
             self.proc = nil
+            windows[self] = nil
         end
         draw_count = draw_count + 1
         self.used = draw_count
@@ -537,8 +548,10 @@ function Figure:draw(fname, script)
     else
         for _, c in ipairs(script.commands) do commands[#commands + 1] = c end
     end
+    windows[self] = nil   -- until this drawing is shown in a window
     local drawn = self:run(fname, commands, { "Plotting with an 'unknown' terminal", script.warning }, false,
         fixes and function(out) return unpad_wide_texts(out, fixes) end)
+    windows[self] = (WINDOW_TERMINALS[name] and self.proc) and true or nil
     if (not drawn or text_instead) and script.fallback then script.fallback() end
     if shown then shown() end
 end
@@ -625,12 +638,13 @@ function plot.save(path, opts)
 end
 
 -- Runs draw(...) with fig as the current figure (fig:heatmap(...) and the other figure methods),
--- the current figure restored afterwards; an error passes through as it was raised.
+-- the current figure restored afterwards (fig stays current when there was none, unless it was made
+-- aside: plot.figure{current = false}); an error passes through as it was raised.
 local function drawing_on(fig, draw, ...)
     local saved = current
     current = fig
     local ok, err = pcall(draw, ...)
-    current = saved or fig
+    current = saved or (not fig.aside and fig or nil)
     if not ok then error(err, 0) end
 end
 

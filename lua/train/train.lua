@@ -92,7 +92,7 @@ local function draw_attention(model, task, figures)
     local tokens = task:batch(1)
     mha.no_grad(function() model:forward(tokens) end)
     for i, w in ipairs(model:attention()) do
-        figures[i] = figures[i] or require("mha.plot").figure()
+        figures[i] = figures[i] or require("mha.plot").figure{current = false}
         figures[i]:heads(w[1], {title = string.format(words().layer, i)})
     end
 end
@@ -142,7 +142,7 @@ function M.train(o)
     local drawn_at = -math.huge   -- mha.clock() of the last live redraw
     -- each run's curves in a figure of their own (a window: two runs, 1 head and 2 heads, side by side), and
     -- its attention maps in others, so that neither draws over the other
-    local curves = o.plot and require("mha.plot").figure() or nil
+    local curves = o.plot and require("mha.plot").figure{current = false} or nil
     local layer_figures = {}
     local function run_steps()
         for step = 1, steps do

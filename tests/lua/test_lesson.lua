@@ -661,8 +661,13 @@ do
     T.eq("resolve: a tr{} that computes is left to run", tools.resolve('say(tr{en = "x " .. err, zh = "x " .. err})', "zh"),
         'say(tr{en = "x " .. err, zh = "x " .. err})')
     T.eq("resolve: not inside strings, comments or names",
-        tools.resolve('s = "tr{en = 1}" -- tr{en = "c"}\nmy.tr{en = "a"}\nxtr{en = "b"}', "en"),
-        's = "tr{en = 1}" -- tr{en = "c"}\nmy.tr{en = "a"}\nxtr{en = "b"}')
+        tools.resolve('s = "tr{en = 1}" -- see tr{en = "c"}\nmy.tr{en = "a"}\nxtr{en = "b"}', "en"),
+        's = "tr{en = 1}" -- see tr{en = "c"}\nmy.tr{en = "a"}\nxtr{en = "b"}')
+    -- a comment that is a tr{} of one-line strings is the comment in the lesson's language
+    local commented = 'x = 1 -- tr{en = "one", zh = "一"}\n-- tr{en = "two", zh = "二"}\ny = 2'
+    T.eq("resolve: a tr{} comment, Chinese", tools.resolve(commented, "zh"), 'x = 1 -- 一\n-- 二\ny = 2')
+    T.eq("resolve: a tr{} comment, English", tools.resolve(commented, "en"), 'x = 1 -- one\n-- two\ny = 2')
+    T.eq("resolve: a tr{} comment keeps its lines", tools.resolve(commented, "zh", true), 'x = 1 -- 一\n-- 二\ny = 2')
     T.eq("resolve: English when the language has no entry", tools.resolve('tr{en = "only"}', "zh"), '"only"')
     local all_resolved, leftover = true, ""
     for _, f in ipairs(L.files()) do

@@ -258,8 +258,15 @@ T.test("unknown options are errors", function()
     plot.bar({ "a" }, { 1 })
     T.raises("save unknown option", function() plot.save(tmpfile("opt.png"), { widht = 300 }) end,
         "plot.save: unknown option 'widht' (did you mean 'width'?)")
-    T.raises("figure takes no options", function() plot.figure { title = "x" } end,
-        "plot.figure: unknown option 'title'; valid options: none")
+    T.raises("figure takes current only", function() plot.figure { title = "x" } end,
+        "plot.figure: unknown option 'title'; valid options: current")
+    T.raises("figure's current checked", function() plot.figure { current = 0 } end,
+        "plot.figure: current must be true or false, got a number")
+    -- a figure made aside is never the current one, even drawn on when there is none
+    plot.closeall()
+    local aside = plot.figure { current = false }
+    aside:bar({ "a" }, { 1 })
+    T.ok("a figure aside stays aside", plot.current() ~= aside, "plot.current() is the figure made aside")
     plot.closeall()
 end)
 

@@ -166,6 +166,23 @@ split("split_index_not_long_string", "t[1];", "t[1]", true, "")
 split("split_multiline", "f(1, -- one\n2);\n-- done", "f(1, -- one\n2)", true, "\n-- done")
 split("split_unfinished_string", '"abc;', '"abc;', false, "")
 
+-- a value after statements (repl.split_last): split at the last ';' or line break before one expression
+local function last(name, code, head, value)
+    local got_head, got_value = repl.split_last(code)
+    T.eq(name, {got_head, got_value}, {head, value})
+end
+last("last_after_semicolon", "A = m:attention(); #A", "A = m:attention();", " #A")
+last("last_call_statement", 'sd = f(); sd["w"]:shape()', "sd = f();", ' sd["w"]:shape()')
+last("last_after_line", "x = 1 -- one\nx + 1", "x = 1 -- one\n", "x + 1")
+last("last_in_string_not_a_break", 's = "a; b"', nil, nil)
+last("last_assignment_none", "a = 1; b = 2", nil, nil)
+last("last_loop_none", "for i = 1, 2 do f(i); g(i) end", nil, nil)
+last("last_expression_spanning_lines", "t = 1; {1,\n2}", "t = 1;", " {1,\n2}")
+-- a line break the parser reads on through is no break: "x = f\n(g)()" is x = f(g)()
+last("last_not_a_continuation", "x = f\n(g)()", nil, nil)
+last("last_not_a_binary_continuation", "x = 1\n- 2", nil, nil)
+T.eq("return_last_code", {repl.return_last("a = 1\nb = 2; a + b; -- sum")}, {"a = 1\nb = 2; return  a + b\n;", true, 2})
+
 -- :save writes each input as a chunk that compiles, whatever its comments and strings hold; a lesson
 -- step (repl.record_step) runs inline under a comment naming it
 local saved_base = os.tmpname()

@@ -232,12 +232,23 @@ static void test_evaluation(session *s) {
     check_output(s, "table_cycle", "c", "{1, 2, self = <cycle>}");
     check_output(s, "statements_return_values", "local v = 3; return v, v + 1", "3\t4");
     check_output(s, "error_message", "error('boom')", "stdin:1: boom");
-    /* statements ending in a bare value never complete: an error and a hint at once, not an endless >> */
-    char *got = run(s, "zz = 3; zz", 10);
-    CHECK("value_after_statements_not_endless", got && strstr(got, "stdin:1: syntax error near <eof>\n")
-          && strstr(got, "hint: a value alone (zz) is not a Lua statement") && !strstr(got, ">>"),
-          "got [%s]", got ? got : "(no prompt: still waiting for more input)");
-    free(got);
+    /* statements, then a value: the value prints as it would alone (lua.c's addreturn for the last
+     * statement), whether the value alone is a syntax error (zz, #A) or a call statement (:shape()) */
+    check_output(s, "value_after_statements", "zz = 3; zz", "3");
+    check_output(s, "length_after_statements", "A = {4, 5, 6}; #A", "3");
+    check_output(s, "call_after_statements", "sd = {w = mha.ones(2, 3)}; sd[\"w\"]:shape()", "{2, 3}");
+    check_output(s, "value_after_local", "local v = 4; v * 2", "8");
+    check_output(s, "value_after_multiline_statement", "t2 = {1,\n2}; #t2", "2");
+    check_output(s, "value_after_statements_quiet", "q = 5; q + 1;", "");
+    check_output(s, "value_after_statements_kept", "_", "6");
+    check_output(s, "assignment_after_statements_prints_nothing", "w1 = 1; w2 = 2", "");
+    check_output(s, "print_after_statements_once", "p1 = 'x'; print(p1)", "x");
+    check_output(s, "error_after_statements_placed", "e1 = 1; error('boom')", "stdin:1: boom");
+    /* without a ';' before the value it cannot print: the hint shows where the ';' goes */
+    check_output(s, "value_after_statements_needs_break", "A3 = {1, 2} #A3",
+                 "stdin:1: unexpected symbol near '#'\n"
+                 "hint: a value after statements prints when a ';' comes before it: A3 = {1, 2}; #A3");
+    char *got;
     check_output(s, "python_shape_hint_setup", "x = mha.ones(2, 3)", "");
     got = run(s, "x.shape", 10);
     CHECK("python_shape_hint_method", got && strstr(got, "hint: x.shape is the method itself; call it with a colon: x:shape()"),
@@ -417,7 +428,7 @@ static void test_commands(session *s) {
     CHECK("save_md", md && strstr(md, "```lua\nsq(12)\n```\n```text\n144\n```") && strstr(md, "stdin:1: boom"),
           "%s: [%s]", path, md ? md : "(missing)");
     free(md);
-    /* the script replays (the inputs Ctrl-C stopped are left out: they might never end) */
+    /* the script replays (the inputs Ctrl-C stopped run as long as they did in the session) */
     if (script) {
         char line[600];
         snprintf(line, sizeof line, "MHA_REPL_HISTORY=/dev/null timeout 60 %s %s.lua 2>&1", repl_path, base);
@@ -426,7 +437,8 @@ static void test_commands(session *s) {
         CHECK("save_replays", rc == 0 && strstr(replay, "42\n") && strstr(replay, "144\n"), "exit %d, output [%s]", rc, replay);
         free(replay);
     }
-    CHECK("save_leaves_out_interrupted", script && strstr(script, "-- (stopped by Ctrl-C)\n-- while true do end"),
+    CHECK("save_marks_interrupted", script && strstr(script, "-- stopped by Ctrl-C after ")
+          && strstr(script, "replay.interrupted(") && strstr(script, "[[while true do end]])"),
           "[%s]", script ? script : "(missing)");
     free(script);
     test_save_errors(s);
@@ -453,7 +465,9 @@ static void test_save_replays(const char *history) {
         /* a trailing comment after ';' (the README's example), ';' and "--" in strings */
         "x = mha.tensor{{1, 2}, {3, 4}}", "mha.softmax(x, -1);            -- a trailing ; hides the value ...",
         "_:sum(-1)                      -- ... and _ holds the last value", "mha.softmax(x, 2); -- hidden?",
-        "x = 1; -- c", "x", "\"a--b\";", "_", "[[;]]", "[==[;]]--]==]; --[[ c ]]", "_", NULL
+        "x = 1; -- c", "x", "\"a--b\";", "_", "[[;]]", "[==[;]]--]==]; --[[ c ]]", "_",
+        /* statements, then the value shown; a local among them */
+        "A2 = {1, 2, 3}; #A2", "local v2 = 2; v2 + 1 -- three", "y2 = 3; y2;", "_", NULL
     };
     session s;
     const char *none[] = {NULL};
@@ -465,6 +479,19 @@ static void test_save_replays(const char *history) {
         if (got && inputs[i][0] != ':') strncat(expected, got, sizeof expected - strlen(expected) - 1);
         free(got);
     }
+    /* an input Ctrl-C stopped: what it did before the stop stays done (t0 is set), and the replay says
+     * "interrupted" where the session did, after running as long */
+    s.mark = s.len;
+    send_text(&s, "t0 = mha.clock(); spins = 0; while true do spins = spins + 1 end\n");
+    settle(&s, 0.5);
+    send_text(&s, "\x03");
+    if (wait_prompt(&s, 10)) strncat(expected, "interrupted\n", sizeof expected - strlen(expected) - 1);
+    const char *after_stop[] = {"t0 ~= nil, spins > 0", "print(mha.clock() - t0 > 0.3)", NULL};
+    for (int i = 0; after_stop[i]; i++) {
+        char *got = run(&s, after_stop[i], 10);
+        if (got) strncat(expected, got, sizeof expected - strlen(expected) - 1);
+        free(got);
+    }
     char base[300], cmd[700];
     snprintf(base, sizeof base, "%s/replay", tmpdir);
     snprintf(cmd, sizeof cmd, ":save %s", base);
@@ -473,7 +500,8 @@ static void test_save_replays(const char *history) {
     finish(&s, 5);
     end_session(&s);
     CHECK("save_session_output", strncmp(expected, "42\n43\nnil\nnil\nnil\nno values\n{n = 1}\n", 36) == 0
-          && strstr(expected, "show: options must be a table"), "the session printed [%s]", expected);
+          && strstr(expected, "show: options must be a table") && strstr(expected, "interrupted\ntrue\ttrue\ntrue\n"),
+          "the session printed [%s]", expected);
     snprintf(cmd, sizeof cmd, "MHA_REPL_HISTORY=/dev/null %s %s.lua 2>&1", repl_path, base);
     int rc;
     char *replay = run_command(cmd, &rc);

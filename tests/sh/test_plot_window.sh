@@ -71,4 +71,51 @@ grep -qxF "plot：找不到 gnuplot；请安装 Debian 软件包 gnuplot-qt（�
     && grep -q "^plot.line：没有 gnuplot，未画出：rising" "$tmp/out" \
     && pass "no gnuplot: the notes in Chinese" || fail "no gnuplot: the notes in Chinese" "$(cat "$tmp/out" "$tmp/err")"
 
+# ---- real windows (Xvfb and gnuplot's qt terminal): the collector closes none, a later plot opens its own ----
+# Each run's curves are a figure nobody holds; after a full collection both gnuplots (so both windows) must
+# still run, and plot.heatmap must draw on a new figure, not over the second run's curves. :close ends them.
+if command -v Xvfb >/dev/null && gnuplot -e 'print GPVAL_TERMINALS' 2>&1 | grep -qw qt; then
+    exec 3>"$tmp/display"
+    Xvfb -displayfd 3 -screen 0 1280x1024x24 -nolisten tcp >"$tmp/xvfb.log" 2>&1 &
+    xvfb=$!
+    exec 3>&-
+    for _ in $(seq 50); do [ -s "$tmp/display" ] && break; sleep 0.1; done
+    cat >"$tmp/windows.lua" <<'EOF'
+repl_pid = io.open("/proc/self/stat"):read("l"):match("^%d+")
+-- the gnuplots this REPL started and the windows named after its figures, on one line
+function live()
+    local p = io.popen("pgrep -c -P " .. repl_pid .. " -x gnuplot")
+    local gnuplots = p:read("n") or 0
+    p:close()
+    os.execute("sleep 1")
+    p = io.popen("xdotool search --onlyvisible --name '^mha-repl figure [0-9]+$' getwindowname %@ 2>/dev/null | sort -u | tr '\\n' ' '")
+    local names = p:read("a")
+    p:close()
+    return gnuplots .. " gnuplots; " .. names
+end
+t = mha.tasks.reverse{vocab = 8, len = 6}
+function run(heads)
+    local m = mha.nn.Transformer{vocab = 8, d_model = 16, heads = heads, layers = 1, d_ff = 32, max_len = 12}
+    return mha.train{model = m, task = t, steps = 20, lr = 1e-2, plot = true, quiet = true}
+end
+EOF
+    printf '%s\n' 'ha = run(1); hb = run(2)' 'collectgarbage(); collectgarbage()' \
+        'print("after the collector: " .. live())' 'plot.heatmap(mha.softmax(mha.randn(4, 4), -1))' \
+        'print("after a heat map: " .. live() .. "current " .. plot.current().number)' ':close' \
+        'print("after :close: " .. live())' >"$tmp/windows.in"
+    DISPLAY=":$(cat "$tmp/display")" timeout 60 "$repl" -i "$tmp/windows.lua" <"$tmp/windows.in" >"$tmp/out" 2>"$tmp/err"
+    kill "$xvfb" 2>/dev/null; wait "$xvfb" 2>/dev/null
+    command -v xdotool >/dev/null && names=" mha-repl figure 1 mha-repl figure 2" || names=""
+    grep -qxF "after the collector: 2 gnuplots;$names " "$tmp/out" \
+        && pass "two training windows survive the collector" \
+        || fail "two training windows survive the collector" "$(cat "$tmp/out" "$tmp/err")"
+    grep -qxF "after a heat map: 3 gnuplots;$names${names:+ mha-repl figure 3} current 3" "$tmp/out" \
+        && pass "a later plot opens a window of its own, not over the training curves" \
+        || fail "a later plot opens a window of its own, not over the training curves" "$(cat "$tmp/out" "$tmp/err")"
+    grep -qxF "after :close: 0 gnuplots; " "$tmp/out" \
+        && pass ":close closes every window" || fail ":close closes every window" "$(cat "$tmp/out" "$tmp/err")"
+else
+    echo "SKIP plot windows: needs Xvfb and gnuplot-qt"
+fi
+
 [ "$fails" -eq 0 ]

@@ -43,4 +43,43 @@ has "--export of a wrong name in Chinese" "$tmp/err" "$repl: --export: “$tmp/x
 printf ':lang zh\n:time\n' | timeout 10 "$repl" -i >"$tmp/out" 2>"$tmp/err"
 has ":lang zh switches the REPL's words" "$tmp/out" "计时：开"
 
+# ---- the English messages of the core get a Chinese line under them; in English, none ----
+cat >"$tmp/in" <<'EOF'
+q = mha.randn(2, 3)
+mha.sdpa(q, q, q, {mask = 1})
+mha.sdpa(q, q, q, {zzz = 1})
+x = mha.ones(1)
+x.item()
+y = mha.ones(2, 3):transpose(1, 2); y:view(6)
+A = {1, 2} #A
+EOF
+MHA_LANG=zh COLUMNS=200 timeout 10 "$repl" -i <"$tmp/in" >"$tmp/out" 2>"$tmp/err"
+has "unknown option: did you mean, in Chinese" "$tmp/err" "提示：没有选项“mask”；你是想写“attn_mask”吗？"
+has "unknown option in Chinese" "$tmp/err" "提示：没有选项“zzz”；分号后面列出了所有可用的选项"
+has "a method called with a dot, in Chinese" "$tmp/err" "提示：item 是方法：用冒号调用它，写作 x:item()"
+has "view of a transposed tensor, in Chinese" "$tmp/err" \
+    "提示：view 从不复制数据：这个张量的元素在内存中不是依次排列的（例如转置过），先用 :contiguous() 复制成 C 顺序再 view，或者改用 :reshape()"
+has "a value after statements without ';', in Chinese" "$tmp/err" "提示：语句后面的值要用 ; 隔开才会打印：A = {1, 2}; #A"
+COLUMNS=200 timeout 10 "$repl" -i <"$tmp/in" >"$tmp/out" 2>"$tmp/err"
+grep -q '提示' "$tmp/err" && fail "no Chinese line in English" "$(cat "$tmp/err")" || pass "no Chinese line in English"
+
+# Ctrl-C: the English "interrupted", with its Chinese line
+need_python "interrupted in Chinese"
+printf 'send while true do end\\r\nsleep 0.5\nsend \\x03\nexpect 提示\nsend \\x04\n' \
+    | MHA_LANG=zh NO_COLOR=1 pty_run 40 100 "$repl" >"$tmp/out" 2>&1
+grep -q 'interrupted' "$tmp/out" && grep -q '^提示：Ctrl-C 中断了这条输入；中断之前它做完的事（例如赋值）都还在' "$tmp/out" \
+    && pass "interrupted, in Chinese" || fail "interrupted, in Chinese" "$(cat "$tmp/out")"
+
+# lesson 7 in Chinese: its code comment, LESSON.describe's labels and the view error's line
+NO_COLOR=1 COLUMNS=80 MHA_PLOT_TERM=none timeout 30 "$repl" --lesson 7 --batch --lang zh >"$tmp/out" 2>"$tmp/err"
+has "lesson 7's code comment in Chinese" "$tmp/out" "  │ -- 代替各头输出的张量，(H, L, D)，连续存放"
+has "LESSON.describe in Chinese" "$tmp/out" "    形状 (3,2,3)  步长 (3,9,1)  偏移 0  连续 否"
+has "lesson 7's view error explained in Chinese" "$tmp/out" "拒绝了（原话如下）"
+grep -q "a stand-in\|^    shape (\|contiguous false" "$tmp/out" \
+    && fail "lesson 7 leaves no English label" "$(grep "a stand-in\|shape (\|contiguous false" "$tmp/out")" \
+    || pass "lesson 7 leaves no English label"
+NO_COLOR=1 COLUMNS=80 MHA_PLOT_TERM=none timeout 30 "$repl" --lesson 7 --batch --lang en >"$tmp/out" 2>"$tmp/err"
+has "lesson 7's code comment in English" "$tmp/out" "  │ -- a stand-in for the heads' outputs, (H, L, D), contiguous"
+has "LESSON.describe in English" "$tmp/out" "    shape (3,2,3)  strides (3,9,1)  offset 0  contiguous false"
+
 [ "$fails" -eq 0 ]
