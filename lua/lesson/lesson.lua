@@ -120,6 +120,7 @@ M.tr = tr
 
 M.step, M.exercise, M.mistake, M.lesson = files.step, files.exercise, files.mistake, files.lesson
 M.validate, M.dirs, M.files, M.load = files.validate, files.dirs, files.files, files.load
+M.none_found = files.none_found
 
 -- Finds a lesson by number ("2", 2), file-name part ("dot_product"), file name ("02_dot_product") or path.
 -- Returns the file, or nil and a message (in lang, default the language chosen) naming the lessons there are.
@@ -517,6 +518,7 @@ function M.list(lang)
     lang = lang or (session and session.lang) or M.choose_lang()
     local files = M.files()
     local width = columns()
+    if #files == 0 then say_text(M.none_found(lang)); return false end
     say_text(words[lang].lessons)
     for _, f in ipairs(files) do
         local lesson, err = M.load(f.path)
