@@ -20,54 +20,40 @@ EOF
 printf '#!/bin/sh\nexec "$@"\n' >"$tmp/bin/sudo"
 chmod +x "$tmp/bin/"*
 
-# deps NAME TARGET MISSING [VAR=VALUE...]: runs deps.sh TARGET with the display variables unset but for the
-# VAR=VALUE given; keeps what it said in $said and the packages apt-get was asked to install in $got
-deps() {
-    local target=$1 missing=$2; shift 2
+# case NAME TARGET MISSING WANT LINE [VAR=VALUE...]: deps.sh TARGET, run where the packages MISSING are
+# not installed, with the display variables unset but for the VAR=VALUE given, must ask apt-get for
+# exactly WANT and say LINE (or, with LINE empty, say nothing of gnuplot)
+case_() {
+    local name=$1 target=$2 missing=$3 want=$4 line=$5; shift 5
     : >"$tmp/log"
+    local said got
     said=$(env -u DISPLAY -u WAYLAND_DISPLAY "$@" PATH="$tmp/bin:$PATH" FAKE_MISSING="$missing" \
            FAKE_LOG="$tmp/log" sh "$deps" "$target" 2>&1)
     got=$(sed -n 's/.*install -y -qq --no-install-recommends //p' "$tmp/log")
+    if [ "$got" != "$want" ]; then fail "$name" "installed [$got], want [$want]; said: $said"
+    elif [ -n "$line" ] && ! grep -qxF -- "$line" <<<"$said"; then fail "$name" "no line \"$line\" in: $said"
+    elif [ -z "$line" ] && grep -q "gnuplot:" <<<"$said"; then fail "$name" "said a gnuplot choice with none to make: $said"
+    else pass "$name"; fi
 }
-# expect NAME WANT-PACKAGES WANT-LINE: apt-get installed exactly WANT-PACKAGES, and deps.sh said WANT-LINE
-expect() {
-    if [ "$got" != "$2" ]; then fail "$1" "installed [$got], want [$2]; said: $said"
-    elif [ -n "$3" ] && ! grep -qxF -- "$3" <<<"$said"; then fail "$1" "no line \"$3\" in: $said"
-    elif [ -z "$3" ] && grep -q "gnuplot:" <<<"$said"; then fail "$1" "said a gnuplot choice with none to make: $said"
-    else pass "$1"; fi
-}
-no_gnuplot="gnuplot-qt gnuplot-nox gnuplot-x11"
-qt_line="mha-repl: gnuplot: a display is set (DISPLAY or WAYLAND_DISPLAY): gnuplot-qt, so plots open in a window"
-nox_line="mha-repl: gnuplot: no display (DISPLAY and WAYLAND_DISPLAY unset): gnuplot-nox, so plots are drawn as text"
+none="gnuplot-qt gnuplot-nox gnuplot-x11"   # no gnuplot at all
+qt="mha-repl: gnuplot: a display is set (DISPLAY or WAYLAND_DISPLAY): gnuplot-qt, so plots open in a window"
+nox="mha-repl: gnuplot: no display (DISPLAY and WAYLAND_DISPLAY unset): gnuplot-nox, so plots are drawn as text"
 
-deps run "$no_gnuplot" DISPLAY=:0
-expect deps_run_display_x11_qt "gnuplot-qt" "$qt_line"
-deps run "$no_gnuplot" WAYLAND_DISPLAY=wayland-0
-expect deps_run_display_wayland_qt "gnuplot-qt" "$qt_line"
-deps run "$no_gnuplot"
-expect deps_run_no_display_nox "gnuplot-nox" "$nox_line"
-deps run "$no_gnuplot" DISPLAY=
-expect deps_run_empty_display_nox "gnuplot-nox" "$nox_line"
-deps run "$no_gnuplot fonts-noto-cjk" DISPLAY=:0
-expect deps_run_display_qt_and_fonts "gnuplot-qt fonts-noto-cjk" "$qt_line"
+case_ deps_run_display_x11_qt     run "$none" gnuplot-qt "$qt" DISPLAY=:0
+case_ deps_run_display_wayland_qt run "$none" gnuplot-qt "$qt" WAYLAND_DISPLAY=wayland-0
+case_ deps_run_no_display_nox     run "$none" gnuplot-nox "$nox"
+case_ deps_run_empty_display_nox  run "$none" gnuplot-nox "$nox" DISPLAY=
+case_ deps_run_display_qt_and_fonts run "$none fonts-noto-cjk" "gnuplot-qt fonts-noto-cjk" "$qt" DISPLAY=:0
 # a desktop that has only the text gnuplot (an earlier `make run`) gets the windowed one beside it
-deps run "gnuplot-qt gnuplot-x11" DISPLAY=:0
-expect deps_run_display_nox_only_adds_qt "gnuplot-qt" "$qt_line"
-deps run "gnuplot-qt gnuplot-x11"
-expect deps_run_no_display_nox_enough "" ""
-deps run "gnuplot-nox gnuplot-qt" DISPLAY=:0
-expect deps_run_display_x11_enough "" ""
-deps run "gnuplot-nox gnuplot-x11" DISPLAY=:0
-expect deps_run_display_qt_there "" ""
+case_ deps_run_display_nox_only_adds_qt run "gnuplot-qt gnuplot-x11" gnuplot-qt "$qt" DISPLAY=:0
+case_ deps_run_no_display_nox_enough    run "gnuplot-qt gnuplot-x11" "" ""
+case_ deps_run_display_x11_enough       run "gnuplot-nox gnuplot-qt" "" "" DISPLAY=:0
+case_ deps_run_display_qt_there         run "gnuplot-nox gnuplot-x11" "" "" DISPLAY=:0
 # the tests draw on any gnuplot; with none, the same choice
-deps test "gnuplot-qt gnuplot-x11" DISPLAY=:0
-expect deps_test_any_gnuplot "" ""
-deps test "$no_gnuplot poppler-utils" DISPLAY=:0
-expect deps_test_display_qt "gnuplot-qt poppler-utils" "$qt_line"
-deps test "$no_gnuplot poppler-utils"
-expect deps_test_no_display_nox "gnuplot-nox poppler-utils" "$nox_line"
+case_ deps_test_any_gnuplot     test "gnuplot-qt gnuplot-x11" "" "" DISPLAY=:0
+case_ deps_test_display_qt      test "$none poppler-utils" "gnuplot-qt poppler-utils" "$qt" DISPLAY=:0
+case_ deps_test_no_display_nox  test "$none poppler-utils" "gnuplot-nox poppler-utils" "$nox"
 # a target without gnuplot says nothing of it
-deps build "$no_gnuplot" DISPLAY=:0
-expect deps_build_no_gnuplot "" ""
+case_ deps_build_no_gnuplot     build "$none" "" "" DISPLAY=:0
 
 exit $((fails > 0))
