@@ -8,8 +8,11 @@ export MHA_REPL_HISTORY=/dev/null
 unset MHA_LESSONS MHA_MODELS MHA_LANG
 real=$(realpath "$repl")
 root=$(cd "$(dirname "$0")/../.." && pwd)
-module=""   # the mha.so beside the binary, when built
-[ -n "${MHA_BUILD:-}" ] && [ -f "$MHA_BUILD/mha.so" ] && module=$(realpath "$MHA_BUILD/mha.so")
+module=""   # the mha.so beside the binary, when built (a sanitizer build's cannot load into the stock lua5.4)
+case "${MHA_BUILD:-}" in
+    *asan*) ;;
+    ?*) [ -f "$MHA_BUILD/mha.so" ] && module=$(realpath "$MHA_BUILD/mha.so") ;;
+esac
 
 # the programs to start: the real binary, links to it, all run from an empty folder
 mkdir -p "$tmp/elsewhere" "$tmp/abs" "$tmp/rel" "$tmp/chain"
