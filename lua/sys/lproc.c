@@ -3,9 +3,9 @@
 #define _GNU_SOURCE   /* dladdr1 and struct link_map: is this code in mha.so or in the program itself? */
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <link.h>
-#include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,9 +37,10 @@ static int proc_self(lua_State *L) {
     return 1;
 }
 
+static const char in_this_file = 0;   /* an address inside this file's data, for dladdr1 */
+
 /* The real path (symbolic links resolved) of the file this code was loaded from: mha.so when a stock
  * lua5.4 loaded it, else the running program. Returns 0, or -1 and sets errno. */
-static const char in_this_file = 0;   /* an address inside this file's code or data */
 static int code_path(char path[PATH_MAX]) {
     Dl_info info;
     struct link_map *map = NULL;
