@@ -80,7 +80,7 @@ TEST_BIN  = $(addprefix $(BUILD)/tests/,$(TESTS))
 CORE_H    = $(wildcard core/*.h)
 LUA_H     = $(wildcard lua/*/*.h)
 
-.PHONY: all run test asan fuzz bench bench-grad bench-train models golden clean install-kernel deps deps-run deps-test deps-bench deps-fuzz
+.PHONY: all run test asan fuzz bench bench-grad bench-train models golden docs clean install-kernel deps deps-run deps-test deps-bench deps-fuzz
 .DEFAULT_GOAL := all
 
 # all: the REPL binary and the loadable module, linked at the top for convenience
@@ -114,6 +114,12 @@ fuzz: deps-fuzz
 # golden: regenerate the lesson transcripts in tests/golden/ on purpose
 golden: deps-test all
 	tests/golden.sh $(BUILD) --update
+
+# docs: the API reference (docs/api.md, docs/api.zh.md) written from the help entries, as ?name prints each;
+# tests/sh/test_docs.sh fails when they differ
+docs: all
+	COLUMNS=100 $(BUILD)/mha-repl tools/api_docs.lua en > docs/api.md.tmp && mv docs/api.md.tmp docs/api.md
+	COLUMNS=100 $(BUILD)/mha-repl tools/api_docs.lua zh > docs/api.zh.md.tmp && mv docs/api.zh.md.tmp docs/api.zh.md
 
 # install-kernel: the Jupyter kernelspec "mha-repl" for this user (jupyter kernelspec list shows it)
 KERNEL_DIR ?= $(or $(XDG_DATA_HOME),$(HOME)/.local/share)/jupyter/kernels/mha-repl
@@ -209,11 +215,13 @@ $(BUILD)/tests/%: tests/repl/%.c tests/check.h
 # bench: the cases timed in C (one thread, then every core) beside NumPy and torch, then from Lua through
 # mha-repl beside those. No malloc settings (the caching allocator does that job, core/alloc.h); NumPy
 # runs with OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset, so OpenBLAS picks its kernels as a user's does.
-BENCH_ENV   = env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
+# ISA=avx2 (or portable) times another kernel variant of the same CPU; each table's header names the one that ran
+ISA        ?=
+BENCH_ENV   = env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(if $(ISA),MHA_ISA=$(ISA))
 BENCH_NUMPY = $(BENCH_ENV) /usr/bin/python3 bench/bench_numpy.py
 bench: deps-bench all $(BUILD)/bench
-	$(BUILD)/bench --numpy '$(BENCH_NUMPY)' --save $(BUILD)/bench_c.txt
-	$(BUILD)/mha-repl bench/bench.lua $(BUILD)/bench_c.txt
+	$(if $(ISA),MHA_ISA=$(ISA)) $(BUILD)/bench --numpy '$(BENCH_NUMPY)' --save $(BUILD)/bench_c.txt
+	$(if $(ISA),MHA_ISA=$(ISA)) $(BUILD)/mha-repl bench/bench.lua $(BUILD)/bench_c.txt
 
 # bench-grad: MultiheadAttention forward + backward beside torch 1.13's autograd, and the attention backward's memory
 bench: bench-grad

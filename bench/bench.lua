@@ -130,8 +130,8 @@ end
 local cpu = first_line_of("/proc/cpuinfo", "^model name%s*: (.*)$") or "unknown CPU"
 local load = first_line_of("/proc/loadavg", "^(%S+ %S+ %S+)") or "?"
 local before = mha.threads(1)
-print(string.format("\nFrom Lua (mha-repl), %s: %s, load average %s; one thread; results left to the collector",
-    os.date("!%Y-%m-%d %H:%M UTC"), cpu, load))
+print(string.format("\nFrom Lua (mha-repl), %s: %s, kernels \"%s\", load average %s; one thread; results left to the collector",
+    os.date("!%Y-%m-%d %H:%M UTC"), cpu, (mha.isa()), load))
 print("lua/C: issue 15 asks <= 1.10; a forward at the prompt records its graph (parameters require grad, as in torch)")
 print(string.format("%-32s %4s %10s %8s %8s | %10s %7s | %10s %7s", "case", "runs", "lua ms", "GFLOP/s",
     "flt/call", "C ms", "lua/C", "numpy ms", "lua/np"))

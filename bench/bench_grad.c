@@ -150,7 +150,8 @@ int main(int argc, char **argv) {
         theirs[i] = torch_time(torch, lengths[i]);
     }
     const double peak = fmax(peaks[0], peaks[1]);
-    printf("MultiheadAttention forward + backward, E=512 H=8, 1 thread (median of 5, CPU time)\n");
+    printf("MultiheadAttention forward + backward, E=512 H=8, 1 thread, kernels \"%s\" (median of 5, CPU time)\n",
+           mha_kernels_isa());
     if (peak > 0)
         printf("at peak: ours/torch if every FLOP of ours ran at this core's peak, measured beside the row (%.1f\n"
                "GFLOP/s at best; softmax and copies free): the least any code can reach here\n", peak);

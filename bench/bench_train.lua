@@ -33,7 +33,8 @@ if torch_cmd then
     if p then p:close() end
     theirs = tonumber(out:match("torch_step_ms ([%d.]+)"))
 end
-print("training step, induction model (2 layers attn-only, d_model 32, 2 heads, batch 32 x 24), 1 thread")
+print(string.format("training step, induction model (2 layers attn-only, d_model 32, 2 heads, batch 32 x 24), 1 thread, kernels \"%s\"",
+    (mha.isa())))
 print(string.format("%-28s %10s %10s %8s", "row", "mha ms", "torch ms", "ratio"))
 print(string.format("%-28s %10.3f %10s %8s", "train_step_induction", ours, theirs and string.format("%.3f", theirs) or "-",
                     theirs and string.format("%.2f", ours / theirs) or "-"))

@@ -1,10 +1,11 @@
-/* core/attention_internal.h - what the three attention files (functional.c, sdpa.c, multihead.c) share
- * and nobody else needs: shape strings for messages, the float-tensor argument check, a shape product. */
+/* core/attention_internal.h - what the attention files (functional.c, sdpa.c, multihead.c, multihead_grad.c)
+ * share and nobody else needs: shape strings for messages, argument checks, a shape product. */
 #ifndef MHA_ATTENTION_INTERNAL_H
 #define MHA_ATTENTION_INTERNAL_H
 
 #include <stdio.h>
 
+#include "multihead.h"
 #include "tensor.h"
 
 /* Shape strings for messages: SHAPE(buf, t) fills buf (MHA_SHAPE_BUF bytes) and returns it. */
@@ -20,6 +21,11 @@ static inline mha_status check_float(const mha_tensor *t, const char *fname, con
     }
     return MHA_OK;
 }
+
+/* MultiheadAttention.forward's checks of the module, q, k, v and the masks (core/multihead.c), for both of
+ * its forwards: the plain one and the one composed of differentiable ops (core/multihead_grad.c). */
+mha_status mha_multihead_check(const mha_multihead *m, const mha_tensor *query, const mha_tensor *key,
+                               const mha_tensor *value, const mha_forward_options *opt);
 
 /* shape[from] · ... · shape[to-1]; 1 when from == to. */
 static inline size_t prod(const size_t *shape, size_t from, size_t to) {

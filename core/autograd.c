@@ -16,6 +16,7 @@ bool mha_grad_enabled(void) { return no_grad_depth == 0; }
 /* ---- ag and node life cycle ---- */
 
 static mha_ag *ag_new(void) {
+    mha_tensor_set_ag_release(mha_ag_drop);   /* from now on mha_release drops what this tracks */
     mha_ag *ag = mha_alloc(sizeof *ag);
     if (!ag) return NULL;
     memset(ag, 0, sizeof *ag);

@@ -18,15 +18,27 @@
 typedef int kernels_simd_not_on_this_cpu; /* the AVX variants exist on x86-64 (GCC, clang) only */
 #else
 
+/* Every function below is compiled for the set's instructions (GCC's pragma, or clang's attribute). */
 #if defined(MHA_SIMD_AVX512)
-#pragma GCC target("avx512f,avx512dq,fma")
+#define SIMD_TARGET "avx512f,avx512dq,fma"
+#elif defined(MHA_SIMD_AVX2)
+#define SIMD_TARGET "avx2,fma"
+#endif
+#if defined(SIMD_TARGET) && defined(__clang__)
+#pragma clang attribute push(__attribute__((target(SIMD_TARGET))), apply_to = function)
+#elif defined(SIMD_TARGET)
+#define PRAGMA(text) _Pragma(#text)
+#define GCC_TARGET(set) PRAGMA(GCC target(set))
+GCC_TARGET(SIMD_TARGET)
+#endif
+
+#if defined(MHA_SIMD_AVX512)
 #include <immintrin.h>
 /* the tile: 16 accumulators of 32 registers, 2 B vectors, 1 broadcast; dot_rows: 24 sums */
 enum { W = 16, MR = 8, NV = 2, DOT_MR = 4, DOT_NR = 6 };
 #define KERNELS_NAME "avx512"
 #define KERNELS_SET mha_kernels_avx512
 #elif defined(MHA_SIMD_AVX2)
-#pragma GCC target("avx2,fma")
 #include <immintrin.h>
 /* the tile: 12 accumulators of 16 registers, 2 B vectors, 1 broadcast; dot_rows: 12 sums */
 enum { W = 8, MR = 6, NV = 2, DOT_MR = 4, DOT_NR = 3 };
@@ -403,9 +415,9 @@ INLINE void dot_tile(float *c, size_t ldc, const float *a, size_t lda, const flo
         for (size_t j = 0; j < DOT_NR; j++) acc[i][j] = splat(0.0f);
     const size_t body = K / W * W;
     for (size_t p = 0; p < body; p += W) {
-        vf w[DOT_NR];
+        vf w[DOT_NR];   /* rows past n are never read: zeros keep the compiler sure of it */
 #pragma GCC unroll 6
-        for (size_t j = 0; j < n; j++) w[j] = load(bt + j * ldb + p);
+        for (size_t j = 0; j < DOT_NR; j++) w[j] = j < n ? load(bt + j * ldb + p) : splat(0.0f);
 #pragma GCC unroll 8
         for (size_t i = 0; i < m; i++) {
             vf x = load(a + i * lda + p);
@@ -415,7 +427,7 @@ INLINE void dot_tile(float *c, size_t ldc, const float *a, size_t lda, const flo
     }
     if (body < K) {
         vf w[DOT_NR];
-        for (size_t j = 0; j < n; j++) w[j] = load_part(bt + j * ldb + body, K - body, 0.0f);
+        for (size_t j = 0; j < DOT_NR; j++) w[j] = j < n ? load_part(bt + j * ldb + body, K - body, 0.0f) : splat(0.0f);
         for (size_t i = 0; i < m; i++) {
             vf x = load_part(a + i * lda + body, K - body, 0.0f);
             for (size_t j = 0; j < n; j++) acc[i][j] = x * w[j] + acc[i][j];
@@ -445,5 +457,9 @@ static void dot_rows(float *c, size_t ldc, const float *a, size_t lda, const flo
 
 const kernel_isa KERNELS_SET = {KERNELS_NAME, MR, NR, tile, softmax_step, softmax_row, pack_b_trans,
                                 dot_rows, pack_a_rows, pack_a_cols, tile_a_rows};
+
+#if defined(SIMD_TARGET) && defined(__clang__)
+#pragma clang attribute pop
+#endif
 
 #endif

@@ -176,8 +176,8 @@ static mha_status split_heads(mha_tensor *out, const mha_tensor *t, size_t H) {
 }
 
 /* The shape checks of torch's _mha_shape_check and multi_head_attention_forward, with messages that
- * name the argument and its shape. */
-static mha_status forward_check(const mha_multihead *m, const mha_tensor *query, const mha_tensor *key,
+ * name the argument and its shape (attention_internal.h: the composed forward asks them too). */
+mha_status mha_multihead_check(const mha_multihead *m, const mha_tensor *query, const mha_tensor *key,
                                 const mha_tensor *value, const mha_forward_options *opt) {
     static const char *fn = "MultiheadAttention.forward";
     char sq[MHA_SHAPE_BUF], sk[MHA_SHAPE_BUF], sv[MHA_SHAPE_BUF], sm[MHA_SHAPE_BUF];
@@ -719,7 +719,7 @@ mha_status mha_multihead_forward(mha_tensor *out, mha_tensor *weights, const mha
                                  const mha_forward_options *opt, mha_trace *trace) {
     const mha_forward_options defaults = {.need_weights = true, .average_attn_weights = true};
     if (opt == NULL) opt = &defaults;
-    mha_status st = forward_check(m, query, key, value, opt);
+    mha_status st = mha_multihead_check(m, query, key, value, opt);
     if (st != MHA_OK) return st;
     const bool want_weights = opt->need_weights && weights != NULL;
     forward_pass f;
@@ -750,7 +750,7 @@ mha_status mha_multihead_forward_bytes(mha_forward_bytes *need, const mha_multih
                                        const mha_forward_options *opt, bool weights_out, bool traced) {
     const mha_forward_options defaults = {.need_weights = true, .average_attn_weights = true};
     if (opt == NULL) opt = &defaults;
-    mha_status st = forward_check(m, query, key, value, opt);
+    mha_status st = mha_multihead_check(m, query, key, value, opt);
     if (st != MHA_OK) return st;
     mha_trace plan_only; /* forward_plan reads only whether there is a trace */
     const bool want_weights = opt->need_weights && weights_out;

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "attention_internal.h"
 #include "autograd_ops.h"
 
 /* The nine parameter slots, present or not, in mha_multihead_param_names' order. */
@@ -40,29 +41,6 @@ mha_status mha_ag_alias(mha_tensor *out, const mha_tensor *t) {
         out->ag->refcount++;
     }
     return st;
-}
-
-/* The conditions of the forward's own shape checks (core/attention.c), as a yes/no: when they fail, the plain
- * forward runs instead and reports the problem in its words. */
-static bool shapes_ok(const mha_multihead *m, const mha_tensor *q, const mha_tensor *k, const mha_tensor *v,
-                      const mha_forward_options *opt) {
-    if (!m || !m->out_proj_weight.storage) return false;
-    const mha_tensor *in[3] = {q, k, v};
-    for (int i = 0; i < 3; i++)
-        if (!in[i] || !in[i]->storage || in[i]->dtype != MHA_FLOAT32 || in[i]->ndim != q->ndim) return false;
-    if (q->ndim != 2 && q->ndim != 3) return false;
-    const size_t b = q->ndim == 3;
-    if (q->shape[b + 1] != m->embed_dim || k->shape[b + 1] != m->kdim || v->shape[b + 1] != m->vdim) return false;
-    if (k->shape[b] != v->shape[b] || (b && (k->shape[0] != v->shape[0] || q->shape[0] != k->shape[0]))) return false;
-    const size_t N = b ? q->shape[0] : 1, L = q->shape[b], S = k->shape[b], H = m->num_heads;
-    const mha_tensor *kpm = opt->key_padding_mask, *am = opt->attn_mask;
-    if (kpm && (!kpm->storage || !(b ? kpm->ndim == 2 && kpm->shape[0] == N && kpm->shape[1] == S
-                                       : kpm->ndim == 1 && kpm->shape[0] == S)))
-        return false;
-    if (am && (!am->storage || !((am->ndim == 2 && am->shape[0] == L && am->shape[1] == S) ||
-                                 (am->ndim == 3 && am->shape[0] == N * H && am->shape[1] == L && am->shape[2] == S))))
-        return false;
-    return true;
 }
 
 /* A mask as an additive float tensor: bool true -> -inf, float as it is (the same tensor: a float mask that
@@ -287,7 +265,8 @@ mha_status mha_ag_multihead_forward(mha_tensor *out, mha_tensor *weights, const 
     /* q, k, v, the parameters and the masks (a float mask that requires grad gets its gradient) */
     const mha_tensor *tracked[5 + N_SLOTS] = {query, key, value, opt->attn_mask, opt->key_padding_mask};
     param_slots((mha_tensor **)tracked + 5, (mha_multihead *)m);
-    if (!mha_ag_wants(tracked, 5 + N_SLOTS) || !shapes_ok(m, query, key, value, opt))
+    /* nothing to record, or input the plain forward refuses in its words: it runs (and says why) */
+    if (!mha_ag_wants(tracked, 5 + N_SLOTS) || mha_multihead_check(m, query, key, value, opt) != MHA_OK)
         return mha_multihead_forward(out, weights, m, query, key, value, opt, NULL);
     mha_status st = composed_forward(out, weights, m, query, key, value, opt);
     if (st == MHA_OK || st == MHA_E_INTERRUPTED) return st;

@@ -1,7 +1,6 @@
 /* core/tensor.c - the tensor's life cycle: errors, interrupts, storage, element
  * access, and the views (view, transpose, permute, narrow, select, ...) that share storage. */
 #include "tensor.h"
-#include "autograd.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -102,8 +101,12 @@ static bool contiguous_strides(ptrdiff_t *stride, size_t ndim, const size_t *sha
     return true;
 }
 
+static void (*ag_release)(mha_tensor *t);
+
+void mha_tensor_set_ag_release(void (*release)(mha_tensor *t)) { ag_release = release; }
+
 void mha_release(mha_tensor *t) {
-    if (t && t->ag) mha_ag_drop(t), t->ag = NULL;
+    if (t && t->ag) ag_release(t), t->ag = NULL;
     if (!t || !t->storage) return;
     mha_storage *s = t->storage;
     t->storage = NULL;

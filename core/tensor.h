@@ -66,6 +66,11 @@ typedef struct mha_tensor {
 
 #define MHA_TENSOR_EMPTY ((mha_tensor){0})
 
+/* What releasing a tracked tensor (t->ag not NULL) must also do: drop its autograd state. The autograd
+ * (core/autograd.c) installs it when it first tracks a tensor, so this room needs nothing of that one
+ * (PyTorch breaks the same loop with its AutogradMetaFactory). */
+void mha_tensor_set_ag_release(void (*release)(mha_tensor *t));
+
 /* ---- errors and interrupts ---- */
 
 const char *mha_errmsg(void);                 /* message of the last failure on this thread */

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tests/sh/test_nn_torch.sh - a checkpoint moves both ways between mha-repl and PyTorch, as README.md shows:
+# tests/sh/test_nn_torch.sh - a checkpoint moves both ways between mha-repl and PyTorch, as docs/training.md shows:
 # mha.save("m.npz", b:state_dict()) of a composite (MultiheadAttention, LayerNorm, a ModuleList of Linear);
 # torch 1.13 loads it with m.load_state_dict({k: torch.from_numpy(v) for k, v in np.load("m.npz").items()})
 # into the same structure and gives the same output; torch takes an SGD step and writes it back with np.savez;
