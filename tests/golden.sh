@@ -63,15 +63,37 @@ for lesson in lessons/[0-9][0-9]_*.lua; do
         else echo "FAIL golden_width_${base}_${lang}: a line is $widest columns wide (COLUMNS=80)"; failed=1; fi
         # every step fits a projector's 80x40 screen: its header, text, code and output, and the prompt under
         # them (a step runs from its "── step" rule to the blank line before the next, or to the lesson's end;
-        # the first step also below the lesson's title and summary)
-        tall=$(head -n -1 "$out" | awk '
-            function done() { if (title != "" && n + 1 > 40) printf "%s (%d lines) ", title, n + 1; title = "" }
-            /^── (step [0-9]+\/|第 [0-9]+\/)/ { done(); title = $2 " " $3; n = (steps++ == 0) ? NR - 1 : 0 }
+        # the first step also below the lesson's title and summary). A pause line (a replay with text plots:
+        # the pager pausing before a chart that only fits the next screen) starts a new screen.
+        heights='
+            function screen() { if (title != "" && n + 1 > 40) printf "%s (%d lines) ", title, n + 1 }
+            function done() { screen(); title = "" }
+            /^── (step [0-9]+\/|第 [0-9]+\/)/ { done(); title = $2 " " $3; n = (steps++ == 0) ? NR - 1 : 0; blank = 0 }
             /^(End of the lesson|本课结束)/ { done() }
+            /^-- (more: Enter goes on|还有：回车继续)/ { screen(); n = 0; blank = 0; next }
             title != "" { if ($0 == "") blank++; else { n += blank + 1; blank = 0 } }
-            END { done() }')
+            END { done() }'
+        tall=$(head -n -1 "$out" | awk "$heights")
         if [ -z "$tall" ]; then echo "PASS golden_height_${base}_${lang}"
         else echo "FAIL golden_height_${base}_${lang}: taller than 40 rows with the prompt at 80 columns: $tall"; failed=1; fi
+        # and so it does with the plots drawn as text (no DISPLAY, ssh, gnuplot-nox): the replay draws them on
+        # gnuplot's dumb terminal, sized as at an 80x40 terminal, instead of the one-line notes above
+        MHA_PLOT_TERM=dumb "$repl" -e "assert(require('mha.lesson').start('${base%%_*}',
+            {batch = true, lang = '$lang', screen_rows = 40}))" >"$out.text" 2>"$err" </dev/null
+        rc=$?
+        tall=$(awk "$heights" "$out.text")
+        if [ "$rc" -ne 0 ]; then
+            echo "FAIL golden_height_text_${base}_${lang}: the replay with text plots exited with $rc:"; failed=1
+            head -20 "$err"
+        elif grep -qE '^\[(plot: |图：)' "$out.text"; then
+            echo "FAIL golden_height_text_${base}_${lang}: the replay printed a plot's one-line note, not the chart"
+            failed=1
+        elif [ -z "$tall" ]; then echo "PASS golden_height_text_${base}_${lang}"
+        else
+            echo "FAIL golden_height_text_${base}_${lang}: with text plots, a screen is taller than 40 rows: $tall"
+            failed=1
+        fi
+        rm -f "$out.text"
         if [ "$lang" = zh ]; then
             found=""
             for phrase in "${english_only[@]}"; do

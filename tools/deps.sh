@@ -5,7 +5,8 @@
 # Jupyter, Chromium; python: NumPy and torch for the checks that compare with them)
 set -eu
 need="gcc make pkg-config liblua5.4-dev libreadline-dev zlib1g-dev libzmq3-dev libjansson-dev libssl-dev"
-case "${1:-build}" in
+target=${1:-build}
+case "$target" in
     build) ;;
     # fonts-noto-cjk: the glyphs gnuplot (through fontconfig) needs for Chinese titles, labels and tokens
     run) need="$need gnuplot fonts-noto-cjk" ;;
@@ -18,11 +19,29 @@ case "${1:-build}" in
     *) echo "usage: tools/deps.sh [build|run|test|bench|notebook|fuzz|python]" >&2; exit 2 ;;
 esac
 installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "ok installed"; }
+# The gnuplot to install, and the line that says why: where a display is (DISPLAY or WAYLAND_DISPLAY
+# set) gnuplot-qt, whose plots open in a window; elsewhere (ssh, a server) gnuplot-nox, which draws text
+# in the terminal and writes files. `run` on a display wants a window even where gnuplot-nox is installed
+# (gnuplot-qt sits beside it and becomes `gnuplot`); the tests draw on any gnuplot.
+if [ -n "${DISPLAY:-}" ] || [ -n "${WAYLAND_DISPLAY:-}" ]; then
+    gnuplot_pick=gnuplot-qt
+    gnuplot_why="a display is set (DISPLAY or WAYLAND_DISPLAY): gnuplot-qt, so plots open in a window"
+else
+    gnuplot_pick=gnuplot-nox
+    gnuplot_why="no display (DISPLAY and WAYLAND_DISPLAY unset): gnuplot-nox, so plots are drawn as text"
+fi
+# Is a gnuplot that serves the target installed?
+gnuplot_there() {
+    if installed gnuplot-qt || installed gnuplot-x11; then return 0; fi
+    if [ "$target" = run ] && [ "$gnuplot_pick" = gnuplot-qt ]; then return 1; fi
+    installed gnuplot-nox
+}
 missing=""
 for p in $need; do
     if [ "$p" = gnuplot ]; then
-        # any gnuplot will do: gnuplot-qt or gnuplot-x11 give a window, gnuplot-nox (installed if none is) files only
-        installed gnuplot-nox || installed gnuplot-qt || installed gnuplot-x11 || missing="$missing gnuplot-nox"
+        gnuplot_there && continue
+        missing="$missing $gnuplot_pick"
+        echo "mha-repl: gnuplot: $gnuplot_why"
     else
         installed "$p" || missing="$missing $p"
     fi

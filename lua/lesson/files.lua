@@ -2,6 +2,7 @@
 -- mistake{} and their validation) and finding and loading lesson files; lua/lesson/lesson.lua runs them.
 
 local dir_names = require "mha.dir"
+local proc = require "mha.proc"                    -- where the program's own lessons/ is
 local words = require("mha.lesson.words").runner   -- the messages of find, in both languages
 
 local files = {}
@@ -87,20 +88,13 @@ function files.clean_path(path)
 end
 
 -- Where lessons are looked for: every folder of $MHA_LESSONS (a ':'-separated list), then ./lessons and
--- lessons/ beside the binary's directory. Returns the folders, and how many of them came from $MHA_LESSONS.
+-- lessons/ beside the real program (mha.proc.shipped, which resolves a symbolic link to it). Returns the
+-- folders, and how many of them came from $MHA_LESSONS.
 function files.dirs()
     local dirs = {}
     for dir in (os.getenv("MHA_LESSONS") or ""):gmatch("[^:]+") do dirs[#dirs + 1] = dir end
     local given = #dirs
-    dirs[#dirs + 1] = "lessons"
-    local exe = rawget(_G, "arg") and arg[0]
-    if exe then
-        local dir = exe:match("^(.*)/[^/]*$")
-        if dir then
-            dirs[#dirs + 1] = dir .. "/../lessons"
-            dirs[#dirs + 1] = dir .. "/../../lessons"
-        end
-    end
+    for _, dir in ipairs(proc.shipped("lessons")) do dirs[#dirs + 1] = dir end
     return dirs, given
 end
 
@@ -185,27 +179,31 @@ local function file_at(which)
     return {number = tonumber(num) or 0, name = name or file:gsub("%.lua$", ""), file = file, path = which}
 end
 
+-- "no lessons found (looked in lessons, /home/me/mha-repl/lessons, ...)", in lang ("en" or "zh").
+function files.none_found(lang)
+    local w = words[lang] or words.en
+    local looked = {}
+    for i, dir in ipairs(files.dirs()) do looked[i] = files.clean_path(dir) end
+    return string.format(w.no_lessons, table.concat(looked, w.list_sep))
+end
+
 -- Finds a lesson by number ("2", 2), file-name part ("dot_product"), file name ("02_dot_product") or path.
 -- Returns the file, or nil and a message (in lang, "en" or "zh") naming the lessons there are.
 function files.find(which, lang)
     local w = words[lang] or words.en
     local given = file_at(which)
     if given then return given end
-    local files = files.files()
-    if #files == 0 then
-        local looked = {}
-        for i, dir in ipairs(files.dirs()) do looked[i] = files.clean_path(dir) end
-        return nil, string.format(w.no_lessons, table.concat(looked, w.list_sep))
-    end
+    local found = files.files()
+    if #found == 0 then return nil, files.none_found(lang) end
     local key = tostring(which):gsub("%.lua$", "")
-    for _, f in ipairs(files) do
+    for _, f in ipairs(found) do
         if tostring(f.number) == key:gsub("^0+(%d)", "%1") or f.name == key or f.file == key .. ".lua" then
             return f
         end
     end
     local names = {}
-    for _, f in ipairs(files) do names[#names + 1] = string.format("%d %s", f.number, f.name) end
-    return nil, string.format(w.no_such_lesson, key, files[1].number, files[#files].number,
+    for _, f in ipairs(found) do names[#names + 1] = string.format("%d %s", f.number, f.name) end
+    return nil, string.format(w.no_such_lesson, key, found[1].number, found[#found].number,
         table.concat(names, w.list_sep))
 end
 

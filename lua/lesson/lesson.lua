@@ -120,6 +120,7 @@ M.tr = tr
 
 M.step, M.exercise, M.mistake, M.lesson = files.step, files.exercise, files.mistake, files.lesson
 M.validate, M.dirs, M.files, M.load = files.validate, files.dirs, files.files, files.load
+M.none_found = files.none_found
 
 -- Finds a lesson by number ("2", 2), file-name part ("dot_product"), file name ("02_dot_product") or path.
 -- Returns the file, or nil and a message (in lang, default the language chosen) naming the lessons there are.
@@ -285,8 +286,9 @@ end
 M.pager = pager.terminal   -- rows, read, at_terminal: tests give a screen and the keys pressed
 
 local function with_pager(fn)
-    if session and session.batch then return fn() end
-    return pager.run(fn, (session and session.lang) or "en", columns())
+    local counted = session and session.screen_rows   -- a batch replay sized for a screen
+    if session and session.batch and not counted then return fn() end
+    return pager.run(fn, (session and session.lang) or "en", columns(), counted)
 end
 
 -- M.paged(fn): runs fn paged as a step is (at a terminal, never in batch mode).
@@ -517,6 +519,7 @@ function M.list(lang)
     lang = lang or (session and session.lang) or M.choose_lang()
     local files = M.files()
     local width = columns()
+    if #files == 0 then say_text(M.none_found(lang)); return false end
     say_text(words[lang].lessons)
     for _, f in ipairs(files) do
         local lesson, err = M.load(f.path)
@@ -569,11 +572,12 @@ local function open_session(which, opts)
     local batch = opts.batch
     if batch == nil then batch = not (term.isatty(0) and term.isatty(1)) end
     session = {lesson = lesson, number = f.number, lang = M.choose_lang(opts.lang), batch = batch, pos = 0,
-               width = opts.width, print_options = M.print_options(), answers = answers}
+               width = opts.width, print_options = M.print_options(), answers = answers,
+               screen_rows = batch and opts.screen_rows or nil}
     -- a transcript's tensors are as wide as its text (at a terminal, mha.show follows the terminal)
     if batch then session.print_options.linewidth = columns() end
     M.install_globals()
-    if batch then _G.plot = M.batch_plot end
+    if batch and not session.screen_rows then _G.plot = M.batch_plot end
     local lang = session.lang
     say_lines(M.rule(columns(), string.format("%02d %s", f.number, tr(lesson.title, lang))))
     print_text(tr(lesson.summary, lang))
@@ -601,7 +605,9 @@ end
 
 -- Opens a lesson and shows its first step (interactive), or runs it all (batch); at the REPL's prompt
 -- Enter on an empty line then runs the next step. (mha-repl --lesson and :open both come here.)
--- opts: batch (bool), lang (string or nil), width (columns; default: see columns()).
+-- opts: batch (bool), lang (string or nil), width (columns; default: see columns()); screen_rows (batch
+-- only): draw the plots for real, their text charts sized for a screen of that many rows and a pause
+-- line where the pager would pause before one (tests/golden.sh checks every step fits 80x40 so).
 -- Returns true; or false, message, kind: kind "usage" when no lesson has that name or number, "load"
 -- when the lesson file is broken (neither is printed: the caller says it once), "step" when a step
 -- failed (printed where it happened).
@@ -670,7 +676,11 @@ function M.install_globals()
     if rawget(_G, "mha") == nil then _G.mha = mha end
     if rawget(_G, "show") == nil and mha.show then _G.show = mha.show end
     local has_plot, plot_module = pcall(require, "mha.plot")
-    if has_plot then plot_module.lang = M.language end   -- "头 1", "查询" in a Chinese lesson's windows
+    if has_plot then
+        plot_module.lang = M.language   -- "头 1", "查询" in a Chinese lesson's windows
+        -- a text chart fits the rows a step leaves, or starts the next screen (lua/lesson/pager.lua)
+        plot_module.text_screen = {rows_left = pager.rows_left, together = pager.together}
+    end
     if rawget(_G, "plot") == nil then
         local ok, plot = pcall(require, "mha.plot")
         if ok then _G.plot = plot end

@@ -13,6 +13,38 @@ local function write(...) io.stdout:write(...) end
 -- Whether output is being paged now (the runner's own lines then go through pager.write).
 function pager.active() return paging ~= nil end
 
+-- The rows left on the screen before the prompt's row (or a pause), or nil when nothing is paged.
+function pager.rows_left()
+    if not paging then return nil end
+    return math.max(0, paging.room - paging.used)
+end
+
+-- The cells a line takes on screen: colour and other CSI escape sequences take none.
+local function cells(line) return text.width((line:gsub("\27%[[%d;:?]*[@-~]", ""))) end
+
+-- The screen's rows a text takes: each line as many as it wraps to (a line of nothing takes one).
+local function rows_of(s)
+    local rows = 0
+    for line in s:gmatch("([^\n]*)\n") do
+        rows = rows + math.max(1, math.ceil(cells(line) / paging.columns))
+    end
+    return rows
+end
+
+-- The pause between two screens: at a terminal it waits for Enter (q stops pausing); on a screen that
+-- is only counted (a replay at a given size) it writes the pause line and goes on.
+local function pause()
+    local function emit(...) paging.write(paging.stdout, ...) end
+    emit((words[paging.lang] or words.en).more)
+    if paging.counted_only then
+        emit("\n")
+        paging.used = 0
+        return
+    end
+    local key = pager.terminal.read()
+    if key == nil or key:match("^%s*[qQ]") then paging = nil else paging.used = 0 end
+end
+
 -- The screen and the keyboard: parameters, so that tests can give a screen and the keys pressed.
 pager.terminal = {
     rows = function() return term.rows(1) end,
@@ -31,20 +63,36 @@ function pager.write(s)
     end
     for piece, newline in s:gmatch("([^\n]*)(\n?)") do
         if piece == "" and newline == "" then break end
-        -- the screen is full and more is coming: wait for the reader
-        if paging and paging.used >= paging.room then
-            emit((words[paging.lang] or words.en).more)
-            local key = pager.terminal.read()
-            if key == nil or key:match("^%s*[qQ]") then paging = nil else paging.used = 0 end
+        -- the screen is full and more is coming: wait for the reader (a counted screen only counts on)
+        if paging and paging.used >= paging.room and not paging.counted_only then pause() end
+        if paging and paging.held then
+            paging.held[#paging.held + 1] = piece .. newline
+            goto continue
         end
         emit(piece, newline)
         if paging and newline ~= "" then
-            paging.used = paging.used + math.max(1, math.ceil(text.width(paging.partial .. piece) / paging.columns))
+            paging.used = paging.used + math.max(1, math.ceil(cells(paging.partial .. piece) / paging.columns))
             paging.partial = ""
         elseif paging then
             paging.partial = paging.partial .. piece
         end
+        ::continue::
     end
+end
+
+-- Runs fn, whose output (a drawing) is kept on one screen: when it would not fit in the rows left but
+-- fits a screen, the pause comes before it, never inside it. Returns what fn returns.
+function pager.together(fn)
+    if not paging or paging.held then return fn() end
+    paging.held = {}
+    local results = table.pack(pcall(fn))
+    local held = table.concat(paging.held)
+    paging.held = nil
+    local rows = rows_of(held)
+    if rows > paging.room - paging.used and rows <= paging.room and paging.used > 0 then pause() end
+    pager.write(held)
+    if not results[1] then error(results[2], 0) end
+    return table.unpack(results, 2, results.n)
 end
 
 -- A value as io.write and file:write write it: a float with %.14g (1.0 as "1"), the rest by tostring.
@@ -55,15 +103,20 @@ end
 
 -- Runs fn with its output going through pager.write: print, io.write, io.stdout:write (the method all
 -- files share, wrapped for stdout only) and the runner's own lines. Only at a terminal with 8 rows or
--- more; lang ("en", "zh") says the pause, columns is the width lines wrap at.
-function pager.run(fn, lang, columns)
-    if not pager.terminal.at_terminal() then return fn() end
-    local rows = pager.terminal.rows()
+-- more; lang ("en", "zh") says the pause, columns is the width lines wrap at. counted_rows (a replay
+-- in batch mode) gives a screen of that many rows that is only counted: drawings are sized to it and
+-- the pause line marks where pager.together pauses, but nothing waits and nothing else pauses.
+function pager.run(fn, lang, columns, counted_rows)
+    local rows = counted_rows
+    if not rows then
+        if not pager.terminal.at_terminal() then return fn() end
+        rows = pager.terminal.rows()
+    end
     if not rows or rows < 8 then return fn() end
     local stdout, methods = io.stdout, getmetatable(io.stdout).__index
     -- the last row for the prompt or the pause; the blank line above a step's rule may scroll away
     paging = {room = rows - 1, used = -1, partial = "", stdout = stdout, write = methods.write,
-              lang = lang, columns = columns}
+              lang = lang, columns = columns, counted_only = counted_rows ~= nil}
     local saved_print, saved_write, saved_method = print, io.write, methods.write
     _G.print = function(...)
         local parts = table.pack(...)

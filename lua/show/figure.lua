@@ -241,13 +241,31 @@ function plot.terminal(name)
     return resolve_terminal()
 end
 
+-- plot.text_screen: the screen a text drawing lands on, handed over by whoever pages the output (the
+-- lesson runner): {rows_left = function() -> the rows left before the prompt, or nil,
+-- together = function(fn) -> runs fn, keeping its output on one screen}. nil: the terminal as it is.
+plot.text_screen = nil
+
+-- A text chart no shorter than this stays readable: a title, the axes, tics and about 8 rows of data.
+local TEXT_MIN_ROWS = 16
+
+-- The rows of a text chart: about 3/10 of the width (24 at 80 columns), as many as the screen has
+-- left under what the step printed, but never fewer than TEXT_MIN_ROWS (with fewer left, the chart is
+-- drawn on the next screen: see Figure:draw) nor more than the terminal has.
+local function text_rows(columns)
+    local rows = math.max(TEXT_MIN_ROWS, math.min(40, columns * 3 // 10))
+    local left = plot.text_screen and plot.text_screen.rows_left()
+    if left and left >= TEXT_MIN_ROWS then rows = math.min(rows, left) end
+    if term.isatty(io.stdout) then rows = math.max(TEXT_MIN_ROWS, math.min(rows, term.rows(io.stdout) - 1)) end
+    return rows
+end
+
 -- The `set terminal` command for drawing on screen. Text terminals get the size of this one.
 local function screen_terminal_command(name, fig, size)
     if name == "none" then return "set terminal unknown" end
     if name == "dumb" then
         local columns = term.isatty(io.stdout) and math.min(term.columns(io.stdout), 200) or 80
-        local rows = math.max(15, math.min(40, columns * 3 // 10))
-        return string.format("set terminal dumb size %d,%d nofeed noenhanced %s", columns, rows,
+        return string.format("set terminal dumb size %d,%d nofeed noenhanced %s", columns, text_rows(columns),
             term.colour(io.stdout) and "ansi" or "mono")
     end
     if name == "sixelgd" then
@@ -295,6 +313,20 @@ local function pad_wide_texts(cmd, fixes)
     end
     parts[#parts + 1] = cmd:sub(pos)
     return table.concat(parts)
+end
+
+-- A dumb drawing without the rows of nothing gnuplot leaves above and below it (rows of spaces, its
+-- form feed, and on the ansi terminal colour escapes alone), but one empty row above, to part it from
+-- the text: never more rows than gnuplot was given.
+local function trim_blank_rows(out)
+    local rows = {}
+    for row in out:gmatch("([^\n]*)\n?") do rows[#rows + 1] = row end
+    local function blank(row) return row and row:gsub("\27%[[%d;]*m", ""):match("^[ \f]*$") ~= nil end
+    local first, last = 1, #rows
+    while first <= last and blank(rows[first]) do first = first + 1 end
+    while last >= first and blank(rows[last]) do last = last - 1 end
+    if first > last then return "" end
+    return (first > 1 and "\n" or "") .. table.concat(rows, "\n", first, last) .. "\n"
 end
 
 local function literal(s) return (s:gsub("[%^%$%(%)%%%.%[%]%*%+%-%?]", "%%%0")) end
@@ -548,11 +580,16 @@ function Figure:draw(fname, script)
     else
         for _, c in ipairs(script.commands) do commands[#commands + 1] = c end
     end
-    windows[self] = nil   -- until this drawing is shown in a window
-    local drawn = self:run(fname, commands, { "Plotting with an 'unknown' terminal", script.warning }, false,
-        fixes and function(out) return unpad_wide_texts(out, fixes) end)
-    windows[self] = (WINDOW_TERMINALS[name] and self.proc) and true or nil
-    if (not drawn or text_instead) and script.fallback then script.fallback() end
+    -- a text drawing loses its blank top and bottom rows, and stays on one screen of a paged step
+    local function text_drawing(out) return trim_blank_rows(unpad_wide_texts(out, fixes)) end
+    local function draw()
+        windows[self] = nil   -- until this drawing is shown in a window
+        local drawn = self:run(fname, commands, { "Plotting with an 'unknown' terminal", script.warning }, false,
+            fixes and text_drawing)
+        windows[self] = (WINDOW_TERMINALS[name] and self.proc) and true or nil
+        if (not drawn or text_instead) and script.fallback then script.fallback() end
+    end
+    if name ~= "sixelgd" and plot.text_screen then plot.text_screen.together(draw) else draw() end
     if shown then shown() end
 end
 

@@ -1,7 +1,11 @@
 /* lua/sys/lproc.c - module "mha.proc": another program run with its arguments as a list (fork and execv,
- * never a shell, so no file name is ever read as shell syntax), and the path of the running program. */
+ * never a shell, so no file name is ever read as shell syntax), and where the running program lives. */
+#define _GNU_SOURCE   /* dladdr1 and struct link_map: is this code in mha.so or in the program itself? */
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <link.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,17 +17,62 @@
 
 #include "lsys.h"
 
+/* The real path of the running program, from /proc/self/exe. Returns 0, or -1 and sets errno. */
+static int program_path(char path[PATH_MAX]) {
+    ssize_t n = readlink("/proc/self/exe", path, PATH_MAX - 1);
+    if (n < 0) return -1;
+    path[n] = '\0';
+    return 0;
+}
+
 /* proc.self() -> the real path of the running program (from /proc/self/exe), or nil and a message */
 static int proc_self(lua_State *L) {
-    char path[4096];
-    ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
-    if (n < 0) {
+    char path[PATH_MAX];
+    if (program_path(path) != 0) {
         lua_pushnil(L);
         lua_pushfstring(L, "proc.self: /proc/self/exe: %s", strerror(errno));
         return 2;
     }
-    path[n] = '\0';
     lua_pushstring(L, path);
+    return 1;
+}
+
+static const char in_this_file = 0;   /* an address inside this file's data, for dladdr1 */
+
+/* The real path (symbolic links resolved) of the file this code was loaded from: mha.so when a stock
+ * lua5.4 loaded it, else the running program. Returns 0, or -1 and sets errno. */
+static int code_path(char path[PATH_MAX]) {
+    Dl_info info;
+    struct link_map *map = NULL;
+    /* the program's own link map has an empty name; a shared object's is the path it was opened by */
+    if (dladdr1(&in_this_file, &info, (void **)&map, RTLD_DL_LINKMAP) && map && map->l_name[0])
+        return realpath(map->l_name, path) ? 0 : -1;
+    return program_path(path);
+}
+
+/* proc.shipped(name) -> {folder, ...}: where the folder `name` that ships with mha-repl ("lessons",
+ * "models") may be, in the order to look: name itself (under the current folder), then beside the
+ * folder holding the real program (build/mha-repl: build/../name) and one level up (build/asan/mha-repl).
+ * The program is found by its real path, so a symbolic link to it (the ./mha-repl `make` links) or a
+ * start from another folder finds the same files. Every lookup of shipped files asks here. */
+static int proc_shipped(lua_State *L) {
+    const char *name = luaL_checkstring(L, 1);
+    lua_newtable(L);
+    lua_pushstring(L, name);
+    lua_rawseti(L, -2, 1);
+    char path[PATH_MAX];
+    if (code_path(path) != 0) return 1;   /* without /proc: the current folder's only */
+    char *slash = strrchr(path, '/');
+    if (!slash) return 1;
+    *slash = '\0';                       /* the program's folder: .../build */
+    lua_Integer n = 1;
+    for (int up = 1; up <= 2; up++) {
+        slash = strrchr(path, '/');
+        if (!slash) break;
+        *slash = '\0';                   /* its parent ("" is the root) */
+        lua_pushfstring(L, "%s/%s", path, name);
+        lua_rawseti(L, -2, ++n);
+    }
     return 1;
 }
 
@@ -86,6 +135,7 @@ static int proc_run(lua_State *L) {
 
 static const luaL_Reg proc_lib[] = {
     {"self", proc_self},
+    {"shipped", proc_shipped},
     {"run", proc_run},
     {NULL, NULL},
 };

@@ -15,6 +15,7 @@ int mha_term_colour(int fd);
 int luaopen_mha_term(lua_State *L);     /* module "mha.term": isatty, colour, columns, display width */
 int luaopen_mha_gnuplot(lua_State *L);  /* module "mha.gnuplot": gnuplot processes behind pipes */
 int luaopen_mha_dir(lua_State *L);      /* module "mha.dir": a folder's names, without a shell */
-int luaopen_mha_proc(lua_State *L);     /* module "mha.proc": run a program by argument list, never a shell */
+int luaopen_mha_proc(lua_State *L);     /* module "mha.proc": run a program by argument list, never a shell;
+                                          * where the program and its lessons/, models/ are */
 
 #endif

@@ -7,6 +7,7 @@
 
 local mha = require "mha"
 local raise = require "mha.raise"   -- errors at the user's line
+local proc = require "mha.proc"     -- where the program's own models/ is
 
 local M = {}
 
@@ -32,21 +33,13 @@ function M.save_model(path, model, extra)
     mha.save(path, tbl)
 end
 
--- Where shipped models are looked for: $MHA_MODELS, ./models, and models/ beside the program's build folder.
+-- Where shipped models are looked for: $MHA_MODELS, then ./models and models/ beside the real program
+-- (mha.proc.shipped, which resolves a symbolic link to it).
 local function search_dirs()
     local dirs = {}
     local env = os.getenv("MHA_MODELS")
     if env and env ~= "" then dirs[#dirs + 1] = env end
-    dirs[#dirs + 1] = "models"
-    local prog = type(arg) == "table" and (arg[-1] or arg[0])
-    for i = -3, 0 do
-        local a = type(arg) == "table" and arg[i]
-        if type(a) == "string" and a:match("mha%-repl$") then prog = a end
-    end
-    if type(prog) == "string" then
-        local dir = prog:match("^(.*)/[^/]*$")
-        if dir then dirs[#dirs + 1] = dir .. "/../models" end
-    end
+    for _, dir in ipairs(proc.shipped("models")) do dirs[#dirs + 1] = dir end
     return dirs
 end
 

@@ -763,6 +763,60 @@ do
     L.pager.rows, L.pager.read, L.pager.at_terminal = table.unpack(saved)
 end
 
+-- ---- the pager's count: colour takes no cells; a drawing kept together pauses before it, not inside ----
+do
+    local pager = require "mha.lesson.pager"
+    local saved = {L.pager.rows, L.pager.read, L.pager.at_terminal}
+    local reads = 0
+    L.pager.rows = function() return 12 end   -- 11 rows before the prompt's
+    L.pager.read = function() reads = reads + 1; return "" end
+    L.pager.at_terminal = function() return true end
+    captured(L.start, "tour", {batch = false, lang = "en"})   -- a session at a terminal: steps are paged
+    reads = 0
+    -- 10 rows of 20 coloured cells (as mha.heat draws at a terminal): 340 bytes each, 40 cells
+    local cell = "\27[48;5;196m  \27[0m"
+    captured(L.paged, function() for _ = 1, 10 do io.write(cell:rep(20), "\n") end end)
+    T.eq("colour escapes take no cells: 10 coloured rows fit 11", reads, 0)
+    local left
+    captured(L.paged, function()
+        for i = 1, 3 do print("line " .. i) end
+        left = pager.rows_left()
+    end)
+    T.eq("rows_left: 11 rows less the 3 printed (the first row above the rule may scroll away)", left, 9)
+    T.eq("rows_left outside the pager", pager.rows_left(), nil)
+    reads = 0
+    local text = captured(L.paged, function()
+        for i = 1, 7 do print("text " .. i) end
+        pager.together(function() for i = 1, 6 do print("chart " .. i) end end)
+        print("after")
+    end)
+    T.eq("a 6-row drawing with 5 rows left pauses once", reads, 1)
+    T.ok("the pause comes before the drawing, never inside it",
+        text:find("text 7\n-- more: Enter goes on, q stops pausing --chart 1\nchart 2\n", 1, true), text)
+    T.ok("the drawing and what follows are all printed", text:find("chart 6\nafter\n", 1, true), text)
+    reads = 0
+    text = captured(L.paged, function()
+        for i = 1, 3 do print("text " .. i) end
+        pager.together(function() for i = 1, 6 do print("chart " .. i) end end)
+    end)
+    T.eq("a drawing that fits the rows left does not pause", reads, 0)
+    T.ok("and is printed as it came", text:find("text 3\nchart 1\n", 1, true), text)
+    L.pager.rows, L.pager.read, L.pager.at_terminal = table.unpack(saved)
+    -- a batch replay for a screen of 12 rows counts, never waits, and marks the pause before a drawing
+    reads = 0
+    text = captured(function()
+        return pager.run(function()
+            for i = 1, 7 do print("text " .. i) end
+            pager.together(function() for i = 1, 6 do print("chart " .. i) end end)
+            for i = 1, 20 do print("more text " .. i) end
+        end, "zh", 80, 12)
+    end)
+    T.eq("a counted screen never reads a key", reads, 0)
+    T.ok("a counted screen writes the pause line before the drawing",
+        text:find("text 7\n-- 还有：回车继续，q 不再暂停 --\nchart 1\n", 1, true), text)
+    T.eq("and nowhere else (text past a screen is only counted)", select(2, text:gsub("还有", "")), 1)
+end
+
 -- ---- plot notes and panel titles in the lesson's language -----------------------------------------
 do
     captured(L.start, "tour", {batch = false, lang = "zh"})

@@ -508,6 +508,41 @@ T.test("dumb terminal draws text", function()
     plot.closeall()
 end)
 
+T.test("dumb charts fit the rows the screen has left", function()
+    plot.terminal("dumb")
+    local left, held = nil, 0
+    plot.text_screen = { rows_left = function() return left end, together = function(fn) held = held + 1; return fn() end }
+    local function rows_of(chart)
+        local text = stdout_of(function()
+            plot.line { { y = { 1, 3, 2 }, title = "wiggle" }, title = chart, xlabel = "x" }
+        end)
+        local rows = select(2, text:gsub("\n", ""))
+        T.ok(chart .. ": the chart is whole (title, both borders, x label)", text:find(chart, 1, true)
+            and select(2, text:gsub("\n +[%d.]* *%+%-%-%-%-", "")) == 2 and text:find("\n +x +\n$"), text)
+        T.ok(chart .. ": no form feed and at most one empty row above it", not text:find("\f", 1, true)
+            and not text:find("^ *\n *\n"), text)
+        return rows
+    end
+    local rows = rows_of("no pager")   -- rows_left gives nil: nothing is paged
+    T.ok("without a pager: 3/10 of 80 columns", rows <= 24 and rows >= 20, rows)
+    left = 20
+    rows = rows_of("20 rows left")
+    T.ok("20 rows left: the chart takes at most 20", rows <= 20 and rows >= 17, rows)
+    left = 100
+    rows = rows_of("100 rows left")
+    T.ok("100 rows left: the chart's own 24 at most", rows <= 24 and rows >= 20, rows)
+    left = 6
+    rows = rows_of("6 rows left")
+    T.ok("6 rows left: a readable chart all the same (the pager pauses before it)", rows >= 16 and rows <= 24, rows)
+    T.eq("every text drawing went through the screen's together", held, 4)
+    -- a heat map's text fallback is kept together too
+    stdout_of(function() plot.heatmap(weights, { tokens = "a b c" }) end)
+    T.eq("a heat map's shading went through together", held, 5)
+    plot.text_screen = nil
+    plot.terminal("none")
+    plot.closeall()
+end)
+
 T.test("figures print cleanly; drawings return nothing", function()
     local fig = plot.figure()
     T.eq("a figure before its first drawing", tostring(fig), "figure " .. fig.number .. " (no gnuplot running)")
@@ -532,9 +567,11 @@ local function dumb_columns()
 end
 
 -- The lines of a dumb drawing, without the colour codes a colour terminal gets.
-local function drawn_lines(text)
+local function drawn_lines(text)   -- the drawing's rows, without the empty row that parts it from the text
     local lines = {}
-    for line in text:gmatch("([^\n]*)\n") do lines[#lines + 1] = (line:gsub("\27%[[%d;]*m", "")) end
+    for line in text:gmatch("([^\n]*)\n") do
+        if line ~= "" then lines[#lines + 1] = (line:gsub("\27%[[%d;]*m", "")) end
+    end
     return lines
 end
 
