@@ -5,7 +5,7 @@
  *   neither:           W = 4,  a 4x8 tile, plain C vectors (SSE2 on x86-64, NEON on arm64): portable.
  * Arithmetic is written with GCC's vector extensions (a * b + c is one FMA where the CPU has them:
  * the Makefile compiles this file with -ffp-contract=fast); the few steps C cannot say - a lane-wise
- * max, rounding to an integer, a transposition - are the per-set primitives just below. So an
+ * max, rounding, 2^n, the sum of the lanes, a transposition - are per-set primitives below. So an
  * improvement to a kernel reaches every CPU, and the tests hold every variant equal to the references
  * of core/kernels.c. Shapes use the packed layouts of kernels_isa.h. */
 #include <math.h>
