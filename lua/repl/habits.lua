@@ -25,6 +25,8 @@ local WORDS = {
         dangling = "a value alone (%s) is not a Lua statement: type %s on a line of its own, or print(%s)",
         dangling_any = "a value alone is not a Lua statement: type it on a line of its own, or print(...) it",
         command = "unknown command :%s (did you mean :%s?)",
+        missing_arg = "%s needs argument #%s: ?%s shows what it takes",
+        nil_name = "%s is nil: did you mean %s?",
     },
     zh = {
         hint = "提示：",
@@ -46,15 +48,8 @@ local WORDS = {
         dangling = "单独的值（%s）不是 Lua 语句：把 %s 单独输入一行，或用 print(%s)",
         dangling_any = "单独的值不是 Lua 语句：把它单独输入一行，或用 print(...)",
         command = "没有命令 :%s（你是想输入 :%s 吗？）",
-        -- the C core's file and size errors stay English: a line in Chinese says what each means
-        core_errors = {
-            { "which float32 cannot hold exactly",
-              "mha 的张量是 float32，只能精确表示 -2^24 到 2^24 之间的整数；能接受舍入的话，先在 NumPy 里转换：a.astype(np.float32)" },
-            { "beyond float32's range", "这个值超出了 float32 的范围（会变成 inf）；先在 NumPy 里缩放或截断它" },
-            { "too small for float32", "这个值太小，float32 表示不了（会变成 0）；能接受的话，先在 NumPy 里转换：a.astype(np.float32)" },
-            { "No space left on device", "磁盘满了：新文件没有写成，旧文件原样保留；腾出空间后再保存一次" },
-            { "the largest size a dim may have", "一个维度最长 2^63-1；拼接后的长度超过了它" },
-        },
+        missing_arg = "%s 缺少第 %s 个参数：?%s 列出它要的参数",
+        nil_name = "%s 是 nil：你是想写 %s 吗？",
     },
 }
 function habits.words(lang) return WORDS[lang] or WORDS.en end
@@ -142,9 +137,9 @@ function habits.after_error(input, msg, lang)
         local call = base and base .. ":" .. method .. args
         if call and not first:find(call, 1, true) then return w.hint .. string.format(w.colon, call) end
     end
-    for _, case in ipairs(w.core_errors or {}) do
-        if first:find(case[1], 1, true) then return w.hint .. case[2] end
-    end
+    -- a function called without an argument it needs: where its signature is
+    local n, fname = first:match("bad argument #(%d+) to '([%w_]+)' %(.- expected, got no value%)")
+    if n then return w.hint .. string.format(w.missing_arg, fname, n, fname) end
     local kind, name = first:match("attempt to %a+ a nil value %((%a+) '([%w_]+)'%)")
     if kind == "global" or kind == "field" or kind == "method" then
         local best = suggest(kind, name, input)
@@ -174,6 +169,13 @@ function habits.after_value(input, lang, ...)
     if base and name == "data" and value == nil and select("#", ...) <= 1 and is_tensor_named(base) then
         return w.hint .. string.format(w.data, base, base)
     end
+    -- a misspelt name typed alone (mha.sofmax, sofmax) is nil: the name Tab would offer
+    local bare = code:match("^[%a_][%w_]*$")
+    if value == nil and select("#", ...) <= 1 and (base or bare) then
+        local best
+        if base then best = suggest("field", name, code) else best = suggest("global", bare, code) end
+        if best then return w.hint .. string.format(w.nil_name, code, best) end
+    end
     if base and type(value) == "function" and select("#", ...) == 1 then
         -- a method reached with '.' (a tensor's, a module's): the name Tab offers after base:
         for _, full in ipairs(complete.names(base .. ":" .. name)) do
@@ -201,6 +203,18 @@ local ZH_LINES = {
     {"([%w_]+) is a method: call it with a colon: (.-)$", "提示：%s 是方法：用冒号调用它，写作 %s"},
     {"view: cannot view a tensor", "提示：view 从不复制数据：这个张量的元素在内存中不是依次排列的（例如转置过），"
         .. "先用 :contiguous() 复制成 C 顺序再 view，或者改用 :reshape()"},
+    {"inner sizes (%d+) and (%d+) differ", "提示：矩阵乘法 A·B 要求 A 的最后一维等于 B 的倒数第二维（这里是 %s 和 %s）；"
+        .. "也许要先转置其中一个：:transpose(1, 2)"},
+    {"embed_dim (%d+) is not divisible by num_heads (%d+)", "提示：embed_dim %s 必须能被 num_heads %s 整除："
+        .. "每个头分到 embed_dim/num_heads 维"},
+    {"bad argument #(%d+) to '([%w_]+)' %((.-) expected, got (.-)%)", "提示：第 %s 个参数（%s 的）应该是 %s，实际是 %s"},
+    -- the core's file and size errors
+    {"which float32 cannot hold exactly", "提示：mha 的张量是 float32，只能精确表示 -2^24 到 2^24 之间的整数；"
+        .. "能接受舍入的话，先在 NumPy 里转换：a.astype(np.float32)"},
+    {"beyond float32's range", "提示：这个值超出了 float32 的范围（会变成 inf）；先在 NumPy 里缩放或截断它"},
+    {"too small for float32", "提示：这个值太小，float32 表示不了（会变成 0）；能接受的话，先在 NumPy 里转换：a.astype(np.float32)"},
+    {"No space left on device", "提示：磁盘满了：新文件没有写成，旧文件原样保留；腾出空间后再保存一次"},
+    {"the largest size a dim may have", "提示：一个维度最长 2^63-1；拼接后的长度超过了它"},
 }
 
 -- The Chinese hint line for an English message (its first line), or nil.

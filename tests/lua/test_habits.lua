@@ -73,21 +73,40 @@ T.test("unknown commands", function()
 end)
 
 -- the C core's file and size errors are English; in Chinese each gets a line saying what it means
-T.test("core file errors in Chinese", function()
+T.test("core file errors in Chinese: one line of habits.zh_line each", function()
     local lossy = "load: 'ids.npy': a.flat[2] of dtype '<i8' is 16777217, which float32 cannot hold exactly (it "
         .. "holds every integer from -2^24 to 2^24 = 16777216); mha tensors are float32."
-    T.eq("a lossy .npy", habits.after_error("mha.load('ids.npy')", lossy, "zh"),
+    T.eq("a lossy .npy", habits.zh_line(lossy),
          "提示：mha 的张量是 float32，只能精确表示 -2^24 到 2^24 之间的整数；能接受舍入的话，先在 NumPy 里转换：a.astype(np.float32)")
-    T.eq("no hint in English", habits.after_error("mha.load('ids.npy')", lossy, "en"), nil)
+    T.eq("no English hint: the message says it", habits.after_error("mha.load('ids.npy')", lossy, "en"), nil)
     local full = "save: cannot write 'x.npy': No space left on device (the old file is kept as it was)"
-    T.eq("a full disk", habits.after_error("mha.save('x.npy', x)", full, "zh"),
+    T.eq("a full disk", habits.zh_line(full),
          "提示：磁盘满了：新文件没有写成，旧文件原样保留；腾出空间后再保存一次")
-    T.eq("a plot on a full disk", habits.after_error("plot.save('a.png')",
-         "plot.save: cannot write 'a.png': No space left on device (the old file is kept as it was)", "zh"),
+    T.eq("a plot on a full disk", habits.zh_line(
+         "plot.save: cannot write 'a.png': No space left on device (the old file is kept as it was)"),
          "提示：磁盘满了：新文件没有写成，旧文件原样保留；腾出空间后再保存一次")
-    T.eq("cat past 2^63-1", habits.after_error("mha.cat({a, a}, 1)", "cat: joining the 2nd tensor (4611686018427387904,0) "
-         .. "makes dim -2 longer than 2^63-1 (4611686018427387904 + 4611686018427387904), the largest size a dim may have",
-         "zh"), "提示：一个维度最长 2^63-1；拼接后的长度超过了它")
+    T.eq("cat past 2^63-1", habits.zh_line("cat: joining the 2nd tensor (4611686018427387904,0) "
+         .. "makes dim -2 longer than 2^63-1 (4611686018427387904 + 4611686018427387904), the largest size a dim may have"),
+         "提示：一个维度最长 2^63-1；拼接后的长度超过了它")
+end)
+
+T.test("the errors a student meets first: a hint in English, a Chinese line in Chinese", function()
+    local missing = "stdin:1: bad argument #2 to 'softmax' (number expected, got no value)"
+    T.eq("a missing argument", habits.after_error("mha.softmax(x)", missing, "en"),
+         "hint: softmax needs argument #2: ?softmax shows what it takes")
+    T.eq("a missing argument in Chinese", habits.after_error("mha.softmax(x)", missing, "zh"),
+         "提示：softmax 缺少第 2 个参数：?softmax 列出它要的参数")
+    T.eq("a wrong argument in Chinese", habits.zh_line("stdin:1: bad argument #2 to 'softmax' (number expected, got string)"),
+         "提示：第 2 个参数（softmax 的）应该是 number，实际是 string")
+    T.eq("matmul's inner sizes in Chinese", habits.zh_line("stdin:1: matmul: (2,3) @ (2,3): inner sizes 3 and 2 differ"),
+         "提示：矩阵乘法 A·B 要求 A 的最后一维等于 B 的倒数第二维（这里是 3 和 2）；也许要先转置其中一个：:transpose(1, 2)")
+    T.eq("heads that do not divide embed_dim in Chinese",
+         habits.zh_line("stdin:1: MultiheadAttention: embed_dim 8 is not divisible by num_heads 3"),
+         "提示：embed_dim 8 必须能被 num_heads 3 整除：每个头分到 embed_dim/num_heads 维")
+    T.eq("a misspelt name alone is nil", habits.after_value("mha.sofmax", "en", nil), "hint: mha.sofmax is nil: did you mean mha.softmax?")
+    T.eq("a misspelt global alone", habits.after_value("sofmax", "en", nil), "hint: sofmax is nil: did you mean mha.softmax?")
+    T.eq("a nil that is no misspelling gets no hint", habits.after_value("mha.zzzzqqqq", "en", nil), nil)
+    T.eq("a name that is there gets none", habits.after_value("mha.softmax", "en", mha.softmax), nil)
 end)
 
 T.done()
