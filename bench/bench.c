@@ -428,6 +428,13 @@ int main(int argc, char **argv) {
         printf("fp32 peak of one core: %.1f GFLOP/s measured (independent FMAs in registers)\n"
                "  = clock %.2f GHz x %.1f FLOP/cycle\n", peak, ghz, peak / ghz);
     if (have_numpy) printf("NumPy: %s (OpenBLAS on one thread here; torch too)\n", blas);
+    /* OpenBLAS 0.3.21 does not know every CPU it runs on (an AVX-512 Xeon of 2023 is "Prescott" to it):
+     * say so, since the peer column then measures its generic kernel (docs/performance.md) */
+    const char *names[4];
+    const size_t runnable = mha_kernels_isa_list(names, 4);   /* what this CPU runs, fastest first */
+    if (have_numpy && strstr(blas, "Prescott") && runnable > 1)
+        printf("  (OpenBLAS did not recognise this CPU and runs its generic Prescott kernel: the fair peer is "
+               "OPENBLAS_CORETYPE=%s, see docs/performance.md)\n", strcmp(names[0], "avx512") == 0 ? "SkylakeX" : "Haswell");
     printf("ms: %s; GFLOP/s: formulas at the top of bench/bench.c; MiB: peak extra memory\n",
            cpu_clock ? "CPU time (user+sys) of the fastest run" : "median of the runs");
     if (have_numpy && peak > 0)
