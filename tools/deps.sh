@@ -1,8 +1,9 @@
 #!/bin/sh
 # tools/deps.sh - installs the Debian packages mha-repl needs that this machine lacks, saying which,
 # so that `make run` and `make test` work on a fresh Debian machine.
-# usage: tools/deps.sh [build|run|test|bench|notebook|fuzz|python]   (notebook: what tests/notebook/ needs: Python's
-# Jupyter, Chromium; python: NumPy and torch for the checks that compare with them)
+# usage: tools/deps.sh [build|run|test|bench|notebook|fuzz|python|window]   (notebook: what tests/notebook/ needs:
+# Python's Jupyter, Chromium; python: NumPy and torch for the checks that compare with them; window: a virtual
+# display and gnuplot's qt terminal, for the tests that open real plot windows)
 set -eu
 need="gcc make pkg-config liblua5.4-dev libreadline-dev zlib1g-dev libzmq3-dev libjansson-dev libssl-dev"
 target=${1:-build}
@@ -16,7 +17,9 @@ case "$target" in
     notebook) need="$need gnuplot fonts-noto-cjk python3-nbformat python3-jupyter-client jupyter-client jupyter-nbconvert jupyter-console chromium" ;;
     fuzz) need="$need clang libclang-rt-14-dev" ;;   # libFuzzer and the sanitizers' runtime
     python) need="$need python3-numpy python3-torch" ;;   # the checks against NumPy and torch 1.13 (.npz, state_dict)
-    *) echo "usage: tools/deps.sh [build|run|test|bench|notebook|fuzz|python]" >&2; exit 2 ;;
+    # tests/sh/test_plot_window.sh: Xvfb for a display, gnuplot-qt for its windows, xdotool to read their names
+    window) need="$need gnuplot-qt xvfb xauth xdotool fonts-noto-cjk" ;;
+    *) echo "usage: tools/deps.sh [build|run|test|bench|notebook|fuzz|python|window]" >&2; exit 2 ;;
 esac
 installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "ok installed"; }
 # The gnuplot to install, and the line that says why: where a display is (DISPLAY or WAYLAND_DISPLAY
