@@ -1,7 +1,8 @@
 """tests/notebook/test_export.py - the notebook export: every lesson's .ipynb (en and zh) is valid nbformat 4.4 with
 the kernelspec mha-repl and its outputs are those of the batch transcript (tests/golden/); lessons re-executed
 by nbconvert in the kernel give the same outputs; the HTML export is one self-contained page that headless
-Chromium renders without console errors, every SVG in place.
+Chromium renders without console errors, every SVG in place; a session's notebook in a lesson re-runs
+without errors, its answers as in the session.
 
 usage: MHA_REPL=build/mha-repl /usr/bin/python3 tests/notebook/test_export.py [--quick]   (PASS/FAIL lines)
 --quick re-executes one lesson instead of two.
@@ -155,6 +156,58 @@ def session_export(tmp):
         screenshot(why, os.path.join(tmp, "session.png"))
 
 
+def text_of(cell):
+    """What a code cell printed as one text: streams and values (a value as the REPL prints it, on a line)."""
+    out = ""
+    for o in cell.outputs:
+        if o.output_type == "stream":
+            out += o.text
+        elif o.output_type == "error":
+            out += "error: " + o.evalue + "\n"
+        else:
+            out += o.get("data", {}).get("text/plain", "") + "\n"
+    return out
+
+
+def session_lesson_rerun(tmp):
+    """:export of a session in lesson 4 (stepped to its exercise, answered wrong, then right) re-runs in the
+    kernel: the first cell opens the lesson for code (its helpers, language, seed), the exercise step is
+    exercise(5) (no ':next' cell), and nbconvert's executed notebook has no errors and the same answers."""
+    target = os.path.join(tmp, "lesson_session.ipynb")
+    typed = ":open 4\n\n\n\n\nanswer(1 / math.sqrt(768))\nanswer(1 / 8)\n:export %s\n" % target
+    r = subprocess.run([REPL, "-i", "/dev/null"], input=typed.encode(), env=ENV, capture_output=True, timeout=120,
+                       cwd=ROOT)
+    said = r.stdout.decode("utf-8", "replace")
+    check("session_lesson_written", r.returncode == 0 and os.path.exists(target), said[-300:])
+    if not os.path.exists(target):
+        return
+    nb = nbformat.read(target, as_version=4)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    sources = [c.source for c in code]
+    check("session_lesson_cells", 'require("mha.lesson").open_cells(4, "en");' in sources[0]
+          and sources[1] == "mha.seed(4)" and not any(s.startswith(":") for s in sources)
+          and sources[-3].startswith("exercise(5)") and sources[-2:] == ["answer(1 / math.sqrt(768))", "answer(1 / 8)"],
+          str(sources))
+    wrong, right = text_of(code[-2]), text_of(code[-1])
+    check("session_lesson_answers", wrong.startswith("not yet: you scaled by √d_model") and wrong.endswith("false\n")
+          and right == "correct\ntrue\n", repr((wrong, right)))
+    executed = os.path.join(tmp, "lesson_session.executed.ipynb")
+    r = subprocess.run(["jupyter", "nbconvert", "--to", "notebook", "--execute", "--allow-errors",
+                        "--ExecutePreprocessor.kernel_name=mha-repl", "--ExecutePreprocessor.timeout=120",
+                        "--output", executed, target], env=ENV, capture_output=True, timeout=300)
+    if r.returncode != 0:
+        check("session_lesson_rerun", False, r.stderr.decode()[-400:])
+        return
+    again = [c for c in nbformat.read(executed, as_version=4).cells if c.cell_type == "code"]
+    errors = [(c.source[:40], o.evalue) for c in again for o in c.outputs if o.output_type == "error"]
+    check("session_lesson_rerun", not errors and len(again) == len(code), str(errors))
+    check("session_lesson_rerun_answers", [text_of(c) for c in again[-2:]] == [wrong, right],
+          repr([text_of(c) for c in again[-2:]]))
+    page, why = nbconvert_html(executed)
+    if page is not None:
+        screenshot(why, os.path.join(tmp, "lesson_session.png"))
+
+
 HOSTILE = r"""return lesson{
     name = "hostile", seed = 1,
     title = {en = "<img src=x onerror=alert(1)> `open", zh = "<b>粗</b>"},
@@ -269,6 +322,7 @@ def main():
 
     html_by_nbconvert(tmp)
     session_export(tmp)
+    session_lesson_rerun(tmp)
     hostile_lesson(tmp)
 
     shutil.rmtree(tmp, ignore_errors=True)
