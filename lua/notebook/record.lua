@@ -86,13 +86,16 @@ end
 
 -- For repl.record_step (label and before as it takes them): the heading of the lesson or step whose code
 -- the open lesson ran, or nil for other code (the seed) and for a script :save wrote. A lesson's heading
--- also has its number and language, an exercise's its step number as exercise.
+-- also has its language and the number it is found by (nil for a file opened by its path), an
+-- exercise's its step number as exercise.
 function M.step(label, before)
     local session = the_runner and the_runner.current()
     if not session or session.replay then return nil end
     if label == "the lesson" then   -- with what a notebook's first cell opens it by
         local heading = M.lesson_heading(session, the_runner.tr)
-        heading.number, heading.lang = session.number, session.lang
+        local found = the_runner.find(session.number, session.lang)   -- not a file opened by its path
+        heading.number = found and found.file == session.lesson.file and session.number or nil
+        heading.lang = session.lang
         return heading
     end
     local k = math.tointeger(tonumber(tostring(before or ""):match("at_step%((%d+)%)")))
