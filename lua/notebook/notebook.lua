@@ -284,9 +284,9 @@ end
 -- as pictures - the answers to exercises, right and wrong, among them. Steps replayed quietly (:goto,
 -- :back) were not shown and are left out. The notebook re-runs: a lesson's heading is followed by the cell
 -- that opens it for code (as :export lesson's first cell), an exercise's by at_step(k), which makes it
--- the exercise the answers after it are checked against; a command that steps the lesson (Enter, :next ...) is no cell of its own -
--- the step it showed is its Markdown and code cells, and the rest of what it printed tells how to go on
--- at the prompt.
+-- the exercise the answers after it are checked against. A command that steps the lesson (Enter,
+-- :next ...) is no cell of its own: the step it showed is its Markdown and code cells, and the rest of
+-- what it printed (how to go on at the prompt, or why it could not step) is the REPL's, not the code's.
 function M.session_cells(entries)
     local cells, count = {{kind = "markdown", title = "mha-repl session", level = 1, markup = ""}}, 0
     local function code_cell(source, outs)
