@@ -164,15 +164,23 @@ local WORDS = {
           bad_name = "'%s': the name must end in .ipynb or .html",
           not_opened = "the lesson did not open", failed = "the export failed",
           no_lesson = "no lesson is open (:open N opens one; :export FILE writes the session)",
-          session = "mha-repl session"},
+          session = "mha-repl session", exercise = "the exercise the answers below are checked against",
+          past = "the lesson past the exercise: no answer is checked against it now"},
     zh = {setup = "课程的语言、随机种子、打印选项和辅助函数，与 --batch 的设置相同",
           no_name = "需要一个以 .ipynb 或 .html 结尾的文件名",
           bad_name = "“%s”：文件名必须以 .ipynb 或 .html 结尾",
           not_opened = "课程没有打开", failed = "导出失败",
           no_lesson = "没有打开的课程（:open N 打开一课；:export FILE 写出本次会话）",
-          session = "mha-repl 会话"},
+          session = "mha-repl 会话", exercise = "下面的答案所检查的练习",
+          past = "课程已过了那道练习：答案不再对照它检查"},
 }
 local function words(lang) return WORDS[lang] or WORDS.en end
+
+-- A notebook's cell that opens lesson which (a number or a path) for code in lang, as --batch opens it.
+local function opening(which, lang)
+    return string.format('-- %s\nrequire("mha.lesson").open_cells(%s, %q);', words(lang).setup,
+                         math.tointeger(tonumber(which)) or string.format("%q", which), lang)
+end
 
 local function trim(s)
     return (s:gsub("^%s*\n", ""):gsub("%s+$", ""))
@@ -185,10 +193,8 @@ function M.lesson_cells(which, lang)
     local found, not_found = lessons.find(which, lang)
     if not found then return nil, not_found end
     local chosen = lessons.choose_lang(lang)
-    local setup = string.format('-- %s\nrequire("mha.lesson").open_cells(%s, %q);', words(chosen).setup,
-                                math.tointeger(tonumber(which)) or string.format("%q", which), chosen)
     local count = 1
-    local first = run_cell(setup, count)
+    local first = run_cell(opening(which, chosen), count)
     local session = lessons.current()
     if not session then
         local err = first.outputs[#first.outputs]
@@ -276,7 +282,11 @@ end
 -- The cells of a session's transcript: each lesson step as shown (its heading and text as Markdown, its
 -- code with what it printed), each input and command with what it printed - tensors as tables, figures
 -- as pictures - the answers to exercises, right and wrong, among them. Steps replayed quietly (:goto,
--- :back) were not shown and are left out.
+-- :back) were not shown and are left out. The notebook re-runs: a lesson's heading is followed by the cell
+-- that opens it for code (as :export lesson's first cell), an exercise's by at_step(k), which makes it
+-- the exercise the answers after it are checked against. A command that steps the lesson (Enter,
+-- :next ...) is no cell of its own: the step it showed is its Markdown and code cells, and the rest of
+-- what it printed (how to go on at the prompt, or why it could not step) is the REPL's, not the code's.
 function M.session_cells(entries)
     local cells, count = {{kind = "markdown", title = "mha-repl session", level = 1, markup = ""}}, 0
     local function code_cell(source, outs)
@@ -285,6 +295,10 @@ function M.session_cells(entries)
         return cells[#cells]
     end
     local stepped, step_cell = false, nil   -- steps since the last input; the code cell of the last
+    local exercise_marked = false           -- a cell made an exercise pending; no step has been shown since
+    local function at_step(k, comment)      -- the lesson at step k, as :save's script marks it
+        code_cell(string.format('require("mha.lesson").at_step(%d)   -- %s', k, comment), {})
+    end
     for _, entry in ipairs(entries) do
         local heading = entry.heading
         if entry.kind == "step" then
@@ -294,24 +308,33 @@ function M.session_cells(entries)
                 cells[#cells + 1] = {kind = "markdown", title = heading.title, level = heading.level + 1,
                                      markup = heading.markup}
                 step_cell = nil
-                if entry.input ~= "" and heading.level > 1 then step_cell = code_cell(entry.input, entry_outputs(entry, echo)) end
+                local step = tonumber(tostring(entry.before or ""):match("at_step%((%d+)%)"))
+                if heading.level == 1 then   -- by its number, else as :save's script opens it (by its path)
+                    code_cell(heading.number and opening(heading.number, heading.lang) or entry.input .. ";", {})
+                elseif heading.exercise then   -- pending at its step, as in the session
+                    at_step(heading.exercise, words(heading.lang).exercise)
+                else
+                    if exercise_marked and step then   -- showing a step ended the exercise in the session
+                        at_step(step, words(heading.lang).past)
+                    end
+                    if entry.input ~= "" then step_cell = code_cell(entry.input, entry_outputs(entry, echo)) end
+                end
+                exercise_marked = heading.exercise ~= nil
             elseif not heading and entry.input ~= "" then   -- the lesson's seed
                 step_cell = code_cell(entry.input, entry_outputs(entry, 0))
             end
-        elseif stepped and (entry.kind == "enter" or STEPPING[entry.command]) then
-            if entry.output ~= "" and step_cell then
+        elseif entry.kind == "enter" or STEPPING[entry.command] then
+            if stepped and entry.output ~= "" and step_cell then   -- an error or the exercise's question
                 local outs = step_cell.outputs
                 local last = outs[#outs]
                 if last and last.output_type == "stream" then last.text = last.text .. entry.output
                 else outs[#outs + 1] = {output_type = "stream", name = "stdout", text = entry.output} end
-            elseif entry.output ~= "" then
-                code_cell(entry.kind == "enter" and ":next" or entry.input, entry_outputs(entry, 0))
             end
             stepped, step_cell = false, nil
-        elseif entry.kind ~= "enter" or entry.output ~= "" then
+        else
             stepped, step_cell = false, nil
             local errs = entry.kind == "lua" and (entry.how == "error" or entry.how == "interrupted")
-            code_cell(entry.kind == "enter" and ":next" or entry.input, errs and {error_output(entry)} or entry_outputs(entry, 0))
+            code_cell(entry.input, errs and {error_output(entry)} or entry_outputs(entry, 0))
         end
     end
     return cells

@@ -85,13 +85,26 @@ function M.step_heading(session, k, tr)
 end
 
 -- For repl.record_step (label and before as it takes them): the heading of the lesson or step whose code
--- the open lesson ran, or nil for other code (the seed) and for a script :save wrote.
+-- the open lesson ran, or nil for other code (the seed) and for a script :save wrote. A lesson's heading
+-- also has its language and the number it is found by (nil for a file opened by its path), an
+-- exercise's its step number as exercise.
 function M.step(label, before)
     local session = the_runner and the_runner.current()
     if not session or session.replay then return nil end
-    if label == "the lesson" then return M.lesson_heading(session, the_runner.tr) end
+    if label == "the lesson" then   -- with what a notebook's first cell opens it by
+        local heading = M.lesson_heading(session, the_runner.tr)
+        local found = the_runner.find(session.number, session.lang)   -- not a file opened by its path
+        heading.number = found and found.file == session.lesson.file and session.number or nil
+        heading.lang = session.lang
+        return heading
+    end
     local k = math.tointeger(tonumber(tostring(before or ""):match("at_step%((%d+)%)")))
-    if k and session.lesson.steps[k] then return M.step_heading(session, k, the_runner.tr) end
+    if k and session.lesson.steps[k] then
+        local heading = M.step_heading(session, k, the_runner.tr)
+        heading.exercise = session.lesson.steps[k].kind == "exercise" and k or nil   -- answer() checks it
+        heading.lang = session.lang
+        return heading
+    end
 end
 
 -- Once per Lua state. runner: the lesson runner (mha.lesson) the REPL runs, or nil.

@@ -208,7 +208,7 @@ T.test("session_cells", function()
     local nb = require "mha.notebook"
     local cells = nb.session_cells({
         {kind = "step", label = "the lesson", input = 'require("mha.lesson").replaying("x", "en")', output = "── 02 T ──\n",
-         heading = {title = "02 T", level = 1, markup = "summary"}},
+         heading = {title = "02 T", level = 1, markup = "summary", number = 2, lang = "en"}},
         {kind = "step", label = "the lesson's seed", input = "mha.seed(2)", output = ""},
         {kind = "step", label = "lesson t, step 1", input = "a = 1\nprint(a)",
          output = "Enter runs the next step.\n\n── step 1/2: S ──\ntext\n\n  │ a = 1\n  │ print(a)\n1\n",
@@ -224,14 +224,40 @@ T.test("session_cells", function()
     })
     local shape = {}
     for i, c in ipairs(cells) do shape[i] = c.kind == "markdown" and (c.level .. " " .. c.title) or c.source end
-    T.eq("session_cells_shape", shape, {"1 mha-repl session", "2 02 T", "mha.seed(2)", "3 Step 1/2: S",
-                                        "a = 1\nprint(a)", ":goto 2", "answer(3)", "t", "error('e')"})
-    T.eq("session_step_outputs", cells[5].outputs, {{output_type = "stream", name = "stdout",
+    -- the lesson opened for code (its helpers for the cells after it); a stepping command is no cell
+    T.eq("session_cells_shape", shape, {"1 mha-repl session", "2 02 T",
+                                        '-- the lesson\'s language, seed, print options and helpers, as --batch sets them\n'
+                                        .. 'require("mha.lesson").open_cells(2, "en");', "mha.seed(2)", "3 Step 1/2: S",
+                                        "a = 1\nprint(a)", "answer(3)", "t", "error('e')"})
+    T.eq("session_step_outputs", cells[6].outputs, {{output_type = "stream", name = "stdout",
                                                       text = "1\nAnswer with answer(value).\n"}})
     T.eq("session_wrong_answer", cells[7].outputs[1].text, "not yet: the expected one has 9\n")
     T.ok("session_value_table", cells[8].outputs[1].output_type == "execute_result"
          and cells[8].outputs[1].data["text/html"] == "<table/>" and cells[8].outputs[1].data["text/plain"] == "1.  2.\n[float32 (2)]")
     T.eq("session_error", {cells[9].outputs[1].output_type, cells[9].outputs[1].evalue}, {"error", "stdin:1: e"})
+end)
+
+-- an exercise shown is at_step(k), the step past it at_step(k + 1), so answer() re-runs as in the session;
+-- the Enter that showed the exercise (no code of its own) is no ':next' cell; a file opened by its path
+-- opens as :save's script does
+T.test("session_cells_exercise", function()
+    local nb = require "mha.notebook"
+    local cells = nb.session_cells({
+        {kind = "step", label = "the lesson", input = 'require("mha.lesson").replaying("/p/77_m.lua", "zh")',
+         output = "── 77 M ──\n", heading = {title = "77 M", level = 1, markup = "s", lang = "zh"}},
+        {kind = "step", label = "lesson m, step 1", input = "", before = 'require("mha.lesson").at_step(1)',
+         output = "── step 1/2: E ──\n", heading = {title = "E", level = 2, markup = "q", exercise = 1, lang = "zh"}},
+        {kind = "enter", input = "", output = "Exercise:\nq\nAnswer with answer(value).\n"},
+        {kind = "lua", input = "answer(2)", how = "print", output = "correct\n"},
+        {kind = "step", label = "lesson m, step 2", input = "x = 1", before = 'require("mha.lesson").at_step(2)',
+         output = "── step 2/2: S ──\n  │ x = 1\n", heading = {title = "S", level = 2, markup = "t", lang = "zh"}},
+        {kind = "enter", input = "", output = "End of the lesson.\n"},
+    })
+    local code = {}
+    for _, c in ipairs(cells) do if c.kind == "code" then code[#code + 1] = c.source end end
+    T.eq("session_exercise_cells", code, {'require("mha.lesson").replaying("/p/77_m.lua", "zh");',
+        'require("mha.lesson").at_step(1)   -- 下面的答案所检查的练习', "answer(2)",
+        'require("mha.lesson").at_step(2)   -- 课程已过了那道练习：答案不再对照它检查', "x = 1"})
 end)
 
 -- the command line and the REPL's :export, through the binary under test

@@ -1,7 +1,8 @@
 """tests/notebook/test_export.py - the notebook export: every lesson's .ipynb (en and zh) is valid nbformat 4.4 with
 the kernelspec mha-repl and its outputs are those of the batch transcript (tests/golden/); lessons re-executed
 by nbconvert in the kernel give the same outputs; the HTML export is one self-contained page that headless
-Chromium renders without console errors, every SVG in place.
+Chromium renders without console errors, every SVG in place; a session's notebook in a lesson re-runs
+without errors, its answers as in the session.
 
 usage: MHA_REPL=build/mha-repl /usr/bin/python3 tests/notebook/test_export.py [--quick]   (PASS/FAIL lines)
 --quick re-executes one lesson instead of two.
@@ -155,6 +156,94 @@ def session_export(tmp):
         screenshot(why, os.path.join(tmp, "session.png"))
 
 
+def text_of(cell):
+    """What a code cell printed as one text: streams and values (a value as the REPL prints it, on a line)."""
+    out = ""
+    for o in cell.outputs:
+        if o.output_type == "stream":
+            out += o.text
+        elif o.output_type == "error":
+            out += "error: " + o.evalue + "\n"
+        else:
+            out += o.get("data", {}).get("text/plain", "") + "\n"
+    return out
+
+
+def session_in_lesson(tmp, name, typed):
+    """The code cells of the notebook :export writes after typed (the REPL's input), or None."""
+    target = os.path.join(tmp, name + ".ipynb")
+    typed += ":export %s\n" % target
+    r = subprocess.run([REPL, "-i", "/dev/null"], input=typed.encode(), env=ENV, capture_output=True, timeout=120,
+                       cwd=ROOT)
+    said = r.stdout.decode("utf-8", "replace")
+    check(name + "_written", r.returncode == 0 and os.path.exists(target), said[-300:])
+    if not os.path.exists(target):
+        return None, target
+    return [c for c in nbformat.read(target, as_version=4).cells if c.cell_type == "code"], target
+
+
+def executed_cells(target):
+    """The code cells of target executed by nbconvert in the kernel (errors allowed), or None and why."""
+    executed = target[:-len(".ipynb")] + ".executed.ipynb"
+    r = subprocess.run(["jupyter", "nbconvert", "--to", "notebook", "--execute", "--allow-errors",
+                        "--ExecutePreprocessor.kernel_name=mha-repl", "--ExecutePreprocessor.timeout=120",
+                        "--output", executed, target], env=ENV, capture_output=True, timeout=300)
+    if r.returncode != 0:
+        return None, r.stderr.decode()[-400:]
+    return [c for c in nbformat.read(executed, as_version=4).cells if c.cell_type == "code"], executed
+
+
+MID_EXERCISE = r"""return lesson{
+    name = "mid", seed = 7, title = {en = "Mid", zh = "中"}, summary = {en = "s", zh = "s"},
+    step{ title = {en = "a", zh = "a"}, text = {en = "t", zh = "t"}, code = [[x = mha.randn{2}]] },
+    exercise{ title = {en = "e", zh = "e"}, prompt = {en = "two?", zh = "二"}, solution = [[2]] },
+    step{ title = {en = "b", zh = "b"}, text = {en = "t", zh = "t"}, code = [[print(LESSON ~= nil, x:shape()[1])]] },
+}
+"""
+
+
+def session_lesson_rerun(tmp):
+    """:export of a session in lesson 4 (stepped to its exercise, answered wrong, then right) re-runs in the
+    kernel: the first cell opens the lesson for code (its helpers, language, seed), the exercise step is
+    at_step(5) (no ':next' cell), and nbconvert's executed notebook has no errors and the same answers.
+    A lesson opened by its path, answered after the step past its exercise, re-runs as it ran too."""
+    code, target = session_in_lesson(tmp, "session_lesson",
+                                     ":open 4\n\n\n\n\nanswer(1 / math.sqrt(768))\nanswer(1 / 8)\n")
+    if code is None:
+        return
+    sources = [c.source for c in code]
+    check("session_lesson_cells", 'require("mha.lesson").open_cells(4, "en");' in sources[0]
+          and sources[1] == "mha.seed(4)" and not any(s.startswith(":") for s in sources)
+          and sources[-3].startswith('require("mha.lesson").at_step(5)') and sources[-2:] == ["answer(1 / math.sqrt(768))", "answer(1 / 8)"],
+          str(sources))
+    wrong, right = text_of(code[-2]), text_of(code[-1])
+    check("session_lesson_answers", wrong.startswith("not yet: you scaled by √d_model") and wrong.endswith("false\n")
+          and right == "correct\ntrue\n", repr((wrong, right)))
+    again, executed = executed_cells(target)
+    if again is None:
+        check("session_lesson_rerun", False, executed)
+        return
+    errors = [(c.source[:40], o.evalue) for c in again for o in c.outputs if o.output_type == "error"]
+    check("session_lesson_rerun", not errors and len(again) == len(code), str(errors))
+    check("session_lesson_rerun_answers", [text_of(c) for c in again[-2:]] == [wrong, right],
+          repr([text_of(c) for c in again[-2:]]))
+    page, why = nbconvert_html(executed)
+    if page is not None:
+        screenshot(why, os.path.join(tmp, "lesson_session.png"))
+
+    path = os.path.join(tmp, "77_mid.lua")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(MID_EXERCISE)
+    code, target = session_in_lesson(tmp, "session_mid", ":open %s\n\n\nanswer(2)\n" % path)
+    if code is None:
+        return
+    again, why = executed_cells(target)
+    said = [text_of(c) for c in code]
+    check("session_mid_rerun", again is not None and [text_of(c) for c in again] == said
+          and said[-2:] == ["true\t2\n", "there is no exercise to answer at this step\nfalse\n"],
+          why if again is None else repr((said, [text_of(c) for c in again])))
+
+
 HOSTILE = r"""return lesson{
     name = "hostile", seed = 1,
     title = {en = "<img src=x onerror=alert(1)> `open", zh = "<b>粗</b>"},
@@ -269,6 +358,7 @@ def main():
 
     html_by_nbconvert(tmp)
     session_export(tmp)
+    session_lesson_rerun(tmp)
     hostile_lesson(tmp)
 
     shutil.rmtree(tmp, ignore_errors=True)
