@@ -14,8 +14,7 @@ send :save $tmp/s\r
 expect saved
 send \x04
 STEPS
-sed 's/\x1b\[[0-9;?]*[a-zA-Z]//g' "$tmp/shown" | tr -d '\r' >"$tmp/lines"
-[ -n "${SHOW:-}" ] && cat "$tmp/lines"
+screen_lines "$tmp/shown" "$tmp/lines"
 grep -qx 11111 "$tmp/lines" && grep -qx 22222 "$tmp/lines" && pass pager_typeahead_pty_both_run \
     || fail pager_typeahead_pty_both_run "print(11111) and print(22222) typed after help did not both run: $(cat "$tmp/lines")"
 grep -qF -- "$pause" "$tmp/lines" && fail pager_typeahead_pty_no_pause "help paused with input typed ahead" \
@@ -39,7 +38,7 @@ send print(33333)\r
 expect 33333\r
 send \x04
 STEPS
-sed 's/\x1b\[[0-9;?]*[a-zA-Z]//g' "$tmp/shown" | tr -d '\r' >"$tmp/lines"
+screen_lines "$tmp/shown" "$tmp/lines"
 pauses=$(grep -cF -- "$pause" "$tmp/lines")
 [ "$pauses" -eq 2 ] && grep -qx "  mha.view" "$tmp/lines" && grep -qx 33333 "$tmp/lines" \
     && pass pager_typeahead_pty_alone_pauses \

@@ -27,8 +27,7 @@ send :save $tmp/s\r
 expect saved
 send \x04
 STEPS
-sed 's/\x1b\[[0-9;?]*[a-zA-Z]//g' "$tmp/shown" | tr -d '\r' >"$tmp/lines"
-[ -n "${SHOW:-}" ] && cat "$tmp/lines"
+screen_lines "$tmp/shown" "$tmp/lines"
 # what the session printed for its inputs after :goto: every line from the first verdict to 42, less the
 # prompts with their inputs and the typed lines the terminal echoed
 awk '/^not yet/ { on = 1 } on && !/^> / && !/^answer\(/ && !/^print\(/ && !/^40 \+ 2$/ { print }
