@@ -32,9 +32,15 @@ local function rows_of(s)
 end
 
 -- The pause between two screens: at a terminal it waits for Enter (q stops pausing); on a screen that
--- is only counted (a replay at a given size) it writes the pause line and goes on.
+-- is only counted (a replay at a given size) it writes the pause line and goes on. Lines typed or
+-- pasted ahead are inputs for the prompt, never the pause's keys: while any wait unread, the output
+-- goes on without a pause, and the REPL runs them after it.
 local function pause()
     local function emit(...) paging.write(paging.stdout, ...) end
+    if not paging.counted_only and pager.terminal.typed_ahead() then
+        paging.used = 0
+        return
+    end
     emit((words[paging.lang] or words.en).more)
     if paging.counted_only then
         emit("\n")
@@ -45,11 +51,13 @@ local function pause()
     if key == nil or key:match("^%s*[qQ]") then paging = nil else paging.used = 0 end
 end
 
--- The screen and the keyboard: parameters, so that tests can give a screen and the keys pressed.
+-- The screen and the keyboard: parameters, so that tests can give a screen and the keys pressed
+-- (typed_ahead: whether input waits unread at the terminal).
 pager.terminal = {
     rows = function() return term.rows(1) end,
     read = function() return io.read("l") end,
     at_terminal = function() return term.isatty(0) and term.isatty(1) end,
+    typed_ahead = function() return term.isatty(0) and term.input_waiting(0) end,
 }
 
 -- Writes text, counting its lines (a long line takes as many rows as it wraps to) and pausing when the

@@ -464,8 +464,12 @@ function repl.after(input, how, seconds, ...)
         local hint = repl.hint(input, how, ...)
         if hint then out(hint_text(hint)) end
     end
-    -- an input Ctrl-C stopped keeps how long it ran: its replay runs as long
-    record({kind = "lua", input = input, how = how, seconds = how == "interrupted" and seconds or nil})
+    -- an input Ctrl-C stopped keeps how long it ran: its replay runs as long; :save replays values
+    -- as the REPL showed them (values: how many, none for answer(x) at the prompt; called: bare help)
+    local values = (how == "print" or how == "quiet") and select("#", ...) or nil
+    record({kind = "lua", input = input, how = how, values = values,
+            seconds = how == "interrupted" and seconds or nil,
+            called = how == "print" and bare_help(input, ...) or nil})
     if repl.show_time then show_time(seconds) end
 end
 
@@ -657,7 +661,10 @@ local function as_script(entry, r)
         local expr, _, tail = repl.split_input(input)
         tail = tail:match("^%s*(.-)%s*$")
         tail = tail ~= "" and " " .. tail or ""
-        local show = r .. (entry.how == "print" and ".show(" or ".keep(")
+        -- no value (answer(x) at the prompt returns none) replays with none shown, whatever the
+        -- call returns in a script; bare help is called as the REPL called it
+        local show = r .. (entry.values == 0 and ".none(" or entry.called and ".call("
+                           or entry.how == "print" and ".show(" or ".keep(")
         -- statements, then the value shown (repl.return_last): in a block of their own, for their locals
         local head, last = nil, expr
         if not load("return " .. expr .. ";") then head, last = repl.split_last(expr) end
@@ -684,13 +691,18 @@ local function compile_input(input)
     return load(input, "=stdin")
 end
 
--- What a script saved by :save calls: show(...) and keep(...) do with values what the REPL did, reset()
+-- What a script saved by :save calls: show(...) and keep(...) do with values what the REPL did
+-- (none(...) for an input that gave none, call(f) for bare help, which the REPL called), reset()
 -- brings the globals back to those the script started with, fails(input) runs an input that raised an
 -- error in the session and prints its message (the REPL printed it with a traceback).
 function repl.replayer()
     local start = {}
     for k, v in next, _G do start[k] = v end
-    local replay = {show = show_values, keep = keep_values}
+    local replay = {show = show_values, keep = keep_values, none = function() end}
+    function replay.call(f)
+        local ok, err = pcall(f)
+        if not ok then show_error(err) end
+    end
     function replay.reset()
         for k in next, _G do
             if start[k] == nil then rawset(_G, k, nil) end
@@ -763,7 +775,8 @@ function repl.save(base)
     local script = {
         "-- A session of mha-repl, saved by :save. Replay it with: mha-repl " .. base .. ".lua",
         "-- Each input runs as in the session: " .. r .. ".show prints values as the REPL did and keeps the",
-        "-- first in _ (" .. r .. ".keep: a trailing ;), " .. r .. ".reset() is :reset, " .. r
+        "-- first in _ (" .. r .. ".keep: a trailing ;; " .. r .. ".none: no value), "
+            .. r .. ".reset() is :reset, " .. r
             .. ".fails runs an input that raised an error,",
         "-- " .. r .. ".interrupted one Ctrl-C stopped (for as long as it ran, then stopped there).",
         "local " .. r .. " = require(\"mha.repl\").replayer()",

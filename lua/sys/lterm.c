@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
 
@@ -244,6 +245,16 @@ static int term_columns(lua_State *L) { return push_term_size(L, 0, "COLUMNS", 8
  * runner pauses a step taller than the screen). */
 static int term_rows(lua_State *L) { return push_term_size(L, 1, "LINES", 24); }
 
+/* term.input_waiting([fd|file]) -> true when the stream (default: stdin, fd 0) has input to read
+ * now: lines typed or pasted ahead, which a pause must not take as its keys (lua/lesson/pager.lua).
+ * Never waits. */
+static int term_input_waiting(lua_State *L) {
+    int fd = lua_isnoneornil(L, 1) ? STDIN_FILENO : checkfd(L, 1);
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    lua_pushboolean(L, poll(&p, 1, 0) == 1 && (p.revents & POLLIN));
+    return 1;
+}
+
 static const luaL_Reg term_funcs[] = {
     {"isatty", term_isatty},
     {"colour", term_colour},
@@ -251,6 +262,7 @@ static const luaL_Reg term_funcs[] = {
     {"rows", term_rows},
     {"width", term_width},
     {"truncate", term_truncate},
+    {"input_waiting", term_input_waiting},
     {NULL, NULL}
 };
 

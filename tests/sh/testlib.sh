@@ -16,3 +16,9 @@ pty_run() { "$python" "$(dirname "${BASH_SOURCE[0]}")/pty_drive.py" "$@"; }
 need_python() {   # need_python NAME
     [ -x "$python" ] || { echo "SKIP $1: $python is not installed"; exit 0; }
 }
+# screen_lines SHOWN LINES: what a pty showed (pty_run's output in SHOWN) as plain lines in LINES, escape
+# sequences and carriage returns removed; SHOW=1 prints them.
+screen_lines() {
+    sed 's/\x1b\[[0-9;?]*[a-zA-Z]//g' "$1" | tr -d '\r' >"$2"
+    [ -z "${SHOW:-}" ] || cat "$2"
+}
