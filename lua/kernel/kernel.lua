@@ -97,12 +97,7 @@ end
 function kernel.setup()
     if set_up then return end
     set_up = true
-    local mha = require "mha"
-    if type(mha.show) == "function" then
-        local shown = mha.show
-        mha.show = wrap_show(shown)
-        if rawget(_G, "show") == shown then rawset(_G, "show", mha.show) end
-    end
+    outputs.wrap_show(wrap_show)
     -- what a cell prints reaches the notebook as it is printed (a long loop shows its progress), after
     -- the REPL's capture has kept it
     local function live(write)

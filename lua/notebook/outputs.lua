@@ -10,6 +10,16 @@ local json = require "mha.json"
 
 local M = {}
 
+-- Wraps mha.show, and the global show while it is mha.show: wrapper(show) returns the new show. The kernel
+-- (a cell's table) and the session's recorder (:export's table) each wrap it this one way.
+function M.wrap_show(wrapper)
+    local mha = require "mha"
+    if type(mha.show) ~= "function" then return end
+    local shown = mha.show
+    mha.show = wrapper(shown)
+    if rawget(_G, "show") == shown then rawset(_G, "show", mha.show) end
+end
+
 -- Base64 (RFC 4648) of a byte string, for a PNG inside the notebook's JSON.
 local B64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
 local function sextet(n) return B64:sub(n + 1, n + 1) end

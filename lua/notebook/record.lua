@@ -110,12 +110,7 @@ end
 -- Once per Lua state. runner: the lesson runner (mha.lesson) the REPL runs, or nil.
 function M.install(repl, runner)
     the_repl, the_runner = repl, runner
-    local mha = require "mha"
-    if type(mha.show) == "function" then
-        local shown = mha.show
-        mha.show = wrap_show(shown)
-        if rawget(_G, "show") == shown then rawset(_G, "show", mha.show) end
-    end
+    require("mha.notebook.outputs").wrap_show(wrap_show)
     local ok, plot = pcall(require, "mha.plot")
     if ok and type(plot) == "table" then plot.on_drawing = on_drawing end
 end
