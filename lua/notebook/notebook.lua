@@ -363,16 +363,6 @@ local function ipynb_output(o, count)
     return out
 end
 
--- v with every string in it made UTF-8 (each bad byte sequence U+FFFD, as ipykernel does): a text from
--- anywhere must not stop the notebook being written.
-local function utf8_clean(v)
-    if type(v) == "string" then return json.utf8_clean(v) end
-    if type(v) == "table" then
-        for k, item in pairs(v) do v[k] = utf8_clean(item) end
-    end
-    return v
-end
-
 function M.ipynb(cells, title)
     local nb_cells = {}
     for _, c in ipairs(cells) do
@@ -390,7 +380,9 @@ function M.ipynb(cells, title)
     end
     local nb = {nbformat = 4, nbformat_minor = 4, cells = nb_cells,
                 metadata = {kernelspec = KERNELSPEC, language_info = LANGUAGE_INFO, title = title}}
-    return json.encode(utf8_clean(nb), 1) .. "\n"
+    -- json.encode makes every string UTF-8 (each bad sequence U+FFFD, as ipykernel does), so a text from
+    -- anywhere cannot stop the notebook being written
+    return json.encode(nb, 1) .. "\n"
 end
 
 local PAGE_CSS = [[
