@@ -13,22 +13,23 @@ RL_LIBS    = $(shell pkg-config --libs readline)
 # the Jupyter kernel and the notebook export: ZeroMQ, jansson (JSON), OpenSSL's libcrypto (HMAC-SHA256)
 NB_CFLAGS  = $(shell pkg-config --cflags libzmq jansson libcrypto)
 NB_LIBS    = $(shell pkg-config --libs libzmq jansson libcrypto) -lpthread
-# zlib: deflate and CRC-32 of .npz archives (core/npz.c)
+# zlib: deflate and CRC-32 of .npz archives (core/io/npz.c)
 CORE_LIBS  = -lz -lm
 ALL_CFLAGS = $(DEFS) $(WARN) $(CFLAGS) $(SAN) -fPIC -Icore -Ilua/bind -Ilua/sys -Ilua/kernel -Ilua/notebook -I$(BUILD)
 
 # Sources, room by room (README.md, Layout). Each Lua helper is embedded under the module name it is
 # required by; a new file is added here by hand.
-CORE_SRC  = core/tensor.c core/ops.c core/rng.c core/npy.c core/kernels.c \
-            core/functional.c core/sdpa.c core/multihead.c
-CORE_SRC += core/autograd.c core/autograd_ops.c core/autograd_nn.c core/nn_ops.c core/sdpa_backward.c \
-            core/multihead_grad.c
-CORE_SRC += core/npz.c core/optim.c
-CORE_SRC += core/alloc.c
-CORE_SRC += core/ops_elementwise.c
-CORE_SRC += core/ops_reduce.c
-CORE_SRC += core/ops_join.c
-CORE_SRC += core/ops_matmul.c
+# core/, room by room in reading order (docs/architecture.md says what each room holds)
+CORE_SRC  = core/tensor/alloc.c core/tensor/tensor.c core/tensor/rng.c \
+            core/tensor/ops.c core/tensor/ops_elementwise.c core/tensor/ops_reduce.c \
+            core/tensor/ops_join.c core/tensor/ops_matmul.c
+CORE_SRC += core/io/npy.c core/io/npz.c
+CORE_SRC += core/kernels/kernels.c
+CORE_SRC += core/autograd/autograd.c core/autograd/autograd_ops.c
+CORE_SRC += core/nn/functional.c core/nn/nn_ops.c core/nn/autograd_nn.c
+CORE_SRC += core/attention/sdpa.c core/attention/sdpa_backward.c \
+            core/attention/multihead.c core/attention/multihead_grad.c
+CORE_SRC += core/optim/optim.c
 BIND_SRC  = lua/bind/lmha.c lua/bind/ltensor.c lua/bind/lmultihead.c
 BIND_SRC += lua/bind/lauxmha.c
 BIND_SRC += lua/bind/lautograd.c
@@ -71,13 +72,13 @@ LUA_FILES = $(foreach e,$(EMBED),$(word 2,$(subst =, ,$(e))))
 EMBED    += mha.repl.habits=lua/repl/habits.lua mha.help.zh=lua/help/zh.lua
 EMBED    += mha.raise=lua/bind/raise.lua
 EMBED    += mha.options=lua/bind/options.lua
-# the fast kernels: one source, core/kernels_simd.c, compiled once per instruction set (the AVX ones are
-# empty off x86-64); a * b + c contracts to one FMA where the set has it
+# the fast kernels: one source, core/kernels/kernels_simd.c, compiled once per instruction set (the
+# AVX ones are empty off x86-64); a * b + c contracts to one FMA where the set has it
 KERNEL_SETS = portable avx2 avx512
-CORE_OBJ  = $(CORE_SRC:%.c=$(BUILD)/%.o) $(KERNEL_SETS:%=$(BUILD)/core/kernels_%.o)
+CORE_OBJ  = $(CORE_SRC:%.c=$(BUILD)/%.o) $(KERNEL_SETS:%=$(BUILD)/core/kernels/kernels_%.o)
 LIB_OBJ   = $(BIND_SRC:%.c=$(BUILD)/%.o) $(SYS_SRC:%.c=$(BUILD)/%.o) $(BUILD)/embedded.o
 TEST_BIN  = $(addprefix $(BUILD)/tests/,$(TESTS))
-CORE_H    = $(wildcard core/*.h)
+CORE_H    = $(wildcard core/*/*.h)
 LUA_H     = $(wildcard lua/*/*.h)
 
 .PHONY: all run test asan fuzz bench bench-grad bench-train models golden docs clean install-kernel deps deps-run deps-test deps-bench deps-fuzz
@@ -148,13 +149,13 @@ $(BUILD)/core/%.o: core/%.c $(CORE_H) | deps
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
 
-$(BUILD)/core/kernels_portable.o: core/kernels_simd.c $(CORE_H) | deps
+$(BUILD)/core/kernels/kernels_portable.o: core/kernels/kernels_simd.c $(CORE_H) | deps
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -ffp-contract=fast -c $< -o $@
-$(BUILD)/core/kernels_avx2.o: core/kernels_simd.c $(CORE_H) | deps
+$(BUILD)/core/kernels/kernels_avx2.o: core/kernels/kernels_simd.c $(CORE_H) | deps
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -ffp-contract=fast -DMHA_SIMD_AVX2 -c $< -o $@
-$(BUILD)/core/kernels_avx512.o: core/kernels_simd.c $(CORE_H) | deps
+$(BUILD)/core/kernels/kernels_avx512.o: core/kernels/kernels_simd.c $(CORE_H) | deps
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -ffp-contract=fast -DMHA_SIMD_AVX512 -c $< -o $@
 
@@ -213,7 +214,7 @@ $(BUILD)/tests/%: tests/repl/%.c tests/check.h
 	$(CC) $(ALL_CFLAGS) -Itests -o $@ $< -lutil
 
 # bench: the cases timed in C (one thread, then every core) beside NumPy and torch, then from Lua through
-# mha-repl beside those. No malloc settings (the caching allocator does that job, core/alloc.h); NumPy
+# mha-repl beside those. No malloc settings (the caching allocator does that job, core/tensor/alloc.h); NumPy
 # runs with OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset, so OpenBLAS picks its kernels as a user's does.
 # ISA=avx2 (or portable) times another kernel variant of the same CPU; each table's header names the one that ran
 ISA        ?=

@@ -5,8 +5,8 @@
  *   --torch COMMAND   run "COMMAND L" (bench_grad_torch.py, by /bin/sh) for torch's time at L; it prints "L ms"
  *   --quick           skip the L=16384 memory row (about a minute on one core)
  * Case: self-attention, x (1,L,512) requiring grad, need_weights=false, loss = mean(out²), then backward; the
- * median of 5 runs after one warm-up. Ours records the graph (core/multihead_grad.c) and backpropagates through
- * the attention backward from the kept weights (both L here keep them: under 256 MiB, core/autograd_nn.c); torch
+ * median of 5 runs after one warm-up. Ours records the graph (core/attention/multihead_grad.c) and backpropagates through
+ * the attention backward from the kept weights (both L here keep them: under 256 MiB, core/nn/autograd_nn.c); torch
  * runs nn.MultiheadAttention in training mode (its autograd graph), which keeps them too. Beside each row, the
  * ratio our FLOPs would give at this core's FMA peak (bench/peak.c): the floor of ours/torch on this machine.
  * Memory row: scaled dot-product attention backward on (1,8,16384,64) q, k, v without weights (the fused path):
@@ -17,11 +17,11 @@
 #include <string.h>
 #include <time.h>
 
-#include "autograd_ops.h"
-#include "kernels.h"
-#include "multihead_grad.h"
+#include "autograd/autograd_ops.h"
+#include "kernels/kernels.h"
+#include "attention/multihead_grad.h"
 #include "peak.h"
-#include "sdpa_backward.h"
+#include "attention/sdpa_backward.h"
 
 /* CPU time of the process: the runs are single-threaded, and on a shared machine the wall clock counts the
  * other programs' time too (bench_grad_torch.py measures torch by time.process_time() alike). */

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tensor.h"
+#include "tensor/tensor.h"
 
 typedef struct entry {
     char name[96];

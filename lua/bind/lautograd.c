@@ -4,11 +4,11 @@
 
 #include <lauxlib.h>
 
-#include "autograd_ops.h"
+#include "autograd/autograd_ops.h"
 #include "lauxmha.h"
 #include "lmha.h"
-#include "nn_ops.h"
-#include "sdpa_backward.h"
+#include "nn/nn_ops.h"
+#include "attention/sdpa_backward.h"
 
 #include <math.h>
 #include <string.h>

@@ -4,7 +4,7 @@
 #define MHA_LAUTOGRAD_H
 
 #include <lua.h>
-#include "tensor.h"
+#include "tensor/tensor.h"
 
 /* Raises fname's error when t may not be written in place (it requires grad, outside mha.no_grad);
  * otherwise counts the write, so a graph that saved t's data refuses a stale backward. */

@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <lua.h>
 #include <lauxlib.h>
-#include "tensor.h"
+#include "tensor/tensor.h"
 
 #define MHA_TENSOR_T     "mha.Tensor"              /* metatable name: errors read "mha.Tensor expected" */
 #define MHA_MULTIHEAD_T  "mha.MultiheadAttention"

@@ -10,14 +10,14 @@
 #include <time.h>
 
 #include "embedded.h"
-#include "attention.h"
-#include "kernels.h"
+#include "attention/attention.h"
+#include "kernels/kernels.h"
 #include "lauxmha.h"
 #include "lmha.h"
 #include "lsys.h"
-#include "npz.h"
+#include "io/npz.h"
 #include "lautograd.h"
-#include "autograd_ops.h"
+#include "autograd/autograd_ops.h"
 
 /* ---- constructors ---- */
 
@@ -200,7 +200,7 @@ static int l_reset_peak(lua_State *L) {
 }
 
 /* mha.threads([n]) -> the thread count before the call: with n (1..64) the kernels use n threads from
- * now on. Results are the same bits whatever n is (core/kernels.h). */
+ * now on. Results are the same bits whatever n is (core/kernels/kernels.h). */
 static int l_threads(lua_State *L) {
     size_t before = mha_kernels_threads();
     if (!lua_isnoneornil(L, 1)) {

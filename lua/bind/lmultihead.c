@@ -11,10 +11,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "attention.h"
+#include "attention/attention.h"
 #include "lauxmha.h"
 #include "lmha.h"
-#include "multihead_grad.h"
+#include "attention/multihead_grad.h"
 
 #define MHA_TRACE_SCRATCH_T "mha.MultiheadAttention.trace" /* a trace being handed to Lua */
 

@@ -1,5 +1,5 @@
 /* lua/bind/lnpz.c - checkpoints: mha.save and mha.load of NumPy .npz archives, a Lua table name -> tensor
- * on one side and np.savez's zip of NAME.npy members on the other (core/npz.c reads and writes the zip).
+ * on one side and np.savez's zip of NAME.npy members on the other (core/io/npz.c reads and writes the zip).
  *
  *   mha.save("m.npz", m:state_dict())            -- np.load("m.npz") reads it
  *   sd = mha.load("m.npz")                       -- sd.weight, ... */
@@ -8,7 +8,7 @@
 
 #include "lauxmha.h"
 #include "lmha.h"
-#include "npz.h"
+#include "io/npz.h"
 
 #define MHA_NPZ_SCRATCH_T "mha.npz" /* an archive on its way into Lua: __gc frees what is not handed over */
 

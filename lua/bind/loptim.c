@@ -1,4 +1,4 @@
-/* lua/bind/loptim.c - module "mha.optim_kernels": one optimizer step on one parameter, over core/optim.c, for
+/* lua/bind/loptim.c - module "mha.optim_kernels": one optimizer step on one parameter, over core/optim/optim.c, for
  * the optimizer classes of lua/nn/optim.lua (mha.optim.SGD, Adam, AdamW) and mha.clip_grad_norm.
  *
  *   K.sgd_step(p, state, group, name)             -> true, or false when p has no gradient (skipped)
@@ -11,10 +11,10 @@
 #include <math.h>
 #include <string.h>
 
-#include "autograd.h"
+#include "autograd/autograd.h"
 #include "lauxmha.h"
 #include "lmha.h"
-#include "optim.h"
+#include "optim/optim.h"
 
 /* The parameter at 1: a float32 tensor whose data the step may write in place. */
 static mha_tensor *checkparam(lua_State *L, const char *name) {

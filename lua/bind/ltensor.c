@@ -11,7 +11,7 @@
 #include "lauxmha.h"
 #include "lmha.h"
 #include "lautograd.h"
-#include "autograd_ops.h"
+#include "autograd/autograd_ops.h"
 
 /* ---- reading tensors back into Lua ---- */
 

@@ -546,7 +546,7 @@ method("close", "t:close()",
        .. "reads as closed afterwards. `local t <close> = ...` does it at the end of the scope.",
        nil, "t = mha.zeros(100, 100)\nt:close()\nprint(mha.memory())", {"mha.memory"})
 
--- ---- gradients (core/autograd.c) ----
+-- ---- gradients (core/autograd/autograd.c) ----
 
 local function grad_method(name, sig, doc, formula, example, see)
     entry("Tensor:" .. name, "gradients", sig, doc, formula, example, see)
@@ -599,7 +599,7 @@ entry("mha.is_grad_enabled", "gradients", "mha.is_grad_enabled() -> boolean",
     "False inside mha.no_grad, true otherwise.", nil,
     "print(mha.is_grad_enabled(), mha.no_grad(mha.is_grad_enabled))", {"mha.no_grad"})
 
--- ---- ops that training needs, and the backward functions (core/nn_ops.c, core/sdpa_backward.c) ----
+-- ---- ops that training needs, and the backward functions (core/nn/nn_ops.c, core/attention/sdpa_backward.c) ----
 
 entry("mha.log_softmax", "gradients", "mha.log_softmax(x, dim) -> tensor",
     "log(softmax(x)) along dim, computed without forming the softmax (no log of 0 for tiny weights). "

@@ -1,6 +1,6 @@
 -- lua/nn/optim.lua - module "mha.nn.optim" (mha.optim): torch.optim's SGD, Adam and AdamW, and clip_grad_norm
 -- (torch.nn.utils.clip_grad_norm_), over the gradients autograd leaves in p:grad(). The update rules are
--- core/optim.c's (through mha.optim_kernels); this file holds the classes: options checked as torch checks
+-- core/optim/optim.c's (through mha.optim_kernels); this file holds the classes: options checked as torch checks
 -- them, parameter groups, and the per-parameter state (opt.state[p].exp_avg, ...).
 --
 --   opt = mha.optim.Adam(m:parameters(), {lr = 1e-3})

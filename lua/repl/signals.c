@@ -13,7 +13,7 @@
 #include <lua.h>
 #include <lauxlib.h>
 
-#include "tensor.h"      /* mha_interrupt: Ctrl-C reaches running kernels */
+#include "tensor/tensor.h"      /* mha_interrupt: Ctrl-C reaches running kernels */
 #include "signals.h"
 
 static lua_State *volatile running = NULL;   /* the state running Lua code, for laction (lua.c's globalL) */

@@ -1,10 +1,10 @@
-/* tests/core/test_alloc.c - the caching allocator (core/alloc.c): a freed block is handed out again at
+/* tests/core/test_alloc.c - the caching allocator (core/tensor/alloc.c): a freed block is handed out again at
  * once, classes round up by at most 25%, blocks are aligned, threads share it safely, nothing leaks,
  * and the plain malloc path does the same jobs. */
 
-#include "alloc.h"
+#include "tensor/alloc.h"
 #include "check.h"
-#include "tensor.h"
+#include "tensor/tensor.h"
 
 #include <pthread.h>
 #include <stdint.h>

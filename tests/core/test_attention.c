@@ -8,10 +8,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "attention.h"
+#include "attention/attention.h"
 #include "check.h"
-#include "kernels.h"
-#include "tensor.h"
+#include "kernels/kernels.h"
+#include "tensor/tensor.h"
+#include "io/npy.h"
 
 #define RTOL 1e-5
 #define ATOL 1e-6
@@ -920,7 +921,7 @@ static void test_equal(void) {
 /* ---- the head mean made by blocks of rows ---- */
 
 /* With the weights averaged over heads (torch's default) the forward never forms the per-head weights:
- * blocks of queries run through every head, softmax adding into the mean as it writes (core/multihead.c,
+ * blocks of queries run through every head, softmax adding into the mean as it writes (core/attention/multihead.c,
  * mean_part). Its mean must be the very bits of the per-head weights (average_attn_weights=false) summed
  * head after head in float and divided by H, and its output the very bits of that forward's: over
  * ragged blocks (L = 100 rows, blocks of 48), with a bool attn_mask per head, key padding, causal and

@@ -5,11 +5,11 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "autograd_ops.h"
+#include "autograd/autograd_ops.h"
 #include "check.h"
-#include "kernels.h"
-#include "multihead_grad.h"
-#include "sdpa_backward.h"
+#include "kernels/kernels.h"
+#include "attention/multihead_grad.h"
+#include "attention/sdpa_backward.h"
 
 static float max_abs_diff(const mha_tensor *a, const mha_tensor *b) {
     mha_tensor ca = MHA_TENSOR_EMPTY, cb = MHA_TENSOR_EMPTY;

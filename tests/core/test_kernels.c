@@ -8,9 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "attention.h"
+#include "attention/attention.h"
 #include "check.h"
-#include "kernels.h"
+#include "kernels/kernels.h"
 
 /* Tolerances, |got - want| <= atol + rtol·|want|:
  *   sgemm: rtol 1e-5, atol = 4·K·u·max|a|·max|b| (u = 2^-24, the float unit roundoff), the size of
@@ -268,7 +268,7 @@ static void check_sgemm(const char *isa) {
 
 /* ---- attention ---- */
 
-/* The formula in double, written independently of core/kernels.c:
+/* The formula in double, written independently of core/kernels/kernels.c:
  * out[i] = sum_j w_ij v_j,  w_ij = exp(s_ij - max_j s_ij) / sum_j exp(...),
  * s_ij = scale·q_i·k_j + mask_ij, -inf where causal and j > i; a row of all -inf is NaN. */
 static void attention_double(double *out /* (L,Dv) */, const mha_attn_args *x) {
@@ -687,7 +687,7 @@ static void check_threads_identical(const char *isa) {
     free(q); free(k); free(v); free(mask); free(out1); free(outn);
 }
 
-/* The attention layer (core/sdpa.c, core/multihead.c) shares its (batch, head) slices out over threads: the
+/* The attention layer (core/attention/sdpa.c, core/attention/multihead.c) shares its (batch, head) slices out over threads: the
  * outputs and weights must be the very bits of one thread, on each path - fused (no weights, a key
  * padding mask, causal), plain keeping the weights (a bool attn_mask per head), plain without
  * weights (bias_kv and zero_attn, one scores slice per part), the trace, and sdpa over broadcast

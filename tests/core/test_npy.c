@@ -5,7 +5,8 @@
 
 #include "check.h"
 #include "manifest.h"
-#include "tensor.h"
+#include "tensor/tensor.h"
+#include "io/npy.h"
 
 #include <errno.h>
 #include <stdint.h>

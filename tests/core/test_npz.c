@@ -5,7 +5,7 @@
 
 #include "check.h"
 #include "manifest.h"
-#include "npz.h"
+#include "io/npz.h"
 
 #include <dirent.h>
 #include <stdint.h>

@@ -1,4 +1,4 @@
-/* tests/core/test_ops.c - core/ops.c against NumPy: elementwise ops with broadcasting and strided
+/* tests/core/test_ops.c - core/tensor/ops.c against NumPy: elementwise ops with broadcasting and strided
  * views, NaN/inf, comparisons and logic, where/masked_fill, reductions, cat/stack, matmul, errors.
  *
  * The references are the .npy files in tests/fixtures/ops/, written by tests/fixtures/gen/gen_ops_fixtures.py (run it with
@@ -14,7 +14,8 @@
 #include <stdlib.h>
 
 #include "check.h"
-#include "tensor.h"
+#include "tensor/tensor.h"
+#include "io/npy.h"
 
 #define FIXTURES "tests/fixtures/ops/"
 

@@ -1,10 +1,10 @@
-/* tests/core/test_optim.c - the update rules of core/optim.c against torch 1.13's torch.optim: for each
+/* tests/core/test_optim.c - the update rules of core/optim/optim.c against torch 1.13's torch.optim: for each
  * configuration in tests/fixtures/optim/cases.txt, 20 steps fed the gradients torch's autograd gave
  * (so no autograd is needed here) must end at torch's parameters (rtol 1e-5); clip_grad_norm_'s total
  * norm and clipped gradients must equal torch's (rtol 1e-6). */
 
 #include "check.h"
-#include "optim.h"
+#include "optim/optim.h"
 
 #include <stdlib.h>
 

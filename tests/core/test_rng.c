@@ -4,7 +4,8 @@
  * with messages naming the function and the shape. */
 
 #include "check.h"
-#include "tensor.h"
+#include "tensor/tensor.h"
+#include "io/npy.h"
 
 #include <stdint.h>
 #include <stdlib.h>

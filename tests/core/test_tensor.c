@@ -1,7 +1,7 @@
 /* tests/core/test_tensor.c - the tensor's life cycle and views: storage sharing, strides against
  * PyTorch's (tests/fixtures/views.txt), the explained view failure, errors and memory accounting. */
 #include "check.h"
-#include "tensor.h"
+#include "tensor/tensor.h"
 
 #include <stdlib.h>
 

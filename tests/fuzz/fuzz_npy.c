@@ -5,7 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tensor.h"
+#include "tensor/tensor.h"
+#include "io/npy.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

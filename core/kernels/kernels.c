@@ -1,0 +1,666 @@
+/* core/kernels/kernels.c - the compute kernels under the tensor ops: matrix multiply and attention over raw
+ * float pointers, each plain reference kernel kept beside the fast kernel that tests hold equal to it. */
+#include <math.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "kernels/kernels.h"
+#include "kernels/kernels_isa.h"
+
+/* ---------------------------------------------------------------------------------------------
+ * Reference kernels: the formulas written as loops, nothing clever.
+ * ------------------------------------------------------------------------------------------- */
+
+/* C[i,j] (+)= sum_p A[i,p]·B[p,j], summed in double so the reference is the accurate one. */
+void mha_sgemm_ref(float *c, size_t ldc,
+                   const float *a, ptrdiff_t a_rs, ptrdiff_t a_cs,
+                   const float *b, ptrdiff_t b_rs, ptrdiff_t b_cs,
+                   size_t M, size_t N, size_t K, bool accumulate) {
+    for (size_t i = 0; i < M; i++) {
+        for (size_t j = 0; j < N; j++) {
+            double sum = accumulate ? c[i * ldc + j] : 0.0;
+            for (size_t p = 0; p < K; p++)
+                sum += (double)a[(ptrdiff_t)i * a_rs + (ptrdiff_t)p * a_cs] *
+                       (double)b[(ptrdiff_t)p * b_rs + (ptrdiff_t)j * b_cs];
+            c[i * ldc + j] = (float)sum;
+        }
+    }
+}
+
+/* softmax of each row in place: w_j = exp(x_j - max x) / sum_k exp(x_k - max x), summed in double;
+ * then sum[i,j] += w_ij in float when sum is not NULL. A row whose entries are all -inf (every key
+ * masked) becomes NaN, as in PyTorch and NumPy. */
+void mha_softmax_rows_sum_ref(float *x, size_t ld, size_t rows, size_t n, float *sum, size_t ld_sum) {
+    for (size_t i = 0; i < rows; i++) {
+        float *row = x + i * ld;
+        float max = -INFINITY;
+        for (size_t j = 0; j < n; j++)
+            if (row[j] > max) max = row[j];
+        if (max == -INFINITY) {
+            for (size_t j = 0; j < n; j++) row[j] = NAN;
+        } else {
+            double total = 0.0;
+            for (size_t j = 0; j < n; j++) total += exp((double)row[j] - max);
+            for (size_t j = 0; j < n; j++) row[j] = (float)(exp((double)row[j] - max) / total);
+        }
+        for (size_t j = 0; sum && j < n; j++) sum[i * ld_sum + j] += row[j];
+    }
+}
+
+void mha_softmax_rows_ref(float *x, size_t ld, size_t rows, size_t n) { mha_softmax_rows_sum_ref(x, ld, rows, n, NULL, 0); }
+
+/* ---------------------------------------------------------------------------------------------
+ * Instruction sets. The fast kernels are written once (core/kernels/kernels_simd.c) and compiled for AVX-512,
+ * AVX2 and portable C; the best the CPU has is chosen at the first call.
+ * ------------------------------------------------------------------------------------------- */
+
+static const kernel_isa *const isa_all[] = {
+#ifdef MHA_KERNELS_X86
+    &mha_kernels_avx512, &mha_kernels_avx2,
+#endif
+    &mha_kernels_portable, NULL};
+
+static bool isa_supported(const kernel_isa *isa) {
+#ifdef MHA_KERNELS_X86
+    __builtin_cpu_init();
+    if (isa == &mha_kernels_avx512) return __builtin_cpu_supports("avx512f");
+    if (isa == &mha_kernels_avx2) return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#endif
+    return isa == &mha_kernels_portable;
+}
+
+static const kernel_isa *isa_current;
+static pthread_once_t isa_once = PTHREAD_ONCE_INIT;
+
+/* The first instruction set of isa_all this CPU supports; MHA_ISA may name a lower one. */
+static void isa_choose(void) {
+    for (size_t i = 0; isa_all[i]; i++) {
+        if (isa_supported(isa_all[i])) { isa_current = isa_all[i]; break; }
+    }
+    const char *env = getenv("MHA_ISA");
+    for (size_t i = 0; env && isa_all[i]; i++)
+        if (strcmp(env, isa_all[i]->name) == 0 && isa_supported(isa_all[i])) isa_current = isa_all[i];
+}
+
+static const kernel_isa *isa(void) {
+    pthread_once(&isa_once, isa_choose);
+    return isa_current;
+}
+
+const char *mha_kernels_isa(void) { return isa()->name; }
+
+bool mha_kernels_use_isa(const char *name) {
+    isa();
+    for (size_t i = 0; isa_all[i]; i++) {
+        if (strcmp(name, isa_all[i]->name) == 0 && isa_supported(isa_all[i])) {
+            isa_current = isa_all[i];
+            return true;
+        }
+    }
+    return false;
+}
+
+size_t mha_kernels_isa_list(const char **names, size_t max) {
+    size_t n = 0;
+    for (size_t i = 0; isa_all[i] && n < max; i++)
+        if (isa_supported(isa_all[i])) names[n++] = isa_all[i]->name;
+    return n;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Threads (kernels.h): a call split into parts, each part a thread, joined before the call returns.
+ * Threads are started per call, not pooled: at the sizes that are split (below) starting one costs
+ * far less than its share of the work, and nothing outlives the call.
+ * ------------------------------------------------------------------------------------------- */
+
+enum { MAX_THREADS = 64 };
+
+static size_t threads_setting = 1;
+static pthread_once_t threads_once = PTHREAD_ONCE_INIT;
+static _Thread_local bool in_part; /* this thread runs a part: calls it makes are not split again */
+
+static size_t threads_clamp(size_t n) { return n < 1 ? 1 : n > MAX_THREADS ? MAX_THREADS : n; }
+
+/* MHA_THREADS: a whole positive number; without it (or with anything else) every online core */
+static void threads_read_env(void) {
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    threads_setting = threads_clamp(cores > 0 ? (size_t)cores : 1);
+    const char *env = getenv("MHA_THREADS");
+    char *end = NULL;
+    unsigned long n = env ? strtoul(env, &end, 10) : 0;
+    if (env && *env >= '0' && *env <= '9' && *end == '\0' && n > 0) threads_setting = threads_clamp(n);
+}
+
+size_t mha_kernels_threads(void) {
+    pthread_once(&threads_once, threads_read_env);
+    return in_part ? 1 : threads_setting;
+}
+
+void mha_kernels_set_threads(size_t n) {
+    pthread_once(&threads_once, threads_read_env);
+    threads_setting = threads_clamp(n);
+}
+
+/* Below this many FLOPs a call stays on one thread. Starting and joining a thread costs 25-60 us when
+ * the other core is awake, and waking an idle core of this VM about 100 us more: measured, splitting
+ * x·Wᵀ in two breaks even near 50 MFLOP (0.33 ms on one core) and gains 1.3x at 100 MFLOP. */
+static double split_min_flops = 64e6;
+
+size_t mha_kernels_parts(size_t units, double flops) {
+    size_t threads = mha_kernels_threads();
+    if (flops < split_min_flops || units < 1) return 1;
+    return threads < units ? threads : units;
+}
+
+void mha_kernels_set_split_min(double flops) { split_min_flops = flops > 0 ? flops : 0; }
+
+typedef struct part_run {
+    mha_part_fn fn;
+    void *ctx;
+    size_t part, nparts;
+    mha_status status;
+    char message[512];  /* the part's mha_errmsg(), which lives in its own thread */
+    pthread_t thread;
+    bool started;
+} part_run;
+
+static void part_do(part_run *run) {
+    bool outer = in_part;
+    in_part = true;
+    run->status = run->fn(run->ctx, run->part, run->nparts);
+    in_part = outer;
+    if (run->status != MHA_OK) snprintf(run->message, sizeof run->message, "%s", mha_errmsg());
+}
+
+static void *part_thread(void *arg) {
+    part_do(arg);
+    return NULL;
+}
+
+mha_status mha_run_parts(mha_part_fn fn, void *ctx, size_t nparts) {
+    if (nparts <= 1) return fn(ctx, 0, 1);
+    part_run *runs = in_part ? NULL : mha_alloc(nparts * sizeof *runs);
+    if (runs == NULL) { /* already in a part, or no room to track threads: one after another, here */
+        for (size_t part = 0; part < nparts; part++) {
+            mha_status status = fn(ctx, part, nparts);
+            if (status != MHA_OK) return status;
+        }
+        return MHA_OK;
+    }
+    /* the threads start with every signal blocked (they inherit the mask), so a Ctrl-C is taken by the
+     * caller's thread, as if there were no threads */
+    sigset_t all, caller;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &caller);
+    for (size_t part = 0; part < nparts; part++) {
+        runs[part] = (part_run){.fn = fn, .ctx = ctx, .part = part, .nparts = nparts};
+        if (part > 0) runs[part].started = pthread_create(&runs[part].thread, NULL, part_thread, &runs[part]) == 0;
+    }
+    pthread_sigmask(SIG_SETMASK, &caller, NULL);
+    part_do(&runs[0]);
+    for (size_t part = 1; part < nparts; part++) {
+        if (runs[part].started) pthread_join(runs[part].thread, NULL);
+        else part_do(&runs[part]); /* its thread could not be started */
+    }
+    mha_status status = MHA_OK;
+    for (size_t part = 0; part < nparts && status == MHA_OK; part++)
+        if (runs[part].status != MHA_OK) status = mha_fail(runs[part].status, "%s", runs[part].message);
+    mha_free(runs, nparts * sizeof *runs);
+    return status;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Scratch: one mha_alloc per call (so the memory accounting sees it), carved into buffers that
+ * start on 64-byte cache lines.
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct scratch {
+    void *base;
+    size_t nbytes;
+} scratch;
+
+/* Floats needed for buffers of the given sizes, each rounded up to a cache line; 0 on overflow. */
+static size_t scratch_floats(const size_t *sizes, size_t n) {
+    size_t total = 16; /* room to align the start */
+    for (size_t i = 0; i < n; i++) {
+        size_t rounded = (sizes[i] + 15) / 16 * 16;
+        if (rounded < sizes[i] || total + rounded < total) return 0;
+        total += rounded;
+    }
+    return total <= SIZE_MAX / sizeof(float) ? total : 0;
+}
+
+/* Allocates the buffers; bufs[i] gets sizes[i] floats. false when out of memory. */
+static bool scratch_alloc(scratch *s, float **bufs, const size_t *sizes, size_t n) {
+    size_t total = scratch_floats(sizes, n);
+    s->nbytes = total * sizeof(float);
+    s->base = total ? mha_alloc(s->nbytes) : NULL;
+    if (s->base == NULL) return false;
+    uintptr_t at = ((uintptr_t)s->base + 63) & ~(uintptr_t)63;
+    for (size_t i = 0; i < n; i++) {
+        bufs[i] = (float *)at;
+        at += (sizes[i] + 15) / 16 * 16 * sizeof(float);
+    }
+    return true;
+}
+
+static void scratch_free(scratch *s) { mha_free(s->base, s->nbytes); }
+
+static size_t min_size(size_t a, size_t b) { return a < b ? a : b; }
+static size_t round_up(size_t n, size_t m) { return (n + m - 1) / m * m; }
+
+/* ---------------------------------------------------------------------------------------------
+ * Packing: copy a block of A or B, whatever its strides, into the panel order the register tile
+ * reads (kernels_isa.h), padding the last panel with zeros. A transposed operand costs nothing more.
+ * ------------------------------------------------------------------------------------------- */
+
+/* A (mc,kc) with (i,p) at a[i*a_rs + p*a_cs]  ->  panels of mr rows: dst[(i/mr)*mr*kc + p*mr + i%mr]. */
+static void pack_a(const kernel_isa *k, float *dst, const float *a, ptrdiff_t a_rs, ptrdiff_t a_cs, size_t mc,
+                   size_t kc, size_t mr) {
+    if (a_rs == 1 && a_cs != 1 && mr == k->mr && k->pack_a_cols) { /* columns contiguous: the whole block */
+        k->pack_a_cols(dst, a, a_cs, kc, mc);
+        return;
+    }
+    for (size_t i0 = 0; i0 < mc; i0 += mr, dst += mr * kc) {
+        size_t rows = min_size(mr, mc - i0);
+        if (a_cs == 1 && mr == k->mr && k->pack_a_rows) { /* rows contiguous: transposed in registers */
+            k->pack_a_rows(dst, a + (ptrdiff_t)i0 * a_rs, a_rs, kc, rows);
+        } else if (a_rs == 1) { /* a column of the panel is contiguous in memory */
+            for (size_t p = 0; p < kc; p++) {
+                const float *src = a + (ptrdiff_t)i0 + (ptrdiff_t)p * a_cs;
+                for (size_t i = 0; i < rows; i++) dst[p * mr + i] = src[i];
+                for (size_t i = rows; i < mr; i++) dst[p * mr + i] = 0.0f;
+            }
+        } else {         /* walk each row of A along its own stride */
+            for (size_t i = 0; i < rows; i++) {
+                const float *src = a + (ptrdiff_t)(i0 + i) * a_rs;
+                for (size_t p = 0; p < kc; p++) dst[p * mr + i] = src[(ptrdiff_t)p * a_cs];
+            }
+            for (size_t i = rows; i < mr; i++)
+                for (size_t p = 0; p < kc; p++) dst[p * mr + i] = 0.0f;
+        }
+    }
+}
+
+/* B (kc,nc) with (p,j) at b[p*b_rs + j*b_cs], times scale  ->  panels of k->nr columns:
+ * dst[(j/nr)*nr*kc + p*nr + j%nr]. */
+static void pack_b(const kernel_isa *k, float *dst, const float *b, ptrdiff_t b_rs, ptrdiff_t b_cs, size_t kc,
+                   size_t nc, float scale) {
+    const size_t nr = k->nr;
+    for (size_t j0 = 0; j0 < nc; j0 += nr, dst += nr * kc) {
+        size_t cols = min_size(nr, nc - j0);
+        if (b_cs == 1) { /* a row of the panel is contiguous in memory */
+            for (size_t p = 0; p < kc; p++) {
+                const float *src = b + (ptrdiff_t)p * b_rs + (ptrdiff_t)j0;
+                for (size_t j = 0; j < cols; j++) dst[p * nr + j] = src[j] * scale;
+                for (size_t j = cols; j < nr; j++) dst[p * nr + j] = 0.0f;
+            }
+        } else if (b_rs == 1 && k->pack_b_trans) { /* columns contiguous (Wᵀ, Kᵀ): transposed in registers */
+            k->pack_b_trans(dst, b + (ptrdiff_t)j0 * b_cs, b_cs, kc, cols, scale);
+        } else {         /* walk each column of B along its own stride */
+            for (size_t j = 0; j < cols; j++) {
+                const float *src = b + (ptrdiff_t)(j0 + j) * b_cs;
+                for (size_t p = 0; p < kc; p++) dst[p * nr + j] = src[(ptrdiff_t)p * b_rs] * scale;
+            }
+            for (size_t j = cols; j < nr; j++)
+                for (size_t p = 0; p < kc; p++) dst[p * nr + j] = 0.0f;
+        }
+    }
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * The fast matrix multiply, in the loop order of Goto and van de Geijn (BLIS): a KC-deep slice of B
+ * is packed once and is read from L3 (it is reused by every block of A); an MC-row block of A is packed
+ * and stays in L2; the register tile then sweeps the block, one NR-wide panel of B (in L1) against
+ * every MR-row panel of A, streamed from L2.
+ *
+ * The tile and MC, KC are BLIS's for AMD Zen (config/zen, sgemm: 6x16, MC 144, KC 256; its NC is 4080),
+ * the machine this is tuned on: AVX2 + FMA, L1d 32 KB, L2 512 KB per core, L3 8 MB shared. The AVX-512
+ * 8x32 tile (kernels_simd.c) runs with the same sizes; it was tuned on a 48 KB L1 / 2 MB L2 machine.
+ * ------------------------------------------------------------------------------------------- */
+
+enum {
+    KC = 256,  /* depth of one pass: a 6x16 tile reads 6 KB of A and a 16 KB panel of B, half of L1 */
+    MC = 144,  /* rows of A per packed block (a multiple of every MR: 4, 6, 8): 144 KB, under a third of L2 */
+    NC = 2048, /* columns of B per packed slice (a multiple of every NR): 2 MB at KC = 256, in L3 */
+    MAX_TILE = 16 * 64
+};
+
+/* The part inside C of a tile computed into a buffer: c (m,n) row stride ldc (+)= edge (m,n) row stride nr. */
+static void store_edge(float *c, size_t ldc, const float *edge, size_t nr, size_t m, size_t n, bool add) {
+    for (size_t i = 0; i < m; i++)
+        for (size_t j = 0; j < n; j++) c[i * ldc + j] = (add ? c[i * ldc + j] : 0.0f) + edge[i * nr + j];
+}
+
+/* C block (mc,nc) (+)= packed A block (mc,kc) · packed B slice (kc,nc). Tiles that stick out of C
+ * are computed into a small buffer and the part inside is copied. */
+static void multiply_block(const kernel_isa *k, float *c, size_t ldc, const float *pa, const float *pb,
+                           size_t mc, size_t nc, size_t kc, bool add) {
+    _Alignas(64) float edge[MAX_TILE];
+    for (size_t jr = 0; jr < nc; jr += k->nr) {
+        size_t n = min_size(k->nr, nc - jr);
+        for (size_t ir = 0; ir < mc; ir += k->mr) {
+            size_t m = min_size(k->mr, mc - ir);
+            float *ct = c + ir * ldc + jr;
+            if (m == k->mr && n == k->nr) {
+                k->tile(kc, pa + ir * kc, pb + jr * kc, ct, ldc, add, NULL);
+                continue;
+            }
+            k->tile(kc, pa + ir * kc, pb + jr * kc, edge, k->nr, false, NULL);
+            store_edge(ct, ldc, edge, k->nr, m, n, add);
+        }
+    }
+}
+
+/* The same block with A read in place (a_cs = 1) by the tile_a_rows tile instead of packed: A block
+ * (mc,kc) with (i,p) at a[i*a_rs + p]. Each MR rows of A are swept against every panel of B while they
+ * are in L1. The same sums as pack_a then multiply_block, so the same bits. */
+static void multiply_block_a_rows(const kernel_isa *k, float *c, size_t ldc, const float *a, ptrdiff_t a_rs,
+                                  const float *pb, size_t mc, size_t nc, size_t kc, bool add) {
+    _Alignas(64) float edge[MAX_TILE];
+    for (size_t ir = 0; ir < mc; ir += k->mr) {
+        size_t m = min_size(k->mr, mc - ir);
+        const float *ar = a + (ptrdiff_t)ir * a_rs;
+        for (size_t jr = 0; jr < nc; jr += k->nr) {
+            size_t n = min_size(k->nr, nc - jr);
+            float *ct = c + ir * ldc + jr;
+            if (m == k->mr && n == k->nr) {
+                k->tile_a_rows(ct, ldc, ar, a_rs, m, pb + jr * kc, kc, add);
+                continue;
+            }
+            k->tile_a_rows(edge, k->nr, ar, a_rs, m, pb + jr * kc, kc, false);
+            store_edge(ct, ldc, edge, k->nr, m, n, add);
+        }
+    }
+}
+
+void mha_softmax_rows_sum(float *x, size_t ld, size_t rows, size_t n, float *sum, size_t ld_sum) {
+    const kernel_isa *k = isa();
+    for (size_t i = 0; i < rows; i++) k->softmax_row(x + i * ld, n, sum ? sum + i * ld_sum : NULL);
+}
+
+void mha_softmax_rows(float *x, size_t ld, size_t rows, size_t n) { mha_softmax_rows_sum(x, ld, rows, n, NULL, 0); }
+
+/* One call's operands, as mha_sgemm got them. */
+typedef struct sgemm_job {
+    float *c; size_t ldc;
+    const float *a; ptrdiff_t a_rs, a_cs;
+    const float *b; ptrdiff_t b_rs, b_cs;
+    size_t M, N, K;
+    bool accumulate;
+    bool split_rows; /* when split: parts take rows of C (else columns), in whole register tiles */
+    const float *packed_b; /* NULL, or all of B packed by mha_sgemm_pack_b (then b is not read) */
+} sgemm_job;
+
+/* A few rows of A against a B stored transposed (x·Wᵀ for a short x), both with contiguous rows: dot
+ * products of rows, no packing. Packing would read all of W to write it out again, for a few tiles
+ * each: at (64,512)·(512,1536) that is a quarter of the time. "A few": A fits in half of L2 (it is
+ * read once per DOT_NR rows of W), M <= 128 whole rows at K = 512. And deep enough: each element ends
+ * in a sum across the 8 lanes, about 6 instructions, which K/8 FMAs must outweigh - at a head's
+ * q·kᵀ (K = 64) the packed path is twice as fast (DOT_MIN_K). Decided on the whole call's M, never a
+ * part's, so that a split over threads cannot change the path and the bits. */
+enum { DOT_MIN_K = 128 };
+
+static bool dot_rows_on = true;
+
+void mha_kernels_set_dot_rows(bool on) { dot_rows_on = on; }
+
+/* A narrow product - C at most A_UNPACKED_PANELS panels of NR wide, as P·V and dS·K of a head at D = 64
+ * - reads A in place when its rows are contiguous (tile_a_rows) rather than packing it: packing
+ * reads and writes all of A to be reused by that few panels of B only. BLIS and OpenBLAS do the same
+ * for skinny shapes. The bits are those of the packed path. */
+enum { A_UNPACKED_PANELS = 16 };
+
+static bool a_unpacked_on = true;
+
+void mha_kernels_set_a_unpacked(bool on) { a_unpacked_on = on; }
+
+static bool a_unpacked_fit(const kernel_isa *k, const sgemm_job *job) {
+    return a_unpacked_on && k->tile_a_rows && job->a_cs == 1 && job->N <= A_UNPACKED_PANELS * k->nr;
+}
+
+static bool dot_rows_fit(const kernel_isa *k, const sgemm_job *job) {
+    return dot_rows_on && k->dot_rows && !job->packed_b && job->a_cs == 1 && job->b_rs == 1 && job->a_rs > 0 && job->b_cs > 0 &&
+           job->K >= DOT_MIN_K && (double)job->M * (double)job->K * sizeof(float) <= 256.0 * 1024;
+}
+
+/* C[m0:m1, n0:n1] (+)= A[m0:m1, :]·B[:, n0:n1], with its own packing buffers. Every element of C is
+ * the same sum in the same order whichever block computes it, so blocks may run on any thread. */
+static mha_status sgemm_block(const sgemm_job *job, size_t m0, size_t m1, size_t n0, size_t n1) {
+    const size_t M = m1 - m0, N = n1 - n0, K = job->K;
+    const ptrdiff_t a_rs = job->a_rs, a_cs = job->a_cs, b_rs = job->b_rs, b_cs = job->b_cs;
+    const float *a = job->a + (ptrdiff_t)m0 * a_rs, *b = job->b + (ptrdiff_t)n0 * b_cs;
+    float *c = job->c + m0 * job->ldc + n0;
+    const kernel_isa *k = isa();
+    if (dot_rows_fit(k, job)) {
+        k->dot_rows(c, job->ldc, a, (size_t)a_rs, b, (size_t)b_cs, M, N, K, job->accumulate);
+        return MHA_OK;
+    }
+    const bool a_unpacked = a_unpacked_fit(k, job);
+    size_t kc_max = min_size(K, KC), mc_max = a_unpacked ? 0 : min_size(round_up(M, k->mr), MC);
+    size_t nc_max = job->packed_b ? 0 : min_size(round_up(N, k->nr), NC);
+    float *bufs[2];
+    size_t sizes[2] = {mc_max * kc_max, kc_max * nc_max};
+    scratch s;
+    if (!scratch_alloc(&s, bufs, sizes, 2))
+        return mha_fail(MHA_E_NOMEM, "sgemm: (%zu,%zu) @ (%zu,%zu): out of memory for packing", job->M, K, K, job->N);
+    float *packed_a = bufs[0], *packed_b = bufs[1];
+    mha_status status = MHA_OK;
+
+    for (size_t jc = 0; jc < N; jc += NC) {
+        size_t nc = min_size(NC, N - jc);
+        for (size_t pc = 0; pc < K; pc += KC) {
+            size_t kc = min_size(KC, K - pc);
+            if (job->packed_b) /* slice (jc, pc) of mha_sgemm_pack_b's layout (n0 = 0: never split) */
+                packed_b = (float *)job->packed_b + jc * K + pc * round_up(nc, k->nr);
+            else
+                pack_b(k, packed_b, b + (ptrdiff_t)pc * b_rs + (ptrdiff_t)jc * b_cs, b_rs, b_cs, kc, nc, 1.0f);
+            for (size_t ic = 0; ic < M; ic += MC) {
+                if (mha_interrupted()) {
+                    status = mha_fail(MHA_E_INTERRUPTED, "sgemm: (%zu,%zu) @ (%zu,%zu): interrupted", job->M, K, K,
+                                      job->N);
+                    goto done;
+                }
+                size_t mc = min_size(MC, M - ic);
+                const float *a_block = a + (ptrdiff_t)ic * a_rs + (ptrdiff_t)pc * a_cs;
+                if (a_unpacked) {
+                    multiply_block_a_rows(k, c + ic * job->ldc + jc, job->ldc, a_block, a_rs, packed_b, mc, nc, kc,
+                                          job->accumulate || pc > 0);
+                    continue;
+                }
+                pack_a(k, packed_a, a_block, a_rs, a_cs, mc, kc, k->mr);
+                multiply_block(k, c + ic * job->ldc + jc, job->ldc, packed_a, packed_b, mc, nc, kc,
+                               job->accumulate || pc > 0);
+            }
+        }
+    }
+done:
+    scratch_free(&s);
+    return status;
+}
+
+/* Part `part` of nparts: an even share of C's rows (or columns) in whole register tiles. */
+static mha_status sgemm_part(void *ctx, size_t part, size_t nparts) {
+    const sgemm_job *job = ctx;
+    const size_t unit = job->split_rows ? isa()->mr : isa()->nr, size = job->split_rows ? job->M : job->N;
+    const size_t units = (size + unit - 1) / unit;
+    const size_t from = min_size(units * part / nparts * unit, size);
+    const size_t to = min_size(units * (part + 1) / nparts * unit, size);
+    if (from == to) return MHA_OK;
+    return job->split_rows ? sgemm_block(job, from, to, 0, job->N) : sgemm_block(job, 0, job->M, from, to);
+}
+
+mha_status mha_sgemm(float *c, size_t ldc,
+                     const float *a, ptrdiff_t a_rs, ptrdiff_t a_cs,
+                     const float *b, ptrdiff_t b_rs, ptrdiff_t b_cs,
+                     size_t M, size_t N, size_t K, bool accumulate) {
+    if (M == 0 || N == 0) return MHA_OK;
+    if (K == 0) { /* an empty sum */
+        if (!accumulate)
+            for (size_t i = 0; i < M; i++) memset(c + i * ldc, 0, N * sizeof(float));
+        return MHA_OK;
+    }
+    /* split the longer side of C, so each part packs a share of the operand that is larger to pack */
+    sgemm_job job = {c, ldc, a, a_rs, a_cs, b, b_rs, b_cs, M, N, K, accumulate, M > N, NULL};
+    const kernel_isa *k = isa();
+    const size_t units = job.split_rows ? (M + k->mr - 1) / k->mr : (N + k->nr - 1) / k->nr;
+    const size_t nparts = mha_kernels_parts(units, 2.0 * (double)M * (double)N * (double)K);
+    if (nparts == 1) return sgemm_block(&job, 0, M, 0, N);
+    return mha_run_parts(sgemm_part, &job, nparts);
+}
+
+/* B packed once for many products (a head's K and V, which every block of queries multiplies): the
+ * panels sgemm_block would pack, slice (jc, pc) after slice, each kc x round_up(nc, NR), so that slice
+ * (jc, pc) starts at jc·K + pc·round_up(nc, NR) and the whole takes round_up(N, NR)·K floats. */
+size_t mha_sgemm_packed_b_size(size_t N, size_t K) { return round_up(N, isa()->nr) * K; }
+
+void mha_sgemm_pack_b(float *packed, const float *b, ptrdiff_t b_rs, ptrdiff_t b_cs, size_t N, size_t K) {
+    const kernel_isa *k = isa();
+    for (size_t jc = 0; jc < N; jc += NC) {
+        size_t nc = min_size(NC, N - jc);
+        for (size_t pc = 0; pc < K; pc += KC) {
+            size_t kc = min_size(KC, K - pc);
+            pack_b(k, packed + jc * K + pc * round_up(nc, k->nr), b + (ptrdiff_t)pc * b_rs + (ptrdiff_t)jc * b_cs, b_rs,
+                   b_cs, kc, nc, 1.0f);
+        }
+    }
+}
+
+mha_status mha_sgemm_packed(float *c, size_t ldc, const float *a, ptrdiff_t a_rs, ptrdiff_t a_cs, const float *packed_b,
+                            size_t M, size_t N, size_t K, bool accumulate) {
+    if (M == 0 || N == 0) return MHA_OK;
+    if (K == 0) {
+        if (!accumulate)
+            for (size_t i = 0; i < M; i++) memset(c + i * ldc, 0, N * sizeof(float));
+        return MHA_OK;
+    }
+    sgemm_job job = {c, ldc, a, a_rs, a_cs, packed_b, 0, 0, M, N, K, accumulate, true, packed_b}; /* b unread */
+    return sgemm_block(&job, 0, M, 0, N);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Fused attention (the method of FlashAttention, on a CPU): for a tile of queries, walk the keys
+ * tile by tile keeping per query the running max m, the running sum l and the accumulated
+ * sum_j exp(s_j - m)·v_j; when a tile raises m, what came before is rescaled by exp(m_old - m_new).
+ * At the end out = acc / l. The (L,S) scores never exist: only one panel of them, a key tile by NR
+ * queries, which is scored, exponentiated and added into acc before the next panel is scored.
+ *
+ * The block is computed transposed, keys down and queries across (scoresᵀ = K·Qᵀ), so that:
+ *   - the softmax along the keys of one query is a column: the max and sum are plain vector ops;
+ *   - the register tile writes scoresᵀ straight into the panel order the second product reads as
+ *     its B operand: accᵀ (Dv, queries) += Vᵀ · P, with P = exp(scoresᵀ - m) — no transposition.
+ * ------------------------------------------------------------------------------------------- */
+
+enum {
+    QUERY_TILE = 512, /* queries per tile (a multiple of every NR); Q, acc and m,l are this wide.
+                       * Wide, so K and V are packed once per 512 queries (128: 20% slower) */
+    KEY_TILE = 256    /* keys per tile; K, V and the score panel are this deep (panel: 32 KB at NR = 32) */
+};
+
+/* Adds the additive mask and hides the future (key > query) in one (nk keys, nr queries) panel. */
+static void mask_panel(float *scores, size_t nr, const mha_attn_args *args, size_t q0, size_t nq, size_t k0, size_t nk) {
+    if (args->mask) {
+        for (size_t p = 0; p < nk; p++) {
+            const float *mrow = args->mask + (ptrdiff_t)(k0 + p) * args->mask_cs + (ptrdiff_t)q0 * args->mask_rs;
+            for (size_t j = 0; j < nq; j++) scores[p * nr + j] += mrow[(ptrdiff_t)j * args->mask_rs];
+        }
+    }
+    if (args->causal && k0 + nk > q0 + 1) {
+        for (size_t p = 0; p < nk; p++)
+            for (size_t j = 0; j < nq && q0 + j < k0 + p; j++) scores[p * nr + j] = -INFINITY;
+    }
+}
+
+/* Queries per tile: QUERY_TILE, or all of them rounded up to whole panels when fewer. */
+static size_t query_tile(const kernel_isa *k, size_t L) { return min_size(QUERY_TILE, round_up(L, k->nr)); }
+
+typedef struct fused_job {
+    const mha_attn_args *args;
+} fused_job;
+
+/* Query tiles part, part + nparts, part + 2·nparts, ... (every nparts-th, so that under a causal mask,
+ * where later tiles see more keys, the parts get even work), with scratch of its own. */
+static mha_status fused_part(void *ctx, size_t part, size_t nparts) {
+    const mha_attn_args *args = ((const fused_job *)ctx)->args;
+    const size_t L = args->L, S = args->S, D = args->D, Dv = args->Dv;
+    const kernel_isa *k = isa();
+    const size_t mr = k->mr, nr = k->nr;
+    const size_t bq = query_tile(k, L);
+    const size_t bk = min_size(KEY_TILE / mr * mr, round_up(S, mr));
+    const size_t dv_pad = round_up(Dv, mr);
+
+    enum { QT, KP, VT, SC, ACC, M, LSUM, ALPHA, NBUF };
+    float *bufs[NBUF];
+    size_t sizes[NBUF] = {
+        [QT] = D * bq,          /* scale·Qᵀ (D, queries), B panels */
+        [KP] = bk * D,          /* K (keys, D), A panels */
+        [VT] = dv_pad * bk,     /* Vᵀ (Dv, keys), A panels */
+        [SC] = bk * nr,         /* scoresᵀ then P (keys, NR queries): one B panel, used up before the next */
+        [ACC] = dv_pad * bq,    /* accᵀ (Dv, queries), row-major */
+        [M] = bq, [LSUM] = bq, [ALPHA] = bq};
+    scratch s;
+    if (!scratch_alloc(&s, bufs, sizes, NBUF))
+        return mha_fail(MHA_E_NOMEM, "attention: q (%zu,%zu), k (%zu,%zu): out of memory for tiles", L, D, S, D);
+    float *qt = bufs[QT], *kp = bufs[KP], *vt = bufs[VT], *panel = bufs[SC], *acc = bufs[ACC];
+    float *m = bufs[M], *l = bufs[LSUM], *alpha = bufs[ALPHA];
+    mha_status status = MHA_OK;
+
+    for (size_t q0 = part * bq; q0 < L; q0 += nparts * bq) {
+        const size_t nq = min_size(bq, L - q0), nq_pad = round_up(nq, nr);
+        pack_b(k, qt, args->q + q0 * args->ld_q, 1, (ptrdiff_t)args->ld_q, D, nq, args->scale);
+        for (size_t j = 0; j < nq_pad; j++) { m[j] = -INFINITY; l[j] = 0.0f; }
+        memset(acc, 0, dv_pad * bq * sizeof(float));
+        /* with causal, the last query of the tile sees keys up to q0 + nq - 1 */
+        const size_t key_end = args->causal ? min_size(S, q0 + nq) : S;
+
+        for (size_t k0 = 0; k0 < key_end; k0 += bk) {
+            if (mha_interrupted()) {
+                status = mha_fail(MHA_E_INTERRUPTED, "attention: q (%zu,%zu), k (%zu,%zu): interrupted", L, D, S, D);
+                goto done;
+            }
+            const size_t nk = min_size(bk, key_end - k0), nk_pad = round_up(nk, mr);
+            pack_a(k, kp, args->k + k0 * args->ld_k, (ptrdiff_t)args->ld_k, 1, nk, D, mr);
+            pack_a(k, vt, args->v + k0 * args->ld_v, 1, (ptrdiff_t)args->ld_v, Dv, nk, mr);
+
+            for (size_t j0 = 0; j0 < nq_pad; j0 += nr) {
+                /* pass 1: scoresᵀ = K·(scale·Qᵀ) */
+                for (size_t i0 = 0; i0 < nk_pad; i0 += mr)
+                    k->tile(D, kp + i0 * D, qt + j0 * D, panel + i0 * nr, nr, false, NULL);
+                /* pass 2: mask; pass 3: online softmax, P = exp(scoresᵀ - m) */
+                if (args->mask || args->causal)
+                    mask_panel(panel, nr, args, q0 + j0, j0 < nq ? min_size(nr, nq - j0) : 0, k0, nk);
+                k->softmax_step(panel, nk, m + j0, l + j0, alpha + j0);
+                /* pass 4: accᵀ = accᵀ·diag(alpha) + Vᵀ·P, the rescaling done by the tile as it adds */
+                for (size_t i0 = 0; i0 < dv_pad; i0 += mr)
+                    k->tile(nk, vt + i0 * nk, panel, acc + i0 * bq + j0, bq, true, alpha + j0);
+            }
+        }
+        /* out = acc / l; a query that saw no key (l = 0) is NaN, like softmax of all -inf */
+        for (size_t i = 0; i < nq; i++) {
+            float *row = args->out + (q0 + i) * args->ld_out;
+            float inv = l[i] > 0.0f ? 1.0f / l[i] : NAN;
+            for (size_t d = 0; d < Dv; d++) row[d] = acc[d * bq + i] * inv;
+        }
+    }
+done:
+    scratch_free(&s);
+    return status;
+}
+
+mha_status mha_attention_fused(const mha_attn_args *args) {
+    const size_t L = args->L, S = args->S, Dv = args->Dv;
+    if (L == 0 || Dv == 0) return MHA_OK;
+    if (S == 0) { /* no keys: an empty weighted sum, as the reference path gives */
+        for (size_t i = 0; i < L; i++) memset(args->out + i * args->ld_out, 0, Dv * sizeof(float));
+        return MHA_OK;
+    }
+    const size_t bq = query_tile(isa(), L), tiles = (L + bq - 1) / bq;
+    const size_t nparts = mha_kernels_parts(tiles, 2.0 * (double)L * (double)S * (double)(args->D + Dv));
+    fused_job job = {args};
+    return mha_run_parts(fused_part, &job, nparts);
+}

@@ -1,0 +1,465 @@
+/* core/kernels/kernels_simd.c - the fast kernels (register tiles, softmax steps, packing, dot products of rows)
+ * written once over a vector of W floats, and compiled once per instruction set (Makefile):
+ *   -DMHA_SIMD_AVX512: W = 16, an 8x32 tile, for CPUs with AVX-512F;
+ *   -DMHA_SIMD_AVX2:   W = 8,  a 6x16 tile, for CPUs with AVX2 and FMA;
+ *   neither:           W = 4,  a 4x8 tile, plain C vectors (SSE2 on x86-64, NEON on arm64): portable.
+ * Arithmetic is written with GCC's vector extensions (a * b + c is one FMA where the CPU has them:
+ * the Makefile compiles this file with -ffp-contract=fast); the few steps C cannot say - a lane-wise
+ * max, rounding, 2^n, the sum of the lanes, a transposition - are per-set primitives below. So an
+ * improvement to a kernel reaches every CPU, and the tests hold every variant equal to the references
+ * of core/kernels/kernels.c. Shapes use the packed layouts of kernels_isa.h. */
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "kernels/kernels_isa.h"
+
+#if (defined(MHA_SIMD_AVX512) || defined(MHA_SIMD_AVX2)) && !defined(MHA_KERNELS_X86)
+typedef int kernels_simd_not_on_this_cpu; /* the AVX variants exist on x86-64 (GCC, clang) only */
+#else
+
+/* Every function below is compiled for the set's instructions (GCC's pragma, or clang's attribute). */
+#if defined(MHA_SIMD_AVX512)
+#define SIMD_TARGET "avx512f,avx512dq,fma"
+#elif defined(MHA_SIMD_AVX2)
+#define SIMD_TARGET "avx2,fma"
+#endif
+#if defined(SIMD_TARGET) && defined(__clang__)
+#pragma clang attribute push(__attribute__((target(SIMD_TARGET))), apply_to = function)
+#elif defined(SIMD_TARGET)
+#define PRAGMA(text) _Pragma(#text)
+#define GCC_TARGET(set) PRAGMA(GCC target(set))
+GCC_TARGET(SIMD_TARGET)
+#endif
+
+#if defined(MHA_SIMD_AVX512)
+#include <immintrin.h>
+/* the tile: 16 accumulators of 32 registers, 2 B vectors, 1 broadcast; dot_rows: 24 sums */
+enum { W = 16, MR = 8, NV = 2, DOT_MR = 4, DOT_NR = 6 };
+#define KERNELS_NAME "avx512"
+#define KERNELS_SET mha_kernels_avx512
+#elif defined(MHA_SIMD_AVX2)
+#include <immintrin.h>
+/* the tile: 12 accumulators of 16 registers, 2 B vectors, 1 broadcast; dot_rows: 12 sums */
+enum { W = 8, MR = 6, NV = 2, DOT_MR = 4, DOT_NR = 3 };
+#define KERNELS_NAME "avx2"
+#define KERNELS_SET mha_kernels_avx2
+#else
+/* the tile: 8 accumulators, in the 16 registers of SSE2 or NEON; dot_rows: 12 sums */
+enum { W = 4, MR = 4, NV = 2, DOT_MR = 4, DOT_NR = 3 };
+#define KERNELS_NAME "portable"
+#define KERNELS_SET mha_kernels_portable
+#endif
+enum { NR = W * NV };             /* columns of the register tile: NV vectors of W */
+
+typedef float vf __attribute__((vector_size(W * sizeof(float))));     /* W floats */
+typedef int32_t vi __attribute__((vector_size(W * sizeof(int32_t)))); /* W integers, or a lane mask */
+
+#define INLINE static inline __attribute__((always_inline))
+
+/* ---------------------------------------------------------------------------------------------
+ * Loads, stores and the per-set primitives
+ * ------------------------------------------------------------------------------------------- */
+
+INLINE vf load(const float *p) { vf v; memcpy(&v, p, sizeof v); return v; }   /* unaligned */
+INLINE void store(float *p, vf v) { memcpy(p, &v, sizeof v); }
+INLINE vf splat(float x) { return x - (vf){0}; } /* x - 0 is x, -0 and NaN included */
+
+/* The first n < W floats of p, the other lanes `fill`: a ragged end, never reading past p[n-1]. */
+INLINE vf load_part(const float *p, size_t n, float fill) {
+    float lanes[W];
+    for (size_t i = 0; i < W; i++) lanes[i] = i < n ? p[i] : fill;
+    return load(lanes);
+}
+
+/* Lane by lane: mask ? a : b, the mask a comparison's result (all ones or all zeros per lane). */
+INLINE vf blend(vi mask, vf a, vf b) { return (vf)((mask & (vi)a) | (~mask & (vi)b)); }
+
+#if defined(MHA_SIMD_AVX512)
+INLINE vf vmax(vf a, vf b) { return _mm512_max_ps(a, b); } /* b where either is NaN, as maxps */
+INLINE vf round_even(vf x) { return _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+#elif defined(MHA_SIMD_AVX2)
+INLINE vf vmax(vf a, vf b) { return _mm256_max_ps(a, b); }
+INLINE vf round_even(vf x) { return _mm256_round_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+#else
+INLINE vf vmax(vf a, vf b) { return blend(a > b, a, b); }
+/* |x| < 2^22: adding and removing 1.5·2^23 leaves x rounded to the nearest integer, ties to even */
+INLINE vf round_even(vf x) { const float big = 12582912.0f; return (x + big) - big; }
+#endif
+
+/* The largest lane (once per softmax row). */
+INLINE float max_lanes(vf v) {
+    float m = v[0];
+    for (int i = 1; i < W; i++) m = v[i] > m ? v[i] : m;
+    return m;
+}
+
+/* The sum of the lanes, in one order on every set: halves added lane by lane until one is left
+ * ((l0+l4, l1+l5, l2+l6, l3+l7), then pairs, then the two, at W = 8). */
+#if defined(MHA_SIMD_AVX512)
+INLINE float sum_lanes(vf v) { return _mm512_reduce_add_ps(v); }   /* GCC and clang halve as above */
+#elif defined(MHA_SIMD_AVX2)
+INLINE float sum_lanes(vf v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+#else
+INLINE float sum_lanes(vf v) {
+    for (int half = W / 2; half >= 1; half /= 2)
+        for (int i = 0; i < half; i++) v[i] += v[i + half];
+    return v[0];
+}
+#endif
+
+/* r[0..W) (W rows of W) <- its transpose. */
+#if defined(MHA_SIMD_AVX512)
+/* In four rounds of shuffles: pairs of rows interleaved, then pairs of pairs (now each 128-bit lane
+ * holds 4x4 transposed), then the 128-bit lanes moved across registers twice. */
+INLINE void transpose(vf r[W]) {
+    __m512 t[16];
+    for (int i = 0; i < 16; i += 2) {            /* round 1: a0 b0 a1 b1 | a2 b2 a3 b3 */
+        t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+    }
+    for (int g = 0; g < 16; g += 4) {            /* round 2: a0 b0 c0 d0 | a1 b1 c1 d1 | ... */
+        r[g] = _mm512_shuffle_ps(t[g], t[g + 2], 0x44);
+        r[g + 1] = _mm512_shuffle_ps(t[g], t[g + 2], 0xEE);
+        r[g + 2] = _mm512_shuffle_ps(t[g + 1], t[g + 3], 0x44);
+        r[g + 3] = _mm512_shuffle_ps(t[g + 1], t[g + 3], 0xEE);
+    }
+    for (int c = 0; c < 4; c++) {                /* round 3: lanes 0,2 and 1,3 of two row groups */
+        t[c] = _mm512_shuffle_f32x4(r[c], r[4 + c], 0x88);
+        t[4 + c] = _mm512_shuffle_f32x4(r[c], r[4 + c], 0xDD);
+        t[8 + c] = _mm512_shuffle_f32x4(r[8 + c], r[12 + c], 0x88);
+        t[12 + c] = _mm512_shuffle_f32x4(r[8 + c], r[12 + c], 0xDD);
+    }
+    for (int c = 0; c < 4; c++) {                /* round 4: column 4l + c gathers lane l of every group */
+        r[c] = _mm512_shuffle_f32x4(t[c], t[8 + c], 0x88);
+        r[8 + c] = _mm512_shuffle_f32x4(t[c], t[8 + c], 0xDD);
+        r[4 + c] = _mm512_shuffle_f32x4(t[4 + c], t[12 + c], 0x88);
+        r[12 + c] = _mm512_shuffle_f32x4(t[4 + c], t[12 + c], 0xDD);
+    }
+}
+#elif defined(MHA_SIMD_AVX2)
+/* Rows interleaved in pairs, then pairs of pairs (each 128-bit half now 4x4 transposed), then the
+ * halves exchanged. */
+INLINE void transpose(vf r[W]) {
+    __m256 t[8];
+    for (int i = 0; i < 8; i += 2) {
+        t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+    }
+    for (int g = 0; g < 8; g += 4) {
+        r[g] = _mm256_shuffle_ps(t[g], t[g + 2], 0x44);
+        r[g + 1] = _mm256_shuffle_ps(t[g], t[g + 2], 0xEE);
+        r[g + 2] = _mm256_shuffle_ps(t[g + 1], t[g + 3], 0x44);
+        r[g + 3] = _mm256_shuffle_ps(t[g + 1], t[g + 3], 0xEE);
+    }
+    for (int c = 0; c < 4; c++) {
+        t[c] = _mm256_permute2f128_ps(r[c], r[4 + c], 0x20);
+        t[4 + c] = _mm256_permute2f128_ps(r[c], r[4 + c], 0x31);
+    }
+    for (int i = 0; i < 8; i++) r[i] = t[i];
+}
+#else
+INLINE void transpose(vf r[W]) {
+    float t[W][W];
+    for (int i = 0; i < W; i++)
+        for (int j = 0; j < W; j++) t[j][i] = r[i][j];
+    for (int i = 0; i < W; i++) r[i] = load(t[i]);
+}
+#endif
+
+/* ---------------------------------------------------------------------------------------------
+ * The register tile (kernel_isa.tile, .tile_a_rows)
+ * ------------------------------------------------------------------------------------------- */
+
+/* c (MR,NR) row stride ldc = (add ? c·diag(col_scale) : 0) + acc, acc the tile's MR x NV vectors. */
+INLINE void tile_store(vf acc[MR][NV], float *c, size_t ldc, bool add, const float *col_scale) {
+    vf scale[NV];
+    for (int v = 0; v < NV; v++) scale[v] = col_scale ? load(col_scale + W * v) : splat(1.0f);
+#pragma GCC unroll 8
+    for (int i = 0; i < MR; i++, c += ldc) {
+        for (int v = 0; v < NV; v++) {
+            if (add) acc[i][v] = load(c + W * v) * scale[v] + acc[i][v];
+            store(c + W * v, acc[i][v]);
+        }
+    }
+}
+
+/* See kernel_isa.tile: each step broadcasts one A value and multiplies it by the NV vectors of B. */
+static void tile(size_t kc, const float *a, const float *b, float *c, size_t ldc, bool add, const float *col_scale) {
+    vf acc[MR][NV];
+#pragma GCC unroll 8
+    for (int i = 0; i < MR; i++)
+        for (int v = 0; v < NV; v++) acc[i][v] = splat(0.0f);
+    for (size_t p = 0; p < kc; p++, a += MR, b += NR) {
+        vf bv[NV];
+        for (int v = 0; v < NV; v++) bv[v] = load(b + W * v);
+#pragma GCC unroll 8
+        for (int i = 0; i < MR; i++) {
+            vf ai = splat(a[i]);
+            for (int v = 0; v < NV; v++) acc[i][v] = ai * bv[v] + acc[i][v];
+        }
+    }
+    tile_store(acc, c, ldc, add, col_scale);
+}
+
+/* See kernel_isa.tile_a_rows: tile's loop with each A value broadcast from its own row of A, so the
+ * same FMAs in the same order as tile on the panel pack_a_rows makes of the same rows. */
+static void tile_a_rows(float *c, size_t ldc, const float *a, ptrdiff_t a_rs, size_t rows, const float *b, size_t kc,
+                        bool add) {
+    const float *row[MR];
+    for (size_t i = 0; i < MR; i++) row[i] = a + (ptrdiff_t)(i < rows ? i : rows - 1) * a_rs;
+    vf acc[MR][NV];
+#pragma GCC unroll 8
+    for (int i = 0; i < MR; i++)
+        for (int v = 0; v < NV; v++) acc[i][v] = splat(0.0f);
+    for (size_t p = 0; p < kc; p++, b += NR) {
+        vf bv[NV];
+        for (int v = 0; v < NV; v++) bv[v] = load(b + W * v);
+#pragma GCC unroll 8
+        for (int i = 0; i < MR; i++) {
+            vf ai = splat(row[i][p]);
+            for (int v = 0; v < NV; v++) acc[i][v] = ai * bv[v] + acc[i][v];
+        }
+    }
+    tile_store(acc, c, ldc, add, NULL);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Softmax (kernel_isa.softmax_step, .softmax_row)
+ * ------------------------------------------------------------------------------------------- */
+
+/* exp(x) = 2^n · exp(r), n = round(x / ln 2), r = x - n·ln 2 in [-ln2/2, ln2/2]; ln 2 is split in a
+ * high part exact in float and a low part, so n·ln2_hi has no rounding error. exp(r) is Cephes'
+ * degree-7 minimax polynomial (relative error about 1e-7, the float ulp). Only x <= 0 comes from
+ * softmax; a masked key's -inf gives exactly 0, and NaN stays NaN. */
+static const float LOG2E = 1.44269504088896341f;
+static const float LN2_HI = 0.693359375f, LN2_LO = -2.12194440e-4f;
+static const float EXP_P0 = 1.9875691500e-4f, EXP_P1 = 1.3981999507e-3f, EXP_P2 = 8.3334519073e-3f,
+                   EXP_P3 = 4.1665795894e-2f, EXP_P4 = 1.6666665459e-1f, EXP_P5 = 5.0000001201e-1f;
+
+/* p·2^n, n integral, for x >= EXP_MIN, and 0 below it (x the argument of the exp) */
+#if defined(MHA_SIMD_AVX512)
+/* scalef is exact down to the denormals and rounds to 0 below them: at x = -120, n = -173 */
+static const float EXP_MIN = -120.0f;
+INLINE vf pow2_times(vf p, vf n, vf x) { (void)x; return _mm512_scalef_ps(p, n); }
+#else
+/* 2^n built in the exponent bits, which hold n >= -126: x is clamped at -87.3 and 0 returned below */
+static const float EXP_MIN = -87.3f;
+INLINE vf pow2_times(vf p, vf n, vf x) {
+    vi bits = (__builtin_convertvector(n, vi) + 127) << 23;
+    return (vf)(~(x < EXP_MIN) & (vi)(p * (vf)bits));   /* false for NaN, which then stays NaN */
+}
+#endif
+
+INLINE vf vexp(vf x) {
+    vf xc = vmax(splat(EXP_MIN), x);  /* maxps keeps its second operand, NaN, when one is NaN */
+    vf n = round_even(xc * LOG2E);
+    vf r = xc - n * LN2_HI;
+    r = r - n * LN2_LO;
+    vf p = splat(EXP_P0);
+    p = p * r + EXP_P1;
+    p = p * r + EXP_P2;
+    p = p * r + EXP_P3;
+    p = p * r + EXP_P4;
+    p = p * r + EXP_P5;
+    p = p * (r * r) + (r + 1.0f);
+    return pow2_times(p, n, x);
+}
+
+/* See kernel_isa.softmax_step. NR queries: NV vectors per row of scores, all of them in one loop and
+ * two keys a step, so that 2·NV exponentials - each a chain of some fifteen dependent instructions -
+ * are in flight at once, with a sum chain each. */
+static void softmax_step(float *scores, size_t nk, float *m, float *l, float *alpha) {
+    const vf neg_inf = splat(-INFINITY), zero = splat(0.0f);
+    vf m_old[NV], m_safe[NV], sum_even[NV], sum_odd[NV];
+    for (int v = 0; v < NV; v++) {
+        vf m_new = m_old[v] = load(m + W * v);
+        for (size_t p = 0; p < nk; p++) m_new = vmax(load(scores + p * NR + W * v), m_new);
+        store(m + W * v, m_new);
+        /* a query with no visible key yet subtracts 0 instead of -inf, so exp(-inf - 0) = 0, not NaN */
+        m_safe[v] = blend(m_new == neg_inf, zero, m_new);
+        sum_even[v] = sum_odd[v] = zero;
+    }
+    size_t p = 0;
+    for (; p + 1 < nk; p += 2) {
+        float *s = scores + p * NR;
+        for (int v = 0; v < NV; v++) {
+            vf e0 = vexp(load(s + W * v) - m_safe[v]);
+            vf e1 = vexp(load(s + NR + W * v) - m_safe[v]);
+            store(s + W * v, e0);
+            store(s + NR + W * v, e1);
+            sum_even[v] += e0;
+            sum_odd[v] += e1;
+        }
+    }
+    for (int v = 0; v < NV; v++) {
+        if (p < nk) {
+            vf e = vexp(load(scores + p * NR + W * v) - m_safe[v]);
+            store(scores + p * NR + W * v, e);
+            sum_even[v] += e;
+        }
+        vf a = vexp(m_old[v] - m_safe[v]);
+        store(alpha + W * v, a);
+        store(l + W * v, load(l + W * v) * a + (sum_even[v] + sum_odd[v]));
+    }
+}
+
+/* See kernel_isa.softmax_row: W at a time; the ragged end is padded with -inf in a small buffer. */
+static void softmax_row(float *x, size_t n, float *sum_out) {
+    const size_t body = n / W * W, rest = n - body;
+    float end[W];
+    store(end, load_part(x + body, rest, -INFINITY));
+    vf mx = load(end);
+    for (size_t j = 0; j < body; j += W) mx = vmax(load(x + j), mx);
+    const float max = max_lanes(mx);
+    if (max == -INFINITY) { /* every key masked */
+        for (size_t j = 0; j < n; j++) x[j] = NAN;
+        for (size_t j = 0; sum_out && j < n; j++) sum_out[j] += x[j];
+        return;
+    }
+    const vf m = splat(max);
+    vf sum = splat(0.0f);
+    for (size_t j = 0; j < body; j += W) {
+        vf e = vexp(load(x + j) - m);
+        store(x + j, e);
+        sum += e;
+    }
+    vf e = vexp(load(end) - m); /* the -inf padding gives 0 */
+    store(end, e);
+    sum += e;
+    const float total = sum_lanes(sum);
+    const vf t = splat(total);
+    for (size_t j = 0; j < body; j += W) {
+        vf w = load(x + j) / t;
+        store(x + j, w);
+        if (sum_out) store(sum_out + j, load(sum_out + j) + w);
+    }
+    for (size_t j = 0; j < rest; j++) {
+        x[body + j] = end[j] / total;
+        if (sum_out) sum_out[body + j] += x[body + j];
+    }
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Packing (kernel_isa.pack_b_trans, .pack_a_rows, .pack_a_cols)
+ * ------------------------------------------------------------------------------------------- */
+
+/* See kernel_isa.pack_b_trans: WxW blocks transposed in registers, the ragged depth read in part. */
+static void pack_b_trans(float *dst, const float *b, ptrdiff_t b_cs, size_t kc, size_t cols, float scale) {
+    vf r[W];
+    for (size_t p0 = 0; p0 < kc; p0 += W) {
+        const size_t depth = kc - p0 < W ? kc - p0 : W;
+        for (size_t j0 = 0; j0 < NR; j0 += W) {
+            for (size_t i = 0; i < W; i++) {
+                const float *column = b + (ptrdiff_t)(j0 + i) * b_cs + (ptrdiff_t)p0;
+                r[i] = j0 + i >= cols ? splat(0.0f) : (depth == W ? load(column) : load_part(column, depth, 0.0f)) * scale;
+            }
+            transpose(r);
+            for (size_t p = 0; p < depth; p++) store(dst + (p0 + p) * NR + j0, r[p]);
+        }
+    }
+}
+
+/* See kernel_isa.pack_a_rows: W columns of the MR rows at a time, padded to W rows of zeros and
+ * transposed WxW; the first MR lanes of each column are kept. The ragged depth goes one column at a time. */
+static void pack_a_rows(float *dst, const float *a, ptrdiff_t a_rs, size_t kc, size_t rows) {
+    vf r[W];
+    size_t p0 = 0;
+    for (; p0 + W <= kc; p0 += W) {
+        for (size_t i = 0; i < W; i++) r[i] = i < rows && i < MR ? load(a + (ptrdiff_t)i * a_rs + (ptrdiff_t)p0) : splat(0.0f);
+        transpose(r);
+        for (size_t p = 0; p < W; p++) memcpy(dst + (p0 + p) * MR, &r[p], MR * sizeof(float));
+    }
+    for (; p0 < kc; p0++)
+        for (size_t i = 0; i < MR; i++) dst[p0 * MR + i] = i < rows ? a[(ptrdiff_t)i * a_rs + (ptrdiff_t)p0] : 0.0f;
+}
+
+/* See kernel_isa.pack_a_cols. Column by column (each read in one run of lines, where panel by panel
+ * would touch kc lines a stride apart for a few floats each), copying each whole panel's MR floats;
+ * the ragged last panel float by float, padded with zeros. A column of a block is a run of only a few
+ * lines (9 at MC = 144), too short for the hardware prefetcher to follow: the column PF_COLS ahead is
+ * prefetched by hand (at (2048,2048)ᵀ·(2048,64) on AVX2, 20.5 -> 17.8 ms on a loaded machine). */
+enum { PF_COLS = 8 };
+static void pack_a_cols(float *dst, const float *a, ptrdiff_t a_cs, size_t kc, size_t rows) {
+    const size_t whole = rows / MR, rest = rows % MR;
+    float *ragged = dst + whole * MR * kc;
+    for (size_t p = 0; p < kc; p++, a += a_cs) {
+        const float *src = a;
+        float *d = dst + p * MR;
+        if (p + PF_COLS < kc)
+            for (size_t i = 0; i < rows; i += 16) __builtin_prefetch(a + PF_COLS * a_cs + (ptrdiff_t)i, 0, 3);
+        for (size_t q = 0; q < whole; q++, src += MR, d += MR * kc) memcpy(d, src, MR * sizeof(float));
+        for (size_t i = 0; rest && i < MR; i++) ragged[p * MR + i] = i < rest ? src[i] : 0.0f;
+    }
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Dot products of rows (kernel_isa.dot_rows)
+ * ------------------------------------------------------------------------------------------- */
+
+/* One tile of dot products: C[i,j] (+)= a_i · bt_j for i < m <= DOT_MR, j < n <= DOT_NR, each a W-lane
+ * FMA chain along K (the ragged end read in part, as zeros), then sum_lanes. Inlined with constant m, n
+ * for the full tile, so the sums stay in registers; the per-element arithmetic is the same at the edges. */
+
+INLINE void dot_tile(float *c, size_t ldc, const float *a, size_t lda, const float *bt, size_t ldb, size_t m, size_t n,
+                     size_t K, bool add) {
+    vf acc[DOT_MR][DOT_NR];
+#pragma GCC unroll 8
+    for (size_t i = 0; i < DOT_MR; i++)
+#pragma GCC unroll 6
+        for (size_t j = 0; j < DOT_NR; j++) acc[i][j] = splat(0.0f);
+    const size_t body = K / W * W;
+    for (size_t p = 0; p < body; p += W) {
+        vf w[DOT_NR];   /* rows past n are never read: zeros keep the compiler sure of it */
+#pragma GCC unroll 6
+        for (size_t j = 0; j < DOT_NR; j++) w[j] = j < n ? load(bt + j * ldb + p) : splat(0.0f);
+#pragma GCC unroll 8
+        for (size_t i = 0; i < m; i++) {
+            vf x = load(a + i * lda + p);
+#pragma GCC unroll 6
+            for (size_t j = 0; j < n; j++) acc[i][j] = x * w[j] + acc[i][j];
+        }
+    }
+    if (body < K) {
+        vf w[DOT_NR];
+        for (size_t j = 0; j < DOT_NR; j++) w[j] = j < n ? load_part(bt + j * ldb + body, K - body, 0.0f) : splat(0.0f);
+        for (size_t i = 0; i < m; i++) {
+            vf x = load_part(a + i * lda + body, K - body, 0.0f);
+            for (size_t j = 0; j < n; j++) acc[i][j] = x * w[j] + acc[i][j];
+        }
+    }
+#pragma GCC unroll 8
+    for (size_t i = 0; i < m; i++)
+#pragma GCC unroll 6
+        for (size_t j = 0; j < n; j++) c[i * ldc + j] = (add ? c[i * ldc + j] : 0.0f) + sum_lanes(acc[i][j]);
+}
+
+/* See kernel_isa.dot_rows. DOT_NR rows of Bt (in L1) against every DOT_MR rows of A (in L2), so each row
+ * of Bt - the large operand, W - is read from memory once, in a stream the prefetcher follows. */
+static void dot_rows(float *c, size_t ldc, const float *a, size_t lda, const float *bt, size_t ldb, size_t M, size_t N,
+                     size_t K, bool add) {
+    for (size_t j0 = 0; j0 < N; j0 += DOT_NR) {
+        const size_t n = N - j0 < DOT_NR ? N - j0 : DOT_NR;
+        for (size_t i0 = 0; i0 < M; i0 += DOT_MR) {
+            const size_t m = M - i0 < DOT_MR ? M - i0 : DOT_MR;
+            float *ct = c + i0 * ldc + j0;
+            const float *at = a + i0 * lda, *bj = bt + j0 * ldb;
+            if (m == DOT_MR && n == DOT_NR) dot_tile(ct, ldc, at, lda, bj, ldb, DOT_MR, DOT_NR, K, add);
+            else dot_tile(ct, ldc, at, lda, bj, ldb, m, n, K, add);
+        }
+    }
+}
+
+const kernel_isa KERNELS_SET = {KERNELS_NAME, MR, NR, tile, softmax_step, softmax_row, pack_b_trans,
+                                dot_rows, pack_a_rows, pack_a_cols, tile_a_rows};
+
+#if defined(SIMD_TARGET) && defined(__clang__)
+#pragma clang attribute pop
+#endif
+
+#endif

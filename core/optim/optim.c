@@ -1,0 +1,72 @@
+/* core/optim/optim.c - the update rules of torch.optim.SGD, Adam and AdamW (torch 1.13, single-tensor path) and
+ * clip_grad_norm_'s scaling, on float arrays, doing torch's float32 operations in torch's order.
+ *
+ * torch computes these with in-place tensor ops; each line below names the op it mirrors. Where torch
+ * fuses a multiply-add (add_(x, alpha=a) is fmadd(x, a, self) in ATen's ufunc/add.h; addcmul_'s
+ * self + (value·t1)·t2 is contracted by the compiler that built torch 1.13) so does this file (fmaf);
+ * addcdiv_ is self + (value·t1)/t2 as ATen writes it. With these, 20 steps of SGD, Adam and AdamW on the
+ * fixture problem give torch's parameters bit for bit (the tests allow rtol 1e-5). Scalars torch gets from Python (lr, betas, 1 − β^step) are computed in double and
+ * rounded to float where torch hands them to a float32 kernel. These loops are the plain reference: they
+ * are memory-bound, and the compiler vectorises them as they stand. */
+#include "optim/optim.h"
+
+#include <math.h>
+
+void mha_sgd_step(float *param, float *buf, const float *grad, size_t n, const mha_sgd_options *opt, bool first) {
+    const float wd = (float)opt->weight_decay, momentum = (float)opt->momentum;
+    const float keep = (float)(1.0 - opt->dampening), neg_lr = (float)-opt->lr;
+    for (size_t i = 0; i < n; i++) {
+        float d_p = opt->maximize ? -grad[i] : grad[i];
+        if (opt->weight_decay != 0) d_p = fmaf(param[i], wd, d_p);        /* d_p.add(param, alpha=wd) */
+        if (opt->momentum != 0) {
+            if (first) buf[i] = d_p;                                      /* buf = clone(d_p) */
+            else buf[i] = fmaf(d_p, keep, buf[i] * momentum);             /* buf.mul_(m).add_(d_p, alpha=1-damp) */
+            d_p = opt->nesterov ? fmaf(buf[i], momentum, d_p) : buf[i];   /* d_p.add(buf, alpha=m) or buf */
+        }
+        param[i] = fmaf(d_p, neg_lr, param[i]);                           /* param.add_(d_p, alpha=-lr) */
+    }
+}
+
+void mha_adam_step(float *param, float *exp_avg, float *exp_avg_sq, float *max_exp_avg_sq, const float *grad,
+                   size_t n, const mha_adam_options *opt, size_t step) {
+    const float wd = (float)opt->weight_decay, beta1 = (float)opt->beta1, beta2 = (float)opt->beta2;
+    const float one_minus_beta1 = (float)(1.0 - opt->beta1), one_minus_beta2 = (float)(1.0 - opt->beta2);
+    const float decay = (float)(1.0 - opt->lr * opt->weight_decay);
+    const double bias_correction1 = 1.0 - pow(opt->beta1, (double)step);
+    const double bias_correction2 = 1.0 - pow(opt->beta2, (double)step);
+    const float neg_step_size = (float)-(opt->lr / bias_correction1);
+    const float bias_correction2_sqrt = (float)sqrt(bias_correction2);
+    const float eps = (float)opt->eps;
+    for (size_t i = 0; i < n; i++) {
+        float g = opt->maximize ? -grad[i] : grad[i];
+        if (opt->decoupled) param[i] *= decay;                            /* param.mul_(1 - lr*wd) */
+        else if (opt->weight_decay != 0) g = fmaf(param[i], wd, g);       /* grad.add(param, alpha=wd) */
+        exp_avg[i] = fmaf(g, one_minus_beta1, exp_avg[i] * beta1);        /* m.mul_(b1).add_(g, alpha=1-b1) */
+        /* v.mul_(b2).addcmul_(g, g, value=1-b2): addcmul is self + (value·t1)·t2, which torch's build fuses */
+        exp_avg_sq[i] = fmaf(one_minus_beta2 * g, g, exp_avg_sq[i] * beta2);
+        float v = exp_avg_sq[i];
+        if (opt->amsgrad) {                                               /* torch.maximum(vmax, v, out=vmax) */
+            if (isnan(v) || isnan(max_exp_avg_sq[i])) max_exp_avg_sq[i] = NAN; /* NaN propagates, as in torch */
+            else if (v > max_exp_avg_sq[i]) max_exp_avg_sq[i] = v;
+            v = max_exp_avg_sq[i];
+        }
+        float denom = sqrtf(v) / bias_correction2_sqrt + eps;            /* (v.sqrt() / bc2_sqrt).add_(eps) */
+        param[i] = param[i] + neg_step_size * exp_avg[i] / denom;         /* param.addcdiv_(m, denom, value=-step_size) */
+    }
+}
+
+double mha_sum_squares(const float *x, size_t n) {
+    double sum = 0;
+    for (size_t i = 0; i < n; i++) sum += (double)x[i] * x[i];
+    return sum;
+}
+
+float mha_clip_coef(float total_norm, double max_norm) {
+    /* max_norm / (total_norm + 1e-6): a number over a tensor is tensor.reciprocal() * number in torch */
+    float coef = (1.0f / (total_norm + 1e-6f)) * (float)max_norm;
+    return coef < 1.0f ? coef : 1.0f;                                     /* clamp(coef, max=1.0) */
+}
+
+void mha_scale(float *x, size_t n, float s) {
+    for (size_t i = 0; i < n; i++) x[i] *= s;
+}
