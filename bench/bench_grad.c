@@ -21,7 +21,7 @@
 #include "kernels/kernels.h"
 #include "attention/multihead_grad.h"
 #include "peak.h"
-#include "attention/sdpa_backward.h"
+#include "attention/sdpa.h"
 
 /* CPU time of the process: the runs are single-threaded, and on a shared machine the wall clock counts the
  * other programs' time too (bench_grad_torch.py measures torch by time.process_time() alike). */

@@ -1,5 +1,5 @@
-/* core/attention/sdpa.c - scaled dot-product attention: the plain per-head path (scores, mask, softmax, ·V, every
- * intermediate kept) that is the reference of the fused online-softmax kernel, and mha_sdpa over batches. */
+/* core/attention/sdpa.c - scaled dot-product attention, forward then backward: the plain per-head path (every
+ * intermediate kept, the reference of the fused kernel), mha_sdpa over batches, and mha_sdpa_backward after it. */
 #include "attention/sdpa.h"
 
 #include <math.h>
@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "attention/attention_internal.h"
+#include "autograd/autograd.h"
 #include "kernels/kernels.h"
 
 /* ---------------------------------------------------------------------------------------------
@@ -24,10 +25,12 @@ static mha_status sgemm_ref(float *c, size_t ldc, const float *a, ptrdiff_t a_rs
 const mha_attn_kernels mha_attn_fast = {mha_sgemm, mha_softmax_rows_sum};
 const mha_attn_kernels mha_attn_ref = {sgemm_ref, mha_softmax_rows_sum_ref};
 
-static float mask_at(const mha_mask_src *m, size_t i, size_t j) {
+/* A mask's value at (i, j): a float mask's own, a bool mask's -inf or 0; 0 without a mask. */
+static float mask_value(const mha_mask_src *m, size_t i, size_t j) {
     ptrdiff_t at = (ptrdiff_t)i * m->rs + (ptrdiff_t)j * m->cs;
     if (m->f) return m->f[at];
-    return m->b[at] ? -INFINITY : 0.0f;
+    if (m->b) return m->b[at] ? -INFINITY : 0.0f;
+    return 0.0f;
 }
 
 mha_status mha_attention_plain(const mha_head_args *job, const mha_attn_kernels *kernels, float *weights,
@@ -51,8 +54,8 @@ mha_status mha_attention_plain(const mha_head_args *job, const mha_attn_kernels 
             float *row = weights + i * S;
             for (size_t j = 0; j < job->mask_cols; j++) {
                 if (has_attn || has_pad) {
-                    float m = has_attn ? mask_at(&job->attn, i, j) : 0.0f;
-                    if (has_pad) m = has_attn ? m + mask_at(&job->pad, i, j) : mask_at(&job->pad, i, j);
+                    float m = has_attn ? mask_value(&job->attn, i, j) : 0.0f;
+                    if (has_pad) m = has_attn ? m + mask_value(&job->pad, i, j) : mask_value(&job->pad, i, j);
                     row[j] += m;
                 }
                 if (job->causal && j > job->row0 + i) row[j] = -INFINITY;
@@ -71,27 +74,18 @@ mha_status mha_attention_plain(const mha_head_args *job, const mha_attn_kernels 
                            job->Dv, S, false);
 }
 
+
 /* ---------------------------------------------------------------------------------------------
- * scaled dot-product attention with broadcast leading dims
+ * The batch: q (..., L, D), k (..., S, D), v (..., S, Dv), the mask (..., L, S) - and in the backward the
+ * gradients and what the forward kept - broadcast their leading dims together; each flat batch index n is
+ * one (L,S) slice. Forward and backward expand every input to the batch shape (a view, stride 0 where a
+ * dim broadcasts) and find slice n of each at batch_offset.
  * ------------------------------------------------------------------------------------------- */
 
-/* Strides of t's leading dims (all but its last `core`) right-aligned to the batch shape (nb dims);
- * a dim of size 1 broadcasts (stride 0). False when a size is neither 1 nor the batch size. */
-static bool batch_strides(ptrdiff_t *bstride, const mha_tensor *t, size_t core, size_t nb, const size_t *bshape) {
-    size_t lead = t->ndim > core ? t->ndim - core : 0;
-    for (size_t d = 0; d < nb; d++) {
-        bstride[d] = 0;
-        if (d + lead < nb) continue;
-        size_t td = d + lead - nb;
-        if (t->shape[td] == bshape[d]) bstride[d] = bshape[d] == 1 ? 0 : t->stride[td];
-        else if (t->shape[td] != 1) return false;
-    }
-    return true;
-}
-
-/* Grows the batch shape (nb dims, right-aligned) to take in t's leading dims. */
-static bool batch_grow(size_t *nb, size_t *bshape, const mha_tensor *t, size_t core) {
-    size_t lead = t->ndim > core ? t->ndim - core : 0;
+/* Grows the batch shape (nb dims, right-aligned) to take in t's leading dims (all but its last 2).
+ * False when a size is neither 1 nor the batch's. */
+static bool batch_grow(size_t *nb, size_t *bshape, const mha_tensor *t) {
+    size_t lead = t->ndim > 2 ? t->ndim - 2 : 0;
     if (lead > *nb) {
         memmove(bshape + (lead - *nb), bshape, *nb * sizeof *bshape);
         for (size_t d = 0; d < lead - *nb; d++) bshape[d] = 1;
@@ -105,14 +99,47 @@ static bool batch_grow(size_t *nb, size_t *bshape, const mha_tensor *t, size_t c
     return true;
 }
 
-static ptrdiff_t batch_offset(size_t flat, size_t nb, const size_t *bshape, const ptrdiff_t *bstride) {
+/* t expanded to (bshape..., rows, cols), or an error of fname naming arg. */
+static mha_status batch_expand(mha_tensor *out, const mha_tensor *t, size_t nb, const size_t *bshape, size_t rows,
+                               size_t cols, const char *fname, const char *arg) {
+    char s[MHA_SHAPE_BUF], w[MHA_SHAPE_BUF];
+    size_t shape[MHA_MAX_DIMS];
+    memcpy(shape, bshape, nb * sizeof *shape);
+    shape[nb] = rows, shape[nb + 1] = cols;
+    mha_status st = mha_expand(out, t, nb + 2, shape);
+    if (st != MHA_OK) {
+        mha_tensor want = {.ndim = nb + 2};
+        memcpy(want.shape, shape, sizeof shape);
+        return mha_fail(MHA_E_SHAPE, "%s: %s %s does not broadcast to %s", fname, arg, SHAPE(s, t), SHAPE(w, &want));
+    }
+    return MHA_OK;
+}
+
+/* Element offset of batch n (flat, C order over the nb leading dims) in t, whose leading dims are the batch's. */
+static ptrdiff_t batch_offset(const mha_tensor *t, size_t nb, size_t n) {
     ptrdiff_t off = 0;
     for (size_t d = nb; d-- > 0;) {
-        off += (ptrdiff_t)(flat % bshape[d]) * bstride[d];
-        flat /= bshape[d];
+        off += (ptrdiff_t)(n % t->shape[d]) * t->stride[d];
+        n /= t->shape[d];
     }
     return off;
 }
+
+/* The mask (expanded to the batch) of slice n, as the plain path reads it; no mask: f = b = NULL. */
+static mha_mask_src mask_slice(const mha_tensor *mask, size_t nb, size_t n) {
+    mha_mask_src m = {0};
+    if (!mask) return m;
+    ptrdiff_t off = batch_offset(mask, nb, n);
+    if (mask->dtype == MHA_FLOAT32) m.f = mha_f32(mask) + off;
+    else m.b = mha_bool(mask) + off;
+    m.rs = mask->stride[nb];
+    m.cs = mask->stride[nb + 1];
+    return m;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * The forward: scaled dot-product attention with broadcast leading dims
+ * ------------------------------------------------------------------------------------------- */
 
 /* A bool mask as the float mask it stands for (true -> -inf, false -> 0), of the mask's own size: a
  * broadcast (stride 0) dimension stays broadcast, so an expanded key padding row stays one row. */
@@ -181,18 +208,13 @@ enum { KEPT_BLOCK = 48 };
  * part of the result (and weights), so with MHA_THREADS the slices are shared out over threads. */
 typedef struct sdpa_job {
     const mha_tensor *q;                  /* for messages */
-    float *result, *weights;              /* (batches,L,Dv), (batches,L,S) or NULL for the fused path */
-    const ptrdiff_t *rs;                  /* batch strides of the result (laid out as q, or contiguous) */
-    size_t ld_out;                        /* its row stride */
-    const float *q_data, *k_data, *v_data;
-    const ptrdiff_t *qs, *ks, *vs, *ms;   /* batch strides of q, k, v, the mask */
+    const mha_tensor *eq, *ek, *ev, *mask; /* expanded to the batch (rows contiguous); mask NULL for none */
+    const mha_tensor *result;             /* (batch..., L, Dv), laid out as q or contiguous */
+    float *weights;                       /* (batches,L,S), or NULL for the fused path */
     size_t nb, batches;
-    const size_t *bshape;
-    mha_mask_src mask;                        /* rs, cs, and its data at batch offset 0; none: f = b = NULL */
     bool causal;
     float scale;
     size_t L, S, D, Dv;
-    size_t ld_q, ld_k, ld_v;              /* row strides of q, k, v (their rows are contiguous) */
     size_t block_rows;                    /* weights kept: queries per block of rows (kept_slice), 0: whole slices */
     size_t packed_k, packed_v;            /* floats of a slice's kᵀ and v packed, per part */
     atomic_bool failed;                   /* a part failed: the others stop at their next slice */
@@ -221,10 +243,25 @@ static mha_status kept_slice(const sdpa_job *job, const mha_head_args *slice, fl
     return st;
 }
 
+/* Slice n of every tensor as one head's arguments. */
+static mha_head_args sdpa_slice(const sdpa_job *job, size_t n) {
+    const size_t nb = job->nb;
+    mha_head_args head = {
+        .out = mha_f32(job->result) + batch_offset(job->result, nb, n), .ld_out = (size_t)job->result->stride[nb],
+        .q = mha_f32(job->eq) + batch_offset(job->eq, nb, n), .ld_q = (size_t)job->eq->stride[nb],
+        .k = mha_f32(job->ek) + batch_offset(job->ek, nb, n), .ld_k = (size_t)job->ek->stride[nb],
+        .v = mha_f32(job->ev) + batch_offset(job->ev, nb, n), .ld_v = (size_t)job->ev->stride[nb],
+        .attn = mask_slice(job->mask, nb, n),
+        .mask_cols = job->S, .causal = job->causal, .scale = job->scale,
+        .L = job->L, .S = job->S, .D = job->D, .Dv = job->Dv,
+    };
+    return head;
+}
+
 /* Batches part, part + nparts, ...; each polls the interrupt flag first. */
 static mha_status sdpa_part(void *ctx, size_t part, size_t nparts) {
     sdpa_job *job = ctx;
-    const size_t L = job->L, S = job->S, D = job->D, Dv = job->Dv;
+    const size_t L = job->L, S = job->S;
     const size_t packed_bytes = job->block_rows ? (job->packed_k + job->packed_v) * sizeof(float) : 0;
     float *packed = packed_bytes ? mha_alloc(packed_bytes) : NULL;
     if (packed_bytes && !packed) {
@@ -240,25 +277,13 @@ static mha_status sdpa_part(void *ctx, size_t part, size_t nparts) {
                           job->batches);
             break;
         }
-        mha_head_args head = {
-            .out = job->result + batch_offset(n, job->nb, job->bshape, job->rs), .ld_out = job->ld_out,
-            .q = job->q_data + batch_offset(n, job->nb, job->bshape, job->qs), .ld_q = job->ld_q,
-            .k = job->k_data + batch_offset(n, job->nb, job->bshape, job->ks), .ld_k = job->ld_k,
-            .v = job->v_data + batch_offset(n, job->nb, job->bshape, job->vs), .ld_v = job->ld_v,
-            .mask_cols = S, .causal = job->causal, .scale = job->scale, .L = L, .S = S, .D = D, .Dv = Dv,
-        };
-        if (job->mask.f || job->mask.b) {
-            head.attn = job->mask;
-            ptrdiff_t off = batch_offset(n, job->nb, job->bshape, job->ms);
-            if (job->mask.f) head.attn.f += off;
-            else head.attn.b += off;
-        }
+        mha_head_args head = sdpa_slice(job, n);
         if (job->weights == NULL) {
             mha_attn_args args = {
                 .out = head.out, .ld_out = head.ld_out, .q = head.q, .ld_q = head.ld_q, .k = head.k, .ld_k = head.ld_k,
                 .v = head.v, .ld_v = head.ld_v,
                 .mask = head.attn.f, .mask_rs = head.attn.rs, .mask_cs = head.attn.cs,
-                .causal = job->causal, .scale = job->scale, .L = L, .S = S, .D = D, .Dv = Dv,
+                .causal = job->causal, .scale = job->scale, .L = L, .S = S, .D = job->D, .Dv = job->Dv,
             };
             st = mha_attention_fused(&args);
         } else if (packed) {
@@ -272,11 +297,14 @@ static mha_status sdpa_part(void *ctx, size_t part, size_t nparts) {
     return st;
 }
 
-mha_status mha_sdpa(mha_tensor *out, mha_tensor *weights, const mha_tensor *q, const mha_tensor *k,
-                    const mha_tensor *v, const mha_sdpa_options *opt) {
+/* The sizes of one mha_sdpa call: the slice's L, S, D, Dv and the batch shape, checked. */
+typedef struct sdpa_sizes {
+    size_t L, S, D, Dv, nb, bshape[MHA_MAX_DIMS];
+} sdpa_sizes;
+
+static mha_status sdpa_check(sdpa_sizes *z, const mha_tensor *q, const mha_tensor *k, const mha_tensor *v,
+                             const mha_sdpa_options *opt) {
     char sq[MHA_SHAPE_BUF], sk[MHA_SHAPE_BUF], sv[MHA_SHAPE_BUF], sm[MHA_SHAPE_BUF];
-    const mha_sdpa_options defaults = {0};
-    if (opt == NULL) opt = &defaults;
     const mha_tensor *mask = opt->attn_mask;
     mha_status st;
     if ((st = check_float(q, "sdpa", "q")) != MHA_OK || (st = check_float(k, "sdpa", "k")) != MHA_OK ||
@@ -297,31 +325,57 @@ mha_status mha_sdpa(mha_tensor *out, mha_tensor *weights, const mha_tensor *q, c
                         SHAPE(sv, v), S, v->shape[v->ndim - 2]);
     if (!isfinite(opt->scale))
         return mha_fail(MHA_E_ARG, "sdpa: scale %g is not a finite number", (double)opt->scale);
-
+    z->L = L, z->S = S, z->D = D, z->Dv = Dv, z->nb = 0;
     /* the batch shape: q's, k's, v's (and the mask's) leading dims broadcast together */
-    size_t nb = 0, bshape[MHA_MAX_DIMS];
-    if (!batch_grow(&nb, bshape, q, 2) || !batch_grow(&nb, bshape, k, 2) || !batch_grow(&nb, bshape, v, 2))
+    if (!batch_grow(&z->nb, z->bshape, q) || !batch_grow(&z->nb, z->bshape, k) || !batch_grow(&z->nb, z->bshape, v))
         return mha_fail(MHA_E_SHAPE, "sdpa: q %s, k %s, v %s: leading (batch) dims do not broadcast", SHAPE(sq, q),
                         SHAPE(sk, k), SHAPE(sv, v));
-    size_t mask_rows = 1, mask_cols = 1;
     if (mask != NULL) {
-        mask_cols = mask->ndim >= 1 ? mask->shape[mask->ndim - 1] : 1;
-        mask_rows = mask->ndim >= 2 ? mask->shape[mask->ndim - 2] : 1;
-        if ((mask_rows != 1 && mask_rows != L) || (mask_cols != 1 && mask_cols != S) || !batch_grow(&nb, bshape, mask, 2)) {
-            mha_tensor want = {.ndim = nb + 2};
-            memcpy(want.shape, bshape, nb * sizeof *bshape);
-            want.shape[nb] = L;
-            want.shape[nb + 1] = S;
+        const size_t mask_cols = mask->ndim >= 1 ? mask->shape[mask->ndim - 1] : 1;
+        const size_t mask_rows = mask->ndim >= 2 ? mask->shape[mask->ndim - 2] : 1;
+        if ((mask_rows != 1 && mask_rows != L) || (mask_cols != 1 && mask_cols != S) ||
+            !batch_grow(&z->nb, z->bshape, mask)) {
+            mha_tensor want = {.ndim = z->nb + 2};
+            memcpy(want.shape, z->bshape, z->nb * sizeof *z->bshape);
+            want.shape[z->nb] = L;
+            want.shape[z->nb + 1] = S;
             return mha_fail(MHA_E_SHAPE, "sdpa: attn_mask %s does not broadcast to the scores %s", SHAPE(sm, mask),
                             SHAPE(sk, &want));
         }
     }
-    if (nb + 2 > MHA_MAX_DIMS)
-        return mha_fail(MHA_E_SHAPE, "sdpa: %zu batch dims: at most %d supported", nb, MHA_MAX_DIMS - 2);
+    if (z->nb + 2 > MHA_MAX_DIMS)
+        return mha_fail(MHA_E_SHAPE, "sdpa: %zu batch dims: at most %d supported", z->nb, MHA_MAX_DIMS - 2);
+    return MHA_OK;
+}
+
+/* Weights kept: by blocks of rows (kept_slice) when a slice has more rows than one block - unless its q·kᵀ is one a
+ * whole-slice mha_sgemm computes as dot products of rows (a short q at depth D >= 128, kernels.h), whose bits the
+ * packed path would not give. A block's scores fill about half of L2 (256 KiB). */
+static void plan_blocks(sdpa_job *job, bool kept) {
+    const size_t L = job->L, S = job->S, D = job->D;
+    const size_t block_bytes = S * sizeof(float) * KEPT_BLOCK, half_l2 = (size_t)256 << 10;
+    const size_t block_rows = KEPT_BLOCK * (block_bytes && block_bytes < half_l2 ? half_l2 / block_bytes : 1);
+    const bool dot_rows = D >= 128 && (double)L * (double)D * sizeof(float) <= 256.0 * 1024;
+    if (kept && L > block_rows && S > 0 && !dot_rows) {
+        job->block_rows = block_rows;
+        job->packed_k = mha_sgemm_packed_b_size(S, D), job->packed_v = mha_sgemm_packed_b_size(job->Dv, S);
+    }
+}
+
+mha_status mha_sdpa(mha_tensor *out, mha_tensor *weights, const mha_tensor *q, const mha_tensor *k,
+                    const mha_tensor *v, const mha_sdpa_options *opt) {
+    const mha_sdpa_options defaults = {0};
+    if (opt == NULL) opt = &defaults;
+    const mha_tensor *mask = opt->attn_mask;
+    sdpa_sizes z;
+    mha_status st = sdpa_check(&z, q, k, v, opt);
+    if (st != MHA_OK) return st;
+    const size_t L = z.L, S = z.S, D = z.D, Dv = z.Dv, nb = z.nb;
     const float scale = opt->scale != 0.0f ? opt->scale : (float)(1.0 / sqrt((double)D));
     const bool fused = weights == NULL;
 
     mha_tensor cq = MHA_TENSOR_EMPTY, ck = MHA_TENSOR_EMPTY, cv = MHA_TENSOR_EMPTY, fmask = MHA_TENSOR_EMPTY;
+    mha_tensor eq = MHA_TENSOR_EMPTY, ek = MHA_TENSOR_EMPTY, ev = MHA_TENSOR_EMPTY, em = MHA_TENSOR_EMPTY;
     mha_tensor result = MHA_TENSOR_EMPTY, w = MHA_TENSOR_EMPTY;
     if ((st = rows_readable(&cq, q)) != MHA_OK || (st = rows_readable(&ck, k)) != MHA_OK ||
         (st = rows_readable(&cv, v)) != MHA_OK)
@@ -330,52 +384,31 @@ mha_status mha_sdpa(mha_tensor *out, mha_tensor *weights, const mha_tensor *q, c
     if (mask != NULL && fused && mask->dtype == MHA_BOOL) st = additive_mask(&fmask, mask);
     else if (mask != NULL) st = mha_share(&fmask, mask);
     if (st != MHA_OK) goto done;
+    if ((st = batch_expand(&eq, &cq, nb, z.bshape, L, D, "sdpa", "q")) != MHA_OK ||
+        (st = batch_expand(&ek, &ck, nb, z.bshape, S, D, "sdpa", "k")) != MHA_OK ||
+        (st = batch_expand(&ev, &cv, nb, z.bshape, S, Dv, "sdpa", "v")) != MHA_OK ||
+        (mask != NULL && (st = batch_expand(&em, &fmask, nb, z.bshape, L, S, "sdpa", "attn_mask")) != MHA_OK))
+        goto done;
 
     size_t shape[MHA_MAX_DIMS];
-    memcpy(shape, bshape, nb * sizeof *bshape);
+    memcpy(shape, z.bshape, nb * sizeof *shape);
     shape[nb] = L;
     shape[nb + 1] = Dv;
     /* the result laid out as q when it has q's shape (no broadcast batch dim, Dv = D) */
     bool like_q = Dv == D && cq.ndim == nb + 2;
-    for (size_t d = 0; like_q && d < nb; d++) like_q = cq.shape[d] == bshape[d];
+    for (size_t d = 0; like_q && d < nb; d++) like_q = cq.shape[d] == z.bshape[d];
     st = like_q ? empty_like(&result, &cq) : mha_empty_named(&result, MHA_FLOAT32, nb + 2, shape, "sdpa");
     if (st != MHA_OK) goto done;
     shape[nb + 1] = S;
     if (!fused && (st = mha_empty_named(&w, MHA_FLOAT32, nb + 2, shape, "sdpa")) != MHA_OK) goto done;
 
-    ptrdiff_t qs[MHA_MAX_DIMS], ks[MHA_MAX_DIMS], vs[MHA_MAX_DIMS], ms[MHA_MAX_DIMS], rs[MHA_MAX_DIMS];
-    batch_strides(rs, &result, 2, nb, bshape);
-    batch_strides(qs, &cq, 2, nb, bshape);
-    batch_strides(ks, &ck, 2, nb, bshape);
-    batch_strides(vs, &cv, 2, nb, bshape);
-    mha_mask_src msrc = {0};
-    if (mask != NULL) {
-        batch_strides(ms, &fmask, 2, nb, bshape);
-        msrc.rs = mask_rows == 1 || fmask.ndim < 2 ? 0 : fmask.stride[fmask.ndim - 2];
-        msrc.cs = mask_cols == 1 || fmask.ndim < 1 ? 0 : fmask.stride[fmask.ndim - 1];
-    }
-    size_t batches = prod(bshape, 0, nb);
+    const size_t batches = prod(z.bshape, 0, nb);
     sdpa_job job = {
-        .q = q, .result = mha_f32(&result), .rs = rs, .ld_out = (size_t)result.stride[nb], .weights = fused ? NULL : mha_f32(&w),
-        .q_data = mha_f32(&cq), .k_data = mha_f32(&ck), .v_data = mha_f32(&cv),
-        .qs = qs, .ks = ks, .vs = vs, .ms = ms, .nb = nb, .batches = batches, .bshape = bshape,
-        .mask = msrc, .causal = opt->is_causal, .scale = scale, .L = L, .S = S, .D = D, .Dv = Dv,
-        .ld_q = (size_t)cq.stride[cq.ndim - 2], .ld_k = (size_t)ck.stride[ck.ndim - 2], .ld_v = (size_t)cv.stride[cv.ndim - 2],
+        .q = q, .eq = &eq, .ek = &ek, .ev = &ev, .mask = mask != NULL ? &em : NULL, .result = &result,
+        .weights = fused ? NULL : mha_f32(&w), .nb = nb, .batches = batches,
+        .causal = opt->is_causal, .scale = scale, .L = L, .S = S, .D = D, .Dv = Dv,
     };
-    /* Weights kept: by blocks of rows (kept_slice) when a slice has more rows than one block - unless its q·kᵀ is
-     * one a whole-slice mha_sgemm computes as dot products of rows (a short q at depth D >= 128, kernels.h),
-     * whose bits the packed path would not give. A block's scores fill about half of L2 (256 KiB). */
-    const size_t block_bytes = S * sizeof(float) * KEPT_BLOCK, half_l2 = (size_t)256 << 10;
-    const size_t block_rows = KEPT_BLOCK * (block_bytes && block_bytes < half_l2 ? half_l2 / block_bytes : 1);
-    const bool dot_rows = D >= 128 && (double)L * (double)D * sizeof(float) <= 256.0 * 1024;
-    if (!fused && L > block_rows && S > 0 && !dot_rows) {
-        job.block_rows = block_rows;
-        job.packed_k = mha_sgemm_packed_b_size(S, D), job.packed_v = mha_sgemm_packed_b_size(Dv, S);
-    }
-    if (mask != NULL) {
-        if (fmask.dtype == MHA_FLOAT32) job.mask.f = mha_f32(&fmask);
-        else job.mask.b = mha_bool(&fmask);
-    }
+    plan_blocks(&job, !fused);
     atomic_init(&job.failed, false);
     const double flops = 2.0 * (double)batches * (double)L * (double)S * (double)(D + Dv); /* q·kᵀ and ·v */
     if (L > 0)   /* no query: no (L,·) slice to fill, however many batches */
@@ -388,11 +421,399 @@ mha_status mha_sdpa(mha_tensor *out, mha_tensor *weights, const mha_tensor *q, c
         w = MHA_TENSOR_EMPTY;
     }
 done:
-    mha_release(&cq);
-    mha_release(&ck);
-    mha_release(&cv);
-    mha_release(&fmask);
-    mha_release(&result);
-    mha_release(&w);
+    mha_release(&cq), mha_release(&ck), mha_release(&cv), mha_release(&fmask);
+    mha_release(&eq), mha_release(&ek), mha_release(&ev), mha_release(&em);
+    mha_release(&result), mha_release(&w);
+    return st;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * The backward, pass 4 first: each step is the backward of the forward pass it names (formulas in
+ * sdpa.h). Plain: P from the weights the forward kept. Fused: P recomputed tile by tile from q and k,
+ * beyond FULL_ROWS keys from each row's log-sum-exp (the flash-attention method).
+ * ------------------------------------------------------------------------------------------- */
+
+#define TILE_Q 64   /* queries per tile (fused path) */
+
+/* A strided (rows, cols) matrix: element (i, j) at p[i*rs + j*cs]. */
+typedef struct mat {
+    const float *p;
+    ptrdiff_t rs, cs;
+} mat;
+
+/* A position a bool mask or the causal rule masks: it passes no gradient (masked_fill's backward), so a fully
+ * masked row gives dQ 0 there, not NaN, as torch 1.13 with masked_fill. A float mask's -inf is an addition,
+ * whose backward passes the row's NaN on. */
+static bool hard_masked(const mha_mask_src *m, bool causal, size_t i, size_t j) {
+    if (causal && j > i) return true;
+    return m->b && m->b[(ptrdiff_t)i * m->rs + (ptrdiff_t)j * m->cs];
+}
+
+typedef struct bwd_job {
+    /* inputs, each expanded to the batch shape (views) */
+    const mha_tensor *q, *k, *v, *dout, *dweights, *weights, *out, *mask;
+    float *gq, *gk, *gv;          /* (batches, L, D), (batches, S, D), (batches, S, Dv), zeroed; NULL: not wanted */
+    float *gm;                    /* (batches, L, S): the float mask's gradient dS/scale, every element written; or NULL */
+    size_t nb, batches;
+    bool causal;
+    float scale;
+    size_t L, S, D, Dv;
+    atomic_bool failed;
+} bwd_job;
+
+static mat mat_slice(const mha_tensor *t, size_t nb, size_t n) {
+    mat m = {mha_f32(t) + batch_offset(t, nb, n), t->stride[nb], t->stride[nb + 1]};
+    return m;
+}
+
+/* Backward of pass 4 (out = P·v), its dV half over a tile (bq queries at i0, bk keys at j0):
+ * dV[j0:] += Pᵀ·dO[i0:], P of row stride ldP. */
+static mha_status value_grad(const bwd_job *job, size_t n, const float *P, size_t ldP, size_t i0, size_t bq,
+                             size_t j0, size_t bk, mat dO) {
+    const size_t S = job->S, Dv = job->Dv;
+    if (!job->gv || !dO.p) return MHA_OK;
+    return mha_sgemm(job->gv + (n * S + j0) * Dv, Dv, P, 1, (ptrdiff_t)ldP, dO.p + (ptrdiff_t)i0 * dO.rs, dO.rs, dO.cs,
+                     bk, Dv, bq, true);
+}
+
+/* Backward of pass 3 (softmax) and pass 2 (masks), one row i over keys j0..j0+bk: dS = P∘(dP - delta)·scale in
+ * place of dP, delta = rowsum(P∘dP) (the mask's gradient, unscaled, into job->gm when wanted); positions a bool
+ * mask or the causal rule masks get 0. */
+static void softmax_grad_row(const bwd_job *job, const mha_mask_src *m, float *ds, const float *p, float delta, size_t n,
+                             size_t i, size_t j0, size_t bk) {
+    const float scale = job->scale;
+    if (job->gm) {
+        float *gm = job->gm + (n * job->L + i) * job->S + j0;
+        for (size_t j = 0; j < bk; j++) {
+            gm[j] = p[j] * (ds[j] - delta);
+            ds[j] = gm[j] * scale;
+        }
+        if (job->causal) /* a float mask: only the causal rule masks hard */
+            for (size_t j = i + 1 > j0 ? i + 1 - j0 : 0; j < bk; j++) gm[j] = ds[j] = 0.0f;
+        return;
+    }
+    for (size_t j = 0; j < bk; j++) ds[j] = p[j] * (ds[j] - delta) * scale;
+    if (job->causal || m->b)
+        for (size_t j = 0; j < bk; j++)
+            if (hard_masked(m, job->causal, i, j0 + j)) ds[j] = 0.0f;
+}
+
+/* Backward of pass 1 (s = q·kᵀ·scale) over a tile, from its scaled dS (row stride ld):
+ * dQ[i0:] += dS·k[j0:], dK[j0:] += dSᵀ·q[i0:]. */
+static mha_status score_grads(const bwd_job *job, size_t n, const float *dS, size_t ld, size_t i0, size_t bq,
+                              size_t j0, size_t bk, mat q, mat k) {
+    const size_t D = job->D, L = job->L, S = job->S;
+    mha_status st = MHA_OK;
+    if (job->gq)
+        st = mha_sgemm(job->gq + (n * L + i0) * D, D, dS, (ptrdiff_t)ld, 1, k.p + (ptrdiff_t)j0 * k.rs, k.rs, k.cs, bq, D,
+                       bk, true);
+    if (st == MHA_OK && job->gk)
+        st = mha_sgemm(job->gk + (n * S + j0) * D, D, dS, 1, (ptrdiff_t)ld, q.p + (ptrdiff_t)i0 * q.rs, q.rs, q.cs, bk, D,
+                       bq, true);
+    return st;
+}
+
+/* Whether the plain path must copy each slice's weights into scratch (their columns are not contiguous). */
+static bool weights_copied(const bwd_job *job) {
+    return job->weights->stride[job->nb + 1] != 1;
+}
+
+/* Plain: one slice, with P from the weights (read in place, or copied to P_copy when strided); dS in an (L,S)
+ * buffer dP. */
+static mha_status slice_plain(const bwd_job *job, size_t n, float *dP, float *P_copy) {
+    const size_t L = job->L, S = job->S, Dv = job->Dv;
+    mat q = mat_slice(job->q, job->nb, n), k = mat_slice(job->k, job->nb, n), v = mat_slice(job->v, job->nb, n);
+    mat w = mat_slice(job->weights, job->nb, n);
+    mat dO = job->dout ? mat_slice(job->dout, job->nb, n) : (mat){0};
+    const float *P = w.p;
+    size_t ldP = (size_t)w.rs;
+    if (P_copy) {
+        for (size_t i = 0; i < L; i++)
+            for (size_t j = 0; j < S; j++) P_copy[i * S + j] = w.p[(ptrdiff_t)i * w.rs + (ptrdiff_t)j * w.cs];
+        P = P_copy, ldP = S;
+    }
+    /* backward of pass 4: dP = dO·vᵀ (+ the weights' own gradient), dV = Pᵀ·dO */
+    mha_status st = MHA_OK;
+    if (dO.p)
+        st = mha_sgemm(dP, S, dO.p, dO.rs, dO.cs, v.p, v.cs, v.rs, L, S, Dv, false);
+    else
+        memset(dP, 0, L * S * sizeof *dP);
+    if (st != MHA_OK) return st;
+    if (job->dweights) {
+        mat dw = mat_slice(job->dweights, job->nb, n);
+        for (size_t i = 0; i < L; i++)
+            for (size_t j = 0; j < S; j++) dP[i * S + j] += dw.p[(ptrdiff_t)i * dw.rs + (ptrdiff_t)j * dw.cs];
+    }
+    if ((st = value_grad(job, n, P, ldP, 0, L, 0, S, dO)) != MHA_OK) return st;
+    /* backward of passes 3 and 2: dS = P∘(dP - rowsum(P∘dP)), times scale, 0 where masked hard */
+    mha_mask_src m = mask_slice(job->mask, job->nb, n);
+    for (size_t i = 0; i < L; i++) {
+        const float *p = P + i * ldP;
+        float *ds = dP + i * S;
+        double dot = 0.0;
+        for (size_t j = 0; j < S; j++) dot += (double)p[j] * ds[j];
+        softmax_grad_row(job, &m, ds, p, (float)dot, n, i, 0, S);
+    }
+    /* backward of pass 1 */
+    return score_grads(job, n, dP, S, 0, L, 0, S, q, k);
+}
+
+/* The forward's passes 1 and 2 over a tile: s = q[i0:i0+bq]·k[j0:j0+bk]ᵀ·scale + mask, causal -inf where j > i;
+ * into tile (row stride ld). */
+static mha_status score_tile(const bwd_job *job, float *tile, size_t ld, mat q, mat k, const mha_mask_src *m, size_t i0,
+                             size_t bq, size_t j0, size_t bk) {
+    mha_status st = mha_sgemm(tile, ld, q.p + (ptrdiff_t)i0 * q.rs, q.rs, q.cs, k.p + (ptrdiff_t)j0 * k.rs, k.cs, k.rs,
+                              bq, bk, job->D, false);
+    if (st != MHA_OK) return st;
+    bool masked = m->f || m->b;
+    for (size_t i = 0; i < bq; i++) {
+        float *row = tile + i * ld;
+        for (size_t j = 0; j < bk; j++) row[j] *= job->scale;
+        if (masked)
+            for (size_t j = 0; j < bk; j++) row[j] += mask_value(m, i0 + i, j0 + j);
+        if (job->causal)
+            for (size_t j = i0 + i + 1 > j0 ? i0 + i + 1 - j0 : 0; j < bk; j++) row[j] = -INFINITY;
+    }
+    return MHA_OK;
+}
+
+/* The key tile width of the fused backward for S keys: whole rows up to FULL_ROWS keys (one sweep: the rows'
+ * softmax is exact, as the forward's), else KEY_TILE keys with each row's log-sum-exp found in a first sweep. */
+#define FULL_ROWS 4096
+#define KEY_TILE 512
+static size_t key_tile(size_t S) { return S <= FULL_ROWS ? (S ? S : 1) : KEY_TILE; }
+
+/* The forward's pass 3 for rows that do not fit one tile, in two sweeps over the keys. Sweep 1: each row's
+ * log-sum-exp over all S keys, lse = max + log Σ exp(s - max), online over the key tiles: with the running
+ * (max, sum) and a tile's (tmax, tsum),
+ *   max' = max(max, tmax);   sum' = sum·exp(max - max') + tsum·exp(tmax - max').
+ * Sweep 2: P = exp(s - lse) = softmax_tile(s) · tsum·exp(tmax - lse).
+ * The exps come from the forward's vectorised softmax kernel: after p = softmax(s) over the tile row, p at the
+ * row's max is exp(0)/tsum, so tsum = 1/p[argmax] (to a float's rounding, as the forward's own sum). The plain
+ * reference beside it (scalar exps, sweep 1 summing in double) is what tests hold it equal to
+ * (mha_sdpa_backward_plain_lse). */
+static bool plain_lse = false;
+
+void mha_sdpa_backward_plain_lse(bool on) { plain_lse = on; }
+
+/* One tile row's max (the first NaN, if any: it makes the row NaN). Unless it is -inf (every key masked: the row
+ * is left as it is), the row becomes its softmax and *tsum = Σ exp(s - tmax). */
+static double tile_row_softmax(float *row, size_t bk, double *tsum) {
+    size_t at = 0;
+    for (size_t j = 1; j < bk && !isnan(row[at]); j++)
+        if (row[j] > row[at] || isnan(row[j])) at = j;
+    double tmax = row[at];
+    if (tmax == -INFINITY) return tmax;
+    mha_softmax_rows(row, bk, 1, bk);
+    *tsum = 1.0 / (double)row[at];
+    return tmax;
+}
+
+/* Sweep 2's P = exp(s - lse) over one tile row, in place. */
+static void tile_row_probs(float *p, size_t bk, float lse) {
+    double tsum = 0.0, tmax;
+    if (plain_lse || !isfinite(lse)) { /* a fully masked row's lse is -inf: P is NaN (the forward's policy) */
+        for (size_t j = 0; j < bk; j++) p[j] = expf(p[j] - lse);
+    } else if ((tmax = tile_row_softmax(p, bk, &tsum)) == -INFINITY) {
+        memset(p, 0, bk * sizeof *p);
+    } else {
+        const float factor = (float)(tsum * exp(tmax - (double)lse));
+        for (size_t j = 0; j < bk; j++) p[j] *= factor;
+    }
+}
+
+/* The running (max, sum) of one row merged with a tile's (tmax, tsum). */
+static void lse_merge(double *run_max, double *run_sum, double tmax, double tsum) {
+    double new_max = tmax > *run_max || isnan(tmax) ? tmax : *run_max;
+    if (new_max == -INFINITY) return; /* all masked so far */
+    double sum = *run_sum == 0.0 ? 0.0 : *run_sum * exp(*run_max - new_max);
+    *run_sum = sum + tsum * exp(tmax - new_max);
+    *run_max = new_max;
+}
+
+/* Sweep 1: lse of the bq rows at i0, tile by tile through tile (TILE_Q x tk). */
+static mha_status row_lse(const bwd_job *job, float *lse, float *tile, size_t tk, mat q, mat k, const mha_mask_src *m,
+                          size_t i0, size_t bq) {
+    double run_max[TILE_Q], run_sum[TILE_Q];
+    for (size_t i = 0; i < bq; i++) run_max[i] = -INFINITY, run_sum[i] = 0.0;
+    for (size_t j0 = 0; j0 < job->S; j0 += tk) {
+        size_t bk = job->S - j0 < tk ? job->S - j0 : tk;
+        mha_status st = score_tile(job, tile, tk, q, k, m, i0, bq, j0, bk);
+        if (st != MHA_OK) return st;
+        for (size_t i = 0; i < bq; i++) {
+            float *row = tile + i * tk;
+            double tmax, tsum = 0.0;
+            if (plain_lse) {
+                tmax = -INFINITY;
+                for (size_t j = 0; j < bk; j++)
+                    if (row[j] > tmax || isnan(row[j])) tmax = row[j];
+                if (tmax != -INFINITY)
+                    for (size_t j = 0; j < bk; j++) tsum += exp((double)row[j] - tmax);
+            } else {
+                tmax = tile_row_softmax(row, bk, &tsum);
+            }
+            if (tmax != -INFINITY) lse_merge(&run_max[i], &run_sum[i], tmax, tsum); /* an all-masked tile adds 0 */
+        }
+    }
+    for (size_t i = 0; i < bq; i++) lse[i] = (float)(run_max[i] + log(run_sum[i])); /* fully masked: -inf */
+    return MHA_OK;
+}
+
+/* Fused: one slice, TILE_Q queries at a time; scratch holds two (TILE_Q, key_tile(S)) tiles and 2·TILE_Q floats. */
+static mha_status slice_fused(const bwd_job *job, size_t n, float *scratch) {
+    const size_t L = job->L, S = job->S, Dv = job->Dv, tk = key_tile(S);
+    const bool one_sweep = tk >= S;
+    float *sP = scratch, *sdP = scratch + TILE_Q * tk, *lse = sdP + TILE_Q * tk, *delta = lse + TILE_Q;
+    mat q = mat_slice(job->q, job->nb, n), k = mat_slice(job->k, job->nb, n), v = mat_slice(job->v, job->nb, n);
+    mat dO = mat_slice(job->dout, job->nb, n), o = mat_slice(job->out, job->nb, n);
+    mha_mask_src m = mask_slice(job->mask, job->nb, n);
+    mha_status st = MHA_OK;
+    for (size_t i0 = 0; i0 < L && st == MHA_OK; i0 += TILE_Q) {
+        size_t bq = L - i0 < TILE_Q ? L - i0 : TILE_Q;
+        if (mha_interrupted()) return mha_fail(MHA_E_INTERRUPTED, "sdpa_backward: interrupted at query %zu of %zu", i0, L);
+        /* delta_i = dO_i·out_i, which equals rowsum(P∘dP) since out_i = Σ_j P_ij v_j */
+        for (size_t i = 0; i < bq; i++) {
+            double d = 0.0;
+            for (size_t c = 0; c < Dv; c++)
+                d += (double)dO.p[(ptrdiff_t)(i0 + i) * dO.rs + (ptrdiff_t)c * dO.cs] *
+                     o.p[(ptrdiff_t)(i0 + i) * o.rs + (ptrdiff_t)c * o.cs];
+            delta[i] = (float)d;
+        }
+        if (!one_sweep && (st = row_lse(job, lse, sP, tk, q, k, &m, i0, bq)) != MHA_OK) break;
+        for (size_t j0 = 0; j0 < S && st == MHA_OK; j0 += tk) {
+            size_t bk = S - j0 < tk ? S - j0 : tk;
+            /* the forward's passes 1 and 2; backward of pass 4's dP = dO·vᵀ */
+            st = score_tile(job, sP, tk, q, k, &m, i0, bq, j0, bk);
+            if (st == MHA_OK)
+                st = mha_sgemm(sdP, tk, dO.p + (ptrdiff_t)i0 * dO.rs, dO.rs, dO.cs, v.p + (ptrdiff_t)j0 * v.rs, v.cs, v.rs,
+                               bq, bk, Dv, false);
+            if (st != MHA_OK) break;
+            /* the forward's pass 3: P (exact row softmax in one sweep, else exp(s - lse)); backward of passes 3
+             * and 2: dS = P∘(dP - delta)·scale */
+            if (one_sweep) mha_softmax_rows(sP, tk, bq, bk); /* the forward's kernel: a fully masked row is NaN */
+            for (size_t i = 0; i < bq; i++) {
+                float *p = sP + i * tk, *ds = sdP + i * tk;
+                if (!one_sweep) tile_row_probs(p, bk, lse[i]);
+                softmax_grad_row(job, &m, ds, p, delta[i], n, i0 + i, j0, bk);
+            }
+            /* backward of pass 1, and pass 4's dV = Pᵀ·dO */
+            st = score_grads(job, n, sdP, tk, i0, bq, j0, bk, q, k);
+            if (st == MHA_OK) st = value_grad(job, n, sP, tk, i0, bq, j0, bk, dO);
+        }
+    }
+    return st;
+}
+
+static mha_status bwd_part(void *ctx, size_t part, size_t nparts) {
+    bwd_job *job = ctx;
+    const size_t L = job->L, S = job->S;
+    const bool copied = job->weights && weights_copied(job);
+    size_t floats = job->weights ? (copied ? 2 : 1) * L * S : 2 * TILE_Q * key_tile(S) + 2 * TILE_Q;
+    float *scratch = mha_alloc((floats ? floats : 1) * sizeof *scratch);
+    if (!scratch) {
+        atomic_store(&job->failed, true);
+        return mha_fail(MHA_E_NOMEM, "sdpa_backward: out of memory for %zu floats of scratch", floats);
+    }
+    mha_status st = MHA_OK;
+    for (size_t n = part; n < job->batches && st == MHA_OK; n += nparts) {
+        if (atomic_load(&job->failed)) break;
+        st = job->weights ? slice_plain(job, n, scratch, copied ? scratch + L * S : NULL) : slice_fused(job, n, scratch);
+    }
+    mha_free(scratch, (floats ? floats : 1) * sizeof *scratch);
+    if (st != MHA_OK) atomic_store(&job->failed, true);
+    return st;
+}
+
+/* The backward's argument checks, and the batch shape of every input's leading dims. */
+static mha_status bwd_check(sdpa_sizes *z, const mha_tensor *const all[8], const mha_sdpa_options *opt, bool dmask) {
+    char sq[MHA_SHAPE_BUF], sk[MHA_SHAPE_BUF], sv[MHA_SHAPE_BUF];
+    const mha_tensor *q = all[0], *k = all[1], *v = all[2], *dout = all[4], *dweights = all[5], *weights = all[6];
+    const char *names[] = {"q", "k", "v"};
+    for (int i = 0; i < 3; i++) {
+        if (!all[i] || !all[i]->storage || all[i]->dtype != MHA_FLOAT32 || all[i]->ndim < 2)
+            return mha_fail(MHA_E_ARG, "sdpa_backward: %s must be a float tensor of at least 2 dims (..., length, dim)",
+                            names[i]);
+    }
+    z->L = q->shape[q->ndim - 2], z->D = q->shape[q->ndim - 1], z->S = k->shape[k->ndim - 2];
+    z->Dv = v->shape[v->ndim - 1];
+    if (k->shape[k->ndim - 1] != z->D || v->shape[v->ndim - 2] != z->S)
+        return mha_fail(MHA_E_SHAPE, "sdpa_backward: q %s, k %s, v %s do not fit (..., L, D), (..., S, D), (..., S, Dv)",
+                        SHAPE(sq, q), SHAPE(sk, k), SHAPE(sv, v));
+    if (!weights && dweights)
+        return mha_fail(MHA_E_ARG, "sdpa_backward: a gradient of the weights needs the weights (the plain path)");
+    if (!weights && dout && !all[7])
+        return mha_fail(MHA_E_ARG, "sdpa_backward: the fused path (no weights) needs the forward's output out");
+    if (dmask && (!opt->attn_mask || opt->attn_mask->dtype != MHA_FLOAT32))
+        return mha_fail(MHA_E_ARG, "sdpa_backward: a gradient of the mask needs a float (additive) attn_mask");
+    z->nb = 0;
+    for (size_t i = 0; i < 8; i++)
+        if (all[i] && !batch_grow(&z->nb, z->bshape, all[i]))
+            return mha_fail(MHA_E_SHAPE, "sdpa_backward: q %s, k %s, v %s: leading (batch) dims do not broadcast",
+                            SHAPE(sq, q), SHAPE(sk, k), SHAPE(sv, v));
+    return MHA_OK;
+}
+
+/* Each gradient wanted (dst[i] not NULL) summed back to its input's shape; on a failure none is handed back. */
+static mha_status sum_to_inputs(mha_tensor *const dst[4], const mha_tensor *const grads[4],
+                                const mha_tensor *const like[4]) {
+    for (size_t i = 0; i < 4; i++) {
+        if (!dst[i]) continue;
+        mha_status st = mha_sum_to(dst[i], grads[i], like[i]->ndim, like[i]->shape);
+        if (st != MHA_OK) {
+            for (size_t j = 0; j < i; j++)
+                if (dst[j]) mha_release(dst[j]);
+            return st;
+        }
+    }
+    return MHA_OK;
+}
+
+mha_status mha_sdpa_backward(mha_tensor *dq, mha_tensor *dk, mha_tensor *dv, mha_tensor *dmask, const mha_tensor *dout,
+                             const mha_tensor *dweights, const mha_tensor *q, const mha_tensor *k, const mha_tensor *v,
+                             const mha_tensor *weights, const mha_tensor *out, const mha_sdpa_options *opt) {
+    const mha_sdpa_options defaults = {0};
+    if (!opt) opt = &defaults;
+    const mha_tensor *const all[8] = {q, k, v, opt->attn_mask, dout, dweights, weights, out};
+    sdpa_sizes z;
+    mha_status st = bwd_check(&z, all, opt, dmask != NULL);
+    if (st != MHA_OK) return st;
+    const size_t L = z.L, S = z.S, D = z.D, Dv = z.Dv, nb = z.nb;
+    const float scale = opt->scale != 0.0f ? opt->scale : (float)(1.0 / sqrt((double)D));
+    /* every input expanded to the batch: q, k, v, the mask, dout, dweights, weights, out */
+    mha_tensor e[8], g[4]; /* g: the gradients of q, k, v, the mask, over the whole batch */
+    for (int i = 0; i < 8; i++) e[i] = MHA_TENSOR_EMPTY;
+    for (int i = 0; i < 4; i++) g[i] = MHA_TENSOR_EMPTY;
+    const size_t rows[8] = {L, S, S, L, L, L, L, L}, cols[8] = {D, D, Dv, S, Dv, S, S, Dv};
+    const char *names[8] = {"q", "k", "v", "attn_mask", "dout", "dweights", "weights", "out"};
+    static const int order[8] = {0, 1, 2, 4, 5, 6, 7, 3}; /* the order the arguments are checked in */
+    for (int o = 0; o < 8 && st == MHA_OK; o++) {
+        const int i = order[o];
+        if (all[i] && !(i == 7 && weights)) /* out is read by the fused path only */
+            st = batch_expand(&e[i], all[i], nb, z.bshape, rows[i], cols[i], "sdpa_backward", names[i]);
+    }
+    size_t shape[MHA_MAX_DIMS];
+    memcpy(shape, z.bshape, nb * sizeof *shape);
+    mha_tensor *const dst[4] = {dq, dk, dv, dmask};
+    for (int i = 0; i < 4 && st == MHA_OK; i++) {
+        shape[nb] = rows[i], shape[nb + 1] = cols[i];
+        if (dst[i]) st = mha_zeros(&g[i], MHA_FLOAT32, nb + 2, shape); /* dv stays 0 without dout */
+    }
+    if (st == MHA_OK && (dout || dweights)) {
+        bwd_job job = {
+            .q = &e[0], .k = &e[1], .v = &e[2], .dout = dout ? &e[4] : NULL, .dweights = dweights ? &e[5] : NULL,
+            .weights = weights ? &e[6] : NULL, .out = out && !weights ? &e[7] : NULL, .mask = opt->attn_mask ? &e[3] : NULL,
+            .gq = dq ? mha_f32(&g[0]) : NULL, .gk = dk ? mha_f32(&g[1]) : NULL, .gv = dv && dout ? mha_f32(&g[2]) : NULL,
+            .gm = dmask ? mha_f32(&g[3]) : NULL,
+            .nb = nb, .batches = prod(z.bshape, 0, nb), .causal = opt->is_causal, .scale = scale,
+            .L = L, .S = S, .D = D, .Dv = Dv,
+        };
+        atomic_init(&job.failed, false);
+        const double flops = 2.0 * (double)job.batches * (double)L * (double)S * (double)(3 * D + 2 * Dv);
+        if (job.batches && L && S) st = mha_run_parts(bwd_part, &job, mha_kernels_parts(job.batches, flops));
+    }
+    const mha_tensor *const grads[4] = {&g[0], &g[1], &g[2], &g[3]}, *const like[4] = {q, k, v, opt->attn_mask};
+    if (st == MHA_OK) st = sum_to_inputs(dst, grads, like);
+    for (int i = 0; i < 8; i++) mha_release(&e[i]);
+    for (int i = 0; i < 4; i++) mha_release(&g[i]);
     return st;
 }

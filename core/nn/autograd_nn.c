@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "nn/nn_ops.h"
-#include "attention/sdpa_backward.h"
+#include "attention/sdpa.h"
 
 /* ---- softmax, log_softmax ---- */
 

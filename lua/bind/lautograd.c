@@ -8,7 +8,7 @@
 #include "lauxmha.h"
 #include "lmha.h"
 #include "nn/nn_ops.h"
-#include "attention/sdpa_backward.h"
+#include "attention/sdpa.h"
 
 #include <math.h>
 #include <string.h>

@@ -9,7 +9,7 @@
 #include "check.h"
 #include "kernels/kernels.h"
 #include "attention/multihead_grad.h"
-#include "attention/sdpa_backward.h"
+#include "attention/sdpa.h"
 
 static float max_abs_diff(const mha_tensor *a, const mha_tensor *b) {
     mha_tensor ca = MHA_TENSOR_EMPTY, cb = MHA_TENSOR_EMPTY;
