@@ -27,7 +27,7 @@ CORE_SRC += core/io/npy.c core/io/npz.c
 CORE_SRC += core/kernels/kernels.c
 CORE_SRC += core/autograd/autograd.c core/autograd/autograd_ops.c
 CORE_SRC += core/nn/functional.c core/nn/nn_ops.c core/nn/autograd_nn.c
-CORE_SRC += core/attention/sdpa.c \
+CORE_SRC += core/attention/sdpa.c core/attention/heads.c \
             core/attention/multihead.c core/attention/multihead_grad.c
 CORE_SRC += core/optim/optim.c
 BIND_SRC  = lua/bind/lmha.c lua/bind/ltensor.c lua/bind/lmultihead.c

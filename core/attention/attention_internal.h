@@ -1,5 +1,5 @@
-/* core/attention/attention_internal.h - what the attention files (functional.c, sdpa.c, multihead.c, multihead_grad.c)
- * share and nobody else needs: shape strings for messages, argument checks, a shape product. */
+/* core/attention/attention_internal.h - what the attention files (functional.c, sdpa.c, heads.c, multihead.c,
+ * multihead_grad.c) share and nobody else needs: messages, argument checks, the pieces of both MHA forwards. */
 #ifndef MHA_ATTENTION_INTERNAL_H
 #define MHA_ATTENTION_INTERNAL_H
 
@@ -26,6 +26,21 @@ static inline mha_status check_float(const mha_tensor *t, const char *fname, con
  * its forwards: the plain one and the one composed of differentiable ops (core/attention/multihead_grad.c). */
 mha_status mha_multihead_check(const mha_multihead *m, const mha_tensor *query, const mha_tensor *key,
                                const mha_tensor *value, const mha_forward_options *opt);
+
+/* ---- the pieces both MultiheadAttention forwards share (heads.c); graph: record them as differentiable ops ---- */
+
+/* (N,X,E) as its heads (N,H,X,D): a view. */
+mha_status mha_split_heads(mha_tensor *out, const mha_tensor *t, size_t H, bool graph);
+/* K or V (N,S,E) with bias_row (1,1,E, or NULL) and a zero row (zero_row) appended along dim 1: (N,S',E). */
+mha_status mha_append_kv_rows(mha_tensor *out, const mha_tensor *x, const mha_tensor *bias_row, bool zero_row,
+                              bool graph);
+/* Whether the masks let the fused kernel run (when the weights are not wanted); appended: S' > S. */
+bool mha_masks_fuse(const mha_forward_options *opt, bool appended);
+/* The weights' head mean avg (N,L,S') of w (N,H,L,S'), LS = L·S', over stretches [from, to) of MHA_HEAD_STRETCH
+ * positions, numbered across the batches (mha_head_stretches per batch). wide: summed in double, else in float. */
+enum { MHA_HEAD_STRETCH = 512 };
+size_t mha_head_stretches(size_t LS);
+void mha_head_mean(float *avg, const float *w, size_t H, size_t LS, size_t from, size_t to, bool wide);
 
 /* shape[from] · ... · shape[to-1]; 1 when from == to. */
 static inline size_t prod(const size_t *shape, size_t from, size_t to) {

@@ -163,18 +163,6 @@ static mha_status trace_put(mha_trace *trace, const char *name, const mha_tensor
     return MHA_OK;
 }
 
-/* (N,X,E) as its heads (N,H,X,D): a view, the head split the lessons show. */
-static mha_status split_heads(mha_tensor *out, const mha_tensor *t, size_t H) {
-    ptrdiff_t shape[4] = {(ptrdiff_t)t->shape[0], (ptrdiff_t)t->shape[1], (ptrdiff_t)H,
-                          (ptrdiff_t)(t->shape[2] / H)};
-    static const size_t perm[4] = {0, 2, 1, 3};
-    mha_tensor split = MHA_TENSOR_EMPTY;
-    mha_status st = mha_view(&split, t, 4, shape);
-    if (st == MHA_OK) st = mha_permute(out, &split, perm);
-    mha_release(&split);
-    return st;
-}
-
 /* The shape checks of torch's _mha_shape_check and multi_head_attention_forward, with messages that
  * name the argument and its shape (attention_internal.h: the composed forward asks them too). */
 mha_status mha_multihead_check(const mha_multihead *m, const mha_tensor *query, const mha_tensor *key,
@@ -228,26 +216,6 @@ mha_status mha_multihead_check(const mha_multihead *m, const mha_tensor *query, 
         if (!ok)
             return mha_fail(MHA_E_SHAPE, "%s: attn_mask: expected (%zu,%zu) or (%zu,%zu,%zu), got %s", fn, L, S, N * H, L,
                             S, SHAPE(sm, am));
-    }
-    return MHA_OK;
-}
-
-/* K or V (N,S,E) with the rows add_bias_kv and add_zero_attn append: (N,S',E). Shares x when none. */
-static mha_status append_kv_rows(mha_tensor *out, const mha_tensor *x, const mha_tensor *bias_row, bool zero_row,
-                                 const char *fname) {
-    const size_t N = x->shape[0], S = x->shape[1], E = x->shape[2];
-    const size_t S2 = S + (bias_row != NULL) + zero_row;
-    if (S2 == S) return mha_share(out, x);
-    size_t shape[3] = {N, S2, E};
-    mha_status st = mha_empty_named(out, MHA_FLOAT32, 3, shape, fname);
-    if (st != MHA_OK) return st;
-    float *dst = mha_f32(out);
-    const float *src = mha_f32(x);
-    for (size_t n = 0; n < N; n++) {
-        float *rows = dst + n * S2 * E;
-        memcpy(rows, src + n * S * E, S * E * sizeof *rows);
-        if (bias_row) memcpy(rows + S * E, mha_f32(bias_row), E * sizeof *rows);
-        if (zero_row) memset(rows + (S2 - 1) * E, 0, E * sizeof *rows);
     }
     return MHA_OK;
 }
@@ -471,10 +439,10 @@ static mha_status project_inputs(forward_pass *f, const mha_tensor *const inputs
         return st;
     /* bias_k/bias_v appended as one more key and value, then the zero key and value (torch appends the
      * zeros after the head split; per head it is the same row) */
-    if ((st = append_kv_rows(&t[KX], &t[K], m->add_bias_kv ? &m->bias_k : NULL, m->add_zero_attn, f->fn)) != MHA_OK ||
-        (st = append_kv_rows(&t[VX], &t[V], m->add_bias_kv ? &m->bias_v : NULL, m->add_zero_attn, f->fn)) != MHA_OK)
-        return st;
-    return MHA_OK;
+    if ((st = mha_append_kv_rows(&t[KX], &t[K], m->add_bias_kv ? &m->bias_k : NULL, m->add_zero_attn, false)) != MHA_OK)
+        return nomem_under(st, f->fn);
+    return nomem_under(mha_append_kv_rows(&t[VX], &t[V], m->add_bias_kv ? &m->bias_v : NULL, m->add_zero_attn, false),
+                       f->fn);
 }
 
 /* "28.8 GB": a byte count for people (decimal units, as memory is sold), one decimal, rounded down. */
@@ -610,7 +578,7 @@ static mha_status record_trace(forward_pass *f) {
     const int from[3] = {Q, KX, VX};
     mha_status st;
     for (int i = 0; i < 3; i++) {
-        st = split_heads(&t[HEADS], &t[from[i]], f->H);
+        st = mha_split_heads(&t[HEADS], &t[from[i]], f->H, false);
         if (st == MHA_OK) st = trace_put(trace, names[i], &t[HEADS], batched);
         mha_release(&t[HEADS]);
         if (st != MHA_OK) return st;
@@ -620,40 +588,26 @@ static mha_status record_trace(forward_pass *f) {
         (st = trace_put(trace, "masked_scores", &t[MASKED], batched)) != MHA_OK ||
         (st = trace_put(trace, "weights", &t[WEIGHTS], batched)) != MHA_OK)
         return st;
-    st = split_heads(&t[HEADS], &t[CONCAT], f->H);
+    st = mha_split_heads(&t[HEADS], &t[CONCAT], f->H, false);
     if (st == MHA_OK) st = trace_put(trace, "head_outputs", &t[HEADS], batched);
     if (st != MHA_OK || (st = trace_put(trace, "concat", &t[CONCAT], batched)) != MHA_OK)
         return st;
     return trace_put(trace, "output", &t[OUTPUT], batched);
 }
 
-/* pass 6: the weights returned: mean over heads (torch: sum over heads / H) into t[AVG], or every head.
- * One pass: each stretch of AVG_STRETCH elements is summed over the heads in a buffer that stays in L1,
- * head 0 first, then divided by H - the very sum and rounding of adding head after head into avg and
- * dividing after, without reading and writing avg H + 2 times. Parts (threads) take whole stretches,
- * so any split gives the same bits. *ret points at the tensor to hand back. */
-enum { AVG_STRETCH = 1024 };
-
+/* pass 6: the weights returned: mean over heads (torch: sum over heads / H) into t[AVG], summed in float head
+ * after head (mha_head_mean), or every head. Parts (threads) take whole stretches, so any split gives the same
+ * bits. *ret points at the tensor to hand back. */
 typedef struct average_job {
     float *avg;        /* (N,L,S') */
     const float *w;    /* (N,H,L,S') */
-    size_t N, H, LS, stretches_per_batch, stretches;
+    size_t H, LS, stretches;
 } average_job;
 
 static mha_status average_part(void *ctx, size_t part, size_t nparts) {
     const average_job *job = ctx;
-    float sum[AVG_STRETCH];
-    for (size_t s = job->stretches * part / nparts; s < job->stretches * (part + 1) / nparts; s++) {
-        const size_t n = s / job->stretches_per_batch, x0 = s % job->stretches_per_batch * AVG_STRETCH;
-        const size_t len = job->LS - x0 < AVG_STRETCH ? job->LS - x0 : AVG_STRETCH;
-        for (size_t x = 0; x < len; x++) sum[x] = 0.0f;
-        for (size_t h = 0; h < job->H; h++) {
-            const float *head = job->w + (n * job->H + h) * job->LS + x0;
-            for (size_t x = 0; x < len; x++) sum[x] += head[x];
-        }
-        float *avg = job->avg + n * job->LS + x0;
-        for (size_t x = 0; x < len; x++) avg[x] = sum[x] / (float)job->H;
-    }
+    mha_head_mean(job->avg, job->w, job->H, job->LS, job->stretches * part / nparts,
+                  job->stretches * (part + 1) / nparts, false);
     return MHA_OK;
 }
 
@@ -665,8 +619,7 @@ static mha_status average_weights(forward_pass *f, const mha_tensor **ret) {
     size_t shape_avg[3] = {N, f->L, f->S2};
     mha_status st = mha_empty_named(&t[AVG], MHA_FLOAT32, 3, shape_avg, f->fn);
     if (st != MHA_OK) return st;
-    const size_t per_batch = (LS + AVG_STRETCH - 1) / AVG_STRETCH;
-    average_job job = {mha_f32(&t[AVG]), mha_f32(&t[WEIGHTS]), N, H, LS, per_batch, N * per_batch};
+    average_job job = {mha_f32(&t[AVG]), mha_f32(&t[WEIGHTS]), H, LS, N * mha_head_stretches(LS)};
     /* a pass bound by memory, not arithmetic: a float read here is weighed as 8 FLOPs of the matrix
      * kernels, so that from L = 2048 (8 heads, 134 MB read) on it is split over the threads */
     const size_t nparts = mha_kernels_parts(job.stretches, 8.0 * (double)N * (double)H * (double)LS);
@@ -689,12 +642,8 @@ static void forward_plan(forward_pass *f, const mha_multihead *m, const mha_tens
      * that head's weights, which the plain path writes as they are. */
     f->mean_rows = want_weights && opt->average_attn_weights && trace == NULL && f->H > 1;
     f->keep_weights = (want_weights && !f->mean_rows) || trace != NULL;
-    /* When nobody looks at the (L,S') weights, the fused kernel runs wherever its one additive mask and causal
-     * flag can say what the masks say: no mask, a key padding row, a float attn_mask without appended keys. */
-    const mha_tensor *am = opt->attn_mask, *kpm = opt->key_padding_mask;
-    const bool appended = f->S2 > f->S;
-    f->fused = !f->keep_weights && !f->mean_rows && !(am && kpm) && !(am && (am->dtype == MHA_BOOL || appended)) &&
-               !(opt->is_causal && appended);
+    /* when nobody looks at the (L,S') weights, the fused kernel runs wherever the masks let it */
+    f->fused = !f->keep_weights && !f->mean_rows && mha_masks_fuse(opt, f->S2 > f->S);
     /* the (batch, head) slices - or with mean_rows the (batch, block of rows) units - shared out over threads
      * (MHA_THREADS), by the FLOPs of q·kᵀ and weights·v */
     const size_t units = f->mean_rows ? f->N * ((f->L + ROW_BLOCK - 1) / ROW_BLOCK) : f->N * f->H;

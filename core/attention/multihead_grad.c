@@ -110,44 +110,10 @@ static mha_status combined_mask(mha_tensor *out, const mha_forward_options *opt,
     return st;
 }
 
-/* (N,X,E) -> (N,H,X,D), the head split, as differentiable views. */
-static mha_status heads_of(mha_tensor *out, const mha_tensor *t, size_t H) {
-    ptrdiff_t shape[4] = {(ptrdiff_t)t->shape[0], (ptrdiff_t)t->shape[1], (ptrdiff_t)H, (ptrdiff_t)(t->shape[2] / H)};
-    static const size_t perm[4] = {0, 2, 1, 3};
-    mha_tensor split = MHA_TENSOR_EMPTY;
-    mha_status st = mha_ag_view(&split, t, 4, shape);
-    if (st == MHA_OK) st = mha_ag_permute(out, &split, perm);
-    mha_release(&split);
-    return st;
-}
-
-/* K or V (N,S,E) with bias_k/bias_v and the zero row appended: cat along dim 1. */
-static mha_status append_rows(mha_tensor *out, const mha_tensor *x, const mha_tensor *bias, bool zero) {
-    const size_t N = x->shape[0], E = x->shape[2];
-    size_t row_shape[3] = {N, 1, E};
-    mha_tensor bias_rows = MHA_TENSOR_EMPTY, zero_rows = MHA_TENSOR_EMPTY;
-    const mha_tensor *parts[3] = {x};
-    size_t n = 1;
-    mha_status st = MHA_OK;
-    if (bias) {
-        st = mha_ag_expand(&bias_rows, bias, 3, row_shape);
-        parts[n++] = &bias_rows;
-    }
-    if (st == MHA_OK && zero) {
-        st = mha_zeros(&zero_rows, MHA_FLOAT32, 3, row_shape);
-        parts[n++] = &zero_rows;
-    }
-    if (st == MHA_OK) st = n == 1 ? mha_ag_alias(out, x) : mha_ag_cat(out, parts, n, 1);
-    mha_release(&bias_rows), mha_release(&zero_rows);
-    return st;
-}
-
 /* The weights' head mean avg (N,L,S') = (Σ_h w[:,h]) / H of w (N,H,L,S'), as torch's sum over dim 1 then / H,
- * recorded as the one node of that division. One pass: each stretch of positions is summed over the heads in
- * double in L1, head 0 first, then rounded to float and divided by H - the very bits of mha_reduce's sum over
- * dim 1 (double accumulators) followed by the float division, without the (N,L,S') sum and the reduction's
- * L·S' doubles in memory. Backward: div's then sum's, g / H spread over the heads (a broadcast view). */
-enum { HEAD_STRETCH = 512 };
+ * recorded as the one node of that division. mha_head_mean sums in double (wide): the very bits of mha_reduce's
+ * sum over dim 1 (double accumulators) followed by the float division, without the (N,L,S') sum and the
+ * reduction's L·S' doubles in memory. Backward: div's then sum's, g / H spread over the heads (a broadcast view). */
 
 static mha_status head_mean_backward(mha_tensor *grads, const mha_node *n, const mha_tensor *g) {
     const mha_shape_rec *in = &n->in_shapes[0];
@@ -165,23 +131,13 @@ static mha_status head_mean(mha_tensor *avg, const mha_tensor *w) { /* w contigu
     size_t shape[3] = {N, w->shape[2], w->shape[3]};
     mha_status st = mha_empty(avg, MHA_FLOAT32, 3, shape);
     if (st != MHA_OK) return st;
-    const float *heads = mha_f32(w);
-    float *dst = mha_f32(avg);
-    double sum[HEAD_STRETCH];
+    const size_t per_batch = mha_head_stretches(LS);
     for (size_t n = 0; n < N && LS > 0; n++) { /* no position: nothing to walk, however many batches */
         if (mha_interrupted()) {
             mha_release(avg);
             return mha_fail(MHA_E_INTERRUPTED, "MultiheadAttention.forward: interrupted averaging the weights of batch %zu", n);
         }
-        for (size_t x0 = 0; x0 < LS; x0 += HEAD_STRETCH) {
-            const size_t len = LS - x0 < HEAD_STRETCH ? LS - x0 : HEAD_STRETCH;
-            for (size_t x = 0; x < len; x++) sum[x] = 0.0;
-            for (size_t h = 0; h < H; h++) {
-                const float *head = heads + (n * H + h) * LS + x0;
-                for (size_t x = 0; x < len; x++) sum[x] += head[x];
-            }
-            for (size_t x = 0; x < len; x++) dst[n * LS + x0 + x] = (float)sum[x] / (float)H;
-        }
+        mha_head_mean(mha_f32(avg), mha_f32(w), H, LS, n * per_batch, (n + 1) * per_batch, true);
     }
     const mha_tensor *in[1] = {w};
     if (!mha_ag_wants(in, 1)) return MHA_OK;
@@ -216,18 +172,15 @@ static mha_status composed_forward(mha_tensor *out, mha_tensor *weights, const m
         if (st == MHA_OK) st = mha_ag_linear(&t[Q + i], &t[IN_Q + i], &t[W_Q + i], m->bias ? &t[B_Q + i] : NULL);
     }
     /* step 3: bias_k/v and the zero key appended; step 4: q / √D, as torch 1.13 scales q first */
-    if (st == MHA_OK) st = append_rows(&t[KX], &t[K], m->add_bias_kv ? &m->bias_k : NULL, m->add_zero_attn);
-    if (st == MHA_OK) st = append_rows(&t[VX], &t[V], m->add_bias_kv ? &m->bias_v : NULL, m->add_zero_attn);
+    if (st == MHA_OK) st = mha_append_kv_rows(&t[KX], &t[K], m->add_bias_kv ? &m->bias_k : NULL, m->add_zero_attn, true);
+    if (st == MHA_OK) st = mha_append_kv_rows(&t[VX], &t[V], m->add_bias_kv ? &m->bias_v : NULL, m->add_zero_attn, true);
     if (st == MHA_OK) st = mha_ag_binary_scalar(&t[QS], MHA_DIV, &t[Q], (float)sqrt((double)D), false);
-    if (st == MHA_OK) st = heads_of(&t[QH], &t[QS], H);
-    if (st == MHA_OK) st = heads_of(&t[KH], &t[KX], H);
-    if (st == MHA_OK) st = heads_of(&t[VH], &t[VX], H);
+    if (st == MHA_OK) st = mha_split_heads(&t[QH], &t[QS], H, true);
+    if (st == MHA_OK) st = mha_split_heads(&t[KH], &t[KX], H, true);
+    if (st == MHA_OK) st = mha_split_heads(&t[VH], &t[VX], H, true);
     /* step 5: the masks as one additive mask; the kernel the plain forward would pick (fused or not) */
-    const mha_tensor *am = opt->attn_mask, *kpm = opt->key_padding_mask;
-    const bool appended = S2 > S;
-    const bool fused = !want_weights && !(am && kpm) && !(am && (am->dtype == MHA_BOOL || appended)) &&
-                       !(opt->is_causal && appended);
-    const bool causal_in_mask = opt->is_causal && appended; /* sdpa's causal flag would mask the appended keys too */
+    const bool fused = !want_weights && mha_masks_fuse(opt, S2 > S);
+    const bool causal_in_mask = opt->is_causal && S2 > S; /* sdpa's causal flag would mask the appended keys too */
     if (st == MHA_OK) st = combined_mask(&t[MASK], opt, N, H, L, S, S2, causal_in_mask);
     if (st == MHA_OK) { /* step 6: attention per (batch, head) */
         mha_sdpa_options so = {.attn_mask = t[MASK].storage ? &t[MASK] : NULL, .is_causal = opt->is_causal && !causal_in_mask,
