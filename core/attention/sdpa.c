@@ -453,7 +453,7 @@ typedef struct bwd_job {
     /* inputs, each expanded to the batch shape (views) */
     const mha_tensor *q, *k, *v, *dout, *dweights, *weights, *out, *mask;
     float *gq, *gk, *gv;          /* (batches, L, D), (batches, S, D), (batches, S, Dv), zeroed; NULL: not wanted */
-    float *gm;                    /* (batches, L, S): the float mask's gradient dS/scale, every element written; or NULL */
+    float *gm;                    /* (batches, L, S): the float mask's gradient (dS unscaled), every element written; or NULL */
     size_t nb, batches;
     bool causal;
     float scale;
