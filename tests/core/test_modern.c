@@ -28,9 +28,11 @@ static void close_to(const char *what, const mha_tensor *got, const char *name, 
     if (!load(&want, name)) return;
     if (mha_numel(got) != mha_numel(&want))
         check_report(0, what, "%zu elements, want %zu", mha_numel(got), mha_numel(&want));
-    else if (want.dtype == MHA_BOOL || got->dtype == MHA_BOOL) {
+    else if (want.dtype != got->dtype)
+        check_report(0, what, "%s", "a bool result for a float reference, or the reverse");
+    else if (want.dtype == MHA_BOOL) {
         size_t i = 0;
-        while (i < mha_numel(got) && mha_bool(got)[i] == (mha_f32(&want)[i] != 0)) i++;
+        while (i < mha_numel(got) && mha_bool(got)[i] == mha_bool(&want)[i]) i++;
         CHECK(what, i == mha_numel(got), "element %zu differs", i);
     } else {
         check_close_array(what, mha_f32(got), mha_f32(&want), mha_numel(got), rtol, atol);
