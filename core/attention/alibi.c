@@ -1,10 +1,11 @@
-/* core/attention/alibi.c - ALiBi (Press, Smith and Lewis, "Train Short, Test Long", 2022): a per-head slope and
- * the bias -slope·distance it adds to the scores instead of adding positions to the tokens. */
+/* core/attention/alibi.c - ALiBi (Press, Smith and Lewis, "Train Short, Test Long", 2022): a
+ * per-head slope and the bias -slope·distance it adds to the scores instead of adding positions to
+ * the tokens. */
 #include "attention/positions.h"
 
 #include <math.h>
 
-/* The slopes of a power of two n, as the official get_slopes_power_of_2: start·ratio^k, k = 0..n-1. */
+/* Slope k of a power of two n, as the official get_slopes_power_of_2: start·ratio^k. */
 static double slope_power_of_2(size_t n, size_t k) {
     double start = pow(2.0, -pow(2.0, -(log2((double)n) - 3.0)));   /* 2^(-8/n) */
     return start * pow(start, (double)k);

@@ -1,5 +1,6 @@
-/* core/attention/window.c - the sliding-window mask with attention sinks (Mistral's window; Xiao et al.,
- * StreamingLLM, 2024, for the sinks): each query sees its last W keys and the first `sinks` keys. */
+/* core/attention/window.c - the sliding-window mask with attention sinks (Mistral's window; Xiao et
+ * al., StreamingLLM, 2024, for the sinks): each query sees its last W keys and the first `sinks`
+ * keys. */
 #include "attention/positions.h"
 
 mha_status mha_sliding_window_mask(mha_tensor *out, size_t L, size_t W, size_t sinks, size_t S) {

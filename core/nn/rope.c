@@ -1,5 +1,6 @@
-/* core/nn/rope.c - rotary position embedding (Su et al., RoFormer, 2021): the forward, its backward (the same
- * rotation by the opposite angle) and its graph node, both layouts (core/nn/rope.h says which pairs each turns). */
+/* core/nn/rope.c - rotary position embedding (Su et al., RoFormer, 2021): the forward, its backward
+ * (the same rotation by the opposite angle) and its graph node, both layouts (core/nn/rope.h says
+ * which pairs each turns). */
 #include "nn/rope.h"
 
 #include <math.h>
@@ -26,8 +27,8 @@ static mha_status check_rope(const mha_tensor *x, const mha_rope_options *opt, c
     return MHA_OK;
 }
 
-/* out = x turned by sign·p·θ_i (sign +1: rope, -1: its backward). x (rows, L, D) contiguous, out the same;
- * cos_sin (L, D/2, 2) holds cos and sin of the angle p·θ_i of each row l and frequency i. */
+/* out = x turned by sign·p·θ_i (sign +1: rope, -1: its backward). x (rows, L, D) contiguous, out
+ * the same; cos_sin (L, D/2, 2) holds cos and sin of the angle p·θ_i of row l, frequency i. */
 static void rotate(float *out, const float *x, const double *cos_sin, size_t rows, size_t L, size_t D,
                    mha_rope_layout layout, double sign) {
     size_t half = D / 2;
@@ -48,7 +49,7 @@ static void rotate(float *out, const float *x, const double *cos_sin, size_t row
     }
 }
 
-/* The shared body of rope and its backward: check, make x contiguous, tabulate the angles, rotate. */
+/* The body of rope and its backward: check, make x contiguous, tabulate the angles, rotate. */
 static mha_status rope_apply(mha_tensor *out, const mha_tensor *x, const mha_rope_options *opt, double sign,
                              const char *fname, const char *arg) {
     mha_status st = check_rope(x, opt, fname, arg);
@@ -89,8 +90,8 @@ mha_status mha_rope_backward(mha_tensor *dx, const mha_tensor *dy, const mha_rop
     return rope_apply(dx, dy, opt, -1.0, "rope_backward", "dy");
 }
 
-/* ---- the graph node, written against today's node API (mha_ag_record and the shared mha_node fields):
- * the node keeps a copy of the options in its extra memory, and its backward turns g back. ---- */
+/* ---- the graph node, written against today's node API (mha_ag_record and the shared mha_node
+ * fields): the node keeps a copy of the options in its extra memory; its backward turns g back. */
 
 static mha_status rope_node_backward(mha_tensor *grads, const mha_node *n, const mha_tensor *g) {
     return mha_rope_backward(&grads[0], g, (const mha_rope_options *)n->extra);

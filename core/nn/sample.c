@@ -1,5 +1,6 @@
-/* core/nn/sample.c - temperature, top-k and top-p (nucleus; Holtzman et al., 2020) sampling of one token per row
- * of logits, drawing from the process's seeded generator so a seed gives the same tokens on every machine. */
+/* core/nn/sample.c - temperature, top-k and top-p (nucleus; Holtzman et al., 2020) sampling of one
+ * token per row of logits, drawing from the process's seeded generator so a seed gives the same
+ * tokens on every machine. */
 #include "nn/sample.h"
 
 #include <math.h>
@@ -8,7 +9,7 @@
 /* One candidate token: its unnormalised probability and its 0-based index in the vocabulary. */
 typedef struct candidate { double p; size_t index; } candidate;
 
-/* Sorts the most probable first; equal probabilities keep vocabulary order (the lower index first). */
+/* Sorts the most probable first; equal probabilities keep the lower index first. */
 static int more_probable(const void *a, const void *b) {
     const candidate *x = a, *y = b;
     if (x->p != y->p) return x->p > y->p ? -1 : 1;
@@ -49,8 +50,8 @@ static int lower_index(const void *a, const void *b) {
     return x->index < y->index ? -1 : x->index > y->index;
 }
 
-/* Draws one index from row (V) by passes 1-4 of sample.h, u being the row's uniform; best is the row's argmax
- * and cand V candidates of scratch. */
+/* Draws one index from row (V) by passes 1-4 of sample.h, u being the row's uniform; best is the
+ * row's argmax and cand V candidates of scratch. */
 static size_t draw_row(const float *row, size_t V, const mha_sample_options *opt, size_t best, candidate *cand,
                        float u) {
     double max = row[best];

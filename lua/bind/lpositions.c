@@ -1,5 +1,6 @@
-/* lua/bind/lpositions.c - the pieces of attention as language models run it, bound to Lua: mha.rope, mha.alibi_slopes,
- * mha.alibi_bias, mha.sliding_window_mask and mha.sample (core/nn/rope.h, attention/positions.h, nn/sample.h). */
+/* lua/bind/lpositions.c - the pieces of attention as language models run it, bound to Lua:
+ * mha.rope, mha.alibi_slopes, mha.alibi_bias, mha.sliding_window_mask and mha.sample
+ * (core/nn/rope.h, attention/positions.h, nn/sample.h). */
 #include <math.h>
 #include <string.h>
 
@@ -18,7 +19,8 @@ static size_t checkcount(lua_State *L, int arg, const char *fname, const char *w
     return (size_t)n;
 }
 
-/* Option key of the table at idx as a whole number >= least, or def when absent; context ends the error. */
+/* Option key of the table at idx as a whole number >= least, or def when absent; context ends the
+ * error. */
 static lua_Integer optcount(lua_State *L, int idx, const char *key, lua_Integer def, lua_Integer least,
                             const char *fname, const char *context) {
     if (lua_isnoneornil(L, idx) || lua_getfield(L, idx, key) == LUA_TNIL) {
@@ -47,7 +49,8 @@ static double optnumber(lua_State *L, int idx, const char *key, double def, cons
     return value;
 }
 
-/* rope(x [, {base = 10000, layout = "half" | "interleaved", offset = 0}]): x (..., L, D) turned pair by pair. */
+/* rope(x [, {base = 10000, layout = "half" | "interleaved", offset = 0}]): x (..., L, D) turned
+ * pair by pair. */
 static int l_rope(lua_State *L) {
     static const char *const options[] = {"base", "layout", "offset", NULL};
     static const char *const layouts[] = {"half", "interleaved", NULL};
@@ -86,7 +89,7 @@ static int l_alibi_bias(lua_State *L) {
     return lmha_result(L, mha_alibi_bias(lmha_newtensor(L), H, len, S));
 }
 
-/* sliding_window_mask(L, W [, {sinks = 0, S = L}]) -> (L, S) bool, true where a query may not look */
+/* sliding_window_mask(L, W [, {sinks = 0, S = L}]) -> (L, S) bool, true: a query may not look. */
 static int l_sliding_window_mask(lua_State *L) {
     static const char *const options[] = {"sinks", "S", NULL};
     size_t len = checkcount(L, 1, "sliding_window_mask", "L", 0, "");
@@ -98,8 +101,9 @@ static int l_sliding_window_mask(lua_State *L) {
     return lmha_result(L, mha_sliding_window_mask(lmha_newtensor(L), len, W, sinks, S));
 }
 
-/* sample(logits [, {temperature = 1, top_k =, top_p =, seed =}]): the 1-based index drawn from each row of
- * logits (..., V): a Lua integer for logits (V), else a (...) tensor. seed = s is mha.seed(s) before the draw. */
+/* sample(logits [, {temperature = 1, top_k =, top_p =, seed =}]): the 1-based index drawn from each
+ * row of logits (..., V): a Lua integer for logits (V), else a (...) tensor. seed = s is
+ * mha.seed(s) before the draw. */
 static int l_sample(lua_State *L) {
     static const char *const options[] = {"temperature", "top_k", "top_p", "seed", NULL};
     mha_tensor *logits = lmha_totensor(L, 1, "sample");
@@ -108,9 +112,11 @@ static int l_sample(lua_State *L) {
     opt.temperature = optnumber(L, 2, "temperature", 1.0, "sample");
     opt.top_k = (size_t)optcount(L, 2, "top_k", 0, 1, "sample", "");
     opt.top_p = optnumber(L, 2, "top_p", 1.0, "sample");
-    lua_Integer seed = optcount(L, 2, "seed", -1, 0, "sample", "");
-    opt.has_seed = seed >= 0;
-    opt.seed = opt.has_seed ? (uint64_t)seed : 0;
+    if (!lua_isnoneornil(L, 2)) {
+        opt.has_seed = lua_getfield(L, 2, "seed") != LUA_TNIL;
+        lua_pop(L, 1);
+    }
+    if (opt.has_seed) opt.seed = (uint64_t)optcount(L, 2, "seed", 0, 0, "sample", "");
     lua_settop(L, 2);
     mha_tensor *zero_based = lmha_newtensor(L);
     mha_status st = mha_sample(zero_based, logits, &opt);

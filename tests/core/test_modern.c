@@ -1,5 +1,6 @@
 /* tests/core/test_modern.c - the core's RoPE, ALiBi, sliding-window mask and sampling against
- * tests/fixtures/modern (gen_modern_fixtures.py: the exact formulas in float64, torch 1.13's model code). */
+ * tests/fixtures/modern (gen_modern_fixtures.py: the exact formulas in float64, torch 1.13's model
+ * code). */
 
 #include "check.h"
 #include "attention/positions.h"
@@ -40,7 +41,8 @@ static void close_to(const char *what, const mha_tensor *got, const char *name, 
     mha_release(&want);
 }
 
-/* RoPE: the exact formula to 1e-6, torch's float32 model code to 1e-5, the backward to torch's gradient. */
+/* RoPE: the exact formula to 1e-6, torch's float32 model code to 1e-5, the backward to torch's
+ * gradient. */
 static void test_rope(void) {
     static const struct { const char *layout; size_t offset; double base; } cases[] = {
         {"half", 0, 10000}, {"half", 7, 10000}, {"half", 100, 500000},

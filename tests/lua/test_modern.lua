@@ -1,5 +1,6 @@
--- tests/lua/test_modern.lua - mha.rope, mha.alibi_slopes, mha.alibi_bias, mha.sliding_window_mask and mha.sample from
--- Lua against tests/fixtures/modern (gen_modern_fixtures.py), sampling by chi-square over 10^4 draws; the refusals.
+-- tests/lua/test_modern.lua - mha.rope, mha.alibi_slopes, mha.alibi_bias, mha.sliding_window_mask
+-- and mha.sample from Lua against tests/fixtures/modern (gen_modern_fixtures.py), sampling by
+-- chi-square over 10^4 draws; the refusals.
 local dir = debug.getinfo(1, "S").source:match("^@(.*[/\\])") or "./"
 package.path = dir .. "?.lua;" .. package.path
 local T = require "testlib"
@@ -66,8 +67,10 @@ T.test("sliding_window_mask equals NumPy's, with sinks", function()
     end)())
 end)
 
--- Pearson's chi-square of counts against probs over the tokens probs allows; every other count must be 0.
-local CHI2_999 = {10.83, 13.82, 16.27, 18.47, 20.52, 22.46, 24.32}   -- the 0.999 quantile for 1..7 degrees of freedom
+-- Pearson's chi-square of counts against probs over the tokens probs allows; any other count is a
+-- failure.
+-- the 0.999 quantile of chi-square for 1..7 degrees of freedom
+local CHI2_999 = {10.83, 13.82, 16.27, 18.47, 20.52, 22.46, 24.32}
 local function chi_square(name, counts, probs, n)
     local chi2, df, stray = 0, -1, 0
     for j = 1, #probs do
