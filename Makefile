@@ -26,14 +26,16 @@ CORE_SRC  = core/tensor/alloc.c core/tensor/tensor.c core/tensor/rng.c \
 CORE_SRC += core/io/npy.c core/io/npz.c
 CORE_SRC += core/kernels/kernels.c
 CORE_SRC += core/autograd/autograd.c core/autograd/autograd_ops.c
-CORE_SRC += core/nn/functional.c core/nn/nn_ops.c core/nn/autograd_nn.c
+CORE_SRC += core/nn/functional.c core/nn/nn_ops.c core/nn/autograd_nn.c core/nn/rope.c core/nn/sample.c
 CORE_SRC += core/attention/sdpa.c core/attention/heads.c \
             core/attention/multihead.c core/attention/multihead_grad.c
+CORE_SRC += core/attention/alibi.c core/attention/window.c
 CORE_SRC += core/optim/optim.c
 BIND_SRC  = lua/bind/lmha.c lua/bind/ltensor.c lua/bind/lmultihead.c
 BIND_SRC += lua/bind/lauxmha.c
 BIND_SRC += lua/bind/lautograd.c
 BIND_SRC += lua/bind/lnpz.c lua/bind/loptim.c
+BIND_SRC += lua/bind/lpositions.c
 SYS_SRC   = lua/sys/lterm.c lua/sys/lgnuplot.c
 SYS_SRC  += lua/sys/ldir.c
 SYS_SRC  += lua/sys/lproc.c
@@ -67,6 +69,7 @@ TESTS     = test_tensor test_ops test_rng test_npy test_kernels test_attention t
             test_autograd
 TESTS    += test_npz test_optim
 TESTS    += test_alloc
+TESTS    += test_modern
 
 LUA_FILES = $(foreach e,$(EMBED),$(word 2,$(subst =, ,$(e))))
 EMBED    += mha.repl.habits=lua/repl/habits.lua mha.help.zh=lua/help/zh.lua

@@ -654,6 +654,7 @@ int luaopen_mha(lua_State *L) {
     lmha_open_multihead(L);
     luaL_newlib(L, mhalib);
     luaL_setfuncs(L, tensor_functions, 0);
+    lmha_open_positions(L);
     lmha_open_autograd(L);
     /* the tensor functions become methods; some methods become functions */
     luaL_getmetatable(L, MHA_TENSOR_T);

@@ -13,6 +13,7 @@ int luaopen_mha(lua_State *L);          /* module "mha": tensors, ops, attention
 int lmha_open_tensor(lua_State *L);     /* registers the mha.Tensor metatable (lua/bind/ltensor.c) */
 int lmha_open_multihead(lua_State *L);  /* registers the mha.MultiheadAttention metatable (lua/bind/lmultihead.c) */
 int lmha_multihead_new(lua_State *L);   /* mha.MultiheadAttention{...} (lua/bind/lmultihead.c) */
+int lmha_open_positions(lua_State *L); /* adds rope, alibi_*, sliding_window_mask, sample to the table on top (lpositions.c) */
 int luaopen_mha_optim_kernels(lua_State *L); /* module "mha.optim_kernels": optimizer steps (lua/bind/loptim.c) */
 
 /* .npz checkpoints (lua/bind/lnpz.c), for mha.load and mha.save: a path ending in .npz; a table with a

@@ -674,4 +674,55 @@ entry("mha.sdpa_backward", "gradients",
 grad_method("log_softmax", "t:log_softmax(dim) -> tensor", "mha.log_softmax as a method.", nil,
     "mha.tensor{1, 2}:log_softmax(1)", {"mha.log_softmax"})
 
+
+-- ---- attention as language models run it (docs/modern.md) ----
+
+entry("mha.rope", "attention",
+    "mha.rope(x [, {base = 10000, layout = \"half\" | \"interleaved\", offset = 0}]) -> tensor",
+    "Rotary position embedding (RoPE): turns each pair of features of x (..., L, D), D even, by an "
+    .. "angle that grows with the position, so q·k after rope depends only on how far apart the two "
+    .. "positions are. Row l is at position offset + l (0-based; offset is a KV cache's length). "
+    .. "layout \"half\" pairs feature i with i + D/2 (GPT-NeoX, Hugging Face LLaMA, rotate_half); "
+    .. "\"interleaved\" pairs 2i with 2i+1 (RoFormer, GPT-J, Meta's LLaMA): the same weights in the "
+    .. "wrong layout give garbage. Angles in double, rounded once; autograd turns the gradient back.",
+    "θ_i = base^(-2i/D),  p = offset + l:  out_a = x_a·cos(pθ_i) - x_b·sin(pθ_i),  out_b = x_b·cos(pθ_i) + x_a·sin(pθ_i)",
+    "q = mha.randn(4, 8)\nprint(mha.rope(q, {offset = 2}))",
+    {"mha.positional_encoding", "mha.alibi_bias"})
+
+entry("mha.alibi_slopes", "attention", "mha.alibi_slopes(H) -> tensor",
+    "ALiBi's slope of each of H heads (Press et al.): a geometric sequence, so heads see near and far. "
+    .. "For H a power of two the slopes are 2^(-8h/H); otherwise those of the largest power of two n "
+    .. "below H, then every other slope of 2n, as the official get_slopes does.",
+    "slope_h = 2^(-8h/H),  h = 1..H  (H a power of two)",
+    "print(mha.alibi_slopes(8))", {"mha.alibi_bias"})
+
+entry("mha.alibi_bias", "attention", "mha.alibi_bias(H, L [, S]) -> tensor",
+    "The (H, L, S) ALiBi bias to add to the scores instead of position embeddings: each head "
+    .. "penalises a key by its distance from the query, times the head's slope. The L queries are the "
+    .. "last L of the S positions (S defaults to L), as when decoding from a KV cache.",
+    "bias[h, i, j] = -slope_h · |(S - L + i) - j|",
+    "scores = mha.randn(2, 4, 4) + mha.alibi_bias(2, 4)\nprint(scores:softmax(-1))",
+    {"mha.alibi_slopes", "mha.scaled_dot_product_attention"})
+
+entry("mha.sliding_window_mask", "attention",
+    "mha.sliding_window_mask(L, W [, {sinks = 0, S = L}]) -> bool tensor",
+    "The (L, S) bool mask of a sliding window of W keys with attention sinks: each query sees itself, "
+    .. "the W - 1 keys before it and the first sinks keys (StreamingLLM keeps them), never the future. "
+    .. "true means 'not allowed', as in mha.causal_mask; the L queries are the last L of the S "
+    .. "positions. W >= S gives the causal mask.",
+    "query i at t = S - L + i sees key j  ⇔  j ≤ t  and  (t - j < W  or  j < sinks)",
+    "print(mha.sliding_window_mask(6, 2, {sinks = 1}))",
+    {"mha.causal_mask", "mha.scaled_dot_product_attention"})
+
+entry("mha.sample", "attention",
+    "mha.sample(logits [, {temperature = 1, top_k =, top_p =, seed =}]) -> index or tensor",
+    "Draws the next token from logits (..., V), the last dim being the vocabulary: a 1-based index, "
+    .. "a Lua integer for logits (V), else a tensor of one index per row. temperature divides the "
+    .. "logits (0 takes the first largest, drawing nothing); top_k keeps the k most probable tokens; "
+    .. "top_p keeps the fewest most probable tokens whose probability reaches top_p (nucleus), then "
+    .. "renormalises. Draws from the generator of mha.seed, one number per row; seed = s is mha.seed(s) first.",
+    "p_j ∝ exp(x_j / T) over the kept tokens",
+    "logits = mha.tensor{2, 1, 0.5, -1}\nprint(mha.sample(logits, {temperature = 0.8, top_k = 3, seed = 1}))",
+    {"mha.seed", "mha.softmax"})
+
 return D

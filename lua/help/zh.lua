@@ -734,6 +734,29 @@ D[":back"] = [[
 :back 就是 :goto 到上一步（在课程末尾则回到最后一步），:restart 就是 :goto 1，:run 运行剩下的所有步骤。在你的
 状态上运行失败的步骤保持未运行，并会说明：:goto K（K 是那一步）重建状态并运行它。]]
 
+-- Attention as language models run it (docs/modern.md)
+D["mha.rope"] = [[
+旋转位置编码（RoPE）：把 x (..., L, D)（D 为偶数）的每一对特征转过一个随位置增长的角度，所以 rope 之后的
+q·k 只取决于两个位置相距多远。第 l 行位于位置 offset + l（从 0 数；offset 就是 KV 缓存的长度）。layout 为
+"half" 时特征 i 与 i + D/2 成对（GPT-NeoX、Hugging Face 的 LLaMA，即 rotate_half）；为 "interleaved" 时 2i 与
+2i+1 成对（RoFormer、GPT-J、Meta 的 LLaMA）：同样的权重用错了布局，结果就是乱码。base 默认 10000。角度用
+double 计算、只舍入一次；自动求导把梯度反向转回去。]]
+D["mha.alibi_slopes"] = [[
+ALiBi 给 H 个头各自的斜率（Press 等人）：一个等比数列，让不同的头看近处和远处。H 是 2 的幂时斜率为
+2^(-8h/H)；否则先取不超过 H 的最大 2 的幂 n 的斜率，再隔一个取 2n 的斜率，和官方的 get_slopes 一样。]]
+D["mha.alibi_bias"] = [[
+(H, L, S) 的 ALiBi 偏置，加到分数上，代替位置编码：每个头按键到查询的距离乘以本头的斜率来惩罚这个键。
+L 个查询是 S 个位置中的最后 L 个（S 默认等于 L），就像从 KV 缓存解码时那样。]]
+D["mha.sliding_window_mask"] = [[
+宽为 W 的滑动窗口加注意力汇聚点（sinks）的 (L, S) bool 掩码：每个查询看到自己、它之前的 W - 1 个键和最前面
+sinks 个键（StreamingLLM 保留它们），从不看未来。true 表示“不允许看”，和 mha.causal_mask 一样；L 个查询是
+S 个位置中的最后 L 个。W >= S 时就是因果掩码。]]
+D["mha.sample"] = [[
+从 logits (..., V)（最后一维是词表）中抽出下一个词元：从 1 开始的下标；logits 为 (V) 时是一个 Lua 整数，否则是
+每行一个下标的张量。temperature 去除 logits（为 0 时取第一个最大值，不抽随机数）；top_k 只保留概率最大的 k 个
+词元；top_p 保留概率之和达到 top_p 的最少的高概率词元（核采样），再重新归一化。随机数来自 mha.seed 的生成器，
+每行一个；seed = s 即先调用 mha.seed(s)。]]
+
 -- The text between two lines of a paragraph: nothing between Chinese characters or beside Chinese
 -- punctuation, a space where a Latin word, a name or a number meets the line break ("容器" + "mha.nn").
 local PUNCTUATION = "，。；：、（）“”—…《》？！"
