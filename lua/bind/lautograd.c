@@ -6,7 +6,6 @@
 
 #include "autograd/autograd_ops.h"
 #include "lauxmha.h"
-#include "lmha.h"
 #include "nn/nn_ops.h"
 #include "attention/sdpa_backward.h"
 
