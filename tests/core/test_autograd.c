@@ -8,6 +8,7 @@
 #include "autograd/autograd_ops.h"
 #include "check.h"
 #include "kernels/kernels.h"
+#include "kernels/kernels_testing.h"
 #include "optim/optim.h"
 #include "attention/multihead_grad.h"
 #include "attention/sdpa_backward.h"
