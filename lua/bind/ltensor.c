@@ -185,16 +185,16 @@ static int t_bool(lua_State *L) {
     return lmha_result(L, mha_to_dtype(lmha_newtensor(L), t, MHA_BOOL));
 }
 
-/* Writes the value at arg (a tensor, number or table, broadcast) into t, or into t's slice `index` along its
- * first dim when index is not SIZE_MAX (t[i] = v). The core's writer follows the write rule (tensor.h). */
-static void write_value(lua_State *L, mha_tensor *t, size_t index, int arg, const char *fname) {
+/* Writes the value at arg (a tensor, number or table, broadcast) into t, or into t's slice *row along its
+ * first dim when row is not NULL (t[i] = v). The core's writer follows the write rule (tensor.h). */
+static void write_value(lua_State *L, mha_tensor *t, const size_t *row, int arg, const char *fname) {
     mha_tensor *src = lmha_totensor(L, arg, fname);
     mha_tensor converted = MHA_TENSOR_EMPTY;
     if (src->dtype != t->dtype) { /* a number into a bool tensor, a bool mask into a float one */
         if (mha_to_dtype(&converted, src, t->dtype) != MHA_OK) luaL_error(L, "%s", mha_errmsg());
         src = &converted;
     }
-    mha_status st = index == SIZE_MAX ? mha_copy_into_named(t, src, fname) : mha_copy_into_slice(t, 0, index, src, fname);
+    mha_status st = row ? mha_copy_into_slice(t, 0, *row, src, fname) : mha_copy_into_named(t, src, fname);
     mha_release(&converted);
     if (st != MHA_OK) luaL_error(L, "%s", mha_errmsg());
 }
@@ -205,7 +205,7 @@ static void write_value(lua_State *L, mha_tensor *t, size_t index, int arg, cons
 static int write_into(lua_State *L, const char *fname, int check_overlap) {
     mha_tensor *t = lmha_checktensor(L, 1);
     if (check_overlap) lmha_checkwritable(L, t, fname);
-    write_value(L, t, SIZE_MAX, 2, fname);
+    write_value(L, t, NULL, 2, fname);
     lua_settop(L, 1);
     return 1;
 }
@@ -479,7 +479,7 @@ static int t_newindex(lua_State *L) {
         lmha_checkwritable(L, row, "newindex");
         lua_pop(L, 1);
     }
-    write_value(L, t, index, 3, "newindex");
+    write_value(L, t, &index, 3, "newindex");
     return 0;
 }
 
