@@ -81,13 +81,15 @@ static void test_errors(void) {
     mha_tensor zero = MHA_TENSOR_EMPTY;
     mha_full(&zero, 0, NULL, 0.0f);
     CHECK("a write into a leaf that requires grad",
-          mha_copy_into_named(&x, &w, "copy_") != MHA_OK && strstr(mha_errmsg(), "copy_: this (2,3) tensor requires grad"),
+          mha_copy_into_named(&x, &w, "copy_") != MHA_OK &&
+              strstr(mha_errmsg(), "copy_: this (2,3) tensor requires grad"),
           "%s", mha_errmsg());
     mha_no_grad_enter();
     CHECK("... allowed in no-grad mode", mha_copy_into_named(&x, &w, "copy_") == MHA_OK, "%s", mha_errmsg());
     mha_no_grad_exit();
     /* w was saved by mul: changing it afterwards makes backward refuse, naming mul */
-    CHECK("a write into a saved tensor is counted", mha_copy_into_named(&w, &zero, "fill_") == MHA_OK, "%s", mha_errmsg());
+    CHECK("a write into a saved tensor is counted", mha_copy_into_named(&w, &zero, "fill_") == MHA_OK, "%s",
+          mha_errmsg());
     mha_release(&zero);
     mha_release(&g);
     mha_full(&g, 2, shape, 1.0f);
@@ -120,9 +122,10 @@ static void test_core_writers_follow_the_rule(void) {
     float x00 = mha_f32(&x)[0];
     const char *leaf = "this (2,3) tensor requires grad (a leaf";
     CHECK("set into a leaf that requires grad is refused, from C",
-          mha_set(&x, at, 1.0) != MHA_OK && strstr(mha_errmsg(), "set: ") && strstr(mha_errmsg(), leaf), "%s", mha_errmsg());
-    CHECK("copy_into likewise, named copy", mha_copy_into(&x, &zero) != MHA_OK && strstr(mha_errmsg(), "copy: this (2,3)"),
-          "%s", mha_errmsg());
+          mha_set(&x, at, 1.0) != MHA_OK && strstr(mha_errmsg(), "set: ") && strstr(mha_errmsg(), leaf), "%s",
+          mha_errmsg());
+    CHECK("copy_into likewise, named copy",
+          mha_copy_into(&x, &zero) != MHA_OK && strstr(mha_errmsg(), "copy: this (2,3)"), "%s", mha_errmsg());
     CHECK("a slice write (t[i] = v) asks about the tensor, not its slice",
           mha_copy_into_slice(&x, 0, 0, &zero, "newindex") != MHA_OK && strstr(mha_errmsg(), "newindex: this (2,3)"),
           "%s", mha_errmsg());
@@ -130,7 +133,8 @@ static void test_core_writers_follow_the_rule(void) {
           strstr(mha_errmsg(), leaf), "%s", mha_errmsg());
     CHECK("xavier_normal_ likewise", mha_xavier_normal_(&x, 1) != MHA_OK && strstr(mha_errmsg(), "xavier_normal_: "),
           "%s", mha_errmsg());
-    CHECK("the refused writes wrote nothing", mha_f32(&x)[0] == x00, "x[0] %g, was %g", (double)mha_f32(&x)[0], (double)x00);
+    CHECK("the refused writes wrote nothing", mha_f32(&x)[0] == x00, "x[0] %g, was %g", (double)mha_f32(&x)[0],
+          (double)x00);
 
     /* zero_ and fill_ in no-grad mode: allowed, each counted */
     size_t v0 = x.storage->version;
@@ -146,7 +150,9 @@ static void test_core_writers_follow_the_rule(void) {
     /* a C caller writes into data mul saved, through an untracked view: backward refuses, naming mul */
     mha_ag_binary(&y, MHA_MUL, &x, &w);
     mha_select(&row, &w, 0, 1);
-    CHECK("a write through a view of saved data is allowed", mha_set(&row, (size_t[]){0}, 5.0) == MHA_OK, "%s", mha_errmsg());
+    size_t first[1] = {0};
+    CHECK("a write through a view of saved data is allowed", mha_set(&row, first, 5.0) == MHA_OK, "%s",
+          mha_errmsg());
     CHECK("... and backward then refuses, naming mul",
           mha_backward(&y, &g) != MHA_OK && strstr(mha_errmsg(), "that mul saved for its gradient was changed in place"),
           "%s", mha_errmsg());
@@ -164,8 +170,9 @@ static void test_core_writers_follow_the_rule(void) {
           x.storage->version == v0 + 1 && mha_backward(&y, &g) != MHA_OK && strstr(mha_errmsg(), "that mul saved"),
           "version %zu after %zu: %s", x.storage->version, v0, mha_errmsg());
     v0 = gx.storage->version;
-    CHECK("scaling a gradient in place is counted", mha_scale_tensor(&gx, 0.5f) == MHA_OK && gx.storage->version == v0 + 1 &&
-          mha_f32(&gx)[0] == 0.5f, "%s", mha_errmsg());
+    CHECK("scaling a gradient in place is counted",
+          mha_scale_tensor(&gx, 0.5f) == MHA_OK && gx.storage->version == v0 + 1 && mha_f32(&gx)[0] == 0.5f, "%s",
+          mha_errmsg());
     mha_release(&x), mha_release(&w), mha_release(&y), mha_release(&g), mha_release(&zero), mha_release(&row),
         mha_release(&gx);
     CHECK("every tensor and graph of the write checks freed", mha_live_bytes() == before, "%zu bytes left",
