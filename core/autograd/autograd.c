@@ -15,8 +15,11 @@ bool mha_grad_enabled(void) { return no_grad_depth == 0; }
 
 /* ---- ag and node life cycle ---- */
 
+static mha_status ag_check_write(const mha_tensor *t, const char *fname);
+
 static mha_ag *ag_new(void) {
     mha_tensor_set_ag_release(mha_ag_drop);   /* from now on mha_release drops what this tracks */
+    mha_tensor_set_write_check(ag_check_write); /* and the tensor room's writers ask before writing */
     mha_ag *ag = mha_alloc(sizeof *ag);
     if (!ag) return NULL;
     memset(ag, 0, sizeof *ag);
@@ -124,7 +127,9 @@ mha_status mha_set_grad(mha_tensor *t, const mha_tensor *g) {
 
 mha_status mha_detach(mha_tensor *out, const mha_tensor *t) { return mha_share(out, t); }
 
-mha_status mha_ag_check_write(const mha_tensor *t, const char *fname) {
+/* The write rule's check (tensor.h, mha_tensor_set_write_check): refuses an in-place write into a tensor that
+ * requires grad while grad mode is on; the tensor room counts every write it allows. */
+static mha_status ag_check_write(const mha_tensor *t, const char *fname) {
     char shape[MHA_SHAPE_BUF];
     if (mha_ag_requires(t) && mha_grad_enabled()) {
         if (t->ag->grad_fn)
@@ -137,12 +142,7 @@ mha_status mha_ag_check_write(const mha_tensor *t, const char *fname) {
                         "its gradients wrong: write inside mha.no_grad(function() ... end), or into t:detach()",
                         fname, mha_shape_str(shape, sizeof shape, t));
     }
-    mha_ag_bump_version(t);
     return MHA_OK;
-}
-
-void mha_ag_bump_version(const mha_tensor *t) {
-    if (t->storage) t->storage->version++;
 }
 
 /* ---- recording ---- */

@@ -19,8 +19,9 @@
  *   a second backward through the same graph is an error, as in PyTorch without retain_graph (with it,
  *   mha_backward_retain keeps them).
  * - In-place writes: storage->version counts them. A node remembers the version of each tensor it
- *   saved; backward refuses (naming the op) when it changed. Writers call mha_ag_check_write first,
- *   which refuses a write into a tensor that requires grad (outside no-grad mode) and bumps the version.
+ *   saved; backward refuses (naming the op) when it changed. The core's writers follow the write rule
+ *   (core/tensor/tensor.h): this room installs its check, which refuses a write into a tensor that
+ *   requires grad (outside no-grad mode); the tensor room counts every write it allows.
  * ------------------------------------------------------------------------------------------- */
 
 typedef struct mha_node mha_node;
@@ -92,12 +93,6 @@ mha_status mha_detach(mha_tensor *out, const mha_tensor *t);
 void mha_no_grad_enter(void);
 void mha_no_grad_exit(void);
 bool mha_grad_enabled(void);
-
-/* Called before an in-place write into t by fname (set, copy_, fill_, masked_fill_, ...): refuses a
- * tensor that requires grad while grad mode is on, else bumps the storage's version so a graph that
- * saved this data refuses to backward through the stale value. */
-mha_status mha_ag_check_write(const mha_tensor *t, const char *fname);
-void mha_ag_bump_version(const mha_tensor *t);       /* an in-place write the caller already allowed */
 
 /* ---- for differentiable ops (core/autograd/autograd_ops.c) ---- */
 

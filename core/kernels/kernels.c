@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "kernels/kernels.h"
+#include "kernels/kernels_testing.h"
 #include "kernels/kernels_isa.h"
 
 /* ---------------------------------------------------------------------------------------------

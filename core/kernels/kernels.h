@@ -32,13 +32,10 @@ mha_status mha_sgemm_packed(float *c, size_t ldc, const float *a, ptrdiff_t a_rs
 /* A short A (at most 256 KiB) times a B stored transposed (x·Wᵀ), both with contiguous rows, at a depth
  * K of 128 or more, is computed as dot products of rows, without packing (kernels_isa.h, dot_rows),
  * on every instruction set. Its sums run in another order than the packed path's, so its bits differ from
- * those of the same product with other strides (within the rounding the tests allow). Tests: false
- * keeps every product on the packed path. */
-void mha_kernels_set_dot_rows(bool on);
-/* A narrow product (N of at most 16 register tiles: 256 columns on AVX2, 512 on AVX-512) whose A has
+ * those of the same product with other strides (within the rounding the tests allow).
+ * A narrow product (N of at most 16 register tiles: 256 columns on AVX2, 512 on AVX-512) whose A has
  * contiguous rows reads A in place instead of packing it, on every instruction set: the same bits as
- * the packed path. Tests: false packs A always, to hold the two paths equal. */
-void mha_kernels_set_a_unpacked(bool on);
+ * the packed path. The tests switch either path off (kernels/kernels_testing.h). */
 
 /* The instruction set the fast kernels use: "avx512", "avx2" or "portable", the best this CPU has
  * unless the environment variable MHA_ISA names another it supports. mha_kernels_use_isa switches
@@ -62,10 +59,9 @@ size_t mha_kernels_threads(void);
 void mha_kernels_set_threads(size_t n);
 
 /* The parts to split a call into: min(mha_kernels_threads(), units) for `units` independent pieces of
- * work, or 1 when the whole call is under 64 MFLOP (too little to pay for starting a thread).
- * mha_kernels_set_split_min changes that threshold (tests: 0 splits every call of two units or more). */
+ * work, or 1 when the whole call is under 64 MFLOP (too little to pay for starting a thread; the tests
+ * change that threshold, kernels/kernels_testing.h). */
 size_t mha_kernels_parts(size_t units, double flops);
-void mha_kernels_set_split_min(double flops);
 
 /* One part of a split call: does part `part` of `nparts` (its share of independent outputs). */
 typedef mha_status (*mha_part_fn)(void *ctx, size_t part, size_t nparts);

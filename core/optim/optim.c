@@ -70,3 +70,69 @@ float mha_clip_coef(float total_norm, double max_norm) {
 void mha_scale(float *x, size_t n, float s) {
     for (size_t i = 0; i < n; i++) x[i] *= s;
 }
+
+/* ---- the steps on tensors ---- */
+
+/* t is a contiguous float32 tensor of ref's shape (ref itself when ref is NULL), or an error naming fname. */
+static mha_status check_operand(const mha_tensor *t, const mha_tensor *ref, const char *fname, const char *what) {
+    char a[MHA_SHAPE_BUF], b[MHA_SHAPE_BUF];
+    if (!t || !t->storage) return mha_fail(MHA_E_ARG, "%s: the %s is empty (released)", fname, what);
+    if (t->dtype != MHA_FLOAT32 || !mha_is_contiguous(t) || (ref && !mha_same_shape(t, ref)))
+        return mha_fail(MHA_E_ARG, "%s: the %s %s must be a contiguous float32 tensor%s%s", fname, what,
+                        mha_shape_str(a, sizeof a, t), ref ? " of the parameter's shape " : "",
+                        ref ? mha_shape_str(b, sizeof b, ref) : "");
+    return MHA_OK;
+}
+
+mha_status mha_sgd_step_tensor(mha_tensor *param, mha_tensor *buf, const mha_tensor *grad, const mha_sgd_options *opt,
+                               bool first) {
+    mha_status st = check_operand(param, NULL, "sgd_step", "parameter");
+    if (st == MHA_OK) st = check_operand(grad, param, "sgd_step", "gradient");
+    if (st == MHA_OK && opt->momentum != 0) st = check_operand(buf, param, "sgd_step", "momentum buffer");
+    if (st != MHA_OK) return st;
+    float *b = opt->momentum != 0 ? mha_f32(buf) : NULL;
+    mha_sgd_step(mha_f32(param), b, mha_f32(grad), mha_numel(param), opt, first);
+    mha_bump_version(param);
+    if (b) mha_bump_version(buf);
+    return MHA_OK;
+}
+
+mha_status mha_adam_step_tensor(mha_tensor *param, mha_tensor *exp_avg, mha_tensor *exp_avg_sq,
+                                mha_tensor *max_exp_avg_sq, const mha_tensor *grad, const mha_adam_options *opt,
+                                size_t step) {
+    mha_status st = check_operand(param, NULL, "adam_step", "parameter");
+    if (st == MHA_OK) st = check_operand(grad, param, "adam_step", "gradient");
+    if (st == MHA_OK) st = check_operand(exp_avg, param, "adam_step", "exp_avg");
+    if (st == MHA_OK) st = check_operand(exp_avg_sq, param, "adam_step", "exp_avg_sq");
+    if (st == MHA_OK && opt->amsgrad) st = check_operand(max_exp_avg_sq, param, "adam_step", "max_exp_avg_sq");
+    if (st != MHA_OK) return st;
+    float *vmax = opt->amsgrad ? mha_f32(max_exp_avg_sq) : NULL;
+    mha_adam_step(mha_f32(param), mha_f32(exp_avg), mha_f32(exp_avg_sq), vmax, mha_f32(grad), mha_numel(param), opt,
+                  step);
+    mha_bump_version(param);
+    mha_bump_version(exp_avg);
+    mha_bump_version(exp_avg_sq);
+    if (vmax) mha_bump_version(max_exp_avg_sq);
+    return MHA_OK;
+}
+
+mha_status mha_scale_tensor(mha_tensor *g, float s) {
+    if (!g || !g->storage || g->dtype != MHA_FLOAT32)
+        return mha_fail(MHA_E_ARG, "scale: the gradient must be a float32 tensor holding data");
+    if (mha_is_contiguous(g)) {
+        mha_scale(mha_f32(g), mha_numel(g), s);
+        mha_bump_version(g);
+        return MHA_OK;
+    }
+    /* a strided gradient: scale a copy, write it back through a share outside the graph (no refusal) */
+    mha_tensor copy = MHA_TENSOR_EMPTY, into = MHA_TENSOR_EMPTY;
+    mha_status st = mha_clone(&copy, g);
+    if (st == MHA_OK) st = mha_share(&into, g);
+    if (st == MHA_OK) {
+        mha_scale(mha_f32(&copy), mha_numel(&copy), s);
+        st = mha_copy_into(&into, &copy);
+    }
+    mha_release(&copy);
+    mha_release(&into);
+    return st;
+}

@@ -1,10 +1,12 @@
 /* core/optim/optim.h - torch.optim's update rules (SGD, Adam, AdamW) and clip_grad_norm_'s scaling, as kernels on
- * float arrays: one parameter of n elements per call, outputs first, exactly the float32 operations torch 1.13 does. */
+ * float arrays (one parameter of n elements per call, torch 1.13's float32 operations) and as steps on tensors. */
 #ifndef MHA_OPTIM_H
 #define MHA_OPTIM_H
 
 #include <stdbool.h>
 #include <stddef.h>
+
+#include "tensor/tensor.h"
 
 /* Hyperparameters are doubles, as Python floats are; each is rounded to float32 where torch rounds it. */
 typedef struct mha_sgd_options {
@@ -42,5 +44,20 @@ float mha_clip_coef(float total_norm, double max_norm);
 
 /* x = x·s, in place (a gradient scaled by mha_clip_coef). */
 void mha_scale(float *x, size_t n, float s);
+
+/* ---- the steps on tensors, as the optimizers of lua/nn/optim.lua take them ----
+ * param and every state tensor are written in place and each write is counted in its storage's version
+ * (tensor.h's write rule, without its refusal: torch's optimizer.step() writes under no_grad), so a graph
+ * that saved a parameter refuses to backward after the step. param: a contiguous float32 tensor; grad and
+ * each state tensor (buf; exp_avg, exp_avg_sq, max_exp_avg_sq): contiguous float32 of param's shape, a
+ * state tensor NULL where the step does not use it. MHA_E_ARG, naming the step, for anything else. */
+mha_status mha_sgd_step_tensor(mha_tensor *param, mha_tensor *buf, const mha_tensor *grad, const mha_sgd_options *opt,
+                               bool first);
+mha_status mha_adam_step_tensor(mha_tensor *param, mha_tensor *exp_avg, mha_tensor *exp_avg_sq,
+                                mha_tensor *max_exp_avg_sq, const mha_tensor *grad, const mha_adam_options *opt,
+                                size_t step);
+/* g = g·s in place, through g's strides (a gradient, as clip_grad_norm_'s g.detach().mul_(s)); counted as
+ * an in-place write. MHA_E_ARG for a bool or empty g, MHA_E_NOMEM when a strided g's copy cannot be made. */
+mha_status mha_scale_tensor(mha_tensor *g, float s);
 
 #endif

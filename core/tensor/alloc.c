@@ -1,6 +1,7 @@
 /* core/tensor/alloc.c - the caching allocator under every tensor storage and kernel scratch buffer (alloc.h),
  * beside the plain malloc path, and the live/peak byte accounting the REPL and the benchmark read. */
 #include "tensor/alloc.h"
+#include "tensor/alloc_testing.h"
 #include "tensor/tensor.h"
 
 #include <pthread.h>

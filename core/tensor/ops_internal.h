@@ -1,27 +1,19 @@
 /* core/tensor/ops_internal.h - what the tensor operations (core/ops*.c) share and nobody else needs: argument
- * checks and dtype helpers, broadcasting of two shapes, and the strided elementwise loop of core/tensor/ops.c. */
+ * checks, broadcasting of two shapes, and the strided elementwise loop of core/tensor/ops.c. */
 #ifndef MHA_OPS_INTERNAL_H
 #define MHA_OPS_INTERNAL_H
 
 #include <stdio.h>
 
 #include "tensor/tensor.h"
+#include "tensor/tensor_internal.h"
 
 enum {
     BLOCK = 65536,     /* elements between two polls of mha_interrupted() */
     MAX_OPERANDS = 4   /* an output and up to three inputs (where) */
 };
 
-static inline size_t dtype_size(mha_dtype dtype) { return dtype == MHA_BOOL ? sizeof(bool) : sizeof(float); }
-static inline const char *dtype_name(mha_dtype dtype) { return dtype == MHA_BOOL ? "bool" : "float32"; }
-
 static inline char *shape_of(char *buf, const mha_tensor *t) { return mha_shape_str(buf, MHA_SHAPE_BUF, t); }
-
-static inline size_t shape_numel(size_t ndim, const size_t *shape) {
-    size_t n = 1;
-    for (size_t d = 0; d < ndim; d++) n *= shape[d];
-    return n;
-}
 
 /* The output must be empty on entry (so it cannot alias an input); an input must be live. */
 static inline mha_status check_out(const char *fname, const mha_tensor *out) {

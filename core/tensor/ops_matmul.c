@@ -133,8 +133,8 @@ mha_status mha_matmul(mha_tensor *out, const mha_tensor *a, const mha_tensor *b)
         st = refail(fname, st);
         goto done;
     }
-    size_t batches = shape_numel(batch_ndim, batch_shape);
-    if (K == 0 || M == 0 || N == 0 || batches == 0) goto done;
+    size_t batches = 0;   /* out holds batches·M·N elements: with M and N not 0 the count cannot overflow */
+    if (K == 0 || M == 0 || N == 0 || !shape_numel(&batches, batch_ndim, batch_shape, 1) || batches == 0) goto done;
 
     float *c = mha_f32(out);
     if (batches > 1 && batches_fold(&ma, &mb, batch_ndim, batch_shape)) {

@@ -258,7 +258,7 @@ static mha_status reduce(mha_tensor *out, int op, const mha_tensor *t, size_t di
                         shape_of(sh, t));
     if (t->ndim == 0) dim = MHA_ALL_DIMS;          /* a scalar's only "dim" is all of it */
 
-    size_t n = dim == MHA_ALL_DIMS ? shape_numel(t->ndim, t->shape) : t->shape[dim];
+    size_t n = dim == MHA_ALL_DIMS ? mha_numel(t) : t->shape[dim];
     bool extreme = op == MHA_MAX || op == MHA_MIN || op == MHA_ARGMAX || op == MHA_ARGMIN;
     if (extreme && n == 0) {
         if (dim == MHA_ALL_DIMS)

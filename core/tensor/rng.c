@@ -33,6 +33,7 @@
  * The generator is process-wide and not thread-safe: the REPL and the lessons run on one thread. */
 
 #include "tensor/tensor.h"
+#include "tensor/tensor_internal.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -85,10 +86,13 @@ static uint64_t next(void) {
 static float uniform24(void) { return (float)(next() >> 40) * 0x1p-24f; }
 static double uniform53(void) { return (double)(next() >> 11) * 0x1p-53; }
 
-/* A float tensor that can be filled in place as one flat C-order array, or an error naming fname. */
+/* A float tensor that may be filled in place (the write rule, tensor.h) as one flat C-order array, or an error
+ * naming fname. */
 static mha_status check_fillable(const mha_tensor *t, const char *fname) {
     char shape[160];
     if (t == NULL || t->storage == NULL) return mha_fail(MHA_E_ARG, "%s: the tensor is empty (released)", fname);
+    mha_status st = tensor_begin_write(t, fname);
+    if (st != MHA_OK) return st;
     mha_shape_str(shape, sizeof shape, t);
     if (t->dtype != MHA_FLOAT32)
         return mha_fail(MHA_E_DTYPE, "%s: tensor %s is bool; random fills need a float32 tensor", fname, shape);

@@ -1,6 +1,7 @@
-/* core/tensor/tensor.c - the tensor's life cycle: errors, interrupts, storage, element
+/* core/tensor/tensor.c - the tensor's life cycle: errors, interrupts, storage, the write rule, element
  * access, and the views (view, transpose, permute, narrow, select, ...) that share storage. */
 #include "tensor/tensor.h"
+#include "tensor/tensor_internal.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -64,29 +65,6 @@ bool mha_interrupted(void) { return atomic_load_explicit(&interrupt_flag, memory
 
 /* ---- storage ---- */
 
-static size_t dtype_size(mha_dtype dtype) { return dtype == MHA_BOOL ? sizeof(bool) : sizeof(float); }
-
-static const char *dtype_name(mha_dtype dtype) { return dtype == MHA_BOOL ? "bool" : "float32"; }
-
-/* Element count of a shape, or false when it overflows size_t (or its byte size would). A size 0
- * anywhere makes it 0, whatever the sizes before it: (2^62, 4, 0) holds nothing. */
-static bool shape_numel(size_t *numel, size_t ndim, const size_t *shape, size_t elsize) {
-    size_t n = 1;
-    for (size_t d = 0; d < ndim; d++) {
-        if (shape[d] == 0) {
-            *numel = 0;
-            return true;
-        }
-    }
-    for (size_t d = 0; d < ndim; d++) {
-        if (shape[d] != 0 && n > SIZE_MAX / shape[d]) return false;
-        n *= shape[d];
-    }
-    if (n > SIZE_MAX / elsize) return false;
-    *numel = n;
-    return true;
-}
-
 /* False when a size of the shape is more than MHA_MAX_SIZE; the first such size in *big. */
 static bool sizes_fit(size_t *big, size_t ndim, const size_t *shape) {
     for (size_t d = 0; d < ndim; d++) {
@@ -115,6 +93,25 @@ static bool contiguous_strides(ptrdiff_t *stride, size_t ndim, const size_t *sha
 static void (*ag_release)(mha_tensor *t);
 
 void mha_tensor_set_ag_release(void (*release)(mha_tensor *t)) { ag_release = release; }
+
+/* ---- the write rule (tensor.h) ---- */
+
+static mha_status (*ag_write_check)(const mha_tensor *t, const char *fname);
+
+void mha_tensor_set_write_check(mha_status (*check)(const mha_tensor *t, const char *fname)) { ag_write_check = check; }
+
+void mha_bump_version(const mha_tensor *t) {
+    if (t && t->storage) t->storage->version++;
+}
+
+mha_status tensor_begin_write(const mha_tensor *t, const char *fname) {
+    if (t->ag && ag_write_check) {   /* only a tracked tensor can require grad */
+        mha_status st = ag_write_check(t, fname);
+        if (st != MHA_OK) return st;
+    }
+    mha_bump_version(t);
+    return MHA_OK;
+}
 
 void mha_release(mha_tensor *t) {
     if (t && t->ag) ag_release(t), t->ag = NULL;
@@ -321,7 +318,8 @@ mha_status mha_to_dtype(mha_tensor *out, const mha_tensor *t, mha_dtype dtype) {
     return MHA_OK;
 }
 
-mha_status mha_copy_into(mha_tensor *dst, const mha_tensor *src) {
+/* dst[...] = src, broadcasting src; the caller has followed the write rule. */
+static mha_status copy_into(mha_tensor *dst, const mha_tensor *src) {
     char a[160], b[160];
     if (dst->dtype != src->dtype)
         return mha_fail(MHA_E_DTYPE, "copy: destination is %s, source is %s", dtype_name(dst->dtype), dtype_name(src->dtype));
@@ -340,6 +338,23 @@ mha_status mha_copy_into(mha_tensor *dst, const mha_tensor *src) {
     for (size_t i = 0; i < n; i++) memcpy(d + strided_offset(dst, i) * (ptrdiff_t)es, s + i * es, es);
     mha_release(&flat);
     return MHA_OK;
+}
+
+mha_status mha_copy_into_named(mha_tensor *dst, const mha_tensor *src, const char *fname) {
+    mha_status st = tensor_begin_write(dst, fname);
+    return st == MHA_OK ? copy_into(dst, src) : st;
+}
+
+mha_status mha_copy_into(mha_tensor *dst, const mha_tensor *src) { return mha_copy_into_named(dst, src, "copy"); }
+
+mha_status mha_copy_into_slice(mha_tensor *t, size_t dim, size_t index, const mha_tensor *src, const char *fname) {
+    mha_status st = tensor_begin_write(t, fname);
+    if (st != MHA_OK) return st;
+    mha_tensor slice = MHA_TENSOR_EMPTY;
+    st = mha_select(&slice, t, dim, index);
+    if (st == MHA_OK) st = copy_into(&slice, src);
+    mha_release(&slice);
+    return st;
 }
 
 /* ---- element access ---- */
@@ -367,6 +382,7 @@ mha_status mha_get(double *value, const mha_tensor *t, const size_t *index) {
 mha_status mha_set(mha_tensor *t, const size_t *index, double value) {
     ptrdiff_t off;
     mha_status st = element_offset(&off, t, index, "set");
+    if (st == MHA_OK) st = tensor_begin_write(t, "set");
     if (st != MHA_OK) return st;
     if (t->dtype == MHA_BOOL) mha_bool(t)[off] = value != 0.0;
     else mha_f32(t)[off] = (float)value;

@@ -53,7 +53,7 @@ typedef struct mha_storage {
     size_t refcount; /* number of tensors viewing this storage */
     size_t nbytes;   /* size of data */
     void *data;      /* float[] for MHA_FLOAT32, bool[] for MHA_BOOL */
-    size_t version;  /* bumped by in-place writes the autograd checks (core/autograd/autograd.h) */
+    size_t version;  /* counts in-place writes (the write rule below); the autograd checks it */
 } mha_storage;
 
 typedef struct mha_tensor {
@@ -73,6 +73,18 @@ typedef struct mha_tensor {
  * (core/autograd/autograd.c) installs it when it first tracks a tensor, so this room needs nothing of that one
  * (PyTorch breaks the same loop with its AutogradMetaFactory). */
 void mha_tensor_set_ag_release(void (*release)(mha_tensor *t));
+
+/* ---- the write rule: every in-place writer of the core (mha_set, mha_copy_into, the random fills, the
+ * optimizer steps of core/optim) follows it, so every caller gets it ----
+ * A write into a tensor that requires grad is refused while grad mode is on (its gradient would be wrong); any
+ * other write is counted in storage->version, so a graph that saved this data refuses to backward through it.
+ * Whether t requires grad is the autograd's to say: it installs the check when it first tracks a tensor
+ * (core/autograd/autograd.c), as it installs the release hook above. check returns MHA_OK or the refusal,
+ * its message naming fname. */
+void mha_tensor_set_write_check(mha_status (*check)(const mha_tensor *t, const char *fname));
+/* Counts an in-place write into t's storage that needs no asking: an optimizer's step, which torch makes
+ * under no_grad. NULL-safe; an empty t is ignored. */
+void mha_bump_version(const mha_tensor *t);
 
 /* ---- errors and interrupts ---- */
 
@@ -117,6 +129,13 @@ mha_status mha_contiguous(mha_tensor *out, const mha_tensor *t); /* shares if t 
 mha_status mha_contiguous_named(mha_tensor *out, const mha_tensor *t, const char *fname); /* a copy's failure names fname */
 mha_status mha_to_dtype(mha_tensor *out, const mha_tensor *t, mha_dtype dtype); /* bool<->1/0 */
 mha_status mha_copy_into(mha_tensor *dst, const mha_tensor *src); /* dst[...] = src, broadcasting src */
+/* mha_copy_into on behalf of a function of the caller's own (copy_, fill_, zero_): the write rule's refusal
+ * names fname; a dtype or shape mismatch is still a "copy:" error. */
+mha_status mha_copy_into_named(mha_tensor *dst, const mha_tensor *src, const char *fname);
+/* t's slice index along dim (select's view) := src, broadcasting src: Lua's t[i] = v. The write is into t,
+ * so the write rule asks about t (a tensor that requires grad), not about the slice (a view outside the
+ * graph); its refusal names fname. */
+mha_status mha_copy_into_slice(mha_tensor *t, size_t dim, size_t index, const mha_tensor *src, const char *fname);
 
 size_t mha_numel(const mha_tensor *t);
 bool mha_is_contiguous(const mha_tensor *t);      /* C order, no gaps */
@@ -126,7 +145,7 @@ float *mha_f32(const mha_tensor *t);
 bool *mha_bool(const mha_tensor *t);
 /* One element by 0-based index (ndim entries); bool reads as 0/1. Index is checked. */
 mha_status mha_get(double *value, const mha_tensor *t, const size_t *index);
-mha_status mha_set(mha_tensor *t, const size_t *index, double value);
+mha_status mha_set(mha_tensor *t, const size_t *index, double value);   /* follows the write rule as "set" */
 
 /* ---- views: share storage, never copy ---- */
 
@@ -194,6 +213,7 @@ void mha_seed(uint64_t seed);
 uint64_t mha_get_seed(void);
 mha_status mha_rand(mha_tensor *out, size_t ndim, const size_t *shape);   /* U[0,1) */
 mha_status mha_randn(mha_tensor *out, size_t ndim, const size_t *shape);  /* N(0,1) */
+/* The in-place fills follow the write rule, under their own names ("uniform_", ...). */
 mha_status mha_uniform_(mha_tensor *t, float lo, float hi);               /* fill in place */
 mha_status mha_normal_(mha_tensor *t, float mean, float std);
 /* PyTorch's nn.init: fan_in = shape[1]*rf, fan_out = shape[0]*rf (rf = product of shape[2:]) */

@@ -6,16 +6,11 @@
 
 #include "autograd/autograd_ops.h"
 #include "lauxmha.h"
-#include "lmha.h"
 #include "nn/nn_ops.h"
 #include "attention/sdpa.h"
 
 #include <math.h>
 #include <string.h>
-
-void lmha_checkgradwrite(lua_State *L, const mha_tensor *t, const char *fname) {
-    if (mha_ag_check_write(t, fname) != MHA_OK) luaL_error(L, "%s", mha_errmsg());
-}
 
 /* t:requires_grad(true|false) marks a leaf and returns t; t:requires_grad() reads the flag. */
 static int t_requires_grad(lua_State *L) {

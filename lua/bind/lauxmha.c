@@ -10,7 +10,6 @@
 
 #include "lauxmha.h"
 #include "autograd/autograd_ops.h"
-#include "lautograd.h"
 
 /* ---- creating, checking and filling tensor userdata ---- */
 
@@ -88,10 +87,9 @@ int lmha_fail(lua_State *L, mha_status status, const char *fname, const char *hi
 
 /* PyTorch's rule for in-place writes: a tensor in which two elements share one memory location (a
  * stride 0 along a dim of size > 1, as expand() makes) cannot be written elementwise, since the
- * elements would overwrite each other. */
+ * elements would overwrite each other. (The autograd's rule is the core writers' own: tensor.h.) */
 void lmha_checkwritable(lua_State *L, const mha_tensor *t, const char *fname) {
     char shape[MHA_SHAPE_BUF];
-    lmha_checkgradwrite(L, t, fname);
     for (size_t d = 0; d < t->ndim; d++) {
         if (t->stride[d] != 0 || t->shape[d] <= 1) continue;
         luaL_Buffer b;

@@ -55,8 +55,8 @@ static bool group_flag(lua_State *L, int group, const char *key) {
     return v;
 }
 
-/* state[key]: a float tensor of p's shape, made zero the first time; returns its data. */
-static float *state_buffer(lua_State *L, int state, const char *key, const mha_tensor *p, bool *made) {
+/* state[key]: a float tensor of p's shape, made zero the first time; the state table keeps it alive. */
+static mha_tensor *state_buffer(lua_State *L, int state, const char *key, const mha_tensor *p, bool *made) {
     if (lua_getfield(L, state, key) == LUA_TNIL) {
         lua_pop(L, 1);
         mha_tensor *t = lmha_newtensor(L);
@@ -65,9 +65,9 @@ static float *state_buffer(lua_State *L, int state, const char *key, const mha_t
         if (made) *made = true;
         lua_getfield(L, state, key);
     }
-    float *data = mha_f32(lmha_checktensor(L, -1));
+    mha_tensor *t = lmha_checktensor(L, -1);
     lua_pop(L, 1); /* the state table keeps the tensor alive */
-    return data;
+    return t;
 }
 
 /* The step count after this step, kept in state.step as torch keeps it. */
@@ -91,11 +91,11 @@ static int k_sgd_step(lua_State *L) {
     mha_sgd_options opt = {group_number(L, 3, "lr"), group_number(L, 3, "momentum"), group_number(L, 3, "dampening"),
                            group_number(L, 3, "weight_decay"), group_flag(L, 3, "nesterov"), group_flag(L, 3, "maximize")};
     bool first = false;
-    float *buf = opt.momentum != 0 ? state_buffer(L, 2, "momentum_buffer", p, &first) : NULL;
+    mha_tensor *buf = opt.momentum != 0 ? state_buffer(L, 2, "momentum_buffer", p, &first) : NULL;
     next_step(L, 2);
-    mha_sgd_step(mha_f32(p), buf, mha_f32(&g), mha_numel(p), &opt, first);
+    mha_status st = mha_sgd_step_tensor(p, buf, &g, &opt, first); /* counts its writes, as torch's under no_grad */
     mha_release(&g);
-    mha_ag_bump_version(p); /* an in-place write, as torch's optimizer.step() under no_grad */
+    if (st != MHA_OK) return luaL_error(L, "optim: parameter %s: %s", name, mha_errmsg());
     lua_pushboolean(L, 1);
     return 1;
 }
@@ -118,13 +118,13 @@ static int k_adam_step(lua_State *L) {
     opt.beta1 = lua_tonumber(L, -2);
     opt.beta2 = lua_tonumber(L, -1);
     lua_pop(L, 3);
-    float *exp_avg = state_buffer(L, 2, "exp_avg", p, NULL);
-    float *exp_avg_sq = state_buffer(L, 2, "exp_avg_sq", p, NULL);
-    float *max_exp_avg_sq = opt.amsgrad ? state_buffer(L, 2, "max_exp_avg_sq", p, NULL) : NULL;
+    mha_tensor *exp_avg = state_buffer(L, 2, "exp_avg", p, NULL);
+    mha_tensor *exp_avg_sq = state_buffer(L, 2, "exp_avg_sq", p, NULL);
+    mha_tensor *max_exp_avg_sq = opt.amsgrad ? state_buffer(L, 2, "max_exp_avg_sq", p, NULL) : NULL;
     size_t step = next_step(L, 2);
-    mha_adam_step(mha_f32(p), exp_avg, exp_avg_sq, max_exp_avg_sq, mha_f32(&g), mha_numel(p), &opt, step);
+    mha_status st = mha_adam_step_tensor(p, exp_avg, exp_avg_sq, max_exp_avg_sq, &g, &opt, step);
     mha_release(&g);
-    mha_ag_bump_version(p);
+    if (st != MHA_OK) return luaL_error(L, "optim: parameter %s: %s", name, mha_errmsg());
     lua_pushboolean(L, 1);
     return 1;
 }
@@ -146,13 +146,7 @@ static int k_scale_grad(lua_State *L) {
     float coef = (float)luaL_checknumber(L, 2);
     mha_tensor g = MHA_TENSOR_EMPTY;
     if (mha_grad(&g, p) != MHA_OK || !g.storage) return 0;
-    mha_tensor c = MHA_TENSOR_EMPTY;
-    if (mha_is_contiguous(&g)) mha_scale(mha_f32(&g), mha_numel(&g), coef);
-    else if (mha_clone(&c, &g) == MHA_OK) { /* a strided gradient: scale a copy, write it back */
-        mha_scale(mha_f32(&c), mha_numel(&c), coef);
-        mha_copy_into(&g, &c);
-    }
-    mha_release(&c);
+    mha_scale_tensor(&g, coef); /* a strided gradient whose copy cannot be made stays as it was */
     mha_release(&g);
     return 0;
 }

@@ -10,7 +10,6 @@
 
 #include "lauxmha.h"
 #include "lmha.h"
-#include "lautograd.h"
 #include "autograd/autograd_ops.h"
 
 /* ---- reading tensors back into Lua ---- */
@@ -125,7 +124,6 @@ static int t_set(lua_State *L) {
     if (lua_isboolean(L, v)) value = lua_toboolean(L, v);
     else if (lua_type(L, v) == LUA_TNUMBER) value = lua_tonumber(L, v);
     else return luaL_error(L, "set: the value (last argument) is %s, expected a number or a boolean", lmha_typename(L, v));
-    lmha_checkgradwrite(L, t, "set");
     if (mha_set(t, index, value) != MHA_OK) return luaL_error(L, "%s", mha_errmsg());
     lua_settop(L, 1);
     return 1;
@@ -187,22 +185,27 @@ static int t_bool(lua_State *L) {
     return lmha_result(L, mha_to_dtype(lmha_newtensor(L), t, MHA_BOOL));
 }
 
+/* Writes the value at arg (a tensor, number or table, broadcast) into t, or into t's slice *row along its
+ * first dim when row is not NULL (t[i] = v). The core's writer follows the write rule (tensor.h). */
+static void write_value(lua_State *L, mha_tensor *t, const size_t *row, int arg, const char *fname) {
+    mha_tensor *src = lmha_totensor(L, arg, fname);
+    mha_tensor converted = MHA_TENSOR_EMPTY;
+    if (src->dtype != t->dtype) { /* a number into a bool tensor, a bool mask into a float one */
+        if (mha_to_dtype(&converted, src, t->dtype) != MHA_OK) luaL_error(L, "%s", mha_errmsg());
+        src = &converted;
+    }
+    mha_status st = row ? mha_copy_into_slice(t, 0, *row, src, fname) : mha_copy_into_named(t, src, fname);
+    mha_release(&converted);
+    if (st != MHA_OK) luaL_error(L, "%s", mha_errmsg());
+}
+
 /* Writes the value at 2 (a tensor, number or table, broadcast to the shape of the tensor at 1) into it.
  * Writing one value everywhere (fill_) is harmless where elements share memory, so PyTorch allows it
  * there and only a real copy is checked for that. */
 static int write_into(lua_State *L, const char *fname, int check_overlap) {
     mha_tensor *t = lmha_checktensor(L, 1);
     if (check_overlap) lmha_checkwritable(L, t, fname);
-    else lmha_checkgradwrite(L, t, fname);
-    mha_tensor *src = lmha_totensor(L, 2, fname);
-    mha_tensor converted = MHA_TENSOR_EMPTY;
-    if (src->dtype != t->dtype) { /* a number into a bool tensor, a bool mask into a float one */
-        if (mha_to_dtype(&converted, src, t->dtype) != MHA_OK) return luaL_error(L, "%s", mha_errmsg());
-        src = &converted;
-    }
-    mha_status st = mha_copy_into(t, src);
-    mha_release(&converted);
-    if (st != MHA_OK) return luaL_error(L, "%s", mha_errmsg());
+    write_value(L, t, NULL, 2, fname);
     lua_settop(L, 1);
     return 1;
 }
@@ -470,13 +473,13 @@ static int t_newindex(lua_State *L) {
     }
     if (t->ndim == 0) return luaL_error(L, "%s", "newindex: a scalar tensor (shape ()) cannot be indexed; use t:fill_(v)");
     size_t index = lmha_checkindex(L, 2, t, 0, "newindex");
-    lmha_checkgradwrite(L, t, "newindex");
-    mha_tensor *row = lmha_newtensor(L);
-    lmha_result(L, mha_select(row, t, 0, index));
-    lua_replace(L, 1); /* write_into(row, value) */
-    lua_remove(L, 2);
-    int one_value = lua_type(L, 2) == LUA_TNUMBER || lua_isboolean(L, 2); /* a fill, as in PyTorch */
-    write_into(L, "newindex", !one_value);
+    if (lua_type(L, 3) != LUA_TNUMBER && !lua_isboolean(L, 3)) { /* a copy, not a fill: the row must not overlap */
+        mha_tensor *row = lmha_newtensor(L);
+        lmha_result(L, mha_select(row, t, 0, index));
+        lmha_checkwritable(L, row, "newindex");
+        lua_pop(L, 1);
+    }
+    write_value(L, t, &index, 3, "newindex");
     return 0;
 }
 

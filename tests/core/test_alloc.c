@@ -2,7 +2,7 @@
  * once, classes round up by at most 25%, blocks are aligned, threads share it safely, nothing leaks,
  * and the plain malloc path does the same jobs. */
 
-#include "tensor/alloc.h"
+#include "tensor/alloc_testing.h"
 #include "check.h"
 #include "tensor/tensor.h"
 

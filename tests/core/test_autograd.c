@@ -8,6 +8,8 @@
 #include "autograd/autograd_ops.h"
 #include "check.h"
 #include "kernels/kernels.h"
+#include "kernels/kernels_testing.h"
+#include "optim/optim.h"
 #include "attention/multihead_grad.h"
 #include "attention/sdpa.h"
 
@@ -76,14 +78,19 @@ static void test_errors(void) {
           "%s", mha_errmsg());
     CHECK("requires_grad(false) on an op's result",
           mha_requires_grad(&y, false) != MHA_OK && strstr(mha_errmsg(), "made by mul"), "%s", mha_errmsg());
+    mha_tensor zero = MHA_TENSOR_EMPTY;
+    mha_full(&zero, 0, NULL, 0.0f);
     CHECK("a write into a leaf that requires grad",
-          mha_ag_check_write(&x, "copy_") != MHA_OK && strstr(mha_errmsg(), "copy_: this (2,3) tensor requires grad"),
+          mha_copy_into_named(&x, &w, "copy_") != MHA_OK &&
+              strstr(mha_errmsg(), "copy_: this (2,3) tensor requires grad"),
           "%s", mha_errmsg());
     mha_no_grad_enter();
-    CHECK("... allowed in no-grad mode", mha_ag_check_write(&x, "copy_") == MHA_OK, "%s", mha_errmsg());
+    CHECK("... allowed in no-grad mode", mha_copy_into_named(&x, &w, "copy_") == MHA_OK, "%s", mha_errmsg());
     mha_no_grad_exit();
     /* w was saved by mul: changing it afterwards makes backward refuse, naming mul */
-    CHECK("a write into a saved tensor is counted", mha_ag_check_write(&w, "fill_") == MHA_OK, "%s", mha_errmsg());
+    CHECK("a write into a saved tensor is counted", mha_copy_into_named(&w, &zero, "fill_") == MHA_OK, "%s",
+          mha_errmsg());
+    mha_release(&zero);
     mha_release(&g);
     mha_full(&g, 2, shape, 1.0f);
     CHECK("backward after a saved tensor changed",
@@ -97,6 +104,79 @@ static void test_errors(void) {
     mha_no_grad_exit();
     CHECK("no-grad mode records nothing", !mha_ag_requires(&m), "%s", "result requires grad");
     mha_release(&b), mha_release(&x), mha_release(&w), mha_release(&y), mha_release(&g), mha_release(&m);
+}
+
+/* The write rule lives in the core's writers (core/tensor/tensor.h), so a C caller gets it as Lua does: a write
+ * into a leaf that requires grad is refused by every writer, a write into saved data makes backward refuse, and
+ * writes in no-grad mode, through views and by an optimizer's step are counted in the storage's version. */
+static void test_core_writers_follow_the_rule(void) {
+    size_t before = mha_live_bytes();
+    size_t shape[2] = {2, 3}, at[2] = {1, 2};
+    mha_tensor x = MHA_TENSOR_EMPTY, w = MHA_TENSOR_EMPTY, y = MHA_TENSOR_EMPTY, g = MHA_TENSOR_EMPTY,
+               zero = MHA_TENSOR_EMPTY, row = MHA_TENSOR_EMPTY, gx = MHA_TENSOR_EMPTY;
+    mha_randn(&x, 2, shape);
+    mha_randn(&w, 2, shape);
+    mha_full(&g, 2, shape, 1.0f);
+    mha_full(&zero, 0, NULL, 0.0f);
+    mha_requires_grad(&x, true);
+    float x00 = mha_f32(&x)[0];
+    const char *leaf = "this (2,3) tensor requires grad (a leaf";
+    CHECK("set into a leaf that requires grad is refused, from C",
+          mha_set(&x, at, 1.0) != MHA_OK && strstr(mha_errmsg(), "set: ") && strstr(mha_errmsg(), leaf), "%s",
+          mha_errmsg());
+    CHECK("copy_into likewise, named copy",
+          mha_copy_into(&x, &zero) != MHA_OK && strstr(mha_errmsg(), "copy: this (2,3)"), "%s", mha_errmsg());
+    CHECK("a slice write (t[i] = v) asks about the tensor, not its slice",
+          mha_copy_into_slice(&x, 0, 0, &zero, "newindex") != MHA_OK && strstr(mha_errmsg(), "newindex: this (2,3)"),
+          "%s", mha_errmsg());
+    CHECK("uniform_ likewise", mha_uniform_(&x, 0, 1) != MHA_OK && strstr(mha_errmsg(), "uniform_: ") &&
+          strstr(mha_errmsg(), leaf), "%s", mha_errmsg());
+    CHECK("xavier_normal_ likewise", mha_xavier_normal_(&x, 1) != MHA_OK && strstr(mha_errmsg(), "xavier_normal_: "),
+          "%s", mha_errmsg());
+    CHECK("the refused writes wrote nothing", mha_f32(&x)[0] == x00, "x[0] %g, was %g", (double)mha_f32(&x)[0],
+          (double)x00);
+
+    /* zero_ and fill_ in no-grad mode: allowed, each counted */
+    size_t v0 = x.storage->version;
+    mha_no_grad_enter();
+    mha_status st1 = mha_copy_into_named(&x, &zero, "zero_");
+    size_t v1 = x.storage->version;
+    mha_status st2 = mha_copy_into_named(&x, &g, "fill_");
+    mha_no_grad_exit();
+    CHECK("zero_ and fill_ in no-grad mode write and bump the version each",
+          st1 == MHA_OK && st2 == MHA_OK && v1 == v0 + 1 && x.storage->version == v0 + 2 && mha_f32(&x)[5] == 1.0f,
+          "status %d %d, versions %zu %zu %zu", (int)st1, (int)st2, v0, v1, x.storage->version);
+
+    /* a C caller writes into data mul saved, through an untracked view: backward refuses, naming mul */
+    mha_ag_binary(&y, MHA_MUL, &x, &w);
+    mha_select(&row, &w, 0, 1);
+    size_t first[1] = {0};
+    CHECK("a write through a view of saved data is allowed", mha_set(&row, first, 5.0) == MHA_OK, "%s",
+          mha_errmsg());
+    CHECK("... and backward then refuses, naming mul",
+          mha_backward(&y, &g) != MHA_OK && strstr(mha_errmsg(), "that mul saved for its gradient was changed in place"),
+          "%s", mha_errmsg());
+    mha_release(&y);
+
+    /* an optimizer's step writes a parameter that requires grad, as torch's under no_grad: counted, not refused */
+    mha_ag_binary(&y, MHA_MUL, &x, &x);
+    mha_sgd_options sgd = {.lr = 0.1};
+    mha_full(&gx, 2, shape, 1.0f);
+    v0 = x.storage->version;
+    CHECK("an SGD step on a leaf that requires grad is allowed, in grad mode",
+          mha_sgd_step_tensor(&x, NULL, &gx, &sgd, true) == MHA_OK && fabsf(mha_f32(&x)[5] - 0.9f) < 1e-6f, "%s",
+          mha_errmsg());
+    CHECK("... and counted, so the graph that saved the parameter refuses to backward",
+          x.storage->version == v0 + 1 && mha_backward(&y, &g) != MHA_OK && strstr(mha_errmsg(), "that mul saved"),
+          "version %zu after %zu: %s", x.storage->version, v0, mha_errmsg());
+    v0 = gx.storage->version;
+    CHECK("scaling a gradient in place is counted",
+          mha_scale_tensor(&gx, 0.5f) == MHA_OK && gx.storage->version == v0 + 1 && mha_f32(&gx)[0] == 0.5f, "%s",
+          mha_errmsg());
+    mha_release(&x), mha_release(&w), mha_release(&y), mha_release(&g), mha_release(&zero), mha_release(&row),
+        mha_release(&gx);
+    CHECK("every tensor and graph of the write checks freed", mha_live_bytes() == before, "%zu bytes left",
+          mha_live_bytes() - before);
 }
 
 /* q, k, v random (B,H,L,D) with a float mask (L,S); returns the plain and fused gradients' largest difference. */
@@ -287,6 +367,7 @@ static void test_threads_bit_identical(void) {
 int main(void) {
     test_small_graph();
     test_errors();
+    test_core_writers_follow_the_rule();
     test_fused_equals_plain();
     test_pass1_equals_reference();
     test_kept_equals_fused();

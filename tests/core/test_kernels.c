@@ -11,6 +11,7 @@
 #include "attention/attention.h"
 #include "check.h"
 #include "kernels/kernels.h"
+#include "kernels/kernels_testing.h"
 
 /* Tolerances, |got - want| <= atol + rtol·|want|:
  *   sgemm: rtol 1e-5, atol = 4·K·u·max|a|·max|b| (u = 2^-24, the float unit roundoff), the size of
