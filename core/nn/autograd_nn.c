@@ -10,19 +10,27 @@
 
 /* ---- softmax, log_softmax ---- */
 
+typedef struct softmax_node {
+    mha_node base;
+    size_t dim;
+    bool is_log;               /* log_softmax */
+} softmax_node;
+
 static mha_status softmax_node_backward(mha_tensor *grads, const mha_node *n, const mha_tensor *g) {
-    return n->flag ? mha_log_softmax_backward(&grads[0], g, &n->saved[0], n->dim)
-                   : mha_softmax_backward(&grads[0], g, &n->saved[0], n->dim);
+    const softmax_node *node = (const softmax_node *)n;
+    return node->is_log ? mha_log_softmax_backward(&grads[0], g, &n->saved[0], node->dim)
+                        : mha_softmax_backward(&grads[0], g, &n->saved[0], node->dim);
 }
 
 static mha_status record_softmax(mha_tensor *out, const mha_tensor *x, size_t dim, bool is_log) {
     const mha_tensor *in[1] = {x};
     if (!mha_ag_wants(in, 1)) return MHA_OK;
     mha_node *n;
-    mha_status st = mha_ag_record(&n, out, is_log ? "log_softmax" : "softmax", softmax_node_backward, in, 1);
+    mha_status st = mha_ag_record(&n, sizeof(softmax_node), out, is_log ? "log_softmax" : "softmax",
+                                  softmax_node_backward, in, 1);
     if (st != MHA_OK) return st;
-    n->dim = dim;
-    n->flag = is_log;
+    ((softmax_node *)n)->dim = dim;
+    ((softmax_node *)n)->is_log = is_log;
     mha_ag_save(n, out);
     return MHA_OK;
 }
@@ -49,7 +57,7 @@ mha_status mha_ag_linear(mha_tensor *out, const mha_tensor *x, const mha_tensor 
     mha_status st = mha_linear(out, x, W, b);
     if (st != MHA_OK || !mha_ag_wants(in, 3)) return st;
     mha_node *n;
-    if ((st = mha_ag_record(&n, out, "linear", linear_node_backward, in, b ? 3 : 2)) != MHA_OK) return st;
+    if ((st = mha_ag_record(&n, sizeof(mha_node), out, "linear", linear_node_backward, in, b ? 3 : 2)) != MHA_OK) return st;
     mha_ag_save(n, x);
     mha_ag_save(n, W);
     return MHA_OK;
@@ -57,10 +65,17 @@ mha_status mha_ag_linear(mha_tensor *out, const mha_tensor *x, const mha_tensor 
 
 /* ---- layer_norm ---- */
 
+typedef struct layer_norm_node {
+    mha_node base;
+    size_t norm_ndim;
+    float eps;
+} layer_norm_node;
+
 static mha_status layer_norm_node_backward(mha_tensor *grads, const mha_node *n, const mha_tensor *g) {
+    const layer_norm_node *node = (const layer_norm_node *)n;
     const mha_tensor *w = n->n_saved > 1 && n->saved[1].storage ? &n->saved[1] : NULL;
     return mha_layer_norm_backward(n->inputs[0] ? &grads[0] : NULL, n->inputs[1] ? &grads[1] : NULL,
-                                   n->inputs[2] ? &grads[2] : NULL, g, &n->saved[0], n->dim, w, n->value);
+                                   n->inputs[2] ? &grads[2] : NULL, g, &n->saved[0], node->norm_ndim, w, node->eps);
 }
 
 mha_status mha_ag_layer_norm(mha_tensor *out, const mha_tensor *x, size_t norm_ndim, const mha_tensor *weight,
@@ -69,9 +84,10 @@ mha_status mha_ag_layer_norm(mha_tensor *out, const mha_tensor *x, size_t norm_n
     mha_status st = mha_layer_norm(out, x, norm_ndim, weight, bias, eps);
     if (st != MHA_OK || !mha_ag_wants(in, 3)) return st;
     mha_node *n;
-    if ((st = mha_ag_record(&n, out, "layer_norm", layer_norm_node_backward, in, 3)) != MHA_OK) return st;
-    n->dim = norm_ndim;
-    n->value = eps;
+    if ((st = mha_ag_record(&n, sizeof(layer_norm_node), out, "layer_norm", layer_norm_node_backward, in, 3)) != MHA_OK)
+        return st;
+    ((layer_norm_node *)n)->norm_ndim = norm_ndim;
+    ((layer_norm_node *)n)->eps = eps;
     mha_ag_save(n, x);
     if (weight) mha_ag_save(n, weight);
     return MHA_OK;
@@ -88,14 +104,19 @@ mha_status mha_ag_embedding(mha_tensor *out, const mha_tensor *indices, const mh
     mha_status st = mha_embedding(out, indices, weight);
     if (st != MHA_OK || !mha_ag_wants(in, 2)) return st;
     mha_node *n;
-    if ((st = mha_ag_record(&n, out, "embedding", embedding_node_backward, in, 2)) != MHA_OK) return st;
+    if ((st = mha_ag_record(&n, sizeof(mha_node), out, "embedding", embedding_node_backward, in, 2)) != MHA_OK) return st;
     mha_ag_save(n, indices);
     return MHA_OK;
 }
 
-/* The node keeps the options in its extra memory (an mha_ce_options). */
+typedef struct cross_entropy_node {
+    mha_node base;
+    mha_ce_options opt;        /* a copy: the caller's options may be gone by the backward */
+} cross_entropy_node;
+
 static mha_status cross_entropy_node_backward(mha_tensor *grads, const mha_node *n, const mha_tensor *g) {
-    return mha_cross_entropy_backward(&grads[0], g, &n->saved[0], &n->saved[1], (const mha_ce_options *)n->extra);
+    const cross_entropy_node *node = (const cross_entropy_node *)n;
+    return mha_cross_entropy_backward(&grads[0], g, &n->saved[0], &n->saved[1], &node->opt);
 }
 
 mha_status mha_ag_cross_entropy(mha_tensor *out, const mha_tensor *logits, const mha_tensor *targets,
@@ -104,17 +125,13 @@ mha_status mha_ag_cross_entropy(mha_tensor *out, const mha_tensor *logits, const
     const mha_tensor *in[2] = {logits, targets};
     mha_status st = mha_cross_entropy(out, logits, targets, opt);
     if (st != MHA_OK || !mha_ag_wants(in, 1)) return st;
-    mha_ce_options *kept = mha_alloc(sizeof *kept);
-    if (!kept) return mha_fail(MHA_E_NOMEM, "cross_entropy: out of memory");
-    *kept = opt ? *opt : defaults;
     mha_node *n;
-    if ((st = mha_ag_record(&n, out, "cross_entropy", cross_entropy_node_backward, in, 2)) != MHA_OK) {
-        mha_free(kept, sizeof *kept);
+    if ((st = mha_ag_record(&n, sizeof(cross_entropy_node), out, "cross_entropy", cross_entropy_node_backward, in, 2)) !=
+        MHA_OK)
         return st;
-    }
+    ((cross_entropy_node *)n)->opt = opt ? *opt : defaults;
     mha_ag_save(n, logits);
     mha_ag_save(n, targets);
-    n->extra = kept, n->extra_bytes = sizeof *kept;
     return MHA_OK;
 }
 
@@ -123,14 +140,25 @@ mha_status mha_ag_cross_entropy(mha_tensor *out, const mha_tensor *logits, const
  * recomputing them tile by tile (sdpa_backward.c). Weights returned to the user get a node of their own
  * ("sdpa_weights"): gradients through both are summed by the engine, as the math is linear in them. */
 
+/* Saved: q, k, v, then the weights (or, fused, the output), then the mask (slot 4, empty when none). */
+typedef struct sdpa_node {
+    mha_node base;
+    bool is_causal;
+    float scale;
+    bool from_weights;         /* the output's node: slot 3 holds the weights (backward from them), else the output */
+} sdpa_node;
+
 static mha_sdpa_options node_sdpa_options(const mha_node *n) {
-    mha_sdpa_options opt = {.attn_mask = n->saved[4].storage ? &n->saved[4] : NULL, .is_causal = n->flag, .scale = n->value};
+    const sdpa_node *node = (const sdpa_node *)n;
+    mha_sdpa_options opt = {.attn_mask = n->saved[4].storage ? &n->saved[4] : NULL, .is_causal = node->is_causal,
+                            .scale = node->scale};
     return opt;
 }
 
 static mha_status sdpa_node_backward(mha_tensor *grads, const mha_node *n, const mha_tensor *g) {
     mha_sdpa_options opt = node_sdpa_options(n);
-    const mha_tensor *weights = n->op == 1 ? &n->saved[3] : NULL, *out = n->op == 0 ? &n->saved[3] : NULL;
+    const bool from_weights = ((const sdpa_node *)n)->from_weights;
+    const mha_tensor *weights = from_weights ? &n->saved[3] : NULL, *out = from_weights ? NULL : &n->saved[3];
     return mha_sdpa_backward(n->inputs[0] ? &grads[0] : NULL, n->inputs[1] ? &grads[1] : NULL,
                              n->inputs[2] ? &grads[2] : NULL, n->inputs[3] ? &grads[3] : NULL, g, NULL, &n->saved[0], &n->saved[1], &n->saved[2],
                              weights, out, &opt);
@@ -146,14 +174,15 @@ static mha_status sdpa_weights_node_backward(mha_tensor *grads, const mha_node *
 
 static void save_sdpa(mha_node *n, const mha_tensor *q, const mha_tensor *k, const mha_tensor *v, const mha_tensor *kept,
                       const mha_sdpa_options *opt) {
+    sdpa_node *node = (sdpa_node *)n;
     mha_ag_save(n, q);
     mha_ag_save(n, k);
     mha_ag_save(n, v);
     mha_ag_save(n, kept);
     if (opt && opt->attn_mask) mha_ag_save(n, opt->attn_mask);
     else n->n_saved++; /* slot 4 stays empty: no mask */
-    n->flag = opt && opt->is_causal;
-    n->value = opt ? opt->scale : 0.0f;
+    node->is_causal = opt && opt->is_causal;
+    node->scale = opt ? opt->scale : 0.0f;
 }
 
 /* Fused or not, a forward whose weights fit this budget keeps them for its backward, as torch's math path does:
@@ -204,17 +233,19 @@ mha_status mha_ag_sdpa(mha_tensor *out, mha_tensor *weights, const mha_tensor *q
     mha_status st = mha_sdpa(out, weights ? weights : keep ? &kept : NULL, q, k, v, opt);
     if (st != MHA_OK) return st;
     mha_node *n;
-    if ((st = mha_ag_record(&n, out, "scaled_dot_product_attention", sdpa_node_backward, in, 4)) != MHA_OK) {
+    if ((st = mha_ag_record(&n, sizeof(sdpa_node), out, "scaled_dot_product_attention", sdpa_node_backward, in, 4)) !=
+        MHA_OK) {
         if (weights) mha_release(weights);
         mha_release(&kept);
         return st;
     }
-    n->op = weights != NULL || keep; /* 1: backward from the saved weights; 0: fused, from the saved output */
+    ((sdpa_node *)n)->from_weights = weights != NULL || keep; /* else fused, from the saved output */
     save_sdpa(n, q, k, v, weights ? weights : keep ? &kept : out, opt);
     mha_release(&kept);
     if (weights) {
         mha_node *wn;
-        if ((st = mha_ag_record(&wn, weights, "scaled_dot_product_attention", sdpa_weights_node_backward, in, 4)) != MHA_OK) {
+        if ((st = mha_ag_record(&wn, sizeof(sdpa_node), weights, "scaled_dot_product_attention", sdpa_weights_node_backward,
+                                in, 4)) != MHA_OK) {
             mha_release(out);
             return st;
         }
