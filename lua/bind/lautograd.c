@@ -7,7 +7,7 @@
 #include "autograd/autograd_ops.h"
 #include "lauxmha.h"
 #include "lmha.h"
-#include "nn/nn_ops.h"
+#include "nn/nn.h"
 #include "attention/sdpa_backward.h"
 
 #include <math.h>
