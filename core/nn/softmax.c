@@ -137,7 +137,7 @@ mha_status mha_log_softmax_backward(mha_tensor *dx, const mha_tensor *dy, const 
     return st;
 }
 
-/* ---- the graph node: mha_ag_softmax and mha_ag_log_softmax record the forward; its backward runs the one above ---- */
+/* ---- the graph node: mha_ag_softmax and mha_ag_log_softmax; its backward runs the ones above ---- */
 
 typedef struct softmax_node {
     mha_node base;
