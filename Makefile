@@ -26,10 +26,11 @@ CORE_SRC  = core/tensor/alloc.c core/tensor/tensor.c core/tensor/rng.c \
 CORE_SRC += core/io/npy.c core/io/npz.c
 CORE_SRC += core/kernels/kernels.c
 CORE_SRC += core/autograd/autograd.c core/autograd/autograd_ops.c
-CORE_SRC += core/nn/functional.c core/nn/nn_ops.c core/nn/autograd_nn.c core/nn/rope.c core/nn/sample.c
+CORE_SRC += core/nn/softmax.c core/nn/linear.c core/nn/layer_norm.c core/nn/embedding.c \
+            core/nn/cross_entropy.c core/nn/positional.c core/nn/rope.c core/nn/sample.c
+CORE_SRC += core/attention/masks.c core/attention/window.c core/attention/alibi.c
 CORE_SRC += core/attention/sdpa.c core/attention/heads.c \
             core/attention/multihead.c core/attention/multihead_grad.c
-CORE_SRC += core/attention/alibi.c core/attention/window.c
 CORE_SRC += core/optim/optim.c
 BIND_SRC  = lua/bind/lmha.c lua/bind/ltensor.c lua/bind/lmultihead.c
 BIND_SRC += lua/bind/lauxmha.c

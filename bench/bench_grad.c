@@ -6,7 +6,7 @@
  *   --quick           skip the L=16384 memory row (about a minute on one core)
  * Case: self-attention, x (1,L,512) requiring grad, need_weights=false, loss = mean(out²), then backward; the
  * median of 5 runs after one warm-up. Ours records the graph (core/attention/multihead_grad.c) and backpropagates through
- * the attention backward from the kept weights (both L here keep them: under 256 MiB, core/nn/autograd_nn.c); torch
+ * the attention backward from the kept weights (both L here keep them: under 256 MiB, mha_ag_sdpa); torch
  * runs nn.MultiheadAttention in training mode (its autograd graph), which keeps them too. Beside each row, the
  * ratio our FLOPs would give at this core's FMA peak (bench/peak.c): the floor of ours/torch on this machine.
  * Memory row: scaled dot-product attention backward on (1,8,16384,64) q, k, v without weights (the fused path):

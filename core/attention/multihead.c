@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "nn/functional.h"
+#include "nn/nn.h"
 #include "attention/attention_internal.h"
 #include "kernels/kernels.h"
 #include "attention/sdpa.h"

@@ -119,7 +119,7 @@ static mha_status head_mean_backward(mha_tensor *grads, const mha_node *n, const
     const mha_shape_rec *in = &n->in_shapes[0];
     ptrdiff_t one_head[4] = {(ptrdiff_t)in->shape[0], 1, (ptrdiff_t)in->shape[2], (ptrdiff_t)in->shape[3]};
     mha_tensor scaled = MHA_TENSOR_EMPTY, rows = MHA_TENSOR_EMPTY;
-    mha_status st = mha_binary_scalar(&scaled, MHA_DIV, g, n->value, false);
+    mha_status st = mha_binary_scalar(&scaled, MHA_DIV, g, (float)in->shape[1], false); /* / H */
     if (st == MHA_OK) st = mha_reshape(&rows, &scaled, 4, one_head);
     if (st == MHA_OK) st = mha_expand(&grads[0], &rows, 4, in->shape);
     mha_release(&scaled), mha_release(&rows);
@@ -142,11 +142,10 @@ static mha_status head_mean(mha_tensor *avg, const mha_tensor *w) { /* w contigu
     const mha_tensor *in[1] = {w};
     if (!mha_ag_wants(in, 1)) return MHA_OK;
     mha_node *node;
-    if ((st = mha_ag_record(&node, avg, "div", head_mean_backward, in, 1)) != MHA_OK) {
+    if ((st = mha_ag_record(&node, sizeof(mha_node), avg, "div", head_mean_backward, in, 1)) != MHA_OK) {
         mha_release(avg);
         return st;
     }
-    node->value = (float)H;
     return MHA_OK;
 }
 

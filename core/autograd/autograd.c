@@ -30,9 +30,6 @@ static mha_ag *ag_new(void) {
 static void node_free_saved(mha_node *n) {
     for (size_t i = 0; i < n->n_saved; i++) mha_release(&n->saved[i]);
     n->n_saved = 0;
-    if (n->extra) mha_free(n->extra, n->extra_bytes);
-    n->extra = NULL;
-    n->extra_bytes = 0;
 }
 
 /* Drops one reference to ag; what reaches no references is freed: its gradients, its node (saved tensors and all)
@@ -57,7 +54,7 @@ static void ag_unref(mha_ag *ag) {
         }
         mha_free(n->inputs, n->n_inputs * sizeof *n->inputs);
         mha_free(n->in_shapes, n->n_inputs * sizeof *n->in_shapes);
-        mha_free(n, sizeof *n);
+        mha_free(n, n->bytes);
     }
 }
 
@@ -161,23 +158,25 @@ static void shape_rec(mha_shape_rec *r, const mha_tensor *t) {
     memcpy(r->shape, t->shape, t->ndim * sizeof *t->shape);
 }
 
-mha_status mha_ag_record(mha_node **node, mha_tensor *out, const char *name, mha_backward_fn backward,
-                         const mha_tensor *const *inputs, size_t n) {
+mha_status mha_ag_record(mha_node **node, size_t node_bytes, mha_tensor *out, const char *name,
+                         mha_backward_fn backward, const mha_tensor *const *inputs, size_t n) {
     *node = NULL;
-    mha_node *nd = mha_alloc(sizeof *nd);
+    if (node_bytes < sizeof(mha_node)) node_bytes = sizeof(mha_node);
+    mha_node *nd = mha_alloc(node_bytes);
     mha_ag *ag = ag_new();
     mha_ag **ins = mha_alloc((n ? n : 1) * sizeof *ins);
     mha_shape_rec *shapes = mha_alloc((n ? n : 1) * sizeof *shapes);
     if (!nd || !ag || !ins || !shapes) {
-        mha_free(nd, sizeof *nd);
+        mha_free(nd, node_bytes);
         mha_free(ag, sizeof *ag);
         mha_free(ins, (n ? n : 1) * sizeof *ins);
         mha_free(shapes, (n ? n : 1) * sizeof *shapes);
         mha_release(out);
         return mha_fail(MHA_E_NOMEM, "%s: out of memory recording the autograd graph", name);
     }
-    memset(nd, 0, sizeof *nd);
+    memset(nd, 0, node_bytes);
     nd->refcount = 1;
+    nd->bytes = node_bytes;
     nd->name = name;
     nd->backward = backward;
     nd->n_inputs = n;

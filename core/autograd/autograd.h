@@ -42,8 +42,14 @@ typedef mha_status (*mha_backward_fn)(mha_tensor *grads, const mha_node *node, c
 #define MHA_NODE_SAVED 6
 typedef struct mha_shape_rec { size_t ndim; size_t shape[MHA_MAX_DIMS]; } mha_shape_rec;
 
+/* The engine's part of every graph node, as Lua's CommonHeader is of every object: an op's node is a struct
+ * of its own whose first member is this, followed by exactly the arguments its backward needs,
+ *     typedef struct { mha_node base; mha_reduceop op; size_t dim; } reduce_node;
+ * mha_ag_record allocates the op's whole struct (zeroed); the op's backward turns the const mha_node * it
+ * is given back into its own type in one cast. An op whose backward needs no argument uses mha_node itself. */
 struct mha_node {
     size_t refcount;           /* the output tensors' ags pointing here */
+    size_t bytes;              /* the size of the op's node struct, for freeing it */
     const char *name;          /* the op, for messages: "mul", "matmul", ... */
     mha_backward_fn backward;
     size_t n_inputs;
@@ -53,14 +59,6 @@ struct mha_node {
     size_t n_saved;
     mha_tensor saved[MHA_NODE_SAVED];
     size_t saved_version[MHA_NODE_SAVED];
-    /* the op's arguments, as each op needs them */
-    int op;                    /* mha_binop, mha_unop, mha_reduceop ... */
-    size_t dim, start, length, correction;
-    size_t perm[MHA_MAX_DIMS];
-    float value;
-    bool flag;                 /* keepdim, scalar_first, is_causal, ... */
-    void *extra;               /* op-owned memory (freed with extra_bytes) */
-    size_t extra_bytes;
     bool freed;                /* the saved tensors went with an earlier backward */
     /* scratch of one backward */
     size_t pending_uses;
@@ -98,10 +96,11 @@ bool mha_grad_enabled(void);
 
 /* True when grad mode is on and one of the n inputs (NULLs allowed) requires grad. */
 bool mha_ag_wants(const mha_tensor *const *inputs, size_t n);
-/* Makes out (just computed from inputs) the output of a new node; *node gets it to save tensors and set
- * arguments. On failure out is released. */
-mha_status mha_ag_record(mha_node **node, mha_tensor *out, const char *name, mha_backward_fn backward,
-                         const mha_tensor *const *inputs, size_t n);
+/* Makes out (just computed from inputs) the output of a new node of node_bytes (the size of the op's node
+ * struct, at least sizeof(mha_node)), zeroed but for the engine's part; *node gets it to save tensors and set
+ * the op's arguments. On failure out is released. */
+mha_status mha_ag_record(mha_node **node, size_t node_bytes, mha_tensor *out, const char *name,
+                         mha_backward_fn backward, const mha_tensor *const *inputs, size_t n);
 void mha_ag_save(mha_node *node, const mha_tensor *t);   /* saved[n_saved++] := a share of t */
 void mha_ag_drop(mha_tensor *t);                          /* mha_release's hook: drops t->ag */
 

@@ -16,13 +16,20 @@ static mha_status dense(mha_tensor *out, const mha_tensor *t) { return mha_conti
 
 /* ================================ elementwise ================================ */
 
+/* a op b: the op's node keeps which op */
+typedef struct binary_node {
+    mha_node base;
+    mha_binop op;
+} binary_node;
+
 /* d(a op b): the gradient of each side before summing over broadcast dims. */
 static mha_status binary_backward(mha_tensor *grads, const mha_node *n, const mha_tensor *g) {
+    const mha_binop op = ((const binary_node *)n)->op;
     const mha_tensor *a = &n->saved[0], *b = &n->saved[1], *out = &n->saved[2];
     mha_tensor ga = MHA_TENSOR_EMPTY, gb = MHA_TENSOR_EMPTY, t1 = MHA_TENSOR_EMPTY, t2 = MHA_TENSOR_EMPTY;
     mha_tensor zero = MHA_TENSOR_EMPTY;
     mha_status st = MHA_OK;
-    switch ((mha_binop)n->op) {
+    switch (op) {
     case MHA_ADD:
         st = mha_share(&ga, g);
         if (st == MHA_OK) st = mha_share(&gb, g);
@@ -68,7 +75,7 @@ static mha_status binary_backward(mha_tensor *grads, const mha_node *n, const mh
     case MHA_MAXIMUM:
     case MHA_MINIMUM: { /* the larger (smaller) side takes g; a tie splits it in halves, as torch 1.13 */
         mha_tensor half = MHA_TENSOR_EMPTY, tie = MHA_TENSOR_EMPTY, lose_a = MHA_TENSOR_EMPTY, lose_b = MHA_TENSOR_EMPTY;
-        bool is_max = n->op == MHA_MAXIMUM;
+        bool is_max = op == MHA_MAXIMUM;
         st = mha_binary_scalar(&half, MHA_MUL, g, 0.5f, false);
         if (st == MHA_OK) st = mha_compare(&tie, MHA_EQ, a, b);
         if (st == MHA_OK) st = mha_where(&t1, &tie, &half, g); /* g, or g/2 at ties; full broadcast shape */
@@ -96,22 +103,31 @@ mha_status mha_ag_binary(mha_tensor *out, mha_binop op, const mha_tensor *a, con
     mha_status st = mha_binary(out, op, a, b);
     if (st != MHA_OK || !mha_ag_wants(in, 2)) return st;
     mha_node *n;
-    if ((st = mha_ag_record(&n, out, binop_name(op), binary_backward, in, 2)) != MHA_OK) return st;
-    n->op = (int)op;
+    if ((st = mha_ag_record(&n, sizeof(binary_node), out, binop_name(op), binary_backward, in, 2)) != MHA_OK) return st;
+    ((binary_node *)n)->op = op;
     mha_ag_save(n, a);
     mha_ag_save(n, b);
     mha_ag_save(n, out);
     return MHA_OK;
 }
 
+/* a op s, or s op a when scalar_first */
+typedef struct binary_scalar_node {
+    mha_node base;
+    mha_binop op;
+    float scalar;
+    bool scalar_first;
+} binary_scalar_node;
+
 /* a op s (or s op a): the scalar is a constant; only a gets a gradient. */
 static mha_status binary_scalar_backward(mha_tensor *grads, const mha_node *n, const mha_tensor *g) {
+    const binary_scalar_node *node = (const binary_scalar_node *)n;
     const mha_tensor *a = &n->saved[0], *out = &n->saved[1];
-    float s = n->value;
-    bool first = n->flag;
+    float s = node->scalar;
+    bool first = node->scalar_first;
     mha_tensor ga = MHA_TENSOR_EMPTY, t1 = MHA_TENSOR_EMPTY, t2 = MHA_TENSOR_EMPTY;
     mha_status st = MHA_OK;
-    switch ((mha_binop)n->op) {
+    switch (node->op) {
     case MHA_ADD: st = mha_share(&ga, g); break;
     case MHA_SUB: st = first ? mha_unary(&ga, MHA_NEG, g) : mha_share(&ga, g); break;
     case MHA_MUL: st = mha_binary_scalar(&ga, MHA_MUL, g, s, false); break;
@@ -142,7 +158,7 @@ static mha_status binary_scalar_backward(mha_tensor *grads, const mha_node *n, c
         st = mha_binary_scalar(&t1, MHA_MUL, g, 0.5f, false);
         if (st == MHA_OK) st = mha_compare_scalar(&tie, MHA_EQ, a, s);
         if (st == MHA_OK) st = mha_where(&t2, &tie, &t1, g);
-        if (st == MHA_OK) st = mha_compare_scalar(&lose, n->op == MHA_MAXIMUM ? MHA_LT : MHA_GT, a, s);
+        if (st == MHA_OK) st = mha_compare_scalar(&lose, node->op == MHA_MAXIMUM ? MHA_LT : MHA_GT, a, s);
         if (st == MHA_OK) st = mha_masked_fill(&ga, &t2, &lose, 0.0f);
         mha_release(&tie), mha_release(&lose);
         break;
@@ -158,17 +174,26 @@ mha_status mha_ag_binary_scalar(mha_tensor *out, mha_binop op, const mha_tensor 
     mha_status st = mha_binary_scalar(out, op, a, s, scalar_first);
     if (st != MHA_OK || !mha_ag_wants(in, 1)) return st;
     mha_node *n;
-    if ((st = mha_ag_record(&n, out, binop_name(op), binary_scalar_backward, in, 1)) != MHA_OK) return st;
-    n->op = (int)op;
-    n->value = s;
-    n->flag = scalar_first;
+    if ((st = mha_ag_record(&n, sizeof(binary_scalar_node), out, binop_name(op), binary_scalar_backward, in, 1)) != MHA_OK)
+        return st;
+    binary_scalar_node *node = (binary_scalar_node *)n;
+    node->op = op;
+    node->scalar = s;
+    node->scalar_first = scalar_first;
     mha_ag_save(n, a);
     mha_ag_save(n, out);
     return MHA_OK;
 }
 
+/* f(x): the op's node keeps which f */
+typedef struct unary_node {
+    mha_node base;
+    mha_unop op;
+} unary_node;
+
 /* dx = g · f'(x), written with x and y = f(x) as each derivative reads best. */
 static mha_status unary_backward(mha_tensor *grads, const mha_node *n, const mha_tensor *g) {
+    const mha_unop op = ((const unary_node *)n)->op;
     mha_tensor gc = MHA_TENSOR_EMPTY, xc = MHA_TENSOR_EMPTY, yc = MHA_TENSOR_EMPTY, dx = MHA_TENSOR_EMPTY;
     mha_status st = dense(&gc, g);
     if (st == MHA_OK) st = dense(&xc, &n->saved[0]);
@@ -180,7 +205,7 @@ static mha_status unary_backward(mha_tensor *grads, const mha_node *n, const mha
         size_t count = mha_numel(g);
         for (size_t i = 0; i < count; i++) {
             double dydx = 0.0;
-            switch ((mha_unop)n->op) {
+            switch (op) {
             case MHA_NEG: dydx = -1.0; break;
             case MHA_ABS: dydx = x[i] > 0 ? 1.0 : x[i] < 0 ? -1.0 : 0.0; break; /* sign(x), 0 at 0 as torch */
             case MHA_EXP: dydx = y[i]; break;
@@ -212,8 +237,8 @@ mha_status mha_ag_unary(mha_tensor *out, mha_unop op, const mha_tensor *t) {
     mha_status st = mha_unary(out, op, t);
     if (st != MHA_OK || !mha_ag_wants(in, 1)) return st;
     mha_node *n;
-    if ((st = mha_ag_record(&n, out, unop_name(op), unary_backward, in, 1)) != MHA_OK) return st;
-    n->op = (int)op;
+    if ((st = mha_ag_record(&n, sizeof(unary_node), out, unop_name(op), unary_backward, in, 1)) != MHA_OK) return st;
+    ((unary_node *)n)->op = op;
     mha_ag_save(n, t);
     mha_ag_save(n, out);
     return MHA_OK;
@@ -237,7 +262,7 @@ mha_status mha_ag_where(mha_tensor *out, const mha_tensor *cond, const mha_tenso
     mha_status st = mha_where(out, cond, a, b);
     if (st != MHA_OK || !mha_ag_wants(in, 3)) return st;
     mha_node *n;
-    if ((st = mha_ag_record(&n, out, "where", where_backward, in, 3)) != MHA_OK) return st;
+    if ((st = mha_ag_record(&n, sizeof(mha_node), out, "where", where_backward, in, 3)) != MHA_OK) return st;
     mha_ag_save(n, cond);
     return MHA_OK;
 }
@@ -251,7 +276,7 @@ mha_status mha_ag_masked_fill(mha_tensor *out, const mha_tensor *t, const mha_te
     mha_status st = mha_masked_fill(out, t, mask, value);
     if (st != MHA_OK || !mha_ag_wants(in, 1)) return st;
     mha_node *n;
-    if ((st = mha_ag_record(&n, out, "masked_fill", masked_fill_backward, in, 2)) != MHA_OK) return st;
+    if ((st = mha_ag_record(&n, sizeof(mha_node), out, "masked_fill", masked_fill_backward, in, 2)) != MHA_OK) return st;
     mha_ag_save(n, mask);
     return MHA_OK;
 }
@@ -273,33 +298,42 @@ static mha_status unreduce(mha_tensor *out, const mha_tensor *g, const mha_shape
     return st;
 }
 
+/* sum, mean, max, min over dim (or MHA_ALL_DIMS); keepdim needs no keeping: g is reshaped either way */
+typedef struct reduce_node {
+    mha_node base;
+    mha_reduceop op;
+    size_t dim;
+} reduce_node;
+
 static mha_status reduce_backward(mha_tensor *grads, const mha_node *n, const mha_tensor *g) {
+    const reduce_node *node = (const reduce_node *)n;
+    const size_t dim = node->dim;
     const mha_shape_rec *in = &n->in_shapes[0];
     mha_tensor wide = MHA_TENSOR_EMPTY, t1 = MHA_TENSOR_EMPTY, t2 = MHA_TENSOR_EMPTY;
-    mha_status st = unreduce(&wide, g, in, n->dim);
+    mha_status st = unreduce(&wide, g, in, dim);
     size_t count = 1;
     for (size_t d = 0; d < in->ndim; d++)
-        if (n->dim == MHA_ALL_DIMS || d == n->dim) count *= in->shape[d];
+        if (dim == MHA_ALL_DIMS || d == dim) count *= in->shape[d];
     if (st != MHA_OK) return st;
-    switch ((mha_reduceop)n->op) {
+    switch (node->op) {
     case MHA_SUM: st = mha_contiguous(&grads[0], &wide); break;
     case MHA_MEAN: st = mha_binary_scalar(&grads[0], MHA_DIV, &wide, (float)count, false); break;
     case MHA_MAX:
     case MHA_MIN: {
         const mha_tensor *x = &n->saved[0], *y = &n->saved[1];
         mha_tensor yw = MHA_TENSOR_EMPTY, hit = MHA_TENSOR_EMPTY, hitf = MHA_TENSOR_EMPTY;
-        st = unreduce(&yw, y, in, n->dim);
+        st = unreduce(&yw, y, in, dim);
         if (st == MHA_OK) st = mha_compare(&hit, MHA_EQ, x, &yw);
-        if (st == MHA_OK && n->dim != MHA_ALL_DIMS) {
+        if (st == MHA_OK && dim != MHA_ALL_DIMS) {
             /* along a dim: the first extreme only (torch's max(dim) gradient follows its index) */
             mha_tensor c = MHA_TENSOR_EMPTY;
             st = mha_to_dtype(&c, &hit, MHA_FLOAT32);
             mha_release(&hit);
             if (st == MHA_OK) {
                 float *p = mha_f32(&c);
-                size_t outer = 1, len = in->shape[n->dim], inner = 1;
-                for (size_t d = 0; d < n->dim; d++) outer *= in->shape[d];
-                for (size_t d = n->dim + 1; d < in->ndim; d++) inner *= in->shape[d];
+                size_t outer = 1, len = in->shape[dim], inner = 1;
+                for (size_t d = 0; d < dim; d++) outer *= in->shape[d];
+                for (size_t d = dim + 1; d < in->ndim; d++) inner *= in->shape[d];
                 for (size_t o = 0; o < outer; o++)
                     for (size_t i = 0; i < inner; i++) {
                         bool seen = false;
@@ -336,10 +370,10 @@ mha_status mha_ag_reduce(mha_tensor *out, mha_reduceop op, const mha_tensor *t, 
     mha_status st = mha_reduce(out, op, t, dim, keepdim);
     if (st != MHA_OK || op == MHA_ARGMAX || op == MHA_ARGMIN || !mha_ag_wants(in, 1)) return st;
     mha_node *n;
-    if ((st = mha_ag_record(&n, out, names[op], reduce_backward, in, 1)) != MHA_OK) return st;
-    n->op = (int)op;
-    n->dim = dim;
-    n->flag = keepdim;
+    if ((st = mha_ag_record(&n, sizeof(reduce_node), out, names[op], reduce_backward, in, 1)) != MHA_OK) return st;
+    reduce_node *node = (reduce_node *)n;
+    node->op = op;
+    node->dim = dim;
     if (op == MHA_MAX || op == MHA_MIN) {
         mha_ag_save(n, t);
         mha_ag_save(n, out);
@@ -347,19 +381,27 @@ mha_status mha_ag_reduce(mha_tensor *out, mha_reduceop op, const mha_tensor *t, 
     return MHA_OK;
 }
 
+/* var over dim (or MHA_ALL_DIMS) with its correction (1: Bessel's) */
+typedef struct var_node {
+    mha_node base;
+    size_t dim, correction;
+} var_node;
+
 /* var = Σ (x - mean)² / (n - correction)  ->  dx = g · 2 (x - mean) / (n - correction) */
 static mha_status var_backward(mha_tensor *grads, const mha_node *n, const mha_tensor *g) {
+    const var_node *node = (const var_node *)n;
     const mha_shape_rec *in = &n->in_shapes[0];
     const mha_tensor *x = &n->saved[0];
     size_t count = 1;
     for (size_t d = 0; d < in->ndim; d++)
-        if (n->dim == MHA_ALL_DIMS || d == n->dim) count *= in->shape[d];
+        if (node->dim == MHA_ALL_DIMS || d == node->dim) count *= in->shape[d];
     mha_tensor mean = MHA_TENSOR_EMPTY, dev = MHA_TENSOR_EMPTY, wide = MHA_TENSOR_EMPTY, t1 = MHA_TENSOR_EMPTY;
-    mha_status st = mha_reduce(&mean, MHA_MEAN, x, n->dim, true);
+    mha_status st = mha_reduce(&mean, MHA_MEAN, x, node->dim, true);
     if (st == MHA_OK) st = mha_binary(&dev, MHA_SUB, x, &mean);
-    if (st == MHA_OK) st = unreduce(&wide, g, in, n->dim);
+    if (st == MHA_OK) st = unreduce(&wide, g, in, node->dim);
     if (st == MHA_OK) st = mha_binary(&t1, MHA_MUL, &wide, &dev);
-    if (st == MHA_OK) st = mha_binary_scalar(&grads[0], MHA_MUL, &t1, (float)(2.0 / ((double)count - (double)n->correction)), false);
+    const double scale = 2.0 / ((double)count - (double)node->correction);
+    if (st == MHA_OK) st = mha_binary_scalar(&grads[0], MHA_MUL, &t1, (float)scale, false);
     mha_release(&mean), mha_release(&dev), mha_release(&wide), mha_release(&t1);
     return st;
 }
@@ -369,10 +411,10 @@ mha_status mha_ag_var(mha_tensor *out, const mha_tensor *t, size_t dim, bool kee
     mha_status st = mha_var(out, t, dim, keepdim, correction);
     if (st != MHA_OK || !mha_ag_wants(in, 1)) return st;
     mha_node *n;
-    if ((st = mha_ag_record(&n, out, "var", var_backward, in, 1)) != MHA_OK) return st;
-    n->dim = dim;
-    n->flag = keepdim;
-    n->correction = correction;
+    if ((st = mha_ag_record(&n, sizeof(var_node), out, "var", var_backward, in, 1)) != MHA_OK) return st;
+    var_node *node = (var_node *)n;
+    node->dim = dim;
+    node->correction = correction;
     mha_ag_save(n, t);
     return MHA_OK;
 }
@@ -428,7 +470,7 @@ mha_status mha_ag_matmul(mha_tensor *out, const mha_tensor *a, const mha_tensor 
     mha_status st = mha_matmul(out, a, b);
     if (st != MHA_OK || !mha_ag_wants(in, 2)) return st;
     mha_node *n;
-    if ((st = mha_ag_record(&n, out, "matmul", matmul_backward, in, 2)) != MHA_OK) return st;
+    if ((st = mha_ag_record(&n, sizeof(mha_node), out, "matmul", matmul_backward, in, 2)) != MHA_OK) return st;
     mha_ag_save(n, a);
     mha_ag_save(n, b);
     return MHA_OK;
@@ -448,7 +490,7 @@ static mha_status record_reshape(mha_tensor *out, const mha_tensor *t, const cha
     const mha_tensor *in[1] = {t};
     if (!mha_ag_wants(in, 1)) return MHA_OK;
     mha_node *n;
-    return mha_ag_record(&n, out, name, reshape_backward, in, 1);
+    return mha_ag_record(&n, sizeof(mha_node), out, name, reshape_backward, in, 1);
 }
 
 mha_status mha_ag_view(mha_tensor *out, const mha_tensor *t, size_t ndim, const ptrdiff_t *shape) {
@@ -476,10 +518,17 @@ mha_status mha_ag_clone(mha_tensor *out, const mha_tensor *t) {
     return st == MHA_OK ? record_reshape(out, t, "clone") : st;
 }
 
-/* permute (and transpose, a permutation of two dims): g permuted back by the inverse. */
+/* permute (and transpose, a permutation of two dims): out's dim d is the input's dim perm[d] */
+typedef struct permute_node {
+    mha_node base;
+    size_t perm[MHA_MAX_DIMS];
+} permute_node;
+
+/* g permuted back by the inverse permutation. */
 static mha_status permute_backward(mha_tensor *grads, const mha_node *n, const mha_tensor *g) {
+    const size_t *perm = ((const permute_node *)n)->perm;
     size_t inverse[MHA_MAX_DIMS];
-    for (size_t d = 0; d < g->ndim; d++) inverse[n->perm[d]] = d;
+    for (size_t d = 0; d < g->ndim; d++) inverse[perm[d]] = d;
     return mha_permute(&grads[0], g, inverse);
 }
 
@@ -487,8 +536,8 @@ static mha_status record_permute(mha_tensor *out, const mha_tensor *t, const siz
     const mha_tensor *in[1] = {t};
     if (!mha_ag_wants(in, 1)) return MHA_OK;
     mha_node *n;
-    mha_status st = mha_ag_record(&n, out, name, permute_backward, in, 1);
-    if (st == MHA_OK) memcpy(n->perm, perm, t->ndim * sizeof *perm);
+    mha_status st = mha_ag_record(&n, sizeof(permute_node), out, name, permute_backward, in, 1);
+    if (st == MHA_OK) memcpy(((permute_node *)n)->perm, perm, t->ndim * sizeof *perm);
     return st;
 }
 
@@ -510,20 +559,28 @@ mha_status mha_ag_transpose(mha_tensor *out, const mha_tensor *t, size_t dim0, s
 /* narrow (dim, start, length) and select (dim, index: length 1, dim dropped): g placed into zeros. With the input
  * seen as (outer, size along dim, inner), g's length·inner values of each outer index are one run: one memcpy
  * (a W_q, W_k, W_v slice of in_proj_weight is a single run). */
+typedef struct slice_node {
+    mha_node base;
+    size_t dim, start, length;
+    bool is_select;            /* the dim is dropped (g has one dim fewer) */
+} slice_node;
+
 static mha_status slice_backward(mha_tensor *grads, const mha_node *n, const mha_tensor *g) {
+    const slice_node *node = (const slice_node *)n;
+    const size_t dim = node->dim;
     const mha_shape_rec *in = &n->in_shapes[0];
     mha_tensor gx = MHA_TENSOR_EMPTY, cg = MHA_TENSOR_EMPTY;
     mha_status st = mha_zeros(&gx, MHA_FLOAT32, in->ndim, in->shape);
     if (st == MHA_OK) st = mha_contiguous(&cg, g);
     if (st == MHA_OK) {
         size_t outer = 1, inner = 1;
-        for (size_t d = 0; d < n->dim; d++) outer *= in->shape[d];
-        for (size_t d = n->dim + 1; d < in->ndim; d++) inner *= in->shape[d];
-        const size_t run = (n->flag ? 1 : n->length) * inner;
+        for (size_t d = 0; d < dim; d++) outer *= in->shape[d];
+        for (size_t d = dim + 1; d < in->ndim; d++) inner *= in->shape[d];
+        const size_t run = (node->is_select ? 1 : node->length) * inner;
         float *dst = mha_f32(&gx);
         const float *src = mha_f32(&cg);
         for (size_t o = 0; o < outer && run > 0; o++)
-            memcpy(dst + (o * in->shape[n->dim] + n->start) * inner, src + o * run, run * sizeof *dst);
+            memcpy(dst + (o * in->shape[dim] + node->start) * inner, src + o * run, run * sizeof *dst);
     }
     mha_release(&cg);
     if (st == MHA_OK) grads[0] = gx;
@@ -536,9 +593,10 @@ static mha_status record_slice(mha_tensor *out, const mha_tensor *t, size_t dim,
     const mha_tensor *in[1] = {t};
     if (!mha_ag_wants(in, 1)) return MHA_OK;
     mha_node *n;
-    mha_status st = mha_ag_record(&n, out, name, slice_backward, in, 1);
+    mha_status st = mha_ag_record(&n, sizeof(slice_node), out, name, slice_backward, in, 1);
     if (st != MHA_OK) return st;
-    n->dim = dim, n->start = start, n->length = length, n->flag = is_select;
+    slice_node *node = (slice_node *)n;
+    node->dim = dim, node->start = start, node->length = length, node->is_select = is_select;
     return MHA_OK;
 }
 
@@ -560,7 +618,7 @@ mha_status mha_ag_expand(mha_tensor *out, const mha_tensor *t, size_t ndim, cons
     mha_status st = mha_expand(out, t, ndim, shape);
     if (st != MHA_OK || !mha_ag_wants(in, 1)) return st;
     mha_node *n;
-    return mha_ag_record(&n, out, "expand", expand_backward, in, 1);
+    return mha_ag_record(&n, sizeof(mha_node), out, "expand", expand_backward, in, 1);
 }
 
 /* split and chunk: each piece a narrow of t */
@@ -589,15 +647,23 @@ mha_status mha_ag_chunk(mha_tensor *outs, size_t max_out, size_t *n_out, const m
 
 /* ================================ joining ================================ */
 
+/* cat along dim, or stack along a new dim */
+typedef struct join_node {
+    mha_node base;
+    size_t dim;
+    bool is_stack;
+} join_node;
+
 /* cat: input i's gradient is g's slice of its rows along dim; stack: g's i-th entry along the new dim. */
 static mha_status join_backward(mha_tensor *grads, const mha_node *n, const mha_tensor *g) {
+    const join_node *node = (const join_node *)n;
     size_t start = 0;
     for (size_t i = 0; i < n->n_inputs; i++) {
-        size_t len = n->flag ? 1 : n->in_shapes[i].shape[n->dim];
+        size_t len = node->is_stack ? 1 : n->in_shapes[i].shape[node->dim];
         mha_status st = MHA_OK;
         if (n->inputs[i]) {
             mha_tensor part = MHA_TENSOR_EMPTY;
-            st = n->flag ? mha_select(&part, g, n->dim, i) : mha_narrow(&part, g, n->dim, start, len);
+            st = node->is_stack ? mha_select(&part, g, node->dim, i) : mha_narrow(&part, g, node->dim, start, len);
             if (st == MHA_OK) st = mha_contiguous(&grads[i], &part);
             mha_release(&part);
         }
@@ -610,10 +676,11 @@ static mha_status join_backward(mha_tensor *grads, const mha_node *n, const mha_
 static mha_status record_join(mha_tensor *out, const mha_tensor *const *ts, size_t n_in, size_t dim, bool is_stack) {
     if (!mha_ag_wants(ts, n_in)) return MHA_OK;
     mha_node *n;
-    mha_status st = mha_ag_record(&n, out, is_stack ? "stack" : "cat", join_backward, ts, n_in);
+    mha_status st = mha_ag_record(&n, sizeof(join_node), out, is_stack ? "stack" : "cat", join_backward, ts, n_in);
     if (st != MHA_OK) return st;
-    n->dim = dim;
-    n->flag = is_stack;
+    join_node *node = (join_node *)n;
+    node->dim = dim;
+    node->is_stack = is_stack;
     return MHA_OK;
 }
 

@@ -1,11 +1,13 @@
 /* core/autograd/autograd_ops.h - differentiable versions of the tensor ops: the same signature and result as the plain
- * op (core/tensor/tensor.h, core/attention/attention.h), plus a node in the autograd graph when an input requires grad. */
+ * op (core/tensor/tensor.h), plus a node in the autograd graph when an input requires grad. */
 #ifndef MHA_AUTOGRAD_OPS_H
 #define MHA_AUTOGRAD_OPS_H
 
 #include "autograd/autograd.h"
+/* the layer ops' recorded versions (mha_ag_softmax, ..., mha_ag_sdpa) are declared beside their forwards;
+ * included here, so that one include names every differentiable op */
+#include "nn/nn.h"
 #include "attention/attention.h"
-#include "nn/nn_ops.h"
 
 /* elementwise (gradients summed back over broadcast dims) */
 mha_status mha_ag_binary(mha_tensor *out, mha_binop op, const mha_tensor *a, const mha_tensor *b);
@@ -37,22 +39,5 @@ mha_status mha_ag_chunk(mha_tensor *outs, size_t max_out, size_t *n_out, const m
 
 mha_status mha_ag_cat(mha_tensor *out, const mha_tensor *const *ts, size_t n, size_t dim);
 mha_status mha_ag_stack(mha_tensor *out, const mha_tensor *const *ts, size_t n, size_t dim);
-
-/* layers (core/nn/autograd_nn.c): the plain forwards of core/attention/attention.h and core/nn/nn_ops.h, recorded */
-mha_status mha_ag_softmax(mha_tensor *out, const mha_tensor *x, size_t dim);
-mha_status mha_ag_log_softmax(mha_tensor *out, const mha_tensor *x, size_t dim);
-mha_status mha_ag_linear(mha_tensor *out, const mha_tensor *x, const mha_tensor *W, const mha_tensor *b);
-mha_status mha_ag_layer_norm(mha_tensor *out, const mha_tensor *x, size_t norm_ndim, const mha_tensor *weight,
-                             const mha_tensor *bias, float eps);
-mha_status mha_ag_embedding(mha_tensor *out, const mha_tensor *indices, const mha_tensor *weight);
-mha_status mha_ag_cross_entropy(mha_tensor *out, const mha_tensor *logits, const mha_tensor *targets,
-                                const mha_ce_options *opt);
-/* weights may be NULL (not wanted): when all the weights fit the keep budget (256 MiB unless set) the forward
- * keeps them for the backward (4 products per slice), else it runs fused and the backward recomputes them tile by
- * tile (5 products, memory O(L·D)). mha_ag_sdpa_keep_budget sets the budget in bytes (0: always fused; tests)
- * and returns the one before. */
-size_t mha_ag_sdpa_keep_budget(size_t bytes);
-mha_status mha_ag_sdpa(mha_tensor *out, mha_tensor *weights, const mha_tensor *q, const mha_tensor *k,
-                       const mha_tensor *v, const mha_sdpa_options *opt);
 
 #endif

@@ -4,7 +4,6 @@
 #include "nn/rope.h"
 
 #include <math.h>
-#include <string.h>
 
 #include "autograd/autograd.h"
 
@@ -90,11 +89,15 @@ mha_status mha_rope_backward(mha_tensor *dx, const mha_tensor *dy, const mha_rop
     return rope_apply(dx, dy, opt, -1.0, "rope_backward", "dy");
 }
 
-/* ---- the graph node, written against today's node API (mha_ag_record and the shared mha_node
- * fields): the node keeps a copy of the options in its extra memory; its backward turns g back. */
+/* ---- the graph node: it keeps the options; its backward turns the gradient back ---- */
+
+typedef struct rope_node {
+    mha_node base;
+    mha_rope_options opt;
+} rope_node;
 
 static mha_status rope_node_backward(mha_tensor *grads, const mha_node *n, const mha_tensor *g) {
-    return mha_rope_backward(&grads[0], g, (const mha_rope_options *)n->extra);
+    return mha_rope_backward(&grads[0], g, &((const rope_node *)n)->opt);
 }
 
 mha_status mha_ag_rope(mha_tensor *out, const mha_tensor *x, const mha_rope_options *opt) {
@@ -102,13 +105,8 @@ mha_status mha_ag_rope(mha_tensor *out, const mha_tensor *x, const mha_rope_opti
     mha_status st = mha_rope(out, x, opt);
     if (st != MHA_OK || !mha_ag_wants(in, 1)) return st;
     mha_node *n;
-    if ((st = mha_ag_record(&n, out, "rope", rope_node_backward, in, 1)) != MHA_OK) return st;
-    n->extra = mha_alloc(sizeof *opt);
-    if (!n->extra) {
-        mha_release(out);   /* drops the node with it */
-        return mha_fail(MHA_E_NOMEM, "%s", "rope: out of memory recording the autograd graph");
-    }
-    n->extra_bytes = sizeof *opt;
-    memcpy(n->extra, opt, sizeof *opt);
+    if ((st = mha_ag_record(&n, sizeof(rope_node), out, "rope", rope_node_backward, in, 1)) != MHA_OK)
+        return st;
+    ((rope_node *)n)->opt = *opt;
     return MHA_OK;
 }

@@ -6,7 +6,7 @@
 
 #include "autograd/autograd_ops.h"
 #include "lauxmha.h"
-#include "nn/nn_ops.h"
+#include "nn/nn.h"
 #include "attention/sdpa.h"
 
 #include <math.h>

@@ -6,7 +6,8 @@
 #include "attention/positions.h"
 #include "autograd/autograd.h"
 #include "io/npy.h"
-#include "nn/functional.h"
+#include "nn/nn.h"
+#include "attention/attention.h"
 #include "nn/rope.h"
 #include "nn/sample.h"
 
