@@ -18,6 +18,8 @@
 #include <time.h>
 
 #include "autograd/autograd_ops.h"
+#include "nn/nn.h"
+#include "attention/attention.h"
 #include "kernels/kernels.h"
 #include "attention/multihead_grad.h"
 #include "peak.h"

@@ -5,6 +5,8 @@
 #include "attention/attention_internal.h"
 #include "attention/multihead_grad.h"
 #include "autograd/autograd_ops.h"
+#include "nn/nn.h"
+#include "attention/attention.h"
 
 /* (N,X,E) as its heads (N,H,X,D): a view, the head split the lessons show - (N,X,H,D), then heads in front. */
 mha_status mha_split_heads(mha_tensor *out, const mha_tensor *t, size_t H, bool graph) {

@@ -1,6 +1,8 @@
 /* core/attention/masks.c - the masks attention is given: the causal mask, true where a query may not look
- * at a later key. */
+ * at a later key, and a bool mask as the additive float mask it stands for. */
 #include "attention/attention.h"
+
+#include <math.h>
 
 mha_status mha_causal_mask(mha_tensor *out, size_t L, size_t S) {
     size_t shape[2] = {L, S};
@@ -10,4 +12,24 @@ mha_status mha_causal_mask(mha_tensor *out, size_t L, size_t S) {
     for (size_t i = 0; i < L; i++)
         for (size_t j = 0; j < S; j++) m[i * S + j] = j > i;
     return MHA_OK;
+}
+
+/* A bool mask as the float mask it stands for (true -> -inf, false -> 0), of the mask's own size: a
+ * broadcast (stride 0) dimension stays broadcast, so an expanded key padding row stays one row. */
+mha_status mha_mask_additive(mha_tensor *out, const mha_tensor *mask, const char *fname) {
+    mha_tensor compact = MHA_TENSOR_EMPTY;
+    size_t shape[MHA_MAX_DIMS];
+    for (size_t d = 0; d < mask->ndim; d++) shape[d] = mask->stride[d] == 0 ? 1 : mask->shape[d];
+    mha_status st = mha_empty_named(&compact, MHA_FLOAT32, mask->ndim, shape, fname);
+    if (st != MHA_OK) return st;
+    float *dst = mha_f32(&compact);
+    const bool *src = mha_bool(mask);
+    for (size_t n = 0, total = mha_numel(&compact); n < total; n++) {
+        ptrdiff_t at = 0;
+        for (size_t d = mask->ndim, rest = n; d-- > 0; rest /= shape[d]) at += (ptrdiff_t)(rest % shape[d]) * mask->stride[d];
+        dst[n] = src[at] ? -INFINITY : 0.0f;
+    }
+    st = mha_expand(out, &compact, mask->ndim, mask->shape);
+    mha_release(&compact);
+    return st;
 }

@@ -8,6 +8,8 @@
 
 #include "attention/attention_internal.h"
 #include "autograd/autograd_ops.h"
+#include "nn/nn.h"
+#include "attention/attention.h"
 
 /* The nine parameter slots, present or not, in mha_multihead_param_names' order. */
 #define N_SLOTS 9

@@ -10,6 +10,8 @@
 #include "attention/attention_internal.h"
 #include "autograd/autograd.h"
 #include "autograd/autograd_ops.h"
+#include "nn/nn.h"
+#include "attention/attention.h"
 #include "kernels/kernels.h"
 
 /* ---------------------------------------------------------------------------------------------
@@ -143,63 +145,12 @@ static mha_mask_src mask_slice(const mha_tensor *mask, size_t nb, size_t n) {
  * The forward: scaled dot-product attention with broadcast leading dims
  * ------------------------------------------------------------------------------------------- */
 
-/* A bool mask as the float mask it stands for (true -> -inf, false -> 0), of the mask's own size: a
- * broadcast (stride 0) dimension stays broadcast, so an expanded key padding row stays one row. */
-static mha_status additive_mask(mha_tensor *out, const mha_tensor *mask) {
-    mha_tensor compact = MHA_TENSOR_EMPTY;
-    size_t shape[MHA_MAX_DIMS];
-    for (size_t d = 0; d < mask->ndim; d++) shape[d] = mask->stride[d] == 0 ? 1 : mask->shape[d];
-    mha_status st = mha_empty_named(&compact, MHA_FLOAT32, mask->ndim, shape, "sdpa");
-    if (st != MHA_OK) return st;
-    float *dst = mha_f32(&compact);
-    const bool *src = mha_bool(mask);
-    for (size_t n = 0, total = mha_numel(&compact); n < total; n++) {
-        ptrdiff_t at = 0;
-        for (size_t d = mask->ndim, rest = n; d-- > 0; rest /= shape[d]) at += (ptrdiff_t)(rest % shape[d]) * mask->stride[d];
-        dst[n] = src[at] ? -INFINITY : 0.0f;
-    }
-    st = mha_expand(out, &compact, mask->ndim, mask->shape);
-    mha_release(&compact);
-    return st;
-}
-
 /* q, k or v as the slices read them: shared when each row's elements are contiguous and rows do not overlap (a
  * head split's permuted view, say: its rows E apart), else a contiguous copy. */
 static mha_status rows_readable(mha_tensor *out, const mha_tensor *t) {
     const size_t d = t->ndim;
     if (t->stride[d - 1] == 1 && t->stride[d - 2] >= (ptrdiff_t)t->shape[d - 1]) return mha_share(out, t);
     return mha_contiguous_named(out, t, "sdpa");
-}
-
-/* Whether t is dense - a permutation of a contiguous tensor - with order its dims by falling stride. */
-static bool dense_order(size_t *order, const mha_tensor *t) {
-    for (size_t d = 0; d < t->ndim; d++) order[d] = d;
-    for (size_t i = 1; i < t->ndim; i++)
-        for (size_t j = i; j > 0 && t->stride[order[j]] > t->stride[order[j - 1]]; j--) {
-            size_t was = order[j];
-            order[j] = order[j - 1], order[j - 1] = was;
-        }
-    ptrdiff_t expected = 1;
-    for (size_t p = t->ndim; p-- > 0;) {
-        const size_t d = order[p];
-        if (t->shape[d] != 1 && t->stride[d] != expected) return false;
-        expected *= (ptrdiff_t)t->shape[d];
-    }
-    return true;
-}
-
-/* An empty float tensor of like's shape, laid out as like is when like is dense (as torch's empty_like keeps a
- * dense tensor's strides), else contiguous. The output of heads split by a permuted view (N,H,L,D) of (N,L,E) is
- * then written with the heads side by side, so merging them back, (N,L,H,D) -> (N,L,E), is a view. */
-static mha_status empty_like(mha_tensor *out, const mha_tensor *like) {
-    size_t order[MHA_MAX_DIMS], inverse[MHA_MAX_DIMS], block_shape[MHA_MAX_DIMS];
-    if (!dense_order(order, like)) return mha_empty_named(out, MHA_FLOAT32, like->ndim, like->shape, "sdpa");
-    for (size_t p = 0; p < like->ndim; p++) block_shape[p] = like->shape[order[p]], inverse[order[p]] = p;
-    mha_tensor block = MHA_TENSOR_EMPTY;
-    mha_status st = mha_empty_named(&block, MHA_FLOAT32, like->ndim, block_shape, "sdpa");
-    if (st == MHA_OK) st = mha_permute(out, &block, inverse);
-    mha_release(&block);
-    return st;
 }
 
 /* Kept weights go by blocks of a multiple of KEPT_BLOCK rows: a multiple of every register tile's rows (4, 6, 8),
@@ -383,7 +334,7 @@ mha_status mha_sdpa(mha_tensor *out, mha_tensor *weights, const mha_tensor *q, c
         (st = rows_readable(&cv, v)) != MHA_OK)
         goto done;
     /* the fused kernel reads float masks only: a bool mask becomes one of its own size, never (L,S) from a row */
-    if (mask != NULL && fused && mask->dtype == MHA_BOOL) st = additive_mask(&fmask, mask);
+    if (mask != NULL && fused && mask->dtype == MHA_BOOL) st = mha_mask_additive(&fmask, mask, "sdpa");
     else if (mask != NULL) st = mha_share(&fmask, mask);
     if (st != MHA_OK) goto done;
     if ((st = batch_expand(&eq, &cq, nb, z.bshape, L, D, "sdpa", "q")) != MHA_OK ||
@@ -399,7 +350,7 @@ mha_status mha_sdpa(mha_tensor *out, mha_tensor *weights, const mha_tensor *q, c
     /* the result laid out as q when it has q's shape (no broadcast batch dim, Dv = D) */
     bool like_q = Dv == D && cq.ndim == nb + 2;
     for (size_t d = 0; like_q && d < nb; d++) like_q = cq.shape[d] == z.bshape[d];
-    st = like_q ? empty_like(&result, &cq) : mha_empty_named(&result, MHA_FLOAT32, nb + 2, shape, "sdpa");
+    st = like_q ? mha_empty_like_named(&result, &cq, "sdpa") : mha_empty_named(&result, MHA_FLOAT32, nb + 2, shape, "sdpa");
     if (st != MHA_OK) goto done;
     shape[nb + 1] = S;
     if (!fused && (st = mha_empty_named(&w, MHA_FLOAT32, nb + 2, shape, "sdpa")) != MHA_OK) goto done;

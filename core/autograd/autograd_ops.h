@@ -4,10 +4,6 @@
 #define MHA_AUTOGRAD_OPS_H
 
 #include "autograd/autograd.h"
-/* the layer ops' recorded versions (mha_ag_softmax, ..., mha_ag_sdpa) are declared beside their forwards;
- * included here, so that one include names every differentiable op */
-#include "nn/nn.h"
-#include "attention/attention.h"
 
 /* elementwise (gradients summed back over broadcast dims) */
 mha_status mha_ag_binary(mha_tensor *out, mha_binop op, const mha_tensor *a, const mha_tensor *b);

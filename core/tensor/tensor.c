@@ -166,6 +166,37 @@ mha_status mha_empty(mha_tensor *out, mha_dtype dtype, size_t ndim, const size_t
     return mha_empty_named(out, dtype, ndim, shape, "empty");
 }
 
+/* Whether t is dense - a permutation of a contiguous tensor - with order its dims by falling stride. */
+static bool dense_order(size_t *order, const mha_tensor *t) {
+    for (size_t d = 0; d < t->ndim; d++) order[d] = d;
+    for (size_t i = 1; i < t->ndim; i++)
+        for (size_t j = i; j > 0 && t->stride[order[j]] > t->stride[order[j - 1]]; j--) {
+            size_t was = order[j];
+            order[j] = order[j - 1], order[j - 1] = was;
+        }
+    ptrdiff_t expected = 1;
+    for (size_t p = t->ndim; p-- > 0;) {
+        const size_t d = order[p];
+        if (t->shape[d] != 1 && t->stride[d] != expected) return false;
+        expected *= (ptrdiff_t)t->shape[d];
+    }
+    return true;
+}
+
+/* An empty float tensor of like's shape, laid out as like is when like is dense (as torch's empty_like keeps a
+ * dense tensor's strides), else contiguous. The output of heads split by a permuted view (N,H,L,D) of (N,L,E) is
+ * then written with the heads side by side, so merging them back, (N,L,H,D) -> (N,L,E), is a view. */
+mha_status mha_empty_like_named(mha_tensor *out, const mha_tensor *like, const char *fname) {
+    size_t order[MHA_MAX_DIMS], inverse[MHA_MAX_DIMS], block_shape[MHA_MAX_DIMS];
+    if (!dense_order(order, like)) return mha_empty_named(out, MHA_FLOAT32, like->ndim, like->shape, fname);
+    for (size_t p = 0; p < like->ndim; p++) block_shape[p] = like->shape[order[p]], inverse[order[p]] = p;
+    mha_tensor block = MHA_TENSOR_EMPTY;
+    mha_status st = mha_empty_named(&block, MHA_FLOAT32, like->ndim, block_shape, fname);
+    if (st == MHA_OK) st = mha_permute(out, &block, inverse);
+    mha_release(&block);
+    return st;
+}
+
 mha_status mha_zeros(mha_tensor *out, mha_dtype dtype, size_t ndim, const size_t *shape) {
     mha_status st = mha_empty_named(out, dtype, ndim, shape, "zeros");
     if (st == MHA_OK) memset(out->storage->data, 0, out->storage->nbytes);

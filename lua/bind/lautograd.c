@@ -5,6 +5,7 @@
 #include <lauxlib.h>
 
 #include "autograd/autograd_ops.h"
+#include "attention/attention.h"
 #include "lauxmha.h"
 #include "nn/nn.h"
 #include "attention/sdpa.h"

@@ -10,6 +10,8 @@
 
 #include "lauxmha.h"
 #include "autograd/autograd_ops.h"
+#include "nn/nn.h"
+#include "attention/attention.h"
 
 /* ---- creating, checking and filling tensor userdata ---- */
 

@@ -18,6 +18,7 @@
 #include "io/npz.h"
 #include "lautograd.h"
 #include "autograd/autograd_ops.h"
+#include "nn/nn.h"
 
 /* ---- constructors ---- */
 

@@ -11,6 +11,8 @@
 #include "lauxmha.h"
 #include "lmha.h"
 #include "autograd/autograd_ops.h"
+#include "nn/nn.h"
+#include "attention/attention.h"
 
 /* ---- reading tensors back into Lua ---- */
 

@@ -599,7 +599,7 @@ entry("mha.is_grad_enabled", "gradients", "mha.is_grad_enabled() -> boolean",
     "False inside mha.no_grad, true otherwise.", nil,
     "print(mha.is_grad_enabled(), mha.no_grad(mha.is_grad_enabled))", {"mha.no_grad"})
 
--- ---- ops that training needs, and the backward functions (core/nn/nn_ops.c, core/attention/sdpa_backward.c) ----
+-- ---- ops that training needs, and the backward functions (core/nn/, core/attention/sdpa.c) ----
 
 entry("mha.log_softmax", "gradients", "mha.log_softmax(x, dim) -> tensor",
     "log(softmax(x)) along dim, computed without forming the softmax (no log of 0 for tiny weights). "

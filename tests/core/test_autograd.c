@@ -6,6 +6,8 @@
 #include <string.h>
 
 #include "autograd/autograd_ops.h"
+#include "nn/nn.h"
+#include "attention/attention.h"
 #include "check.h"
 #include "kernels/kernels.h"
 #include "kernels/kernels_testing.h"
