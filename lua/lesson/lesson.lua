@@ -170,7 +170,6 @@ local function note(kind, opts, detail)
         quoted and (" " .. quoted) or "", detail and (" " .. detail) or ""), columns(), {rest = "  "}))
 end
 
-
 M.batch_plot = {
     heatmap = function(m, opts)
         note("heatmap", opts, shape_of(m))
