@@ -50,7 +50,6 @@ EMBED     = mha.repl=lua/repl/repl.lua mha.repl.complete=lua/repl/complete.lua \
             mha.display=lua/show/display.lua mha.text=lua/show/text.lua mha.plot=lua/show/plot.lua \
             mha.plot.figure=lua/show/figure.lua \
             mha.lesson=lua/lesson/lesson.lua mha.lesson.check=lua/lesson/check.lua \
-            mha.lesson.words=lua/lesson/words.lua \
             mha.lesson.files=lua/lesson/files.lua \
             mha.lesson.pager=lua/lesson/pager.lua \
             mha.lesson.tools=lua/lesson/tools.lua \
@@ -66,6 +65,7 @@ EMBED    += mha.tasks=lua/train/tasks.lua mha.train=lua/train/train.lua mha.head
 EMBED    += mha.models=lua/train/models.lua mha.docs_train=lua/help/docs_train.lua
 EMBED    += mha.help.entry=lua/help/entry.lua
 EMBED    += mha.notebook.outputs=lua/notebook/outputs.lua mha.notebook.record=lua/notebook/record.lua
+EMBED    += mha.i18n=lua/i18n/i18n.lua mha.i18n.en=lua/i18n/en.lua mha.i18n.zh=lua/i18n/zh.lua
 TESTS     = test_tensor test_ops test_rng test_npy test_kernels test_attention test_repl test_lessons_pty \
             test_autograd
 TESTS    += test_npz test_optim

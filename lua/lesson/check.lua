@@ -3,11 +3,11 @@
 --
 -- Answers and solutions are numbers, booleans, strings, lists (a shape {3,4}), nested tables of numbers,
 -- or tensors; they are compared as (shape, flat values) within a tolerance. Every verdict is written in
--- the language the caller names (lua/lesson/words.lua holds the words).
+-- the language the caller names (lua/i18n/ holds the words).
 
 local mha = require "mha"
 local display = require "mha.display"      -- shape_str: "(2,3)", as the core writes shapes
-local words = require "mha.lesson.words"
+local i18n = require "mha.i18n"
 local raise = require "mha.raise"   -- errors at the user's line
 
 local check = {}
@@ -16,8 +16,8 @@ local is_tensor = mha.is_tensor
 local shape_str = display.shape_str
 
 -- Why a value cannot be read: nil, the reason in English (for a lesson author's own solution), and its
--- words.check key and argument (to say it to the student in the lesson's language).
-local function unreadable(key, arg) return nil, string.format(words.check.en[key], arg), key, arg end
+-- catalogue key (lua/i18n/, room check) and argument (to say it to the student in the lesson's language).
+local function unreadable(key, arg) return nil, string.format(i18n.words("en").check[key], arg), key, arg end
 
 local function flatten_table(t, shape, data, depth)
     if type(t) ~= "table" then
@@ -35,7 +35,7 @@ local function flatten_table(t, shape, data, depth)
     return true
 end
 
--- value -> {shape = {...}, data = {...}} or nil, reason, and the reason's words.check key and argument.
+-- value -> {shape = {...}, data = {...}} or nil, reason, and the reason's catalogue key (room check) and argument.
 function check.flatten(v)
     if is_tensor(v) then
         local shape = v:shape()
@@ -77,7 +77,7 @@ local function close(a, b, tol)
 end
 
 local function msg(lang, key, ...)
-    return string.format(words.check[lang or "en"][key], ...)
+    return string.format(i18n.words(lang).check[key], ...)
 end
 
 local function kind_of(v)
@@ -158,12 +158,7 @@ check.softmax_axis = {
         end
         return false
     end,
-    hint = {
-        en = "your rows don't sum to 1 along dim %LAST (the keys); they sum to 1 along dim %D: softmax was "
-            .. "taken over the wrong axis. Each query's weights over the keys must sum to 1: softmax(x, -1).",
-        zh = "你的结果沿第 %LAST 维（键）求和不为 1，而沿第 %D 维求和为 1：softmax 用错了轴。"
-            .. "每个查询对所有键的权重之和必须为 1：softmax(x, -1)。",
-    },
+    hint = i18n.both("check.softmax_axis"),   -- {en = ..., zh = ...}, as a lesson's own hints
 }
 
 -- A mistake's test: the answer contains NaN (an overflow, a fully masked row, 0/0).
@@ -181,7 +176,7 @@ function check.check(ex, got, eval_error, lang)
     if eval_error then
         for _, m in ipairs(ex.mistakes or {}) do
             if m.error and tostring(eval_error):find(m.error) then
-                return false, words.pick(m.hint, lang)
+                return false, i18n.pick(m.hint, lang)
             end
         end
         return false, msg(lang, "error", tostring(eval_error))
@@ -189,22 +184,22 @@ function check.check(ex, got, eval_error, lang)
     local expected = check.evaluate(ex.solution, "solution")
     local tol = {atol = ex.atol or ex.tol or 1e-4, rtol = ex.rtol or 1e-4}
     local ok, why, kind = check.compare(expected, got, tol, lang)
-    if ok then return true, words.runner[lang].correct end
+    if ok then return true, i18n.words(lang).lesson.correct end
     if kind == "malformed" then return false, why end
     for _, m in ipairs(ex.mistakes or {}) do
         if m.wrong then
             local okw, wrong_value = pcall(check.evaluate, m.wrong, "mistake")
-            if okw and check.compare(wrong_value, got, tol, lang) then return false, words.pick(m.hint, lang) end
+            if okw and check.compare(wrong_value, got, tol, lang) then return false, i18n.pick(m.hint, lang) end
         elseif m.test then
             local hit, d = m.test(got, expected)
             if hit then
                 local e = check.flatten(expected)
-                local text = words.pick(m.hint, lang):gsub("%%LAST", tostring(#e.shape)):gsub("%%D", tostring(d))
+                local text = i18n.pick(m.hint, lang):gsub("%%LAST", tostring(#e.shape)):gsub("%%D", tostring(d))
                 return false, text
             end
         end
     end
-    local hint = ex.hint and words.pick(ex.hint, lang)
+    local hint = ex.hint and i18n.pick(ex.hint, lang)
     return false, why .. (hint and ("\n" .. hint) or "")
 end
 

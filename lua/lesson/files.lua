@@ -3,7 +3,7 @@
 
 local dir_names = require "mha.dir"
 local proc = require "mha.proc"                    -- where the program's own lessons/ is
-local words = require("mha.lesson.words").runner   -- the messages of find, in both languages
+local i18n = require "mha.i18n"   -- the messages of find, in both languages
 
 local files = {}
 
@@ -181,7 +181,7 @@ end
 
 -- "no lessons found (looked in lessons, /home/me/mha-repl/lessons, ...)", in lang ("en" or "zh").
 function files.none_found(lang)
-    local w = words[lang] or words.en
+    local w = i18n.words(lang).lesson
     local looked = {}
     for i, dir in ipairs(files.dirs()) do looked[i] = files.clean_path(dir) end
     return string.format(w.no_lessons, table.concat(looked, w.list_sep))
@@ -190,7 +190,7 @@ end
 -- Finds a lesson by number ("2", 2), file-name part ("dot_product"), file name ("02_dot_product") or path.
 -- Returns the file, or nil and a message (in lang, "en" or "zh") naming the lessons there are.
 function files.find(which, lang)
-    local w = words[lang] or words.en
+    local w = i18n.words(lang).lesson
     local given = file_at(which)
     if given then return given end
     local found = files.files()

@@ -1,15 +1,15 @@
 -- lua/lesson/lesson.lua - module "mha.lesson": the lesson format (lesson, step, exercise, mistake) and the
 -- runner that steps through a lesson at the prompt or replays it in batch mode.
--- Answers are checked by mha.lesson.check (lua/lesson/check.lua), the runner's words are in
--- mha.lesson.words (lua/lesson/words.lua), text wrapping and the lesson markup in mha.text (lua/show/text.lua).
+-- Answers are checked by mha.lesson.check (lua/lesson/check.lua), the runner's words are in the
+-- catalogue mha.i18n (lua/i18n/), text wrapping and the lesson markup in mha.text (lua/show/text.lua).
 --
 -- A lesson file (lessons/NN_name.lua) is a Lua chunk that returns one lesson; lesson, step, exercise and
 -- mistake are in scope while it loads:
 --
 --     return lesson{
 --         name = "dot_product", seed = 2,
---         title   = {en = "Dot-product attention", zh = "点积注意力"},
---         summary = {en = "scores, softmax, weighted sum", zh = "分数、softmax、加权和"},
+--         title   = {en = "Dot-product attention", zh = ...},
+--         summary = {en = "scores, softmax, weighted sum", zh = ...},
 --         step{ title = {en = ..., zh = ...}, text = {en = [[...]], zh = [[...]]},
 --               code = [[ scores = Q:matmul(K:transpose(1, 2)); show(scores, {rows = tokens}) ]] },
 --         exercise{ title = {...}, prompt = {en = ..., zh = ...}, solution = [[ softmax(scores, -1) ]],
@@ -28,7 +28,7 @@ local M = {}
 local mha = require "mha"
 local term = require "mha.term"
 local wrapper = require "mha.text"
-local words_of = require "mha.lesson.words"
+local i18n = require "mha.i18n"
 local check = require "mha.lesson.check"
 local files = require "mha.lesson.files"
 local pager = require "mha.lesson.pager"
@@ -53,8 +53,9 @@ function M.choose_lang(requested, getenv)
     return "en"
 end
 
--- The runner's own words, in both languages (lua/lesson/words.lua).
-local words = words_of.runner
+-- The runner's own words in lang (lua/i18n/): said(lang).the_end. Without lang, the session's, else the
+-- language a new lesson would take (MHA_LANG=zh pages help in Chinese too).
+local function said(lang) return i18n.words(lang or M.language()).lesson end
 
 -- Text wrapping and the lesson markup live in mha.text; the names below keep the lesson API.
 M.width, M.render, M.code_lines, M.rule = wrapper.width, wrapper.render, wrapper.code_lines, wrapper.rule
@@ -110,7 +111,7 @@ end
 
 -- Picks the session's language out of a {en=, zh=} table (a plain string is taken as it is).
 local function tr(t, lang)
-    return words_of.pick(t, lang or (session and session.lang))
+    return i18n.pick(t, lang or (session and session.lang))
 end
 M.tr = tr
 
@@ -161,19 +162,13 @@ local function shape_of(t)
     return "?"
 end
 
--- The runner's words in the session's language.
-local function said() return words[M.language()] or words.en end   -- MHA_LANG=zh pages help in Chinese too
-
 -- "[plot: heatmap "title" 3×3]", in the lesson's language: what a window would show.
 local function note(kind, opts, detail)
     local w, title = said(), opts and opts.title
-    local quoted = title and (w == words.zh and ("“" .. title .. "”") or ("\"" .. title .. "\""))
+    local quoted = title and string.format(w.quote, title)
     say_lines(M.wrap(string.format("[%s%s%s%s%s]", w.plot, w.colon_space, w.plot_kinds[kind] or kind,
         quoted and (" " .. quoted) or "", detail and (" " .. detail) or ""), columns(), {rest = "  "}))
 end
-
--- A panel's name in a text heat map of heads: "[head 1]", "[头 1]".
-local HEAT_DIMS = {en = {"head", "query", "key"}, zh = {"头", "查询", "键"}}
 
 M.batch_plot = {
     heatmap = function(m, opts)
@@ -189,7 +184,7 @@ M.batch_plot = {
         if #w:shape() == 4 then w = w:select(1, 1) end   -- (N,H,L,S): the first batch item
         -- one mha.heat: every head on one shared scale, one scale line and one footer for them all
         local tokens = opts and opts.tokens
-        mha.heat(w, {rows = tokens, cols = tokens, dims = HEAT_DIMS[session and session.lang or "en"],
+        mha.heat(w, {rows = tokens, cols = tokens, dims = said(session and session.lang or "en").heat_dims,
                      values = opts and opts.values})
     end,
     line = function(spec)
@@ -207,11 +202,7 @@ local silent_plot = setmetatable({}, {__index = function() return function() end
 -- ---------------------------------------------------------------------------------------------
 
 local function header(k, n, title)
-    local lang = session.lang
-    local label
-    if lang == "zh" then label = string.format("第 %d/%d 步：%s", k, n, title)
-    else label = string.format("step %d/%d: %s", k, n, title) end
-    return M.rule(columns(), label)
+    return M.rule(columns(), string.format(said(session.lang).header, k, n, title))
 end
 
 local function print_text(text)
@@ -275,7 +266,7 @@ end
 local function reset_state()
     mha.seed(session.lesson.seed or 0)
     record_step(string.format("mha.seed(%d)", session.lesson.seed or 0), "the lesson's seed")
-    session.print_options.lang = session.lang   -- "第 1-6 列", "刻度：" in a Chinese lesson
+    session.print_options.lang = session.lang   -- a Chinese lesson's tensors say "columns", "scale" in Chinese
     if mha.printoptions then mha.printoptions(session.print_options) end
 end
 
@@ -302,7 +293,7 @@ local function draw_step(k)
     say_line("")
     say_lines(header(k, #lesson.steps, tr(s.title, lang)))
     if s.kind == "exercise" then
-        say_text(words[lang].exercise .. words[lang].colon)
+        say_text(said(lang).exercise .. said(lang).colon)
         print_text(tr(s.prompt, lang))
     else
         print_text(tr(s.text, lang))
@@ -321,7 +312,7 @@ local function answer_in_batch(s)
     local answers = session.answers
     say_line("")
     if answers and answers.next <= #answers.lines then
-        say_text(string.format(words[lang].answers_from, answers.name))
+        say_text(string.format(said(lang).answers_from, answers.name))
         while answers.next <= #answers.lines do
             local expr = answers.lines[answers.next]
             answers.next = answers.next + 1
@@ -330,8 +321,8 @@ local function answer_in_batch(s)
         end
         return true
     end
-    if answers then say_text(string.format(words[lang].answers_none, answers.name))
-    else say_text(words[lang].batch_answer) end
+    if answers then say_text(string.format(said(lang).answers_none, answers.name))
+    else say_text(said(lang).batch_answer) end
     local shown = type(s.solution) == "string" and s.solution:gsub("^%s+", ""):gsub("%s+$", "") or "solution"
     say_lines(M.wrap("answer(" .. shown .. ")", columns(), {rest = "  ", mode = "code"}))
     local value = check.evaluate(s.solution, "solution")
@@ -358,13 +349,13 @@ local function show_step(k)
         if shown then
             local ok, err = run_code(shown, run, k)
             if not ok and is_interrupt(err) then   -- Ctrl-C: the step stops once, and stays unrun
-                say_text(string.format(words[lang].interrupted_step, k))
+                say_text(string.format(said(lang).interrupted_step, k))
                 return false, err
             end
             if not ok then
-                say_text(string.format(words[lang].error_in_step, k) .. words[lang].colon_space .. err)
+                say_text(string.format(said(lang).error_in_step, k) .. said(lang).colon_space .. err)
                 -- the step stays unrun, so Enter would run it again on the same state: say how to rebuild it
-                if not session.batch then say_text(words[lang].recover(k)) end
+                if not session.batch then say_text(said(lang).recover(k)) end
                 return false, err
             end
         else
@@ -379,7 +370,7 @@ local function show_step(k)
             if session.batch then return answer_in_batch(s) end
             session.pending = s
             say_line("")
-            say_text(words[lang].ask)
+            say_text(said(lang).ask)
         end
         return true
     end)
@@ -387,12 +378,12 @@ end
 
 -- :text - the current step again (title, text, code), nothing rerun; after :lang, in the new language.
 function M.reprint()
-    if not session then say_text(words[M.choose_lang()].no_lesson); return false end
+    if not session then say_text(said(M.choose_lang()).no_lesson); return false end
     if session.pos < 1 then return false end
     draw_step(session.pos)
     if session.pending then
         say_line("")
-        say_text(words[session.lang].ask)
+        say_text(said(session.lang).ask)
     end
     return true
 end
@@ -407,23 +398,23 @@ local function replay_before(k)
                 local okc, errc = run_code(shown, run, i)
                 if not okc then error(errc, 0) end
             end)
-            if not ok then return false, string.format(words[session.lang].error_in_step, i) .. words[session.lang].colon_space .. tostring(err) end
+            if not ok then return false, string.format(said(session.lang).error_in_step, i) .. said(session.lang).colon_space .. tostring(err) end
         end
     end
     return true
 end
 
 local function need_session()
-    if not session then say_text(words[M.choose_lang()].no_lesson); return false end
+    if not session then say_text(said(M.choose_lang()).no_lesson); return false end
     return true
 end
 
 function M.next()
     if not need_session() then return false end
-    if session.pending then say_text(words[session.lang].skipped); session.pending = nil end
+    if session.pending then say_text(said(session.lang).skipped); session.pending = nil end
     local k = session.pos + 1
     if k > #session.lesson.steps then
-        say_text(words[session.lang].the_end)
+        say_text(said(session.lang).the_end)
         session.finished = true
         return true
     end
@@ -436,13 +427,13 @@ function M.goto_step(k)
     local given = k
     k = math.tointeger(tonumber(k))
     if not k then   -- :goto abc, :goto 2.5, :goto alone: not a step number at all
-        say_text(string.format(words[session.lang].goto_number, tostring(given or ""), n))
+        say_text(string.format(said(session.lang).goto_number, tostring(given or ""), n))
         return false
     elseif k < 1 or k > n then
-        say_text(string.format(words[session.lang].goto_range, n))
+        say_text(string.format(said(session.lang).goto_range, n))
         return false
     end
-    if k > 1 then say_text(words[session.lang].replaying(k - 1, session.lesson.seed or 0)) end
+    if k > 1 then say_text(said(session.lang).replaying(k - 1, session.lesson.seed or 0)) end
     local ok, err = replay_before(k)
     if not ok then say_text(err); return false end
     return show_step(k)
@@ -469,7 +460,7 @@ function M.run_rest()
     end
     -- a last exercise waits for its answer: the end is said once, after it
     if not session.pending then
-        say_text(words[session.lang].the_end)
+        say_text(said(session.lang).the_end)
         session.finished = true
     end
     return true
@@ -481,17 +472,17 @@ function M.answer(value, eval_error)
     local ex = session.pending
     if not ex then
         ex = session.lesson.steps[session.pos]
-        if not (ex and ex.kind == "exercise") then say_text(words[session.lang].no_exercise); return false end
+        if not (ex and ex.kind == "exercise") then say_text(said(session.lang).no_exercise); return false end
     end
     local okc, ok, message = pcall(M.check, ex, value, eval_error)
     if not okc then
         say_text(check.malformed(tostring(ok), session.lang))
         return false
     end
-    say_text(ok and message or (words[session.lang].not_yet .. words[session.lang].colon_space .. message))
+    say_text(ok and message or (said(session.lang).not_yet .. said(session.lang).colon_space .. message))
     if ok then
         session.pending = nil
-        if session.pos < #session.lesson.steps then say_text(words[session.lang].next_hint) end
+        if session.pos < #session.lesson.steps then say_text(said(session.lang).next_hint) end
     end
     return ok
 end
@@ -508,9 +499,9 @@ end
 function M.show_solution()
     if not need_session() then return false end
     local ex = session.lesson.steps[session.pos]
-    if not (ex and ex.kind == "exercise") then say_text(words[session.lang].no_exercise); return false end
+    if not (ex and ex.kind == "exercise") then say_text(said(session.lang).no_exercise); return false end
     local shown = type(ex.solution) == "string" and ex.solution:gsub("^%s+", ""):gsub("%s+$", "") or "(a function)"
-    say_lines(M.wrap(shown, columns(), {first = words[session.lang].solution .. words[session.lang].colon_space, rest = "  ", mode = "code"}))
+    say_lines(M.wrap(shown, columns(), {first = said(session.lang).solution .. said(session.lang).colon_space, rest = "  ", mode = "code"}))
     return true
 end
 
@@ -520,10 +511,10 @@ function M.list(lang)
     local files = M.files()
     local width = columns()
     if #files == 0 then say_text(M.none_found(lang)); return false end
-    say_text(words[lang].lessons)
+    say_text(said(lang).lessons)
     for _, f in ipairs(files) do
         local lesson, err = M.load(f.path)
-        local summary = lesson and tr(lesson.summary, lang) or string.format(words[lang].cannot_load, err:match("[^\n]*"))
+        local summary = lesson and tr(lesson.summary, lang) or string.format(said(lang).cannot_load, err:match("[^\n]*"))
         -- the summary in a column after the number and name, or under them when the column is too narrow
         local head = string.format("  %2d  %-18s ", f.number, f.name)
         if M.width(head) <= width - 20 then
@@ -593,11 +584,11 @@ local function open_session(which, opts)
             if not ok then return false, e, "step" end
         end
         say_line("")
-        say_text(words[lang].the_end)
+        say_text(said(lang).the_end)
         session.finished = true
         return true
     end
-    say_text(words[lang].next_hint)
+    say_text(said(lang).next_hint)
     local ok, e = show_step(1)
     if not ok then return false, e, "step" end
     return true
@@ -677,7 +668,7 @@ function M.install_globals()
     if rawget(_G, "show") == nil and mha.show then _G.show = mha.show end
     local has_plot, plot_module = pcall(require, "mha.plot")
     if has_plot then
-        plot_module.lang = M.language   -- "头 1", "查询" in a Chinese lesson's windows
+        plot_module.lang = M.language   -- "head 1", "query" in Chinese in a Chinese lesson's windows
         -- a text chart fits the rows a step leaves, or starts the next screen (lua/lesson/pager.lua)
         plot_module.text_screen = {rows_left = pager.rows_left, together = pager.together}
     end
@@ -727,7 +718,7 @@ function M.install(repl)
     cmd("lessons", "", "list the lessons with a one-line summary", function() M.list() end)
     cmd("open", "NAME|NUMBER", "open a lesson at its first step", function(a)
         local which = a:match("^%s*(%S+)")
-        if not which then say_text(words[(session and session.lang) or M.choose_lang()].open_usage); return end
+        if not which then say_text(said((session and session.lang) or M.choose_lang()).open_usage); return end
         local ok, err, kind = M.start(which, {batch = false, lang = M.preferred_lang or (session and session.lang)})
         if not ok and kind ~= "step" then say_text(err) end
     end)
@@ -743,11 +734,11 @@ function M.install(repl)
         local lang = a:match("%a+")
         lang = lang and lang:lower()
         if not (lang and M.languages[lang]) then
-            say_text(words[(session and session.lang) or M.choose_lang()].lang_usage)
+            say_text(said((session and session.lang) or M.choose_lang()).lang_usage)
             return
         end
         M.preferred_lang = lang
-        say_text(words[lang].lang_set)
+        say_text(said(lang).lang_set)
         mha.printoptions{lang = lang}
         if session then
             session.lang = lang
@@ -756,7 +747,7 @@ function M.install(repl)
                 -- the words a step resolved when it ran (token labels, titles) are the old language's:
                 -- steps 1..pos run again quietly in the new one, then the step is shown again
                 local upto, pending = math.min(session.pos, #session.lesson.steps), session.pending
-                say_text(words[lang].replaying(upto, session.lesson.seed or 0))
+                say_text(said(lang).replaying(upto, session.lesson.seed or 0))
                 local ok, err = replay_before(upto + 1)
                 if not ok then say_text(err) end
                 session.pending = pending
@@ -789,7 +780,7 @@ function M.resume(carried)
         local s = session.lesson.steps[pos]
         session.pending = (pending == "1" and s.kind == "exercise") and s or nil
     end
-    say_text(words[session.lang].resumed(number, session.pos))
+    say_text(said(session.lang).resumed(number, session.pos))
     return true
 end
 

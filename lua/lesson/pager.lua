@@ -3,7 +3,7 @@
 
 local term = require "mha.term"
 local text = require "mha.text"                       -- the cells a line takes (display width)
-local words = require("mha.lesson.words").runner      -- the pause line, in both languages
+local i18n = require "mha.i18n"      -- the pause line, in both languages
 
 local pager = {}
 
@@ -41,7 +41,7 @@ local function pause()
         paging.used = 0
         return
     end
-    emit((words[paging.lang] or words.en).more)
+    emit(i18n.words(paging.lang).lesson.more)
     if paging.counted_only then
         emit("\n")
         paging.used = 0

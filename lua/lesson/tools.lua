@@ -6,6 +6,7 @@
 -- this module never reaches into the runner.
 
 local raise = require "mha.raise"   -- errors at the user's line
+local i18n = require "mha.i18n"     -- versus's and describe's labels, in the lesson's language
 
 local M = {}
 
@@ -41,18 +42,13 @@ function M.table(rows, header, float_format)
     end
 end
 
-local versus_words = {
-    en = {says = "tutorial: ", truth = "true: ", unprinted = "(not printed)"},
-    zh = {says = "教程：", truth = "实际：", unprinted = "（未打印）"},
-}
-
 -- LESSON.versus(name, printed, value): one line setting what a tutorial printed (a string, or nil when it
 -- printed nothing) beside the true value (a number or a tensor, 4 decimals); the true value goes on a
 -- second line when both do not fit 80 columns. LESSON.checked[name] keeps the value.
 M.checked = {}   -- name -> the true value, for tests to compare with an independent computation
 function M.versus(name, printed, value)
     M.checked[name] = value
-    local w = versus_words[ctx.lang()] or versus_words.en
+    local w = i18n.words(ctx.lang()).tools
     local numbers = type(value) == "number" and {value} or value:reshape(-1):totable()
     for i, v in ipairs(numbers) do numbers[i] = string.format("%.4f", v) end
     -- name in 10 columns, then "tutorial: " and what it printed in 26 columns, then the truth
@@ -67,17 +63,12 @@ function M.versus(name, printed, value)
     print(says .. truth)
 end
 
-local describe_words = {
-    en = {line = "    shape (%s)  strides (%s)  offset %d  contiguous %s", yes = "true", no = "false"},
-    zh = {line = "    形状 (%s)  步长 (%s)  偏移 %d  连续 %s", yes = "是", no = "否"},
-}
-
 -- LESSON.describe(name, t): a tensor's name, then its shape, strides, storage offset and contiguity - the
 -- four things that say how its storage is read.
 function M.describe(name, t)
-    local w = describe_words[ctx.lang()] or describe_words.en
+    local w = i18n.words(ctx.lang()).tools
     print(name)
-    print(string.format(w.line, table.concat(t:shape(), ","), table.concat(t:strides(), ","), t:offset(),
+    print(string.format(w.describe, table.concat(t:shape(), ","), table.concat(t:strides(), ","), t:offset(),
         t:is_contiguous() and w.yes or w.no))
 end
 

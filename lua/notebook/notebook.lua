@@ -158,23 +158,8 @@ end
 
 -- What an export says (the first cell's comment; why it cannot write), in the language the caller names
 -- (English by default).
-local WORDS = {
-    en = {setup = "the lesson's language, seed, print options and helpers, as --batch sets them",
-          no_name = "expected a file name ending in .ipynb or .html",
-          bad_name = "'%s': the name must end in .ipynb or .html",
-          not_opened = "the lesson did not open", failed = "the export failed",
-          no_lesson = "no lesson is open (:open N opens one; :export FILE writes the session)",
-          session = "mha-repl session", exercise = "the exercise the answers below are checked against",
-          past = "the lesson past the exercise: no answer is checked against it now"},
-    zh = {setup = "课程的语言、随机种子、打印选项和辅助函数，与 --batch 的设置相同",
-          no_name = "需要一个以 .ipynb 或 .html 结尾的文件名",
-          bad_name = "“%s”：文件名必须以 .ipynb 或 .html 结尾",
-          not_opened = "课程没有打开", failed = "导出失败",
-          no_lesson = "没有打开的课程（:open N 打开一课；:export FILE 写出本次会话）",
-          session = "mha-repl 会话", exercise = "下面的答案所检查的练习",
-          past = "课程已过了那道练习：答案不再对照它检查"},
-}
-local function words(lang) return WORDS[lang] or WORDS.en end
+local i18n = require "mha.i18n"
+local function words(lang) return i18n.words(lang).notebook end
 
 -- A notebook's cell that opens lesson which (a number or a path) for code in lang, as --batch opens it.
 local function opening(which, lang)
@@ -214,8 +199,7 @@ function M.lesson_cells(which, lang)
         end
         if s.kind == "exercise" and type(s.solution) == "string" then
             count = count + 1
-            local answer = string.format("exercise(%d)   -- %s\nanswer(%s);", k,
-                lang == "zh" and "把课程自带的解答换成你的答案" or "put your answer in place of the lesson's solution",
+            local answer = string.format("exercise(%d)   -- %s\nanswer(%s);", k, words(lang).your_answer,
                 trim(s.solution))
             cells[#cells + 1] = run_cell(answer, count)
         end

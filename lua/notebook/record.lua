@@ -11,6 +11,7 @@
 -- Past MAX_BYTES (32 MiB) kept in a session, later tables and figures stay text in the export.
 
 local html = require "mha.notebook.html"
+local i18n = require "mha.i18n"   -- the headings' words (room notebook)
 
 local M = {}
 
@@ -77,9 +78,9 @@ end
 
 function M.step_heading(session, k, tr)
     local lang, s, n = session.lang, session.lesson.steps[k], #session.lesson.steps
-    local title = lang == "zh" and string.format("第 %d/%d 步：%s", k, n, tr(s.title, lang))
-                  or string.format("Step %d/%d: %s", k, n, tr(s.title, lang))
-    local markup = s.kind == "exercise" and ((lang == "zh" and "练习：" or "Exercise: ") .. tr(s.prompt, lang))
+    local said = i18n.words(lang).notebook
+    local title = string.format(said.step_heading, k, n, tr(s.title, lang))
+    local markup = s.kind == "exercise" and (said.exercise_heading .. tr(s.prompt, lang))
                    or tr(s.text, lang)
     return {title = title, level = 2, markup = markup}
 end

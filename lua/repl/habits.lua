@@ -4,55 +4,13 @@
 local display = require "mha.display"
 local complete = require "mha.repl.complete"
 local mha_is_tensor = require("mha").is_tensor
+local i18n = require "mha.i18n"   -- the hints' words (rooms hint and core)
 
 local habits = {}
 
--- The hints' words, in the language the REPL is in ("en" or "zh").
-local WORDS = {
-    en = {
-        hint = "hint: ",
-        method = "%s is the method itself; call it with a colon: %s:%s()",
-        help = "help is a function: help() lists the topics, help(mha.softmax) explains one; ? lists the commands",
-        quit = ":quit or Ctrl-D leaves mha-repl",
-        exit = ":quit or Ctrl-D leaves mha-repl (os.exit() too)",
-        data = "there is no .data here: use %s:detach() (the same numbers, outside the graph) or %s itself",
-        len = "Lua has no len(): #%s is the size of dim 1, as %s:size(1); %s:numel() counts every element",
-        ce_target = "classes count from 1 here; to skip the targets that are %s, give {ignore_index = %s}",
-        matmul_at = "Lua has no @ operator: the matrix product is %s:matmul(%s), or mha.matmul(%s, %s)",
-        matmul_star = "* multiplies element by element (broadcasting); for the matrix product write %s:matmul(%s)",
-        did_you_mean = "did you mean %s?",
-        colon = "write %s",
-        dangling = "a value alone (%s) is not a Lua statement: type %s on a line of its own, or print(%s)",
-        dangling_any = "a value alone is not a Lua statement: type it on a line of its own, or print(...) it",
-        command = "unknown command :%s (did you mean :%s?)",
-        missing_arg = "%s needs argument #%s: ?%s shows what it takes",
-        nil_name = "%s is nil: did you mean %s?",
-    },
-    zh = {
-        hint = "提示：",
-        method = "%s 是方法本身；用冒号调用它：%s:%s()",
-        help = "help 是一个函数：help() 列出所有主题，help(mha.softmax) 解释其中一个；? 列出命令",
-        quit = ":quit 或 Ctrl-D 退出 mha-repl",
-        exit = ":quit 或 Ctrl-D 退出 mha-repl（os.exit() 也可以）",
-        data = "这里没有 .data：用 %s:detach()（同样的数值，不在计算图里）或直接用 %s",
-        len = "Lua 没有 len()：#%s 是第 1 维的大小，即 %s:size(1)；%s:numel() 数所有元素",
-        to_device = "mha-repl 只在 CPU 上计算：写 m:to(\"cpu\")，或不调用 to",
-        train_mode = "m:train(true) 进入训练模式，m:train(false) 或 m:eval() 进入评估模式",
-        ce_target = "这里的类别从 1 开始数；要跳过值为 %s 的目标，就给出 {ignore_index = %s}",
-        ce_option = "cross_entropy 的选项：ignore_index 是要跳过的目标值（整数），reduction 是 \"mean\"、\"sum\" 或 " ..
-                    "\"none\"，label_smoothing 是 0 到 1 之间的数",
-        matmul_at = "Lua 没有 @ 运算符：矩阵乘法写作 %s:matmul(%s)，或 mha.matmul(%s, %s)",
-        matmul_star = "* 是逐元素相乘（会广播）；矩阵乘法请写 %s:matmul(%s)",
-        did_you_mean = "你是想写 %s 吗？",
-        colon = "写作 %s",
-        dangling = "单独的值（%s）不是 Lua 语句：把 %s 单独输入一行，或用 print(%s)",
-        dangling_any = "单独的值不是 Lua 语句：把它单独输入一行，或用 print(...)",
-        command = "没有命令 :%s（你是想输入 :%s 吗？）",
-        missing_arg = "%s 缺少第 %s 个参数：?%s 列出它要的参数",
-        nil_name = "%s 是 nil：你是想写 %s 吗？",
-    },
-}
-function habits.words(lang) return WORDS[lang] or WORDS.en end
+-- The hints' words, in the language the REPL is in ("en" or "zh"). A hint that is false in a language
+-- (to_device, train_mode, ce_option in English) is not given: the refusal says it already.
+function habits.words(lang) return i18n.words(lang).hint end
 
 habits.closest = display.closest
 
@@ -194,27 +152,24 @@ end
 
 -- Chinese hint lines for the messages the C core and the helpers raise in English: in a Chinese session
 -- the REPL prints the line under such a message (in English the message says it already). Each entry is
--- a pattern of the message's first line and the hint, a format for the pattern's captures.
+-- a pattern of the message's first line and the hint's key in the catalogue (room core), a format for the
+-- pattern's captures.
 local ZH_LINES = {
-    {"^interrupted$", "提示：Ctrl-C 中断了这条输入；中断之前它做完的事（例如赋值）都还在"},
-    {": interrupted$", "提示：Ctrl-C 中断了这条输入；中断之前它做完的事（例如赋值）都还在"},
-    {"unknown option '([^']*)' %(did you mean '([^']*)'%?%)", "提示：没有选项“%s”；你是想写“%s”吗？"},
-    {"unknown option '([^']*)'", "提示：没有选项“%s”；分号后面列出了所有可用的选项"},
-    {"([%w_]+) is a method: call it with a colon: (.-)$", "提示：%s 是方法：用冒号调用它，写作 %s"},
-    {"view: cannot view a tensor", "提示：view 从不复制数据：这个张量的元素在内存中不是依次排列的（例如转置过），"
-        .. "先用 :contiguous() 复制成 C 顺序再 view，或者改用 :reshape()"},
-    {"inner sizes (%d+) and (%d+) differ", "提示：矩阵乘法 A·B 要求 A 的最后一维等于 B 的倒数第二维（这里是 %s 和 %s）；"
-        .. "也许要先转置其中一个：:transpose(1, 2)"},
-    {"embed_dim (%d+) is not divisible by num_heads (%d+)", "提示：embed_dim %s 必须能被 num_heads %s 整除："
-        .. "每个头分到 embed_dim/num_heads 维"},
-    {"bad argument #(%d+) to '([%w_]+)' %((.-) expected, got (.-)%)", "提示：第 %s 个参数（%s 的）应该是 %s，实际是 %s"},
+    {"^interrupted$", "interrupted"},
+    {": interrupted$", "interrupted"},
+    {"unknown option '([^']*)' %(did you mean '([^']*)'%?%)", "option_did_you_mean"},
+    {"unknown option '([^']*)'", "option_unknown"},
+    {"([%w_]+) is a method: call it with a colon: (.-)$", "method_colon"},
+    {"view: cannot view a tensor", "view"},
+    {"inner sizes (%d+) and (%d+) differ", "inner_sizes"},
+    {"embed_dim (%d+) is not divisible by num_heads (%d+)", "divisible"},
+    {"bad argument #(%d+) to '([%w_]+)' %((.-) expected, got (.-)%)", "bad_argument"},
     -- the core's file and size errors
-    {"which float32 cannot hold exactly", "提示：mha 的张量是 float32，只能精确表示 -2^24 到 2^24 之间的整数；"
-        .. "能接受舍入的话，先在 NumPy 里转换：a.astype(np.float32)"},
-    {"beyond float32's range", "提示：这个值超出了 float32 的范围（会变成 inf）；先在 NumPy 里缩放或截断它"},
-    {"too small for float32", "提示：这个值太小，float32 表示不了（会变成 0）；能接受的话，先在 NumPy 里转换：a.astype(np.float32)"},
-    {"No space left on device", "提示：磁盘满了：新文件没有写成，旧文件原样保留；腾出空间后再保存一次"},
-    {"the largest size a dim may have", "提示：一个维度最长 2^63-1；拼接后的长度超过了它"},
+    {"which float32 cannot hold exactly", "float32_exact"},
+    {"beyond float32's range", "float32_range"},
+    {"too small for float32", "float32_small"},
+    {"No space left on device", "disk_full"},
+    {"the largest size a dim may have", "dim_largest"},
 }
 
 -- The Chinese hint line for an English message (its first line), or nil.
@@ -222,7 +177,7 @@ function habits.zh_line(msg)
     local first = tostring(msg):match("^[^\n]*")
     for _, entry in ipairs(ZH_LINES) do
         local found = table.pack(first:match(entry[1]))
-        if found[1] then return string.format(entry[2], table.unpack(found, 1, found.n)) end
+        if found[1] then return string.format(i18n.words("zh").core[entry[2]], table.unpack(found, 1, found.n)) end
     end
     return nil
 end

@@ -812,29 +812,9 @@ end
 -- The REPL's own commands
 -- ---------------------------------------------------------------------------------------------
 
--- What the REPL's commands say, in English and Chinese (repl.lang()).
-local SAID = {
-    en = {time = "time: ", on = "on", off = "off",
-          fresh = "fresh state (the history, the transcript for :save and :time are kept)",
-          save_name = ":save needs a file name: :save FILE writes FILE.lua and FILE.md",
-          saved = "saved %d inputs to %s and %s",
-          unknown = "unknown command :%s (? lists the commands)", could_be = ":%s could be :%s",
-          -- each line at most 80 columns, the terminal's least width (the zh line is 70)
-          banner = "%s %s (%s)\ntype ? for the commands, help() for the functions, Ctrl-D to quit",
-          exported = "wrote %s to %s", exported_lesson = "lesson %s", exported_session = "the session",
-          export_lesson_too = "(:export lesson FILE writes lesson %d alone, run afresh from its seed)",
-          value_after = "hint: a value after statements prints when a ';' comes before it: %s"},
-    zh = {time = "计时：", on = "开", off = "关",
-          fresh = "新的状态（历史、:save 的记录和 :time 设置都保留）",
-          save_name = ":save 需要文件名：:save FILE 写出 FILE.lua 和 FILE.md",
-          saved = "已把 %d 条输入保存到 %s 和 %s",
-          unknown = "没有命令 :%s（? 列出所有命令）", could_be = ":%s 可以是 :%s",
-          banner = "%s %s（%s）- 输入 ? 看命令，help() 看函数，Ctrl-D 退出",
-          exported = "已把%s写到 %s", exported_lesson = "第 %s 课", exported_session = "本次会话",
-          export_lesson_too = "（:export lesson FILE 只写第 %d 课，从它的随机种子重新运行）",
-          value_after = "提示：语句后面的值要用 ; 隔开才会打印：%s"},
-}
-function repl.said(word) return (SAID[repl.lang()] or SAID.en)[word] end
+-- What the REPL's commands say, in the REPL's language (repl.lang()): the catalogue's room repl.
+local i18n = require "mha.i18n"
+function repl.said(word) return i18n.words(repl.lang()).repl[word] end
 
 -- The start-up line in the REPL's language (lua/repl/repl.c prints it at a terminal).
 function repl.banner(program, version, lua_release)

@@ -8,6 +8,7 @@ local mha = require "mha"        -- the bindings: luaopen_mha has stored them be
 local term = require "mha.term"
 local raise = require "mha.raise"   -- errors at the user's line
 local option_tables = require "mha.options"
+local i18n = require "mha.i18n"   -- the words a printed tensor carries (room print)
 
 local M = {}
 
@@ -35,12 +36,7 @@ local OPTION_CHECK = {
 }
 
 -- The few words a printed tensor carries, in the language of the printoptions (a lesson in Chinese sets "zh").
-local WORDS = {
-    en = {columns = "columns %s-%s", column = "column %s", more_columns = "columns ...", scale = "scale: ",
-          rows_of = "rows 1-%d of %d", columns_of = "columns 1-%d of %d", shown = "(%s shown)", comma = ", "},
-    zh = {columns = "第 %s-%s 列", column = "第 %s 列", more_columns = "列 ...", scale = "刻度：",
-          rows_of = "第 1-%d 行（共 %d 行）", columns_of = "第 1-%d 列（共 %d 列）", shown = "（只显示%s）", comma = "，"},
-}
+local function words(lang) return i18n.words(lang).print end
 
 -- Text safe to print: control characters (which could move the cursor or change colours) become "?".
 local function clean_text(s)
@@ -277,7 +273,7 @@ end
 
 
 -- Labels from a list, or from a string: split on spaces, or into characters when it has none
--- ("我爱你" -> 我, 爱, 你). There must be n of them (n rows, or n `unit`).
+-- (a Chinese sentence -> one label per character). There must be n of them (n rows, or n `unit`).
 local function label_list(fname, what, given, n, unit)   -- unit: "row", "column", "value"
     if given == nil then return nil end
     local list = {}
@@ -543,7 +539,7 @@ local function render(fname, t, opts)
         end
         if prefix ~= "..." then
             local cells = texts[s]
-            for _, line in ipairs(layout(cells, cols_ix, row_labels, col_labels, cell_width, width, WORDS[o.lang])) do
+            for _, line in ipairs(layout(cells, cols_ix, row_labels, col_labels, cell_width, width, words(o.lang))) do
                 lines[#lines + 1] = line
             end
         end
@@ -730,10 +726,10 @@ function M.heat(t, opts)
         end
     end
     local notes = {}
-    local words = WORDS[o.lang]
-    if nrows > #rows_ix then notes[#notes + 1] = string.format(words.rows_of, #rows_ix, nrows) end
-    if ncols > shown_cols then notes[#notes + 1] = string.format(words.columns_of, shown_cols, ncols) end
-    if #notes > 0 then lines[#lines + 1] = string.format(words.shown, table.concat(notes, words.comma)) end
+    local said = words(o.lang)
+    if nrows > #rows_ix then notes[#notes + 1] = string.format(said.rows_of, #rows_ix, nrows) end
+    if ncols > shown_cols then notes[#notes + 1] = string.format(said.columns_of, shown_cols, ncols) end
+    if #notes > 0 then lines[#lines + 1] = string.format(said.shown, table.concat(notes, said.comma)) end
 
     -- the scale: lo, every level lowest to highest, hi (each level an equal part of the range)
     local fmt, whole = number_format({ lo, hi, (hi - lo) / (colour and #RAMP or #SHADES) }, o)
@@ -744,7 +740,7 @@ function M.heat(t, opts)
     else
         steps = SHADES
     end
-    lines[#lines + 1] = words.scale .. num(lo) .. " " .. table.concat(steps) .. " " .. num(hi)
+    lines[#lines + 1] = said.scale .. num(lo) .. " " .. table.concat(steps) .. " " .. num(hi)
     if saw_nan then lines[#lines] = lines[#lines] .. "  " .. NAN_MARK .. " = nan" end
     lines[#lines + 1] = footer(src)
     io.write(table.concat(lines, "\n"), "\n")

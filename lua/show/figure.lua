@@ -12,6 +12,7 @@ local gnuplot = require "mha.gnuplot"
 local display = require "mha.display"
 local term = require "mha.term"
 local raise = require "mha.raise"   -- errors at the user's line
+local i18n = require "mha.i18n"     -- the words a plot adds itself (room plot)
 
 local plot = {}   -- the module mha.plot: its figure functions here, the charts in lua/show/plot.lua
 
@@ -108,23 +109,14 @@ end
 -- Terminals: probed once per process
 -- ---------------------------------------------------------------------------------------------
 
-local NOT_FOUND = "plot: gnuplot not found; install the Debian package gnuplot-nox"
+local NOT_FOUND = i18n.t("plot.not_found", "en")   -- the error raised is English, as every error is
 
 -- plot.lang: a function returning "en" or "zh", the language of the words a plot adds itself (panel
 -- titles, axis labels). The lesson runner, which holds the language, sets it; else English.
 plot.lang = nil
-local WORDS = {
-    en = { head = "head %d", query = "query", key = "key", dims = { "head", "query", "key" },
-           not_found = NOT_FOUND, not_drawn = "plot.line: not drawn without gnuplot: ",
-           blank_note = "red marks: cells without a colour (NaN = not a number, inf = infinite)" },
-    zh = { head = "头 %d", query = "查询", key = "键", dims = { "头", "查询", "键" },
-           not_found = "plot：找不到 gnuplot；请安装 Debian 软件包 gnuplot-qt（有窗口）或 gnuplot-nox（只画文件和文字）",
-           not_drawn = "plot.line：没有 gnuplot，未画出：",
-           blank_note = "红色标记：没有颜色的格子（NaN = 不是数，inf = 无穷大）" },
-}
 local function words()
     local lang = type(plot.lang) == "function" and plot.lang() or "en"
-    return WORDS[lang] or WORDS.en
+    return i18n.words(lang).plot
 end
 
 local gnuplot_missing = false   -- set once the first spawn finds no gnuplot; said once

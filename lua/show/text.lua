@@ -307,10 +307,10 @@ end
 
 -- Joins the source lines of a paragraph: with a space, except where a line break falls between two CJK
 -- characters or next to CJK punctuation (Chinese puts no spaces between words; the lessons do put one
--- between a Chinese word and a Latin one, "PyTorch 的 nn.Linear", so that break stays a space).
+-- between a Chinese word and a Latin one, as before "nn.Linear", so that break stays a space).
 local function cjk_punctuation(cp) return is_wide(cp) and (no_break_before[cp] or no_break_after[cp]) end
 -- Curly quotes are narrow on most terminals, but a Chinese quotation takes no space either side of them:
--- 输出“趋近于 0”的 (not 输出 “趋近于 0” 的).
+-- the Chinese characters before the opening quote and after the closing one touch it.
 local opening_quote = {[0x201C] = true, [0x2018] = true}
 local closing_quote = {[0x201D] = true, [0x2019] = true}
 local function quote_tight(last, first)

@@ -14,16 +14,9 @@
 
 local mha = require "mha"
 local raise = require "mha.raise"   -- errors at the user's line
+local i18n = require "mha.i18n"     -- the report's words (room heads)
 
 local M = {}
-
--- The report's words (the kinds, a layer and a head), in the language of the printoptions.
-local WORDS = {
-    en = {previous = "previous", duplicate = "duplicate", induction = "induction", layer = "layer %d",
-          layer_short = "L%d: ", head = "h%d"},
-    zh = {previous = "前一词元", duplicate = "重复词元", induction = "归纳", layer = "第 %d 层",
-          layer_short = "第 %d 层：", head = "头%d"},
-}
 
 local KINDS = {previous = true, duplicate = true, induction = true}
 
@@ -171,7 +164,7 @@ function M.report(model, tokens, opts)
     opts = check_opts("heads.report", opts)
     local t, rows = rows_of("heads.report", tokens)
     local maps = attention_of(model, t)   -- one forward serves the three kinds
-    local said = WORDS[mha.printoptions().lang] or WORDS.en
+    local said = i18n.words(mha.printoptions().lang).heads   -- the printoptions' language
     local width = require("mha.text").width
     local result = {}
     for _, kind in ipairs({"previous", "duplicate", "induction"}) do

@@ -7,6 +7,7 @@ local optim = require "mha.nn.optim"
 local term = require "mha.term"
 local raise = require "mha.raise"   -- errors at the user's line
 local options = require "mha.options"
+local i18n = require "mha.i18n"   -- what train prints (room train)
 
 local M = {}
 
@@ -45,26 +46,7 @@ local function make_optimizer(o, params)
 end
 
 -- What train prints and the curves' words, in the language of the printoptions (a Chinese lesson sets "zh").
-local WORDS = {
-    en = {loss = "loss", accuracy = "accuracy", step = "step", training = "training", layer = "layer %d",
-          progress = "step %d/%d  %.1f steps/s  loss %.4f  acc %5.1f%%  ETA %s",
-          log = "step %5d  loss %.4f  acc %5.1f%%",
-          interrupted = "train: interrupted after step %d of %d; the model keeps what it learned",
-          done = "done: %d steps in %s (CPU), loss %.4f, acc %.1f%%",
-          model = function(heads, d_model, layers)   -- the curves' title names the model: runs compare
-              return string.format("training: %d head%s, d_model %d, %d layer%s", heads, heads == 1 and "" or "s",
-                                   d_model, layers, layers == 1 and "" or "s")
-          end},
-    zh = {loss = "损失", accuracy = "准确率", step = "步", training = "训练", layer = "第 %d 层",
-          progress = "第 %d/%d 步  %.1f 步/秒  损失 %.4f  准确率 %5.1f%%  还需 %s",
-          log = "第 %5d 步  损失 %.4f  准确率 %5.1f%%",
-          interrupted = "train：第 %d 步（共 %d 步）后中断；模型保留已学到的",
-          done = "完成：%d 步，用时 %s（CPU），损失 %.4f，准确率 %.1f%%",
-          model = function(heads, d_model, layers)
-              return string.format("训练：%d 个头，d_model %d，%d 层", heads, d_model, layers)
-          end},
-}
-local function words() return WORDS[mha.printoptions().lang] or WORDS.en end
+local function words() return i18n.words(mha.printoptions().lang).train end
 
 -- The loss and accuracy curves, on the run's own figure: redrawn live in a gnuplot window, or once at the end as
 -- a text plot; the labels in the language of the printoptions (a Chinese lesson sets "zh").

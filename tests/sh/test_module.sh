@@ -34,7 +34,7 @@ check "require gives the library" \
 check "embedded helpers are preloaded" \
     'local p = package.preload; print(p["mha.gnuplot"] and p["mha.term"] and "ok" or "missing C helpers")'
 # the Makefile's EMBED list names each Lua helper's module: module=lua/room/file.lua
-embedded=$(sed -n '/^EMBED/,/^[A-Z]/p' Makefile | grep -o '[a-z_.]*=lua/[a-z_/]*\.lua')
+embedded=$(sed -n '/^EMBED/,/^[A-Z]/p' Makefile | grep -o '[a-z0-9_.]*=lua/[a-z0-9_/]*\.lua')
 unlisted=""
 for f in lua/*/*.lua; do
     printf '%s\n' "$embedded" | grep -q "=$f\$" || unlisted="$unlisted $f"
