@@ -1,5 +1,5 @@
--- tools/lint.lua - checks the architecture's rules over the tracked files of core/ and lua/: no cycle in
--- the include graph (units, core rooms) or the require graph, core includes no Lua, sizes, comment width.
+-- tools/lint.lua - the architecture's rules over the tracked files of core/ and lua/: no cycle in
+-- the include graph (units, rooms) or the require graph, core includes no Lua, sizes, comments.
 -- usage: mha-repl tools/lint.lua [--graph] [ROOT]   (make lint; tests/sh/test_lint.sh)
 -- Prints "file:line: rule: detail" per violation, then a summary; exits 1 on any violation.
 -- --graph prints the core room graph and the require graph instead (for docs/architecture.md).
@@ -14,7 +14,7 @@ for _, a in ipairs(arg) do
     else root = a end
 end
 
--- files -------------------------------------------------------------------------------------------------
+-- files -------------------------------------------------------------------------------------------
 
 local function read(path)
     local f = io.open(root .. "/" .. path, "rb")
@@ -36,7 +36,9 @@ end
 local function source_files()
     local q = "'" .. root:gsub("'", "'\\''") .. "'"
     local files = lines_of("cd " .. q .. " && git ls-files core lua 2>/dev/null")
-    if #files == 0 then files = lines_of("cd " .. q .. " && find core lua -type f 2>/dev/null | sort") end
+    if #files == 0 then
+        files = lines_of("cd " .. q .. " && find core lua -type f 2>/dev/null | sort")
+    end
     local exists = {}
     for _, f in ipairs(files) do exists[f] = true end
     return files, exists
@@ -56,7 +58,7 @@ local function normalize(path)
     return table.concat(parts, "/")
 end
 
--- violations ----------------------------------------------------------------------------------------------
+-- violations --------------------------------------------------------------------------------------
 
 local violations, counts, warnings = {}, {}, {}
 
@@ -64,6 +66,11 @@ local function report(file, line, rule, detail)
     violations[#violations + 1] = {file = file, line = line,
                                    text = string.format("%s:%d: %s: %s", file, line, rule, detail)}
     counts[rule] = (counts[rule] or 0) + 1
+end
+
+local function report_function(file, f)
+    report(file, f.line, "function-length",
+           string.format("function %s is %d lines (at most %d)", f.name, f.length, MAX_FUNCTION))
 end
 
 -- a line longer than MAX_COLUMNS: a comment violation when everything past the limit is comment,
@@ -79,13 +86,15 @@ end
 
 -- marks[line] records what lies past column MAX_COLUMNS: "code" wins over "comment"
 local function mark(marks, line, col, kind, byte)
-    if col > MAX_COLUMNS and byte ~= 32 and byte ~= 9 and marks[line] ~= "code" then marks[line] = kind end
+    if col > MAX_COLUMNS and byte ~= 32 and byte ~= 9 and marks[line] ~= "code" then
+        marks[line] = kind
+    end
 end
 
--- C: comments, strings, braces ------------------------------------------------------------------------------
+-- C: comments, strings, braces --------------------------------------------------------------------
 
--- scans C source once: what lies past the width limit on each line, and the top-level function bodies
--- (from the line of the brace opening the body to the line of its matching brace)
+-- scans C source once: what lies past the width limit on each line, and the top-level function
+-- bodies (from the line of the brace opening the body to the line of its matching brace)
 local function scan_c(text)
     local marks, functions = {}, {}
     local line, col, i, n = 1, 0, 1, #text
@@ -139,7 +148,8 @@ local function scan_c(text)
             elseif state == "block" then
                 mark(marks, line, col, "comment", b)
                 if c == "*" and nxt == "/" then
-                    state = "code"; mark(marks, line, col + 1, "comment", 47); i, col = i + 1, col + 1
+                    state = "code"; mark(marks, line, col + 1, "comment", 47)
+                    i, col = i + 1, col + 1
                 end
             elseif state == "line" then
                 mark(marks, line, col, "comment", b)
@@ -159,7 +169,7 @@ local function scan_c(text)
     return marks, functions
 end
 
--- Lua: a small tokenizer that skips strings and comments ------------------------------------------------
+-- Lua: a small tokenizer that skips strings and comments ------------------------------------------
 
 -- the level of a long bracket opening at i ("[[" is 0, "[==[" is 2), or nil
 local function long_bracket(text, i)
@@ -213,8 +223,8 @@ local function scan_lua(text)
             local close = "]" .. string.rep("=", level) .. "]"
             local a, stop = text:find(close, i, true)
             stop = stop or n
-            tokens[#tokens + 1] = {kind = "string", value = text:sub(i + level + 2, (a or n + 1) - 1),
-                                   line = line}
+            local value = text:sub(i + level + 2, (a or n + 1) - 1)
+            tokens[#tokens + 1] = {kind = "string", value = value, line = line}
             span(i, stop, "code"); i = stop + 1
         elseif c:match("[%a_]") then
             local name = text:match("^[%a_][%w_]*", i)
@@ -228,7 +238,8 @@ local function scan_lua(text)
     return marks, tokens
 end
 
--- Lua functions longer than MAX_FUNCTION lines: function/if/do/repeat open a block, end/until close one
+-- Lua functions longer than MAX_FUNCTION lines: function/if/do/repeat open a block, end/until
+-- close one
 local function lua_functions(tokens)
     local long, stack = {}, {}
     for k, t in ipairs(tokens) do
@@ -253,7 +264,8 @@ local function lua_functions(tokens)
             elseif v == "end" or v == "until" then
                 local top = table.remove(stack)
                 if top and top.fn and t.line - top.line + 1 > MAX_FUNCTION then
-                    long[#long + 1] = {line = top.line, name = top.name, length = t.line - top.line + 1}
+                    long[#long + 1] = {line = top.line, name = top.name,
+                                       length = t.line - top.line + 1}
                 end
             end
         end
@@ -280,7 +292,7 @@ local function lua_requires(tokens)
     return found
 end
 
--- graphs ----------------------------------------------------------------------------------------------------
+-- graphs ------------------------------------------------------------------------------------------
 
 -- the strongly connected components of a graph with more than one node (Tarjan), each sorted
 local function cycles_of(nodes, edges)
@@ -352,9 +364,11 @@ for flags in ("\n" .. makefile):gmatch("\nALL_CFLAGS%s*=([^\n]*)") do
     end
 end
 local module_file = {}
-for name, file in makefile:gmatch("(mha[%w_.]*)=(lua/[%w_/.]+%.lua)") do module_file[name] = file end
+for name, file in makefile:gmatch("(mha[%w_.]*)=(lua/[%w_/.]+%.lua)") do
+    module_file[name] = file
+end
 
--- the checks --------------------------------------------------------------------------------------------------
+-- the checks --------------------------------------------------------------------------------------
 
 local files, exists = source_files()
 local unit_edges, room_edges, require_edges, units, rooms = {}, {}, {}, {}, {}
@@ -365,7 +379,8 @@ for _, path in ipairs(files) do
     local e = ext(path)
     local text = (e == "c" or e == "h" or e == "lua") and read(path)
     if text then
-        local nlines = select(2, text:gsub("\n", "")) + ((text ~= "" and text:sub(-1) ~= "\n") and 1 or 0)
+        local nlines = select(2, text:gsub("\n", ""))
+        if text ~= "" and text:sub(-1) ~= "\n" then nlines = nlines + 1 end
         if nlines > MAX_FILE then
             report(path, 1, "file-length", string.format("%d lines (at most %d)", nlines, MAX_FILE))
         end
@@ -374,20 +389,20 @@ for _, path in ipairs(files) do
             local tokens
             marks, tokens = scan_lua(text)
             for _, f in ipairs(lua_functions(tokens)) do
-                report(path, f.line, "function-length", string.format("function %s is %d lines (at most %d)",
-                                                                       f.name, f.length, MAX_FUNCTION))
+                report_function(path, f)
             end
             local from = file_module[path] or path
             require_edges[from] = require_edges[from] or {}
             for _, r in ipairs(lua_requires(tokens)) do
-                if r.module:match("^mha") then add_edge(require_edges, from, r.module, path .. ":" .. r.line) end
+                if r.module:match("^mha") then
+                    add_edge(require_edges, from, r.module, path .. ":" .. r.line)
+                end
             end
         else
             local functions
             marks, functions = scan_c(text)
             for _, f in ipairs(functions) do
-                report(path, f.line, "function-length", string.format("function %s is %d lines (at most %d)",
-                                                                       f.name, f.length, MAX_FUNCTION))
+                report_function(path, f)
             end
             local u = unit(path)
             units[#units + 1] = u
@@ -411,7 +426,9 @@ for _, path in ipairs(files) do
                         if room and target:match("^lua/") then
                             report(path, ln, "core-includes-lua", "core includes " .. target)
                         end
-                        if unit(target) ~= u then add_edge(unit_edges, u, unit(target), path .. ":" .. ln) end
+                        if unit(target) ~= u then
+                            add_edge(unit_edges, u, unit(target), path .. ":" .. ln)
+                        end
                         local to_room = target:match("^core/([^/]+)/")
                         if room and to_room and to_room ~= room then
                             add_edge(room_edges, room, to_room, path .. ":" .. ln)
@@ -432,7 +449,9 @@ local function report_cycles(rule, nodes, edges)
         local where = (a and edges[a] and edges[a][b]) or "?:0"
         local file, line = where:match("^(.*):(%d+)$")
         local detail = path
-        if #comp > 2 then detail = detail .. " (in one cycle: " .. table.concat(comp, " ") .. ")" end
+        if #comp > 2 then
+            detail = detail .. " (in one cycle: " .. table.concat(comp, " ") .. ")"
+        end
         report(file or where, tonumber(line) or 0, rule, detail)
     end
 end
@@ -442,18 +461,20 @@ report_cycles("include-cycle", units, unit_edges)
 report_cycles("room-cycle", sorted_keys(rooms), room_edges)
 report_cycles("require-cycle", sorted_keys(require_edges), require_edges)
 
--- output --------------------------------------------------------------------------------------------------
+-- output ------------------------------------------------------------------------------------------
 
 local function print_graph(title, edges, nodes)
     print(title)
     for _, v in ipairs(nodes) do
         local targets = sorted_keys(edges[v] or {})
-        print(string.format("  %-22s -> %s", v, #targets > 0 and table.concat(targets, " ") or "(nothing)"))
+        local list = #targets > 0 and table.concat(targets, " ") or "(nothing)"
+        print(string.format("  %-22s -> %s", v, list))
     end
 end
 
 if graph_only then
-    print_graph("core rooms (a room -> the rooms whose headers it includes):", room_edges, sorted_keys(rooms))
+    print_graph("core rooms (a room -> the rooms whose headers it includes):", room_edges,
+                sorted_keys(rooms))
     print()
     print_graph("Lua modules (a module -> the mha modules it requires; C modules require nothing):",
                 require_edges, sorted_keys(require_edges))
@@ -468,9 +489,10 @@ end)
 for _, v in ipairs(violations) do print(v.text) end
 local parts = {}
 for _, rule in ipairs(sorted_keys(counts)) do parts[#parts + 1] = rule .. " " .. counts[rule] end
-print(string.format("lint: %d files checked, %d violations%s; code or strings past column %d on %d lines "
-                    .. "(a warning; LINT_WARNINGS=1 lists them)", #files, #violations,
-                    #parts > 0 and " (" .. table.concat(parts, ", ") .. ")" or "", MAX_COLUMNS, #warnings))
+local by_rule = #parts > 0 and " (" .. table.concat(parts, ", ") .. ")" or ""
+print(string.format("lint: %d files checked, %d violations%s; code or strings past column %d on "
+                    .. "%d lines (a warning; LINT_WARNINGS=1 lists them)", #files, #violations,
+                    by_rule, MAX_COLUMNS, #warnings))
 if os.getenv("LINT_WARNINGS") then
     table.sort(warnings)
     for _, w in ipairs(warnings) do print(w) end
