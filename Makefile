@@ -122,8 +122,8 @@ docs: all
 	COLUMNS=100 $(BUILD)/mha-repl tools/api_docs.lua en > docs/api.md.tmp && mv docs/api.md.tmp docs/api.md
 	COLUMNS=100 $(BUILD)/mha-repl tools/api_docs.lua zh > docs/api.zh.md.tmp && mv docs/api.zh.md.tmp docs/api.zh.md
 
-# lint: the architecture's rules (tools/lint.lua): no include, room or require cycle, core includes no
-# Lua, no file over 900 lines, no function over 100, no comment past column 100; tests/sh/test_lint.sh too
+# lint: the architecture's rules (tools/lint.lua): no include, room or require cycle, core includes
+# no Lua, no file over 900 lines, no function over 100, no comment past column 100 (as test_lint.sh)
 .PHONY: lint
 lint: all
 	$(BUILD)/mha-repl tools/lint.lua
