@@ -126,6 +126,12 @@ docs: all
 	COLUMNS=100 $(BUILD)/mha-repl tools/api_docs.lua en > docs/api.md.tmp && mv docs/api.md.tmp docs/api.md
 	COLUMNS=100 $(BUILD)/mha-repl tools/api_docs.lua zh > docs/api.zh.md.tmp && mv docs/api.zh.md.tmp docs/api.zh.md
 
+# lint: the architecture's rules (tools/lint.lua): no include, room or require cycle, core includes
+# no Lua, no file over 900 lines, no function over 100, no comment past column 100 (as test_lint.sh)
+.PHONY: lint
+lint: all
+	$(BUILD)/mha-repl tools/lint.lua
+
 # install-kernel: the Jupyter kernelspec "mha-repl" for this user (jupyter kernelspec list shows it)
 KERNEL_DIR ?= $(or $(XDG_DATA_HOME),$(HOME)/.local/share)/jupyter/kernels/mha-repl
 install-kernel: all

@@ -1,16 +1,18 @@
-/* lua/kernel/kernel.c - the Jupyter messaging protocol 5.3 over ZeroMQ (libzmq), JSON by jansson, HMAC-SHA256
- * signing by OpenSSL: the channels, the wire format and the replies. What a cell does is mha.kernel's.
+/* lua/kernel/kernel.c - the Jupyter messaging protocol 5.3 over ZeroMQ, JSON by jansson,
+ * HMAC-SHA256 by OpenSSL: the channels, the wire format, the replies. What a cell does: mha.kernel.
  *
  * Threads: the main thread serves shell (and runs Lua); a control thread serves control (and drains
- * stdin, which no cell reads), so that an interrupt_request or a shutdown_request is answered while a
- * cell runs, and watches the front end: a kernel whose parent died ends; a heartbeat thread echoes.
- * Only the main thread touches the lua_State; iopub is shared under a mutex. SIGINT (jupyter_client's
- * interrupt) stops the running cell through stop(L), the REPL's Ctrl-C, which reaches the core's
- * kernels (mha_interrupt) and Lua loops in every coroutine (hooks) alike; the control thread's
- * interrupt_request sends the main thread that SIGINT, so stop(L) always runs where the cell runs.
+ * stdin, which no cell reads), so that an interrupt_request or a shutdown_request is answered while
+ * a cell runs, and watches the front end: a kernel whose parent died ends; a heartbeat thread
+ * echoes. Only the main thread touches the lua_State; iopub is shared under a mutex. SIGINT
+ * (jupyter_client's interrupt) stops the running cell through stop(L), the REPL's Ctrl-C, which
+ * reaches the core's kernels (mha_interrupt) and Lua loops in every coroutine (hooks) alike; the
+ * control thread's interrupt_request sends the main thread that SIGINT, so stop(L) always runs
+ * where the cell runs.
  *
- * Messages: no frame over MAX_FRAME_BYTES is taken; a message's signature is checked on its frames as
- * they arrived (nothing is copied first) and once: a signature seen before is a replay, refused. */
+ * Messages: no frame over MAX_FRAME_BYTES is taken; a message's signature is checked on its frames
+ * as they arrived (nothing is copied first) and once: a signature seen before is a replay, refused.
+ */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -38,7 +40,7 @@
 #define MAX_IDENTITIES   16
 #define POLL_MS          100   /* how often the threads look at the stop flag and the parent */
 #define GRACE_MS         1000  /* a cell that ignores the stop at shutdown gets this long */
-#define MAX_FRAME_BYTES  (64 << 20)   /* ZMQ_MAXMSGSIZE: a longer frame drops its sender's connection */
+#define MAX_FRAME_BYTES  (64 << 20)   /* ZMQ_MAXMSGSIZE: a longer frame drops its sender */
 #define DIGEST_BYTES     32    /* HMAC-SHA256 */
 #define HISTORY_SLOTS    65536 /* per generation of the digest history: remembers 32768 to 65536 */
 
@@ -60,8 +62,8 @@ typedef struct kernel {
     int execution_count;
 } kernel;
 
-/* The signatures of the messages taken so far, as ipykernel's Session.digest_history: two generations
- * of open-addressing tables; when the current one is half full it becomes the previous one. */
+/* The signatures of the messages taken so far, as ipykernel's Session.digest_history: two
+ * generations of open-addressing tables; the current one, half full, becomes the previous one. */
 typedef struct digest_history {
     unsigned char (*current)[DIGEST_BYTES], (*previous)[DIGEST_BYTES];
     size_t count;
@@ -82,8 +84,8 @@ static const json_t *current_parent = NULL;      /* the execute_request whose ou
 
 /* ---- the wire ---- */
 
-/* hex of HMAC-SHA256(key, header parent metadata content) into out (65 bytes), over each part's bytes
- * (a NUL inside one is signed too); "" when there is no key. */
+/* hex of HMAC-SHA256(key, header parent metadata content) into out (65 bytes), over each part's
+ * bytes (a NUL inside one is signed too); "" when there is no key. */
 static int sign(char *out, const void *const parts[4], const size_t sizes[4]) {
     out[0] = '\0';
     if (K.keylen == 0) return 0;
@@ -101,7 +103,7 @@ static int sign(char *out, const void *const parts[4], const size_t sizes[4]) {
     return 0;
 }
 
-/* Whether digest is in table (HISTORY_SLOTS slots); its slot, or the empty slot where it would go. */
+/* Whether digest is in table (HISTORY_SLOTS slots); its slot, or the empty slot it would go in. */
 static int history_find(unsigned char (*table)[DIGEST_BYTES], const unsigned char *digest, size_t *slot) {
     static const unsigned char empty[DIGEST_BYTES];
     size_t at;
@@ -112,7 +114,7 @@ static int history_find(unsigned char (*table)[DIGEST_BYTES], const unsigned cha
     }
 }
 
-/* Records a message's signature (hex); returns 1 when it was seen before (a replay), -1 on no memory. */
+/* Records a message's signature (hex); returns 1 when seen before (a replay), -1 on no memory. */
 static int seen_before(const char *hex) {
     unsigned char digest[DIGEST_BYTES];
     for (size_t i = 0; i < DIGEST_BYTES; i++) {
@@ -147,8 +149,8 @@ static int seen_before(const char *hex) {
     return replay;
 }
 
-/* zmq_msg_recv and zmq_send, again when a signal (an interrupt) came in between: the main thread takes
- * SIGINT, and a message cut short would lose a request or an output. */
+/* zmq_msg_recv and zmq_send, again when a signal (an interrupt) came in between: the main thread
+ * takes SIGINT, and a message cut short would lose a request or an output. */
 static int recv_frame(zmq_msg_t *frame, void *socket) {
     int r;
     while ((r = zmq_msg_recv(frame, socket, 0)) < 0 && errno == EINTR) {}
@@ -171,15 +173,16 @@ static void free_message(message *m) {
     m->header = m->parent = m->metadata = m->content = NULL;
 }
 
-/* Reads one multipart message: identities, <IDS|MSG>, signature, four JSON parts, buffers (dropped).
- * The parts stay in their frames until the signature over them has been checked. Returns 0, or -1 when
- * it is malformed, its signature is wrong or was seen before (said on stderr, and dropped). */
+/* Reads one multipart message: identities, <IDS|MSG>, signature, four JSON parts, buffers
+ * (dropped). The parts stay in their frames until the signature over them has been checked.
+ * Returns 0, or -1 when it is malformed, its signature is wrong or was seen before (said on stderr,
+ * and dropped). */
 static int recv_message(void *socket, message *m) {
     memset(m, 0, sizeof *m);
     zmq_msg_t signature, parts[4];
     zmq_msg_init(&signature);
     for (int i = 0; i < 4; i++) zmq_msg_init(&parts[i]);
-    int stage = 0, more = 1, bad = 0;   /* stage: 0 identities, 1 signature, 2..5 parts, 6 buffers */
+    int stage = 0, more = 1, bad = 0;  /* stage: 0 identities, 1 signature, 2..5 parts, 6 buffers */
     while (more) {
         zmq_msg_t frame;
         zmq_msg_init(&frame);
@@ -285,7 +288,7 @@ static void send_message(void *socket, zmq_msg_t *ids, int nids, const char *top
     json_decref(content);
 }
 
-/* A message of the form a parent is a message; this builds one for send_message's parent argument. */
+/* A message of the form a parent is a message: one for send_message's parent argument. */
 static json_t *parent_of(const message *m) {
     return json_pack("{s:O}", "header", m->header);
 }
@@ -319,8 +322,8 @@ static json_t *kernel_info(void) {
         "help_links", "text", "Lua 5.4 manual", "url", "https://www.lua.org/manual/5.4/");
 }
 
-/* Stops the running cell: SIGINT to the main thread, whose handler (on_sigint) calls stop(L) there, as
- * a Ctrl-C would. An idle main thread sees the stop flag within POLL_MS anyway. */
+/* Stops the running cell: SIGINT to the main thread, whose handler (on_sigint) calls stop(L) there,
+ * as a Ctrl-C would. An idle main thread sees the stop flag within POLL_MS anyway. */
 static void interrupt_main(void) {
     if (executing) pthread_kill(K.main_thread, SIGINT);
 }
@@ -334,13 +337,15 @@ static void drain(void *socket) {
 }
 
 /* The control channel's own thread: interrupt_request, shutdown_request, kernel_info_request; stdin
- * drained; the front end watched. When the kernel stops, a cell that goes on regardless (it catches the
- * interrupt, or a C call does not return) gets GRACE_MS, then the process ends: nobody is left to ask. */
+ * drained; the front end watched. When the kernel stops, a cell that goes on regardless (it catches
+ * the interrupt, or a C call does not return) gets GRACE_MS, then the process ends:
+ * nobody is left to ask. */
 static void *control_loop(void *unused) {
     (void)unused;
     zmq_pollitem_t items[2] = {{K.control, 0, ZMQ_POLLIN, 0}, {K.stdin_socket, 0, ZMQ_POLLIN, 0}};
     while (!stopping) {
-        if (getppid() != K.parent) {   /* the front end died without a shutdown_request: do not linger */
+        /* the front end died without a shutdown_request: do not linger */
+        if (getppid() != K.parent) {
             fprintf(stderr, "mha-repl kernel: the front end (pid %ld) is gone: shutting down\n", (long)K.parent);
             stopping = 1;
             interrupt_main();
@@ -432,8 +437,8 @@ static int call_lua(lua_State *L, int nargs, int nres) {
     return status;
 }
 
-/* mha.kernel's sink: one output of the running cell (an nbformat output as a table) goes out on iopub
- * as stream, execute_result, display_data or error. */
+/* mha.kernel's sink: one output of the running cell (an nbformat output as a table) goes out on
+ * iopub as stream, execute_result, display_data or error. */
 static int l_sink(lua_State *L) {
     luaL_checktype(L, 1, LUA_TTABLE);
     json_t *output = mha_lua_tojson(L, 1);
@@ -501,8 +506,8 @@ static int execute(lua_State *L, message *m) {
     return reset;
 }
 
-/* complete_request, inspect_request, is_complete_request: mha.kernel.complete/inspect/is_complete give
- * the reply's content as a table. */
+/* complete_request, inspect_request, is_complete_request: mha.kernel.complete/inspect/is_complete
+ * give the reply's content as a table. */
 static void answer_from_lua(lua_State *L, message *m, const char *fn, const char *reply_type) {
     int top = lua_gettop(L);
     json_t *content = NULL;
@@ -624,7 +629,7 @@ static int start(const char *connection_file) {
     pthread_create(&K.heartbeat_thread, NULL, heartbeat_loop, NULL);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     /* what Lua writes goes to the notebook through mha.kernel, not to the server's log; a cell that
-     * reads stdin reads nothing (the stdin channel's input_request is not offered) instead of hanging */
+     * reads stdin reads nothing (no input_request on the stdin channel) instead of hanging */
     int null = open("/dev/null", O_RDWR);
     if (null >= 0) { dup2(null, 0); dup2(null, 1); close(null); }
     publish_status(NULL, "starting");
@@ -656,7 +661,8 @@ int mha_kernel_serve(lua_State *L, const char *connection_file, void (*stop)(lua
     sa.sa_handler = on_sigint;
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
-    if (push_kernel_field(L, "setup") == LUA_TFUNCTION) call_lua(L, 0, 0);   /* show's tables, plots kept */
+    /* show's tables, plots kept */
+    if (push_kernel_field(L, "setup") == LUA_TFUNCTION) call_lua(L, 0, 0);
     else lua_pop(L, 1);
     zmq_pollitem_t item = {K.shell, 0, ZMQ_POLLIN, 0};
     while (!stopping) {

@@ -1,6 +1,6 @@
--- lua/nn/layers.lua - module "mha.nn.layers": the building blocks of mha.nn beside MultiheadAttention -
--- Linear, Embedding, LayerNorm - with PyTorch 1.13's parameter names, shapes and initialisation (drawn
--- from mha.seed's generator). The math is the core's: mha.linear, mha.embedding, mha.layer_norm.
+-- lua/nn/layers.lua - module "mha.nn.layers": Linear, Embedding and LayerNorm beside
+-- MultiheadAttention, with PyTorch 1.13's parameter names, shapes and initialisation (drawn from
+-- mha.seed's generator). The math is the core's: mha.linear, mha.embedding, mha.layer_norm.
 
 local mha = require "mha"
 local module = require "mha.nn.module"
@@ -18,8 +18,8 @@ L.Linear = Linear
 
 -- mha.nn.Linear{in_features = 4, out_features = 2, bias = true}
 -- weight (out,in) ~ kaiming_uniform_(a = √5): U(-bound, bound), bound = √3 · gain / √fan_in with
--- gain = √(2 / (1 + a²)), which is 1/√in_features; bias (out) ~ U(-1/√fan_in, 1/√fan_in). Weight first,
--- then bias, as nn.Linear.reset_parameters draws them.
+-- gain = √(2 / (1 + a²)), which is 1/√in_features; bias (out) ~ U(-1/√fan_in, 1/√fan_in). Weight
+-- first, then bias, as nn.Linear.reset_parameters draws them.
 function Linear:init(opts)
     local fname = "nn.Linear"
     module.check_options(fname, opts, {"in_features", "out_features", "bias"})
@@ -53,7 +53,8 @@ end
 local Embedding = Module:extend("Embedding")
 L.Embedding = Embedding
 
--- mha.nn.Embedding{num_embeddings = 10, embedding_dim = 4}: weight (num_embeddings, embedding_dim) ~ N(0, 1).
+-- mha.nn.Embedding{num_embeddings = 10, embedding_dim = 4}: weight (num_embeddings, embedding_dim),
+-- drawn from N(0, 1).
 function Embedding:init(opts)
     local fname = "nn.Embedding"
     module.check_options(fname, opts, {"num_embeddings", "embedding_dim"})
@@ -79,8 +80,8 @@ end
 local LayerNorm = Module:extend("LayerNorm")
 L.LayerNorm = LayerNorm
 
--- mha.nn.LayerNorm{normalized_shape = 8, eps = 1e-5, elementwise_affine = true}: weight ones, bias zeros,
--- of shape normalized_shape (a number n for (n), or a table of the last dims' sizes).
+-- mha.nn.LayerNorm{normalized_shape = 8, eps = 1e-5, elementwise_affine = true}: weight ones, bias
+-- zeros, of shape normalized_shape (a number n for (n), or a table of the last dims' sizes).
 function LayerNorm:init(opts)
     local fname = "nn.LayerNorm"
     module.check_options(fname, opts, {"normalized_shape", "eps", "elementwise_affine"})

@@ -1,19 +1,21 @@
--- lua/nn/module.lua - module "mha.nn.module": the Module base of mha.nn, in the shape of Torch7's nn.Module and
--- PyTorch's torch.nn.Module: named parameters and children, PyTorch's dotted state_dict keys, containers.
+-- lua/nn/module.lua - module "mha.nn.module": the Module base of mha.nn, as Torch7's nn.Module and
+-- torch.nn.Module: named parameters and children, PyTorch's dotted state_dict keys, containers.
 --
 --   local Block = mha.nn.Module:extend("Block")
 --   function Block:init(opts)                        -- runs when Block{...} is called
---       self.attn = mha.MultiheadAttention{embed_dim = opts.E, num_heads = 2}   -- a child, by assignment
+--       self.attn = mha.MultiheadAttention{embed_dim = opts.E, num_heads = 2}  -- a child, assigned
 --       self.norm = mha.nn.LayerNorm{normalized_shape = opts.E}
 --   end
 --   function Block:forward(x) return self.norm(x + self.attn(x, x, x, {need_weights = false})) end
---   b = Block{E = 8};  b:state_dict()   -- attn.in_proj_weight, ..., attn.out_proj.bias, norm.weight, norm.bias
+--   b = Block{E = 8};  b:state_dict()   -- attn.in_proj_weight, ..., attn.out_proj.bias,
+--                                       -- norm.weight, norm.bias
 --
--- An instance keeps its parameters and children apart from its plain fields (m._parameters, m._modules, each
--- {names = {...in order...}, values = {name = value}}), as PyTorch does, so that assigning a module registers
--- it as a child and state_dict lists everything in registration order. mha.MultiheadAttention (a C userdata)
--- is a child like any other: its parameters are read by their state_dict names (out_proj.weight for its
--- out_proj_weight field). Parameters are leaves with requires_grad on, so backward fills their :grad().
+-- An instance keeps its parameters and children apart from its plain fields (m._parameters,
+-- m._modules, each {names = {...in order...}, values = {name = value}}), as PyTorch does, so that
+-- assigning a module registers it as a child and state_dict lists everything in registration order.
+-- mha.MultiheadAttention (a C userdata) is a child like any other: its parameters are read by their
+-- state_dict names (out_proj.weight for its out_proj_weight field).
+-- Parameters are leaves with requires_grad on, so backward fills their :grad().
 
 local mha = require "mha"
 local display = require "mha.display"
@@ -26,8 +28,8 @@ local M = {}
 -- Option tables, checked as the C bindings check theirs, with a did-you-mean for a misspelt name
 -- ---------------------------------------------------------------------------------------------
 
--- The name in names closest to word when it is close enough to be a likely typo, else nil (looser than
--- mha.options.closest, for state_dict keys such as "layers.0.attn.out_proj.bias").
+-- The name in names closest to word when it is close enough to be a likely typo, else nil
+-- (looser than mha.options.closest, for state_dict keys such as "layers.0.attn.out_proj.bias").
 function M.closest(word, names)
     local best, best_d
     for _, name in ipairs(names) do
@@ -41,7 +43,8 @@ end
 function M.check_options(fname, opts, names)
     if opts == nil then return {} end
     if type(opts) ~= "table" then
-        -- mha.nn.Linear(3, 2) or optim.Adam(params, 0.01), positional as in PyTorch: show the named form
+        -- mha.nn.Linear(3, 2) or optim.Adam(params, 0.01), positional as in PyTorch: show the
+        -- named form
         local named = {}
         for i, name in ipairs(names) do named[i] = name .. " = ..." end
         raise(string.format("%s: options must be a table, got %s; name them: {%s}", fname, type(opts),
@@ -79,10 +82,10 @@ end
 -- Methods called with a dot (lin.forward(x), opt.step()), Python's habit
 -- ---------------------------------------------------------------------------------------------
 
--- The method f behind a check that self is_instance: otherwise lin.forward(x) would fail deep inside
--- ("attempt to index a nil value (local 'self')"); it reads, at the user's line, as a C method's does
--- (lua/bind/lauxmha.c): "forward is a method: call it with a colon: m:forward(...)". var names the
--- instance in the hint (m, opt).
+-- The method f behind a check that self is_instance: otherwise lin.forward(x) would fail deep
+-- inside ("attempt to index a nil value (local 'self')"); it reads, at the user's line, as a C
+-- method's does (lua/bind/lauxmha.c): "forward is a method: call it with a colon: m:forward(...)".
+-- var names the instance in the hint (m, opt).
 function M.method(name, f, is_instance, var)
     return function(self, ...)
         if not is_instance(self) then
@@ -114,7 +117,7 @@ function M.is_module(v)
     return is_lua_module(v) or is_multihead(v)
 end
 
--- The PyTorch name of a MultiheadAttention parameter: its fields write '.' as '_' (out_proj_weight).
+-- The PyTorch name of a MultiheadAttention parameter: its fields write '.' as '_' (out_proj_weight)
 local function multihead_key(field)
     return (field:gsub("^out_proj_", "out_proj."))
 end
@@ -188,20 +191,23 @@ end
 function Module:extend(name)
     if type(name) ~= "string" then raise("Module:extend: give the class a name, e.g. mha.nn.Module:extend(\"Block\")") end
     local class = setmetatable({}, {__index = self, __call = function(cls, ...) return cls:new(...) end,
-                                    __newindex = function(cls, key, v)   -- function Linear:forward(x) ...
+                                    -- function Linear:forward(x) ...
+                                    __newindex = function(cls, key, v)
                                         local method = type(v) == "function" and debug.getlocal(v, 1) == "self"
                                         local function is_instance(m) return instance_of(m, cls) end
                                         rawset(cls, key, method and M.method(key, v, is_instance, "m") or v)
                                     end,
                                     __tostring = function() return "mha.nn." .. name end,
-                                    __name = "mha.nn." .. name})  -- help(mha.nn.Linear) finds its entry
+                                    -- help(mha.nn.Linear) finds its entry
+                                    __name = "mha.nn." .. name})
     class.__name = name
     class.super = self
     local parent_mt = rawget(self, "__instance_mt")
     class.__instance_mt = {
         __module_class = class,
         __name = "mha.nn." .. name,
-        __index = parent_mt and parent_mt.__index or instance_index, -- a container's subclass indexes as it does
+        __index = parent_mt and parent_mt.__index or instance_index, -- a container's subclass
+                                                                     -- indexes as it does
         __newindex = instance_newindex,
         __call = function(m, ...) return m:forward(...) end,
         __tostring = function(m) return m:repr() end,
@@ -222,7 +228,7 @@ function Module:new(...)
     return m
 end
 
--- m:register_parameter(name, t): t becomes the parameter `name`, a leaf with requires_grad on; returns t.
+-- m:register_parameter(name, t): t becomes the parameter `name`, a leaf with requires_grad on; -> t
 function Module:register_parameter(name, t)
     local fname = self.__name .. ":register_parameter"
     if type(name) ~= "string" or name == "" or name:find(".", 1, true) then
@@ -266,8 +272,8 @@ function Module:named_children()
     return list
 end
 
--- visit(dotted name, tensor) for every parameter of m and its children, in PyTorch's state_dict order:
--- own parameters in registration order, then each child's under "child.".
+-- visit(dotted name, tensor) for every parameter of m and its children, in PyTorch's state_dict
+-- order: own parameters in registration order, then each child's under "child.".
 local function walk_parameters(m, prefix, visit)
     if is_multihead(m) then
         for _, item in ipairs(multihead_parameters(m)) do visit(prefix .. item[1], item[2]) end
@@ -278,8 +284,8 @@ local function walk_parameters(m, prefix, visit)
     for _, item in ipairs(m:named_children()) do walk_parameters(item[2], prefix .. item[1] .. ".", visit) end
 end
 
--- Every parameter as {dotted name, tensor}; a tensor reached twice (a shared parameter) is listed once,
--- as in PyTorch's named_parameters(). The list is also an iterator, as torch's:
+-- Every parameter as {dotted name, tensor}; a tensor reached twice (a shared parameter) is listed
+-- once, as in PyTorch's named_parameters(). The list is also an iterator, as torch's:
 -- for name, p in m:named_parameters() do ... end.
 function M.named_parameters(m)
     local list, seen = {}, {}
@@ -316,7 +322,7 @@ end
 -- state_dict / load_state_dict / zero_grad: shared by Lua modules and MultiheadAttention
 -- ---------------------------------------------------------------------------------------------
 
--- {key, tensor} for every entry of the state dict, in order (a shared parameter under each of its keys).
+-- {key, tensor} for every entry of the state dict, in order (a shared parameter under each key).
 local function state_entries(m)
     local list = {}
     walk_parameters(m, "", function(key, p) list[#list + 1] = {key, p} end)
@@ -327,8 +333,9 @@ local function class_name(m)
     return is_multihead(m) and "MultiheadAttention" or m.__name
 end
 
--- m:state_dict(): dotted key -> tensor (detached: sharing the data, outside the graph); m:parameter_names()
--- gives the keys in order. mha.save("m.npz", m:state_dict()) is a checkpoint PyTorch can load.
+-- m:state_dict(): dotted key -> tensor (detached: sharing the data, outside the graph);
+-- m:parameter_names() gives the keys in order. mha.save("m.npz", m:state_dict()) writes a
+-- checkpoint PyTorch can load.
 function M.state_dict(m)
     local sd = {}
     for _, item in ipairs(state_entries(m)) do sd[item[1]] = item[2]:detach() end
@@ -341,10 +348,10 @@ local function quoted_list(keys)
     return table.concat(parts, ", ")
 end
 
--- m:load_state_dict(sd [, strict = true]): copies every entry of sd into the parameter of the same key, in
--- place (so an optimizer holding the parameters keeps them). As PyTorch: with strict, missing and unexpected
--- keys are errors; a shape mismatch always is; every problem is listed in one message, before anything is
--- copied. Returns the missing and the unexpected keys (lists).
+-- m:load_state_dict(sd [, strict = true]): copies every entry of sd into the parameter of the same
+-- key, in place (so an optimizer holding the parameters keeps them). As PyTorch: with strict,
+-- missing and unexpected keys are errors; a shape mismatch always is; every problem is listed in
+-- one message, before anything is copied. Returns the missing and the unexpected keys (lists).
 function M.load_state_dict(m, sd, strict)
     local name = class_name(m)
     local fname = name .. ":load_state_dict"
@@ -405,13 +412,14 @@ function M.load_state_dict(m, sd, strict)
     return missing, unexpected
 end
 
--- m:zero_grad(): every parameter's gradient forgotten (p:grad() is nil), as zero_grad(set_to_none=True).
+-- m:zero_grad(): every gradient forgotten (p:grad() is nil), as zero_grad(set_to_none=True)
 function M.zero_grad(m)
     for _, item in ipairs(state_entries(m)) do item[2]:zero_grad() end
 end
 
--- m:train([mode = true]): torch's training flag, m.training = mode for m and every child; returns m.
--- No module here has dropout or batch norm, so the flag changes no result; a module of your own may read it.
+-- m:train([mode = true]): torch's training flag, m.training = mode for m and every child; -> m.
+-- No module here has dropout or batch norm, so the flag changes no result; your own module may
+-- read it.
 function M.train(m, mode)
     if mode == nil then mode = true end
     if type(mode) ~= "boolean" then
@@ -429,7 +437,7 @@ function M.eval(m)
     return M.train(m, false)
 end
 
--- m:to(device): the CPU is the only device; m:to("cpu") returns m, another device is refused by name.
+-- m:to(device): the CPU is the only device; m:to("cpu") returns m, another device is refused.
 function M.to(m, device)
     if device == "cpu" then return m end
     local given = type(device) == "string" and string.format('"%s"', device) or tostring(device)
@@ -444,11 +452,12 @@ Module.train = M.train
 Module.eval = M.eval
 Module.to = M.to
 
--- The methods MultiheadAttention shares with the Lua modules (installed by luaopen_mha; its zero_grad is
--- its own, in C).
+-- The methods MultiheadAttention shares with the Lua modules (installed by luaopen_mha; its
+-- zero_grad is its own, in C).
 M.multihead_methods = {state_dict = M.state_dict, load_state_dict = M.load_state_dict, train = M.train,
                        eval = M.eval, to = M.to, named_parameters = M.named_parameters}
-for key, f in pairs(M.multihead_methods) do   -- m.eval() says to call it with a colon, as the C methods do
+-- m.eval() says to call it with a colon, as the C methods do
+for key, f in pairs(M.multihead_methods) do
     M.multihead_methods[key] = M.method(key, f, is_multihead, "m")
 end
 
@@ -456,7 +465,7 @@ end
 -- Printing, as PyTorch's repr
 -- ---------------------------------------------------------------------------------------------
 
--- The part inside the parentheses: "in_features=4, out_features=2, bias=True" (classes override it).
+-- The part inside the parentheses, "in_features=4, out_features=2, bias=True"; classes override it
 function Module:extra_repr()
     return ""
 end
@@ -479,7 +488,7 @@ for key, f in pairs(Module) do
 end
 
 -- ---------------------------------------------------------------------------------------------
--- Containers: children named 0, 1, 2, ... as in PyTorch (so keys read "layers.0.attn.out_proj.bias");
+-- Containers: children named 0, 1, 2, ... as in PyTorch (keys read "layers.0.attn.out_proj.bias");
 -- from Lua, c[1] is the first child and #c counts them
 -- ---------------------------------------------------------------------------------------------
 

@@ -1,7 +1,7 @@
--- lua/nn/optim.lua - module "mha.nn.optim" (mha.optim): torch.optim's SGD, Adam and AdamW, and clip_grad_norm
--- (torch.nn.utils.clip_grad_norm_), over the gradients autograd leaves in p:grad(). The update rules are
--- core/optim/optim.c's (through mha.optim_kernels); this file holds the classes: options checked as torch checks
--- them, parameter groups, and the per-parameter state (opt.state[p].exp_avg, ...).
+-- lua/nn/optim.lua - module "mha.nn.optim" (mha.optim): torch.optim's SGD, Adam and AdamW, and
+-- clip_grad_norm (torch.nn.utils.clip_grad_norm_), over the gradients autograd leaves in p:grad().
+-- The update rules are core/optim/optim.c's (through mha.optim_kernels); this file holds the
+-- classes: options checked as torch does, parameter groups, each parameter's state (opt.state[p]).
 --
 --   opt = mha.optim.Adam(m:parameters(), {lr = 1e-3})
 --   loss:backward(); opt:step(); opt:zero_grad()
@@ -13,7 +13,7 @@ local raise = require "mha.raise"   -- errors at the user's line
 
 local optim = {}
 
--- The options of each class with their defaults (lr of SGD has none: it must be given, as in torch 1.13).
+-- The options of each class with their defaults (SGD's lr has none: torch 1.13 requires it).
 local SPECS = {
     SGD = {order = {"lr", "momentum", "dampening", "weight_decay", "nesterov", "maximize"},
            defaults = {momentum = 0, dampening = 0, weight_decay = 0, nesterov = false, maximize = false}},
@@ -38,8 +38,8 @@ local function sorted_keys(t)
     return keys
 end
 
--- A list of {name, tensor} from a tensor, a list of tensors, or a name -> tensor table (sorted by name, so
--- the order - and so the result - never depends on the table's iteration order).
+-- A list of {name, tensor} from a tensor, a list of tensors, or a name -> tensor table (sorted by
+-- name, so the order - and so the result - never depends on the table's iteration order).
 local function param_list(fname, params)
     if mha.is_tensor(params) then return {{"1", params}} end
     if type(params) ~= "table" then
@@ -164,17 +164,20 @@ local function new_optimizer(kind, params, opts)
     return opt
 end
 
--- mha.optim.SGD(params, {lr =, momentum = 0, dampening = 0, weight_decay = 0, nesterov = false, maximize = false})
+-- mha.optim.SGD(params, {lr =, momentum = 0, dampening = 0, weight_decay = 0, nesterov = false,
+--                        maximize = false})
 function optim.SGD(params, opts) return new_optimizer("SGD", params, opts) end
--- mha.optim.Adam(params, {lr = 1e-3, betas = {0.9, 0.999}, eps = 1e-8, weight_decay = 0, amsgrad = false})
+-- mha.optim.Adam(params, {lr = 1e-3, betas = {0.9, 0.999}, eps = 1e-8, weight_decay = 0,
+--                         amsgrad = false})
 function optim.Adam(params, opts) return new_optimizer("Adam", params, opts) end
--- mha.optim.AdamW(params, {lr = 1e-3, betas = {0.9, 0.999}, eps = 1e-8, weight_decay = 1e-2, amsgrad = false})
+-- mha.optim.AdamW(params, {lr = 1e-3, betas = {0.9, 0.999}, eps = 1e-8, weight_decay = 1e-2,
+--                          amsgrad = false})
 function optim.AdamW(params, opts) return new_optimizer("AdamW", params, opts) end
 
--- opt:step([closure]): one update of every parameter that has a gradient (the others are skipped, as in
--- torch). closure, when given, is called first (with grad on) and its result returned - torch's API for
--- optimizers that re-evaluate the loss; without one, nothing is returned (the prompt prints nothing, as
--- Python prints nothing for torch's None).
+-- opt:step([closure]): one update of every parameter that has a gradient
+-- (the others are skipped, as in torch). closure, when given, is called first (with grad on) and
+-- its result returned - torch's API for optimizers that re-evaluate the loss; without one, nothing
+-- is returned (the prompt prints nothing, as Python prints nothing for torch's None).
 function Optimizer:step(closure)
     local loss
     if closure ~= nil then loss = closure() end
@@ -192,7 +195,7 @@ function Optimizer:step(closure)
     if closure ~= nil then return loss end
 end
 
--- opt:zero_grad(): every parameter's gradient forgotten (p:grad() is nil), as zero_grad(set_to_none=True).
+-- opt:zero_grad(): every gradient forgotten (p:grad() is nil), as zero_grad(set_to_none=True)
 function Optimizer:zero_grad()
     for _, g in ipairs(self.param_groups) do
         for _, p in ipairs(g.params) do p:zero_grad() end
@@ -219,13 +222,13 @@ function Optimizer:add_param_group(group)
 end
 
 -- ---- state_dict / load_state_dict ----
--- torch.optim's state_dict is {state = {index: {...}}, param_groups = [{..., params = [index, ...]}]}, the
--- parameters numbered from 0 in group order. Here it is that dict flattened with dotted keys, as a module's
--- state_dict is, so mha.save writes it to a .npz and mha.load reads it back:
---   state.<i>.step, state.<i>.exp_avg, state.<i>.exp_avg_sq, state.<i>.max_exp_avg_sq   (Adam, AdamW)
---   state.<i>.momentum_buffer                                                           (SGD with momentum)
+-- torch.optim's state_dict is {state = {i: {...}}, param_groups = [{..., params = [i, ...]}]}, the
+-- parameters numbered i from 0 in group order. Here it is that dict flattened with dotted keys, as
+-- a module's state_dict is, so mha.save writes it to a .npz and mha.load reads it back:
+--   state.<i>.step, state.<i>.exp_avg, state.<i>.exp_avg_sq, state.<i>.max_exp_avg_sq (Adam, AdamW)
+--   state.<i>.momentum_buffer                                               (SGD with momentum)
 --   param_groups.<g>.lr, .betas, .eps, .weight_decay, ..., param_groups.<g>.params = {i, ...}
--- Values are tensors (copies), numbers, booleans and lists; mha.save stores them as float32 and bool arrays.
+-- Values: tensors (copies), numbers, booleans, lists; mha.save writes float32 and bool arrays.
 
 local STATE_KEYS = {SGD = {"momentum_buffer"}, Adam = {"step", "exp_avg", "exp_avg_sq", "max_exp_avg_sq"},
                     AdamW = {"step", "exp_avg", "exp_avg_sq", "max_exp_avg_sq"}}
@@ -253,7 +256,7 @@ function Optimizer:state_dict()
     return sd
 end
 
--- A value of a loaded state as a list of Lua values (a tensor's elements, a table's, or the value itself).
+-- A value of a loaded state as a list of Lua values: a tensor's elements, a table's, or the value.
 local function values_of(v)
     if mha.is_tensor(v) then
         local flat = v:contiguous():view(-1)
@@ -265,8 +268,8 @@ local function values_of(v)
     return {v}, false
 end
 
--- A hyperparameter from a state: a value that went through a .npz (float32) and equals the current one rounded
--- to float32 keeps the current one, so a resumed run is bit-identical to one that never stopped.
+-- A hyperparameter from a state: a value that went through a .npz (float32) and equals the current
+-- one rounded to float32 keeps the current one: a resumed run is bit-identical to an unbroken run.
 local function hyper_value(fname, key, v, current)
     local list, stored = values_of(v)
     local function one(x, cur)
@@ -286,9 +289,10 @@ local function hyper_value(fname, key, v, current)
     return one(list[1], current)
 end
 
--- opt:load_state_dict(sd): the state of opt:state_dict() (or of mha.load of a .npz it was saved to) into this
--- optimizer, whose parameter groups must hold as many parameters as the state's, of the same shapes (torch's
--- rule). The state's tensors are copied; its hyperparameters replace the groups' own, as in torch.
+-- opt:load_state_dict(sd): the state of opt:state_dict() (or of mha.load of a .npz it was saved to)
+-- into this optimizer, whose parameter groups must hold as many parameters as the state's, of the
+-- same shapes (torch's rule). The state's tensors are copied; its hyperparameters replace the
+-- groups' own (torch's rule too).
 function Optimizer:load_state_dict(sd)
     local fname = "optim." .. self.kind .. ":load_state_dict"
     if type(sd) ~= "table" then raise(string.format("%s: give the table of opt:state_dict(), got %s", fname, type(sd))) end
@@ -297,7 +301,8 @@ function Optimizer:load_state_dict(sd)
         for j, p in ipairs(g.params) do params[#params + 1] = p; names[#params] = g.names[j] end
     end
     local state, groups = {}, {}
-    for _, key in ipairs(sorted_keys(sd)) do -- sorted: the first problem reported is the same on every run
+    for _, key in ipairs(sorted_keys(sd)) do -- sorted: the first problem reported is the same on
+                                             -- every run
         local v = sd[key]
         local text = type(key) == "string" and key or ""
         local i, name = text:match("^state%.(%d+)%.([%w_]+)$")
@@ -397,9 +402,9 @@ end
 
 -- ---- clip_grad_norm ----
 
--- mha.clip_grad_norm(params, max_norm): scales every gradient by min(1, max_norm / (total + 1e-6)) where
--- total is the 2-norm of all the gradients together (the norm of each gradient's norm), and returns total,
--- as torch.nn.utils.clip_grad_norm_ does. Parameters without a gradient are left out.
+-- mha.clip_grad_norm(params, max_norm): scales every gradient by min(1, max_norm / (total + 1e-6))
+-- where total is the 2-norm of all the gradients together (the norm of each gradient's norm), and
+-- returns total, as torch.nn.utils.clip_grad_norm_ does. Parameters with no gradient are left out.
 function optim.clip_grad_norm(params, max_norm, norm_type)
     local fname = "clip_grad_norm"
     if type(max_norm) ~= "number" or not (max_norm >= 0) then

@@ -1,13 +1,16 @@
--- lua/nn/transformer.lua - module "mha.nn.transformer": mha.nn.Transformer, a small decoder-only transformer
--- made of the core's parts (Embedding, MultiheadAttention, LayerNorm, Linear), for training on toy tasks.
+-- lua/nn/transformer.lua - module "mha.nn.transformer": mha.nn.Transformer, a small decoder-only
+-- transformer of the core's parts (Embedding, MultiheadAttention, LayerNorm, Linear) for toy tasks.
 --
---   model = mha.nn.Transformer{vocab = 10, d_model = 32, heads = 2, layers = 2, d_ff = 0, max_len = 32}
+--   model = mha.nn.Transformer{vocab = 10, d_model = 32, heads = 2, layers = 2, d_ff = 0,
+--                              max_len = 32}
 --   logits = model:forward({{1, 2, 3}})      -- (N, L, vocab) for tokens (N, L), 1-based ids
 --   model:attention()                        -- {(N, H, L, L), ...}: each layer's per-head weights
 --
--- The structure and the state_dict keys are those of the PyTorch copy in tests/fixtures/gen/gen_transformer.py:
+-- The structure and the state_dict keys are those of the PyTorch copy in
+-- tests/fixtures/gen/gen_transformer.py:
 --   embed.weight (vocab, d_model), pos.weight (max_len, d_model) when pos = "learned",
---   layers.i.ln1.{weight,bias}, layers.i.attn.{in_proj_weight,in_proj_bias,out_proj.weight,out_proj.bias},
+--   layers.i.ln1.{weight,bias},
+--   layers.i.attn.{in_proj_weight,in_proj_bias,out_proj.weight,out_proj.bias},
 --   layers.i.ln2.*, layers.i.mlp.fc1.*, layers.i.mlp.fc2.* (when d_ff > 0), ln_f.* (norm = "pre"),
 --   unembed.weight (vocab, d_model), no bias.
 -- Per layer, x of shape (N, L, E):
@@ -112,7 +115,8 @@ function Transformer:init(opts)
     local list = module.ModuleList()
     for _ = 1, o.layers do list:append(Block(o)) end
     self.layers = list
-    rawset(self, "layers", o.layers)   -- model.layers is the count; the blocks are self._modules.values.layers
+    -- model.layers is the count; the blocks are self._modules.values.layers
+    rawset(self, "layers", o.layers)
     if o.norm == "pre" then self.ln_f = layers.LayerNorm{normalized_shape = o.d_model} end
     self.unembed = layers.Linear{in_features = o.d_model, out_features = o.vocab, bias = false}
     rawset(self, "_attention", {})
@@ -123,7 +127,7 @@ function Transformer:blocks()
     return rawget(self, "_modules").values.layers
 end
 
--- tokens: a tensor (N, L) or (L) of whole numbers or a nested table; returns it as an (N, L) tensor.
+-- tokens: a tensor (N, L) or (L) of whole numbers, or a nested table; -> an (N, L) tensor
 local function token_tensor(self, tokens)
     local fname = "Transformer:forward"
     local t = tokens
@@ -146,8 +150,9 @@ local function token_tensor(self, tokens)
     return t, shape[1], shape[2]
 end
 
--- model:forward(tokens [, {need_weights = true}]) -> logits (N, L, vocab). need_weights = false skips forming
--- the attention weights (the fused path, what training uses); model:attention() is then empty.
+-- model:forward(tokens [, {need_weights = true}]) -> logits (N, L, vocab). need_weights = false
+-- skips forming the attention weights (the fused path training takes); model:attention() is then
+-- empty.
 function Transformer:forward(tokens, opts)
     local need = not (opts and opts.need_weights == false)
     local t, _, L = token_tensor(self, tokens)
@@ -170,8 +175,8 @@ function Transformer:forward(tokens, opts)
     return self.unembed(x)
 end
 
--- After a forward: {layer 1's weights (N, H, L, L), ...}, weights[n][h][i][j] = how much query i of head h
--- attends to key j.
+-- After a forward: {layer 1's weights (N, H, L, L), ...}, weights[n][h][i][j] = how much query i of
+-- head h attends to key j.
 function Transformer:attention()
     local maps = rawget(self, "_attention")
     if #maps == 0 then

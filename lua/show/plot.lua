@@ -1,5 +1,5 @@
--- lua/show/plot.lua - module "mha.plot" (the global `plot` in the REPL): attention heat maps, head grids,
--- line and bar charts, each drawn on a figure of lua/show/figure.lua (one long-lived gnuplot per figure).
+-- lua/show/plot.lua - module "mha.plot" (the REPL's global `plot`): attention heat maps, head grids
+-- and line and bar charts, each on a figure (lua/show/figure.lua: a long-lived gnuplot per figure).
 
 local display = require "mha.display"
 local term = require "mha.term"
@@ -26,8 +26,8 @@ local function parse_size(text)
     return nil
 end
 
--- The font size in points and the largest window, from the plot's options font= and size={w,h}, else
--- $MHA_PLOT_FONT (points) and $MHA_PLOT_SIZE (WxH), else gnuplot's own font and DEFAULT_MAX.
+-- The font size in points and the largest window, from the plot's options font= and size={w,h},
+-- else $MHA_PLOT_FONT (points) and $MHA_PLOT_SIZE (WxH), else gnuplot's own font and DEFAULT_MAX.
 -- An option that is wrong is an error; an environment value that is wrong is said once and ignored.
 local warned_env = {}
 local function env_setting(name, parse)
@@ -56,8 +56,8 @@ local function projector(fname, opts)
              max = env_setting("MHA_PLOT_SIZE", parse_size) or DEFAULT_MAX }
 end
 
--- The window's size: the one asked for, else the natural size scaled down (keeping its shape) to fit
--- the largest window. A larger font needs more room around the drawing, so margins grow with it.
+-- The window's size: the one asked for, else the natural size scaled down (keeping its shape) to
+-- fit the largest window. A larger font needs more room around the drawing: margins grow with it.
 local function window_size(setting, natural)
     if setting.size then return { setting.size[1], setting.size[2] } end
     local scale = math.min(1, setting.max[1] / natural[1], setting.max[2] / natural[2])
@@ -65,9 +65,9 @@ local function window_size(setting, natural)
 end
 local function font_scale(setting) return setting.font and math.max(1, setting.font / 10) or 1 end
 
--- The commands that set every text's font size (titles, tics, axis labels, the key), or none. gnuplot
--- sizes automatic margins by the terminal's font, so that is set too (the text terminal has none) and
--- a larger axis label is not cut off; a plot with fixed_margins (plot.heads) sizes them itself.
+-- The commands that set every text's font size (titles, tics, axis labels, the key), or none.
+-- gnuplot sizes automatic margins by the terminal's font, so that is set too (the text terminal has
+-- none) and a larger axis label is not cut off; plot.heads (fixed_margins) sizes them itself.
 local function font_commands(setting, fixed_margins)
     if not setting.font then return {} end
     local f = string.format("font ',%g'", setting.font)
@@ -79,7 +79,7 @@ local function font_commands(setting, fixed_margins)
 end
 
 -- An opaque white page under the drawing (object 1, drawn behind it), so that black text stays
--- readable on a dark SVG viewer. In a multiplot it is unset after the first panel, which it would cover.
+-- readable on a dark SVG viewer. A multiplot unsets it after the first panel, which it would cover.
 local BACKGROUND = "set object 1 rectangle from screen 0,0 to screen 1,1 behind fillcolor rgb '#ffffff' fillstyle solid 1.0 noborder"
 
 local function add_all(list, more)
@@ -154,8 +154,8 @@ local function datablock(name, rows)
     return table.concat(lines, "\n")
 end
 
--- The cells of a matrix that have no colour (NaN, and infinite values, which data_number also writes
--- as NaN), as a datablock of "column row text" marks counted from 1, or nil when there are none.
+-- The cells of a matrix that have no colour (NaN, and infinite values, which data_number also
+-- writes as NaN), as a datablock of "column row text" marks counted from 1, or nil for none.
 local function blank_cells(name, m)
     local lines = { name .. " << EOD" }
     for i, row in ipairs(m) do
@@ -169,9 +169,10 @@ local function blank_cells(name, m)
     return table.concat(lines, "\n")
 end
 
--- The commands that draw one matrix (already in a datablock) with token labels, row 1 on top. Rows and
--- columns count from 1, as everywhere in mha. The cells without a colour are marked with their value
--- (NaN, inf, -inf), as mha.heat marks them with ??, and a note under the drawing says what the mark means.
+-- The commands that draw one matrix (already in a datablock) with token labels, row 1 on top. Rows
+-- and columns count from 1, as everywhere in mha. The cells without a colour are marked with their
+-- value (NaN, inf, -inf), as mha.heat marks them with ??; a note under the drawing says what the
+-- mark means.
 local function matrix_commands(block, m, row_labels, col_labels, lo, hi, values, font)
     local nrows, ncols = #m, #m[1]
     local c = {
@@ -184,8 +185,8 @@ local function matrix_commands(block, m, row_labels, col_labels, lo, hi, values,
     }
     if not col_labels then c[#c + 1] = "set format x '%.0f'" end
     local at = " matrix using ($1+1):($2+1):"
-    -- `pixels`: each cell a rectangle of its own, so an SVG stays crisp at any zoom (an embedded image
-    -- of 6x6 pixels is blurred by every viewer that scales it)
+    -- `pixels`: each cell a rectangle of its own, so an SVG stays crisp at any zoom
+    -- (an embedded image of 6x6 pixels is blurred by every viewer that scales it)
     local plotcmd = "plot " .. block .. at .. "3 with image pixels notitle"
     local label_font = font and string.format(" font ',%g'", font) or ""
     if values then
@@ -222,9 +223,9 @@ local function labels_for(fname, opts, nrows, ncols)
     return rows, cols
 end
 
--- plot.heatmap(M [, opts]) draws a matrix, typically attention weights (L,S), with token labels. With
--- labels for both axes (tokens=, or rows= and cols=) it is read as attention: the axes say "query" and
--- "key" (in the lesson's language) unless xlabel=/ylabel= say otherwise ("" for none).
+-- plot.heatmap(M [, opts]) draws a matrix, typically attention weights (L,S), with token labels.
+-- With labels for both axes (tokens=, or rows= and cols=) it is read as attention: the axes say
+-- "query" and "key" (in the lesson's language) unless xlabel=/ylabel= say otherwise ("" for none).
 local HEATMAP_OPTIONS = { "tokens", "rows", "cols", "title", "xlabel", "ylabel", "zrange", "palette", "values",
                           "font", "size" }
 
@@ -263,9 +264,9 @@ function plot.heatmap(M, opts)
     })
 end
 
--- plot.heads(W [, opts]) draws every head of (H,L,S) attention weights in one grid ("head 1" ..., in the
--- lesson's language), on one colour scale; the query axis is named on the first column, the key axis
--- on the last row.
+-- plot.heads(W [, opts]) draws every head of (H,L,S) attention weights in one grid ("head 1" ...,
+-- in the lesson's language), on one colour scale; the query axis is named on the first column, the
+-- key axis on the last row.
 local HEADS_OPTIONS = { "tokens", "rows", "cols", "title", "zrange", "palette", "values", "font", "size" }
 
 function plot.heads(W, opts)
@@ -284,8 +285,8 @@ function plot.heads(W, opts)
     for h = 1, H do commands[#commands + 1] = datablock("$mha_head_" .. h, w[h]) end
     -- fixed margins keep every panel the same size; the one colour bar stands in the right margin.
     -- In pixels at a 10-point font (more for a larger one): 70 on top (the title, the first heads'
-    -- titles), 80 on the left (tic labels, the query label), below the panels of each row 90, or 115
-    -- when the key labels are tilted (tic labels, the key label, the next row's titles).
+    -- titles), 80 on the left (tic labels, the query label), below the panels of each row 90, or
+    -- 115 when the key labels are tilted (tic labels, the key label, the next row's titles).
     local scale = font_scale(setting)
     local cell = math.max(300, math.min(600, 30 * math.max(L, S) + 150))
     local below = cols and tics_command("x", cols):find("rotate", 1, true) and 115 or 90
@@ -297,7 +298,8 @@ function plot.heads(W, opts)
         "set multiplot layout %d,%d margins %.4f,%.4f,%.4f,%.4f spacing %.4f,%.4f",
         grid_rows, grid_cols, px(80) / width, 1 - px(90) / width, px(below - 20) / height, 1 - px(70) / height,
         px(80) / width, px(below) / height)
-    -- the title is a label of the first panel, drawn over its white page (a multiplot title would be under it)
+    -- the title is a label of the first panel, drawn over its white page
+    -- (a multiplot title would be under it)
     commands[#commands + 1] = string.format("set label 1 %s at screen 0.5,%.4f center front%s",
         quote(opts.title or ""), 1 - px(22) / height, setting.font and string.format(" font ',%g'", setting.font) or "")
     local digits = values_digits(fname, opts.values)
@@ -344,9 +346,9 @@ local LINE_OPTIONS = { "title", "xlabel", "ylabel", "logx", "logy", "xrange", "x
 local SERIES_OPTIONS = { "x", "y", "title" }
 local SERIES_FORM = "plot.line{ {x=xs, y=ys1}, {x=xs, y=ys2} }"
 
--- plot.line{ {x=, y=, title=}, ..., title=, xlabel=, ylabel=, logx=, logy=, xrange={lo, hi} } draws one or
--- more series (x defaults to 1..n); a table with y= at the top is one series. xrange fixes the x axis (a
--- curve redrawn as it grows keeps its axis).
+-- plot.line{ {x=, y=, title=}, ..., title=, xlabel=, ylabel=, logx=, logy=, xrange={lo, hi} } draws
+-- one or more series (x defaults to 1..n); a table with y= at the top is one series. xrange fixes
+-- the x axis (a curve redrawn as it grows keeps its axis).
 function plot.line(spec)
     local fname = "plot.line"
     if type(spec) ~= "table" then raise(fname .. ": expected a table of series, e.g. plot.line{ {x=xs, y=ys, title='a'} }") end
@@ -425,8 +427,8 @@ function plot.line(spec)
     })
 end
 
--- "set yrange [lo:hi]" from 0 to past the values by a tenth of their span, so that no bar touches the
--- border (gnuplot's autoscale ends the axis at the tallest bar when that falls on a tic).
+-- "set yrange [lo:hi]" from 0 to past the values by a tenth of their span, so that no bar touches
+-- the border (gnuplot's autoscale ends the axis at the tallest bar when that falls on a tic).
 local function bar_range(lo, hi)
     if lo == hi then return "set yrange [0:1]" end   -- all zero
     local room = 0.1 * (hi - lo)

@@ -1,5 +1,5 @@
-/* lua/sys/ldir.c - module "mha.dir": the names in a folder, read with opendir/readdir, so no Lua helper
- * needs a shell (`ls` through io.popen ran whatever a folder name held, e.g. "$(touch x)"). */
+/* lua/sys/ldir.c - module "mha.dir": the names in a folder, read with opendir/readdir, so no Lua
+ * helper needs a shell (`ls` through io.popen runs whatever a folder name holds: "$(touch x)"). */
 #include <dirent.h>
 #include <errno.h>
 #include <stdlib.h>
@@ -51,8 +51,8 @@ static int dir_list(lua_State *L) {
     }
     closedir(box->d);
     box->d = NULL;
-    /* sorted here, so the order never depends on the file system: pointers into the strings the table
-     * keeps alive, sorted, then written back in order */
+    /* sorted here, so the order never depends on the file system: pointers into the strings the
+     * table keeps alive, sorted, then written back in order */
     const char **names = (const char **)lua_newuserdatauv(L, (n ? n : 1) * sizeof *names, 0);
     for (size_t i = 0; i < n; i++) {
         lua_rawgeti(L, -2, (lua_Integer)i + 1);

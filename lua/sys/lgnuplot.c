@@ -1,5 +1,5 @@
-/* lua/sys/lgnuplot.c - module "mha.gnuplot": a gnuplot process behind three pipes (its stdin, stdout and
- * stderr), so lua/show/plot.lua can send it commands, read its errors back, and always reap it. */
+/* lua/sys/lgnuplot.c - module "mha.gnuplot": a gnuplot process behind three pipes (stdin, stdout,
+ * stderr), so lua/show/plot.lua can send it commands, read its errors back and always reap it. */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -86,9 +86,9 @@ static void set_nonblocking(int fd) {
     if (flags >= 0) fcntl(fd, F_SETFL, flags | O_NONBLOCK);
 }
 
-/* write() that cannot raise SIGPIPE: a gnuplot that died must give an EPIPE error, not kill the REPL.
- * SIGPIPE is blocked around the write and, if the write raised it, taken back off the pending set, so
- * the process's own disposition of SIGPIPE is left as it was. */
+/* write() that cannot raise SIGPIPE: a gnuplot that died must give an EPIPE error, not kill the
+ * REPL. SIGPIPE is blocked around the write and, if the write raised it, taken back off the pending
+ * set, so the process's own disposition of SIGPIPE is left as it was. */
 static ssize_t write_no_sigpipe(int fd, const char *data, size_t n) {
     sigset_t pipe_set, old_set, pending;
     sigemptyset(&pipe_set);
@@ -166,15 +166,15 @@ static size_t find_marker_line(const byte_buffer *buf, const char *marker, size_
 static bool try_reap(gnuplot_process *gp) {
     if (gp->pid == 0) return true;
     pid_t r = waitpid(gp->pid, &gp->status, WNOHANG);
-    if (r == gp->pid || (r < 0 && errno == ECHILD)) {   /* ECHILD: SIGCHLD ignored, already reaped */
+    if (r == gp->pid || (r < 0 && errno == ECHILD)) {  /* ECHILD: SIGCHLD ignored, already reaped */
         gp->pid = 0;
         return true;
     }
     return false;
 }
 
-/* Closes its stdin (gnuplot exits at end of input), waits up to `timeout` seconds while draining its
- * output, then sends SIGTERM and, half a second later, SIGKILL to its process group, and reaps it. */
+/* Closes its stdin (gnuplot exits at end of input), waits up to `timeout` seconds, draining its
+ * output, then sends SIGTERM and, half a second later, SIGKILL to its process group; reaps it. */
 static void shut_down(gnuplot_process *gp, double timeout) {
     close_fd(&gp->to_stdin);
     if (gp->pid != 0) {
@@ -204,8 +204,8 @@ static void shut_down(gnuplot_process *gp, double timeout) {
 /* ---- the library ---- */
 
 /* gnuplot.spawn([program]) -> process | nil, message, reason
- * Starts `program` (default "gnuplot", looked up in PATH) with its stdin, stdout and stderr on pipes.
- * reason is "notfound" when the program does not exist, "error" for any other failure. */
+ * Starts `program` (default "gnuplot", looked up in PATH) with its stdin, stdout and stderr on
+ * pipes. reason is "notfound" when the program does not exist, "error" for any other failure. */
 static int gp_spawn(lua_State *L) {
     const char *program = luaL_optstring(L, 1, "gnuplot");
     int in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1}, exec_status[2] = {-1, -1};
@@ -279,10 +279,11 @@ fail: {
 }
 
 /* gnuplot.tempfile(dir, suffix) -> path | nil, message
- * Creates a new empty file dir/.mha-plot-<pid>-<n><suffix> (mode 0666 less the umask, never an existing
- * file) and returns its name, which starts with '/' or "./": gnuplot reads a `set output` name that
- * starts with '|' as a command to run, and this name never can. plot.save lets gnuplot write there and
- * renames the file to the name the user gave, so no user text ever reaches `set output` as a name. */
+ * Creates a new empty file dir/.mha-plot-<pid>-<n><suffix> (mode 0666 less the umask, never an
+ * existing file) and returns its name, which starts with '/' or "./": gnuplot reads a `set output`
+ * name that starts with '|' as a command to run, and this name never can. plot.save lets gnuplot
+ * write there and renames the file to the name the user gave, so no user text ever reaches
+ * `set output` as a name. */
 static int gp_tempfile(lua_State *L) {
     const char *dir = luaL_checkstring(L, 1);
     const char *suffix = luaL_checkstring(L, 2);
@@ -310,9 +311,9 @@ static int gp_tempfile(lua_State *L) {
     return 2;
 }
 
-/* True when the n bytes of a file that start with head (its first bytes) and end with tail (its last
- * bytes) are a whole file of kind: PNG ends with its IEND chunk, SVG with </svg>, PDF with %%EOF - what
- * a file cut short by a full disk lacks, gnuplot and cairo saying nothing of it. */
+/* True when the n bytes of a file that start with head (its first bytes) and end with tail (its
+ * last bytes) are a whole file of kind: PNG ends with its IEND chunk, SVG with </svg>, PDF with
+ * %%EOF - what a file cut short by a full disk lacks, gnuplot and cairo saying nothing of it. */
 static bool file_complete(const char *kind, const unsigned char *head, size_t nhead, const unsigned char *tail,
                           size_t ntail) {
     while (ntail > 0 && (tail[ntail - 1] == '\n' || tail[ntail - 1] == '\r' || tail[ntail - 1] == ' '))
@@ -341,10 +342,10 @@ static void sync_folder_of(const char *path) {
 }
 
 /* gnuplot.commit(temp, path, kind) -> true | nil, why
- * Renames the file gnuplot wrote at temp (a gnuplot.tempfile, kind "png", "svg" or "pdf") to path, only
- * when it is whole (file_complete) and on disk (fsync), so path holds the new figure or its old file,
- * never a cut one. why says what went wrong ("No space left on device" when the disk is full); the
- * caller removes temp. */
+ * Renames the file gnuplot wrote at temp (a gnuplot.tempfile, kind "png", "svg" or "pdf") to path,
+ * only when it is whole (file_complete) and on disk (fsync), so path holds the new figure or its
+ * old file, never a cut one. why says what went wrong ("No space left on device" when the disk is
+ * full); the caller removes temp. */
 static int gp_commit(lua_State *L) {
     const char *temp = luaL_checkstring(L, 1);
     const char *path = luaL_checkstring(L, 2);
@@ -380,8 +381,8 @@ static int gp_commit(lua_State *L) {
 }
 
 /* process:send(text [, timeout]) -> true | nil, message
- * Writes all of text to gnuplot's stdin, reading its output meanwhile (so neither side can block the
- * other on a full pipe). Fails when gnuplot has exited or has not taken the text within timeout
+ * Writes all of text to gnuplot's stdin, reading its output meanwhile (so neither side can block
+ * the other on a full pipe). Fails when gnuplot has exited or has not taken the text within timeout
  * seconds (default 10). */
 static int gp_send(lua_State *L) {
     gnuplot_process *gp = toprocess(L);
@@ -428,8 +429,8 @@ static int gp_send(lua_State *L) {
 /* process:sync(marker [, timeout]) -> stdout, stderr, status
  * Reads gnuplot's output until a line equal to marker appears on its stderr (the caller sent
  * `print "marker"` after its commands, so everything they printed is in by then). Returns all of
- * stdout read so far, stderr up to the marker line, and status: "ok", "exited" (gnuplot ended first),
- * "timeout" (after timeout seconds, default 10) or "interrupted" (a signal, e.g. Ctrl-C). */
+ * stdout read so far, stderr up to the marker line, and status: "ok", "exited" (gnuplot ended
+ * first), "timeout" (after timeout seconds, default 10) or "interrupted" (a signal: Ctrl-C). */
 static int gp_sync(lua_State *L) {
     gnuplot_process *gp = toprocess(L);
     size_t mlen, line_start = 0, past = 0;

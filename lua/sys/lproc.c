@@ -1,6 +1,6 @@
-/* lua/sys/lproc.c - module "mha.proc": another program run with its arguments as a list (fork and execv,
- * never a shell, so no file name is ever read as shell syntax), and where the running program lives. */
-#define _GNU_SOURCE   /* dladdr1 and struct link_map: is this code in mha.so or in the program itself? */
+/* lua/sys/lproc.c - module "mha.proc": another program run with its arguments as a list (fork and
+ * execv, never a shell: no file name is read as shell syntax), and where the running program is. */
+#define _GNU_SOURCE   /* dladdr1 and struct link_map: is this code in mha.so or in the program? */
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -25,7 +25,7 @@ static int program_path(char path[PATH_MAX]) {
     return 0;
 }
 
-/* proc.self() -> the real path of the running program (from /proc/self/exe), or nil and a message */
+/* proc.self() -> the real path of the running program (/proc/self/exe), or nil and a message */
 static int proc_self(lua_State *L) {
     char path[PATH_MAX];
     if (program_path(path) != 0) {
@@ -39,12 +39,13 @@ static int proc_self(lua_State *L) {
 
 static const char in_this_file = 0;   /* an address inside this file's data, for dladdr1 */
 
-/* The real path (symbolic links resolved) of the file this code was loaded from: mha.so when a stock
- * lua5.4 loaded it, else the running program. Returns 0, or -1 and sets errno. */
+/* The real path (symbolic links resolved) of the file this code was loaded from: mha.so when a
+ * stock lua5.4 loaded it, else the running program. Returns 0, or -1 and sets errno. */
 static int code_path(char path[PATH_MAX]) {
     Dl_info info;
     struct link_map *map = NULL;
-    /* the program's own link map has an empty name; a shared object's is the path it was opened by */
+    /* the program's own link map has an empty name; a shared object's is the path it was opened by
+     */
     if (dladdr1(&in_this_file, &info, (void **)&map, RTLD_DL_LINKMAP) && map && map->l_name[0])
         return realpath(map->l_name, path) ? 0 : -1;
     return program_path(path);
@@ -52,9 +53,10 @@ static int code_path(char path[PATH_MAX]) {
 
 /* proc.shipped(name) -> {folder, ...}: where the folder `name` that ships with mha-repl ("lessons",
  * "models") may be, in the order to look: name itself (under the current folder), then beside the
- * folder holding the real program (build/mha-repl: build/../name) and one level up (build/asan/mha-repl).
- * The program is found by its real path, so a symbolic link to it (the ./mha-repl `make` links) or a
- * start from another folder finds the same files. Every lookup of shipped files asks here. */
+ * folder holding the real program (build/mha-repl: build/../name) and one level up
+ * (build/asan/mha-repl). The program is found by its real path, so a symbolic link to it (the
+ * ./mha-repl `make` links) or a start from another folder finds the same files. Every lookup of
+ * shipped files asks here. */
 static int proc_shipped(lua_State *L) {
     const char *name = luaL_checkstring(L, 1);
     lua_newtable(L);

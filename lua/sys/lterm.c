@@ -1,5 +1,5 @@
-/* lua/sys/lterm.c - module "mha.term": what the printing code needs to know about the terminal: whether a
- * stream is one, whether to colour it (the one colour policy), its columns, the cells UTF-8 text takes. */
+/* lua/sys/lterm.c - module "mha.term": what printing needs to know of the terminal: whether a
+ * stream is one, whether to colour it (the one colour policy), its columns, the cells text takes */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,12 +14,13 @@
 #include "lsys.h"
 
 /* Display width follows Unicode, not the locale, so the same labels line up the same way on every
- * machine (wcwidth() depends on LC_CTYPE and the C library's tables). Both tables below are ranges of
- * code points, sorted, derived from Unicode 14.0: `wide_ranges` holds East Asian Width W and F (two
- * cells: CJK ideographs, kana, Hangul syllables, fullwidth forms, most emoji); `zero_ranges` holds the
- * combining marks (general categories Mn and Me), the invisible format characters (Cf, except the soft
- * hyphen) and the Hangul medial/final jamo, which draw on the cell before them. Gaps of unassigned code
- * points inside a range are folded into it, and planes 2 and 3 (ideographs) are wide throughout. */
+ * machine (wcwidth() depends on LC_CTYPE and the C library's tables). Both tables below are ranges
+ * of code points, sorted, derived from Unicode 14.0: `wide_ranges` holds East Asian Width W and F
+ * (two cells: CJK ideographs, kana, Hangul syllables, fullwidth forms, most emoji); `zero_ranges`
+ * holds the combining marks (general categories Mn and Me), the invisible format characters (Cf,
+ * except the soft hyphen) and the Hangul medial/final jamo, which draw on the cell before them.
+ * Gaps of unassigned code points inside a range are folded into it, and planes 2 and 3 (ideographs)
+ * are wide throughout. */
 typedef struct { uint32_t first, last; } cp_range;
 
 static const cp_range wide_ranges[] = {
@@ -115,7 +116,8 @@ static int in_ranges(uint32_t cp, const cp_range *ranges, size_t n) {
     return lo < n && ranges[lo].first <= cp;
 }
 
-/* Cells one code point takes: 0 for control characters and combining marks, 2 for wide ones, else 1. */
+/* Cells one code point takes: 0 for control characters and combining marks, 2 for wide ones, else 1
+ */
 static int cp_width(uint32_t cp) {
     if (cp < 0x20 || (cp >= 0x7F && cp < 0xA0)) return 0;
     if (cp < 0x300) return 1;   /* the common case: ASCII and Latin-1 */
@@ -125,8 +127,8 @@ static int cp_width(uint32_t cp) {
 }
 
 /* Decodes one UTF-8 sequence at s[0..n). Sets *cp and returns its length; a malformed or truncated
- * sequence (overlong, surrogate, above U+10FFFF) decodes as its first byte alone, U+FFFD, one cell -
- * which is what terminals draw for it. */
+ * sequence (overlong, surrogate, above U+10FFFF) decodes as its first byte alone, U+FFFD, one
+ * cell, which is what terminals draw for it. */
 static size_t utf8_decode(const unsigned char *s, size_t n, uint32_t *cp) {
     static const uint32_t min_value[] = {0, 0, 0x80, 0x800, 0x10000};
     size_t len;
@@ -212,16 +214,17 @@ int mha_term_colour(int fd) {
     return isatty(fd);
 }
 
-/* term.colour([fd|file]) -> true when escapes may colour the stream (default: stdout): mha_term_colour. */
+/* term.colour([fd|file]) -> true when escapes may colour the stream (default stdout), as
+ * mha_term_colour says */
 static int term_colour(lua_State *L) {
     int fd = lua_isnoneornil(L, 1) ? STDOUT_FILENO : checkfd(L, 1);
     lua_pushboolean(L, mha_term_colour(fd));
     return 1;
 }
 
-/* One side of the terminal (stream at argument 1, default stdout): the kernel's idea of it (TIOCGWINSZ)
- * when the stream is a terminal, else the environment variable when it is a positive number, else
- * fallback. */
+/* One side of the terminal (stream at argument 1, default stdout): the kernel's idea of it
+ * (TIOCGWINSZ) when the stream is a terminal, else the environment variable when it is a positive
+ * number, else fallback. */
 static int push_term_size(lua_State *L, int want_rows, const char *variable, lua_Integer fallback) {
     int fd = lua_isnoneornil(L, 1) ? STDOUT_FILENO : checkfd(L, 1);
     struct winsize ws;
@@ -241,8 +244,8 @@ static int push_term_size(lua_State *L, int want_rows, const char *variable, lua
 /* term.columns([fd|file]) -> the terminal's width in cells: TIOCGWINSZ, else $COLUMNS, else 80. */
 static int term_columns(lua_State *L) { return push_term_size(L, 0, "COLUMNS", 80); }
 
-/* term.rows([fd|file]) -> the terminal's height in rows: TIOCGWINSZ, else $LINES, else 24 (the lesson
- * runner pauses a step taller than the screen). */
+/* term.rows([fd|file]) -> the terminal's height in rows: TIOCGWINSZ, else $LINES, else 24 (the
+ * lesson runner pauses a step taller than the screen). */
 static int term_rows(lua_State *L) { return push_term_size(L, 1, "LINES", 24); }
 
 /* term.input_waiting([fd|file]) -> true when the stream (default: stdin, fd 0) has input to read
