@@ -372,6 +372,7 @@ end
 
 local files, exists = source_files()
 local unit_edges, room_edges, require_edges, units, rooms = {}, {}, {}, {}, {}
+local includes = {}   -- file -> {{target =, where =}}: its quoted includes, resolved
 local file_module = {}
 for name, file in pairs(module_file) do file_module[file] = name end
 
@@ -405,7 +406,7 @@ for _, path in ipairs(files) do
                 report_function(path, f)
             end
             local u = unit(path)
-            units[#units + 1] = u
+            if exists[u .. ".c"] and e == "c" then units[#units + 1] = u end
             local room = path:match("^core/([^/]+)/")
             if room then rooms[room] = true end
             local ln = 0
@@ -426,9 +427,8 @@ for _, path in ipairs(files) do
                         if room and target:match("^lua/") then
                             report(path, ln, "core-includes-lua", "core includes " .. target)
                         end
-                        if unit(target) ~= u then
-                            add_edge(unit_edges, u, unit(target), path .. ":" .. ln)
-                        end
+                        includes[path] = includes[path] or {}
+                        table.insert(includes[path], {target = target, where = path .. ":" .. ln})
                         local to_room = target:match("^core/([^/]+)/")
                         if room and to_room and to_room ~= room then
                             add_edge(room_edges, room, to_room, path .. ":" .. ln)
@@ -456,6 +456,28 @@ local function report_cycles(rule, nodes, edges)
     end
 end
 
+-- A unit is a .c with its .h. A header with no .c of its own (an umbrella, a room's _internal.h, a
+-- _testing.h) is no unit: what it includes counts for the file that includes it.
+local function unit_targets(file, seen, out, where)
+    for _, inc in ipairs(includes[file] or {}) do
+        local t = inc.target
+        if not seen[t] then
+            seen[t] = true
+            if exists[unit(t) .. ".c"] then out[#out + 1] = {unit = unit(t), where = where or inc.where}
+            else unit_targets(t, seen, out, where or inc.where) end
+        end
+    end
+end
+for _, path in ipairs(files) do
+    local u = unit(path)
+    if (ext(path) == "c" or ext(path) == "h") and exists[u .. ".c"] then
+        local out = {}
+        unit_targets(path, {}, out)
+        for _, t in ipairs(out) do
+            if t.unit ~= u then add_edge(unit_edges, u, t.unit, t.where) end
+        end
+    end
+end
 table.sort(units)
 report_cycles("include-cycle", units, unit_edges)
 report_cycles("room-cycle", sorted_keys(rooms), room_edges)

@@ -14,7 +14,7 @@ lines() { local i; for ((i = 0; i < $1; i++)); do echo "$2"; done; }
 long_comment="-- $(printf 'x%.0s' $(seq 1 100))"
 long_code="local s = \"$(printf 'y%.0s' $(seq 1 100))\""
 
-# a small tree: core/one and core/two include each other, one includes Lua, mha.a and mha.b require
+# a small tree: core/one and core/two include each other (each a unit: a .c with its .h), one includes Lua, mha.a and mha.b require
 # each other (one lazily, through pcall), a C and a Lua function of 101 lines, a comment past
 # column 100, a file of 901 lines
 bad=$tmp/bad
@@ -24,6 +24,7 @@ printf 'ALL_CFLAGS = $(DEFS) -Icore -I$(BUILD)\nEMBED = mha.a=lua/x/a.lua mha.b=
 printf '#include "two/b.h"\n#include <lauxlib.h>\n' >"$bad/core/one/a.h"
 printf '#include "a.h"\nint a(void)\n{\n%s\n}\n' "$(lines 99 '    ;')" >"$bad/core/one/a.c"
 printf '#include "one/a.h"\n' >"$bad/core/two/b.h"
+printf '#include "b.h"\n' >"$bad/core/two/b.c"
 { echo 'local b = require "mha.b"'; echo "local function f()"; lines 99 "    b.x()"; echo "end"
   echo "$long_comment"; echo "$long_code"; } >"$bad/lua/x/a.lua"
 printf 'local function g() local ok, a = pcall(require, "mha.a") end\n-- require "mha.c"\n' \
@@ -38,7 +39,7 @@ lua/x/a.lua:1: require-cycle: mha.a -> mha.b -> mha.a
 lua/x/a.lua:2: function-length: function f is 101 lines (at most 100)
 lua/x/a.lua:103: comment-width: comment past column 100
 lua/x/c.lua:1: file-length: 901 lines (at most 900)"
-summary="lint: 6 files checked, 8 violations (comment-width 1, core-includes-lua 1, file-length 1, "
+summary="lint: 7 files checked, 8 violations (comment-width 1, core-includes-lua 1, file-length 1, "
 summary+="function-length 2, include-cycle 1, require-cycle 1, room-cycle 1); code or strings past "
 summary+="column 100 on 1 lines (a warning; LINT_WARNINGS=1 lists them)"
 expect+=$'\n'$summary
