@@ -15,7 +15,7 @@
 -- is a child like any other: its parameters are read by their state_dict names (out_proj.weight for its
 -- out_proj_weight field). Parameters are leaves with requires_grad on, so backward fills their :grad().
 
-local mha = require "mha"
+local mha = require "mha.core"
 local display = require "mha.display"
 local raise = require "mha.raise"   -- errors at the user's line
 local options = require "mha.options"
@@ -444,8 +444,8 @@ Module.train = M.train
 Module.eval = M.eval
 Module.to = M.to
 
--- The methods MultiheadAttention shares with the Lua modules (installed by luaopen_mha; its zero_grad is
--- its own, in C).
+-- The methods MultiheadAttention shares with the Lua modules (lua/mha.lua has mha.core add them; its
+-- zero_grad is its own, in C).
 M.multihead_methods = {state_dict = M.state_dict, load_state_dict = M.load_state_dict, train = M.train,
                        eval = M.eval, to = M.to, named_parameters = M.named_parameters}
 for key, f in pairs(M.multihead_methods) do   -- m.eval() says to call it with a colon, as the C methods do

@@ -2,7 +2,7 @@
 -- the prompt (a progress line, Ctrl-C stops and keeps the model, a live loss curve) and returns its history.
 -- Also mha.train.loss (the masked cross entropy and accuracy every task's targets use).
 
-local mha = require "mha"
+local mha = require "mha.core"
 local optim = require "mha.nn.optim"
 local term = require "mha.term"
 local raise = require "mha.raise"   -- errors at the user's line
@@ -64,7 +64,7 @@ local WORDS = {
               return string.format("训练：%d 个头，d_model %d，%d 层", heads, d_model, layers)
           end},
 }
-local function words() return WORDS[mha.printoptions().lang] or WORDS.en end
+local function words() return WORDS[require("mha.display").printoptions().lang] or WORDS.en end
 
 -- The loss and accuracy curves, on the run's own figure: redrawn live in a gnuplot window, or once at the end as
 -- a text plot; the labels in the language of the printoptions (a Chinese lesson sets "zh").
