@@ -1,15 +1,15 @@
--- lua/mha.lua - the package "mha": the C core module "mha.core" and the Lua parts assembled into the one
--- table `require "mha"` returns (as torch7's init.lua over libtorch). Every name of mha is given here:
+-- lua/mha.lua - the package "mha": the C core module "mha.core" and the Lua parts assembled into
+-- the one table `require "mha"` returns (torch7's init.lua over libtorch). Each name comes from:
 --
---   mha.core (lua/bind/, C)    tensor zeros ones full eye arange rand randn is_tensor seed manual_seed
---                              get_seed load save memory reset_peak threads isa clock where cat stack
---                              positional_encoding causal_mask scaled_dot_product_attention sdpa
---                              MultiheadAttention, the tensor functions (exp, add, sum, softmax, matmul,
---                              linear, layer_norm, ...), the view functions (view, transpose, ...) and
---                              autograd (no_grad, is_grad_enabled, cross_entropy, embedding, ...)
---   mha.display (lua/show/)    format show printoptions heat
---   mha.nn (lua/nn/)           nn, optim, clip_grad_norm
---   lua/train/                 tasks train heads (modules), load_model save_model (from mha.models)
+--   mha.core (lua/bind/, C)  tensor zeros ones full eye arange rand randn is_tensor seed
+--                            manual_seed get_seed load save memory reset_peak threads isa clock
+--                            where cat stack positional_encoding causal_mask sdpa
+--                            scaled_dot_product_attention MultiheadAttention, the tensor functions
+--                            (exp, add, sum, softmax, matmul, linear, layer_norm, ...), the
+--                            view functions (view, transpose, ...), autograd (no_grad, embedding, ...)
+--   mha.display (lua/show/)  format show printoptions heat
+--   mha.nn (lua/nn/)         nn, optim, clip_grad_norm
+--   lua/train/               tasks train heads (modules), load_model save_model (from mha.models)
 --
 -- MultiheadAttention, a C type, takes from mha.nn the module methods it lacks (below).
 
@@ -38,8 +38,8 @@ mha.train = require "mha.train"
 mha.heads = require "mha.heads"
 mha.load_model, mha.save_model = models.load_model, models.save_model
 
--- state_dict, load_state_dict, train, eval, to, named_parameters: so a MultiheadAttention is a child
--- like any other module and a model of its own
+-- state_dict, load_state_dict, train, eval, to, named_parameters: so a MultiheadAttention is a
+-- child like any other module and a model of its own
 core.add_multihead_methods(nn.multihead_methods)
 
 return mha
