@@ -14,6 +14,9 @@
 -- traceback without the embedded Lua code's frames) is in the registry as "mha.repl.msghandler".
 -- A script :save wrote calls repl.replayer() for the functions that replay the session.
 --
+-- repl.init also hands the REPL to the notebook's recorder and cell runner (record.install(repl, runner),
+-- kernel.install(repl)).
+--
 -- The REPL hands itself to the lesson runner (lesson.install(repl), from repl.init), which then calls
 --   repl.record_step(code, label, ok)  when it runs a step's code, so :save replays it too
 --   repl.clock()                       for timings on the wall clock
@@ -830,6 +833,12 @@ function repl.init(carried)
             recorder = record
             record.install(repl, runner)
         else show_error("mha.notebook.record: " .. tostring(record)) end
+    end
+    -- a notebook's cells (the Jupyter kernel, :export lesson) run as the REPL's inputs run
+    if package.preload["mha.kernel"] then
+        local ok, kernel = pcall(require, "mha.kernel")
+        if ok then kernel.install(repl)
+        else show_error("mha.kernel: " .. tostring(kernel)) end
     end
     captured, captured_bytes, kept, kept_by_key = {}, 0, {}, {}
 end
