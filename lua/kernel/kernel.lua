@@ -1,6 +1,6 @@
 -- lua/kernel/kernel.lua - module "mha.kernel": what a notebook cell does, for the Jupyter kernel (lua/kernel/kernel.c)
--- and the notebook export (lua/notebook/notebook.lua) alike, with the REPL's own machinery (mha.repl, which
--- hands itself over: kernel.install(repl), from repl.init).
+-- and the notebook export (lua/notebook/notebook.lua) alike, with the REPL's own machinery
+-- (mha.repl, which hands itself over: kernel.install(repl), from repl.init).
 --
 -- kernel.execute(code, sink) runs a cell as the REPL runs an input: ':' and '?' lines are commands, other
 -- code is tried as "return <code>" first; it hands sink the cell's outputs in order, as nbformat outputs:
@@ -102,7 +102,7 @@ end
 
 -- Once per Lua state: show gives tables, plots draw nowhere but are kept for the cell's outputs.
 function kernel.setup()
-    if not repl then error("mha.kernel: no REPL handed over (repl.init calls kernel.install(repl))", 2) end
+    if not repl then error("mha.kernel: no REPL handed over (repl.init calls kernel.install)", 2) end
     if set_up then return end
     set_up = true
     outputs.wrap_show(wrap_show)

@@ -54,8 +54,9 @@ const char *repl_modes_check(lua_State *L, int args, int *usage) {
     return NULL;
 }
 
-/* --lesson: require("mha.lesson").start(name, {batch=, lang=}); at a terminal the REPL follows. */
-int repl_dolesson(lua_State *L, const repl_host *repl, int batch) {   /* -> EXIT_OK, EXIT_SCRIPT or EXIT_USAGE */
+/* --lesson: require("mha.lesson").start(name, {batch=, lang=}); at a terminal the REPL follows.
+ * -> EXIT_OK, EXIT_SCRIPT or EXIT_USAGE */
+int repl_dolesson(lua_State *L, const repl_host *repl, int batch) {
     lua_getfield(L, LUA_REGISTRYINDEX, LUA_PRELOAD_TABLE);
     int present = lua_getfield(L, -1, "mha.lesson") != LUA_TNIL;
     lua_pop(L, 2);
@@ -101,8 +102,9 @@ int repl_dolesson(lua_State *L, const repl_host *repl, int batch) {   /* -> EXIT
     return EXIT_OK;
 }
 
-/* --kernel FILE: serve Jupyter on this state; :reset in a cell comes back here with a fresh one. */
-int repl_dokernel(lua_State *L, const repl_host *repl, int *reset) {   /* -> EXIT_OK, EXIT_SCRIPT or EXIT_USAGE */
+/* --kernel FILE: serve Jupyter on this state; :reset in a cell comes back here with a fresh one.
+ * -> EXIT_OK, EXIT_SCRIPT or EXIT_USAGE */
+int repl_dokernel(lua_State *L, const repl_host *repl, int *reset) {
     if (repl->start(L) != LUA_OK) return EXIT_SCRIPT;
     int r = mha_kernel_serve(L, kernel_file, repl_kernel_stop, repl_kernel_stopped);
     if (r == MHA_KERNEL_RESET) *reset = 1;

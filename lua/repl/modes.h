@@ -27,10 +27,11 @@ void repl_mode_set(int flag, const char *value);
  * usage line should follow); NULL when all is well. */
 const char *repl_modes_check(lua_State *L, int args, int *usage);
 
-/* What the modes need of the REPL, which repl.c hands them (as it hands itself to the lesson runner):
- * lua.c's docall (the message handler, Ctrl-C armed), report (the error at the top of the stack printed
- * after the program's name, and popped) and l_message (msg to stderr after the program's name), and
- * start (readline, signals and history once per process, mha.repl on L; a Lua status). */
+/* What the modes need of the REPL, which repl.c hands them (as it hands itself to the lesson
+ * runner): lua.c's docall (the message handler, Ctrl-C armed), report (the error at the top of the
+ * stack printed after the program's name, and popped) and l_message (msg to stderr after the
+ * program's name), and start (readline, signals and history once per process, mha.repl on L; a
+ * Lua status). */
 typedef struct repl_host {
     int (*docall)(lua_State *L, int narg, int nres);
     int (*report)(lua_State *L, int status);
@@ -38,8 +39,8 @@ typedef struct repl_host {
     int (*start)(lua_State *L);
 } repl_host;
 
-/* The modes; each returns an exit code. A :reset in a kernel's cell sets *reset: the kernel comes back
- * on a fresh state. */
+/* The modes; each returns an exit code. A :reset in a kernel's cell sets *reset: the kernel comes
+ * back on a fresh state. */
 int repl_dolesson(lua_State *L, const repl_host *repl, int batch);
 int repl_dokernel(lua_State *L, const repl_host *repl, int *reset);
 int repl_doexport(lua_State *L, const repl_host *repl);

@@ -1,10 +1,10 @@
--- lua/repl/save.lua - module "mha.repl.save": what :save writes, FILE.lua (a script that replays the
--- session's inputs as the REPL ran them) and FILE.md (the transcript with outputs), and the replay table
--- such a script asks repl.replayer() for.
+-- lua/repl/save.lua - module "mha.repl.save": what :save writes, FILE.lua (a script replaying the
+-- session's inputs as the REPL ran them) and FILE.md (the transcript with outputs), and the replay
+-- table such a script asks repl.replayer() for.
 --
--- The REPL hands it what it needs: repl (mha.repl: split_input, split_last, return_last, transcript) and,
--- for the replay, shown: how the REPL shows values and errors {show_values =, keep_values =, show_error =,
--- err_out =, msghandler =, interrupted =}.
+-- The REPL hands it what it needs: repl (mha.repl: split_input, split_last, return_last,
+-- transcript) and, for the replay, shown: how the REPL shows values and errors {show_values =,
+-- keep_values =, show_error =, err_out =, msghandler =, interrupted =}.
 
 local M = {}
 
@@ -97,7 +97,8 @@ end
 -- brings the globals back to those the script started with, fails(input) runs an input that raised an
 -- error in the session and prints its message (the REPL printed it with a traceback).
 function M.replayer(repl, shown)
-    local show_values, keep_values, show_error = shown.show_values, shown.keep_values, shown.show_error
+    local show_values, keep_values = shown.show_values, shown.keep_values
+    local show_error = shown.show_error
     local err_out, msghandler, interrupted = shown.err_out, shown.msghandler, shown.interrupted
     local start = {}
     for k, v in next, _G do start[k] = v end
@@ -171,8 +172,8 @@ local function write_file(path, text)
     return true
 end
 
--- Writes base.lua and base.md from the session's transcript (repl.transcript()); returns their names and
--- the number of inputs, or nil and a message.
+-- Writes base.lua and base.md from the session's transcript (repl.transcript()); returns their names
+-- and the number of inputs, or nil and a message.
 function M.save(repl, base)
     local transcript = repl.transcript()
     base = base:gsub("%.lua$", ""):gsub("%.md$", "")

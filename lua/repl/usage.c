@@ -1,5 +1,5 @@
-/* lua/repl/usage.c - the words of mha-repl's command line: the usage line a bad option prints, --help's
- * text and -v's version (repl.c's collectargs decides which). */
+/* lua/repl/usage.c - the words of mha-repl's command line: the usage line a bad option prints,
+ * --help's text and -v's version (repl.c's collectargs decides which). */
 #include <stdio.h>
 #include <string.h>
 

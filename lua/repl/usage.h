@@ -1,5 +1,5 @@
-/* lua/repl/usage.h - the words of mha-repl's command line (lua/repl/usage.c): the usage line, --help's
- * text and -v's version, as lua.c's print_usage and print_version. */
+/* lua/repl/usage.h - the words of mha-repl's command line (lua/repl/usage.c): the usage line,
+ * --help's text and -v's version, as lua.c's print_usage and print_version. */
 #ifndef MHA_REPL_USAGE_H
 #define MHA_REPL_USAGE_H
 
