@@ -42,11 +42,11 @@ SYS_SRC  += lua/sys/ldir.c
 SYS_SRC  += lua/sys/lproc.c
 REPL_SRC  = lua/repl/repl.c lua/repl/history.c lua/repl/traceback.c lua/repl/lazy.c
 REPL_SRC += lua/repl/signals.c
-REPL_SRC += lua/repl/modes.c
+REPL_SRC += lua/repl/modes.c lua/repl/usage.c
 KERNEL_SRC = lua/kernel/kernel.c
 NOTEBOOK_SRC = lua/notebook/ljson.c
-EMBED     = mha.repl=lua/repl/repl.lua mha.repl.complete=lua/repl/complete.lua \
-            mha.repl.printer=lua/repl/printer.lua \
+EMBED     = mha=lua/mha.lua mha.repl=lua/repl/repl.lua mha.repl.complete=lua/repl/complete.lua \
+            mha.repl.printer=lua/repl/printer.lua mha.repl.save=lua/repl/save.lua \
             mha.display=lua/show/display.lua mha.text=lua/show/text.lua mha.plot=lua/show/plot.lua \
             mha.plot.figure=lua/show/figure.lua \
             mha.lesson=lua/lesson/lesson.lua mha.lesson.check=lua/lesson/check.lua \

@@ -1,5 +1,6 @@
-/* lua/bind/lmha.c - the Lua module "mha": constructors, the tensor functions (also Tensor methods), attention,
- * random numbers, .npy files and memory; luaopen_mha also preloads the embedded Lua helpers.
+/* lua/bind/lmha.c - the C core module "mha.core": constructors, the tensor functions (also Tensor methods),
+ * attention, random numbers, .npy files and memory; and luaopen_mha, the loader of the package "mha",
+ * which preloads the embedded Lua parts and runs lua/mha.lua (the mha table, assembled over these).
  *
  * Lua conventions: dims and indices are 1-based, negative dims count from the end; values (arange's
  * start and stop, seeds, sizes) are plain numbers. Returned indices (max/min/argmax with a dim) are
@@ -600,6 +601,54 @@ static const luaL_Reg mhalib[] = {
     {NULL, NULL}
 };
 
+/* mha.core.add_multihead_methods(methods): each function of the table methods (name -> function) that
+ * MultiheadAttention lacks becomes one of its methods; lua/mha.lua hands it the nn.Module methods
+ * (state_dict, train, ...), so a MultiheadAttention is a child like any other and a model of its own. */
+static int l_add_multihead_methods(lua_State *L) {
+    luaL_checktype(L, 1, LUA_TTABLE);
+    lua_settop(L, 1);
+    luaL_getmetatable(L, MHA_MULTIHEAD_T);
+    lua_getfield(L, -1, "__methods");                     /* 1 methods, 2 metatable, 3 __methods */
+    for (lua_pushnil(L); lua_next(L, 1); lua_pop(L, 1)) { /* 4 key, 5 value */
+        lua_pushvalue(L, 4);
+        if (lua_rawget(L, 3) == LUA_TNIL) {
+            lua_pushvalue(L, 4);
+            lua_pushvalue(L, 5);
+            lua_rawset(L, 3);
+        }
+        lua_pop(L, 1);
+    }
+    return 0;
+}
+
+/* The core module "mha.core": the C functions, the Tensor and MultiheadAttention types; it requires
+ * nothing. The mha table people use is lua/mha.lua's, assembled over this one. */
+int luaopen_mha_core(lua_State *L) {
+    luaL_checkversion(L);
+    lmha_open_tensor(L);
+    lmha_open_multihead(L);
+    luaL_newlib(L, mhalib);
+    luaL_setfuncs(L, tensor_functions, 0);
+    lmha_open_positions(L);
+    lmha_open_autograd(L);
+    /* the tensor functions become methods; some methods become functions */
+    luaL_getmetatable(L, MHA_TENSOR_T);
+    lua_getfield(L, -1, "__methods");
+    luaL_setfuncs(L, tensor_functions, 0);
+    for (size_t i = 0; method_functions[i]; i++) {
+        lua_getfield(L, -1, method_functions[i]);
+        lua_setfield(L, -4, method_functions[i]);
+    }
+    lua_pop(L, 2);
+    lua_pushcfunction(L, l_add_multihead_methods);
+    lua_setfield(L, -2, "add_multihead_methods");
+    /* the table a tensor's __tostring and an error's function name are looked up in, until luaopen_mha
+     * puts the assembled mha there */
+    lua_pushvalue(L, -1);
+    lua_setfield(L, LUA_REGISTRYINDEX, LMHA_LIB_KEY);
+    return 1;
+}
+
 /* ---- the embedded Lua helpers ---- */
 
 /* package.preload loader of one embedded file (upvalue: its mha_embedded entry). */
@@ -613,8 +662,9 @@ static int load_embedded(lua_State *L) {
     return 1;
 }
 
-/* The C libraries the helpers require, preloaded under their module names (as linit.c lists its own). */
+/* The C libraries the Lua parts require, preloaded under their module names (as linit.c lists its own). */
 static const luaL_Reg c_libraries[] = {
+    {"mha.core", luaopen_mha_core},
     {"mha.gnuplot", luaopen_mha_gnuplot},
     {"mha.term", luaopen_mha_term},
     {"mha.optim_kernels", luaopen_mha_optim_kernels},
@@ -634,63 +684,16 @@ static void preload_helpers(lua_State *L) {
     lua_pop(L, 1);
 }
 
-/* require(name) for an embedded helper that installs itself into the mha table; leaves its result on the
- * stack and returns 1, or returns 0 (nothing pushed) when this build does not embed it. */
-static int require_helper(lua_State *L, const char *name) {
-    luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_PRELOAD_TABLE);
-    int present = lua_getfield(L, -1, name) != LUA_TNIL;
-    lua_pop(L, 2);
-    if (!present || lua_getglobal(L, "require") != LUA_TFUNCTION) {
-        if (present) lua_pop(L, 1);
-        return 0;
-    }
-    lua_pushstring(L, name);
-    lua_call(L, 1, 1);
-    return 1;
-}
-
+/* The loader of "mha" (mha-repl's and mha.so's): preloads the embedded Lua parts and the C libraries,
+ * then runs the embedded lua/mha.lua, which assembles the package over "mha.core", and returns its table. */
 int luaopen_mha(lua_State *L) {
     luaL_checkversion(L);
-    lmha_open_tensor(L);
-    lmha_open_multihead(L);
-    luaL_newlib(L, mhalib);
-    luaL_setfuncs(L, tensor_functions, 0);
-    lmha_open_positions(L);
-    lmha_open_autograd(L);
-    /* the tensor functions become methods; some methods become functions */
-    luaL_getmetatable(L, MHA_TENSOR_T);
-    lua_getfield(L, -1, "__methods");
-    luaL_setfuncs(L, tensor_functions, 0);
-    for (size_t i = 0; method_functions[i]; i++) {
-        lua_getfield(L, -1, method_functions[i]);
-        lua_setfield(L, -4, method_functions[i]);
-    }
-    lua_pop(L, 2);
+    preload_helpers(L);
+    luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_PRELOAD_TABLE);
+    if (lua_getfield(L, -1, "mha") != LUA_TFUNCTION) return luaL_error(L, "%s", "mha: lua/mha.lua is not embedded");
+    lua_pushstring(L, "mha");
+    lua_call(L, 1, 1);
     lua_pushvalue(L, -1);
     lua_setfield(L, LUA_REGISTRYINDEX, LMHA_LIB_KEY);
-    /* package.loaded["mha"] now, so helpers loaded below can require "mha" */
-    luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
-    lua_pushvalue(L, -2);
-    lua_setfield(L, -2, "mha");
-    lua_pop(L, 1);
-    preload_helpers(L);
-    /* mha.display adds show/format/printoptions/heat to this table */
-    if (require_helper(L, "mha.display")) lua_pop(L, 1);
-    /* mha.nn adds nn, optim and clip_grad_norm; MultiheadAttention gets the module methods it lacks */
-    if (require_helper(L, "mha.nn")) {
-        luaL_getmetatable(L, MHA_MULTIHEAD_T);
-        lua_getfield(L, -1, "__methods");
-        lua_getfield(L, -3, "multihead_methods");
-        for (lua_pushnil(L); lua_next(L, -2); lua_pop(L, 1)) {
-            lua_pushvalue(L, -2);
-            if (lua_rawget(L, -5) == LUA_TNIL) {
-                lua_pushvalue(L, -3);
-                lua_pushvalue(L, -3);
-                lua_rawset(L, -7);
-            }
-            lua_pop(L, 1);
-        }
-        lua_pop(L, 4);
-    }
     return 1;
 }

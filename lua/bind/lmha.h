@@ -5,11 +5,12 @@
 
 #include <lua.h>
 
-/* luaopen_mha builds the "mha" table, stores it in package.loaded["mha"] at once (so the Lua helpers
- * it loads can require it), registers in package.preload every embedded Lua module (mha.display,
- * mha.plot, mha.lesson, mha.repl, mha.help, ...) and the lua/sys libraries (lsys.h), then requires
- * "mha.display", which adds show/format/printoptions/heat to the table. */
-int luaopen_mha(lua_State *L);          /* module "mha": tensors, ops, attention, modules, io */
+/* luaopen_mha_core builds the C tables only (the functions, the Tensor and MultiheadAttention types) and
+ * requires nothing. luaopen_mha, the loader of "mha" (mha-repl's and mha.so's), registers in
+ * package.preload every embedded Lua module (mha.display, mha.nn, mha.repl, ...), "mha.core" and the
+ * lua/sys libraries (lsys.h), then runs the embedded lua/mha.lua, which assembles the mha table. */
+int luaopen_mha_core(lua_State *L);     /* module "mha.core": tensors, ops, attention, io in C */
+int luaopen_mha(lua_State *L);          /* package "mha": mha.core with the Lua parts, as lua/mha.lua says */
 int lmha_open_tensor(lua_State *L);     /* registers the mha.Tensor metatable (lua/bind/ltensor.c) */
 int lmha_open_multihead(lua_State *L);  /* registers the mha.MultiheadAttention metatable (lua/bind/lmultihead.c) */
 int lmha_multihead_new(lua_State *L);   /* mha.MultiheadAttention{...} (lua/bind/lmultihead.c) */

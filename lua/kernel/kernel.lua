@@ -1,5 +1,6 @@
 -- lua/kernel/kernel.lua - module "mha.kernel": what a notebook cell does, for the Jupyter kernel (lua/kernel/kernel.c)
--- and the notebook export (lua/notebook/notebook.lua) alike, with the REPL's own machinery (mha.repl).
+-- and the notebook export (lua/notebook/notebook.lua) alike, with the REPL's own machinery
+-- (mha.repl, which hands itself over: kernel.install(repl), from repl.init).
 --
 -- kernel.execute(code, sink) runs a cell as the REPL runs an input: ':' and '?' lines are commands, other
 -- code is tried as "return <code>" first; it hands sink the cell's outputs in order, as nbformat outputs:
@@ -11,12 +12,13 @@
 -- and returns "ok" or "error", the error output, and the action a command asked for ("reset", "quit").
 -- kernel.complete/inspect/is_complete take a request's content and return the reply's content.
 
-local repl = require "mha.repl"
 local json = require "mha.json"
 local html = require "mha.notebook.html"
 local outputs = require "mha.notebook.outputs"
 
 local kernel = {}
+
+local repl                 -- mha.repl, handed over by kernel.install
 
 local sink                 -- the running cell's sink
 local holding = false      -- show is running: what it writes is its table's text, not a stream
@@ -93,8 +95,14 @@ local function wrap_show(original)
     end
 end
 
+-- The REPL hands itself over in each Lua state (repl.init): a cell runs as its inputs run.
+function kernel.install(the_repl)
+    repl = the_repl
+end
+
 -- Once per Lua state: show gives tables, plots draw nowhere but are kept for the cell's outputs.
 function kernel.setup()
+    if not repl then error("mha.kernel: no REPL handed over (repl.init calls kernel.install)", 2) end
     if set_up then return end
     set_up = true
     outputs.wrap_show(wrap_show)

@@ -2,7 +2,7 @@
 -- MultiheadAttention, with PyTorch 1.13's parameter names, shapes and initialisation (drawn from
 -- mha.seed's generator). The math is the core's: mha.linear, mha.embedding, mha.layer_norm.
 
-local mha = require "mha"
+local mha = require "mha.core"
 local module = require "mha.nn.module"
 local raise = require "mha.raise"   -- errors at the user's line
 

@@ -17,7 +17,7 @@
 -- state_dict names (out_proj.weight for its out_proj_weight field).
 -- Parameters are leaves with requires_grad on, so backward fills their :grad().
 
-local mha = require "mha"
+local mha = require "mha.core"
 local display = require "mha.display"
 local raise = require "mha.raise"   -- errors at the user's line
 local options = require "mha.options"
@@ -452,7 +452,7 @@ Module.train = M.train
 Module.eval = M.eval
 Module.to = M.to
 
--- The methods MultiheadAttention shares with the Lua modules (installed by luaopen_mha; its
+-- The methods MultiheadAttention shares with the Lua modules (lua/mha.lua has mha.core add them; its
 -- zero_grad is its own, in C).
 M.multihead_methods = {state_dict = M.state_dict, load_state_dict = M.load_state_dict, train = M.train,
                        eval = M.eval, to = M.to, named_parameters = M.named_parameters}

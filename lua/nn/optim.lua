@@ -6,7 +6,7 @@
 --   opt = mha.optim.Adam(m:parameters(), {lr = 1e-3})
 --   loss:backward(); opt:step(); opt:zero_grad()
 
-local mha = require "mha"
+local mha = require "mha.core"
 local module = require "mha.nn.module"
 local K = require "mha.optim_kernels"
 local raise = require "mha.raise"   -- errors at the user's line

@@ -19,7 +19,7 @@
 --   none: x = x + attn(x);       x = x + mlp(x)
 -- mlp(x) = fc2(gelu(fc1(x))). Attention is causal (query i sees keys 1..i) unless causal = false.
 
-local mha = require "mha"
+local mha = require "mha.core"
 local module = require "mha.nn.module"
 local layers = require "mha.nn.layers"
 local raise = require "mha.raise"   -- errors at the user's line

@@ -9,7 +9,6 @@
 
 #include "kernel.h"
 #include "modes.h"
-#include "repl.h"
 #include "signals.h"
 
 static const char *lesson_name = NULL;
@@ -55,20 +54,21 @@ const char *repl_modes_check(lua_State *L, int args, int *usage) {
     return NULL;
 }
 
-/* --lesson: require("mha.lesson").start(name, {batch=, lang=}); at a terminal the REPL follows. */
-int repl_dolesson(lua_State *L, int batch) {   /* -> EXIT_OK, EXIT_SCRIPT or EXIT_USAGE */
+/* --lesson: require("mha.lesson").start(name, {batch=, lang=}); at a terminal the REPL follows.
+ * -> EXIT_OK, EXIT_SCRIPT or EXIT_USAGE */
+int repl_dolesson(lua_State *L, const repl_host *repl, int batch) {
     lua_getfield(L, LUA_REGISTRYINDEX, LUA_PRELOAD_TABLE);
     int present = lua_getfield(L, -1, "mha.lesson") != LUA_TNIL;
     lua_pop(L, 2);
     if (!present) {
-        repl_message("--lesson: the lesson runner (module mha.lesson) is not in this build");
+        repl->message("--lesson: the lesson runner (module mha.lesson) is not in this build");
         return EXIT_SCRIPT;
     }
     lua_getglobal(L, "require");
     lua_pushliteral(L, "mha.lesson");
-    int status = repl_docall(L, 1, 1);
+    int status = repl->docall(L, 1, 1);
     if (status != LUA_OK) {
-        repl_report(L, status);
+        repl->report(L, status);
         return EXIT_SCRIPT;
     }
     lua_getfield(L, -1, "start");
@@ -85,16 +85,16 @@ int repl_dolesson(lua_State *L, int batch) {   /* -> EXIT_OK, EXIT_SCRIPT or EXI
         lua_pushstring(L, lesson_answers);
         lua_setfield(L, -2, "answers");
     }
-    status = repl_docall(L, 2, 3);
+    status = repl->docall(L, 2, 3);
     if (status != LUA_OK) {
-        repl_report(L, status);
+        repl->report(L, status);
         return EXIT_SCRIPT;
     }
     /* start returns ok, err, kind as Lua functions that may fail politely do; kind "usage" marks a
      * lesson that does not exist: a bad command line, not a failing lesson */
     if (!lua_toboolean(L, -3) && !lua_isnil(L, -2)) {
         int usage = lua_isstring(L, -1) && strcmp(lua_tostring(L, -1), "usage") == 0;
-        repl_message(luaL_tolstring(L, -2, NULL));
+        repl->message(luaL_tolstring(L, -2, NULL));
         lua_pop(L, 4);
         return usage ? EXIT_USAGE : EXIT_SCRIPT;
     }
@@ -102,9 +102,10 @@ int repl_dolesson(lua_State *L, int batch) {   /* -> EXIT_OK, EXIT_SCRIPT or EXI
     return EXIT_OK;
 }
 
-/* --kernel FILE: serve Jupyter on this state; :reset in a cell comes back here with a fresh one. */
-int repl_dokernel(lua_State *L, int *reset) {   /* -> EXIT_OK, EXIT_SCRIPT or EXIT_USAGE */
-    if (repl_start(L) != LUA_OK) return EXIT_SCRIPT;
+/* --kernel FILE: serve Jupyter on this state; :reset in a cell comes back here with a fresh one.
+ * -> EXIT_OK, EXIT_SCRIPT or EXIT_USAGE */
+int repl_dokernel(lua_State *L, const repl_host *repl, int *reset) {
+    if (repl->start(L) != LUA_OK) return EXIT_SCRIPT;
     int r = mha_kernel_serve(L, kernel_file, repl_kernel_stop, repl_kernel_stopped);
     if (r == MHA_KERNEL_RESET) *reset = 1;
     return r == MHA_KERNEL_ERROR ? EXIT_USAGE : EXIT_OK;
@@ -113,11 +114,11 @@ int repl_dokernel(lua_State *L, int *reset) {   /* -> EXIT_OK, EXIT_SCRIPT or EX
 /* --lesson N --batch --export FILE: require("mha.notebook").export_lesson(name, lang, file). */
 /* The lesson's transcript goes to the notebook, not to stdout (a batch run would print it all): stdout is
  * /dev/null while the export runs, and then says the one line :export says. Errors go to stderr as ever. */
-int repl_doexport(lua_State *L) {   /* -> EXIT_OK or EXIT_SCRIPT */
-    if (repl_start(L) != LUA_OK) return EXIT_SCRIPT;
+int repl_doexport(lua_State *L, const repl_host *repl) {   /* -> EXIT_OK or EXIT_SCRIPT */
+    if (repl->start(L) != LUA_OK) return EXIT_SCRIPT;
     lua_getglobal(L, "require");
     lua_pushliteral(L, "mha.notebook");
-    int status = repl_docall(L, 1, 1);
+    int status = repl->docall(L, 1, 1);
     if (status == LUA_OK) {
         lua_getfield(L, -1, "export_lesson");
         lua_remove(L, -2);
@@ -127,24 +128,24 @@ int repl_doexport(lua_State *L) {   /* -> EXIT_OK or EXIT_SCRIPT */
         fflush(stdout);
         int saved_stdout = dup(STDOUT_FILENO), null = open("/dev/null", O_WRONLY);
         if (saved_stdout >= 0 && null >= 0) dup2(null, STDOUT_FILENO);
-        status = repl_docall(L, 3, 2);
+        status = repl->docall(L, 3, 2);
         fflush(stdout);
         if (saved_stdout >= 0 && null >= 0) dup2(saved_stdout, STDOUT_FILENO);
         if (null >= 0) close(null);
         if (saved_stdout >= 0) close(saved_stdout);
         if (status == LUA_OK && !lua_toboolean(L, -2)) {
-            repl_message(luaL_tolstring(L, -1, NULL));
+            repl->message(luaL_tolstring(L, -1, NULL));
             return EXIT_SCRIPT;
         }
         if (status == LUA_OK) {   /* "wrote lesson 3 to l3.ipynb", through repl.exported */
             lua_getglobal(L, "require");
             lua_pushliteral(L, "mha.repl");
-            if (repl_docall(L, 1, 1) == LUA_OK && lua_getfield(L, -1, "exported") == LUA_TFUNCTION) {
+            if (repl->docall(L, 1, 1) == LUA_OK && lua_getfield(L, -1, "exported") == LUA_TFUNCTION) {
                 lua_pushvalue(L, -3);   /* the lesson's number, under mha.repl and exported */
                 lua_pushstring(L, export_file);
-                if (repl_docall(L, 2, 1) == LUA_OK) printf("%s\n", lua_tostring(L, -1));
+                if (repl->docall(L, 2, 1) == LUA_OK) printf("%s\n", lua_tostring(L, -1));
             }
         }
     }
-    return repl_report(L, status) == LUA_OK ? EXIT_OK : EXIT_SCRIPT;
+    return repl->report(L, status) == LUA_OK ? EXIT_OK : EXIT_SCRIPT;
 }

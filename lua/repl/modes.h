@@ -5,6 +5,11 @@
 
 #include <lua.h>
 
+/* exit codes, of the modes and of mha-repl */
+#define EXIT_OK     0
+#define EXIT_SCRIPT 1   /* a script, -e chunk or lesson raised an error */
+#define EXIT_USAGE  2   /* a bad command line */
+
 /* The bits collectargs (repl.c) sets for these options, above lua.c's own (has_error .. has_help). */
 #define has_lesson  32    /* --lesson NAME */
 #define has_batch   64    /* --batch */
@@ -22,10 +27,22 @@ void repl_mode_set(int flag, const char *value);
  * usage line should follow); NULL when all is well. */
 const char *repl_modes_check(lua_State *L, int args, int *usage);
 
-/* The modes; each returns an exit code (repl.h). A :reset in a kernel's cell sets *reset: the kernel
- * comes back on a fresh state. */
-int repl_dolesson(lua_State *L, int batch);
-int repl_dokernel(lua_State *L, int *reset);
-int repl_doexport(lua_State *L);
+/* What the modes need of the REPL, which repl.c hands them (as it hands itself to the lesson
+ * runner): lua.c's docall (the message handler, Ctrl-C armed), report (the error at the top of the
+ * stack printed after the program's name, and popped) and l_message (msg to stderr after the
+ * program's name), and start (readline, signals and history once per process, mha.repl on L; a
+ * Lua status). */
+typedef struct repl_host {
+    int (*docall)(lua_State *L, int narg, int nres);
+    int (*report)(lua_State *L, int status);
+    void (*message)(const char *msg);
+    int (*start)(lua_State *L);
+} repl_host;
+
+/* The modes; each returns an exit code. A :reset in a kernel's cell sets *reset: the kernel comes
+ * back on a fresh state. */
+int repl_dolesson(lua_State *L, const repl_host *repl, int batch);
+int repl_dokernel(lua_State *L, const repl_host *repl, int *reset);
+int repl_doexport(lua_State *L, const repl_host *repl);
 
 #endif

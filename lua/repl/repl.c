@@ -6,7 +6,8 @@
  * hook (laction/lstop, in lua/repl/signals.c); incomplete() spots the <eof> mark and addreturn() tries
  * "return <line>" first, addreturn_last() "<statements> return <last>" after. The history file is
  * lua/repl/history.c, the short tracebacks lua/repl/traceback.c,
- * the modes lua.c has not (--lesson, --kernel, --export) lua/repl/modes.c. What a teaching
+ * the modes lua.c has not (--lesson, --kernel, --export) lua/repl/modes.c, which this file hands
+ * what they need of it (docall, report, start), the usage and --help text lua/repl/usage.c. What a teaching
  * REPL adds lives in lua/repl/repl.lua (the ':' commands, printing values, the transcript for :save);
  * this file keeps what must be C: the terminal, signals and the lua_State itself (which :reset replaces). */
 #include <errno.h>
@@ -31,9 +32,9 @@
 #include "history.h"
 #include "lazy.h"
 #include "modes.h"
-#include "repl.h"
 #include "signals.h"
 #include "traceback.h"
+#include "usage.h"
 
 #define MHA_REPL_VERSION "0.1.0"
 #define PROGNAME         "mha-repl"
@@ -53,51 +54,6 @@ static int reset_requested = 0;
 static char *carried = NULL;   /* repl.lua's state (transcript, :time) carried across :reset */
 
 /* ---- messages and errors ---- */
-
-static void print_usage(const char *badoption) {
-    if (badoption) {
-        fprintf(stderr, "%s: ", progname);
-        if (strcmp(badoption, "-e") == 0 || strcmp(badoption, "-l") == 0 || repl_mode_option(badoption))
-            fprintf(stderr, "'%s' needs an argument\n", badoption);
-        else
-            fprintf(stderr, "unrecognized option '%s'\n", badoption);
-    }
-    fprintf(stderr, "usage: %s [options] [script [args]]   (%s --help explains)\n", progname, progname);
-}
-
-static void print_help(void) {
-    printf(
-        "usage: %s [options] [script [args]]\n"
-        "  (no arguments)   the interactive REPL (or, when stdin is not a terminal, run stdin as a script)\n"
-        "  script [args]    run a Lua script with the global 'arg' holding its arguments\n"
-        "  -                run a script read from stdin (no prompt, no colour)\n"
-        "  -e chunk         run the Lua chunk\n"
-        "  -l name          require library 'name' into global 'name'\n"
-        "  -i               enter the REPL after running the script or chunks (exit status 1 when an\n"
-        "                   input typed there raised an error)\n"
-        "  -v, --version    show the version\n"
-        "  --lesson NAME|NUMBER|PATH [--batch] [--lang en|zh] [--answers FILE]\n"
-        "                   open a lesson (by name, number, or a lesson file's path); --batch runs it\n"
-        "                   straight through; --answers FILE (batch) answers its exercises with FILE's\n"
-        "                   lines, one Lua expression per attempt\n"
-        "  --lesson N --batch --export FILE.ipynb|FILE.html\n"
-        "                   write the lesson as a Jupyter notebook or one HTML page\n"
-        "  --kernel CONNECTION_FILE\n"
-        "                   serve as a Jupyter kernel (make install-kernel registers it)\n"
-        "  --help           this text\n"
-        "  --               stop handling options\n"
-        "exit status: 0 success, 1 an error in the script, 2 a bad command line.\n"
-        "environment: MHA_REPL_HISTORY (history file, default ~/%s), NO_COLOR, MHA_LANG (en|zh),\n"
-        "  MHA_LESSONS (folders of lesson files NN_name.lua, ':'-separated, searched before ./lessons).\n"
-        "In the REPL, type ? for its commands and help() for the functions.\n",
-        progname, HISTORY_DEFAULT);
-}
-
-static void print_version(void) {
-    printf("%s %s (%s, GNU Readline %s)\n", PROGNAME, MHA_REPL_VERSION, LUA_RELEASE, rl_library_version);
-    fflush(stdout);
-}
-
 
 static void l_message(const char *pname, const char *msg) {
     if (pname) fprintf(stderr, "%s: ", pname);
@@ -792,12 +748,11 @@ static void interact(lua_State *L) {
     if (reset_requested) carry_state(L);
 }
 
-/* ---- what modes.c borrows (repl.h) ---- */
+/* ---- what the modes are handed (modes.h) ---- */
 
-int repl_docall(lua_State *L, int narg, int nres) { return docall(L, narg, nres); }
-int repl_report(lua_State *L, int status) { return report(L, status); }
-void repl_message(const char *msg) { l_message(progname, msg); }
-int repl_start(lua_State *L) { return start_repl(L); }
+static void message(const char *msg) { l_message(progname, msg); }
+
+static const repl_host host = {docall, report, message, start_repl};
 
 /* Main body, in protected mode. Returns (as an integer) the exit status. */
 static int pmain(lua_State *L) {
@@ -814,7 +769,7 @@ static int pmain(lua_State *L) {
         lua_gc(L, LUA_GCRESTART);
         lua_gc(L, LUA_GCGEN, 0, 0);
         int code = EXIT_OK;
-        if (args & has_kernel) code = repl_dokernel(L, &reset_requested);
+        if (args & has_kernel) code = repl_dokernel(L, &host, &reset_requested);
         else if (start_repl(L) == LUA_OK) interact(L);
         resetting = reset_requested;
         lua_pushinteger(L, code != EXIT_OK ? code : i_session && input_errors > 0 ? EXIT_SCRIPT : EXIT_OK);
@@ -823,12 +778,12 @@ static int pmain(lua_State *L) {
     args = collectargs(argv, &script);
     if (argv[0] && argv[0][0]) progname = argv[0];
     if (args == has_error) {
-        print_usage(argv[script]);
+        repl_print_usage(progname, argv[script]);
         lua_pushinteger(L, EXIT_USAGE);
         return 1;
     }
     if (args & has_help) {
-        print_help();
+        repl_print_help(progname);
         lua_pushinteger(L, EXIT_OK);
         return 1;
     }
@@ -836,11 +791,11 @@ static int pmain(lua_State *L) {
     const char *misuse = repl_modes_check(L, args, &usage);
     if (misuse) {
         l_message(progname, misuse);
-        if (usage) print_usage(NULL);
+        if (usage) repl_print_usage(progname, NULL);
         lua_pushinteger(L, EXIT_USAGE);
         return 1;
     }
-    if (args & has_v) print_version();
+    if (args & has_v) repl_print_version(PROGNAME, MHA_REPL_VERSION);
     choose_terminal();
     openlibs(L);
     createargtable(L, argv, argc, script);
@@ -849,12 +804,12 @@ static int pmain(lua_State *L) {
     int code = EXIT_OK;
     if (!runargs(L, argv, script)) code = EXIT_SCRIPT;
     else if (script < argc && handle_script(L, argv + script) != LUA_OK) code = EXIT_SCRIPT;
-    else if (args & has_kernel) code = repl_dokernel(L, &reset_requested);
-    else if (args & has_export) code = repl_doexport(L);
+    else if (args & has_kernel) code = repl_dokernel(L, &host, &reset_requested);
+    else if (args & has_export) code = repl_doexport(L, &host);
     else if (args & has_lesson) {
         int batch = (args & (has_batch | has_answers)) || !stdin_is_tty();   /* --answers replays */
         if (!batch && start_repl(L) != LUA_OK) code = EXIT_SCRIPT;
-        if (code == EXIT_OK) code = repl_dolesson(L, batch);
+        if (code == EXIT_OK) code = repl_dolesson(L, &host, batch);
         if (code == EXIT_OK && !batch) interact(L);
     } else if (args & has_i) {
         if (start_repl(L) == LUA_OK) {

@@ -1,10 +1,10 @@
 -- lua/show/display.lua - module "mha.display": tensors printed for people (aligned columns, NumPy's rules
 -- for decimals and scientific notation, token labels, summaries, wrapping) and as shaded heat maps.
 --
--- It adds mha.format, mha.show, mha.printoptions and mha.heat to the "mha" table; a Tensor's
--- __tostring is mha.format. It also formats plain nested Lua tables of numbers or booleans.
+-- Its format, show, printoptions and heat are mha's (lua/mha.lua); a Tensor's __tostring is
+-- mha.format. It also formats plain nested Lua tables of numbers or booleans.
 
-local mha = require "mha"        -- the bindings: luaopen_mha has stored them before it loads this file
+local mha = require "mha.core"   -- the bindings
 local term = require "mha.term"
 local raise = require "mha.raise"   -- errors at the user's line
 local option_tables = require "mha.options"
@@ -755,11 +755,5 @@ M.count = count
 M.a_type = a_type
 M.shape_str = shape_str
 M.finite_range = finite_range
-
--- Install into the mha table (mha-repl and mha.so both create it first).
-mha.format = M.format
-mha.show = M.show
-mha.printoptions = M.printoptions
-mha.heat = M.heat
 
 return M

@@ -7,7 +7,7 @@
 -- punctuation is an octal escape, so gnuplot sees no quote, backslash, backquote, @ or $ to act on.
 -- A file name never reaches gnuplot at all: it writes to a name made here, renamed afterwards.
 
-local mha = require "mha"
+local mha = require "mha.core"
 local gnuplot = require "mha.gnuplot"
 local display = require "mha.display"
 local term = require "mha.term"

@@ -12,7 +12,7 @@
 -- induction and duplicate scores are at most r/(2r) = 0.5 and the previous-token score at most (2r-1)/(2r).
 -- opts.rows = "detected" averages over the query positions that have a detected key instead (at most 1).
 
-local mha = require "mha"
+local mha = require "mha.core"
 local raise = require "mha.raise"   -- errors at the user's line
 local i18n = require "mha.i18n"     -- the report's words (room heads)
 
@@ -164,7 +164,7 @@ function M.report(model, tokens, opts)
     opts = check_opts("heads.report", opts)
     local t, rows = rows_of("heads.report", tokens)
     local maps = attention_of(model, t)   -- one forward serves the three kinds
-    local said = i18n.words(mha.printoptions().lang).heads   -- the printoptions' language
+    local said = i18n.words(require("mha.display").printoptions().lang).heads   -- the printoptions' language
     local width = require("mha.text").width
     local result = {}
     for _, kind in ipairs({"previous", "duplicate", "induction"}) do

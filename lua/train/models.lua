@@ -5,7 +5,7 @@
 -- A checkpoint holds the model's state_dict under PyTorch's keys plus its options as one-element tensors
 -- "config.vocab", "config.d_model", ..., with norm as 1 pre, 2 post, 3 none and pos as 1 learned, 2 sinusoidal.
 
-local mha = require "mha"
+local mha = require "mha.core"
 local raise = require "mha.raise"   -- errors at the user's line
 local proc = require "mha.proc"     -- where the program's own models/ is
 
@@ -88,7 +88,7 @@ function M.load_model(name)
     c.causal = tbl["config.causal"]:item() ~= 0
     c.norm = NORMS[math.tointeger(tbl["config.norm"]:item())]
     c.pos = POSES[math.tointeger(tbl["config.pos"]:item())]
-    local model = mha.nn.Transformer(c)
+    local model = require("mha.nn.transformer").Transformer(c)
     local sd, extra = {}, {}
     for k, v in pairs(tbl) do
         if k:match("^config%.") then -- options, read above

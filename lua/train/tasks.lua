@@ -57,7 +57,7 @@ end
 -- task:batch([n]) -> tokens (n, L), targets (n, L); n defaults to the task's batch.
 function Task:batch(n)
     n = n or self.batch_size
-    local mha = require "mha"
+    local mha = require "mha.core"
     local toks, tgts = {}, {}
     for i = 1, n do toks[i], tgts[i] = self:example() end
     return mha.tensor(toks), mha.tensor(tgts)
@@ -198,7 +198,7 @@ for _, name in ipairs(NAMES) do M[name] = make(name) end
 -- mha.tasks.repeated(vocab, r, n, seed) -> tokens (n, 2r): n sequences of r random symbols, each said twice
 -- (the detectors' probe: on the second half an induction head looks at the token after the first one).
 function M.repeated(vocab, r, n, seed)
-    local mha = require "mha"
+    local mha = require "mha.core"
     for i, a in ipairs({{"vocab", vocab, 2}, {"r", r, 1}, {"n", n, 1}, {"seed", seed or 0, 0}}) do
         if math.type(a[2]) ~= "integer" or a[2] < a[3] then
             raise(string.format("tasks.repeated: argument #%d (%s) must be a whole number >= %d, got %s; " ..
@@ -220,7 +220,7 @@ end
 -- whole numbers they are, one sequence a line, right-aligned ("3  4 10", where a float tensor prints "3.  4. 10.");
 -- opts.title is printed above them, opts.zero replaces every 0 (targets: "-" for a position that does not count).
 function M.show(ids, opts)
-    local mha = require "mha"
+    local mha = require "mha.core"
     opts = opts or {}
     if type(opts) ~= "table" then
         raise("tasks.show: opts must be a table such as {title = \"tokens\", zero = \"-\"}, got " .. type(opts))

@@ -2,7 +2,7 @@
 -- the prompt (a progress line, Ctrl-C stops and keeps the model, a live loss curve) and returns its history.
 -- Also mha.train.loss (the masked cross entropy and accuracy every task's targets use).
 
-local mha = require "mha"
+local mha = require "mha.core"
 local optim = require "mha.nn.optim"
 local term = require "mha.term"
 local raise = require "mha.raise"   -- errors at the user's line
@@ -46,7 +46,7 @@ local function make_optimizer(o, params)
 end
 
 -- What train prints and the curves' words, in the language of the printoptions (a Chinese lesson sets "zh").
-local function words() return i18n.words(mha.printoptions().lang).train end
+local function words() return i18n.words(require("mha.display").printoptions().lang).train end
 
 -- The loss and accuracy curves, on the run's own figure: redrawn live in a gnuplot window, or once at the end as
 -- a text plot; the labels in the language of the printoptions (a Chinese lesson sets "zh").
