@@ -7,11 +7,11 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "attention/attention_internal.h"
+#include "attention/masks.h"
+#include "attention/sdpa_testing.h"
 #include "autograd/autograd.h"
 #include "autograd/autograd_ops.h"
-#include "nn/nn.h"
-#include "attention/attention.h"
+#include "nn/nn_internal.h"
 #include "kernels/kernels.h"
 
 /* ---------------------------------------------------------------------------------------------

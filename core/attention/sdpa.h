@@ -23,7 +23,6 @@ typedef struct mha_sdpa_options {
 mha_status mha_sdpa(mha_tensor *out, mha_tensor *weights, const mha_tensor *q, const mha_tensor *k,
                     const mha_tensor *v, const mha_sdpa_options *opt);
 
-
 /* ---- one head, the plain way: the reference of the fused kernel (mha_attention_fused) ---- */
 
 /* An additive mask over (L,S) read through strides: a float mask is added, a bool mask adds -inf
@@ -96,8 +95,13 @@ mha_status mha_sdpa_backward(mha_tensor *dq, mha_tensor *dk, mha_tensor *dv, mha
                              const mha_tensor *dweights, const mha_tensor *q, const mha_tensor *k, const mha_tensor *v,
                              const mha_tensor *weights, const mha_tensor *out, const mha_sdpa_options *opt);
 
-/* Tests: true makes the fused backward's sweep 1 (rows over 4096 keys) sum its exps by the plain reference loop
- * instead of the vectorised softmax kernel; the gradients must agree to float rounding. */
-void mha_sdpa_backward_plain_lse(bool on);
+/* ---- the graph node ---- */
+
+/* mha_sdpa recorded in the autograd graph. weights may be NULL (not wanted): when all the weights fit the
+ * keep budget (256 MiB unless set, sdpa_testing.h) the forward keeps them for the backward (4 products
+ * per slice), else it runs fused and the backward recomputes them tile by tile (5 products, memory
+ * O(L·D)). */
+mha_status mha_ag_sdpa(mha_tensor *out, mha_tensor *weights, const mha_tensor *q, const mha_tensor *k,
+                       const mha_tensor *v, const mha_sdpa_options *opt);
 
 #endif

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "autograd/autograd_ops.h"
+#include "attention/sdpa_testing.h"
 #include "nn/nn.h"
 #include "attention/attention.h"
 #include "check.h"

@@ -1,0 +1,14 @@
+/* core/attention/masks.h - the masks attention is given: the causal mask, and a bool mask as the
+ * additive float mask it stands for. */
+#ifndef MHA_MASKS_H
+#define MHA_MASKS_H
+
+#include "tensor/tensor.h"
+
+/* (L,S) bool, true above the diagonal (j > i): "query i may not look at the future key j". */
+mha_status mha_causal_mask(mha_tensor *out, size_t L, size_t S);
+/* A bool mask as the float mask it stands for (true -> -inf, false -> 0), of the mask's own size: a
+ * broadcast (stride 0) dimension stays broadcast, so an expanded key padding row stays one row. */
+mha_status mha_mask_additive(mha_tensor *out, const mha_tensor *mask, const char *fname);
+
+#endif
