@@ -20,11 +20,12 @@ ALL_CFLAGS = $(DEFS) $(WARN) $(CFLAGS) $(SAN) -fPIC -Icore -Ilua/bind -Ilua/sys 
 # Sources, room by room (README.md, Layout). Each Lua helper is embedded under the module name it is
 # required by; a new file is added here by hand.
 # core/, room by room in reading order (docs/architecture.md says what each room holds)
-CORE_SRC  = core/tensor/alloc.c core/tensor/tensor.c core/tensor/rng.c \
+CORE_SRC  = core/base/status.c core/base/alloc.c
+CORE_SRC += core/kernels/kernels.c
+CORE_SRC += core/tensor/tensor.c core/tensor/rng.c \
             core/tensor/ops.c core/tensor/ops_elementwise.c core/tensor/ops_reduce.c \
             core/tensor/ops_join.c core/tensor/ops_matmul.c
 CORE_SRC += core/io/npy.c core/io/npz.c
-CORE_SRC += core/kernels/kernels.c
 CORE_SRC += core/autograd/autograd.c core/autograd/autograd_ops.c
 CORE_SRC += core/nn/softmax.c core/nn/linear.c core/nn/layer_norm.c core/nn/embedding.c \
             core/nn/cross_entropy.c core/nn/positional.c core/nn/rope.c core/nn/sample.c
@@ -224,7 +225,7 @@ $(BUILD)/tests/%: tests/repl/%.c tests/check.h
 	$(CC) $(ALL_CFLAGS) -Itests -o $@ $< -lutil
 
 # bench: the cases timed in C (one thread, then every core) beside NumPy and torch, then from Lua through
-# mha-repl beside those. No malloc settings (the caching allocator does that job, core/tensor/alloc.h); NumPy
+# mha-repl beside those. No malloc settings (the caching allocator does that job, core/base/alloc.h); NumPy
 # runs with OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset, so OpenBLAS picks its kernels as a user's does.
 # ISA=avx2 (or portable) times another kernel variant of the same CPU; each table's header names the one that ran
 ISA        ?=

@@ -28,7 +28,7 @@
  * Peak extra memory is the highest mha_peak_bytes() during one call minus what was live before it:
  * scratch plus the outputs the call returns.
  *
- * No malloc settings: tensor storage and scratch come from the caching allocator (core/tensor/alloc.h), which
+ * No malloc settings: tensor storage and scratch come from the caching allocator (core/base/alloc.h), which
  * reuses freed blocks at once, so a call does not fault its memory in anew, here as in the REPL. */
 #include <math.h>
 #include <stdio.h>
@@ -38,7 +38,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "tensor/alloc.h"
+#include "base/alloc.h"
 #include "peak.h"
 
 #include "attention/attention.h"

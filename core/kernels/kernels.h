@@ -4,7 +4,8 @@
 #define MHA_KERNELS_H
 
 #include <stddef.h>
-#include "tensor/tensor.h"
+#include "base/alloc.h"
+#include "base/status.h"
 
 /* C = A·B (+ C when accumulate).  A (M,K) with element (i,p) at a[i*a_rs + p*a_cs];
  * B (K,N) with (p,j) at b[p*b_rs + j*b_cs]; C (M,N) row-major with row stride ldc.

@@ -1,5 +1,5 @@
-/* core/tensor/tensor.c - the tensor's life cycle: errors, interrupts, storage, the write rule, element
- * access, and the views (view, transpose, permute, narrow, select, ...) that share storage. */
+/* core/tensor/tensor.c - the tensor's life cycle: storage, the write rule, element access, and the
+ * views (view, transpose, permute, narrow, select, ...) that share storage. */
 #include "tensor/tensor.h"
 #include "tensor/tensor_internal.h"
 
@@ -9,34 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* ---- errors ---- */
-
-static _Thread_local char errbuf[512];
-
-const char *mha_errmsg(void) { return errbuf; }
-
-mha_status mha_fail(mha_status status, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(errbuf, sizeof errbuf, fmt, ap);
-    va_end(ap);
-    return status;
-}
-
-const char *mha_status_name(mha_status status) {
-    switch (status) {
-    case MHA_OK: return "ok";
-    case MHA_E_ARG: return "bad argument";
-    case MHA_E_SHAPE: return "shape mismatch";
-    case MHA_E_DTYPE: return "wrong dtype";
-    case MHA_E_NOMEM: return "out of memory";
-    case MHA_E_IO: return "i/o error";
-    case MHA_E_FORMAT: return "bad file format";
-    case MHA_E_INTERRUPTED: return "interrupted";
-    }
-    return "unknown status";
-}
 
 char *mha_shape_str(char *buf, size_t n, const mha_tensor *t) {
     size_t used = 0;
@@ -49,19 +21,6 @@ char *mha_shape_str(char *buf, size_t n, const mha_tensor *t) {
     return buf;
 }
 
-/* ---- interrupts: a flag a signal handler sets and kernel threads poll ----
- * A lock-free C11 atomic, not volatile sig_atomic_t: with MHA_THREADS worker threads read it while the
- * handler writes it on another, which only an atomic makes well defined (lock-free ones are also safe in
- * a signal handler). Relaxed order is enough: nothing else is published through it. */
-
-static atomic_int interrupt_flag = 0;
-_Static_assert(ATOMIC_INT_LOCK_FREE == 2, "the interrupt flag must be lock-free to be set in a signal handler");
-
-void mha_interrupt(void) { atomic_store_explicit(&interrupt_flag, 1, memory_order_relaxed); }
-void mha_interrupt_clear(void) { atomic_store_explicit(&interrupt_flag, 0, memory_order_relaxed); }
-bool mha_interrupted(void) { return atomic_load_explicit(&interrupt_flag, memory_order_relaxed) != 0; }
-
-/* ---- memory: mha_alloc, mha_free and the accounting are in core/tensor/alloc.c ---- */
 
 /* ---- storage ---- */
 

@@ -8,6 +8,9 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "base/alloc.h"
+#include "base/status.h"
+
 /* ---------------------------------------------------------------------------------------------
  * Conventions (read these once; every function below follows them)
  *
@@ -38,16 +41,6 @@
 
 typedef enum { MHA_FLOAT32 = 0, MHA_BOOL = 1 } mha_dtype;
 
-typedef enum {
-    MHA_OK = 0,
-    MHA_E_ARG,         /* a bad argument: dimension out of range, bad option, bad index */
-    MHA_E_SHAPE,       /* shapes that do not fit together */
-    MHA_E_DTYPE,       /* a float tensor where a bool one is needed, or the reverse */
-    MHA_E_NOMEM,       /* allocation failed, or an element count overflowed size_t */
-    MHA_E_IO,          /* a file could not be opened, read or written */
-    MHA_E_FORMAT,      /* a malformed, truncated or unsupported .npy file */
-    MHA_E_INTERRUPTED  /* mha_interrupt() was called while a kernel ran */
-} mha_status;
 
 typedef struct mha_storage {
     size_t refcount; /* number of tensors viewing this storage */
@@ -86,31 +79,12 @@ void mha_tensor_set_write_check(mha_status (*check)(const mha_tensor *t, const c
  * under no_grad. NULL-safe; an empty t is ignored. */
 void mha_bump_version(const mha_tensor *t);
 
-/* ---- errors and interrupts ---- */
+/* ---- shapes in messages ---- */
 
-const char *mha_errmsg(void);                 /* message of the last failure on this thread */
-mha_status mha_fail(mha_status status, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 2, 3)))
-#endif
-    ;                                         /* sets the message, returns status */
-const char *mha_status_name(mha_status status);
 /* "(3,4)" for a (3,4) tensor, "()" for a scalar; writes at most n bytes, returns buf. MHA_SHAPE_BUF bytes
  * hold any shape: "(" + MHA_MAX_DIMS sizes of up to 20 digits + commas + ")\0". */
 #define MHA_SHAPE_BUF 200
 char *mha_shape_str(char *buf, size_t n, const mha_tensor *t);
-
-void mha_interrupt(void);        /* async-signal-safe: ask running kernels to stop */
-void mha_interrupt_clear(void);
-bool mha_interrupted(void);      /* kernels poll this; cheap (one volatile load) */
-
-/* ---- memory: every core allocation (storages and kernel scratch) goes through these, so the REPL's
- * :time can show what tensors hold and the benchmark can show peak extra memory ---- */
-void *mha_alloc(size_t nbytes);          /* NULL on failure (the caller reports MHA_E_NOMEM) */
-void mha_free(void *p, size_t nbytes);   /* nbytes as allocated; NULL-safe */
-size_t mha_live_bytes(void);             /* bytes allocated and not yet freed */
-size_t mha_peak_bytes(void);             /* highest mha_live_bytes() since the last reset */
-void mha_reset_peak(void);               /* peak := live */
 
 /* ---- life cycle ---- */
 

@@ -27,7 +27,7 @@ mha_tensor *lmha_newtensor(lua_State *L) {
  * After each new tensor, when the bytes tensors hold have more than doubled (and grown by 16 MiB)
  * since the last full collection, collect in full: that costs in proportion to the Lua heap, not to
  * the tensors, so it stays cheap however large they are (0.02-0.15 ms in the REPL). The storages it
- * frees go back to the caching allocator (core/tensor/alloc.h), whose blocks the next results reuse: the
+ * frees go back to the caching allocator (core/base/alloc.h), whose blocks the next results reuse: the
  * garbage between two collections is what a loop maps anew once, so 16 MiB rather than 64 keeps that
  * first round of page faults small (a 512x512 matmul loop: 16 fresh results instead of 64). */
 static size_t live_after_gc = 0;

@@ -1,8 +1,8 @@
-/* tests/core/test_alloc.c - the caching allocator (core/tensor/alloc.c): a freed block is handed out again at
+/* tests/core/test_alloc.c - the caching allocator (core/base/alloc.c): a freed block is handed out again at
  * once, classes round up by at most 25%, blocks are aligned, threads share it safely, nothing leaks,
  * and the plain malloc path does the same jobs. */
 
-#include "tensor/alloc_testing.h"
+#include "base/alloc_testing.h"
 #include "check.h"
 #include "tensor/tensor.h"
 

@@ -1,4 +1,4 @@
-/* core/tensor/alloc.h - where tensor storage and kernel scratch come from: a caching allocator that keeps
+/* core/base/alloc.h - where tensor storage and kernel scratch come from: a caching allocator that keeps
  * freed blocks of 64 KiB and more in size classes and hands them out again at once, beside plain malloc. */
 #ifndef MHA_ALLOC_H
 #define MHA_ALLOC_H
@@ -6,7 +6,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-/* mha_alloc(nbytes) / mha_free(p, nbytes) (declared in tensor.h) take every core allocation.
+/* mha_alloc(nbytes) / mha_free(p, nbytes) take every core allocation.
  *
  * Why a cache: a freed block of a megabyte goes back to the kernel (glibc munmaps it or trims the heap),
  * so the next one lands on fresh pages and each first touch of a 4 KiB page is a fault (~17 us on this
@@ -27,10 +27,18 @@
  * cache is forced there, cached blocks and the rounding slack are poisoned, so a use after free or a
  * write past the end is still reported. Thread-safe (one mutex); the cache is unmapped at exit. */
 
+/* Every core allocation (storages and kernel scratch) goes through these, so the REPL's :time can show
+ * what tensors hold and the benchmark can show peak extra memory. */
+void *mha_alloc(size_t nbytes);          /* NULL on failure (the caller reports MHA_E_NOMEM) */
+void mha_free(void *p, size_t nbytes);   /* nbytes as allocated; NULL-safe */
+size_t mha_live_bytes(void);             /* bytes allocated and not yet freed */
+size_t mha_peak_bytes(void);             /* highest mha_live_bytes() since the last reset */
+void mha_reset_peak(void);               /* peak := live */
+
 #define MHA_ALLOC_MIN_CACHED ((size_t)64 << 10)
 
 /* Which path serves allocations now: "cache" or "malloc". */
 const char *mha_alloc_mode(void);
-/* Switching paths, trimming the cache and its statistics are for the tests: tensor/alloc_testing.h. */
+/* Switching paths, trimming the cache and its statistics are for the tests: base/alloc_testing.h. */
 
 #endif

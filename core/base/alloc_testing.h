@@ -1,4 +1,4 @@
-/* core/tensor/alloc_testing.h - what only the tests use of the caching allocator (core/tensor/alloc.h): switching
+/* core/base/alloc_testing.h - what only the tests use of the caching allocator (core/base/alloc.h): switching
  * between the cache and malloc, giving the cache back, its statistics and its size classes. */
 #ifndef MHA_ALLOC_TESTING_H
 #define MHA_ALLOC_TESTING_H
@@ -6,7 +6,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "tensor/alloc.h"
+#include "base/alloc.h"
 
 /* Switch paths; false for an unknown name. Blocks keep the path that allocated them: only
  * switch when nothing allocated since the last switch is live. */

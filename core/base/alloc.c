@@ -1,8 +1,8 @@
-/* core/tensor/alloc.c - the caching allocator under every tensor storage and kernel scratch buffer (alloc.h),
+/* core/base/alloc.c - the caching allocator under every tensor storage and kernel scratch buffer (alloc.h),
  * beside the plain malloc path, and the live/peak byte accounting the REPL and the benchmark read. */
-#include "tensor/alloc.h"
-#include "tensor/alloc_testing.h"
-#include "tensor/tensor.h"
+#include "base/alloc.h"
+#include "base/alloc_testing.h"
+#include "base/status.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
