@@ -24,5 +24,8 @@ mha_status mha_mask_additive(mha_tensor *out, const mha_tensor *mask, const char
 size_t mha_ag_sdpa_keep_budget(size_t bytes);
 mha_status mha_ag_sdpa(mha_tensor *out, mha_tensor *weights, const mha_tensor *q, const mha_tensor *k,
                        const mha_tensor *v, const mha_sdpa_options *opt);
+/* mha_ag_sdpa, and each row's log-sum-exp into lse when not NULL (mha_sdpa_lse): a plain tensor, outside the graph. */
+mha_status mha_ag_sdpa_lse(mha_tensor *out, mha_tensor *weights, mha_tensor *lse, const mha_tensor *q,
+                           const mha_tensor *k, const mha_tensor *v, const mha_sdpa_options *opt);
 
 #endif
