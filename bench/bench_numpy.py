@@ -106,8 +106,8 @@ def make_case(fields, rng):
 
 def make_torch_case(fields):
     """The case in torch 1.13 (no autograd), or None: matmul, x·Wᵀ through F.linear, attention as
-    softmax(q·kᵀ·scale)·v up to L = 4096 (GQA: K and V repeat_interleave'd per query head first), MHA through nn.MultiheadAttention (self-attention, weights
-    averaged over heads when asked for)."""
+    softmax(q·kᵀ·scale)·v up to L = 4096 (GQA: K and V repeat_interleave'd per query head first), MHA
+    through nn.MultiheadAttention (self-attention, weights averaged over heads when asked for)."""
     if torch is None:
         return None
     kind = fields[1]

@@ -272,8 +272,8 @@ static void gqa_case(mha_tensor got[5], const mha_tensor in[5], size_t group, bo
         float *sum = malloc(mha_numel(k) * sizeof *sum);
         for (int i = 0; sum && i < 2; i++) {
             sum_groups(sum, &r[8 + i], group);
-            snprintf(what, sizeof what, "sdpa_backward enable_gqa %s: %s = the group's sum of the copies' (1e-5)", label,
-                     i ? "dv" : "dk");
+            snprintf(what, sizeof what, "sdpa_backward enable_gqa %s: %s = the group's sum of the copies' (1e-5)",
+                     label, i ? "dv" : "dk");
             check_close_array(what, mha_f32(&got[3 + i]), sum, mha_numel(k), 1e-5, 1e-5);
         }
         free(sum);
