@@ -291,7 +291,8 @@ mha_status mha_sdpa_lse(mha_tensor *out, mha_tensor *weights, mha_tensor *lse, c
     if (st != MHA_OK) return st;
     const size_t L = z.L, S = z.S, D = z.D, Dv = z.Dv, nb = z.nb;
     const float scale = opt->scale != 0.0f ? opt->scale : (float)(1.0 / sqrt((double)D));
-    const bool fused = weights == NULL;
+    /* weights not wanted: the fused kernel - unless lse is and Dv = 0, which the fused kernel skips */
+    const bool fused = weights == NULL && !(lse && Dv == 0);
 
     mha_tensor cq = MHA_TENSOR_EMPTY, ck = MHA_TENSOR_EMPTY, cv = MHA_TENSOR_EMPTY, fmask = MHA_TENSOR_EMPTY;
     mha_tensor eq = MHA_TENSOR_EMPTY, ek = MHA_TENSOR_EMPTY, ev = MHA_TENSOR_EMPTY, em = MHA_TENSOR_EMPTY;
