@@ -56,24 +56,27 @@ typedef struct bench_case {
     size_t H, L, D;   /* ATTENTION: (1,H,L,D) self-attention; MHA: E = H·D */
     bool weights;     /* MHA: need_weights (averaged over heads, torch's default) */
     double target;    /* issue 15's bound on ours/NumPy, one thread against one */
+    size_t kv_heads;  /* ATTENTION: 0, or K/V heads shared by groups of the H query heads (enable_gqa) */
 } bench_case;
 
 static const bench_case CASES[] = {
-    {"matmul_512", "matmul (512,512)@(512,512)", MATMUL, 512, 512, 512, false, 0, 0, 0, false, 1.0},
-    {"matmul_in_64", "x@W.T in-proj (64,512)->1536", MATMUL, 64, 512, 1536, true, 0, 0, 0, false, 1.0},
-    {"matmul_in_512", "x@W.T in-proj (512,512)->1536", MATMUL, 512, 512, 1536, true, 0, 0, 0, false, 1.0},
-    {"matmul_in_2048", "x@W.T in-proj (2048,512)->1536", MATMUL, 2048, 512, 1536, true, 0, 0, 0, false, 1.0},
-    {"matmul_out_2048", "x@W.T out-proj (2048,512)->512", MATMUL, 2048, 512, 512, true, 0, 0, 0, false, 1.0},
-    {"attn_512", "attention H=8 L=512 D=64", ATTENTION, 0, 0, 0, false, 8, 512, 64, false, 0},
-    {"attn_2048", "attention H=8 L=2048 D=64", ATTENTION, 0, 0, 0, false, 8, 2048, 64, false, 0},
-    {"attn_4096", "attention H=8 L=4096 D=64", ATTENTION, 0, 0, 0, false, 8, 4096, 64, false, 0},
-    {"attn_16384", "attention H=8 L=16384 D=64", ATTENTION, 0, 0, 0, false, 8, 16384, 64, false, 0.4},
-    {"mha_64", "MHA E=512 H=8 L=64", MHA, 0, 0, 0, false, 8, 64, 64, false, 1.0},
-    {"mha_64_w", "MHA E=512 H=8 L=64 +weights", MHA, 0, 0, 0, false, 8, 64, 64, true, 1.0},
-    {"mha_512", "MHA E=512 H=8 L=512", MHA, 0, 0, 0, false, 8, 512, 64, false, 0.75},
-    {"mha_512_w", "MHA E=512 H=8 L=512 +weights", MHA, 0, 0, 0, false, 8, 512, 64, true, 0.8},
-    {"mha_2048", "MHA E=512 H=8 L=2048", MHA, 0, 0, 0, false, 8, 2048, 64, false, 0.5},
-    {"mha_2048_w", "MHA E=512 H=8 L=2048 +weights", MHA, 0, 0, 0, false, 8, 2048, 64, true, 0.8},
+    {"matmul_512", "matmul (512,512)@(512,512)", MATMUL, 512, 512, 512, false, 0, 0, 0, false, 1.0, 0},
+    {"matmul_in_64", "x@W.T in-proj (64,512)->1536", MATMUL, 64, 512, 1536, true, 0, 0, 0, false, 1.0, 0},
+    {"matmul_in_512", "x@W.T in-proj (512,512)->1536", MATMUL, 512, 512, 1536, true, 0, 0, 0, false, 1.0, 0},
+    {"matmul_in_2048", "x@W.T in-proj (2048,512)->1536", MATMUL, 2048, 512, 1536, true, 0, 0, 0, false, 1.0, 0},
+    {"matmul_out_2048", "x@W.T out-proj (2048,512)->512", MATMUL, 2048, 512, 512, true, 0, 0, 0, false, 1.0, 0},
+    {"attn_512", "attention H=8 L=512 D=64", ATTENTION, 0, 0, 0, false, 8, 512, 64, false, 0, 0},
+    /* issue 21: GQA costs no more than MHA over the same H (K/V never copied per query head) */
+    {"attn_512_gqa", "attention GQA H=8/2 L=512 D=64", ATTENTION, 0, 0, 0, false, 8, 512, 64, false, 0, 2},
+    {"attn_2048", "attention H=8 L=2048 D=64", ATTENTION, 0, 0, 0, false, 8, 2048, 64, false, 0, 0},
+    {"attn_4096", "attention H=8 L=4096 D=64", ATTENTION, 0, 0, 0, false, 8, 4096, 64, false, 0, 0},
+    {"attn_16384", "attention H=8 L=16384 D=64", ATTENTION, 0, 0, 0, false, 8, 16384, 64, false, 0.4, 0},
+    {"mha_64", "MHA E=512 H=8 L=64", MHA, 0, 0, 0, false, 8, 64, 64, false, 1.0, 0},
+    {"mha_64_w", "MHA E=512 H=8 L=64 +weights", MHA, 0, 0, 0, false, 8, 64, 64, true, 1.0, 0},
+    {"mha_512", "MHA E=512 H=8 L=512", MHA, 0, 0, 0, false, 8, 512, 64, false, 0.75, 0},
+    {"mha_512_w", "MHA E=512 H=8 L=512 +weights", MHA, 0, 0, 0, false, 8, 512, 64, true, 0.8, 0},
+    {"mha_2048", "MHA E=512 H=8 L=2048", MHA, 0, 0, 0, false, 8, 2048, 64, false, 0.5, 0},
+    {"mha_2048_w", "MHA E=512 H=8 L=2048 +weights", MHA, 0, 0, 0, false, 8, 2048, 64, true, 0.8, 0},
 };
 enum { NCASES = sizeof CASES / sizeof CASES[0] };
 
@@ -108,7 +111,7 @@ static double run_clock(void) {
 typedef struct bench_state {
     const bench_case *c;
     float *a, *b, *cmat;              /* MATMUL */
-    mha_tensor q, k, v, x;            /* ATTENTION: q, k, v (1,H,L,D); MHA: x (1,L,E) */
+    mha_tensor q, k, v, x;            /* ATTENTION: q (1,H,L,D), k, v (1,H or kv_heads,L,D); MHA: x (1,L,E) */
     mha_multihead m;
 } bench_state;
 
@@ -128,9 +131,9 @@ static mha_status setup(bench_state *s) {
         for (size_t i = 0; i < c->M * c->K; i++) s->a[i] = (float)rand() / RAND_MAX * 2 - 1;
         for (size_t i = 0; i < c->K * c->N; i++) s->b[i] = (float)rand() / RAND_MAX * 2 - 1;
     } else if (c->kind == ATTENTION) {
-        size_t shape[4] = {1, c->H, c->L, c->D};
-        if ((st = fill(&s->q, 4, shape)) != MHA_OK || (st = fill(&s->k, 4, shape)) != MHA_OK ||
-            (st = fill(&s->v, 4, shape)) != MHA_OK)
+        size_t shape[4] = {1, c->H, c->L, c->D}, kv_shape[4] = {1, c->kv_heads ? c->kv_heads : c->H, c->L, c->D};
+        if ((st = fill(&s->q, 4, shape)) != MHA_OK || (st = fill(&s->k, 4, kv_shape)) != MHA_OK ||
+            (st = fill(&s->v, 4, kv_shape)) != MHA_OK)
             return st;
     } else {
         mha_multihead_options opt = {.embed_dim = c->H * c->D, .num_heads = c->H, .bias = true};
@@ -156,7 +159,8 @@ static mha_status run(bench_state *s) {
     }
     mha_tensor out = MHA_TENSOR_EMPTY, weights = MHA_TENSOR_EMPTY;
     if (c->kind == ATTENTION) {
-        st = mha_sdpa(&out, NULL, &s->q, &s->k, &s->v, NULL);
+        mha_sdpa_options opt = {.enable_gqa = c->kv_heads != 0};
+        st = mha_sdpa(&out, NULL, &s->q, &s->k, &s->v, &opt);
     } else {
         mha_forward_options opt = {.need_weights = c->weights, .average_attn_weights = true};
         st = mha_multihead_forward(&out, c->weights ? &weights : NULL, &s->m, &s->x, &s->x, &s->x, &opt, NULL);
@@ -208,9 +212,11 @@ static mha_status time_case(timing *t, bench_state *s) {
 /* ---- NumPy's side: bench_numpy.py as a coprocess. We write a case line ("id kind sizes..."), it
  * answers "id median_ms runs peak_bytes". ---- */
 
-/* id kind sizes...: matmul M K N transposed_b | attention H L D | mha H L D weights */
+/* id kind sizes...: matmul M K N transposed_b | attention H L D | attention_gqa H H_kv L D | mha H L D weights */
 static void print_case_line(FILE *f, const bench_case *c) {
     if (c->kind == MATMUL) fprintf(f, "%s matmul %zu %zu %zu %d\n", c->id, c->M, c->K, c->N, c->transposed_b);
+    else if (c->kind == ATTENTION && c->kv_heads)
+        fprintf(f, "%s attention_gqa %zu %zu %zu %zu\n", c->id, c->H, c->kv_heads, c->L, c->D);
     else if (c->kind == ATTENTION) fprintf(f, "%s attention %zu %zu %zu\n", c->id, c->H, c->L, c->D);
     else fprintf(f, "%s mha %zu %zu %zu %d\n", c->id, c->H, c->L, c->D, c->weights);
 }

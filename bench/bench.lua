@@ -15,7 +15,7 @@
 local c_file, only = arg and arg[1], arg and arg[2]
 if c_file == "-" or c_file == "" then c_file = nil end   -- no C file, so that ONLY can follow
 
--- id, label, kind, sizes: the rows of bench.c's CASES, in its order
+-- id, label, kind, sizes (attention: H, L, D [, H_kv]): the rows of bench.c's CASES, in its order
 local CASES = {
     {"matmul_512", "matmul (512,512)@(512,512)", "matmul", 512, 512, 512, false},
     {"matmul_in_64", "x@W.T in-proj (64,512)->1536", "matmul", 64, 512, 1536, true},
@@ -23,6 +23,7 @@ local CASES = {
     {"matmul_in_2048", "x@W.T in-proj (2048,512)->1536", "matmul", 2048, 512, 1536, true},
     {"matmul_out_2048", "x@W.T out-proj (2048,512)->512", "matmul", 2048, 512, 512, true},
     {"attn_512", "attention H=8 L=512 D=64", "attention", 8, 512, 64},
+    {"attn_512_gqa", "attention GQA H=8/2 L=512 D=64", "attention", 8, 512, 64, 2},
     {"attn_2048", "attention H=8 L=2048 D=64", "attention", 8, 2048, 64},
     {"attn_4096", "attention H=8 L=4096 D=64", "attention", 8, 4096, 64},
     {"attn_16384", "attention H=8 L=16384 D=64", "attention", 8, 16384, 64},
@@ -56,9 +57,9 @@ local function make(c)
         local b = mha.rand(K, N) * 2 - 1
         return function() local y = mha.matmul(a, b) end
     elseif kind == "attention" then
-        local H, L, D = c[4], c[5], c[6]
-        local q, k, v = mha.rand(1, H, L, D), mha.rand(1, H, L, D), mha.rand(1, H, L, D)
-        local opts = {need_weights = false}
+        local H, L, D, H_kv = c[4], c[5], c[6], c[7] or c[4]
+        local q, k, v = mha.rand(1, H, L, D), mha.rand(1, H_kv, L, D), mha.rand(1, H_kv, L, D)
+        local opts = {need_weights = false, enable_gqa = H_kv ~= H}
         return function() local out = mha.sdpa(q, k, v, opts) end
     end
     local H, L, D, weights = c[4], c[5], c[6], c[7]

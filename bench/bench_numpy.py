@@ -91,6 +91,11 @@ def make_case(fields, rng):
         H, L, D = n
         q, k, v = u(H, L, D), u(H, L, D), u(H, L, D)
         return lambda: attention(q, k, v)
+    if kind == "attention_gqa":
+        # each K/V head's group of query heads stacked as one longer query block (H_kv, G·L, D): no copy of K, V
+        H, H_kv, L, D = n
+        q, k, v = u(H, L, D), u(H_kv, L, D), u(H_kv, L, D)
+        return lambda: attention(q.reshape(H_kv, H // H_kv * L, D), k, v).reshape(H, L, D)
     if kind == "mha":
         H, L, D, need_weights = n
         E = H * D
@@ -101,8 +106,8 @@ def make_case(fields, rng):
 
 def make_torch_case(fields):
     """The case in torch 1.13 (no autograd), or None: matmul, x·Wᵀ through F.linear, attention as
-    softmax(q·kᵀ·scale)·v up to L = 4096, MHA through nn.MultiheadAttention (self-attention, weights
-    averaged over heads when asked for)."""
+    softmax(q·kᵀ·scale)·v up to L = 4096 (GQA: K and V repeat_interleave'd per query head first), MHA
+    through nn.MultiheadAttention (self-attention, weights averaged over heads when asked for)."""
     if torch is None:
         return None
     kind = fields[1]
@@ -124,6 +129,13 @@ def make_torch_case(fields):
         q, k, v = u(H, L, D), u(H, L, D), u(H, L, D)
         scale = 1.0 / D ** 0.5
         return lambda: torch.softmax((q * scale) @ k.transpose(1, 2), dim=-1) @ v
+    if kind == "attention_gqa":
+        # torch 1.13 has no enable_gqa: K and V repeated per query head, as Hugging Face's repeat_kv does
+        H, H_kv, L, D = n
+        q, k, v = u(H, L, D), u(H_kv, L, D), u(H_kv, L, D)
+        scale, group = 1.0 / D ** 0.5, H // H_kv
+        return lambda: torch.softmax((q * scale) @ k.repeat_interleave(group, dim=0).transpose(1, 2), dim=-1) @ \
+            v.repeat_interleave(group, dim=0)
     if kind == "mha":
         H, L, D, need_weights = n
         m = torch.nn.MultiheadAttention(H * D, H)

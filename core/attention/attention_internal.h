@@ -4,6 +4,7 @@
 #define MHA_ATTENTION_INTERNAL_H
 
 #include "attention/multihead.h"
+#include "attention/sdpa.h"
 #include "nn/nn_internal.h"
 #include "tensor/tensor.h"
 

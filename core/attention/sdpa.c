@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "attention/masks.h"
+#include "attention/sdpa_batch.h"
 #include "attention/sdpa_testing.h"
 #include "autograd/autograd.h"
 #include "autograd/autograd_ops.h"
@@ -35,6 +36,21 @@ static float mask_value(const mha_mask_src *m, size_t i, size_t j) {
     if (m->f) return m->f[at];
     if (m->b) return m->b[at] ? -INFINITY : 0.0f;
     return 0.0f;
+}
+
+/* Each row's log-sum-exp, lse_i = max + log Σ_j exp(s_ij - max) (summed in double), of s (rows, n); -inf for a
+ * row with every key masked (max -inf: log 0). */
+static void rows_lse(float *lse, const float *s, size_t rows, size_t n) {
+    for (size_t i = 0; i < rows; i++) {
+        const float *row = s + i * n;
+        float max = -INFINITY;
+        for (size_t j = 0; j < n; j++)
+            if (row[j] > max || isnan(row[j])) max = row[j];
+        double sum = 0.0;
+        if (max != -INFINITY)
+            for (size_t j = 0; j < n; j++) sum += exp((double)row[j] - max);
+        lse[i] = max == -INFINITY ? -INFINITY : (float)(max + log(sum));
+    }
 }
 
 mha_status mha_attention_plain(const mha_head_args *job, const mha_attn_kernels *kernels, float *weights,
@@ -67,6 +83,7 @@ mha_status mha_attention_plain(const mha_head_args *job, const mha_attn_kernels 
         }
     }
     if (masked) memcpy(masked, weights, L * S * sizeof *weights);
+    if (job->lse) rows_lse(job->lse, weights, L, S);
 
     /* pass 3: weights = softmax(masked) along each row (and weights_sum += weights, as they are written) */
     kernels->softmax_rows(weights, S, L, S, job->weights_sum, job->ld_sum);
@@ -78,68 +95,6 @@ mha_status mha_attention_plain(const mha_head_args *job, const mha_attn_kernels 
                            job->Dv, S, false);
 }
 
-
-/* ---------------------------------------------------------------------------------------------
- * The batch: q (..., L, D), k (..., S, D), v (..., S, Dv), the mask (..., L, S) - and in the backward the
- * gradients and what the forward kept - broadcast their leading dims together; each flat batch index n is
- * one (L,S) slice. Forward and backward expand every input to the batch shape (a view, stride 0 where a
- * dim broadcasts) and find slice n of each at batch_offset.
- * ------------------------------------------------------------------------------------------- */
-
-/* Grows the batch shape (nb dims, right-aligned) to take in t's leading dims (all but its last 2).
- * False when a size is neither 1 nor the batch's. */
-static bool batch_grow(size_t *nb, size_t *bshape, const mha_tensor *t) {
-    size_t lead = t->ndim > 2 ? t->ndim - 2 : 0;
-    if (lead > *nb) {
-        memmove(bshape + (lead - *nb), bshape, *nb * sizeof *bshape);
-        for (size_t d = 0; d < lead - *nb; d++) bshape[d] = 1;
-        *nb = lead;
-    }
-    for (size_t d = 0; d < lead; d++) {
-        size_t bd = *nb - lead + d, size = t->shape[d];
-        if (bshape[bd] == 1) bshape[bd] = size;
-        else if (size != 1 && size != bshape[bd]) return false;
-    }
-    return true;
-}
-
-/* t expanded to (bshape..., rows, cols), or an error of fname naming arg. */
-static mha_status batch_expand(mha_tensor *out, const mha_tensor *t, size_t nb, const size_t *bshape, size_t rows,
-                               size_t cols, const char *fname, const char *arg) {
-    char s[MHA_SHAPE_BUF], w[MHA_SHAPE_BUF];
-    size_t shape[MHA_MAX_DIMS];
-    memcpy(shape, bshape, nb * sizeof *shape);
-    shape[nb] = rows, shape[nb + 1] = cols;
-    mha_status st = mha_expand(out, t, nb + 2, shape);
-    if (st != MHA_OK) {
-        mha_tensor want = {.ndim = nb + 2};
-        memcpy(want.shape, shape, sizeof shape);
-        return mha_fail(MHA_E_SHAPE, "%s: %s %s does not broadcast to %s", fname, arg, SHAPE(s, t), SHAPE(w, &want));
-    }
-    return MHA_OK;
-}
-
-/* Element offset of batch n (flat, C order over the nb leading dims) in t, whose leading dims are the batch's. */
-static ptrdiff_t batch_offset(const mha_tensor *t, size_t nb, size_t n) {
-    ptrdiff_t off = 0;
-    for (size_t d = nb; d-- > 0;) {
-        off += (ptrdiff_t)(n % t->shape[d]) * t->stride[d];
-        n /= t->shape[d];
-    }
-    return off;
-}
-
-/* The mask (expanded to the batch) of slice n, as the plain path reads it; no mask: f = b = NULL. */
-static mha_mask_src mask_slice(const mha_tensor *mask, size_t nb, size_t n) {
-    mha_mask_src m = {0};
-    if (!mask) return m;
-    ptrdiff_t off = batch_offset(mask, nb, n);
-    if (mask->dtype == MHA_FLOAT32) m.f = mha_f32(mask) + off;
-    else m.b = mha_bool(mask) + off;
-    m.rs = mask->stride[nb];
-    m.cs = mask->stride[nb + 1];
-    return m;
-}
 
 /* ---------------------------------------------------------------------------------------------
  * The forward: scaled dot-product attention with broadcast leading dims
@@ -164,7 +119,8 @@ typedef struct sdpa_job {
     const mha_tensor *eq, *ek, *ev, *mask; /* expanded to the batch (rows contiguous); mask NULL for none */
     const mha_tensor *result;             /* (batch..., L, Dv), laid out as q or contiguous */
     float *weights;                       /* (batches,L,S), or NULL for the fused path */
-    size_t nb, batches;
+    float *lse;                           /* (batches,L), or NULL: not wanted */
+    size_t nb, batches, group;            /* group: query heads per K/V head (enable_gqa), else 1 */
     bool causal;
     float scale;
     size_t L, S, D, Dv;
@@ -191,6 +147,7 @@ static mha_status kept_slice(const sdpa_job *job, const mha_head_args *slice, fl
         head.q = slice->q + row0 * slice->ld_q;
         if (slice->attn.f) head.attn.f = slice->attn.f + (ptrdiff_t)row0 * slice->attn.rs;
         if (slice->attn.b) head.attn.b = slice->attn.b + (ptrdiff_t)row0 * slice->attn.rs;
+        if (slice->lse) head.lse = slice->lse + row0;
         st = mha_attention_plain(&head, &mha_attn_fast, weights + row0 * S, NULL, NULL);
     }
     return st;
@@ -200,11 +157,12 @@ static mha_status kept_slice(const sdpa_job *job, const mha_head_args *slice, fl
 static mha_head_args sdpa_slice(const sdpa_job *job, size_t n) {
     const size_t nb = job->nb;
     mha_head_args head = {
-        .out = mha_f32(job->result) + batch_offset(job->result, nb, n), .ld_out = (size_t)job->result->stride[nb],
-        .q = mha_f32(job->eq) + batch_offset(job->eq, nb, n), .ld_q = (size_t)job->eq->stride[nb],
-        .k = mha_f32(job->ek) + batch_offset(job->ek, nb, n), .ld_k = (size_t)job->ek->stride[nb],
-        .v = mha_f32(job->ev) + batch_offset(job->ev, nb, n), .ld_v = (size_t)job->ev->stride[nb],
-        .attn = mask_slice(job->mask, nb, n),
+        .out = mha_f32(job->result) + mha_batch_offset(job->result, nb, n, 1),
+        .ld_out = (size_t)job->result->stride[nb],
+        .q = mha_f32(job->eq) + mha_batch_offset(job->eq, nb, n, 1), .ld_q = (size_t)job->eq->stride[nb],
+        .k = mha_f32(job->ek) + mha_batch_offset(job->ek, nb, n, job->group), .ld_k = (size_t)job->ek->stride[nb],
+        .v = mha_f32(job->ev) + mha_batch_offset(job->ev, nb, n, job->group), .ld_v = (size_t)job->ev->stride[nb],
+        .attn = mha_mask_slice(job->mask, nb, n), .lse = job->lse ? job->lse + n * job->L : NULL,
         .mask_cols = job->S, .causal = job->causal, .scale = job->scale,
         .L = job->L, .S = job->S, .D = job->D, .Dv = job->Dv,
     };
@@ -236,7 +194,8 @@ static mha_status sdpa_part(void *ctx, size_t part, size_t nparts) {
                 .out = head.out, .ld_out = head.ld_out, .q = head.q, .ld_q = head.ld_q, .k = head.k, .ld_k = head.ld_k,
                 .v = head.v, .ld_v = head.ld_v,
                 .mask = head.attn.f, .mask_rs = head.attn.rs, .mask_cs = head.attn.cs,
-                .causal = job->causal, .scale = job->scale, .L = L, .S = S, .D = job->D, .Dv = job->Dv,
+                .causal = job->causal, .scale = job->scale, .lse = head.lse, .L = L, .S = S, .D = job->D,
+                .Dv = job->Dv,
             };
             st = mha_attention_fused(&args);
         } else if (packed) {
@@ -253,6 +212,7 @@ static mha_status sdpa_part(void *ctx, size_t part, size_t nparts) {
 /* The sizes of one mha_sdpa call: the slice's L, S, D, Dv and the batch shape, checked. */
 typedef struct sdpa_sizes {
     size_t L, S, D, Dv, nb, bshape[MHA_MAX_DIMS];
+    size_t group; /* query heads per K/V head */
 } sdpa_sizes;
 
 static mha_status sdpa_check(sdpa_sizes *z, const mha_tensor *q, const mha_tensor *k, const mha_tensor *v,
@@ -278,16 +238,18 @@ static mha_status sdpa_check(sdpa_sizes *z, const mha_tensor *q, const mha_tenso
                         SHAPE(sv, v), S, v->shape[v->ndim - 2]);
     if (!isfinite(opt->scale))
         return mha_fail(MHA_E_ARG, "sdpa: scale %g is not a finite number", (double)opt->scale);
+    if ((st = mha_sdpa_group(&z->group, q, k, v, opt->enable_gqa, "sdpa")) != MHA_OK) return st;
     z->L = L, z->S = S, z->D = D, z->Dv = Dv, z->nb = 0;
     /* the batch shape: q's, k's, v's (and the mask's) leading dims broadcast together */
-    if (!batch_grow(&z->nb, z->bshape, q) || !batch_grow(&z->nb, z->bshape, k) || !batch_grow(&z->nb, z->bshape, v))
+    if (!mha_batch_grow(&z->nb, z->bshape, q, 1) || !mha_batch_grow(&z->nb, z->bshape, k, z->group) ||
+        !mha_batch_grow(&z->nb, z->bshape, v, z->group))
         return mha_fail(MHA_E_SHAPE, "sdpa: q %s, k %s, v %s: leading (batch) dims do not broadcast", SHAPE(sq, q),
                         SHAPE(sk, k), SHAPE(sv, v));
     if (mask != NULL) {
         const size_t mask_cols = mask->ndim >= 1 ? mask->shape[mask->ndim - 1] : 1;
         const size_t mask_rows = mask->ndim >= 2 ? mask->shape[mask->ndim - 2] : 1;
         if ((mask_rows != 1 && mask_rows != L) || (mask_cols != 1 && mask_cols != S) ||
-            !batch_grow(&z->nb, z->bshape, mask)) {
+            !mha_batch_grow(&z->nb, z->bshape, mask, 1)) {
             mha_tensor want = {.ndim = z->nb + 2};
             memcpy(want.shape, z->bshape, z->nb * sizeof *z->bshape);
             want.shape[z->nb] = L;
@@ -317,6 +279,11 @@ static void plan_blocks(sdpa_job *job, bool kept) {
 
 mha_status mha_sdpa(mha_tensor *out, mha_tensor *weights, const mha_tensor *q, const mha_tensor *k,
                     const mha_tensor *v, const mha_sdpa_options *opt) {
+    return mha_sdpa_lse(out, weights, NULL, q, k, v, opt);
+}
+
+mha_status mha_sdpa_lse(mha_tensor *out, mha_tensor *weights, mha_tensor *lse, const mha_tensor *q,
+                        const mha_tensor *k, const mha_tensor *v, const mha_sdpa_options *opt) {
     const mha_sdpa_options defaults = {0};
     if (opt == NULL) opt = &defaults;
     const mha_tensor *mask = opt->attn_mask;
@@ -325,11 +292,12 @@ mha_status mha_sdpa(mha_tensor *out, mha_tensor *weights, const mha_tensor *q, c
     if (st != MHA_OK) return st;
     const size_t L = z.L, S = z.S, D = z.D, Dv = z.Dv, nb = z.nb;
     const float scale = opt->scale != 0.0f ? opt->scale : (float)(1.0 / sqrt((double)D));
-    const bool fused = weights == NULL;
+    /* weights not wanted: the fused kernel - unless lse is and Dv = 0, which the fused kernel skips */
+    const bool fused = weights == NULL && !(lse && Dv == 0);
 
     mha_tensor cq = MHA_TENSOR_EMPTY, ck = MHA_TENSOR_EMPTY, cv = MHA_TENSOR_EMPTY, fmask = MHA_TENSOR_EMPTY;
     mha_tensor eq = MHA_TENSOR_EMPTY, ek = MHA_TENSOR_EMPTY, ev = MHA_TENSOR_EMPTY, em = MHA_TENSOR_EMPTY;
-    mha_tensor result = MHA_TENSOR_EMPTY, w = MHA_TENSOR_EMPTY;
+    mha_tensor result = MHA_TENSOR_EMPTY, w = MHA_TENSOR_EMPTY, lse_rows = MHA_TENSOR_EMPTY;
     if ((st = rows_readable(&cq, q)) != MHA_OK || (st = rows_readable(&ck, k)) != MHA_OK ||
         (st = rows_readable(&cv, v)) != MHA_OK)
         goto done;
@@ -337,10 +305,10 @@ mha_status mha_sdpa(mha_tensor *out, mha_tensor *weights, const mha_tensor *q, c
     if (mask != NULL && fused && mask->dtype == MHA_BOOL) st = mha_mask_additive(&fmask, mask, "sdpa");
     else if (mask != NULL) st = mha_share(&fmask, mask);
     if (st != MHA_OK) goto done;
-    if ((st = batch_expand(&eq, &cq, nb, z.bshape, L, D, "sdpa", "q")) != MHA_OK ||
-        (st = batch_expand(&ek, &ck, nb, z.bshape, S, D, "sdpa", "k")) != MHA_OK ||
-        (st = batch_expand(&ev, &cv, nb, z.bshape, S, Dv, "sdpa", "v")) != MHA_OK ||
-        (mask != NULL && (st = batch_expand(&em, &fmask, nb, z.bshape, L, S, "sdpa", "attn_mask")) != MHA_OK))
+    if ((st = mha_batch_expand(&eq, &cq, nb, z.bshape, 1, L, D, "sdpa", "q")) != MHA_OK ||
+        (st = mha_batch_expand(&ek, &ck, nb, z.bshape, z.group, S, D, "sdpa", "k")) != MHA_OK ||
+        (st = mha_batch_expand(&ev, &cv, nb, z.bshape, z.group, S, Dv, "sdpa", "v")) != MHA_OK ||
+        (mask != NULL && (st = mha_batch_expand(&em, &fmask, nb, z.bshape, 1, L, S, "sdpa", "attn_mask")) != MHA_OK))
         goto done;
 
     size_t shape[MHA_MAX_DIMS];
@@ -354,11 +322,13 @@ mha_status mha_sdpa(mha_tensor *out, mha_tensor *weights, const mha_tensor *q, c
     if (st != MHA_OK) goto done;
     shape[nb + 1] = S;
     if (!fused && (st = mha_empty_named(&w, MHA_FLOAT32, nb + 2, shape, "sdpa")) != MHA_OK) goto done;
+    if (lse && (st = mha_empty_named(&lse_rows, MHA_FLOAT32, nb + 1, shape, "sdpa")) != MHA_OK) goto done; /* (...,L) */
 
     const size_t batches = prod(z.bshape, 0, nb);
     sdpa_job job = {
         .q = q, .eq = &eq, .ek = &ek, .ev = &ev, .mask = mask != NULL ? &em : NULL, .result = &result,
-        .weights = fused ? NULL : mha_f32(&w), .nb = nb, .batches = batches,
+        .weights = fused ? NULL : mha_f32(&w), .lse = lse ? mha_f32(&lse_rows) : NULL, .nb = nb, .batches = batches,
+        .group = z.group,
         .causal = opt->is_causal, .scale = scale, .L = L, .S = S, .D = D, .Dv = Dv,
     };
     plan_blocks(&job, !fused);
@@ -373,10 +343,14 @@ mha_status mha_sdpa(mha_tensor *out, mha_tensor *weights, const mha_tensor *q, c
         *weights = w;
         w = MHA_TENSOR_EMPTY;
     }
+    if (lse != NULL) {
+        *lse = lse_rows;
+        lse_rows = MHA_TENSOR_EMPTY;
+    }
 done:
     mha_release(&cq), mha_release(&ck), mha_release(&cv), mha_release(&fmask);
     mha_release(&eq), mha_release(&ek), mha_release(&ev), mha_release(&em);
-    mha_release(&result), mha_release(&w);
+    mha_release(&result), mha_release(&w), mha_release(&lse_rows);
     return st;
 }
 
@@ -407,15 +381,15 @@ typedef struct bwd_job {
     const mha_tensor *q, *k, *v, *dout, *dweights, *weights, *out, *mask;
     float *gq, *gk, *gv;          /* (batches, L, D), (batches, S, D), (batches, S, Dv), zeroed; NULL: not wanted */
     float *gm;                    /* (batches, L, S): the float mask's gradient (dS unscaled), every element written; or NULL */
-    size_t nb, batches;
+    size_t nb, batches, group;    /* group: query heads per K/V head (k and v read at head h / group) */
     bool causal;
     float scale;
     size_t L, S, D, Dv;
     atomic_bool failed;
 } bwd_job;
 
-static mat mat_slice(const mha_tensor *t, size_t nb, size_t n) {
-    mat m = {mha_f32(t) + batch_offset(t, nb, n), t->stride[nb], t->stride[nb + 1]};
+static mat mat_slice(const mha_tensor *t, size_t nb, size_t n, size_t group) {
+    mat m = {mha_f32(t) + mha_batch_offset(t, nb, n, group), t->stride[nb], t->stride[nb + 1]};
     return m;
 }
 
@@ -475,9 +449,10 @@ static bool weights_copied(const bwd_job *job) {
  * buffer dP. */
 static mha_status slice_plain(const bwd_job *job, size_t n, float *dP, float *P_copy) {
     const size_t L = job->L, S = job->S, Dv = job->Dv;
-    mat q = mat_slice(job->q, job->nb, n), k = mat_slice(job->k, job->nb, n), v = mat_slice(job->v, job->nb, n);
-    mat w = mat_slice(job->weights, job->nb, n);
-    mat dO = job->dout ? mat_slice(job->dout, job->nb, n) : (mat){0};
+    const size_t nb = job->nb, group = job->group;
+    mat q = mat_slice(job->q, nb, n, 1), k = mat_slice(job->k, nb, n, group), v = mat_slice(job->v, nb, n, group);
+    mat w = mat_slice(job->weights, nb, n, 1);
+    mat dO = job->dout ? mat_slice(job->dout, nb, n, 1) : (mat){0};
     const float *P = w.p;
     size_t ldP = (size_t)w.rs;
     if (P_copy) {
@@ -493,13 +468,13 @@ static mha_status slice_plain(const bwd_job *job, size_t n, float *dP, float *P_
         memset(dP, 0, L * S * sizeof *dP);
     if (st != MHA_OK) return st;
     if (job->dweights) {
-        mat dw = mat_slice(job->dweights, job->nb, n);
+        mat dw = mat_slice(job->dweights, nb, n, 1);
         for (size_t i = 0; i < L; i++)
             for (size_t j = 0; j < S; j++) dP[i * S + j] += dw.p[(ptrdiff_t)i * dw.rs + (ptrdiff_t)j * dw.cs];
     }
     if ((st = value_grad(job, n, P, ldP, 0, L, 0, S, dO)) != MHA_OK) return st;
     /* backward of passes 3 and 2: dS = P∘(dP - rowsum(P∘dP)), times scale, 0 where masked hard */
-    mha_mask_src m = mask_slice(job->mask, job->nb, n);
+    mha_mask_src m = mha_mask_slice(job->mask, nb, n);
     for (size_t i = 0; i < L; i++) {
         const float *p = P + i * ldP;
         float *ds = dP + i * S;
@@ -617,9 +592,10 @@ static mha_status slice_fused(const bwd_job *job, size_t n, float *scratch) {
     const size_t L = job->L, S = job->S, Dv = job->Dv, tk = key_tile(S);
     const bool one_sweep = tk >= S;
     float *sP = scratch, *sdP = scratch + TILE_Q * tk, *lse = sdP + TILE_Q * tk, *delta = lse + TILE_Q;
-    mat q = mat_slice(job->q, job->nb, n), k = mat_slice(job->k, job->nb, n), v = mat_slice(job->v, job->nb, n);
-    mat dO = mat_slice(job->dout, job->nb, n), o = mat_slice(job->out, job->nb, n);
-    mha_mask_src m = mask_slice(job->mask, job->nb, n);
+    const size_t nb = job->nb, group = job->group;
+    mat q = mat_slice(job->q, nb, n, 1), k = mat_slice(job->k, nb, n, group), v = mat_slice(job->v, nb, n, group);
+    mat dO = mat_slice(job->dout, nb, n, 1), o = mat_slice(job->out, nb, n, 1);
+    mha_mask_src m = mha_mask_slice(job->mask, nb, n);
     mha_status st = MHA_OK;
     for (size_t i0 = 0; i0 < L && st == MHA_OK; i0 += TILE_Q) {
         size_t bq = L - i0 < TILE_Q ? L - i0 : TILE_Q;
@@ -698,9 +674,11 @@ static mha_status bwd_check(sdpa_sizes *z, const mha_tensor *const all[8], const
         return mha_fail(MHA_E_ARG, "sdpa_backward: the fused path (no weights) needs the forward's output out");
     if (dmask && (!opt->attn_mask || opt->attn_mask->dtype != MHA_FLOAT32))
         return mha_fail(MHA_E_ARG, "sdpa_backward: a gradient of the mask needs a float (additive) attn_mask");
+    mha_status st = mha_sdpa_group(&z->group, q, all[1], all[2], opt->enable_gqa, "sdpa_backward");
+    if (st != MHA_OK) return st;
     z->nb = 0;
     for (size_t i = 0; i < 8; i++)
-        if (all[i] && !batch_grow(&z->nb, z->bshape, all[i]))
+        if (all[i] && !mha_batch_grow(&z->nb, z->bshape, all[i], i == 1 || i == 2 ? z->group : 1))
             return mha_fail(MHA_E_SHAPE, "sdpa_backward: q %s, k %s, v %s: leading (batch) dims do not broadcast",
                             SHAPE(sq, q), SHAPE(sk, k), SHAPE(sv, v));
     return MHA_OK;
@@ -742,7 +720,8 @@ mha_status mha_sdpa_backward(mha_tensor *dq, mha_tensor *dk, mha_tensor *dv, mha
     for (int o = 0; o < 8 && st == MHA_OK; o++) {
         const int i = order[o];
         if (all[i] && !(i == 7 && weights)) /* out is read by the fused path only */
-            st = batch_expand(&e[i], all[i], nb, z.bshape, rows[i], cols[i], "sdpa_backward", names[i]);
+            st = mha_batch_expand(&e[i], all[i], nb, z.bshape, i == 1 || i == 2 ? z.group : 1, rows[i], cols[i],
+                                  "sdpa_backward", names[i]);
     }
     size_t shape[MHA_MAX_DIMS];
     memcpy(shape, z.bshape, nb * sizeof *shape);
@@ -757,12 +736,20 @@ mha_status mha_sdpa_backward(mha_tensor *dq, mha_tensor *dk, mha_tensor *dv, mha
             .weights = weights ? &e[6] : NULL, .out = out && !weights ? &e[7] : NULL, .mask = opt->attn_mask ? &e[3] : NULL,
             .gq = dq ? mha_f32(&g[0]) : NULL, .gk = dk ? mha_f32(&g[1]) : NULL, .gv = dv && dout ? mha_f32(&g[2]) : NULL,
             .gm = dmask ? mha_f32(&g[3]) : NULL,
-            .nb = nb, .batches = prod(z.bshape, 0, nb), .causal = opt->is_causal, .scale = scale,
+            .nb = nb, .batches = prod(z.bshape, 0, nb), .group = z.group, .causal = opt->is_causal, .scale = scale,
             .L = L, .S = S, .D = D, .Dv = Dv,
         };
         atomic_init(&job.failed, false);
         const double flops = 2.0 * (double)job.batches * (double)L * (double)S * (double)(3 * D + 2 * Dv);
         if (job.batches && L && S) st = mha_run_parts(bwd_part, &job, mha_kernels_parts(job.batches, flops));
+    }
+    /* GQA: each K/V head's gradient is the sum over the query heads of its group */
+    for (int i = 1; i <= 2 && st == MHA_OK && z.group > 1; i++) {
+        mha_tensor summed = MHA_TENSOR_EMPTY;
+        if (dst[i] && (st = mha_sdpa_group_sum(&summed, &g[i], nb, z.group)) == MHA_OK) {
+            mha_release(&g[i]);
+            g[i] = summed;
+        }
     }
     const mha_tensor *const grads[4] = {&g[0], &g[1], &g[2], &g[3]}, *const like[4] = {q, k, v, opt->attn_mask};
     if (st == MHA_OK) st = sum_to_inputs(dst, grads, like);
@@ -779,7 +766,7 @@ mha_status mha_sdpa_backward(mha_tensor *dq, mha_tensor *dk, mha_tensor *dv, mha
 /* Saved: q, k, v, then the weights (or, fused, the output), then the mask (slot 4, empty when none). */
 typedef struct sdpa_node {
     mha_node base;
-    bool is_causal;
+    bool is_causal, enable_gqa;
     float scale;
     bool from_weights;         /* the output's node: slot 3 holds the weights (backward from them), else the output */
 } sdpa_node;
@@ -787,7 +774,7 @@ typedef struct sdpa_node {
 static mha_sdpa_options node_sdpa_options(const mha_node *n) {
     const sdpa_node *node = (const sdpa_node *)n;
     mha_sdpa_options opt = {.attn_mask = n->saved[4].storage ? &n->saved[4] : NULL, .is_causal = node->is_causal,
-                            .scale = node->scale};
+                            .scale = node->scale, .enable_gqa = node->enable_gqa};
     return opt;
 }
 
@@ -818,6 +805,7 @@ static void save_sdpa(mha_node *n, const mha_tensor *q, const mha_tensor *k, con
     if (opt && opt->attn_mask) mha_ag_save(n, opt->attn_mask);
     else n->n_saved++; /* slot 4 stays empty: no mask */
     node->is_causal = opt && opt->is_causal;
+    node->enable_gqa = opt && opt->enable_gqa;
     node->scale = opt ? opt->scale : 0.0f;
 }
 
@@ -836,9 +824,11 @@ size_t mha_ag_sdpa_keep_budget(size_t bytes) {
     return was;
 }
 
-/* The bytes of the (batch..., L, S) weights of q (..., L, D), k (..., S, D), v and the mask, batch dims broadcast;
- * SIZE_MAX when the shapes do not fit (mha_sdpa reports that). */
-static size_t weights_bytes(const mha_tensor *q, const mha_tensor *k, const mha_tensor *v, const mha_tensor *mask) {
+/* The bytes of the (batch..., L, S) weights of q (..., L, D), k (..., S, D), v and the mask, batch dims broadcast
+ * (with gqa, k's and v's heads dim left out: q's gives the heads); SIZE_MAX when the shapes do not fit (mha_sdpa
+ * reports that). */
+static size_t weights_bytes(const mha_tensor *q, const mha_tensor *k, const mha_tensor *v, const mha_tensor *mask,
+                            bool gqa) {
     const mha_tensor *all[4] = {q, k, v, mask};
     size_t nb = 0, bshape[MHA_MAX_DIMS];
     for (int i = 0; i < 4; i++) {
@@ -848,6 +838,7 @@ static size_t weights_bytes(const mha_tensor *q, const mha_tensor *k, const mha_
         while (nb < lead) bshape[MHA_MAX_DIMS - ++nb] = 1;
         for (size_t d = 0; d < lead; d++) { /* aligned on the right, as broadcasting */
             size_t at = MHA_MAX_DIMS - (lead - d);
+            if ((i == 1 || i == 2) && gqa && d == lead - 1) continue;
             if (bshape[at] == 1) bshape[at] = t->shape[d];
             else if (t->shape[d] != 1 && t->shape[d] != bshape[at]) return SIZE_MAX;
         }
@@ -859,19 +850,25 @@ static size_t weights_bytes(const mha_tensor *q, const mha_tensor *k, const mha_
 
 mha_status mha_ag_sdpa(mha_tensor *out, mha_tensor *weights, const mha_tensor *q, const mha_tensor *k,
                        const mha_tensor *v, const mha_sdpa_options *opt) {
+    return mha_ag_sdpa_lse(out, weights, NULL, q, k, v, opt);
+}
+
+mha_status mha_ag_sdpa_lse(mha_tensor *out, mha_tensor *weights, mha_tensor *lse, const mha_tensor *q,
+                           const mha_tensor *k, const mha_tensor *v, const mha_sdpa_options *opt) {
     /* a float mask that requires grad is the fourth input (torch differentiates an added mask too) */
     const mha_tensor *mask = opt ? opt->attn_mask : NULL;
     const mha_tensor *in[4] = {q, k, v, mask && mask->dtype == MHA_FLOAT32 ? mask : NULL};
-    if (!mha_ag_wants(in, 4)) return mha_sdpa(out, weights, q, k, v, opt);
+    if (!mha_ag_wants(in, 4)) return mha_sdpa_lse(out, weights, lse, q, k, v, opt);
     /* weights not asked for: kept for the backward all the same when they fit the budget */
     mha_tensor kept = MHA_TENSOR_EMPTY;
-    const bool keep = !weights && weights_bytes(q, k, v, mask) <= keep_budget;
-    mha_status st = mha_sdpa(out, weights ? weights : keep ? &kept : NULL, q, k, v, opt);
+    const bool keep = !weights && weights_bytes(q, k, v, mask, opt && opt->enable_gqa) <= keep_budget;
+    mha_status st = mha_sdpa_lse(out, weights ? weights : keep ? &kept : NULL, lse, q, k, v, opt);
     if (st != MHA_OK) return st;
     mha_node *n;
     if ((st = mha_ag_record(&n, sizeof(sdpa_node), out, "scaled_dot_product_attention", sdpa_node_backward, in, 4)) !=
         MHA_OK) {
         if (weights) mha_release(weights);
+        if (lse) mha_release(lse);
         mha_release(&kept);
         return st;
     }
@@ -883,6 +880,7 @@ mha_status mha_ag_sdpa(mha_tensor *out, mha_tensor *weights, const mha_tensor *q
         if ((st = mha_ag_record(&wn, sizeof(sdpa_node), weights, "scaled_dot_product_attention", sdpa_weights_node_backward,
                                 in, 4)) != MHA_OK) {
             mha_release(out);
+            if (lse) mha_release(lse);
             return st;
         }
         save_sdpa(wn, q, k, v, weights, opt);

@@ -15,6 +15,8 @@ typedef struct mha_sdpa_options {
     const mha_tensor *attn_mask; /* NULL, or bool/float broadcastable to (..., L, S) */
     bool is_causal;              /* also mask j > i */
     float scale;                 /* 0 means 1/sqrt(D) */
+    bool enable_gqa;             /* q (..., H, L, E), k and v (..., H_kv, S, E), H a multiple of H_kv: query head h
+                                  * (0-based) reads K/V head h / (H/H_kv), torch 2.5's grouped-query attention */
 } mha_sdpa_options;
 
 /* out = softmax(q·kᵀ·scale + mask)·v.  q (..., L, D), k (..., S, D), v (..., S, Dv), leading dims
@@ -22,6 +24,11 @@ typedef struct mha_sdpa_options {
  * and the L×S matrix is never formed. */
 mha_status mha_sdpa(mha_tensor *out, mha_tensor *weights, const mha_tensor *q, const mha_tensor *k,
                     const mha_tensor *v, const mha_sdpa_options *opt);
+/* mha_sdpa, and when lse is not NULL each row's log-sum-exp (..., L) of the scaled, masked scores s:
+ * lse_i = log Σ_j exp(s_ij) (natural log; -inf for a row with every key masked), the number the fused kernel's
+ * running max m and sum l give as m + log l, and the plain path from its masked scores. */
+mha_status mha_sdpa_lse(mha_tensor *out, mha_tensor *weights, mha_tensor *lse, const mha_tensor *q,
+                        const mha_tensor *k, const mha_tensor *v, const mha_sdpa_options *opt);
 
 /* ---- one head, the plain way: the reference of the fused kernel (mha_attention_fused) ---- */
 
@@ -44,6 +51,7 @@ typedef struct mha_head_args {
     size_t row0;                   /* the first query's index when these L queries are a block of rows of a
                                     * longer slice (the causal mask needs it; attn points at the block's rows) */
     float *weights_sum; size_t ld_sum; /* NULL, or (L,S): the weights are added in as softmax writes them */
+    float *lse;                        /* NULL, or (L): each row's log-sum-exp of the masked scores (pass 2) */
     const float *k_packed, *v_packed;  /* NULL, or kᵀ (D,S) and v (S,Dv) packed by mha_sgemm_pack_b for many
                                         * blocks of rows: then the fast kernels read these, not k and v */
     float scale;
@@ -83,7 +91,8 @@ mha_status mha_attention_plain(const mha_head_args *args, const mha_attn_kernels
  *   forward's row kernel); beyond, sweep 1 finds each row's log-sum-exp over tiles of 512 keys and sweep 2
  *   recomputes P = exp(s - lse) tile by tile (the flash-attention method). Each tile adds its share of dQ, dK,
  *   dV. Extra memory: two 64×min(S,4096 or 512) tiles per thread beside the gradients: O(S), never O(L·S).
- * Leading dims broadcast as in the forward; each gradient is summed back to its input's shape. dq, dk, dv may be
+ * Leading dims broadcast as in the forward; each gradient is summed back to its input's shape (with enable_gqa, dK
+ * and dV of a K/V head are the sums over the query heads of its group). dq, dk, dv may be
  * NULL (not wanted); dout or dweights may be NULL (no gradient there; dweights needs weights). dmask, when not
  * NULL, gets the gradient of a float attn_mask (torch gives one to a mask that requires grad): the mask is added
  * to the scores, so dMask = dS = P ∘ (dP - rowsum(P ∘ dP)), 0 where is_causal masks, summed to the mask's
@@ -103,5 +112,9 @@ mha_status mha_sdpa_backward(mha_tensor *dq, mha_tensor *dk, mha_tensor *dv, mha
  * O(L·D)). */
 mha_status mha_ag_sdpa(mha_tensor *out, mha_tensor *weights, const mha_tensor *q, const mha_tensor *k,
                        const mha_tensor *v, const mha_sdpa_options *opt);
+/* mha_ag_sdpa, and each row's log-sum-exp into lse when not NULL (mha_sdpa_lse): a plain tensor, outside
+ * the graph. */
+mha_status mha_ag_sdpa_lse(mha_tensor *out, mha_tensor *weights, mha_tensor *lse, const mha_tensor *q,
+                           const mha_tensor *k, const mha_tensor *v, const mha_sdpa_options *opt);
 
 #endif

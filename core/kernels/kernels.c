@@ -647,6 +647,9 @@ static mha_status fused_part(void *ctx, size_t part, size_t nparts) {
             float inv = l[i] > 0.0f ? 1.0f / l[i] : NAN;
             for (size_t d = 0; d < Dv; d++) row[d] = acc[d * bq + i] * inv;
         }
+        /* the row's log-sum-exp: Σ_j exp(s_j) = exp(m)·l */
+        for (size_t i = 0; args->lse && i < nq; i++)
+            args->lse[q0 + i] = l[i] > 0.0f ? (float)((double)m[i] + log((double)l[i])) : -INFINITY;
     }
 done:
     scratch_free(&s);
@@ -656,8 +659,9 @@ done:
 mha_status mha_attention_fused(const mha_attn_args *args) {
     const size_t L = args->L, S = args->S, Dv = args->Dv;
     if (L == 0 || Dv == 0) return MHA_OK;
-    if (S == 0) { /* no keys: an empty weighted sum, as the reference path gives */
+    if (S == 0) { /* no keys: an empty weighted sum, as the reference path gives; log 0 = -inf */
         for (size_t i = 0; i < L; i++) memset(args->out + i * args->ld_out, 0, Dv * sizeof(float));
+        for (size_t i = 0; args->lse && i < L; i++) args->lse[i] = -INFINITY;
         return MHA_OK;
     }
     const size_t bq = query_tile(isa(), L), tiles = (L + bq - 1) / bq;

@@ -89,6 +89,8 @@ void mha_softmax_rows_sum_ref(float *x, size_t ld, size_t rows, size_t n, float 
  *   mask: NULL, or an additive float mask (L,S) with row stride mask_rs and column stride mask_cs;
  *         mask_rs = 0 broadcasts one row (a key padding mask) over every query.
  *   causal: also mask j > i.
+ *   lse: NULL, or (L): each row's log-sum-exp of the masked scores, m + log l of the online softmax
+ *        (-inf for a row with every key masked).
  * A row with every key masked comes out NaN (mha_softmax's policy). */
 typedef struct mha_attn_args {
     float *out; size_t ld_out;
@@ -98,6 +100,7 @@ typedef struct mha_attn_args {
     const float *mask; ptrdiff_t mask_rs, mask_cs;
     bool causal;
     float scale;
+    float *lse;
     size_t L, S, D, Dv;
 } mha_attn_args;
 

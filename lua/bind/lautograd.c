@@ -291,18 +291,20 @@ static int l_cross_entropy_backward(lua_State *L) {
     return lmha_result(L, mha_cross_entropy_backward(lmha_newtensor(L), dloss, logits, targets, &opt));
 }
 
-/* sdpa_backward(dout, q, k, v [, {attn_mask=, is_causal=, scale=, weights=, out=}]) -> dq, dk, dv [, dmask].
+/* sdpa_backward(dout, q, k, v [, {attn_mask=, is_causal=, scale=, weights=, out=, enable_gqa=}])
+ * -> dq, dk, dv [, dmask]; with enable_gqa, dk and dv (..., H_kv, S, E) sum over each group of query heads.
  * With weights (the forward's) the plain backward runs; else out (the forward's output) is needed and the
  * fused backward recomputes the weights tile by tile. A float attn_mask gets its gradient too (dmask). */
 static int l_sdpa_backward(lua_State *L) {
     static const char *const fname = "sdpa_backward";
-    static const char *const options[] = {"attn_mask", "is_causal", "scale", "weights", "out", NULL};
+    static const char *const options[] = {"attn_mask", "is_causal", "scale", "weights", "out", "enable_gqa", NULL};
     mha_tensor *dout = lmha_checktensor(L, 1), *q = lmha_checktensor(L, 2), *k = lmha_checktensor(L, 3),
                *v = lmha_checktensor(L, 4);
     lmha_checkoptions(L, 5, fname, options);
     mha_sdpa_options opt = {0};
     opt.attn_mask = lmha_opttensor(L, 5, "attn_mask", fname);
     opt.is_causal = lmha_optboolean(L, 5, "is_causal", 0, fname);
+    opt.enable_gqa = lmha_optboolean(L, 5, "enable_gqa", 0, fname);
     const mha_tensor *weights = lmha_opttensor(L, 5, "weights", fname), *out = lmha_opttensor(L, 5, "out", fname);
     if (!lua_isnoneornil(L, 5) && lua_getfield(L, 5, "scale") != LUA_TNIL) {
         if (lua_type(L, -1) != LUA_TNUMBER || !(lua_tonumber(L, -1) > 0))

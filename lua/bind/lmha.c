@@ -517,17 +517,21 @@ static int l_causal_mask(lua_State *L) {
     return lmha_result(L, mha_causal_mask(lmha_newtensor(L), len, S));
 }
 
-/* scaled_dot_product_attention(q, k, v [, {attn_mask=, is_causal=, scale=, need_weights=}])
- * -> out, weights; with need_weights=false only out, through the fused kernel (no L×S matrix). */
+/* scaled_dot_product_attention(q, k, v [, {attn_mask=, is_causal=, scale=, need_weights=, enable_gqa=,
+ * return_lse=}]) -> out, weights [, lse]; with need_weights=false only out (and lse), through the fused kernel
+ * (no L×S matrix). enable_gqa: k and v (..., H_kv, S, E) shared by groups of H/H_kv query heads. */
 static int l_sdpa(lua_State *L) {
     static const char *const fname = "scaled_dot_product_attention";
-    static const char *const options[] = {"attn_mask", "is_causal", "scale", "need_weights", NULL};
+    static const char *const options[] = {"attn_mask", "is_causal", "scale", "need_weights", "enable_gqa",
+                                          "return_lse", NULL};
     mha_tensor *q = lmha_checktensor(L, 1), *k = lmha_checktensor(L, 2), *v = lmha_checktensor(L, 3);
     lmha_checkoptions(L, 4, fname, options);
     mha_sdpa_options opt = {0};
     opt.attn_mask = lmha_opttensor(L, 4, "attn_mask", fname);
     opt.is_causal = lmha_optboolean(L, 4, "is_causal", 0, fname);
+    opt.enable_gqa = lmha_optboolean(L, 4, "enable_gqa", 0, fname);
     int need_weights = lmha_optboolean(L, 4, "need_weights", 1, fname);
+    int return_lse = lmha_optboolean(L, 4, "return_lse", 0, fname);
     if (!lua_isnoneornil(L, 4) && lua_getfield(L, 4, "scale") != LUA_TNIL) {
         if (lua_type(L, -1) != LUA_TNUMBER || !(lua_tonumber(L, -1) > 0) || isinf(lua_tonumber(L, -1)))
             return luaL_error(L, "%s: option scale must be a positive number, got %s", fname, luaL_tolstring(L, -1, NULL));
@@ -536,13 +540,14 @@ static int l_sdpa(lua_State *L) {
     lua_settop(L, 4);
     mha_tensor *out = lmha_newtensor(L);
     mha_tensor *weights = need_weights ? lmha_newtensor(L) : NULL;
-    mha_status st = mha_ag_sdpa(out, weights, q, k, v, &opt);
+    mha_tensor *lse = return_lse ? lmha_newtensor(L) : NULL;
+    mha_status st = mha_ag_sdpa_lse(out, weights, lse, q, k, v, &opt);
     if (st != MHA_OK)
         return lmha_fail(L, st, NULL, need_weights && st == MHA_E_NOMEM
                                            ? "; with need_weights=false the fused path never forms the (L,S) weights"
                                            : NULL);
     lmha_result(L, st);
-    return need_weights ? 2 : 1;
+    return 1 + need_weights + return_lse;
 }
 
 /* Functions whose first argument is a tensor: in the library (mha.exp(t)) and methods (t:exp()). */

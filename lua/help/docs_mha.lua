@@ -402,14 +402,26 @@ entry("mha.causal_mask", "attention", "mha.causal_mask(L [, S]) -> bool tensor",
     "mask[i, j] = (j > i)", "mha.causal_mask(4)", {"mha.masked_fill", "mha.scaled_dot_product_attention"})
 
 entry("mha.scaled_dot_product_attention", "attention",
-    "mha.scaled_dot_product_attention(q, k, v [, {attn_mask=, is_causal=, scale=, need_weights=}]) -> out, weights",
+    "mha.scaled_dot_product_attention(q, k, v [, {attn_mask=, is_causal=, scale=, need_weights=, enable_gqa=, "
+    .. "return_lse=}]) -> out, weights [, lse]",
     "Attention: each query's output is the average of the values, weighted by how well the query "
     .. "matches each key. q (..., L, D), k (..., S, D), v (..., S, Dv); leading dims broadcast. "
     .. "attn_mask is bool (true = not allowed) or float (added to the scores); is_causal masks j > i; "
     .. "scale defaults to 1/√D. With need_weights=false only out is returned, computed by a fused "
-    .. "kernel that never forms the L×S matrix. mha.sdpa is the same function.",
-    "out = softmax(q·kᵀ·scale + mask)·v,  scale = 1/√D",
-    "x = mha.randn(3, 4)\nout, w = mha.scaled_dot_product_attention(x, x, x, {is_causal = true})\nprint(w)",
+    .. "kernel that never forms the L×S matrix. enable_gqa=true (grouped-query attention, torch 2.5's "
+    .. "option): q (..., H, L, D), k and v (..., H_kv, S, D) with H a multiple of H_kv; query head h "
+    .. "reads K/V head ⌈h·H_kv/H⌉ (torch's repeat_interleave order), K and V never copied; H_kv = 1 "
+    .. "is multi-query attention. return_lse=true also returns each row's log-sum-exp (..., L) of the "
+    .. "scaled, masked scores (natural log, -inf for a fully masked row), after out and the weights: "
+    .. "what the fused kernel keeps as m + log l, and what its backward recomputes the weights from. "
+    .. "mha.sdpa is the same function.",
+    "out = softmax(s)·v,  s = q·kᵀ·scale + mask,  scale = 1/√D,  lse_i = log Σ_j exp(s_ij)",
+    "x = mha.randn(3, 4)\nout, w = mha.scaled_dot_product_attention(x, x, x, {is_causal = true})\nprint(w)\n"
+    .. "-- 8 query heads share 2 K/V heads; lse: each row's log-sum-exp\n"
+    .. "q, kv = mha.randn(8, 3, 4), mha.randn(2, 3, 4)\n"
+    .. "opts = {enable_gqa = true, need_weights = false, return_lse = true}\n"
+    .. "out, lse = mha.sdpa(q, kv, kv, opts)\n"
+    .. "print(lse)",
     {"mha.softmax", "mha.MultiheadAttention"})
 
 entry("mha.sdpa", "attention", "mha.sdpa(q, k, v [, opts]) -> out, weights",
@@ -659,13 +671,14 @@ entry("mha.cross_entropy_backward", "gradients",
     "dlogits_p = w_p · (softmax(logits_p) - (1-ε)·onehot(target_p) - ε/C), w_p = dloss / counted positions (mean)",
     "print(mha.cross_entropy_backward(mha.tensor{{2, 0, -1}}, {1}))", {"mha.cross_entropy"})
 entry("mha.sdpa_backward", "gradients",
-    "mha.sdpa_backward(dout, q, k, v, {weights= | out=, attn_mask=, is_causal=, scale=}) -> dq, dk, dv",
+    "mha.sdpa_backward(dout, q, k, v, {weights= | out=, attn_mask=, is_causal=, scale=, enable_gqa=}) -> dq, dk, dv",
     "Scaled dot-product attention's backward by hand. With weights (the forward's) it is the plain "
     .. "backward from the (L,S) matrix; with out (the forward's output) it is the fused one: the "
     .. "weights are recomputed 64 queries x 128 keys at a time from each row's log-sum-exp, so the "
     .. "extra memory is O(L·D), never O(L·S) (the flash-attention method). Positions a bool mask or "
     .. "is_causal hides pass no gradient; a fully masked row gives NaN in dv (its weights are NaN), "
-    .. "as torch 1.13's autograd does.",
+    .. "as torch 1.13's autograd does. With enable_gqa, dk and dv of a K/V head sum over the query "
+    .. "heads that read it.",
     "dV = Pᵀ·dO,  dP = dO·Vᵀ,  dS = P∘(dP - rowsum(dO∘out)),  dQ = dS·K·scale,  dK = dSᵀ·Q·scale",
     "q, k, v = mha.randn(4, 2), mha.randn(5, 2), mha.randn(5, 3)\nout, w = mha.sdpa(q, k, v)\n"
     .. "dq = mha.sdpa_backward(mha.ones(4, 3), q, k, v, {weights = w})\n"

@@ -327,7 +327,11 @@ D["mha.scaled_dot_product_attention"] = [[
 缩放点积注意力：每个查询的输出是各个值的加权平均，权重取决于查询和每个键有多匹配。
 q (..., L, D)、k (..., S, D)、v (..., S, Dv)；前面的维度可以广播。attn_mask 是 bool（true = 不允许看）或浮点
 （加到分数上）；is_causal 挡住 j > i 的键；scale 默认 1/√D。need_weights=false 时只返回 out，由一个融合
-内核算出，从不构造 L×S 的矩阵。mha.sdpa 是同一个函数。]]
+内核算出，从不构造 L×S 的矩阵。enable_gqa=true（分组查询注意力，torch 2.5 的选项）：q (..., H, L, D)，
+k 和 v (..., H_kv, S, D)，H 是 H_kv 的倍数；查询头 h 读第 ⌈h·H_kv/H⌉ 个 K/V 头（torch 的 repeat_interleave
+顺序），K 和 V 从不复制；H_kv = 1 就是多查询注意力（MQA）。return_lse=true 还返回每一行缩放、掩码后的分数的
+log-sum-exp (..., L)（自然对数，整行都被掩码时为 -inf），排在 out 和权重之后：融合内核保存的 m + log l，
+它的反向就从这个数重新算出权重。mha.sdpa 是同一个函数。]]
 D["mha.sdpa"] = [[
 mha.scaled_dot_product_attention 的简称；详见那一条。]]
 D["mha.cross_entropy"] = [[
@@ -355,7 +359,8 @@ D["mha.sdpa_backward"] = [[
 手算缩放点积注意力的反向传播。给出 weights（前向算出的权重）时，是从 (L,S) 矩阵出发的朴素反向；给出 out
 （前向的输出）时，是融合的反向：权重由每一行的 log-sum-exp 重新算出，每次 64 个查询 x 128 个键，所以额外
 内存是 O(L·D)，从不是 O(L·S)（flash-attention 的做法）。bool 掩码或 is_causal 挡住的位置不传梯度；一整行
-都被掩码时 dv 里得到 NaN（它的权重是 NaN），和 torch 1.13 的自动求导一样。]]
+都被掩码时 dv 里得到 NaN（它的权重是 NaN），和 torch 1.13 的自动求导一样。给出 enable_gqa 时，一个 K/V 头的
+dk 和 dv 是读它的那些查询头的梯度之和。]]
 
 -- Autograd
 D["mha.no_grad"] = [[

@@ -1,16 +1,18 @@
 /* tests/core/test_modern.c - the core's RoPE, ALiBi, sliding-window mask and sampling against
  * tests/fixtures/modern (gen_modern_fixtures.py: the exact formulas in float64, torch 1.13's model
- * code). */
+ * code); sdpa's enable_gqa against K/V heads copied out, and its row log-sum-exp. */
 
 #include "check.h"
 #include "attention/positions.h"
 #include "autograd/autograd.h"
 #include "io/npy.h"
+#include "kernels/kernels.h"
 #include "nn/nn.h"
 #include "attention/attention.h"
 #include "nn/rope.h"
 #include "nn/sample.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #define FIX "tests/fixtures/modern/"
@@ -204,10 +206,126 @@ static void test_sample(void) {
     mha_release(&logits);
 }
 
+/* ---- grouped-query attention: the same bits as K/V heads copied out (torch's repeat_interleave) ---- */
+
+/* t (N,H_kv,S,E) with each head repeated group times in place: (N,H_kv·group,S,E). */
+static mha_status repeat_heads(mha_tensor *out, const mha_tensor *t, size_t group) {
+    const size_t N = t->shape[0], H_kv = t->shape[1], SE = t->shape[2] * t->shape[3];
+    const size_t shape[4] = {N, H_kv * group, t->shape[2], t->shape[3]};
+    mha_status st = mha_empty(out, MHA_FLOAT32, 4, shape);
+    for (size_t n = 0; st == MHA_OK && n < N; n++)
+        for (size_t h = 0; h < H_kv * group; h++)
+            memcpy(mha_f32(out) + (n * H_kv * group + h) * SE, mha_f32(t) + (n * H_kv + h / group) * SE,
+                   SE * sizeof(float));
+    return st;
+}
+
+/* d (N,H,S,E) summed over each group of heads, in double: (N,H/group,S,E) into sum (caller's memory). */
+static void sum_groups(float *sum, const mha_tensor *d, size_t group) {
+    const size_t N = d->shape[0], H_kv = d->shape[1] / group, SE = d->shape[2] * d->shape[3];
+    for (size_t n = 0; n < N; n++)
+        for (size_t h = 0; h < H_kv; h++)
+            for (size_t x = 0; x < SE; x++) {
+                double acc = 0.0;
+                for (size_t g = 0; g < group; g++) acc += mha_f32(d)[((n * H_kv + h) * group + g) * SE + x];
+                sum[(n * H_kv + h) * SE + x] = (float)acc;
+            }
+}
+
+static int same_bits(const mha_tensor *a, const mha_tensor *b) {
+    return mha_numel(a) == mha_numel(b) && memcmp(mha_f32(a), mha_f32(b), mha_numel(a) * sizeof(float)) == 0;
+}
+
+static void release_all(mha_tensor *t, size_t n) {
+    for (size_t i = 0; i < n; i++) mha_release(&t[i]);
+}
+
+/* One case: the forward (fused and plain, with lse) and the backward (fused and plain) of q, k, v with
+ * enable_gqa against the same on k and v repeated; what ran is in got[] (out, lse, dq, dk, dv of the fused
+ * paths) for the threads check. */
+static void gqa_case(mha_tensor got[5], const mha_tensor in[5], size_t group, bool causal, const char *label) {
+    const mha_tensor *q = &in[0], *k = &in[1], *v = &in[2], *mask = &in[3], *dout = &in[4];
+    mha_tensor kr = MHA_TENSOR_EMPTY, vr = MHA_TENSOR_EMPTY, r[10], w = MHA_TENSOR_EMPTY;
+    for (size_t i = 0; i < 10; i++) r[i] = MHA_TENSOR_EMPTY;
+    mha_sdpa_options gqa = {.attn_mask = mask, .is_causal = causal, .enable_gqa = true};
+    mha_sdpa_options plain = {.attn_mask = mask, .is_causal = causal};
+    char what[160];
+    mha_status st = repeat_heads(&kr, k, group);
+    if (st == MHA_OK) st = repeat_heads(&vr, v, group);
+    if (st == MHA_OK) st = mha_sdpa_lse(&got[0], NULL, &got[1], q, k, v, &gqa);
+    if (st == MHA_OK) st = mha_sdpa_lse(&r[0], NULL, &r[1], q, &kr, &vr, &plain);
+    if (st == MHA_OK) st = mha_sdpa_lse(&r[2], &w, &r[3], q, k, v, &gqa);
+    if (st == MHA_OK) st = mha_sdpa_lse(&r[4], &r[5], &r[6], q, &kr, &vr, &plain);
+    if (st == MHA_OK) st = mha_sdpa_backward(&got[2], &got[3], &got[4], NULL, dout, NULL, q, k, v, NULL, &got[0], &gqa);
+    if (st == MHA_OK) st = mha_sdpa_backward(&r[7], &r[8], &r[9], NULL, dout, NULL, q, &kr, &vr, NULL, &r[0], &plain);
+    snprintf(what, sizeof what, "sdpa enable_gqa %s: forward and backward run", label);
+    CHECK(what, st == MHA_OK, "%s", mha_errmsg());
+    if (st == MHA_OK) {
+        snprintf(what, sizeof what, "sdpa enable_gqa %s: fused out and lse = K/V heads copied out (same bits)", label);
+        CHECK(what, same_bits(&got[0], &r[0]) && same_bits(&got[1], &r[1]), "%s", "bits differ");
+        snprintf(what, sizeof what, "sdpa enable_gqa %s: plain out, weights, lse = K/V copied out (same bits)", label);
+        CHECK(what, same_bits(&r[2], &r[4]) && same_bits(&w, &r[5]) && same_bits(&r[3], &r[6]), "%s", "bits differ");
+        snprintf(what, sizeof what, "sdpa return_lse %s: fused = plain (atol 1e-6)", label);
+        check_close_array(what, mha_f32(&got[1]), mha_f32(&r[3]), mha_numel(&got[1]), 0, 1e-6);
+        snprintf(what, sizeof what, "sdpa_backward enable_gqa %s: dq = K/V copied out's (same bits)", label);
+        CHECK(what, same_bits(&got[2], &r[7]), "%s", "bits differ");
+        float *sum = malloc(mha_numel(k) * sizeof *sum);
+        for (int i = 0; sum && i < 2; i++) {
+            sum_groups(sum, &r[8 + i], group);
+            snprintf(what, sizeof what, "sdpa_backward enable_gqa %s: %s = the group's sum of the copies' (1e-5)",
+                     label, i ? "dv" : "dk");
+            check_close_array(what, mha_f32(&got[3 + i]), sum, mha_numel(k), 1e-5, 1e-5);
+        }
+        free(sum);
+    }
+    mha_release(&kr), mha_release(&vr), mha_release(&w);
+    release_all(r, 10);
+}
+
+static void test_gqa(void) {
+    static const size_t heads[][2] = {{8, 2}, {8, 1}, {4, 4}};
+    const size_t N = 2, L = 70, S = 90, E = 16;
+    for (size_t c = 0; c < 3; c++) {
+        const size_t H = heads[c][0], H_kv = heads[c][1];
+        const size_t sq[4] = {N, H, L, E}, skv[4] = {N, H_kv, S, E}, sm[4] = {N, 1, L, S};
+        mha_tensor in[5];
+        for (size_t i = 0; i < 5; i++) in[i] = MHA_TENSOR_EMPTY;
+        mha_seed(21 + c);
+        mha_status st = mha_randn(&in[0], 4, sq);
+        if (st == MHA_OK) st = mha_randn(&in[1], 4, skv);
+        if (st == MHA_OK) st = mha_randn(&in[2], 4, skv);
+        if (st == MHA_OK) st = mha_randn(&in[3], 4, sm);
+        if (st == MHA_OK) st = mha_randn(&in[4], 4, sq);
+        CHECK("sdpa enable_gqa: inputs", st == MHA_OK, "%s", mha_errmsg());
+        for (int causal = 0; st == MHA_OK && causal < 2; causal++) {
+            char label[64], what[160];
+            mha_tensor one[5], two[5];
+            for (size_t i = 0; i < 5; i++) one[i] = two[i] = MHA_TENSOR_EMPTY;
+            snprintf(label, sizeof label, "H=%zu H_kv=%zu%s", H, H_kv, causal ? " causal" : "");
+            const size_t threads = mha_kernels_threads();
+            char label_n[80];
+            mha_kernels_set_threads(1);
+            snprintf(label_n, sizeof label_n, "%s, 1 thread", label);
+            gqa_case(one, in, H / H_kv, causal, label_n);
+            mha_kernels_set_threads(2);
+            snprintf(label_n, sizeof label_n, "%s, 2 threads", label);
+            gqa_case(two, in, H / H_kv, causal, label_n);
+            mha_kernels_set_threads(threads);
+            int same = 1;
+            for (size_t i = 0; i < 5; i++) same = same && same_bits(&one[i], &two[i]);
+            snprintf(what, sizeof what, "sdpa enable_gqa %s: 1 and 2 threads give the same bits", label);
+            CHECK(what, same, "%s", "bits differ");
+            release_all(one, 5), release_all(two, 5);
+        }
+        release_all(in, 5);
+    }
+}
+
 int main(void) {
     test_rope();
     test_alibi();
     test_window();
     test_sample();
+    test_gqa();
     CHECK_DONE();
 }

@@ -1,6 +1,6 @@
--- tests/lua/test_modern.lua - mha.rope, mha.alibi_slopes, mha.alibi_bias, mha.sliding_window_mask
--- and mha.sample from Lua against tests/fixtures/modern (gen_modern_fixtures.py), sampling by
--- chi-square over 10^4 draws; the refusals.
+-- tests/lua/test_modern.lua - mha.rope, mha.alibi_slopes, mha.alibi_bias, mha.sliding_window_mask,
+-- mha.sample and sdpa's enable_gqa and return_lse from Lua against tests/fixtures/modern
+-- (gen_modern_fixtures.py), sampling by chi-square over 10^4 draws; the refusals.
 local dir = debug.getinfo(1, "S").source:match("^@(.*[/\\])") or "./"
 package.path = dir .. "?.lua;" .. package.path
 local T = require "testlib"
@@ -149,6 +149,116 @@ T.test("errors name the function, the argument and the shape", function()
              "sample: row 1 of logits holds NaN at index 2")
     T.raises("sample: a scalar", function() return mha.sample(mha.tensor(1)) end,
              "sample: logits must be (..., V) with a vocabulary of at least one token, got shape ()")
+end)
+
+-- ---- grouped-query attention and the row log-sum-exp ----
+
+local GQA_CASES = {}
+for _, heads in ipairs{{8, 2}, {8, 1}, {4, 4}} do
+    for _, kind in ipairs{"bool", "causal", "float"} do
+        GQA_CASES[#GQA_CASES + 1] = string.format("gqa_h%d_kv%d_%s", heads[1], heads[2], kind)
+    end
+end
+
+local function gqa_options(c, extra)
+    local opt = {enable_gqa = true, attn_mask = c.attn_mask, is_causal = c.attn_mask == nil}
+    for key, value in pairs(extra or {}) do opt[key] = value end
+    return opt
+end
+
+T.test("sdpa enable_gqa equals repeat_interleave + attention (torch, float64; atol 1e-5)", function()
+    for _, name in ipairs(GQA_CASES) do
+        local c = mha.load(T.path("tests/fixtures/modern/" .. name .. ".npz"))
+        local out, w, lse = mha.sdpa(c.q, c.k, c.v, gqa_options(c, {return_lse = true}))
+        T.close(name .. ": out, plain path", out, c.out, 0, 1e-5)
+        T.close(name .. ": weights", w, c.weights, 0, 1e-5)
+        T.close(name .. ": lse, plain path", lse, c.lse, 0, 1e-5)
+        local fused, fused_lse = mha.sdpa(c.q, c.k, c.v, gqa_options(c, {return_lse = true, need_weights = false}))
+        T.close(name .. ": out, fused kernel", fused, c.out, 0, 1e-5)
+        T.close(name .. ": lse, fused kernel = plain path (atol 1e-6)", fused_lse, lse, 0, 1e-6)
+        -- autograd: d(sum(out * gout)) through the graph node
+        local q, k, v = c.q:clone(), c.k:clone(), c.v:clone()
+        for _, t in ipairs{q, k, v} do t:requires_grad(true) end
+        local o = mha.sdpa(q, k, v, gqa_options(c, {need_weights = false}))
+        ;(o * c.gout):sum():backward()
+        T.close(name .. ": dq", q:grad(), c.dq, 0, 1e-5)
+        T.close(name .. ": dk sums over the group's query heads", k:grad(), c.dk, 0, 1e-5)
+        T.close(name .. ": dv sums over the group's query heads", v:grad(), c.dv, 0, 1e-5)
+        -- mha.sdpa_backward, plain (from the weights) and fused (from the output)
+        for _, from in ipairs{{weights = w}, {out = out}} do
+            local path = from.weights and "plain" or "fused"
+            local dq, dk, dv = mha.sdpa_backward(c.gout, c.q, c.k, c.v, gqa_options(c, from))
+            T.close(name .. ": sdpa_backward " .. path .. ": dq", dq, c.dq, 0, 1e-5)
+            T.close(name .. ": sdpa_backward " .. path .. ": dk", dk, c.dk, 0, 1e-5)
+            T.close(name .. ": sdpa_backward " .. path .. ": dv", dv, c.dv, 0, 1e-5)
+        end
+    end
+end)
+
+T.test("sdpa enable_gqa: 1 and 2 threads give the same bits", function()
+    mha.seed(21)
+    local q, k, v = mha.randn(2, 8, 96, 16), mha.randn(2, 2, 80, 16), mha.randn(2, 2, 80, 16)
+    local mask = mha.randn(2, 1, 96, 80)
+    local function run(threads)
+        local before = mha.threads(threads)
+        local leaves = {q:clone(), k:clone(), v:clone()}
+        for _, t in ipairs(leaves) do t:requires_grad(true) end
+        local out, w, lse = mha.sdpa(leaves[1], leaves[2], leaves[3], {enable_gqa = true, attn_mask = mask,
+                                                                     return_lse = true})
+        local fused, fused_lse = mha.sdpa(q, k, v, {enable_gqa = true, attn_mask = mask, is_causal = true,
+                                                    need_weights = false, return_lse = true})
+        out:sum():backward()
+        mha.threads(before)
+        return {out, w, lse, fused, fused_lse, leaves[1]:grad(), leaves[2]:grad(), leaves[3]:grad()}
+    end
+    local one, two = run(1), run(2)
+    local names = {"out", "weights", "lse", "fused out", "fused lse", "dq", "dk", "dv"}
+    for i, name in ipairs(names) do T.ok(name .. ": bit-identical", mha.equal(one[i], two[i])) end
+end)
+
+T.test("sdpa return_lse: the log-sum-exp of the scaled, masked scores; -inf for a fully masked row", function()
+    mha.seed(4)
+    local q, k, v = mha.randn(3, 4), mha.randn(5, 4), mha.randn(5, 2)
+    local mask = mha.zeros(3, 5):gt(1)
+    mask[2] = true                                             -- query 2 sees no key
+    local scores = (q:matmul(k:transpose(1, 2)) / 2):totable()   -- scale 1/sqrt(4)
+    local want = {}
+    for _, i in ipairs{1, 3} do
+        local sum = 0
+        for j = 1, 5 do sum = sum + math.exp(scores[i][j]) end
+        want[#want + 1] = math.log(sum)
+    end
+    local out, w, lse = mha.sdpa(q, k, v, {attn_mask = mask, return_lse = true})
+    local _, fused_lse = mha.sdpa(q, k, v, {attn_mask = mask, return_lse = true, need_weights = false})
+    T.shape("lse is (..., L)", lse, {3})
+    T.eq("a fully masked row: -inf (plain)", lse[2], -math.huge)
+    T.eq("a fully masked row: -inf (fused)", fused_lse[2], -math.huge)
+    T.close("rows 1 and 3: log Σ exp(s) (atol 1e-6)", {lse[1], lse[3]}, want, 0, 1e-6)
+    T.close("fused = plain (atol 1e-6)", {fused_lse[1], fused_lse[3]}, {lse[1], lse[3]}, 0, 1e-6)
+    T.ok("out and weights come first", out:shape()[2] == 2 and w:shape()[2] == 5)
+    T.ok("without return_lse: out and weights only", select("#", mha.sdpa(q, k, v)) == 2)
+end)
+
+T.test("sdpa enable_gqa: errors name the function, the argument and the shapes", function()
+    T.raises("H not a multiple of H_kv", function()
+        return mha.sdpa(mha.randn(1, 6, 3, 4), mha.randn(1, 4, 3, 4), mha.randn(1, 4, 3, 4), {enable_gqa = true})
+    end, "sdpa: q (1,6,3,4) has 6 heads, k (1,4,3,4) has 4: enable_gqa needs H a multiple of H_kv")
+    T.raises("without enable_gqa a head mismatch errors as before", function()
+        return mha.sdpa(mha.randn(1, 8, 3, 4), mha.randn(1, 2, 3, 4), mha.randn(1, 2, 3, 4))
+    end, "sdpa: q (1,8,3,4), k (1,2,3,4), v (1,2,3,4): leading (batch) dims do not broadcast")
+    T.raises("k and v differ in heads", function()
+        return mha.sdpa(mha.randn(8, 3, 4), mha.randn(2, 3, 4), mha.randn(4, 3, 4), {enable_gqa = true})
+    end, "sdpa: k (2,3,4) has 2 heads, v (4,3,4) has 4: enable_gqa needs them equal")
+    T.raises("no heads dim", function()
+        return mha.sdpa(mha.randn(3, 4), mha.randn(3, 4), mha.randn(3, 4), {enable_gqa = true})
+    end, "sdpa: q (3,4), k (3,4), v (3,4): enable_gqa needs a heads dim in each (..., H, L, E)")
+    T.raises("sdpa_backward checks too", function()
+        return mha.sdpa_backward(mha.randn(6, 3, 4), mha.randn(6, 3, 4), mha.randn(4, 3, 4), mha.randn(4, 3, 4),
+                                 {enable_gqa = true, out = mha.randn(6, 3, 4)})
+    end, "sdpa_backward: q (6,3,4) has 6 heads, k (4,3,4) has 4: enable_gqa needs H a multiple of H_kv")
+    T.raises("a misspelt option", function()
+        return mha.sdpa(mha.randn(3, 4), mha.randn(3, 4), mha.randn(3, 4), {enable_gqo = true})
+    end, "enable_gqa")
 end)
 
 T.done()
