@@ -3,6 +3,7 @@
 #ifndef MHA_SDPA_H
 #define MHA_SDPA_H
 
+#include "attention/masks.h"
 #include "tensor/tensor.h"
 
 /* Letters used in every shape comment: N batch, L target (query) length, S source (key) length,
@@ -32,13 +33,6 @@ mha_status mha_sdpa_lse(mha_tensor *out, mha_tensor *weights, mha_tensor *lse, c
 
 /* ---- one head, the plain way: the reference of the fused kernel (mha_attention_fused) ---- */
 
-/* An additive mask over (L,S) read through strides: a float mask is added, a bool mask adds -inf
- * where true. Both pointers NULL: no mask. rs = 0 repeats one row (a key padding row) for every query. */
-typedef struct mha_mask_src {
-    const float *f;
-    const bool *b;
-    ptrdiff_t rs, cs;
-} mha_mask_src;
 
 typedef struct mha_head_args {
     float *out; size_t ld_out;     /* (L,Dv) */

@@ -3,7 +3,7 @@
 #ifndef MHA_SDPA_BATCH_H
 #define MHA_SDPA_BATCH_H
 
-#include "attention/sdpa.h"
+#include "attention/masks.h"
 #include "tensor/tensor.h"
 
 /* Each flat batch index n is one (L,S) slice: q (..., L, D), k (..., S, D), v, the mask and the gradients
