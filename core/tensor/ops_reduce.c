@@ -247,6 +247,41 @@ static size_t reduced_shape(size_t *shape, const mha_tensor *t, size_t dim, bool
     return ndim;
 }
 
+/* One outer position of reduce: the inner results into dst (inner floats) from the rows at base. */
+static mha_status reduce_row(float *dst, reduction *rd, int op, ptrdiff_t base, size_t n, size_t correction) {
+    const size_t inner = rd->inner.count;
+    mha_status st;
+    switch (op) {
+    case MHA_SUM:
+    case MHA_MEAN:
+        st = reduce_pass(rd, PASS_SUM, base);
+        for (size_t i = 0; i < inner && st == MHA_OK; i++)
+            dst[i] = (float)(op == MHA_SUM ? rd->acc[i] : n ? rd->acc[i] / (double)n : NAN);
+        break;
+    case MHA_MAX:
+    case MHA_MIN:
+        st = reduce_pass(rd, op == MHA_MAX ? PASS_MAX : PASS_MIN, base);
+        for (size_t i = 0; i < inner && st == MHA_OK; i++) dst[i] = (float)rd->acc[i];
+        break;
+    case MHA_ARGMAX:
+    case MHA_ARGMIN:
+        st = reduce_pass(rd, op == MHA_ARGMAX ? PASS_ARGMAX : PASS_ARGMIN, base);
+        for (size_t i = 0; i < inner && st == MHA_OK; i++) dst[i] = (float)rd->arg[i];
+        break;
+    default: {  /* var = sum (x - mean)^2 / (n - correction); NumPy's 0/0 = NaN, x/0 = inf when n <= correction */
+        st = reduce_pass(rd, PASS_SUM, base);
+        for (size_t i = 0; i < inner && st == MHA_OK; i++) rd->mean[i] = n ? rd->acc[i] / (double)n : NAN;
+        if (st == MHA_OK) st = reduce_pass(rd, PASS_SQDEV, base);
+        double divisor = n > correction ? (double)(n - correction) : 0.0;
+        for (size_t i = 0; i < inner && st == MHA_OK; i++)
+            dst[i] = divisor > 0.0 ? (float)(rd->acc[i] / divisor)
+                     : rd->acc[i] > 0.0 ? INFINITY : NAN;
+        break;
+    }
+    }
+    return st;
+}
+
 /* op is an mha_reduceop, or -1 for var (with correction). */
 static mha_status reduce(mha_tensor *out, int op, const mha_tensor *t, size_t dim, bool keepdim, size_t correction) {
     const char *fname = op < 0 ? "var" : reduce_names[op];
@@ -308,34 +343,7 @@ static mha_status reduce(mha_tensor *out, int op, const mha_tensor *t, size_t di
     ptrdiff_t base = 0;
     for (size_t o = 0; o < rd.outer.count; o++) {
         float *dst = result + o * inner;
-        switch (op) {
-        case MHA_SUM:
-        case MHA_MEAN:
-            st = reduce_pass(&rd, PASS_SUM, base);
-            for (size_t i = 0; i < inner && st == MHA_OK; i++)
-                dst[i] = (float)(op == MHA_SUM ? rd.acc[i] : n ? rd.acc[i] / (double)n : NAN);
-            break;
-        case MHA_MAX:
-        case MHA_MIN:
-            st = reduce_pass(&rd, op == MHA_MAX ? PASS_MAX : PASS_MIN, base);
-            for (size_t i = 0; i < inner && st == MHA_OK; i++) dst[i] = (float)rd.acc[i];
-            break;
-        case MHA_ARGMAX:
-        case MHA_ARGMIN:
-            st = reduce_pass(&rd, op == MHA_ARGMAX ? PASS_ARGMAX : PASS_ARGMIN, base);
-            for (size_t i = 0; i < inner && st == MHA_OK; i++) dst[i] = (float)rd.arg[i];
-            break;
-        default: {  /* var = sum (x - mean)^2 / (n - correction); NumPy's 0/0 = NaN, x/0 = inf when n <= correction */
-            st = reduce_pass(&rd, PASS_SUM, base);
-            for (size_t i = 0; i < inner && st == MHA_OK; i++) rd.mean[i] = n ? rd.acc[i] / (double)n : NAN;
-            if (st == MHA_OK) st = reduce_pass(&rd, PASS_SQDEV, base);
-            double divisor = n > correction ? (double)(n - correction) : 0.0;
-            for (size_t i = 0; i < inner && st == MHA_OK; i++)
-                dst[i] = divisor > 0.0 ? (float)(rd.acc[i] / divisor)
-                         : rd.acc[i] > 0.0 ? INFINITY : NAN;
-            break;
-        }
-        }
+        st = reduce_row(dst, &rd, op, base, n, correction);
         if (st != MHA_OK) {
             mha_release(out);
             break;
