@@ -108,7 +108,8 @@ for _, T in ipairs{1024, 4096, 32768, 131072} do
   rows[#rows + 1] = {T, T * per_token / 2^20, kept * per_token / 2^20}
 end
 LESSON.table(rows, tr{en = {"tokens", "all (MiB)", "sinks + window (MiB)"},
-                      zh = {"词元数", "全部（MiB）", "汇聚点 + 窗口（MiB）"}}, "%.1f")]],
+                      zh = {"词元数", "全部（MiB）", "汇聚点 + 窗口（MiB）"}},
+             "%.1f")]],
     },
 
     exercise{
