@@ -45,15 +45,15 @@ Turn q by its position m and k by its position n: their dot product depends only
 
     R(mθ)q · R(nθ)k = q · R((n − m)θ)k
 
-so q at 5 and k at 2 score as q at 100 and k at 97. Shifting a whole sequence by an offset (as a KV
-cache does: mha.rope's offset) leaves every score as it was.]],
+so q at 5 and k at 2 score as q at 100 and k at 97. Shifting a whole sequence by an offset (mha.rope's
+offset, with which a KV cache continues the positions) leaves every score as it was.]],
             zh = [[
 把 q 按它的位置 m 旋转，把 k 按它的位置 n 旋转：两者的点积只取决于 n − m，
 
     R(mθ)q · R(nθ)k = q · R((n − m)θ)k
 
 所以位置 5 的 q 与位置 2 的 k 的分数，和位置 100 的 q 与位置 97 的 k 一样。把整个序列平移一个偏移量
-（KV 缓存正是这样做的：mha.rope 的 offset），每个分数都不变。]],
+（mha.rope 的 offset，KV 缓存用它接着往下数位置），每个分数都不变。]],
         },
         code = [[
 q, k = mha.randn(1, 8), mha.randn(1, 8)
@@ -156,12 +156,12 @@ print(tr{en = "same weights, wrong layout: same scores?",
 The wrong layout raises no error: the shapes are right and the model runs, it only computes
 something else. A head that attends to the previous token, built by hand: k's pairs point along
 their first axis, q's pairs are turned back by one position's angle, so q at position m meets k
-best at m − 1 (a score of cos((n − m + 1)θ) per pair). The same q and k at every position: only
+best at m − 1 (pair i scores a_i²·cos((n − m + 1)θ_i), a_i its length). The same q and k at every position: only
 position decides. In the wrong layout the head looks at the token itself instead.]],
             zh = [[
 用错布局不会报错：形状都对，模型照常运行，只是算的是别的东西。手工搭一个关注前一个词元的头：
 k 的每一对指向其第一个轴，q 的每一对往回转了一个位置的角度，所以位置 m 上的 q 与位置 m − 1 上的 k
-最匹配（每一对的分数是 cos((n − m + 1)θ)）。每个位置上的 q 和 k 都相同：只有位置起作用。用错布局
+最匹配（第 i 对的分数是 a_i²·cos((n − m + 1)θ_i)，a_i 是它的长度）。每个位置上的 q 和 k 都相同：只有位置起作用。用错布局
 时，这个头看的却是词元自己。]],
         },
         code = [[
