@@ -192,17 +192,6 @@ size_t lmha_luaindex(lua_Integer d, size_t n) {
     return SIZE_MAX;
 }
 
-size_t lmha_checkdim(lua_State *L, int arg, size_t ndim, const char *fname) {
-    lua_Integer d = luaL_checkinteger(L, arg);
-    size_t dim = lmha_luaindex(d, ndim);
-    if (dim == SIZE_MAX) {
-        if (ndim == 0) luaL_error(L, "%s: dim %I out of range: the tensor is a scalar, it has no dims", fname, (LUAI_UACINT)d);
-        luaL_error(L, "%s: dim %I out of range for %I dims (expected 1..%I or -%I..-1)", fname, (LUAI_UACINT)d,
-                   (LUAI_UACINT)ndim, (LUAI_UACINT)ndim, (LUAI_UACINT)ndim);
-    }
-    return dim;
-}
-
 /* The general form: `positions` valid places (ndim for most functions, ndim+1 for unsqueeze/stack). */
 size_t lmha_checktdim(lua_State *L, int arg, const mha_tensor *t, size_t positions, const char *fname) {
     char shape[MHA_SHAPE_BUF];

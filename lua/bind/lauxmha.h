@@ -37,12 +37,10 @@ void lmha_checkwritable(lua_State *L, const mha_tensor *t, const char *fname);
 const char *lmha_typename(lua_State *L, int idx);
 /* A Lua index d (1..n, or -n..-1 from the end) -> 0..n-1; SIZE_MAX when out of range. */
 size_t lmha_luaindex(lua_Integer d, size_t n);
-/* A 1-based or negative Lua dimension for a tensor of ndim dims -> 0-based; error names arg. */
-size_t lmha_checkdim(lua_State *L, int arg, size_t ndim, const char *fname);
 /* A tensor from a tensor, a number (a scalar tensor) or a nested table of numbers/booleans. */
 mha_tensor *lmha_totensor(lua_State *L, int arg, const char *fname);
 
-/* As lmha_checkdim, for a dim of t among `positions` places (t->ndim, or t->ndim+1 where a new dim may
+/* A 1-based or negative Lua dimension of t among `positions` places (t->ndim, or t->ndim+1 where a new dim may
  * go, as in unsqueeze); the error shows t's shape. lmha_opttdim gives def when the argument is absent. */
 size_t lmha_checktdim(lua_State *L, int arg, const mha_tensor *t, size_t positions, const char *fname);
 size_t lmha_opttdim(lua_State *L, int arg, const mha_tensor *t, size_t def, const char *fname);
