@@ -6,7 +6,8 @@
 --                            where cat stack positional_encoding causal_mask sdpa
 --                            scaled_dot_product_attention MultiheadAttention, the tensor functions
 --                            (exp, add, sum, softmax, matmul, linear, layer_norm, ...), the
---                            views (view, transpose, ...), autograd (no_grad, embedding, ...)
+--                            views (view, transpose, ...), autograd (no_grad, embedding, ...),
+--                            rope alibi_slopes alibi_bias sliding_window_mask sample
 --   mha.display (lua/show/)  format show printoptions heat
 --   mha.nn (lua/nn/)         nn, optim, clip_grad_norm
 --   lua/train/               tasks train heads (modules), load_model save_model (from mha.models)
