@@ -56,7 +56,8 @@ function Cache:begin(fname, model, N)
         raise(fname .. ": this cache belongs to another model; make one with model:new_cache()")
     end
     if self.batch and self.batch ~= N then
-        raise(string.format("%s: the cache holds %d sequences but the tokens have %d rows", fname, self.batch, N))
+        raise(string.format("%s: the cache holds %d sequence%s but the tokens have %d rows", fname, self.batch,
+                            self.batch == 1 and "" or "s", N))
     end
     self.pending = {}
 end

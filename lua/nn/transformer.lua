@@ -323,7 +323,7 @@ end
 local GENERATE_OPTIONS = {"max_new_tokens", "temperature", "top_k", "top_p", "seed", "cache"}
 
 -- prompt: a table of 1-based ids or a 1-D tensor -> a fresh table of its ids.
-local function prompt_ids(fname, prompt)
+local function prompt_ids(fname, prompt, vocab)
     local ids = prompt
     if mha.is_tensor(prompt) then
         if #prompt:shape() ~= 1 then raise(fname .. ": prompt must be a table of ids or a 1-D tensor") end
@@ -339,6 +339,9 @@ local function prompt_ids(fname, prompt)
             raise(string.format("%s: prompt[%d] must be a whole number (a 1-based token id), got %s", fname, i,
                                 tostring(id)))
         end
+        if id < 1 or id > vocab then
+            raise(string.format("%s: prompt[%d] is %d; token ids run from 1 to vocab %d", fname, i, id, vocab))
+        end
         out[i] = math.tointeger(id)
     end
     return out
@@ -352,7 +355,7 @@ function Transformer:generate(prompt, opts)
     local fname = "Transformer:generate"
     module.check_options(fname, opts, GENERATE_OPTIONS)
     opts = opts or {}
-    local tokens = prompt_ids(fname, prompt)
+    local tokens = prompt_ids(fname, prompt, self.vocab)
     local n_new = opts.max_new_tokens == nil and 20 or opts.max_new_tokens
     if math.type(n_new) ~= "integer" and not (type(n_new) == "number" and n_new == math.floor(n_new)) or n_new < 0 then
         raise(string.format("%s: option max_new_tokens must be a whole number >= 0, got %s", fname, tostring(n_new)))
@@ -365,12 +368,17 @@ function Transformer:generate(prompt, opts)
                             or " (a model with a window = W decodes on)"))
     end
     local sample_opts = {temperature = opts.temperature, top_k = opts.top_k, top_p = opts.top_p}
+    local function draw(logits)   -- the last position's logits (V) -> a token; sample's errors named here
+        local ok, token = pcall(mha.sample, logits[1][logits:shape()[2]], sample_opts)
+        if not ok then raise(fname .. ": " .. tostring(token):gsub("^[^:]*:%d+: ", "")) end
+        return token
+    end
     if opts.seed ~= nil then mha.seed(opts.seed) end
     local cache = use_cache and self:new_cache() or nil
     return mha.no_grad(function()
         local logits = self:forward({tokens}, {cache = cache, need_weights = false})
         for n = 1, n_new do
-            tokens[#tokens + 1] = mha.sample(logits[1][logits:shape()[2]], sample_opts)
+            tokens[#tokens + 1] = draw(logits)
             if n == n_new then break end
             local step = cache and {{tokens[#tokens]}} or {tokens}
             logits = self:forward(step, {cache = cache, need_weights = false})
