@@ -1,13 +1,14 @@
--- lua/nn/cache.lua - module "mha.nn.cache": the KV cache of a Transformer (model:new_cache()), the keys and
--- values of every token seen so far per layer, so decoding feeds only the new tokens.
+-- lua/nn/cache.lua - module "mha.nn.cache": the KV cache of a Transformer (model:new_cache()),
+-- the keys and values of every token seen so far per layer, so decoding feeds only the new tokens.
 --
--- Per layer the cache holds k and v (N, H_kv, S, D): S tokens, H_kv K/V heads of D numbers, detached (the
--- cache serves decoding, not training). With RoPE the keys are held after their rotation, except in a
--- model with a window, where they are held before it and turned at their places in the cache on every step
--- (StreamingLLM). With a window W and n sinks, after each forward the cache keeps only the first n tokens
--- and the last W, and positions count inside the cache, so decoding runs on past max_len.
--- A forward appends to each layer through cache:append and makes the step count with cache:commit, so a
--- forward stopped half-way (an error, Ctrl-C) leaves the cache as it was.
+-- Per layer the cache holds k and v (N, H_kv, S, D): S tokens, H_kv K/V heads of D numbers,
+-- detached (the cache serves decoding, not training). With RoPE the keys are held after their
+-- rotation, except in a model with a window, where they are held before it and turned at their
+-- places in the cache on every step (StreamingLLM). With a window W and n sinks, after each forward
+-- the cache keeps only the first n tokens and the last W, and positions count inside the cache, so
+-- decoding runs on past max_len. A forward appends to each layer through cache:append and makes the
+-- step count with cache:commit, so a forward stopped half-way (an error, Ctrl-C) leaves the cache
+-- as it was.
 
 local raise = require "mha.raise"   -- errors at the user's line
 local mha = require "mha"
@@ -20,8 +21,9 @@ Cache.__name = "mha.nn.KVCache"
 
 -- M.new(model, {layers =, window =, sinks =}) -> an empty cache bound to model.
 function M.new(model, o)
-    return setmetatable({model = model, n_layers = o.layers, window = o.window, sinks = o.sinks or 0,
-                         layers = {}, pending = {}, held = 0, seen = 0, batch = nil}, Cache)
+    return setmetatable({model = model, n_layers = o.layers, window = o.window,
+                         sinks = o.sinks or 0, layers = {}, pending = {}, held = 0, seen = 0,
+                         batch = nil}, Cache)
 end
 
 function M.is_cache(v)
@@ -33,7 +35,8 @@ function Cache:length()
     return self.held
 end
 
--- How many tokens went through the cache since it was made (more than length() once a window drops some).
+-- How many tokens went through the cache since it was made (more than length() once a window
+-- drops some).
 function Cache:seen_tokens()
     return self.seen
 end
@@ -56,13 +59,14 @@ function Cache:begin(fname, model, N)
         raise(fname .. ": this cache belongs to another model; make one with model:new_cache()")
     end
     if self.batch and self.batch ~= N then
-        raise(string.format("%s: the cache holds %d sequence%s but the tokens have %d rows", fname, self.batch,
-                            self.batch == 1 and "" or "s", N))
+        raise(string.format("%s: the cache holds %d sequence%s but the tokens have %d rows", fname,
+                            self.batch, self.batch == 1 and "" or "s", N))
     end
     self.pending = {}
 end
 
--- k and v (N, H_kv, L, D) of layer i's new tokens -> all of the layer's keys and values (N, H_kv, S + L, D).
+-- k and v (N, H_kv, L, D) of layer i's new tokens -> all of the layer's keys and values
+-- (N, H_kv, S + L, D).
 function Cache:append(i, k, v)
     local entry = self.layers[i]
     if entry then
@@ -72,7 +76,8 @@ function Cache:append(i, k, v)
     return k, v
 end
 
--- Keeps the sinks and the last W of (N, H_kv, S, D) along S, as a fresh tensor (the dropped memory goes).
+-- Keeps the sinks and the last W of (N, H_kv, S, D) along S, as a fresh tensor (so the dropped
+-- memory goes).
 local function keep_window(t, sinks, W)
     local S = t:shape()[3]
     if S <= sinks + W then return t end
@@ -102,9 +107,9 @@ function Cache:__tostring()
     local H_kv = entry and entry.k:shape()[2]
     local heads = entry and string.format(", %d K/V head%s of %d", H_kv, H_kv == 1 and "" or "s",
                                           entry.k:shape()[4]) or ""
-    local window = self.window and string.format(", window %d, sinks %d", self.window, self.sinks) or ""
-    return string.format("KV cache: %d layers, %d tokens%s%s, %d bytes", self.n_layers, self.held, heads, window,
-                         self:bytes())
+    local window = self.window and string.format(", window %d, sinks %d", self.window, self.sinks)
+    return string.format("KV cache: %d layers, %d tokens%s%s, %d bytes", self.n_layers, self.held,
+                         heads, window or "", self:bytes())
 end
 
 return M

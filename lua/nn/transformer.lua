@@ -1,15 +1,18 @@
--- lua/nn/transformer.lua - module "mha.nn.transformer": mha.nn.Transformer, a small decoder-only transformer
--- made of the core's parts (Embedding, MultiheadAttention, LayerNorm, Linear), trained on toy tasks, decoded.
+-- lua/nn/transformer.lua - module "mha.nn.transformer": mha.nn.Transformer, a small decoder-only
+-- transformer of the core's parts (Embedding, MultiheadAttention, LayerNorm, Linear) for toy tasks.
 --
---   model = mha.nn.Transformer{vocab = 10, d_model = 32, heads = 2, layers = 2, d_ff = 0, max_len = 32}
+--   model = mha.nn.Transformer{vocab = 10, d_model = 32, heads = 2, layers = 2, d_ff = 0,
+--                              max_len = 32}
 --   logits = model:forward({{1, 2, 3}})      -- (N, L, vocab) for tokens (N, L), 1-based ids
 --   model:attention()                        -- {(N, H, L, L), ...}: each layer's per-head weights
 --   cache = model:new_cache(); model:forward({{4}}, {cache = cache})   -- only the new tokens
---   model:generate({1, 2, 3}, {max_new_tokens = 5, seed = 1})          -- {1, 2, 3, and 5 drawn tokens}
+--   model:generate({1, 2, 3}, {max_new_tokens = 5, seed = 1})    -- {1, 2, 3, and 5 drawn tokens}
 --
--- The structure and the state_dict keys are those of the PyTorch copy in tests/fixtures/gen/gen_transformer.py:
+-- The structure and the state_dict keys are those of the PyTorch copy in
+-- tests/fixtures/gen/gen_transformer.py:
 --   embed.weight (vocab, d_model), pos.weight (max_len, d_model) when pos = "learned",
---   layers.i.ln1.{weight,bias}, layers.i.attn.{in_proj_weight,in_proj_bias,out_proj.weight,out_proj.bias},
+--   layers.i.ln1.{weight,bias},
+--   layers.i.attn.{in_proj_weight,in_proj_bias,out_proj.weight,out_proj.bias},
 --   layers.i.ln2.*, layers.i.mlp.fc1.*, layers.i.mlp.fc2.* (when d_ff > 0), ln_f.* (norm = "pre"),
 --   unembed.weight (vocab, d_model), no bias.
 -- With kv_heads < heads, pos = "rope" or "alibi", or a window, each block's attention is LLaMA's
@@ -18,8 +21,8 @@
 --   pre:  x = x + attn(ln1(x));  x = x + mlp(ln2(x))   and ln_f before the unembedding
 --   post: x = ln1(x + attn(x));  x = ln2(x + mlp(x))
 --   none: x = x + attn(x);       x = x + mlp(x)
--- mlp(x) = fc2(gelu(fc1(x))). Attention is causal (query i sees keys 1..i) unless causal = false; a window
--- W with n sinks lets query i see keys i-W+1..i and the first n (mha.sliding_window_mask).
+-- mlp(x) = fc2(gelu(fc1(x))). Attention is causal (query i sees keys 1..i) unless causal = false;
+-- a window W with n sinks lets query i see keys i-W+1..i and the first n (sliding_window_mask).
 
 local mha = require "mha"
 local module = require "mha.nn.module"
@@ -50,7 +53,8 @@ function Block:init(o)
     if o.llama then
         self.attn = attention.Attention(o)
     else
-        self.attn = mha.MultiheadAttention{embed_dim = o.d_model, num_heads = o.heads, batch_first = true}
+        self.attn = mha.MultiheadAttention{embed_dim = o.d_model, num_heads = o.heads,
+                                           batch_first = true}
     end
     if o.d_ff > 0 then
         if o.norm ~= "none" then self.ln2 = layers.LayerNorm{normalized_shape = o.d_model} end
@@ -60,8 +64,8 @@ function Block:init(o)
     rawset(self, "llama", o.llama)
 end
 
--- x (N, L, E) -> (N, L, E), and the per-head weights (N, H, L, S) when need_weights. ctx.attn_opts runs
--- nn.MultiheadAttention's own forward; otherwise attention is lua/nn/attention.lua's, with ctx.
+-- x (N, L, E) -> (N, L, E), and the per-head weights (N, H, L, S) when need_weights.
+-- ctx.attn_opts runs nn.MultiheadAttention's own forward; else lua/nn/attention.lua's, with ctx.
 function Block:forward(x, ctx)
     local norm = rawget(self, "norm")
     local a_in = norm == "pre" and self.ln1(x) or x
@@ -86,8 +90,8 @@ end
 local Transformer = Module:extend("Transformer")
 M.Transformer = Transformer
 
-local OPTIONS = {"vocab", "d_model", "heads", "layers", "d_ff", "max_len", "causal", "norm", "pos", "kv_heads",
-                 "rope_layout", "rope_base", "window", "sinks"}
+local OPTIONS = {"vocab", "d_model", "heads", "layers", "d_ff", "max_len", "causal", "norm", "pos",
+                 "kv_heads", "rope_layout", "rope_base", "window", "sinks"}
 local EXAMPLE = "mha.nn.Transformer{vocab = 10, d_model = 32, heads = 2, layers = 2, d_ff = 0, max_len = 32}"
 
 local function opt_choice(fname, opts, key, choices, def)
@@ -100,13 +104,14 @@ local function opt_choice(fname, opts, key, choices, def)
                         tostring(v)))
 end
 
--- The options of attention as language models run it, into o: kv_heads, pos's rope_layout and rope_base,
--- window and sinks; o.llama when a block needs LLaMA's attention. Only options that differ from the
--- 2017 model go into o, so its config and checkpoints stay as they are.
+-- The options of attention as language models run it, into o: kv_heads, pos's rope_layout and
+-- rope_base, window and sinks; o.llama when a block needs LLaMA's attention. Only options that
+-- differ from the 2017 model go into o, so its config and checkpoints stay as they are.
 local function modern_options(fname, opts, o)
     local kv_heads = module.opt_size(fname, opts, "kv_heads", o.heads, EXAMPLE)
     if o.heads % kv_heads ~= 0 then
-        raise(string.format("%s: heads %d must be a multiple of kv_heads %d", fname, o.heads, kv_heads))
+        raise(string.format("%s: heads %d must be a multiple of kv_heads %d", fname, o.heads,
+                            kv_heads))
     end
     if kv_heads ~= o.heads then o.kv_heads = kv_heads end
     if o.pos == "rope" then
@@ -117,25 +122,32 @@ local function modern_options(fname, opts, o)
                                 tostring(opts.rope_base)))
         end
         if (o.d_model // o.heads) % 2 ~= 0 then
-            raise(string.format('%s: pos = "rope" needs an even head dim, got d_model %d / heads %d = %d', fname,
-                                o.d_model, o.heads, o.d_model // o.heads))
+            raise(string.format('%s: pos = "rope" needs an even head dim, got d_model %d / ' ..
+                                'heads %d = %d', fname, o.d_model, o.heads, o.d_model // o.heads))
         end
     else
         for _, k in ipairs({"rope_layout", "rope_base"}) do
-            if opts[k] ~= nil then raise(string.format('%s: option %s needs pos = "rope"', fname, k)) end
+            if opts[k] ~= nil then
+                raise(string.format('%s: option %s needs pos = "rope"', fname, k))
+            end
         end
     end
     if opts.window ~= nil then
         o.window = module.opt_size(fname, opts, "window", nil, EXAMPLE)
-        if not o.causal then raise(fname .. ": a window needs causal = true (it only looks back)") end
+        if not o.causal then
+            raise(fname .. ": a window needs causal = true (it only looks back)")
+        end
         local sinks = opts.sinks == nil and 0 or opts.sinks
-        if math.type(sinks) ~= "integer" and not (type(sinks) == "number" and sinks == math.floor(sinks))
-                or sinks < 0 then
-            raise(string.format("%s: option sinks must be a whole number >= 0, got %s", fname, tostring(sinks)))
+        local whole = math.type(sinks) == "integer"
+                      or type(sinks) == "number" and sinks == math.floor(sinks)
+        if not whole or sinks < 0 then
+            raise(string.format("%s: option sinks must be a whole number >= 0, got %s", fname,
+                                tostring(sinks)))
         end
         o.sinks = math.tointeger(sinks)
     elseif opts.sinks ~= nil then
-        raise(fname .. ": option sinks needs a window (window = W keeps the sinks and the last W tokens)")
+        raise(fname .. ": option sinks needs a window " ..
+              "(window = W keeps the sinks and the last W tokens)")
     end
     o.llama = o.kv_heads ~= nil or o.pos == "rope" or o.pos == "alibi" or o.window ~= nil
 end
@@ -161,7 +173,8 @@ function Transformer:init(opts)
     end
     o.causal = module.opt_boolean(fname, opts, "causal", true)
     o.norm = opt_choice(fname, opts, "norm", {"pre", "post", "none"}, "pre")
-    o.pos = opt_choice(fname, opts, "pos", {"learned", "sinusoidal", "rope", "alibi", "none"}, "learned")
+    o.pos = opt_choice(fname, opts, "pos", {"learned", "sinusoidal", "rope", "alibi", "none"},
+                       "learned")
     modern_options(fname, opts, o)
     local block_opts = {}
     for k, v in pairs(o) do block_opts[k] = v end
@@ -183,7 +196,8 @@ function Transformer:init(opts)
     local list = module.ModuleList()
     for _ = 1, o.layers do list:append(Block(block_opts)) end
     self.layers = list
-    rawset(self, "layers", o.layers)   -- model.layers is the count; the blocks are self._modules.values.layers
+    -- model.layers is the count; the blocks are self._modules.values.layers
+    rawset(self, "layers", o.layers)
     if o.norm == "pre" then self.ln_f = layers.LayerNorm{normalized_shape = o.d_model} end
     self.unembed = layers.Linear{in_features = o.d_model, out_features = o.vocab, bias = false}
     rawset(self, "_attention", {})
@@ -194,7 +208,7 @@ function Transformer:blocks()
     return rawget(self, "_modules").values.layers
 end
 
--- tokens: a tensor (N, L) or (L) of whole numbers or a nested table; returns it as an (N, L) tensor.
+-- tokens: a tensor (N, L) or (L) of whole numbers, or a nested table; -> an (N, L) tensor
 local function token_tensor(self, tokens)
     local fname = "Transformer:forward"
     local t = tokens
@@ -217,13 +231,16 @@ local function token_tensor(self, tokens)
     return t, shape[1], shape[2]
 end
 
--- The attention context of one forward (lua/nn/attention.lua): positions from offset, RoPE, the mask of
--- L new queries over S keys (causal or windowed, bottom-right aligned; ALiBi's bias added as floats).
+-- The attention context of one forward (lua/nn/attention.lua): positions from offset, RoPE, the
+-- mask of L new queries over S keys (causal or windowed, bottom-right aligned; ALiBi's bias added
+-- as floats).
 local function attention_context(self, L, offset, cache, need)
     local c = rawget(self, "_config")
     local S = offset + L
     local ctx = {offset = offset, cache = cache, need_weights = need}
-    if c.pos == "rope" then ctx.rope = {layout = c.rope_layout, base = c.rope_base, stream = c.window ~= nil} end
+    if c.pos == "rope" then
+        ctx.rope = {layout = c.rope_layout, base = c.rope_base, stream = c.window ~= nil}
+    end
     local mask
     if self.causal then
         if c.window or S ~= L then
@@ -240,18 +257,18 @@ local function attention_context(self, L, offset, cache, need)
     return ctx
 end
 
--- model:forward(tokens [, {need_weights = true, cache =}]) -> logits (N, L, vocab). need_weights = false skips
--- forming the attention weights (the fused path, what training uses); model:attention() is then empty.
--- With a cache (model:new_cache()) tokens are only the new ones: their positions continue from
--- cache:length(), their keys and values join the cache's, and the weights are (N, H, L, S).
+-- model:forward(tokens [, {need_weights = true, cache =}]) -> logits (N, L, vocab). need_weights =
+-- false skips forming the attention weights (the fused path training takes); model:attention() is
+-- then empty. With a cache (model:new_cache()) tokens are only the new ones: their positions
+-- continue from cache:length(), their keys and values join the cache's; weights are (N, H, L, S).
 function Transformer:forward(tokens, opts)
     local fname = "Transformer:forward"
     module.check_options(fname, opts, {"need_weights", "cache"})
     local need = not (opts and opts.need_weights == false)
     local cache = opts and opts.cache
     if cache ~= nil and not kvcache.is_cache(cache) then
-        raise(string.format("%s: option cache must be a KV cache from model:new_cache(), got %s", fname,
-                            type(cache)))
+        raise(string.format("%s: option cache must be a KV cache from model:new_cache(), got %s",
+                            fname, type(cache)))
     end
     local t, N, L = token_tensor(self, tokens)
     local offset = 0
@@ -259,9 +276,11 @@ function Transformer:forward(tokens, opts)
         cache:begin(fname, self, N)
         offset = cache:length()
         if offset + L > self.max_len then
-            raise(string.format("%s: the cache holds %d tokens and %d more would reach position %d, past max_len %d%s",
-                                fname, offset, L, offset + L, self.max_len, self.window and ""
-                                or " (a model with a window = W keeps only the last W tokens and decodes on)"))
+            local hint = self.window and "" or
+                " (a model with a window = W keeps only the last W tokens and decodes on)"
+            raise(string.format("%s: the cache holds %d tokens and %d more would reach position " ..
+                                "%d, past max_len %d%s", fname, offset, L, offset + L, self.max_len,
+                                hint))
         end
     end
     local x = self.embed(t)   -- (N, L, E); Embedding checks the ids' range and names it
@@ -291,8 +310,8 @@ function Transformer:forward(tokens, opts)
     return self.unembed(x)
 end
 
--- After a forward: {layer 1's weights (N, H, L, L), ...}, weights[n][h][i][j] = how much query i of head h
--- attends to key j.
+-- After a forward: {layer 1's weights (N, H, L, L), ...}, weights[n][h][i][j] = how much query i of
+-- head h attends to key j.
 function Transformer:attention()
     local maps = rawget(self, "_attention")
     if #maps == 0 then
@@ -312,10 +331,11 @@ function Transformer:extra_repr()
                          tostring(self.causal), c.norm, c.pos) .. table.concat(more)
 end
 
--- model:new_cache() -> an empty KV cache for this model (lua/nn/cache.lua): feed it to model:forward.
+-- model:new_cache() -> an empty KV cache for this model (lua/nn/cache.lua), for model:forward.
 function Transformer:new_cache()
     if not self.causal then
-        raise("Transformer:new_cache: a cache needs a causal model (with causal = false earlier tokens see later ones)")
+        raise("Transformer:new_cache: a cache needs a causal model " ..
+              "(with causal = false earlier tokens see later ones)")
     end
     return kvcache.new(self, {layers = self.layers, window = self.window, sinks = self.sinks})
 end
@@ -326,49 +346,59 @@ local GENERATE_OPTIONS = {"max_new_tokens", "temperature", "top_k", "top_p", "se
 local function prompt_ids(fname, prompt, vocab)
     local ids = prompt
     if mha.is_tensor(prompt) then
-        if #prompt:shape() ~= 1 then raise(fname .. ": prompt must be a table of ids or a 1-D tensor") end
+        if #prompt:shape() ~= 1 then
+            raise(fname .. ": prompt must be a table of ids or a 1-D tensor")
+        end
         ids = prompt:totable()
     end
     if type(ids) ~= "table" or #ids == 0 then
-        raise(string.format("%s: prompt must be a non-empty table of 1-based token ids, e.g. {1, 2, 3}, got %s",
-                            fname, type(ids) == "table" and "an empty table" or type(ids)))
+        raise(string.format("%s: prompt must be a non-empty table of 1-based token ids, " ..
+                            "e.g. {1, 2, 3}, got %s", fname,
+                            type(ids) == "table" and "an empty table" or type(ids)))
     end
     local out = {}
     for i, id in ipairs(ids) do
         if math.type(id) ~= "integer" and not (type(id) == "number" and id == math.floor(id)) then
-            raise(string.format("%s: prompt[%d] must be a whole number (a 1-based token id), got %s", fname, i,
-                                tostring(id)))
+            raise(string.format("%s: prompt[%d] must be a whole number (a 1-based token id), " ..
+                                "got %s", fname, i, tostring(id)))
         end
         if id < 1 or id > vocab then
-            raise(string.format("%s: prompt[%d] is %d; token ids run from 1 to vocab %d", fname, i, id, vocab))
+            raise(string.format("%s: prompt[%d] is %d; token ids run from 1 to vocab %d", fname, i,
+                                id, vocab))
         end
         out[i] = math.tointeger(id)
     end
     return out
 end
 
--- model:generate(prompt, {max_new_tokens = 20, temperature = 1, top_k =, top_p =, seed =, cache = true})
--- -> prompt and the new tokens, a table of 1-based ids. Each new token is drawn by mha.sample from the
--- logits of the last position; seed seeds mha.seed once, so a seed gives the same tokens with the cache
--- (each step feeds only the new token) and without it (each step runs the whole sequence again).
+-- model:generate(prompt, {max_new_tokens = 20, temperature = 1, top_k =, top_p =, seed =,
+-- cache = true}) -> prompt and the new tokens, a table of 1-based ids. Each new token is drawn by
+-- mha.sample from the logits of the last position; seed seeds mha.seed once, so a seed gives the
+-- same tokens with the cache (each step feeds only the new token) and without it (each step runs
+-- the whole sequence again).
 function Transformer:generate(prompt, opts)
     local fname = "Transformer:generate"
     module.check_options(fname, opts, GENERATE_OPTIONS)
     opts = opts or {}
     local tokens = prompt_ids(fname, prompt, self.vocab)
     local n_new = opts.max_new_tokens == nil and 20 or opts.max_new_tokens
-    if math.type(n_new) ~= "integer" and not (type(n_new) == "number" and n_new == math.floor(n_new)) or n_new < 0 then
-        raise(string.format("%s: option max_new_tokens must be a whole number >= 0, got %s", fname, tostring(n_new)))
+    local whole = math.type(n_new) == "integer"
+                  or type(n_new) == "number" and n_new == math.floor(n_new)
+    if not whole or n_new < 0 then
+        raise(string.format("%s: option max_new_tokens must be a whole number >= 0, got %s", fname,
+                            tostring(n_new)))
     end
     local use_cache = module.opt_boolean(fname, opts, "cache", true)
     local fed = #tokens + n_new - 1   -- the last token drawn is not fed back
     if fed > self.max_len and not (use_cache and self.window) then
-        raise(string.format("%s: %d prompt tokens and max_new_tokens %d need %d positions, past max_len %d%s", fname,
-                            #tokens, n_new, fed, self.max_len, self.window and " (the cache lets a window decode on)"
-                            or " (a model with a window = W decodes on)"))
+        local hint = self.window and " (the cache lets a window decode on)"
+                     or " (a model with a window = W decodes on)"
+        raise(string.format("%s: %d prompt tokens and max_new_tokens %d need %d positions, " ..
+                            "past max_len %d%s", fname, #tokens, n_new, fed, self.max_len, hint))
     end
     local sample_opts = {temperature = opts.temperature, top_k = opts.top_k, top_p = opts.top_p}
-    local function draw(logits)   -- the last position's logits (V) -> a token; sample's errors named here
+    -- the last position's logits (V) -> a token; sample's errors named as generate's
+    local function draw(logits)
         local ok, token = pcall(mha.sample, logits[1][logits:shape()[2]], sample_opts)
         if not ok then raise(fname .. ": " .. tostring(token):gsub("^[^:]*:%d+: ", "")) end
         return token
