@@ -61,7 +61,8 @@ EMBED     = mha=lua/mha.lua mha.repl=lua/repl/repl.lua mha.repl.complete=lua/rep
             mha.docs_display=lua/help/docs_display.lua mha.docs_lesson=lua/help/docs_lesson.lua
 EMBED    += mha.nn=lua/nn/nn.lua mha.nn.module=lua/nn/module.lua mha.nn.layers=lua/nn/layers.lua
 EMBED    += mha.nn.optim=lua/nn/optim.lua mha.docs_nn=lua/help/docs_nn.lua
-EMBED    += mha.nn.transformer=lua/nn/transformer.lua
+EMBED    += mha.nn.transformer=lua/nn/transformer.lua mha.nn.attention=lua/nn/attention.lua
+EMBED    += mha.nn.cache=lua/nn/cache.lua
 EMBED    += mha.tasks=lua/train/tasks.lua mha.train=lua/train/train.lua mha.heads=lua/train/heads.lua
 EMBED    += mha.models=lua/train/models.lua mha.docs_train=lua/help/docs_train.lua
 EMBED    += mha.help.entry=lua/help/entry.lua

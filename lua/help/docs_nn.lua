@@ -247,6 +247,71 @@ entry("MultiheadAttention:to", "module", "m:to(\"cpu\") -> m",
 
 -- ---- optimizers ----
 
+-- ---- decoding a Transformer: the KV cache and generation (lua/nn/cache.lua, docs/modern.md) ----
+
+entry("Transformer:new_cache", "training", "model:new_cache() -> cache",
+    "An empty KV cache for this model (a causal one). model:forward(tokens, {cache = cache}) then "
+    .. "takes only the new tokens: their positions continue from cache:length(), and each layer's keys "
+    .. "and values (N, H_kv, S, D) join the cache's, so a step costs one token, not the whole "
+    .. "sequence. The logits equal the full forward's. Past max_len is an error, unless the model has a "
+    .. "window: its cache keeps only the sinks and the last W tokens (StreamingLLM), positions counted "
+    .. "inside the cache, and decodes on. A cache serves one model and one batch size.",
+    nil,
+    "m = mha.nn.Transformer{vocab = 8, d_model = 16, max_len = 8}\n"
+    .. "c = m:new_cache()\n"
+    .. "a = m:forward({{1, 2, 3}}, {cache = c})\n"
+    .. "b = m:forward({{4}}, {cache = c})\n"
+    .. "full = m:forward({{1, 2, 3, 4}})\n"
+    .. "print(c:length(), (b[1][1] - full[1][4]):abs():max())",
+    {"Transformer:generate", "KVCache:bytes", "mha.sliding_window_mask"})
+
+entry("Transformer:generate", "training",
+    "model:generate(prompt [, {max_new_tokens = 20, temperature = 1, top_k =, top_p =, seed =, "
+    .. "cache = true}]) -> tokens",
+    "Writes on from prompt (a table of 1-based ids, or a 1-D tensor): each new token is drawn by "
+    .. "mha.sample from the logits of the last position, then fed back. Returns a table of the prompt "
+    .. "and max_new_tokens new ids. seed calls mha.seed once, so a seed gives the same tokens with the "
+    .. "cache (each step feeds one token) and without it (each step runs the whole sequence). "
+    .. "temperature 0 is greedy. Ctrl-C stops it.",
+    nil,
+    "m = mha.nn.Transformer{vocab = 10, d_model = 16, max_len = 16}\n"
+    .. "print(table.concat(m:generate({1, 2}, {max_new_tokens = 5, seed = 1}), \" \"))",
+    {"mha.sample", "Transformer:new_cache"})
+
+entry("KVCache:length", "training", "cache:length() -> n",
+    "How many tokens the cache holds: the position the next token takes. With a window it stops "
+    .. "growing at sinks + W; cache:seen_tokens() counts every token that went through.",
+    nil,
+    "m = mha.nn.Transformer{vocab = 8, d_model = 16, max_len = 8}\n"
+    .. "c = m:new_cache()\nm:forward({{1, 2}}, {cache = c})\nprint(c:length())",
+    {"Transformer:new_cache", "KVCache:bytes"})
+
+entry("KVCache:bytes", "training", "cache:bytes() -> n",
+    "The memory of the keys and values the cache holds, in bytes: layers · 2 · N · H_kv · S · D "
+    .. "numbers of 4 bytes. Fewer K/V heads (kv_heads) divide it by heads / kv_heads.",
+    "bytes = 4 · layers · 2 · N · H_kv · S · D",
+    "m = mha.nn.Transformer{vocab = 8, d_model = 16, heads = 4,\n"
+    .. "    kv_heads = 1, max_len = 8, pos = \"rope\"}\n"
+    .. "c = m:new_cache()\nm:forward({{1, 2, 3}}, {cache = c})\nprint(c:bytes(), c)",
+    {"KVCache:length"})
+
+entry("KVCache:seen_tokens", "training", "cache:seen_tokens() -> n",
+    "How many tokens went through the cache since it was made or reset; more than cache:length() "
+    .. "once a window has dropped some.",
+    nil,
+    "m = mha.nn.Transformer{vocab = 8, d_model = 16, max_len = 8,\n"
+    .. "    window = 2, sinks = 1}\n"
+    .. "c = m:new_cache()\nm:forward({{1, 2, 3, 4}}, {cache = c})\n"
+    .. "print(c:seen_tokens(), c:length())",
+    {"KVCache:length"})
+
+entry("KVCache:reset", "training", "cache:reset()",
+    "Empties the cache, for a new prompt with the same model.",
+    nil,
+    "m = mha.nn.Transformer{vocab = 8, d_model = 16, max_len = 8}\n"
+    .. "c = m:new_cache()\nm:forward({{1}}, {cache = c})\nc:reset()\nprint(c:length())",
+    {"Transformer:new_cache"})
+
 entry("mha.optim.SGD", "optim",
     "mha.optim.SGD(params, {lr =, momentum = 0, dampening = 0, weight_decay = 0, nesterov = false, maximize = false})",
     "Stochastic gradient descent with torch.optim.SGD's rule. params is a list of tensors, a table name "

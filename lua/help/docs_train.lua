@@ -8,17 +8,23 @@ local D, entry = require("mha.help.entry").book()
 
 entry("mha.nn.Transformer", "training",
     "mha.nn.Transformer{vocab=, d_model=, heads=1, layers=1, d_ff=4*d_model, max_len=, causal=true, "
-    .. "norm=\"pre\", pos=\"learned\"} -> model",
+    .. "norm=\"pre\", pos=\"learned\", kv_heads=heads, rope_layout=\"half\", rope_base=10000, window=, "
+    .. "sinks=0} -> model",
     "A small decoder-only transformer of the core's parts: token and position embeddings, per layer "
     .. "attention (and an MLP unless d_ff = 0) with residuals and layer norm (norm \"pre\", \"post\" or "
     .. "\"none\"), a final norm (pre) and an unembedding. model:forward(tokens) takes (N, L) or (L) "
     .. "1-based ids and returns logits (N, L, vocab); model:attention() then gives one (N, H, L, L) "
-    .. "weights tensor per layer. state_dict keys are PyTorch's (layers.0.attn.in_proj_weight).",
+    .. "weights tensor per layer. state_dict keys are PyTorch's (layers.0.attn.in_proj_weight). "
+    .. "pos is \"learned\", \"sinusoidal\", \"rope\" (rope_layout, rope_base), \"alibi\" or \"none\"; "
+    .. "kv_heads < heads shares each K/V head among heads / kv_heads query heads (1 is MQA); window = W "
+    .. "lets a query see the last W keys and the first sinks. With any of these the attention is "
+    .. "LLaMA's: layers.0.attn.q_proj.weight, k_proj, v_proj, o_proj, no biases. "
+    .. "model:new_cache() and model:generate(prompt, opts) decode.",
     "pre: x = x + attn(ln1(x)); x = x + mlp(ln2(x));  mlp = fc2(gelu(fc1))",
     "m = mha.nn.Transformer{vocab = 8, d_model = 16, heads = 2, max_len = 6}\n"
     .. "logits = m:forward({{1, 2, 3}})\n"
     .. "print(logits:shape(), #m:attention())",
-    {"mha.train", "mha.tasks", "mha.heads.detect"})
+    {"mha.train", "Transformer:generate", "Transformer:new_cache", "mha.heads.detect"})
 
 entry("mha.tasks", "training",
     "mha.tasks.NAME{vocab=10, len=, batch=32, seed=0} -> task;  task:batch([n]) -> tokens, targets",

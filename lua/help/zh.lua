@@ -540,7 +540,32 @@ D["mha.nn.Transformer"] = [[
 带残差连接和层归一化（norm 为 "pre"、"post" 或 "none"），最后一个归一化（pre 时）和反嵌入。
 model:forward(tokens) 接受 (N, L) 或 (L) 的从 1 开始的词元编号，返回 logits (N, L, vocab)；之后
 model:attention() 给出每层一个 (N, H, L, L) 的权重张量。state_dict 的键同 PyTorch
-（layers.0.attn.in_proj_weight）。]]
+（layers.0.attn.in_proj_weight）。pos 可以是 "learned"、"sinusoidal"、"rope"（配 rope_layout、rope_base）、
+"alibi" 或 "none"；kv_heads < heads 时每个 K/V 头由 heads / kv_heads 个查询头共用（1 就是 MQA）；
+window = W 让每个查询只看最近的 W 个键和开头的 sinks 个。用到其中任何一个时，注意力是 LLaMA 的写法：
+layers.0.attn.q_proj.weight、k_proj、v_proj、o_proj，没有偏置。model:new_cache() 和
+model:generate(prompt, opts) 用来逐词解码。]]
+D["Transformer:new_cache"] = [[
+这个模型（须是因果的）的一个空 KV 缓存。之后 model:forward(tokens, {cache = cache}) 只接受新的词元：
+它们的位置从 cache:length() 接着数，每层的键和值 (N, H_kv, S, D) 接到缓存后面，于是每一步只算一个词元，
+而不是整个序列。logits 与完整前向传播的相同。超过 max_len 会报错，除非模型有窗口：那时缓存只保留 sinks
+个汇聚词元和最近的 W 个（StreamingLLM），位置在缓存里面数，可以一直解码下去。一个缓存只服务一个模型、
+一种批大小。]]
+D["Transformer:generate"] = [[
+从 prompt（从 1 开始的编号组成的表，或一维张量）往下写：每个新词元由 mha.sample 从最后一个位置的 logits
+里抽出，再喂回模型。返回一张表：prompt 加上 max_new_tokens 个新编号。seed 只调用一次 mha.seed，所以同一个
+seed 用缓存（cache = true，每步喂一个词元）和不用缓存（cache = false，每步重跑整个序列）得到同样的词元。temperature 为 0 时取最大者。
+Ctrl-C 可以停下它。]]
+D["KVCache:length"] = [[
+缓存里存着多少个词元，也就是下一个词元所占的位置。有窗口时它长到 sinks + W 就不再增长；
+cache:seen_tokens() 数的是经过它的所有词元。]]
+D["KVCache:bytes"] = [[
+缓存所存的键和值占的内存，单位是字节：layers · 2 · N · H_kv · S · D 个数，每个 4 字节。K/V 头更少
+（kv_heads）时，它是原来的 kv_heads / heads。]]
+D["KVCache:seen_tokens"] = [[
+自从创建或 reset 以来经过缓存的词元数；窗口丢掉一些之后，它比 cache:length() 大。]]
+D["KVCache:reset"] = [[
+清空缓存，用同一个模型换一个新的 prompt。]]
 
 -- Optimizers
 D["mha.optim.SGD"] = [[

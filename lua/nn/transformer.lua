@@ -5,6 +5,8 @@
 --                              max_len = 32}
 --   logits = model:forward({{1, 2, 3}})      -- (N, L, vocab) for tokens (N, L), 1-based ids
 --   model:attention()                        -- {(N, H, L, L), ...}: each layer's per-head weights
+--   cache = model:new_cache(); model:forward({{4}}, {cache = cache})   -- only the new tokens
+--   model:generate({1, 2, 3}, {max_new_tokens = 5, seed = 1})    -- {1, 2, 3, and 5 drawn tokens}
 --
 -- The structure and the state_dict keys are those of the PyTorch copy in
 -- tests/fixtures/gen/gen_transformer.py:
@@ -13,15 +15,20 @@
 --   layers.i.attn.{in_proj_weight,in_proj_bias,out_proj.weight,out_proj.bias},
 --   layers.i.ln2.*, layers.i.mlp.fc1.*, layers.i.mlp.fc2.* (when d_ff > 0), ln_f.* (norm = "pre"),
 --   unembed.weight (vocab, d_model), no bias.
+-- With kv_heads < heads, pos = "rope" or "alibi", or a window, each block's attention is LLaMA's
+-- (lua/nn/attention.lua): layers.i.attn.{q_proj,k_proj,v_proj,o_proj}.weight, no biases.
 -- Per layer, x of shape (N, L, E):
 --   pre:  x = x + attn(ln1(x));  x = x + mlp(ln2(x))   and ln_f before the unembedding
 --   post: x = ln1(x + attn(x));  x = ln2(x + mlp(x))
 --   none: x = x + attn(x);       x = x + mlp(x)
--- mlp(x) = fc2(gelu(fc1(x))). Attention is causal (query i sees keys 1..i) unless causal = false.
+-- mlp(x) = fc2(gelu(fc1(x))). Attention is causal (query i sees keys 1..i) unless causal = false;
+-- a window W with n sinks lets query i see keys i-W+1..i and the first n (sliding_window_mask).
 
 local mha = require "mha.core"
 local module = require "mha.nn.module"
 local layers = require "mha.nn.layers"
+local attention = require "mha.nn.attention"
+local kvcache = require "mha.nn.cache"
 local raise = require "mha.raise"   -- errors at the user's line
 
 local Module = module.Module
@@ -43,19 +50,33 @@ local Block = Module:extend("Block")
 -- Children in the order of the PyTorch copy, so state_dict lists the same keys in the same order.
 function Block:init(o)
     if o.norm ~= "none" then self.ln1 = layers.LayerNorm{normalized_shape = o.d_model} end
-    self.attn = mha.MultiheadAttention{embed_dim = o.d_model, num_heads = o.heads, batch_first = true}
+    if o.llama then
+        self.attn = attention.Attention(o)
+    else
+        self.attn = mha.MultiheadAttention{embed_dim = o.d_model, num_heads = o.heads,
+                                           batch_first = true}
+    end
     if o.d_ff > 0 then
         if o.norm ~= "none" then self.ln2 = layers.LayerNorm{normalized_shape = o.d_model} end
         self.mlp = MLP(o.d_model, o.d_ff)
     end
     rawset(self, "norm", o.norm)
+    rawset(self, "llama", o.llama)
 end
 
--- x (N, L, E) -> (N, L, E), and the per-head weights (N, H, L, L) when need_weights.
-function Block:forward(x, attn_opts)
+-- x (N, L, E) -> (N, L, E), and the per-head weights (N, H, L, S) when need_weights.
+-- ctx.attn_opts runs nn.MultiheadAttention's own forward; else lua/nn/attention.lua's, with ctx.
+function Block:forward(x, ctx)
     local norm = rawget(self, "norm")
     local a_in = norm == "pre" and self.ln1(x) or x
-    local a, w = self.attn:forward(a_in, a_in, a_in, attn_opts)
+    local a, w
+    if ctx.attn_opts then
+        a, w = self.attn:forward(a_in, a_in, a_in, ctx.attn_opts)
+    elseif rawget(self, "llama") then
+        a, w = self.attn:forward(a_in, ctx)
+    else
+        a, w = attention.multihead(self.attn, a_in, ctx)
+    end
     x = x + a
     if norm == "post" then x = self.ln1(x) end
     if self.mlp then
@@ -69,7 +90,8 @@ end
 local Transformer = Module:extend("Transformer")
 M.Transformer = Transformer
 
-local OPTIONS = {"vocab", "d_model", "heads", "layers", "d_ff", "max_len", "causal", "norm", "pos"}
+local OPTIONS = {"vocab", "d_model", "heads", "layers", "d_ff", "max_len", "causal", "norm", "pos",
+                 "kv_heads", "rope_layout", "rope_base", "window", "sinks"}
 local EXAMPLE = "mha.nn.Transformer{vocab = 10, d_model = 32, heads = 2, layers = 2, d_ff = 0, max_len = 32}"
 
 local function opt_choice(fname, opts, key, choices, def)
@@ -80,6 +102,54 @@ local function opt_choice(fname, opts, key, choices, def)
     end
     raise(string.format('%s: option %s must be one of "%s", got %s', fname, key, table.concat(choices, '", "'),
                         tostring(v)))
+end
+
+-- The options of attention as language models run it, into o: kv_heads, pos's rope_layout and
+-- rope_base, window and sinks; o.llama when a block needs LLaMA's attention. Only options that
+-- differ from the 2017 model go into o, so its config and checkpoints stay as they are.
+local function modern_options(fname, opts, o)
+    local kv_heads = module.opt_size(fname, opts, "kv_heads", o.heads, EXAMPLE)
+    if o.heads % kv_heads ~= 0 then
+        raise(string.format("%s: heads %d must be a multiple of kv_heads %d", fname, o.heads,
+                            kv_heads))
+    end
+    if kv_heads ~= o.heads then o.kv_heads = kv_heads end
+    if o.pos == "rope" then
+        o.rope_layout = opt_choice(fname, opts, "rope_layout", {"half", "interleaved"}, "half")
+        o.rope_base = opts.rope_base == nil and 10000 or opts.rope_base
+        if type(o.rope_base) ~= "number" or not (o.rope_base > 0) then
+            raise(string.format("%s: option rope_base must be a positive number, got %s", fname,
+                                tostring(opts.rope_base)))
+        end
+        if (o.d_model // o.heads) % 2 ~= 0 then
+            raise(string.format('%s: pos = "rope" needs an even head dim, got d_model %d / ' ..
+                                'heads %d = %d', fname, o.d_model, o.heads, o.d_model // o.heads))
+        end
+    else
+        for _, k in ipairs({"rope_layout", "rope_base"}) do
+            if opts[k] ~= nil then
+                raise(string.format('%s: option %s needs pos = "rope"', fname, k))
+            end
+        end
+    end
+    if opts.window ~= nil then
+        o.window = module.opt_size(fname, opts, "window", nil, EXAMPLE)
+        if not o.causal then
+            raise(fname .. ": a window needs causal = true (it only looks back)")
+        end
+        local sinks = opts.sinks == nil and 0 or opts.sinks
+        local whole = math.type(sinks) == "integer"
+                      or type(sinks) == "number" and sinks == math.floor(sinks)
+        if not whole or sinks < 0 then
+            raise(string.format("%s: option sinks must be a whole number >= 0, got %s", fname,
+                                tostring(sinks)))
+        end
+        o.sinks = math.tointeger(sinks)
+    elseif opts.sinks ~= nil then
+        raise(fname .. ": option sinks needs a window " ..
+              "(window = W keeps the sinks and the last W tokens)")
+    end
+    o.llama = o.kv_heads ~= nil or o.pos == "rope" or o.pos == "alibi" or o.window ~= nil
 end
 
 function Transformer:init(opts)
@@ -103,17 +173,28 @@ function Transformer:init(opts)
     end
     o.causal = module.opt_boolean(fname, opts, "causal", true)
     o.norm = opt_choice(fname, opts, "norm", {"pre", "post", "none"}, "pre")
-    o.pos = opt_choice(fname, opts, "pos", {"learned", "sinusoidal"}, "learned")
+    o.pos = opt_choice(fname, opts, "pos", {"learned", "sinusoidal", "rope", "alibi", "none"},
+                       "learned")
+    modern_options(fname, opts, o)
+    local block_opts = {}
+    for k, v in pairs(o) do block_opts[k] = v end
+    block_opts.kv_heads = o.kv_heads or o.heads
+    o.llama = nil
     rawset(self, "_config", o)
-    for _, k in ipairs({"vocab", "d_model", "heads", "max_len", "d_ff", "causal"}) do rawset(self, k, o[k]) end
+    for _, k in ipairs({"vocab", "d_model", "heads", "max_len", "d_ff", "causal", "window"}) do
+        rawset(self, k, o[k])
+    end
+    rawset(self, "kv_heads", block_opts.kv_heads)
+    rawset(self, "sinks", o.window and o.sinks)
+    rawset(self, "_llama", block_opts.llama)
     self.embed = layers.Embedding{num_embeddings = o.vocab, embedding_dim = o.d_model}
     if o.pos == "learned" then
         self.pos = layers.Embedding{num_embeddings = o.max_len, embedding_dim = o.d_model}
-    else
+    elseif o.pos == "sinusoidal" then
         rawset(self, "pe", mha.positional_encoding(o.max_len, o.d_model))
     end
     local list = module.ModuleList()
-    for _ = 1, o.layers do list:append(Block(o)) end
+    for _ = 1, o.layers do list:append(Block(block_opts)) end
     self.layers = list
     -- model.layers is the count; the blocks are self._modules.values.layers
     rawset(self, "layers", o.layers)
@@ -150,26 +231,80 @@ local function token_tensor(self, tokens)
     return t, shape[1], shape[2]
 end
 
--- model:forward(tokens [, {need_weights = true}]) -> logits (N, L, vocab). need_weights = false
--- skips forming the attention weights (the fused path training takes); model:attention() is then
--- empty.
+-- The attention context of one forward (lua/nn/attention.lua): positions from offset, RoPE, the
+-- mask of L new queries over S keys (causal or windowed, bottom-right aligned; ALiBi's bias added
+-- as floats).
+local function attention_context(self, L, offset, cache, need)
+    local c = rawget(self, "_config")
+    local S = offset + L
+    local ctx = {offset = offset, cache = cache, need_weights = need}
+    if c.pos == "rope" then
+        ctx.rope = {layout = c.rope_layout, base = c.rope_base, stream = c.window ~= nil}
+    end
+    local mask
+    if self.causal then
+        if c.window or S ~= L then
+            mask = mha.sliding_window_mask(L, c.window or S, {sinks = c.sinks or 0, S = S})
+        else
+            mask = mha.causal_mask(L)
+        end
+    end
+    if c.pos == "alibi" then
+        local bias = mha.alibi_bias(self.heads, L, S)   -- (H, L, S)
+        mask = mask and bias:masked_fill(mask, -math.huge) or bias
+    end
+    ctx.mask = mask
+    return ctx
+end
+
+-- model:forward(tokens [, {need_weights = true, cache =}]) -> logits (N, L, vocab). need_weights =
+-- false skips forming the attention weights (the fused path training takes); model:attention() is
+-- then empty. With a cache (model:new_cache()) tokens are only the new ones: their positions
+-- continue from cache:length(), their keys and values join the cache's; weights are (N, H, L, S).
 function Transformer:forward(tokens, opts)
+    local fname = "Transformer:forward"
+    module.check_options(fname, opts, {"need_weights", "cache"})
     local need = not (opts and opts.need_weights == false)
-    local t, _, L = token_tensor(self, tokens)
+    local cache = opts and opts.cache
+    if cache ~= nil and not kvcache.is_cache(cache) then
+        raise(string.format("%s: option cache must be a KV cache from model:new_cache(), got %s",
+                            fname, type(cache)))
+    end
+    local t, N, L = token_tensor(self, tokens)
+    local offset = 0
+    if cache then
+        cache:begin(fname, self, N)
+        offset = cache:length()
+        if offset + L > self.max_len then
+            local hint = self.window and "" or
+                " (a model with a window = W keeps only the last W tokens and decodes on)"
+            raise(string.format("%s: the cache holds %d tokens and %d more would reach position " ..
+                                "%d, past max_len %d%s", fname, offset, L, offset + L, self.max_len,
+                                hint))
+        end
+    end
     local x = self.embed(t)   -- (N, L, E); Embedding checks the ids' range and names it
     if self.pos then
-        x = x + self.pos.weight:narrow(1, 1, L)
-    else
-        x = x + rawget(self, "pe"):narrow(1, 1, L)
+        x = x + self.pos.weight:narrow(1, offset + 1, L)
+    elseif rawget(self, "pe") then
+        x = x + rawget(self, "pe"):narrow(1, offset + 1, L)
     end
-    local attn_opts = {need_weights = need, average_attn_weights = false}
-    if self.causal then attn_opts.attn_mask = mha.causal_mask(L) end
+    local ctx
+    if cache or rawget(self, "_llama") then
+        ctx = attention_context(self, L, offset, cache, need)
+    else
+        local attn_opts = {need_weights = need, average_attn_weights = false}
+        if self.causal then attn_opts.attn_mask = mha.causal_mask(L) end
+        ctx = {attn_opts = attn_opts}
+    end
     local maps = {}
     for i = 1, self.layers do
         local w
-        x, w = self:blocks()[i]:forward(x, attn_opts)
+        ctx.layer = i
+        x, w = self:blocks()[i]:forward(x, ctx)
         maps[i] = w and w:detach() or nil
     end
+    if cache then cache:commit(L, N) end
     rawset(self, "_attention", maps)
     if self.ln_f then x = self.ln_f(x) end
     return self.unembed(x)
@@ -186,9 +321,100 @@ function Transformer:attention()
 end
 
 function Transformer:extra_repr()
+    local c = rawget(self, "_config")
+    local more = {}
+    for _, k in ipairs({"kv_heads", "rope_layout", "rope_base", "window", "sinks"}) do
+        if c[k] ~= nil then more[#more + 1] = string.format(", %s=%s", k, tostring(c[k])) end
+    end
     return string.format("vocab=%d, d_model=%d, heads=%d, layers=%d, d_ff=%d, max_len=%d, causal=%s, norm=%s, pos=%s",
                          self.vocab, self.d_model, self.heads, self.layers, self.d_ff, self.max_len,
-                         tostring(self.causal), rawget(self, "_config").norm, rawget(self, "_config").pos)
+                         tostring(self.causal), c.norm, c.pos) .. table.concat(more)
+end
+
+-- model:new_cache() -> an empty KV cache for this model (lua/nn/cache.lua), for model:forward.
+function Transformer:new_cache()
+    if not self.causal then
+        raise("Transformer:new_cache: a cache needs a causal model " ..
+              "(with causal = false earlier tokens see later ones)")
+    end
+    return kvcache.new(self, {layers = self.layers, window = self.window, sinks = self.sinks})
+end
+
+local GENERATE_OPTIONS = {"max_new_tokens", "temperature", "top_k", "top_p", "seed", "cache"}
+
+-- prompt: a table of 1-based ids or a 1-D tensor -> a fresh table of its ids.
+local function prompt_ids(fname, prompt, vocab)
+    local ids = prompt
+    if mha.is_tensor(prompt) then
+        if #prompt:shape() ~= 1 then
+            raise(fname .. ": prompt must be a table of ids or a 1-D tensor")
+        end
+        ids = prompt:totable()
+    end
+    if type(ids) ~= "table" or #ids == 0 then
+        raise(string.format("%s: prompt must be a non-empty table of 1-based token ids, " ..
+                            "e.g. {1, 2, 3}, got %s", fname,
+                            type(ids) == "table" and "an empty table" or type(ids)))
+    end
+    local out = {}
+    for i, id in ipairs(ids) do
+        if math.type(id) ~= "integer" and not (type(id) == "number" and id == math.floor(id)) then
+            raise(string.format("%s: prompt[%d] must be a whole number (a 1-based token id), " ..
+                                "got %s", fname, i, tostring(id)))
+        end
+        if id < 1 or id > vocab then
+            raise(string.format("%s: prompt[%d] is %d; token ids run from 1 to vocab %d", fname, i,
+                                id, vocab))
+        end
+        out[i] = math.tointeger(id)
+    end
+    return out
+end
+
+-- model:generate(prompt, {max_new_tokens = 20, temperature = 1, top_k =, top_p =, seed =,
+-- cache = true}) -> prompt and the new tokens, a table of 1-based ids. Each new token is drawn by
+-- mha.sample from the logits of the last position; seed seeds mha.seed once, so a seed gives the
+-- same tokens with the cache (each step feeds only the new token) and without it (each step runs
+-- the whole sequence again).
+function Transformer:generate(prompt, opts)
+    local fname = "Transformer:generate"
+    module.check_options(fname, opts, GENERATE_OPTIONS)
+    opts = opts or {}
+    local tokens = prompt_ids(fname, prompt, self.vocab)
+    local n_new = opts.max_new_tokens == nil and 20 or opts.max_new_tokens
+    local whole = math.type(n_new) == "integer"
+                  or type(n_new) == "number" and n_new == math.floor(n_new)
+    if not whole or n_new < 0 then
+        raise(string.format("%s: option max_new_tokens must be a whole number >= 0, got %s", fname,
+                            tostring(n_new)))
+    end
+    local use_cache = module.opt_boolean(fname, opts, "cache", true)
+    local fed = #tokens + n_new - 1   -- the last token drawn is not fed back
+    if fed > self.max_len and not (use_cache and self.window) then
+        local hint = self.window and " (the cache lets a window decode on)"
+                     or " (a model with a window = W decodes on)"
+        raise(string.format("%s: %d prompt tokens and max_new_tokens %d need %d positions, " ..
+                            "past max_len %d%s", fname, #tokens, n_new, fed, self.max_len, hint))
+    end
+    local sample_opts = {temperature = opts.temperature, top_k = opts.top_k, top_p = opts.top_p}
+    -- the last position's logits (V) -> a token; sample's errors named as generate's
+    local function draw(logits)
+        local ok, token = pcall(mha.sample, logits[1][logits:shape()[2]], sample_opts)
+        if not ok then raise(fname .. ": " .. tostring(token):gsub("^[^:]*:%d+: ", "")) end
+        return token
+    end
+    if opts.seed ~= nil then mha.seed(opts.seed) end
+    local cache = use_cache and self:new_cache() or nil
+    return mha.no_grad(function()
+        local logits = self:forward({tokens}, {cache = cache, need_weights = false})
+        for n = 1, n_new do
+            tokens[#tokens + 1] = draw(logits)
+            if n == n_new then break end
+            local step = cache and {{tokens[#tokens]}} or {tokens}
+            logits = self:forward(step, {cache = cache, need_weights = false})
+        end
+        return tokens
+    end)
 end
 
 -- The options that rebuild this model (for checkpoints: mha.load_model reads them back).

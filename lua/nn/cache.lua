@@ -1,0 +1,115 @@
+-- lua/nn/cache.lua - module "mha.nn.cache": the KV cache of a Transformer (model:new_cache()),
+-- the keys and values of every token seen so far per layer, so decoding feeds only the new tokens.
+--
+-- Per layer the cache holds k and v (N, H_kv, S, D): S tokens, H_kv K/V heads of D numbers,
+-- detached (the cache serves decoding, not training). With RoPE the keys are held after their
+-- rotation, except in a model with a window, where they are held before it and turned at their
+-- places in the cache on every step (StreamingLLM). With a window W and n sinks, after each forward
+-- the cache keeps only the first n tokens and the last W, and positions count inside the cache, so
+-- decoding runs on past max_len. A forward appends to each layer through cache:append and makes the
+-- step count with cache:commit, so a forward stopped half-way (an error, Ctrl-C) leaves the cache
+-- as it was.
+
+local raise = require "mha.raise"   -- errors at the user's line
+local mha = require "mha.core"
+
+local M = {}
+
+local Cache = {}
+Cache.__index = Cache
+Cache.__name = "mha.nn.KVCache"
+
+-- M.new(model, {layers =, window =, sinks =}) -> an empty cache bound to model.
+function M.new(model, o)
+    return setmetatable({model = model, n_layers = o.layers, window = o.window,
+                         sinks = o.sinks or 0, layers = {}, pending = {}, held = 0, seen = 0,
+                         batch = nil}, Cache)
+end
+
+function M.is_cache(v)
+    return getmetatable(v) == Cache
+end
+
+-- How many tokens the cache holds: the position the next token takes.
+function Cache:length()
+    return self.held
+end
+
+-- How many tokens went through the cache since it was made (more than length() once a window
+-- drops some).
+function Cache:seen_tokens()
+    return self.seen
+end
+
+-- The memory of the keys and values held, in bytes (float32: 4 bytes a number).
+function Cache:bytes()
+    local n = 0
+    for _, entry in pairs(self.layers) do n = n + 4 * (entry.k:numel() + entry.v:numel()) end
+    return n
+end
+
+-- Empties the cache (the model stays its owner).
+function Cache:reset()
+    self.layers, self.pending, self.held, self.seen, self.batch = {}, {}, 0, 0, nil
+end
+
+-- Checks that the cache suits this forward: its model, its batch size; starts a step.
+function Cache:begin(fname, model, N)
+    if self.model ~= model then
+        raise(fname .. ": this cache belongs to another model; make one with model:new_cache()")
+    end
+    if self.batch and self.batch ~= N then
+        raise(string.format("%s: the cache holds %d sequence%s but the tokens have %d rows", fname,
+                            self.batch, self.batch == 1 and "" or "s", N))
+    end
+    self.pending = {}
+end
+
+-- k and v (N, H_kv, L, D) of layer i's new tokens -> all of the layer's keys and values
+-- (N, H_kv, S + L, D).
+function Cache:append(i, k, v)
+    local entry = self.layers[i]
+    if entry then
+        k, v = mha.cat({entry.k, k}, 3), mha.cat({entry.v, v}, 3)
+    end
+    self.pending[i] = {k = k:detach(), v = v:detach()}
+    return k, v
+end
+
+-- Keeps the sinks and the last W of (N, H_kv, S, D) along S, as a fresh tensor (so the dropped
+-- memory goes).
+local function keep_window(t, sinks, W)
+    local S = t:shape()[3]
+    if S <= sinks + W then return t end
+    local recent = t:narrow(3, S - W + 1, W)
+    if sinks == 0 then return recent:clone() end
+    return mha.cat({t:narrow(3, 1, sinks), recent}, 3)
+end
+
+-- Ends a step of L new tokens over N sequences: the appended keys and values become the cache's.
+function Cache:commit(L, N)
+    for i = 1, self.n_layers do
+        local entry = self.pending[i]
+        if self.window then
+            local W, sinks = self.window, self.sinks
+            entry = {k = keep_window(entry.k, sinks, W), v = keep_window(entry.v, sinks, W)}
+        end
+        self.layers[i] = entry
+    end
+    self.pending = {}
+    self.batch = N
+    self.seen = self.seen + L
+    self.held = self.layers[1].k:shape()[3]
+end
+
+function Cache:__tostring()
+    local entry = self.layers[1]
+    local H_kv = entry and entry.k:shape()[2]
+    local heads = entry and string.format(", %d K/V head%s of %d", H_kv, H_kv == 1 and "" or "s",
+                                          entry.k:shape()[4]) or ""
+    local window = self.window and string.format(", window %d, sinks %d", self.window, self.sinks)
+    return string.format("KV cache: %d layers, %d tokens%s%s, %d bytes", self.n_layers, self.held,
+                         heads, window or "", self:bytes())
+end
+
+return M

@@ -1,0 +1,256 @@
+-- tests/lua/test_decode.lua - the Transformer as language models run it: kv_heads, RoPE, ALiBi, windows
+-- against their PyTorch copy (tests/fixtures/gen/gen_transformer.py), the KV cache against the full forward,
+-- generation with and without the cache, and the errors.
+
+local dir = debug.getinfo(1, "S").source:match("^@(.*[/\\])") or "./"
+package.path = dir .. "?.lua;" .. package.path
+local T = require "testlib"
+local mha = T.mha
+
+-- The options of each fixture (as in gen_transformer.py's CONFIGS).
+local CONFIGS = {
+    rope_gqa = {vocab = 11, d_model = 16, heads = 4, kv_heads = 2, layers = 2, d_ff = 24, max_len = 12,
+                causal = true, norm = "pre", pos = "rope", rope_layout = "half"},
+    rope_mqa_window = {vocab = 9, d_model = 16, heads = 4, kv_heads = 1, layers = 2, d_ff = 0, max_len = 12,
+                       causal = true, norm = "post", pos = "rope", rope_layout = "interleaved", window = 3, sinks = 1},
+    alibi_gqa = {vocab = 10, d_model = 12, heads = 6, kv_heads = 3, layers = 2, d_ff = 16, max_len = 12,
+                 causal = true, norm = "pre", pos = "alibi"},
+}
+
+for _, name in ipairs({"rope_gqa", "rope_mqa_window", "alibi_gqa"}) do
+    T.test(name, function()
+        local c = CONFIGS[name]
+        local fx = mha.load(T.path("tests/fixtures/transformer/" .. name .. ".npz"))
+        local model = mha.nn.Transformer(c)
+        local sd = {}
+        for _, k in ipairs(model:parameter_names()) do sd[k] = fx[k] end
+        model:load_state_dict(sd)   -- strict: LLaMA's names, as the PyTorch copy has them
+        local n_fx = 0
+        for k in pairs(fx) do
+            if not (k:match("^tokens") or k:match("^targets") or k:match("^logits") or k:match("^attn%.")
+                    or k:match("^loss") or k:match("^grad%.")) then n_fx = n_fx + 1 end
+        end
+        T.eq(name .. ": same number of state_dict keys as PyTorch", #model:parameter_names(), n_fx)
+        T.shape(name .. ": k_proj (H_kv·D, E)", model:parameters()["layers.0.attn.k_proj.weight"],
+                {c.kv_heads * c.d_model // c.heads, c.d_model})
+        local logits = model:forward(fx.tokens)
+        T.close(name .. ": logits = torch's", logits, fx.logits, 1e-4, 1e-5)
+        for i = 1, c.layers do
+            T.close(name .. ": attention layer " .. i .. " = torch's", model:attention()[i], fx["attn." .. i],
+                    1e-4, 1e-5)
+        end
+        local loss = mha.train.loss(logits, fx.targets)
+        T.close(name .. ": masked loss = torch's", loss, fx.loss, 1e-4, 1e-6)
+        loss:backward()
+        T.close(name .. ": grad embed.weight = torch's", model.embed.weight:grad(), fx["grad.embed.weight"],
+                1e-4, 1e-5)
+        for _, p in ipairs({"q_proj", "k_proj"}) do
+            local key = "layers.0.attn." .. p .. ".weight"
+            T.close(name .. ": grad " .. key .. " = torch's", model:parameters()[key]:grad(), fx["grad." .. key],
+                    1e-4, 1e-5)
+        end
+    end)
+end
+
+-- Tokens (N, L) as a table, the same for every model: 1-based ids below vocab.
+local function tokens(N, L, vocab, seed)
+    local t = {}
+    for n = 1, N do
+        t[n] = {}
+        for i = 1, L do t[n][i] = (seed * 7 + n * 5 + i * i * 3) % vocab + 1 end
+    end
+    return t
+end
+
+-- The columns from..to of each row of t (N, L).
+local function columns(t, from, to)
+    local out = {}
+    for n, row in ipairs(t) do out[n] = table.move(row, from, to, 1, {}) end
+    return out
+end
+
+-- Feeds toks (N, L) in chunks (sizes in order) through a fresh cache; returns the logits (N, L, vocab).
+local function cached_logits(model, toks, chunks)
+    local cache, parts, at = model:new_cache(), {}, 1
+    for _, size in ipairs(chunks) do
+        parts[#parts + 1] = model:forward(columns(toks, at, at + size - 1), {cache = cache})
+        at = at + size
+    end
+    return mha.cat(parts, 2), cache
+end
+
+T.test("cached decoding = the full forward", function()
+    local L = 9
+    for _, pos in ipairs({"learned", "sinusoidal", "rope", "rope_interleaved", "alibi", "none"}) do
+        for _, kv in ipairs({4, 2, 1}) do
+            for _, window in ipairs({false, true}) do
+                mha.seed(11)
+                local o = {vocab = 13, d_model = 16, heads = 4, kv_heads = kv, layers = 2, d_ff = 8, max_len = 16,
+                           pos = pos == "rope_interleaved" and "rope" or pos}
+                if pos:match("^rope") then o.rope_layout = pos == "rope" and "half" or "interleaved" end
+                -- the cache holds sinks + W = 8 tokens, so nothing is dropped before position 9
+                if window then o.window, o.sinks = 6, 2 end
+                local model = mha.nn.Transformer(o)
+                local toks = tokens(2, L, 13, kv)
+                local full = model:forward(toks)
+                local what = string.format("%s, kv_heads %d%s", pos, kv, window and ", window 6, sinks 2" or "")
+                T.close(what .. ": one token a step", cached_logits(model, toks, {1, 1, 1, 1, 1, 1, 1, 1, 1}), full,
+                        0, 1e-5)
+                local chunked, cache = cached_logits(model, toks, {4, 1, 3, 1})
+                T.close(what .. ": a prompt of 4, then 1, 3, 1", chunked, full, 0, 1e-5)
+                T.eq(what .. ": length, bytes", {cache:length(), cache:bytes()},
+                     {window and 8 or L, 4 * 2 * 2 * 2 * kv * 4 * (window and 8 or L)})
+            end
+        end
+    end
+end)
+
+T.test("cached attention weights and a windowed mask that bites", function()
+    mha.seed(3)
+    local model = mha.nn.Transformer{vocab = 7, d_model = 8, heads = 2, kv_heads = 1, layers = 1, d_ff = 0,
+                                     max_len = 12, pos = "alibi", window = 2, sinks = 1}
+    local toks = tokens(1, 6, 7, 1)
+    model:forward(toks)
+    local full = model:attention()[1]
+    T.eq("query 6 does not see keys 2..4 (window 2, sink 1)", full[1][1][6]:totable(),
+         {full[1][1][6][1], 0, 0, 0, full[1][1][6][5], full[1][1][6][6]})
+    local cache = model:new_cache()
+    model:forward(columns(toks, 1, 5), {cache = cache})
+    T.eq("after 5 tokens the cache keeps the sink and the last 2", cache:length(), 3)
+    T.eq("it has seen 5", cache:seen_tokens(), 5)
+end)
+
+T.test("a window decodes past max_len, positions inside the cache", function()
+    mha.seed(5)
+    local o = {vocab = 11, d_model = 16, heads = 4, kv_heads = 2, layers = 2, d_ff = 0, max_len = 8, window = 4,
+               sinks = 1, pos = "none"}
+    local model = mha.nn.Transformer(o)
+    local toks = tokens(1, 20, 11, 2)
+    -- without positions the window sees the same keys in the cache as in the full forward, for ever
+    local full = mha.no_grad(function()
+        local big = mha.nn.Transformer{vocab = 11, d_model = 16, heads = 4, kv_heads = 2, layers = 2, d_ff = 0,
+                                       max_len = 20, window = 4, sinks = 1, pos = "none"}
+        local sd = {}
+        for _, k in ipairs(model:parameter_names()) do sd[k] = model:parameters()[k] end
+        big:load_state_dict(sd)
+        return big:forward(toks)
+    end)
+    local steps = {}
+    for i = 1, 20 do steps[i] = 1 end
+    local logits, cache = cached_logits(model, toks, steps)
+    T.close("pos none: 20 tokens through a cache of max_len 8 = the full windowed forward", logits, full, 0, 1e-5)
+    T.eq("the cache holds the sink and the last 4", {cache:length(), cache:seen_tokens()}, {5, 20})
+    T.eq("and its bytes stay", cache:bytes(), 4 * 2 * 2 * 2 * 4 * 5)
+    for _, pos in ipairs({"learned", "rope", "alibi"}) do
+        o.pos = pos
+        local m = mha.nn.Transformer(o)
+        local out = m:generate({1, 2, 3}, {max_new_tokens = 30, seed = 2})
+        T.eq(pos .. ": 33 tokens from a model of max_len 8", #out, 33)
+    end
+    T.ok("tostring names the window", tostring(cache):find("window 4, sinks 1", 1, true), tostring(cache))
+end)
+
+T.test("generate: the same tokens with and without the cache", function()
+    local configs = {
+        {vocab = 12, d_model = 16, heads = 2, layers = 2, max_len = 24},
+        {vocab = 12, d_model = 16, heads = 4, kv_heads = 2, layers = 2, max_len = 24, pos = "rope"},
+        {vocab = 12, d_model = 16, heads = 4, kv_heads = 1, layers = 1, max_len = 24, pos = "alibi"},
+        {vocab = 12, d_model = 16, heads = 4, layers = 2, max_len = 24, pos = "sinusoidal", window = 30, sinks = 2},
+    }
+    for i, c in ipairs(configs) do
+        mha.seed(i)
+        local m = mha.nn.Transformer(c)
+        for _, s in ipairs({{temperature = 0.8, top_k = 5}, {top_p = 0.9}, {temperature = 0}}) do
+            local with = {max_new_tokens = 12, seed = 7, cache = true}
+            local without = {max_new_tokens = 12, seed = 7, cache = false}
+            for k, v in pairs(s) do with[k], without[k] = v, v end
+            local a, b = m:generate({3, 1, 4}, with), m:generate({3, 1, 4}, without)
+            T.eq(string.format("config %d, %s: with = without the cache", i, next(s)), a, b)
+            T.eq(string.format("config %d: prompt kept, 12 new", i), {a[1], a[2], a[3], #a}, {3, 1, 4, 15})
+        end
+    end
+    mha.seed(1)
+    local m = mha.nn.Transformer{vocab = 40, d_model = 64, heads = 4, kv_heads = 2, layers = 2, max_len = 128,
+                                 pos = "rope"}
+    local out = m:generate({1, 2, 3}, {max_new_tokens = 20, temperature = 0.8, top_k = 10, seed = 1})
+    local ok = #out == 23
+    for _, t in ipairs(out) do ok = ok and math.type(t) == "integer" and t >= 1 and t <= 40 end
+    T.ok("issue 21's example: 3 + 20 ids in 1..40", ok, table.concat(out, " "))
+    T.eq("a seed gives the same tokens", m:generate({1, 2, 3}, {max_new_tokens = 20, temperature = 0.8, top_k = 10,
+                                                                seed = 1}), out)
+    T.eq("a 1-D tensor prompt", #m:generate(mha.tensor{1, 2}, {max_new_tokens = 3}), 5)
+    T.eq("max_new_tokens 0", m:generate({5}, {max_new_tokens = 0}), {5})
+end)
+
+T.test("training the modern options", function()
+    for _, c in ipairs({{pos = "rope", kv_heads = 1}, {pos = "alibi", kv_heads = 2}, {window = 5, sinks = 1}}) do
+        mha.seed(4)
+        local o = {vocab = 8, d_model = 16, heads = 2, layers = 1, d_ff = 0, max_len = 8}
+        for k, v in pairs(c) do o[k] = v end
+        local m = mha.nn.Transformer(o)
+        local h = mha.train{model = m, task = mha.tasks.copy{vocab = 8, len = 4, batch = 16}, steps = 40,
+                            lr = 1e-2, log_every = 20, seed = 1, quiet = true}
+        T.ok(string.format("%s: loss fell", o.pos or "window"), h.loss[2] < h.loss[1], h.loss[1] .. " -> " .. h.loss[2])
+    end
+end)
+
+T.test("options and errors", function()
+    local m = mha.nn.Transformer{vocab = 8, d_model = 16, heads = 4, kv_heads = 2, max_len = 6, pos = "rope"}
+    T.eq("fields", {m.kv_heads, m.heads, m.window}, {2, 4, nil})
+    T.eq("config rebuilds it", m:config().kv_heads, 2)
+    T.ok("the 2017 model keeps its config", mha.nn.Transformer{vocab = 8, d_model = 16, max_len = 6}:config()
+         .kv_heads == nil)
+    local fname = "nn.Transformer"
+    local function new(extra)
+        local o = {vocab = 8, d_model = 16, heads = 4, max_len = 6}
+        for k, v in pairs(extra) do o[k] = v end
+        return function() mha.nn.Transformer(o) end
+    end
+    T.raises("kv_heads divides heads", new{kv_heads = 3}, fname .. ": heads 4 must be a multiple of kv_heads 3")
+    T.raises("RoPE needs an even head dim", new{d_model = 12, pos = "rope"},
+             fname .. ': pos = "rope" needs an even head dim, got d_model 12 / heads 4 = 3')
+    T.raises("rope_layout without rope", new{rope_layout = "half"}, fname .. ': option rope_layout needs pos = "rope"')
+    T.raises("a bad layout", new{pos = "rope", rope_layout = "split"},
+             fname .. ': option rope_layout must be one of "half", "interleaved", got split')
+    T.raises("pos choice", new{pos = "rotary"},
+             fname .. ': option pos must be one of "learned", "sinusoidal", "rope", "alibi", "none", got rotary')
+    T.raises("a window < 1", new{window = 0}, fname .. ": option window must be a positive integer, got 0")
+    T.raises("sinks without a window", new{sinks = 1}, fname .. ": option sinks needs a window")
+    T.raises("negative sinks", new{window = 2, sinks = -1}, fname .. ": option sinks must be a whole number >= 0")
+    T.raises("a window looks back", new{window = 2, causal = false}, fname .. ": a window needs causal = true")
+    T.raises("no cache for a bidirectional model",
+             function() mha.nn.Transformer{vocab = 8, d_model = 16, max_len = 6, causal = false}:new_cache() end,
+             "Transformer:new_cache: a cache needs a causal model")
+    local other = mha.nn.Transformer{vocab = 8, d_model = 16, heads = 4, kv_heads = 2, max_len = 6, pos = "rope"}
+    local cache = other:new_cache()
+    T.raises("a cache fed to another model", function() m:forward({{1}}, {cache = cache}) end,
+             "Transformer:forward: this cache belongs to another model; make one with model:new_cache()")
+    T.raises("not a cache", function() m:forward({{1}}, {cache = {}}) end,
+             "Transformer:forward: option cache must be a KV cache from model:new_cache(), got table")
+    T.raises("forward option typo", function() m:forward({{1}}, {cahce = cache}) end,
+             "Transformer:forward: unknown option 'cahce' (did you mean 'cache'?)")
+    cache = m:new_cache()
+    m:forward({{1, 2, 3, 4}}, {cache = cache})
+    T.raises("decoding past max_len without a window", function() m:forward({{1, 2, 3}}, {cache = cache}) end,
+             "Transformer:forward: the cache holds 4 tokens and 3 more would reach position 7, past max_len 6 " ..
+             "(a model with a window = W keeps only the last W tokens and decodes on)")
+    T.eq("a failed step leaves the cache as it was", cache:length(), 4)
+    T.raises("another batch size", function() m:forward({{1}, {2}}, {cache = cache}) end,
+             "Transformer:forward: the cache holds 1 sequence but the tokens have 2 rows")
+    cache:reset()
+    T.eq("reset empties it", {cache:length(), cache:bytes()}, {0, 0})
+    T.raises("generate past max_len", function() m:generate({1, 2}, {max_new_tokens = 6}) end,
+             "Transformer:generate: 2 prompt tokens and max_new_tokens 6 need 7 positions, past max_len 6 " ..
+             "(a model with a window = W decodes on)")
+    T.raises("generate: empty prompt", function() m:generate({}) end,
+             "Transformer:generate: prompt must be a non-empty table of 1-based token ids, e.g. {1, 2, 3}, " ..
+             "got an empty table")
+    T.raises("generate: id out of range", function() m:generate({9}) end,
+             "Transformer:generate: prompt[1] is 9; token ids run from 1 to vocab 8")
+    T.raises("generate: sample's check", function() m:generate({1}, {max_new_tokens = 2, top_p = 2}) end,
+             "Transformer:generate: sample: top_p must be in (0, 1], got 2")
+    T.raises("generate: typo", function() m:generate({1}, {max_tokens = 2}) end,
+             "Transformer:generate: unknown option 'max_tokens'")
+end)
+
+T.done()
