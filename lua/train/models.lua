@@ -3,7 +3,10 @@
 -- trains (models/NAME.npz, written by tools/train_models.lua from a fixed seed).
 --
 -- A checkpoint holds the model's state_dict under PyTorch's keys plus its options as one-element tensors
--- "config.vocab", "config.d_model", ..., with norm as 1 pre, 2 post, 3 none and pos as 1 learned, 2 sinusoidal.
+-- "config.vocab", "config.d_model", ..., with norm as 1 pre, 2 post, 3 none and pos as 1 learned,
+-- 2 sinusoidal, 3 rope, 4 alibi, 5 none. The options of language models today are saved only when a
+-- model has them (config.kv_heads, config.window, config.sinks, config.rope_layout as 1 half,
+-- 2 interleaved, config.rope_base), so the checkpoints of older models keep their exact bytes.
 
 local mha = require "mha.core"
 local raise = require "mha.raise"   -- errors at the user's line
@@ -11,8 +14,10 @@ local proc = require "mha.proc"     -- where the program's own models/ is
 
 local M = {}
 
-local NORMS, POSES = {"pre", "post", "none"}, {"learned", "sinusoidal"}
+local NORMS, POSES = {"pre", "post", "none"}, {"learned", "sinusoidal", "rope", "alibi", "none"}
+local LAYOUTS = {"half", "interleaved"}
 local NUMERIC = {"vocab", "d_model", "heads", "layers", "d_ff", "max_len"}
+local OPTIONAL = {"kv_heads", "window", "sinks"}   -- whole numbers a model may have
 
 local function index_of(list, v)
     for i, x in ipairs(list) do if x == v then return i end end
@@ -29,6 +34,11 @@ function M.save_model(path, model, extra)
     tbl["config.causal"] = mha.tensor({c.causal and 1 or 0})
     tbl["config.norm"] = mha.tensor({index_of(NORMS, c.norm)})
     tbl["config.pos"] = mha.tensor({index_of(POSES, c.pos)})
+    for _, k in ipairs(OPTIONAL) do
+        if c[k] then tbl["config." .. k] = mha.tensor({c[k]}) end
+    end
+    if c.rope_layout then tbl["config.rope_layout"] = mha.tensor({index_of(LAYOUTS, c.rope_layout)}) end
+    if c.rope_base then tbl["config.rope_base"] = mha.tensor({c.rope_base}) end
     for k, v in pairs(extra or {}) do tbl[k] = v end
     mha.save(path, tbl)
 end
@@ -88,6 +98,11 @@ function M.load_model(name)
     c.causal = tbl["config.causal"]:item() ~= 0
     c.norm = NORMS[math.tointeger(tbl["config.norm"]:item())]
     c.pos = POSES[math.tointeger(tbl["config.pos"]:item())]
+    for _, k in ipairs(OPTIONAL) do
+        if tbl["config." .. k] then c[k] = math.tointeger(tbl["config." .. k]:item()) end
+    end
+    if tbl["config.rope_layout"] then c.rope_layout = LAYOUTS[math.tointeger(tbl["config.rope_layout"]:item())] end
+    if tbl["config.rope_base"] then c.rope_base = tbl["config.rope_base"]:item() end
     local model = require("mha.nn.transformer").Transformer(c)
     local sd, extra = {}, {}
     for k, v in pairs(tbl) do

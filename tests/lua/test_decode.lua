@@ -253,4 +253,28 @@ T.test("options and errors", function()
              "Transformer:generate: unknown option 'max_tokens'")
 end)
 
+-- A checkpoint keeps every option of a model of today (mha.save_model / load_model): the same config and,
+-- from the same weights, the same logits bit for bit.
+T.test("save_model keeps kv_heads, positions, windows", function()
+    local base = os.tmpname()
+    local path = base .. ".npz"
+    for _, o in ipairs({
+        {vocab = 11, d_model = 16, heads = 4, kv_heads = 2, layers = 2, max_len = 32, pos = "rope",
+         rope_layout = "interleaved", rope_base = 500},
+        {vocab = 11, d_model = 16, heads = 4, kv_heads = 1, layers = 1, max_len = 16, pos = "alibi",
+         window = 4, sinks = 1},
+        {vocab = 11, d_model = 16, heads = 2, layers = 1, max_len = 16, pos = "none"},
+    }) do
+        mha.seed(3)
+        local m = mha.nn.Transformer(o)
+        mha.save_model(path, m)
+        local m2 = mha.load_model(path)
+        T.eq(o.pos .. ": the loaded config", m2:config(), m:config())
+        local t = {{1, 2, 3, 4, 5, 6}}
+        T.eq(o.pos .. ": the same logits", m2:forward(t):totable(), m:forward(t):totable())
+    end
+    os.remove(path)
+    os.remove(base)
+end)
+
 T.done()
