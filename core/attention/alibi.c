@@ -39,7 +39,8 @@ mha_status mha_alibi_bias(mha_tensor *out, size_t H, size_t L, size_t S) {
     if (st != MHA_OK || L == 0 || S == 0) return st;   /* no element: no row to walk */
     float *bias = mha_f32(out);
     for (size_t h = 0; h < H; h++) {
-        double slope = (double)(float)slope_of(H, h);   /* the slope alibi_slopes gives, as a float */
+        double slope = (double)(float)slope_of(H, h);   /* the slope alibi_slopes gives, as a
+                                                           float */
         for (size_t i = 0; i < L; i++) {
             size_t t = S - L + i;   /* the position of query i */
             for (size_t j = 0; j < S; j++) {

@@ -8,22 +8,27 @@
 #include "nn/nn_internal.h"
 #include "tensor/tensor.h"
 
-/* MultiheadAttention.forward's checks of the module, q, k, v and the masks (core/attention/multihead.c), for both of
- * its forwards: the plain one and the one composed of differentiable ops (core/attention/multihead_grad.c). */
+/* MultiheadAttention.forward's checks of the module, q, k, v and the masks
+ * (core/attention/multihead.c), for both of its forwards: the plain one and the one composed of
+ * differentiable ops (core/attention/multihead_grad.c). */
 mha_status mha_multihead_check(const mha_multihead *m, const mha_tensor *query, const mha_tensor *key,
                                const mha_tensor *value, const mha_forward_options *opt);
 
-/* ---- the pieces both MultiheadAttention forwards share (heads.c); graph: record them as differentiable ops ---- */
+/* ---- the pieces both MultiheadAttention forwards share (heads.c); graph: record them as
+ * differentiable ops ---- */
 
 /* (N,X,E) as its heads (N,H,X,D): a view. */
 mha_status mha_split_heads(mha_tensor *out, const mha_tensor *t, size_t H, bool graph);
-/* K or V (N,S,E) with bias_row (1,1,E, or NULL) and a zero row (zero_row) appended along dim 1: (N,S',E). */
+/* K or V (N,S,E) with bias_row (1,1,E, or NULL) and a zero row (zero_row) appended along dim 1:
+ * (N,S',E). */
 mha_status mha_append_kv_rows(mha_tensor *out, const mha_tensor *x, const mha_tensor *bias_row, bool zero_row,
                               bool graph);
-/* Whether the masks let the fused kernel run (when the weights are not wanted); appended: S' > S. */
+/* Whether the masks let the fused kernel run (when the weights are not wanted); appended: S' >
+ * S. */
 bool mha_masks_fuse(const mha_forward_options *opt, bool appended);
-/* The weights' head mean avg (N,L,S') of w (N,H,L,S'), LS = L·S', over stretches [from, to) of MHA_HEAD_STRETCH
- * positions, numbered across the batches (mha_head_stretches per batch). wide: summed in double, else in float. */
+/* The weights' head mean avg (N,L,S') of w (N,H,L,S'), LS = L·S', over stretches [from, to) of
+ * MHA_HEAD_STRETCH positions, numbered across the batches (mha_head_stretches per batch). wide:
+ * summed in double, else in float. */
 enum { MHA_HEAD_STRETCH = 512 };
 size_t mha_head_stretches(size_t LS);
 void mha_head_mean(float *avg, const float *w, size_t H, size_t LS, size_t from, size_t to, bool wide);

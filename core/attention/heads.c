@@ -1,5 +1,6 @@
-/* core/attention/heads.c - what MultiheadAttention's two forwards (multihead.c, plain; multihead_grad.c, composed of
- * differentiable ops) share: the head split, the key/value rows add_bias_kv and add_zero_attn append, the head mean. */
+/* core/attention/heads.c - what MultiheadAttention's two forwards
+ * (multihead.c, plain; multihead_grad.c, composed of differentiable ops) share: the head split, the
+ * key/value rows add_bias_kv and add_zero_attn append, the head mean. */
 #include <string.h>
 
 #include "attention/attention_internal.h"
@@ -8,7 +9,8 @@
 #include "nn/nn.h"
 #include "attention/attention.h"
 
-/* (N,X,E) as its heads (N,H,X,D): a view, the head split the lessons show - (N,X,H,D), then heads in front. */
+/* (N,X,E) as its heads (N,H,X,D): a view, the head split the lessons show - (N,X,H,D), then heads
+ * in front. */
 mha_status mha_split_heads(mha_tensor *out, const mha_tensor *t, size_t H, bool graph) {
     ptrdiff_t shape[4] = {(ptrdiff_t)t->shape[0], (ptrdiff_t)t->shape[1], (ptrdiff_t)H, (ptrdiff_t)(t->shape[2] / H)};
     static const size_t perm[4] = {0, 2, 1, 3};
@@ -19,8 +21,8 @@ mha_status mha_split_heads(mha_tensor *out, const mha_tensor *t, size_t H, bool 
     return st;
 }
 
-/* K or V (N,S,E) with bias_k/bias_v (1,1,E) as one more row, then a row of zeros: cat along dim 1 -> (N,S',E).
- * torch appends the zeros after the head split; per head it is the same row. */
+/* K or V (N,S,E) with bias_k/bias_v (1,1,E) as one more row, then a row of zeros: cat along dim 1
+ * -> (N,S',E). torch appends the zeros after the head split; per head it is the same row. */
 mha_status mha_append_kv_rows(mha_tensor *out, const mha_tensor *x, const mha_tensor *bias_row, bool zero_row,
                               bool graph) {
     const size_t N = x->shape[0], E = x->shape[2];
@@ -44,9 +46,9 @@ mha_status mha_append_kv_rows(mha_tensor *out, const mha_tensor *x, const mha_te
     return st;
 }
 
-/* Whether the fused kernel can run in place of the plain path, when nobody looks at the (L,S') weights: its one
- * additive mask and causal flag say what the masks say - no mask, a key padding row, a float attn_mask without
- * appended keys (the causal flag would mask appended keys too). */
+/* Whether the fused kernel can run in place of the plain path, when nobody looks at the (L,S')
+ * weights: its one additive mask and causal flag say what the masks say - no mask, a key padding
+ * row, a float attn_mask without appended keys (the causal flag would mask appended keys too). */
 bool mha_masks_fuse(const mha_forward_options *opt, bool appended) {
     const mha_tensor *am = opt->attn_mask, *kpm = opt->key_padding_mask;
     return !(am && kpm) && !(am && (am->dtype == MHA_BOOL || appended)) && !(opt->is_causal && appended);
@@ -54,10 +56,11 @@ bool mha_masks_fuse(const mha_forward_options *opt, bool appended) {
 
 size_t mha_head_stretches(size_t LS) { return (LS + MHA_HEAD_STRETCH - 1) / MHA_HEAD_STRETCH; }
 
-/* avg = (Σ_h w[h]) / H, head 0 first, each stretch of positions summed in a buffer that stays in L1: one pass,
- * without reading and writing avg H + 2 times. wide: the sum in double, rounded to float once (mha_reduce's sum
- * over dim 1); else every step rounded to float (float addition: a double sum of two floats rounded to float is
- * the float sum). The division is float's either way. Positions are independent: any split gives the same bits. */
+/* avg = (Σ_h w[h]) / H, head 0 first, each stretch of positions summed in a buffer that stays in
+ * L1: one pass, without reading and writing avg H + 2 times. wide: the sum in double, rounded to
+ * float once (mha_reduce's sum over dim 1); else every step rounded to float
+ * (float addition: a double sum of two floats rounded to float is the float sum). The division is
+ * float's either way. Positions are independent: any split gives the same bits. */
 void mha_head_mean(float *avg, const float *w, size_t H, size_t LS, size_t from, size_t to, bool wide) {
     const size_t per_batch = mha_head_stretches(LS);
     double sum[MHA_HEAD_STRETCH];

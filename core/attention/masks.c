@@ -1,5 +1,5 @@
-/* core/attention/masks.c - the masks attention is given: the causal mask, true where a query may not look
- * at a later key, and a bool mask as the additive float mask it stands for. */
+/* core/attention/masks.c - the masks attention is given: the causal mask, true where a query may
+ * not look at a later key, and a bool mask as the additive float mask it stands for. */
 #include "attention/masks.h"
 
 #include <math.h>

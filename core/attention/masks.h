@@ -12,7 +12,8 @@ mha_status mha_causal_mask(mha_tensor *out, size_t L, size_t S);
 mha_status mha_mask_additive(mha_tensor *out, const mha_tensor *mask, const char *fname);
 
 /* An additive mask over (L,S) read through strides: a float mask is added, a bool mask adds -inf
- * where true. Both pointers NULL: no mask. rs = 0 repeats one row (a key padding row) for every query. */
+ * where true. Both pointers NULL: no mask. rs = 0 repeats one row (a key padding row) for every
+ * query. */
 typedef struct mha_mask_src {
     const float *f;
     const bool *b;

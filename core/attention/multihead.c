@@ -1,5 +1,6 @@
-/* core/attention/multihead.c - nn.MultiheadAttention (batch_first=True) computed in PyTorch 1.13's order: parameters
- * and their initialisation, the forward pass in named passes, and the trace of every intermediate. */
+/* core/attention/multihead.c - nn.MultiheadAttention (batch_first=True) computed in PyTorch 1.13's
+ * order: parameters and their initialisation, the forward pass in named passes, and the trace of
+ * every intermediate. */
 #include "attention/multihead.h"
 
 #include <math.h>
@@ -151,7 +152,8 @@ const mha_tensor *mha_trace_get(const mha_trace *trace, const char *name) {
     return NULL;
 }
 
-/* Records t under name: batched tensors as they are, unbatched ones without their leading N of 1. */
+/* Records t under name: batched tensors as they are, unbatched ones without their leading N of
+ * 1. */
 static mha_status trace_put(mha_trace *trace, const char *name, const mha_tensor *t, bool batched) {
     if (trace == NULL) return MHA_OK;
     if (trace->count >= MHA_TRACE_MAX)
@@ -222,25 +224,26 @@ mha_status mha_multihead_check(const mha_multihead *m, const mha_tensor *query, 
 
 /* Step 6 of the forward for every (batch, head) slice: what one head reads and writes, as pointers
  * into the forward's tensors. Slices write disjoint parts of concat, weights and the trace, so with
- * MHA_THREADS they are shared out over threads (heads_part) and the output is the same to the bit. */
+ * MHA_THREADS they are shared out over threads (heads_part) and the output is the same to the
+ * bit. */
 typedef struct heads_job {
     size_t N, H, L, S, S2, E, D;        /* S2 = S' the keys after bias_k and the zero key */
     float *concat;                      /* (N,L,E) the head outputs side by side */
     const float *q, *q_scaled;          /* Q and Q/√D (N,L,E) */
     const float *k, *v;                 /* K, V with the appended rows (N,S',E) */
-    const float *am_f;                  /* attn_mask (L,S) or (N·H,L,S), float or bool; NULL for none */
+    const float *am_f;              /* attn_mask (L,S) or (N·H,L,S), float or bool; NULL for none */
     const bool *am_b;
     bool am_per_head;                   /* (N·H,L,S) */
     const float *kpm_f;                 /* key_padding_mask (N,S), float or bool; NULL for none */
     const bool *kpm_b;
-    const float *pad_rows;              /* (N,S') the key padding as float rows, for the fused kernel */
+    const float *pad_rows;          /* (N,S') the key padding as float rows, for the fused kernel */
     bool causal, fused;
     float *weights;                     /* (N,H,L,S') when kept, else NULL */
     float *scores, *scaled, *masked;    /* (N,H,L,S') for the trace, else NULL */
     float *scratch;                     /* (nparts,L,S') when neither weights nor fused: one slice per part;
                                          * (nparts,ROW_BLOCK,S') for the head mean */
-    float *mean;                        /* (N,L,S') the weights averaged over heads, made by mean_part */
-    float *packed;                      /* for mean_part, per (batch, head): Kᵀ then V packed (mha_sgemm_pack_b) */
+    float *mean;                   /* (N,L,S') the weights averaged over heads, made by mean_part */
+    float *packed;       /* for mean_part, per (batch, head): Kᵀ then V packed (mha_sgemm_pack_b) */
     size_t packed_k, packed_v;          /* their sizes in floats */
     atomic_bool failed;                 /* a part failed: the others stop at their next slice */
 } heads_job;
@@ -270,8 +273,9 @@ static mha_head_args head_args(const heads_job *job, size_t n, size_t h, size_t 
     return head;
 }
 
-/* One head h of batch n: the plain attention of mha_attention_plain (scores, softmax, ·V into concat), or the
- * fused kernel's online softmax giving the same head output. */
+/* One head h of batch n: the plain attention of mha_attention_plain
+ * (scores, softmax, ·V into concat), or the fused kernel's online softmax giving the same head
+ * output. */
 static mha_status forward_head(const heads_job *job, size_t n, size_t h, float *scratch) {
     const size_t H = job->H, L = job->L, S2 = job->S2, E = job->E, D = job->D;
     const size_t slice = (n * H + h) * L * S2;
@@ -285,7 +289,8 @@ static mha_status forward_head(const heads_job *job, size_t n, size_t h, float *
         };
         return mha_attention_fused(&args);
     }
-    if (job->scores != NULL) { /* raw scores Q·Kᵀ, for the trace only: the output flows from the scaled ones */
+    if (job->scores != NULL) { /* raw scores Q·Kᵀ, for the trace only: the output flows from the
+                                  scaled ones */
         mha_status st = mha_sgemm(job->scores + slice, S2, job->q + n * L * E + h * D, (ptrdiff_t)E, 1, head.k, 1,
                                   (ptrdiff_t)E, L, S2, D, false);
         if (st != MHA_OK) return st;
@@ -311,7 +316,8 @@ static mha_status heads_part(void *ctx, size_t part, size_t nparts) {
     return st;
 }
 
-/* Slices part, part + nparts, ...: each head's Kᵀ and V packed once, for every block of rows of mean_part. */
+/* Slices part, part + nparts, ...: each head's Kᵀ and V packed once, for every block of rows of
+ * mean_part. */
 static mha_status pack_part(void *ctx, size_t part, size_t nparts) {
     heads_job *job = ctx;
     for (size_t slice = part; slice < job->N * job->H; slice += nparts) {
@@ -324,12 +330,13 @@ static mha_status pack_part(void *ctx, size_t part, size_t nparts) {
     return MHA_OK;
 }
 
-/* The weights averaged over heads, without the per-head weights (N,H,L,S'): a block of ROW_BLOCK queries
- * runs through every head in turn, head 0 first, its softmax writing the block's weights into scratch
- * (in L2) and adding them into the mean as it writes them; then the mean block is divided by H. That is
- * the very sum and rounding of averaging the per-head weights after, without writing and reading
- * H·L·S' floats. Parts (threads) take whole blocks, so any split gives the same bits.
- * ROW_BLOCK: a block's weights and mean, 2·48·S' floats, stay in L2 (512 KB) up to S' = 1024. */
+/* The weights averaged over heads, without the per-head weights (N,H,L,S'): a block of ROW_BLOCK
+ * queries runs through every head in turn, head 0 first, its softmax writing the block's weights
+ * into scratch (in L2) and adding them into the mean as it writes them; then the mean block is
+ * divided by H. That is the very sum and rounding of averaging the per-head weights after, without
+ * writing and reading H·L·S' floats. Parts (threads) take whole blocks, so any split gives the same
+ * bits. ROW_BLOCK: a block's weights and mean, 2·48·S' floats, stay in L2 (512 KB) up to S' =
+ * 1024. */
 enum { ROW_BLOCK = 48 };
 
 static mha_status mean_part(void *ctx, size_t part, size_t nparts) {
@@ -360,28 +367,30 @@ static mha_status mean_part(void *ctx, size_t part, size_t nparts) {
     return st;
 }
 
-/* One forward pass in the making: its sizes, its choices, and every tensor it makes (t[], by name) so
- * one exit releases them all. The passes below each fill some of t[] from what earlier ones left. */
+/* One forward pass in the making: its sizes, its choices, and every tensor it makes (t[], by name)
+ * so one exit releases them all. The passes below each fill some of t[] from what earlier ones
+ * left. */
 enum { IN_Q, IN_K, IN_V, W_Q, W_K, W_V, B_Q, B_K, B_V, Q, K, V, KX, VX, QS, SCORES, SCALED, MASKED, WEIGHTS,
        CONCAT, OUTPUT, AVG, HEADS, AM, KPM, PAD_ROWS, NTENSORS };
 typedef struct forward_pass {
     const mha_multihead *m;
     const mha_forward_options *opt;
     mha_trace *trace;                     /* NULL: nothing recorded */
-    const char *fn;                       /* the name allocation failures carry: forward, or trace when traced */
+    const char *fn;          /* the name allocation failures carry: forward, or trace when traced */
     bool batched, keep_weights, fused;
-    bool mean_rows;                       /* the head mean made block of rows by block (mean_part) */
+    bool mean_rows;                      /* the head mean made block of rows by block (mean_part) */
     size_t N, H, L, S, S2, E, D;          /* S2 = S' the keys after bias_k and the zero key */
     mha_tensor t[NTENSORS];
     float *scratch;                       /* (nparts,L,S') scores slices, when neither weights nor fused;
                                            * (nparts,ROW_BLOCK,S') with mean_rows */
-    float *packed;                        /* with mean_rows: every head's Kᵀ and V packed (pack_part) */
+    float *packed;                    /* with mean_rows: every head's Kᵀ and V packed (pack_part) */
     size_t scratch_bytes, nparts;
-    size_t packed_k, packed_v, packed_bytes; /* packed: floats per head of Kᵀ and of V, bytes in all */
+    size_t packed_k, packed_v, packed_bytes; /* packed: floats per head of Kᵀ and of V, bytes in
+                                                all */
 } forward_pass;
 
-/* The bytes of the attention weights the plan forms: the per-head weights (N,H,L,S') when it keeps them,
- * their head mean (N,L,S') when only that is returned, 0 when nobody looks at them. */
+/* The bytes of the attention weights the plan forms: the per-head weights (N,H,L,S') when it keeps
+ * them, their head mean (N,L,S') when only that is returned, 0 when nobody looks at them. */
 static double forward_weights_bytes(const forward_pass *f) {
     const double LS = (double)f->N * (double)f->L * (double)f->S2 * sizeof(float);
     return f->keep_weights ? LS * (double)f->H : f->mean_rows ? LS : 0.0;
@@ -393,25 +402,28 @@ static double forward_total_bytes(const forward_pass *f, bool want_weights) {
     const double E = (double)f->E, fl = sizeof(float);
     const mha_tensor *am = f->opt->attn_mask, *kpm = f->opt->key_padding_mask;
     double bytes = (N * L * E + 2 * N * S * E) * fl;                  /* pass 1: Q, K, V */
-    if (f->S2 > f->S) bytes += 2 * N * S2 * E * fl;                   /*   K, V with the appended rows */
+    if (f->S2 > f->S) bytes += 2 * N * S2 * E * fl;              /*   K, V with the appended rows */
     bytes += N * L * E * fl;                                          /* pass 2: Q/√D */
-    bytes += forward_weights_bytes(f);                                /*   weights (N,H,L,S') or their mean */
+    bytes += forward_weights_bytes(f);                      /*   weights (N,H,L,S') or their mean */
     if (f->trace) bytes += 3 * N * H * L * S2 * fl;                   /*   the trace's scores */
-    if (f->mean_rows) bytes += (double)f->nparts * ROW_BLOCK * S2 * fl + (double)f->packed_bytes; /* block, K, V */
+    /* block, K, V */
+    if (f->mean_rows) bytes += (double)f->nparts * ROW_BLOCK * S2 * fl + (double)f->packed_bytes;
     else if (!f->keep_weights && !f->fused && f->L * f->S2 > 0) bytes += (double)f->nparts * L * S2 * fl; /* scratch */
     bytes += N * L * E * fl;                                          /*   concat */
-    const mha_tensor *masks[2] = {am, kpm};                           /* pass 3: masks copied when strided */
+    const mha_tensor *masks[2] = {am, kpm};                  /* pass 3: masks copied when strided */
     for (int i = 0; i < 2; i++)
         if (masks[i] && !mha_is_contiguous(masks[i]))
             bytes += (double)mha_numel(masks[i]) * (masks[i]->dtype == MHA_BOOL ? sizeof(bool) : fl);
     if (kpm && f->fused) bytes += N * S2 * fl;                        /*   key padding rows */
     bytes += N * L * E * fl;                                          /* pass 5: output */
-    if (want_weights && f->opt->average_attn_weights && !f->mean_rows) bytes += N * L * S2 * fl; /* pass 6: the mean */
+    /* pass 6: the mean */
+    if (want_weights && f->opt->average_attn_weights && !f->mean_rows) bytes += N * L * S2 * fl;
     return bytes;
 }
 
 /* pass 1: the inputs as (N,X,·) (an unbatched input is a batch of one), then the in-projection
- * Q = query·W_qᵀ + b_q (W_q the first E rows of in_proj_weight, or q_proj_weight), likewise K and V. */
+ * Q = query·W_qᵀ + b_q (W_q the first E rows of in_proj_weight, or q_proj_weight), likewise K and
+ * V. */
 static mha_status project_inputs(forward_pass *f, const mha_tensor *const inputs[3]) {
     const mha_multihead *m = f->m;
     mha_tensor *t = f->t;
@@ -437,27 +449,29 @@ static mha_status project_inputs(forward_pass *f, const mha_tensor *const inputs
         (st = trace_put(f->trace, "K", &t[K], f->batched)) != MHA_OK ||
         (st = trace_put(f->trace, "V", &t[V], f->batched)) != MHA_OK)
         return st;
-    /* bias_k/bias_v appended as one more key and value, then the zero key and value (torch appends the
-     * zeros after the head split; per head it is the same row) */
+    /* bias_k/bias_v appended as one more key and value, then the zero key and value
+     * (torch appends the zeros after the head split; per head it is the same row) */
     if ((st = mha_append_kv_rows(&t[KX], &t[K], m->add_bias_kv ? &m->bias_k : NULL, m->add_zero_attn, false)) != MHA_OK)
         return nomem_under(st, f->fn);
     return nomem_under(mha_append_kv_rows(&t[VX], &t[V], m->add_bias_kv ? &m->bias_v : NULL, m->add_zero_attn, false),
                        f->fn);
 }
 
-/* "28.8 GB": a byte count for people (decimal units, as memory is sold), one decimal, rounded down. */
+/* "28.8 GB": a byte count for people (decimal units, as memory is sold), one decimal, rounded
+ * down. */
 static void human_bytes(char *buf, size_t n, double bytes) {
     if (bytes >= 1e12) snprintf(buf, n, "%.1f TB", floor(bytes / 1e11) / 10);
     else if (bytes >= 1e9) snprintf(buf, n, "%.1f GB", floor(bytes / 1e8) / 10);
     else snprintf(buf, n, "%.1f MB", floor(bytes / 1e5) / 10);
 }
 
-/* The weights did not fit: the per-head weights (N,H,L,S') or their head mean (N,L,S'). They grow as L·S',
- * and need_weights asks for them. Says how much they need and how to do without them. */
+/* The weights did not fit: the per-head weights (N,H,L,S') or their head mean (N,L,S'). They grow
+ * as L·S', and need_weights asks for them. Says how much they need and how to do without them. */
 static mha_status weights_failed(const forward_pass *f, mha_status st) {
     if (st != MHA_E_NOMEM) return st;
     char shape[MHA_SHAPE_BUF], size[32];
-    mha_tensor heads = {.ndim = 4, .shape = {f->N, f->H, f->L, f->S2}}; /* only its shape, to print */
+    /* only its shape, to print */
+    mha_tensor heads = {.ndim = 4, .shape = {f->N, f->H, f->L, f->S2}};
     mha_tensor mean = {.ndim = 3, .shape = {f->N, f->L, f->S2}};
     human_bytes(size, sizeof size, forward_weights_bytes(f));
     return mha_fail(st, "%s: out of memory: the %s%s attention weights need %s; pass need_weights=false to use the "
@@ -465,9 +479,10 @@ static mha_status weights_failed(const forward_pass *f, mha_status st) {
                     f->mean_rows ? " head-averaged" : "", size);
 }
 
-/* pass 2: the head split's buffers. q scaled before q·kᵀ, as torch 1.13 does: q_scaled = Q / √D; the
- * per-head weights (N,H,L,S') and the trace's scores; the (L,S') scratch; concat (N,L,E) where the heads
- * write their outputs side by side (the head split itself is a matter of pointers: forward_head). */
+/* pass 2: the head split's buffers. q scaled before q·kᵀ, as torch 1.13 does: q_scaled = Q / √D;
+ * the per-head weights (N,H,L,S') and the trace's scores; the (L,S') scratch; concat (N,L,E) where
+ * the heads write their outputs side by side (the head split itself is a matter of pointers:
+ * forward_head). */
 static mha_status split_heads_buffers(forward_pass *f) {
     mha_tensor *t = f->t;
     const size_t N = f->N, L = f->L, E = f->E, S2 = f->S2;
@@ -503,7 +518,8 @@ static mha_status split_heads_buffers(forward_pass *f) {
             return mha_fail(MHA_E_NOMEM, "%s: out of memory allocating %zu bytes for the packed keys and values",
                             f->fn, bytes);
         }
-    } else if (!f->keep_weights && !f->fused && L * S2 > 0) { /* one (L,S') slice per part, reused for each of its heads */
+    } else if (!f->keep_weights && !f->fused && L * S2 > 0) { /* one (L,S') slice per part, reused
+                                                                 for each of its heads */
         f->scratch_bytes = f->nparts * L * S2 * sizeof(float);
         if ((f->scratch = mha_alloc(f->scratch_bytes)) == NULL) {
             f->scratch_bytes = 0;
@@ -519,8 +535,8 @@ static mha_status split_heads_buffers(forward_pass *f) {
  * attention of mha_attention_plain (scores, softmax, ·V into concat), or the fused kernel's online
  * softmax giving the same head output (forward_head), the slices shared out over threads.
  * attn_mask (L,S) or (N·H,L,S) and key_padding_mask (N,S) add up (bool: true -> -inf); the appended
- * keys are never masked (torch pads the masks with 0). The fused kernel gets the key padding as float
- * rows (N,S'), the padding columns 0. */
+ * keys are never masked (torch pads the masks with 0). The fused kernel gets the key padding as
+ * float rows (N,S'), the padding columns 0. */
 static mha_status attend(forward_pass *f) {
     mha_tensor *t = f->t;
     const mha_tensor *am = f->opt->attn_mask, *kpm = f->opt->key_padding_mask;
@@ -560,8 +576,8 @@ static mha_status attend(forward_pass *f) {
     return nomem_under(mha_run_parts(f->mean_rows ? mean_part : heads_part, &job, f->nparts), f->fn);
 }
 
-/* pass 4 (merge) needs nothing: the heads wrote concat (N,L,E) side by side. pass 5: out-projection,
- * output = concat·W_oᵀ + b_o. */
+/* pass 4 (merge) needs nothing: the heads wrote concat (N,L,E) side by side. pass 5:
+ * out-projection, output = concat·W_oᵀ + b_o. */
 static mha_status project_output(forward_pass *f) {
     const mha_multihead *m = f->m;
     return nomem_under(mha_linear(&f->t[OUTPUT], &f->t[CONCAT], &m->out_proj_weight, m->bias ? &m->out_proj_bias : NULL),
@@ -595,9 +611,9 @@ static mha_status record_trace(forward_pass *f) {
     return trace_put(trace, "output", &t[OUTPUT], batched);
 }
 
-/* pass 6: the weights returned: mean over heads (torch: sum over heads / H) into t[AVG], summed in float head
- * after head (mha_head_mean), or every head. Parts (threads) take whole stretches, so any split gives the same
- * bits. *ret points at the tensor to hand back. */
+/* pass 6: the weights returned: mean over heads (torch: sum over heads / H) into t[AVG], summed in
+ * float head after head (mha_head_mean), or every head. Parts (threads) take whole stretches, so
+ * any split gives the same bits. *ret points at the tensor to hand back. */
 typedef struct average_job {
     float *avg;        /* (N,L,S') */
     const float *w;    /* (N,H,L,S') */
@@ -614,7 +630,8 @@ static mha_status average_part(void *ctx, size_t part, size_t nparts) {
 static mha_status average_weights(forward_pass *f, const mha_tensor **ret) {
     mha_tensor *t = f->t;
     *ret = f->mean_rows ? &t[AVG] : &t[WEIGHTS];
-    if (!f->opt->average_attn_weights || f->mean_rows) return MHA_OK; /* mean_part made it already */
+    if (!f->opt->average_attn_weights || f->mean_rows) return MHA_OK; /* mean_part made it
+                                                                         already */
     const size_t N = f->N, H = f->H, LS = f->L * f->S2;
     size_t shape_avg[3] = {N, f->L, f->S2};
     mha_status st = mha_empty_named(&t[AVG], MHA_FLOAT32, 3, shape_avg, f->fn);
@@ -637,15 +654,15 @@ static void forward_plan(forward_pass *f, const mha_multihead *m, const mha_tens
     f->E = m->embed_dim, f->H = m->num_heads, f->D = m->head_dim;
     f->N = f->batched ? query->shape[0] : 1, f->L = query->shape[f->batched], f->S = key->shape[f->batched];
     f->S2 = f->S + m->add_bias_kv + m->add_zero_attn;
-    /* Only the head mean returned (torch's default), and more than one head to average: the mean is made
-     * block of rows by block and the per-head weights never exist (mean_part). With one head the mean is
-     * that head's weights, which the plain path writes as they are. */
+    /* Only the head mean returned (torch's default), and more than one head to average: the mean is
+     * made block of rows by block and the per-head weights never exist (mean_part). With one head
+     * the mean is that head's weights, which the plain path writes as they are. */
     f->mean_rows = want_weights && opt->average_attn_weights && trace == NULL && f->H > 1;
     f->keep_weights = (want_weights && !f->mean_rows) || trace != NULL;
     /* when nobody looks at the (L,S') weights, the fused kernel runs wherever the masks let it */
     f->fused = !f->keep_weights && !f->mean_rows && mha_masks_fuse(opt, f->S2 > f->S);
-    /* the (batch, head) slices - or with mean_rows the (batch, block of rows) units - shared out over threads
-     * (MHA_THREADS), by the FLOPs of q·kᵀ and weights·v */
+    /* the (batch, head) slices - or with mean_rows the (batch, block of rows) units - shared out
+     * over threads (MHA_THREADS), by the FLOPs of q·kᵀ and weights·v */
     const size_t units = f->mean_rows ? f->N * ((f->L + ROW_BLOCK - 1) / ROW_BLOCK) : f->N * f->H;
     f->nparts = mha_kernels_parts(units, 4.0 * (double)(f->N * f->H) * (double)f->L * (double)f->S2 * (double)f->D);
     for (int i = 0; i < NTENSORS; i++) f->t[i] = MHA_TENSOR_EMPTY;

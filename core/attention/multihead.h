@@ -1,5 +1,6 @@
-/* core/attention/multihead.h - nn.MultiheadAttention (batch_first=True) faithful to PyTorch 1.13: parameters,
- * initialisation, state_dict names, the forward pass and the trace of its intermediates. */
+/* core/attention/multihead.h - nn.MultiheadAttention (batch_first=True) faithful to PyTorch 1.13:
+ * parameters, initialisation, state_dict names, the forward pass and the trace of its
+ * intermediates. */
 #ifndef MHA_MULTIHEAD_H
 #define MHA_MULTIHEAD_H
 
@@ -74,13 +75,14 @@ mha_status mha_multihead_forward(mha_tensor *out, mha_tensor *weights, const mha
                                  const mha_tensor *query, const mha_tensor *key, const mha_tensor *value,
                                  const mha_forward_options *opt, mha_trace *trace);
 
-/* The memory one forward allocates, in bytes, known before it runs from the plan the forward follows
- * (double: any shape's count is representable). weights: the per-head attention weights (N,H,L,S') it
- * keeps when weights are returned (weights_out) or traced, 0 when no one looks at them (the fused
- * kernel, or one (L,S) scratch slice per thread). total: every tensor and buffer the forward makes, all
- * held until it returns, so its peak - aside from the kernels' packing buffers (at most a few MB) and
- * the copy linear makes of a non-contiguous input. A forward that runs out of memory for the weights
- * says how much they need. Bad arguments fail as in mha_multihead_forward. */
+/* The memory one forward allocates, in bytes, known before it runs from the plan the forward
+ * follows (double: any shape's count is representable). weights: the per-head attention weights
+ * (N,H,L,S') it keeps when weights are returned (weights_out) or traced, 0 when no one looks at
+ * them (the fused kernel, or one (L,S) scratch slice per thread). total: every tensor and buffer
+ * the forward makes, all held until it returns, so its peak - aside from the kernels' packing
+ * buffers (at most a few MB) and the copy linear makes of a non-contiguous input. A forward that
+ * runs out of memory for the weights says how much they need. Bad arguments fail as in
+ * mha_multihead_forward. */
 typedef struct mha_forward_bytes {
     double weights, total;
 } mha_forward_bytes;

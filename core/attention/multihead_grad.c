@@ -1,5 +1,6 @@
-/* core/attention/multihead_grad.c - MultiheadAttention's forward composed of differentiable ops (linear, narrow, cat, views,
- * sdpa), taken when gradients are wanted, so its backward is the chain of theirs; parameters as autograd leaves. */
+/* core/attention/multihead_grad.c - MultiheadAttention's forward composed of differentiable ops
+ * (linear, narrow, cat, views, sdpa), taken when gradients are wanted, so its backward is the chain
+ * of theirs; parameters as autograd leaves. */
 #include "attention/multihead_grad.h"
 
 #include <math.h>
@@ -45,8 +46,9 @@ mha_status mha_ag_alias(mha_tensor *out, const mha_tensor *t) {
     return st;
 }
 
-/* A mask as an additive float tensor: bool true -> -inf, float as it is (the same tensor: a float mask that
- * requires grad gets its gradient through what is built from it here). */
+/* A mask as an additive float tensor: bool true -> -inf, float as it is
+ * (the same tensor: a float mask that requires grad gets its gradient through what is built from it
+ * here). */
 static mha_status additive(mha_tensor *out, const mha_tensor *mask) {
     if (mask->dtype == MHA_FLOAT32) return mha_ag_alias(out, mask);
     mha_tensor zeros = MHA_TENSOR_EMPTY;
@@ -56,9 +58,10 @@ static mha_status additive(mha_tensor *out, const mha_tensor *mask) {
     return st;
 }
 
-/* The one additive mask (N|1, H|1, L, S') of attn_mask + key_padding_mask (+ causal, when keys were appended:
- * the appended columns are never masked, as torch pads its masks with zeros). Empty when there is nothing.
- * Built of differentiable ops, so a float mask that requires grad gets its gradient (as in torch). */
+/* The one additive mask (N|1, H|1, L, S') of attn_mask + key_padding_mask
+ * (+ causal, when keys were appended: the appended columns are never masked, as torch pads its
+ * masks with zeros). Empty when there is nothing. Built of differentiable ops, so a float mask that
+ * requires grad gets its gradient (as in torch). */
 static mha_status combined_mask(mha_tensor *out, const mha_forward_options *opt, size_t N, size_t H, size_t L, size_t S,
                                 size_t S2, bool causal_here) {
     const mha_tensor *am = opt->attn_mask, *kpm = opt->key_padding_mask;
@@ -99,7 +102,8 @@ static mha_status combined_mask(mha_tensor *out, const mha_forward_options *opt,
         st = mha_ag_alias(&t[MASKED], &t[SUM]);
     }
     if (st == MHA_OK && S2 > S) { /* the appended keys' columns: 0 */
-        size_t shape[4] = {t[MASKED].shape[0], t[MASKED].shape[1], L, S}; /* a key padding row (.., 1, S) spread */
+        /* a key padding row (.., 1, S) spread */
+        size_t shape[4] = {t[MASKED].shape[0], t[MASKED].shape[1], L, S};
         st = mha_ag_expand(&t[ROWS], &t[MASKED], 4, shape);
         shape[3] = S2 - S;
         if (st == MHA_OK) st = mha_zeros(&t[PAD], MHA_FLOAT32, 4, shape);
@@ -112,10 +116,11 @@ static mha_status combined_mask(mha_tensor *out, const mha_forward_options *opt,
     return st;
 }
 
-/* The weights' head mean avg (N,L,S') = (Σ_h w[:,h]) / H of w (N,H,L,S'), as torch's sum over dim 1 then / H,
- * recorded as the one node of that division. mha_head_mean sums in double (wide): the very bits of mha_reduce's
- * sum over dim 1 (double accumulators) followed by the float division, without the (N,L,S') sum and the
- * reduction's L·S' doubles in memory. Backward: div's then sum's, g / H spread over the heads (a broadcast view). */
+/* The weights' head mean avg (N,L,S') = (Σ_h w[:,h]) / H of w (N,H,L,S'), as torch's sum over dim 1
+ * then / H, recorded as the one node of that division. mha_head_mean sums in double (wide): the
+ * very bits of mha_reduce's sum over dim 1 (double accumulators) followed by the float division,
+ * without the (N,L,S') sum and the reduction's L·S' doubles in memory. Backward: div's then sum's,
+ * g / H spread over the heads (a broadcast view). */
 
 static mha_status head_mean_backward(mha_tensor *grads, const mha_node *n, const mha_tensor *g) {
     const mha_shape_rec *in = &n->in_shapes[0];
@@ -134,7 +139,8 @@ static mha_status head_mean(mha_tensor *avg, const mha_tensor *w) { /* w contigu
     mha_status st = mha_empty(avg, MHA_FLOAT32, 3, shape);
     if (st != MHA_OK) return st;
     const size_t per_batch = mha_head_stretches(LS);
-    for (size_t n = 0; n < N && LS > 0; n++) { /* no position: nothing to walk, however many batches */
+    for (size_t n = 0; n < N && LS > 0; n++) { /* no position: nothing to walk, however many
+                                                  batches */
         if (mha_interrupted()) {
             mha_release(avg);
             return mha_fail(MHA_E_INTERRUPTED, "MultiheadAttention.forward: interrupted averaging the weights of batch %zu", n);
@@ -179,9 +185,11 @@ static mha_status composed_forward(mha_tensor *out, mha_tensor *weights, const m
     if (st == MHA_OK) st = mha_split_heads(&t[QH], &t[QS], H, true);
     if (st == MHA_OK) st = mha_split_heads(&t[KH], &t[KX], H, true);
     if (st == MHA_OK) st = mha_split_heads(&t[VH], &t[VX], H, true);
-    /* step 5: the masks as one additive mask; the kernel the plain forward would pick (fused or not) */
+    /* step 5: the masks as one additive mask; the kernel the plain forward would pick
+     * (fused or not) */
     const bool fused = !want_weights && mha_masks_fuse(opt, S2 > S);
-    const bool causal_in_mask = opt->is_causal && S2 > S; /* sdpa's causal flag would mask the appended keys too */
+    const bool causal_in_mask = opt->is_causal && S2 > S; /* sdpa's causal flag would mask the
+                                                             appended keys too */
     if (st == MHA_OK) st = combined_mask(&t[MASK], opt, N, H, L, S, S2, causal_in_mask);
     if (st == MHA_OK) { /* step 6: attention per (batch, head) */
         mha_sdpa_options so = {.attn_mask = t[MASK].storage ? &t[MASK] : NULL, .is_causal = opt->is_causal && !causal_in_mask,
@@ -224,8 +232,8 @@ mha_status mha_ag_multihead_forward(mha_tensor *out, mha_tensor *weights, const 
         return mha_multihead_forward(out, weights, m, query, key, value, opt, NULL);
     mha_status st = composed_forward(out, weights, m, query, key, value, opt);
     if (st == MHA_OK || st == MHA_E_INTERRUPTED) return st;
-    /* When the plain forward fails too (out of memory for the weights, say), its message names the problem in
-     * the layer's words; otherwise the composed path's own failure stands. */
+    /* When the plain forward fails too (out of memory for the weights, say), its message names the
+     * problem in the layer's words; otherwise the composed path's own failure stands. */
     char why[512];
     snprintf(why, sizeof why, "%s", mha_errmsg());
     mha_tensor plain_out = MHA_TENSOR_EMPTY, plain_weights = MHA_TENSOR_EMPTY;

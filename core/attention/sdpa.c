@@ -1,5 +1,6 @@
-/* core/attention/sdpa.c - scaled dot-product attention, forward then backward: the plain per-head path (every
- * intermediate kept, the reference of the fused kernel), mha_sdpa over batches, and mha_sdpa_backward after it. */
+/* core/attention/sdpa.c - scaled dot-product attention, forward then backward: the plain per-head
+ * path (every intermediate kept, the reference of the fused kernel), mha_sdpa over batches, and
+ * mha_sdpa_backward after it. */
 #include "attention/sdpa.h"
 
 #include <math.h>
@@ -38,8 +39,8 @@ static float mask_value(const mha_mask_src *m, size_t i, size_t j) {
     return 0.0f;
 }
 
-/* Each row's log-sum-exp, lse_i = max + log Σ_j exp(s_ij - max) (summed in double), of s (rows, n); -inf for a
- * row with every key masked (max -inf: log 0). */
+/* Each row's log-sum-exp, lse_i = max + log Σ_j exp(s_ij - max) (summed in double), of s (rows, n);
+ * -inf for a row with every key masked (max -inf: log 0). */
 static void rows_lse(float *lse, const float *s, size_t rows, size_t n) {
     for (size_t i = 0; i < rows; i++) {
         const float *row = s + i * n;
@@ -85,7 +86,8 @@ mha_status mha_attention_plain(const mha_head_args *job, const mha_attn_kernels 
     if (masked) memcpy(masked, weights, L * S * sizeof *weights);
     if (job->lse) rows_lse(job->lse, weights, L, S);
 
-    /* pass 3: weights = softmax(masked) along each row (and weights_sum += weights, as they are written) */
+    /* pass 3: weights = softmax(masked) along each row (and weights_sum += weights, as they are
+     * written) */
     kernels->softmax_rows(weights, S, L, S, job->weights_sum, job->ld_sum);
 
     /* pass 4: out = weights·v */
@@ -100,23 +102,24 @@ mha_status mha_attention_plain(const mha_head_args *job, const mha_attn_kernels 
  * The forward: scaled dot-product attention with broadcast leading dims
  * ------------------------------------------------------------------------------------------- */
 
-/* q, k or v as the slices read them: shared when each row's elements are contiguous and rows do not overlap (a
- * head split's permuted view, say: its rows E apart), else a contiguous copy. */
+/* q, k or v as the slices read them: shared when each row's elements are contiguous and rows do not
+ * overlap (a head split's permuted view, say: its rows E apart), else a contiguous copy. */
 static mha_status rows_readable(mha_tensor *out, const mha_tensor *t) {
     const size_t d = t->ndim;
     if (t->stride[d - 1] == 1 && t->stride[d - 2] >= (ptrdiff_t)t->shape[d - 1]) return mha_share(out, t);
     return mha_contiguous_named(out, t, "sdpa");
 }
 
-/* Kept weights go by blocks of a multiple of KEPT_BLOCK rows: a multiple of every register tile's rows (4, 6, 8),
- * so each block splits into the tiles a whole-slice product would use. */
+/* Kept weights go by blocks of a multiple of KEPT_BLOCK rows: a multiple of every register tile's
+ * rows (4, 6, 8), so each block splits into the tiles a whole-slice product would use. */
 enum { KEPT_BLOCK = 48 };
 
 /* The batch loop of mha_sdpa: each (broadcast) batch index is one attention slice writing its own
  * part of the result (and weights), so with MHA_THREADS the slices are shared out over threads. */
 typedef struct sdpa_job {
     const mha_tensor *q;                  /* for messages */
-    const mha_tensor *eq, *ek, *ev, *mask; /* expanded to the batch (rows contiguous); mask NULL for none */
+    const mha_tensor *eq, *ek, *ev, *mask; /* expanded to the batch (rows contiguous); mask NULL for
+                                              none */
     const mha_tensor *result;             /* (batch..., L, Dv), laid out as q or contiguous */
     float *weights;                       /* (batches,L,S), or NULL for the fused path */
     float *lse;                           /* (batches,L), or NULL: not wanted */
@@ -124,21 +127,23 @@ typedef struct sdpa_job {
     bool causal;
     float scale;
     size_t L, S, D, Dv;
-    size_t block_rows;                    /* weights kept: queries per block of rows (kept_slice), 0: whole slices */
+    size_t block_rows;   /* weights kept: queries per block of rows (kept_slice), 0: whole slices */
     size_t packed_k, packed_v;            /* floats of a slice's kᵀ and v packed, per part */
     atomic_bool failed;                   /* a part failed: the others stop at their next slice */
 } sdpa_job;
 
-/* The kept weights' slice a block of rows at a time: its kᵀ and v packed once (into packed), then each block's
- * scores, softmax and ·v while the block (block_rows x S) is in L2 - rather than the (L,S) weights written, read
- * by the softmax and read again to be packed for ·v from memory. The same sums in the same order as one call
- * over the slice (mha_sgemm_packed: the very bits of mha_sgemm's packed path; blocks in whole register tiles). */
+/* The kept weights' slice a block of rows at a time: its kᵀ and v packed once (into packed), then
+ * each block's scores, softmax and ·v while the block (block_rows x S) is in L2 - rather than the
+ * (L,S) weights written, read by the softmax and read again to be packed for ·v from memory. The
+ * same sums in the same order as one call over the slice (mha_sgemm_packed: the very bits of
+ * mha_sgemm's packed path; blocks in whole register tiles). */
 static mha_status kept_slice(const sdpa_job *job, const mha_head_args *slice, float *weights, float *packed) {
     const size_t L = job->L, S = job->S;
     mha_head_args head = *slice;
     head.k_packed = packed, head.v_packed = packed + job->packed_k;
-    mha_sgemm_pack_b(packed, slice->k, 1, (ptrdiff_t)slice->ld_k, S, job->D);                   /* kᵀ (D,S) */
-    mha_sgemm_pack_b(packed + job->packed_k, slice->v, (ptrdiff_t)slice->ld_v, 1, job->Dv, S);  /* v (S,Dv) */
+    mha_sgemm_pack_b(packed, slice->k, 1, (ptrdiff_t)slice->ld_k, S, job->D);         /* kᵀ (D,S) */
+    /* v (S,Dv) */
+    mha_sgemm_pack_b(packed + job->packed_k, slice->v, (ptrdiff_t)slice->ld_v, 1, job->Dv, S);
     mha_status st = MHA_OK;
     for (size_t row0 = 0; row0 < L && st == MHA_OK; row0 += job->block_rows) {
         head.row0 = row0;
@@ -263,9 +268,10 @@ static mha_status sdpa_check(sdpa_sizes *z, const mha_tensor *q, const mha_tenso
     return MHA_OK;
 }
 
-/* Weights kept: by blocks of rows (kept_slice) when a slice has more rows than one block - unless its q·kᵀ is one a
- * whole-slice mha_sgemm computes as dot products of rows (a short q at depth D >= 128, kernels.h), whose bits the
- * packed path would not give. A block's scores fill about half of L2 (256 KiB). */
+/* Weights kept: by blocks of rows (kept_slice) when a slice has more rows than one block - unless
+ * its q·kᵀ is one a whole-slice mha_sgemm computes as dot products of rows
+ * (a short q at depth D >= 128, kernels.h), whose bits the packed path would not give. A block's
+ * scores fill about half of L2 (256 KiB). */
 static void plan_blocks(sdpa_job *job, bool kept) {
     const size_t L = job->L, S = job->S, D = job->D;
     const size_t block_bytes = S * sizeof(float) * KEPT_BLOCK, half_l2 = (size_t)256 << 10;
@@ -292,7 +298,8 @@ mha_status mha_sdpa_lse(mha_tensor *out, mha_tensor *weights, mha_tensor *lse, c
     if (st != MHA_OK) return st;
     const size_t L = z.L, S = z.S, D = z.D, Dv = z.Dv, nb = z.nb;
     const float scale = opt->scale != 0.0f ? opt->scale : (float)(1.0 / sqrt((double)D));
-    /* weights not wanted: the fused kernel - unless lse is and Dv = 0, which the fused kernel skips */
+    /* weights not wanted: the fused kernel - unless lse is and Dv = 0, which the fused kernel
+     * skips */
     const bool fused = weights == NULL && !(lse && Dv == 0);
 
     mha_tensor cq = MHA_TENSOR_EMPTY, ck = MHA_TENSOR_EMPTY, cv = MHA_TENSOR_EMPTY, fmask = MHA_TENSOR_EMPTY;
@@ -301,7 +308,8 @@ mha_status mha_sdpa_lse(mha_tensor *out, mha_tensor *weights, mha_tensor *lse, c
     if ((st = rows_readable(&cq, q)) != MHA_OK || (st = rows_readable(&ck, k)) != MHA_OK ||
         (st = rows_readable(&cv, v)) != MHA_OK)
         goto done;
-    /* the fused kernel reads float masks only: a bool mask becomes one of its own size, never (L,S) from a row */
+    /* the fused kernel reads float masks only: a bool mask becomes one of its own size, never (L,S)
+     * from a row */
     if (mask != NULL && fused && mask->dtype == MHA_BOOL) st = mha_mask_additive(&fmask, mask, "sdpa");
     else if (mask != NULL) st = mha_share(&fmask, mask);
     if (st != MHA_OK) goto done;
@@ -333,7 +341,8 @@ mha_status mha_sdpa_lse(mha_tensor *out, mha_tensor *weights, mha_tensor *lse, c
     };
     plan_blocks(&job, !fused);
     atomic_init(&job.failed, false);
-    const double flops = 2.0 * (double)batches * (double)L * (double)S * (double)(D + Dv); /* q·kᵀ and ·v */
+    /* q·kᵀ and ·v */
+    const double flops = 2.0 * (double)batches * (double)L * (double)S * (double)(D + Dv);
     if (L > 0)   /* no query: no (L,·) slice to fill, however many batches */
         st = nomem_under(mha_run_parts(sdpa_part, &job, mha_kernels_parts(batches, flops)), "sdpa");
     if (st != MHA_OK) goto done;
@@ -356,8 +365,8 @@ done:
 
 /* ---------------------------------------------------------------------------------------------
  * The backward, pass 4 first: each step is the backward of the forward pass it names (formulas in
- * sdpa.h). Plain: P from the weights the forward kept. Fused: P recomputed tile by tile from q and k,
- * beyond FULL_ROWS keys from each row's log-sum-exp (the flash-attention method).
+ * sdpa.h). Plain: P from the weights the forward kept. Fused: P recomputed tile by tile from q and
+ * k, beyond FULL_ROWS keys from each row's log-sum-exp (the flash-attention method).
  * ------------------------------------------------------------------------------------------- */
 
 #define TILE_Q 64   /* queries per tile (fused path) */
@@ -368,9 +377,9 @@ typedef struct mat {
     ptrdiff_t rs, cs;
 } mat;
 
-/* A position a bool mask or the causal rule masks: it passes no gradient (masked_fill's backward), so a fully
- * masked row gives dQ 0 there, not NaN, as torch 1.13 with masked_fill. A float mask's -inf is an addition,
- * whose backward passes the row's NaN on. */
+/* A position a bool mask or the causal rule masks: it passes no gradient (masked_fill's backward),
+ * so a fully masked row gives dQ 0 there, not NaN, as torch 1.13 with masked_fill. A float mask's
+ * -inf is an addition, whose backward passes the row's NaN on. */
 static bool hard_masked(const mha_mask_src *m, bool causal, size_t i, size_t j) {
     if (causal && j > i) return true;
     return m->b && m->b[(ptrdiff_t)i * m->rs + (ptrdiff_t)j * m->cs];
@@ -379,9 +388,12 @@ static bool hard_masked(const mha_mask_src *m, bool causal, size_t i, size_t j) 
 typedef struct bwd_job {
     /* inputs, each expanded to the batch shape (views) */
     const mha_tensor *q, *k, *v, *dout, *dweights, *weights, *out, *mask;
-    float *gq, *gk, *gv;          /* (batches, L, D), (batches, S, D), (batches, S, Dv), zeroed; NULL: not wanted */
-    float *gm;                    /* (batches, L, S): the float mask's gradient (dS unscaled), every element written; or NULL */
-    size_t nb, batches, group;    /* group: query heads per K/V head (k and v read at head h / group) */
+    float *gq, *gk, *gv;          /* (batches, L, D), (batches, S, D), (batches, S, Dv), zeroed;
+                                     NULL: not wanted */
+    float *gm;                    /* (batches, L, S): the float mask's gradient (dS unscaled), every
+                                     element written; or NULL */
+    size_t nb, batches, group;    /* group: query heads per K/V head (k and v read at head h /
+                                     group) */
     bool causal;
     float scale;
     size_t L, S, D, Dv;
@@ -403,9 +415,9 @@ static mha_status value_grad(const bwd_job *job, size_t n, const float *P, size_
                      bk, Dv, bq, true);
 }
 
-/* Backward of pass 3 (softmax) and pass 2 (masks), one row i over keys j0..j0+bk: dS = P∘(dP - delta)·scale in
- * place of dP, delta = rowsum(P∘dP) (the mask's gradient, unscaled, into job->gm when wanted); positions a bool
- * mask or the causal rule masks get 0. */
+/* Backward of pass 3 (softmax) and pass 2 (masks), one row i over keys j0..j0+bk: dS =
+ * P∘(dP - delta)·scale in place of dP, delta = rowsum(P∘dP) (the mask's gradient, unscaled, into
+ * job->gm when wanted); positions a bool mask or the causal rule masks get 0. */
 static void softmax_grad_row(const bwd_job *job, const mha_mask_src *m, float *ds, const float *p, float delta, size_t n,
                              size_t i, size_t j0, size_t bk) {
     const float scale = job->scale;
@@ -440,13 +452,14 @@ static mha_status score_grads(const bwd_job *job, size_t n, const float *dS, siz
     return st;
 }
 
-/* Whether the plain path must copy each slice's weights into scratch (their columns are not contiguous). */
+/* Whether the plain path must copy each slice's weights into scratch
+ * (their columns are not contiguous). */
 static bool weights_copied(const bwd_job *job) {
     return job->weights->stride[job->nb + 1] != 1;
 }
 
-/* Plain: one slice, with P from the weights (read in place, or copied to P_copy when strided); dS in an (L,S)
- * buffer dP. */
+/* Plain: one slice, with P from the weights (read in place, or copied to P_copy when strided); dS
+ * in an (L,S) buffer dP. */
 static mha_status slice_plain(const bwd_job *job, size_t n, float *dP, float *P_copy) {
     const size_t L = job->L, S = job->S, Dv = job->Dv;
     const size_t nb = job->nb, group = job->group;
@@ -486,8 +499,8 @@ static mha_status slice_plain(const bwd_job *job, size_t n, float *dP, float *P_
     return score_grads(job, n, dP, S, 0, L, 0, S, q, k);
 }
 
-/* The forward's passes 1 and 2 over a tile: s = q[i0:i0+bq]·k[j0:j0+bk]ᵀ·scale + mask, causal -inf where j > i;
- * into tile (row stride ld). */
+/* The forward's passes 1 and 2 over a tile: s = q[i0:i0+bq]·k[j0:j0+bk]ᵀ·scale + mask, causal -inf
+ * where j > i; into tile (row stride ld). */
 static mha_status score_tile(const bwd_job *job, float *tile, size_t ld, mat q, mat k, const mha_mask_src *m, size_t i0,
                              size_t bq, size_t j0, size_t bk) {
     mha_status st = mha_sgemm(tile, ld, q.p + (ptrdiff_t)i0 * q.rs, q.rs, q.cs, k.p + (ptrdiff_t)j0 * k.rs, k.cs, k.rs,
@@ -505,27 +518,30 @@ static mha_status score_tile(const bwd_job *job, float *tile, size_t ld, mat q, 
     return MHA_OK;
 }
 
-/* The key tile width of the fused backward for S keys: whole rows up to FULL_ROWS keys (one sweep: the rows'
- * softmax is exact, as the forward's), else KEY_TILE keys with each row's log-sum-exp found in a first sweep. */
+/* The key tile width of the fused backward for S keys: whole rows up to FULL_ROWS keys
+ * (one sweep: the rows' softmax is exact, as the forward's), else KEY_TILE keys with each row's
+ * log-sum-exp found in a first sweep. */
 #define FULL_ROWS 4096
 #define KEY_TILE 512
 static size_t key_tile(size_t S) { return S <= FULL_ROWS ? (S ? S : 1) : KEY_TILE; }
 
-/* The forward's pass 3 for rows that do not fit one tile, in two sweeps over the keys. Sweep 1: each row's
- * log-sum-exp over all S keys, lse = max + log Σ exp(s - max), online over the key tiles: with the running
- * (max, sum) and a tile's (tmax, tsum),
+/* The forward's pass 3 for rows that do not fit one tile, in two sweeps over the keys. Sweep 1:
+ * each row's log-sum-exp over all S keys, lse = max + log Σ exp(s - max), online over the key
+ * tiles: with the running (max, sum) and a tile's (tmax, tsum),
  *   max' = max(max, tmax);   sum' = sum·exp(max - max') + tsum·exp(tmax - max').
  * Sweep 2: P = exp(s - lse) = softmax_tile(s) · tsum·exp(tmax - lse).
- * The exps come from the forward's vectorised softmax kernel: after p = softmax(s) over the tile row, p at the
- * row's max is exp(0)/tsum, so tsum = 1/p[argmax] (to a float's rounding, as the forward's own sum). The plain
- * reference beside it (scalar exps, sweep 1 summing in double) is what tests hold it equal to
+ * The exps come from the forward's vectorised softmax kernel: after p = softmax(s) over the tile
+ * row, p at the row's max is exp(0)/tsum, so tsum = 1/p[argmax]
+ * (to a float's rounding, as the forward's own sum). The plain reference beside it
+ * (scalar exps, sweep 1 summing in double) is what tests hold it equal to
  * (mha_sdpa_backward_plain_lse). */
 static bool plain_lse = false;
 
 void mha_sdpa_backward_plain_lse(bool on) { plain_lse = on; }
 
-/* One tile row's max (the first NaN, if any: it makes the row NaN). Unless it is -inf (every key masked: the row
- * is left as it is), the row becomes its softmax and *tsum = Σ exp(s - tmax). */
+/* One tile row's max (the first NaN, if any: it makes the row NaN). Unless it is -inf
+ * (every key masked: the row is left as it is), the row becomes its softmax and *tsum = Σ
+ * exp(s - tmax). */
 static double tile_row_softmax(float *row, size_t bk, double *tsum) {
     size_t at = 0;
     for (size_t j = 1; j < bk && !isnan(row[at]); j++)
@@ -540,7 +556,8 @@ static double tile_row_softmax(float *row, size_t bk, double *tsum) {
 /* Sweep 2's P = exp(s - lse) over one tile row, in place. */
 static void tile_row_probs(float *p, size_t bk, float lse) {
     double tsum = 0.0, tmax;
-    if (plain_lse || !isfinite(lse)) { /* a fully masked row's lse is -inf: P is NaN (the forward's policy) */
+    if (plain_lse || !isfinite(lse)) { /* a fully masked row's lse is -inf: P is NaN (the forward's
+                                          policy) */
         for (size_t j = 0; j < bk; j++) p[j] = expf(p[j] - lse);
     } else if ((tmax = tile_row_softmax(p, bk, &tsum)) == -INFINITY) {
         memset(p, 0, bk * sizeof *p);
@@ -580,14 +597,17 @@ static mha_status row_lse(const bwd_job *job, float *lse, float *tile, size_t tk
             } else {
                 tmax = tile_row_softmax(row, bk, &tsum);
             }
-            if (tmax != -INFINITY) lse_merge(&run_max[i], &run_sum[i], tmax, tsum); /* an all-masked tile adds 0 */
+            /* an all-masked tile adds 0 */
+            if (tmax != -INFINITY) lse_merge(&run_max[i], &run_sum[i], tmax, tsum);
         }
     }
-    for (size_t i = 0; i < bq; i++) lse[i] = (float)(run_max[i] + log(run_sum[i])); /* fully masked: -inf */
+    /* fully masked: -inf */
+    for (size_t i = 0; i < bq; i++) lse[i] = (float)(run_max[i] + log(run_sum[i]));
     return MHA_OK;
 }
 
-/* Fused: one slice, TILE_Q queries at a time; scratch holds two (TILE_Q, key_tile(S)) tiles and 2·TILE_Q floats. */
+/* Fused: one slice, TILE_Q queries at a time; scratch holds two (TILE_Q, key_tile(S)) tiles and
+ * 2·TILE_Q floats. */
 static mha_status slice_fused(const bwd_job *job, size_t n, float *scratch) {
     const size_t L = job->L, S = job->S, Dv = job->Dv, tk = key_tile(S);
     const bool one_sweep = tk >= S;
@@ -617,9 +637,10 @@ static mha_status slice_fused(const bwd_job *job, size_t n, float *scratch) {
                 st = mha_sgemm(sdP, tk, dO.p + (ptrdiff_t)i0 * dO.rs, dO.rs, dO.cs, v.p + (ptrdiff_t)j0 * v.rs, v.cs, v.rs,
                                bq, bk, Dv, false);
             if (st != MHA_OK) break;
-            /* the forward's pass 3: P (exact row softmax in one sweep, else exp(s - lse)); backward of passes 3
-             * and 2: dS = P∘(dP - delta)·scale */
-            if (one_sweep) mha_softmax_rows(sP, tk, bq, bk); /* the forward's kernel: a fully masked row is NaN */
+            /* the forward's pass 3: P (exact row softmax in one sweep, else exp(s - lse)); backward
+             * of passes 3 and 2: dS = P∘(dP - delta)·scale */
+            if (one_sweep) mha_softmax_rows(sP, tk, bq, bk); /* the forward's kernel: a fully masked
+                                                                row is NaN */
             for (size_t i = 0; i < bq; i++) {
                 float *p = sP + i * tk, *ds = sdP + i * tk;
                 if (!one_sweep) tile_row_probs(p, bk, lse[i]);
@@ -684,7 +705,8 @@ static mha_status bwd_check(sdpa_sizes *z, const mha_tensor *const all[8], const
     return MHA_OK;
 }
 
-/* Each gradient wanted (dst[i] not NULL) summed back to its input's shape; on a failure none is handed back. */
+/* Each gradient wanted (dst[i] not NULL) summed back to its input's shape; on a failure none is
+ * handed back. */
 static mha_status sum_to_inputs(mha_tensor *const dst[4], const mha_tensor *const grads[4],
                                 const mha_tensor *const like[4]) {
     for (size_t i = 0; i < 4; i++) {
@@ -716,7 +738,8 @@ mha_status mha_sdpa_backward(mha_tensor *dq, mha_tensor *dk, mha_tensor *dv, mha
     for (int i = 0; i < 4; i++) g[i] = MHA_TENSOR_EMPTY;
     const size_t rows[8] = {L, S, S, L, L, L, L, L}, cols[8] = {D, D, Dv, S, Dv, S, S, Dv};
     const char *names[8] = {"q", "k", "v", "attn_mask", "dout", "dweights", "weights", "out"};
-    static const int order[8] = {0, 1, 2, 4, 5, 6, 7, 3}; /* the order the arguments are checked in */
+    static const int order[8] = {0, 1, 2, 4, 5, 6, 7, 3}; /* the order the arguments are checked
+                                                             in */
     for (int o = 0; o < 8 && st == MHA_OK; o++) {
         const int i = order[o];
         if (all[i] && !(i == 7 && weights)) /* out is read by the fused path only */
@@ -758,17 +781,21 @@ mha_status mha_sdpa_backward(mha_tensor *dq, mha_tensor *dk, mha_tensor *dv, mha
     return st;
 }
 
-/* ---- the graph node: mha_ag_sdpa records the forward; its backward runs the backward above ---- */
-/* The output's node backpropagates through the saved weights (plain) or, when the forward ran fused, by
- * recomputing them tile by tile (mha_sdpa_backward). Weights returned to the user get a node of their own:
- * gradients through both are summed by the engine, as the math is linear in them. */
+/* ---- the graph node: mha_ag_sdpa records the forward; its backward runs the backward above
+ * ---- */
+/* The output's node backpropagates through the saved weights (plain) or, when the forward ran
+ * fused, by recomputing them tile by tile (mha_sdpa_backward). Weights returned to the user get a
+ * node of their own: gradients through both are summed by the engine, as the math is linear in
+ * them. */
 
-/* Saved: q, k, v, then the weights (or, fused, the output), then the mask (slot 4, empty when none). */
+/* Saved: q, k, v, then the weights (or, fused, the output), then the mask
+ * (slot 4, empty when none). */
 typedef struct sdpa_node {
     mha_node base;
     bool is_causal, enable_gqa;
     float scale;
-    bool from_weights;         /* the output's node: slot 3 holds the weights (backward from them), else the output */
+    bool from_weights;         /* the output's node: slot 3 holds the weights (backward from them),
+                                  else the output */
 } sdpa_node;
 
 static mha_sdpa_options node_sdpa_options(const mha_node *n) {
@@ -809,13 +836,13 @@ static void save_sdpa(mha_node *n, const mha_tensor *q, const mha_tensor *k, con
     node->scale = opt ? opt->scale : 0.0f;
 }
 
-/* Fused or not, a forward whose weights fit this budget keeps them for its backward, as torch's math path does:
- * the backward from kept weights does four (L,S)-sized products per slice (dP, dV, dQ, dK), the fused one five
- * (it recomputes the scores first). Above it the fused path keeps memory O(L·D).
- * The trade at MultiheadAttention E=512 H=8 L=2048 (128 MiB of weights), one thread, min of 3, load ~2: keeping
- * them makes forward + backward 1460 ms against 1814 fused, and the recording forward alone 487 ms against 449
- * fused (no_grad 439) - 24% off the training step for 8% on a forward nobody backpropagates through, so they
- * are kept. */
+/* Fused or not, a forward whose weights fit this budget keeps them for its backward, as torch's
+ * math path does: the backward from kept weights does four (L,S)-sized products per slice
+ * (dP, dV, dQ, dK), the fused one five (it recomputes the scores first). Above it the fused path
+ * keeps memory O(L·D). The trade at MultiheadAttention E=512 H=8 L=2048 (128 MiB of weights), one
+ * thread, min of 3, load ~2: keeping them makes forward + backward 1460 ms against 1814 fused, and
+ * the recording forward alone 487 ms against 449 fused (no_grad 439) - 24% off the training step
+ * for 8% on a forward nobody backpropagates through, so they are kept. */
 static size_t keep_budget = (size_t)256 << 20;
 
 size_t mha_ag_sdpa_keep_budget(size_t bytes) {
@@ -824,9 +851,9 @@ size_t mha_ag_sdpa_keep_budget(size_t bytes) {
     return was;
 }
 
-/* The bytes of the (batch..., L, S) weights of q (..., L, D), k (..., S, D), v and the mask, batch dims broadcast
- * (with gqa, k's and v's heads dim left out: q's gives the heads); SIZE_MAX when the shapes do not fit (mha_sdpa
- * reports that). */
+/* The bytes of the (batch..., L, S) weights of q (..., L, D), k (..., S, D), v and the mask, batch
+ * dims broadcast (with gqa, k's and v's heads dim left out: q's gives the heads); SIZE_MAX when the
+ * shapes do not fit (mha_sdpa reports that). */
 static size_t weights_bytes(const mha_tensor *q, const mha_tensor *k, const mha_tensor *v, const mha_tensor *mask,
                             bool gqa) {
     const mha_tensor *all[4] = {q, k, v, mask};
@@ -855,7 +882,8 @@ mha_status mha_ag_sdpa(mha_tensor *out, mha_tensor *weights, const mha_tensor *q
 
 mha_status mha_ag_sdpa_lse(mha_tensor *out, mha_tensor *weights, mha_tensor *lse, const mha_tensor *q,
                            const mha_tensor *k, const mha_tensor *v, const mha_sdpa_options *opt) {
-    /* a float mask that requires grad is the fourth input (torch differentiates an added mask too) */
+    /* a float mask that requires grad is the fourth input (torch differentiates an added mask
+     * too) */
     const mha_tensor *mask = opt ? opt->attn_mask : NULL;
     const mha_tensor *in[4] = {q, k, v, mask && mask->dtype == MHA_FLOAT32 ? mask : NULL};
     if (!mha_ag_wants(in, 4)) return mha_sdpa_lse(out, weights, lse, q, k, v, opt);
@@ -872,7 +900,8 @@ mha_status mha_ag_sdpa_lse(mha_tensor *out, mha_tensor *weights, mha_tensor *lse
         mha_release(&kept);
         return st;
     }
-    ((sdpa_node *)n)->from_weights = weights != NULL || keep; /* else fused, from the saved output */
+    ((sdpa_node *)n)->from_weights = weights != NULL || keep; /* else fused, from the saved
+                                                                 output */
     save_sdpa(n, q, k, v, weights ? weights : keep ? &kept : out, opt);
     mha_release(&kept);
     if (weights) {

@@ -1,13 +1,15 @@
-/* core/attention/sdpa_batch.c - the batch of sdpa's (L,S) slices: leading dims broadcast together, and the
- * query heads that share one K/V head (grouped-query attention) found by index, never by copying K and V. */
+/* core/attention/sdpa_batch.c - the batch of sdpa's (L,S) slices: leading dims broadcast together,
+ * and the query heads that share one K/V head (grouped-query attention) found by index, never by
+ * copying K and V. */
 #include <string.h>
 
 #include "attention/sdpa_batch.h"
 #include "nn/nn_internal.h"
 
-/* With a group of G query heads per K/V head, k and v stand in the batch with their heads dim (dim -3) G times
- * as large: the batch shape takes q's H there, and slice n reads K/V head h / G of its query head h (0-based;
- * torch's repeat_interleave order). The group is 1 without GQA: every tensor is read at its own index. */
+/* With a group of G query heads per K/V head, k and v stand in the batch with their heads dim
+ * (dim -3) G times as large: the batch shape takes q's H there, and slice n reads K/V head h / G of
+ * its query head h (0-based; torch's repeat_interleave order). The group is 1 without GQA: every
+ * tensor is read at its own index. */
 
 bool mha_batch_grow(size_t *nb, size_t *bshape, const mha_tensor *t, size_t group) {
     size_t lead = t->ndim > 2 ? t->ndim - 2 : 0;
@@ -43,7 +45,8 @@ mha_status mha_batch_expand(mha_tensor *out, const mha_tensor *t, size_t nb, con
 ptrdiff_t mha_batch_offset(const mha_tensor *t, size_t nb, size_t n, size_t group) {
     ptrdiff_t off = 0;
     for (size_t d = nb; d-- > 0;) {
-        const size_t g = d == nb - 1 ? group : 1, size = t->shape[d] * g; /* the batch's size of dim d */
+        /* the batch's size of dim d */
+        const size_t g = d == nb - 1 ? group : 1, size = t->shape[d] * g;
         off += (ptrdiff_t)(n % size / g) * t->stride[d];
         n /= size;
     }
@@ -65,7 +68,8 @@ mha_status mha_sdpa_group(size_t *group, const mha_tensor *q, const mha_tensor *
                           bool enable_gqa, const char *fname) {
     char sq[MHA_SHAPE_BUF], sk[MHA_SHAPE_BUF], sv[MHA_SHAPE_BUF];
     *group = 1;
-    if (!enable_gqa || q->ndim < 2 || k->ndim < 2 || v->ndim < 2) return MHA_OK; /* the shape checks report those */
+    /* the shape checks report those */
+    if (!enable_gqa || q->ndim < 2 || k->ndim < 2 || v->ndim < 2) return MHA_OK;
     if (q->ndim < 3 || k->ndim < 3 || v->ndim < 3)
         return mha_fail(MHA_E_SHAPE, "%s: q %s, k %s, v %s: enable_gqa needs a heads dim in each (..., H, L, E)",
                         fname, SHAPE(sq, q), SHAPE(sk, k), SHAPE(sv, v));

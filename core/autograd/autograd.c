@@ -1,5 +1,6 @@
-/* core/autograd/autograd.c - the autograd graph: leaves and their gradients, nodes recorded by differentiable ops,
- * backward (topological order, gradients summed, leaves updated at the end), no-grad mode, in-place checks. */
+/* core/autograd/autograd.c - the autograd graph: leaves and their gradients, nodes recorded by
+ * differentiable ops, backward (topological order, gradients summed, leaves updated at the end),
+ * no-grad mode, in-place checks. */
 #include "autograd/autograd.h"
 
 #include <stdlib.h>
@@ -19,7 +20,8 @@ static mha_status ag_check_write(const mha_tensor *t, const char *fname);
 
 static mha_ag *ag_new(void) {
     mha_tensor_set_ag_release(mha_ag_drop);   /* from now on mha_release drops what this tracks */
-    mha_tensor_set_write_check(ag_check_write); /* and the tensor room's writers ask before writing */
+    mha_tensor_set_write_check(ag_check_write); /* and the tensor room's writers ask before
+                                                   writing */
     mha_ag *ag = mha_alloc(sizeof *ag);
     if (!ag) return NULL;
     memset(ag, 0, sizeof *ag);
@@ -32,9 +34,10 @@ static void node_free_saved(mha_node *n) {
     n->n_saved = 0;
 }
 
-/* Drops one reference to ag; what reaches no references is freed: its gradients, its node (saved tensors and all)
- * and, in turn, the inputs only that node held. A worklist threaded through the dying ags (next_dying) instead of
- * recursion, so dropping a chain of a million ops needs no deeper C stack than dropping one. */
+/* Drops one reference to ag; what reaches no references is freed: its gradients, its node
+ * (saved tensors and all) and, in turn, the inputs only that node held. A worklist threaded through
+ * the dying ags (next_dying) instead of recursion, so dropping a chain of a million ops needs no
+ * deeper C stack than dropping one. */
 static void ag_unref(mha_ag *ag) {
     mha_ag *dying = NULL;
     if (--ag->refcount == 0) ag->next_dying = dying, dying = ag;
@@ -124,8 +127,8 @@ mha_status mha_set_grad(mha_tensor *t, const mha_tensor *g) {
 
 mha_status mha_detach(mha_tensor *out, const mha_tensor *t) { return mha_share(out, t); }
 
-/* The write rule's check (tensor.h, mha_tensor_set_write_check): refuses an in-place write into a tensor that
- * requires grad while grad mode is on; the tensor room counts every write it allows. */
+/* The write rule's check (tensor.h, mha_tensor_set_write_check): refuses an in-place write into a
+ * tensor that requires grad while grad mode is on; the tensor room counts every write it allows. */
 static mha_status ag_check_write(const mha_tensor *t, const char *fname) {
     char shape[MHA_SHAPE_BUF];
     if (mha_ag_requires(t) && mha_grad_enabled()) {

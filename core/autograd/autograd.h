@@ -1,5 +1,6 @@
-/* core/autograd/autograd.h - reverse-mode automatic differentiation over mha tensors: the graph that differentiable
- * ops record, backward through it (PyTorch's user model), the no-grad mode, and the plain backward kernels. */
+/* core/autograd/autograd.h - reverse-mode automatic differentiation over mha tensors: the graph
+ * that differentiable ops record, backward through it (PyTorch's user model), the no-grad mode, and
+ * the plain backward kernels. */
 #ifndef MHA_AUTOGRAD_H
 #define MHA_AUTOGRAD_H
 
@@ -35,18 +36,21 @@ typedef struct mha_ag {
     struct mha_ag *next_dying; /* while the graph is freed: the next ag to free (no recursion) */
 } mha_ag;
 
-/* Backward of one node: fills grads[i] (empty on entry) for every input i with node->inputs[i] != NULL,
- * with the input's shape, from gout (the gradient of the node's output, the output's shape). */
+/* Backward of one node: fills grads[i] (empty on entry) for every input i with node->inputs[i] !=
+ * NULL, with the input's shape, from gout (the gradient of the node's output, the output's
+ * shape). */
 typedef mha_status (*mha_backward_fn)(mha_tensor *grads, const mha_node *node, const mha_tensor *gout);
 
 #define MHA_NODE_SAVED 6
 typedef struct mha_shape_rec { size_t ndim; size_t shape[MHA_MAX_DIMS]; } mha_shape_rec;
 
-/* The engine's part of every graph node, as Lua's CommonHeader is of every object: an op's node is a struct
- * of its own whose first member is this, followed by exactly the arguments its backward needs,
+/* The engine's part of every graph node, as Lua's CommonHeader is of every object: an op's node is
+ * a struct of its own whose first member is this, followed by exactly the arguments its backward
+ * needs,
  *     typedef struct { mha_node base; mha_reduceop op; size_t dim; } reduce_node;
- * mha_ag_record allocates the op's whole struct (zeroed); the op's backward turns the const mha_node * it
- * is given back into its own type in one cast. An op whose backward needs no argument uses mha_node itself. */
+ * mha_ag_record allocates the op's whole struct (zeroed); the op's backward turns the const
+ * mha_node * it is given back into its own type in one cast. An op whose backward needs no argument
+ * uses mha_node itself. */
 struct mha_node {
     size_t refcount;           /* the output tensors' ags pointing here */
     size_t bytes;              /* the size of the op's node struct, for freeing it */
@@ -68,21 +72,22 @@ struct mha_node {
 
 /* ---- the user's model ---- */
 
-/* Marks t as a leaf that requires grad (flag true), or clears the flag (false). Only a leaf's flag may be
- * changed (an op's result requires grad because its input does): MHA_E_ARG otherwise, naming the op. */
+/* Marks t as a leaf that requires grad (flag true), or clears the flag (false). Only a leaf's flag
+ * may be changed (an op's result requires grad because its input does): MHA_E_ARG otherwise, naming
+ * the op. */
 mha_status mha_requires_grad(mha_tensor *t, bool flag);
 bool mha_ag_requires(const mha_tensor *t);           /* t takes part in the graph */
-bool mha_ag_is_leaf(const mha_tensor *t);             /* no grad_fn (untracked tensors are leaves too) */
+bool mha_ag_is_leaf(const mha_tensor *t);        /* no grad_fn (untracked tensors are leaves too) */
 const char *mha_ag_fn_name(const mha_tensor *t);      /* "mul", or NULL for a leaf */
 /* The accumulated gradient (a share of it) or an empty out when there is none. */
 mha_status mha_grad(mha_tensor *out, const mha_tensor *t);
-void mha_zero_grad(mha_tensor *t);                    /* forget the gradient (t:grad() is nil again) */
+void mha_zero_grad(mha_tensor *t);                 /* forget the gradient (t:grad() is nil again) */
 /* Sets t's gradient to a copy of g (same shape), as torch's t.grad = g; g NULL forgets it. */
 mha_status mha_set_grad(mha_tensor *t, const mha_tensor *g);
 /* Backward from root. gout NULL means a gradient of 1: root must then have one element. */
 mha_status mha_backward(const mha_tensor *root, const mha_tensor *gout);
-/* The same; with retain_graph the graph keeps its saved tensors, so a later backward can run through it again
- * (torch's retain_graph=True): the gradients then accumulate once more. */
+/* The same; with retain_graph the graph keeps its saved tensors, so a later backward can run
+ * through it again (torch's retain_graph=True): the gradients then accumulate once more. */
 mha_status mha_backward_retain(const mha_tensor *root, const mha_tensor *gout, bool retain_graph);
 /* A share of t's data outside the graph (requires_grad false), as torch's detach(). */
 mha_status mha_detach(mha_tensor *out, const mha_tensor *t);
@@ -96,9 +101,9 @@ bool mha_grad_enabled(void);
 
 /* True when grad mode is on and one of the n inputs (NULLs allowed) requires grad. */
 bool mha_ag_wants(const mha_tensor *const *inputs, size_t n);
-/* Makes out (just computed from inputs) the output of a new node of node_bytes (the size of the op's node
- * struct, at least sizeof(mha_node)), zeroed but for the engine's part; *node gets it to save tensors and set
- * the op's arguments. On failure out is released. */
+/* Makes out (just computed from inputs) the output of a new node of node_bytes
+ * (the size of the op's node struct, at least sizeof(mha_node)), zeroed but for the engine's part;
+ * *node gets it to save tensors and set the op's arguments. On failure out is released. */
 mha_status mha_ag_record(mha_node **node, size_t node_bytes, mha_tensor *out, const char *name,
                          mha_backward_fn backward, const mha_tensor *const *inputs, size_t n);
 void mha_ag_save(mha_node *node, const mha_tensor *t);   /* saved[n_saved++] := a share of t */

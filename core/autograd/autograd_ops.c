@@ -1,5 +1,6 @@
-/* core/autograd/autograd_ops.c - the differentiable tensor ops: each runs the plain op of core/tensor/ops.c or tensor.c, and
- * when grad mode is on and an input requires grad, records a node whose backward is written beside it. */
+/* core/autograd/autograd_ops.c - the differentiable tensor ops: each runs the plain op of
+ * core/tensor/ops.c or tensor.c, and when grad mode is on and an input requires grad, records a
+ * node whose backward is written beside it. */
 #include "autograd/autograd_ops.h"
 
 #include <math.h>
@@ -73,12 +74,14 @@ static mha_status binary_backward(mha_tensor *grads, const mha_node *n, const mh
         }
         break;
     case MHA_MAXIMUM:
-    case MHA_MINIMUM: { /* the larger (smaller) side takes g; a tie splits it in halves, as torch 1.13 */
+    case MHA_MINIMUM: { /* the larger (smaller) side takes g; a tie splits it in halves, as torch
+                           1.13 */
         mha_tensor half = MHA_TENSOR_EMPTY, tie = MHA_TENSOR_EMPTY, lose_a = MHA_TENSOR_EMPTY, lose_b = MHA_TENSOR_EMPTY;
         bool is_max = op == MHA_MAXIMUM;
         st = mha_binary_scalar(&half, MHA_MUL, g, 0.5f, false);
         if (st == MHA_OK) st = mha_compare(&tie, MHA_EQ, a, b);
-        if (st == MHA_OK) st = mha_where(&t1, &tie, &half, g); /* g, or g/2 at ties; full broadcast shape */
+        if (st == MHA_OK) st = mha_where(&t1, &tie, &half, g); /* g, or g/2 at ties; full broadcast
+                                                                  shape */
         if (st == MHA_OK) st = mha_compare(&lose_a, is_max ? MHA_LT : MHA_GT, a, b);
         if (st == MHA_OK) st = mha_compare(&lose_b, is_max ? MHA_GT : MHA_LT, a, b);
         if (st == MHA_OK && n->inputs[0]) st = mha_masked_fill(&ga, &t1, &lose_a, 0.0f);
@@ -207,7 +210,8 @@ static mha_status unary_backward(mha_tensor *grads, const mha_node *n, const mha
             double dydx = 0.0;
             switch (op) {
             case MHA_NEG: dydx = -1.0; break;
-            case MHA_ABS: dydx = x[i] > 0 ? 1.0 : x[i] < 0 ? -1.0 : 0.0; break; /* sign(x), 0 at 0 as torch */
+            /* sign(x), 0 at 0 as torch */
+            case MHA_ABS: dydx = x[i] > 0 ? 1.0 : x[i] < 0 ? -1.0 : 0.0; break;
             case MHA_EXP: dydx = y[i]; break;
             case MHA_LOG: dydx = 1.0 / x[i]; break;
             case MHA_SQRT: dydx = 0.5 / y[i]; break;
@@ -283,7 +287,8 @@ mha_status mha_ag_masked_fill(mha_tensor *out, const mha_tensor *t, const mha_te
 
 /* ================================ reductions ================================ */
 
-/* g, of the reduced shape, as a view broadcast back to the input's shape (reduced dims as size 1). */
+/* g, of the reduced shape, as a view broadcast back to the input's shape
+ * (reduced dims as size 1). */
 static mha_status unreduce(mha_tensor *out, const mha_tensor *g, const mha_shape_rec *in, size_t dim) {
     size_t kept[MHA_MAX_DIMS];
     ptrdiff_t kept_signed[MHA_MAX_DIMS];
@@ -298,7 +303,8 @@ static mha_status unreduce(mha_tensor *out, const mha_tensor *g, const mha_shape
     return st;
 }
 
-/* sum, mean, max, min over dim (or MHA_ALL_DIMS); keepdim needs no keeping: g is reshaped either way */
+/* sum, mean, max, min over dim (or MHA_ALL_DIMS); keepdim needs no keeping: g is reshaped either
+ * way */
 typedef struct reduce_node {
     mha_node base;
     mha_reduceop op;
@@ -427,7 +433,8 @@ static mha_status as_matrix(mha_tensor *out, const mha_tensor *t, bool left) {
     return mha_unsqueeze(out, t, left ? 0 : 1);
 }
 
-/* C = A·B (batched, broadcast): dA = dC·Bᵀ, dB = Aᵀ·dC, each summed over the batch dims it was broadcast on. */
+/* C = A·B (batched, broadcast): dA = dC·Bᵀ, dB = Aᵀ·dC, each summed over the batch dims it was
+ * broadcast on. */
 static mha_status matmul_backward(mha_tensor *grads, const mha_node *n, const mha_tensor *g) {
     mha_tensor a2 = MHA_TENSOR_EMPTY, b2 = MHA_TENSOR_EMPTY, g2 = MHA_TENSOR_EMPTY, tr = MHA_TENSOR_EMPTY;
     mha_tensor prod = MHA_TENSOR_EMPTY, summed = MHA_TENSOR_EMPTY;
@@ -478,7 +485,8 @@ mha_status mha_ag_matmul(mha_tensor *out, const mha_tensor *a, const mha_tensor 
 
 /* ================================ views ================================ */
 
-/* view, reshape, unsqueeze, squeeze, contiguous: the same elements in a new shape -> g in the old shape */
+/* view, reshape, unsqueeze, squeeze, contiguous: the same elements in a new shape -> g in the old
+ * shape */
 static mha_status reshape_backward(mha_tensor *grads, const mha_node *n, const mha_tensor *g) {
     ptrdiff_t shape[MHA_MAX_DIMS];
     const mha_shape_rec *in = &n->in_shapes[0];
@@ -556,9 +564,9 @@ mha_status mha_ag_transpose(mha_tensor *out, const mha_tensor *t, size_t dim0, s
     return record_permute(out, t, perm, "transpose");
 }
 
-/* narrow (dim, start, length) and select (dim, index: length 1, dim dropped): g placed into zeros. With the input
- * seen as (outer, size along dim, inner), g's length·inner values of each outer index are one run: one memcpy
- * (a W_q, W_k, W_v slice of in_proj_weight is a single run). */
+/* narrow (dim, start, length) and select (dim, index: length 1, dim dropped): g placed into zeros.
+ * With the input seen as (outer, size along dim, inner), g's length·inner values of each outer
+ * index are one run: one memcpy (a W_q, W_k, W_v slice of in_proj_weight is a single run). */
 typedef struct slice_node {
     mha_node base;
     size_t dim, start, length;
@@ -654,7 +662,8 @@ typedef struct join_node {
     bool is_stack;
 } join_node;
 
-/* cat: input i's gradient is g's slice of its rows along dim; stack: g's i-th entry along the new dim. */
+/* cat: input i's gradient is g's slice of its rows along dim; stack: g's i-th entry along the new
+ * dim. */
 static mha_status join_backward(mha_tensor *grads, const mha_node *n, const mha_tensor *g) {
     const join_node *node = (const join_node *)n;
     size_t start = 0;

@@ -1,5 +1,6 @@
-/* core/autograd/autograd_ops.h - differentiable versions of the tensor ops: the same signature and result as the plain
- * op (core/tensor/tensor.h), plus a node in the autograd graph when an input requires grad. */
+/* core/autograd/autograd_ops.h - differentiable versions of the tensor ops: the same signature and
+ * result as the plain op (core/tensor/tensor.h), plus a node in the autograd graph when an input
+ * requires grad. */
 #ifndef MHA_AUTOGRAD_OPS_H
 #define MHA_AUTOGRAD_OPS_H
 
@@ -12,7 +13,8 @@ mha_status mha_ag_unary(mha_tensor *out, mha_unop op, const mha_tensor *t);
 mha_status mha_ag_where(mha_tensor *out, const mha_tensor *cond, const mha_tensor *a, const mha_tensor *b);
 mha_status mha_ag_masked_fill(mha_tensor *out, const mha_tensor *t, const mha_tensor *mask, float value);
 
-/* reductions: max/min over everything share g among ties (torch 1.13); along a dim the first extreme takes it */
+/* reductions: max/min over everything share g among ties (torch 1.13); along a dim the first
+ * extreme takes it */
 mha_status mha_ag_reduce(mha_tensor *out, mha_reduceop op, const mha_tensor *t, size_t dim, bool keepdim);
 mha_status mha_ag_var(mha_tensor *out, const mha_tensor *t, size_t dim, bool keepdim, size_t correction);
 

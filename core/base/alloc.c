@@ -1,5 +1,6 @@
-/* core/base/alloc.c - the caching allocator under every tensor storage and kernel scratch buffer (alloc.h),
- * beside the plain malloc path, and the live/peak byte accounting the REPL and the benchmark read. */
+/* core/base/alloc.c - the caching allocator under every tensor storage and kernel scratch buffer
+ * (alloc.h), beside the plain malloc path, and the live/peak byte accounting the REPL and the
+ * benchmark read. */
 #include "base/alloc.h"
 #include "base/alloc_testing.h"
 #include "base/status.h"
@@ -44,17 +45,19 @@ static void account_alloc(size_t nbytes) {
     while (now > peak && !atomic_compare_exchange_weak(&peak_bytes, &peak, now)) {}
 }
 
-/* ---- size classes: 4 per power of two from 64 KiB, so a class is at most 25% over its request ---- */
+/* ---- size classes: 4 per power of two from 64 KiB, so a class is at most 25% over its request
+ * ---- */
 
 enum { MIN_SHIFT = 16, STEPS = 4, NCLASSES = (64 - MIN_SHIFT) * STEPS };
 _Static_assert(MHA_ALLOC_MIN_CACHED == (size_t)1 << MIN_SHIFT, "the first class is MHA_ALLOC_MIN_CACHED");
 
 #define HUGE_ALIGN ((size_t)2 << 20)      /* a transparent huge page */
-#define HUGE_MIN ((size_t)4 << 20)        /* blocks from here on are huge-page aligned and advised */
+#define HUGE_MIN ((size_t)4 << 20)       /* blocks from here on are huge-page aligned and advised */
 
 static unsigned floor_log2(size_t n) { return (unsigned)(63 - __builtin_clzll((unsigned long long)n)); }
 
-/* The class of n >= MHA_ALLOC_MIN_CACHED: n rounded up to a quarter of its power of two. 0 on overflow. */
+/* The class of n >= MHA_ALLOC_MIN_CACHED: n rounded up to a quarter of its power of two. 0 on
+ * overflow. */
 size_t mha_alloc_class_size(size_t nbytes) {
     if (nbytes < MHA_ALLOC_MIN_CACHED) nbytes = MHA_ALLOC_MIN_CACHED;
     size_t step = ((size_t)1 << floor_log2(nbytes)) / STEPS;
@@ -82,7 +85,8 @@ typedef enum { MODE_CACHE, MODE_MALLOC } alloc_mode;
 static struct {
     pthread_mutex_t lock;
     alloc_mode mode;
-    void *free_list[NCLASSES]; /* each cached block's first word points to the next one of its class */
+    void *free_list[NCLASSES]; /* each cached block's first word points to the next one of its
+                                  class */
     mha_alloc_stats stats;
 } cache = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
@@ -121,11 +125,12 @@ bool mha_alloc_use(const char *mode) {
     return true;
 }
 
-/* A fresh block of class_size bytes, page aligned (2 MiB aligned from HUGE_MIN on), or NULL. A block
- * under HUGE_MIN has its pages populated at once (MADV_POPULATE_WRITE, Linux 5.14+; advice only): one
- * call that fills them costs less than a fault per 4 KiB page at first touch (a 1 MiB block: 343 us
- * instead of 435 us here). Larger blocks fault a 2 MiB huge page at a time as the kernel writes them:
- * populating hundreds of MiB in one uninterruptible call would hold off Ctrl-C for a second. */
+/* A fresh block of class_size bytes, page aligned (2 MiB aligned from HUGE_MIN on), or NULL. A
+ * block under HUGE_MIN has its pages populated at once (MADV_POPULATE_WRITE, Linux 5.14+; advice
+ * only): one call that fills them costs less than a fault per 4 KiB page at first touch
+ * (a 1 MiB block: 343 us instead of 435 us here). Larger blocks fault a 2 MiB huge page at a time
+ * as the kernel writes them: populating hundreds of MiB in one uninterruptible call would hold off
+ * Ctrl-C for a second. */
 static void *map_block(size_t class_size) {
     char *p;
     if (class_size < HUGE_MIN) {
@@ -182,7 +187,8 @@ mha_alloc_stats mha_alloc_get_stats(void) {
     return s;
 }
 
-/* A block of class_size from its list, else freshly mapped (after emptying the cache if need be). */
+/* A block of class_size from its list, else freshly mapped (after emptying the cache if need
+ * be). */
 static void *cache_take(size_t class_size) {
     size_t c = class_index(class_size);
     pthread_mutex_lock(&cache.lock);
@@ -231,7 +237,8 @@ void *mha_alloc(size_t nbytes) {
     size_t class_size = 0;
     if (cache.mode == MODE_CACHE && nbytes >= MHA_ALLOC_MIN_CACHED && (class_size = mha_alloc_class_size(nbytes))) {
         p = cache_take(class_size);
-        if (p) POISON((char *)p + nbytes, class_size - nbytes); /* the slack: a write past the end is caught */
+        if (p) POISON((char *)p + nbytes, class_size - nbytes); /* the slack: a write past the end
+                                                                   is caught */
     } else if (posix_memalign(&p, 64, nbytes ? nbytes : 1) != 0) {
         p = NULL;
     }

@@ -1,5 +1,6 @@
-/* core/base/alloc_testing.h - what only the tests use of the caching allocator (core/base/alloc.h): switching
- * between the cache and malloc, giving the cache back, its statistics and its size classes. */
+/* core/base/alloc_testing.h - what only the tests use of the caching allocator (core/base/alloc.h):
+ * switching between the cache and malloc, giving the cache back, its statistics and its size
+ * classes. */
 #ifndef MHA_ALLOC_TESTING_H
 #define MHA_ALLOC_TESTING_H
 

@@ -35,9 +35,10 @@ const char *mha_status_name(mha_status status) {
 }
 
 /* ---- interrupts: a flag a signal handler sets and kernel threads poll ----
- * A lock-free C11 atomic, not volatile sig_atomic_t: with MHA_THREADS worker threads read it while the
- * handler writes it on another, which only an atomic makes well defined (lock-free ones are also safe in
- * a signal handler). Relaxed order is enough: nothing else is published through it. */
+ * A lock-free C11 atomic, not volatile sig_atomic_t: with MHA_THREADS worker threads read it while
+ * the handler writes it on another, which only an atomic makes well defined
+ * (lock-free ones are also safe in a signal handler). Relaxed order is enough: nothing else is
+ * published through it. */
 
 static atomic_int interrupt_flag = 0;
 _Static_assert(ATOMIC_INT_LOCK_FREE == 2, "the interrupt flag must be lock-free to be set in a signal handler");

@@ -1,5 +1,6 @@
-/* core/base/status.h - how the core fails and stops: every function's mha_status, the message of the
- * last failure (naming function, argument and shapes), and the interrupt flag long loops poll. */
+/* core/base/status.h - how the core fails and stops: every function's mha_status, the message of
+ * the last failure (naming function, argument and shapes), and the interrupt flag long loops
+ * poll. */
 #ifndef MHA_STATUS_H
 #define MHA_STATUS_H
 

@@ -1,5 +1,6 @@
-/* core/io/npy.c - NumPy .npy files: read versions 1.0, 2.0 and 3.0 of any float, int, uint or bool dtype
- * (converted to float32 or bool, C or Fortran order), and write float32/bool exactly as np.save does.
+/* core/io/npy.c - NumPy .npy files: read versions 1.0, 2.0 and 3.0 of any float, int, uint or bool
+ * dtype (converted to float32 or bool, C or Fortran order), and write float32/bool exactly as
+ * np.save does.
  *
  * The format (numpy/lib/format.py, NEP 1):
  *     "\x93NUMPY"  major minor  header_len  header  data
@@ -8,15 +9,16 @@
  *   64-byte boundary:   {'descr': '<f4', 'fortran_order': False, 'shape': (3, 4), }
  *   The data is numel elements of descr, in C order (last index fastest) or Fortran order (first fastest).
  *
- * Reading takes what numpy's own reader takes for these dtypes (keys in any order, either quote, any
- * spacing or padding, Python 2's 3L) and refuses anything else with an error naming the file and the
- * fault; the parser never reads outside the bytes it is given. A file with bytes after the data is
- * refused too (np.load would ignore them; here they most likely mean two arrays saved into one file).
- * A value float32 cannot stand for is refused, not rounded away (element_loss): an integer it cannot
- * hold exactly, a float64 beyond its range or one that would become 0.
+ * Reading takes what numpy's own reader takes for these dtypes
+ * (keys in any order, either quote, any spacing or padding, Python 2's 3L) and refuses anything
+ * else with an error naming the file and the fault; the parser never reads outside the bytes it is
+ * given. A file with bytes after the data is refused too (np.load would ignore them; here they most
+ * likely mean two arrays saved into one file). A value float32 cannot stand for is refused, not
+ * rounded away (element_loss): an integer it cannot hold exactly, a float64 beyond its range or one
+ * that would become 0.
  *
- * Saving (this file's mha_save_file, for .npz too) writes a temporary file beside the target and renames
- * it, so a full disk or a kill mid-save leaves the old file whole. */
+ * Saving (this file's mha_save_file, for .npz too) writes a temporary file beside the target and
+ * renames it, so a full disk or a kill mid-save leaves the old file whole. */
 
 #include "tensor/tensor.h"
 #include "io/npy.h"
@@ -36,8 +38,10 @@
 #define NPY_MAGIC     "\x93NUMPY"
 #define NPY_MAGIC_LEN 6
 #define NPY_ALIGN     64  /* np.save pads the header so the data starts on this boundary */
-#define NPY_GROWTH    21  /* numpy 1.24's GROWTH_AXIS_MAX_DIGITS: spare header room for the growing axis */
-#define NPY_MAX_PARSED_DIMS 64  /* numpy itself allows 32; a longer shape is refused while parsing */
+#define NPY_GROWTH    21  /* numpy 1.24's GROWTH_AXIS_MAX_DIGITS: spare header room for the growing
+                             axis */
+#define NPY_MAX_PARSED_DIMS 64  /* numpy itself allows 32; a longer shape is refused while
+                                   parsing */
 
 /* Where a parse comes from, for messages: "load: 'a.npy': ..." or "npy_parse: <memory>: ...". */
 typedef struct npy_source {
@@ -57,7 +61,7 @@ typedef struct npy_header {
     char descr[32];
     bool have_descr, have_fortran, have_shape;
     bool fortran_order;
-    size_t ndim;                  /* may exceed MHA_MAX_DIMS: refused after parsing, with the count */
+    size_t ndim;                /* may exceed MHA_MAX_DIMS: refused after parsing, with the count */
     size_t shape[MHA_MAX_DIMS];
 } npy_header;
 
@@ -109,7 +113,8 @@ static bool parse_string(npy_cursor *c, char *buf, size_t n) {
     while (c->p < c->end && *c->p != quote) {
         if (*c->p == '\\') return cursor_fail(c, "escape sequences in strings are not supported");
         if (*c->p == '\n') return cursor_fail(c, "unterminated string");
-        if (*c->p == '\0') return cursor_fail(c, "a NUL byte inside a string");  /* Python refuses it too */
+        /* Python refuses it too */
+        if (*c->p == '\0') return cursor_fail(c, "a NUL byte inside a string");
         if (len + 1 >= n) return cursor_fail(c, "string too long");
         buf[len++] = *c->p++;
     }
@@ -148,7 +153,8 @@ static bool parse_dim(npy_cursor *c, size_t *value) {
     return true;
 }
 
-/* A Python tuple of ints: (), (3,), (3, 4), (3, 4,). "(3)" is an int in Python, not a tuple: refused. */
+/* A Python tuple of ints: (), (3,), (3, 4), (3, 4,). "(3)" is an int in Python, not a tuple:
+ * refused. */
 static bool parse_shape(npy_cursor *c, npy_header *h) {
     if (!accept(c, '(')) return cursor_fail(c, "'shape' must be a tuple like (3, 4)");
     h->ndim = 0;
@@ -157,7 +163,8 @@ static bool parse_shape(npy_cursor *c, npy_header *h) {
         size_t dim;
         if (!parse_dim(c, &dim)) return false;
         if (h->ndim == NPY_MAX_PARSED_DIMS) return cursor_fail(c, "'shape' has more than 64 dimensions");
-        if (h->ndim < MHA_MAX_DIMS) h->shape[h->ndim] = dim;  /* more dims are counted, then refused */
+        if (h->ndim < MHA_MAX_DIMS) h->shape[h->ndim] = dim;  /* more dims are counted, then
+                                                                 refused */
         h->ndim++;
         bool comma = accept(c, ',');
         if (accept(c, ')')) {
@@ -168,7 +175,8 @@ static bool parse_shape(npy_cursor *c, npy_header *h) {
     }
 }
 
-/* The whole header: the dict np.save writes, with exactly the keys descr, fortran_order and shape. */
+/* The whole header: the dict np.save writes, with exactly the keys descr, fortran_order and
+ * shape. */
 static bool parse_header(npy_cursor *c, npy_header *h) {
     if (!accept(c, '{')) return cursor_fail(c, "expected '{' (the header is not a Python dict)");
     while (!accept(c, '}')) {
@@ -245,13 +253,14 @@ static bool parse_descr(npy_dtype *dt, const char *descr, const char **why) {
 static float half_to_float(uint16_t h) {
     int exponent = (h >> 10) & 0x1f;
     float magnitude;
-    if (exponent == 0) magnitude = ldexpf((float)(h & 0x3ff), -24);            /* subnormal or zero */
+    if (exponent == 0) magnitude = ldexpf((float)(h & 0x3ff), -24);          /* subnormal or zero */
     else if (exponent == 31) magnitude = (h & 0x3ff) ? NAN : INFINITY;
     else magnitude = ldexpf((float)((h & 0x3ff) | 0x400), exponent - 25);
     return (h & 0x8000) ? -magnitude : magnitude;
 }
 
-/* The bits of one element at p (any alignment, the file's byte order), in the low dt->size bytes. */
+/* The bits of one element at p (any alignment, the file's byte order), in the low dt->size
+ * bytes. */
 static uint64_t element_bits(const unsigned char *p, const npy_dtype *dt) {
     uint64_t bits = 0;
     for (size_t i = 0; i < dt->size; i++) {
@@ -262,7 +271,8 @@ static uint64_t element_bits(const unsigned char *p, const npy_dtype *dt) {
 }
 
 static int64_t signed_of(uint64_t bits, size_t size) {
-    if (size < 8 && (bits >> (8 * size - 1)) & 1) bits |= ~(uint64_t)0 << (8 * size);   /* sign-extend */
+    /* sign-extend */
+    if (size < 8 && (bits >> (8 * size - 1)) & 1) bits |= ~(uint64_t)0 << (8 * size);
     int64_t v;
     memcpy(&v, &bits, 8);
     return v;
@@ -274,10 +284,10 @@ static double double_of(uint64_t bits) {
     return d;
 }
 
-/* Why an element's float32 would not be the file's value, or NULL when it is. An integer must be held
- * exactly (2^24 + 1 has no float32: a token id read as its neighbour is a wrong answer, not rounding).
- * A float64 is rounded to the nearest float32, as a.astype(np.float32) does, but must stay in
- * float32's range: becoming inf, or 0 from a value that is not, is refused. */
+/* Why an element's float32 would not be the file's value, or NULL when it is. An integer must be
+ * held exactly (2^24 + 1 has no float32: a token id read as its neighbour is a wrong answer, not
+ * rounding). A float64 is rounded to the nearest float32, as a.astype(np.float32) does, but must
+ * stay in float32's range: becoming inf, or 0 from a value that is not, is refused. */
 #define INEXACT_INTEGER "which float32 cannot hold exactly (it holds every integer from -2^24 to 2^24 = 16777216)"
 static const char *element_loss(uint64_t bits, const npy_dtype *dt, float value) {
     if (dt->kind == 'f' && dt->size == 8) {
@@ -286,7 +296,8 @@ static const char *element_loss(uint64_t bits, const npy_dtype *dt, float value)
         if (d != 0.0 && value == 0.0f) return "too small for float32 (it would become 0)";
         return NULL;
     }
-    if ((dt->kind != 'i' && dt->kind != 'u') || dt->size < 4) return NULL;   /* int8/16: always exact */
+    /* int8/16: always exact */
+    if ((dt->kind != 'i' && dt->kind != 'u') || dt->size < 4) return NULL;
     double held = (double)value;   /* exact: a float32 is a double */
     if (dt->kind == 'i') {
         int64_t v = signed_of(bits, dt->size);
@@ -321,8 +332,8 @@ static void element_text(char *buf, size_t n, uint64_t bits, const npy_dtype *dt
     }
 }
 
-/* Fill out (C order, numel elements) from data (the file's order); refuses, naming the first element
- * in C order (NumPy's a.flat[i]), a value float32 cannot stand for (element_loss). */
+/* Fill out (C order, numel elements) from data (the file's order); refuses, naming the first
+ * element in C order (NumPy's a.flat[i]), a value float32 cannot stand for (element_loss). */
 static mha_status convert_data(mha_tensor *out, const unsigned char *data, const npy_dtype *dt, const npy_header *h,
                                const npy_source *from) {
     size_t n = mha_numel(out);
@@ -405,7 +416,8 @@ static mha_status parse_named(mha_tensor *out, const unsigned char *bytes, size_
     size_t numel = 1;
     bool overflow = false;
     for (size_t d = 0; d < h.ndim; d++) {
-        if (h.shape[d] == 0) { numel = 0; overflow = false; break; }  /* a 0 anywhere: no elements */
+        if (h.shape[d] == 0) { numel = 0; overflow = false; break; }  /* a 0 anywhere: no
+                                                                         elements */
         if (numel > SIZE_MAX / h.shape[d]) overflow = true;
         else numel *= h.shape[d];
     }
@@ -448,7 +460,8 @@ mha_status mha_npy_parse_from(mha_tensor *out, const void *bytes, size_t nbytes,
     return parse_named(out, bytes ? bytes : "", bytes ? nbytes : 0, &from);
 }
 
-/* The whole file at path in *bytes (mha_alloc'd with max(*nbytes, 1) bytes); errors start "fname: ". */
+/* The whole file at path in *bytes (mha_alloc'd with max(*nbytes, 1) bytes); errors start
+ * "fname: ". */
 static mha_status read_file(unsigned char **bytes, size_t *nbytes, const char *path, const char *fname) {
     FILE *f = fopen(path, "rb");
     if (f == NULL) return mha_fail(MHA_E_IO, "%s: cannot open '%s': %s", fname, path, strerror(errno));
@@ -504,10 +517,11 @@ static mha_status parse_loaded(void *out, const unsigned char *bytes, size_t nby
 
 mha_status mha_npy_load(mha_tensor *out, const char *path) { return mha_load_file(out, path, parse_loaded); }
 
-/* The header np.save (numpy 1.24) writes for a C-order array: the dict with sorted keys and the repr of
- * the shape tuple, NPY_GROWTH - len(repr(shape[0])) spaces of room to grow, then spaces and '\n' up to
- * the next 64-byte boundary. np.save moves to version 2.0 only for a header over 65535 bytes; with at
- * most MHA_MAX_DIMS dimensions of at most 20 digits ours stays under 400, so it is always version 1.0. */
+/* The header np.save (numpy 1.24) writes for a C-order array: the dict with sorted keys and the
+ * repr of the shape tuple, NPY_GROWTH - len(repr(shape[0])) spaces of room to grow, then spaces and
+ * '\n' up to the next 64-byte boundary. np.save moves to version 2.0 only for a header over 65535
+ * bytes; with at most MHA_MAX_DIMS dimensions of at most 20 digits ours stays under 400, so it is
+ * always version 1.0. */
 _Static_assert(MHA_MAX_DIMS * 22 + 128 < 65535, "an mha header always fits version 1.0's uint16 length");
 static size_t build_header(unsigned char *buf, size_t n, const char *descr, size_t ndim, const size_t *shape) {
     char dict[MHA_MAX_DIMS * 24 + 128];
@@ -519,7 +533,7 @@ static size_t build_header(unsigned char *buf, size_t n, const char *descr, size
         int digits = snprintf(NULL, 0, "%zu", shape[0]);
         for (int i = digits; i < NPY_GROWTH; i++) dict[len++] = ' ';
     }
-    size_t prefix = NPY_MAGIC_LEN + 2 + 2;              /* magic, version 1.0, uint16 header length */
+    size_t prefix = NPY_MAGIC_LEN + 2 + 2;            /* magic, version 1.0, uint16 header length */
     size_t hlen = len + 1;                              /* with the final '\n' */
     size_t pad = NPY_ALIGN - (prefix + hlen) % NPY_ALIGN;
     size_t total = prefix + hlen + pad;
@@ -536,8 +550,8 @@ static size_t build_header(unsigned char *buf, size_t n, const char *descr, size
     return total;
 }
 
-/* Elements [first, first+count) of a contiguous tensor as little-endian float32 or 0/1 bytes into dst,
- * which has room for count elements. Returns the bytes written. */
+/* Elements [first, first+count) of a contiguous tensor as little-endian float32 or 0/1 bytes into
+ * dst, which has room for count elements. Returns the bytes written. */
 static size_t encode_elements(unsigned char *dst, const mha_tensor *t, size_t first, size_t count) {
     if (t->dtype == MHA_BOOL) {
         const bool *b = mha_bool(t) + first;
@@ -593,7 +607,8 @@ mha_status mha_npy_encode(unsigned char **bytes, size_t *nbytes, const mha_tenso
 
 /* ---- saving: the whole new file or the old one, never half of either ---- */
 
-#define TEMP_SUFFIX     ".tmpXXXXXX"   /* mkstemp's pattern: the file being written is PATH.tmpAb3xY9 */
+#define TEMP_SUFFIX     ".tmpXXXXXX"   /* mkstemp's pattern: the file being written is
+                                          PATH.tmpAb3xY9 */
 #define TEMP_RANDOM_LEN 6
 
 /* The folder part of path ("." when there is none), into buf. */
@@ -625,9 +640,10 @@ static bool is_our_temp_name(const char *name, const char *base) {
 }
 
 /* Removes PATH.tmpXXXXXX files a save killed between writing and renaming left behind: only our own
- * regular files of exactly that name, and only those no writer holds. A writer holds an flock on its
- * temporary file until it is renamed, and a process's flocks go when it dies, so a file we can lock is
- * abandoned. (A writer that finds its new file unlinked before it could lock it starts again.) */
+ * regular files of exactly that name, and only those no writer holds. A writer holds an flock on
+ * its temporary file until it is renamed, and a process's flocks go when it dies, so a file we can
+ * lock is abandoned. (A writer that finds its new file unlinked before it could lock it starts
+ * again.) */
 static void remove_stale_temps(const char *path) {
     char dir[4096];
     folder_of(dir, sizeof dir, path);
@@ -651,8 +667,8 @@ static void remove_stale_temps(const char *path) {
     closedir(d);
 }
 
-/* A new temporary file beside path, named in tmp (room for strlen(path) + sizeof TEMP_SUFFIX), locked
- * against remove_stale_temps. Returns its descriptor, or -1 with errno set. */
+/* A new temporary file beside path, named in tmp (room for strlen(path) + sizeof TEMP_SUFFIX),
+ * locked against remove_stale_temps. Returns its descriptor, or -1 with errno set. */
 static int create_temp(char *tmp, size_t n, const char *path) {
     for (int attempt = 0; attempt < 8; attempt++) {
         snprintf(tmp, n, "%s" TEMP_SUFFIX, path);
@@ -667,15 +683,16 @@ static int create_temp(char *tmp, size_t n, const char *path) {
     return -1;
 }
 
-/* The message of a failed save: opening (the file could not be made) or writing; old says whether path
- * had a file, which is then kept as it was. */
+/* The message of a failed save: opening (the file could not be made) or writing; old says whether
+ * path had a file, which is then kept as it was. */
 static mha_status save_failed(const char *path, bool opening, int err, bool old) {
     if (opening) return mha_fail(MHA_E_IO, "save: cannot open '%s' for writing: %s", path, strerror(err));
     return mha_fail(MHA_E_IO, "save: cannot write '%s': %s%s", path, strerror(err),
                     old ? " (the old file is kept as it was)" : "");
 }
 
-/* A device or a pipe (/dev/null, /dev/stdout) is written in place: there is nothing to rename over. */
+/* A device or a pipe (/dev/null, /dev/stdout) is written in place: there is nothing to rename
+ * over. */
 static mha_status save_in_place(const char *path, mha_file_writer *write, const void *ctx) {
     FILE *f = fopen(path, "wb");
     if (f == NULL) return save_failed(path, true, errno, false);
@@ -687,9 +704,10 @@ static mha_status save_in_place(const char *path, mha_file_writer *write, const 
     return st;
 }
 
-/* True when the symbolic link at path (lstat'd into st) may be followed to write through it: ours or
- * root's (/dev/stdout), and not in a folder anyone may write to with the sticky bit (/tmp) unless ours.
- * Another user's link is replaced by the rename instead, so it cannot aim a save at a device or file. */
+/* True when the symbolic link at path (lstat'd into st) may be followed to write through it: ours
+ * or root's (/dev/stdout), and not in a folder anyone may write to with the sticky bit (/tmp)
+ * unless ours. Another user's link is replaced by the rename instead, so it cannot aim a save at a
+ * device or file. */
 static bool link_trusted(const char *path, const struct stat *st) {
     if (st->st_uid == geteuid()) return true;
     if (st->st_uid != 0) return false;
@@ -702,7 +720,8 @@ static bool link_trusted(const char *path, const struct stat *st) {
 mha_status mha_save_file(const char *path, mha_file_writer *write, const void *ctx) {
     struct stat old;
     bool had_old = lstat(path, &old) == 0;
-    if (had_old && S_ISLNK(old.st_mode))   /* a link we trust stands for its target; another is replaced */
+    if (had_old && S_ISLNK(old.st_mode))   /* a link we trust stands for its target; another is
+                                              replaced */
         had_old = link_trusted(path, &old) && stat(path, &old) == 0;
     if (had_old && S_ISDIR(old.st_mode)) return save_failed(path, false, EISDIR, false);
     if (had_old && !S_ISREG(old.st_mode)) return save_in_place(path, write, ctx);
@@ -721,8 +740,8 @@ mha_status mha_save_file(const char *path, mha_file_writer *write, const void *c
     errno = 0;
     mha_status st = write(f, ctx);
     int err = errno;
-    /* the new file gets the old one's permissions and, where we may give it, its owner (root saving over
-     * a student's file); else what a new file gets (0666 less the umask) */
+    /* the new file gets the old one's permissions and, where we may give it, its owner
+     * (root saving over a student's file); else what a new file gets (0666 less the umask) */
     mode_t mask = umask(0);
     umask(mask);
     mode_t mode = had_old ? old.st_mode & 07777 : 0666 & ~mask;

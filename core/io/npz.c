@@ -1,14 +1,15 @@
-/* core/io/npz.c - NumPy .npz archives: the zip container (stored and deflated members; zlib does deflate and
- * CRC-32) around .npy members, which core/io/npy.c encodes and parses.
+/* core/io/npz.c - NumPy .npz archives: the zip container (stored and deflated members; zlib does
+ * deflate and CRC-32) around .npy members, which core/io/npy.c encodes and parses.
  *
  * The zip layout (PKWARE APPNOTE 6.3), every integer little-endian:
  *     per member:  local header (30 bytes) name extra | data
  *     then:        central directory: one header (46 bytes) name extra comment per member
  *     then:        end of central directory record (22 bytes) comment
- * The reader trusts the central directory for sizes, CRC-32 and offsets - np.savez's local headers hold
- * 0xFFFFFFFF sizes with a zip64 extra field, and a streaming writer leaves them zero and appends a data
- * descriptor - and reads from each local header only the lengths that say where its data starts, after
- * checking that it names the same member. Every offset is checked against the bytes it is given. */
+ * The reader trusts the central directory for sizes, CRC-32 and offsets - np.savez's local headers
+ * hold 0xFFFFFFFF sizes with a zip64 extra field, and a streaming writer leaves them zero and
+ * appends a data descriptor - and reads from each local header only the lengths that say where its
+ * data starts, after checking that it names the same member. Every offset is checked against the
+ * bytes it is given. */
 
 #include "io/npz.h"
 
@@ -31,14 +32,17 @@
 #define END64_LOCATOR_LEN  20
 #define MAX_COMMENT        0xffffu
 #define ZIP64_EXTRA_ID     0x0001u
-#define ZIP32_MAX          0xffffffffu  /* a 32-bit field at this value defers to the zip64 extra field */
+#define ZIP32_MAX          0xffffffffu  /* a 32-bit field at this value defers to the zip64 extra
+                                           field */
 #define METHOD_STORED      0
 #define METHOD_DEFLATED    8
 #define FLAG_ENCRYPTED     0x0001u
-#define FLAG_UTF8          0x0800u      /* the name is UTF-8 (set, as Python's zipfile does, for non-ASCII) */
+#define FLAG_UTF8          0x0800u      /* the name is UTF-8 (set, as Python's zipfile does, for
+                                           non-ASCII) */
 #define VERSION_NEEDED     20           /* 2.0: deflate */
 #define VERSION_MADE_BY    (3u << 8 | 20u)  /* Unix, 2.0 */
-#define DOS_DATE_1980      0x0021u      /* 1980-01-01, the earliest date a zip can hold; time 00:00:00 */
+#define DOS_DATE_1980      0x0021u      /* 1980-01-01, the earliest date a zip can hold; time
+                                           00:00:00 */
 #define FILE_ATTRS         (0100644u << 16) /* a regular file, rw-r--r-- */
 #define DEFLATE_MAX_RATIO  1032u        /* deflate never expands a byte into more than 1032 bytes */
 #define NPY_SUFFIX         ".npy"
@@ -81,8 +85,9 @@ static int compare_names(const void *a, const void *b) {
     return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-/* *repeated = a name two of names[0..n) share, or NULL when all differ. n log n - a sorted copy of the
- * pointers - so that an archive of 65,000 members is checked at once. False when out of memory. */
+/* *repeated = a name two of names[0..n) share, or NULL when all differ. n log n - a sorted copy of
+ * the pointers - so that an archive of 65,000 members is checked at once. False when out of
+ * memory. */
 static bool find_repeated(const char **repeated, const char *const *names, size_t n) {
     *repeated = NULL;
     if (n < 2) return true;
@@ -158,7 +163,8 @@ static mha_status read_zip64_extra(zip_member *m, const unsigned char *extra, si
                     "too short (corrupt archive)", src->fname, src->what, m->shown);
 }
 
-/* Reads the central directory entry at *p (advancing it) into m, with every check that needs no data. */
+/* Reads the central directory entry at *p (advancing it) into m, with every check that needs no
+ * data. */
 static mha_status read_central(zip_member *m, size_t *p, const unsigned char *b, size_t cd_end, size_t index,
                                const zip_source *src) {
     size_t at = *p;
@@ -215,7 +221,8 @@ static mha_status locate_data(const unsigned char **data, const zip_member *m, c
     return MHA_OK;
 }
 
-/* Raw deflate (no zlib header, as zip stores it) of m->comp_size bytes into exactly m->size bytes. */
+/* Raw deflate (no zlib header, as zip stores it) of m->comp_size bytes into exactly m->size
+ * bytes. */
 static mha_status inflate_member(unsigned char *out, const unsigned char *in, const zip_member *m, const zip_source *src) {
     z_stream zs;
     memset(&zs, 0, sizeof zs);
@@ -236,8 +243,10 @@ static mha_status inflate_member(unsigned char *out, const unsigned char *in, co
             out_left -= zs.avail_out;
         }
         rc = inflate(&zs, Z_NO_FLUSH);
-        if (rc == Z_BUF_ERROR && zs.avail_in == 0 && in_left == 0) break; /* input ended before the stream did */
-        if (rc == Z_BUF_ERROR && zs.avail_out == 0 && out_left == 0) break; /* more output than the directory says */
+        /* input ended before the stream did */
+        if (rc == Z_BUF_ERROR && zs.avail_in == 0 && in_left == 0) break;
+        /* more output than the directory says */
+        if (rc == Z_BUF_ERROR && zs.avail_out == 0 && out_left == 0) break;
         if (rc == Z_BUF_ERROR) rc = Z_OK;
     }
     size_t produced = (size_t)m->size - out_left - zs.avail_out;
@@ -406,7 +415,8 @@ typedef struct zip_writer {
     size_t central_len, cap;
 } zip_writer;
 
-/* A compressed member: len bytes of raw deflate in buf, which holds cap bytes (mha_free(buf, cap)). */
+/* A compressed member: len bytes of raw deflate in buf, which holds cap bytes
+ * (mha_free(buf, cap)). */
 typedef struct packed_data {
     unsigned char *buf;
     size_t len, cap;
@@ -490,7 +500,7 @@ static mha_status write_member(zip_writer *w, const char *name, const mha_tensor
     memset(c, 0, CENTRAL_LEN);
     wr32(c, SIG_CENTRAL);
     wr16(c + 4, VERSION_MADE_BY);
-    memcpy(c + 6, local + 4, 26);             /* version needed .. name length: as in the local header */
+    memcpy(c + 6, local + 4, 26);        /* version needed .. name length: as in the local header */
     wr32(c + 38, FILE_ATTRS);
     wr32(c + 42, (uint32_t)w->offset);
     memcpy(c + CENTRAL_LEN, member, name_len);

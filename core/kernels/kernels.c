@@ -1,5 +1,6 @@
-/* core/kernels/kernels.c - the compute kernels under the tensor ops: matrix multiply and attention over raw
- * float pointers, each plain reference kernel kept beside the fast kernel that tests hold equal to it. */
+/* core/kernels/kernels.c - the compute kernels under the tensor ops: matrix multiply and attention
+ * over raw float pointers, each plain reference kernel kept beside the fast kernel that tests hold
+ * equal to it. */
 #include <math.h>
 #include <pthread.h>
 #include <signal.h>
@@ -56,8 +57,8 @@ void mha_softmax_rows_sum_ref(float *x, size_t ld, size_t rows, size_t n, float 
 void mha_softmax_rows_ref(float *x, size_t ld, size_t rows, size_t n) { mha_softmax_rows_sum_ref(x, ld, rows, n, NULL, 0); }
 
 /* ---------------------------------------------------------------------------------------------
- * Instruction sets. The fast kernels are written once (core/kernels/kernels_simd.c) and compiled for AVX-512,
- * AVX2 and portable C; the best the CPU has is chosen at the first call.
+ * Instruction sets. The fast kernels are written once (core/kernels/kernels_simd.c) and compiled
+ * for AVX-512, AVX2 and portable C; the best the CPU has is chosen at the first call.
  * ------------------------------------------------------------------------------------------- */
 
 static const kernel_isa *const isa_all[] = {
@@ -147,9 +148,10 @@ void mha_kernels_set_threads(size_t n) {
     threads_setting = threads_clamp(n);
 }
 
-/* Below this many FLOPs a call stays on one thread. Starting and joining a thread costs 25-60 us when
- * the other core is awake, and waking an idle core of this VM about 100 us more: measured, splitting
- * x·Wᵀ in two breaks even near 50 MFLOP (0.33 ms on one core) and gains 1.3x at 100 MFLOP. */
+/* Below this many FLOPs a call stays on one thread. Starting and joining a thread costs 25-60 us
+ * when the other core is awake, and waking an idle core of this VM about 100 us more: measured,
+ * splitting x·Wᵀ in two breaks even near 50 MFLOP (0.33 ms on one core) and gains 1.3x at 100
+ * MFLOP. */
 static double split_min_flops = 64e6;
 
 size_t mha_kernels_parts(size_t units, double flops) {
@@ -186,15 +188,16 @@ static void *part_thread(void *arg) {
 mha_status mha_run_parts(mha_part_fn fn, void *ctx, size_t nparts) {
     if (nparts <= 1) return fn(ctx, 0, 1);
     part_run *runs = in_part ? NULL : mha_alloc(nparts * sizeof *runs);
-    if (runs == NULL) { /* already in a part, or no room to track threads: one after another, here */
+    if (runs == NULL) { /* already in a part, or no room to track threads: one after another,
+                           here */
         for (size_t part = 0; part < nparts; part++) {
             mha_status status = fn(ctx, part, nparts);
             if (status != MHA_OK) return status;
         }
         return MHA_OK;
     }
-    /* the threads start with every signal blocked (they inherit the mask), so a Ctrl-C is taken by the
-     * caller's thread, as if there were no threads */
+    /* the threads start with every signal blocked (they inherit the mask), so a Ctrl-C is taken by
+     * the caller's thread, as if there were no threads */
     sigset_t all, caller;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &caller);
@@ -257,19 +260,23 @@ static size_t round_up(size_t n, size_t m) { return (n + m - 1) / m * m; }
 
 /* ---------------------------------------------------------------------------------------------
  * Packing: copy a block of A or B, whatever its strides, into the panel order the register tile
- * reads (kernels_isa.h), padding the last panel with zeros. A transposed operand costs nothing more.
+ * reads (kernels_isa.h), padding the last panel with zeros. A transposed operand costs nothing
+ * more.
  * ------------------------------------------------------------------------------------------- */
 
-/* A (mc,kc) with (i,p) at a[i*a_rs + p*a_cs]  ->  panels of mr rows: dst[(i/mr)*mr*kc + p*mr + i%mr]. */
+/* A (mc,kc) with (i,p) at a[i*a_rs + p*a_cs]  ->  panels of mr rows:
+ * dst[(i/mr)*mr*kc + p*mr + i%mr]. */
 static void pack_a(const kernel_isa *k, float *dst, const float *a, ptrdiff_t a_rs, ptrdiff_t a_cs, size_t mc,
                    size_t kc, size_t mr) {
-    if (a_rs == 1 && a_cs != 1 && mr == k->mr && k->pack_a_cols) { /* columns contiguous: the whole block */
+    if (a_rs == 1 && a_cs != 1 && mr == k->mr && k->pack_a_cols) { /* columns contiguous: the whole
+                                                                      block */
         k->pack_a_cols(dst, a, a_cs, kc, mc);
         return;
     }
     for (size_t i0 = 0; i0 < mc; i0 += mr, dst += mr * kc) {
         size_t rows = min_size(mr, mc - i0);
-        if (a_cs == 1 && mr == k->mr && k->pack_a_rows) { /* rows contiguous: transposed in registers */
+        if (a_cs == 1 && mr == k->mr && k->pack_a_rows) { /* rows contiguous: transposed in
+                                                             registers */
             k->pack_a_rows(dst, a + (ptrdiff_t)i0 * a_rs, a_rs, kc, rows);
         } else if (a_rs == 1) { /* a column of the panel is contiguous in memory */
             for (size_t p = 0; p < kc; p++) {
@@ -301,7 +308,8 @@ static void pack_b(const kernel_isa *k, float *dst, const float *b, ptrdiff_t b_
                 for (size_t j = 0; j < cols; j++) dst[p * nr + j] = src[j] * scale;
                 for (size_t j = cols; j < nr; j++) dst[p * nr + j] = 0.0f;
             }
-        } else if (b_rs == 1 && k->pack_b_trans) { /* columns contiguous (Wᵀ, Kᵀ): transposed in registers */
+        } else if (b_rs == 1 && k->pack_b_trans) { /* columns contiguous (Wᵀ, Kᵀ): transposed in
+                                                      registers */
             k->pack_b_trans(dst, b + (ptrdiff_t)j0 * b_cs, b_cs, kc, cols, scale);
         } else {         /* walk each column of B along its own stride */
             for (size_t j = 0; j < cols; j++) {
@@ -316,23 +324,27 @@ static void pack_b(const kernel_isa *k, float *dst, const float *b, ptrdiff_t b_
 
 /* ---------------------------------------------------------------------------------------------
  * The fast matrix multiply, in the loop order of Goto and van de Geijn (BLIS): a KC-deep slice of B
- * is packed once and is read from L3 (it is reused by every block of A); an MC-row block of A is packed
- * and stays in L2; the register tile then sweeps the block, one NR-wide panel of B (in L1) against
- * every MR-row panel of A, streamed from L2.
+ * is packed once and is read from L3 (it is reused by every block of A); an MC-row block of A is
+ * packed and stays in L2; the register tile then sweeps the block, one NR-wide panel of B (in L1)
+ * against every MR-row panel of A, streamed from L2.
  *
- * The tile and MC, KC are BLIS's for AMD Zen (config/zen, sgemm: 6x16, MC 144, KC 256; its NC is 4080),
- * the machine this is tuned on: AVX2 + FMA, L1d 32 KB, L2 512 KB per core, L3 8 MB shared. The AVX-512
- * 8x32 tile (kernels_simd.c) runs with the same sizes; it was tuned on a 48 KB L1 / 2 MB L2 machine.
+ * The tile and MC, KC are BLIS's for AMD Zen (config/zen, sgemm: 6x16, MC 144, KC 256; its NC is
+ * 4080), the machine this is tuned on: AVX2 + FMA, L1d 32 KB, L2 512 KB per core, L3 8 MB shared.
+ * The AVX-512 8x32 tile (kernels_simd.c) runs with the same sizes; it was tuned on a 48 KB L1 / 2
+ * MB L2 machine.
  * ------------------------------------------------------------------------------------------- */
 
 enum {
-    KC = 256,  /* depth of one pass: a 6x16 tile reads 6 KB of A and a 16 KB panel of B, half of L1 */
-    MC = 144,  /* rows of A per packed block (a multiple of every MR: 4, 6, 8): 144 KB, under a third of L2 */
+    KC = 256,  /* depth of one pass: a 6x16 tile reads 6 KB of A and a 16 KB panel of B, half of
+                  L1 */
+    MC = 144,  /* rows of A per packed block (a multiple of every MR: 4, 6, 8): 144 KB, under a
+                  third of L2 */
     NC = 2048, /* columns of B per packed slice (a multiple of every NR): 2 MB at KC = 256, in L3 */
     MAX_TILE = 16 * 64
 };
 
-/* The part inside C of a tile computed into a buffer: c (m,n) row stride ldc (+)= edge (m,n) row stride nr. */
+/* The part inside C of a tile computed into a buffer: c (m,n) row stride ldc (+)= edge (m,n) row
+ * stride nr. */
 static void store_edge(float *c, size_t ldc, const float *edge, size_t nr, size_t m, size_t n, bool add) {
     for (size_t i = 0; i < m; i++)
         for (size_t j = 0; j < n; j++) c[i * ldc + j] = (add ? c[i * ldc + j] : 0.0f) + edge[i * nr + j];
@@ -359,8 +371,8 @@ static void multiply_block(const kernel_isa *k, float *c, size_t ldc, const floa
 }
 
 /* The same block with A read in place (a_cs = 1) by the tile_a_rows tile instead of packed: A block
- * (mc,kc) with (i,p) at a[i*a_rs + p]. Each MR rows of A are swept against every panel of B while they
- * are in L1. The same sums as pack_a then multiply_block, so the same bits. */
+ * (mc,kc) with (i,p) at a[i*a_rs + p]. Each MR rows of A are swept against every panel of B while
+ * they are in L1. The same sums as pack_a then multiply_block, so the same bits. */
 static void multiply_block_a_rows(const kernel_isa *k, float *c, size_t ldc, const float *a, ptrdiff_t a_rs,
                                   const float *pb, size_t mc, size_t nc, size_t kc, bool add) {
     _Alignas(64) float edge[MAX_TILE];
@@ -398,23 +410,24 @@ typedef struct sgemm_job {
     const float *packed_b; /* NULL, or all of B packed by mha_sgemm_pack_b (then b is not read) */
 } sgemm_job;
 
-/* A few rows of A against a B stored transposed (x·Wᵀ for a short x), both with contiguous rows: dot
- * products of rows, no packing. Packing would read all of W to write it out again, for a few tiles
- * each: at (64,512)·(512,1536) that is a quarter of the time. "A few": A fits in half of L2 (it is
- * read once per DOT_NR rows of W), M <= 128 whole rows at K = 512. And deep enough: each element ends
- * in a sum across the 8 lanes, about 6 instructions, which K/8 FMAs must outweigh - at a head's
- * q·kᵀ (K = 64) the packed path is twice as fast (DOT_MIN_K). Decided on the whole call's M, never a
- * part's, so that a split over threads cannot change the path and the bits. */
+/* A few rows of A against a B stored transposed (x·Wᵀ for a short x), both with contiguous rows:
+ * dot products of rows, no packing. Packing would read all of W to write it out again, for a few
+ * tiles each: at (64,512)·(512,1536) that is a quarter of the time. "A few": A fits in half of L2
+ * (it is read once per DOT_NR rows of W), M <= 128 whole rows at K = 512. And deep enough: each
+ * element ends in a sum across the 8 lanes, about 6 instructions, which K/8 FMAs must outweigh - at
+ * a head's q·kᵀ (K = 64) the packed path is twice as fast (DOT_MIN_K). Decided on the whole call's
+ * M, never a part's, so that a split over threads cannot change the path and the bits. */
 enum { DOT_MIN_K = 128 };
 
 static bool dot_rows_on = true;
 
 void mha_kernels_set_dot_rows(bool on) { dot_rows_on = on; }
 
-/* A narrow product - C at most A_UNPACKED_PANELS panels of NR wide, as P·V and dS·K of a head at D = 64
+/* A narrow product - C at most A_UNPACKED_PANELS panels of NR wide, as P·V and dS·K of a head at D
+ * = 64
  * - reads A in place when its rows are contiguous (tile_a_rows) rather than packing it: packing
- * reads and writes all of A to be reused by that few panels of B only. BLIS and OpenBLAS do the same
- * for skinny shapes. The bits are those of the packed path. */
+ * reads and writes all of A to be reused by that few panels of B only. BLIS and OpenBLAS do the
+ * same for skinny shapes. The bits are those of the packed path. */
 enum { A_UNPACKED_PANELS = 16 };
 
 static bool a_unpacked_on = true;
@@ -457,7 +470,8 @@ static mha_status sgemm_block(const sgemm_job *job, size_t m0, size_t m1, size_t
         size_t nc = min_size(NC, N - jc);
         for (size_t pc = 0; pc < K; pc += KC) {
             size_t kc = min_size(KC, K - pc);
-            if (job->packed_b) /* slice (jc, pc) of mha_sgemm_pack_b's layout (n0 = 0: never split) */
+            if (job->packed_b) /* slice (jc, pc) of mha_sgemm_pack_b's layout (n0 = 0: never
+                                  split) */
                 packed_b = (float *)job->packed_b + jc * K + pc * round_up(nc, k->nr);
             else
                 pack_b(k, packed_b, b + (ptrdiff_t)pc * b_rs + (ptrdiff_t)jc * b_cs, b_rs, b_cs, kc, nc, 1.0f);
@@ -506,7 +520,8 @@ mha_status mha_sgemm(float *c, size_t ldc,
             for (size_t i = 0; i < M; i++) memset(c + i * ldc, 0, N * sizeof(float));
         return MHA_OK;
     }
-    /* split the longer side of C, so each part packs a share of the operand that is larger to pack */
+    /* split the longer side of C, so each part packs a share of the operand that is larger to
+     * pack */
     sgemm_job job = {c, ldc, a, a_rs, a_cs, b, b_rs, b_cs, M, N, K, accumulate, M > N, NULL};
     const kernel_isa *k = isa();
     const size_t units = job.split_rows ? (M + k->mr - 1) / k->mr : (N + k->nr - 1) / k->nr;
@@ -516,8 +531,9 @@ mha_status mha_sgemm(float *c, size_t ldc,
 }
 
 /* B packed once for many products (a head's K and V, which every block of queries multiplies): the
- * panels sgemm_block would pack, slice (jc, pc) after slice, each kc x round_up(nc, NR), so that slice
- * (jc, pc) starts at jc·K + pc·round_up(nc, NR) and the whole takes round_up(N, NR)·K floats. */
+ * panels sgemm_block would pack, slice (jc, pc) after slice, each kc x round_up(nc, NR), so that
+ * slice (jc, pc) starts at jc·K + pc·round_up(nc, NR) and the whole takes round_up(N, NR)·K
+ * floats. */
 size_t mha_sgemm_packed_b_size(size_t N, size_t K) { return round_up(N, isa()->nr) * K; }
 
 void mha_sgemm_pack_b(float *packed, const float *b, ptrdiff_t b_rs, ptrdiff_t b_cs, size_t N, size_t K) {
@@ -540,7 +556,8 @@ mha_status mha_sgemm_packed(float *c, size_t ldc, const float *a, ptrdiff_t a_rs
             for (size_t i = 0; i < M; i++) memset(c + i * ldc, 0, N * sizeof(float));
         return MHA_OK;
     }
-    sgemm_job job = {c, ldc, a, a_rs, a_cs, packed_b, 0, 0, M, N, K, accumulate, true, packed_b}; /* b unread */
+    /* b unread */
+    sgemm_job job = {c, ldc, a, a_rs, a_cs, packed_b, 0, 0, M, N, K, accumulate, true, packed_b};
     return sgemm_block(&job, 0, M, 0, N);
 }
 
@@ -560,7 +577,8 @@ mha_status mha_sgemm_packed(float *c, size_t ldc, const float *a, ptrdiff_t a_rs
 enum {
     QUERY_TILE = 512, /* queries per tile (a multiple of every NR); Q, acc and m,l are this wide.
                        * Wide, so K and V are packed once per 512 queries (128: 20% slower) */
-    KEY_TILE = 256    /* keys per tile; K, V and the score panel are this deep (panel: 32 KB at NR = 32) */
+    KEY_TILE = 256    /* keys per tile; K, V and the score panel are this deep (panel: 32 KB at NR =
+                         32) */
 };
 
 /* Adds the additive mask and hides the future (key > query) in one (nk keys, nr queries) panel. */
@@ -584,8 +602,8 @@ typedef struct fused_job {
     const mha_attn_args *args;
 } fused_job;
 
-/* Query tiles part, part + nparts, part + 2·nparts, ... (every nparts-th, so that under a causal mask,
- * where later tiles see more keys, the parts get even work), with scratch of its own. */
+/* Query tiles part, part + nparts, part + 2·nparts, ... (every nparts-th, so that under a causal
+ * mask, where later tiles see more keys, the parts get even work), with scratch of its own. */
 static mha_status fused_part(void *ctx, size_t part, size_t nparts) {
     const mha_attn_args *args = ((const fused_job *)ctx)->args;
     const size_t L = args->L, S = args->S, D = args->D, Dv = args->Dv;
@@ -601,7 +619,8 @@ static mha_status fused_part(void *ctx, size_t part, size_t nparts) {
         [QT] = D * bq,          /* scale·Qᵀ (D, queries), B panels */
         [KP] = bk * D,          /* K (keys, D), A panels */
         [VT] = dv_pad * bk,     /* Vᵀ (Dv, keys), A panels */
-        [SC] = bk * nr,         /* scoresᵀ then P (keys, NR queries): one B panel, used up before the next */
+        [SC] = bk * nr,         /* scoresᵀ then P (keys, NR queries): one B panel, used up before
+                                   the next */
         [ACC] = dv_pad * bq,    /* accᵀ (Dv, queries), row-major */
         [M] = bq, [LSUM] = bq, [ALPHA] = bq};
     scratch s;
@@ -636,7 +655,8 @@ static mha_status fused_part(void *ctx, size_t part, size_t nparts) {
                 if (args->mask || args->causal)
                     mask_panel(panel, nr, args, q0 + j0, j0 < nq ? min_size(nr, nq - j0) : 0, k0, nk);
                 k->softmax_step(panel, nk, m + j0, l + j0, alpha + j0);
-                /* pass 4: accᵀ = accᵀ·diag(alpha) + Vᵀ·P, the rescaling done by the tile as it adds */
+                /* pass 4: accᵀ = accᵀ·diag(alpha) + Vᵀ·P, the rescaling done by the tile as it
+                 * adds */
                 for (size_t i0 = 0; i0 < dv_pad; i0 += mr)
                     k->tile(nk, vt + i0 * nk, panel, acc + i0 * bq + j0, bq, true, alpha + j0);
             }

@@ -1,5 +1,6 @@
-/* core/kernels/kernels.h - the raw-pointer compute kernels under the tensor ops: matrix multiply and fused
- * attention, each a fast kernel beside the plain reference kernel that tests hold it equal to. */
+/* core/kernels/kernels.h - the raw-pointer compute kernels under the tensor ops: matrix multiply
+ * and fused attention, each a fast kernel beside the plain reference kernel that tests hold it
+ * equal to. */
 #ifndef MHA_KERNELS_H
 #define MHA_KERNELS_H
 
@@ -9,7 +10,8 @@
 
 /* C = A·B (+ C when accumulate).  A (M,K) with element (i,p) at a[i*a_rs + p*a_cs];
  * B (K,N) with (p,j) at b[p*b_rs + j*b_cs]; C (M,N) row-major with row stride ldc.
- * General strides let callers pass a transposed operand (linear's Wᵀ, attention's Kᵀ) without a copy. */
+ * General strides let callers pass a transposed operand (linear's Wᵀ, attention's Kᵀ) without a
+ * copy. */
 void mha_sgemm_ref(float *c, size_t ldc,
                    const float *a, ptrdiff_t a_rs, ptrdiff_t a_cs,
                    const float *b, ptrdiff_t b_rs, ptrdiff_t b_cs,
@@ -22,21 +24,22 @@ mha_status mha_sgemm(float *c, size_t ldc,
 
 /* B packed once, for many products against it (a head's K and V, which every block of queries of
  * MultiheadAttention's head mean multiplies): mha_sgemm_pack_b writes B (K,N) (element (p,j) at
- * b[p*b_rs + j*b_cs]) into `packed`, mha_sgemm_packed_b_size(N, K) floats, as mha_sgemm packs it; then
- * mha_sgemm_packed computes C (+)= A·B as mha_sgemm does - the very bits of mha_sgemm's packed path - on
- * the calling thread, packing only A. */
+ * b[p*b_rs + j*b_cs]) into `packed`, mha_sgemm_packed_b_size(N, K) floats, as mha_sgemm packs it;
+ * then mha_sgemm_packed computes C (+)= A·B as mha_sgemm does - the very bits of mha_sgemm's packed
+ * path - on the calling thread, packing only A. */
 size_t mha_sgemm_packed_b_size(size_t N, size_t K);
 void mha_sgemm_pack_b(float *packed, const float *b, ptrdiff_t b_rs, ptrdiff_t b_cs, size_t N, size_t K);
 mha_status mha_sgemm_packed(float *c, size_t ldc, const float *a, ptrdiff_t a_rs, ptrdiff_t a_cs, const float *packed_b,
                             size_t M, size_t N, size_t K, bool accumulate);
 
-/* A short A (at most 256 KiB) times a B stored transposed (x·Wᵀ), both with contiguous rows, at a depth
- * K of 128 or more, is computed as dot products of rows, without packing (kernels_isa.h, dot_rows),
- * on every instruction set. Its sums run in another order than the packed path's, so its bits differ from
- * those of the same product with other strides (within the rounding the tests allow).
- * A narrow product (N of at most 16 register tiles: 256 columns on AVX2, 512 on AVX-512) whose A has
- * contiguous rows reads A in place instead of packing it, on every instruction set: the same bits as
- * the packed path. The tests switch either path off (kernels/kernels_testing.h). */
+/* A short A (at most 256 KiB) times a B stored transposed (x·Wᵀ), both with contiguous rows, at a
+ * depth K of 128 or more, is computed as dot products of rows, without packing
+ * (kernels_isa.h, dot_rows), on every instruction set. Its sums run in another order than the
+ * packed path's, so its bits differ from those of the same product with other strides
+ * (within the rounding the tests allow). A narrow product (N of at most 16 register tiles: 256
+ * columns on AVX2, 512 on AVX-512) whose A has contiguous rows reads A in place instead of packing
+ * it, on every instruction set: the same bits as the packed path. The tests switch either path off
+ * (kernels/kernels_testing.h). */
 
 /* The instruction set the fast kernels use: "avx512", "avx2" or "portable", the best this CPU has
  * unless the environment variable MHA_ISA names another it supports. mha_kernels_use_isa switches
@@ -44,33 +47,35 @@ mha_status mha_sgemm_packed(float *c, size_t ldc, const float *a, ptrdiff_t a_rs
  * Not to be called while a kernel runs on another thread. */
 const char *mha_kernels_isa(void);
 bool mha_kernels_use_isa(const char *name);
-/* The instruction sets this CPU can run, fastest first, ending in "portable": names[0..n), n returned
- * (at most max). A test or a user compares them; the results of each differ only in rounding. */
+/* The instruction sets this CPU can run, fastest first, ending in "portable": names[0..n), n
+ * returned (at most max). A test or a user compares them; the results of each differ only in
+ * rounding. */
 size_t mha_kernels_isa_list(const char **names, size_t max);
 
 /* Threads. MHA_THREADS=N in the environment (read once, at the first call; default: every online
- * core, sysconf(_SC_NPROCESSORS_ONLN)) lets one kernel call split its work over N threads: mha_sgemm
- * by blocks of rows or columns of C, the fused attention by query tiles, the attention layer
- * (core/attention/sdpa.c, core/attention/multihead.c) by (batch, head) slices. Only independent
- * outputs are split, never a sum, so results are bit-identical to one thread on the same instruction
- * set. A call started on a thread that already runs a part stays on that thread (no nesting).
- * mha_kernels_threads: the threads a call made now may use (1 inside a part). mha_kernels_set_threads:
- * the setting, clamped to 1..64 (tests and the benchmark); not while a kernel runs on another thread. */
+ * core, sysconf(_SC_NPROCESSORS_ONLN)) lets one kernel call split its work over N threads:
+ * mha_sgemm by blocks of rows or columns of C, the fused attention by query tiles, the attention
+ * layer (core/attention/sdpa.c, core/attention/multihead.c) by (batch, head) slices. Only
+ * independent outputs are split, never a sum, so results are bit-identical to one thread on the
+ * same instruction set. A call started on a thread that already runs a part stays on that thread
+ * (no nesting). mha_kernels_threads: the threads a call made now may use (1 inside a part).
+ * mha_kernels_set_threads: the setting, clamped to 1..64 (tests and the benchmark); not while a
+ * kernel runs on another thread. */
 size_t mha_kernels_threads(void);
 void mha_kernels_set_threads(size_t n);
 
-/* The parts to split a call into: min(mha_kernels_threads(), units) for `units` independent pieces of
- * work, or 1 when the whole call is under 64 MFLOP (too little to pay for starting a thread; the tests
- * change that threshold, kernels/kernels_testing.h). */
+/* The parts to split a call into: min(mha_kernels_threads(), units) for `units` independent pieces
+ * of work, or 1 when the whole call is under 64 MFLOP (too little to pay for starting a thread; the
+ * tests change that threshold, kernels/kernels_testing.h). */
 size_t mha_kernels_parts(size_t units, double flops);
 
 /* One part of a split call: does part `part` of `nparts` (its share of independent outputs). */
 typedef mha_status (*mha_part_fn)(void *ctx, size_t part, size_t nparts);
-/* Runs fn(ctx, part, nparts) for every part, part 0 on the calling thread and each other on a thread
- * of its own (signals blocked there, so Ctrl-C reaches the caller), and waits for all of them. Parts
- * run one after another on the caller inside a part, or when a thread cannot be started. Returns
- * MHA_OK, or the status and message of the lowest-numbered part that failed, after every part ended:
- * each part frees its own scratch and polls mha_interrupted() itself. */
+/* Runs fn(ctx, part, nparts) for every part, part 0 on the calling thread and each other on a
+ * thread of its own (signals blocked there, so Ctrl-C reaches the caller), and waits for all of
+ * them. Parts run one after another on the caller inside a part, or when a thread cannot be
+ * started. Returns MHA_OK, or the status and message of the lowest-numbered part that failed, after
+ * every part ended: each part frees its own scratch and polls mha_interrupted() itself. */
 mha_status mha_run_parts(mha_part_fn fn, void *ctx, size_t nparts);
 
 /* softmax along each of `rows` rows of n contiguous floats (row stride ld), in place:
@@ -78,9 +83,9 @@ mha_status mha_run_parts(mha_part_fn fn, void *ctx, size_t nparts);
 void mha_softmax_rows(float *x, size_t ld, size_t rows, size_t n);
 /* The same, as plain loops summing in double: the reference mha_softmax_rows is held equal to. */
 void mha_softmax_rows_ref(float *x, size_t ld, size_t rows, size_t n);
-/* softmax as above, and each probability added into sum (rows, n; row stride ld_sum) as it is written:
- * sum_ij += w_ij. One pass over the rows gives both the weights and their running sum over heads
- * (MultiheadAttention's head mean). sum NULL: plain softmax. */
+/* softmax as above, and each probability added into sum (rows, n; row stride ld_sum) as it is
+ * written: sum_ij += w_ij. One pass over the rows gives both the weights and their running sum over
+ * heads (MultiheadAttention's head mean). sum NULL: plain softmax. */
 void mha_softmax_rows_sum(float *x, size_t ld, size_t rows, size_t n, float *sum, size_t ld_sum);
 void mha_softmax_rows_sum_ref(float *x, size_t ld, size_t rows, size_t n, float *sum, size_t ld_sum);
 
@@ -106,7 +111,8 @@ typedef struct mha_attn_args {
 
 /* The reference of the fused kernel is the plain per-head path students run: mha_attention_plain
  * (core/attention/sdpa.h) on the reference kernels mha_sgemm_ref and mha_softmax_rows_ref. */
-/* Fused: online softmax over key tiles, never forms the (L,S) matrix; extra memory O(tile·(D+Dv)). */
+/* Fused: online softmax over key tiles, never forms the (L,S) matrix; extra memory
+ * O(tile·(D+Dv)). */
 mha_status mha_attention_fused(const mha_attn_args *args);
 
 #endif

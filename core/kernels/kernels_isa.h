@@ -1,5 +1,6 @@
-/* core/kernels/kernels_isa.h - private to the kernels: the pieces each instruction set has its own compiled copy
- * of (the register tile of the matrix multiply, the online-softmax step, packing) that core/kernels/kernels.c drives. */
+/* core/kernels/kernels_isa.h - private to the kernels: the pieces each instruction set has its own
+ * compiled copy of (the register tile of the matrix multiply, the online-softmax step, packing)
+ * that core/kernels/kernels.c drives. */
 #ifndef MHA_KERNELS_ISA_H
 #define MHA_KERNELS_ISA_H
 
@@ -14,45 +15,48 @@ typedef struct kernel_isa {
     const char *name;   /* "avx512", "avx2", "portable" */
     size_t mr, nr;      /* the register tile: MR rows by NR columns */
     /* c (MR,NR) with row stride ldc  =  (add ? c : 0) + a·b  over kc, a and b packed panels;
-     * with col_scale (NR floats) not NULL, c is first scaled column by column: c·diag(col_scale) + a·b
-     * (the fused attention's rescaling of what it accumulated, at no extra pass) */
+     * with col_scale (NR floats) not NULL, c is first scaled column by column: c·diag(col_scale) +
+     * a·b (the fused attention's rescaling of what it accumulated, at no extra pass) */
     void (*tile)(size_t kc, const float *a, const float *b, float *c, size_t ldc, bool add, const float *col_scale);
-    /* One key tile of online softmax for NR queries side by side. scores (nk,NR): row p holds key p's
-     * score for each query. With m, l the running max and sum per query (NR each):
+    /* One key tile of online softmax for NR queries side by side. scores (nk,NR): row p holds key
+     * p's score for each query. With m, l the running max and sum per query (NR each):
      *   m' = max(m, max_p scores[p]);  scores[p] <- exp(scores[p] - m');
      *   alpha = exp(m - m');  l <- l·alpha + sum_p scores[p];  m <- m'
      * alpha (NR) is written: the factor that rescales what was accumulated before this tile.
      * A query whose scores are all -inf so far keeps m = -inf, l = 0 and gets exp(...) = 0. */
     void (*softmax_step)(float *scores, size_t nk, float *m, float *l, float *alpha);
     /* softmax of one contiguous row in place: x_j <- exp(x_j - max) / sum; all -inf -> all NaN.
-     * sum, when not NULL (n floats), gets each probability added as it is written: sum_j += x_j (the
-     * head mean of MultiheadAttention's weights, with no second pass over the row) */
+     * sum, when not NULL (n floats), gets each probability added as it is written: sum_j += x_j
+     * (the head mean of MultiheadAttention's weights, with no second pass over the row) */
     void (*softmax_row)(float *x, size_t n, float *sum);
-    /* One B panel from a B stored transposed (b_rs = 1: each column of B contiguous, columns b_cs apart,
-     * as Wᵀ and Kᵀ are read): dst[p*NR + j] = b[j*b_cs + p]·scale for p < kc, j < cols <= NR, and 0
-     * for cols <= j < NR. A transposition, done in registers; NULL: kernels.c's plain loop does it. */
+    /* One B panel from a B stored transposed (b_rs = 1: each column of B contiguous, columns b_cs
+     * apart, as Wᵀ and Kᵀ are read): dst[p*NR + j] = b[j*b_cs + p]·scale for p < kc, j < cols <=
+     * NR, and 0 for cols <= j < NR. A transposition, done in registers; NULL: kernels.c's plain
+     * loop does it. */
     void (*pack_b_trans)(float *dst, const float *b, ptrdiff_t b_cs, size_t kc, size_t cols, float scale);
-    /* C (M,N) row stride ldc  =  (add ? C : 0) + A·Bᵀ  for A (M,K) and Bt (N,K), both with contiguous rows
-     * (lda, ldb apart): each C[i,j] the dot product of two contiguous rows, without packing, for an A of
-     * a few rows (mha_sgemm says when). Each element is summed in the same order wherever it lies in a
-     * tile, so any split of C over threads gives the same bits. NULL: not written for this set. */
+    /* C (M,N) row stride ldc  =  (add ? C : 0) + A·Bᵀ  for A (M,K) and Bt (N,K), both with
+     * contiguous rows (lda, ldb apart): each C[i,j] the dot product of two contiguous rows, without
+     * packing, for an A of a few rows (mha_sgemm says when). Each element is summed in the same
+     * order wherever it lies in a tile, so any split of C over threads gives the same bits. NULL:
+     * not written for this set. */
     void (*dot_rows)(float *c, size_t ldc, const float *a, size_t lda, const float *bt, size_t ldb, size_t M,
                      size_t N, size_t K, bool add);
     /* One A panel from an A with contiguous rows (a_cs = 1: x, the weights of a block of queries):
-     * dst[p*MR + i] = a[i*a_rs + p] for p < kc, i < rows <= MR, and 0 for rows <= i < MR. A transposition
-     * in registers; NULL: kernels.c's plain loop does it. */
+     * dst[p*MR + i] = a[i*a_rs + p] for p < kc, i < rows <= MR, and 0 for rows <= i < MR. A
+     * transposition in registers; NULL: kernels.c's plain loop does it. */
     void (*pack_a_rows)(float *dst, const float *a, ptrdiff_t a_rs, size_t kc, size_t rows);
-    /* A whole block of A panels from an A with contiguous columns (a_rs = 1: dYᵀ of dW = dYᵀ·X, Pᵀ of
-     * dV = Pᵀ·dO, the attention's Vᵀ), rows (any number) by kc: row i goes to panel i/MR, as
-     * dst[(i/MR)*MR*kc + p*MR + i%MR] = a[p*a_cs + i], the last panel padded with zeros. Copies of MR
-     * floats, in vectors; NULL: kernels.c's plain loop does it panel by panel. */
+    /* A whole block of A panels from an A with contiguous columns
+     * (a_rs = 1: dYᵀ of dW = dYᵀ·X, Pᵀ of dV = Pᵀ·dO, the attention's Vᵀ), rows (any number) by kc:
+     * row i goes to panel i/MR, as dst[(i/MR)*MR*kc + p*MR + i%MR] = a[p*a_cs + i], the last panel
+     * padded with zeros. Copies of MR floats, in vectors; NULL: kernels.c's plain loop does it
+     * panel by panel. */
     void (*pack_a_cols)(float *dst, const float *a, ptrdiff_t a_cs, size_t kc, size_t rows);
-    /* The tile with A read where it lies, unpacked, for an A with contiguous rows (a_cs = 1): c (MR,NR)
-     * row stride ldc = (add ? c : 0) + A·b over kc, A(i,p) at a[i*a_rs + p], b a packed panel. The same
-     * FMAs in the same order as tile on the panel pack_a_rows makes of the same rows, so the same bits.
-     * rows <= MR: rows at and past `rows` read row rows-1 again (never memory past A); the caller keeps
-     * only the first `rows` rows of c. For products too narrow for packing A to pay (mha_sgemm says when);
-     * NULL: not written for this set. */
+    /* The tile with A read where it lies, unpacked, for an A with contiguous rows (a_cs = 1): c
+     * (MR,NR) row stride ldc = (add ? c : 0) + A·b over kc, A(i,p) at a[i*a_rs + p], b a packed
+     * panel. The same FMAs in the same order as tile on the panel pack_a_rows makes of the same
+     * rows, so the same bits. rows <= MR: rows at and past `rows` read row rows-1 again
+     * (never memory past A); the caller keeps only the first `rows` rows of c. For products too
+     * narrow for packing A to pay (mha_sgemm says when); NULL: not written for this set. */
     void (*tile_a_rows)(float *c, size_t ldc, const float *a, ptrdiff_t a_rs, size_t rows, const float *b, size_t kc,
                         bool add);
 } kernel_isa;

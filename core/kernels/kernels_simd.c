@@ -1,13 +1,14 @@
-/* core/kernels/kernels_simd.c - the fast kernels (register tiles, softmax steps, packing, dot products of rows)
- * written once over a vector of W floats, and compiled once per instruction set (Makefile):
+/* core/kernels/kernels_simd.c - the fast kernels (register tiles, softmax steps, packing, dot
+ * products of rows) written once over a vector of W floats, and compiled once per instruction set
+ * (Makefile):
  *   -DMHA_SIMD_AVX512: W = 16, an 8x32 tile, for CPUs with AVX-512F;
  *   -DMHA_SIMD_AVX2:   W = 8,  a 6x16 tile, for CPUs with AVX2 and FMA;
  *   neither:           W = 4,  a 4x8 tile, plain C vectors (SSE2 on x86-64, NEON on arm64): portable.
  * Arithmetic is written with GCC's vector extensions (a * b + c is one FMA where the CPU has them:
- * the Makefile compiles this file with -ffp-contract=fast); the few steps C cannot say - a lane-wise
- * max, rounding, 2^n, the sum of the lanes, a transposition - are per-set primitives below. So an
- * improvement to a kernel reaches every CPU, and the tests hold every variant equal to the references
- * of core/kernels/kernels.c. Shapes use the packed layouts of kernels_isa.h. */
+ * the Makefile compiles this file with -ffp-contract=fast); the few steps C cannot say - a
+ * lane-wise max, rounding, 2^n, the sum of the lanes, a transposition - are per-set primitives
+ * below. So an improvement to a kernel reaches every CPU, and the tests hold every variant equal to
+ * the references of core/kernels/kernels.c. Shapes use the packed layouts of kernels_isa.h. */
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -18,7 +19,8 @@
 typedef int kernels_simd_not_on_this_cpu; /* the AVX variants exist on x86-64 (GCC, clang) only */
 #else
 
-/* Every function below is compiled for the set's instructions (GCC's pragma, or clang's attribute). */
+/* Every function below is compiled for the set's instructions
+ * (GCC's pragma, or clang's attribute). */
 #if defined(MHA_SIMD_AVX512)
 #define SIMD_TARGET "avx512f,avx512dq,fma"
 #elif defined(MHA_SIMD_AVX2)
@@ -53,7 +55,8 @@ enum { W = 4, MR = 4, NV = 2, DOT_MR = 4, DOT_NR = 3 };
 enum { NR = W * NV };             /* columns of the register tile: NV vectors of W */
 
 typedef float vf __attribute__((vector_size(W * sizeof(float))));     /* W floats */
-typedef int32_t vi __attribute__((vector_size(W * sizeof(int32_t)))); /* W integers, or a lane mask */
+typedef int32_t vi __attribute__((vector_size(W * sizeof(int32_t)))); /* W integers, or a lane
+                                                                         mask */
 
 #define INLINE static inline __attribute__((always_inline))
 
@@ -97,7 +100,7 @@ INLINE float max_lanes(vf v) {
 /* The sum of the lanes, in one order on every set: halves added lane by lane until one is left
  * ((l0+l4, l1+l5, l2+l6, l3+l7), then pairs, then the two, at W = 8). */
 #if defined(MHA_SIMD_AVX512)
-INLINE float sum_lanes(vf v) { return _mm512_reduce_add_ps(v); }   /* GCC and clang halve as above */
+INLINE float sum_lanes(vf v) { return _mm512_reduce_add_ps(v); }  /* GCC and clang halve as above */
 #elif defined(MHA_SIMD_AVX2)
 INLINE float sum_lanes(vf v) {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -135,7 +138,7 @@ INLINE void transpose(vf r[W]) {
         t[8 + c] = _mm512_shuffle_f32x4(r[8 + c], r[12 + c], 0x88);
         t[12 + c] = _mm512_shuffle_f32x4(r[8 + c], r[12 + c], 0xDD);
     }
-    for (int c = 0; c < 4; c++) {                /* round 4: column 4l + c gathers lane l of every group */
+    for (int c = 0; c < 4; c++) {         /* round 4: column 4l + c gathers lane l of every group */
         r[c] = _mm512_shuffle_f32x4(t[c], t[8 + c], 0x88);
         r[8 + c] = _mm512_shuffle_f32x4(t[c], t[8 + c], 0xDD);
         r[4 + c] = _mm512_shuffle_f32x4(t[4 + c], t[12 + c], 0x88);
@@ -176,7 +179,8 @@ INLINE void transpose(vf r[W]) {
  * The register tile (kernel_isa.tile, .tile_a_rows)
  * ------------------------------------------------------------------------------------------- */
 
-/* c (MR,NR) row stride ldc = (add ? c·diag(col_scale) : 0) + acc, acc the tile's MR x NV vectors. */
+/* c (MR,NR) row stride ldc = (add ? c·diag(col_scale) : 0) + acc, acc the tile's MR x NV
+ * vectors. */
 INLINE void tile_store(vf acc[MR][NV], float *c, size_t ldc, bool add, const float *col_scale) {
     vf scale[NV];
     for (int v = 0; v < NV; v++) scale[v] = col_scale ? load(col_scale + W * v) : splat(1.0f);
@@ -189,7 +193,8 @@ INLINE void tile_store(vf acc[MR][NV], float *c, size_t ldc, bool add, const flo
     }
 }
 
-/* See kernel_isa.tile: each step broadcasts one A value and multiplies it by the NV vectors of B. */
+/* See kernel_isa.tile: each step broadcasts one A value and multiplies it by the NV vectors of
+ * B. */
 static void tile(size_t kc, const float *a, const float *b, float *c, size_t ldc, bool add, const float *col_scale) {
     vf acc[MR][NV];
 #pragma GCC unroll 8
@@ -248,7 +253,8 @@ static const float EXP_P0 = 1.9875691500e-4f, EXP_P1 = 1.3981999507e-3f, EXP_P2 
 static const float EXP_MIN = -120.0f;
 INLINE vf pow2_times(vf p, vf n, vf x) { (void)x; return _mm512_scalef_ps(p, n); }
 #else
-/* 2^n built in the exponent bits, which hold n >= -126: x is clamped at -87.3 and 0 returned below */
+/* 2^n built in the exponent bits, which hold n >= -126: x is clamped at -87.3 and 0 returned
+ * below */
 static const float EXP_MIN = -87.3f;
 INLINE vf pow2_times(vf p, vf n, vf x) {
     vi bits = (__builtin_convertvector(n, vi) + 127) << 23;
@@ -271,9 +277,9 @@ INLINE vf vexp(vf x) {
     return pow2_times(p, n, x);
 }
 
-/* See kernel_isa.softmax_step. NR queries: NV vectors per row of scores, all of them in one loop and
- * two keys a step, so that 2·NV exponentials - each a chain of some fifteen dependent instructions -
- * are in flight at once, with a sum chain each. */
+/* See kernel_isa.softmax_step. NR queries: NV vectors per row of scores, all of them in one loop
+ * and two keys a step, so that 2·NV exponentials - each a chain of some fifteen dependent
+ * instructions - are in flight at once, with a sum chain each. */
 static void softmax_step(float *scores, size_t nk, float *m, float *l, float *alpha) {
     const vf neg_inf = splat(-INFINITY), zero = splat(0.0f);
     vf m_old[NV], m_safe[NV], sum_even[NV], sum_odd[NV];
@@ -281,7 +287,8 @@ static void softmax_step(float *scores, size_t nk, float *m, float *l, float *al
         vf m_new = m_old[v] = load(m + W * v);
         for (size_t p = 0; p < nk; p++) m_new = vmax(load(scores + p * NR + W * v), m_new);
         store(m + W * v, m_new);
-        /* a query with no visible key yet subtracts 0 instead of -inf, so exp(-inf - 0) = 0, not NaN */
+        /* a query with no visible key yet subtracts 0 instead of -inf, so exp(-inf - 0) = 0, not
+         * NaN */
         m_safe[v] = blend(m_new == neg_inf, zero, m_new);
         sum_even[v] = sum_odd[v] = zero;
     }
@@ -349,7 +356,8 @@ static void softmax_row(float *x, size_t n, float *sum_out) {
  * Packing (kernel_isa.pack_b_trans, .pack_a_rows, .pack_a_cols)
  * ------------------------------------------------------------------------------------------- */
 
-/* See kernel_isa.pack_b_trans: WxW blocks transposed in registers, the ragged depth read in part. */
+/* See kernel_isa.pack_b_trans: WxW blocks transposed in registers, the ragged depth read in
+ * part. */
 static void pack_b_trans(float *dst, const float *b, ptrdiff_t b_cs, size_t kc, size_t cols, float scale) {
     vf r[W];
     for (size_t p0 = 0; p0 < kc; p0 += W) {
@@ -366,7 +374,8 @@ static void pack_b_trans(float *dst, const float *b, ptrdiff_t b_cs, size_t kc, 
 }
 
 /* See kernel_isa.pack_a_rows: W columns of the MR rows at a time, padded to W rows of zeros and
- * transposed WxW; the first MR lanes of each column are kept. The ragged depth goes one column at a time. */
+ * transposed WxW; the first MR lanes of each column are kept. The ragged depth goes one column at a
+ * time. */
 static void pack_a_rows(float *dst, const float *a, ptrdiff_t a_rs, size_t kc, size_t rows) {
     vf r[W];
     size_t p0 = 0;
@@ -381,9 +390,10 @@ static void pack_a_rows(float *dst, const float *a, ptrdiff_t a_rs, size_t kc, s
 
 /* See kernel_isa.pack_a_cols. Column by column (each read in one run of lines, where panel by panel
  * would touch kc lines a stride apart for a few floats each), copying each whole panel's MR floats;
- * the ragged last panel float by float, padded with zeros. A column of a block is a run of only a few
- * lines (9 at MC = 144), too short for the hardware prefetcher to follow: the column PF_COLS ahead is
- * prefetched by hand (at (2048,2048)ᵀ·(2048,64) on AVX2, 20.5 -> 17.8 ms on a loaded machine). */
+ * the ragged last panel float by float, padded with zeros. A column of a block is a run of only a
+ * few lines (9 at MC = 144), too short for the hardware prefetcher to follow: the column PF_COLS
+ * ahead is prefetched by hand (at (2048,2048)ᵀ·(2048,64) on AVX2, 20.5 -> 17.8 ms on a loaded
+ * machine). */
 enum { PF_COLS = 8 };
 static void pack_a_cols(float *dst, const float *a, ptrdiff_t a_cs, size_t kc, size_t rows) {
     const size_t whole = rows / MR, rest = rows % MR;
@@ -402,9 +412,10 @@ static void pack_a_cols(float *dst, const float *a, ptrdiff_t a_cs, size_t kc, s
  * Dot products of rows (kernel_isa.dot_rows)
  * ------------------------------------------------------------------------------------------- */
 
-/* One tile of dot products: C[i,j] (+)= a_i · bt_j for i < m <= DOT_MR, j < n <= DOT_NR, each a W-lane
- * FMA chain along K (the ragged end read in part, as zeros), then sum_lanes. Inlined with constant m, n
- * for the full tile, so the sums stay in registers; the per-element arithmetic is the same at the edges. */
+/* One tile of dot products: C[i,j] (+)= a_i · bt_j for i < m <= DOT_MR, j < n <= DOT_NR, each a
+ * W-lane FMA chain along K (the ragged end read in part, as zeros), then sum_lanes. Inlined with
+ * constant m, n for the full tile, so the sums stay in registers; the per-element arithmetic is the
+ * same at the edges. */
 
 INLINE void dot_tile(float *c, size_t ldc, const float *a, size_t lda, const float *bt, size_t ldb, size_t m, size_t n,
                      size_t K, bool add) {
@@ -439,8 +450,9 @@ INLINE void dot_tile(float *c, size_t ldc, const float *a, size_t lda, const flo
         for (size_t j = 0; j < n; j++) c[i * ldc + j] = (add ? c[i * ldc + j] : 0.0f) + sum_lanes(acc[i][j]);
 }
 
-/* See kernel_isa.dot_rows. DOT_NR rows of Bt (in L1) against every DOT_MR rows of A (in L2), so each row
- * of Bt - the large operand, W - is read from memory once, in a stream the prefetcher follows. */
+/* See kernel_isa.dot_rows. DOT_NR rows of Bt (in L1) against every DOT_MR rows of A (in L2), so
+ * each row of Bt - the large operand, W - is read from memory once, in a stream the prefetcher
+ * follows. */
 static void dot_rows(float *c, size_t ldc, const float *a, size_t lda, const float *bt, size_t ldb, size_t M, size_t N,
                      size_t K, bool add) {
     for (size_t j0 = 0; j0 < N; j0 += DOT_NR) {

@@ -1,16 +1,19 @@
-/* core/kernels/kernels_testing.h - what only the tests use of the kernels (core/kernels/kernels.h): switches that
- * force one path of the matrix multiply, and the size from which a call is split over threads. */
+/* core/kernels/kernels_testing.h - what only the tests use of the kernels (core/kernels/kernels.h):
+ * switches that force one path of the matrix multiply, and the size from which a call is split over
+ * threads. */
 #ifndef MHA_KERNELS_TESTING_H
 #define MHA_KERNELS_TESTING_H
 
 #include <stdbool.h>
 
-/* false keeps every product on the packed path: no dot products of rows for a short A times a Bᵀ. */
+/* false keeps every product on the packed path: no dot products of rows for a short A times a
+ * Bᵀ. */
 void mha_kernels_set_dot_rows(bool on);
-/* false packs A always, even for a narrow product whose A has contiguous rows: the two paths held equal. */
+/* false packs A always, even for a narrow product whose A has contiguous rows: the two paths held
+ * equal. */
 void mha_kernels_set_a_unpacked(bool on);
-/* The work (in FLOP, 64e6 unless set) under which mha_kernels_parts keeps a call on one thread; 0 splits
- * every call of two units or more. */
+/* The work (in FLOP, 64e6 unless set) under which mha_kernels_parts keeps a call on one thread; 0
+ * splits every call of two units or more. */
 void mha_kernels_set_split_min(double flops);
 
 #endif

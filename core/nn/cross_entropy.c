@@ -1,5 +1,5 @@
-/* core/nn/cross_entropy.c - torch's cross_entropy (ignore_index, label smoothing, the three reductions): the
- * forward, its backward (formulas in nn.h) and its graph node. */
+/* core/nn/cross_entropy.c - torch's cross_entropy (ignore_index, label smoothing, the three
+ * reductions): the forward, its backward (formulas in nn.h) and its graph node. */
 #include "nn/nn.h"
 
 #include <math.h>
@@ -14,8 +14,8 @@ static bool ce_ignored(const mha_ce_options *opt, float target) {
     return opt->has_ignore && target == opt->ignore_index;
 }
 
-/* logits with the class dim moved last, contiguous: (positions, C); checks targets' shape and values (an
- * ignored target may be any number) and the options. */
+/* logits with the class dim moved last, contiguous: (positions, C); checks targets' shape and
+ * values (an ignored target may be any number) and the options. */
 static mha_status ce_rows(mha_tensor *rows, mha_tensor *ctargets, const mha_tensor *logits, const mha_tensor *targets,
                           const mha_ce_options *opt, const char *fname) {
     char sl[MHA_SHAPE_BUF], st_[MHA_SHAPE_BUF];
@@ -52,7 +52,8 @@ static mha_status ce_rows(mha_tensor *rows, mha_tensor *ctargets, const mha_tens
     return st;
 }
 
-/* Σ_c exp(x_c - max) of one row of C logits and its max (so exp never overflows): lse = log(sum) + max. */
+/* Σ_c exp(x_c - max) of one row of C logits and its max (so exp never overflows): lse = log(sum) +
+ * max. */
 static double ce_expsum(float *max_out, const float *row, size_t C) {
     float max = row[0];
     for (size_t c = 1; c < C; c++)
@@ -97,7 +98,8 @@ mha_status mha_cross_entropy(mha_tensor *out, const mha_tensor *logits, const mh
     }
     if (none) *out = losses, losses = MHA_TENSOR_EMPTY;
     else if (opt->reduction == MHA_REDUCTION_SUM) st = mha_full(out, 0, NULL, (float)total);
-    else st = mha_full(out, 0, NULL, (float)(total / (double)counted)); /* none counted: 0/0 = NaN, as torch */
+    /* none counted: 0/0 = NaN, as torch */
+    else st = mha_full(out, 0, NULL, (float)(total / (double)counted));
 done:
     mha_release(&rows), mha_release(&ct), mha_release(&losses);
     return st;
@@ -124,7 +126,8 @@ mha_status mha_cross_entropy_backward(mha_tensor *dlogits, const mha_tensor *dlo
     size_t C = rows.shape[rows.ndim - 1], P = mha_numel(&ct), counted = 0;
     const float *x = mha_f32(&rows), *t = mha_f32(&ct), *g = mha_f32(&cg);
     for (size_t p = 0; p < P; p++) counted += !ce_ignored(opt, t[p]);
-    /* 'mean' divides by the positions counted (none counted: every position is ignored, each gradient 0) */
+    /* 'mean' divides by the positions counted (none counted: every position is ignored, each
+     * gradient 0) */
     const double scale = opt->reduction == MHA_REDUCTION_MEAN ? (double)counted : 1.0;
     const double eps = opt->label_smoothing, uniform = eps / (double)C;
     if ((st = mha_empty(&grad, MHA_FLOAT32, rows.ndim, rows.shape)) != MHA_OK) goto done;
@@ -154,7 +157,8 @@ done:
     return st;
 }
 
-/* ---- the graph node: mha_ag_cross_entropy records the forward; its backward runs the one above ---- */
+/* ---- the graph node: mha_ag_cross_entropy records the forward; its backward runs the one above
+ * ---- */
 
 typedef struct cross_entropy_node {
     mha_node base;

@@ -1,5 +1,5 @@
-/* core/nn/embedding.c - the rows of a weight table picked by indices: the forward, its backward (the rows'
- * gradients summed per index) and its graph node. */
+/* core/nn/embedding.c - the rows of a weight table picked by indices: the forward, its backward
+ * (the rows' gradients summed per index) and its graph node. */
 #include "nn/nn.h"
 
 #include <math.h>
@@ -74,7 +74,8 @@ mha_status mha_embedding_backward(mha_tensor *dW, const mha_tensor *dy, const mh
     }
     memset(acc, 0, acc_bytes);
     const float *g = mha_f32(&cy), *idx = mha_f32(&cidx);
-    for (size_t p = 0, n = mha_numel(&cidx); p < n; p++) /* positions in order: deterministic sums */
+    for (size_t p = 0, n = mha_numel(&cidx); p < n; p++) /* positions in order: deterministic
+                                                            sums */
         for (size_t e = 0; e < E; e++) acc[(size_t)idx[p] * E + e] += g[p * E + e];
     for (size_t i = 0; i < num_embeddings * E; i++) mha_f32(&gw)[i] = (float)acc[i];
     *dW = gw, gw = MHA_TENSOR_EMPTY;
@@ -84,7 +85,8 @@ done:
     return st;
 }
 
-/* ---- the graph node: mha_ag_embedding records the forward; its backward runs the one above ---- */
+/* ---- the graph node: mha_ag_embedding records the forward; its backward runs the one above
+ * ---- */
 
 static mha_status embedding_node_backward(mha_tensor *grads, const mha_node *n, const mha_tensor *g) {
     return mha_embedding_backward(&grads[1], g, &n->saved[0], n->in_shapes[1].shape[0]);

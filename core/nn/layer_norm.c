@@ -1,5 +1,6 @@
-/* core/nn/layer_norm.c - layer normalisation over the last dims: the forward, its backward (formulas in nn.h)
- * and its graph node, as llm.c keeps layernorm_forward beside layernorm_backward. */
+/* core/nn/layer_norm.c - layer normalisation over the last dims: the forward, its backward
+ * (formulas in nn.h) and its graph node, as llm.c keeps layernorm_forward beside
+ * layernorm_backward. */
 #include "nn/nn.h"
 
 #include <math.h>
@@ -144,7 +145,8 @@ done:
     return st;
 }
 
-/* ---- the graph node: mha_ag_layer_norm records the forward; its backward runs the one above ---- */
+/* ---- the graph node: mha_ag_layer_norm records the forward; its backward runs the one above
+ * ---- */
 
 typedef struct layer_norm_node {
     mha_node base;

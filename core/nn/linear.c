@@ -1,5 +1,5 @@
-/* core/nn/linear.c - y = x·Wᵀ + b (PyTorch's layout): the forward on the blocked matrix multiply, its backward
- * (formulas in nn.h) and its graph node. */
+/* core/nn/linear.c - y = x·Wᵀ + b (PyTorch's layout): the forward on the blocked matrix multiply,
+ * its backward (formulas in nn.h) and its graph node. */
 #include "nn/nn.h"
 
 #include <math.h>
@@ -39,7 +39,8 @@ mha_status mha_linear(mha_tensor *out, const mha_tensor *x, const mha_tensor *W,
     }
     size_t rows = prod(x->shape, 0, x->ndim - 1);
     float *y = mha_f32(out);
-    if (b != NULL) { /* y starts as b in every row, then accumulates x·Wᵀ: torch's addmm(b, x, Wᵀ) */
+    if (b != NULL) { /* y starts as b in every row, then accumulates x·Wᵀ: torch's addmm(b, x,
+                        Wᵀ) */
         const float *bias = mha_f32(b);
         for (size_t r = 0; r < rows; r++)
             for (size_t j = 0; j < n_out; j++) y[r * n_out + j] = bias[(ptrdiff_t)j * b->stride[0]];
@@ -84,7 +85,8 @@ mha_status mha_linear_backward(mha_tensor *dx, mha_tensor *dW, mha_tensor *db, c
         else st = mha_sgemm(mha_f32(&gW), in, g, 1, (ptrdiff_t)n_out, mha_f32(&cx), (ptrdiff_t)in, 1, n_out, in, rows, false);
         if (st != MHA_OK) goto done;
     }
-    if (db) { /* db (out) = Σ_rows dy, summed in double in row order; dy read row by row, as it lies */
+    if (db) { /* db (out) = Σ_rows dy, summed in double in row order; dy read row by row, as it
+                 lies */
         if ((st = mha_empty(&gb, MHA_FLOAT32, 1, &W->shape[0])) != MHA_OK) goto done;
         double *sums = mha_alloc((n_out ? n_out : 1) * sizeof *sums);
         if (!sums) {

@@ -1,5 +1,6 @@
-/* core/nn/nn_internal.h - what the files of core/nn/ share and nobody else needs: shape strings for messages,
- * the float argument check, a shape product, a failure re-raised under the caller's name. */
+/* core/nn/nn_internal.h - what the files of core/nn/ share and nobody else needs: shape strings for
+ * messages, the float argument check, a shape product, a failure re-raised under the caller's
+ * name. */
 #ifndef MHA_NN_INTERNAL_H
 #define MHA_NN_INTERNAL_H
 
@@ -28,8 +29,8 @@ static inline size_t prod(const size_t *shape, size_t from, size_t to) {
     return n;
 }
 
-/* A failure of a call made on fname's behalf (the matrix multiply's packing), re-raised under fname when
- * memory ran out, so the message names the function the user called and then where it ran out:
+/* A failure of a call made on fname's behalf (the matrix multiply's packing), re-raised under fname
+ * when memory ran out, so the message names the function the user called and then where it ran out:
  * "linear: sgemm: (4,8) @ (8,8): out of memory for packing". Other failures pass as they are. */
 static inline mha_status nomem_under(mha_status st, const char *fname) {
     if (st != MHA_E_NOMEM) return st;

@@ -1,5 +1,5 @@
-/* core/nn/positional.c - the sinusoidal positional encoding of "Attention Is All You Need", one (L,E) table
- * that a model adds to its token embeddings. */
+/* core/nn/positional.c - the sinusoidal positional encoding of "Attention Is All You Need", one
+ * (L,E) table that a model adds to its token embeddings. */
 #include "nn/nn.h"
 
 #include <math.h>

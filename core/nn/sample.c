@@ -56,7 +56,7 @@ static size_t draw_row(const float *row, size_t V, const mha_sample_options *opt
                        float u) {
     double max = row[best];
     size_t kept = 0;
-    for (size_t j = 0; j < V; j++) {   /* pass 1: probabilities, unnormalised, in vocabulary order */
+    for (size_t j = 0; j < V; j++) {  /* pass 1: probabilities, unnormalised, in vocabulary order */
         double p = exp(((double)row[j] - max) / opt->temperature);
         if (p > 0) cand[kept++] = (candidate){p, j};
     }
@@ -64,7 +64,8 @@ static size_t draw_row(const float *row, size_t V, const mha_sample_options *opt
     if (k < kept || opt->top_p < 1) {
         qsort(cand, kept, sizeof *cand, more_probable);
         kept = k;   /* pass 2: the k most probable */
-        if (opt->top_p < 1) {   /* pass 3: the shortest most-probable prefix holding top_p of the kept mass */
+        if (opt->top_p < 1) {   /* pass 3: the shortest most-probable prefix holding top_p of the
+                                   kept mass */
             double mass = 0, run = 0;
             for (size_t c = 0; c < kept; c++) mass += cand[c].p;
             size_t c = 0;
@@ -73,7 +74,7 @@ static size_t draw_row(const float *row, size_t V, const mha_sample_options *opt
         }
         qsort(cand, kept, sizeof *cand, lower_index);   /* back to vocabulary order */
     }
-    double mass = 0, run = 0;   /* pass 4: the inverse of the kept tokens' cumulative distribution */
+    double mass = 0, run = 0;  /* pass 4: the inverse of the kept tokens' cumulative distribution */
     for (size_t c = 0; c < kept; c++) mass += cand[c].p;
     double target = (double)u * mass;
     for (size_t c = 0; c < kept; c++) {
@@ -97,7 +98,8 @@ mha_status mha_sample(mha_tensor *out, const mha_tensor *logits, const mha_sampl
     if (rows == 0) goto done;
     if (!greedy) {
         size_t shape[1] = {rows};
-        if ((st = mha_rand(&uniforms, 1, shape)) != MHA_OK) goto fail;   /* one u per row, in row order */
+        /* one u per row, in row order */
+        if ((st = mha_rand(&uniforms, 1, shape)) != MHA_OK) goto fail;
         if (!(cand = mha_alloc(cand_bytes))) {
             st = mha_fail(MHA_E_NOMEM, "sample: out of memory allocating %zu candidates", V);
             goto fail;

@@ -1,5 +1,5 @@
-/* core/nn/softmax.c - softmax and log_softmax along a dim: the forwards, their backwards (formulas in nn.h)
- * and their graph node, as llm.c keeps an op's forward beside its backward. */
+/* core/nn/softmax.c - softmax and log_softmax along a dim: the forwards, their backwards
+ * (formulas in nn.h) and their graph node, as llm.c keeps an op's forward beside its backward. */
 #include "nn/nn.h"
 
 #include <math.h>
@@ -11,8 +11,9 @@
 
 /* ---- forward ---- */
 
-/* y = softmax(x) of n entries read and written with stride: y_j = exp(x_j - max x) / sum_k exp(x_k - max x).
- * In place is allowed. A row of -inf gives -inf - -inf = NaN everywhere: the documented policy, no special case. */
+/* y = softmax(x) of n entries read and written with stride: y_j = exp(x_j - max x) / sum_k
+ * exp(x_k - max x). In place is allowed. A row of -inf gives -inf - -inf = NaN everywhere: the
+ * documented policy, no special case. */
 static void softmax_strided(float *y, const float *x, size_t n, size_t stride) {
     float max = n ? x[0] : 0.0f;
     for (size_t j = 1; j < n; j++)
@@ -50,7 +51,8 @@ mha_status mha_softmax(mha_tensor *out, const mha_tensor *x, size_t dim) {
             mha_release(out);
             return mha_fail(MHA_E_INTERRUPTED, "softmax: x %s: interrupted", SHAPE(s, x));
         }
-        if (inner == 1) {   /* the usual case, softmax along the last dim: the vectorised rows kernel */
+        if (inner == 1) {   /* the usual case, softmax along the last dim: the vectorised rows
+                               kernel */
             memcpy(dst + o * n, src + o * n, n * sizeof *dst);
             mha_softmax_rows(dst + o * n, n, 1, n);
             continue;
@@ -70,7 +72,8 @@ mha_status mha_log_softmax(mha_tensor *out, const mha_tensor *x, size_t dim) {
     mha_tensor cx = MHA_TENSOR_EMPTY;
     if ((st = mha_contiguous(&cx, x)) != MHA_OK) return st;
     if ((st = mha_empty(out, MHA_FLOAT32, x->ndim, x->shape)) != MHA_OK || mha_numel(out) == 0) {
-        mha_release(&cx);   /* no element: done at once, however many empty rows ((2^62,0) along dim 2) */
+        mha_release(&cx);   /* no element: done at once, however many empty rows ((2^62,0) along dim
+                               2) */
         return st;
     }
     /* x as (outer, n, inner): each row of n entries inner apart */
@@ -91,7 +94,8 @@ mha_status mha_log_softmax(mha_tensor *out, const mha_tensor *x, size_t dim) {
                 if (row[j * inner] > max || isnan(row[j * inner])) max = row[j * inner];
             double sum = 0.0;
             for (size_t j = 0; j < n; j++) sum += exp((double)row[j * inner] - max);
-            double lse = (double)max + log(sum); /* all -inf: -inf + log 0 ... the row is NaN, as softmax's */
+            double lse = (double)max + log(sum); /* all -inf: -inf + log 0 ... the row is NaN, as
+                                                    softmax's */
             for (size_t j = 0; j < n; j++) dst[o * n * inner + i + j * inner] = (float)((double)row[j * inner] - lse);
         }
     }
@@ -101,7 +105,8 @@ mha_status mha_log_softmax(mha_tensor *out, const mha_tensor *x, size_t dim) {
 
 /* ---- backward ---- */
 
-/* dy and y of softmax's and log_softmax's backward: float tensors of one shape, dim one of their dims. */
+/* dy and y of softmax's and log_softmax's backward: float tensors of one shape, dim one of their
+ * dims. */
 static mha_status check_row_backward(const char *fname, const mha_tensor *dy, const mha_tensor *y, size_t dim) {
     char a[MHA_SHAPE_BUF], b[MHA_SHAPE_BUF];
     mha_status st;
@@ -137,7 +142,8 @@ mha_status mha_log_softmax_backward(mha_tensor *dx, const mha_tensor *dy, const 
     return st;
 }
 
-/* ---- the graph node: mha_ag_softmax and mha_ag_log_softmax; its backward runs the ones above ---- */
+/* ---- the graph node: mha_ag_softmax and mha_ag_log_softmax; its backward runs the ones above
+ * ---- */
 
 typedef struct softmax_node {
     mha_node base;

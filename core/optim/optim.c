@@ -1,13 +1,15 @@
-/* core/optim/optim.c - the update rules of torch.optim.SGD, Adam and AdamW (torch 1.13, single-tensor path) and
- * clip_grad_norm_'s scaling, on float arrays, doing torch's float32 operations in torch's order.
+/* core/optim/optim.c - the update rules of torch.optim.SGD, Adam and AdamW
+ * (torch 1.13, single-tensor path) and clip_grad_norm_'s scaling, on float arrays, doing torch's
+ * float32 operations in torch's order.
  *
- * torch computes these with in-place tensor ops; each line below names the op it mirrors. Where torch
- * fuses a multiply-add (add_(x, alpha=a) is fmadd(x, a, self) in ATen's ufunc/add.h; addcmul_'s
- * self + (value·t1)·t2 is contracted by the compiler that built torch 1.13) so does this file (fmaf);
- * addcdiv_ is self + (value·t1)/t2 as ATen writes it. With these, 20 steps of SGD, Adam and AdamW on the
- * fixture problem give torch's parameters bit for bit (the tests allow rtol 1e-5). Scalars torch gets from Python (lr, betas, 1 − β^step) are computed in double and
- * rounded to float where torch hands them to a float32 kernel. These loops are the plain reference: they
- * are memory-bound, and the compiler vectorises them as they stand. */
+ * torch computes these with in-place tensor ops; each line below names the op it mirrors. Where
+ * torch fuses a multiply-add (add_(x, alpha=a) is fmadd(x, a, self) in ATen's ufunc/add.h;
+ * addcmul_'s self + (value·t1)·t2 is contracted by the compiler that built torch 1.13) so does this
+ * file (fmaf); addcdiv_ is self + (value·t1)/t2 as ATen writes it. With these, 20 steps of SGD,
+ * Adam and AdamW on the fixture problem give torch's parameters bit for bit
+ * (the tests allow rtol 1e-5). Scalars torch gets from Python (lr, betas, 1 − β^step) are computed
+ * in double and rounded to float where torch hands them to a float32 kernel. These loops are the
+ * plain reference: they are memory-bound, and the compiler vectorises them as they stand. */
 #include "optim/optim.h"
 
 #include <math.h>
@@ -17,13 +19,15 @@ void mha_sgd_step(float *param, float *buf, const float *grad, size_t n, const m
     const float keep = (float)(1.0 - opt->dampening), neg_lr = (float)-opt->lr;
     for (size_t i = 0; i < n; i++) {
         float d_p = opt->maximize ? -grad[i] : grad[i];
-        if (opt->weight_decay != 0) d_p = fmaf(param[i], wd, d_p);        /* d_p.add(param, alpha=wd) */
+        if (opt->weight_decay != 0) d_p = fmaf(param[i], wd, d_p);    /* d_p.add(param, alpha=wd) */
         if (opt->momentum != 0) {
             if (first) buf[i] = d_p;                                      /* buf = clone(d_p) */
-            else buf[i] = fmaf(d_p, keep, buf[i] * momentum);             /* buf.mul_(m).add_(d_p, alpha=1-damp) */
-            d_p = opt->nesterov ? fmaf(buf[i], momentum, d_p) : buf[i];   /* d_p.add(buf, alpha=m) or buf */
+            /* buf.mul_(m).add_(d_p, alpha=1-damp) */
+            else buf[i] = fmaf(d_p, keep, buf[i] * momentum);
+            /* d_p.add(buf, alpha=m) or buf */
+            d_p = opt->nesterov ? fmaf(buf[i], momentum, d_p) : buf[i];
         }
-        param[i] = fmaf(d_p, neg_lr, param[i]);                           /* param.add_(d_p, alpha=-lr) */
+        param[i] = fmaf(d_p, neg_lr, param[i]);                     /* param.add_(d_p, alpha=-lr) */
     }
 }
 
@@ -39,19 +43,23 @@ void mha_adam_step(float *param, float *exp_avg, float *exp_avg_sq, float *max_e
     const float eps = (float)opt->eps;
     for (size_t i = 0; i < n; i++) {
         float g = opt->maximize ? -grad[i] : grad[i];
-        if (opt->decoupled) param[i] *= decay;                            /* param.mul_(1 - lr*wd) */
-        else if (opt->weight_decay != 0) g = fmaf(param[i], wd, g);       /* grad.add(param, alpha=wd) */
-        exp_avg[i] = fmaf(g, one_minus_beta1, exp_avg[i] * beta1);        /* m.mul_(b1).add_(g, alpha=1-b1) */
-        /* v.mul_(b2).addcmul_(g, g, value=1-b2): addcmul is self + (value·t1)·t2, which torch's build fuses */
+        if (opt->decoupled) param[i] *= decay;                           /* param.mul_(1 - lr*wd) */
+        else if (opt->weight_decay != 0) g = fmaf(param[i], wd, g);  /* grad.add(param, alpha=wd) */
+        /* m.mul_(b1).add_(g, alpha=1-b1) */
+        exp_avg[i] = fmaf(g, one_minus_beta1, exp_avg[i] * beta1);
+        /* v.mul_(b2).addcmul_(g, g, value=1-b2): addcmul is self + (value·t1)·t2, which torch's
+         * build fuses */
         exp_avg_sq[i] = fmaf(one_minus_beta2 * g, g, exp_avg_sq[i] * beta2);
         float v = exp_avg_sq[i];
-        if (opt->amsgrad) {                                               /* torch.maximum(vmax, v, out=vmax) */
-            if (isnan(v) || isnan(max_exp_avg_sq[i])) max_exp_avg_sq[i] = NAN; /* NaN propagates, as in torch */
+        if (opt->amsgrad) {                                   /* torch.maximum(vmax, v, out=vmax) */
+            /* NaN propagates, as in torch */
+            if (isnan(v) || isnan(max_exp_avg_sq[i])) max_exp_avg_sq[i] = NAN;
             else if (v > max_exp_avg_sq[i]) max_exp_avg_sq[i] = v;
             v = max_exp_avg_sq[i];
         }
-        float denom = sqrtf(v) / bias_correction2_sqrt + eps;            /* (v.sqrt() / bc2_sqrt).add_(eps) */
-        param[i] = param[i] + neg_step_size * exp_avg[i] / denom;         /* param.addcdiv_(m, denom, value=-step_size) */
+        float denom = sqrtf(v) / bias_correction2_sqrt + eps;  /* (v.sqrt() / bc2_sqrt).add_(eps) */
+        /* param.addcdiv_(m, denom, value=-step_size) */
+        param[i] = param[i] + neg_step_size * exp_avg[i] / denom;
     }
 }
 
@@ -62,7 +70,8 @@ double mha_sum_squares(const float *x, size_t n) {
 }
 
 float mha_clip_coef(float total_norm, double max_norm) {
-    /* max_norm / (total_norm + 1e-6): a number over a tensor is tensor.reciprocal() * number in torch */
+    /* max_norm / (total_norm + 1e-6): a number over a tensor is tensor.reciprocal() * number in
+     * torch */
     float coef = (1.0f / (total_norm + 1e-6f)) * (float)max_norm;
     return coef < 1.0f ? coef : 1.0f;                                     /* clamp(coef, max=1.0) */
 }
@@ -73,7 +82,8 @@ void mha_scale(float *x, size_t n, float s) {
 
 /* ---- the steps on tensors ---- */
 
-/* t is a contiguous float32 tensor of ref's shape (ref itself when ref is NULL), or an error naming fname. */
+/* t is a contiguous float32 tensor of ref's shape (ref itself when ref is NULL), or an error naming
+ * fname. */
 static mha_status check_operand(const mha_tensor *t, const mha_tensor *ref, const char *fname, const char *what) {
     char a[MHA_SHAPE_BUF], b[MHA_SHAPE_BUF];
     if (!t || !t->storage) return mha_fail(MHA_E_ARG, "%s: the %s is empty (released)", fname, what);
@@ -124,7 +134,8 @@ mha_status mha_scale_tensor(mha_tensor *g, float s) {
         mha_bump_version(g);
         return MHA_OK;
     }
-    /* a strided gradient: scale a copy, write it back through a share outside the graph (no refusal) */
+    /* a strided gradient: scale a copy, write it back through a share outside the graph
+     * (no refusal) */
     mha_tensor copy = MHA_TENSOR_EMPTY, into = MHA_TENSOR_EMPTY;
     mha_status st = mha_clone(&copy, g);
     if (st == MHA_OK) st = mha_share(&into, g);

@@ -1,5 +1,6 @@
-/* core/tensor/ops.c - what every tensor operation of core/ops_*.c stands on: the dtype rules they follow,
- * broadcasting of shapes, and the strided elementwise loop with its fast path for contiguous operands. */
+/* core/tensor/ops.c - what every tensor operation of core/ops_*.c stands on: the dtype rules they
+ * follow, broadcasting of shapes, and the strided elementwise loop with its fast path for
+ * contiguous operands. */
 #include <string.h>
 
 #include "tensor/ops_internal.h"

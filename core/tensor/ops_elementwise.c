@@ -1,5 +1,6 @@
-/* core/tensor/ops_elementwise.c - elementwise tensor operations over broadcast operands: arithmetic, unary
- * functions, comparisons and logic, where and masked_fill (dtype rules: core/tensor/ops.c), and torch.equal. */
+/* core/tensor/ops_elementwise.c - elementwise tensor operations over broadcast operands:
+ * arithmetic, unary functions, comparisons and logic, where and masked_fill
+ * (dtype rules: core/tensor/ops.c), and torch.equal. */
 #include <math.h>
 #include <string.h>
 
@@ -210,7 +211,8 @@ done:
     return st;
 }
 
-/* The same with a number in place of one tensor: operands (t, value), or (value, t) when value_first. */
+/* The same with a number in place of one tensor: operands (t, value), or (value, t) when
+ * value_first. */
 static mha_status elementwise_value(const char *fname, mha_tensor *out, mha_dtype out_dtype, const mha_tensor *t,
                                     float value, bool value_first, row_fn *row, const void *ctx) {
     mha_tensor t_float = MHA_TENSOR_EMPTY;
@@ -392,12 +394,15 @@ mha_status mha_equal(bool *equal, const mha_tensor *a, const mha_tensor *b) {
         return mha_fail(MHA_E_ARG, "equal: %s is empty (released or never filled)",
                         a == NULL || a->storage == NULL ? "a" : "b");
     *equal = false;
-    if (a->dtype != b->dtype || !mha_same_shape(a, b)) return MHA_OK; /* no broadcasting, as torch.equal */
-    mha_tensor ca = MHA_TENSOR_EMPTY, cb = MHA_TENSOR_EMPTY;  /* C-order copies (shares when already so) */
+    if (a->dtype != b->dtype || !mha_same_shape(a, b)) return MHA_OK; /* no broadcasting, as
+                                                                         torch.equal */
+    mha_tensor ca = MHA_TENSOR_EMPTY, cb = MHA_TENSOR_EMPTY;  /* C-order copies (shares when already
+                                                                 so) */
     mha_status st = mha_contiguous_named(&ca, a, "equal");
     if (st == MHA_OK) st = mha_contiguous_named(&cb, b, "equal");
     bool same = st == MHA_OK;
-    for (size_t i = 0, n = mha_numel(a); same && i < n; i++) /* float ==: NaN differs from itself, -0 == 0 */
+    for (size_t i = 0, n = mha_numel(a); same && i < n; i++) /* float ==: NaN differs from itself,
+                                                                -0 == 0 */
         same = a->dtype == MHA_BOOL ? mha_bool(&ca)[i] == mha_bool(&cb)[i] : mha_f32(&ca)[i] == mha_f32(&cb)[i];
     mha_release(&ca);
     mha_release(&cb);

@@ -1,5 +1,6 @@
-/* core/tensor/ops_internal.h - what the tensor operations (core/ops*.c) share and nobody else needs: argument
- * checks, broadcasting of two shapes, and the strided elementwise loop of core/tensor/ops.c. */
+/* core/tensor/ops_internal.h - what the tensor operations (core/ops*.c) share and nobody else
+ * needs: argument checks, broadcasting of two shapes, and the strided elementwise loop of
+ * core/tensor/ops.c. */
 #ifndef MHA_OPS_INTERNAL_H
 #define MHA_OPS_INTERNAL_H
 
@@ -29,7 +30,8 @@ static inline mha_status check_in(const char *fname, const char *arg, const mha_
 }
 
 /* Re-raise the last failure (from mha_empty, mha_to_dtype...) under fname, so every message names
- * the operation the caller asked for: "empty: shape ... overflows" becomes "add: shape ... overflows". */
+ * the operation the caller asked for: "empty: shape ... overflows" becomes
+ * "add: shape ... overflows". */
 static inline mha_status refail(const char *fname, mha_status status) {
     char why[512];
     const char *msg = mha_errmsg(), *rest = msg;
@@ -60,7 +62,8 @@ static inline mha_status interrupted(const char *fname) { return mha_fail(MHA_E_
 bool ops_broadcast_merge(size_t *ndim, size_t *shape, size_t b_ndim, const size_t *b_shape,
                          size_t *bad_dim, size_t *size_a, size_t *size_b);
 
-/* ---- the elementwise loop (core/tensor/ops.c): one output shape over up to MAX_OPERANDS strided operands ---- */
+/* ---- the elementwise loop (core/tensor/ops.c): one output shape over up to MAX_OPERANDS strided
+ * operands ---- */
 
 typedef struct operand {
     char *data;               /* first element */

@@ -1,11 +1,12 @@
-/* core/tensor/ops_join.c - cat and stack: tensors joined along an existing dim or a new one, each input
- * copied into its slice of the output by the elementwise loop (bool inputs promoted beside float). */
+/* core/tensor/ops_join.c - cat and stack: tensors joined along an existing dim or a new one, each
+ * input copied into its slice of the output by the elementwise loop
+ * (bool inputs promoted beside float). */
 #include <string.h>
 
 #include "tensor/ops_internal.h"
 
-/* A strided copy into a strided output (cat and stack write into slices of their output): a row function
- * of the elementwise loop (core/tensor/ops.c). */
+/* A strided copy into a strided output (cat and stack write into slices of their output): a row
+ * function of the elementwise loop (core/tensor/ops.c). */
 typedef enum { COPY_FLOAT, COPY_BOOL, COPY_BOOL_TO_FLOAT } copy_kind;
 
 static void copy_row(const void *ctx, char *const *p, const ptrdiff_t *s, ptrdiff_t n) {
@@ -31,8 +32,8 @@ static void copy_row(const void *ctx, char *const *p, const ptrdiff_t *s, ptrdif
     }
 }
 
-/* "1st", "2nd", "3rd", "11th", "22nd": a position in a list of tensors, read alike by C (0-based) and
- * Lua (1-based) users, where "tensor 1" would mean different tensors to each. */
+/* "1st", "2nd", "3rd", "11th", "22nd": a position in a list of tensors, read alike by C (0-based)
+ * and Lua (1-based) users, where "tensor 1" would mean different tensors to each. */
 static const char *ordinal(char *buf, size_t n) {
     const char *suffix = "th";
     if (n % 100 < 11 || n % 100 > 13) suffix = n % 10 == 1 ? "st" : n % 10 == 2 ? "nd" : n % 10 == 3 ? "rd" : "th";
@@ -56,7 +57,8 @@ static mha_status check_join(const char *fname, mha_tensor *out, const mha_tenso
     return MHA_OK;
 }
 
-/* Copy piece into out's slice starting at element offset `at`, stepping by out's strides `stride`. */
+/* Copy piece into out's slice starting at element offset `at`, stepping by out's strides
+ * `stride`. */
 static mha_status copy_piece(const char *fname, mha_tensor *out, size_t at, const ptrdiff_t *stride, const mha_tensor *piece) {
     copy_kind kind = out->dtype == MHA_BOOL ? COPY_BOOL : piece->dtype == MHA_BOOL ? COPY_BOOL_TO_FLOAT : COPY_FLOAT;
     size_t elsize = dtype_size(out->dtype);
@@ -82,7 +84,8 @@ mha_status mha_cat(mha_tensor *out, const mha_tensor *const *ts, size_t n, size_
     memcpy(shape, first->shape, first->ndim * sizeof *shape);
     shape[dim] = 0;
     char nth[32];
-    for (size_t i = 0; i < n; i++) {   /* dims in messages count from the end, as in broadcasting's */
+    for (size_t i = 0; i < n; i++) {   /* dims in messages count from the end, as in
+                                          broadcasting's */
         const mha_tensor *t = ts[i];
         if (t->ndim != first->ndim)
             return mha_fail(MHA_E_SHAPE, "cat: the %s tensor %s has %zu dims but the 1st %s has %zu",
@@ -92,7 +95,8 @@ mha_status mha_cat(mha_tensor *out, const mha_tensor *const *ts, size_t n, size_
                 return mha_fail(MHA_E_SHAPE, "cat: the %s tensor %s and the 1st %s differ in dim -%zu (%zu and %zu); "
                                 "only the joined dim -%zu may differ", ordinal(nth, i + 1), shape_of(si, t),
                                 shape_of(s0, first), t->ndim - d, t->shape[d], first->shape[d], t->ndim - dim);
-        if (t->shape[dim] > MHA_MAX_SIZE - shape[dim])   /* (2^62, 0) twice: a dim no tensor may have */
+        if (t->shape[dim] > MHA_MAX_SIZE - shape[dim])   /* (2^62, 0) twice: a dim no tensor may
+                                                            have */
             return mha_fail(MHA_E_SHAPE, "cat: joining the %s tensor %s makes dim -%zu longer than 2^63-1 (%zu + %zu), "
                             "the largest size a dim may have", ordinal(nth, i + 1), shape_of(si, t), t->ndim - dim,
                             shape[dim], t->shape[dim]);

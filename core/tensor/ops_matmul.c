@@ -1,5 +1,5 @@
-/* core/tensor/ops_matmul.c - matmul with torch.matmul's semantics (vectors, batch dims broadcast), each 2-D
- * product one mha_sgemm call on the operands' own strides. */
+/* core/tensor/ops_matmul.c - matmul with torch.matmul's semantics (vectors, batch dims broadcast),
+ * each 2-D product one mha_sgemm call on the operands' own strides. */
 #include <string.h>
 
 #include "kernels/kernels.h"
@@ -133,7 +133,8 @@ mha_status mha_matmul(mha_tensor *out, const mha_tensor *a, const mha_tensor *b)
         st = refail(fname, st);
         goto done;
     }
-    size_t batches = 0;   /* out holds batches·M·N elements: with M and N not 0 the count cannot overflow */
+    size_t batches = 0;   /* out holds batches·M·N elements: with M and N not 0 the count cannot
+                             overflow */
     if (K == 0 || M == 0 || N == 0 || !shape_numel(&batches, batch_ndim, batch_shape, 1) || batches == 0) goto done;
 
     float *c = mha_f32(out);

@@ -1,5 +1,6 @@
-/* core/tensor/ops_reduce.c - reductions of a tensor along one dim or over all of it: sum, mean, max, min,
- * argmax, argmin and var, accumulated in double and read in memory order whatever the dim. */
+/* core/tensor/ops_reduce.c - reductions of a tensor along one dim or over all of it: sum, mean,
+ * max, min, argmax, argmin and var, accumulated in double and read in memory order whatever the
+ * dim. */
 #include <math.h>
 #include <string.h>
 
@@ -268,7 +269,8 @@ static mha_status reduce_row(float *dst, reduction *rd, int op, ptrdiff_t base, 
         st = reduce_pass(rd, op == MHA_ARGMAX ? PASS_ARGMAX : PASS_ARGMIN, base);
         for (size_t i = 0; i < inner && st == MHA_OK; i++) dst[i] = (float)rd->arg[i];
         break;
-    default: {  /* var = sum (x - mean)^2 / (n - correction); NumPy's 0/0 = NaN, x/0 = inf when n <= correction */
+    default: {  /* var = sum (x - mean)^2 / (n - correction); NumPy's 0/0 = NaN, x/0 = inf when n <=
+                   correction */
         st = reduce_pass(rd, PASS_SUM, base);
         for (size_t i = 0; i < inner && st == MHA_OK; i++) rd->mean[i] = n ? rd->acc[i] / (double)n : NAN;
         if (st == MHA_OK) st = reduce_pass(rd, PASS_SQDEV, base);
@@ -324,7 +326,8 @@ static mha_status reduce(mha_tensor *out, int op, const mha_tensor *t, size_t di
     size_t mean_bytes = op < 0 ? acc_bytes : 0;
     if ((st = alloc_out(fname, out, MHA_FLOAT32, ndim, shape)) != MHA_OK) goto done;
     if (mha_numel(out) == 0) goto done;
-    if (n == 0) {   /* nothing to reduce: sum 0, mean and var 0/0 = NaN, without walking the outer positions */
+    if (n == 0) {   /* nothing to reduce: sum 0, mean and var 0/0 = NaN, without walking the outer
+                       positions */
         float *result = mha_f32(out);
         for (size_t i = 0, m = mha_numel(out); i < m; i++) result[i] = op == MHA_SUM ? 0.0f : NAN;
         goto done;

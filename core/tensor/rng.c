@@ -1,5 +1,6 @@
-/* core/tensor/rng.c - the one seeded random generator of mha-repl, so every lesson run draws the same numbers,
- * and the fills built on it: rand, randn, uniform_, normal_ and PyTorch's Xavier initialisations.
+/* core/tensor/rng.c - the one seeded random generator of mha-repl, so every lesson run draws the
+ * same numbers, and the fills built on it: rand, randn, uniform_, normal_ and PyTorch's Xavier
+ * initialisations.
  *
  * The algorithm, exactly (tests/gen_npy_fixtures.py reproduces it in Python):
  *
@@ -86,8 +87,8 @@ static uint64_t next(void) {
 static float uniform24(void) { return (float)(next() >> 40) * 0x1p-24f; }
 static double uniform53(void) { return (double)(next() >> 11) * 0x1p-53; }
 
-/* A float tensor that may be filled in place (the write rule, tensor.h) as one flat C-order array, or an error
- * naming fname. */
+/* A float tensor that may be filled in place (the write rule, tensor.h) as one flat C-order array,
+ * or an error naming fname. */
 static mha_status check_fillable(const mha_tensor *t, const char *fname) {
     char shape[160];
     if (t == NULL || t->storage == NULL) return mha_fail(MHA_E_ARG, "%s: the tensor is empty (released)", fname);
@@ -181,7 +182,8 @@ mha_status mha_xavier_uniform_(mha_tensor *t, float gain) {
     double fan_sum;
     mha_status st = xavier_fans(&fan_sum, t, gain, "xavier_uniform_");
     if (st != MHA_OK) return st;
-    if (mha_numel(t) == 0) return MHA_OK;  /* fan_sum may be 0: nothing to fill, no bound to compute */
+    if (mha_numel(t) == 0) return MHA_OK;  /* fan_sum may be 0: nothing to fill, no bound to
+                                              compute */
     float a = (float)(gain * sqrt(6.0 / fan_sum));
     fill_uniform(mha_f32(t), mha_numel(t), -a, a);
     return MHA_OK;

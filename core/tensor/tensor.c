@@ -35,9 +35,9 @@ static bool sizes_fit(size_t *big, size_t ndim, const size_t *shape) {
     return true;
 }
 
-/* C-order strides of a shape (a size 0 counts as 1, as in PyTorch), computed unsigned; false when one
- * exceeds PTRDIFF_MAX. Only a shape with no element can get there - (0, 2^62, 4) has a stride of 2^64 -
- * and such a shape is refused: its strides would wrap. */
+/* C-order strides of a shape (a size 0 counts as 1, as in PyTorch), computed unsigned; false when
+ * one exceeds PTRDIFF_MAX. Only a shape with no element can get there - (0, 2^62, 4) has a stride
+ * of 2^64 - and such a shape is refused: its strides would wrap. */
 static bool contiguous_strides(ptrdiff_t *stride, size_t ndim, const size_t *shape) {
     size_t s = 1;
     for (size_t d = ndim; d-- > 0;) {
@@ -125,7 +125,8 @@ mha_status mha_empty(mha_tensor *out, mha_dtype dtype, size_t ndim, const size_t
     return mha_empty_named(out, dtype, ndim, shape, "empty");
 }
 
-/* Whether t is dense - a permutation of a contiguous tensor - with order its dims by falling stride. */
+/* Whether t is dense - a permutation of a contiguous tensor - with order its dims by falling
+ * stride. */
 static bool dense_order(size_t *order, const mha_tensor *t) {
     for (size_t d = 0; d < t->ndim; d++) order[d] = d;
     for (size_t i = 1; i < t->ndim; i++)
@@ -142,9 +143,10 @@ static bool dense_order(size_t *order, const mha_tensor *t) {
     return true;
 }
 
-/* An empty float tensor of like's shape, laid out as like is when like is dense (as torch's empty_like keeps a
- * dense tensor's strides), else contiguous. The output of heads split by a permuted view (N,H,L,D) of (N,L,E) is
- * then written with the heads side by side, so merging them back, (N,L,H,D) -> (N,L,E), is a view. */
+/* An empty float tensor of like's shape, laid out as like is when like is dense
+ * (as torch's empty_like keeps a dense tensor's strides), else contiguous. The output of heads
+ * split by a permuted view (N,H,L,D) of (N,L,E) is then written with the heads side by side, so
+ * merging them back, (N,L,H,D) -> (N,L,E), is a view. */
 mha_status mha_empty_like_named(mha_tensor *out, const mha_tensor *like, const char *fname) {
     size_t order[MHA_MAX_DIMS], inverse[MHA_MAX_DIMS], block_shape[MHA_MAX_DIMS];
     if (!dense_order(order, like)) return mha_empty_named(out, MHA_FLOAT32, like->ndim, like->shape, fname);
@@ -254,7 +256,8 @@ static void gather(void *dst, const mha_tensor *src) {
     } else {
         const float *s = mha_f32(src);
         float *d = dst;
-        /* common case: walk the last dimension with its stride, recompute the row start only per row */
+        /* common case: walk the last dimension with its stride, recompute the row start only per
+         * row */
         size_t last = src->ndim ? src->shape[src->ndim - 1] : 1;
         ptrdiff_t ls = src->ndim ? src->stride[src->ndim - 1] : 0;
         for (size_t i = 0; i < n; i += last) {
@@ -569,8 +572,9 @@ mha_status mha_unsqueeze(mha_tensor *out, const mha_tensor *t, size_t dim) {
         out->stride[d] = t->stride[d - 1];
     }
     out->shape[dim] = 1;
-    /* as PyTorch: the stride the dimension would have inside the next one. A size-1 dimension's stride is
-     * never stepped by, so where the product cannot be held (only with no element: (2^62, 4, 0)) 1 does. */
+    /* as PyTorch: the stride the dimension would have inside the next one. A size-1 dimension's
+     * stride is never stepped by, so where the product cannot be held
+     * (only with no element: (2^62, 4, 0)) 1 does. */
     ptrdiff_t inner = dim < t->ndim ? t->stride[dim] : 1;
     size_t times = dim < t->ndim ? t->shape[dim] : 1;
     size_t magnitude = inner < 0 ? (size_t)0 - (size_t)inner : (size_t)inner;
@@ -608,7 +612,8 @@ mha_status mha_expand(mha_tensor *out, const mha_tensor *t, size_t ndim, const s
         return mha_fail(MHA_E_SHAPE, "expand: cannot expand %s to fewer dimensions %s", mha_shape_str(a, sizeof a, t),
                         mha_shape_str(b, sizeof b, &probe));
     size_t lead = ndim - t->ndim, numel;
-    for (size_t d = 0; d < t->ndim; d++) {   /* the dim is named from the end: the same for C and Lua */
+    for (size_t d = 0; d < t->ndim; d++) {   /* the dim is named from the end: the same for C and
+                                                Lua */
         if (t->shape[d] != shape[lead + d] && t->shape[d] != 1)
             return mha_fail(MHA_E_SHAPE, "expand: cannot expand %s to %s: dim -%zu has size %zu, not 1 or %zu",
                             mha_shape_str(a, sizeof a, t), mha_shape_str(b, sizeof b, &probe), t->ndim - d,
@@ -618,7 +623,8 @@ mha_status mha_expand(mha_tensor *out, const mha_tensor *t, size_t ndim, const s
     if (!sizes_fit(&big, ndim, shape))
         return mha_fail(MHA_E_ARG, "expand: cannot expand %s to %s: size %zu is more than 2^63-1, the largest size "
                         "a dim may have", mha_shape_str(a, sizeof a, t), mha_shape_str(b, sizeof b, &probe), big);
-    /* no storage is allocated, but every later reader walks numel() elements: it must be representable */
+    /* no storage is allocated, but every later reader walks numel() elements: it must be
+     * representable */
     if (!shape_numel(&numel, ndim, shape, dtype_size(t->dtype)))
         return mha_fail(MHA_E_SHAPE, "expand: shape %s has too many elements (size overflows)",
                         mha_shape_str(b, sizeof b, &probe));
@@ -667,6 +673,7 @@ mha_status mha_chunk(mha_tensor *outs, size_t max_out, size_t *n_out, const mha_
     if (st != MHA_OK) return st;
     if (chunks == 0) return mha_fail(MHA_E_ARG, "chunk: chunks must be positive");
     size_t size = t->shape[dim];
-    size_t piece = size == 0 ? 1 : (size + chunks - 1) / chunks;   /* torch.chunk: ceil(size / chunks) */
+    size_t piece = size == 0 ? 1 : (size + chunks - 1) / chunks;   /* torch.chunk: ceil(size /
+                                                                      chunks) */
     return split_pieces(outs, max_out, n_out, t, piece, dim, "chunk");
 }

@@ -1,5 +1,6 @@
-/* core/tensor/tensor.h - the tensor of mha-repl: float32 and bool tensors of rank 0 to MHA_MAX_DIMS, each a
- * (shape, strides, offset) view over a reference-counted storage, and every operation on them. */
+/* core/tensor/tensor.h - the tensor of mha-repl: float32 and bool tensors of rank 0 to
+ * MHA_MAX_DIMS, each a (shape, strides, offset) view over a reference-counted storage, and every
+ * operation on them. */
 #ifndef MHA_TENSOR_H
 #define MHA_TENSOR_H
 
@@ -36,7 +37,8 @@
  * ------------------------------------------------------------------------------------------- */
 
 #define MHA_MAX_DIMS 8
-#define MHA_MAX_SIZE ((size_t)PTRDIFF_MAX) /* the largest size of a dim: 2^63-1, as a stride or Lua integer holds */
+#define MHA_MAX_SIZE ((size_t)PTRDIFF_MAX) /* the largest size of a dim: 2^63-1, as a stride or Lua
+                                              integer holds */
 #define MHA_ALL_DIMS ((size_t)-1) /* "reduce over every dimension" / "squeeze every size-1 dim" */
 
 typedef enum { MHA_FLOAT32 = 0, MHA_BOOL = 1 } mha_dtype;
@@ -57,44 +59,46 @@ typedef struct mha_tensor {
     ptrdiff_t stride[MHA_MAX_DIMS];   /* in elements; 0 along an expanded (broadcast) dimension */
     size_t offset;                    /* in elements, into storage->data */
     struct mha_ag *ag;                /* autograd state (core/autograd/autograd.h); NULL: not tracked. A view or
-                                         share starts untracked; mha_release drops this reference. */
+                                         share starts untracked; mha_release drops this
+                                         reference. */
 } mha_tensor;
 
 #define MHA_TENSOR_EMPTY ((mha_tensor){0})
 
-/* What releasing a tracked tensor (t->ag not NULL) must also do: drop its autograd state. The autograd
- * (core/autograd/autograd.c) installs it when it first tracks a tensor, so this room needs nothing of that one
- * (PyTorch breaks the same loop with its AutogradMetaFactory). */
+/* What releasing a tracked tensor (t->ag not NULL) must also do: drop its autograd state. The
+ * autograd (core/autograd/autograd.c) installs it when it first tracks a tensor, so this room needs
+ * nothing of that one (PyTorch breaks the same loop with its AutogradMetaFactory). */
 void mha_tensor_set_ag_release(void (*release)(mha_tensor *t));
 
-/* ---- the write rule: every in-place writer of the core (mha_set, mha_copy_into, the random fills, the
- * optimizer steps of core/optim) follows it, so every caller gets it ----
- * A write into a tensor that requires grad is refused while grad mode is on (its gradient would be wrong); any
- * other write is counted in storage->version, so a graph that saved this data refuses to backward through it.
- * Whether t requires grad is the autograd's to say: it installs the check when it first tracks a tensor
- * (core/autograd/autograd.c), as it installs the release hook above. check returns MHA_OK or the refusal,
- * its message naming fname. */
+/* ---- the write rule: every in-place writer of the core (mha_set, mha_copy_into, the random fills,
+ * the optimizer steps of core/optim) follows it, so every caller gets it ----
+ * A write into a tensor that requires grad is refused while grad mode is on
+ * (its gradient would be wrong); any other write is counted in storage->version, so a graph that
+ * saved this data refuses to backward through it. Whether t requires grad is the autograd's to say:
+ * it installs the check when it first tracks a tensor (core/autograd/autograd.c), as it installs
+ * the release hook above. check returns MHA_OK or the refusal, its message naming fname. */
 void mha_tensor_set_write_check(mha_status (*check)(const mha_tensor *t, const char *fname));
-/* Counts an in-place write into t's storage that needs no asking: an optimizer's step, which torch makes
- * under no_grad. NULL-safe; an empty t is ignored. */
+/* Counts an in-place write into t's storage that needs no asking: an optimizer's step, which torch
+ * makes under no_grad. NULL-safe; an empty t is ignored. */
 void mha_bump_version(const mha_tensor *t);
 
 /* ---- shapes in messages ---- */
 
-/* "(3,4)" for a (3,4) tensor, "()" for a scalar; writes at most n bytes, returns buf. MHA_SHAPE_BUF bytes
- * hold any shape: "(" + MHA_MAX_DIMS sizes of up to 20 digits + commas + ")\0". */
+/* "(3,4)" for a (3,4) tensor, "()" for a scalar; writes at most n bytes, returns buf. MHA_SHAPE_BUF
+ * bytes hold any shape: "(" + MHA_MAX_DIMS sizes of up to 20 digits + commas + ")\0". */
 #define MHA_SHAPE_BUF 200
 char *mha_shape_str(char *buf, size_t n, const mha_tensor *t);
 
 /* ---- life cycle ---- */
 
-void mha_release(mha_tensor *t);                  /* drop t's reference; t becomes empty; NULL-safe */
+void mha_release(mha_tensor *t);                /* drop t's reference; t becomes empty; NULL-safe */
 mha_status mha_empty(mha_tensor *out, mha_dtype dtype, size_t ndim, const size_t *shape);
-/* mha_empty for a caller that allocates on behalf of a function of its own: a failure is named fname
- * ("softmax: out of memory allocating ..."), the function the user called, never "empty". */
+/* mha_empty for a caller that allocates on behalf of a function of its own: a failure is named
+ * fname ("softmax: out of memory allocating ..."), the function the user called, never "empty". */
 mha_status mha_empty_named(mha_tensor *out, mha_dtype dtype, size_t ndim, const size_t *shape, const char *fname);
 /* An empty float tensor of like's shape, laid out as like is when like is dense (a permutation of a
- * contiguous tensor, as torch's empty_like keeps its strides), else contiguous; failures name fname. */
+ * contiguous tensor, as torch's empty_like keeps its strides), else contiguous; failures name
+ * fname. */
 mha_status mha_empty_like_named(mha_tensor *out, const mha_tensor *like, const char *fname);
 mha_status mha_zeros(mha_tensor *out, mha_dtype dtype, size_t ndim, const size_t *shape);
 mha_status mha_full(mha_tensor *out, size_t ndim, const size_t *shape, float value);
@@ -103,15 +107,17 @@ mha_status mha_arange(mha_tensor *out, double start, double stop, double step); 
 mha_status mha_share(mha_tensor *out, const mha_tensor *t);     /* a second reference to t's view */
 mha_status mha_clone(mha_tensor *out, const mha_tensor *t);     /* a contiguous copy */
 mha_status mha_contiguous(mha_tensor *out, const mha_tensor *t); /* shares if t is contiguous */
-mha_status mha_contiguous_named(mha_tensor *out, const mha_tensor *t, const char *fname); /* a copy's failure names fname */
+/* a copy's failure names fname */
+mha_status mha_contiguous_named(mha_tensor *out, const mha_tensor *t, const char *fname);
 mha_status mha_to_dtype(mha_tensor *out, const mha_tensor *t, mha_dtype dtype); /* bool<->1/0 */
-mha_status mha_copy_into(mha_tensor *dst, const mha_tensor *src); /* dst[...] = src, broadcasting src */
-/* mha_copy_into on behalf of a function of the caller's own (copy_, fill_, zero_): the write rule's refusal
- * names fname; a dtype or shape mismatch is still a "copy:" error. */
+mha_status mha_copy_into(mha_tensor *dst, const mha_tensor *src); /* dst[...] = src, broadcasting
+                                                                     src */
+/* mha_copy_into on behalf of a function of the caller's own (copy_, fill_, zero_): the write rule's
+ * refusal names fname; a dtype or shape mismatch is still a "copy:" error. */
 mha_status mha_copy_into_named(mha_tensor *dst, const mha_tensor *src, const char *fname);
-/* t's slice index along dim (select's view) := src, broadcasting src: Lua's t[i] = v. The write is into t,
- * so the write rule asks about t (a tensor that requires grad), not about the slice (a view outside the
- * graph); its refusal names fname. */
+/* t's slice index along dim (select's view) := src, broadcasting src: Lua's t[i] = v. The write is
+ * into t, so the write rule asks about t (a tensor that requires grad), not about the slice
+ * (a view outside the graph); its refusal names fname. */
 mha_status mha_copy_into_slice(mha_tensor *t, size_t dim, size_t index, const mha_tensor *src, const char *fname);
 
 size_t mha_numel(const mha_tensor *t);
@@ -122,21 +128,26 @@ float *mha_f32(const mha_tensor *t);
 bool *mha_bool(const mha_tensor *t);
 /* One element by 0-based index (ndim entries); bool reads as 0/1. Index is checked. */
 mha_status mha_get(double *value, const mha_tensor *t, const size_t *index);
-mha_status mha_set(mha_tensor *t, const size_t *index, double value);   /* follows the write rule as "set" */
+/* follows the write rule as "set" */
+mha_status mha_set(mha_tensor *t, const size_t *index, double value);
 
 /* ---- views: share storage, never copy ---- */
 
 /* shape may hold one -1, inferred. Fails on a non-contiguous t whose strides cannot express the
  * new shape, explaining why and pointing to contiguous()/reshape(), as PyTorch does. */
 mha_status mha_view(mha_tensor *out, const mha_tensor *t, size_t ndim, const ptrdiff_t *shape);
-mha_status mha_reshape(mha_tensor *out, const mha_tensor *t, size_t ndim, const ptrdiff_t *shape); /* view, else copy */
+/* view, else copy */
+mha_status mha_reshape(mha_tensor *out, const mha_tensor *t, size_t ndim, const ptrdiff_t *shape);
 mha_status mha_transpose(mha_tensor *out, const mha_tensor *t, size_t dim0, size_t dim1);
-mha_status mha_permute(mha_tensor *out, const mha_tensor *t, const size_t *perm); /* t->ndim entries */
+/* t->ndim entries */
+mha_status mha_permute(mha_tensor *out, const mha_tensor *t, const size_t *perm);
 mha_status mha_narrow(mha_tensor *out, const mha_tensor *t, size_t dim, size_t start, size_t length);
-mha_status mha_select(mha_tensor *out, const mha_tensor *t, size_t dim, size_t index); /* drops dim */
+/* drops dim */
+mha_status mha_select(mha_tensor *out, const mha_tensor *t, size_t dim, size_t index);
 mha_status mha_unsqueeze(mha_tensor *out, const mha_tensor *t, size_t dim);  /* dim in [0, ndim] */
 mha_status mha_squeeze(mha_tensor *out, const mha_tensor *t, size_t dim);    /* or MHA_ALL_DIMS */
-mha_status mha_expand(mha_tensor *out, const mha_tensor *t, size_t ndim, const size_t *shape); /* broadcast view */
+/* broadcast view */
+mha_status mha_expand(mha_tensor *out, const mha_tensor *t, size_t ndim, const size_t *shape);
 /* Views of consecutive pieces along dim: pieces of split_size (the last may be smaller), or
  * `chunks` near-equal pieces as torch.chunk. Writes up to max_out tensors, sets *n_out. */
 mha_status mha_split(mha_tensor *outs, size_t max_out, size_t *n_out, const mha_tensor *t, size_t split_size, size_t dim);
@@ -158,16 +169,21 @@ mha_status mha_broadcast_shape(size_t *ndim, size_t *shape, const mha_tensor *a,
 mha_status mha_binary(mha_tensor *out, mha_binop op, const mha_tensor *a, const mha_tensor *b);
 /* a op s, or s op a when scalar_first (for 2 - x, 1 / x). */
 mha_status mha_binary_scalar(mha_tensor *out, mha_binop op, const mha_tensor *a, float s, bool scalar_first);
-mha_status mha_compare(mha_tensor *out, mha_cmpop op, const mha_tensor *a, const mha_tensor *b);   /* bool */
-mha_status mha_compare_scalar(mha_tensor *out, mha_cmpop op, const mha_tensor *a, float s);        /* bool */
-mha_status mha_logical(mha_tensor *out, mha_logicop op, const mha_tensor *a, const mha_tensor *b); /* bool, bool */
+/* bool */
+mha_status mha_compare(mha_tensor *out, mha_cmpop op, const mha_tensor *a, const mha_tensor *b);
+/* bool */
+mha_status mha_compare_scalar(mha_tensor *out, mha_cmpop op, const mha_tensor *a, float s);
+/* bool, bool */
+mha_status mha_logical(mha_tensor *out, mha_logicop op, const mha_tensor *a, const mha_tensor *b);
 mha_status mha_logical_not(mha_tensor *out, const mha_tensor *a);
-/* torch.equal: *equal is true when a and b have the same dtype, the same shape (no broadcasting: (1,3)
- * and (2,3) are not equal) and equal elements (NaN equals nothing, itself included; -0 equals 0). */
+/* torch.equal: *equal is true when a and b have the same dtype, the same shape
+ * (no broadcasting: (1,3) and (2,3) are not equal) and equal elements
+ * (NaN equals nothing, itself included; -0 equals 0). */
 mha_status mha_equal(bool *equal, const mha_tensor *a, const mha_tensor *b);
 mha_status mha_unary(mha_tensor *out, mha_unop op, const mha_tensor *t);
 mha_status mha_where(mha_tensor *out, const mha_tensor *cond, const mha_tensor *a, const mha_tensor *b);
-/* out = t with value wherever mask (bool, broadcast to t's shape) is true. value may be -INFINITY. */
+/* out = t with value wherever mask (bool, broadcast to t's shape) is true. value may be
+ * -INFINITY. */
 mha_status mha_masked_fill(mha_tensor *out, const mha_tensor *t, const mha_tensor *mask, float value);
 
 /* ---- reductions along one dimension (or MHA_ALL_DIMS) ---- */
@@ -194,7 +210,9 @@ mha_status mha_randn(mha_tensor *out, size_t ndim, const size_t *shape);  /* N(0
 mha_status mha_uniform_(mha_tensor *t, float lo, float hi);               /* fill in place */
 mha_status mha_normal_(mha_tensor *t, float mean, float std);
 /* PyTorch's nn.init: fan_in = shape[1]*rf, fan_out = shape[0]*rf (rf = product of shape[2:]) */
-mha_status mha_xavier_uniform_(mha_tensor *t, float gain);  /* U(-a,a), a = gain*sqrt(6/(fan_in+fan_out)) */
-mha_status mha_xavier_normal_(mha_tensor *t, float gain);   /* N(0,s), s = gain*sqrt(2/(fan_in+fan_out)) */
+mha_status mha_xavier_uniform_(mha_tensor *t, float gain);  /* U(-a,a), a =
+                                                               gain*sqrt(6/(fan_in+fan_out)) */
+mha_status mha_xavier_normal_(mha_tensor *t, float gain);   /* N(0,s), s =
+                                                               gain*sqrt(2/(fan_in+fan_out)) */
 
 #endif

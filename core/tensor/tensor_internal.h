@@ -1,5 +1,6 @@
-/* core/tensor/tensor_internal.h - what the files of the tensor room share and no other room needs: the size and
- * name of a dtype, the element count of a shape, and the write rule every in-place writer here asks first. */
+/* core/tensor/tensor_internal.h - what the files of the tensor room share and no other room needs:
+ * the size and name of a dtype, the element count of a shape, and the write rule every in-place
+ * writer here asks first. */
 #ifndef MHA_TENSOR_INTERNAL_H
 #define MHA_TENSOR_INTERNAL_H
 
@@ -10,8 +11,9 @@
 static inline size_t dtype_size(mha_dtype dtype) { return dtype == MHA_BOOL ? sizeof(bool) : sizeof(float); }
 static inline const char *dtype_name(mha_dtype dtype) { return dtype == MHA_BOOL ? "bool" : "float32"; }
 
-/* Element count of a shape, or false when it overflows size_t (or its byte size, elsize bytes an element,
- * would). A size 0 anywhere makes it 0, whatever the sizes before it: (2^62, 4, 0) holds nothing. */
+/* Element count of a shape, or false when it overflows size_t
+ * (or its byte size, elsize bytes an element, would). A size 0 anywhere makes it 0, whatever the
+ * sizes before it: (2^62, 4, 0) holds nothing. */
 static inline bool shape_numel(size_t *numel, size_t ndim, const size_t *shape, size_t elsize) {
     size_t n = 1;
     for (size_t d = 0; d < ndim; d++) {
@@ -29,11 +31,12 @@ static inline bool shape_numel(size_t *numel, size_t ndim, const size_t *shape, 
     return true;
 }
 
-/* The write rule (core/tensor/tensor.c), asked by every writer of this room before it writes into t on behalf
- * of fname (set, copy_, fill_, uniform_, ...): a tensor that requires grad is refused while grad mode is on,
- * with a message naming fname; any other write is counted in the storage's version (mha_bump_version), so a
- * graph that saved this data refuses to backward through it. A write that then fails on another argument
- * still counts: such a graph is refused rather than trusted. */
+/* The write rule (core/tensor/tensor.c), asked by every writer of this room before it writes into t
+ * on behalf of fname (set, copy_, fill_, uniform_, ...): a tensor that requires grad is refused
+ * while grad mode is on, with a message naming fname; any other write is counted in the storage's
+ * version (mha_bump_version), so a graph that saved this data refuses to backward through it. A
+ * write that then fails on another argument still counts: such a graph is refused rather than
+ * trusted. */
 mha_status tensor_begin_write(const mha_tensor *t, const char *fname);
 
 #endif

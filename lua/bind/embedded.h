@@ -1,5 +1,6 @@
-/* lua/bind/embedded.h - the Lua helper modules (the .lua files in lua/) compiled into the binary by tools/bin2c.c,
- * registered in package.preload by luaopen_mha so both mha-repl and `require "mha"` find them. */
+/* lua/bind/embedded.h - the Lua helper modules (the .lua files in lua/) compiled into the binary by
+ * tools/bin2c.c, registered in package.preload by luaopen_mha so both mha-repl and `require "mha"`
+ * find them. */
 #ifndef MHA_EMBEDDED_H
 #define MHA_EMBEDDED_H
 #include <stddef.h>

@@ -1,5 +1,6 @@
-/* lua/bind/lautograd.c - the Lua face of core/autograd: t:requires_grad, t:grad, t:backward, t:detach,
- * t:zero_grad, mha.no_grad, and the plain backward functions a lesson can call by hand. */
+/* lua/bind/lautograd.c - the Lua face of core/autograd: t:requires_grad, t:grad, t:backward,
+ * t:detach, t:zero_grad, mha.no_grad, and the plain backward functions a lesson can call by
+ * hand. */
 #include "lautograd.h"
 
 #include <lauxlib.h>
@@ -37,7 +38,8 @@ static int t_grad(lua_State *L) {
     return lmha_result(L, mha_grad(lmha_newtensor(L), t));
 }
 
-/* t:zero_grad(): forget the gradient (t:grad() is nil again), as torch's zero_grad(set_to_none=True). */
+/* t:zero_grad(): forget the gradient (t:grad() is nil again), as torch's
+ * zero_grad(set_to_none=True). */
 static int t_zero_grad(lua_State *L) {
     mha_tensor *t = lmha_checktensor(L, 1);
     mha_zero_grad(t);
@@ -55,7 +57,8 @@ static int t_set_grad(lua_State *L) {
     return 1;
 }
 
-/* A table that holds options ({retain_graph = true}, {gradient = g}), not a gradient's numbers ({{1, 2}}). */
+/* A table that holds options ({retain_graph = true}, {gradient = g}), not a gradient's numbers
+ * ({{1, 2}}). */
 static bool is_options(lua_State *L, int idx) {
     if (lua_type(L, idx) != LUA_TTABLE) return false;
     bool numbers = lua_rawgeti(L, idx, 1) != LUA_TNIL;
@@ -63,9 +66,10 @@ static bool is_options(lua_State *L, int idx) {
     return !numbers;
 }
 
-/* loss:backward() for a one-element loss; y:backward(grad) with grad of y's shape otherwise; options last:
- * loss:backward{retain_graph = true}, y:backward(grad, {retain_graph = true}) or y:backward{gradient = grad, ...}.
- * retain_graph keeps the graph's saved tensors for another backward (torch's retain_graph=True). */
+/* loss:backward() for a one-element loss; y:backward(grad) with grad of y's shape otherwise;
+ * options last: loss:backward{retain_graph = true}, y:backward(grad, {retain_graph = true}) or
+ * y:backward{gradient = grad, ...}. retain_graph keeps the graph's saved tensors for another
+ * backward (torch's retain_graph=True). */
 static int t_backward(lua_State *L) {
     static const char *const names[] = {"gradient", "retain_graph", NULL};
     mha_tensor *t = lmha_checktensor(L, 1);
@@ -121,9 +125,9 @@ static int l_is_grad_enabled(lua_State *L) {
 
 /* ---- ops new with gradients: log_softmax, embedding, cross_entropy ---- */
 
-/* The 1-based class/row indices at arg (a tensor of whole numbers, a number or a nested table), each in
- * [1, count] or equal to *ignore (when ignore is not NULL), as a new 0-based float tensor pushed on the stack
- * (an ignored entry becomes *ignore - 1). */
+/* The 1-based class/row indices at arg (a tensor of whole numbers, a number or a nested table),
+ * each in [1, count] or equal to *ignore (when ignore is not NULL), as a new 0-based float tensor
+ * pushed on the stack (an ignored entry becomes *ignore - 1). */
 static mha_tensor *checkindices(lua_State *L, int arg, size_t count, const float *ignore, const char *fname,
                                 const char *argname) {
     char shape[MHA_SHAPE_BUF];
@@ -139,7 +143,8 @@ static mha_tensor *checkindices(lua_State *L, int arg, size_t count, const float
         if (!(p[i] >= 1.0f && p[i] <= (float)count && p[i] == floorf(p[i]))) {
             double bad = p[i];
             mha_release(&c);
-            if (bad == floor(bad) && fabs(bad) < 1e15) lua_pushfstring(L, "%I", (LUAI_UACINT)bad); /* 5, not 5.0 */
+            /* 5, not 5.0 */
+            if (bad == floor(bad) && fabs(bad) < 1e15) lua_pushfstring(L, "%I", (LUAI_UACINT)bad);
             else lua_pushfstring(L, "%f", (lua_Number)bad);
             luaL_error(L, "%s: %s %s: entry %I is %s; expected a whole number from 1 to %I (1-based)", fname, argname,
                        lmha_shape(shape, given), (LUAI_UACINT)(i + 1), lua_tostring(L, -1), (LUAI_UACINT)count);
@@ -174,8 +179,9 @@ static size_t classes_of(lua_State *L, const mha_tensor *logits) {
     return logits->shape[logits->ndim == 1 ? 0 : 1];
 }
 
-/* The options of cross_entropy at idx, torch's: {ignore_index = -100, reduction = "mean", label_smoothing = 0}.
- * ignore_index is compared with the targets as the user gives them (1-based); *ignore receives it. */
+/* The options of cross_entropy at idx, torch's: {ignore_index = -100, reduction = "mean",
+ * label_smoothing = 0}. ignore_index is compared with the targets as the user gives them (1-based);
+ * *ignore receives it. */
 static mha_ce_options checkceoptions(lua_State *L, int idx, float *ignore, const char *fname) {
     static const char *const names[] = {"ignore_index", "reduction", "label_smoothing", NULL};
     static const char *const reductions[] = {"mean", "sum", "none", NULL};
@@ -213,8 +219,8 @@ static mha_ce_options checkceoptions(lua_State *L, int idx, float *ignore, const
     return opt;
 }
 
-/* cross_entropy(logits, targets [, {ignore_index=, reduction=, label_smoothing=}]): torch's F.cross_entropy
- * with 1-based targets. */
+/* cross_entropy(logits, targets [, {ignore_index=, reduction=, label_smoothing=}]): torch's
+ * F.cross_entropy with 1-based targets. */
 static int l_cross_entropy(lua_State *L) {
     mha_tensor *logits = lmha_checktensor(L, 1);
     float ignore;
@@ -274,8 +280,8 @@ static int l_embedding_backward(lua_State *L) {
     return lmha_result(L, mha_embedding_backward(lmha_newtensor(L), dy, indices, (size_t)count));
 }
 
-/* cross_entropy_backward(logits, targets [, dloss [, options]]) -> dlogits; dloss (1 by default) is a number or
- * a scalar tensor, or for reduction "none" a tensor of targets' shape. */
+/* cross_entropy_backward(logits, targets [, dloss [, options]]) -> dlogits; dloss (1 by default) is
+ * a number or a scalar tensor, or for reduction "none" a tensor of targets' shape. */
 static int l_cross_entropy_backward(lua_State *L) {
     static const char *const fname = "cross_entropy_backward";
     mha_tensor *logits = lmha_checktensor(L, 1);
@@ -292,9 +298,10 @@ static int l_cross_entropy_backward(lua_State *L) {
 }
 
 /* sdpa_backward(dout, q, k, v [, {attn_mask=, is_causal=, scale=, weights=, out=, enable_gqa=}])
- * -> dq, dk, dv [, dmask]; with enable_gqa, dk and dv (..., H_kv, S, E) sum over each group of query heads.
- * With weights (the forward's) the plain backward runs; else out (the forward's output) is needed and the
- * fused backward recomputes the weights tile by tile. A float attn_mask gets its gradient too (dmask). */
+ * -> dq, dk, dv [, dmask]; with enable_gqa, dk and dv (..., H_kv, S, E) sum over each group of
+ * query heads. With weights (the forward's) the plain backward runs; else out
+ * (the forward's output) is needed and the fused backward recomputes the weights tile by tile. A
+ * float attn_mask gets its gradient too (dmask). */
 static int l_sdpa_backward(lua_State *L) {
     static const char *const fname = "sdpa_backward";
     static const char *const options[] = {"attn_mask", "is_causal", "scale", "weights", "out", "enable_gqa", NULL};

@@ -1,9 +1,10 @@
 /* lua/bind/lauxmha.c - every check, push and option helper the mha bindings share, written once (as
- * lauxlib.c is to Lua's own libraries): tensor userdata, errors from core statuses, dims, shapes, options.
+ * lauxlib.c is to Lua's own libraries): tensor userdata, errors from core statuses, dims, shapes,
+ * options.
  *
- * Lua conventions hold at this border: dimensions and indices are 1-based, negative ones count from the
- * end (-1 is the last). They are converted to the core's 0-based size_t here, and checked here, so an
- * error names the function, the Lua dimension and the shape. */
+ * Lua conventions hold at this border: dimensions and indices are 1-based, negative ones count from
+ * the end (-1 is the last). They are converted to the core's 0-based size_t here, and checked here,
+ * so an error names the function, the Lua dimension and the shape. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -22,19 +23,21 @@ mha_tensor *lmha_newtensor(lua_State *L) {
     return t;
 }
 
-/* Lua's collector sees a tensor as a small userdata and cannot know the storage behind it, so a loop
- * of large temporaries (`for i = 1, 50 do local x = mha.randn(3000, 3000) end`) would hold gigabytes.
- * After each new tensor, when the bytes tensors hold have more than doubled (and grown by 16 MiB)
- * since the last full collection, collect in full: that costs in proportion to the Lua heap, not to
- * the tensors, so it stays cheap however large they are (0.02-0.15 ms in the REPL). The storages it
- * frees go back to the caching allocator (core/base/alloc.h), whose blocks the next results reuse: the
- * garbage between two collections is what a loop maps anew once, so 16 MiB rather than 64 keeps that
- * first round of page faults small (a 512x512 matmul loop: 16 fresh results instead of 64). */
+/* Lua's collector sees a tensor as a small userdata and cannot know the storage behind it, so a
+ * loop of large temporaries (`for i = 1, 50 do local x = mha.randn(3000, 3000) end`) would hold
+ * gigabytes. After each new tensor, when the bytes tensors hold have more than doubled
+ * (and grown by 16 MiB) since the last full collection, collect in full: that costs in proportion
+ * to the Lua heap, not to the tensors, so it stays cheap however large they are
+ * (0.02-0.15 ms in the REPL). The storages it frees go back to the caching allocator
+ * (core/base/alloc.h), whose blocks the next results reuse: the garbage between two collections is
+ * what a loop maps anew once, so 16 MiB rather than 64 keeps that first round of page faults small
+ * (a 512x512 matmul loop: 16 fresh results instead of 64). */
 static size_t live_after_gc = 0;
 
 static void tensor_memory_pressure(lua_State *L) {
     size_t live = mha_live_bytes();
-    if (live < live_after_gc) live_after_gc = live;   /* tensors were freed since: lower the baseline */
+    if (live < live_after_gc) live_after_gc = live;   /* tensors were freed since: lower the
+                                                         baseline */
     if (live > 2 * live_after_gc + ((size_t)16 << 20)) {
         lua_gc(L, LUA_GCCOLLECT);
         live_after_gc = mha_live_bytes();
@@ -54,8 +57,9 @@ static int starts_with_name(const char *msg, const char *fname) {
     return strncmp(msg, fname, n) == 0 && msg[n] == ':';
 }
 
-/* The name the running C function was called by (as luaL_argerror finds it): from the calling code, or
- * for a call from C (pcall(mha.zeros, ...)) its key in the mha table; NULL when neither knows. */
+/* The name the running C function was called by (as luaL_argerror finds it): from the calling code,
+ * or for a call from C (pcall(mha.zeros, ...)) its key in the mha table; NULL when neither
+ * knows. */
 static const char *called_name(lua_State *L) {
     lua_Debug ar;
     if (!lua_getstack(L, 0, &ar)) return NULL;
@@ -109,14 +113,16 @@ void lmha_checkwritable(lua_State *L, const mha_tensor *t, const char *fname) {
     }
 }
 
-/* The name of the running function when it was reached as a field (x.item) and is one of tname's methods,
- * else NULL; *also_mha is set when mha holds the same function under that name (x.matmul is mha.matmul). */
+/* The name of the running function when it was reached as a field (x.item) and is one of tname's
+ * methods, else NULL; *also_mha is set when mha holds the same function under that name
+ * (x.matmul is mha.matmul). */
 static const char *method_called_with_dot(lua_State *L, const char *tname, int *also_mha) {
     lua_Debug ar;
     *also_mha = 0;
     /* the library's own Lua code (lua/nn/layers.lua calling mha.linear) is not the user's habit */
     if (lua_getstack(L, 1, &ar) && lua_getinfo(L, "S", &ar) && strncmp(ar.source, "@lua/", 5) == 0) return NULL;
-    if (!lua_getstack(L, 0, &ar) || !lua_getinfo(L, "nf", &ar)) return NULL; /* pushes the function */
+    /* pushes the function */
+    if (!lua_getstack(L, 0, &ar) || !lua_getinfo(L, "nf", &ar)) return NULL;
     int is_method = 0;
     if (ar.name && (strcmp(ar.namewhat, "field") == 0 || strcmp(ar.namewhat, "method") == 0)) {
         luaL_getmetatable(L, tname);
@@ -134,10 +140,12 @@ static const char *method_called_with_dot(lua_State *L, const char *tname, int *
         lua_pop(L, 1);
     }
     lua_pop(L, 1);
-    return is_method ? ar.name : NULL; /* ar.name points into the method's key, a string the table keeps */
+    return is_method ? ar.name : NULL; /* ar.name points into the method's key, a string the table
+                                          keeps */
 }
 
-/* Raises the hint when argument 1 is not a tname and the running function is a method reached with a dot. */
+/* Raises the hint when argument 1 is not a tname and the running function is a method reached with
+ * a dot. */
 static void check_dot_call(lua_State *L, int arg, const char *tname) {
     int also_mha;
     const char *name = arg == 1 ? method_called_with_dot(L, tname, &also_mha) : NULL;
@@ -174,7 +182,8 @@ const char *lmha_shape(char *buf, const mha_tensor *t) {
     return mha_shape_str(buf, MHA_SHAPE_BUF, t);
 }
 
-/* "a number", "a table", "nil": a value's type as a message says it ("t[2] is nil, but t[1] is a number"). */
+/* "a number", "a table", "nil": a value's type as a message says it
+ * ("t[2] is nil, but t[1] is a number"). */
 static const char *a_type(int t) {
     static const char *const with_article[] = {"nil", "a boolean", "a light userdata", "a number", "a string",
                                                "a table", "a function", "a userdata", "a thread"};
@@ -192,7 +201,8 @@ size_t lmha_luaindex(lua_Integer d, size_t n) {
     return SIZE_MAX;
 }
 
-/* The general form: `positions` valid places (ndim for most functions, ndim+1 for unsqueeze/stack). */
+/* The general form: `positions` valid places (ndim for most functions, ndim+1 for
+ * unsqueeze/stack). */
 size_t lmha_checktdim(lua_State *L, int arg, const mha_tensor *t, size_t positions, const char *fname) {
     char shape[MHA_SHAPE_BUF];
     lua_Integer d = luaL_checkinteger(L, arg);
@@ -226,7 +236,8 @@ size_t lmha_checkindex(lua_State *L, int arg, const mha_tensor *t, size_t dim, c
 
 /* ---- shapes given as arguments: f(2,3) or f{2,3} ---- */
 
-/* Reads the sizes at first..last (or one table at first) into shape; -1 allowed when allow_infer. */
+/* Reads the sizes at first..last (or one table at first) into shape; -1 allowed when
+ * allow_infer. */
 size_t lmha_checksizes(lua_State *L, int first, int last, ptrdiff_t *shape, int allow_infer, const char *fname) {
     size_t n = 0;
     int from_table = lua_istable(L, first);
@@ -402,9 +413,11 @@ void lmha_checkoptions(lua_State *L, int idx, const char *fname, const char *con
         int known = 0;
         if (lua_type(L, -1) == LUA_TSTRING)
             for (size_t i = 0; names[i] && !known; i++) known = strcmp(lua_tostring(L, -1), names[i]) == 0;
-        if (!known) {   /* the library's one options check (lua/bind/options.lua) names it, with a did-you-mean */
+        if (!known) {   /* the library's one options check (lua/bind/options.lua) names it, with a
+                           did-you-mean */
             lua_pop(L, 1);
-            luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);  /* loaded with mha.display, at start */
+            /* loaded with mha.display, at start */
+            luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
             if (lua_getfield(L, -1, "mha.options") != LUA_TTABLE) {
                 lua_getglobal(L, "require");
                 lua_pushliteral(L, "mha.options");

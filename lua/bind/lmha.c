@@ -1,11 +1,12 @@
-/* lua/bind/lmha.c - the C core module "mha.core": constructors, the tensor functions (also Tensor methods),
- * attention, random numbers, .npy files and memory; and luaopen_mha, the loader of the package "mha",
- * which preloads the embedded Lua parts and runs lua/mha.lua (the mha table, assembled over these).
+/* lua/bind/lmha.c - the C core module "mha.core": constructors, the tensor functions
+ * (also Tensor methods), attention, random numbers, .npy files and memory; and luaopen_mha, the
+ * loader of the package "mha", which preloads the embedded Lua parts and runs lua/mha.lua
+ * (the mha table, assembled over these).
  *
  * Lua conventions: dims and indices are 1-based, negative dims count from the end; values (arange's
  * start and stop, seeds, sizes) are plain numbers. Returned indices (max/min/argmax with a dim) are
- * 1-based, so t:get(i) reads the element an argmax names. Every core failure is raised as a Lua error
- * carrying the core's message, which names the function, the argument and the shapes. */
+ * 1-based, so t:get(i) reads the element an argmax names. Every core failure is raised as a Lua
+ * error carrying the core's message, which names the function, the argument and the shapes. */
 #include <math.h>
 #include <string.h>
 #include <time.h>
@@ -79,7 +80,8 @@ static int l_eye(lua_State *L) {
     return lmha_result(L, mha_eye(lmha_newtensor(L), n, m));
 }
 
-/* mha.arange([start,] stop [, step]): start, start+step, ... below stop (values, as torch.arange). */
+/* mha.arange([start,] stop [, step]): start, start+step, ... below stop
+ * (values, as torch.arange). */
 static int l_arange(lua_State *L) {
     double start = 0, stop, step = 1;
     if (lua_isnoneornil(L, 2)) stop = luaL_checknumber(L, 1);
@@ -110,7 +112,8 @@ static int l_is_tensor(lua_State *L) {
 
 /* ---- random numbers ---- */
 
-/* mha.seed(n), mha.manual_seed(n): the generator restarted from n; fname names the one called in errors. */
+/* mha.seed(n), mha.manual_seed(n): the generator restarted from n; fname names the one called in
+ * errors. */
 static int seed_as(lua_State *L, const char *fname) {
     lua_Integer seed = luaL_checkinteger(L, 1);
     if (seed < 0) return luaL_error(L, "%s: the seed must not be negative, got %I", fname, (LUAI_UACINT)seed);
@@ -169,7 +172,8 @@ static int l_xavier_normal_(lua_State *L) {
 
 /* ---- files and memory ---- */
 
-/* mha.load(path): a .npy file as a tensor, or (by its zip magic) a .npz archive as name -> tensor. */
+/* mha.load(path): a .npy file as a tensor, or (by its zip magic) a .npz archive as name ->
+ * tensor. */
 static int l_load(lua_State *L) {
     const char *path = luaL_checkstring(L, 1);
     if (mha_npz_sniff(path)) return lmha_npz_load(L, path);
@@ -177,7 +181,8 @@ static int l_load(lua_State *L) {
 }
 
 /* mha.save(path, t): t as a NumPy .npy file (a nested table or number is converted first);
- * mha.save("m.npz", {name = t, ...} [, {compressed = true}]): a .npz archive, as np.savez writes. */
+ * mha.save("m.npz", {name = t, ...} [, {compressed = true}]): a .npz archive, as np.savez
+ * writes. */
 static int l_save(lua_State *L) {
     const char *path = luaL_checkstring(L, 1);
     if (lmha_npz_path(path)) return lmha_npz_save(L, path, 2, 3);
@@ -201,8 +206,8 @@ static int l_reset_peak(lua_State *L) {
     return 0;
 }
 
-/* mha.threads([n]) -> the thread count before the call: with n (1..64) the kernels use n threads from
- * now on. Results are the same bits whatever n is (core/kernels/kernels.h). */
+/* mha.threads([n]) -> the thread count before the call: with n (1..64) the kernels use n threads
+ * from now on. Results are the same bits whatever n is (core/kernels/kernels.h). */
 static int l_threads(lua_State *L) {
     size_t before = mha_kernels_threads();
     if (!lua_isnoneornil(L, 1)) {
@@ -218,8 +223,8 @@ static int l_threads(lua_State *L) {
 }
 
 /* mha.isa([name]) -> the kernel variant in use before the call ("avx512", "avx2" or "portable") and
- * the list of those this CPU runs, fastest first; with a name the kernels use that variant from now on.
- * The variants differ only in rounding: a result printed at 4 decimals is the same on each. */
+ * the list of those this CPU runs, fastest first; with a name the kernels use that variant from now
+ * on. The variants differ only in rounding: a result printed at 4 decimals is the same on each. */
 static int l_isa(lua_State *L) {
     const char *names[8];
     size_t n = mha_kernels_isa_list(names, sizeof names / sizeof *names);
@@ -344,8 +349,9 @@ static int l_masked_fill(lua_State *L) {
 
 /* ---- reductions: f(t) over everything, f(t, dim [, keepdim]) along one dim ---- */
 
-/* A reduction's dim at arg: none for all of t, else 1..n or -n..-1. A 0-d tensor takes 1 or -1 (torch's
- * 0 or -1) and is reduced whole, as torch wraps a scalar's dim as if it had one: sum(tensor(3.5), 1) is 3.5. */
+/* A reduction's dim at arg: none for all of t, else 1..n or -n..-1. A 0-d tensor takes 1 or -1
+ * (torch's 0 or -1) and is reduced whole, as torch wraps a scalar's dim as if it had one:
+ * sum(tensor(3.5), 1) is 3.5. */
 static size_t reduce_dim(lua_State *L, int arg, const mha_tensor *t, const char *fname) {
     if (lua_isnoneornil(L, arg)) return MHA_ALL_DIMS;
     size_t dim = lmha_checktdim(L, arg, t, t->ndim ? t->ndim : 1, fname);
@@ -412,7 +418,8 @@ static int l_var(lua_State *L) {
 
 /* ---- joining ---- */
 
-/* The tensors of the list at arg, each left on the stack (converted ones too) so they stay alive. */
+/* The tensors of the list at arg, each left on the stack (converted ones too) so they stay
+ * alive. */
 static const mha_tensor **check_list(lua_State *L, int arg, size_t *n, const char *fname) {
     if (!lua_istable(L, arg))
         luaL_error(L, "%s: expects a list of tensors, got %s (e.g. %s({a, b}, 1))", fname, luaL_typename(L, arg), fname);
@@ -455,7 +462,8 @@ static int l_stack(lua_State *L) {
 /* softmax(x, dim): the dim is required, as in PyTorch (rows of scores are dim -1). */
 static int l_softmax(lua_State *L) {
     mha_tensor *x = lmha_totensor(L, 1, "softmax");
-    /* a 0-d tensor is softmaxed as if of shape (1), as torch does: dim 1 or -1 (torch's 0 or -1), giving 1 */
+    /* a 0-d tensor is softmaxed as if of shape (1), as torch does: dim 1 or -1 (torch's 0 or -1),
+     * giving 1 */
     size_t dim = lmha_checktdim(L, 2, x, x->ndim ? x->ndim : 1, "softmax");
     return lmha_result(L, mha_ag_softmax(lmha_newtensor(L), x, dim));
 }
@@ -472,8 +480,8 @@ static int l_linear(lua_State *L) {
     return lmha_result(L, mha_ag_linear(lmha_newtensor(L), x, W, b));
 }
 
-/* layer_norm(x, normalized_shape [, weight [, bias [, eps]]]): normalized_shape as in PyTorch, the shape
- * of x's last dims: a number n for (n), a table {a, b} for (a,b). */
+/* layer_norm(x, normalized_shape [, weight [, bias [, eps]]]): normalized_shape as in PyTorch, the
+ * shape of x's last dims: a number n for (n), a table {a, b} for (a,b). */
 static int l_layer_norm(lua_State *L) {
     char shape[MHA_SHAPE_BUF], given[MHA_SHAPE_BUF];
     mha_tensor *x = lmha_checktensor(L, 1);
@@ -518,8 +526,9 @@ static int l_causal_mask(lua_State *L) {
 }
 
 /* scaled_dot_product_attention(q, k, v [, {attn_mask=, is_causal=, scale=, need_weights=, enable_gqa=,
- * return_lse=}]) -> out, weights [, lse]; with need_weights=false only out (and lse), through the fused kernel
- * (no L×S matrix). enable_gqa: k and v (..., H_kv, S, E) shared by groups of H/H_kv query heads. */
+ * return_lse=}]) -> out, weights [, lse]; with need_weights=false only out (and lse), through the
+ * fused kernel (no L×S matrix). enable_gqa: k and v (..., H_kv, S, E) shared by groups of H/H_kv
+ * query heads. */
 static int l_sdpa(lua_State *L) {
     static const char *const fname = "scaled_dot_product_attention";
     static const char *const options[] = {"attn_mask", "is_causal", "scale", "need_weights", "enable_gqa",
@@ -606,9 +615,10 @@ static const luaL_Reg mhalib[] = {
     {NULL, NULL}
 };
 
-/* mha.core.add_multihead_methods(methods): each function of the table methods (name -> function) that
- * MultiheadAttention lacks becomes one of its methods; lua/mha.lua hands it the nn.Module methods
- * (state_dict, train, ...), so a MultiheadAttention is a child like any other and a model of its own. */
+/* mha.core.add_multihead_methods(methods): each function of the table methods (name -> function)
+ * that MultiheadAttention lacks becomes one of its methods; lua/mha.lua hands it the nn.Module
+ * methods (state_dict, train, ...), so a MultiheadAttention is a child like any other and a model
+ * of its own. */
 static int l_add_multihead_methods(lua_State *L) {
     luaL_checktype(L, 1, LUA_TTABLE);
     lua_settop(L, 1);
@@ -647,8 +657,8 @@ int luaopen_mha_core(lua_State *L) {
     lua_pop(L, 2);
     lua_pushcfunction(L, l_add_multihead_methods);
     lua_setfield(L, -2, "add_multihead_methods");
-    /* the table a tensor's __tostring and an error's function name are looked up in, until luaopen_mha
-     * puts the assembled mha there */
+    /* the table a tensor's __tostring and an error's function name are looked up in, until
+     * luaopen_mha puts the assembled mha there */
     lua_pushvalue(L, -1);
     lua_setfield(L, LUA_REGISTRYINDEX, LMHA_LIB_KEY);
     return 1;
@@ -667,7 +677,8 @@ static int load_embedded(lua_State *L) {
     return 1;
 }
 
-/* The C libraries the Lua parts require, preloaded under their module names (as linit.c lists its own). */
+/* The C libraries the Lua parts require, preloaded under their module names
+ * (as linit.c lists its own). */
 static const luaL_Reg c_libraries[] = {
     {"mha.core", luaopen_mha_core},
     {"mha.gnuplot", luaopen_mha_gnuplot},
@@ -689,8 +700,9 @@ static void preload_helpers(lua_State *L) {
     lua_pop(L, 1);
 }
 
-/* The loader of "mha" (mha-repl's and mha.so's): preloads the embedded Lua parts and the C libraries,
- * then runs the embedded lua/mha.lua, which assembles the package over "mha.core", and returns its table. */
+/* The loader of "mha" (mha-repl's and mha.so's): preloads the embedded Lua parts and the C
+ * libraries, then runs the embedded lua/mha.lua, which assembles the package over "mha.core", and
+ * returns its table. */
 int luaopen_mha(lua_State *L) {
     luaL_checkversion(L);
     preload_helpers(L);

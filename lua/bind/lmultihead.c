@@ -1,12 +1,13 @@
 /* lua/bind/lmultihead.c - the mha.MultiheadAttention userdata: PyTorch 1.13's nn.MultiheadAttention
- * (batch_first=True) with its options as fields, its parameters by state_dict name, forward and trace.
+ * (batch_first=True) with its options as fields, its parameters by state_dict name, forward and
+ * trace.
  *
  *   m = mha.MultiheadAttention{embed_dim = 4, num_heads = 2}
  *   out, weights = m:forward(q, k, v, {attn_mask = mask})   -- or m(q, k, v, ...)
  *   m.in_proj_weight           -- (3E,E), a tensor sharing the module's storage
  *   m.out_proj_bias = t        -- copies t after checking its shape
- * The userdata IS the mha_multihead: created zeroed, then initialised by the core, so __gc can always
- * release it. Parameter names are PyTorch's state_dict names with '.' written '_'. */
+ * The userdata IS the mha_multihead: created zeroed, then initialised by the core, so __gc can
+ * always release it. Parameter names are PyTorch's state_dict names with '.' written '_'. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -20,7 +21,8 @@
 
 #define tomultihead(L) ((mha_multihead *)lmha_checkudata(L, 1, MHA_MULTIHEAD_T))
 
-/* A module whose parameters __close released reads as closed: out_proj_weight always exists otherwise. */
+/* A module whose parameters __close released reads as closed: out_proj_weight always exists
+ * otherwise. */
 static mha_multihead *checkmultihead(lua_State *L) {
     mha_multihead *m = tomultihead(L);
     if (!m->out_proj_weight.storage) luaL_argerror(L, 1, "the MultiheadAttention was closed");
@@ -48,12 +50,14 @@ static size_t opt_size(lua_State *L, const char *key, size_t def) {
 }
 
 /* mha.MultiheadAttention{embed_dim=, num_heads=, bias=true, kdim=, vdim=, add_bias_kv=false,
- * add_zero_attn=false, batch_first=true}: parameters initialised as PyTorch does, from mha.seed's generator. */
+ * add_zero_attn=false, batch_first=true}: parameters initialised as PyTorch does, from mha.seed's
+ * generator. */
 int lmha_multihead_new(lua_State *L) {
     static const char *const fname = "MultiheadAttention";
     static const char *const options[] = {"embed_dim", "num_heads", "bias", "kdim", "vdim", "add_bias_kv",
                                           "add_zero_attn", "batch_first", NULL};
-    if (!lua_istable(L, 1)) /* mha.MultiheadAttention(8, 2), positional as in PyTorch: show the named form */
+    if (!lua_istable(L, 1)) /* mha.MultiheadAttention(8, 2), positional as in PyTorch: show the
+                               named form */
         return luaL_error(L, "%s takes a table: mha.MultiheadAttention{embed_dim = %s, num_heads = %s} (got %s)", fname,
                           lua_type(L, 1) == LUA_TNUMBER ? luaL_tolstring(L, 1, NULL) : "E",
                           lua_type(L, 2) == LUA_TNUMBER ? luaL_tolstring(L, 2, NULL) : "H", luaL_typename(L, 1));
@@ -75,7 +79,8 @@ int lmha_multihead_new(lua_State *L) {
     lua_newtable(L); /* user value 1: parameter name -> its tensor userdata (push_param) */
     lua_setiuservalue(L, -2, 1);
     mha_status st = mha_multihead_init(m, &opt);
-    if (st == MHA_OK) st = mha_multihead_requires_grad(m, true); /* parameters are leaves, as nn.Parameter */
+    if (st == MHA_OK) st = mha_multihead_requires_grad(m, true); /* parameters are leaves, as
+                                                                    nn.Parameter */
     if (st != MHA_OK) return lmha_fail(L, st, fname, NULL);
     return 1;
 }
@@ -124,10 +129,11 @@ static int unknown_name(lua_State *L, const char *name, const char *what) {
     return luaL_error(L, "MultiheadAttention: %s '%s' (fields: %s)", what, name, lua_tostring(L, -1));
 }
 
-/* Pushes parameter `name` of the module at index 1 as a tensor sharing the module's storage, or nil when this
- * module has none by that name (in_proj_weight when kdim/vdim differ from embed_dim, biases when bias=false).
- * The same userdata every time (kept in the module's user value until the parameter is assigned anew), so
- * m.in_proj_weight == m.in_proj_weight, and a module used twice lists its parameters once, as in torch. */
+/* Pushes parameter `name` of the module at index 1 as a tensor sharing the module's storage, or nil
+ * when this module has none by that name (in_proj_weight when kdim/vdim differ from embed_dim,
+ * biases when bias=false). The same userdata every time (kept in the module's user value until the
+ * parameter is assigned anew), so m.in_proj_weight == m.in_proj_weight, and a module used twice
+ * lists its parameters once, as in torch. */
 static void push_param(lua_State *L, const mha_multihead *m, const char *name) {
     mha_tensor *slot;
     if (mha_multihead_param(&slot, m, name) != MHA_OK || !slot->storage) { lua_pushnil(L); return; }
@@ -141,14 +147,16 @@ static void push_param(lua_State *L, const mha_multihead *m, const char *name) {
         }
     }
     lua_pop(L, 1); /* missing, or no longer the parameter (closed): made anew */
-    lmha_result(L, mha_ag_alias(lmha_newtensor(L), slot)); /* the parameter itself: its grad is the module's */
+    lmha_result(L, mha_ag_alias(lmha_newtensor(L), slot)); /* the parameter itself: its grad is the
+                                                              module's */
     lua_pushvalue(L, -1);
     lua_setfield(L, cache, name);
     lua_remove(L, cache);
 }
 
-/* m.training: torch's training flag (true until m:eval()), kept in the user value beside the parameters
- * (m:train and m:eval, lua/nn/module.lua, set it). The module has no dropout: the flag changes nothing. */
+/* m.training: torch's training flag (true until m:eval()), kept in the user value beside the
+ * parameters (m:train and m:eval, lua/nn/module.lua, set it). The module has no dropout: the flag
+ * changes nothing. */
 static void push_training(lua_State *L) {
     lua_getiuservalue(L, 1, 1);
     if (lua_getfield(L, -1, "training") == LUA_TNIL) {
@@ -178,8 +186,8 @@ static int m_index(lua_State *L) {
     return unknown_name(L, name, "no field");
 }
 
-/* m.name = t: replaces a parameter by a copy of t (a tensor or nested table) of the same shape. Every
- * refusal names the parameter, the shape it has and what was given. */
+/* m.name = t: replaces a parameter by a copy of t (a tensor or nested table) of the same shape.
+ * Every refusal names the parameter, the shape it has and what was given. */
 static int m_newindex(lua_State *L) {
     char want[MHA_SHAPE_BUF], got[MHA_SHAPE_BUF];
     mha_multihead *m = tomultihead(L);
@@ -213,8 +221,9 @@ static int m_newindex(lua_State *L) {
         if (value->dtype != MHA_FLOAT32 || !mha_same_shape(value, slot))
             return luaL_error(L, "MultiheadAttention: %s must be assigned a tensor of shape %s, got a %s tensor of shape %s",
                               name, want, value->dtype == MHA_BOOL ? "bool" : "float32", lmha_shape(got, value));
-        /* a replacement, not a write into the old storage: a graph that saved the old value keeps it, handles
-         * taken before keep the old leaf, and the new value is a leaf with the old requires_grad flag */
+        /* a replacement, not a write into the old storage: a graph that saved the old value keeps
+         * it, handles taken before keep the old leaf, and the new value is a leaf with the old
+         * requires_grad flag */
         bool requires = mha_ag_requires(slot);
         mha_status st = mha_multihead_set_param(m, name, value);
         if (st == MHA_OK) st = mha_requires_grad(slot, requires);
@@ -230,8 +239,8 @@ static int m_newindex(lua_State *L) {
     return unknown_name(L, name, "cannot assign to unknown field");
 }
 
-/* m:parameters(): PyTorch's dotted name ("out_proj.weight") -> the parameter itself, for every parameter this
- * module has (what an optimizer takes). */
+/* m:parameters(): PyTorch's dotted name ("out_proj.weight") -> the parameter itself, for every
+ * parameter this module has (what an optimizer takes). */
 static int m_parameters(lua_State *L) {
     mha_multihead *m = checkmultihead(L);
     lua_newtable(L);
@@ -262,7 +271,8 @@ static int m_requires_grad(lua_State *L) {
     return 1;
 }
 
-/* m:parameter_names(): the names of the parameters this module has, in PyTorch's state_dict order. */
+/* m:parameter_names(): the names of the parameters this module has, in PyTorch's state_dict
+ * order. */
 static int m_parameter_names(lua_State *L) {
     mha_multihead *m = checkmultihead(L);
     lua_newtable(L);
@@ -295,7 +305,8 @@ static void forward_args(lua_State *L, const mha_tensor **qkv, mha_forward_optio
 }
 
 /* m:forward(query, key, value [, opts]) -> out, weights (weights nil when need_weights=false).
- * opts: key_padding_mask, attn_mask, need_weights=true, average_attn_weights=true, is_causal=false. */
+ * opts: key_padding_mask, attn_mask, need_weights=true, average_attn_weights=true,
+ * is_causal=false. */
 static int m_forward(lua_State *L) {
     mha_multihead *m = checkmultihead(L);
     const mha_tensor *qkv[3];
@@ -324,8 +335,9 @@ static int trace_scratch_gc(lua_State *L) {
     return 0;
 }
 
-/* m:trace(query, key, value [, opts]) -> a table name -> tensor of every intermediate of one forward
- * pass, whose array part lists the names in order: for i, name in ipairs(tr) do print(name, tr[name]) end */
+/* m:trace(query, key, value [, opts]) -> a table name -> tensor of every intermediate of one
+ * forward pass, whose array part lists the names in order: for i, name in ipairs(tr) do
+ * print(name, tr[name]) end */
 static int m_trace(lua_State *L) {
     mha_multihead *m = checkmultihead(L);
     const mha_tensor *qkv[3];
@@ -337,7 +349,8 @@ static int m_trace(lua_State *L) {
     memset(s, 0, sizeof *s);
     luaL_setmetatable(L, MHA_TRACE_SCRATCH_T);
     mha_status st = mha_multihead_forward(&s->out, NULL, m, qkv[0], qkv[1], qkv[2], &opt, &s->trace);
-    if (st != MHA_OK) return lmha_fail(L, st, "MultiheadAttention.trace", NULL); /* the scratch's __gc frees what was made */
+    /* the scratch's __gc frees what was made */
+    if (st != MHA_OK) return lmha_fail(L, st, "MultiheadAttention.trace", NULL);
     lua_createtable(L, (int)s->trace.count, (int)s->trace.count);
     for (size_t i = 0; i < s->trace.count; i++) {
         mha_tensor *t = lmha_newtensor(L);
@@ -414,8 +427,8 @@ int lmha_open_multihead(lua_State *L) {
     lua_setfield(L, -3, "__index");
     lua_pushcclosure(L, m_newindex, 1);
     lua_setfield(L, -2, "__newindex");
-    /* __fields: every readable field and parameter name, for the REPL's completion (a module without a
-     * parameter, such as in_proj_bias when bias=false, reads it as nil) */
+    /* __fields: every readable field and parameter name, for the REPL's completion
+     * (a module without a parameter, such as in_proj_bias when bias=false, reads it as nil) */
     lua_newtable(L);
     lua_Integer n = 0;
     for (size_t i = 0; field_names[i]; i++) {

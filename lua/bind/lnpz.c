@@ -1,5 +1,6 @@
-/* lua/bind/lnpz.c - checkpoints: mha.save and mha.load of NumPy .npz archives, a Lua table name -> tensor
- * on one side and np.savez's zip of NAME.npy members on the other (core/io/npz.c reads and writes the zip).
+/* lua/bind/lnpz.c - checkpoints: mha.save and mha.load of NumPy .npz archives, a Lua table name ->
+ * tensor on one side and np.savez's zip of NAME.npy members on the other
+ * (core/io/npz.c reads and writes the zip).
  *
  *   mha.save("m.npz", m:state_dict())            -- np.load("m.npz") reads it
  *   sd = mha.load("m.npz")                       -- sd.weight, ... */
@@ -10,7 +11,8 @@
 #include "lmha.h"
 #include "io/npz.h"
 
-#define MHA_NPZ_SCRATCH_T "mha.npz" /* an archive on its way into Lua: __gc frees what is not handed over */
+#define MHA_NPZ_SCRATCH_T "mha.npz" /* an archive on its way into Lua: __gc frees what is not handed
+                                       over */
 
 static int scratch_gc(lua_State *L) {
     mha_npz_release((mha_npz *)luaL_checkudata(L, 1, MHA_NPZ_SCRATCH_T));
@@ -47,7 +49,8 @@ int lmha_npz_load(lua_State *L, const char *path) {
     return 1;
 }
 
-/* True when the table at idx has a string key: a name -> tensor table, which only a .npz can hold. */
+/* True when the table at idx has a string key: a name -> tensor table, which only a .npz can
+ * hold. */
 int lmha_npz_named_table(lua_State *L, int idx) {
     if (!lua_istable(L, idx)) return 0;
     idx = lua_absindex(L, idx);
@@ -63,7 +66,8 @@ static int compare_names(const void *a, const void *b) {
     return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-/* Adds name -> the value at the top (popped) to the table at `values`, refusing a name given twice. */
+/* Adds name -> the value at the top (popped) to the table at `values`, refusing a name given
+ * twice. */
 static void add_member(lua_State *L, int values, const char *path, const char *name) {
     if (lua_getfield(L, values, name) != LUA_TNIL)
         luaL_error(L, "save: '%s': the name '%s' is given twice (the integer key k is saved as arr_<k-1>, as np.savez "
@@ -72,7 +76,8 @@ static void add_member(lua_State *L, int values, const char *path, const char *n
     lua_setfield(L, values, name);
 }
 
-/* A module (mha.nn's, whose metatable has __module_class, or a MultiheadAttention) rather than its state. */
+/* A module (mha.nn's, whose metatable has __module_class, or a MultiheadAttention) rather than its
+ * state. */
 static int is_module(lua_State *L, int idx) {
     if (luaL_testudata(L, idx, MHA_MULTIHEAD_T)) return 1;
     if (!lua_getmetatable(L, idx)) return 0;
@@ -81,9 +86,10 @@ static int is_module(lua_State *L, int idx) {
     return module;
 }
 
-/* mha.save(path, value [, {compressed = false}]) for a .npz path: value is a table name -> tensor (or
- * number or nested table), its integer keys 1, 2, ... saved as arr_0, arr_1, ... as np.savez names
- * positional arrays, or a single tensor saved as arr_0. Members are written in sorted name order. */
+/* mha.save(path, value [, {compressed = false}]) for a .npz path: value is a table name -> tensor
+ * (or number or nested table), its integer keys 1, 2, ... saved as arr_0, arr_1, ... as np.savez
+ * names positional arrays, or a single tensor saved as arr_0. Members are written in sorted name
+ * order. */
 int lmha_npz_save(lua_State *L, const char *path, int value, int opts) {
     static const char *const options[] = {"compressed", NULL};
     value = lua_absindex(L, value);
@@ -130,16 +136,19 @@ int lmha_npz_save(lua_State *L, const char *path, int value, int opts) {
     const mha_tensor **tensors = (const mha_tensor **)lua_newuserdatauv(L, (n ? n : 1) * sizeof *tensors, 0);
     size_t k = 0;
     lua_pushnil(L);
-    while (lua_next(L, values)) { lua_pop(L, 1); names[k++] = lua_tostring(L, -1); } /* the keys stay in values */
+    /* the keys stay in values */
+    while (lua_next(L, values)) { lua_pop(L, 1); names[k++] = lua_tostring(L, -1); }
     qsort(names, n, sizeof *names, compare_names);
     for (size_t i = 0; i < n; i++) {
         lua_getfield(L, values, names[i]);
-        lua_pushfstring(L, "save: '%s': member '%s'", path, names[i]); /* ragged tables are named so */
+        /* ragged tables are named so */
+        lua_pushfstring(L, "save: '%s': member '%s'", path, names[i]);
         mha_tensor *t = lmha_totensor(L, -2, lua_tostring(L, -1));
         if (t->storage == NULL) return luaL_error(L, "save: '%s': member '%s' is a closed tensor", path, names[i]);
         tensors[i] = t;
         lua_pop(L, 1);
-        lua_setfield(L, values, names[i]); /* the converted tensor replaces the value, which keeps it alive */
+        lua_setfield(L, values, names[i]); /* the converted tensor replaces the value, which keeps
+                                              it alive */
     }
     mha_status st = mha_npz_save(path, names, tensors, n, compress);
     if (st != MHA_OK) return lmha_fail(L, st, "save", NULL);

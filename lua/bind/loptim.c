@@ -1,13 +1,15 @@
-/* lua/bind/loptim.c - module "mha.optim_kernels": one optimizer step on one parameter, over core/optim/optim.c, for
- * the optimizer classes of lua/nn/optim.lua (mha.optim.SGD, Adam, AdamW) and mha.clip_grad_norm.
+/* lua/bind/loptim.c - module "mha.optim_kernels": one optimizer step on one parameter, over
+ * core/optim/optim.c, for the optimizer classes of lua/nn/optim.lua (mha.optim.SGD, Adam, AdamW)
+ * and mha.clip_grad_norm.
  *
  *   K.sgd_step(p, state, group, name)             -> true, or false when p has no gradient (skipped)
  *   K.adam_step(p, state, group, name, decoupled) -> the same; decoupled true is AdamW
  *   K.grad_norm(p)                                -> the 2-norm of p's gradient as a float32, or nil
  *   K.scale_grad(p, coef)                         -> p's gradient times coef, in place
  *   K.clip_coef(total_norm, max_norm)             -> min(1, max_norm / (total_norm + 1e-6)) in float32
- * group holds the hyperparameters (lr, momentum, betas = {b1, b2}, ...), already checked by the class;
- * state is the parameter's own table (torch's optimizer.state[p]): step, momentum_buffer, exp_avg, ... */
+ * group holds the hyperparameters (lr, momentum, betas = {b1, b2}, ...), already checked by the
+ * class; state is the parameter's own table (torch's optimizer.state[p]): step, momentum_buffer,
+ * exp_avg, ... */
 #include <math.h>
 #include <string.h>
 
@@ -55,7 +57,8 @@ static bool group_flag(lua_State *L, int group, const char *key) {
     return v;
 }
 
-/* state[key]: a float tensor of p's shape, made zero the first time; the state table keeps it alive. */
+/* state[key]: a float tensor of p's shape, made zero the first time; the state table keeps it
+ * alive. */
 static mha_tensor *state_buffer(lua_State *L, int state, const char *key, const mha_tensor *p, bool *made) {
     if (lua_getfield(L, state, key) == LUA_TNIL) {
         lua_pop(L, 1);
@@ -93,7 +96,8 @@ static int k_sgd_step(lua_State *L) {
     bool first = false;
     mha_tensor *buf = opt.momentum != 0 ? state_buffer(L, 2, "momentum_buffer", p, &first) : NULL;
     next_step(L, 2);
-    mha_status st = mha_sgd_step_tensor(p, buf, &g, &opt, first); /* counts its writes, as torch's under no_grad */
+    mha_status st = mha_sgd_step_tensor(p, buf, &g, &opt, first); /* counts its writes, as torch's
+                                                                     under no_grad */
     mha_release(&g);
     if (st != MHA_OK) return luaL_error(L, "optim: parameter %s: %s", name, mha_errmsg());
     lua_pushboolean(L, 1);

@@ -1,9 +1,10 @@
-/* lua/bind/ltensor.c - the mha.Tensor userdata: a Lua value that IS an mha_tensor, with its methods (shape,
- * element access, the view family) and metamethods (+ - * / ^, unary minus, ==, #, t[i], tostring, gc).
+/* lua/bind/ltensor.c - the mha.Tensor userdata: a Lua value that IS an mha_tensor, with its methods
+ * (shape, element access, the view family) and metamethods (+ - * / ^, unary minus, ==, #, t[i],
+ * tostring, gc).
  *
- * Dimensions and indices are 1-based or negative here, checked and converted by lua/bind/lauxmha.c. The op
- * methods (t:softmax(dim), t:sum(dim), t:matmul(u) ...) live in lua/bind/lmha.c, which adds them to this
- * method table as well as to the library. */
+ * Dimensions and indices are 1-based or negative here, checked and converted by lua/bind/lauxmha.c.
+ * The op methods (t:softmax(dim), t:sum(dim), t:matmul(u) ...) live in lua/bind/lmha.c, which adds
+ * them to this method table as well as to the library. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -62,7 +63,8 @@ static int t_strides(lua_State *L) {
     return 1;
 }
 
-/* The element offset into the storage: a count of elements, so 0 means "starts at the first one". */
+/* The element offset into the storage: a count of elements, so 0 means
+ * "starts at the first one". */
 static int t_offset(lua_State *L) {
     lua_pushinteger(L, (lua_Integer)lmha_checktensor(L, 1)->offset);
     return 1;
@@ -131,7 +133,8 @@ static int t_set(lua_State *L) {
     return 1;
 }
 
-/* The most empty tables totable makes for a tensor with no element: (2^40, 0) would be 2^40 tables. */
+/* The most empty tables totable makes for a tensor with no element: (2^40, 0) would be 2^40
+ * tables. */
 #define TOTABLE_EMPTY_MAX ((size_t)1 << 20)
 
 /* t:totable(): nested tables (a number or boolean for a scalar). */
@@ -177,7 +180,8 @@ static int t_contiguous(lua_State *L) {
 
 static int t_float(lua_State *L) {
     mha_tensor *t = lmha_checktensor(L, 1);
-    if (t->dtype == MHA_FLOAT32) { lua_settop(L, 1); return 1; } /* like torch: already float, same tensor */
+    if (t->dtype == MHA_FLOAT32) { lua_settop(L, 1); return 1; } /* like torch: already float, same
+                                                                    tensor */
     return lmha_result(L, mha_to_dtype(lmha_newtensor(L), t, MHA_FLOAT32));
 }
 
@@ -187,8 +191,9 @@ static int t_bool(lua_State *L) {
     return lmha_result(L, mha_to_dtype(lmha_newtensor(L), t, MHA_BOOL));
 }
 
-/* Writes the value at arg (a tensor, number or table, broadcast) into t, or into t's slice *row along its
- * first dim when row is not NULL (t[i] = v). The core's writer follows the write rule (tensor.h). */
+/* Writes the value at arg (a tensor, number or table, broadcast) into t, or into t's slice *row
+ * along its first dim when row is not NULL (t[i] = v). The core's writer follows the write rule
+ * (tensor.h). */
 static void write_value(lua_State *L, mha_tensor *t, const size_t *row, int arg, const char *fname) {
     mha_tensor *src = lmha_totensor(L, arg, fname);
     mha_tensor converted = MHA_TENSOR_EMPTY;
@@ -201,9 +206,9 @@ static void write_value(lua_State *L, mha_tensor *t, const size_t *row, int arg,
     if (st != MHA_OK) luaL_error(L, "%s", mha_errmsg());
 }
 
-/* Writes the value at 2 (a tensor, number or table, broadcast to the shape of the tensor at 1) into it.
- * Writing one value everywhere (fill_) is harmless where elements share memory, so PyTorch allows it
- * there and only a real copy is checked for that. */
+/* Writes the value at 2 (a tensor, number or table, broadcast to the shape of the tensor at 1) into
+ * it. Writing one value everywhere (fill_) is harmless where elements share memory, so PyTorch
+ * allows it there and only a real copy is checked for that. */
 static int write_into(lua_State *L, const char *fname, int check_overlap) {
     mha_tensor *t = lmha_checktensor(L, 1);
     if (check_overlap) lmha_checkwritable(L, t, fname);
@@ -465,8 +470,8 @@ static int t_newindex(lua_State *L) {
     int isint;
     lua_tointegerx(L, 2, &isint);
     if (lua_type(L, 2) != LUA_TNUMBER || !isint) {
-        /* the index named by its type (or a name, or a number), never printed whole: a tensor as index
-         * would be formatted into the message */
+        /* the index named by its type (or a name, or a number), never printed whole: a tensor as
+         * index would be formatted into the message */
         const char *shown = luaL_getmetafield(L, 2, "__name") == LUA_TSTRING ? lua_tostring(L, -1) : luaL_typename(L, 2);
         if (lua_type(L, 2) == LUA_TNUMBER || (lua_type(L, 2) == LUA_TSTRING && lua_rawlen(L, 2) <= 40))
             shown = luaL_tolstring(L, 2, NULL);
@@ -475,7 +480,8 @@ static int t_newindex(lua_State *L) {
     }
     if (t->ndim == 0) return luaL_error(L, "%s", "newindex: a scalar tensor (shape ()) cannot be indexed; use t:fill_(v)");
     size_t index = lmha_checkindex(L, 2, t, 0, "newindex");
-    if (lua_type(L, 3) != LUA_TNUMBER && !lua_isboolean(L, 3)) { /* a copy, not a fill: the row must not overlap */
+    if (lua_type(L, 3) != LUA_TNUMBER && !lua_isboolean(L, 3)) { /* a copy, not a fill: the row must
+                                                                    not overlap */
         mha_tensor *row = lmha_newtensor(L);
         lmha_result(L, mha_select(row, t, 0, index));
         lmha_checkwritable(L, row, "newindex");

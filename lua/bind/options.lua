@@ -1,6 +1,6 @@
--- lua/bind/options.lua - module "mha.options": the one check of an options table read from Lua, for the
--- bindings (lua/bind/lauxmha.c's lmha_checkoptions) and the Lua helpers alike: an unknown key is named with
--- the nearest valid one (row -> rows) and the list of valid ones, at the user's line.
+-- lua/bind/options.lua - module "mha.options": the one check of an options table read from Lua, for
+-- the bindings (lua/bind/lauxmha.c's lmha_checkoptions) and the Lua helpers alike: an unknown key
+-- is named with the nearest valid one (row -> rows) and the list of valid ones, at the user's line.
 
 local raise = require "mha.raise"   -- errors at the user's line
 
@@ -24,9 +24,10 @@ function M.edit_distance(a, b)
     return d[#a][#b]
 end
 
--- The candidate nearest to word by edit distance (case aside), when it is near enough to be a slip: one
--- edit for a word of 3 letters, two for a longer one; else nil (always for 1 or 2 letters, where one
--- edit reaches anything: x -> _). Ties go to the first in alphabetical order.
+-- The candidate nearest to word by edit distance (case aside), when it is near enough to be a slip:
+-- one edit for a word of 3 letters, two for a longer one; else nil
+-- (always for 1 or 2 letters, where one edit reaches anything: x -> _). Ties go to the first in
+-- alphabetical order.
 function M.closest(word, candidates)
     if #word <= 2 then return nil end
     local best, best_d

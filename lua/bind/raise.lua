@@ -1,9 +1,11 @@
--- lua/bind/raise.lua - module "mha.raise": how the library's Lua code raises an error: at the position of
--- the first code outside the library on the stack (the user's line), as luaL_error gives a C function's caller.
+-- lua/bind/raise.lua - module "mha.raise": how the library's Lua code raises an error: at the
+-- position of the first code outside the library on the stack (the user's line), as luaL_error
+-- gives a C function's caller.
 --
--- error(msg, 1) would name the library's own line ("lua/nn/optim.lua:43: ..."), error(msg, 2) the right line
--- only when the user called this very function, and error(msg, 0) none at all. raise(msg) walks up the stack
--- past the embedded files (chunk names "@lua/...") and the C functions between them (pcall, mha.no_grad).
+-- error(msg, 1) would name the library's own line ("lua/nn/optim.lua:43: ..."), error(msg, 2) the
+-- right line only when the user called this very function, and error(msg, 0) none at all.
+-- raise(msg) walks up the stack past the embedded files (chunk names "@lua/...") and the C
+-- functions between them (pcall, mha.no_grad).
 
 local getinfo = debug.getinfo
 

@@ -1,5 +1,6 @@
--- lua/i18n/en.lua - module "mha.i18n.en": every word the runner, the REPL, printing, plots, notebooks and
--- training print, in English, by room (lua/i18n/zh.lua holds the same keys in Chinese).
+-- lua/i18n/en.lua - module "mha.i18n.en": every word the runner, the REPL, printing, plots,
+-- notebooks and training print, in English, by room (lua/i18n/zh.lua holds the same keys in
+-- Chinese).
 
 local en = {}
 
@@ -126,8 +127,9 @@ en.hint = {
     nil_name = "%s is nil: did you mean %s?",
 }
 
--- The hint line printed under an English message of the core or the helpers (lua/repl/habits.lua): false
--- in English, where the message says it already; a format of the message pattern's captures elsewhere.
+-- The hint line printed under an English message of the core or the helpers (lua/repl/habits.lua):
+-- false in English, where the message says it already; a format of the message pattern's captures
+-- elsewhere.
 en.core = {
     interrupted = false, option_did_you_mean = false, option_unknown = false, method_colon = false,
     view = false, inner_sizes = false, divisible = false, bad_argument = false, float32_exact = false,
@@ -148,7 +150,8 @@ en.repl = {
     value_after = "hint: a value after statements prints when a ';' comes before it: %s",
 }
 
--- What an export says (lua/notebook/notebook.lua, record.lua): headings, the first cell's comment, failures.
+-- What an export says (lua/notebook/notebook.lua, record.lua): headings, the first cell's comment,
+-- failures.
 en.notebook = {
     step_heading = "Step %d/%d: %s", exercise_heading = "Exercise: ",
     setup = "the lesson's language, seed, print options and helpers, as --batch sets them",

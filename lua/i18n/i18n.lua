@@ -1,12 +1,14 @@
--- lua/i18n/i18n.lua - module "mha.i18n": the one translation catalogue of every word the lesson runner, the
--- REPL, printing, plots, notebooks and training print; a word missing in a language is said in English.
+-- lua/i18n/i18n.lua - module "mha.i18n": the one translation catalogue of every word the lesson
+-- runner, the REPL, printing, plots, notebooks and training print; a word missing in a language is
+-- said in English.
 --
--- The words are in one table per language (lua/i18n/en.lua, lua/i18n/zh.lua), grouped by room: "lesson",
--- "check", "tools", "print", "plot", "train", "heads", "hint", "core", "repl", "notebook". A key names the
--- room and the word: t("lesson.the_end", "zh"). A value is a string (often a string.format format), a list of
--- strings, a table of strings, or a function of numbers for a sentence whose arguments change order. A
--- value false says "nothing to add in this language" (English hint lines under messages already English).
--- Help's entries (lua/help/zh.lua) are help's own.
+-- The words are in one table per language (lua/i18n/en.lua, lua/i18n/zh.lua), grouped by room:
+-- "lesson", "check", "tools", "print", "plot", "train", "heads", "hint", "core", "repl",
+-- "notebook". A key names the room and the word: t("lesson.the_end", "zh"). A value is a string
+-- (often a string.format format), a list of strings, a table of strings, or a function of numbers
+-- for a sentence whose arguments change order. A value false says "nothing to add in this language"
+-- (English hint lines under messages already English). Help's entries (lua/help/zh.lua) are help's
+-- own.
 
 local i18n = {}
 
@@ -38,7 +40,8 @@ function i18n.both(key)
     return out
 end
 
--- The text of a {en = ..., zh = ...} table in lang (English when it has none); a plain string as it is.
+-- The text of a {en = ..., zh = ...} table in lang (English when it has none); a plain string as it
+-- is.
 function i18n.pick(t, lang)
     if type(t) ~= "table" then return t end
     return t[lang or "en"] or t.en

@@ -1,5 +1,5 @@
--- lua/i18n/zh.lua - module "mha.i18n.zh": every word the runner, the REPL, printing, plots, notebooks and
--- training print, in Chinese, by room, with the keys of lua/i18n/en.lua.
+-- lua/i18n/zh.lua - module "mha.i18n.zh": every word the runner, the REPL, printing, plots,
+-- notebooks and training print, in Chinese, by room, with the keys of lua/i18n/en.lua.
 
 local zh = {}
 
@@ -124,8 +124,8 @@ zh.hint = {
     nil_name = "%s 是 nil：你是想写 %s 吗？",
 }
 
--- The hint line printed under an English message of the core or the helpers (lua/repl/habits.lua): a
--- format of the captures of the message's pattern.
+-- The hint line printed under an English message of the core or the helpers (lua/repl/habits.lua):
+-- a format of the captures of the message's pattern.
 zh.core = {
     interrupted = "提示：Ctrl-C 中断了这条输入；中断之前它做完的事（例如赋值）都还在",
     option_did_you_mean = "提示：没有选项“%s”；你是想写“%s”吗？",
@@ -158,7 +158,8 @@ zh.repl = {
     value_after = "提示：语句后面的值要用 ; 隔开才会打印：%s",
 }
 
--- What an export says (lua/notebook/notebook.lua, record.lua): headings, the first cell's comment, failures.
+-- What an export says (lua/notebook/notebook.lua, record.lua): headings, the first cell's comment,
+-- failures.
 zh.notebook = {
     step_heading = "第 %d/%d 步：%s", exercise_heading = "练习：",
     setup = "课程的语言、随机种子、打印选项和辅助函数，与 --batch 的设置相同",

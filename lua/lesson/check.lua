@@ -1,9 +1,10 @@
--- lua/lesson/check.lua - module "mha.lesson.check": an exercise's answer checked against the lesson's own
--- solution, with the hint of the classic mistake it matches (softmax over the wrong axis, NaN, ...).
+-- lua/lesson/check.lua - module "mha.lesson.check": an exercise's answer checked against the
+-- lesson's own solution, with the hint of the classic mistake it matches
+-- (softmax over the wrong axis, NaN, ...).
 --
--- Answers and solutions are numbers, booleans, strings, lists (a shape {3,4}), nested tables of numbers,
--- or tensors; they are compared as (shape, flat values) within a tolerance. Every verdict is written in
--- the language the caller names (lua/i18n/ holds the words).
+-- Answers and solutions are numbers, booleans, strings, lists (a shape {3,4}), nested tables of
+-- numbers, or tensors; they are compared as (shape, flat values) within a tolerance. Every verdict
+-- is written in the language the caller names (lua/i18n/ holds the words).
 
 local mha = require "mha"
 local display = require "mha.display"      -- shape_str: "(2,3)", as the core writes shapes
@@ -15,8 +16,9 @@ local check = {}
 local is_tensor = mha.is_tensor
 local shape_str = display.shape_str
 
--- Why a value cannot be read: nil, the reason in English (for a lesson author's own solution), and its
--- catalogue key (lua/i18n/, room check) and argument (to say it to the student in the lesson's language).
+-- Why a value cannot be read: nil, the reason in English (for a lesson author's own solution), and
+-- its catalogue key (lua/i18n/, room check) and argument (to say it to the student in the lesson's
+-- language).
 local function unreadable(key, arg) return nil, string.format(i18n.words("en").check[key], arg), key, arg end
 
 local function flatten_table(t, shape, data, depth)
@@ -35,7 +37,8 @@ local function flatten_table(t, shape, data, depth)
     return true
 end
 
--- value -> {shape = {...}, data = {...}} or nil, reason, and the reason's catalogue key (room check) and argument.
+-- value -> {shape = {...}, data = {...}} or nil, reason, and the reason's catalogue key
+-- (room check) and argument.
 function check.flatten(v)
     if is_tensor(v) then
         local shape = v:shape()
@@ -102,7 +105,8 @@ function check.compare(expected, got, tol, lang)
     local g, key, arg
     g, err, key, arg = check.flatten(got)
     if not g then return false, msg(lang, "malformed", msg(lang, key, arg)), "malformed" end
-    -- a number answers a one-element tensor, a list answers a 1-D tensor: compare counts then shapes
+    -- a number answers a one-element tensor, a list answers a 1-D tensor: compare counts then
+    -- shapes
     local same_shape = #e.shape == #g.shape
     for i = 1, #e.shape do same_shape = same_shape and e.shape[i] == g.shape[i] end
     if not same_shape then
@@ -144,9 +148,9 @@ local function sums_to_one(flat, dim)
     return (sums - 1):abs():gt(1e-3):float():sum():item() == 0
 end
 
--- The built-in hint for the most common mistake of all: softmax over the wrong axis. It applies when
--- the expected answer is a matrix of weights (sums to 1 along its last dim) and the answer sums to 1
--- along another dim instead. The hint's %LAST and %D name the two dims.
+-- The built-in hint for the most common mistake of all: softmax over the wrong axis. It applies
+-- when the expected answer is a matrix of weights (sums to 1 along its last dim) and the answer
+-- sums to 1 along another dim instead. The hint's %LAST and %D name the two dims.
 check.softmax_axis = {
     test = function(got, expected)
         local e, g = check.flatten(expected), check.flatten(got)

@@ -1,5 +1,6 @@
--- lua/lesson/files.lua - module "mha.lesson.files": the lesson format (lesson{}, step{}, exercise{},
--- mistake{} and their validation) and finding and loading lesson files; lua/lesson/lesson.lua runs them.
+-- lua/lesson/files.lua - module "mha.lesson.files": the lesson format
+-- (lesson{}, step{}, exercise{}, mistake{} and their validation) and finding and loading lesson
+-- files; lua/lesson/lesson.lua runs them.
 
 local dir_names = require "mha.dir"
 local proc = require "mha.proc"                    -- where the program's own lessons/ is
@@ -20,8 +21,9 @@ function files.step(t) t.kind = "step"; return setmetatable(t, Step) end
 function files.exercise(t) t.kind = "exercise"; return setmetatable(t, Exercise) end
 
 -- mistake{wrong = [[expr]], hint = {...}}: the student's answer equals the value of expr (a classic
--- wrong computation). mistake{error = "pattern", hint = {...}}: evaluating the answer raised an error
--- matching pattern. mistake{test = function(got, expected) -> bool}: a property of the answer.
+-- wrong computation). mistake{error = "pattern", hint = {...}}: evaluating the answer raised an
+-- error matching pattern. mistake{test = function(got, expected) -> bool}: a property of the
+-- answer.
 files.mistake = setmetatable({}, {__call = function(_, t) return setmetatable(t, Mistake) end})
 
 function files.lesson(t)
@@ -31,7 +33,8 @@ function files.lesson(t)
     return t
 end
 
--- Every text of a lesson must exist in every language; returns nil or a message naming what is missing.
+-- Every text of a lesson must exist in every language; returns nil or a message naming what is
+-- missing.
 function files.validate(lesson, origin)
     local problems = {}
     local function need(t, what)
@@ -75,7 +78,8 @@ end
 -- Finding and loading lesson files.
 -- ---------------------------------------------------------------------------------------------
 
--- A path as a reader wants to see it: "build/qa/../../lessons" -> "lessons" (lexically; for messages only).
+-- A path as a reader wants to see it: "build/qa/../../lessons" -> "lessons"
+-- (lexically; for messages only).
 function files.clean_path(path)
     local parts = {}
     for part in path:gmatch("[^/]+") do
@@ -87,9 +91,9 @@ function files.clean_path(path)
     return cleaned ~= "" and cleaned or "."
 end
 
--- Where lessons are looked for: every folder of $MHA_LESSONS (a ':'-separated list), then ./lessons and
--- lessons/ beside the real program (mha.proc.shipped, which resolves a symbolic link to it). Returns the
--- folders, and how many of them came from $MHA_LESSONS.
+-- Where lessons are looked for: every folder of $MHA_LESSONS (a ':'-separated list), then ./lessons
+-- and lessons/ beside the real program (mha.proc.shipped, which resolves a symbolic link to it).
+-- Returns the folders, and how many of them came from $MHA_LESSONS.
 function files.dirs()
     local dirs = {}
     for dir in (os.getenv("MHA_LESSONS") or ""):gmatch("[^:]+") do dirs[#dirs + 1] = dir end
@@ -98,8 +102,8 @@ function files.dirs()
     return dirs, given
 end
 
--- The lesson files (NN_name.lua) of one folder, read with readdir (mha.dir): no shell, so nothing in a
--- folder's name (from $MHA_LESSONS, or where the program is installed) is ever run.
+-- The lesson files (NN_name.lua) of one folder, read with readdir (mha.dir): no shell, so nothing
+-- in a folder's name (from $MHA_LESSONS, or where the program is installed) is ever run.
 local function files_in(dir)
     local found = {}
     for _, f in ipairs(dir_names.list(dir) or {}) do
@@ -109,9 +113,9 @@ local function files_in(dir)
     return found
 end
 
--- The lesson files, sorted by number: those of every $MHA_LESSONS folder, then those of the first built-in
--- place that has any; a file name met earlier wins (a teacher's 01_tour.lua replaces the built-in one).
--- {{number=1, name="tour", file="01_tour.lua", path=...}}.
+-- The lesson files, sorted by number: those of every $MHA_LESSONS folder, then those of the first
+-- built-in place that has any; a file name met earlier wins (a teacher's 01_tour.lua replaces the
+-- built-in one). {{number=1, name="tour", file="01_tour.lua", path=...}}.
 function files.files()
     local dirs, given = files.dirs()
     local all, seen = {}, {}
@@ -134,7 +138,8 @@ local function lesson_env()
         {__index = _G})
 end
 
--- The line of the lesson file each step's code (or setup) starts on, so an error names the file and line.
+-- The line of the lesson file each step's code (or setup) starts on, so an error names the file and
+-- line.
 local function find_code_lines(lesson, path)
     local f = io.open(path, "r")
     if not f then return end
@@ -166,8 +171,8 @@ function files.load(path)
     return lesson
 end
 
--- A lesson file given by its path (--lesson PATH, :open PATH): anything with a "/" or ending in ".lua"
--- that is a readable file.
+-- A lesson file given by its path (--lesson PATH, :open PATH): anything with a "/" or ending in
+-- ".lua" that is a readable file.
 local function file_at(which)
     which = tostring(which)
     if not (which:find("/", 1, true) or which:match("%.lua$")) then return nil end
@@ -187,8 +192,9 @@ function files.none_found(lang)
     return string.format(w.no_lessons, table.concat(looked, w.list_sep))
 end
 
--- Finds a lesson by number ("2", 2), file-name part ("dot_product"), file name ("02_dot_product") or path.
--- Returns the file, or nil and a message (in lang, "en" or "zh") naming the lessons there are.
+-- Finds a lesson by number ("2", 2), file-name part ("dot_product"), file name ("02_dot_product")
+-- or path. Returns the file, or nil and a message (in lang, "en" or "zh") naming the lessons there
+-- are.
 function files.find(which, lang)
     local w = i18n.words(lang).lesson
     local given = file_at(which)

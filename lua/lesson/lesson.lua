@@ -1,10 +1,11 @@
--- lua/lesson/lesson.lua - module "mha.lesson": the lesson format (lesson, step, exercise, mistake) and the
--- runner that steps through a lesson at the prompt or replays it in batch mode.
+-- lua/lesson/lesson.lua - module "mha.lesson": the lesson format (lesson, step, exercise, mistake)
+-- and the runner that steps through a lesson at the prompt or replays it in batch mode.
 -- Answers are checked by mha.lesson.check (lua/lesson/check.lua), the runner's words are in the
--- catalogue mha.i18n (lua/i18n/), text wrapping and the lesson markup in mha.text (lua/show/text.lua).
+-- catalogue mha.i18n (lua/i18n/), text wrapping and the lesson markup in mha.text
+-- (lua/show/text.lua).
 --
--- A lesson file (lessons/NN_name.lua) is a Lua chunk that returns one lesson; lesson, step, exercise and
--- mistake are in scope while it loads:
+-- A lesson file (lessons/NN_name.lua) is a Lua chunk that returns one lesson; lesson, step,
+-- exercise and mistake are in scope while it loads:
 --
 --     return lesson{
 --         name = "dot_product", seed = 2,
@@ -16,12 +17,14 @@
 --                   mistakes = { mistake.softmax_axis, mistake{wrong = [[softmax(scores, 1)]], hint = {...}} } },
 --     }
 --
--- Step code runs in the REPL's global environment, so the student keeps Q, K, weights... between steps.
--- :back and :goto replay the earlier steps quietly from the lesson's seed, so state is never stale.
+-- Step code runs in the REPL's global environment, so the student keeps Q, K, weights... between
+-- steps. :back and :goto replay the earlier steps quietly from the lesson's seed, so state is never
+-- stale.
 --
--- The REPL hands itself over with M.install(repl): the runner adds its commands, records the steps it runs
--- with repl.record_step (so :save replays them), times with repl.clock, and registers with repl.on_reset
--- what keeps the open lesson open across :reset. Without a REPL (batch mode, tests) none of that happens.
+-- The REPL hands itself over with M.install(repl): the runner adds its commands, records the steps
+-- it runs with repl.record_step (so :save replays them), times with repl.clock, and registers with
+-- repl.on_reset what keeps the open lesson open across :reset. Without a REPL (batch mode, tests)
+-- none of that happens.
 
 local M = {}
 
@@ -53,8 +56,8 @@ function M.choose_lang(requested, getenv)
     return "en"
 end
 
--- The runner's own words in lang (lua/i18n/): said(lang).the_end. Without lang, the session's, else the
--- language a new lesson would take (MHA_LANG=zh pages help in Chinese too).
+-- The runner's own words in lang (lua/i18n/): said(lang).the_end. Without lang, the session's, else
+-- the language a new lesson would take (MHA_LANG=zh pages help in Chinese too).
 local function said(lang) return i18n.words(lang or M.language()).lesson end
 
 -- Text wrapping and the lesson markup live in mha.text; the names below keep the lesson API.
@@ -79,9 +82,9 @@ local function say_line(s)
     if pager.active() then pager.write(s .. "\n") else write(s, "\n") end
 end
 
--- The width the runner wraps to: the terminal's at a terminal, else $COLUMNS, else 80; in batch mode
--- never the terminal's, so a transcript depends only on $COLUMNS. At most 100 (long lines read badly),
--- at least 20.
+-- The width the runner wraps to: the terminal's at a terminal, else $COLUMNS, else 80; in batch
+-- mode never the terminal's, so a transcript depends only on $COLUMNS. At most 100
+-- (long lines read badly), at least 20.
 local function columns()
     local n
     if session and session.width then
@@ -94,7 +97,8 @@ local function columns()
     return math.max(20, math.min(n, 100))
 end
 
--- A batch run writes a transcript, never escapes; otherwise the one colour policy (lua/sys/lterm.c).
+-- A batch run writes a transcript, never escapes; otherwise the one colour policy
+-- (lua/sys/lterm.c).
 local function use_color()
     if session and session.batch then return false end
     return term.colour(io.stdout)
@@ -104,7 +108,8 @@ local function say_lines(lines)
     for _, l in ipairs(M.finish(lines, use_color())) do say_line(l) end
 end
 
--- Prints prose (the runner's words, hints, messages; lines separated by "\n"), wrapped to the terminal.
+-- Prints prose (the runner's words, hints, messages; lines separated by "\n"), wrapped to the
+-- terminal.
 local function say_text(s)
     for line in (tostring(s) .. "\n"):gmatch("(.-)\n") do say_lines(M.wrap_text(line, columns())) end
 end
@@ -123,8 +128,9 @@ M.step, M.exercise, M.mistake, M.lesson = files.step, files.exercise, files.mist
 M.validate, M.dirs, M.files, M.load = files.validate, files.dirs, files.files, files.load
 M.none_found = files.none_found
 
--- Finds a lesson by number ("2", 2), file-name part ("dot_product"), file name ("02_dot_product") or path.
--- Returns the file, or nil and a message (in lang, default the language chosen) naming the lessons there are.
+-- Finds a lesson by number ("2", 2), file-name part ("dot_product"), file name ("02_dot_product")
+-- or path. Returns the file, or nil and a message (in lang, default the language chosen) naming the
+-- lessons there are.
 function M.find(which, lang)
     return files.find(which, lang or (session and session.lang) or M.choose_lang())
 end
@@ -218,8 +224,9 @@ local function record_step(code, label, ok, before)
     if the_repl and the_repl.record_step then the_repl.record_step(code, label, ok, before) end
 end
 
--- Step k's code as it is echoed (tr{} resolved) and as it runs: the same code, with the lesson file's
--- line numbers (leading line breaks to the line it starts on), so an error names the file and line.
+-- Step k's code as it is echoed (tr{} resolved) and as it runs: the same code, with the lesson
+-- file's line numbers (leading line breaks to the line it starts on), so an error names the file
+-- and line.
 local function step_code(k)
     local s = session.lesson.steps[k]
     local code = s.code or s.setup
@@ -230,11 +237,12 @@ local function step_code(k)
     return shown, run
 end
 
--- Runs a step's code in the global environment; returns true or false, message. The chunk is named after
--- the lesson file: "06_masks.lua:31: masked_fill: ...". The REPL records the code as shown.
+-- Runs a step's code in the global environment; returns true or false, message. The chunk is named
+-- after the lesson file: "06_masks.lua:31: masked_fill: ...". The REPL records the code as shown.
 local function step_label(k)
     return string.format("lesson %s, step %d", session.lesson.name or "?", k),
-           -- a saved script tells the lesson where it is before each step, so its answer() calls are checked
+           -- a saved script tells the lesson where it is before each step, so its answer() calls
+           -- are checked
            string.format('require("mha.lesson").at_step(%d)', k)
 end
 
@@ -247,7 +255,8 @@ local function run_code(shown, run, k)
     return ok, e
 end
 
--- Runs fn with the runner's and the lesson's output thrown away (print, io.write, io.stdout, plots).
+-- Runs fn with the runner's and the lesson's output thrown away
+-- (print, io.write, io.stdout, plots).
 local function quietly(fn)
     local null = assert(io.open("/dev/null", "w"))
     local saved_print, saved_stdout, saved_output, saved_plot = print, io.stdout, io.output(), rawget(_G, "plot")
@@ -266,12 +275,14 @@ end
 local function reset_state()
     mha.seed(session.lesson.seed or 0)
     record_step(string.format("mha.seed(%d)", session.lesson.seed or 0), "the lesson's seed")
-    session.print_options.lang = session.lang   -- a Chinese lesson's tensors say "columns", "scale" in Chinese
+    session.print_options.lang = session.lang   -- a Chinese lesson's tensors say "columns", "scale"
+                                                -- in Chinese
     if mha.printoptions then mha.printoptions(session.print_options) end
 end
 
 -- ---------------------------------------------------------------------------------------------
--- Paging (lua/lesson/pager.lua): at a terminal, never in batch mode, a step taller than the screen pauses.
+-- Paging (lua/lesson/pager.lua): at a terminal, never in batch mode, a step taller than the screen
+-- pauses.
 -- ---------------------------------------------------------------------------------------------
 
 M.pager = pager.terminal   -- rows, read, at_terminal: tests give a screen and the keys pressed
@@ -305,8 +316,9 @@ local function draw_step(k)
     end
 end
 
--- An exercise in batch mode: answered from the --answers file while it has lines (each line one attempt:
--- a wrong one gets its hint and the next line tries again), else with the lesson's own solution.
+-- An exercise in batch mode: answered from the --answers file while it has lines
+-- (each line one attempt: a wrong one gets its hint and the next line tries again), else with the
+-- lesson's own solution.
 local function answer_in_batch(s)
     local lang = session.lang
     local answers = session.answers
@@ -332,7 +344,8 @@ local function answer_in_batch(s)
     return true
 end
 
--- Was err Ctrl-C's ("interrupted", "17_residual_norm_training.lua:64: interrupted", as the REPL tells it)?
+-- Was err Ctrl-C's ("interrupted", "17_residual_norm_training.lua:64: interrupted", as the REPL
+-- tells it)?
 local function is_interrupt(err)
     local first = tostring(err):match("^[^\n]*")
     return first == "interrupted" or first:find(": interrupted$") ~= nil
@@ -354,13 +367,15 @@ local function show_step(k)
             end
             if not ok then
                 say_text(string.format(said(lang).error_in_step, k) .. said(lang).colon_space .. err)
-                -- the step stays unrun, so Enter would run it again on the same state: say how to rebuild it
+                -- the step stays unrun, so Enter would run it again on the same state: say how to
+                -- rebuild it
                 if not session.batch then say_text(said(lang).recover(k)) end
                 return false, err
             end
         else
-            -- a step without code still moves a saved script's replay to it (an answer() there is checked
-            -- against this step, as in the session, not against some exercise further on)
+            -- a step without code still moves a saved script's replay to it
+            -- (an answer() there is checked against this step, as in the session, not against some
+            -- exercise further on)
             local label, at = step_label(k)
             record_step("", label, true, at)
         end
@@ -376,7 +391,8 @@ local function show_step(k)
     end)
 end
 
--- :text - the current step again (title, text, code), nothing rerun; after :lang, in the new language.
+-- :text - the current step again (title, text, code), nothing rerun; after :lang, in the new
+-- language.
 function M.reprint()
     if not session then say_text(said(M.choose_lang()).no_lesson); return false end
     if session.pos < 1 then return false end
@@ -515,7 +531,8 @@ function M.list(lang)
     for _, f in ipairs(files) do
         local lesson, err = M.load(f.path)
         local summary = lesson and tr(lesson.summary, lang) or string.format(said(lang).cannot_load, err:match("[^\n]*"))
-        -- the summary in a column after the number and name, or under them when the column is too narrow
+        -- the summary in a column after the number and name, or under them when the column is too
+        -- narrow
         local head = string.format("  %2d  %-18s ", f.number, f.name)
         if M.width(head) <= width - 20 then
             say_lines(M.wrap_text(summary, width, head, string.rep(" ", M.width(head))))
@@ -530,8 +547,9 @@ end
 function M.current() return session end
 
 -- M.start without the REPL's Enter key: opens the session and shows step 1, or runs every step.
--- A student's answers for --answers FILE: one Lua expression a line, each an attempt at the exercise at
--- hand (blank lines and "--" comments skipped). Returns {name =, lines =, next = 1} or nil, message.
+-- A student's answers for --answers FILE: one Lua expression a line, each an attempt at the
+-- exercise at hand (blank lines and "--" comments skipped). Returns {name =, lines =, next = 1} or
+-- nil, message.
 local function read_answers(path)
     local f, err = io.open(path, "r")
     if not f then return nil, "--answers: " .. tostring(err) end
@@ -572,8 +590,8 @@ local function open_session(which, opts)
     local lang = session.lang
     say_lines(M.rule(columns(), string.format("%02d %s", f.number, tr(lesson.title, lang))))
     print_text(tr(lesson.summary, lang))
-    -- a script :save writes opens the lesson quietly (the names step code uses: show, plot, tr, LESSON ...;
-    -- and a lesson for its answer() calls to be checked against)
+    -- a script :save writes opens the lesson quietly (the names step code uses: show, plot, tr,
+    -- LESSON ...; and a lesson for its answer() calls to be checked against)
     local path = f.path
     if path:sub(1, 1) ~= "/" and os.getenv("PWD") then path = os.getenv("PWD") .. "/" .. path end
     record_step(string.format('require("mha.lesson").replaying(%q, %q)', files.clean_path(path), lang), "the lesson")
@@ -594,22 +612,24 @@ local function open_session(which, opts)
     return true
 end
 
--- Opens a lesson and shows its first step (interactive), or runs it all (batch); at the REPL's prompt
--- Enter on an empty line then runs the next step. (mha-repl --lesson and :open both come here.)
--- opts: batch (bool), lang (string or nil), width (columns; default: see columns()); screen_rows (batch
--- only): draw the plots for real, their text charts sized for a screen of that many rows and a pause
--- line where the pager would pause before one (tests/golden.sh checks every step fits 80x40 so).
--- Returns true; or false, message, kind: kind "usage" when no lesson has that name or number, "load"
--- when the lesson file is broken (neither is printed: the caller says it once), "step" when a step
--- failed (printed where it happened).
+-- Opens a lesson and shows its first step (interactive), or runs it all (batch); at the REPL's
+-- prompt Enter on an empty line then runs the next step. (mha-repl --lesson and :open both come
+-- here.) opts: batch (bool), lang (string or nil), width (columns; default: see columns());
+-- screen_rows (batch only): draw the plots for real, their text charts sized for a screen of that
+-- many rows and a pause line where the pager would pause before one
+-- (tests/golden.sh checks every step fits 80x40 so). Returns true; or false, message, kind: kind
+-- "usage" when no lesson has that name or number, "load" when the lesson file is broken
+-- (neither is printed: the caller says it once), "step" when a step failed
+-- (printed where it happened).
 function M.start(which, opts)
     local ok, err, kind = open_session(which, opts)
     if the_repl and session and not session.batch then the_repl.on_empty_line = M.next end
     return ok, err, kind
 end
 
--- Both a script written by :save and a notebook run a lesson's code themselves, cell by cell: the lesson
--- is open as batch mode opens it (language, print options, helpers), at no step yet. Returns the session.
+-- Both a script written by :save and a notebook run a lesson's code themselves, cell by cell: the
+-- lesson is open as batch mode opens it (language, print options, helpers), at no step yet. Returns
+-- the session.
 local function open_for_code(lesson, number, lang)
     session = {lesson = lesson, number = number, lang = M.choose_lang(lang), batch = true, pos = 0,
                print_options = M.print_options()}
@@ -623,11 +643,12 @@ local function exercise_at(k)
     return (s and s.kind == "exercise") and s or nil
 end
 
--- What a script written by :save during a lesson calls first: the lesson, open without printing anything,
--- so that the steps it replays find their helpers and its answer() calls their exercise.
+-- What a script written by :save during a lesson calls first: the lesson, open without printing
+-- anything, so that the steps it replays find their helpers and its answer() calls their exercise.
 function M.replaying(path, lang)
     local lesson, err = M.load(path)
-    if not lesson then   -- run from another folder: the lesson of that file name where lessons are found
+    if not lesson then   -- run from another folder: the lesson of that file name where lessons are
+                         -- found
         local f = M.find((tostring(path):match("([^/]+)$")))
         if f then lesson, err = M.load(f.path) end
     end
@@ -636,16 +657,18 @@ function M.replaying(path, lang)
     return true
 end
 
--- The saved script's mark before step k's code: the lesson is at step k (its exercise waits for answer()).
+-- The saved script's mark before step k's code: the lesson is at step k
+-- (its exercise waits for answer()).
 function M.at_step(k)
     if not session then return end
     session.pos = k
     session.pending = exercise_at(k)
 end
 
--- A notebook of the lesson (mha.notebook) runs its steps' code cell by cell: this opens the lesson as batch
--- mode does (language, seed, print options, helpers) without running a step; exercise(k) then makes step k
--- the exercise answer() checks. Returns the lesson and its number, or nil and a message.
+-- A notebook of the lesson (mha.notebook) runs its steps' code cell by cell: this opens the lesson
+-- as batch mode does (language, seed, print options, helpers) without running a step; exercise(k)
+-- then makes step k the exercise answer() checks. Returns the lesson and its number, or nil and a
+-- message.
 function M.open_cells(which, lang)
     local f, err = M.find(which)
     if not f then return nil, err end
@@ -657,7 +680,8 @@ function M.open_cells(which, lang)
     _G.exercise = function(k)
         local s = exercise_at(k)
         if not s then raise("exercise: step " .. tostring(k) .. " is not an exercise") end
-        session.pending, session.pos = s, #session.lesson.steps   -- the last step: no "Enter runs the next"
+        session.pending, session.pos = s, #session.lesson.steps   -- the last step: no
+                                                                  -- "Enter runs the next"
     end
     return lesson, f.number
 end
@@ -668,31 +692,35 @@ function M.install_globals()
     if rawget(_G, "show") == nil and mha.show then _G.show = mha.show end
     local has_plot, plot_module = pcall(require, "mha.plot")
     if has_plot then
-        plot_module.lang = M.language   -- "head 1", "query" in Chinese in a Chinese lesson's windows
-        -- a text chart fits the rows a step leaves, or starts the next screen (lua/lesson/pager.lua)
+        plot_module.lang = M.language  -- "head 1", "query" in Chinese in a Chinese lesson's windows
+        -- a text chart fits the rows a step leaves, or starts the next screen
+        -- (lua/lesson/pager.lua)
         plot_module.text_screen = {rows_left = pager.rows_left, together = pager.together}
     end
     if rawget(_G, "plot") == nil then
         local ok, plot = pcall(require, "mha.plot")
         if ok then _G.plot = plot end
     end
-    -- answer(value) prints the verdict and returns whether it was right - to a script, a batch run or
-    -- lesson code. At the interactive prompt it returns nothing, as :answer does: the verdict line is what
-    -- the student reads, and a bare "true" under it would only repeat it.
+    -- answer(value) prints the verdict and returns whether it was right - to a script, a batch run
+    -- or lesson code. At the interactive prompt it returns nothing, as :answer does: the verdict
+    -- line is what the student reads, and a bare "true" under it would only repeat it.
     _G.answer = function(value)
         local right = M.answer(value)
         if the_repl and the_repl.interactive and session and not session.batch then return end
         return right
     end
     _G.say = function(t) say_text(tr(t)) end
-    -- tr{en=, zh=}: the string of the lesson's language, for labels and titles printed by lesson code
+    -- tr{en=, zh=}: the string of the lesson's language, for labels and titles printed by lesson
+    -- code
     _G.tr = function(t) return tr(t) end
-    -- LESSON.clock(): seconds on the REPL's monotonic wall clock (CPU seconds outside the REPL), for timings
+    -- LESSON.clock(): seconds on the REPL's monotonic wall clock (CPU seconds outside the REPL),
+    -- for timings
     local function clock()
         if the_repl and the_repl.clock then return the_repl.clock() end
         return os.clock()
     end
-    -- LESSON.table, LESSON.versus, LESSON.median_ms: formatting and timing kept out of the steps' code
+    -- LESSON.table, LESSON.versus, LESSON.median_ms: formatting and timing kept out of the steps'
+    -- code
     local tools = require "mha.lesson.tools"
     tools.use{lang = function() return (session and session.lang) or "en" end, width = M.width, clock = clock}
     _G.LESSON = setmetatable({}, {__index = function(_, key)
@@ -704,16 +732,18 @@ function M.install_globals()
 end
 
 -- ---------------------------------------------------------------------------------------------
--- The REPL hands itself over: install(repl) once per Lua state. The lesson commands are then listed by
--- :help, the steps are recorded for :save, and an open lesson stays open across :reset. install(nil)
--- (or a table without add_command, as tests give) only changes where steps are recorded.
+-- The REPL hands itself over: install(repl) once per Lua state. The lesson commands are then listed
+-- by :help, the steps are recorded for :save, and an open lesson stays open across :reset.
+-- install(nil) (or a table without add_command, as tests give) only changes where steps are
+-- recorded.
 -- ---------------------------------------------------------------------------------------------
 
 function M.install(repl)
     the_repl = repl
     if not (repl and repl.add_command) then return end
     repl.lang = M.language   -- the REPL's help and messages follow the lessons' language
-    mha.printoptions{lang = M.language()}   -- and so do the words printed at the prompt (mha.train's "done")
+    mha.printoptions{lang = M.language()}   -- and so do the words printed at the prompt
+                                            -- (mha.train's "done")
     local function cmd(name, args, help, run) repl.add_command(name, {args = args, help = help, run = run}) end
     cmd("lessons", "", "list the lessons with a one-line summary", function() M.list() end)
     cmd("open", "NAME|NUMBER", "open a lesson at its first step", function(a)
@@ -744,8 +774,9 @@ function M.install(repl)
             session.lang = lang
             session.print_options.lang = lang
             if session.pos >= 1 then
-                -- the words a step resolved when it ran (token labels, titles) are the old language's:
-                -- steps 1..pos run again quietly in the new one, then the step is shown again
+                -- the words a step resolved when it ran (token labels, titles) are the old
+                -- language's: steps 1..pos run again quietly in the new one, then the step is shown
+                -- again
                 local upto, pending = math.min(session.pos, #session.lesson.steps), session.pending
                 say_text(said(lang).replaying(upto, session.lesson.seed or 0))
                 local ok, err = replay_before(upto + 1)
@@ -758,9 +789,9 @@ function M.install(repl)
     if repl.on_reset then repl.on_reset("lesson", M.carry, M.resume) end
 end
 
--- :reset starts a new Lua state. The REPL keeps M.carry()'s string across it (repl.on_reset) and gives
--- it to M.resume in the new state, so the open lesson stays open at its step, its variables rebuilt
--- from the seed.
+-- :reset starts a new Lua state. The REPL keeps M.carry()'s string across it (repl.on_reset) and
+-- gives it to M.resume in the new state, so the open lesson stays open at its step, its variables
+-- rebuilt from the seed.
 function M.carry()
     if not session or session.batch then return nil end
     return string.format("%d %d %s %d", session.number, session.pos, session.lang, session.pending and 1 or 0)

@@ -1,5 +1,6 @@
--- lua/lesson/pager.lua - module "mha.lesson.pager": at a terminal, output taller than the screen pauses
--- before its top scrolls away (a safety net: lessons are written to fit 80x40); lesson steps and help() use it.
+-- lua/lesson/pager.lua - module "mha.lesson.pager": at a terminal, output taller than the screen
+-- pauses before its top scrolls away (a safety net: lessons are written to fit 80x40); lesson steps
+-- and help() use it.
 
 local term = require "mha.term"
 local text = require "mha.text"                       -- the cells a line takes (display width)
@@ -31,10 +32,10 @@ local function rows_of(s)
     return rows
 end
 
--- The pause between two screens: at a terminal it waits for Enter (q stops pausing); on a screen that
--- is only counted (a replay at a given size) it writes the pause line and goes on. Lines typed or
--- pasted ahead are inputs for the prompt, never the pause's keys: while any wait unread, the output
--- goes on without a pause, and the REPL runs them after it.
+-- The pause between two screens: at a terminal it waits for Enter (q stops pausing); on a screen
+-- that is only counted (a replay at a given size) it writes the pause line and goes on. Lines typed
+-- or pasted ahead are inputs for the prompt, never the pause's keys: while any wait unread, the
+-- output goes on without a pause, and the REPL runs them after it.
 local function pause()
     local function emit(...) paging.write(paging.stdout, ...) end
     if not paging.counted_only and pager.terminal.typed_ahead() then
@@ -60,10 +61,10 @@ pager.terminal = {
     typed_ahead = function() return term.isatty(0) and term.input_waiting(0) end,
 }
 
--- Writes text, counting its lines (a long line takes as many rows as it wraps to) and pausing when the
--- screen is full: Enter goes on, q stops pausing for the rest of the run. paging is {room = rows before
--- a pause, used = rows used, partial = the unfinished line, stdout = the file paged, write = its own
--- write method, lang, columns} during pager.run at a terminal.
+-- Writes text, counting its lines (a long line takes as many rows as it wraps to) and pausing when
+-- the screen is full: Enter goes on, q stops pausing for the rest of the run. paging is
+-- {room = rows before a pause, used = rows used, partial = the unfinished line, stdout = the file
+-- paged, write = its own write method, lang, columns} during pager.run at a terminal.
 function pager.write(s)
     if not paging then write(s); return end
     local function emit(...)   -- past the pager: to the file's own write method while paging
@@ -71,7 +72,8 @@ function pager.write(s)
     end
     for piece, newline in s:gmatch("([^\n]*)(\n?)") do
         if piece == "" and newline == "" then break end
-        -- the screen is full and more is coming: wait for the reader (a counted screen only counts on)
+        -- the screen is full and more is coming: wait for the reader
+        -- (a counted screen only counts on)
         if paging and paging.used >= paging.room and not paging.counted_only then pause() end
         if paging and paging.held then
             paging.held[#paging.held + 1] = piece .. newline
@@ -88,8 +90,8 @@ function pager.write(s)
     end
 end
 
--- Runs fn, whose output (a drawing) is kept on one screen: when it would not fit in the rows left but
--- fits a screen, the pause comes before it, never inside it. Returns what fn returns.
+-- Runs fn, whose output (a drawing) is kept on one screen: when it would not fit in the rows left
+-- but fits a screen, the pause comes before it, never inside it. Returns what fn returns.
 function pager.together(fn)
     if not paging or paging.held then return fn() end
     paging.held = {}
@@ -103,17 +105,19 @@ function pager.together(fn)
     return table.unpack(results, 2, results.n)
 end
 
--- A value as io.write and file:write write it: a float with %.14g (1.0 as "1"), the rest by tostring.
+-- A value as io.write and file:write write it: a float with %.14g (1.0 as "1"), the rest by
+-- tostring.
 local function written(v)
     if math.type(v) == "float" then return string.format("%.14g", v) end
     return tostring(v)
 end
 
--- Runs fn with its output going through pager.write: print, io.write, io.stdout:write (the method all
--- files share, wrapped for stdout only) and the runner's own lines. Only at a terminal with 8 rows or
--- more; lang ("en", "zh") says the pause, columns is the width lines wrap at. counted_rows (a replay
--- in batch mode) gives a screen of that many rows that is only counted: drawings are sized to it and
--- the pause line marks where pager.together pauses, but nothing waits and nothing else pauses.
+-- Runs fn with its output going through pager.write: print, io.write, io.stdout:write
+-- (the method all files share, wrapped for stdout only) and the runner's own lines. Only at a
+-- terminal with 8 rows or more; lang ("en", "zh") says the pause, columns is the width lines wrap
+-- at. counted_rows (a replay in batch mode) gives a screen of that many rows that is only counted:
+-- drawings are sized to it and the pause line marks where pager.together pauses, but nothing waits
+-- and nothing else pauses.
 function pager.run(fn, lang, columns, counted_rows)
     local rows = counted_rows
     if not rows then

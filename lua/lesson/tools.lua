@@ -1,9 +1,10 @@
--- lua/lesson/tools.lua - module "mha.lesson.tools": helpers lesson code calls as LESSON.table, LESSON.versus,
--- LESSON.describe, LESSON.median_ms, LESSON.fails, so a step's echo shows what a student would type, not
--- formatting plumbing; and tr{} resolved in a step's source before it is echoed and run.
+-- lua/lesson/tools.lua - module "mha.lesson.tools": helpers lesson code calls as LESSON.table,
+-- LESSON.versus, LESSON.describe, LESSON.median_ms, LESSON.fails, so a step's echo shows what a
+-- student would type, not formatting plumbing; and tr{} resolved in a step's source before it is
+-- echoed and run.
 --
--- Each helper takes what it needs (the language, the width function, a clock) from the runner through M.use:
--- this module never reaches into the runner.
+-- Each helper takes what it needs (the language, the width function, a clock) from the runner
+-- through M.use: this module never reaches into the runner.
 
 local raise = require "mha.raise"   -- errors at the user's line
 local i18n = require "mha.i18n"     -- versus's and describe's labels, in the lesson's language
@@ -22,8 +23,9 @@ local function cell(v, float_format)
     return tostring(v)
 end
 
--- LESSON.table(rows [, header [, float_format]]): prints rows of cells in right-aligned columns two spaces
--- apart, under an optional header row; integers as they are, floats with float_format (default "%.4f").
+-- LESSON.table(rows [, header [, float_format]]): prints rows of cells in right-aligned columns two
+-- spaces apart, under an optional header row; integers as they are, floats with float_format
+-- (default "%.4f").
 function M.table(rows, header, float_format)
     local all = {}
     if header then all[1] = header end
@@ -42,9 +44,10 @@ function M.table(rows, header, float_format)
     end
 end
 
--- LESSON.versus(name, printed, value): one line setting what a tutorial printed (a string, or nil when it
--- printed nothing) beside the true value (a number or a tensor, 4 decimals); the true value goes on a
--- second line when both do not fit 80 columns. LESSON.checked[name] keeps the value.
+-- LESSON.versus(name, printed, value): one line setting what a tutorial printed
+-- (a string, or nil when it printed nothing) beside the true value
+-- (a number or a tensor, 4 decimals); the true value goes on a second line when both do not fit 80
+-- columns. LESSON.checked[name] keeps the value.
 M.checked = {}   -- name -> the true value, for tests to compare with an independent computation
 function M.versus(name, printed, value)
     M.checked[name] = value
@@ -63,8 +66,8 @@ function M.versus(name, printed, value)
     print(says .. truth)
 end
 
--- LESSON.describe(name, t): a tensor's name, then its shape, strides, storage offset and contiguity - the
--- four things that say how its storage is read.
+-- LESSON.describe(name, t): a tensor's name, then its shape, strides, storage offset and contiguity
+-- - the four things that say how its storage is read.
 function M.describe(name, t)
     local w = i18n.words(ctx.lang()).tools
     print(name)
@@ -73,8 +76,8 @@ function M.describe(name, t)
 end
 
 -- LESSON.fails(input): runs input as a student would type it at the prompt (an expression or a
--- statement, chunk "stdin") and prints the error it raises as the REPL shows it: "stdin:1: matmul: ...".
--- An input that does not fail is a mistake in the lesson, and says so.
+-- statement, chunk "stdin") and prints the error it raises as the REPL shows it:
+-- "stdin:1: matmul: ...". An input that does not fail is a mistake in the lesson, and says so.
 function M.fails(input)
     local chunk = load("return " .. input, "=stdin", "t", _G) or assert(load(input, "=stdin", "t", _G))
     local ok, err = pcall(chunk)
@@ -82,8 +85,8 @@ function M.fails(input)
     print(tostring(err))
 end
 
--- LESSON.median_ms(run [, n]): runs run() once untimed (cold caches, first-touch memory), then n times
--- (default 5); returns the median in milliseconds and the sorted times.
+-- LESSON.median_ms(run [, n]): runs run() once untimed (cold caches, first-touch memory), then n
+-- times (default 5); returns the median in milliseconds and the sorted times.
 function M.median_ms(run, n)
     n = n or 5
     run()
@@ -99,8 +102,8 @@ end
 
 -- ---------------------------------------------------------------------------------------------
 -- tr{en = ..., zh = ...} resolved in the source: a step's code is echoed and run with each tr{} of
--- literals replaced by the literal of the lesson's language, so a student reads (and :save keeps) the code
--- in one language, as they would type it.
+-- literals replaced by the literal of the lesson's language, so a student reads (and :save keeps)
+-- the code in one language, as they would type it.
 -- ---------------------------------------------------------------------------------------------
 
 -- The end (index after) of the string or comment starting at i, or nil when none starts there.
@@ -198,8 +201,9 @@ local function column(code, pos)
     return pos - line_start
 end
 
--- A comment "-- tr{en = "...", zh = "..."}" on one line, starting at i: the comment in lang (English when
--- lang has none), "-- " and the text, and the index after it; nil when there is none at i.
+-- A comment "-- tr{en = "...", zh = "..."}" on one line, starting at i: the comment in lang
+-- (English when lang has none), "-- " and the text, and the index after it; nil when there is none
+-- at i.
 local function tr_comment(code, i, lang)
     local body, after = code:match("^%-%-[ \t]*(tr%s*%b{})[ \t]*()", i)
     if not body or (code:sub(after, after) ~= "\n" and after <= #code) then return nil end
@@ -211,12 +215,13 @@ local function tr_comment(code, i, lang)
     return "-- " .. text, after
 end
 
--- resolve(code, lang): code with every tr{en = ..., zh = ...} whose values are literals (strings, lists of
--- strings, concatenations) replaced by lang's expression as written (English when lang has none); the lines
--- of a value written over several lines keep their alignment. A tr{} that computes something is left as it
--- is: it still runs through tr(). A comment that is a tr{} of one-line strings becomes the comment in lang.
--- With keep_lines, each replacement is followed by the line breaks it removed, so the code keeps its line
--- numbers (for running: an error then names the lesson file's line); without, it reads as typed (the echo).
+-- resolve(code, lang): code with every tr{en = ..., zh = ...} whose values are literals
+-- (strings, lists of strings, concatenations) replaced by lang's expression as written
+-- (English when lang has none); the lines of a value written over several lines keep their
+-- alignment. A tr{} that computes something is left as it is: it still runs through tr(). A comment
+-- that is a tr{} of one-line strings becomes the comment in lang. With keep_lines, each replacement
+-- is followed by the line breaks it removed, so the code keeps its line numbers
+-- (for running: an error then names the lesson file's line); without, it reads as typed (the echo).
 function M.resolve(code, lang, keep_lines)
     local out, i, from = {}, 1, 1
     while i <= #code do

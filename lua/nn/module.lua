@@ -452,8 +452,8 @@ Module.train = M.train
 Module.eval = M.eval
 Module.to = M.to
 
--- The methods MultiheadAttention shares with the Lua modules (lua/mha.lua has mha.core add them; its
--- zero_grad is its own, in C).
+-- The methods MultiheadAttention shares with the Lua modules (lua/mha.lua has mha.core add them;
+-- its zero_grad is its own, in C).
 M.multihead_methods = {state_dict = M.state_dict, load_state_dict = M.load_state_dict, train = M.train,
                        eval = M.eval, to = M.to, named_parameters = M.named_parameters}
 -- m.eval() says to call it with a colon, as the C methods do

@@ -1,5 +1,6 @@
--- lua/nn/nn.lua - module "mha.nn": the neural-network building blocks (mha.nn.Module and its containers,
--- Linear, Embedding, LayerNorm, Transformer) together; lua/mha.lua makes it mha.nn.
+-- lua/nn/nn.lua - module "mha.nn": the neural-network building blocks
+-- (mha.nn.Module and its containers, Linear, Embedding, LayerNorm, Transformer) together;
+-- lua/mha.lua makes it mha.nn.
 
 local module = require "mha.nn.module"
 local layers = require "mha.nn.layers"
@@ -15,8 +16,8 @@ local nn = {
     Transformer = transformer.Transformer,
 }
 
--- The methods MultiheadAttention (a C userdata) shares with the Lua modules: lua/mha.lua hands them to
--- mha.core, which adds those it lacks to its method table, so it is a child like any other.
+-- The methods MultiheadAttention (a C userdata) shares with the Lua modules: lua/mha.lua hands them
+-- to mha.core, which adds those it lacks to its method table, so it is a child like any other.
 nn.multihead_methods = module.multihead_methods
 
 return nn

@@ -1,5 +1,6 @@
--- lua/notebook/html.lua - module "mha.notebook.html": HTML escaping and a tensor as an HTML table (heat-shaded cells,
--- token labels on rows and columns), for the Jupyter kernel's results and the notebook export.
+-- lua/notebook/html.lua - module "mha.notebook.html": HTML escaping and a tensor as an HTML table
+-- (heat-shaded cells, token labels on rows and columns), for the Jupyter kernel's results and the
+-- notebook export.
 
 local display = require "mha.display"   -- finite_range, as heat maps shade
 local raise = require "mha.raise"   -- errors at the user's line
@@ -8,16 +9,16 @@ local M = {}
 
 local ESCAPES = {["&"] = "&amp;", ["<"] = "&lt;", [">"] = "&gt;", ['"'] = "&quot;", ["'"] = "&#39;"}
 
--- A control character as its picture (ESC as ␛, U+241B; DEL as ␡): no control character may appear in an
--- HTML page. Tab and line feed are text; a C1 control (U+0080..U+009F) becomes U+FFFD.
+-- A control character as its picture (ESC as ␛, U+241B; DEL as ␡): no control character may appear
+-- in an HTML page. Tab and line feed are text; a C1 control (U+0080..U+009F) becomes U+FFFD.
 local function control_picture(c)
     if c == "\t" or c == "\n" then return c end
     if c == "\127" then return "\u{2421}" end
     return utf8.char(0x2400 + c:byte())
 end
 
--- s with every character HTML gives a meaning escaped, and its control characters shown as pictures; safe
--- in text and in quoted attributes.
+-- s with every character HTML gives a meaning escaped, and its control characters shown as
+-- pictures; safe in text and in quoted attributes.
 function M.escape(s)
     return (tostring(s):gsub("[&<>\"']", ESCAPES):gsub("[%c\127]", control_picture):gsub("\194[\128-\159]", "\u{FFFD}"))
 end
@@ -36,8 +37,8 @@ local function label_list(labels, n)
     return out
 end
 
--- One number format for a whole tensor, as its printout chooses: whole numbers as such ("1."), else 4
--- decimals, or scientific notation when the magnitudes need it.
+-- One number format for a whole tensor, as its printout chooses: whole numbers as such ("1."), else
+-- 4 decimals, or scientific notation when the magnitudes need it.
 local function number_format(mats)
     local whole, big, small = true, 0, math.huge
     for _, m in ipairs(mats) do
@@ -103,9 +104,9 @@ end
 
 -- The matrices a tensor is shown as: a scalar and a vector as one row, a matrix as it is, more
 -- dimensions as the matrices of its last two (the first MAX_SLICES), each with its index.
--- The part of t the tables show, read as Lua numbers: its last two dimensions cut to one row and one
--- column past MAX_ROWS and MAX_COLS (so that "…" shows), and each leading dimension to what the first
--- MAX_SLICES matrices use - a (3000,3000) tensor is read as 33x33 numbers, not 9 million.
+-- The part of t the tables show, read as Lua numbers: its last two dimensions cut to one row and
+-- one column past MAX_ROWS and MAX_COLS (so that "…" shows), and each leading dimension to what the
+-- first MAX_SLICES matrices use - a (3000,3000) tensor is read as 33x33 numbers, not 9 million.
 local function shown_part(t, shape)
     local part, later = t, 1   -- later: how many matrices one index of the dimension spans
     for d = #shape, 1, -1 do
@@ -159,8 +160,8 @@ function M.tensor(t, opts)
     local lo, hi = display.finite_range(mats)
     local fmt = number_format(mats)
     local nrows, ncols = #mats[1], #(mats[1][1] or {})
-    -- rows and columns numbered from 1, as t[i][j] counts them, where no labels are given; a vector is one
-    -- unlabelled row, a scalar one cell
+    -- rows and columns numbered from 1, as t[i][j] counts them, where no labels are given; a vector
+    -- is one unlabelled row, a scalar one cell
     local row_labels = #shape >= 2 and label_list(opts.rows or {}, nrows) or {""}
     local col_labels = #shape >= 1 and label_list(#shape >= 2 and opts.cols or opts.cols or opts.rows or {}, ncols)
     local out = {'<div class="mha-tensor-box">'}

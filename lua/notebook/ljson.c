@@ -1,5 +1,5 @@
-/* lua/notebook/ljson.c - module "mha.json": Lua values to and from JSON through jansson, so that the notebook
- * writers and the Jupyter kernel never build JSON text by hand. */
+/* lua/notebook/ljson.c - module "mha.json": Lua values to and from JSON through jansson, so that
+ * the notebook writers and the Jupyter kernel never build JSON text by hand. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -9,8 +9,9 @@
 
 #include "ljson.h"
 
-#define OBJECT_MT  "mha.json.object"   /* metatable marking a table as a JSON object (even when empty) */
-#define MAX_DEPTH  64                  /* deeper (or cyclic) tables are an error, not a stack overflow */
+#define OBJECT_MT  "mha.json.object"   /* metatable marking a table as a JSON object (even when
+                                          empty) */
+#define MAX_DEPTH  64             /* deeper (or cyclic) tables are an error, not a stack overflow */
 
 static int is_sequence(lua_State *L, int idx, size_t *n) {
     if (luaL_getmetafield(L, idx, "__name") != LUA_TNIL) {
@@ -84,7 +85,8 @@ static json_t *tojson(lua_State *L, int idx, int depth) {
             if (!item) { lua_replace(L, -3); lua_pop(L, 1); json_decref(object); return NULL; }
             size_t keylen;
             const char *key = lua_tolstring(L, -2, &keylen);
-            char *clean = json_utf8_clean(key, keylen, &keylen);   /* a key is UTF-8 too, and may hold a NUL */
+            char *clean = json_utf8_clean(key, keylen, &keylen);   /* a key is UTF-8 too, and may
+                                                                      hold a NUL */
             if (!clean) {
                 json_decref(item);
                 json_decref(object);
@@ -138,9 +140,10 @@ void mha_lua_pushjson(lua_State *L, const json_t *v) {
     }
 }
 
-/* The UTF-8 sequence that starts at s (n bytes left): its length, or 0 when the bytes there are not one.
- * *taken is how many bytes to step over: the sequence, or its maximal invalid subpart (the bytes that
- * could start a sequence, Unicode 15 section 3.9), at least 1. Table 3-7 of the standard, row by row. */
+/* The UTF-8 sequence that starts at s (n bytes left): its length, or 0 when the bytes there are not
+ * one. *taken is how many bytes to step over: the sequence, or its maximal invalid subpart
+ * (the bytes that could start a sequence, Unicode 15 section 3.9), at least 1. Table 3-7 of the
+ * standard, row by row. */
 static size_t utf8_sequence(const unsigned char *s, size_t n, size_t *taken) {
     unsigned char c = s[0], lo = 0x80, hi = 0xBF;   /* the range of the second byte */
     size_t len;
@@ -184,7 +187,8 @@ char *json_utf8_clean(const char *s, size_t len, size_t *out_len) {
     return out;
 }
 
-/* json.utf8_clean(s) -> s when it is UTF-8, else a copy with each bad sequence replaced by U+FFFD */
+/* json.utf8_clean(s) -> s when it is UTF-8, else a copy with each bad sequence replaced by
+ * U+FFFD */
 static int l_utf8_clean(lua_State *L) {
     size_t len, taken;
     const char *s = luaL_checklstring(L, 1, &len);
@@ -202,7 +206,8 @@ static int l_utf8_clean(lua_State *L) {
     return 1;
 }
 
-/* json.encode(value [, indent]) -> text; keys sorted, so the same value always gives the same bytes */
+/* json.encode(value [, indent]) -> text; keys sorted, so the same value always gives the same
+ * bytes */
 static int l_encode(lua_State *L) {
     lua_Integer indent = luaL_optinteger(L, 2, 0);
     luaL_argcheck(L, indent >= 0 && indent <= 8, 2, "indent must be 0 to 8");

@@ -1,17 +1,18 @@
--- lua/notebook/outputs.lua - module "mha.notebook.outputs": a figure as a notebook cell's output, made the same
--- way for the Jupyter kernel, a lesson's export and a session's export.
+-- lua/notebook/outputs.lua - module "mha.notebook.outputs": a figure as a notebook cell's output,
+-- made the same way for the Jupyter kernel, a lesson's export and a session's export.
 --
--- A figure is a PNG (image/png) beside its name (text/plain), with no image/svg+xml: every viewer that
--- takes an SVG prefers it to the PNG, and Debian's nbconvert (6.5.3, and 7.x: nbconvert issues #1849/#1894)
--- passes an SVG through lxml's clean_html, which keeps the text and drops the drawing. The one-page HTML
--- export takes the SVG from outputs.svg(output) instead, drawn from the same script.
+-- A figure is a PNG (image/png) beside its name (text/plain), with no image/svg+xml: every viewer
+-- that takes an SVG prefers it to the PNG, and Debian's nbconvert
+-- (6.5.3, and 7.x: nbconvert issues #1849/#1894) passes an SVG through lxml's clean_html, which
+-- keeps the text and drops the drawing. The one-page HTML export takes the SVG from
+-- outputs.svg(output) instead, drawn from the same script.
 
 local json = require "mha.json"
 
 local M = {}
 
--- Wraps mha.show, and the global show while it is mha.show: wrapper(show) returns the new show. The kernel
--- (a cell's table) and the session's recorder (:export's table) each wrap it this one way.
+-- Wraps mha.show, and the global show while it is mha.show: wrapper(show) returns the new show. The
+-- kernel (a cell's table) and the session's recorder (:export's table) each wrap it this one way.
 function M.wrap_show(wrapper)
     local mha = require "mha"
     if type(mha.show) ~= "function" then return end
@@ -42,7 +43,8 @@ local function read_file(path)
     return s
 end
 
--- The bytes of a drawing's script as a .png or .svg file (plot.render), or nil when gnuplot cannot make it.
+-- The bytes of a drawing's script as a .png or .svg file (plot.render), or nil when gnuplot cannot
+-- make it.
 local function rendered(script, ext)
     local ok, plot = pcall(require, "mha.plot")
     if not ok or type(plot) ~= "table" or not plot.render then return nil end
@@ -55,10 +57,10 @@ local function rendered(script, ext)
     return nil
 end
 
-local scripts = setmetatable({}, {__mode = "k"})   -- a figure output -> the script it was drawn from
+local scripts = setmetatable({}, {__mode = "k"})  -- a figure output -> the script it was drawn from
 
--- A figure's drawing (its script, as fig.script holds it; number: the figure's) as a display_data output
--- holding a PNG; nil when gnuplot cannot draw it.
+-- A figure's drawing (its script, as fig.script holds it; number: the figure's) as a display_data
+-- output holding a PNG; nil when gnuplot cannot draw it.
 function M.figure(script, number)
     local png = rendered(script, ".png")
     if not png then return nil end
@@ -69,8 +71,8 @@ function M.figure(script, number)
     return output
 end
 
--- The <svg> element of a figure output (no XML declaration: it goes inside a page), or nil. A heat map is
--- a tiny image stretched over its axes: drawn pixelated, or viewers blur its cells together.
+-- The <svg> element of a figure output (no XML declaration: it goes inside a page), or nil. A heat
+-- map is a tiny image stretched over its axes: drawn pixelated, or viewers blur its cells together.
 function M.svg(output)
     local script = scripts[output]
     local svg = script and (rendered(script, ".svg") or ""):match("<svg.*$")

@@ -1,9 +1,10 @@
--- lua/notebook/record.lua - module "mha.notebook.record": the tables and figures a REPL session shows, kept
--- as it runs so that :export writes them as a notebook's rich outputs (mha.notebook), as a lesson's export has.
+-- lua/notebook/record.lua - module "mha.notebook.record": the tables and figures a REPL session
+-- shows, kept as it runs so that :export writes them as a notebook's rich outputs (mha.notebook),
+-- as a lesson's export has.
 --
--- The REPL hands itself over (record.install(repl, runner), from repl.init). A kept output covers a span of
--- what an input printed (repl.output_mark() where the span starts, repl.keep_output at its end); the export
--- shows the output in place of that text. What is kept, and its bound:
+-- The REPL hands itself over (record.install(repl, runner), from repl.init). A kept output covers a
+-- span of what an input printed (repl.output_mark() where the span starts, repl.keep_output at its
+-- end); the export shows the output in place of that text. What is kept, and its bound:
 --   a tensor shown as a value or by show(): its HTML table (mha.notebook.html: at most 8 slices of 32 rows
 --     by 32 columns, read when it is shown), never the tensor;
 --   a figure drawn: the gnuplot script of its last drawing in the input (the commands, data inline as
@@ -24,8 +25,8 @@ local function is_tensor(v)
     return type(mt) == "table" and mt.__name == "mha.Tensor"
 end
 
--- Keeps output (with .bytes, its size) over the text printed since from; key: a figure, whose earlier
--- drawing in the same input it replaces.
+-- Keeps output (with .bytes, its size) over the text printed since from; key: a figure, whose
+-- earlier drawing in the same input it replaces.
 local function keep(from, output, key)
     if kept_bytes + output.bytes > M.MAX_BYTES then return end
     kept_bytes = kept_bytes + output.bytes
@@ -58,8 +59,8 @@ local function wrap_show(original)
     end
 end
 
--- plot.on_drawing: the drawing's script (without its text fallback, a closure over the data) replaces
--- what the drawing printed, a text plot in a terminal without a window.
+-- plot.on_drawing: the drawing's script (without its text fallback, a closure over the data)
+-- replaces what the drawing printed, a text plot in a terminal without a window.
 local function on_drawing(fig)
     local from, script = the_repl.output_mark(), fig.script
     return function()
@@ -70,7 +71,8 @@ local function on_drawing(fig)
     end
 end
 
--- The heading and text of a lesson (its title and summary) and of step k, as the notebook shows them.
+-- The heading and text of a lesson (its title and summary) and of step k, as the notebook shows
+-- them.
 function M.lesson_heading(session, tr)
     return {title = string.format("%02d %s", session.number, tr(session.lesson.title, session.lang)), level = 1,
             markup = tr(session.lesson.summary, session.lang)}
@@ -85,16 +87,17 @@ function M.step_heading(session, k, tr)
     return {title = title, level = 2, markup = markup}
 end
 
--- For repl.record_step (label and before as it takes them): the heading of the lesson or step whose code
--- the open lesson ran, or nil for other code (the seed) and for a script :save wrote. A lesson's heading
--- also has its language and the number it is found by (nil for a file opened by its path), an
--- exercise's its step number as exercise.
+-- For repl.record_step (label and before as it takes them): the heading of the lesson or step whose
+-- code the open lesson ran, or nil for other code (the seed) and for a script :save wrote. A
+-- lesson's heading also has its language and the number it is found by
+-- (nil for a file opened by its path), an exercise's its step number as exercise.
 function M.step(label, before)
     local session = the_runner and the_runner.current()
     if not session or session.replay then return nil end
     if label == "the lesson" then   -- with what a notebook's first cell opens it by
         local heading = M.lesson_heading(session, the_runner.tr)
-        local found = the_runner.find(session.number, session.lang)   -- not a file opened by its path
+        local found = the_runner.find(session.number, session.lang)   -- not a file opened by its
+                                                                      -- path
         heading.number = found and found.file == session.lesson.file and session.number or nil
         heading.lang = session.lang
         return heading
@@ -102,7 +105,8 @@ function M.step(label, before)
     local k = math.tointeger(tonumber(tostring(before or ""):match("at_step%((%d+)%)")))
     if k and session.lesson.steps[k] then
         local heading = M.step_heading(session, k, the_runner.tr)
-        heading.exercise = session.lesson.steps[k].kind == "exercise" and k or nil   -- answer() checks it
+        -- answer() checks it
+        heading.exercise = session.lesson.steps[k].kind == "exercise" and k or nil
         heading.lang = session.lang
         return heading
     end

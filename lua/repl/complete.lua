@@ -1,8 +1,9 @@
--- lua/repl/complete.lua - module "mha.repl.complete": what Tab offers at the REPL's prompt for Lua code:
--- keywords, globals (the lazy ones too), fields of tables, methods of tensors and modules.
+-- lua/repl/complete.lua - module "mha.repl.complete": what Tab offers at the REPL's prompt for Lua
+-- code: keywords, globals (the lazy ones too), fields of tables, methods of tensors and modules.
 --
 -- lua/repl/repl.c asks repl.complete(text, line, start), which answers ':' command lines itself and
--- hands the rest to complete.names(text). Nothing is called but __index, so Tab never runs user code.
+-- hands the rest to complete.names(text). Nothing is called but __index, so Tab never runs user
+-- code.
 
 local complete = {}
 
@@ -30,8 +31,8 @@ local function resolve(chain)
 end
 
 -- String keys of t that are identifiers starting with prefix, and those its metatables' __index
--- tables add (as classes do), into names. A class that is its instances' metatable (mha.optim's) holds
--- __index, __tostring ...: those are offered only to a prefix that starts with "__".
+-- tables add (as classes do), into names. A class that is its instances' metatable (mha.optim's)
+-- holds __index, __tostring ...: those are offered only to a prefix that starts with "__".
 local function add_fields(names, t, prefix, only_functions)
     local meta_ok = prefix:sub(1, 2) == "__"
     local seen = 0
@@ -101,7 +102,8 @@ function complete.names(text)
     if sep == "." then
         add_fields(names, value, partial, false)
         add_object_fields(names, value, partial)
-    else  -- a method: through the metatable (__index when a table, else __methods); strings use string
+    else  -- a method: through the metatable (__index when a table, else __methods); strings use
+          -- string
         local mt = getmetatable(value)
         local methods = type(mt) == "table" and (type(mt.__index) == "table" and mt.__index or mt.__methods)
         if type(methods) == "table" then add_fields(names, methods, partial, true) end

@@ -1,5 +1,6 @@
--- lua/repl/habits.lua - module "mha.repl.habits": one-line hints for a student's Python habits (x.shape,
--- x @ y, x * y:T(), help, quit, exit()) and did-you-mean for misspelt names, commands and help topics.
+-- lua/repl/habits.lua - module "mha.repl.habits": one-line hints for a student's Python habits
+-- (x.shape, x @ y, x * y:T(), help, quit, exit()) and did-you-mean for misspelt names, commands and
+-- help topics.
 
 local display = require "mha.display"
 local complete = require "mha.repl.complete"
@@ -8,14 +9,14 @@ local i18n = require "mha.i18n"   -- the hints' words (rooms hint and core)
 
 local habits = {}
 
--- The hints' words, in the language the REPL is in ("en" or "zh"). A hint that is false in a language
--- (to_device, train_mode, ce_option in English) is not given: the refusal says it already.
+-- The hints' words, in the language the REPL is in ("en" or "zh"). A hint that is false in a
+-- language (to_device, train_mode, ce_option in English) is not given: the refusal says it already.
 function habits.words(lang) return i18n.words(lang).hint end
 
 habits.closest = display.closest
 
--- "mha.sofmax" -> "mha.softmax": the name Tab would offer (mha.repl.complete) nearest to a name missing
--- from a table, from an object's methods, or from the globals.
+-- "mha.sofmax" -> "mha.softmax": the name Tab would offer (mha.repl.complete) nearest to a name
+-- missing from a table, from an object's methods, or from the globals.
 local function suggest(kind, name, input)
     if kind == "global" then   -- a global, else a function of mha's typed without "mha." (sofmax)
         local best = habits.closest(name, complete.names(""))
@@ -42,8 +43,8 @@ local function trailing_value(input)
     return nil
 end
 
--- The two operands around an operator, as typed: "x", "y" in "x @ y"; nil when they are not plain names
--- or calls.
+-- The two operands around an operator, as typed: "x", "y" in "x @ y"; nil when they are not plain
+-- names or calls.
 local function operands(input, op)
     local a, b = input:match("([%a_][%w_%.:]*%b())%s*" .. op .. "%s*([%a_][%w_%.:]*%b())")
     if not a then a, b = input:match("([%a_][%w_%.]*)%s*" .. op .. "%s*([%a_][%w_%.:]*%b())") end
@@ -76,7 +77,8 @@ function habits.after_error(input, msg, lang)
         local base = input:match("([%a_][%w_%.]*)%.data%f[^%w_]")
         if base then return w.hint .. string.format(w.data, base, base) end
     end
-    -- the module methods' refusals (lua/nn/module.lua) say it in English; in Chinese a hint says it again
+    -- the module methods' refusals (lua/nn/module.lua) say it in English; in Chinese a hint says it
+    -- again
     if w.to_device and first:find("^[^:]*:?%d*:? ?[%w_]+:to: device .* is not available") then return w.hint .. w.to_device end
     if w.train_mode and first:find("[%w_]+:train: mode must be true or false") then return w.hint .. w.train_mode end
     -- torch's habit of padding targets with 0 (or -1): cross_entropy's ignore_index skips them
@@ -87,7 +89,8 @@ function habits.after_error(input, msg, lang)
         local a, b = operands(input, "%*")
         return w.hint .. string.format(w.matmul_star, a or "A", b or "B")
     end
-    -- "item is a method: call it with a colon: x:item()": the call as the user typed it (loss.item())
+    -- "item is a method: call it with a colon: x:item()": the call as the user typed it
+    -- (loss.item())
     local method = first:match("([%w_]+) is a method: call it with a colon: ")
                    or first:match("as a method, call it with a colon: [%w_]+:([%w_]+)")
     if method then
@@ -116,7 +119,8 @@ local function is_tensor_named(path)
     return ok and mha_is_tensor(v)
 end
 
--- A hint for an input that printed values, or nil: x.shape (a method, not called), help, quit, exit.
+-- A hint for an input that printed values, or nil: x.shape (a method, not called), help, quit,
+-- exit.
 function habits.after_value(input, lang, ...)
     local w = habits.words(lang)
     local code = input:match("^%s*(.-)%s*;?%s*$")
@@ -150,10 +154,10 @@ function habits.unknown_command(name, commands, lang)
     return nil
 end
 
--- Chinese hint lines for the messages the C core and the helpers raise in English: in a Chinese session
--- the REPL prints the line under such a message (in English the message says it already). Each entry is
--- a pattern of the message's first line and the hint's key in the catalogue (room core), a format for the
--- pattern's captures.
+-- Chinese hint lines for the messages the C core and the helpers raise in English: in a Chinese
+-- session the REPL prints the line under such a message (in English the message says it already).
+-- Each entry is a pattern of the message's first line and the hint's key in the catalogue
+-- (room core), a format for the pattern's captures.
 local ZH_LINES = {
     {"^interrupted$", "interrupted"},
     {": interrupted$", "interrupted"},

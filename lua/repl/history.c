@@ -3,24 +3,25 @@
  *
  * The file starts with the line HISTORY_HEADER, then one entry per line, UTF-8, oldest first. A
  * multi-line entry stays one entry: in the file a newline inside an entry is written as the two
- * characters \n and a backslash as \\ (nothing else is escaped). At most HISTORY_MAX entries; a repeat
- * of the previous entry is not added. At exit the file is rewritten atomically: under flock on FILE
- * itself, re-read what other REPLs wrote meanwhile, append this session's entries, write
- * FILE.tmp-XXXXXX in the same directory, fsync, rename over FILE. Two REPLs exiting at once thus both
- * keep their entries. The file is written as soon as an entry is added, so a REPL ended at once (a
- * second SIGTERM, SIGKILL) has lost nothing typed. The rewritten file keeps the mode and owner of the
- * old one; a file we may not write (0444) is left alone, with the warning; FILE.tmp-XXXXXX left by a
- * REPL killed while writing are removed (under the lock, no other REPL can be writing one). A device
- * (/dev/null) or an empty MHA_REPL_HISTORY turns the history off; a folder does too, with the warning.
- * Any failure is one warning, never an error.
+ * characters \n and a backslash as \\ (nothing else is escaped). At most HISTORY_MAX entries; a
+ * repeat of the previous entry is not added. At exit the file is rewritten atomically: under flock
+ * on FILE itself, re-read what other REPLs wrote meanwhile, append this session's entries, write
+ * FILE.tmp-XXXXXX in the same directory, fsync, rename over FILE. Two REPLs exiting at once thus
+ * both keep their entries. The file is written as soon as an entry is added, so a REPL ended at
+ * once (a second SIGTERM, SIGKILL) has lost nothing typed. The rewritten file keeps the mode and
+ * owner of the old one; a file we may not write (0444) is left alone, with the warning;
+ * FILE.tmp-XXXXXX left by a REPL killed while writing are removed
+ * (under the lock, no other REPL can be writing one). A device (/dev/null) or an empty
+ * MHA_REPL_HISTORY turns the history off; a folder does too, with the warning. Any failure is one
+ * warning, never an error.
  *
  * Files that are not ours are never rewritten (history_refusal): a file whose first line is not
  * HISTORY_HEADER (one without it is taken only at the default path, from an older mha-repl, when it is
- * ours); a symbolic link on the way that another user owns (root's are the system's), or that sits in
- * a folder anyone may write to with the sticky bit (/tmp) and is not ours; a file in such a folder that
- * is not ours. Links are followed one at a time here, never by realpath(), which would step around the
- * kernel's fs.protected_symlinks; the file itself is opened with O_NOFOLLOW. A refused file turns the
- * history off with one warning. */
+ * ours); a symbolic link on the way that another user owns (root's are the system's), or that sits
+ * in a folder anyone may write to with the sticky bit (/tmp) and is not ours; a file in such a
+ * folder that is not ours. Links are followed one at a time here, never by realpath(), which would
+ * step around the kernel's fs.protected_symlinks; the file itself is opened with O_NOFOLLOW. A
+ * refused file turns the history off with one warning. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -40,14 +41,16 @@
 #define HISTORY_MAX      1000
 #define HISTORY_ENV      "MHA_REPL_HISTORY"
 #define TEMP_SUFFIX      ".tmp-XXXXXX"   /* the file being written, beside FILE: FILE.tmp-Ab3xY9 */
-#define HISTORY_HEADER   "# mha-repl history 1"   /* the first line, so that no other file is rewritten */
+#define HISTORY_HEADER   "# mha-repl history 1"   /* the first line, so that no other file is
+                                                     rewritten */
 #define LINK_DEPTH       8
 
 static char *history_path = NULL;
 static char **session_entries = NULL;   /* entries typed in this session, oldest first */
 static size_t session_count = 0, session_cap = 0;
 static int history_warned = 0;
-static int history_headerless_ok = 0;   /* the default file of an older mha-repl: taken without the header */
+static int history_headerless_ok = 0;   /* the default file of an older mha-repl: taken without the
+                                           header */
 static const char *history_program = "mha-repl";   /* the name warnings start with */
 
 static void history_warn(const char *what, const char *path) {
@@ -79,9 +82,9 @@ static char *history_escape(const char *s) {
 }
 
 /* The entry a line of the file holds (malloc'd), from its len bytes: \n a newline, \\ a backslash.
- * A NUL byte (another program wrote it; readline never gives one) becomes the two characters \0, which
- * is what it means inside a Lua string, so the entry is neither cut at it nor dropped when it starts
- * with one, and the file is written back without losing it. NULL when out of memory. */
+ * A NUL byte (another program wrote it; readline never gives one) becomes the two characters \0,
+ * which is what it means inside a Lua string, so the entry is neither cut at it nor dropped when it
+ * starts with one, and the file is written back without losing it. NULL when out of memory. */
 static char *history_unescape(const char *line, size_t len) {
     char *out = malloc(2 * len + 1), *q = out;
     if (!out) return NULL;
@@ -101,9 +104,9 @@ static void free_entries(char **entries, size_t n) {
 }
 
 /* Reads the history file into a malloc'd array of entries (*n of them). A missing file is empty.
- * *headed: 1 when the file starts with HISTORY_HEADER (not an entry), 0 when it is empty or missing, -1
- * when it has lines but not the header. Returns -1 (errno set) when the file exists but cannot be read;
- * a symbolic link there (put in place after the checks) cannot be read (ELOOP). */
+ * *headed: 1 when the file starts with HISTORY_HEADER (not an entry), 0 when it is empty or
+ * missing, -1 when it has lines but not the header. Returns -1 (errno set) when the file exists but
+ * cannot be read; a symbolic link there (put in place after the checks) cannot be read (ELOOP). */
 static int history_read(const char *path, char ***entries, size_t *n, int *headed) {
     *entries = NULL;
     *n = 0;
@@ -176,7 +179,8 @@ static const char *link_refusal(const char *path, const struct stat *st) {
     return NULL;
 }
 
-/* What the symbolic link at path says (malloc'd), relative to the link's folder when it is relative. */
+/* What the symbolic link at path says (malloc'd), relative to the link's folder when it is
+ * relative. */
 static char *link_text(const char *path) {
     char to[PATH_MAX];
     ssize_t n = readlink(path, to, sizeof to - 1);
@@ -191,8 +195,8 @@ static char *link_text(const char *path) {
     return out;
 }
 
-/* Checks every symbolic link on the way to path, those its links lead through included: NULL when all
- * may be followed, else why not, with the link's name in where. */
+/* Checks every symbolic link on the way to path, those its links lead through included: NULL when
+ * all may be followed, else why not, with the link's name in where. */
 static const char *check_links(const char *path, int depth, char *where, size_t wn) {
     if (depth > LINK_DEPTH) {
         snprintf(where, wn, "%s", path);
@@ -237,8 +241,8 @@ static char *final_target(const char *path) {
     return current;
 }
 
-/* Why the history file at path (after check_links) is not ours to rewrite, or NULL. st: its lstat or
- * fstat when it exists (exists = 0: it does not); headed: what history_read said. */
+/* Why the history file at path (after check_links) is not ours to rewrite, or NULL. st: its lstat
+ * or fstat when it exists (exists = 0: it does not); headed: what history_read said. */
 static const char *history_refusal(const char *path, const struct stat *st, int exists, int headed) {
     if (exists && st->st_uid != geteuid() && in_public_folder(path))
         return "is another user's file, in a folder anyone may write to";
@@ -250,7 +254,8 @@ static const char *history_refusal(const char *path, const struct stat *st, int 
 /* Chooses the path and loads the file into readline's history. */
 void repl_history_load(const char *program) {
     history_program = program;
-    stifle_history(HISTORY_MAX);   /* readline's list keeps the newest HISTORY_MAX, as the file does */
+    stifle_history(HISTORY_MAX);   /* readline's list keeps the newest HISTORY_MAX, as the file
+                                      does */
     const char *env = getenv(HISTORY_ENV);
     if (env) {
         if (*env == '\0') return;
@@ -263,7 +268,8 @@ void repl_history_load(const char *program) {
         if (history_path) snprintf(history_path, n, "%s/%s", home, HISTORY_DEFAULT);
     }
     if (!history_path) return;
-    history_headerless_ok = env == NULL;   /* ~/.mha_repl_history of an older mha-repl: ours by its name */
+    history_headerless_ok = env == NULL;   /* ~/.mha_repl_history of an older mha-repl: ours by its
+                                              name */
     char where[PATH_MAX];
     const char *why = check_links(history_path, 0, where, sizeof where);
     if (why) {
@@ -327,10 +333,11 @@ void repl_history_add(const char *entry) {
     repl_history_save();   /* on disk at once: a REPL killed later loses nothing */
 }
 
-/* Takes the lock on the history file: flock on the file itself, opened for reading (and created when
- * missing, so there is something to lock). The file this REPL waited on may have been renamed over
- * by the REPL that held the lock; then the lock is on a file no longer in the directory, and it is
- * taken again on the new one. Returns the locked descriptor, or -1 (errno set). */
+/* Takes the lock on the history file: flock on the file itself, opened for reading
+ * (and created when missing, so there is something to lock). The file this REPL waited on may have
+ * been renamed over by the REPL that held the lock; then the lock is on a file no longer in the
+ * directory, and it is taken again on the new one. Returns the locked descriptor, or -1
+ * (errno set). */
 static int history_lock(void) {
     for (;;) {
         int fd = open(history_path, O_RDONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
@@ -368,7 +375,8 @@ static void remove_stale_temps(void) {
             char *stale = malloc(n);
             if (stale) {
                 snprintf(stale, n, "%s%s", dir, name);
-                struct stat st;   /* only our own regular files: never another user's, never a link */
+                struct stat st;   /* only our own regular files: never another user's, never a
+                                     link */
                 if (lstat(stale, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid()) unlink(stale);
                 free(stale);
             }
@@ -392,7 +400,8 @@ void repl_history_save(void) {
     if ((lockfd = history_lock()) < 0) goto fail;
     struct stat old;
     if (fstat(lockfd, &old) != 0) goto fail;
-    /* a file made read-only (0444) is not ours to replace, not even root's: rename would ignore its mode */
+    /* a file made read-only (0444) is not ours to replace, not even root's: rename would ignore its
+     * mode */
     if (!(old.st_mode & S_IWUSR) || access(history_path, W_OK) != 0) {
         errno = EACCES;
         goto fail;
@@ -400,7 +409,8 @@ void repl_history_save(void) {
     remove_stale_temps();
     int headed;
     if (history_read(history_path, &entries, &n, &headed) != 0) goto fail;
-    const char *why = history_refusal(history_path, &old, 1, headed);   /* changed since the start? */
+    /* changed since the start? */
+    const char *why = history_refusal(history_path, &old, 1, headed);
     if (why) {
         history_refuse(history_path, why);
         free(history_path);
@@ -421,7 +431,8 @@ void repl_history_save(void) {
     fd = mkstemp(tmp);
     if (fd < 0) goto fail;
     made_tmp = 1;
-    /* the new file as the old one: its mode, and its owner when we may give it (root editing a user's) */
+    /* the new file as the old one: its mode, and its owner when we may give it
+     * (root editing a user's) */
     if (fchmod(fd, old.st_mode & 07777) != 0) goto fail;
     if (fchown(fd, old.st_uid, old.st_gid) != 0 && errno != EPERM) goto fail;
     f = fdopen(fd, "w");

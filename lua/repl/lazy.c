@@ -1,5 +1,6 @@
-/* lua/repl/lazy.c - the REPL's lazy globals: `plot` and `help` exist from the start but load their module
- * on first use, so startup stays fast (mha.plot and the help docs are the largest helpers). */
+/* lua/repl/lazy.c - the REPL's lazy globals: `plot` and `help` exist from the start but load their
+ * module on first use, so startup stays fast (mha.plot and the help docs are the largest
+ * helpers). */
 #include <string.h>
 
 #include <lauxlib.h>

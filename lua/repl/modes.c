@@ -1,5 +1,6 @@
-/* lua/repl/modes.c - what mha-repl runs besides lua.c's script, -e chunk and REPL: a lesson (--lesson,
- * --batch, --lang, --answers), a Jupyter kernel (--kernel), a lesson written as a notebook (--export). */
+/* lua/repl/modes.c - what mha-repl runs besides lua.c's script, -e chunk and REPL: a lesson
+ * (--lesson, --batch, --lang, --answers), a Jupyter kernel (--kernel), a lesson written as a
+ * notebook (--export). */
 #include <fcntl.h>
 #include <string.h>
 #include <unistd.h>
@@ -112,8 +113,9 @@ int repl_dokernel(lua_State *L, const repl_host *repl, int *reset) {
 }
 
 /* --lesson N --batch --export FILE: require("mha.notebook").export_lesson(name, lang, file). */
-/* The lesson's transcript goes to the notebook, not to stdout (a batch run would print it all): stdout is
- * /dev/null while the export runs, and then says the one line :export says. Errors go to stderr as ever. */
+/* The lesson's transcript goes to the notebook, not to stdout (a batch run would print it all):
+ * stdout is /dev/null while the export runs, and then says the one line :export says. Errors go to
+ * stderr as ever. */
 int repl_doexport(lua_State *L, const repl_host *repl) {   /* -> EXIT_OK or EXIT_SCRIPT */
     if (repl->start(L) != LUA_OK) return EXIT_SCRIPT;
     lua_getglobal(L, "require");

@@ -1,5 +1,6 @@
-/* lua/repl/modes.h - what mha-repl runs besides lua.c's script, -e chunk and REPL (lua/repl/modes.c): a
- * lesson (--lesson, with --batch, --lang, --answers), a Jupyter kernel (--kernel), an export (--export). */
+/* lua/repl/modes.h - what mha-repl runs besides lua.c's script, -e chunk and REPL
+ * (lua/repl/modes.c): a lesson (--lesson, with --batch, --lang, --answers), a Jupyter kernel
+ * (--kernel), an export (--export). */
 #ifndef MHA_REPL_MODES_H
 #define MHA_REPL_MODES_H
 
@@ -10,7 +11,8 @@
 #define EXIT_SCRIPT 1   /* a script, -e chunk or lesson raised an error */
 #define EXIT_USAGE  2   /* a bad command line */
 
-/* The bits collectargs (repl.c) sets for these options, above lua.c's own (has_error .. has_help). */
+/* The bits collectargs (repl.c) sets for these options, above lua.c's own
+ * (has_error .. has_help). */
 #define has_lesson  32    /* --lesson NAME */
 #define has_batch   64    /* --batch */
 #define has_lang    128   /* --lang en|zh */
@@ -18,13 +20,13 @@
 #define has_kernel  512   /* --kernel FILE */
 #define has_export  1024  /* --export FILE */
 
-/* The has_ bit of a long option that takes an argument (--lesson, --lang, --answers, --kernel, --export),
- * else 0. */
+/* The has_ bit of a long option that takes an argument (--lesson, --lang, --answers, --kernel,
+ * --export), else 0. */
 int repl_mode_option(const char *arg);
 /* Keeps value as the argument of the option with bit flag. */
 void repl_mode_set(int flag, const char *value);
-/* Options that do not go together, or an unknown --lang: the message (pushed on L) and *usage (1 when the
- * usage line should follow); NULL when all is well. */
+/* Options that do not go together, or an unknown --lang: the message (pushed on L) and *usage
+ * (1 when the usage line should follow); NULL when all is well. */
 const char *repl_modes_check(lua_State *L, int args, int *usage);
 
 /* What the modes need of the REPL, which repl.c hands them (as it hands itself to the lesson

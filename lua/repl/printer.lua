@@ -1,5 +1,6 @@
--- lua/repl/printer.lua - module "mha.repl.printer": how the REPL prints a value - tensors (anything with
--- __tostring) through tostring, tables readably as Lua source, in a fixed key order, within limits.
+-- lua/repl/printer.lua - module "mha.repl.printer": how the REPL prints a value - tensors
+-- (anything with __tostring) through tostring, tables readably as Lua source, in a fixed key order,
+-- within limits.
 
 local complete = require "mha.repl.complete"   -- its keywords: a key that is one is written ["end"]
 local term_loaded, term = pcall(require, "mha.term")  -- the terminal's width, the cells text takes
@@ -22,8 +23,8 @@ local function quote(s)
     return (string.format("%q", s):gsub("\\\n", "\\n"):gsub("\r", "\\r"))
 end
 
--- Strings in natural order: a run of digits compares as the number it writes, so k2 comes before k10;
--- strings equal that way (k01, k1) keep the plain order.
+-- Strings in natural order: a run of digits compares as the number it writes, so k2 comes before
+-- k10; strings equal that way (k01, k1) keep the plain order.
 local function natural_before(a, b)
     local i, j = 1, 1
     while i <= #a and j <= #b do
@@ -70,7 +71,8 @@ local function cells(s)
     return utf8.len(s) or #s
 end
 
--- The columns a printed table may use: the terminal's (less a margin), or WIDTH when stdout is not one.
+-- The columns a printed table may use: the terminal's (less a margin), or WIDTH when stdout is not
+-- one.
 local function line_width()
     if term and term.isatty(io.stdout) then return math.max(20, term.columns(io.stdout) - 2) end
     return WIDTH
@@ -102,9 +104,9 @@ local function packed_rows(texts, values, inner, width)
     return rows
 end
 
--- A table as Lua source would write it: on one line when it fits in the width, else one entry a line
--- (a flat array of scalars packed several a line), in at most `budget` lines, the entries that do not
--- fit counted in a last "... (N more entries)" line.
+-- A table as Lua source would write it: on one line when it fits in the width, else one entry a
+-- line (a flat array of scalars packed several a line), in at most `budget` lines, the entries that
+-- do not fit counted in a last "... (N more entries)" line.
 local function format_table(t, depth, path, indent, budget)
     if path[t] then return "<cycle>" end
     if depth >= MAX_DEPTH then return "{...}" end
@@ -166,8 +168,8 @@ local function format_table(t, depth, path, indent, budget)
     return table.concat(lines, "\n")
 end
 
--- The text of v inside a table: tables readably (indent: the column of their closing brace), the rest
--- through tostring, further lines starting at hang.
+-- The text of v inside a table: tables readably (indent: the column of their closing brace), the
+-- rest through tostring, further lines starting at hang.
 format_value = function(v, depth, path, indent, budget, hang)
     local kind = type(v)
     if kind == "number" then return paint("number", tostring(v)) end

@@ -1,15 +1,17 @@
-/* lua/repl/repl.c - mha-repl's main: Lua 5.4's stand-alone interpreter (lua.c) grown into a teaching REPL,
- * with GNU Readline editing and completion, a history kept across sessions, Ctrl-C that stops kernels too.
+/* lua/repl/repl.c - mha-repl's main: Lua 5.4's stand-alone interpreter (lua.c) grown into a
+ * teaching REPL, with GNU Readline editing and completion, a history kept across sessions, Ctrl-C
+ * that stops kernels too.
  *
  * The shape is lua.c's, and its functions keep lua.c's names: main -> pmain (in protected mode) ->
- * collectargs/runargs -> handle_script or doREPL; docall runs every chunk with msghandler and the SIGINT
- * hook (laction/lstop, in lua/repl/signals.c); incomplete() spots the <eof> mark and addreturn() tries
- * "return <line>" first, addreturn_last() "<statements> return <last>" after. The history file is
- * lua/repl/history.c, the short tracebacks lua/repl/traceback.c,
+ * collectargs/runargs -> handle_script or doREPL; docall runs every chunk with msghandler and the
+ * SIGINT hook (laction/lstop, in lua/repl/signals.c); incomplete() spots the <eof> mark and
+ * addreturn() tries "return <line>" first, addreturn_last() "<statements> return <last>" after. The
+ * history file is lua/repl/history.c, the short tracebacks lua/repl/traceback.c,
  * the modes lua.c has not (--lesson, --kernel, --export) lua/repl/modes.c, which this file hands
- * what they need of it (docall, report, start), the usage and --help text lua/repl/usage.c. What a teaching
- * REPL adds lives in lua/repl/repl.lua (the ':' commands, printing values, the transcript for :save);
- * this file keeps what must be C: the terminal, signals and the lua_State itself (which :reset replaces). */
+ * what they need of it (docall, report, start), the usage and --help text lua/repl/usage.c. What a
+ * teaching REPL adds lives in lua/repl/repl.lua (the ':' commands, printing values, the transcript
+ * for :save); this file keeps what must be C: the terminal, signals and the lua_State itself
+ * (which :reset replaces). */
 #include <errno.h>
 #include <signal.h>     /* sigprocmask around readline's pselect */
 #include <stdio.h>
@@ -85,8 +87,9 @@ static int report(lua_State *L, int status) {
     return status;
 }
 
-/* Message handler of every chunk (lua.c's): the message and a short traceback (lua/repl/traceback.c). From
- * Lua (repl.lua's replay of a saved session) a second argument is where a tail call of the chunk was made. */
+/* Message handler of every chunk (lua.c's): the message and a short traceback
+ * (lua/repl/traceback.c). From Lua (repl.lua's replay of a saved session) a second argument is
+ * where a tail call of the chunk was made. */
 static int msghandler(lua_State *L) {
     const char *msg = lua_tostring(L, 1);
     if (msg == NULL) {  /* not a string: use its __tostring, or say what it is */
@@ -94,14 +97,15 @@ static int msghandler(lua_State *L) {
         msg = lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
     }
     const char *before = lua_type(L, 2) == LUA_TSTRING ? repl_traceback_tailcall(lua_tostring(L, 2)) : NULL;
-    repl_traceback(L, msg, 1);  /* append a standard traceback, without the embedded code's frames */
+    repl_traceback(L, msg, 1);  /* append a standard traceback, without the embedded code's
+                                   frames */
     if (lua_type(L, 2) == LUA_TSTRING) repl_traceback_tailcall(before);
     return 1;
 }
 
-/* Runs the function below narg arguments with msghandler, Ctrl-C armed: lua.c's docall. The kernels'
- * interrupt flag is cleared first, and a hook left by a Ctrl-C that came as the code finished is
- * removed, so it cannot stop the next, innocent call. */
+/* Runs the function below narg arguments with msghandler, Ctrl-C armed: lua.c's docall. The
+ * kernels' interrupt flag is cleared first, and a hook left by a Ctrl-C that came as the code
+ * finished is removed, so it cannot stop the next, innocent call. */
 static int docall(lua_State *L, int narg, int nres) {
     int base = lua_gettop(L) - narg;
     lua_pushcfunction(L, msghandler);
@@ -114,7 +118,8 @@ static int docall(lua_State *L, int narg, int nres) {
     return status;
 }
 
-/* lua.c's arg table: arg[0] is the script, its arguments at 1.., the interpreter's options below 0. */
+/* lua.c's arg table: arg[0] is the script, its arguments at 1.., the interpreter's options below
+ * 0. */
 static void createargtable(lua_State *L, char **argv, int argc, int script) {
     if (script == argc) script = 0;  /* no script name: the interpreter is arg[0] */
     int narg = argc - (script + 1);
@@ -178,8 +183,9 @@ static int handle_script(lua_State *L, char **argv) {
 #define has_e      8   /* -e */
 #define has_help   16  /* --help; the modes' bits (--lesson ...) are in modes.h */
 
-/* Walks argv as lua.c does, returning a mask of the options seen; *first is the script's index (argc
- * when there is none) or, on has_error, the bad argument's. Long options are mha-repl's own. */
+/* Walks argv as lua.c does, returning a mask of the options seen; *first is the script's index
+ * (argc when there is none) or, on has_error, the bad argument's. Long options are mha-repl's
+ * own. */
 static int collectargs(char **argv, int *first) {
     int args = 0;
     int i;
@@ -233,18 +239,20 @@ static int runargs(lua_State *L, char **argv, int n) {
 
 /* ---- the state: standard libraries, mha, and the lazy globals ---- */
 
-/* stop_resumed_after(seconds): repl_stop_resumed_after, for repl.lua's replay of an input Ctrl-C stopped. */
+/* stop_resumed_after(seconds): repl_stop_resumed_after, for repl.lua's replay of an input Ctrl-C
+ * stopped. */
 static int l_stop_resumed_after(lua_State *L) {
     repl_stop_resumed_after((double)luaL_checknumber(L, 1));
     return 0;
 }
 
-/* The libraries every mode gets: Lua's, `mha` as a global, and the lazy globals. The metatable of _G
- * also lists the lazy names in __lazy, so completion can offer them before they are loaded. */
+/* The libraries every mode gets: Lua's, `mha` as a global, and the lazy globals. The metatable of
+ * _G also lists the lazy names in __lazy, so completion can offer them before they are loaded. */
 static void openlibs(lua_State *L) {
     luaL_openlibs(L);
     repl_install_coroutine_hooks(L);
-    lua_pushcfunction(L, msghandler);  /* for repl.lua, which reports the errors of commands alike */
+    lua_pushcfunction(L, msghandler);  /* for repl.lua, which reports the errors of commands
+                                          alike */
     lua_setfield(L, LUA_REGISTRYINDEX, "mha.repl.msghandler");
     lua_pushcfunction(L, l_stop_resumed_after);   /* for a saved session's replay (repl.lua) */
     lua_setfield(L, LUA_REGISTRYINDEX, "mha.repl.stop_resumed_after");
@@ -372,10 +380,10 @@ static void on_line(char *line) {
     rl_callback_handler_remove();
 }
 
-/* readline through its callback interface, so a Ctrl-C at the prompt can abandon the line: pselect()
- * returns EINTR, the line is dropped and LINE_CANCEL returned. SIGINT and SIGWINCH are blocked except
- * inside pselect, so one that comes while a key is handled waits for it instead of being missed.
- * *line is malloc'd. */
+/* readline through its callback interface, so a Ctrl-C at the prompt can abandon the line:
+ * pselect() returns EINTR, the line is dropped and LINE_CANCEL returned. SIGINT and SIGWINCH are
+ * blocked except inside pselect, so one that comes while a key is handled waits for it instead of
+ * being missed. *line is malloc'd. */
 static int read_with_readline(const char *prompt, char **line) {
     sigset_t blocked, waiting;
     sigemptyset(&blocked);
@@ -386,20 +394,22 @@ static int read_with_readline(const char *prompt, char **line) {
     sigprocmask(SIG_BLOCK, &blocked, &waiting);
     rl_have_result = 0;
     rl_result = NULL;
-    /* a Ctrl-C at the prompt is not forgotten here: a Ctrl-C typed ahead, between two lines of an input,
-     * cancels that input */
+    /* a Ctrl-C at the prompt is not forgotten here: a Ctrl-C typed ahead, between two lines of an
+     * input, cancels that input */
     int result = LINE_OK;
     rl_callback_handler_install(prompt, on_line);
     while (!rl_have_result) {
-        if (repl_hangup()) {  /* the terminal is gone, or we were asked to end: as at end of input */
+        if (repl_hangup()) {  /* the terminal is gone, or we were asked to end: as at end of
+                                 input */
             rl_callback_handler_remove();
             result = LINE_EOF;
             break;
         }
         if (repl_prompt_interrupted()) {
-            /* as bash does: the abandoned line stays on the screen once, "^C" after its end, and the
-             * next prompt starts a fresh line. "^C" is written before readline restores the terminal,
-             * which may return the cursor to column 0 (after turning bracketed paste off). */
+            /* as bash does: the abandoned line stays on the screen once, "^C" after its end, and
+             * the next prompt starts a fresh line. "^C" is written before readline restores the
+             * terminal, which may return the cursor to column 0 (after turning bracketed paste
+             * off). */
             rl_point = rl_end;
             rl_free_line_state();  /* (redisplays: the cursor goes to the end of the line) */
             rl_redisplay();
@@ -447,7 +457,8 @@ static int read_plain(char **line) {
 }
 
 /* The prompt: _PROMPT / _PROMPT2 when the user set them, as in lua.c; green and bold with colour
- * (\001 and \002 tell readline the escapes take no room on the screen). Pushes the prompt string. */
+ * (\001 and \002 tell readline the escapes take no room on the screen). Pushes the prompt
+ * string. */
 static const char *get_prompt(lua_State *L, int firstline) {
     lua_getglobal(L, firstline ? "_PROMPT" : "_PROMPT2");
     const char *p = lua_tostring(L, -1);
@@ -479,8 +490,9 @@ static int pushline(lua_State *L, int firstline) {
 #define EOFMARK "<eof>"
 #define marklen (sizeof(EOFMARK) / sizeof(char) - 1)
 
-/* The parser's message for statements ending in a value that is not a call ("score = K:matmul(q); score"):
- * <eof>-marked, yet no line a student would type next completes it, so it is an error, not a `>>`. */
+/* The parser's message for statements ending in a value that is not a call
+ * ("score = K:matmul(q); score"): <eof>-marked, yet no line a student would type next completes it,
+ * so it is an error, not a `>>`. */
 #define DANGLING "syntax error near " EOFMARK
 #define danglinglen (sizeof(DANGLING) / sizeof(char) - 1)
 
@@ -498,10 +510,10 @@ static int incomplete(lua_State *L, int status) {
     return 0;
 }
 
-/* Tries to compile the input at index 1 as "return <code>;". repl.split_input (lua/repl/repl.lua, which
- * :save uses too) separates the code from a trailing ';' and comments after it: the ';' sets *quiet,
- * the values are kept in `_` but not printed. Without repl.lua the input is taken as it is. On success
- * the chunk is pushed. */
+/* Tries to compile the input at index 1 as "return <code>;". repl.split_input
+ * (lua/repl/repl.lua, which :save uses too) separates the code from a trailing ';' and comments
+ * after it: the ';' sets *quiet, the values are kept in `_` but not printed. Without repl.lua the
+ * input is taken as it is. On success the chunk is pushed. */
 static int addreturn(lua_State *L, int *quiet) {
     int top = lua_gettop(L);
     *quiet = 0;
@@ -512,7 +524,8 @@ static int addreturn(lua_State *L, int *quiet) {
             lua_pop(L, 1);  /* the code stays */
         }
     }
-    if (lua_gettop(L) != top + 1 || lua_type(L, -1) != LUA_TSTRING) {  /* no repl.lua, or it failed */
+    /* no repl.lua, or it failed */
+    if (lua_gettop(L) != top + 1 || lua_type(L, -1) != LUA_TSTRING) {
         lua_settop(L, top);
         lua_pushvalue(L, 1);
     }
@@ -531,12 +544,12 @@ static int addreturn(lua_State *L, int *quiet) {
     return status;
 }
 
-/* The line of the input's `return` when the value it returns is on one line, else 0: where the error of
- * a function it tail-calls is placed (such an error names no line of its own). */
+/* The line of the input's `return` when the value it returns is on one line, else 0: where the
+ * error of a function it tail-calls is placed (such an error names no line of its own). */
 static int return_line = 0;
 
-/* Tries to compile the input at index 1 as "<statements> return <last>;" when its last statement is an
- * expression ("sd = m:state_dict(); sd:shape()", "A = m:attention(); #A"): repl.return_last in
+/* Tries to compile the input at index 1 as "<statements> return <last>;" when its last statement is
+ * an expression ("sd = m:state_dict(); sd:shape()", "A = m:attention(); #A"): repl.return_last in
  * lua/repl/repl.lua finds where the statements end. On success the chunk is pushed. */
 static int addreturn_last(lua_State *L, int *quiet) {
     int top = lua_gettop(L);
@@ -576,9 +589,10 @@ static int incomplete_expression(lua_State *L) {
     return result;
 }
 
-/* Reads continuation lines until the input at index 1 is a complete chunk (as an expression, then as
- * statements), which it pushes; or pushes the syntax error. A blank line does not end the input; only
- * Ctrl-C (INPUT_CANCEL) or end of input does. *expr says the chunk is "return <input>". */
+/* Reads continuation lines until the input at index 1 is a complete chunk
+ * (as an expression, then as statements), which it pushes; or pushes the syntax error. A blank line
+ * does not end the input; only Ctrl-C (INPUT_CANCEL) or end of input does. *expr says the chunk is
+ * "return <input>". */
 static int loadinput(lua_State *L, int *expr, int *quiet) {
     for (;;) {
         if (addreturn(L, quiet) == LUA_OK) {
@@ -602,7 +616,8 @@ static int loadinput(lua_State *L, int *expr, int *quiet) {
         int r = pushline(L, 0);
         if (r == LINE_CANCEL) return INPUT_CANCEL;
         if (r == LINE_EOF && repl_hangup()) return INPUT_CANCEL;
-        if (r == LINE_EOF) return luaL_loadbuffer(L, text, len, "=stdin");  /* the <eof> error again */
+        /* the <eof> error again */
+        if (r == LINE_EOF) return luaL_loadbuffer(L, text, len, "=stdin");
         lua_pushliteral(L, "\n");
         lua_insert(L, -2);
         lua_concat(L, 3);
@@ -626,9 +641,10 @@ static void docommand(lua_State *L, const char *fn, int input_index) {
 }
 
 /* Evaluates the chunk at the top and shows what came of it through repl.after(input, how, seconds,
- * ...): how is "print" (the values follow), "quiet" (values follow, not printed), "stmt", or "error"
- * (the message follows). */
-/* Inputs that raised an error (or did not compile): with -i, the exit status says the session had some. */
+ * ...): how is "print" (the values follow), "quiet" (values follow, not printed), "stmt", or
+ * "error" (the message follows). */
+/* Inputs that raised an error (or did not compile): with -i, the exit status says the session had
+ * some. */
 static int input_errors = 0;
 
 static void evaluate(lua_State *L, int status, int expr, int quiet) {
@@ -708,7 +724,8 @@ static void carry_state(lua_State *L) {
 
 static int stdin_is_tty(void) { return isatty(0); }
 
-/* Sets how the REPL talks: readline when stdin is a terminal, colour as lua/sys's one policy says. */
+/* Sets how the REPL talks: readline when stdin is a terminal, colour as lua/sys's one policy
+ * says. */
 static void choose_terminal(void) {
     use_readline = stdin_is_tty();
     use_colour = mha_term_colour(STDOUT_FILENO);
@@ -725,8 +742,8 @@ static int start_repl(lua_State *L) {
     return open_repl(L);
 }
 
-/* The start-up line, after start_repl: repl.banner words it in the REPL's language (MHA_LANG, LANG);
- * in English as lua.c would when mha.repl is missing. */
+/* The start-up line, after start_repl: repl.banner words it in the REPL's language
+ * (MHA_LANG, LANG); in English as lua.c would when mha.repl is missing. */
 static void print_banner(lua_State *L) {
     const char *line = NULL;
     int top = lua_gettop(L);

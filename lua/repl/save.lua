@@ -10,8 +10,8 @@ local M = {}
 
 
 -- Whether a chunk may return before its end, which in a script would end the script: a return as
--- its last statement (then nothing may follow it, as the parser says), or one inside a block such as
--- `do return end`. A function definition's returns are its own.
+-- its last statement (then nothing may follow it, as the parser says), or one inside a block such
+-- as `do return end`. A function definition's returns are its own.
 local function may_return(input)
     if load(input) ~= nil and load(input .. "\n;_ = nil") == nil then return true end
     return input:find("%f[%w_]return%f[^%w_]") ~= nil
@@ -30,16 +30,17 @@ local function long_string(s)
     return "[" .. level .. "[" .. lead .. s .. "]" .. level .. "]"
 end
 
--- The Lua of one entry in the replayable script; r names the replay table. Each input runs as the REPL
--- ran it, as a chunk of its own: its values printed (r.show) or kept (r.keep) as the REPL did, an input
--- with a local a block of its own (do ... end; a function when it may return), :reset a real one.
+-- The Lua of one entry in the replayable script; r names the replay table. Each input runs as the
+-- REPL ran it, as a chunk of its own: its values printed (r.show) or kept (r.keep) as the REPL did,
+-- an input with a local a block of its own (do ... end; a function when it may return), :reset a
+-- real one.
 local function as_script(repl, entry, r)
     local input = entry.input
     if entry.kind == "enter" then return "-- (Enter: the next lesson step)" end
     if entry.kind == "step" then
         local head = "-- lesson step: " .. entry.label:gsub("\n", " ") .. "\n" .. (entry.before and entry.before .. "\n" or "")
         if entry.how == "error" then return head .. r .. ".fails " .. long_string(input) end
-        if input == "" then return (head:gsub("\n$", "")) end   -- a step without code: only its mark
+        if input == "" then return (head:gsub("\n$", "")) end  -- a step without code: only its mark
         if may_return(input) then return head .. ";(function(...)\n" .. input .. "\nend)()" end
         return head .. "do\n" .. input .. "\nend"
     end
@@ -66,10 +67,12 @@ local function as_script(repl, entry, r)
         -- call returns in a script; bare help is called as the REPL called it
         local show = r .. (entry.values == 0 and ".none(" or entry.called and ".call("
                            or entry.how == "print" and ".show(" or ".keep(")
-        -- statements, then the value shown (repl.return_last): in a block of their own, for their locals
+        -- statements, then the value shown (repl.return_last): in a block of their own, for their
+        -- locals
         local head, last = nil, expr
         if not load("return " .. expr .. ";") then head, last = repl.split_last(expr) end
-        local close = last:find("--", 1, true) and "\n)" or ")"  -- a comment must not swallow the ')'
+        local close = last:find("--", 1, true) and "\n)" or ")"  -- a comment must not swallow the
+                                                                 -- ')'
         if head then return "do\n" .. head .. " " .. show .. last .. close .. "\nend" .. tail end
         return show .. last .. close .. tail
     end
@@ -80,9 +83,9 @@ local function as_script(repl, entry, r)
     return input
 end
 
--- An input compiled as lua/repl/repl.c compiles it: "return <code>;", else "<statements> return <last>;"
--- (repl.return_last), else the statements. Returns the chunk and where the error of a function it
--- tail-calls is placed ("stdin:1"), or nil and the syntax error.
+-- An input compiled as lua/repl/repl.c compiles it: "return <code>;", else
+-- "<statements> return <last>;" (repl.return_last), else the statements. Returns the chunk and
+-- where the error of a function it tail-calls is placed ("stdin:1"), or nil and the syntax error.
 local function compile_input(repl, input)
     local chunk = load("return " .. repl.split_input(input) .. ";", "=stdin")
     if chunk then return chunk, not input:find("\n") and "stdin:1" or nil end
@@ -94,8 +97,8 @@ end
 
 -- What a script saved by :save calls: show(...) and keep(...) do with values what the REPL did
 -- (none(...) for an input that gave none, call(f) for bare help, which the REPL called), reset()
--- brings the globals back to those the script started with, fails(input) runs an input that raised an
--- error in the session and prints its message (the REPL printed it with a traceback).
+-- brings the globals back to those the script started with, fails(input) runs an input that raised
+-- an error in the session and prints its message (the REPL printed it with a traceback).
 function M.replayer(repl, shown)
     local show_values, keep_values = shown.show_values, shown.keep_values
     local show_error = shown.show_error
@@ -123,10 +126,11 @@ function M.replayer(repl, shown)
         local message = tostring(results[2]):gsub("\nstack traceback:.*$", "")
         show_error(message)
     end
-    -- interrupted(seconds, input) runs an input that Ctrl-C stopped after `seconds` in the session for as
-    -- long, then stops it as Ctrl-C did: what it did up to there is done (t0 = mha.clock() before a long
-    -- matmul is set), and "interrupted" is printed as the session printed it. It runs in a coroutine,
-    -- which lua/repl/repl.c's timer stops as Ctrl-C would, kernels and inner coroutines too.
+    -- interrupted(seconds, input) runs an input that Ctrl-C stopped after `seconds` in the session
+    -- for as long, then stops it as Ctrl-C did: what it did up to there is done
+    -- (t0 = mha.clock() before a long matmul is set), and "interrupted" is printed as the session
+    -- printed it. It runs in a coroutine, which lua/repl/repl.c's timer stops as Ctrl-C would,
+    -- kernels and inner coroutines too.
     function replay.interrupted(seconds, input)
         local chunk, tailcall = compile_input(repl, input)
         if not chunk then err_out(tailcall .. "\n") return end
@@ -172,8 +176,8 @@ local function write_file(path, text)
     return true
 end
 
--- Writes base.lua and base.md from the session's transcript (repl.transcript()); returns their names
--- and the number of inputs, or nil and a message.
+-- Writes base.lua and base.md from the session's transcript (repl.transcript()); returns their
+-- names and the number of inputs, or nil and a message.
 function M.save(repl, base)
     local transcript = repl.transcript()
     base = base:gsub("%.lua$", ""):gsub("%.md$", "")

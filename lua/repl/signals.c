@@ -1,10 +1,12 @@
-/* lua/repl/signals.c - the signals of mha-repl: Ctrl-C stops running Lua code and the core's kernels (lua.c's
- * laction/lstop), SIGHUP/SIGTERM end the REPL as Ctrl-D would, SIGWINCH resizes readline's line.
+/* lua/repl/signals.c - the signals of mha-repl: Ctrl-C stops running Lua code and the core's
+ * kernels (lua.c's laction/lstop), SIGHUP/SIGTERM end the REPL as Ctrl-D would, SIGWINCH resizes
+ * readline's line.
  *
- * While Lua code runs (evaluating), SIGINT asks the core's kernels to stop (mha_interrupt, a flag they
- * poll) and sets a hook that raises "interrupted" at the next Lua instruction, call or return: the
- * lua.c technique, since a signal handler cannot touch a lua_State safely. At the prompt, it only sets
- * a flag; the readline loop sees select() fail with EINTR and clears the line. */
+ * While Lua code runs (evaluating), SIGINT asks the core's kernels to stop
+ * (mha_interrupt, a flag they poll) and sets a hook that raises "interrupted" at the next Lua
+ * instruction, call or return: the lua.c technique, since a signal handler cannot touch a lua_State
+ * safely. At the prompt, it only sets a flag; the readline loop sees select() fail with EINTR and
+ * clears the line. */
 #include <signal.h>
 #include <string.h>
 #include <sys/time.h>
@@ -16,8 +18,10 @@
 #include "tensor/tensor.h"      /* mha_interrupt: Ctrl-C reaches running kernels */
 #include "signals.h"
 
-static lua_State *volatile running = NULL;   /* the state running Lua code, for laction (lua.c's globalL) */
-static volatile sig_atomic_t interactive = 0;   /* readline reads stdin: SIGINT is not armed per call */
+static lua_State *volatile running = NULL;   /* the state running Lua code, for laction (lua.c's
+                                                globalL) */
+static volatile sig_atomic_t interactive = 0;   /* readline reads stdin: SIGINT is not armed per
+                                                   call */
 static volatile sig_atomic_t evaluating = 0;
 static volatile sig_atomic_t prompt_interrupted = 0;
 static volatile sig_atomic_t window_resized = 0;
@@ -29,17 +33,18 @@ static void lstop(lua_State *L, lua_Debug *ar) {
     luaL_error(L, "%s", "interrupted");
 }
 
-/* A hook set on one lua_State does not reach a coroutine running inside it: each coroutine is a thread
- * (lua_State) of its own, and `coroutine.wrap(function() while true do end end)()` could not be stopped.
- * So coroutine.resume and coroutine.wrap are replaced (install_coroutine_hooks) by versions that keep the
- * chain of threads being resumed, and a signal sets the hook on the main thread and on each of them. */
+/* A hook set on one lua_State does not reach a coroutine running inside it: each coroutine is a
+ * thread (lua_State) of its own, and `coroutine.wrap(function() while true do end end)()` could not
+ * be stopped. So coroutine.resume and coroutine.wrap are replaced (install_coroutine_hooks) by
+ * versions that keep the chain of threads being resumed, and a signal sets the hook on the main
+ * thread and on each of them. */
 #define RESUME_CHAIN_MAX 256
 static lua_State *volatile resume_chain[RESUME_CHAIN_MAX];
 static volatile sig_atomic_t resume_depth = 0;
 
-/* Stops the code running in L and in every coroutine it is resuming, and the kernels under them. From
- * a signal handler (lua_sethook is the one call lua.c makes there too) or the Jupyter kernel's control
- * thread, which lua_sethook allows as it allows a signal. */
+/* Stops the code running in L and in every coroutine it is resuming, and the kernels under them.
+ * From a signal handler (lua_sethook is the one call lua.c makes there too) or the Jupyter kernel's
+ * control thread, which lua_sethook allows as it allows a signal. */
 static void stop_lua(lua_State *L) {
     mha_interrupt();
     lua_sethook(L, lstop, LUA_MASKCALL | LUA_MASKRET | LUA_MASKCOUNT, 1);
@@ -58,10 +63,10 @@ static void laction(int sig) {
 }
 
 /* SIGHUP (the terminal closed) or SIGTERM: a flag, which the readline loop sees, so the REPL ends
- * normally and atexit saves the history; running Lua code is stopped as by Ctrl-C. Code that goes on
- * anyway (it catches the error, or a C call does not return) gets one second: then SIGALRM ends the
- * process, as does a second SIGHUP or SIGTERM at once. Each entry is in the history file as soon as
- * it is typed (repl_history_add), so ending at once loses nothing. */
+ * normally and atexit saves the history; running Lua code is stopped as by Ctrl-C. Code that goes
+ * on anyway (it catches the error, or a C call does not return) gets one second: then SIGALRM ends
+ * the process, as does a second SIGHUP or SIGTERM at once. Each entry is in the history file as
+ * soon as it is typed (repl_history_add), so ending at once loses nothing. */
 static volatile sig_atomic_t hangup_signal = 0;
 
 /* Ends the process as sig would have: default action, unblocked (a handler runs with its own signal
@@ -140,8 +145,8 @@ void repl_interrupt_disarm(lua_State *L) {
 
 void repl_signals_forget(void) { running = NULL; }
 
-/* repl_stop_resumed_after's timer: Ctrl-C's stop for the kernels and the coroutines being resumed, but
- * not for the thread that resumed them, which is waiting for them and goes on. */
+/* repl_stop_resumed_after's timer: Ctrl-C's stop for the kernels and the coroutines being resumed,
+ * but not for the thread that resumed them, which is waiting for them and goes on. */
 static void on_stop_alarm(int sig) {
     (void)sig;
     mha_interrupt();
@@ -182,9 +187,9 @@ int repl_hangup(void) { return hangup; }
 
 /* ---- coroutines that Ctrl-C reaches (see stop_lua) ---- */
 
-/* Calls the original coroutine.resume (upvalue 1) on the arguments, with the coroutine in the resume
- * chain meanwhile. The original raises only for a non-coroutine first argument, checked first, so the
- * chain is always popped. */
+/* Calls the original coroutine.resume (upvalue 1) on the arguments, with the coroutine in the
+ * resume chain meanwhile. The original raises only for a non-coroutine first argument, checked
+ * first, so the chain is always popped. */
 static int resume_tracked(lua_State *L) {
     lua_State *co = lua_tothread(L, 1);
     luaL_argexpected(L, co != NULL, 1, "coroutine");
@@ -194,7 +199,8 @@ static int resume_tracked(lua_State *L) {
     sig_atomic_t depth = resume_depth;
     if (depth < RESUME_CHAIN_MAX) resume_chain[depth] = co;
     resume_depth = depth + 1;
-    if (mha_interrupted())   /* a Ctrl-C (or a kernel's interrupt) between the resume and this push */
+    if (mha_interrupted())   /* a Ctrl-C (or a kernel's interrupt) between the resume and this
+                                push */
         lua_sethook(co, lstop, LUA_MASKCALL | LUA_MASKRET | LUA_MASKCOUNT, 1);
     int status = lua_pcall(L, n, LUA_MULTRET, 0);
     resume_depth = depth;
@@ -203,8 +209,9 @@ static int resume_tracked(lua_State *L) {
 }
 
 /* The function coroutine.wrap returns: resumes its coroutine (upvalue 1) through resume_tracked
- * (upvalue 2) and, as Lua's own wrap, raises the coroutine's error (with the caller's position when it
- * is a string) after closing it (upvalue 3: coroutine.close). */
+ * (upvalue 2) and, as Lua's own wrap, raises the coroutine's error
+ * (with the caller's position when it is a string) after closing it
+ * (upvalue 3: coroutine.close). */
 static int wrap_call(lua_State *L) {
     int n = lua_gettop(L);
     lua_pushvalue(L, lua_upvalueindex(2));
@@ -215,7 +222,8 @@ static int wrap_call(lua_State *L) {
     lua_settop(L, 2);   /* false, error */
     lua_pushvalue(L, lua_upvalueindex(3));
     lua_pushvalue(L, lua_upvalueindex(1));
-    lua_pcall(L, 1, 0, 0);   /* to-be-closed variables of the dead coroutine; its own error is kept */
+    lua_pcall(L, 1, 0, 0);   /* to-be-closed variables of the dead coroutine; its own error is
+                                kept */
     if (lua_type(L, 2) == LUA_TSTRING) {
         luaL_where(L, 1);
         lua_insert(L, 2);

@@ -1,8 +1,10 @@
-/* lua/repl/traceback.c - the tracebacks the REPL shows: Lua's own (luaL_traceback) without the frames of
- * the Lua code built into the binary, and with a helper's error placed at the user's line that called it.
+/* lua/repl/traceback.c - the tracebacks the REPL shows: Lua's own (luaL_traceback) without the
+ * frames of the Lua code built into the binary, and with a helper's error placed at the user's line
+ * that called it.
  *
- * A student's error in show(x) should read "stdin:2: show: ...", not "lua/show/display.lua:509: show:
- * ...", followed by twenty frames of display.lua and the REPL: those frames are the library's, not theirs. */
+ * A student's error in show(x) should read "stdin:2: show: ...", not "lua/show/display.lua:509:
+ * show: ...", followed by twenty frames of display.lua and the REPL: those frames are the
+ * library's, not theirs. */
 #include <string.h>
 
 #include <lauxlib.h>
@@ -10,9 +12,9 @@
 #include "embedded.h"
 #include "traceback.h"
 
-/* Is line (a traceback frame, or a message) at a position in Lua code built into the binary: the REPL's
- * own lua/repl/repl.lua, or a helper such as lua/show/display.lua that raised an error on the user's behalf?
- * Returns the length of its "lua/x.lua:" prefix, else 0. */
+/* Is line (a traceback frame, or a message) at a position in Lua code built into the binary: the
+ * REPL's own lua/repl/repl.lua, or a helper such as lua/show/display.lua that raised an error on
+ * the user's behalf? Returns the length of its "lua/x.lua:" prefix, else 0. */
 static size_t embedded_position(const char *line, size_t len) {
     for (const mha_embedded_file *f = mha_embedded; f->module; f++) {
         size_t n = strlen(f->path);
@@ -85,8 +87,8 @@ static int has_position(const char *msg) {
     return digits < colon && digits > msg && digits[-1] == ':';
 }
 
-/* Was the error raised inside the embedded Lua code: is the first Lua frame (below error() and other C
- * functions) hidden? */
+/* Was the error raised inside the embedded Lua code: is the first Lua frame
+ * (below error() and other C functions) hidden? */
 static int raised_in_library(const frame *frames, int nframes) {
     for (int i = 0; i < nframes; i++)
         if (!c_frame(frames[i].text, frames[i].len)) return embedded_position(frames[i].text + 1, frames[i].len - 1) != 0;
@@ -107,10 +109,11 @@ static int tail_calls(const frame *f) {
     return f->len == sizeof text - 1 && memcmp(f->text, text, f->len) == 0;
 }
 
-/* Pushes msg with a helper's position ("lua/show/display.lua:509: show: ...") replaced by the position of
- * the user's code that called the helper ("stdin:2: show: ..."), or dropped when there is none (a
- * tail call, a REPL command). A helper's message without a position (error(msg, 0), as the library
- * raises them) is given the user's too. Pushes msg itself otherwise. */
+/* Pushes msg with a helper's position ("lua/show/display.lua:509: show: ...") replaced by the
+ * position of the user's code that called the helper ("stdin:2: show: ..."), or dropped when there
+ * is none (a tail call, a REPL command). A helper's message without a position
+ * (error(msg, 0), as the library raises them) is given the user's too. Pushes msg itself
+ * otherwise. */
 static const char *push_user_message(lua_State *L, const char *msg, const frame *frames, int nframes) {
     size_t prefix = embedded_position(msg, strlen(msg));
     const char *p = msg + prefix, *text;   /* text: msg after the helper's position */
@@ -129,8 +132,8 @@ static const char *push_user_message(lua_State *L, const char *msg, const frame 
     return lua_pushstring(L, text);
 }
 
-/* Pushes msg and a short traceback of L from level on, as luaL_traceback(L, L, msg, level) would. The
- * traceback leaves out the frames of the embedded Lua code (the REPL's own, and helpers such as
+/* Pushes msg and a short traceback of L from level on, as luaL_traceback(L, L, msg, level) would.
+ * The traceback leaves out the frames of the embedded Lua code (the REPL's own, and helpers such as
  * lua/show/display.lua with the C functions they called, error() among them), and is left out
  * altogether when it only repeats where the message points (the main chunk, and the C function or
  * operator that raised the error, which the message names). A message a helper raised at its own
@@ -145,8 +148,8 @@ void repl_traceback(lua_State *L, const char *msg, int level) {
     int useful = 0, innermost = 1;
     for (int i = 0; i < nframes; i++) {
         if (frames[i].hidden) continue;
-        /* the C function that raised ("[C]: in metamethod 'mul'", "[C]: in function 'mha.matmul'") is
-         * named by its message: alone above the main chunk it is no reason for a traceback */
+        /* the C function that raised ("[C]: in metamethod 'mul'", "[C]: in function 'mha.matmul'")
+         * is named by its message: alone above the main chunk it is no reason for a traceback */
         int raiser = innermost && c_frame(frames[i].text, frames[i].len);
         innermost = 0;
         if (!raiser && !trivial_frame(frames[i].text, frames[i].len)) useful = 1;

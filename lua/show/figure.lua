@@ -1,8 +1,9 @@
--- lua/show/figure.lua - module "mha.plot.figure": the figures of mha.plot and the gnuplot behind each
--- (terminals, quoting user text, running and saving a drawing); lua/show/plot.lua draws charts on them.
+-- lua/show/figure.lua - module "mha.plot.figure": the figures of mha.plot and the gnuplot behind
+-- each (terminals, quoting user text, running and saving a drawing); lua/show/plot.lua draws charts
+-- on them.
 --
--- A drawing is a list of gnuplot commands (its "script"), kept by the figure so that plot.save can run
--- it again on a file terminal. Data travels inline as datablocks; user text travels only inside
+-- A drawing is a list of gnuplot commands (its "script"), kept by the figure so that plot.save can
+-- run it again on a file terminal. Data travels inline as datablocks; user text travels only inside
 -- double-quoted gnuplot strings in which every ASCII character but letters, digits and harmless
 -- punctuation is an octal escape, so gnuplot sees no quote, backslash, backquote, @ or $ to act on.
 -- A file name never reaches gnuplot at all: it writes to a name made here, renamed afterwards.
@@ -21,10 +22,11 @@ local plot = {}   -- the module mha.plot: its figure functions here, the charts 
 -- ---------------------------------------------------------------------------------------------
 
 -- A gnuplot string holding s as plain text: control characters (a newline would end the command)
--- become spaces; in a double-quoted string gnuplot turns \ooo into that byte, so every ASCII character
--- outside the set below is written that way. What gnuplot acts on before it parses a string - a
--- backquoted command, an @macro - and what ends or escapes a string (" ' \) thus never appears as
--- itself, and every text arrives intact: "'tis", "''", "a\"b" alike. Bytes from 128 (UTF-8) stay.
+-- become spaces; in a double-quoted string gnuplot turns \ooo into that byte, so every ASCII
+-- character outside the set below is written that way. What gnuplot acts on before it parses a
+-- string - a backquoted command, an @macro - and what ends or escapes a string (" ' \) thus never
+-- appears as itself, and every text arrives intact: "'tis", "''", "a\"b" alike. Bytes from 128
+-- (UTF-8) stay.
 local function quote(s)
     s = tostring(s):gsub("%c", " ")
     return '"' .. s:gsub("[^%w %-_.,:;/()+=<>?!#*%[%]{}|~^&\128-\255]", function(c)
@@ -123,8 +125,8 @@ local gnuplot_missing = false   -- set once the first spawn finds no gnuplot; sa
 local terminals_cache           -- set of terminal names, from the first probe
 local chosen_terminal           -- plot.terminal(name); nil means the automatic choice
 
--- Starts a gnuplot, or returns nil (saying once that it is not installed). $MHA_GNUPLOT names another
--- program to run instead (the tests use it to tell their gnuplot processes from any other).
+-- Starts a gnuplot, or returns nil (saying once that it is not installed). $MHA_GNUPLOT names
+-- another program to run instead (the tests use it to tell their gnuplot processes from any other).
 local function spawn()
     if gnuplot_missing then return nil end
     local proc, err, reason = gnuplot.spawn(os.getenv("MHA_GNUPLOT") or "gnuplot")
@@ -170,9 +172,9 @@ end
 local WINDOWED = { "qt", "wxt", "x11" }
 local WINDOW_TERMINALS = { qt = true, wxt = true, x11 = true }
 local ALIASES = { sixel = "sixelgd", none = "none", window = "window" }
--- The terminals a figure can draw on, beside the pseudo-names "none" (draw nothing) and "window" (the
--- first windowed one there is). gnuplot has more (png, lua, tkcanvas, xterm...), but those write files
--- or code, or take other options: screen_terminal_command could not drive them.
+-- The terminals a figure can draw on, beside the pseudo-names "none" (draw nothing) and "window"
+-- (the first windowed one there is). gnuplot has more (png, lua, tkcanvas, xterm...), but those
+-- write files or code, or take other options: screen_terminal_command could not drive them.
 local SCREEN = { dumb = true, qt = true, wxt = true, x11 = true, sixelgd = true }
 
 -- The names plot.terminal and $MHA_PLOT_TERM accept here: the screen terminals this gnuplot has.
@@ -233,17 +235,20 @@ function plot.terminal(name)
     return resolve_terminal()
 end
 
--- plot.text_screen: the screen a text drawing lands on, handed over by whoever pages the output (the
--- lesson runner): {rows_left = function() -> the rows left before the prompt, or nil,
--- together = function(fn) -> runs fn, keeping its output on one screen}. nil: the terminal as it is.
+-- plot.text_screen: the screen a text drawing lands on, handed over by whoever pages the output
+-- (the lesson runner): {rows_left = function() -> the rows left before the prompt, or nil,
+-- together = function(fn) -> runs fn, keeping its output on one screen}. nil: the terminal as it
+-- is.
 plot.text_screen = nil
 
--- A text chart no shorter than this stays readable: a title, the axes, tics and about 8 rows of data.
+-- A text chart no shorter than this stays readable: a title, the axes, tics and about 8 rows of
+-- data.
 local TEXT_MIN_ROWS = 16
 
 -- The rows of a text chart: about 3/10 of the width (24 at 80 columns), as many as the screen has
--- left under what the step printed, but never fewer than TEXT_MIN_ROWS (with fewer left, the chart is
--- drawn on the next screen: see Figure:draw) nor more than the terminal has.
+-- left under what the step printed, but never fewer than TEXT_MIN_ROWS
+-- (with fewer left, the chart is drawn on the next screen: see Figure:draw) nor more than the
+-- terminal has.
 local function text_rows(columns)
     local rows = math.max(TEXT_MIN_ROWS, math.min(40, columns * 3 // 10))
     local left = plot.text_screen and plot.text_screen.rows_left()
@@ -271,22 +276,22 @@ end
 -- Wide characters on the dumb terminal
 -- ---------------------------------------------------------------------------------------------
 
--- The dumb terminal gives every character one cell, but a wide (CJK) character takes two on screen, so
--- a line holding one comes out too long and the legend's box breaks. So on that terminal each quoted
--- text is padded with one space per extra cell, which makes gnuplot lay it out at its real width,
--- and the padding is taken out of the drawing afterwards.
+-- The dumb terminal gives every character one cell, but a wide (CJK) character takes two on screen,
+-- so a line holding one comes out too long and the legend's box breaks. So on that terminal each
+-- quoted text is padded with one space per extra cell, which makes gnuplot lay it out at its real
+-- width, and the padding is taken out of the drawing afterwards.
 
--- The text a quoted gnuplot string (made by quote) shows: \ooo is that byte; in a tic label, %% is a
--- percent sign.
+-- The text a quoted gnuplot string (made by quote) shows: \ooo is that byte; in a tic label, %% is
+-- a percent sign.
 local function shown_text(body, is_tic)
     body = body:gsub("\\(%d%d%d)", function(o) return string.char(tonumber(o, 8)) end)
     if is_tic then body = body:gsub("%%%%", "%%") end
     return body
 end
 
--- cmd with the texts that hold wide characters padded; appends {text = shown, pad = cells} to fixes.
--- pad < 0 (zero-width marks: fewer cells than characters) leaves cmd alone and adds cells afterwards.
--- Only quote() makes double-quoted strings, and their bodies hold no raw " or \.
+-- cmd with the texts that hold wide characters padded; appends {text = shown, pad = cells} to
+-- fixes. pad < 0 (zero-width marks: fewer cells than characters) leaves cmd alone and adds cells
+-- afterwards. Only quote() makes double-quoted strings, and their bodies hold no raw " or \.
 local function pad_wide_texts(cmd, fixes)
     local is_tic = cmd:match("^set [xy]tics") ~= nil
     local parts, pos = {}, 1
@@ -308,8 +313,8 @@ local function pad_wide_texts(cmd, fixes)
 end
 
 -- A dumb drawing without the rows of nothing gnuplot leaves above and below it (rows of spaces, its
--- form feed, and on the ansi terminal colour escapes alone), but one empty row above, to part it from
--- the text: never more rows than gnuplot was given.
+-- form feed, and on the ansi terminal colour escapes alone), but one empty row above, to part it
+-- from the text: never more rows than gnuplot was given.
 local function trim_blank_rows(out)
     local rows = {}
     for row in out:gmatch("([^\n]*)\n?") do rows[#rows + 1] = row end
@@ -342,15 +347,17 @@ Figure.__index = Figure
 Figure.__name = "mha.plot.Figure"
 
 local figure_count = 0
-local open_figures = setmetatable({}, { __mode = "k" })   -- for plot.closeall; never keeps one alive
--- The figures showing a window, held here so that the collector never closes a window: it stays until
--- fig:close(), plot.close, plot.closeall (the REPL's :close), the window's gnuplot ending, or the REPL.
+local open_figures = setmetatable({}, { __mode = "k" })  -- for plot.closeall; never keeps one alive
+-- The figures showing a window, held here so that the collector never closes a window: it stays
+-- until fig:close(), plot.close, plot.closeall (the REPL's :close), the window's gnuplot ending, or
+-- the REPL.
 local windows = {}
 local current
 
--- plot.figure([{current = false}]) -> a new figure (its own gnuplot, started at its first drawing), now
--- the current one; with current = false a figure of its own that plot.heatmap and the others leave alone
--- (mha.train's curves: the next plot.* opens a window of its own instead of drawing over them).
+-- plot.figure([{current = false}]) -> a new figure (its own gnuplot, started at its first drawing),
+-- now the current one; with current = false a figure of its own that plot.heatmap and the others
+-- leave alone (mha.train's curves: the next plot.* opens a window of its own instead of drawing
+-- over them).
 function plot.figure(opts)
     opts = options_of("plot.figure", opts, { "current" })
     if opts.current ~= nil and type(opts.current) ~= "boolean" then
@@ -395,10 +402,11 @@ function plot.closeall()
     for fig in pairs(open_figures) do fig:close() end
 end
 
--- Live gnuplots. A figure nobody holds any more keeps its gnuplot until the collector frees it, so a
--- loop making figures would pile up processes meanwhile. Before a figure starts one: from LIVE_SOFT
--- running, a full collection closes those of figures that are gone; from LIVE_MAX still running, the
--- one drawn on longest ago is closed (said on stderr; that figure draws again with a new gnuplot).
+-- Live gnuplots. A figure nobody holds any more keeps its gnuplot until the collector frees it, so
+-- a loop making figures would pile up processes meanwhile. Before a figure starts one: from
+-- LIVE_SOFT running, a full collection closes those of figures that are gone; from LIVE_MAX still
+-- running, the one drawn on longest ago is closed (said on stderr; that figure draws again with a
+-- new gnuplot).
 local LIVE_SOFT, LIVE_MAX = 4, 16
 local draw_count = 0   -- stamps fig.used, the order figures last drew in
 
@@ -451,21 +459,22 @@ local function command_title(cmd)
     return first
 end
 
--- After each command gnuplot reports on itself: `print` of its error number and message (GPVAL_ERRNO,
--- GPVAL_ERRMSG, then `reset errors`), then `print 'marker-i'`. So a command failed exactly when gnuplot
--- says so, and other text on its stderr - a library it loaded talking (Qt's "QStandardPaths:
--- XDG_RUNTIME_DIR not set", fontconfig) - never fails a drawing that was made.
+-- After each command gnuplot reports on itself: `print` of its error number and message
+-- (GPVAL_ERRNO, GPVAL_ERRMSG, then `reset errors`), then `print 'marker-i'`. So a command failed
+-- exactly when gnuplot says so, and other text on its stderr - a library it loaded talking
+-- (Qt's "QStandardPaths: XDG_RUNTIME_DIR not set", fontconfig) - never fails a drawing that was
+-- made.
 local STATUS = "mha-status"
 local function status_command()
     return "print sprintf('" .. STATUS .. " %d %s', GPVAL_ERRNO, GPVAL_ERRMSG)\nreset errors\n"
 end
 
 -- Runs commands on the figure's gnuplot and waits until it has done them all. Each command is
--- followed by its status and `print 'marker-i'`, so whatever gnuplot says between two markers is about
--- the command before the second one; errors become one Lua error quoting the command, warnings go to
--- stderr, anything else on stderr is dropped. What gnuplot writes on stdout (a text or sixel drawing)
--- goes to io.write, through fix_output(text) when given. Warnings that contain one of the strings in
--- quiet_warnings are expected and not shown.
+-- followed by its status and `print 'marker-i'`, so whatever gnuplot says between two markers is
+-- about the command before the second one; errors become one Lua error quoting the command,
+-- warnings go to stderr, anything else on stderr is dropped. What gnuplot writes on stdout
+-- (a text or sixel drawing) goes to io.write, through fix_output(text) when given. Warnings that
+-- contain one of the strings in quiet_warnings are expected and not shown.
 -- Returns false when gnuplot is not installed.
 function Figure:run(fname, commands, quiet_warnings, discard_output, fix_output)
     local base, ok, err, out, errtext, status
@@ -551,14 +560,15 @@ end
 -- Draws a script on the figure's screen terminal. A script is
 --   { commands = {...}, size = {w, h} (pixels), image = true when it draws matrices,
 --     fallback = function() ... end (a text rendering: mha.heat or a note), warning = text to hush }
--- On the dumb terminal an image would be blank, so the script is checked on the `unknown` terminal and
--- the text rendering is printed instead. Without gnuplot, only the text rendering is printed.
--- plot.on_drawing(fig), when set, is called as a drawing starts and may return a function to call once it
--- is shown (in a window, or printed as text): the REPL's session recording (mha.notebook.record) keeps
--- the drawing in place of the text it printed.
+-- On the dumb terminal an image would be blank, so the script is checked on the `unknown` terminal
+-- and the text rendering is printed instead. Without gnuplot, only the text rendering is printed.
+-- plot.on_drawing(fig), when set, is called as a drawing starts and may return a function to call
+-- once it is shown (in a window, or printed as text): the REPL's session recording
+-- (mha.notebook.record) keeps the drawing in place of the text it printed.
 function Figure:draw(fname, script)
     self.script = script
-    if plot.on_draw then plot.on_draw(self) end   -- the Jupyter kernel keeps the figure for the cell's outputs
+    if plot.on_draw then plot.on_draw(self) end   -- the Jupyter kernel keeps the figure for the
+                                                  -- cell's outputs
     local shown = plot.on_drawing and plot.on_drawing(self)
     local name = resolve_terminal(self.terminal)
     local text_instead = (name == "dumb" and script.image)
@@ -588,7 +598,8 @@ end
 local FILE_TERMINALS = {
     png = function(w, h) return string.format("set terminal pngcairo size %d,%d noenhanced font 'sans,10'", w, h) end,
     svg = function(w, h) return string.format("set terminal svg size %d,%d dynamic noenhanced font 'sans,10'", w, h) end,
-    -- pdfcairo halves every font by default (fontscale 0.5): at 1 a PDF reads as the PNG of the same size
+    -- pdfcairo halves every font by default (fontscale 0.5): at 1 a PDF reads as the PNG of the
+    -- same size
     pdf = function(w, h) return string.format("set terminal pdfcairo size %.2fin,%.2fin noenhanced font 'sans,10' fontscale 1", w / 100, h / 100) end,
 }
 
@@ -600,10 +611,11 @@ local function folder_of(path)
 end
 
 -- fig:save(path [, {width=, height=}]) writes the figure's last drawing to a .png, .svg or .pdf
--- file; the file is complete, closed and on disk when it returns, or path keeps its old file and the
--- error says why (a full disk included). Returns path.
--- gnuplot writes to a new file of our naming in the same folder (mha.gnuplot.tempfile), which is then
--- renamed to path: the user's name never reaches `set output`, where a leading '|' would run a command.
+-- file; the file is complete, closed and on disk when it returns, or path keeps its old file and
+-- the error says why (a full disk included). Returns path.
+-- gnuplot writes to a new file of our naming in the same folder (mha.gnuplot.tempfile), which is
+-- then renamed to path: the user's name never reaches `set output`, where a leading '|' would run a
+-- command.
 function Figure:save(path, opts)
     opts = options_of("plot.save", opts, { "width", "height" })
     if type(path) ~= "string" or path == "" then
@@ -653,8 +665,9 @@ function Figure:save(path, opts)
     return path
 end
 
--- plot.render(script, path): a drawing's script (fig.script, which a notebook export keeps) saved to a .png
--- or .svg file as fig:save saves it, by a gnuplot of its own that ends when the file is written.
+-- plot.render(script, path): a drawing's script (fig.script, which a notebook export keeps) saved
+-- to a .png or .svg file as fig:save saves it, by a gnuplot of its own that ends when the file is
+-- written.
 function plot.render(script, path)
     local fig <close> = setmetatable({ number = 0, script = script }, Figure)
     return fig:save(path)
@@ -677,7 +690,8 @@ local function drawing_on(fig, draw, ...)
     if not ok then error(err, 0) end
 end
 
--- What lua/show/plot.lua needs to draw its charts; plot is the module table it completes and returns.
+-- What lua/show/plot.lua needs to draw its charts; plot is the module table it completes and
+-- returns.
 return {
     plot = plot, Figure = Figure, drawing_on = drawing_on, words = words,
     quote = quote, quote_tic = quote_tic, data_number = data_number, array_of = array_of, options_of = options_of,

@@ -1,5 +1,5 @@
--- lua/show/text.lua - module "mha.text": width-aware text wrapping for the terminal, and the small markup
--- the lessons are written in.
+-- lua/show/text.lua - module "mha.text": width-aware text wrapping for the terminal, and the small
+-- markup the lessons are written in.
 --
 --     local text = require "mha.text"
 --     text.width(s)                  -- display width of s in terminal cells (a CJK character is 2)
@@ -12,9 +12,9 @@
 --     text.code_lines(code, width)   -- the echo of a code block behind the gutter "  │ "
 --     text.rule(width, title)        -- a title rule "── title ─────"
 --
--- Lines break at spaces and between CJK characters (never before closing punctuation or after opening
--- punctuation), never inside a word; a line is wider than `width` only when it holds a single word (or,
--- in code, a string or a comment) longer than the line.
+-- Lines break at spaces and between CJK characters (never before closing punctuation or after
+-- opening punctuation), never inside a word; a line is wider than `width` only when it holds a
+-- single word (or, in code, a string or a comment) longer than the line.
 
 local M = {}
 
@@ -22,20 +22,22 @@ local term = require "mha.term"
 
 -- ---------------------------------------------------------------------------------------------
 -- Text. Every line the runner prints goes through one wrapper, which measures display width with
--- mha.term (a CJK character takes two cells), breaks at spaces and between CJK characters (never before
--- closing punctuation or after opening punctuation) and never inside a word. Lesson texts use a small
--- markup: "# heading", "- item", a blank line starts a paragraph, a line indented by two or more spaces
--- is a formula or a table (kept as written while it fits; wider, it wraps with its columns' indent),
--- `code` is shown with its backticks, *emphasis* and **strong** are drawn bold on a colour terminal and
--- plain elsewhere. Markup becomes invisible marks before wrapping, so an emphasis that spans a line break
--- is still one emphasis; finish() turns the marks into escape codes or removes them.
+-- mha.term (a CJK character takes two cells), breaks at spaces and between CJK characters
+-- (never before closing punctuation or after opening punctuation) and never inside a word. Lesson
+-- texts use a small markup: "# heading", "- item", a blank line starts a paragraph, a line indented
+-- by two or more spaces is a formula or a table (kept as written while it fits; wider, it wraps
+-- with its columns' indent), `code` is shown with its backticks, *emphasis* and **strong** are
+-- drawn bold on a colour terminal and plain elsewhere. Markup becomes invisible marks before
+-- wrapping, so an emphasis that spans a line break is still one emphasis; finish() turns the marks
+-- into escape codes or removes them.
 -- ---------------------------------------------------------------------------------------------
 
 local EM_ON, EM_OFF, CODE_ON, CODE_OFF = "\1", "\2", "\3", "\4"
 local opening_mark = {[EM_ON] = true, [CODE_ON] = true}
 local closing_mark = {[EM_OFF] = true, [CODE_OFF] = true}
 
--- Display width of a UTF-8 string in terminal cells; a code mark shows as a backtick, the others as nothing.
+-- Display width of a UTF-8 string in terminal cells; a code mark shows as a backtick, the others as
+-- nothing.
 function M.width(s)
     local _, backticks = s:gsub("[\3\4]", "")
     return term.width(s) + backticks
@@ -63,13 +65,13 @@ local function last_visible(s)
     return last
 end
 
--- Splits text into atoms {text, space, glue}: a line may break before an atom (dropping its `space`, the
--- white space written before it) unless it is glued to the one before. A run of non-space, non-wide
--- characters is one atom; each wide (CJK) character is an atom of its own. Closing punctuation and closing
--- marks stick to what precedes them, opening marks to what follows. keep_spaces keeps runs of spaces as
--- written (formulas, code); otherwise any white space between two atoms is one space (prose). code glues
--- the words of a string literal or a comment together, so code breaks between its tokens, never inside
--- a "string" or a -- comment.
+-- Splits text into atoms {text, space, glue}: a line may break before an atom
+-- (dropping its `space`, the white space written before it) unless it is glued to the one before. A
+-- run of non-space, non-wide characters is one atom; each wide (CJK) character is an atom of its
+-- own. Closing punctuation and closing marks stick to what precedes them, opening marks to what
+-- follows. keep_spaces keeps runs of spaces as written (formulas, code); otherwise any white space
+-- between two atoms is one space (prose). code glues the words of a string literal or a comment
+-- together, so code breaks between its tokens, never inside a "string" or a -- comment.
 local function atoms_of(text, keep_spaces, code)
     local ok_utf8 = utf8.len(text)
     if not ok_utf8 then return {{text = text, space = ""}} end   -- not UTF-8: one unbreakable atom
@@ -78,7 +80,8 @@ local function atoms_of(text, keep_spaces, code)
         atoms[#atoms + 1] = {text = s, space = space}
         space = ""
     end
-    local quote, escaped, in_string = nil, false, {}   -- in_string[i]: atom i starts in a literal or comment
+    local quote, escaped, in_string = nil, false, {}   -- in_string[i]: atom i starts in a literal
+                                                       -- or comment
     local run_inside = false   -- the run in `current` started inside a literal or comment
     local function flush()
         if #current > 0 then
@@ -91,7 +94,8 @@ local function atoms_of(text, keep_spaces, code)
     local comment, previous = false, nil
     for _, cp in utf8.codes(text) do
         local ch = utf8.char(cp)
-        local inside = quote ~= nil or comment   -- before ch: an opening quote itself may start a line
+        local inside = quote ~= nil or comment   -- before ch: an opening quote itself may start a
+                                                 -- line
         if code and not comment then
             if quote then
                 if escaped then escaped = false
@@ -100,7 +104,7 @@ local function atoms_of(text, keep_spaces, code)
             elseif ch == '"' or ch == "'" then
                 quote = ch
             elseif ch == "-" and previous == "-" then
-                comment = true   -- the rest of the line is a comment: its apostrophes open no string
+                comment = true  -- the rest of the line is a comment: its apostrophes open no string
             end
         end
         previous = ch
@@ -148,12 +152,13 @@ local function atoms_of(text, keep_spaces, code)
     return atoms
 end
 
--- Wraps text to `width` columns; the first line starts with `first`, the others with `rest` (default:
--- `first`). Breaks only where atoms_of allows, so a line is wider than `width` only when it holds one
--- unbreakable run (a long word, a path); in prose a glued run too long for a line of its own breaks at
--- its spaces after all, in code it stays whole (a string or a comment broken in two is no longer Lua).
--- mode "code" keeps spaces, string literals and comments; "verbatim" keeps spaces; nil is prose.
--- Returns the list of lines (marks kept; see finish).
+-- Wraps text to `width` columns; the first line starts with `first`, the others with `rest`
+-- (default: `first`). Breaks only where atoms_of allows, so a line is wider than `width` only when
+-- it holds one unbreakable run (a long word, a path); in prose a glued run too long for a line of
+-- its own breaks at its spaces after all, in code it stays whole
+-- (a string or a comment broken in two is no longer Lua). mode "code" keeps spaces, string literals
+-- and comments; "verbatim" keeps spaces; nil is prose. Returns the list of lines
+-- (marks kept; see finish).
 local function wrap(text, width, first, rest, mode)
     first = first or ""
     rest = rest or first
@@ -161,7 +166,8 @@ local function wrap(text, width, first, rest, mode)
     local line, line_w, empty = first, M.width(first), true
     local atoms = atoms_of(text, mode ~= nil, mode == "code")
     local room = width - M.width(rest)
-    local loose_until = 0   -- atoms up to this one break freely: their glued run is longer than a line
+    local loose_until = 0   -- atoms up to this one break freely: their glued run is longer than a
+                            -- line
     local i = 1
     while i <= #atoms do
         -- gather the atoms glued together (no break allowed between them)
@@ -198,8 +204,9 @@ function M.wrap(text, width, opts)
     return wrap(text, width, opts.first, opts.rest, opts.mode)
 end
 
--- Inline markup to marks: `code` spans are kept whole (no emphasis inside), *x* and **x** (opened before
--- a non-space, closed after one) become emphasis marks. Anything else, a lone * included, stays as written.
+-- Inline markup to marks: `code` spans are kept whole (no emphasis inside), *x* and **x**
+-- (opened before a non-space, closed after one) become emphasis marks. Anything else, a lone *
+-- included, stays as written.
 function M.inline(text)
     local out = {}
     local function emphasis(s)
@@ -222,8 +229,9 @@ function M.inline(text)
     return table.concat(out)
 end
 
--- Marks to what the terminal shows: bold (closed at the end of every line, reopened on the next, so a
--- line never leaks its style) on a colour terminal, nothing otherwise; code marks become backticks.
+-- Marks to what the terminal shows: bold (closed at the end of every line, reopened on the next, so
+-- a line never leaks its style) on a colour terminal, nothing otherwise; code marks become
+-- backticks.
 function M.finish(lines, color)
     local out, bold = {}, false
     for i, line in ipairs(lines) do
@@ -249,9 +257,10 @@ function M.wrap_text(text, width, first, rest)
     return wrap(M.inline(text), width, first, rest)
 end
 
--- A formula or table line (indented by two or more spaces): as written when it fits. A wider one wraps
--- at its spaces, its continuation lines hanging under its last column (the text after its last run of two
--- or more spaces, e.g. a comment) when that leaves 20 columns, else under its indent plus two.
+-- A formula or table line (indented by two or more spaces): as written when it fits. A wider one
+-- wraps at its spaces, its continuation lines hanging under its last column
+-- (the text after its last run of two or more spaces, e.g. a comment) when that leaves 20 columns,
+-- else under its indent plus two.
 function M.wrap_formula(line, width)
     if M.width(line) <= width then return {line} end
     local indent = line:match("^ *")
@@ -274,8 +283,9 @@ function M.wrap_formula(line, width)
     return wrap(line:sub(#indent + 1), width, indent, rest, "verbatim")
 end
 
--- The echo of a step's code: every line behind the gutter "  │ ", the block's common indent removed; a
--- line too wide wraps at its spaces, its continuation lines marked "  │   " under its own indent.
+-- The echo of a step's code: every line behind the gutter "  │ ", the block's common indent
+-- removed; a line too wide wraps at its spaces, its continuation lines marked "  │   " under its
+-- own indent.
 function M.code_lines(code, width)
     local body = code:gsub("^%s*\n", ""):gsub("%s+$", "")
     local indent = body:match("^( *)") or ""
@@ -294,7 +304,8 @@ function M.code_lines(code, width)
     return out
 end
 
--- A title rule "── title ─────" filling the width; a title too long for one line wraps under itself.
+-- A title rule "── title ─────" filling the width; a title too long for one line wraps under
+-- itself.
 function M.rule(width, title)
     local head = "── " .. title .. " "
     if M.width(head) + 3 <= width then return {head .. string.rep("─", width - M.width(head))} end
@@ -305,12 +316,13 @@ function M.rule(width, title)
     return lines
 end
 
--- Joins the source lines of a paragraph: with a space, except where a line break falls between two CJK
--- characters or next to CJK punctuation (Chinese puts no spaces between words; the lessons do put one
--- between a Chinese word and a Latin one, as before "nn.Linear", so that break stays a space).
+-- Joins the source lines of a paragraph: with a space, except where a line break falls between two
+-- CJK characters or next to CJK punctuation (Chinese puts no spaces between words; the lessons do
+-- put one between a Chinese word and a Latin one, as before "nn.Linear", so that break stays a
+-- space).
 local function cjk_punctuation(cp) return is_wide(cp) and (no_break_before[cp] or no_break_after[cp]) end
--- Curly quotes are narrow on most terminals, but a Chinese quotation takes no space either side of them:
--- the Chinese characters before the opening quote and after the closing one touch it.
+-- Curly quotes are narrow on most terminals, but a Chinese quotation takes no space either side of
+-- them: the Chinese characters before the opening quote and after the closing one touch it.
 local opening_quote = {[0x201C] = true, [0x2018] = true}
 local closing_quote = {[0x201D] = true, [0x2019] = true}
 local function quote_tight(last, first)
@@ -330,8 +342,8 @@ local function join_lines(lines)
     return text
 end
 
--- Renders a lesson text (the markup above) to lines of at most `width` columns (see M.wrap for the one
--- exception); color draws emphasis bold.
+-- Renders a lesson text (the markup above) to lines of at most `width` columns
+-- (see M.wrap for the one exception); color draws emphasis bold.
 function M.render(text, width, color)
     local out = {}
     local paragraph = {}

@@ -1,16 +1,19 @@
--- lua/train/heads.lua - module "mha.heads": what a trained head does, measured as TransformerLens's head_detector
--- measures it: mha.heads.detect(model, tokens, "previous"|"duplicate"|"induction") -> (layers, heads) scores.
+-- lua/train/heads.lua - module "mha.heads": what a trained head does, measured as TransformerLens's
+-- head_detector measures it: mha.heads.detect(model, tokens, "previous"|"duplicate"|"induction") ->
+-- (layers, heads) scores.
 --
--- For one sequence and one head with attention A (L, L) (rows sum to 1) and the 0/1 detection pattern P (L, L):
+-- For one sequence and one head with attention A (L, L) (rows sum to 1) and the 0/1 detection
+-- pattern P (L, L):
 --   previous:  P[i][i-1] = 1                                   (the token just before)
 --   duplicate: P[i][j] = 1 when j < i and tok[j] = tok[i]        (earlier copies of this token)
 --   induction: P[i][j] = 1 when 1 < j <= i and tok[j-1] = tok[i] (the token after an earlier copy)
 --   score = sum(A ⊙ P) / sum(A)  - TransformerLens's "mul" measure with exclude_bos and exclude_current_token
 --   off; sum(A) = L, so it is the mean over all L query positions of the weight on the detected keys, a
 --   position with no detected key counting 0. detect averages it over the sequences of tokens (N, L).
--- With r random tokens said twice (mha.tasks.repeated), only the second half has earlier copies, so the
--- induction and duplicate scores are at most r/(2r) = 0.5 and the previous-token score at most (2r-1)/(2r).
--- opts.rows = "detected" averages over the query positions that have a detected key instead (at most 1).
+-- With r random tokens said twice (mha.tasks.repeated), only the second half has earlier copies, so
+-- the induction and duplicate scores are at most r/(2r) = 0.5 and the previous-token score at most
+-- (2r-1)/(2r). opts.rows = "detected" averages over the query positions that have a detected key
+-- instead (at most 1).
 
 local mha = require "mha.core"
 local raise = require "mha.raise"   -- errors at the user's line
@@ -104,7 +107,8 @@ local function check_opts(fname, opts)
     return opts
 end
 
--- The attention maps of one forward of model over the tokens (N, L): {layer 1's weights (N, H, L, L), ...}.
+-- The attention maps of one forward of model over the tokens (N, L):
+-- {layer 1's weights (N, H, L, L), ...}.
 local function attention_of(model, tokens)
     mha.no_grad(function() model:forward(tokens) end)
     return model:attention()
@@ -128,7 +132,7 @@ local function scores(maps, rows, kind, only_detected)
     local out = {}
     for layer, w in ipairs(maps) do
         local hit = (w * Pt * Q):sum(4):sum(3)         -- (N, H)
-        local total = (w * Q):sum(4):sum(3)            -- (N, H): the counted rows' weight (their count)
+        local total = (w * Q):sum(4):sum(3)        -- (N, H): the counted rows' weight (their count)
         local H = w:shape()[2]
         local score = (hit / total):mean(1)             -- (H)
         local row = {}
@@ -150,21 +154,23 @@ function M.detect(model, tokens, kind, opts)
     return scores(attention_of(model, t), rows, kind, opts.rows == "detected")
 end
 
--- The report's result echoes at the prompt as one line, not as its three tables again: report printed them.
+-- The report's result echoes at the prompt as one line, not as its three tables again: report
+-- printed them.
 local REPORT = {__name = "heads.report", __tostring = function(r)
     return string.format("heads.report {previous, duplicate, induction}: (layers, heads) = %s each",
                          require("mha.display").shape_str(r.induction:shape()))
 end}
 
--- mha.heads.report(model, tokens): the three scores as a table and a heat map per kind, in the language of
--- the printoptions (a Chinese lesson sets "zh"); returns them {previous = (layers, heads), duplicate = ...,
--- induction = ...}.
+-- mha.heads.report(model, tokens): the three scores as a table and a heat map per kind, in the
+-- language of the printoptions (a Chinese lesson sets "zh"); returns them
+-- {previous = (layers, heads), duplicate = ..., induction = ...}.
 function M.report(model, tokens, opts)
     check_model("heads.report", model)
     opts = check_opts("heads.report", opts)
     local t, rows = rows_of("heads.report", tokens)
     local maps = attention_of(model, t)   -- one forward serves the three kinds
-    local said = i18n.words(require("mha.display").printoptions().lang).heads   -- the printoptions' language
+    -- the printoptions' language
+    local said = i18n.words(require("mha.display").printoptions().lang).heads
     local width = require("mha.text").width
     local result = {}
     for _, kind in ipairs({"previous", "duplicate", "induction"}) do

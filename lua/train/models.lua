@@ -1,12 +1,14 @@
--- lua/train/models.lua - module "mha.models": trained models as .npz checkpoints that carry their own shape:
--- mha.save_model(path, model) and mha.load_model("induction" | "reverse" | path) for the models `make models`
--- trains (models/NAME.npz, written by tools/train_models.lua from a fixed seed).
+-- lua/train/models.lua - module "mha.models": trained models as .npz checkpoints that carry their
+-- own shape: mha.save_model(path, model) and mha.load_model("induction" | "reverse" | path) for the
+-- models `make models` trains (models/NAME.npz, written by tools/train_models.lua from a fixed
+-- seed).
 --
--- A checkpoint holds the model's state_dict under PyTorch's keys plus its options as one-element tensors
--- "config.vocab", "config.d_model", ..., with norm as 1 pre, 2 post, 3 none and pos as 1 learned,
--- 2 sinusoidal, 3 rope, 4 alibi, 5 none. The options of language models today are saved only when a
--- model has them (config.kv_heads, config.window, config.sinks, config.rope_layout as 1 half,
--- 2 interleaved, config.rope_base), so the checkpoints of older models keep their exact bytes.
+-- A checkpoint holds the model's state_dict under PyTorch's keys plus its options as one-element
+-- tensors "config.vocab", "config.d_model", ..., with norm as 1 pre, 2 post, 3 none and pos as 1
+-- learned, 2 sinusoidal, 3 rope, 4 alibi, 5 none. The options of language models today are saved
+-- only when a model has them (config.kv_heads, config.window, config.sinks, config.rope_layout as 1
+-- half, 2 interleaved, config.rope_base), so the checkpoints of older models keep their exact
+-- bytes.
 
 local mha = require "mha.core"
 local raise = require "mha.raise"   -- errors at the user's line
@@ -23,7 +25,8 @@ local function index_of(list, v)
     for i, x in ipairs(list) do if x == v then return i end end
 end
 
--- mha.save_model(path, model [, extra]): the state_dict, the options, and extra (name -> tensor) if given.
+-- mha.save_model(path, model [, extra]): the state_dict, the options, and extra (name -> tensor) if
+-- given.
 function M.save_model(path, model, extra)
     if type(model) ~= "table" or type(model.config) ~= "function" then
         raise("save_model: model must be a mha.nn.Transformer, got " .. type(model))
@@ -43,8 +46,8 @@ function M.save_model(path, model, extra)
     mha.save(path, tbl)
 end
 
--- Where shipped models are looked for: $MHA_MODELS, then ./models and models/ beside the real program
--- (mha.proc.shipped, which resolves a symbolic link to it).
+-- Where shipped models are looked for: $MHA_MODELS, then ./models and models/ beside the real
+-- program (mha.proc.shipped, which resolves a symbolic link to it).
 local function search_dirs()
     local dirs = {}
     local env = os.getenv("MHA_MODELS")
@@ -71,8 +74,8 @@ local function available(dirs)
     return names
 end
 
--- mha.load_model(name_or_path) -> model (a Transformer with the trained weights), extra (the file's other
--- entries: e.g. "history.loss").
+-- mha.load_model(name_or_path) -> model (a Transformer with the trained weights), extra
+-- (the file's other entries: e.g. "history.loss").
 function M.load_model(name)
     if type(name) ~= "string" then raise("load_model: give a name (\"induction\", \"reverse\") or a .npz path") end
     local path
