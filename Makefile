@@ -30,7 +30,7 @@ CORE_SRC += core/autograd/autograd.c core/autograd/autograd_ops.c
 CORE_SRC += core/nn/softmax.c core/nn/linear.c core/nn/layer_norm.c core/nn/embedding.c \
             core/nn/cross_entropy.c core/nn/positional.c core/nn/rope.c core/nn/sample.c
 CORE_SRC += core/attention/masks.c core/attention/window.c core/attention/alibi.c
-CORE_SRC += core/attention/sdpa.c core/attention/sdpa_batch.c core/attention/heads.c \
+CORE_SRC += core/attention/sdpa_head.c core/attention/sdpa.c core/attention/sdpa_batch.c core/attention/heads.c \
             core/attention/multihead.c core/attention/multihead_grad.c
 CORE_SRC += core/optim/optim.c
 BIND_SRC  = lua/bind/lmha.c lua/bind/ltensor.c lua/bind/lmultihead.c

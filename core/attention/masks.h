@@ -3,6 +3,8 @@
 #ifndef MHA_MASKS_H
 #define MHA_MASKS_H
 
+#include <math.h>
+
 #include "tensor/tensor.h"
 
 /* (L,S) bool, true above the diagonal (j > i): "query i may not look at the future key j". */
@@ -19,5 +21,13 @@ typedef struct mha_mask_src {
     const bool *b;
     ptrdiff_t rs, cs;
 } mha_mask_src;
+
+/* A mask's value at (i, j): a float mask's own, a bool mask's -inf or 0; 0 without a mask. */
+static inline float mha_mask_value(const mha_mask_src *m, size_t i, size_t j) {
+    ptrdiff_t at = (ptrdiff_t)i * m->rs + (ptrdiff_t)j * m->cs;
+    if (m->f) return m->f[at];
+    if (m->b) return m->b[at] ? -INFINITY : 0.0f;
+    return 0.0f;
+}
 
 #endif

@@ -1,6 +1,5 @@
-/* core/attention/sdpa.c - scaled dot-product attention, forward then backward: the plain per-head
- * path (every intermediate kept, the reference of the fused kernel), mha_sdpa over batches, and
- * mha_sdpa_backward after it. */
+/* core/attention/sdpa.c - scaled dot-product attention over batches: mha_sdpa, then its backward
+ * mha_sdpa_backward pass by pass, then its graph node. One head the plain way is in sdpa_head.c. */
 #include "attention/sdpa.h"
 
 #include <math.h>
@@ -15,88 +14,6 @@
 #include "autograd/autograd_ops.h"
 #include "nn/nn_internal.h"
 #include "kernels/kernels.h"
-
-/* ---------------------------------------------------------------------------------------------
- * One (L,S) slice of attention, the plain way. Shared by mha_sdpa (when weights are wanted) and
- * MultiheadAttention, so what the trace records is what produced the output; on the reference
- * kernels it is the reference the fused kernel is tested against.
- * ------------------------------------------------------------------------------------------- */
-
-static mha_status sgemm_ref(float *c, size_t ldc, const float *a, ptrdiff_t a_rs, ptrdiff_t a_cs, const float *b,
-                            ptrdiff_t b_rs, ptrdiff_t b_cs, size_t M, size_t N, size_t K, bool accumulate) {
-    mha_sgemm_ref(c, ldc, a, a_rs, a_cs, b, b_rs, b_cs, M, N, K, accumulate);
-    return MHA_OK;
-}
-
-const mha_attn_kernels mha_attn_fast = {mha_sgemm, mha_softmax_rows_sum};
-const mha_attn_kernels mha_attn_ref = {sgemm_ref, mha_softmax_rows_sum_ref};
-
-/* A mask's value at (i, j): a float mask's own, a bool mask's -inf or 0; 0 without a mask. */
-static float mask_value(const mha_mask_src *m, size_t i, size_t j) {
-    ptrdiff_t at = (ptrdiff_t)i * m->rs + (ptrdiff_t)j * m->cs;
-    if (m->f) return m->f[at];
-    if (m->b) return m->b[at] ? -INFINITY : 0.0f;
-    return 0.0f;
-}
-
-/* Each row's log-sum-exp, lse_i = max + log Σ_j exp(s_ij - max) (summed in double), of s (rows, n);
- * -inf for a row with every key masked (max -inf: log 0). */
-static void rows_lse(float *lse, const float *s, size_t rows, size_t n) {
-    for (size_t i = 0; i < rows; i++) {
-        const float *row = s + i * n;
-        float max = -INFINITY;
-        for (size_t j = 0; j < n; j++)
-            if (row[j] > max || isnan(row[j])) max = row[j];
-        double sum = 0.0;
-        if (max != -INFINITY)
-            for (size_t j = 0; j < n; j++) sum += exp((double)row[j] - max);
-        lse[i] = max == -INFINITY ? -INFINITY : (float)(max + log(sum));
-    }
-}
-
-mha_status mha_attention_plain(const mha_head_args *job, const mha_attn_kernels *kernels, float *weights,
-                               float *scaled, float *masked) {
-    const size_t L = job->L, S = job->S;
-    bool has_attn = job->attn.f || job->attn.b, has_pad = job->pad.f || job->pad.b;
-
-    /* pass 1: scaled = q·kᵀ·scale (kᵀ is k read with its strides swapped) */
-    mha_status st = job->k_packed && kernels == &mha_attn_fast
-                        ? mha_sgemm_packed(weights, S, job->q, (ptrdiff_t)job->ld_q, 1, job->k_packed, L, S, job->D, false)
-                        : kernels->matmul(weights, S, job->q, (ptrdiff_t)job->ld_q, 1, job->k, 1, (ptrdiff_t)job->ld_k,
-                                          L, S, job->D, false);
-    if (st != MHA_OK) return st;
-    if (job->scale != 1.0f)
-        for (size_t n = 0; n < L * S; n++) weights[n] *= job->scale;
-    if (scaled) memcpy(scaled, weights, L * S * sizeof *weights);
-
-    /* pass 2: masked = scaled + (attn_mask + key padding), then -inf where j > i (causal) */
-    if (has_attn || has_pad || job->causal) {
-        for (size_t i = 0; i < L; i++) {
-            float *row = weights + i * S;
-            for (size_t j = 0; j < job->mask_cols; j++) {
-                if (has_attn || has_pad) {
-                    float m = has_attn ? mask_value(&job->attn, i, j) : 0.0f;
-                    if (has_pad) m = has_attn ? m + mask_value(&job->pad, i, j) : mask_value(&job->pad, i, j);
-                    row[j] += m;
-                }
-                if (job->causal && j > job->row0 + i) row[j] = -INFINITY;
-            }
-        }
-    }
-    if (masked) memcpy(masked, weights, L * S * sizeof *weights);
-    if (job->lse) rows_lse(job->lse, weights, L, S);
-
-    /* pass 3: weights = softmax(masked) along each row (and weights_sum += weights, as they are
-     * written) */
-    kernels->softmax_rows(weights, S, L, S, job->weights_sum, job->ld_sum);
-
-    /* pass 4: out = weights·v */
-    if (job->v_packed && kernels == &mha_attn_fast)
-        return mha_sgemm_packed(job->out, job->ld_out, weights, (ptrdiff_t)S, 1, job->v_packed, L, job->Dv, S, false);
-    return kernels->matmul(job->out, job->ld_out, weights, (ptrdiff_t)S, 1, job->v, (ptrdiff_t)job->ld_v, 1, L,
-                           job->Dv, S, false);
-}
-
 
 /* ---------------------------------------------------------------------------------------------
  * The forward: scaled dot-product attention with broadcast leading dims
@@ -511,7 +428,7 @@ static mha_status score_tile(const bwd_job *job, float *tile, size_t ld, mat q, 
         float *row = tile + i * ld;
         for (size_t j = 0; j < bk; j++) row[j] *= job->scale;
         if (masked)
-            for (size_t j = 0; j < bk; j++) row[j] += mask_value(m, i0 + i, j0 + j);
+            for (size_t j = 0; j < bk; j++) row[j] += mha_mask_value(m, i0 + i, j0 + j);
         if (job->causal)
             for (size_t j = i0 + i + 1 > j0 ? i0 + i + 1 - j0 : 0; j < bk; j++) row[j] = -INFINITY;
     }
