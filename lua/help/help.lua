@@ -13,14 +13,14 @@ local help = {}
 
 local docs        -- name -> entry, merged from every mha.docs_* module
 local commands = {}  -- the REPL's commands (name -> {args =, help =, run =}); none outside the REPL
-local make_commands  -- a function making that table, for help() outside the interactive REPL, or nil
+local make_commands  -- a function making that table, for help() outside the interactive REPL
 local mha = require "mha"
 local text = require "mha.text"   -- the wrapper the lessons use too
 local term = require "mha.term"
 local display = require "mha.display"   -- its did-you-mean (display.closest)
 
--- The REPL hands over its command table (repl.commands), which help() then lists and explains; or,
--- where no REPL runs, a function making that table, called the first time help() lists the commands.
+-- The REPL hands over its command table (repl.commands), which help() then lists and explains;
+-- or, where no REPL runs, a function making that table, called when help() first lists them.
 function help.set_commands(repl_commands)
     if type(repl_commands) == "function" then make_commands = repl_commands
     else commands = type(repl_commands) == "table" and repl_commands or {} end
@@ -269,9 +269,9 @@ local function group_of(name, entry)
     return name:match("^(.*)[.:]") or "topics"
 end
 
--- Outside the interactive REPL (mha-repl -e 'help()', a script) no repl.init has handed its commands
--- over: the function the REPL handed instead makes the table as repl.init makes it (the REPL's own and
--- the lesson runner's), so that help() lists every command all the same.
+-- Outside the interactive REPL (mha-repl -e 'help()', a script) no repl.init hands the commands
+-- over: the function the REPL handed instead makes the table as repl.init makes it (the REPL's
+-- own and the lesson runner's), so that help() lists every command all the same.
 local function command_table()
     if next(commands) == nil and make_commands then
         local made = make_commands()
