@@ -4,6 +4,7 @@
 local lang = arg[1] or "en"
 assert(lang == "en" or lang == "zh", "usage: mha-repl tools/api_docs.lua en|zh")
 local help = require "mha.help"
+require "mha.repl"   -- hands help the REPL's commands, which the reference lists too
 help.set_lang(function() return lang end)
 
 local words = {

@@ -7,20 +7,23 @@
 -- Keys are written as a student types them: "mha.softmax", "Tensor:view" for a method of tensors,
 -- "MultiheadAttention:forward" for a method of the module, "plot.heatmap". help.lua merges them all,
 -- lazily, the first time help is asked for. The REPL hands help its command table (help.set_commands),
--- so help() lists the ':' commands too.
+-- so help() lists the ':' commands too; help requires nothing of the REPL.
 
 local help = {}
 
 local docs        -- name -> entry, merged from every mha.docs_* module
 local commands = {}  -- the REPL's commands (name -> {args =, help =, run =}); none outside the REPL
+local make_commands  -- a function making that table, for help() outside the interactive REPL
 local mha = require "mha"
 local text = require "mha.text"   -- the wrapper the lessons use too
 local term = require "mha.term"
 local display = require "mha.display"   -- its did-you-mean (display.closest)
 
--- The REPL hands over its command table (repl.commands), which help() then lists and explains.
+-- The REPL hands over its command table (repl.commands), which help() then lists and explains;
+-- or, where no REPL runs, a function making that table, called when help() first lists them.
 function help.set_commands(repl_commands)
-    commands = type(repl_commands) == "table" and repl_commands or {}
+    if type(repl_commands) == "function" then make_commands = repl_commands
+    else commands = type(repl_commands) == "table" and repl_commands or {} end
 end
 
 -- The language help speaks: a function returning "en" or "zh", which the REPL hands over (its own
@@ -266,17 +269,13 @@ local function group_of(name, entry)
     return name:match("^(.*)[.:]") or "topics"
 end
 
--- Outside the interactive REPL (mha-repl -e 'help()', a script) no REPL has handed its commands over:
--- the table is made as repl.init makes it (the REPL's own and the lesson runner's), so that help() lists
--- every command all the same.
+-- Outside the interactive REPL (mha-repl -e 'help()', a script) no repl.init hands the commands
+-- over: the function the REPL handed instead makes the table as repl.init makes it (the REPL's
+-- own and the lesson runner's), so that help() lists every command all the same.
 local function command_table()
-    if next(commands) == nil and package.preload["mha.repl"] then
-        local ok, repl = pcall(require, "mha.repl")
-        if ok and type(repl) == "table" and type(repl.commands) == "table" then
-            local lok, lesson = pcall(require, "mha.lesson")
-            if lok and type(lesson) == "table" and lesson.install then lesson.install(repl) end
-            commands = repl.commands
-        end
+    if next(commands) == nil and make_commands then
+        local made = make_commands()
+        if type(made) == "table" then commands = made end
     end
     return commands
 end

@@ -7,10 +7,11 @@
 
 #include "lazy.h"
 
-/* `plot` is require "mha.plot", `help` is require("mha.help").help. */
+/* `plot` is require "mha.plot"; `help` is require("mha.repl").help, mha.help's help() with the
+ * REPL's commands handed to it, so that help() lists them in a script too. */
 static const struct { const char *name, *module, *field; } lazy_globals[] = {
     {"plot", "mha.plot", NULL},
-    {"help", "mha.help", "help"},
+    {"help", "mha.repl", "help"},
     {NULL, NULL, NULL}
 };
 

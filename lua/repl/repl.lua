@@ -10,7 +10,8 @@
 --   repl.complete(text, line, start)  Tab: a list of candidates, or "files" for file names
 --   repl.split_input(input)        the input's code without a trailing ';' and comments, whether it had the ';'
 --   repl.return_last(input)        "<statements> return <last>;" when the input ends in an expression
--- and sets repl.colour, repl.interactive and repl.clock (wall-clock seconds). Its message handler (the
+-- and sets repl.colour, repl.interactive and repl.clock (wall-clock seconds).
+-- lua/repl/lazy.c takes the global `help` from repl.help. Its message handler (the
 -- traceback without the embedded Lua code's frames) is in the registry as "mha.repl.msghandler".
 -- A script :save wrote calls repl.replayer() for the functions that replay the session.
 --
@@ -642,6 +643,23 @@ repl.add_command("help", {args = "[NAME]", help = "list the commands, or explain
         elseif repl.commands[name] then require("mha.help").help(":" .. name)  -- :help save
         else require("mha.help").help(name) end  -- :help mha.softmax, :help :save
     end})
+
+-- help() lists and explains the REPL's commands: repl.init hands mha.help the table; until then
+-- help holds a function making it as repl.init does (the REPL's own commands and the lesson
+-- runner's), for help() outside the interactive REPL (mha-repl -e 'help()', a script,
+-- tools/api_docs.lua). repl.help is mha.help's help(), the global `help` (lua/repl/lazy.c loads it
+-- from here on first use).
+if package.preload["mha.help"] then
+    local ok, help = pcall(require, "mha.help")
+    if ok and type(help) == "table" then
+        help.set_commands(function()
+            local lok, lesson = pcall(require, "mha.lesson")
+            if lok and type(lesson) == "table" and lesson.install then lesson.install(repl) end
+            return repl.commands
+        end)
+        repl.help = help.help
+    end
+end
 
 repl.add_command("quit", {args = "", help = "leave mha-repl (Ctrl-D does too)",
     run = function() return "quit" end})

@@ -621,13 +621,9 @@ local function heat_range(opts, flat)
     return lo, hi
 end
 
--- Long (~120 lines) on purpose: one pass a reader follows top to bottom (check, gather, size the cells,
--- draw each slice, the notes, the scale), whose steps share a dozen locals (range, widths, labels).
-function M.heat(t, opts)
-    opts = opts or {}
-    if type(opts) ~= "table" then raise("heat: options must be a table, got " .. type(opts)) end
-    check_keys("heat", opts, HEAT_OPTIONS, false)
-    local o = merge_options("heat", options, opts)
+-- The matrices heat shades: t checked, then its slices gathered (at most MAX_HEAT_ROWS rows each)
+-- into a table the steps below share; a bool tensor's cells as 0 and 1, on the scale {0, 1}.
+local function heat_gather(t)
     local shape = source("heat", t, false).shape   -- checked before any element is read
     local ndim = #shape
     if ndim == 0 then raise("heat: expected a tensor with at least one dimension, got a scalar") end
@@ -649,100 +645,145 @@ function M.heat(t, opts)
         end
         flat = { 0, 1 }
     end
+    return { src = src, shape = shape, ndim = ndim, nlead = nlead, slices = slices, grids = grids,
+             flat = flat, rows_ix = rows_ix, cols_ix = cols_ix }
+end
 
-    local lo, hi = heat_range(opts, flat)
-    local colour = use_colour(opts)
+-- How the map is drawn: the range and colour, the cells' format and width (cw), the row labels'
+-- width, the columns that fit the line (shown_cols).
+local function heat_layout(map, opts, o)
+    map.lo, map.hi = heat_range(opts, map.flat)
+    map.colour = use_colour(opts)
     local decimals = opts.values == true and 2 or opts.values
     if decimals ~= nil and decimals ~= false and not (math.type(decimals) == "integer" and decimals >= 0 and decimals <= 6) then
         raise("heat: values must be true, false or a number of decimals 0..6")
     end
-    local value_format = decimals and "%." .. decimals .. "f" or nil
-    local nrows = ndim >= 2 and shape[ndim - 1] or 1
-    local ncols = shape[ndim]
-    local row_labels = ndim >= 2 and label_list("heat", "rows", opts.rows, nrows, "row") or nil
-    local col_labels = label_list("heat", "cols", opts.cols, ncols, "column")
+    map.value_format = decimals and "%." .. decimals .. "f" or nil
+    local shape, ndim = map.shape, map.ndim
+    map.nrows = ndim >= 2 and shape[ndim - 1] or 1
+    map.ncols = shape[ndim]
+    map.row_labels = ndim >= 2 and label_list("heat", "rows", opts.rows, map.nrows, "row") or nil
+    map.col_labels = label_list("heat", "cols", opts.cols, map.ncols, "column")
     local cw = 2
-    if value_format then   -- room for the widest value (and, without colour, its bar before it)
-        for _, v in ipairs(flat) do
-            if type(v) == "number" then cw = math.max(cw, #string.format(value_format, v) + (colour and 0 or 1)) end
+    if map.value_format then   -- room for the widest value (and, without colour, its bar before it)
+        for _, v in ipairs(map.flat) do
+            if type(v) == "number" then
+                cw = math.max(cw, #string.format(map.value_format, v) + (map.colour and 0 or 1))
+            end
         end
     end
-    if col_labels then
-        for _, l in ipairs(col_labels) do cw = math.max(cw, math.min(term.width(l), 6)) end
+    if map.col_labels then
+        for _, l in ipairs(map.col_labels) do cw = math.max(cw, math.min(term.width(l), 6)) end
     end
-    local label_width = 0
-    if row_labels then
-        for r = 1, #rows_ix do label_width = math.max(label_width, term.width(row_labels[r])) end
+    map.cw = cw
+    map.label_width = 0
+    if map.row_labels then
+        for r = 1, #map.rows_ix do
+            map.label_width = math.max(map.label_width, term.width(map.row_labels[r]))
+        end
     end
-    local lead = row_labels and label_width + 1 or 0
-    local width = linewidth_of(o)
-    local shown_cols = math.max(1, math.min(#cols_ix, (width - lead + 1) // (cw + 1)))
+    map.lead = map.row_labels and map.label_width + 1 or 0
+    local fitting = (linewidth_of(o) - map.lead + 1) // (cw + 1)   -- cells of cw and a space
+    map.shown_cols = math.max(1, math.min(#map.cols_ix, fitting))
+end
 
-    -- the level of v: 0..1 on the scale, or nil for NaN
-    local function position(v)
-        if v ~= v then return nil end
-        if hi == lo then return 0.5 end
-        local x = (v - lo) / (hi - lo)
-        return math.max(0, math.min(1, x))
-    end
-    local saw_nan = false
-    local function cell(v)
-        local x = position(v)
-        if x == nil then
-            saw_nan = true
-            return string.rep(NAN_MARK, cw)
-        end
-        if colour then
-            local k = level_of(x, #RAMP)
-            local text = value_format and string.format(value_format, v) or ""
-            return "\27[48;5;" .. RAMP[k] .. "m" .. (value_format and (k <= RAMP_DARK and "\27[97m" or "\27[30m") or "")
-                .. string.rep(" ", cw - #text) .. text .. "\27[0m"
-        end
-        local shade = SHADES[level_of(x, #SHADES)]
-        if value_format then
-            local text = string.format(value_format, v)
-            return shade .. string.rep(" ", cw - 1 - #text) .. text
-        end
-        return string.rep(shade, cw)
-    end
+-- The position of v on the scale, 0..1, or nil for NaN.
+local function heat_position(map, v)
+    if v ~= v then return nil end
+    if map.hi == map.lo then return 0.5 end
+    local x = (v - map.lo) / (map.hi - map.lo)
+    return math.max(0, math.min(1, x))
+end
 
-    local lines = {}
+-- A cell of cw columns: its shade (a background colour, or a bar height) and, with values=, its
+-- value. A NaN cell is NAN_MARKs, and map.saw_nan tells the scale to explain them.
+local function heat_cell(map, v)
+    local cw, value_format = map.cw, map.value_format
+    local x = heat_position(map, v)
+    if x == nil then
+        map.saw_nan = true
+        return string.rep(NAN_MARK, cw)
+    end
+    if map.colour then
+        local k = level_of(x, #RAMP)
+        local text = value_format and string.format(value_format, v) or ""
+        local ink = value_format and (k <= RAMP_DARK and "\27[97m" or "\27[30m") or ""
+        local background = "\27[48;5;" .. RAMP[k] .. "m"
+        return background .. ink .. string.rep(" ", cw - #text) .. text .. "\27[0m"
+    end
+    local shade = SHADES[level_of(x, #SHADES)]
+    if value_format then
+        local text = string.format(value_format, v)
+        return shade .. string.rep(" ", cw - 1 - #text) .. text
+    end
+    return string.rep(shade, cw)
+end
+
+-- The title, then each slice: its label (3-D and more), the column labels, a line of cells per row.
+local function heat_slices(lines, map, opts)
+    local cw, lead = map.cw, map.lead
     if opts.title ~= nil then lines[#lines + 1] = clean_text(opts.title) end
-    for s, prefix in ipairs(slices) do
-        if nlead > 0 then
+    for s, prefix in ipairs(map.slices) do
+        if map.nlead > 0 then
             if s > 1 then lines[#lines + 1] = "" end
-            lines[#lines + 1] = slice_label(prefix, ndim, opts.dims)
+            lines[#lines + 1] = slice_label(prefix, map.ndim, opts.dims)
         end
-        if col_labels then
+        if map.col_labels then
             local parts = {}
-            for c = 1, shown_cols do parts[c] = pad_right(term.truncate(col_labels[c], cw), cw) end
+            for c = 1, map.shown_cols do
+                parts[c] = pad_right(term.truncate(map.col_labels[c], cw), cw)
+            end
             lines[#lines + 1] = (string.rep(" ", lead) .. table.concat(parts, " ")):gsub("%s+$", "")
         end
-        for r = 1, #rows_ix do
+        for r = 1, #map.rows_ix do
             local parts = {}
-            for c = 1, shown_cols do parts[c] = cell(grids[s][r][c]) end
-            local prefix_text = row_labels and pad_right(row_labels[r], label_width) .. " " or ""
-            lines[#lines + 1] = prefix_text .. table.concat(parts, " ")
+            for c = 1, map.shown_cols do parts[c] = heat_cell(map, map.grids[s][r][c]) end
+            local labels = map.row_labels
+            local label = labels and pad_right(labels[r], map.label_width) .. " " or ""
+            lines[#lines + 1] = label .. table.concat(parts, " ")
         end
     end
+end
+
+-- Below the slices: the rows and columns left out, then the scale: lo, every level lowest to
+-- highest, hi (each level an equal part of the range), and what ? means when a cell is NaN.
+local function heat_scale(lines, map, o)
     local notes = {}
     local said = words(o.lang)
-    if nrows > #rows_ix then notes[#notes + 1] = string.format(said.rows_of, #rows_ix, nrows) end
-    if ncols > shown_cols then notes[#notes + 1] = string.format(said.columns_of, shown_cols, ncols) end
+    local shown_rows, shown_cols = #map.rows_ix, map.shown_cols
+    if map.nrows > shown_rows then
+        notes[#notes + 1] = string.format(said.rows_of, shown_rows, map.nrows)
+    end
+    if map.ncols > shown_cols then
+        notes[#notes + 1] = string.format(said.columns_of, shown_cols, map.ncols)
+    end
     if #notes > 0 then lines[#lines + 1] = string.format(said.shown, table.concat(notes, said.comma)) end
 
-    -- the scale: lo, every level lowest to highest, hi (each level an equal part of the range)
-    local fmt, whole = number_format({ lo, hi, (hi - lo) / (colour and #RAMP or #SHADES) }, o)
+    local lo, hi = map.lo, map.hi
+    local fmt, whole = number_format({ lo, hi, (hi - lo) / (map.colour and #RAMP or #SHADES) }, o)
     local function num(v) return format_number(v, fmt, whole) end
     local steps = {}
-    if colour then
+    if map.colour then
         for k = 1, #RAMP do steps[k] = "\27[48;5;" .. RAMP[k] .. "m \27[0m" end
     else
         steps = SHADES
     end
     lines[#lines + 1] = said.scale .. num(lo) .. " " .. table.concat(steps) .. " " .. num(hi)
-    if saw_nan then lines[#lines] = lines[#lines] .. "  " .. NAN_MARK .. " = nan" end
-    lines[#lines + 1] = footer(src)
+    if map.saw_nan then lines[#lines] = lines[#lines] .. "  " .. NAN_MARK .. " = nan" end
+end
+
+-- The steps in order: check the options, gather the slices, lay out the cells, draw, the scale.
+function M.heat(t, opts)
+    opts = opts or {}
+    if type(opts) ~= "table" then raise("heat: options must be a table, got " .. type(opts)) end
+    check_keys("heat", opts, HEAT_OPTIONS, false)
+    local o = merge_options("heat", options, opts)
+    local map = heat_gather(t)
+    heat_layout(map, opts, o)
+    local lines = {}
+    heat_slices(lines, map, opts)
+    heat_scale(lines, map, o)
+    lines[#lines + 1] = footer(map.src)
     io.write(table.concat(lines, "\n"), "\n")
 end
 

@@ -79,13 +79,9 @@ local function draw_attention(model, task, figures)
     end
 end
 
--- mha.train{model=, task=, steps=100, lr=1e-3, batch=(the task's), optimizer="adamw", log_every=(steps/10),
---           seed=, weight_decay=, clip=1.0, plot=false, attention_every=0, quiet=false, on_log=}
--- on_log(step, history) is called after each log step (e.g. to measure the heads as they form).
--- -> history {loss = {...}, acc = {...}, step = {...}, steps = n done, interrupted = bool, seconds = CPU s}
--- Ctrl-C prints the step reached and raises "interrupted" (the model keeps what it learned).
--- history.loss[i] and acc[i] are the mean loss and accuracy over the steps since the previous log line.
-function M.train(o)
+-- The options of a run checked: a model, a task whose symbols and sequences fit it, a positive
+-- number of steps. -> model, task, steps
+local function checked_run(o)
     local fname = "train"
     if type(o) ~= "table" then raise("train: give a table, e.g. mha.train{model = m, task = t, steps = 200}") end
     local names = {}
@@ -111,61 +107,67 @@ function M.train(o)
     if math.type(steps) ~= "integer" or steps < 1 then
         raise("train: option steps must be a positive integer, got " .. tostring(steps))
     end
-    if o.seed ~= nil then task:reseed(o.seed) end
-    local batch = o.batch or task.batch_size
-    local log_every = o.log_every or math.max(1, steps // 10)
-    local clip = o.clip == nil and 1.0 or o.clip
-    local params = model:parameters()
-    local opt = make_optimizer(o, params)
-    local tty = not o.quiet and term.isatty(1)
-    local history = {loss = {}, acc = {}, step = {}, steps = 0, interrupted = false}
+    return model, task, steps
+end
+
+-- A log step: the mean loss and accuracy since the previous one kept in the history, the progress
+-- line (at a terminal) or a log line, the live curve, the attention maps, on_log.
+local function log_step(run, step, mean_loss, mean_acc)
+    local o, history, steps = run.o, run.history, run.steps
+    local n = #history.loss + 1
+    history.loss[n], history.acc[n], history.step[n] = mean_loss, mean_acc, step
+    if run.tty then
+        local el = os.clock() - run.t0
+        local rate = step / math.max(el, 1e-9)
+        io.write("\r\27[K", string.format(words().progress, step, steps, rate, history.loss[n],
+                                            100 * history.acc[n], fmt_time((steps - step) / rate)))
+        io.flush()
+    elseif not o.quiet then
+        print(string.format(words().log, step, history.loss[n],
+                            100 * history.acc[n]))
+    end
+    -- live, on an x axis fixed at 0 .. steps: at most 5 redraws a second
+    if o.plot and windowed() and (step == steps or mha.clock() - run.drawn_at >= 0.2) then
+        draw_curve(history, steps, run.model, run.curves)
+        run.drawn_at = mha.clock()
+    end
+    if (o.attention_every or 0) > 0 and step % o.attention_every == 0 then
+        draw_attention(run.model, run.task, run.layer_figures)
+    end
+    if o.on_log then o.on_log(step, history) end
+end
+
+-- The steps: a batch, the forward pass and its loss, the backward pass, the gradients clipped to
+-- norm clip, the optimizer's step; every log_every steps, and at the last, a log step.
+local function run_steps(run)
+    local model, task, opt, params, clip = run.model, run.task, run.opt, run.params, run.clip
     local sum_loss, sum_acc, n_acc = 0, 0, 0
-    local t0 = os.clock()
-    local drawn_at = -math.huge   -- mha.clock() of the last live redraw
-    -- each run's curves in a figure of their own (a window: two runs, 1 head and 2 heads, side by side), and
-    -- its attention maps in others, so that neither draws over the other
-    local curves = o.plot and require("mha.plot").figure{current = false} or nil
-    local layer_figures = {}
-    local function run_steps()
-        for step = 1, steps do
-            local tokens, targets = task:batch(batch)
-            local logits = model:forward(tokens, {need_weights = false})
-            local loss, acc = M.loss(logits, targets)
-            opt:zero_grad()
-            loss:backward()
-            if clip and clip > 0 then optim.clip_grad_norm(params, clip) end
-            opt:step()
-            sum_loss, sum_acc, n_acc = sum_loss + loss:item(), sum_acc + acc, n_acc + 1
-            history.steps = step
-            if step % log_every == 0 or step == steps then
-                local n = #history.loss + 1
-                history.loss[n], history.acc[n], history.step[n] = sum_loss / n_acc, sum_acc / n_acc, step
-                sum_loss, sum_acc, n_acc = 0, 0, 0
-                if tty then
-                    local el = os.clock() - t0
-                    local rate = step / math.max(el, 1e-9)
-                    io.write("\r\27[K", string.format(words().progress, step, steps, rate, history.loss[n],
-                                                        100 * history.acc[n], fmt_time((steps - step) / rate)))
-                    io.flush()
-                elseif not o.quiet then
-                    print(string.format(words().log, step, history.loss[n],
-                                        100 * history.acc[n]))
-                end
-                -- live, on an x axis fixed at 0 .. steps: at most 5 redraws a second
-                if o.plot and windowed() and (step == steps or mha.clock() - drawn_at >= 0.2) then
-                    draw_curve(history, steps, model, curves)
-                    drawn_at = mha.clock()
-                end
-                if (o.attention_every or 0) > 0 and step % o.attention_every == 0 then draw_attention(model, task, layer_figures) end
-                if o.on_log then o.on_log(step, history) end
-            end
+    for step = 1, run.steps do
+        local tokens, targets = task:batch(run.batch)
+        local logits = model:forward(tokens, {need_weights = false})
+        local loss, acc = M.loss(logits, targets)
+        opt:zero_grad()
+        loss:backward()
+        if clip and clip > 0 then optim.clip_grad_norm(params, clip) end
+        opt:step()
+        sum_loss, sum_acc, n_acc = sum_loss + loss:item(), sum_acc + acc, n_acc + 1
+        run.history.steps = step
+        if step % run.log_every == 0 or step == run.steps then
+            local mean_loss, mean_acc = sum_loss / n_acc, sum_acc / n_acc
+            sum_loss, sum_acc, n_acc = 0, 0, 0
+            log_step(run, step, mean_loss, mean_acc)
         end
     end
-    -- Ctrl-C in the REPL both sets the kernels' stop flag and arms a hook that raises "interrupted" at the next
-    -- Lua instruction; whichever fires first is caught by the inner pcall, and a hook still armed then fires
-    -- inside the outer one. Either way the model keeps the weights of the last finished step.
+end
+
+-- Runs the steps; true when Ctrl-C stopped them. Ctrl-C in the REPL both sets the kernels' stop
+-- flag and arms a hook that raises "interrupted" at the next Lua instruction; whichever fires first
+-- is caught by the inner pcall, and a hook still armed then fires inside the outer one. Either way
+-- the model keeps the weights of the last finished step.
+local function run_until_interrupted(run)
+    local history = run.history
     local function guarded()
-        local ok, err = pcall(run_steps)
+        local ok, err = pcall(run_steps, run)
         if ok then return false end
         if not tostring(err):find("interrupted", 1, true) then error(err, 0) end
         for _ = 1, 4 do local _ = history.steps end   -- a pending hook fires here, still protected
@@ -173,22 +175,50 @@ function M.train(o)
     end
     local ok, res = pcall(guarded)
     if not ok and not tostring(res):find("interrupted", 1, true) then error(res, 0) end
-    if not ok or res then
+    return not ok or res
+end
+
+-- mha.train{model=, task=, steps=100, lr=1e-3, batch=(the task's), optimizer="adamw", log_every=(steps/10),
+--           seed=, weight_decay=, clip=1.0, plot=false, attention_every=0, quiet=false, on_log=}
+-- on_log(step, history) is called after each log step (e.g. to measure the heads as they form).
+-- -> history {loss = {...}, acc = {...}, step = {...}, steps = n done, interrupted = bool, seconds = CPU s}
+-- Ctrl-C prints the step reached and raises "interrupted" (the model keeps what it learned).
+-- history.loss[i] and acc[i] are the mean loss and accuracy over the steps since the previous log line.
+function M.train(o)
+    local model, task, steps = checked_run(o)
+    if o.seed ~= nil then task:reseed(o.seed) end
+    -- what the steps share: the options, the optimizer, the history, the clock, the figures
+    local run = {o = o, model = model, task = task, steps = steps}
+    run.batch = o.batch or task.batch_size
+    run.log_every = o.log_every or math.max(1, steps // 10)
+    run.clip = o.clip == nil and 1.0 or o.clip
+    run.params = model:parameters()
+    run.opt = make_optimizer(o, run.params)
+    run.tty = not o.quiet and term.isatty(1)
+    local history = {loss = {}, acc = {}, step = {}, steps = 0, interrupted = false}
+    run.history = history
+    run.t0 = os.clock()
+    run.drawn_at = -math.huge   -- mha.clock() of the last live redraw
+    -- each run's curves in a figure of their own (a window: two runs, 1 head and 2 heads, side by side), and
+    -- its attention maps in others, so that neither draws over the other
+    run.curves = o.plot and require("mha.plot").figure{current = false} or nil
+    run.layer_figures = {}
+    if run_until_interrupted(run) then
         history.interrupted = true
-        opt:zero_grad()
-        if tty then io.write("\n") end
+        run.opt:zero_grad()
+        if run.tty then io.write("\n") end
         print(string.format(words().interrupted, history.steps, steps))
     end
-    history.seconds = os.clock() - t0
+    history.seconds = os.clock() - run.t0
     -- text: once at the end; a window: once more when Ctrl-C or the rate limit left the last point undrawn
     if o.plot and #history.loss > 0 and (not windowed() or history.interrupted) then
-        draw_curve(history, steps, model, curves)
+        draw_curve(history, steps, model, run.curves)
     end
 
     -- Ctrl-C stops the whole input, as a kernel's interrupt does: the model keeps the weights of the last
     -- finished step, and the interrupt goes on, so a loop that calls train (lesson 17) stops too, once
     if history.interrupted then raise("interrupted") end
-    if tty then
+    if run.tty then
         io.write("\r\27[K", string.format(words().done, history.steps, fmt_time(history.seconds),
                                             history.loss[#history.loss] or 0 / 0,
                                             100 * (history.acc[#history.acc] or 0)), "\n")
