@@ -1,6 +1,7 @@
--- tools/api_docs.lua - writes the API reference (docs/api.md, docs/api.zh.md) from the help entries, so
--- that help() and the docs cannot disagree: every entry as `?name` prints it, group by group.
--- usage: COLUMNS=100 mha-repl tools/api_docs.lua en|zh > docs/api.md   (make docs; tests/sh/test_docs.sh)
+-- tools/api_docs.lua - writes the API reference (docs/api.md, docs/api.zh.md) from the help
+-- entries, so that help() and the docs cannot disagree: every entry as `?name` prints it, group by
+-- group. usage: COLUMNS=100 mha-repl tools/api_docs.lua en|zh > docs/api.md
+-- (make docs; tests/sh/test_docs.sh)
 local lang = arg[1] or "en"
 assert(lang == "en" or lang == "zh", "usage: mha-repl tools/api_docs.lua en|zh")
 local help = require "mha.help"

@@ -1,5 +1,6 @@
--- lua/help/docs_display.lua - module "mha.docs_display": the help entries for printing (mha.format, show,
--- printoptions, heat) and plotting (plot.*), merged by the REPL's help with every mha.docs_* module.
+-- lua/help/docs_display.lua - module "mha.docs_display": the help entries for printing
+-- (mha.format, show, printoptions, heat) and plotting (plot.*), merged by the REPL's help with
+-- every mha.docs_* module.
 
 local D, entry = require("mha.help.entry").book()
 

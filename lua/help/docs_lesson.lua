@@ -1,5 +1,6 @@
--- lua/help/docs_lesson.lua - module "mha.docs_lesson": the help entries for the lesson runner (the lesson
--- format, answering exercises, the stepping commands), merged by the REPL's help with every mha.docs_*.
+-- lua/help/docs_lesson.lua - module "mha.docs_lesson": the help entries for the lesson runner
+-- (the lesson format, answering exercises, the stepping commands), merged by the REPL's help with
+-- every mha.docs_*.
 
 local D, entry = require("mha.help.entry").book()
 

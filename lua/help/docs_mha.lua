@@ -1,10 +1,12 @@
--- lua/help/docs_mha.lua - module "mha.docs_mha": the help entries of module mha (constructors, functions,
--- attention), of the tensor methods and of mha.MultiheadAttention, read by lua/help/help.lua.
+-- lua/help/docs_mha.lua - module "mha.docs_mha": the help entries of module mha
+-- (constructors, functions, attention), of the tensor methods and of mha.MultiheadAttention, read
+-- by lua/help/help.lua.
 --
--- Keys are what a student types: "mha.softmax" for a function (also when it is a method: t:softmax(2)),
--- "Tensor:shape" for a method only tensors have, "MultiheadAttention:forward" for the module's methods.
--- Every example runs as written (tests/lua/test_help.lua runs them all), and also pasted into the REPL
--- line by line: globals, never `local`, and at most 76 columns a line (tests/lua/test_display.lua).
+-- Keys are what a student types: "mha.softmax" for a function
+-- (also when it is a method: t:softmax(2)), "Tensor:shape" for a method only tensors have,
+-- "MultiheadAttention:forward" for the module's methods. Every example runs as written
+-- (tests/lua/test_help.lua runs them all), and also pasted into the REPL line by line: globals,
+-- never `local`, and at most 76 columns a line (tests/lua/test_display.lua).
 
 local D, entry = require("mha.help.entry").book()
 

@@ -1,9 +1,10 @@
--- lua/help/docs_nn.lua - module "mha.docs_nn": the help entries of mha.nn (Module, containers, Linear,
--- Embedding, LayerNorm), mha.optim (SGD, Adam, AdamW), mha.clip_grad_norm and the module methods
--- MultiheadAttention shares with them, read by lua/help/help.lua.
+-- lua/help/docs_nn.lua - module "mha.docs_nn": the help entries of mha.nn
+-- (Module, containers, Linear, Embedding, LayerNorm), mha.optim (SGD, Adam, AdamW),
+-- mha.clip_grad_norm and the module methods MultiheadAttention shares with them, read by
+-- lua/help/help.lua.
 --
--- Every example runs as written, also pasted into the REPL line by line (tests/lua/test_display.lua):
--- globals, never `local`, at most 76 columns a line.
+-- Every example runs as written, also pasted into the REPL line by line
+-- (tests/lua/test_display.lua): globals, never `local`, at most 76 columns a line.
 
 local D, entry = require("mha.help.entry").book()
 

@@ -1,8 +1,9 @@
--- lua/help/docs_train.lua - module "mha.docs_train": the help entries of mha.nn.Transformer, mha.tasks,
--- mha.train, mha.heads and the shipped models (mha.load_model, mha.save_model), read by lua/help/help.lua.
+-- lua/help/docs_train.lua - module "mha.docs_train": the help entries of mha.nn.Transformer,
+-- mha.tasks, mha.train, mha.heads and the shipped models (mha.load_model, mha.save_model), read by
+-- lua/help/help.lua.
 --
--- Every example runs as written, also pasted into the REPL line by line (tests/lua/test_display.lua):
--- globals, never `local`, at most 76 columns a line.
+-- Every example runs as written, also pasted into the REPL line by line
+-- (tests/lua/test_display.lua): globals, never `local`, at most 76 columns a line.
 
 local D, entry = require("mha.help.entry").book()
 

@@ -1,5 +1,6 @@
--- lua/help/entry.lua - module "mha.help.entry": the one helper the docs modules (lua/help/docs_*.lua)
--- write their help entries with, so every entry has the same fields whichever file it lives in.
+-- lua/help/entry.lua - module "mha.help.entry": the one helper the docs modules
+-- (lua/help/docs_*.lua) write their help entries with, so every entry has the same fields whichever
+-- file it lives in.
 
 local M = {}
 

@@ -1,13 +1,13 @@
--- lua/help/help.lua - help() and ?name in mha-repl (module "mha.help"): the signature, a paragraph, the
--- formula and an example of every public function, read from the docs modules.
+-- lua/help/help.lua - help() and ?name in mha-repl (module "mha.help"): the signature, a paragraph,
+-- the formula and an example of every public function, read from the docs modules.
 --
 -- Docs are data. Every embedded module named mha.docs_* returns a table
 --   { ["mha.softmax"] = {sig = "mha.softmax(x, dim)", doc = "...", formula = "...", example = "...",
 --                        group = "attention" (optional), see = {"mha.scaled_dot_product_attention"} (optional)} }
 -- Keys are written as a student types them: "mha.softmax", "Tensor:view" for a method of tensors,
--- "MultiheadAttention:forward" for a method of the module, "plot.heatmap". help.lua merges them all,
--- lazily, the first time help is asked for. The REPL hands help its command table (help.set_commands),
--- so help() lists the ':' commands too; help requires nothing of the REPL.
+-- "MultiheadAttention:forward" for a method of the module, "plot.heatmap". help.lua merges them
+-- all, lazily, the first time help is asked for. The REPL hands help its command table
+-- (help.set_commands), so help() lists the ':' commands too; help requires nothing of the REPL.
 
 local help = {}
 
@@ -74,8 +74,8 @@ end
 -- Text layout
 -- ---------------------------------------------------------------------------------------------
 
--- The width help is laid out for: the terminal's columns, $COLUMNS when stdout is not a terminal, else
--- 80 (mha.term.columns), and never less than 30.
+-- The width help is laid out for: the terminal's columns, $COLUMNS when stdout is not a terminal,
+-- else 80 (mha.term.columns), and never less than 30.
 local function width()
     return math.max(30, term.columns())
 end
@@ -91,8 +91,9 @@ local function wrap(prose, indent, columns)
     return table.concat(paragraphs, "\n\n")
 end
 
--- A signature, which is code: never broken inside a word or a string; a line too wide breaks after a
--- comma, the continuation lines hanging under the first argument (or indented 4 when that is too far).
+-- A signature, which is code: never broken inside a word or a string; a line too wide breaks after
+-- a comma, the continuation lines hanging under the first argument
+-- (or indented 4 when that is too far).
 local function signature(sig, columns)
     if text.width(sig) <= columns then return sig end
     local open = sig:find("(", 1, true)
@@ -121,17 +122,19 @@ local function signature(sig, columns)
     return table.concat(out, "\n")
 end
 
--- A labelled block: "  Formula:  first line" and further lines aligned under the first (code too wide for
--- that goes under the label). Lines are kept as written (code, formulas) while they fit; a wider one breaks
--- at a space (outside strings, for code), its continuation indented two more than the line.
+-- A labelled block: "  Formula:  first line" and further lines aligned under the first
+-- (code too wide for that goes under the label). Lines are kept as written (code, formulas) while
+-- they fit; a wider one breaks at a space (outside strings, for code), its continuation indented
+-- two more than the line.
 local function labelled(label, body, columns, mode)
     local pad = string.rep(" ", 12)
     local head = "  " .. label .. (label:find("：$") and "" or ":")
     head = head .. string.rep(" ", math.max(1, 12 - text.width(head)))
     local out = {}
     if mode == "code" then
-        -- code beside the label only when every line fits there; else under it, indented 4, so that an
-        -- example of up to 76 columns pastes whole at 80 (a line split mid-expression cannot be pasted)
+        -- code beside the label only when every line fits there; else under it, indented 4, so that
+        -- an example of up to 76 columns pastes whole at 80 (a line split mid-expression cannot be
+        -- pasted)
         local beside = true
         for line in (body .. "\n"):gmatch("(.-)\n") do beside = beside and text.width(pad .. line) <= columns end
         if not beside then
@@ -280,8 +283,9 @@ local function command_table()
     return commands
 end
 
--- Every documented name and command in its group, the overviews first: a list of {title =, names =},
--- titles in help's language. help() lists them; tools/api_docs.lua writes docs/api.md from them.
+-- Every documented name and command in its group, the overviews first: a list of
+-- {title =, names =}, titles in help's language. help() lists them; tools/api_docs.lua writes
+-- docs/api.md from them.
 function help.groups()
     local groups, order, seen = {}, {}, {}
     local function add(g, name)
@@ -325,7 +329,8 @@ local function search(word)
     local lower = word:lower()
     for name in pairs(d) do
         local last = name:match("[.:]([^.:]+)$") or name
-        if last == word and not name:match("^:") then exact[#exact + 1] = name  -- a command needs its ':'
+        -- a command needs its ':'
+        if last == word and not name:match("^:") then exact[#exact + 1] = name
 
         elseif #word >= 3 and name:lower():find(lower, 1, true) then partial[#partial + 1] = name end
     end
@@ -343,7 +348,8 @@ local lua_libraries = {coroutine = "6.2", package = "6.3", string = "6.4", utf8 
                        math = "6.7", io = "6.8", os = "6.9", debug = "6.10"}
 local MANUAL = "https://www.lua.org/manual/5.4/manual.html"
 
--- A short pointer to the manual for a name of Lua's own ("print", "string.format", "string"), else nil.
+-- A short pointer to the manual for a name of Lua's own ("print", "string.format", "string"), else
+-- nil.
 local function lua_manual(name)
     if lua_libraries[name] then
         return said("lua_library", "%s is Lua's %s library (no entry here); Lua's manual explains it:", name, name)
@@ -397,8 +403,8 @@ local function command_text(name)
     return table.concat(parts, "\n")
 end
 
--- Help for a value without an entry: a pointer to Lua's manual for Lua's own names, where a function of
--- the user's was defined, or the names that contain the word ("did you mean").
+-- Help for a value without an entry: a pointer to Lua's manual for Lua's own names, where a
+-- function of the user's was defined, or the names that contain the word ("did you mean").
 local function no_entry(name, value, partial)
     local manual = lua_manual(name)
     if manual then return manual end
@@ -449,10 +455,10 @@ local function see_also(text, exact)
     return text .. "\n  " .. said("see_also", "See also: ") .. "?" .. table.concat(exact, ", ?")
 end
 
--- Text of help for a name typed after '?' (or given as a string to help). Exact names win: a docs key,
--- a ':' command, what the name refers to at the prompt (its entry, or Lua's manual for Lua's own), the
--- last part of a docs key ("softmax" for mha.softmax); names that only contain the word are offered
--- as "did you mean".
+-- Text of help for a name typed after '?' (or given as a string to help). Exact names win: a docs
+-- key, a ':' command, what the name refers to at the prompt (its entry, or Lua's manual for Lua's
+-- own), the last part of a docs key ("softmax" for mha.softmax); names that only contain the word
+-- are offered as "did you mean".
 local function help_name(name)
     local d = help.docs()
     if d[name] then return format_entry(name, d[name]) end

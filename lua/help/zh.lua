@@ -1,5 +1,6 @@
--- lua/help/zh.lua - module "mha.help.zh": help in Chinese - the words of help() and ?, the commands' lines,
--- and the explanation of every entry (tests/lua/test_help_zh.lua fails on one missing or in English).
+-- lua/help/zh.lua - module "mha.help.zh": help in Chinese - the words of help() and ?, the
+-- commands' lines, and the explanation of every entry (tests/lua/test_help_zh.lua fails on one
+-- missing or in English).
 
 local zh = {}
 
@@ -66,8 +67,8 @@ zh.signatures = {
 }
 
 -- The explanations (doc) of every entry, as a teacher would say them in class; the signature, the
--- formula and the example stay as they are (they are code). Each text is written over several lines,
--- joined as paragraphs() says: a blank line starts a new paragraph.
+-- formula and the example stay as they are (they are code). Each text is written over several
+-- lines, joined as paragraphs() says: a blank line starts a new paragraph.
 local D = {}
 
 -- The overviews
@@ -788,7 +789,8 @@ D["mha.sample"] = [[
 每行一个；seed = s 即先调用 mha.seed(s)。]]
 
 -- The text between two lines of a paragraph: nothing between Chinese characters or beside Chinese
--- punctuation, a space where a Latin word, a name or a number meets the line break ("容器" + "mha.nn").
+-- punctuation, a space where a Latin word, a name or a number meets the line break
+-- ("容器" + "mha.nn").
 local PUNCTUATION = "，。；：、（）“”—…《》？！"
 local CHARACTER = "[%z\1-\127\194-\244][\128-\191]*"
 local function joint(line, next_line)

@@ -1,16 +1,18 @@
--- lua/kernel/kernel.lua - module "mha.kernel": what a notebook cell does, for the Jupyter kernel (lua/kernel/kernel.c)
--- and the notebook export (lua/notebook/notebook.lua) alike, with the REPL's own machinery
--- (mha.repl, which hands itself over: kernel.install(repl), from repl.init).
+-- lua/kernel/kernel.lua - module "mha.kernel": what a notebook cell does, for the Jupyter kernel
+-- (lua/kernel/kernel.c) and the notebook export (lua/notebook/notebook.lua) alike, with the REPL's
+-- own machinery (mha.repl, which hands itself over: kernel.install(repl), from repl.init).
 --
--- kernel.execute(code, sink) runs a cell as the REPL runs an input: ':' and '?' lines are commands, other
--- code is tried as "return <code>" first; it hands sink the cell's outputs in order, as nbformat outputs:
+-- kernel.execute(code, sink) runs a cell as the REPL runs an input: ':' and '?' lines are commands,
+-- other code is tried as "return <code>" first; it hands sink the cell's outputs in order, as
+-- nbformat outputs:
 --   {output_type = "stream", name = "stdout", text = ...}        what print, io.write and commands wrote
 --   {output_type = "display_data", data = {["text/plain"] =, ["text/html"] =}}     show(t): a tensor table
 --   {output_type = "display_data", data = {["image/png"] = (base64), ["text/plain"] =}}   a plot
 --   {output_type = "execute_result", data = {["text/plain"] =, ["text/html"] = (tensors)}}   the values
 --   {output_type = "error", ename =, evalue =, traceback = {lines}}                 with the REPL's traceback
--- and returns "ok" or "error", the error output, and the action a command asked for ("reset", "quit").
--- kernel.complete/inspect/is_complete take a request's content and return the reply's content.
+-- and returns "ok" or "error", the error output, and the action a command asked for
+-- ("reset", "quit"). kernel.complete/inspect/is_complete take a request's content and return the
+-- reply's content.
 
 local json = require "mha.json"
 local html = require "mha.notebook.html"
@@ -31,7 +33,7 @@ local function msghandler(m)
     return tostring(m)
 end
 
-local held = ""            -- the first bytes of a UTF-8 character whose last bytes are not written yet
+local held = ""         -- the first bytes of a UTF-8 character whose last bytes are not written yet
 
 -- The bytes a UTF-8 sequence starting with lead byte b has (0 for a byte that starts none).
 local function sequence_length(b)
@@ -41,8 +43,8 @@ local function sequence_length(b)
     return 0
 end
 
--- What the cell printed so far, as a stream output. A character cut between two writes waits for its
--- last bytes (until the cell ends: final), so it is not sent as two U+FFFD.
+-- What the cell printed so far, as a stream output. A character cut between two writes waits for
+-- its last bytes (until the cell ends: final), so it is not sent as two U+FFFD.
 local function flush(final)
     local text = held .. repl.take_output()
     held = ""
@@ -106,8 +108,8 @@ function kernel.setup()
     if set_up then return end
     set_up = true
     outputs.wrap_show(wrap_show)
-    -- what a cell prints reaches the notebook as it is printed (a long loop shows its progress), after
-    -- the REPL's capture has kept it
+    -- what a cell prints reaches the notebook as it is printed (a long loop shows its progress),
+    -- after the REPL's capture has kept it
     local function live(write)
         return function(...)
             local results = table.pack(write(...))
@@ -144,7 +146,8 @@ local function result_output(values)
     return {output_type = "execute_result", data = data, metadata = json.object()}
 end
 
--- The error output of a cell (code) that raised message: its lines, then the REPL's hint (repl.hint).
+-- The error output of a cell (code) that raised message: its lines, then the REPL's hint
+-- (repl.hint).
 local function error_output(code, message)
     message = tostring(message)
     local lines = {}
@@ -169,9 +172,9 @@ local function command_lines(code)
     return #lines > 0 and lines or nil
 end
 
--- Compiles a cell as the REPL does: "return <code>;" first (its values shown unless it ends in ';'),
--- else as statements. Returns the chunk, whether it is an expression, whether it is quiet, and the
--- expression as typed (the whole cell, or its last line); or nil and the syntax error.
+-- Compiles a cell as the REPL does: "return <code>;" first (its values shown unless it ends in
+-- ';'), else as statements. Returns the chunk, whether it is an expression, whether it is quiet,
+-- and the expression as typed (the whole cell, or its last line); or nil and the syntax error.
 local function compile(code, name)
     local expr, quiet = repl.split_input(code)
     local chunk = load("return " .. expr .. ";", name, "t")
@@ -247,7 +250,8 @@ function kernel.execute(code, cell_sink, name)
     return status, err, action
 end
 
--- The position (bytes, 1-based: the byte after the cursor) of code point cursor_pos, as the protocol counts.
+-- The position (bytes, 1-based: the byte after the cursor) of code point cursor_pos, as the
+-- protocol counts.
 local function byte_offset(code, cursor_pos)
     return utf8.offset(code, (cursor_pos or utf8.len(code) or #code) + 1) or #code + 1
 end

@@ -1,9 +1,11 @@
--- lua/notebook/notebook.lua - module "mha.notebook": a lesson or a REPL session written as a Jupyter notebook
--- (.ipynb, nbformat 4.4, kernel "mha-repl") or as one self-contained HTML page (no network, prints well).
+-- lua/notebook/notebook.lua - module "mha.notebook": a lesson or a REPL session written as a
+-- Jupyter notebook (.ipynb, nbformat 4.4, kernel "mha-repl") or as one self-contained HTML page
+-- (no network, prints well).
 --
--- A lesson's cells are run by mha.kernel, as the Jupyter kernel runs them, so a notebook re-executed in
--- Jupyter gives the same outputs. JSON goes through mha.json (jansson); every user string in the HTML is
--- escaped (mha.notebook.html). Files are written to a temporary name beside the target, then renamed over it.
+-- A lesson's cells are run by mha.kernel, as the Jupyter kernel runs them, so a notebook
+-- re-executed in Jupyter gives the same outputs. JSON goes through mha.json (jansson); every user
+-- string in the HTML is escaped (mha.notebook.html). Files are written to a temporary name beside
+-- the target, then renamed over it.
 
 local json = require "mha.json"
 local proc = require "mha.proc"   -- the second mha-repl of :export lesson, run without a shell
@@ -44,7 +46,8 @@ local function blocks_of(markup)
     return blocks
 end
 
--- The lines of a paragraph as one: a space between them, none where CJK text meets (as mha.text joins).
+-- The lines of a paragraph as one: a space between them, none where CJK text meets
+-- (as mha.text joins).
 local function wide(cp) return cp and cp >= 0x2E80 and cp <= 0xFFEF end
 local function join_lines(lines)
     local out = lines[1] or ""
@@ -56,16 +59,17 @@ local function join_lines(lines)
     return out
 end
 
--- Prose for Markdown: '<', '>' and '&' as entities outside `code` spans, so that they show as written and
--- no HTML passes through; a backtick that opens no closed span is prose too. Control characters show as
--- their pictures (html.escape's).
+-- Prose for Markdown: '<', '>' and '&' as entities outside `code` spans, so that they show as
+-- written and no HTML passes through; a backtick that opens no closed span is prose too. Control
+-- characters show as their pictures (html.escape's).
 local function markdown_prose(s)
     local out, inside = {}, false
     local _, ticks = s:gsub("`", "")
     local pieces = {}
     for piece in (s .. "`"):gmatch("(.-)`") do pieces[#pieces + 1] = piece end
     for i, piece in ipairs(pieces) do
-        local code = inside and not (ticks % 2 == 1 and i == #pieces)   -- the last of an odd count: unclosed
+        -- the last of an odd count: unclosed
+        local code = inside and not (ticks % 2 == 1 and i == #pieces)
         out[#out + 1] = code and piece or piece:gsub("[&<>]", {["&"] = "&amp;", ["<"] = "&lt;", [">"] = "&gt;"})
         inside = not inside
     end
@@ -156,12 +160,13 @@ local function run_cell(code, count)
     return {kind = "code", source = code, outputs = outputs, count = count}
 end
 
--- What an export says (the first cell's comment; why it cannot write), in the language the caller names
--- (English by default).
+-- What an export says (the first cell's comment; why it cannot write), in the language the caller
+-- names (English by default).
 local i18n = require "mha.i18n"
 local function words(lang) return i18n.words(lang).notebook end
 
--- A notebook's cell that opens lesson which (a number or a path) for code in lang, as --batch opens it.
+-- A notebook's cell that opens lesson which (a number or a path) for code in lang, as --batch opens
+-- it.
 local function opening(which, lang)
     return string.format('-- %s\nrequire("mha.lesson").open_cells(%s, %q);', words(lang).setup,
                          math.tointeger(tonumber(which)) or string.format("%q", which), lang)
@@ -194,7 +199,8 @@ function M.lesson_cells(which, lang)
         cells[#cells + 1] = {kind = "markdown", title = heading.title, level = heading.level, markup = heading.markup}
         local code = s.code or s.setup
         if type(code) == "string" then
-            count = count + 1   -- the code as the runner echoes it: tr{} of literals in the lesson's language
+            count = count + 1   -- the code as the runner echoes it: tr{} of literals in the
+                                -- lesson's language
             cells[#cells + 1] = run_cell(trim(require("mha.lesson.tools").resolve(code, lang)), count)
         end
         if s.kind == "exercise" and type(s.solution) == "string" then
@@ -211,12 +217,12 @@ end
 -- A REPL session (its transcript, lua/repl/repl.lua) as cells: what the student typed and saw
 -- ---------------------------------------------------------------------------------------------
 
--- The commands that run lesson steps: what they print after a step (the exercise's question, an error)
--- joins that step's code cell.
+-- The commands that run lesson steps: what they print after a step
+-- (the exercise's question, an error) joins that step's code cell.
 local STEPPING = {next = true, open = true, ["goto"] = true, back = true, restart = true, run = true}
 
--- How much of what a shown step printed comes before its code's output: the header and text, up to the end
--- of the lines the runner echoes the code with ("  │ code"). 0 when there are none.
+-- How much of what a shown step printed comes before its code's output: the header and text, up to
+-- the end of the lines the runner echoes the code with ("  │ code"). 0 when there are none.
 local function echo_length(text)
     local first = text:sub(1, #"  │") == "  │" and 1 or text:find("\n  │", 1, true)
     if not first then return 0 end
@@ -229,16 +235,16 @@ local function echo_length(text)
     return at - 1
 end
 
--- A kept table or figure (mha.notebook.record) as an nbformat output; text: what it printed. nil when a
--- figure cannot be drawn (then its text stays).
+-- A kept table or figure (mha.notebook.record) as an nbformat output; text: what it printed. nil
+-- when a figure cannot be drawn (then its text stays).
 local function kept_output(kept, text)
     if kept.kind == "figure" then return outputs.figure(kept.script, kept.number) end
     return {output_type = kept.kind, metadata = json.object(),
             data = {["text/plain"] = (text:gsub("\n$", "")), ["text/html"] = kept.html}}
 end
 
--- The outputs of what an entry printed after its first skip bytes: the text as stdout, its kept tables
--- and figures in their places.
+-- The outputs of what an entry printed after its first skip bytes: the text as stdout, its kept
+-- tables and figures in their places.
 local function entry_outputs(entry, skip)
     local outs = {}
     for _, part in ipairs(entry.parts or {{text = entry.output}}) do
@@ -263,14 +269,15 @@ local function error_output(entry)
             evalue = lines[#lines] or "", traceback = lines}
 end
 
--- The cells of a session's transcript: each lesson step as shown (its heading and text as Markdown, its
--- code with what it printed), each input and command with what it printed - tensors as tables, figures
--- as pictures - the answers to exercises, right and wrong, among them. Steps replayed quietly (:goto,
--- :back) were not shown and are left out. The notebook re-runs: a lesson's heading is followed by the cell
--- that opens it for code (as :export lesson's first cell), an exercise's by at_step(k), which makes it
--- the exercise the answers after it are checked against. A command that steps the lesson (Enter,
--- :next ...) is no cell of its own: the step it showed is its Markdown and code cells, and the rest of
--- what it printed (how to go on at the prompt, or why it could not step) is the REPL's, not the code's.
+-- The cells of a session's transcript: each lesson step as shown
+-- (its heading and text as Markdown, its code with what it printed), each input and command with
+-- what it printed - tensors as tables, figures as pictures - the answers to exercises, right and
+-- wrong, among them. Steps replayed quietly (:goto, :back) were not shown and are left out. The
+-- notebook re-runs: a lesson's heading is followed by the cell that opens it for code
+-- (as :export lesson's first cell), an exercise's by at_step(k), which makes it the exercise the
+-- answers after it are checked against. A command that steps the lesson (Enter, :next ...) is no
+-- cell of its own: the step it showed is its Markdown and code cells, and the rest of what it
+-- printed (how to go on at the prompt, or why it could not step) is the REPL's, not the code's.
 function M.session_cells(entries)
     local cells, count = {{kind = "markdown", title = "mha-repl session", level = 1, markup = ""}}, 0
     local function code_cell(source, outs)
@@ -279,7 +286,7 @@ function M.session_cells(entries)
         return cells[#cells]
     end
     local stepped, step_cell = false, nil   -- steps since the last input; the code cell of the last
-    local exercise_marked = false           -- a cell made an exercise pending; no step has been shown since
+    local exercise_marked = false   -- a cell made an exercise pending; no step has been shown since
     local function at_step(k, comment)      -- the lesson at step k, as :save's script marks it
         code_cell(string.format('require("mha.lesson").at_step(%d)   -- %s', k, comment), {})
     end
@@ -293,12 +300,14 @@ function M.session_cells(entries)
                                      markup = heading.markup}
                 step_cell = nil
                 local step = tonumber(tostring(entry.before or ""):match("at_step%((%d+)%)"))
-                if heading.level == 1 then   -- by its number, else as :save's script opens it (by its path)
+                if heading.level == 1 then   -- by its number, else as :save's script opens it (by
+                                             -- its path)
                     code_cell(heading.number and opening(heading.number, heading.lang) or entry.input .. ";", {})
                 elseif heading.exercise then   -- pending at its step, as in the session
                     at_step(heading.exercise, words(heading.lang).exercise)
                 else
-                    if exercise_marked and step then   -- showing a step ended the exercise in the session
+                    if exercise_marked and step then   -- showing a step ended the exercise in the
+                                                       -- session
                         at_step(step, words(heading.lang).past)
                     end
                     if entry.input ~= "" then step_cell = code_cell(entry.input, entry_outputs(entry, echo)) end
@@ -308,7 +317,8 @@ function M.session_cells(entries)
                 step_cell = code_cell(entry.input, entry_outputs(entry, 0))
             end
         elseif entry.kind == "enter" or STEPPING[entry.command] then
-            if stepped and entry.output ~= "" and step_cell then   -- an error or the exercise's question
+            if stepped and entry.output ~= "" and step_cell then   -- an error or the exercise's
+                                                                   -- question
                 local outs = step_cell.outputs
                 local last = outs[#outs]
                 if last and last.output_type == "stream" then last.text = last.text .. entry.output
@@ -364,8 +374,8 @@ function M.ipynb(cells, title)
     end
     local nb = {nbformat = 4, nbformat_minor = 4, cells = nb_cells,
                 metadata = {kernelspec = KERNELSPEC, language_info = LANGUAGE_INFO, title = title}}
-    -- json.encode makes every string UTF-8 (each bad sequence U+FFFD, as ipykernel does), so a text from
-    -- anywhere cannot stop the notebook being written
+    -- json.encode makes every string UTF-8 (each bad sequence U+FFFD, as ipykernel does), so a text
+    -- from anywhere cannot stop the notebook being written
     return json.encode(nb, 1) .. "\n"
 end
 
@@ -398,8 +408,8 @@ pre.formula { background: #fbfbf4; border-left: 3px solid #c9b458; padding: 0.5r
 }
 ]]
 
--- A stream's text as a terminal leaves it: a line rewritten after a carriage return (a progress line)
--- shows its last state.
+-- A stream's text as a terminal leaves it: a line rewritten after a carriage return
+-- (a progress line) shows its last state.
 local function as_shown(text)
     return (text:gsub("\r\n", "\n"):gsub("[^\n]*\r", ""))
 end
@@ -478,8 +488,8 @@ local function write(cells, path, title, lang)
     return M.write_atomic(path, text)
 end
 
--- mha-repl --lesson N --batch --export FILE: the whole lesson. Returns true and the lesson's number, or nil
--- and a message.
+-- mha-repl --lesson N --batch --export FILE: the whole lesson. Returns true and the lesson's
+-- number, or nil and a message.
 function M.export_lesson(which, lang, path)
     local format, err = format_of(path, lang)
     if not format then return nil, "--export: " .. err end
@@ -490,10 +500,10 @@ function M.export_lesson(which, lang, path)
     return true, session.number
 end
 
--- :export lesson FILE in the REPL: the open lesson, whole, run from its seed by a second mha-repl (so the
--- student's variables and place in the lesson stay as they are). runner: the lesson runner (mha.lesson)
--- the REPL runs, which says whether a lesson is open; lang: the language of the messages ("en" or "zh",
--- the REPL's). Returns true and the lesson's number, or nil and a message.
+-- :export lesson FILE in the REPL: the open lesson, whole, run from its seed by a second mha-repl
+-- (so the student's variables and place in the lesson stay as they are). runner: the lesson runner
+-- (mha.lesson) the REPL runs, which says whether a lesson is open; lang: the language of the
+-- messages ("en" or "zh", the REPL's). Returns true and the lesson's number, or nil and a message.
 function M.export_open_lesson(path, runner, lang)
     local format, err = format_of(path, lang)
     if not format then return nil, err end
@@ -501,8 +511,8 @@ function M.export_open_lesson(path, runner, lang)
     if not (open and math.type(open.number) == "integer" and runner.languages[open.lang]) then
         return nil, words(lang).no_lesson
     end
-    -- the same binary by its real path (so the child finds the lessons beside it), its arguments as a
-    -- list: no shell ever reads the file name
+    -- the same binary by its real path (so the child finds the lessons beside it), its arguments as
+    -- a list: no shell ever reads the file name
     local self, why = proc.self()
     if not self then return nil, why end
     local ok, said = proc.run({ self, "--lesson", tostring(open.number), "--batch", "--lang", open.lang,

@@ -1,5 +1,5 @@
--- lua/repl/repl.lua - the Lua side of mha-repl's REPL (module "mha.repl"): the ':' commands, how values are
--- printed, `_`, completion candidates, and the session transcript that :save writes.
+-- lua/repl/repl.lua - the Lua side of mha-repl's REPL (module "mha.repl"): the ':' commands, how
+-- values are printed, `_`, completion candidates, and the session transcript that :save writes.
 --
 -- lua/repl/repl.c reads the lines and runs the chunks; it calls, from this module:
 --   repl.init(carried)             once per Lua state (carried: what repl.carry() returned before a :reset)
@@ -15,10 +15,11 @@
 -- traceback without the embedded Lua code's frames) is in the registry as "mha.repl.msghandler".
 -- A script :save wrote calls repl.replayer() for the functions that replay the session.
 --
--- repl.init also hands the REPL to the notebook's recorder and cell runner (record.install(repl, runner),
--- kernel.install(repl)).
+-- repl.init also hands the REPL to the notebook's recorder and cell runner
+-- (record.install(repl, runner), kernel.install(repl)).
 --
--- The REPL hands itself to the lesson runner (lesson.install(repl), from repl.init), which then calls
+-- The REPL hands itself to the lesson runner (lesson.install(repl), from repl.init), which then
+-- calls
 --   repl.record_step(code, label, ok)  when it runs a step's code, so :save replays it too
 --   repl.clock()                       for timings on the wall clock
 --   repl.on_reset(name, keep, resume)  keep() -> a string or nil, carried across :reset and handed to
@@ -27,10 +28,11 @@
 --
 -- Another module adds a command with one line:
 --   repl.add_command("next", {args = "", help = "run the next step", run = function(argstring) ... end})
--- run may return "quit" or "reset" to ask the REPL for that; an optional complete(text, line) returns
--- candidates for the arguments (args mentioning FILE complete file names by default). args also says
--- what the REPL accepts before calling run: "" nothing, one placeholder ("K", "[NAME]", "en|zh", FILE)
--- at most one word, EXPR or "TEXT..." anything; otherwise it prints "usage: :name args".
+-- run may return "quit" or "reset" to ask the REPL for that; an optional complete(text, line)
+-- returns candidates for the arguments (args mentioning FILE complete file names by default). args
+-- also says what the REPL accepts before calling run: "" nothing, one placeholder
+-- ("K", "[NAME]", "en|zh", FILE) at most one word, EXPR or "TEXT..." anything; otherwise it prints
+-- "usage: :name args".
 
 local repl = {}
 
@@ -41,7 +43,7 @@ local raise = require "mha.raise"             -- errors at the user's line
 local term_loaded, term = pcall(require, "mha.term")  -- the terminal's width, the cells text takes
 if not term_loaded then term = nil end
 
-repl.commands = {}          -- name -> {args = "FILE", help = "one line", run = function(argstring) end}
+repl.commands = {}      -- name -> {args = "FILE", help = "one line", run = function(argstring) end}
 repl.on_empty_line = nil    -- function run by Enter on an empty line (the lesson runner sets it)
 -- The language of the REPL's help and messages, "en" or "zh": the lesson runner, which holds the
 -- language (--lang, :lang, MHA_LANG, LANG), replaces this with its own (lesson.install).
@@ -81,8 +83,8 @@ end
 -- ---------------------------------------------------------------------------------------------
 
 local captured, captured_bytes = {}, 0
--- :export's tables and figures (mha.notebook.record): {from =, upto = the span of captured they show,
--- output =}; by_key: the one a key (a figure) has in this input
+-- :export's tables and figures (mha.notebook.record): {from =, upto = the span of captured they
+-- show, output =}; by_key: the one a key (a figure) has in this input
 local kept, kept_by_key = {}, {}
 local recorder   -- mha.notebook.record, which keeps them, when the build has it (repl.init)
 local real_write = io.stdout.write     -- io.stdout's own write method
@@ -97,14 +99,14 @@ end
 
 local function without_colour(s) return (s:gsub("\27%[[%d;]*m", "")) end
 
--- What was printed since the last call, and (when something was kept) its parts in order: {text =} and
--- {text =, output =} for a kept output and the text it stands for.
+-- What was printed since the last call, and (when something was kept) its parts in order: {text =}
+-- and {text =, output =} for a kept output and the text it stands for.
 local function take_captured()
     local text, parts = without_colour(table.concat(captured)), nil
     if #kept > 0 then
         table.sort(kept, function(a, b) return a.from < b.from end)
         parts = {}
-        local at = 1   -- the first piece not yet in a part; a span inside an earlier one is left out
+        local at = 1  -- the first piece not yet in a part; a span inside an earlier one is left out
         for _, k in ipairs(kept) do
             if k.from >= at then
                 if k.from > at then parts[#parts + 1] = {text = without_colour(table.concat(captured, "", at, k.from - 1))} end
@@ -120,9 +122,9 @@ local function take_captured()
     return text, parts
 end
 
--- For mha.notebook.record: where what is printed next starts, and an output kept over what was printed
--- since from. A key's earlier output in this input is dropped with its text (a figure redrawn in a loop
--- is one figure); keep_output returns that output.
+-- For mha.notebook.record: where what is printed next starts, and an output kept over what was
+-- printed since from. A key's earlier output in this input is dropped with its text
+-- (a figure redrawn in a loop is one figure); keep_output returns that output.
 function repl.output_mark() return #captured + 1 end
 function repl.keep_output(from, output, key)
     local span = {from = from, upto = #captured, output = output}
@@ -146,7 +148,8 @@ local function err_out(s)
     io.stderr:write(s)
 end
 
--- Numbers as io.write writes them (integers plainly, floats with %.14g), other values with tostring.
+-- Numbers as io.write writes them (integers plainly, floats with %.14g), other values with
+-- tostring.
 local function write_piece(v)
     if math.type(v) == "float" then return string.format("%.14g", v) end
     return tostring(v)
@@ -185,13 +188,13 @@ function repl.format(v) return printer.format(v, paint) end
 
 
 -- ---------------------------------------------------------------------------------------------
--- Where an input's code ends. The one reading of "does this input end in ';'" that both lua/repl/repl.c
--- (which tries "return <code>;") and :save use: comments after the code are not code, and a ';' or
--- "--" inside a string literal is not one either.
+-- Where an input's code ends. The one reading of "does this input end in ';'" that both
+-- lua/repl/repl.c (which tries "return <code>;") and :save use: comments after the code are not
+-- code, and a ';' or "--" inside a string literal is not one either.
 -- ---------------------------------------------------------------------------------------------
 
--- The end of the long bracket ([[, [==[ ...) that opens at i, or nil when none opens there. Returns the
--- position after its closing bracket, or #s + 1 when it is never closed.
+-- The end of the long bracket ([[, [==[ ...) that opens at i, or nil when none opens there. Returns
+-- the position after its closing bracket, or #s + 1 when it is never closed.
 local function skip_long_bracket(s, i)
     local level = s:match("^%[(=*)%[", i)
     if not level then return nil end
@@ -211,9 +214,9 @@ local function skip_short_string(s, i)
     return #s + 1
 end
 
--- Splits an input into its code, whether it ended in ';' (quiet: the REPL keeps the values but does not
--- print them), and what followed the code (blanks and comments). "x = f(); -- c" is "x = f()", true,
--- " -- c"; '"a--b";' is '"a--b"', true, "". Any ';' ending the code are taken off.
+-- Splits an input into its code, whether it ended in ';' (quiet: the REPL keeps the values but does
+-- not print them), and what followed the code (blanks and comments). "x = f(); -- c" is "x = f()",
+-- true, " -- c"; '"a--b";' is '"a--b"', true, "". Any ';' ending the code are taken off.
 function repl.split_input(input)
     local i, n = 1, #input
     local last, last_code = 0, 0   -- the last character of code, the last that is not ';'
@@ -221,7 +224,8 @@ function repl.split_input(input)
         local c = input:sub(i, i)
         if c:match("%s") then
             i = i + 1
-        elseif c == "-" and input:sub(i + 1, i + 1) == "-" then   -- a comment, long or to the line's end
+        elseif c == "-" and input:sub(i + 1, i + 1) == "-" then   -- a comment, long or to the
+                                                                  -- line's end
             i = skip_long_bracket(input, i + 2) or (input:find("\n", i + 2, true) or n) + 1
         else
             local after
@@ -236,8 +240,8 @@ function repl.split_input(input)
     return input:sub(1, last_code), last > last_code, input:sub(last + 1)
 end
 
--- The positions of the ';' and line breaks of code outside strings and comments: where one statement
--- may end and the next begin.
+-- The positions of the ';' and line breaks of code outside strings and comments: where one
+-- statement may end and the next begin.
 local function statement_breaks(code)
     local breaks, i, n = {}, 1, #code
     while i <= n do
@@ -245,7 +249,8 @@ local function statement_breaks(code)
         if c == ";" or c == "\n" then
             breaks[#breaks + 1] = i
             i = i + 1
-        elseif c == "-" and code:sub(i + 1, i + 1) == "-" then   -- a comment; its line break is a break
+        elseif c == "-" and code:sub(i + 1, i + 1) == "-" then   -- a comment; its line break is a
+                                                                 -- break
             i = skip_long_bracket(code, i + 2) or code:find("\n", i + 2, true) or n + 1
         elseif c == '"' or c == "'" then i = skip_short_string(code, i)
         else i = c == "[" and skip_long_bracket(code, i) or i + 1 end
@@ -261,7 +266,8 @@ end
 function repl.split_last(code)
     local whole = load(code, "=split", "t", {})
     local breaks = statement_breaks(code)
-    for k = #breaks, math.max(1, #breaks - 200), -1 do   -- a long paste: its last 200 breaks, not all
+    for k = #breaks, math.max(1, #breaks - 200), -1 do   -- a long paste: its last 200 breaks, not
+                                                         -- all
         local at = breaks[k]
         local head, last = code:sub(1, at), code:sub(at + 1)
         if last:match("%S") and load(head, "=split", "t", {}) then
@@ -276,10 +282,11 @@ function repl.split_last(code)
     return nil
 end
 
--- lua/repl/repl.c's second try, when "return <input>;" does not compile: "<statements> return <last>;"
--- (repl.split_last), so a value typed after statements is shown as a value alone is. Returns that code,
--- whether the input ended in ';' (quiet), and the line the return is on when the value is on one line
--- (where a tail call's error is placed); nil when the last statement is not an expression.
+-- lua/repl/repl.c's second try, when "return <input>;" does not compile:
+-- "<statements> return <last>;" (repl.split_last), so a value typed after statements is shown as a
+-- value alone is. Returns that code, whether the input ended in ';' (quiet), and the line the
+-- return is on when the value is on one line (where a tail call's error is placed); nil when the
+-- last statement is not an expression.
 function repl.return_last(input)
     local code, quiet = repl.split_input(input)
     local head, last = repl.split_last(code)
@@ -318,7 +325,8 @@ local function show_time(seconds)
         if ok and type(live) == "table" then live = live.live or live[1] end
         if ok and type(live) == "number" then text = text .. ", tensors hold " .. format_bytes(live) end
     end
-    io.stdout:write(paint("dim", "[" .. text .. "]"), "\n")  -- not captured: times differ run to run
+    io.stdout:write(paint("dim", "[" .. text .. "]"), "\n")  -- not captured: times differ run to
+                                                             -- run
     captured, captured_bytes = {}, 0
 end
 
@@ -326,8 +334,8 @@ end
 -- The transcript: every input with what it printed, for :save.
 -- ---------------------------------------------------------------------------------------------
 
--- {kind = "lua"|"command"|"enter"|"step", input =, how =, command = (its full name), output =, and for
--- :export: parts = (take_captured's), heading = (a lesson step's, mha.notebook.record.step)}
+-- {kind = "lua"|"command"|"enter"|"step", input =, how =, command = (its full name), output =, and
+-- for :export: parts = (take_captured's), heading = (a lesson step's, mha.notebook.record.step)}
 local transcript = {}
 
 local function record(entry)
@@ -335,18 +343,19 @@ local function record(entry)
     transcript[#transcript + 1] = entry
 end
 
--- For the Jupyter kernel and the notebook export (lua/kernel/kernel.lua): what the inputs printed since the
--- last call, the transcript, and a cell recorded with the text of its outputs.
+-- For the Jupyter kernel and the notebook export (lua/kernel/kernel.lua): what the inputs printed
+-- since the last call, the transcript, and a cell recorded with the text of its outputs.
 repl.take_output = take_captured
 function repl.transcript() return transcript end
 function repl.record_cell(code, how, output)
     transcript[#transcript + 1] = {kind = "lua", input = code, how = how, output = output or ""}
 end
 
--- A lesson step's code, run by the lesson runner (lua/lesson/lesson.lua) rather than typed: recorded so that
--- :save replays it inline (the variables it makes exist for the inputs after it) and the Markdown shows
--- it under the step's label. ok = false marks code that raised an error (replayed with fails). before is a
--- line the script runs first (the runner's mark of where the lesson is, so answer() checks the right exercise).
+-- A lesson step's code, run by the lesson runner (lua/lesson/lesson.lua) rather than typed:
+-- recorded so that :save replays it inline (the variables it makes exist for the inputs after it)
+-- and the Markdown shows it under the step's label. ok = false marks code that raised an error
+-- (replayed with fails). before is a line the script runs first
+-- (the runner's mark of where the lesson is, so answer() checks the right exercise).
 function repl.record_step(code, label, ok, before)
     if type(code) ~= "string" then raise("record_step: code must be a string, got " .. type(code)) end
     record({kind = "step", input = code, label = label ~= nil and tostring(label) or "a lesson step",
@@ -354,8 +363,8 @@ function repl.record_step(code, label, ok, before)
             heading = recorder and recorder.step(label, before)})   -- the step's text, for :export
 end
 
--- An error's lines as a terminal shows them: a line wider than the terminal wrapped between words (spaces
--- kept), so the terminal does not cut a word in two. Piped or batch output stays as it was.
+-- An error's lines as a terminal shows them: a line wider than the terminal wrapped between words
+-- (spaces kept), so the terminal does not cut a word in two. Piped or batch output stays as it was.
 local function at_terminal_width(msg)
     local ok, text = pcall(require, "mha.text")
     if not (repl.interactive and term and ok) then return msg end
@@ -390,14 +399,15 @@ local function show_values(...)
     if select("#", ...) > 0 then print_values(...) end
 end
 
--- Was this error Ctrl-C ("interrupted", "stdin:1: interrupted", "sgemm: (2,3) @ (3,4): interrupted")?
+-- Was this error Ctrl-C ("interrupted", "stdin:1: interrupted",
+-- "sgemm: (2,3) @ (3,4): interrupted")?
 local function interrupted(msg)
     local first = tostring(msg):match("^[^\n]*")
     return first == "interrupted" or first:find(": interrupted$") ~= nil
 end
 
--- A Python habit or a slip at the prompt gets a one-line hint (mha.repl.habits), under the error or the
--- value it explains.
+-- A Python habit or a slip at the prompt gets a one-line hint (mha.repl.habits), under the error or
+-- the value it explains.
 local function habit_hint(f, ...)
     local ok, habits = pcall(require, "mha.repl.habits")
     if not ok then return nil end
@@ -405,8 +415,8 @@ local function habit_hint(f, ...)
     return got and hint or nil
 end
 
--- "A = m:attention() #A": a value after statements with no ';' or line break before it is a syntax error.
--- The input with the ';' that makes the REPL print the value (repl.return_last), or nil.
+-- "A = m:attention() #A": a value after statements with no ';' or line break before it is a syntax
+-- error. The input with the ';' that makes the REPL print the value (repl.return_last), or nil.
 local function with_break(input, msg)
     if not tostring(msg):match("^[^\n]* near [^\n]*$") or input:find("\n") then return nil end
     local tries = 0
@@ -421,9 +431,9 @@ local function with_break(input, msg)
     return nil
 end
 
--- repl.hint(input, how, ...) -> the hint for an input's outcome, in the REPL's language, or nil: how is
--- "error" (then the message) or "print" (then the values shown). The REPL prints it under the error or
--- the values; the Jupyter kernel (mha.kernel) shows the same line under a cell's.
+-- repl.hint(input, how, ...) -> the hint for an input's outcome, in the REPL's language, or nil:
+-- how is "error" (then the message) or "print" (then the values shown). The REPL prints it under
+-- the error or the values; the Jupyter kernel (mha.kernel) shows the same line under a cell's.
 function repl.hint(input, how, ...)
     if how == "error" then
         local fixed = with_break(input, (...))
@@ -445,8 +455,8 @@ local function hint_text(hint)
     return paint("hint", table.concat(lines, "\n")) .. "\n"
 end
 
--- Bare `help` at the prompt: the value is the help function itself, which is then called (help() lists the
--- topics) instead of printing "function: 0x…".
+-- Bare `help` at the prompt: the value is the help function itself, which is then called
+-- (help() lists the topics) instead of printing "function: 0x…".
 local function bare_help(input, ...)
     return select("#", ...) == 1 and type((...)) == "function" and (...) == rawget(_G, "help")
         and input:match("^%s*help%s*$") ~= nil
@@ -457,7 +467,8 @@ function repl.after(input, how, seconds, ...)
         show_error((...))
         local hint = repl.hint(input, how, ...)
         if hint then err_out(hint_text(hint)) end
-        if interrupted((...)) then how = "interrupted" end  -- :save must not replay it: it may never end
+        if interrupted((...)) then how = "interrupted" end  -- :save must not replay it: it may
+                                                            -- never end
     elseif how == "quiet" then keep_values(...)
     elseif how == "print" and bare_help(input, ...) then
         local ok, err = pcall((...))
@@ -470,7 +481,8 @@ function repl.after(input, how, seconds, ...)
         if hint then out(hint_text(hint)) end
     end
     -- an input Ctrl-C stopped keeps how long it ran: its replay runs as long; :save replays values
-    -- as the REPL showed them (values: how many, none for answer(x) at the prompt; called: bare help)
+    -- as the REPL showed them (values: how many, none for answer(x) at the prompt; called: bare
+    -- help)
     local values = (how == "print" or how == "quiet") and select("#", ...) or nil
     record({kind = "lua", input = input, how = how, values = values,
             seconds = how == "interrupted" and seconds or nil,
@@ -505,8 +517,9 @@ local function find_command(name)
     return nil, string.format(repl.said("could_be"), name, table.concat(found, ", :"))
 end
 
--- ? : the commands, one a row with its help wrapped under its own column, then the keys. Laid out for
--- the terminal's width (mha.term.columns: $COLUMNS when stdout is not a terminal) with mha.text.
+-- ? : the commands, one a row with its help wrapped under its own column, then the keys. Laid out
+-- for the terminal's width (mha.term.columns: $COLUMNS when stdout is not a terminal) with
+-- mha.text.
 local function list_commands()
     local text = require "mha.text"
     -- in Chinese: the words of mha.help.zh (the commands' lines it has; the others in English)
@@ -553,9 +566,9 @@ local function list_commands()
     end
 end
 
--- Whether rest suits a command's args: "" takes nothing, FILE a word or a quoted name, EXPR or a name
--- ending in "..." (TEXT...) anything, one placeholder ("[NAME]", "K", "en|zh") at most one word (the
--- command itself asks for a missing one).
+-- Whether rest suits a command's args: "" takes nothing, FILE a word or a quoted name, EXPR or a
+-- name ending in "..." (TEXT...) anything, one placeholder ("[NAME]", "K", "en|zh") at most one
+-- word (the command itself asks for a missing one).
 local function arguments_fit(spec, rest)
     local args = spec.args or ""
     local words = select(2, rest:gsub("%S+", ""))
@@ -565,8 +578,9 @@ local function arguments_fit(spec, rest)
     return true
 end
 
--- The message handler of lua/repl/repl.c (its traceback leaves out the frames of the embedded Lua code),
--- which it keeps in the registry; a plainer one when this module runs without it (under lua with mha.so).
+-- The message handler of lua/repl/repl.c (its traceback leaves out the frames of the embedded Lua
+-- code), which it keeps in the registry; a plainer one when this module runs without it
+-- (under lua with mha.so).
 local function msghandler(m, tailcall)
     local handler = debug.getregistry()["mha.repl.msghandler"]
     if handler then return handler(m, tailcall) end
@@ -610,11 +624,12 @@ function repl.empty_line()
 end
 
 -- ---------------------------------------------------------------------------------------------
--- :save - FILE.lua replays the session's inputs; FILE.md is the transcript with outputs (lua/repl/save.lua).
+-- :save - FILE.lua replays the session's inputs; FILE.md is the transcript with outputs
+-- (lua/repl/save.lua).
 -- ---------------------------------------------------------------------------------------------
 
--- What a script saved by :save calls: show(...), keep(...), none(...), call(f), reset(), fails(input),
--- interrupted(seconds, input) (lua/repl/save.lua says what each does).
+-- What a script saved by :save calls: show(...), keep(...), none(...), call(f), reset(),
+-- fails(input), interrupted(seconds, input) (lua/repl/save.lua says what each does).
 function repl.replayer()
     return save.replayer(repl, {show_values = show_values, keep_values = keep_values, show_error = show_error,
                                 err_out = err_out, msghandler = msghandler, interrupted = interrupted})
@@ -707,8 +722,8 @@ repl.add_command("export", {args = "[lesson] FILE",
         end
     end})
 
--- "wrote lesson 8 to l8.ipynb" ("the session" when lesson_number is nil), in the REPL's language: what
--- :export and mha-repl --lesson N --batch --export FILE say.
+-- "wrote lesson 8 to l8.ipynb" ("the session" when lesson_number is nil), in the REPL's language:
+-- what :export and mha-repl --lesson N --batch --export FILE say.
 function repl.exported(lesson_number, path)
     local what = lesson_number and string.format(repl.said("exported_lesson"), lesson_number) or repl.said("exported_session")
     return string.format(repl.said("exported"), what, path)
@@ -745,10 +760,10 @@ end
 -- ---------------------------------------------------------------------------------------------
 
 local reset_hooks = {}      -- name -> {keep = function() -> string|nil, resume = function(string)}
-local carried_hooks = {}    -- name -> the string keep() gave before the :reset, until its resume runs
+local carried_hooks = {}  -- name -> the string keep() gave before the :reset, until its resume runs
 
--- A module registers what it keeps across :reset: keep() before the old state closes, resume(kept) in
--- the new one, at once when the module registers there (it registers again in every state).
+-- A module registers what it keeps across :reset: keep() before the old state closes, resume(kept)
+-- in the new one, at once when the module registers there (it registers again in every state).
 function repl.on_reset(name, keep, resume)
     if type(name) ~= "string" or type(keep) ~= "function" or type(resume) ~= "function" then
         raise("on_reset: expected a name, a keep function and a resume function")
@@ -765,8 +780,8 @@ function repl.carry()
     local parts = {"return {show_time = ", tostring(repl.show_time), ", transcript = {"}
     local json_loaded, json = pcall(require, "mha.json")
     for _, e in ipairs(transcript) do
-        -- :export's headings, tables and figures as JSON (left out when a text is not UTF-8); an input Ctrl-C
-        -- stopped keeps how long it ran
+        -- :export's headings, tables and figures as JSON (left out when a text is not UTF-8); an
+        -- input Ctrl-C stopped keeps how long it ran
         local ok, rich = false, nil
         if json_loaded then ok, rich = pcall(json.encode, {heading = e.heading, parts = e.parts}) end
         parts[#parts + 1] = string.format("{kind = %q, input = %q, how = %q, command = %q, label = %q, before = %q, output = %q, rich = %q, seconds = %q},",

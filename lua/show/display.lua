@@ -1,5 +1,6 @@
--- lua/show/display.lua - module "mha.display": tensors printed for people (aligned columns, NumPy's rules
--- for decimals and scientific notation, token labels, summaries, wrapping) and as shaded heat maps.
+-- lua/show/display.lua - module "mha.display": tensors printed for people
+-- (aligned columns, NumPy's rules for decimals and scientific notation, token labels, summaries,
+-- wrapping) and as shaded heat maps.
 --
 -- Its format, show, printoptions and heat are mha's (lua/mha.lua); a Tensor's __tostring is
 -- mha.format. It also formats plain nested Lua tables of numbers or booleans.
@@ -17,9 +18,10 @@ local M = {}
 -- ---------------------------------------------------------------------------------------------
 
 -- linewidth nil: the terminal's width when stdout is a terminal, else 80 (so output piped to a file
--- or a test is the same everywhere). sci_mode nil: decided per tensor, as NumPy does. whole "exact":
--- values print as "3." when every one is a whole number (NumPy, PyTorch); "shown": when every one shows
--- as a whole number at `precision` decimals, so that 0.99999994 and 1 print alike on every CPU (lessons).
+-- or a test is the same everywhere). sci_mode nil: decided per tensor, as NumPy does. whole
+-- "exact": values print as "3." when every one is a whole number (NumPy, PyTorch); "shown": when
+-- every one shows as a whole number at `precision` decimals, so that 0.99999994 and 1 print alike
+-- on every CPU (lessons).
 local DEFAULTS = { precision = 4, threshold = 1000, edgeitems = 3, linewidth = nil, sci_mode = nil, lang = "en",
                    whole = "exact" }
 local options = {}
@@ -35,10 +37,12 @@ local OPTION_CHECK = {
     whole = function(v) return v == "exact" or v == "shown", "\"exact\" or \"shown\"" end,
 }
 
--- The few words a printed tensor carries, in the language of the printoptions (a lesson in Chinese sets "zh").
+-- The few words a printed tensor carries, in the language of the printoptions
+-- (a lesson in Chinese sets "zh").
 local function words(lang) return i18n.words(lang).print end
 
--- Text safe to print: control characters (which could move the cursor or change colours) become "?".
+-- Text safe to print: control characters (which could move the cursor or change colours) become
+-- "?".
 local function clean_text(s)
     return (tostring(s):gsub("[%c]", "?"))
 end
@@ -53,8 +57,8 @@ local function a_type(v)
     return v == nil and "nil" or "a " .. type(v)
 end
 
--- Option tables are checked by the one checker of the library (lua/bind/options.lua): "show: unknown
--- option 'row' (did you mean 'rows'?); valid options: rows, cols, title, ..."
+-- Option tables are checked by the one checker of the library (lua/bind/options.lua): "show:
+-- unknown option 'row' (did you mean 'rows'?); valid options: rows, cols, title, ..."
 local check_keys, closest = option_tables.check, option_tables.closest
 
 local PRINT_OPTIONS = { "precision", "threshold", "edgeitems", "linewidth", "sci_mode", "lang", "whole" }
@@ -83,8 +87,9 @@ local function merge_options(fname, base, given)
     return merged
 end
 
--- mha.printoptions{precision=, threshold=, edgeitems=, linewidth=, sci_mode=, lang=} sets the options for
--- every later print (lang: "en" or "zh", the words a print carries, as "columns 1-6"); mha.printoptions() returns them; mha.printoptions("reset") restores the defaults.
+-- mha.printoptions{precision=, threshold=, edgeitems=, linewidth=, sci_mode=, lang=} sets the
+-- options for every later print (lang: "en" or "zh", the words a print carries, as "columns 1-6");
+-- mha.printoptions() returns them; mha.printoptions("reset") restores the defaults.
 function M.printoptions(given)
     if given == nil then return copy_options() end
     if given == "reset" then
@@ -163,7 +168,8 @@ local function source(fname, t, whole)
     elseif type(t) == "number" then
         -- shown as the 0-d tensor mha.tensor(t) would make: rounded to float32, "[float32 ()]"
         local value = t
-        if math.abs(t) >= 3.4028235677973366e38 then   -- FLT_MAX + half an ulp and up round to infinity
+        if math.abs(t) >= 3.4028235677973366e38 then   -- FLT_MAX + half an ulp and up round to
+                                                       -- infinity
             value = t > 0 and math.huge or -math.huge
         elseif t == t then
             value = string.unpack("f", string.pack("f", t))
@@ -425,7 +431,8 @@ local function plan(fname, t, opts)
     local o = merge_options(fname, options, opts)
     local probe = source(fname, t, false)
     local shape = probe.shape
-    -- no element: only the footer is printed, so nothing is read, however many empty rows (1e7,0) has
+    -- no element: only the footer is printed, so nothing is read, however many empty rows (1e7,0)
+    -- has
     if numel(shape) == 0 then return probe, o, {} end
     local summarise = numel(shape) > o.threshold
     local src = summarise and probe or source(fname, t, true)
@@ -561,14 +568,15 @@ end
 -- heat: a matrix as shaded cells
 -- ---------------------------------------------------------------------------------------------
 
--- Without colour: eight bar heights, lowest to highest. A bar is drawn in the terminal's own text colour,
--- so it reads on a light background and a dark one alike, and eight levels tell 0.14 from 0.20.
+-- Without colour: eight bar heights, lowest to highest. A bar is drawn in the terminal's own text
+-- colour, so it reads on a light background and a dark one alike, and eight levels tell 0.14 from
+-- 0.20.
 local SHADES = { "▁", "▂", "▃", "▄", "▅", "▆", "▇", "█" }
 local NAN_MARK = "?"                          -- a NaN cell: no place on the scale
--- With colour: twelve steps of a viridis-like ramp of the 256-colour palette, from purple through teal
--- to yellow-green. None is near black or near white, so neither end vanishes into a dark or a light
--- terminal (a gray ramp loses its top on white and its bottom on black); the value printed in a cell
--- (values=true) is white on the dark half, black on the light half.
+-- With colour: twelve steps of a viridis-like ramp of the 256-colour palette, from purple through
+-- teal to yellow-green. None is near black or near white, so neither end vanishes into a dark or a
+-- light terminal (a gray ramp loses its top on white and its bottom on black); the value printed in
+-- a cell (values=true) is white on the dark half, black on the light half.
 local RAMP = { 53, 54, 61, 67, 31, 37, 36, 72, 71, 107, 149, 185 }
 local RAMP_DARK = 6                           -- steps 1..6 take white text
 
@@ -607,7 +615,8 @@ local function finite_range(mats)
     return lo, hi
 end
 
--- The range the shades span: opts.zrange, else the finite values' min and max ({0, 1} when none is).
+-- The range the shades span: opts.zrange, else the finite values' min and max
+-- ({0, 1} when none is).
 local function heat_range(opts, flat)
     if opts.zrange then
         if type(opts.zrange) ~= "table" or type(opts.zrange[1]) ~= "number" or type(opts.zrange[2]) ~= "number"
