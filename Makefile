@@ -87,7 +87,7 @@ TEST_BIN  = $(addprefix $(BUILD)/tests/,$(TESTS))
 CORE_H    = $(wildcard core/*/*.h)
 LUA_H     = $(wildcard lua/*/*.h)
 
-.PHONY: all run test asan fuzz bench bench-grad bench-train models golden docs clean install-kernel deps deps-run deps-test deps-bench deps-fuzz
+.PHONY: all run test asan fuzz bench bench-grad bench-train bench-generate models golden docs clean install-kernel deps deps-run deps-test deps-bench deps-fuzz
 .DEFAULT_GOAL := all
 
 # all: the REPL binary and the loadable module, linked at the top for convenience
@@ -245,6 +245,11 @@ bench-grad: deps-bench $(BUILD)/bench_grad
 bench: bench-train
 bench-train: deps-bench all
 	$(BENCH_ENV) MHA_THREADS=1 $(BUILD)/mha-repl bench/bench_train.lua '/usr/bin/python3 bench/bench_train_torch.py'
+
+# bench-generate: 256 tokens by model:generate with the KV cache and without, beside a cached loop in torch 1.13
+bench: bench-generate
+bench-generate: deps-bench all
+	$(BENCH_ENV) MHA_THREADS=1 $(BUILD)/mha-repl bench/bench_generate.lua '/usr/bin/python3 bench/bench_generate_torch.py'
 
 # models: the checkpoints mha.load_model ships (models/*.npz, committed), trained from a fixed seed
 models: all
