@@ -240,8 +240,9 @@ typedef struct heads_job {
     bool causal, fused;
     float *weights;                     /* (N,H,L,S') when kept, else NULL */
     float *scores, *scaled, *masked;    /* (N,H,L,S') for the trace, else NULL */
-    float *scratch;                     /* (nparts,L,S') when neither weights nor fused: one slice per part;
-                                         * (nparts,ROW_BLOCK,S') for the head mean */
+    /* (nparts,L,S') when neither weights nor fused: one slice per part; (nparts,ROW_BLOCK,S') for
+     * the head mean */
+    float *scratch;
     float *mean;                   /* (N,L,S') the weights averaged over heads, made by mean_part */
     float *packed;       /* for mean_part, per (batch, head): Kᵀ then V packed (mha_sgemm_pack_b) */
     size_t packed_k, packed_v;          /* their sizes in floats */
@@ -381,8 +382,9 @@ typedef struct forward_pass {
     bool mean_rows;                      /* the head mean made block of rows by block (mean_part) */
     size_t N, H, L, S, S2, E, D;          /* S2 = S' the keys after bias_k and the zero key */
     mha_tensor t[NTENSORS];
-    float *scratch;                       /* (nparts,L,S') scores slices, when neither weights nor fused;
-                                           * (nparts,ROW_BLOCK,S') with mean_rows */
+    /* (nparts,L,S') scores slices, when neither weights nor fused; (nparts,ROW_BLOCK,S') with
+     * mean_rows */
+    float *scratch;
     float *packed;                    /* with mean_rows: every head's Kᵀ and V packed (pack_part) */
     size_t scratch_bytes, nparts;
     size_t packed_k, packed_v, packed_bytes; /* packed: floats per head of Kᵀ and of V, bytes in

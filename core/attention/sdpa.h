@@ -17,9 +17,9 @@ typedef struct mha_sdpa_options {
     const mha_tensor *attn_mask; /* NULL, or bool/float broadcastable to (..., L, S) */
     bool is_causal;              /* also mask j > i */
     float scale;                 /* 0 means 1/sqrt(D) */
-    bool enable_gqa;             /* q (..., H, L, E), k and v (..., H_kv, S, E), H a multiple of H_kv: query head h
-                                  * (0-based) reads K/V head h / (H/H_kv), torch 2.5's grouped-query
-                                  * attention */
+    bool enable_gqa;             /* q (..., H, L, E), k and v (..., H_kv, S, E), H a multiple of
+                                  * H_kv: query head h (0-based) reads K/V head h / (H/H_kv),
+                                  * torch 2.5's grouped-query attention */
 } mha_sdpa_options;
 
 /* out = softmax(q·kᵀ·scale + mask)·v.  q (..., L, D), k (..., S, D), v (..., S, Dv), leading dims
@@ -46,15 +46,15 @@ typedef struct mha_head_args {
     size_t mask_cols;              /* masks and causal cover keys j < mask_cols; later ones (bias_k,
                                       zero_attn) stay visible */
     bool causal;                   /* -inf where j > row0 + i */
-    size_t row0;                   /* the first query's index when these L queries are a block of rows of a
-                                    * longer slice (the causal mask needs it; attn points at the
-                                    * block's rows) */
+    size_t row0;                   /* the first query's index when these L queries are a block of
+                                    * rows of a longer slice (the causal mask needs it; attn points
+                                    * at the block's rows) */
     float *weights_sum; size_t ld_sum; /* NULL, or (L,S): the weights are added in as softmax writes
                                           them */
     float *lse;             /* NULL, or (L): each row's log-sum-exp of the masked scores (pass 2) */
-    const float *k_packed, *v_packed;  /* NULL, or kᵀ (D,S) and v (S,Dv) packed by mha_sgemm_pack_b for many
-                                        * blocks of rows: then the fast kernels read these, not k
-                                        * and v */
+    const float *k_packed, *v_packed;  /* NULL, or kᵀ (D,S) and v (S,Dv) packed by
+                                        * mha_sgemm_pack_b for many blocks of rows: then the fast
+                                        * kernels read these, not k and v */
     float scale;
     size_t L, S, D, Dv;
 } mha_head_args;
@@ -72,9 +72,9 @@ extern const mha_attn_kernels mha_attn_fast, mha_attn_ref;
 
 /* out = softmax(q·kᵀ·scale + attn + pad, -inf where causal and j > i)·v, in the lessons' passes:
  * pass 1 scores, pass 2 masks, pass 3 softmax (adding into weights_sum when given), pass 4 ·v.
- * weights (L,S) row-major receives the weights (the caller's memory: this function allocates nothing);
- * scaled and masked, when not NULL, receive copies of the scores after pass 1 and pass 2. A row
- * with every key masked comes out NaN. */
+ * weights (L,S) row-major receives the weights (the caller's memory: this function allocates
+ * nothing); scaled and masked, when not NULL, receive copies of the scores after pass 1 and pass 2.
+ * A row with every key masked comes out NaN. */
 mha_status mha_attention_plain(const mha_head_args *args, const mha_attn_kernels *kernels, float *weights,
                                float *scaled, float *masked);
 
@@ -86,15 +86,16 @@ mha_status mha_attention_plain(const mha_head_args *args, const mha_attn_kernels
  *   backward of pass 4 (·v):      dV = Pᵀ·dO        dP = dO·vᵀ + dP_extra
  *   backward of pass 3 (softmax): dS = P ∘ (dP - rowsum(P ∘ dP))
  *                                 (rowsum(P∘dP) = rowsum(dO∘out) when there is no dP_extra)
- *   backward of pass 2 (masks):   dS = 0 where a bool mask or is_causal masks; dMask = dS for a float mask
+ *   backward of pass 2 (masks):   dS = 0 where a bool mask or is_causal masks;
+ *                                 dMask = dS for a float mask
  *   backward of pass 1 (scores):  dQ = dS·k·scale   dK = dSᵀ·q·scale
  * Plain (weights given): P read from the forward's weights (..., L, S).
  * Fused (weights NULL): out (the forward's result) is needed instead, for rowsum(P∘dP) =
- * rowsum(dO∘out). For each
- *   tile of 64 queries: up to 4096 keys the tile's whole score rows are recomputed and softmaxed (one pass, the
- *   forward's row kernel); beyond, sweep 1 finds each row's log-sum-exp over tiles of 512 keys and sweep 2
- *   recomputes P = exp(s - lse) tile by tile (the flash-attention method). Each tile adds its share of dQ, dK,
- *   dV. Extra memory: two 64×min(S,4096 or 512) tiles per thread beside the gradients: O(S), never O(L·S).
+ * rowsum(dO∘out). For each tile of 64 queries: up to 4096 keys the tile's whole score rows are
+ * recomputed and softmaxed (one pass, the forward's row kernel); beyond, sweep 1 finds each row's
+ * log-sum-exp over tiles of 512 keys and sweep 2 recomputes P = exp(s - lse) tile by tile (the
+ * flash-attention method). Each tile adds its share of dQ, dK, dV. Extra memory: two
+ * 64×min(S,4096 or 512) tiles per thread beside the gradients: O(S), never O(L·S).
  * Leading dims broadcast as in the forward; each gradient is summed back to its input's shape
  * (with enable_gqa, dK and dV of a K/V head are the sums over the query heads of its group). dq,
  * dk, dv may be NULL (not wanted); dout or dweights may be NULL

@@ -1,5 +1,6 @@
 /* core/attention/sdpa_head.c - one (L,S) slice of attention the plain way, every intermediate kept:
- * what returns the weights, and on the reference kernels the reference the fused kernel is held to. */
+ * what returns the weights, and on the reference kernels the reference the fused kernel is held
+ * to. */
 #include "attention/sdpa.h"
 
 #include <math.h>

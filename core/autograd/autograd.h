@@ -10,19 +10,20 @@
  * How it works (PyTorch's design, small):
  * - A tensor that takes part in autograd carries an mha_ag (t->ag). A LEAF (made by the user and
  *   marked with mha_requires_grad) has grad_fn NULL and accumulates its gradient in ag->grad. A
- *   tensor made by a differentiable op (core/autograd/autograd_ops.c: mha_ag_binary, mha_ag_matmul, ...) while
- *   an input requires grad gets an ag whose grad_fn is a node of the graph.
+ *   tensor made by a differentiable op (core/autograd/autograd_ops.c: mha_ag_binary,
+ *   mha_ag_matmul, ...) while an input requires grad gets an ag whose grad_fn is a node of the
+ *   graph.
  * - A node holds its backward function, the tensors it saved, the ags of its inputs (one reference
  *   each, so the graph lives as long as its output does) and the inputs' shapes.
  * - mha_backward(root, grad) sorts the nodes reachable from root topologically, runs each backward
  *   once with the sum of the gradients flowing into it, adds the leaves' gradients to their .grad
  *   (all at the end, so a failing backward changes no .grad), then frees the graph's saved tensors:
- *   a second backward through the same graph is an error, as in PyTorch without retain_graph (with it,
- *   mha_backward_retain keeps them).
+ *   a second backward through the same graph is an error, as in PyTorch without retain_graph
+ *   (with it, mha_backward_retain keeps them).
  * - In-place writes: storage->version counts them. A node remembers the version of each tensor it
- *   saved; backward refuses (naming the op) when it changed. The core's writers follow the write rule
- *   (core/tensor/tensor.h): this room installs its check, which refuses a write into a tensor that
- *   requires grad (outside no-grad mode); the tensor room counts every write it allows.
+ *   saved; backward refuses (naming the op) when it changed. The core's writers follow the write
+ *   rule (core/tensor/tensor.h): this room installs its check, which refuses a write into a tensor
+ *   that requires grad (outside no-grad mode); the tensor room counts every write it allows.
  * ------------------------------------------------------------------------------------------- */
 
 typedef struct mha_node mha_node;

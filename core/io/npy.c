@@ -4,10 +4,12 @@
  *
  * The format (numpy/lib/format.py, NEP 1):
  *     "\x93NUMPY"  major minor  header_len  header  data
- *   header_len is a little-endian uint16 in version 1.0 and uint32 in 2.0 and 3.0 (3.0: UTF-8 header).
- *   The header is a Python dict literal, padded with spaces and ended by '\n' so the data starts on a
- *   64-byte boundary:   {'descr': '<f4', 'fortran_order': False, 'shape': (3, 4), }
- *   The data is numel elements of descr, in C order (last index fastest) or Fortran order (first fastest).
+ *   header_len is a little-endian uint16 in version 1.0 and uint32 in 2.0 and 3.0 (3.0: UTF-8
+ *   header). The header is a Python dict literal, padded with spaces and ended by '\n' so the data
+ *   starts on a 64-byte boundary:
+ *       {'descr': '<f4', 'fortran_order': False, 'shape': (3, 4), }
+ *   The data is numel elements of descr, in C order (last index fastest) or Fortran order (first
+ *   fastest).
  *
  * Reading takes what numpy's own reader takes for these dtypes
  * (keys in any order, either quote, any spacing or padding, Python 2's 3L) and refuses anything

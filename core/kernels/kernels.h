@@ -90,7 +90,8 @@ void mha_softmax_rows_sum(float *x, size_t ld, size_t rows, size_t n, float *sum
 void mha_softmax_rows_sum_ref(float *x, size_t ld, size_t rows, size_t n, float *sum, size_t ld_sum);
 
 /* One head of attention: out = softmax(q·kᵀ·scale + mask)·v.
- *   out (L,Dv) row stride ld_out; q (L,D) row stride ld_q; k (S,D) ld_k; v (S,Dv) ld_v (unit column stride)
+ *   out (L,Dv) row stride ld_out; q (L,D) row stride ld_q; k (S,D) ld_k; v (S,Dv) ld_v
+ *   (unit column stride)
  *   mask: NULL, or an additive float mask (L,S) with row stride mask_rs and column stride mask_cs;
  *         mask_rs = 0 broadcasts one row (a key padding mask) over every query.
  *   causal: also mask j > i.

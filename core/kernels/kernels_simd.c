@@ -3,7 +3,8 @@
  * (Makefile):
  *   -DMHA_SIMD_AVX512: W = 16, an 8x32 tile, for CPUs with AVX-512F;
  *   -DMHA_SIMD_AVX2:   W = 8,  a 6x16 tile, for CPUs with AVX2 and FMA;
- *   neither:           W = 4,  a 4x8 tile, plain C vectors (SSE2 on x86-64, NEON on arm64): portable.
+ *   neither:           W = 4,  a 4x8 tile, plain C vectors (SSE2 on x86-64, NEON on arm64):
+ *                      portable.
  * Arithmetic is written with GCC's vector extensions (a * b + c is one FMA where the CPU has them:
  * the Makefile compiles this file with -ffp-contract=fast); the few steps C cannot say - a
  * lane-wise max, rounding, 2^n, the sum of the lanes, a transposition - are per-set primitives

@@ -35,7 +35,8 @@ typedef struct mha_adam_options {
 /* One step of torch.optim.Adam (decoupled false) or AdamW (true); step counts this step
  * (1 on the first).
  *   AdamW: param = param·(1 − lr·weight_decay)          Adam: g = ±grad + weight_decay·param
- *   m = β1·m + (1 − β1)·g          v = β2·v + (1 − β2)·g²          amsgrad: vmax = max(vmax, v), used as v
+ *   m = β1·m + (1 − β1)·g          v = β2·v + (1 − β2)·g²
+ *   amsgrad: vmax = max(vmax, v), used as v
  *   param = param − lr/(1 − β1^step) · m / (√v / √(1 − β2^step) + eps)
  * exp_avg (m), exp_avg_sq (v) and, with amsgrad, max_exp_avg_sq (vmax) are n floats, zero before
  * step 1. */
@@ -54,11 +55,11 @@ void mha_scale(float *x, size_t n, float s);
 
 /* ---- the steps on tensors, as the optimizers of lua/nn/optim.lua take them ----
  * param and every state tensor are written in place and each write is counted in its storage's
- * version (tensor.h's write rule, without its refusal: torch's optimizer.step() writes under no_grad), so a graph
- * that saved a parameter refuses to backward after the step. param: a contiguous float32 tensor;
- * grad and each state tensor (buf; exp_avg, exp_avg_sq, max_exp_avg_sq): contiguous float32 of
- * param's shape, a state tensor NULL where the step does not use it. MHA_E_ARG, naming the step,
- * for anything else. */
+ * version (tensor.h's write rule, without its refusal: torch's optimizer.step() writes under
+ * no_grad), so a graph that saved a parameter refuses to backward after the step. param: a
+ * contiguous float32 tensor; grad and each state tensor (buf; exp_avg, exp_avg_sq,
+ * max_exp_avg_sq): contiguous float32 of param's shape, a state tensor NULL where the step does not
+ * use it. MHA_E_ARG, naming the step, for anything else. */
 mha_status mha_sgd_step_tensor(mha_tensor *param, mha_tensor *buf, const mha_tensor *grad, const mha_sgd_options *opt,
                                bool first);
 mha_status mha_adam_step_tensor(mha_tensor *param, mha_tensor *exp_avg, mha_tensor *exp_avg_sq,

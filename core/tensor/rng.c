@@ -10,25 +10,33 @@
  *                   s[2] ^= s[0]; s[3] ^= s[1]; s[1] ^= s[2]; s[0] ^= s[3]
  *                   s[2] ^= t;    s[3] = rotl(s[3], 45)
  *               returns result (all arithmetic mod 2^64; rotl(x, k) = (x << k) | (x >> (64 - k))).
- *   seeding     mha_seed(seed): x = seed, then s[i] = splitmix64(x) for i = 0, 1, 2, 3 in that order, where
+ *   seeding     mha_seed(seed): x = seed, then s[i] = splitmix64(x) for i = 0, 1, 2, 3 in that
+ *               order, where
  *                   x += 0x9E3779B97F4A7C15; z = x
  *                   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9
  *                   z = (z ^ (z >> 27)) * 0x94D049BB133111EB
  *                   return z ^ (z >> 31)
- *               The process starts as if mha_seed(42) had been called; mha_get_seed() gives the last seed.
- *   uniform     u = (next() >> 40) * 2^-24: the top 24 bits, so u is a float in [0, 1) with no rounding.
- *               rand gives u. uniform_(lo, hi) gives float(lo + (hi - lo) * u), computed in double and
- *               rounded once; should that rounding reach hi, the float just below hi is used instead.
- *   normal      Box-Muller on 53-bit uniforms: for each PAIR of elements (element 2k, element 2k+1), draw
+ *               The process starts as if mha_seed(42) had been called; mha_get_seed() gives the
+ *               last seed.
+ *   uniform     u = (next() >> 40) * 2^-24: the top 24 bits, so u is a float in [0, 1) with no
+ *               rounding. rand gives u. uniform_(lo, hi) gives float(lo + (hi - lo) * u), computed
+ *               in double and rounded once; should that rounding reach hi, the float just below hi
+ *               is used instead.
+ *   normal      Box-Muller on 53-bit uniforms: for each PAIR of elements (element 2k, element
+ *               2k+1), draw
  *                   u1 = (next() >> 11) * 2^-53,  then  u2 = (next() >> 11) * 2^-53
  *                   r = sqrt(-2 ln(1 - u1))                     (1 - u1 is in (0, 1]: no log of 0)
  *                   element 2k = r cos(2 pi u2),  element 2k+1 = r sin(2 pi u2)
- *               An odd count ends with one more pair whose sine half is thrown away; nothing is kept
- *               between calls, so every fill starts on a fresh pair. randn gives float(z), normal_(mean,
- *               std) gives float(mean + std * z), both computed in double and rounded once.
- *   xavier      fan_in = shape[1] * rf, fan_out = shape[0] * rf, rf = product of shape[2:] (PyTorch's rule).
- *               xavier_uniform_: a = float(gain * sqrt(6 / (fan_in + fan_out))) in double, then uniform_(-a, a).
- *               xavier_normal_: normal_ with mean 0 and std = gain * sqrt(2 / (fan_in + fan_out)) kept in double.
+ *               An odd count ends with one more pair whose sine half is thrown away; nothing is
+ *               kept between calls, so every fill starts on a fresh pair. randn gives float(z),
+ *               normal_(mean, std) gives float(mean + std * z), both computed in double and
+ *               rounded once.
+ *   xavier      fan_in = shape[1] * rf, fan_out = shape[0] * rf, rf = product of shape[2:]
+ *               (PyTorch's rule).
+ *               xavier_uniform_: a = float(gain * sqrt(6 / (fan_in + fan_out))) in double, then
+ *                   uniform_(-a, a).
+ *               xavier_normal_: normal_ with mean 0 and
+ *                   std = gain * sqrt(2 / (fan_in + fan_out)) kept in double.
  *   order       a tensor is filled in C order (the last index fastest), whatever its shape.
  *
  * The generator is process-wide and not thread-safe: the REPL and the lessons run on one thread. */

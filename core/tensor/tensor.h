@@ -30,8 +30,9 @@
  * - Dimensions are 0-based size_t here. Lua's 1-based and negative dimensions are converted by the
  *   bindings, which also check them, so a dimension error from the core means a bug in a caller.
  * - Sizes are size_t. A shape whose element count or byte count overflows size_t is MHA_E_NOMEM
- *   with a message saying so, as is a failed allocation. No dim is larger than MHA_MAX_SIZE, even with
- *   no element ((2^62, 0) is a tensor, (2^63, 0) is not): constructors, expand and cat refuse it.
+ *   with a message saying so, as is a failed allocation. No dim is larger than MHA_MAX_SIZE, even
+ *   with no element ((2^62, 0) is a tensor, (2^63, 0) is not): constructors, expand and cat refuse
+ *   it.
  * - Long kernels poll mha_interrupted() at block granularity and return MHA_E_INTERRUPTED after
  *   freeing what they allocated.
  * ------------------------------------------------------------------------------------------- */
@@ -58,9 +59,9 @@ typedef struct mha_tensor {
     size_t shape[MHA_MAX_DIMS];
     ptrdiff_t stride[MHA_MAX_DIMS];   /* in elements; 0 along an expanded (broadcast) dimension */
     size_t offset;                    /* in elements, into storage->data */
-    struct mha_ag *ag;                /* autograd state (core/autograd/autograd.h); NULL: not tracked. A view or
-                                         share starts untracked; mha_release drops this
-                                         reference. */
+    struct mha_ag *ag;                /* autograd state (core/autograd/autograd.h); NULL: not
+                                         tracked. A view or share starts untracked; mha_release
+                                         drops this reference. */
 } mha_tensor;
 
 #define MHA_TENSOR_EMPTY ((mha_tensor){0})

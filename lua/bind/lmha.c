@@ -525,10 +525,10 @@ static int l_causal_mask(lua_State *L) {
     return lmha_result(L, mha_causal_mask(lmha_newtensor(L), len, S));
 }
 
-/* scaled_dot_product_attention(q, k, v [, {attn_mask=, is_causal=, scale=, need_weights=, enable_gqa=,
- * return_lse=}]) -> out, weights [, lse]; with need_weights=false only out (and lse), through the
- * fused kernel (no L×S matrix). enable_gqa: k and v (..., H_kv, S, E) shared by groups of H/H_kv
- * query heads. */
+/* scaled_dot_product_attention(q, k, v [, {attn_mask=, is_causal=, scale=, need_weights=,
+ *                               enable_gqa=, return_lse=}]) -> out, weights [, lse];
+ * with need_weights=false only out (and lse), through the fused kernel (no L×S matrix).
+ * enable_gqa: k and v (..., H_kv, S, E) shared by groups of H/H_kv query heads. */
 static int l_sdpa(lua_State *L) {
     static const char *const fname = "scaled_dot_product_attention";
     static const char *const options[] = {"attn_mask", "is_causal", "scale", "need_weights", "enable_gqa",

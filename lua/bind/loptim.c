@@ -2,11 +2,12 @@
  * core/optim/optim.c, for the optimizer classes of lua/nn/optim.lua (mha.optim.SGD, Adam, AdamW)
  * and mha.clip_grad_norm.
  *
- *   K.sgd_step(p, state, group, name)             -> true, or false when p has no gradient (skipped)
- *   K.adam_step(p, state, group, name, decoupled) -> the same; decoupled true is AdamW
- *   K.grad_norm(p)                                -> the 2-norm of p's gradient as a float32, or nil
- *   K.scale_grad(p, coef)                         -> p's gradient times coef, in place
- *   K.clip_coef(total_norm, max_norm)             -> min(1, max_norm / (total_norm + 1e-6)) in float32
+ *   K.sgd_step(p, state, group, name)  -> true, or false when p has no gradient (skipped)
+ *   K.adam_step(p, state, group, name, decoupled)
+ *                                      -> the same; decoupled true is AdamW
+ *   K.grad_norm(p)                     -> the 2-norm of p's gradient as a float32, or nil
+ *   K.scale_grad(p, coef)              -> p's gradient times coef, in place
+ *   K.clip_coef(total_norm, max_norm)  -> min(1, max_norm / (total_norm + 1e-6)) in float32
  * group holds the hyperparameters (lr, momentum, betas = {b1, b2}, ...), already checked by the
  * class; state is the parameter's own table (torch's optimizer.state[p]): step, momentum_buffer,
  * exp_avg, ... */

@@ -229,7 +229,8 @@ static int t_fill_(lua_State *L) {
     return write_into(L, "fill_", 0);
 }
 
-/* t:zero_(): every element := 0, in place (x:grad():zero_() clears the gradient itself, as torch's). */
+/* t:zero_(): every element := 0, in place (x:grad():zero_() clears the gradient itself, as
+ * torch's). */
 static int t_zero_(lua_State *L) {
     lua_settop(L, 1);
     lua_pushinteger(L, 0);

@@ -2,8 +2,9 @@
 -- the formula and an example of every public function, read from the docs modules.
 --
 -- Docs are data. Every embedded module named mha.docs_* returns a table
---   { ["mha.softmax"] = {sig = "mha.softmax(x, dim)", doc = "...", formula = "...", example = "...",
---                        group = "attention" (optional), see = {"mha.scaled_dot_product_attention"} (optional)} }
+--   { ["mha.softmax"] = {sig = "mha.softmax(x, dim)", doc = "...", formula = "...",
+--                        example = "...", group = "attention" (optional),
+--                        see = {"mha.scaled_dot_product_attention"} (optional)} }
 -- Keys are written as a student types them: "mha.softmax", "Tensor:view" for a method of tensors,
 -- "MultiheadAttention:forward" for a method of the module, "plot.heatmap". help.lua merges them
 -- all, lazily, the first time help is asked for. The REPL hands help its command table

@@ -5,11 +5,16 @@
 -- kernel.execute(code, sink) runs a cell as the REPL runs an input: ':' and '?' lines are commands,
 -- other code is tried as "return <code>" first; it hands sink the cell's outputs in order, as
 -- nbformat outputs:
---   {output_type = "stream", name = "stdout", text = ...}        what print, io.write and commands wrote
---   {output_type = "display_data", data = {["text/plain"] =, ["text/html"] =}}     show(t): a tensor table
---   {output_type = "display_data", data = {["image/png"] = (base64), ["text/plain"] =}}   a plot
---   {output_type = "execute_result", data = {["text/plain"] =, ["text/html"] = (tensors)}}   the values
---   {output_type = "error", ename =, evalue =, traceback = {lines}}                 with the REPL's traceback
+--   what print, io.write and commands wrote:
+--     {output_type = "stream", name = "stdout", text = ...}
+--   show(t), a tensor table:
+--     {output_type = "display_data", data = {["text/plain"] =, ["text/html"] =}}
+--   a plot:
+--     {output_type = "display_data", data = {["image/png"] = (base64), ["text/plain"] =}}
+--   the values:
+--     {output_type = "execute_result", data = {["text/plain"] =, ["text/html"] = (tensors)}}
+--   an error, with the REPL's traceback:
+--     {output_type = "error", ename =, evalue =, traceback = {lines}}
 -- and returns "ok" or "error", the error output, and the action a command asked for
 -- ("reset", "quit"). kernel.complete/inspect/is_complete take a request's content and return the
 -- reply's content.

@@ -13,8 +13,10 @@
 --         summary = {en = "scores, softmax, weighted sum", zh = ...},
 --         step{ title = {en = ..., zh = ...}, text = {en = [[...]], zh = [[...]]},
 --               code = [[ scores = Q:matmul(K:transpose(1, 2)); show(scores, {rows = tokens}) ]] },
---         exercise{ title = {...}, prompt = {en = ..., zh = ...}, solution = [[ softmax(scores, -1) ]],
---                   mistakes = { mistake.softmax_axis, mistake{wrong = [[softmax(scores, 1)]], hint = {...}} } },
+--         exercise{ title = {...}, prompt = {en = ..., zh = ...},
+--                   solution = [[ softmax(scores, -1) ]],
+--                   mistakes = { mistake.softmax_axis,
+--                                mistake{wrong = [[softmax(scores, 1)]], hint = {...}} } },
 --     }
 --
 -- Step code runs in the REPL's global environment, so the student keeps Q, K, weights... between

@@ -5,10 +5,10 @@
 -- The REPL hands itself over (record.install(repl, runner), from repl.init). A kept output covers a
 -- span of what an input printed (repl.output_mark() where the span starts, repl.keep_output at its
 -- end); the export shows the output in place of that text. What is kept, and its bound:
---   a tensor shown as a value or by show(): its HTML table (mha.notebook.html: at most 8 slices of 32 rows
---     by 32 columns, read when it is shown), never the tensor;
---   a figure drawn: the gnuplot script of its last drawing in the input (the commands, data inline as
---     text), drawn as a PNG only when :export runs.
+--   a tensor shown as a value or by show(): its HTML table (mha.notebook.html: at most 8 slices
+--     of 32 rows by 32 columns, read when it is shown), never the tensor;
+--   a figure drawn: the gnuplot script of its last drawing in the input (the commands, data
+--     inline as text), drawn as a PNG only when :export runs.
 -- Past MAX_BYTES (32 MiB) kept in a session, later tables and figures stay text in the export.
 
 local html = require "mha.notebook.html"

@@ -16,9 +16,9 @@
  * warning, never an error.
  *
  * Files that are not ours are never rewritten (history_refusal): a file whose first line is not
- * HISTORY_HEADER (one without it is taken only at the default path, from an older mha-repl, when it is
- * ours); a symbolic link on the way that another user owns (root's are the system's), or that sits
- * in a folder anyone may write to with the sticky bit (/tmp) and is not ours; a file in such a
+ * HISTORY_HEADER (one without it is taken only at the default path, from an older mha-repl, when it
+ * is ours); a symbolic link on the way that another user owns (root's are the system's), or that
+ * sits in a folder anyone may write to with the sticky bit (/tmp) and is not ours; a file in such a
  * folder that is not ours. Links are followed one at a time here, never by realpath(), which would
  * step around the kernel's fs.protected_symlinks; the file itself is opened with O_NOFOLLOW. A
  * refused file turns the history off with one warning. */

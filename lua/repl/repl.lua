@@ -2,14 +2,20 @@
 -- values are printed, `_`, completion candidates, and the session transcript that :save writes.
 --
 -- lua/repl/repl.c reads the lines and runs the chunks; it calls, from this module:
---   repl.init(carried)             once per Lua state (carried: what repl.carry() returned before a :reset)
---   repl.after(input, how, seconds, ...)  after each Lua input; how is "print", "quiet" (a trailing ';'),
+--   repl.init(carried)             once per Lua state (carried: what repl.carry() returned
+--                                  before a :reset)
+--   repl.after(input, how, seconds, ...)
+--                                  after each Lua input; how is "print", "quiet" (a trailing ';'),
 --                                  "stmt" or "error", followed by the values or the error message
---   repl.command(line)             for a line starting with ':' or '?'; may return "quit" or "reset"
+--   repl.command(line)             for a line starting with ':' or '?'; may return "quit" or
+--                                  "reset"
 --   repl.empty_line()              for Enter on an empty line at the first prompt
---   repl.complete(text, line, start)  Tab: a list of candidates, or "files" for file names
---   repl.split_input(input)        the input's code without a trailing ';' and comments, whether it had the ';'
---   repl.return_last(input)        "<statements> return <last>;" when the input ends in an expression
+--   repl.complete(text, line, start)
+--                                  Tab: a list of candidates, or "files" for file names
+--   repl.split_input(input)        the input's code without a trailing ';' and comments, whether
+--                                  it had the ';'
+--   repl.return_last(input)        "<statements> return <last>;" when the input ends in an
+--                                  expression
 -- and sets repl.colour, repl.interactive and repl.clock (wall-clock seconds).
 -- lua/repl/lazy.c takes the global `help` from repl.help. Its message handler (the
 -- traceback without the embedded Lua code's frames) is in the registry as "mha.repl.msghandler".
@@ -22,12 +28,14 @@
 -- calls
 --   repl.record_step(code, label, ok)  when it runs a step's code, so :save replays it too
 --   repl.clock()                       for timings on the wall clock
---   repl.on_reset(name, keep, resume)  keep() -> a string or nil, carried across :reset and handed to
---                                      resume(string) in the new state (the open lesson stays open)
+--   repl.on_reset(name, keep, resume)  keep() -> a string or nil, carried across :reset and
+--                                      handed to resume(string) in the new state (the open lesson
+--                                      stays open)
 -- and sets repl.on_empty_line (Enter runs the next step).
 --
 -- Another module adds a command with one line:
---   repl.add_command("next", {args = "", help = "run the next step", run = function(argstring) ... end})
+--   repl.add_command("next", {args = "", help = "run the next step",
+--                             run = function(argstring) ... end})
 -- run may return "quit" or "reset" to ask the REPL for that; an optional complete(text, line)
 -- returns candidates for the arguments (args mentioning FILE complete file names by default). args
 -- also says what the REPL accepts before calling run: "" nothing, one placeholder

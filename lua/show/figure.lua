@@ -559,7 +559,8 @@ end
 
 -- Draws a script on the figure's screen terminal. A script is
 --   { commands = {...}, size = {w, h} (pixels), image = true when it draws matrices,
---     fallback = function() ... end (a text rendering: mha.heat or a note), warning = text to hush }
+--     fallback = function() ... end (a text rendering: mha.heat or a note),
+--     warning = text to hush }
 -- On the dumb terminal an image would be blank, so the script is checked on the `unknown` terminal
 -- and the text rendering is printed instead. Without gnuplot, only the text rendering is printed.
 -- plot.on_drawing(fig), when set, is called as a drawing starts and may return a function to call

@@ -3,12 +3,15 @@
 --
 --     local text = require "mha.text"
 --     text.width(s)                  -- display width of s in terminal cells (a CJK character is 2)
---     text.wrap(s, width, opts)      -- s broken into lines of at most `width` cells; opts (all optional):
---                                    --   first = prefix of the first line (e.g. "• "), rest = prefix of
---                                    --   the others (default: first), mode = nil (prose: runs of white
---                                    --   space become one space) | "verbatim" (spaces kept) | "code"
---                                    --   (spaces kept, never breaks inside a string literal or a comment)
---     text.render(markup, width, color)  -- a lesson text (headings, items, formulas, *emphasis*) to lines
+--     text.wrap(s, width, opts)      -- s broken into lines of at most `width` cells; opts (all
+--                                    --   optional): first = prefix of the first line (e.g. "• "),
+--                                    --   rest = prefix of the others (default: first), mode = nil
+--                                    --   (prose: runs of white space become one space) |
+--                                    --   "verbatim" (spaces kept) | "code" (spaces kept, never
+--                                    --   breaks inside a string literal or a comment)
+--     text.render(markup, width, color)
+--                                    -- a lesson text (headings, items, formulas, *emphasis*) to
+--                                    --   lines
 --     text.code_lines(code, width)   -- the echo of a code block behind the gutter "  │ "
 --     text.rule(width, title)        -- a title rule "── title ─────"
 --

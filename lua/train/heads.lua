@@ -7,9 +7,10 @@
 --   previous:  P[i][i-1] = 1                                   (the token just before)
 --   duplicate: P[i][j] = 1 when j < i and tok[j] = tok[i]        (earlier copies of this token)
 --   induction: P[i][j] = 1 when 1 < j <= i and tok[j-1] = tok[i] (the token after an earlier copy)
---   score = sum(A ⊙ P) / sum(A)  - TransformerLens's "mul" measure with exclude_bos and exclude_current_token
---   off; sum(A) = L, so it is the mean over all L query positions of the weight on the detected keys, a
---   position with no detected key counting 0. detect averages it over the sequences of tokens (N, L).
+--   score = sum(A ⊙ P) / sum(A)  - TransformerLens's "mul" measure with exclude_bos and
+--   exclude_current_token off; sum(A) = L, so it is the mean over all L query positions of the
+--   weight on the detected keys, a position with no detected key counting 0. detect averages it
+--   over the sequences of tokens (N, L).
 -- With r random tokens said twice (mha.tasks.repeated), only the second half has earlier copies, so
 -- the induction and duplicate scores are at most r/(2r) = 0.5 and the previous-token score at most
 -- (2r-1)/(2r). opts.rows = "detected" averages over the query positions that have a detected key
