@@ -132,8 +132,9 @@ for rank, j in ipairs(order) do
   sum = sum + probs[j]
   rows[rank] = {rank, words[j], probs[j], sum, needed and "✓" or "-"}
 end
-LESSON.table(rows, tr{en = {"rank", "word", "p", "running sum", "kept (0.9)"},
-                      zh = {"名次", "词", "p", "累计和", "保留（0.9）"}}, "%.4f")
+header = tr{en = {"rank", "word", "p", "running sum", "kept (0.9)"},
+            zh = {"名次", "词", "p", "累计和", "保留（0.9）"}}
+LESSON.table(rows, header, "%.4f")
 LESSON.table({count{top_p = 0.9, seed = 7}}, words)]],
     },
 
