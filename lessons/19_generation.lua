@@ -1,5 +1,6 @@
--- lessons/19_generation.lua - generation and sampling: logits -> probabilities -> a token; temperature, top-k
--- and top-p (the nucleus), mha.sample with a seed, then model:generate on the shipped induction model.
+-- lessons/19_generation.lua - generation and sampling: logits -> probabilities -> a token;
+-- temperature, top-k and top-p (the nucleus), mha.sample with a seed, then model:generate on the
+-- shipped induction model.
 return lesson{
     name = "generation", seed = 19,
     title = {en = "Generation: from logits to the next token", zh = "生成：从 logits 到下一个词元"},
@@ -192,7 +193,8 @@ end]],
         prompt = {
             en = [[
 A vocabulary of 5 tokens has the probabilities {0.05, 0.4, 0.1, 0.3, 0.15}. Which tokens can
-mha.sample draw with top_p = 0.9? Answer with their indices in increasing order, e.g. answer({1, 2}).]],
+mha.sample draw with top_p = 0.9? Answer with their indices in increasing order, e.g.
+answer({1, 2}).]],
             zh = [[
 一个 5 个词元的词表，概率为 {0.05, 0.4, 0.1, 0.3, 0.15}。top_p = 0.9 时 mha.sample 能抽到哪些词元？
 按从小到大的顺序回答它们的编号，例如 answer({1, 2})。]],
@@ -200,16 +202,20 @@ mha.sample draw with top_p = 0.9? Answer with their indices in increasing order,
         solution = [[{2, 3, 4, 5}]],
         mistakes = {
             mistake{wrong = [[{2, 4, 5}]],
-                hint = {en = "0.4 + 0.3 + 0.15 = 0.85 has not reached 0.9 yet, so the next most probable token joins",
+                hint = {en = "0.4 + 0.3 + 0.15 = 0.85 has not reached 0.9 yet, so the next most "
+                        .. "probable token joins",
                         zh = "0.4 + 0.3 + 0.15 = 0.85 还没达到 0.9，所以下一个概率最大的词元也要加入"}},
             mistake{wrong = [[{2, 4, 5, 3}]],
-                hint = {en = "the right tokens, in the order of probability: give them in increasing index order",
+                hint = {en = "the right tokens, in the order of probability: give them in "
+                        .. "increasing index order",
                         zh = "词元对了，但按的是概率顺序：请按编号从小到大给出"}},
             mistake{wrong = [[{1, 2, 3, 4, 5}]],
-                hint = {en = "the nucleus stops as soon as the sum reaches 0.9: 0.4 + 0.3 + 0.15 + 0.1 = 0.95",
+                hint = {en = "the nucleus stops as soon as the sum reaches 0.9: "
+                        .. "0.4 + 0.3 + 0.15 + 0.1 = 0.95",
                         zh = "一旦累计和达到 0.9，核就停止：0.4 + 0.3 + 0.15 + 0.1 = 0.95"}},
             mistake{wrong = [[{2, 3, 4}]],
-                hint = {en = "sort by probability, not by index: after 0.4 and 0.3 comes 0.15 (token 5)",
+                hint = {en = "sort by probability, not by index: after 0.4 and 0.3 comes 0.15 "
+                        .. "(token 5)",
                         zh = "按概率排序，而不是按编号：0.4 和 0.3 之后是 0.15（词元 5）"}},
         },
     },

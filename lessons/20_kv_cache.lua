@@ -1,5 +1,6 @@
--- lessons/20_kv_cache.lua - the KV cache: decoding token by token, why the keys and values of past tokens can be
--- kept (causal attention), cached decoding equal to the full forward, its memory and its cost per token.
+-- lessons/20_kv_cache.lua - the KV cache: decoding token by token, why the keys and values of past
+-- tokens can be kept (causal attention), cached decoding equal to the full forward, its memory and
+-- its cost per token.
 return lesson{
     name = "kv_cache", seed = 20,
     title = {en = "The KV cache", zh = "KV 缓存"},
@@ -92,7 +93,8 @@ Every token adds its K and V in every layer: 2 tensors, H_kv·D numbers each, 4 
     bytes = 2 · layers · L · H_kv · D · 4
 
 Here 2 layers, 2 heads of 16, 10 tokens. For LLaMA 2 7B (32 layers, 32 heads of 128, 2 bytes) the
-cache of one 4096-token text takes 2 GiB, and a server keeps one for every text it serves at once.]],
+cache of one 4096-token text takes 2 GiB, and a server keeps one for every text it serves at
+once.]],
             zh = [[
 每个词元在每一层加入它的 K 和 V：2 个张量，每个 H_kv·D 个数，每个数 4 字节（float32；大模型用的
 16 位数是 2 字节）：

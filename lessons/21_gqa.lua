@@ -1,11 +1,11 @@
--- lessons/21_gqa.lua - grouped-query and multi-query attention: H query heads sharing H_kv K/V heads, which
--- query head reads which K/V head, sdpa's enable_gqa against repeating K/V by hand, the cache H/H_kv times
--- smaller, and two small models (kv_heads = heads and 1) trained on the same task.
+-- lessons/21_gqa.lua - grouped-query and multi-query attention: H query heads sharing H_kv K/V
+-- heads, which query head reads which K/V head, sdpa's enable_gqa against repeating K/V by hand,
+-- the cache H/H_kv times smaller, and two small models (kv_heads = heads and 1) on one task.
 return lesson{
     name = "gqa", seed = 21,
     title = {en = "GQA and MQA: sharing keys and values", zh = "GQA 与 MQA：共享键和值"},
-    summary = {en = "H query heads read H_kv K/V heads: a cache H/H_kv times smaller, the same quality",
-               zh = "H 个查询头读取 H_kv 个 K/V 头：缓存小 H/H_kv 倍，质量不变"},
+    summary = {en = "H query heads share H_kv K/V heads: a cache H/H_kv times smaller",
+               zh = "H 个查询头共享 H_kv 个 K/V 头：缓存小 H/H_kv 倍"},
 
     step{
         title = {en = "Fewer K/V heads", zh = "更少的 K/V 头"},
@@ -154,14 +154,16 @@ A model has H = 12 query heads and H_kv = 4 K/V heads. For each query head 1 .. 
         solution = [[{1, 1, 1, 2, 2, 2, 3, 3, 3, 4, 4, 4}]],
         mistakes = {
             mistake{wrong = [[{1, 2, 3, 4, 1, 2, 3, 4, 1, 2, 3, 4}]],
-                hint = {en = "that repeats the whole stack of K/V heads; a group of H/H_kv = 3 neighbouring "
+                hint = {en = "that repeats the whole stack of K/V heads; a group of H/H_kv = 3 "
+                        .. "neighbouring "
                         .. "query heads shares one (repeat_interleave)",
                         zh = "这是把整叠 K/V 头重复；应该是 H/H_kv = 3 个相邻的查询头共享一个（repeat_interleave）"}},
             mistake{wrong = [[{0, 0, 0, 1, 1, 1, 2, 2, 2, 3, 3, 3}]],
                 hint = {en = "those are 0-based; the question counts K/V heads from 1",
                         zh = "这是从 0 数起的；题目中的 K/V 头从 1 数起"}},
             mistake{wrong = [[{0, 0, 1, 1, 1, 2, 2, 2, 3, 3, 3, 4}]],
-                hint = {en = "round h·H_kv/H up, not down: ⌈h·4/12⌉, so heads 1, 2 and 3 read K/V head 1",
+                hint = {en = "round h·H_kv/H up, not down: ⌈h·4/12⌉, so heads 1, 2 and 3 "
+                        .. "read K/V head 1",
                         zh = "h·H_kv/H 要向上取整，不是向下：⌈h·4/12⌉，所以头 1、2、3 读 K/V 头 1"}},
             mistake{wrong = [[{1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3}]],
                 hint = {en = "a group has H/H_kv = 12/4 = 3 query heads, not 4",
