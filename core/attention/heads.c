@@ -4,7 +4,6 @@
 #include <string.h>
 
 #include "attention/attention_internal.h"
-#include "attention/multihead_grad.h"
 #include "autograd/autograd_ops.h"
 #include "nn/nn.h"
 #include "attention/attention.h"

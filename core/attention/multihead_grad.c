@@ -37,15 +37,6 @@ void mha_multihead_zero_grad(mha_multihead *m) {
     for (size_t i = 0; i < N_SLOTS; i++) mha_zero_grad(all[i]);
 }
 
-mha_status mha_ag_alias(mha_tensor *out, const mha_tensor *t) {
-    mha_status st = mha_share(out, t);
-    if (st == MHA_OK && t->ag) {
-        out->ag = t->ag;
-        out->ag->refcount++;
-    }
-    return st;
-}
-
 /* A mask as an additive float tensor: bool true -> -inf, float as it is
  * (the same tensor: a float mask that requires grad gets its gradient through what is built from it
  * here). */

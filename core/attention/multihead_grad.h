@@ -10,8 +10,6 @@
 /* Marks every parameter m has as a leaf that requires grad (flag true), or clears them. */
 mha_status mha_multihead_requires_grad(mha_multihead *m, bool flag);
 void mha_multihead_zero_grad(mha_multihead *m);
-/* A second handle on t with the same autograd identity (ag): m.in_proj_weight IS the parameter. */
-mha_status mha_ag_alias(mha_tensor *out, const mha_tensor *t);
 /* mha_multihead_forward without a trace; when grad mode is on and an input or parameter requires
  * grad, computed by differentiable ops in the same order and with the same kernels
  * (fused or plain, as the plain forward would choose), so out and weights carry the graph back to

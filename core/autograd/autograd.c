@@ -127,6 +127,15 @@ mha_status mha_set_grad(mha_tensor *t, const mha_tensor *g) {
 
 mha_status mha_detach(mha_tensor *out, const mha_tensor *t) { return mha_share(out, t); }
 
+mha_status mha_ag_alias(mha_tensor *out, const mha_tensor *t) {
+    mha_status st = mha_share(out, t);
+    if (st == MHA_OK && t->ag) {
+        out->ag = t->ag;
+        out->ag->refcount++;
+    }
+    return st;
+}
+
 /* The write rule's check (tensor.h, mha_tensor_set_write_check): refuses an in-place write into a
  * tensor that requires grad while grad mode is on; the tensor room counts every write it allows. */
 static mha_status ag_check_write(const mha_tensor *t, const char *fname) {

@@ -92,6 +92,9 @@ mha_status mha_backward(const mha_tensor *root, const mha_tensor *gout);
 mha_status mha_backward_retain(const mha_tensor *root, const mha_tensor *gout, bool retain_graph);
 /* A share of t's data outside the graph (requires_grad false), as torch's detach(). */
 mha_status mha_detach(mha_tensor *out, const mha_tensor *t);
+/* A second handle on t with the same autograd identity: a share of its data that IS t in the graph
+ * (MultiheadAttention's in_proj_weight seen as its q, k, v slices is the parameter itself). */
+mha_status mha_ag_alias(mha_tensor *out, const mha_tensor *t);
 
 /* No-grad mode: nested; while on, ops record nothing. */
 void mha_no_grad_enter(void);
