@@ -12,8 +12,8 @@
 --   "chinese"  the larger Chinese collection of fortunes-zh (sayings, poems, Debian's code of conduct).
 --              For the three: ANSI colour codes (ESC [ ... m) and every other control character but the
 --              newline go; the spaces that end a line go and those that indent it too; the fortune
---              separator (a line "%", spaces around it or not) ends a piece; the pieces are apart by one empty line, and the
---              empty lines inside a piece are at most one.
+--              separator (a line "%", spaces around it or not) ends a piece; the empty lines inside a
+--              piece go, and one empty line is between two pieces (so it marks where a piece ends).
 -- Every text ends with one newline. A package that is missing gets an error naming it and the command
 -- that installs it.
 
@@ -21,8 +21,8 @@ local raise = require "mha.raise"   -- errors at the user's line
 local options = require "mha.options"
 local M = {}
 
-local BIBLE = "/usr/bin/bible"
-local FORTUNES = "/usr/share/games/fortunes/"
+-- Where the packages put the corpora (a test points them elsewhere to see a package missing).
+M.paths = {bible = "/usr/bin/bible", bible_data = "/usr/lib/bible.data", fortunes = "/usr/share/games/fortunes/"}
 local INSTALL = "tools/deps.sh text (or: sudo apt-get install bible-kjv bible-kjv-text fortunes-zh)"
 
 M.names = {"kjv", "tang300", "song100", "chinese"}
@@ -40,11 +40,12 @@ end
 
 -- The Bible as `bible` prints it, cleaned: a verse a line, an empty line between chapters.
 local function kjv()
-    if not readable(BIBLE) then missing("kjv", "bible-kjv") end
-    if not readable("/usr/lib/bible.data") then missing("kjv", "bible-kjv-text") end
-    local ok, said, code, printed = require("mha.proc").run({BIBLE, "-l100000", "gen1:1-rev22:21"}, true)
+    local bible = M.paths.bible
+    if not readable(bible) then missing("kjv", "bible-kjv") end
+    if not readable(M.paths.bible_data) then missing("kjv", "bible-kjv-text") end
+    local ok, said, code, printed = require("mha.proc").run({bible, "-l100000", "gen1:1-rev22:21"}, true)
     if not ok then
-        raise(string.format("data.text: %s failed (status %d): %s", BIBLE, code, said))
+        raise(string.format("data.text: %s failed (status %d): %s", bible, code, said))
     end
     local out, n = {}, 0
     for line in printed:gmatch("([^\n]*)\n") do
@@ -78,7 +79,7 @@ end
 
 -- A fortune file cleaned: the pieces apart by one empty line (rules above).
 local function fortunes(name)
-    local path = FORTUNES .. name
+    local path = M.paths.fortunes .. name
     local f = io.open(path, "rb")
     if not f then missing(name, "fortunes-zh") end
     local raw = f:read("a")
@@ -88,7 +89,6 @@ local function fortunes(name)
     local pieces = {}
     local lines = {}
     local function close_piece()
-        while #lines > 0 and lines[#lines] == "" do lines[#lines] = nil end
         if #lines > 0 then pieces[#pieces + 1] = table.concat(lines, "\n") .. "\n" end
         lines = {}
     end
@@ -96,7 +96,7 @@ local function fortunes(name)
         line = trim(line)
         if line == "%" then
             close_piece()
-        elseif line ~= "" or (#lines > 0 and lines[#lines] ~= "") then   -- no empty line leads or doubles
+        elseif line ~= "" then   -- an empty line is only the boundary between pieces
             lines[#lines + 1] = line
         end
     end
@@ -104,7 +104,7 @@ local function fortunes(name)
     return table.concat(pieces, "\n")
 end
 
-local cache = {}   -- name -> the cleaned text: each corpus is read once a session
+local cache = {}   -- name and paths -> the cleaned text: each corpus is read once a session
 
 -- mha.data.text(name) -> the corpus as a UTF-8 string, cleaned (the rules at the top of this file).
 function M.text(name)
@@ -112,7 +112,8 @@ function M.text(name)
         raise(string.format('data.text: give the name of a corpus ("%s"), got %s', table.concat(M.names, '", "'),
                             type(name)))
     end
-    if cache[name] then return cache[name] end
+    local key = name .. "\0" .. M.paths.bible .. "\0" .. M.paths.fortunes
+    if cache[key] then return cache[key] end
     local text
     if name == "kjv" then
         text = kjv()
@@ -121,7 +122,7 @@ function M.text(name)
     else
         raise(string.format('data.text: no corpus %q; the corpora are "%s"', name, table.concat(M.names, '", "')))
     end
-    cache[name] = text
+    cache[key] = text
     return text
 end
 
