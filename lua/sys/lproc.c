@@ -133,7 +133,8 @@ static int proc_run(lua_State *L) {
         signal(SIGPIPE, SIG_DFL);
         int null = open("/dev/null", O_RDWR);
         int stdout_fd = out ? fileno(out) : null;
-        if (null < 0 || dup2(null, 0) < 0 || dup2(stdout_fd, 1) < 0 || dup2(err[1], 2) < 0) _exit(127);
+        if (null < 0 || dup2(null, 0) < 0 || dup2(stdout_fd, 1) < 0 || dup2(err[1], 2) < 0)
+            _exit(127);
         execv(argv[0], (char *const *)argv);
         static const char msg[] = "cannot run the program\n";
         (void)!write(2, msg, sizeof msg - 1);

@@ -1,6 +1,6 @@
 -- lua/train/tasks.lua - module "mha.tasks": seeded toy tasks for mha.train (copy, reverse, sort, match,
--- induction, difference) and windows of real text (text). mha.tasks.NAME{vocab=, len=, batch=, seed=}
--- -> a task whose :batch() returns tokens and targets;
+-- induction, difference) and windows of real text (text).
+-- mha.tasks.NAME{vocab=, len=, batch=, seed=} -> a task whose :batch() returns tokens and targets;
 -- mha.tasks.show prints token ids as whole numbers.
 --
 -- Every task is next-token prediction for a causal model: tokens (N, L) and targets (N, L), both whole numbers
@@ -19,10 +19,11 @@
 --                                 each answer needs the tokens one and two back at once, and tells them apart
 --                                 (b - a is another answer than a - b). The token at p itself plays no part:
 --                                 the residual would hand it to the output without any head.
---   text{text=, tokenizer=, len=L, batch=, seed=}: windows of L characters at random places of a
---                                 real text (mha.data), every position counting: targets[p] is the
---                                 character after tokens[p], so targets are the tokens shifted by one.
---                                 vocab is the tokenizer's vocab_size (built from the text by default).
+--   text{text=, tokenizer=, len=L, batch=, seed=}: windows of L characters at random places of
+--                                 a real text (mha.data), every position counting: targets[p]
+--                                 is the character after tokens[p], so targets are the tokens
+--                                 shifted by one. vocab is the tokenizer's vocab_size (a
+--                                 tokenizer is built from the text when none is given).
 
 local raise = require "mha.raise"   -- errors at the user's line
 local options = require "mha.options"
@@ -223,24 +224,26 @@ function TextTask:batch(n)
     return mha.stack(toks, 1), mha.stack(tgts, 1)
 end
 
--- mha.tasks.text{text=, tokenizer=, len=64, batch=32, seed=0}: random windows of text, for a character
--- model.
+-- mha.tasks.text{text=, tokenizer=, len=64, batch=32, seed=0}: random windows of text, for a
+-- character model.
 function M.text(opts)
     local fname = "tasks.text"
     if type(opts) ~= "table" then
-        raise(fname .. ": options must be a table, e.g. mha.tasks.text{text = mha.data.text(\"kjv\"), len = 64}")
+        raise(fname .. ": options must be a table, e.g. " ..
+              "mha.tasks.text{text = mha.data.text(\"kjv\"), len = 64}")
     end
     options.check(fname, opts, {"text", "tokenizer", "len", "batch", "seed"})
     local tokenizer = require "mha.tokenizer"
     if type(opts.text) ~= "string" then
-        raise(fname .. ": option text must be a string, e.g. mha.data.text(\"kjv\"), got " .. type(opts.text))
+        raise(fname .. ": option text must be a string, e.g. mha.data.text(\"kjv\"), got " ..
+              type(opts.text))
     end
     local tok = opts.tokenizer
     if tok == nil then
         tok = tokenizer.CharTokenizer(opts.text)
     elseif not tokenizer.is_tokenizer(tok) then
-        raise(fname .. ": option tokenizer must be a tokenizer, e.g. mha.tokenizer.CharTokenizer(text), got " ..
-              type(tok))
+        raise(fname .. ": option tokenizer must be a tokenizer, e.g. " ..
+              "mha.tokenizer.CharTokenizer(text), got " .. type(tok))
     end
     local t = setmetatable({name = "text", tokenizer = tok, vocab = tok.vocab_size}, TextTask)
     t.len = check_size(fname, opts, "len", 64, 1)
@@ -248,8 +251,8 @@ function M.text(opts)
     t.seq_len = t.len
     t.ids = tok:encode(opts.text)
     if t.ids:size(1) < t.len + 1 then
-        raise(string.format("%s: the text has %d characters; windows of len %d need at least %d", fname,
-                            t.ids:size(1), t.len, t.len + 1))
+        raise(string.format("%s: the text has %d characters; windows of len %d need at least %d",
+                            fname, t.ids:size(1), t.len, t.len + 1))
     end
     t:reseed(opts.seed or 0)
     return t
