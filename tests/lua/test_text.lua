@@ -231,6 +231,9 @@ T.test("a short training run on the Bible beats the unigram baseline", function(
     T.raises("val_every must be positive", function()
         return mha.train{model = small, task = toy, steps = 1, val = toy, val_every = 0, quiet = true} end,
              "option val_every must be a positive integer, got 0")
+    T.raises("val must be another task than task", function()
+        return mha.train{model = small, task = toy, steps = 1, val = toy, quiet = true} end,
+             "option val must be another task than task")
     T.raises("val must be a task or a text", function()
         return mha.train{model = small, task = toy, steps = 1, val = 3, quiet = true} end,
              "option val must be a task or a text")
