@@ -10,7 +10,8 @@
 --                            rope alibi_slopes alibi_bias sliding_window_mask sample
 --   mha.display (lua/show/)  format show printoptions heat
 --   mha.nn (lua/nn/)         nn, optim, clip_grad_norm
---   lua/train/               tasks train heads (modules), load_model save_model (from mha.models)
+--   lua/train/               tasks train heads data tokenizer (modules), load_model
+--                            save_model (from mha.models)
 --
 -- MultiheadAttention, a C type, takes from mha.nn the module methods it lacks (below).
 
@@ -37,6 +38,8 @@ mha.clip_grad_norm = optim.clip_grad_norm
 mha.tasks = require "mha.tasks"
 mha.train = require "mha.train"
 mha.heads = require "mha.heads"
+mha.data = require "mha.data"
+mha.tokenizer = require "mha.tokenizer"
 mha.load_model, mha.save_model = models.load_model, models.save_model
 
 -- state_dict, load_state_dict, train, eval, to, named_parameters: so a MultiheadAttention is a

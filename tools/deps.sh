@@ -1,25 +1,30 @@
 #!/bin/sh
 # tools/deps.sh - installs the Debian packages mha-repl needs that this machine lacks, saying which,
 # so that `make run` and `make test` work on a fresh Debian machine.
-# usage: tools/deps.sh [build|run|test|bench|notebook|fuzz|python|window]   (notebook: what tests/notebook/ needs:
+# usage: tools/deps.sh [build|run|test|text|bench|notebook|fuzz|python|window]   (notebook: what tests/notebook/ needs:
 # Python's Jupyter, Chromium; python: NumPy and torch for the checks that compare with them; window: a virtual
-# display and gnuplot's qt terminal, for the tests that open real plot windows)
+# display and gnuplot's qt terminal, for the tests that open real plot windows; text: the corpora
+# mha.data.text reads, which test installs too)
 set -eu
 need="gcc make pkg-config liblua5.4-dev libreadline-dev zlib1g-dev libzmq3-dev libjansson-dev libssl-dev"
+# the corpora of mha.data.text: the King James Bible (its text and the bible program) and the
+# Chinese fortunes (300 Tang poems, 100 Song ci, the larger collection)
+text="bible-kjv bible-kjv-text fortunes-zh"
 target=${1:-build}
 case "$target" in
     build) ;;
     # fonts-noto-cjk: the glyphs gnuplot (through fontconfig) needs for Chinese titles, labels and tokens
     run) need="$need gnuplot fonts-noto-cjk" ;;
     # the stock interpreter loads mha.so; pgrep counts gnuplots; pdftotext reads the saved PDFs' text
-    test) need="$need gnuplot fonts-noto-cjk lua5.4 procps poppler-utils" ;;
+    test) need="$need gnuplot fonts-noto-cjk lua5.4 procps poppler-utils $text" ;;
+    text) need="$need $text" ;;
     bench) need="$need python3-numpy libopenblas0-pthread python3-threadpoolctl" ;;  # torch: a column when installed
     notebook) need="$need gnuplot fonts-noto-cjk python3-nbformat python3-jupyter-client jupyter-client jupyter-nbconvert jupyter-console chromium" ;;
     fuzz) need="$need clang libclang-rt-14-dev" ;;   # libFuzzer and the sanitizers' runtime
     python) need="$need python3-numpy python3-torch" ;;   # the checks against NumPy and torch 1.13 (.npz, state_dict)
     # tests/sh/test_plot_window.sh: Xvfb for a display, gnuplot-qt for its windows, xdotool to read their names
     window) need="$need gnuplot-qt xvfb xauth xdotool fonts-noto-cjk" ;;
-    *) echo "usage: tools/deps.sh [build|run|test|bench|notebook|fuzz|python|window]" >&2; exit 2 ;;
+    *) echo "usage: tools/deps.sh [build|run|test|text|bench|notebook|fuzz|python|window]" >&2; exit 2 ;;
 esac
 installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "ok installed"; }
 # The gnuplot to install, and the line that says why: where a display is (DISPLAY or WAYLAND_DISPLAY

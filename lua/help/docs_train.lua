@@ -1,6 +1,6 @@
 -- lua/help/docs_train.lua - module "mha.docs_train": the help entries of mha.nn.Transformer,
--- mha.tasks, mha.train, mha.heads and the shipped models (mha.load_model, mha.save_model), read by
--- lua/help/help.lua.
+-- mha.tasks, mha.train, mha.heads, the shipped models (mha.load_model, mha.save_model) and real
+-- text (mha.data, mha.tokenizer, mha.tasks.text), read by lua/help/help.lua.
 --
 -- Every example runs as written, also pasted into the REPL line by line
 -- (tests/lua/test_display.lua): globals, never `local`, at most 76 columns a line.
@@ -45,12 +45,16 @@ entry("mha.tasks", "training",
 
 entry("mha.train", "training",
     "mha.train{model=, task=, steps=100, lr=1e-3, batch=, optimizer=\"adamw\", log_every=, seed=, "
-    .. "clip=1.0, plot=false, attention_every=0, quiet=false, on_log=} -> history",
+    .. "clip=1.0, plot=false, attention_every=0, quiet=false, on_log=, val=, val_every=, val_batches=4} "
+    .. "-> history",
     "Trains model on task: draws a batch, takes the cross entropy on the counted positions "
     .. "(mha.train.loss), runs backward, clips the gradient norm, steps the optimizer. At a terminal "
     .. "a progress line (step, steps/s, loss, accuracy, ETA) is rewritten in place; Ctrl-C says the step "
     .. "reached and stops the whole input, as in Python, keeping the model; plot = true redraws the loss "
-    .. "curve each log step. history has loss, acc and step (one row per log step), steps and seconds (CPU).",
+    .. "curve each log step. history has loss, acc and step (one row per log step), steps and seconds (CPU). "
+    .. "val (a task, or a text for a mha.tasks.text task) adds the validation loss every val_every steps "
+    .. "(default log_every) and at the last: the mean over val_batches batches, the same ones each time, "
+    .. "shown in the progress line and kept in history.val_loss and history.val_step.",
     nil,
     "m = mha.nn.Transformer{vocab = 6, d_model = 16, heads = 2, max_len = 6}\n"
     .. "t = mha.tasks.reverse{vocab = 6, len = 3}\n"
@@ -100,5 +104,55 @@ entry("mha.save_model", "training", "mha.save_model(path, model [, extra])",
     .. "print(mha.load_model(path))\n"
     .. "os.remove(path)",
     {"mha.load_model", "mha.save"})
+
+entry("mha.data.text", "training", "mha.data.text(\"kjv\"|\"tang300\"|\"song100\"|\"chinese\") -> string",
+    "A real text from Debian's packages, as one UTF-8 string, cleaned to what a reader calls text: kjv, "
+    .. "the King James Bible (bible-kjv), a verse a line without its number, an empty line between "
+    .. "chapters, no book or chapter headers; tang300, song100 and chinese, the 300 Tang poems, the 100 "
+    .. "Song ci and a larger collection (fortunes-zh), each piece its title, author and lines, one empty "
+    .. "line between two pieces, without colour codes or fortune separators. A missing package: an error "
+    .. "naming it and tools/deps.sh text, which installs it.",
+    nil,
+    "poems = mha.data.text(\"tang300\")\n"
+    .. "print(utf8.len(poems), poems:match(\"^[^\\n]*\\n[^\\n]*\"))",
+    {"mha.data.split", "mha.tokenizer.CharTokenizer", "mha.tasks.text"})
+
+entry("mha.data.split", "training", "mha.data.split(text [, {val = 0.1}]) -> train, validation",
+    "Cuts a text in two on a character boundary: the last floor(val * characters) characters are the "
+    .. "validation text, always the same ones, so every loss on them can be reproduced.",
+    nil,
+    "train, valid = mha.data.split(\"In the beginning God\", {val = 0.2})\n"
+    .. "print(train, \"|\", valid)",
+    {"mha.data.text", "mha.train"})
+
+entry("mha.tokenizer.CharTokenizer", "training",
+    "mha.tokenizer.CharTokenizer(text) -> tok;  tok:encode(str [, {unknown = id}]) -> (L);  "
+    .. "tok:decode(ids) -> string",
+    "One token per Unicode character (a Chinese character is one token). Every character of text gets "
+    .. "an id 1 .. tok.vocab_size in the order of the code points; tok.chars[id] is the character, "
+    .. "tok.ids[char] its id. encode gives a float32 (L) tensor of ids; a character the tokenizer does not "
+    .. "know is an error unless unknown = id is given. tok:codepoints() is the (V) tensor of code points "
+    .. "(float32, exact below 2^24) a model's .npz keeps as tokenizer.codepoints, and "
+    .. "mha.tokenizer.from_codepoints(cp) makes the same tokenizer from it. (mha.text is the REPL's text "
+    .. "wrapping, so the tokenizer lives in mha.tokenizer.)",
+    nil,
+    "tok = mha.tokenizer.CharTokenizer(\"床前明月光 moon\")\n"
+    .. "ids = tok:encode(\"明月\")\n"
+    .. "print(ids, tok:decode(ids), tok.vocab_size)",
+    {"mha.data.text", "mha.tasks.text"})
+
+entry("mha.tasks.text", "training",
+    "mha.tasks.text{text=, tokenizer=, len=64, batch=32, seed=0} -> task;  task:batch([n]) -> tokens, targets",
+    "Next-character training on a real text: each row is a window of len characters at a random place "
+    .. "(seeded), and targets are the same window one character later, every position counting. The "
+    .. "tokenizer defaults to mha.tokenizer.CharTokenizer(text); task.vocab is its vocab_size. It plugs "
+    .. "into mha.train as the toy tasks do; val = the validation text reports the loss on it.",
+    nil,
+    "text = mha.data.text(\"tang300\")\n"
+    .. "task = mha.tasks.text{text = text, len = 8, batch = 2}\n"
+    .. "tokens, targets = task:batch()\n"
+    .. "print(task.tokenizer:decode(tokens:select(1, 1)))\n"
+    .. "print(task.tokenizer:decode(targets:select(1, 1)))",
+    {"mha.data.split", "mha.train", "mha.tokenizer.CharTokenizer"})
 
 return D

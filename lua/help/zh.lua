@@ -410,7 +410,10 @@ D["mha.train"] = [[
 在 task 上训练 model：抽一个批次，在计入的位置上算交叉熵（mha.train.loss），反向传播，裁剪梯度范数，
 让优化器走一步。在终端里会原地刷新一行进度（步数、每秒步数、损失、准确率、预计剩余时间），按 Ctrl-C
 会报告到达的步数并停下整段输入（如同 Python），模型保留已学到的；plot = true 时每次记录都重画损失曲线。
-history 里有 loss、acc 和 step（每次记录一行），以及 steps 和 seconds（CPU 时间）。]]
+history 里有 loss、acc 和 step（每次记录一行），以及 steps 和 seconds（CPU 时间）。
+val（一个任务；对 mha.tasks.text 任务也可以是一段文本）每 val_every 步（默认同 log_every）和最后一步算一次
+验证损失：val_batches 个批次的平均，每次都是同样的批次；显示在进度行里，并存进 history.val_loss 和
+history.val_step。]]
 D["mha.load_model"] = [[
 一个随程序提供的训练好的模型（models/NAME.npz，由 `make models` 从固定的种子训练出来；在 $MHA_MODELS、
 ./models 以及程序构建目录旁的 models/ 里找），或者任何由 mha.save_model 写出的文件。extra 里是文件的其他
@@ -787,6 +790,26 @@ D["mha.sample"] = [[
 每行一个下标的张量。temperature 去除 logits（为 0 时取第一个最大值，不抽随机数）；top_k 只保留概率最大的 k 个
 词元；top_p 保留概率之和达到 top_p 的最少的高概率词元（核采样），再重新归一化。随机数来自 mha.seed 的生成器，
 每行一个；seed = s 即先调用 mha.seed(s)。]]
+
+-- Real text (docs/training.md, "Real text")
+D["mha.data.text"] = [[
+一段来自 Debian 软件包的真实文本，一个 UTF-8 字符串，清理成读者眼中的正文：kjv 是英王钦定本圣经
+（bible-kjv），一节一行、去掉节号，章与章之间空一行，没有书名和章名；tang300、song100 和 chinese 是唐诗
+三百首、宋词一百首和一个更大的合集（fortunes-zh），每篇是标题、作者和诗句，两篇之间空一行，去掉颜色
+代码和 fortune 的分隔符。缺少软件包时报错，说出包名和安装它的 tools/deps.sh text。]]
+D["mha.data.split"] = [[
+在字符边界上把文本 text 切成两段：最后 floor(val * 字符数) 个字符是验证文本，永远是同样的那些，所以在它上面
+的每个损失都能复现。]]
+D["mha.tokenizer.CharTokenizer"] = [[
+每个 Unicode 字符一个词元（一个汉字就是一个词元）。text 里的每个字符按码位顺序得到编号 1 .. tok.vocab_size；
+tok.chars[id] 是字符，tok.ids[char] 是它的编号。encode 给出编号组成的 float32 (L) 张量；不认识的字符会报错，
+除非给了 unknown = id。tok:codepoints() 是码位组成的 (V) 张量（float32，小于 2^24 时是精确的），模型的 .npz
+把它存成 tokenizer.codepoints；mha.tokenizer.from_codepoints(cp) 由它重建同一个分词器。（mha.text 是 REPL
+的文本换行模块，所以分词器放在 mha.tokenizer 里。）]]
+D["mha.tasks.text"] = [[
+在真实文本上训练预测下一个字符：每行是文本中随机位置（带种子）的 len 个字符的窗口，targets 是同一个窗口
+往后挪一个字符，每个位置都计入。tokenizer 默认是 mha.tokenizer.CharTokenizer(text)；task.vocab 是它的
+vocab_size。它像玩具任务一样交给 mha.train；val = 验证文本 时报告在它上面的损失。]]
 
 -- The text between two lines of a paragraph: nothing between Chinese characters or beside Chinese
 -- punctuation, a space where a Latin word, a name or a number meets the line break

@@ -91,6 +91,7 @@ en.train = {
     log = "step %5d  loss %.4f  acc %5.1f%%",
     interrupted = "train: interrupted after step %d of %d; the model keeps what it learned",
     done = "done: %d steps in %s (CPU), loss %.4f, acc %.1f%%",
+    val = "  val loss %.4f", val_loss = "validation loss",   -- after the progress line, with val
     model = function(heads, d_model, layers)   -- the curves' title names the model: runs compare
         return string.format("training: %d head%s, d_model %d, %d layer%s", heads, heads == 1 and "" or "s",
                              d_model, layers, layers == 1 and "" or "s")

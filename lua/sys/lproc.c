@@ -7,6 +7,7 @@
 #include <limits.h>
 #include <link.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -78,11 +79,26 @@ static int proc_shipped(lua_State *L) {
     return 1;
 }
 
-/* proc.run({program, arg1, ...}) -> ok, what the program wrote on stderr, exit status
- * Runs program (a path, not looked up in PATH) with stdin and stdout on /dev/null and waits for it;
- * ok is true when it exited with status 0. */
+/* Reads the whole of an open file from its start into a string on the stack. */
+static void push_file(lua_State *L, FILE *file) {
+    luaL_Buffer text;
+    luaL_buffinit(L, &text);
+    rewind(file);
+    char chunk[4096];
+    size_t got;
+    while ((got = fread(chunk, 1, sizeof chunk, file)) > 0) luaL_addlstring(&text, chunk, got);
+    luaL_pushresult(&text);
+}
+
+/* proc.run({program, arg1, ...} [, capture]) -> ok, what the program wrote on stderr, exit status
+ *                                                [, what it wrote on stdout]
+ * Runs program (a path, not looked up in PATH) with stdin on /dev/null and waits for it; ok is true
+ * when it exited with status 0. Its stdout goes to /dev/null, or with capture true to an unnamed
+ * temporary file (no pipe to fill while stderr is read) whose text is the fourth result. */
 static int proc_run(lua_State *L) {
     luaL_checktype(L, 1, LUA_TTABLE);
+    int capture = lua_toboolean(L, 2);
+    lua_settop(L, 1);
     lua_Integer argc = luaL_len(L, 1);
     luaL_argcheck(L, argc >= 1 && argc < 256, 1, "a list of 1 to 255 strings (the program, then its arguments)");
     const char *argv[256];
@@ -93,8 +109,15 @@ static int proc_run(lua_State *L) {
         argv[i - 1] = lua_tostring(L, -1);   /* kept alive on the stack until the call returns */
     }
     argv[argc] = NULL;
+    FILE *out = NULL;   /* the captured stdout; closed on every path below */
+    if (capture && (out = tmpfile()) == NULL)
+        return luaL_error(L, "proc.run: tmpfile: %s", strerror(errno));
     int err[2];
-    if (pipe(err) != 0) return luaL_error(L, "proc.run: pipe: %s", strerror(errno));
+    if (pipe(err) != 0) {
+        int e = errno;
+        if (out) fclose(out);
+        return luaL_error(L, "proc.run: pipe: %s", strerror(e));
+    }
     fcntl(err[0], F_SETFD, FD_CLOEXEC);   /* the child keeps only its stderr end, as fd 2 */
     fcntl(err[1], F_SETFD, FD_CLOEXEC);
     pid_t pid = fork();
@@ -102,13 +125,16 @@ static int proc_run(lua_State *L) {
         int e = errno;
         close(err[0]);
         close(err[1]);
+        if (out) fclose(out);
         return luaL_error(L, "proc.run: fork: %s", strerror(e));
     }
     if (pid == 0) {   /* the child: only async-signal-safe calls until exec */
         signal(SIGINT, SIG_DFL);
         signal(SIGPIPE, SIG_DFL);
         int null = open("/dev/null", O_RDWR);
-        if (null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(err[1], 2) < 0) _exit(127);
+        int stdout_fd = out ? fileno(out) : null;
+        if (null < 0 || dup2(null, 0) < 0 || dup2(stdout_fd, 1) < 0 || dup2(err[1], 2) < 0)
+            _exit(127);
         execv(argv[0], (char *const *)argv);
         static const char msg[] = "cannot run the program\n";
         (void)!write(2, msg, sizeof msg - 1);
@@ -132,7 +158,10 @@ static int proc_run(lua_State *L) {
     lua_pushboolean(L, code == 0);
     lua_insert(L, -2);   /* ok, said */
     lua_pushinteger(L, code);
-    return 3;
+    if (!out) return 3;
+    push_file(L, out);
+    fclose(out);
+    return 4;
 }
 
 static const luaL_Reg proc_lib[] = {

@@ -1,23 +1,32 @@
--- lua/train/tasks.lua - module "mha.tasks": seeded toy tasks for mha.train (copy, reverse, sort, match,
--- induction, difference). mha.tasks.NAME{vocab=, len=, batch=, seed=} -> a task whose :batch() returns tokens and targets;
+-- lua/train/tasks.lua - module "mha.tasks": seeded toy tasks for mha.train (copy, reverse, sort,
+-- match, induction, difference) and windows of real text (text).
+-- mha.tasks.NAME{vocab=, len=, batch=, seed=} -> a task whose :batch() returns tokens and targets;
 -- mha.tasks.show prints token ids as whole numbers.
 --
--- Every task is next-token prediction for a causal model: tokens (N, L) and targets (N, L), both whole numbers
--- in float32 tensors; targets[n][p] is the token that should follow position p, or 0 where the position does
--- not count (the loss and the accuracy skip it). Symbols are 1 .. vocab-1; vocab itself is the separator SEP.
---   copy/reverse/sort, len = n:   x1 .. xn SEP y1 .. y(n-1)   (L = 2n); y is x, x reversed, or x sorted;
---                                 positions n+1 .. 2n count, predicting y1 .. yn.
---   match, len = p pairs:        k1 v1 .. kp vp SEP kq       (L = 2p + 2); keys distinct; the last position
---                                 counts, predicting vq (the value paired with kq).
---   induction, len = L:          random symbols with one stretch of r symbols (a .. a+r-1) repeated at b >= a+r;
---                                 r is drawn from repeat = {min, max} (default {4, L // 2}) and a, b at random,
---                                 so no fixed offset solves it; positions b .. b+r-2 count, predicting the
---                                 repeat's next symbol.
---   difference, len = L:         random symbols x1 .. xL (1 .. vocab, no separator); positions p >= 3 count,
---                                 with target x(p-1) - x(p-2) wrapped into 1 .. vocab (vocab stands for 0):
---                                 each answer needs the tokens one and two back at once, and tells them apart
---                                 (b - a is another answer than a - b). The token at p itself plays no part:
---                                 the residual would hand it to the output without any head.
+-- Every task is next-token prediction for a causal model: tokens (N, L) and targets (N, L), both
+-- whole numbers in float32 tensors; targets[n][p] is the token that should follow position p, or 0
+-- where the position does not count (the loss and the accuracy skip it). Symbols are 1 .. vocab-1;
+-- vocab itself is the separator SEP.
+--   copy/reverse/sort, len = n:  x1 .. xn SEP y1 .. y(n-1)  (L = 2n); y is x, x reversed, or x
+--                                sorted; positions n+1 .. 2n count, predicting y1 .. yn.
+--   match, len = p pairs:        k1 v1 .. kp vp SEP kq  (L = 2p + 2); keys distinct; the last
+--                                position counts, predicting vq (the value paired with kq).
+--   induction, len = L:          random symbols with one stretch of r symbols (a .. a+r-1)
+--                                repeated at b >= a+r; r is drawn from repeat = {min, max}
+--                                (default {4, L // 2}) and a, b at random, so no fixed offset
+--                                solves it; positions b .. b+r-2 count, predicting the repeat's
+--                                next symbol.
+--   difference, len = L:         random symbols x1 .. xL (1 .. vocab, no separator); positions
+--                                p >= 3 count, with target x(p-1) - x(p-2) wrapped into 1 .. vocab
+--                                (vocab stands for 0): each answer needs the tokens one and two
+--                                back at once, and tells them apart (b - a is another answer than
+--                                a - b). The token at p itself plays no part: the residual would
+--                                hand it to the output without any head.
+--   text{text=, tokenizer=, len=L, batch=, seed=}: windows of L characters at random places of
+--                                a real text (mha.data), every position counting: targets[p] is
+--                                the character after tokens[p], so targets are the tokens shifted
+--                                by one. vocab is the tokenizer's vocab_size (a tokenizer is built
+--                                from the text when none is given).
 
 local raise = require "mha.raise"   -- errors at the user's line
 local options = require "mha.options"
@@ -195,8 +204,66 @@ end
 
 for _, name in ipairs(NAMES) do M[name] = make(name) end
 
--- mha.tasks.repeated(vocab, r, n, seed) -> tokens (n, 2r): n sequences of r random symbols, each said twice
--- (the detectors' probe: on the second half an induction head looks at the token after the first one).
+local TextTask = setmetatable({}, {__index = Task})
+TextTask.__index = TextTask
+
+function TextTask:__tostring()
+    return string.format("mha.tasks.text{len = %d, batch = %d} (%d characters, vocab %d)", self.len,
+                         self.batch_size, self.ids:size(1), self.vocab)
+end
+
+-- task:batch([n]) -> tokens (n, L), targets (n, L): n windows of the text at random starts; targets
+-- are the window one character later.
+function TextTask:batch(n)
+    n = n or self.batch_size
+    local mha = require "mha.core"
+    local toks, tgts = {}, {}
+    local starts = self.ids:size(1) - self.len   -- a window and the character after it fit
+    for i = 1, n do
+        local a = self.rand(starts)
+        toks[i] = self.ids:narrow(1, a, self.len)
+        tgts[i] = self.ids:narrow(1, a + 1, self.len)
+    end
+    return mha.stack(toks, 1), mha.stack(tgts, 1)
+end
+
+-- mha.tasks.text{text=, tokenizer=, len=64, batch=32, seed=0}: random windows of text, for a
+-- character model.
+function M.text(opts)
+    local fname = "tasks.text"
+    if type(opts) ~= "table" then
+        raise(fname .. ": options must be a table, e.g. " ..
+              "mha.tasks.text{text = mha.data.text(\"kjv\"), len = 64}")
+    end
+    options.check(fname, opts, {"text", "tokenizer", "len", "batch", "seed"})
+    local tokenizer = require "mha.tokenizer"
+    if type(opts.text) ~= "string" then
+        raise(fname .. ": option text must be a string, e.g. mha.data.text(\"kjv\"), got " ..
+              type(opts.text))
+    end
+    local tok = opts.tokenizer
+    if tok == nil then
+        tok = tokenizer.CharTokenizer(opts.text)
+    elseif not tokenizer.is_tokenizer(tok) then
+        raise(fname .. ": option tokenizer must be a tokenizer, e.g. " ..
+              "mha.tokenizer.CharTokenizer(text), got " .. type(tok))
+    end
+    local t = setmetatable({name = "text", tokenizer = tok, vocab = tok.vocab_size}, TextTask)
+    t.len = check_size(fname, opts, "len", 64, 1)
+    t.batch_size = check_size(fname, opts, "batch", 32, 1)
+    t.seq_len = t.len
+    t.ids = tok:encode(opts.text)
+    if t.ids:size(1) < t.len + 1 then
+        raise(string.format("%s: the text has %d characters; windows of len %d need at least %d",
+                            fname, t.ids:size(1), t.len, t.len + 1))
+    end
+    t:reseed(opts.seed or 0)
+    return t
+end
+
+-- mha.tasks.repeated(vocab, r, n, seed) -> tokens (n, 2r): n sequences of r random symbols, each
+-- said twice (the detectors' probe: on the second half an induction head looks at the token after
+-- the first one).
 function M.repeated(vocab, r, n, seed)
     local mha = require "mha.core"
     for i, a in ipairs({{"vocab", vocab, 2}, {"r", r, 1}, {"n", n, 1}, {"seed", seed or 0, 0}}) do
@@ -216,9 +283,10 @@ function M.repeated(vocab, r, n, seed)
     return mha.tensor(rows)
 end
 
--- mha.tasks.show(ids [, opts]): token ids (a (L) or (N, L) tensor or Lua table of whole numbers) printed as the
--- whole numbers they are, one sequence a line, right-aligned ("3  4 10", where a float tensor prints "3.  4. 10.");
--- opts.title is printed above them, opts.zero replaces every 0 (targets: "-" for a position that does not count).
+-- mha.tasks.show(ids [, opts]): token ids (a (L) or (N, L) tensor or Lua table of whole numbers)
+-- printed as the whole numbers they are, one sequence a line, right-aligned ("3  4 10", where a
+-- float tensor prints "3.  4. 10."); opts.title is printed above them, opts.zero replaces every 0
+-- (targets: "-" for a position that does not count).
 function M.show(ids, opts)
     local mha = require "mha.core"
     opts = opts or {}
@@ -240,7 +308,8 @@ function M.show(ids, opts)
                             table.concat(shape, ",")))
     end
     local rows = t:totable()
-    local width = math.max(2, #tostring(opts.zero or ""))   -- 2: ids below 100 line up from call to call
+    -- 2: ids below 100 line up from call to call
+    local width = math.max(2, #tostring(opts.zero or ""))
     for n, row in ipairs(rows) do
         for p, v in ipairs(row) do
             local id = math.tointeger(v)

@@ -1,5 +1,6 @@
--- lua/train/train.lua - module "mha.train": mha.train{model=, task=, steps=, ...} trains a model on a task at
--- the prompt (a progress line, Ctrl-C stops and keeps the model, a live loss curve) and returns its history.
+-- lua/train/train.lua - module "mha.train": mha.train{model=, task=, steps=, ...} trains a model on
+-- a task at the prompt (a progress line, Ctrl-C stops and keeps the model, a live loss curve, the
+-- validation loss every k steps) and returns its history.
 -- Also mha.train.loss (the masked cross entropy and accuracy every task's targets use).
 
 local mha = require "mha.core"
@@ -11,9 +12,10 @@ local i18n = require "mha.i18n"   -- what train prints (room train)
 
 local M = {}
 
--- loss, accuracy of logits (N, L, V) against targets (N, L) (0 = not counted): the mean over counted positions
--- of -log softmax(logits)[target], as cross_entropy with ignore_index; accuracy is the fraction of counted
--- positions whose argmax is the target. The loss is in the graph (loss:backward() works).
+-- loss, accuracy of logits (N, L, V) against targets (N, L) (0 = not counted): the mean over
+-- counted positions of -log softmax(logits)[target], as cross_entropy with ignore_index; accuracy
+-- is the fraction of counted positions whose argmax is the target. The loss is in the graph
+-- (loss:backward() works).
 function M.loss(logits, targets)
     local shape = logits:shape()
     local N, L, V = shape[1], shape[2], shape[3]
@@ -29,7 +31,7 @@ end
 
 local OPTIONS = {model = true, task = true, steps = true, lr = true, batch = true, optimizer = true, log_every = true,
                  seed = true, weight_decay = true, clip = true, plot = true, attention_every = true, quiet = true,
-                 on_log = true}
+                 on_log = true, val = true, val_every = true, val_batches = true}
 
 local function fmt_time(s)
     if s >= 60 then return string.format("%dm%02ds", math.floor(s / 60), math.floor(s % 60)) end
@@ -45,11 +47,13 @@ local function make_optimizer(o, params)
     raise(string.format('train: option optimizer must be "adamw", "adam" or "sgd", got %s', tostring(kind)))
 end
 
--- What train prints and the curves' words, in the language of the printoptions (a Chinese lesson sets "zh").
+-- What train prints and the curves' words, in the language of the printoptions (a Chinese lesson
+-- sets "zh").
 local function words() return i18n.words(require("mha.display").printoptions().lang).train end
 
--- The loss and accuracy curves, on the run's own figure: redrawn live in a gnuplot window, or once at the end as
--- a text plot; the labels in the language of the printoptions (a Chinese lesson sets "zh").
+-- The loss and accuracy curves (and the validation loss), on the run's own figure: redrawn live in
+-- a gnuplot window, or once at the end as a text plot; the labels in the language of the
+-- printoptions (a Chinese lesson sets "zh").
 local function draw_curve(history, steps, model, figure)
     local said = words()
     local xs = {}
@@ -59,8 +63,13 @@ local function draw_curve(history, steps, model, figure)
         and math.type(model.layers) == "integer" then
         title = said.model(model.heads, model.d_model, model.layers)
     end
-    figure:line{{x = xs, y = history.loss, title = said.loss}, {x = xs, y = history.acc, title = said.accuracy},
-                title = title, xlabel = said.step, xrange = {0, steps}}
+    local curves = {{x = xs, y = history.loss, title = said.loss},
+                    {x = xs, y = history.acc, title = said.accuracy}}
+    if history.val_loss and #history.val_loss > 0 then
+        curves[3] = {x = history.val_step, y = history.val_loss, title = said.val_loss}
+    end
+    curves.title, curves.xlabel, curves.xrange = title, said.step, {0, steps}
+    figure:line(curves)
 end
 
 -- Is the figure a window (redrawn live) rather than text (drawn once, at the end)?
@@ -69,7 +78,8 @@ local function windowed()
     return name == "qt" or name == "wxt" or name == "x11"
 end
 
--- Each layer's heads on a sequence of the task, one figure per layer for the whole run (figures[i]).
+-- Each layer's heads on a sequence of the task, one figure per layer for the whole run
+-- (figures[i]).
 local function draw_attention(model, task, figures)
     local tokens = task:batch(1)
     mha.no_grad(function() model:forward(tokens) end)
@@ -110,6 +120,59 @@ local function checked_run(o)
     return model, task, steps
 end
 
+-- Options val, val_every and val_batches checked -> the validation task (nil without val), every
+-- how many steps, over how many batches. val is a task as it is, or a text (a string) cut into
+-- windows as the training task's (a mha.tasks.text), with its tokenizer, len and batch.
+local function validation(o, task, log_every)
+    local val_every, val_batches = o.val_every or log_every, o.val_batches or 4
+    for _, setting in ipairs({{"val_every", val_every}, {"val_batches", val_batches}}) do
+        if math.type(setting[2]) ~= "integer" or setting[2] < 1 then
+            raise(string.format("train: option %s must be a positive integer, got %s", setting[1],
+                                tostring(setting[2])))
+        end
+    end
+    local val = o.val
+    if val == nil then return nil end
+    if type(val) == "string" then
+        if task.name ~= "text" then
+            raise("train: option val is a text but the task is not mha.tasks.text; " ..
+                  "give a task as val")
+        end
+        val = require("mha.tasks").text{text = val, tokenizer = task.tokenizer, len = task.len,
+                                        batch = task.batch_size, seed = 0}
+    end
+    if type(val) ~= "table" or type(val.batch) ~= "function" then
+        raise("train: option val must be a task or a text, e.g. " ..
+              "val = mha.tasks.text{text = valid}, got " .. type(val))
+    end
+    if val == task then   -- each validation restarts the val task's stream
+        raise("train: option val must be another task than task, e.g. one on the validation text")
+    end
+    return val, val_every, val_batches
+end
+
+-- The validation loss: the mean of the masked loss over the same batches each time (the task's
+-- stream restarts at its seed), outside the graph.
+local function validate(model, val, batches)
+    val:reseed(val.seed or 0)
+    return mha.no_grad(function()
+        local sum = 0
+        for _ = 1, batches do
+            local tokens, targets = val:batch()
+            sum = sum + M.loss(model:forward(tokens, {need_weights = false}), targets):item()
+        end
+        return sum / batches
+    end)
+end
+
+-- The words of history's latest validation loss, after a progress line: "" without one, or when it
+-- was measured at step since or before (so that a log line says each once).
+local function val_words(history, since)
+    local losses, at = history.val_loss, history.val_step
+    if not losses or #losses == 0 or at[#at] <= (since or 0) then return "" end
+    return string.format(words().val, losses[#losses])
+end
+
 -- A log step: the mean loss and accuracy since the previous one kept in the history, the progress
 -- line (at a terminal) or a log line, the live curve, the attention maps, on_log.
 local function log_step(run, step, mean_loss, mean_acc)
@@ -120,11 +183,12 @@ local function log_step(run, step, mean_loss, mean_acc)
         local el = os.clock() - run.t0
         local rate = step / math.max(el, 1e-9)
         io.write("\r\27[K", string.format(words().progress, step, steps, rate, history.loss[n],
-                                            100 * history.acc[n], fmt_time((steps - step) / rate)))
+                                            100 * history.acc[n], fmt_time((steps - step) / rate)),
+                 val_words(history))
         io.flush()
     elseif not o.quiet then
-        print(string.format(words().log, step, history.loss[n],
-                            100 * history.acc[n]))
+        print(string.format(words().log, step, history.loss[n], 100 * history.acc[n])
+              .. val_words(history, history.step[n - 1]))
     end
     -- live, on an x axis fixed at 0 .. steps: at most 5 redraws a second
     if o.plot and windowed() and (step == steps or mha.clock() - run.drawn_at >= 0.2) then
@@ -138,7 +202,8 @@ local function log_step(run, step, mean_loss, mean_acc)
 end
 
 -- The steps: a batch, the forward pass and its loss, the backward pass, the gradients clipped to
--- norm clip, the optimizer's step; every log_every steps, and at the last, a log step.
+-- norm clip, the optimizer's step; every val_every steps, and at the last, the validation loss
+-- (with val); every log_every steps, and at the last, a log step.
 local function run_steps(run)
     local model, task, opt, params, clip = run.model, run.task, run.opt, run.params, run.clip
     local sum_loss, sum_acc, n_acc = 0, 0, 0
@@ -152,6 +217,11 @@ local function run_steps(run)
         opt:step()
         sum_loss, sum_acc, n_acc = sum_loss + loss:item(), sum_acc + acc, n_acc + 1
         run.history.steps = step
+        if run.val and (step % run.val_every == 0 or step == run.steps) then
+            local k = #run.history.val_loss + 1
+            run.history.val_loss[k] = validate(model, run.val, run.val_batches)
+            run.history.val_step[k] = step
+        end
         if step % run.log_every == 0 or step == run.steps then
             local mean_loss, mean_acc = sum_loss / n_acc, sum_acc / n_acc
             sum_loss, sum_acc, n_acc = 0, 0, 0
@@ -178,12 +248,18 @@ local function run_until_interrupted(run)
     return not ok or res
 end
 
--- mha.train{model=, task=, steps=100, lr=1e-3, batch=(the task's), optimizer="adamw", log_every=(steps/10),
---           seed=, weight_decay=, clip=1.0, plot=false, attention_every=0, quiet=false, on_log=}
+-- mha.train{model=, task=, steps=100, lr=1e-3, batch=(the task's), optimizer="adamw",
+--           log_every=(steps/10), seed=, weight_decay=, clip=1.0, plot=false, attention_every=0,
+--           quiet=false, on_log=, val=, val_every=(log_every), val_batches=4}
 -- on_log(step, history) is called after each log step (e.g. to measure the heads as they form).
--- -> history {loss = {...}, acc = {...}, step = {...}, steps = n done, interrupted = bool, seconds = CPU s}
+-- val (a task, or a text for a text task) gives the validation loss every val_every steps and at
+-- the last: the mean over val_batches batches of the val task (the same ones each time), shown in
+-- the progress line.
+-- -> history {loss = {...}, acc = {...}, step = {...}, steps = n done, interrupted = bool,
+--             seconds = CPU s, val_loss = {...}, val_step = {...} (with val)}
 -- Ctrl-C prints the step reached and raises "interrupted" (the model keeps what it learned).
--- history.loss[i] and acc[i] are the mean loss and accuracy over the steps since the previous log line.
+-- history.loss[i] and acc[i] are the mean loss and accuracy over the steps since the previous log
+-- line.
 function M.train(o)
     local model, task, steps = checked_run(o)
     if o.seed ~= nil then task:reseed(o.seed) end
@@ -195,12 +271,14 @@ function M.train(o)
     run.params = model:parameters()
     run.opt = make_optimizer(o, run.params)
     run.tty = not o.quiet and term.isatty(1)
-    local history = {loss = {}, acc = {}, step = {}, steps = 0, interrupted = false}
+    run.val, run.val_every, run.val_batches = validation(o, task, run.log_every)
+    local history = {loss = {}, acc = {}, step = {}, steps = 0, interrupted = false,
+                     val_loss = run.val and {} or nil, val_step = run.val and {} or nil}
     run.history = history
     run.t0 = os.clock()
     run.drawn_at = -math.huge   -- mha.clock() of the last live redraw
-    -- each run's curves in a figure of their own (a window: two runs, 1 head and 2 heads, side by side), and
-    -- its attention maps in others, so that neither draws over the other
+    -- each run's curves in a figure of their own (a window: two runs, 1 head and 2 heads, side by
+    -- side), and its attention maps in others, so that neither draws over the other
     run.curves = o.plot and require("mha.plot").figure{current = false} or nil
     run.layer_figures = {}
     if run_until_interrupted(run) then
@@ -210,18 +288,21 @@ function M.train(o)
         print(string.format(words().interrupted, history.steps, steps))
     end
     history.seconds = os.clock() - run.t0
-    -- text: once at the end; a window: once more when Ctrl-C or the rate limit left the last point undrawn
+    -- text: once at the end; a window: once more when Ctrl-C or the rate limit left the last point
+    -- undrawn
     if o.plot and #history.loss > 0 and (not windowed() or history.interrupted) then
         draw_curve(history, steps, model, run.curves)
     end
 
-    -- Ctrl-C stops the whole input, as a kernel's interrupt does: the model keeps the weights of the last
-    -- finished step, and the interrupt goes on, so a loop that calls train (lesson 17) stops too, once
+    -- Ctrl-C stops the whole input, as a kernel's interrupt does: the model keeps the weights of
+    -- the last finished step, and the interrupt goes on, so a loop that calls train (lesson 17)
+    -- stops too, once
     if history.interrupted then raise("interrupted") end
     if run.tty then
         io.write("\r\27[K", string.format(words().done, history.steps, fmt_time(history.seconds),
                                             history.loss[#history.loss] or 0 / 0,
-                                            100 * (history.acc[#history.acc] or 0)), "\n")
+                                            100 * (history.acc[#history.acc] or 0)),
+                 val_words(history), "\n")
     end
     return history
 end

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # tests/sh/test_deps.sh - which gnuplot tools/deps.sh installs: gnuplot-qt where a display is (DISPLAY or
-# WAYLAND_DISPLAY), so a fresh desktop gets plot windows, gnuplot-nox elsewhere, and the line saying which.
+# WAYLAND_DISPLAY), so a fresh desktop gets plot windows, gnuplot-nox elsewhere, and the line saying which;
+# and the corpora (bible-kjv, bible-kjv-text, fortunes-zh) for `text` and `test`.
 # dpkg-query, apt-get and sudo are stand-ins on PATH: nothing is installed or removed, and the stand-in
 # dpkg-query reports every package installed but those in $FAKE_MISSING.
 . "$(dirname "$0")/testlib.sh"
@@ -55,5 +56,8 @@ case_ deps_test_display_qt      test "$none poppler-utils" "gnuplot-qt poppler-u
 case_ deps_test_no_display_nox  test "$none poppler-utils" "gnuplot-nox poppler-utils" "$nox"
 # a target without gnuplot says nothing of it
 case_ deps_build_no_gnuplot     build "$none" "" "" DISPLAY=:0
+# the corpora of mha.data.text: their own target, and the tests' (test_text.lua reads them)
+case_ deps_text_corpora         text "bible-kjv-text fortunes-zh $none" "bible-kjv-text fortunes-zh" ""
+case_ deps_test_corpora         test "bible-kjv fortunes-zh" "bible-kjv fortunes-zh" ""
 
 exit $((fails > 0))
