@@ -1,5 +1,5 @@
 -- lua/train/writing.lua - module "mha.writing": a character model that writes (mha.generate, with
--- the KV cache, streamed at a terminal) and the figures it is judged by (n-gram baselines, val loss).
+-- the KV cache, streamed at a terminal) and what it is judged by (n-gram baselines, val loss).
 --
 --   mha.generate(model, tok, prompt, {max_new_tokens = 100, temperature = 1, top_k =, top_p =,
 --                seed =, stream =}) -> prompt .. what the model wrote
@@ -15,7 +15,8 @@ local term = require "mha.term"     -- whether stdout is a terminal
 
 local M = {}
 
--- The ids of a text as a Lua list (encode's tensor read back in pieces, so a long text stays small).
+-- The ids of a text as a Lua list (encode's tensor read back in pieces, so a long text stays
+-- small).
 local function id_list(tok, text)
     local ids, out = tok:encode(text), {}
     local n, CHUNK = ids:shape()[1], 1 << 16
@@ -87,7 +88,8 @@ local GENERATE_OPTIONS = {"max_new_tokens", "temperature", "top_k", "top_p", "se
 -- The arguments of generate checked -> the prompt's ids (a Lua list).
 local function checked(fname, model, tok, prompt, opts)
     if type(model) ~= "table" or type(model.new_cache) ~= "function" then
-        raise(fname .. ": model must be a mha.nn.Transformer, e.g. from mha.load_model(\"char_en\")")
+        raise(fname .. ": model must be a mha.nn.Transformer, e.g. from " ..
+              "mha.load_model(\"char_en\")")
     end
     if not require("mha.tokenizer").is_tokenizer(tok) then
         raise(fname .. ": tokenizer must be a mha.tokenizer.CharTokenizer, e.g. extra.tokenizer " ..

@@ -104,11 +104,12 @@ local function check_shipped(name, corpus)
     T.ok(string.format("%s: validation loss %.3f < bigram %.3f and unigram %.3f nats", name, loss,
                        bigram, unigram), loss < bigram and loss < unigram)
     local opts = {max_new_tokens = 40, temperature = 0.8, seed = 1, stream = false}
+    local tok = extra.tokenizer
+    local last = tok.chars[tok.vocab_size]
     local before = mha.threads(1)
-    local one = mha.generate(model, extra.tokenizer, extra.tokenizer.chars[#extra.tokenizer.chars], opts)
+    local one = mha.generate(model, tok, last, opts)
     mha.threads(2)
-    T.eq(name .. ": the same text on 1 and 2 threads", mha.generate(model, extra.tokenizer,
-         extra.tokenizer.chars[#extra.tokenizer.chars], opts), one)
+    T.eq(name .. ": the same text on 1 and 2 threads", mha.generate(model, tok, last, opts), one)
     mha.threads(before)
     return model, extra.tokenizer
 end
