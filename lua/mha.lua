@@ -11,7 +11,7 @@
 --   mha.display (lua/show/)  format show printoptions heat
 --   mha.nn (lua/nn/)         nn, optim, clip_grad_norm
 --   lua/train/               tasks train heads data tokenizer (modules), load_model
---                            save_model (from mha.models)
+--                            save_model (from mha.models), generate (from mha.writing)
 --
 -- MultiheadAttention, a C type, takes from mha.nn the module methods it lacks (below).
 
@@ -41,6 +41,7 @@ mha.heads = require "mha.heads"
 mha.data = require "mha.data"
 mha.tokenizer = require "mha.tokenizer"
 mha.load_model, mha.save_model = models.load_model, models.save_model
+mha.generate = require("mha.writing").generate
 
 -- state_dict, load_state_dict, train, eval, to, named_parameters: so a MultiheadAttention is a
 -- child like any other module and a model of its own

@@ -85,18 +85,21 @@ entry("mha.heads.report", "training", "mha.heads.report(model, tokens) -> {previ
     {"mha.heads.detect"})
 
 entry("mha.load_model", "training",
-    "mha.load_model(\"induction\"|\"reverse\"|\"difference_1head\"|\"difference_2heads\"|path) -> model, extra",
+    "mha.load_model(\"induction\"|\"reverse\"|\"difference_1head\"|\"difference_2heads\"|\"char_en\"|"
+    .. "\"char_zh\"|path) -> model, extra",
     "A shipped trained model (models/NAME.npz, made by `make models` from a fixed seed; looked for in "
     .. "$MHA_MODELS, ./models and models/ beside the program's build folder) or any file written by "
-    .. "mha.save_model. extra holds the file's other entries, e.g. extra[\"history.loss\"]. A wrong "
-    .. "name lists the models found.",
+    .. "mha.save_model. extra holds the file's other entries, e.g. extra[\"history.loss\"], and "
+    .. "extra.tokenizer, a CharTokenizer, when the file keeps tokenizer.codepoints (char_en, the King "
+    .. "James Bible; char_zh, the 300 Tang poems). A wrong name lists the models found.",
     nil,
     "ok, why = pcall(mha.load_model, \"no-such-model\")\nprint(why)",
     {"mha.save_model", "mha.heads.detect"})
 
 entry("mha.save_model", "training", "mha.save_model(path, model [, extra])",
     "Writes a Transformer's state_dict and its options (config.vocab, ...) as one .npz that "
-    .. "mha.load_model rebuilds and np.load reads; extra (name -> tensor) is stored beside them.",
+    .. "mha.load_model rebuilds and np.load reads; extra (name -> tensor) is stored beside them, and "
+    .. "extra.tokenizer, a CharTokenizer, as its code points under tokenizer.codepoints.",
     nil,
     "m = mha.nn.Transformer{vocab = 5, d_model = 8, max_len = 4}\n"
     .. "path = os.tmpname() .. \".npz\"\n"
@@ -154,5 +157,21 @@ entry("mha.tasks.text", "training",
     .. "print(task.tokenizer:decode(tokens:select(1, 1)))\n"
     .. "print(task.tokenizer:decode(targets:select(1, 1)))",
     {"mha.data.split", "mha.train", "mha.tokenizer.CharTokenizer"})
+
+entry("mha.generate", "training",
+    "mha.generate(model, tokenizer, prompt [, {max_new_tokens = 100, temperature = 1, top_k =, top_p =, "
+    .. "seed =, stream =}]) -> string",
+    "A character model writes: the prompt is encoded, then each new character is drawn by mha.sample "
+    .. "from the logits of the last position and fed back alone through the KV cache; when max_len "
+    .. "positions are used, the last half is read again into a fresh cache and the writing goes on. "
+    .. "seed seeds mha.seed once, so a seed writes the same text on any number of threads. At a "
+    .. "terminal (or stream = true) each character is printed as it comes, and Ctrl-C stops the "
+    .. "writing and returns what was written (text = mha.generate(...) keeps it without the REPL "
+    .. "printing it again). Returns the prompt and what the model wrote.",
+    "p(next) = softmax(logits / temperature), cut to the top_k, or to the top_p of the mass",
+    "m, extra = mha.load_model(\"char_zh\")\n"
+    .. "opts = {max_new_tokens = 40, temperature = 0.8, seed = 1}\n"
+    .. "print(mha.generate(m, extra.tokenizer, \"《春晓》\\n\", opts))",
+    {"mha.load_model", "Transformer:generate", "mha.sample"})
 
 return D

@@ -417,10 +417,12 @@ history.val_step。]]
 D["mha.load_model"] = [[
 一个随程序提供的训练好的模型（models/NAME.npz，由 `make models` 从固定的种子训练出来；在 $MHA_MODELS、
 ./models 以及程序构建目录旁的 models/ 里找），或者任何由 mha.save_model 写出的文件。extra 里是文件的其他
-条目，例如 extra["history.loss"]。名字不对时会列出找到的模型。]]
+条目，例如 extra["history.loss"]；文件存有 tokenizer.codepoints 时还有 extra.tokenizer，一个 CharTokenizer
+（char_en：英王钦定本圣经；char_zh：唐诗三百首）。名字不对时会列出找到的模型。]]
 D["mha.save_model"] = [[
 把一个 Transformer 的 state_dict 和它的选项（config.vocab 等）写进一个 .npz，mha.load_model 能据此重建它，
-np.load 也能读；extra（名字 -> 张量）存在它们旁边。]]
+np.load 也能读；extra（名字 -> 张量）存在它们旁边，extra.tokenizer（一个 CharTokenizer）以码位存成
+tokenizer.codepoints。]]
 D["mha.heads.detect"] = [[
 TransformerLens 的“头检测器”：对每个序列、每个头，算出注意力落在某种模式所指的键上的比例（previous：
 i-1；duplicate：词元 i 之前出现过的副本；induction：之前那个副本后面的词元），先对所有查询位置平均，再对
@@ -810,6 +812,11 @@ D["mha.tasks.text"] = [[
 在真实文本上训练预测下一个字符：每行是文本中随机位置（带种子）的 len 个字符的窗口，targets 是同一个窗口
 往后挪一个字符，每个位置都计入。tokenizer 默认是 mha.tokenizer.CharTokenizer(text)；task.vocab 是它的
 vocab_size。它像玩具任务一样交给 mha.train；val = 验证文本 时报告在它上面的损失。]]
+D["mha.generate"] = [[
+让字符模型 model 写字：先用 tokenizer 把 prompt 编码，然后每个新字符由 mha.sample 从最后一个位置的 logits 里抽出，再单独经过
+KV 缓存喂回去；用满 max_len 个位置时，把后一半重新读进一个新缓存，接着写。seed 只设一次 mha.seed，所以同一个
+种子在任意线程数下写出同样的文本。在终端里（或 stream = true）每个字符一出来就打印，Ctrl-C 停下写作并返回
+已写的部分（text = mha.generate(...) 把它存下，REPL 不会再打印一遍）。返回 prompt 加上模型写的字。]]
 
 -- The text between two lines of a paragraph: nothing between Chinese characters or beside Chinese
 -- punctuation, a space where a Latin word, a name or a number meets the line break

@@ -8,11 +8,13 @@
 -- learned, 2 sinusoidal, 3 rope, 4 alibi, 5 none. The options of language models today are saved
 -- only when a model has them (config.kv_heads, config.window, config.sinks, config.rope_layout as 1
 -- half, 2 interleaved, config.rope_base), so the checkpoints of older models keep their exact
--- bytes.
+-- bytes. A character model keeps its tokenizer as "tokenizer.codepoints" (V), the code point of
+-- each id as float32 (lua/train/tokenizer.lua), which load_model gives back as extra.tokenizer.
 
 local mha = require "mha.core"
 local raise = require "mha.raise"   -- errors at the user's line
 local proc = require "mha.proc"     -- where the program's own models/ is
+local tokenizer = require "mha.tokenizer"
 
 local M = {}
 
@@ -26,7 +28,7 @@ local function index_of(list, v)
 end
 
 -- mha.save_model(path, model [, extra]): the state_dict, the options, and extra (name -> tensor) if
--- given.
+-- given; extra.tokenizer, a CharTokenizer, is written as "tokenizer.codepoints".
 function M.save_model(path, model, extra)
     if type(model) ~= "table" or type(model.config) ~= "function" then
         raise("save_model: model must be a mha.nn.Transformer, got " .. type(model))
@@ -42,7 +44,16 @@ function M.save_model(path, model, extra)
     end
     if c.rope_layout then tbl["config.rope_layout"] = mha.tensor({index_of(LAYOUTS, c.rope_layout)}) end
     if c.rope_base then tbl["config.rope_base"] = mha.tensor({c.rope_base}) end
-    for k, v in pairs(extra or {}) do tbl[k] = v end
+    for k, v in pairs(extra or {}) do
+        if k == "tokenizer" then
+            if not tokenizer.is_tokenizer(v) then
+                raise("save_model: extra.tokenizer must be a mha.tokenizer.CharTokenizer, got " .. type(v))
+            end
+            tbl["tokenizer.codepoints"] = v:codepoints()
+        else
+            tbl[k] = v
+        end
+    end
     mha.save(path, tbl)
 end
 
@@ -64,7 +75,8 @@ end
 
 local function available(dirs)
     local names, seen = {}, {}
-    for _, name in ipairs({"induction", "reverse", "difference_1head", "difference_2heads"}) do
+    for _, name in ipairs({"induction", "reverse", "difference_1head", "difference_2heads", "char_en",
+                          "char_zh"}) do
         for _, d in ipairs(dirs) do
             if not seen[name] and exists(d .. "/" .. name .. ".npz") then
                 names[#names + 1], seen[name] = name, true
@@ -75,7 +87,8 @@ local function available(dirs)
 end
 
 -- mha.load_model(name_or_path) -> model (a Transformer with the trained weights), extra
--- (the file's other entries: e.g. "history.loss").
+-- (the file's other entries: e.g. "history.loss"; tokenizer, a CharTokenizer, when the file keeps
+-- "tokenizer.codepoints").
 function M.load_model(name)
     if type(name) ~= "string" then raise("load_model: give a name (\"induction\", \"reverse\") or a .npz path") end
     local path
@@ -111,6 +124,7 @@ function M.load_model(name)
     for k, v in pairs(tbl) do
         if k:match("^config%.") then -- options, read above
         elseif k:match("^extra%.") then extra[k:sub(7)] = v
+        elseif k == "tokenizer.codepoints" then extra.tokenizer = tokenizer.from_codepoints(v)
         else sd[k] = v end
     end
     model:load_state_dict(sd)

@@ -1,0 +1,186 @@
+-- lua/train/writing.lua - module "mha.writing": a character model that writes (mha.generate, with
+-- the KV cache, streamed at a terminal) and what it is judged by (n-gram baselines, val loss).
+--
+--   mha.generate(model, tok, prompt, {max_new_tokens = 100, temperature = 1, top_k =, top_p =,
+--                seed =, stream =}) -> prompt .. what the model wrote
+--   writing.baselines(train, valid, tok) -> unigram, bigram: the mean loss (nats per character) of
+--                                           both n-gram models counted on train, on valid
+--   writing.val_loss(model, tok, valid, {batches = 8, batch = 32, len = 64, seed = 0}) -> the mean
+--                                           loss of the model on fixed windows of valid
+
+local mha = require "mha.core"
+local raise = require "mha.raise"   -- errors at the user's line
+local options = require "mha.options"
+local term = require "mha.term"     -- whether stdout is a terminal
+
+local M = {}
+
+-- The ids of a text as a Lua list (encode's tensor read back in pieces, so a long text stays
+-- small).
+local function id_list(tok, text)
+    local ids, out = tok:encode(text), {}
+    local n, CHUNK = ids:shape()[1], 1 << 16
+    for from = 1, n, CHUNK do
+        local part = ids:narrow(1, from, math.min(CHUNK, n - from + 1)):totable()
+        for i = 1, #part do out[from + i - 1] = math.tointeger(part[i]) end
+    end
+    return out
+end
+
+-- writing.baselines(train, valid, tok) -> unigram, bigram loss on valid in nats per character.
+-- Counted on train with add-one smoothing:
+--   unigram  p(b)   = (n(b) + 1) / (N + V)
+--   bigram   p(b|a) = (n(a b) + p(b)) / (n(a) + 1)   (the unigram as a prior worth one count)
+-- Every character of valid counts; the first one's bigram context is the last character of train.
+function M.baselines(train, valid, tok)
+    local tr, va, V = id_list(tok, train), id_list(tok, valid), tok.vocab_size
+    local uni, pair = {}, {}
+    for id = 1, V do uni[id] = 0 end
+    for i = 1, #tr do
+        local b = tr[i]
+        uni[b] = uni[b] + 1
+        if i > 1 then
+            local row = pair[tr[i - 1]]
+            if not row then row = {} pair[tr[i - 1]] = row end
+            row[b] = (row[b] or 0) + 1
+        end
+    end
+    local p_uni, following = {}, {}   -- following[a]: how many pairs start with a
+    for id = 1, V do p_uni[id] = (uni[id] + 1) / (#tr + V) end
+    for a, row in pairs(pair) do
+        local n = 0
+        for _, c in pairs(row) do n = n + c end
+        following[a] = n
+    end
+    local sum_uni, sum_bi, prev = 0, 0, tr[#tr]
+    for i = 1, #va do
+        local b = va[i]
+        local row = pair[prev] or {}
+        sum_uni = sum_uni - math.log(p_uni[b])
+        sum_bi = sum_bi - math.log(((row[b] or 0) + p_uni[b]) / ((following[prev] or 0) + 1))
+        prev = b
+    end
+    return sum_uni / #va, sum_bi / #va
+end
+
+local VAL_OPTIONS = {"batches", "batch", "len", "seed"}
+
+-- writing.val_loss(model, tok, valid [, opts]) -> the mean cross-entropy (nats per character) over
+-- batches batches of windows of valid (mha.tasks.text from seed), the same windows every call.
+function M.val_loss(model, tok, valid, opts)
+    opts = opts or {}
+    options.check("writing.val_loss", opts, VAL_OPTIONS)
+    local task = require("mha.tasks").text{text = valid, tokenizer = tok, len = opts.len or 64,
+                                           batch = opts.batch or 32, seed = opts.seed or 0}
+    local loss = require("mha.train").loss
+    return mha.no_grad(function()
+        local sum, batches = 0, opts.batches or 8
+        for _ = 1, batches do
+            local tokens, targets = task:batch()
+            sum = sum + loss(model:forward(tokens, {need_weights = false}), targets):item()
+        end
+        return sum / batches
+    end)
+end
+
+local GENERATE_OPTIONS = {"max_new_tokens", "temperature", "top_k", "top_p", "seed", "stream"}
+
+-- The arguments of generate checked -> the prompt's ids (a Lua list).
+local function checked(fname, model, tok, prompt, opts)
+    if type(model) ~= "table" or type(model.new_cache) ~= "function" then
+        raise(fname .. ": model must be a mha.nn.Transformer, e.g. from " ..
+              "mha.load_model(\"char_en\")")
+    end
+    if not require("mha.tokenizer").is_tokenizer(tok) then
+        raise(fname .. ": tokenizer must be a mha.tokenizer.CharTokenizer, e.g. extra.tokenizer " ..
+              "of mha.load_model, got " .. type(tok))
+    end
+    if model.vocab ~= tok.vocab_size then
+        raise(string.format("%s: the model's vocab is %d but the tokenizer has %d characters; " ..
+                            "give the tokenizer the model was trained with", fname, model.vocab,
+                            tok.vocab_size))
+    end
+    if type(prompt) ~= "string" then
+        raise(string.format("%s: prompt must be a string, got %s", fname, type(prompt)))
+    end
+    if prompt == "" then raise(fname .. ": prompt is empty; give at least one character") end
+    if type(opts) ~= "table" then raise(fname .. ": options must be a table, e.g. {seed = 1}") end
+    options.check(fname, opts, GENERATE_OPTIONS)
+    local ok, ids = pcall(tok.encode, tok, prompt)
+    if not ok then
+        raise(fname .. ": prompt " .. tostring(ids):gsub("^.-tokenizer%.encode: ", ""))
+    end
+    return ids:totable()
+end
+
+-- One step of decoding: the last position's logits (1, L, V) -> a token id, sample's errors named
+-- as generate's.
+local function draw(fname, logits, sample_opts)
+    local ok, token = pcall(mha.sample, logits[1][logits:shape()[2]], sample_opts)
+    if not ok then raise(fname .. ": " .. tostring(token):gsub("^[^:]*:%d+: ", "")) end
+    return token
+end
+
+-- The decoding loop with the cache: the prompt once, then each new character alone. When the
+-- context is full (max_len positions), a fresh cache reads the last half of the text again, so
+-- writing goes on past max_len. Calls write(id) after each new character, kept in written.
+local function decode(fname, model, tokens, n_new, sample_opts, write, written)
+    local all = {table.unpack(tokens, math.max(1, #tokens - model.max_len + 1))}
+    local cache, used = model:new_cache(), #all
+    mha.no_grad(function()
+        local logits = model:forward({all}, {cache = cache, need_weights = false})
+        for n = 1, n_new do
+            local id = draw(fname, logits, sample_opts)
+            written[#written + 1], all[#all + 1] = id, id
+            write(id)
+            if n == n_new then break end
+            if used == model.max_len then
+                local keep = {table.unpack(all, #all - model.max_len // 2 + 1)}
+                cache, used = model:new_cache(), #keep
+                logits = model:forward({keep}, {cache = cache, need_weights = false})
+            else
+                used = used + 1
+                logits = model:forward({{id}}, {cache = cache, need_weights = false})
+            end
+        end
+    end)
+end
+
+-- mha.generate(model, tok, prompt [, opts]) -> prompt .. the characters the model wrote. Each one
+-- is drawn by mha.sample (temperature, top_k, top_p) from the logits of the last position, with
+-- the KV cache (a prompt past max_len is read from its last max_len characters); seed seeds
+-- mha.seed once. At a terminal (or stream = true) each character is
+-- written as it comes; Ctrl-C stops the writing and returns what was written so far.
+function M.generate(model, tok, prompt, opts)
+    local fname = "generate"
+    opts = opts or {}
+    local tokens = checked(fname, model, tok, prompt, opts)
+    local n_new = opts.max_new_tokens == nil and 100 or opts.max_new_tokens
+    if math.type(n_new) ~= "integer" or n_new < 0 then
+        raise(string.format("%s: option max_new_tokens must be a whole number >= 0, got %s", fname,
+                            tostring(n_new)))
+    end
+    local stream = opts.stream
+    if stream == nil then stream = term.isatty(1) end
+    local function write(id)
+        if stream then io.write(tok.chars[id]) io.flush() end
+    end
+    if stream then io.write(prompt) io.flush() end
+    if opts.seed ~= nil then mha.seed(opts.seed) end
+    local sample_opts = {temperature = opts.temperature, top_k = opts.top_k, top_p = opts.top_p}
+    local written = {}
+    -- Ctrl-C: the REPL's hook raises "interrupted" at the next Lua instruction (or the kernels
+    -- stop; a hook still armed after the inner pcall fires inside the outer one), and the
+    -- characters written so far are returned
+    local function guarded()
+        local ok, err = pcall(decode, fname, model, tokens, n_new, sample_opts, write, written)
+        if not ok and not tostring(err):find("interrupted", 1, true) then error(err, 0) end
+        for _ = 1, 4 do local _ = written[1] end   -- a pending hook fires here, still protected
+    end
+    local ok, err = pcall(guarded)
+    if not ok and not tostring(err):find("interrupted", 1, true) then error(err, 0) end
+    if stream then io.write("\n") end
+    return prompt .. (#written > 0 and tok:decode(written) or "")
+end
+
+return M

@@ -1,0 +1,127 @@
+-- tests/lua/test_writing.lua - a model that writes: tokenizers kept in checkpoints, mha.generate
+-- (seeded, the same on 1 and 2 threads, its errors), and the shipped char_en and char_zh beating a
+-- bigram baseline on their validation text. No NumPy needed.
+
+local dir = debug.getinfo(1, "S").source:match("^@(.*[/\\])") or "./"
+package.path = dir .. "?.lua;" .. package.path
+local T = require "testlib"
+local mha = T.mha
+local writing = require "mha.writing"
+
+local NAMED = os.tmpname()   -- a fresh name; the checkpoint is written beside it as .npz
+local TMP = NAMED .. ".npz"
+
+-- A small untrained character model over the characters of text, from a fixed seed.
+local function small_model(text)
+    local tok = mha.tokenizer.CharTokenizer(text)
+    mha.manual_seed(3)
+    local model = mha.nn.Transformer{vocab = tok.vocab_size, d_model = 16, heads = 2, layers = 2,
+                                     max_len = 16}
+    return model, tok
+end
+
+T.test("a tokenizer saved in a checkpoint loads back equal", function()
+    local model, tok = small_model("床前明月光，疑是地上霜。\nIn the beginning")
+    mha.save_model(TMP, model, {tokenizer = tok, ["extra.note"] = mha.tensor({7})})
+    local z = mha.load(TMP)
+    T.shape("tokenizer.codepoints is (V)", z["tokenizer.codepoints"], {tok.vocab_size})
+    T.close("its code points in id order", z["tokenizer.codepoints"], tok:codepoints(), 0, 0)
+    local m2, extra = mha.load_model(TMP)
+    T.ok("extra.tokenizer is a CharTokenizer", mha.tokenizer.is_tokenizer(extra.tokenizer))
+    T.eq("the same characters", extra.tokenizer.chars, tok.chars)
+    T.eq("the other extras as before", extra.note:item(), 7)
+    T.eq("no tokenizer entry among the weights", m2:state_dict()["tokenizer.codepoints"], nil)
+    mha.save_model(TMP, model)
+    local _, plain = mha.load_model(TMP)
+    T.eq("a checkpoint without a tokenizer has none", plain.tokenizer, nil)
+    T.raises("extra.tokenizer must be a tokenizer",
+             function() mha.save_model(TMP, model, {tokenizer = 3}) end,
+             "save_model: extra.tokenizer must be a mha.tokenizer.CharTokenizer, got number")
+    os.remove(TMP)
+    os.remove(NAMED)
+end)
+
+T.test("generate: a seed writes the same text twice and on 1 and 2 threads", function()
+    local model, tok = small_model("abcdefgh \n")
+    local opts = {max_new_tokens = 40, temperature = 0.9, seed = 5, stream = false}
+    local first = mha.generate(model, tok, "abc", opts)
+    T.eq("prompt and 40 characters", utf8.len(first), 43)
+    T.eq("starts with the prompt", first:sub(1, 3), "abc")
+    T.eq("the same text again", mha.generate(model, tok, "abc", opts), first)
+    local before = mha.threads(1)
+    local one = mha.generate(model, tok, "abc", opts)
+    mha.threads(2)
+    local two = mha.generate(model, tok, "abc", opts)
+    mha.threads(before)
+    T.eq("1 thread and 2 threads write the same", one, two)
+    T.eq("max_new_tokens 0 gives the prompt", mha.generate(model, tok, "ab",
+         {max_new_tokens = 0, stream = false}), "ab")
+    -- past max_len 16 the last half is read again and the writing goes on
+    local long = mha.generate(model, tok, "abc", {max_new_tokens = 30, seed = 1, top_k = 3,
+                                                  stream = false})
+    T.eq("writes past max_len", utf8.len(long), 33)
+    -- the cache changes nothing within max_len: the same draws as model:generate without it
+    local ids = model:generate(tok:encode("abc"), {max_new_tokens = 12, seed = 2, cache = false})
+    T.eq("the same characters as model:generate without the cache", mha.generate(model, tok, "abc",
+         {max_new_tokens = 12, seed = 2, stream = false}), tok:decode(ids))
+end)
+
+T.test("generate: errors", function()
+    local model, tok = small_model("abcdefgh \n")
+    T.raises("prompt not a string", function() mha.generate(model, tok, 3) end,
+             "generate: prompt must be a string, got number")
+    T.raises("empty prompt", function() mha.generate(model, tok, "") end,
+             "generate: prompt is empty")
+    T.raises("a character the tokenizer does not know", function()
+        mha.generate(model, tok, "abz") end,
+             "generate: prompt character 3, \"z\" (U+007A), is not one of the tokenizer's 10 characters")
+    local other = mha.tokenizer.CharTokenizer("xyz")
+    T.raises("vocab differs", function() mha.generate(model, other, "x") end,
+             "generate: the model's vocab is 10 but the tokenizer has 3 characters")
+    T.raises("tokenizer not a tokenizer", function() mha.generate(model, {}, "a") end,
+             "generate: tokenizer must be a mha.tokenizer.CharTokenizer")
+    T.raises("model not a model", function() mha.generate(3, tok, "a") end,
+             "generate: model must be a mha.nn.Transformer")
+    T.raises("unknown option", function() mha.generate(model, tok, "a", {max_tokens = 3}) end,
+             "max_tokens")
+    T.raises("max_new_tokens", function() mha.generate(model, tok, "a", {max_new_tokens = -1}) end,
+             "generate: option max_new_tokens must be a whole number >= 0, got -1")
+    T.raises("sampling options as sample's", function()
+        mha.generate(model, tok, "a", {temperature = -1, stream = false}) end, "generate: ")
+end)
+
+-- The shipped model name, on fixed windows of the validation text of corpus, beside the n-gram
+-- baselines counted here.
+local function check_shipped(name, corpus)
+    local ok, model, extra = pcall(mha.load_model, name)
+    if not ok then return T.skip(name, "not shipped: " .. tostring(model)) end
+    local text = mha.data.text(corpus)
+    local train, valid = mha.data.split(text, {val = 0.1})
+    T.eq(name .. ": its tokenizer is the corpus's", extra.tokenizer.chars,
+         mha.tokenizer.CharTokenizer(text).chars)
+    local unigram, bigram = writing.baselines(train, valid, extra.tokenizer)
+    local loss = writing.val_loss(model, extra.tokenizer, valid, {batches = 2, batch = 16})
+    T.ok(string.format("%s: validation loss %.3f < bigram %.3f and unigram %.3f nats", name, loss,
+                       bigram, unigram), loss < bigram and loss < unigram)
+    local opts = {max_new_tokens = 40, temperature = 0.8, seed = 1, stream = false}
+    local tok = extra.tokenizer
+    local last = tok.chars[tok.vocab_size]
+    local before = mha.threads(1)
+    local one = mha.generate(model, tok, last, opts)
+    mha.threads(2)
+    T.eq(name .. ": the same text on 1 and 2 threads", mha.generate(model, tok, last, opts), one)
+    mha.threads(before)
+    return model, extra.tokenizer
+end
+
+T.test("the shipped character models beat the n-gram baselines", function()
+    check_shipped("char_en", "kjv")
+    local model, tok = check_shipped("char_zh", "tang300")
+    if model then
+        local poem = mha.generate(model, tok, "《春晓》\n", {max_new_tokens = 60, temperature = 0.8,
+                                                          seed = 1, stream = false})
+        T.ok("char_zh writes lines that end in punctuation", poem:find("[，。]") ~= nil, poem)
+    end
+end)
+
+T.done()
