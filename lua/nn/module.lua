@@ -69,6 +69,18 @@ function M.opt_size(fname, opts, key, def, example)
     return math.tointeger(v)
 end
 
+-- opts[key] as a whole number >= 0, or def when absent; note follows the rule in the message
+-- (" (0 = attention-only)").
+function M.opt_count(fname, opts, key, def, note)
+    local v = opts[key]
+    if v == nil then return def end
+    if math.type(v) ~= "integer" and not (type(v) == "number" and v == math.floor(v)) or v < 0 then
+        raise(string.format("%s: option %s must be a whole number >= 0%s, got %s", fname, key, note or "",
+                            tostring(v)))
+    end
+    return math.tointeger(v)
+end
+
 function M.opt_boolean(fname, opts, key, def)
     local v = opts[key]
     if v == nil then return def end

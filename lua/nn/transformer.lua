@@ -137,14 +137,7 @@ local function modern_options(fname, opts, o)
         if not o.causal then
             raise(fname .. ": a window needs causal = true (it only looks back)")
         end
-        local sinks = opts.sinks == nil and 0 or opts.sinks
-        local whole = math.type(sinks) == "integer"
-                      or type(sinks) == "number" and sinks == math.floor(sinks)
-        if not whole or sinks < 0 then
-            raise(string.format("%s: option sinks must be a whole number >= 0, got %s", fname,
-                                tostring(sinks)))
-        end
-        o.sinks = math.tointeger(sinks)
+        o.sinks = module.opt_count(fname, opts, "sinks", 0)
     elseif opts.sinks ~= nil then
         raise(fname .. ": option sinks needs a window " ..
               "(window = W keeps the sinks and the last W tokens)")
@@ -162,12 +155,7 @@ function Transformer:init(opts)
     o.heads = module.opt_size(fname, opts, "heads", 1, EXAMPLE)
     o.layers = module.opt_size(fname, opts, "layers", 1, EXAMPLE)
     o.max_len = module.opt_size(fname, opts, "max_len", nil, EXAMPLE)
-    local d_ff = opts.d_ff == nil and 4 * o.d_model or opts.d_ff
-    if math.type(d_ff) ~= "integer" and not (type(d_ff) == "number" and d_ff == math.floor(d_ff)) or d_ff < 0 then
-        raise(string.format("%s: option d_ff must be a whole number >= 0 (0 = attention-only), got %s", fname,
-                            tostring(d_ff)))
-    end
-    o.d_ff = math.tointeger(d_ff)
+    o.d_ff = module.opt_count(fname, opts, "d_ff", 4 * o.d_model, " (0 = attention-only)")
     if o.d_model % o.heads ~= 0 then
         raise(string.format("%s: d_model %d must be divisible by heads %d", fname, o.d_model, o.heads))
     end
@@ -381,13 +369,7 @@ function Transformer:generate(prompt, opts)
     module.check_options(fname, opts, GENERATE_OPTIONS)
     opts = opts or {}
     local tokens = prompt_ids(fname, prompt, self.vocab)
-    local n_new = opts.max_new_tokens == nil and 20 or opts.max_new_tokens
-    local whole = math.type(n_new) == "integer"
-                  or type(n_new) == "number" and n_new == math.floor(n_new)
-    if not whole or n_new < 0 then
-        raise(string.format("%s: option max_new_tokens must be a whole number >= 0, got %s", fname,
-                            tostring(n_new)))
-    end
+    local n_new = module.opt_count(fname, opts, "max_new_tokens", 20)
     local use_cache = module.opt_boolean(fname, opts, "cache", true)
     local fed = #tokens + n_new - 1   -- the last token drawn is not fed back
     if fed > self.max_len and not (use_cache and self.window) then

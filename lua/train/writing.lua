@@ -11,6 +11,7 @@
 local mha = require "mha.core"
 local raise = require "mha.raise"   -- errors at the user's line
 local options = require "mha.options"
+local module = require "mha.nn.module"   -- the option checks modules share
 local term = require "mha.term"     -- whether stdout is a terminal
 
 local M = {}
@@ -155,11 +156,7 @@ function M.generate(model, tok, prompt, opts)
     local fname = "generate"
     opts = opts or {}
     local tokens = checked(fname, model, tok, prompt, opts)
-    local n_new = opts.max_new_tokens == nil and 100 or opts.max_new_tokens
-    if math.type(n_new) ~= "integer" or n_new < 0 then
-        raise(string.format("%s: option max_new_tokens must be a whole number >= 0, got %s", fname,
-                            tostring(n_new)))
-    end
+    local n_new = module.opt_count(fname, opts, "max_new_tokens", 100)
     local stream = opts.stream
     if stream == nil then stream = term.isatty(1) end
     local function write(id)
