@@ -98,6 +98,15 @@ en.train = {
     end,
 }
 
+-- How a KV cache prints (lua/nn/cache.lua): print(model:new_cache()).
+en.cache = {
+    line = "KV cache: %d layers, %d tokens%s%s, %d bytes",
+    window = ", window %d, sinks %d",
+    heads = function(H_kv, D)
+        return string.format(", %d K/V head%s of %d", H_kv, H_kv == 1 and "" or "s", D)
+    end,
+}
+
 -- The head detectors' report (lua/train/heads.lua): the kinds, a layer and a head.
 en.heads = {
     previous = "previous", duplicate = "duplicate", induction = "induction", layer = "layer %d",

@@ -94,6 +94,13 @@ zh.train = {
     end,
 }
 
+-- How a KV cache prints (lua/nn/cache.lua): print(model:new_cache()).
+zh.cache = {
+    line = "KV 缓存：%d 层，%d 个词元%s%s，%d 字节",
+    window = "，窗口 %d，汇聚点 %d",
+    heads = function(H_kv, D) return string.format("，%d 个 K/V 头，每个 %d 维", H_kv, D) end,
+}
+
 -- The head detectors' report (lua/train/heads.lua): the kinds, a layer and a head.
 zh.heads = {
     previous = "前一词元", duplicate = "重复词元", induction = "归纳", layer = "第 %d 层",

@@ -12,6 +12,7 @@
 
 local raise = require "mha.raise"   -- errors at the user's line
 local mha = require "mha.core"
+local i18n = require "mha.i18n"     -- how a cache prints (room cache)
 
 local M = {}
 
@@ -103,13 +104,11 @@ function Cache:commit(L, N)
 end
 
 function Cache:__tostring()
+    local said = i18n.words(require("mha.display").printoptions().lang).cache
     local entry = self.layers[1]
-    local H_kv = entry and entry.k:shape()[2]
-    local heads = entry and string.format(", %d K/V head%s of %d", H_kv, H_kv == 1 and "" or "s",
-                                          entry.k:shape()[4]) or ""
-    local window = self.window and string.format(", window %d, sinks %d", self.window, self.sinks)
-    return string.format("KV cache: %d layers, %d tokens%s%s, %d bytes", self.n_layers, self.held,
-                         heads, window or "", self:bytes())
+    local heads = entry and said.heads(entry.k:shape()[2], entry.k:shape()[4]) or ""
+    local window = self.window and string.format(said.window, self.window, self.sinks)
+    return string.format(said.line, self.n_layers, self.held, heads, window or "", self:bytes())
 end
 
 return M
