@@ -1,6 +1,8 @@
--- bench/bench_generate.lua - greedy generation of 256 tokens by model:generate, with the KV cache and
--- without it, beside the same loop with a cache in torch 1.13 (`make bench-generate`; arg[1] is the
--- command that runs bench/bench_generate_torch.py). CPU time of the best of 3 runs, one thread.
+-- bench/bench_generate.lua - greedy generation of 256 tokens by model:generate, with the KV cache
+-- and without it, and characters per second of mha.generate on the shipped char_en (a prompt and
+-- 256 new characters, temperature 1, top_k 10), each beside the same cached loop in torch 1.13
+-- (`make bench-generate`; arg[1] is the command that runs bench/bench_generate_torch.py, which
+-- takes "char_en" for the second). CPU time of the best of 3 runs, one thread.
 
 local torch_cmd = arg and arg[1]
 local NEW = 256
@@ -19,14 +21,34 @@ local function time_of(cache)
     return best * 1e3
 end
 
-local cached, uncached = time_of(true), time_of(false)
-local theirs
-if torch_cmd then
-    local p = io.popen(torch_cmd)
+-- CPU ms of mha.generate on char_en, best of 3 after a warm-up; nil when char_en is not shipped.
+local PROMPT, TOP_K = "In the beginning", 10   -- as bench_generate_torch.py's
+local function char_en_ms()
+    local ok, m, extra = pcall(mha.load_model, "char_en")
+    if not ok then return nil end
+    local opts = {max_new_tokens = NEW, temperature = 1, top_k = TOP_K, seed = 1, stream = false}
+    mha.generate(m, extra.tokenizer, PROMPT, opts)
+    local best = math.huge
+    for _ = 1, 3 do
+        local t0 = os.clock()
+        mha.generate(m, extra.tokenizer, PROMPT, opts)
+        best = math.min(best, os.clock() - t0)
+    end
+    return best * 1e3
+end
+
+-- The number torch's script prints after key, run with args; nil without torch.
+local function torch_ms(key, args)
+    if not torch_cmd then return nil end
+    local p = io.popen(torch_cmd .. args)
     local out = p and p:read("a") or ""
     if p then p:close() end
-    theirs = tonumber(out:match("torch_gen_ms ([%d.]+)"))
+    return tonumber(out:match(key .. " ([%d.]+)"))
 end
+
+local cached, uncached = time_of(true), time_of(false)
+local theirs = torch_ms("torch_gen_ms", "")
+local ours_en, theirs_en = char_en_ms(), torch_ms("torch_char_en_ms", " char_en")
 print(string.format("generation: %d tokens, greedy, 4 layers, d_model 128, 4 heads, 1 thread, kernels \"%s\"",
     NEW, (mha.isa())))
 print(string.format("%-28s %10s %10s %8s", "row", "mha ms", "torch ms", "ratio"))
@@ -34,3 +56,11 @@ print(string.format("%-28s %10.1f %10s %8s", "generate_cached", cached, theirs a
                     theirs and string.format("%.2f", cached / theirs) or "-"))
 print(string.format("%-28s %10.1f %10s %8s", "generate_uncached", uncached, "-", "-"))
 print(string.format("the cache makes generation %.1fx faster", uncached / cached))
+if ours_en then
+    local function rate(ms) return ms and string.format("%.0f", NEW / ms * 1e3) or "-" end
+    print(string.format("char_en: %q + %d characters, temperature 1, top_k %d, KV cache, 1 thread",
+                        PROMPT, NEW, TOP_K))
+    print(string.format("%-28s %12s %14s %10s", "row", "mha chars/s", "torch chars/s", "mha/torch"))
+    print(string.format("%-28s %12s %14s %10s", "char_en_generate", rate(ours_en), rate(theirs_en),
+                        theirs_en and string.format("%.2f", theirs_en / ours_en) or "-"))
+end
