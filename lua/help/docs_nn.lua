@@ -268,12 +268,15 @@ entry("Transformer:new_cache", "training", "model:new_cache() -> cache",
 
 entry("Transformer:generate", "training",
     "model:generate(prompt [, {max_new_tokens = 20, temperature = 1, top_k =, top_p =, seed =, "
-    .. "cache = true}]) -> tokens",
+    .. "cache = true, on_token =, roll = false}]) -> tokens",
     "Writes on from prompt (a table of 1-based ids, or a 1-D tensor): each new token is drawn by "
     .. "mha.sample from the logits of the last position, then fed back. Returns a table of the prompt "
     .. "and max_new_tokens new ids. seed calls mha.seed once, so a seed gives the same tokens with the "
     .. "cache (each step feeds one token) and without it (each step runs the whole sequence). "
-    .. "temperature 0 is greedy. Ctrl-C stops it.",
+    .. "temperature 0 is greedy. on_token(id) is called with each new token as it is drawn; returning "
+    .. "false stops. roll = true reads the last max_len tokens of the prompt and, when the cache holds "
+    .. "max_len tokens, reads the last half of the text again into the emptied cache, so decoding goes "
+    .. "on past max_len (mha.generate writes this way). Ctrl-C stops it.",
     nil,
     "m = mha.nn.Transformer{vocab = 10, d_model = 16, max_len = 16}\n"
     .. "print(table.concat(m:generate({1, 2}, {max_new_tokens = 5, seed = 1}), \" \"))",

@@ -561,6 +561,8 @@ D["Transformer:generate"] = [[
 从 prompt（从 1 开始的编号组成的表，或一维张量）往下写：每个新词元由 mha.sample 从最后一个位置的 logits
 里抽出，再喂回模型。返回一张表：prompt 加上 max_new_tokens 个新编号。seed 只调用一次 mha.seed，所以同一个
 seed 用缓存（cache = true，每步喂一个词元）和不用缓存（cache = false，每步重跑整个序列）得到同样的词元。temperature 为 0 时取最大者。
+每抽出一个新词元就调用一次 on_token(id)，它返回 false 时停下。roll = true 时读 prompt 的最后 max_len 个词元，
+缓存存满 max_len 个时清空它，把文本的后一半重新读进去，于是可以写过 max_len（mha.generate 就这样写）。
 Ctrl-C 可以停下它。]]
 D["KVCache:length"] = [[
 缓存里存着多少个词元，也就是下一个词元所占的位置。有窗口时它长到 sinks + W 就不再增长；
