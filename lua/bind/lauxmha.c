@@ -477,19 +477,20 @@ double lmha_optpositive(lua_State *L, int idx, const char *key, double def, cons
     if (!getoption(L, idx, key)) return def;
     double value = lua_tonumber(L, -1);
     if (lua_type(L, -1) != LUA_TNUMBER || !(value > 0) || isinf(value))
-        luaL_error(L, "%s: option %s must be a positive number, got %s", fname, key, luaL_tolstring(L, -1, NULL));
+        luaL_error(L, "%s: option %s must be a positive number, got %s", fname, key,
+                   luaL_tolstring(L, -1, NULL));
     lua_pop(L, 1);
     return value;
 }
 
-lua_Integer lmha_optcount(lua_State *L, int idx, const char *key, lua_Integer def, lua_Integer least,
-                          const char *fname, const char *context) {
+lua_Integer lmha_optcount(lua_State *L, int idx, const char *key, lua_Integer def,
+                          lua_Integer least, const char *fname, const char *context) {
     if (!getoption(L, idx, key)) return def;
     int isint = 0;
     lua_Integer n = lua_tointegerx(L, -1, &isint);
     if (!isint || n < least)
-        luaL_error(L, "%s: option %s must be a whole number >= %I, got %s%s", fname, key, (LUAI_UACINT)least,
-                   luaL_tolstring(L, -1, NULL), context);
+        luaL_error(L, "%s: option %s must be a whole number >= %I, got %s%s", fname, key,
+                   (LUAI_UACINT)least, luaL_tolstring(L, -1, NULL), context);
     lua_pop(L, 1);
     return n;
 }
@@ -503,7 +504,8 @@ size_t lmha_optsize(lua_State *L, int idx, const char *key, size_t def, const ch
     int isint = 0;
     lua_Integer n = lua_tointegerx(L, -1, &isint);
     if (!isint || n < 1)
-        luaL_error(L, "%s: option %s must be a positive integer, got %s", fname, key, luaL_tolstring(L, -1, NULL));
+        luaL_error(L, "%s: option %s must be a positive integer, got %s", fname, key,
+                   luaL_tolstring(L, -1, NULL));
     lua_pop(L, 1);
     return (size_t)n;
 }

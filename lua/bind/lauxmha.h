@@ -75,8 +75,8 @@ double lmha_optnumber(lua_State *L, int idx, const char *key, double def, const 
 double lmha_optpositive(lua_State *L, int idx, const char *key, double def, const char *fname);
 /* A whole number >= least ("must be a whole number >= 0, got -1"); context (or "") ends the
  * error, e.g. " (x of shape (3,4))". */
-lua_Integer lmha_optcount(lua_State *L, int idx, const char *key, lua_Integer def, lua_Integer least,
-                          const char *fname, const char *context);
+lua_Integer lmha_optcount(lua_State *L, int idx, const char *key, lua_Integer def,
+                          lua_Integer least, const char *fname, const char *context);
 /* A positive integer, a size ("must be a positive integer, got 4.5"); def 0 makes it required:
  * "option embed_dim is required, e.g. <example>". */
 size_t lmha_optsize(lua_State *L, int idx, const char *key, size_t def, const char *fname,

@@ -137,7 +137,9 @@ function M.generate(model, tok, prompt, opts)
     -- model:generate's errors (sample's checks) read under this function's name
     local function decode()
         local ok, err = pcall(model.generate, model, tokens, decode_opts)
-        if not ok then error((tostring(err):gsub("Transformer:generate: ", fname .. ": ", 1)), 0) end
+        if not ok then
+            error((tostring(err):gsub("Transformer:generate: ", fname .. ": ", 1)), 0)
+        end
     end
     -- Ctrl-C: the REPL's hook raises "interrupted" at the next Lua instruction (or the kernels
     -- stop; a hook still armed after the inner pcall fires inside the outer one), and the

@@ -124,10 +124,11 @@ T.test("bad options and values", function()
         "scaled_dot_product_attention: option attn_mask must be a mha.Tensor, got table")
     T.raises("a negative scale", function() mha.sdpa(q, q, q, { scale = -1 }) end,
         "option scale must be a positive number, got -1")
-    -- one reader (lmha_optpositive) for sdpa's scale and sdpa_backward's: an infinite one is refused by both
+    -- one reader (lmha_optpositive) for sdpa's scale and sdpa_backward's: both refuse inf
     T.raises("an infinite scale", function() mha.sdpa(q, q, q, { scale = math.huge }) end,
         "scaled_dot_product_attention: option scale must be a positive number, got inf")
-    T.raises("an infinite scale in sdpa_backward", function() mha.sdpa_backward(q, q, q, q, { scale = 1 / 0, out = q }) end,
+    T.raises("an infinite scale in sdpa_backward", function()
+        mha.sdpa_backward(q, q, q, q, { scale = 1 / 0, out = q }) end,
         "sdpa_backward: option scale must be a positive number, got inf")
     T.raises("a scale that is not a number in sdpa_backward", function()
         mha.sdpa_backward(q, q, q, q, { scale = "2", out = q }) end,
