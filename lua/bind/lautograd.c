@@ -313,11 +313,7 @@ static int l_sdpa_backward(lua_State *L) {
     opt.is_causal = lmha_optboolean(L, 5, "is_causal", 0, fname);
     opt.enable_gqa = lmha_optboolean(L, 5, "enable_gqa", 0, fname);
     const mha_tensor *weights = lmha_opttensor(L, 5, "weights", fname), *out = lmha_opttensor(L, 5, "out", fname);
-    if (!lua_isnoneornil(L, 5) && lua_getfield(L, 5, "scale") != LUA_TNIL) {
-        if (lua_type(L, -1) != LUA_TNUMBER || !(lua_tonumber(L, -1) > 0))
-            return luaL_error(L, "%s: option scale must be a positive number, got %s", fname, luaL_tolstring(L, -1, NULL));
-        opt.scale = (float)lua_tonumber(L, -1);
-    }
+    opt.scale = (float)lmha_optpositive(L, 5, "scale", 0.0, fname);   /* 0: 1/sqrt(D) */
     if (!weights && !out)
         return luaL_error(L, "%s: give the forward's weights (plain backward) or its output out (fused backward) in the "
                              "options, e.g. {weights = w} or {out = o}", fname);

@@ -437,24 +437,77 @@ void lmha_checkoptions(lua_State *L, int idx, const char *fname, const char *con
     }
 }
 
+/* Pushes option key of the table at idx; 0 (nothing pushed) when there are no options or the key
+ * is absent. */
+static int getoption(lua_State *L, int idx, const char *key) {
+    if (lua_isnoneornil(L, idx)) return 0;
+    if (lua_getfield(L, idx, key) != LUA_TNIL) return 1;
+    lua_pop(L, 1);
+    return 0;
+}
+
 int lmha_optboolean(lua_State *L, int idx, const char *key, int def, const char *fname) {
-    if (lua_isnoneornil(L, idx)) return def;
-    int type = lua_getfield(L, idx, key);
-    int value = type == LUA_TNIL ? def : lua_toboolean(L, -1);
-    if (type != LUA_TNIL && type != LUA_TBOOLEAN)
+    if (!getoption(L, idx, key)) return def;
+    if (lua_type(L, -1) != LUA_TBOOLEAN)
         luaL_error(L, "%s: option %s must be a boolean, got %s", fname, key, luaL_typename(L, -1));
+    int value = lua_toboolean(L, -1);
     lua_pop(L, 1);
     return value;
 }
 
 /* The tensor stays alive while the options table holds it, which outlasts the call. */
 const mha_tensor *lmha_opttensor(lua_State *L, int idx, const char *key, const char *fname) {
-    if (lua_isnoneornil(L, idx)) return NULL;
-    if (lua_getfield(L, idx, key) == LUA_TNIL) { lua_pop(L, 1); return NULL; }
+    if (!getoption(L, idx, key)) return NULL;
     const mha_tensor *t = lmha_testtensor(L, -1);
     if (!t) luaL_error(L, "%s: option %s must be a mha.Tensor, got %s", fname, key, luaL_typename(L, -1));
     lua_pop(L, 1);
     return t;
+}
+
+double lmha_optnumber(lua_State *L, int idx, const char *key, double def, const char *fname) {
+    if (!getoption(L, idx, key)) return def;
+    if (lua_type(L, -1) != LUA_TNUMBER)
+        luaL_error(L, "%s: option %s must be a number, got %s", fname, key, luaL_typename(L, -1));
+    double value = lua_tonumber(L, -1);
+    lua_pop(L, 1);
+    return value;
+}
+
+double lmha_optpositive(lua_State *L, int idx, const char *key, double def, const char *fname) {
+    if (!getoption(L, idx, key)) return def;
+    double value = lua_tonumber(L, -1);
+    if (lua_type(L, -1) != LUA_TNUMBER || !(value > 0) || isinf(value))
+        luaL_error(L, "%s: option %s must be a positive number, got %s", fname, key,
+                   luaL_tolstring(L, -1, NULL));
+    lua_pop(L, 1);
+    return value;
+}
+
+lua_Integer lmha_optcount(lua_State *L, int idx, const char *key, lua_Integer def,
+                          lua_Integer least, const char *fname, const char *context) {
+    if (!getoption(L, idx, key)) return def;
+    int isint = 0;
+    lua_Integer n = lua_tointegerx(L, -1, &isint);
+    if (!isint || n < least)
+        luaL_error(L, "%s: option %s must be a whole number >= %I, got %s%s", fname, key,
+                   (LUAI_UACINT)least, luaL_tolstring(L, -1, NULL), context);
+    lua_pop(L, 1);
+    return n;
+}
+
+size_t lmha_optsize(lua_State *L, int idx, const char *key, size_t def, const char *fname,
+                    const char *example) {
+    if (!getoption(L, idx, key)) {
+        if (def == 0) luaL_error(L, "%s: option %s is required, e.g. %s", fname, key, example);
+        return def;
+    }
+    int isint = 0;
+    lua_Integer n = lua_tointegerx(L, -1, &isint);
+    if (!isint || n < 1)
+        luaL_error(L, "%s: option %s must be a positive integer, got %s", fname, key,
+                   luaL_tolstring(L, -1, NULL));
+    lua_pop(L, 1);
+    return (size_t)n;
 }
 
 /* ---- arithmetic on anything that converts to a tensor ---- */

@@ -69,5 +69,17 @@ int lmha_arith(lua_State *L, mha_binop op, const char *fname);
 void lmha_checkoptions(lua_State *L, int idx, const char *fname, const char *const names[]);
 int lmha_optboolean(lua_State *L, int idx, const char *key, int def, const char *fname);
 const mha_tensor *lmha_opttensor(lua_State *L, int idx, const char *key, const char *fname);
+/* A number ("must be a number, got string"). */
+double lmha_optnumber(lua_State *L, int idx, const char *key, double def, const char *fname);
+/* A finite number > 0 ("must be a positive number, got inf"), as sdpa's scale. */
+double lmha_optpositive(lua_State *L, int idx, const char *key, double def, const char *fname);
+/* A whole number >= least ("must be a whole number >= 0, got -1"); context (or "") ends the
+ * error, e.g. " (x of shape (3,4))". */
+lua_Integer lmha_optcount(lua_State *L, int idx, const char *key, lua_Integer def,
+                          lua_Integer least, const char *fname, const char *context);
+/* A positive integer, a size ("must be a positive integer, got 4.5"); def 0 makes it required:
+ * "option embed_dim is required, e.g. <example>". */
+size_t lmha_optsize(lua_State *L, int idx, const char *key, size_t def, const char *fname,
+                    const char *example);
 
 #endif

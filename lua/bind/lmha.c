@@ -541,11 +541,7 @@ static int l_sdpa(lua_State *L) {
     opt.enable_gqa = lmha_optboolean(L, 4, "enable_gqa", 0, fname);
     int need_weights = lmha_optboolean(L, 4, "need_weights", 1, fname);
     int return_lse = lmha_optboolean(L, 4, "return_lse", 0, fname);
-    if (!lua_isnoneornil(L, 4) && lua_getfield(L, 4, "scale") != LUA_TNIL) {
-        if (lua_type(L, -1) != LUA_TNUMBER || !(lua_tonumber(L, -1) > 0) || isinf(lua_tonumber(L, -1)))
-            return luaL_error(L, "%s: option scale must be a positive number, got %s", fname, luaL_tolstring(L, -1, NULL));
-        opt.scale = (float)lua_tonumber(L, -1);
-    }
+    opt.scale = (float)lmha_optpositive(L, 4, "scale", 0.0, fname);   /* 0: 1/sqrt(D) */
     lua_settop(L, 4);
     mha_tensor *out = lmha_newtensor(L);
     mha_tensor *weights = need_weights ? lmha_newtensor(L) : NULL;

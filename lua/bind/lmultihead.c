@@ -31,24 +31,6 @@ static mha_multihead *checkmultihead(lua_State *L) {
 
 /* ---- construction ---- */
 
-/* A positive integer option; def 0 means the option is required. */
-static size_t opt_size(lua_State *L, const char *key, size_t def) {
-    int type = lua_getfield(L, 1, key);
-    if (type == LUA_TNIL) {
-        if (def == 0)
-            luaL_error(L, "MultiheadAttention: option %s is required, e.g. mha.MultiheadAttention{embed_dim = 4, num_heads = 2}",
-                       key);
-        lua_pop(L, 1);
-        return def;
-    }
-    int isint;
-    lua_Integer n = lua_tointegerx(L, -1, &isint);
-    if (!isint || n < 1)
-        luaL_error(L, "MultiheadAttention: option %s must be a positive integer, got %s", key, luaL_tolstring(L, -1, NULL));
-    lua_pop(L, 1);
-    return (size_t)n;
-}
-
 /* mha.MultiheadAttention{embed_dim=, num_heads=, bias=true, kdim=, vdim=, add_bias_kv=false,
  * add_zero_attn=false, batch_first=true}: parameters initialised as PyTorch does, from mha.seed's
  * generator. */
@@ -63,10 +45,11 @@ int lmha_multihead_new(lua_State *L) {
                           lua_type(L, 2) == LUA_TNUMBER ? luaL_tolstring(L, 2, NULL) : "H", luaL_typename(L, 1));
     lmha_checkoptions(L, 1, fname, options);
     mha_multihead_options opt = {0};
-    opt.embed_dim = opt_size(L, "embed_dim", 0);
-    opt.num_heads = opt_size(L, "num_heads", 0);
-    opt.kdim = opt_size(L, "kdim", opt.embed_dim);
-    opt.vdim = opt_size(L, "vdim", opt.embed_dim);
+    static const char *const example = "mha.MultiheadAttention{embed_dim = 4, num_heads = 2}";
+    opt.embed_dim = lmha_optsize(L, 1, "embed_dim", 0, fname, example);
+    opt.num_heads = lmha_optsize(L, 1, "num_heads", 0, fname, example);
+    opt.kdim = lmha_optsize(L, 1, "kdim", opt.embed_dim, fname, example);
+    opt.vdim = lmha_optsize(L, 1, "vdim", opt.embed_dim, fname, example);
     opt.bias = lmha_optboolean(L, 1, "bias", 1, fname);
     opt.add_bias_kv = lmha_optboolean(L, 1, "add_bias_kv", 0, fname);
     opt.add_zero_attn = lmha_optboolean(L, 1, "add_zero_attn", 0, fname);

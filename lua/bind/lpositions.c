@@ -19,36 +19,6 @@ static size_t checkcount(lua_State *L, int arg, const char *fname, const char *w
     return (size_t)n;
 }
 
-/* Option key of the table at idx as a whole number >= least, or def when absent; context ends the
- * error. */
-static lua_Integer optcount(lua_State *L, int idx, const char *key, lua_Integer def, lua_Integer least,
-                            const char *fname, const char *context) {
-    if (lua_isnoneornil(L, idx) || lua_getfield(L, idx, key) == LUA_TNIL) {
-        if (!lua_isnoneornil(L, idx)) lua_pop(L, 1);
-        return def;
-    }
-    int isint = 0;
-    lua_Integer n = lua_tointegerx(L, -1, &isint);
-    if (!isint || n < least)
-        luaL_error(L, "%s: option %s must be a whole number >= %I, got %s%s", fname, key, (LUAI_UACINT)least,
-                   luaL_tolstring(L, -1, NULL), context);
-    lua_pop(L, 1);
-    return n;
-}
-
-/* Option key of the table at idx as a number, or def when absent. */
-static double optnumber(lua_State *L, int idx, const char *key, double def, const char *fname) {
-    if (lua_isnoneornil(L, idx) || lua_getfield(L, idx, key) == LUA_TNIL) {
-        if (!lua_isnoneornil(L, idx)) lua_pop(L, 1);
-        return def;
-    }
-    if (lua_type(L, -1) != LUA_TNUMBER)
-        luaL_error(L, "%s: option %s must be a number, got %s", fname, key, luaL_typename(L, -1));
-    double value = lua_tonumber(L, -1);
-    lua_pop(L, 1);
-    return value;
-}
-
 /* rope(x [, {base = 10000, layout = "half" | "interleaved", offset = 0}]): x (..., L, D) turned
  * pair by pair. */
 static int l_rope(lua_State *L) {
@@ -59,8 +29,8 @@ static int l_rope(lua_State *L) {
     char shape[MHA_SHAPE_BUF], context[MHA_SHAPE_BUF + 16];
     snprintf(context, sizeof context, " (x of shape %s)", lmha_shape(shape, x));
     mha_rope_options opt = {10000.0, MHA_ROPE_HALF, 0};
-    opt.base = optnumber(L, 2, "base", 10000.0, "rope");
-    opt.offset = (size_t)optcount(L, 2, "offset", 0, 0, "rope", context);
+    opt.base = lmha_optnumber(L, 2, "base", 10000.0, "rope");
+    opt.offset = (size_t)lmha_optcount(L, 2, "offset", 0, 0, "rope", context);
     if (!lua_isnoneornil(L, 2) && lua_getfield(L, 2, "layout") != LUA_TNIL) {
         const char *layout = lua_tostring(L, -1);
         size_t i = 0;
@@ -95,8 +65,8 @@ static int l_sliding_window_mask(lua_State *L) {
     size_t len = checkcount(L, 1, "sliding_window_mask", "L", 0, "");
     size_t W = checkcount(L, 2, "sliding_window_mask", "W", 1, " (a query sees itself)");
     lmha_checkoptions(L, 3, "sliding_window_mask", options);
-    size_t sinks = (size_t)optcount(L, 3, "sinks", 0, 0, "sliding_window_mask", "");
-    size_t S = (size_t)optcount(L, 3, "S", (lua_Integer)len, 0, "sliding_window_mask", "");
+    size_t sinks = (size_t)lmha_optcount(L, 3, "sinks", 0, 0, "sliding_window_mask", "");
+    size_t S = (size_t)lmha_optcount(L, 3, "S", (lua_Integer)len, 0, "sliding_window_mask", "");
     lua_settop(L, 3);
     return lmha_result(L, mha_sliding_window_mask(lmha_newtensor(L), len, W, sinks, S));
 }
@@ -109,14 +79,14 @@ static int l_sample(lua_State *L) {
     mha_tensor *logits = lmha_totensor(L, 1, "sample");
     lmha_checkoptions(L, 2, "sample", options);
     mha_sample_options opt = {1.0, 0, 1.0, false, 0};
-    opt.temperature = optnumber(L, 2, "temperature", 1.0, "sample");
-    opt.top_k = (size_t)optcount(L, 2, "top_k", 0, 1, "sample", "");
-    opt.top_p = optnumber(L, 2, "top_p", 1.0, "sample");
+    opt.temperature = lmha_optnumber(L, 2, "temperature", 1.0, "sample");
+    opt.top_k = (size_t)lmha_optcount(L, 2, "top_k", 0, 1, "sample", "");
+    opt.top_p = lmha_optnumber(L, 2, "top_p", 1.0, "sample");
     if (!lua_isnoneornil(L, 2)) {
         opt.has_seed = lua_getfield(L, 2, "seed") != LUA_TNIL;
         lua_pop(L, 1);
     }
-    if (opt.has_seed) opt.seed = (uint64_t)optcount(L, 2, "seed", 0, 0, "sample", "");
+    if (opt.has_seed) opt.seed = (uint64_t)lmha_optcount(L, 2, "seed", 0, 0, "sample", "");
     lua_settop(L, 2);
     mha_tensor *zero_based = lmha_newtensor(L);
     mha_status st = mha_sample(zero_based, logits, &opt);

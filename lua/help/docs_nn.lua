@@ -268,12 +268,15 @@ entry("Transformer:new_cache", "training", "model:new_cache() -> cache",
 
 entry("Transformer:generate", "training",
     "model:generate(prompt [, {max_new_tokens = 20, temperature = 1, top_k =, top_p =, seed =, "
-    .. "cache = true}]) -> tokens",
+    .. "cache = true, on_token =, roll = false}]) -> tokens",
     "Writes on from prompt (a table of 1-based ids, or a 1-D tensor): each new token is drawn by "
     .. "mha.sample from the logits of the last position, then fed back. Returns a table of the prompt "
     .. "and max_new_tokens new ids. seed calls mha.seed once, so a seed gives the same tokens with the "
     .. "cache (each step feeds one token) and without it (each step runs the whole sequence). "
-    .. "temperature 0 is greedy. Ctrl-C stops it.",
+    .. "temperature 0 is greedy. on_token(id) is called with each new token as it is drawn; "
+    .. "returning false stops. roll = true reads the last max_len tokens of the prompt and, when "
+    .. "the cache holds max_len tokens, reads the last half of the text again into the emptied "
+    .. "cache, so decoding goes on past max_len (mha.generate writes this way). Ctrl-C stops it.",
     nil,
     "m = mha.nn.Transformer{vocab = 10, d_model = 16, max_len = 16}\n"
     .. "print(table.concat(m:generate({1, 2}, {max_new_tokens = 5, seed = 1}), \" \"))",
@@ -305,6 +308,26 @@ entry("KVCache:seen_tokens", "training", "cache:seen_tokens() -> n",
     .. "c = m:new_cache()\nm:forward({{1, 2, 3, 4}}, {cache = c})\n"
     .. "print(c:seen_tokens(), c:length())",
     {"KVCache:length"})
+
+entry("KVCache:keys", "training", "cache:keys(layer) -> k",
+    "The keys layer (1 .. layers) holds, (N, H_kv, S, D): S = cache:length() tokens, "
+    .. "H_kv K/V heads of D numbers. It is the cache's own tensor, not a copy. With RoPE the "
+    .. "keys are held turned, except in a model with a window, which turns them at their "
+    .. "places in the cache on every step.",
+    nil,
+    "m = mha.nn.Transformer{vocab = 8, d_model = 16, heads = 2, max_len = 8}\n"
+    .. "c = m:new_cache()\nm:forward({{1, 2, 3}}, {cache = c})\n"
+    .. "print(table.concat(c:keys(1):shape(), \" x \"))",
+    {"KVCache:values", "KVCache:length"})
+
+entry("KVCache:values", "training", "cache:values(layer) -> v",
+    "The values layer (1 .. layers) holds, (N, H_kv, S, D), as cache:keys(layer): the cache's own "
+    .. "tensor.",
+    nil,
+    "m = mha.nn.Transformer{vocab = 8, d_model = 16, heads = 2, max_len = 8}\n"
+    .. "c = m:new_cache()\nm:forward({{1, 2, 3}}, {cache = c})\n"
+    .. "print(table.concat(c:values(1):shape(), \" x \"))",
+    {"KVCache:keys"})
 
 entry("KVCache:reset", "training", "cache:reset()",
     "Empties the cache, for a new prompt with the same model.",

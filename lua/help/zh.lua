@@ -561,6 +561,9 @@ D["Transformer:generate"] = [[
 从 prompt（从 1 开始的编号组成的表，或一维张量）往下写：每个新词元由 mha.sample 从最后一个位置的 logits
 里抽出，再喂回模型。返回一张表：prompt 加上 max_new_tokens 个新编号。seed 只调用一次 mha.seed，所以同一个
 seed 用缓存（cache = true，每步喂一个词元）和不用缓存（cache = false，每步重跑整个序列）得到同样的词元。temperature 为 0 时取最大者。
+每抽出一个新词元就调用一次 on_token(id)，它返回 false 时停下。roll = true 时读 prompt 的
+最后 max_len 个词元，缓存存满 max_len 个时清空它，把文本的后一半重新读进去，于是可以写过
+max_len（mha.generate 就这样写）。
 Ctrl-C 可以停下它。]]
 D["KVCache:length"] = [[
 缓存里存着多少个词元，也就是下一个词元所占的位置。有窗口时它长到 sinks + W 就不再增长；
@@ -570,6 +573,12 @@ D["KVCache:bytes"] = [[
 （kv_heads）时，它是原来的 kv_heads / heads。]]
 D["KVCache:seen_tokens"] = [[
 自从创建或 reset 以来经过缓存的词元数；窗口丢掉一些之后，它比 cache:length() 大。]]
+D["KVCache:keys"] = [[
+第 layer 层（1 .. layers）存着的键，(N, H_kv, S, D)：S = cache:length() 个词元，H_kv 个
+K/V 头，每个 D 个数。它就是缓存自己的张量，不是副本。用 RoPE 时存的是转过的键；有窗口的
+模型除外，它每一步在缓存里的位置上转它们。]]
+D["KVCache:values"] = [[
+第 layer 层（1 .. layers）存着的值，(N, H_kv, S, D)，同 cache:keys(layer)：是缓存自己的张量。]]
 D["KVCache:reset"] = [[
 清空缓存，用同一个模型换一个新的 prompt。]]
 
@@ -816,7 +825,8 @@ D["mha.generate"] = [[
 让字符模型 model 写字：先用 tokenizer 把 prompt 编码，然后每个新字符由 mha.sample 从最后一个位置的 logits 里抽出，再单独经过
 KV 缓存喂回去；用满 max_len 个位置时，把后一半重新读进一个新缓存，接着写。seed 只设一次 mha.seed，所以同一个
 种子在任意线程数下写出同样的文本。在终端里（或 stream = true）每个字符一出来就打印，Ctrl-C 停下写作并返回
-已写的部分（text = mha.generate(...) 把它存下，REPL 不会再打印一遍）。返回 prompt 加上模型写的字。]]
+已写的部分（刚流式打印过的文字 REPL 不会再打印一遍；text = mha.generate(...) 把它存下）。
+返回 prompt 加上模型写的字。]]
 
 -- The text between two lines of a paragraph: nothing between Chinese characters or beside Chinese
 -- punctuation, a space where a Latin word, a name or a number meets the line break

@@ -42,6 +42,31 @@ function Cache:seen_tokens()
     return self.seen
 end
 
+-- The keys or values (what = "k" or "v") of layer i, checked.
+local function held(self, fname, i, what)
+    if math.type(i) ~= "integer" and not (type(i) == "number" and i == math.floor(i))
+            or i < 1 or i > self.n_layers then
+        raise(string.format("%s: layer must be a whole number from 1 to %d, got %s", fname,
+                            self.n_layers, tostring(i)))
+    end
+    local entry = self.layers[math.tointeger(i)]
+    if not entry then
+        raise(fname .. ": the cache is empty; run model:forward(tokens, {cache = cache}) first")
+    end
+    return entry[what]
+end
+
+-- cache:keys(i) -> the keys layer i holds (N, H_kv, S, D), the cache's own tensor: with RoPE
+-- turned, except in a model with a window (turned at their places on every step).
+function Cache:keys(i)
+    return held(self, "KVCache:keys", i, "k")
+end
+
+-- cache:values(i) -> the values layer i holds (N, H_kv, S, D), the cache's own tensor.
+function Cache:values(i)
+    return held(self, "KVCache:values", i, "v")
+end
+
 -- The memory of the keys and values held, in bytes (float32: 4 bytes a number).
 function Cache:bytes()
     local n = 0

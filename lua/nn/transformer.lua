@@ -328,7 +328,8 @@ function Transformer:new_cache()
     return kvcache.new(self, {layers = self.layers, window = self.window, sinks = self.sinks})
 end
 
-local GENERATE_OPTIONS = {"max_new_tokens", "temperature", "top_k", "top_p", "seed", "cache"}
+local GENERATE_OPTIONS = {"max_new_tokens", "temperature", "top_k", "top_p", "seed", "cache",
+                          "on_token", "roll"}
 
 -- prompt: a table of 1-based ids or a 1-D tensor -> a fresh table of its ids.
 local function prompt_ids(fname, prompt, vocab)
@@ -359,11 +360,21 @@ local function prompt_ids(fname, prompt, vocab)
     return out
 end
 
+-- The last n of a list of ids, as a fresh list.
+local function last(ids, n)
+    local out, from = {}, math.max(1, #ids - n + 1)
+    for i = from, #ids do out[i - from + 1] = ids[i] end
+    return out
+end
+
 -- model:generate(prompt, {max_new_tokens = 20, temperature = 1, top_k =, top_p =, seed =,
--- cache = true}) -> prompt and the new tokens, a table of 1-based ids. Each new token is drawn by
--- mha.sample from the logits of the last position; seed seeds mha.seed once, so a seed gives the
--- same tokens with the cache (each step feeds only the new token) and without it (each step runs
--- the whole sequence again).
+-- cache = true, on_token =, roll = false}) -> prompt and the new tokens, a table of 1-based ids.
+-- Each new token is drawn by mha.sample from the logits of the last position; seed seeds mha.seed
+-- once, so a seed gives the same tokens with the cache (each step feeds only the new token) and
+-- without it (each step runs the whole sequence again). on_token(id) is called with each new
+-- token as it is drawn; returning false stops. With roll = true the model reads the last max_len
+-- tokens of the prompt, and when the cache holds max_len tokens a fresh cache reads the last half
+-- of the text again, so decoding goes on past max_len.
 function Transformer:generate(prompt, opts)
     local fname = "Transformer:generate"
     module.check_options(fname, opts, GENERATE_OPTIONS)
@@ -371,8 +382,17 @@ function Transformer:generate(prompt, opts)
     local tokens = prompt_ids(fname, prompt, self.vocab)
     local n_new = module.opt_count(fname, opts, "max_new_tokens", 20)
     local use_cache = module.opt_boolean(fname, opts, "cache", true)
+    local roll = module.opt_boolean(fname, opts, "roll", false)
+    local on_token = opts.on_token
+    if on_token ~= nil and type(on_token) ~= "function" then
+        raise(string.format("%s: option on_token must be a function(id), got %s", fname,
+                            type(on_token)))
+    end
+    if roll and not use_cache then
+        raise(fname .. ": roll re-reads the text into the cache; leave cache on")
+    end
     local fed = #tokens + n_new - 1   -- the last token drawn is not fed back
-    if fed > self.max_len and not (use_cache and self.window) then
+    if fed > self.max_len and not roll and not (use_cache and self.window) then
         local hint = self.window and " (the cache lets a window decode on)"
                      or " (a model with a window = W decodes on)"
         raise(string.format("%s: %d prompt tokens and max_new_tokens %d need %d positions, " ..
@@ -387,13 +407,23 @@ function Transformer:generate(prompt, opts)
     end
     if opts.seed ~= nil then mha.seed(opts.seed) end
     local cache = use_cache and self:new_cache() or nil
+    local function feed(ids)
+        return self:forward({ids}, {cache = cache, need_weights = false})
+    end
     return mha.no_grad(function()
-        local logits = self:forward({tokens}, {cache = cache, need_weights = false})
+        local logits = feed(roll and last(tokens, self.max_len) or tokens)
         for n = 1, n_new do
-            tokens[#tokens + 1] = draw(logits)
-            if n == n_new then break end
-            local step = cache and {{tokens[#tokens]}} or {tokens}
-            logits = self:forward(step, {cache = cache, need_weights = false})
+            local id = draw(logits)
+            tokens[#tokens + 1] = id
+            if on_token and on_token(id) == false or n == n_new then break end
+            if not cache then
+                logits = feed(tokens)
+            elseif roll and cache:length() == self.max_len then
+                cache:reset()
+                logits = feed(last(tokens, self.max_len // 2))
+            else
+                logits = feed({id})
+            end
         end
         return tokens
     end)

@@ -402,9 +402,27 @@ local function keep_values(...)
     if select("#", ...) > 0 and (...) ~= nil then rawset(_G, "_", (...)) end
 end
 
+-- Whether s, with print's line break, ends what this input printed: a value the input has already
+-- shown as text (a bare mha.generate(...) streams the text it returns), not echoed again.
+local function already_shown(s)
+    local want, tail, have = s .. "\n", {}, 0
+    for i = #captured, 1, -1 do
+        if have >= #want then break end
+        table.insert(tail, 1, captured[i])
+        have = have + #captured[i]
+    end
+    return have >= #want and table.concat(tail):sub(-#want) == want
+end
+
+-- Shows the values; false when there was nothing to show (none, or a string just printed).
 local function show_values(...)
     keep_values(...)
-    if select("#", ...) > 0 then print_values(...) end
+    local n = select("#", ...)
+    if n == 0 or n == 1 and type((...)) == "string" and (...) ~= "" and already_shown((...)) then
+        return false
+    end
+    print_values(...)
+    return true
 end
 
 -- Was this error Ctrl-C ("interrupted", "stdin:1: interrupted",
@@ -483,8 +501,7 @@ function repl.after(input, how, seconds, ...)
         if not ok then show_error(err) end
     else  -- an expression's values, or those a chunk of statements returned
         local from = repl.output_mark()
-        show_values(...)
-        if recorder then recorder.values(from, ...) end
+        if show_values(...) and recorder then recorder.values(from, ...) end
         local hint = repl.hint(input, how, ...)
         if hint then out(hint_text(hint)) end
     end

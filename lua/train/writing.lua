@@ -114,44 +114,11 @@ local function checked(fname, model, tok, prompt, opts)
     return ids:totable()
 end
 
--- One step of decoding: the last position's logits (1, L, V) -> a token id, sample's errors named
--- as generate's.
-local function draw(fname, logits, sample_opts)
-    local ok, token = pcall(mha.sample, logits[1][logits:shape()[2]], sample_opts)
-    if not ok then raise(fname .. ": " .. tostring(token):gsub("^[^:]*:%d+: ", "")) end
-    return token
-end
-
--- The decoding loop with the cache: the prompt once, then each new character alone. When the
--- context is full (max_len positions), a fresh cache reads the last half of the text again, so
--- writing goes on past max_len. Calls write(id) after each new character, kept in written.
-local function decode(fname, model, tokens, n_new, sample_opts, write, written)
-    local all = {table.unpack(tokens, math.max(1, #tokens - model.max_len + 1))}
-    local cache, used = model:new_cache(), #all
-    mha.no_grad(function()
-        local logits = model:forward({all}, {cache = cache, need_weights = false})
-        for n = 1, n_new do
-            local id = draw(fname, logits, sample_opts)
-            written[#written + 1], all[#all + 1] = id, id
-            write(id)
-            if n == n_new then break end
-            if used == model.max_len then
-                local keep = {table.unpack(all, #all - model.max_len // 2 + 1)}
-                cache, used = model:new_cache(), #keep
-                logits = model:forward({keep}, {cache = cache, need_weights = false})
-            else
-                used = used + 1
-                logits = model:forward({{id}}, {cache = cache, need_weights = false})
-            end
-        end
-    end)
-end
-
--- mha.generate(model, tok, prompt [, opts]) -> prompt .. the characters the model wrote. Each one
--- is drawn by mha.sample (temperature, top_k, top_p) from the logits of the last position, with
--- the KV cache (a prompt past max_len is read from its last max_len characters); seed seeds
--- mha.seed once. At a terminal (or stream = true) each character is
--- written as it comes; Ctrl-C stops the writing and returns what was written so far.
+-- mha.generate(model, tok, prompt [, opts]) -> prompt .. the characters the model wrote, drawn by
+-- model:generate with roll = true (mha.sample from the last position's logits, the KV cache, a
+-- prompt past max_len read from its last max_len characters, writing on past max_len); seed seeds
+-- mha.seed once. At a terminal (or stream = true) each character is written as it comes; Ctrl-C
+-- stops the writing and returns what was written so far.
 function M.generate(model, tok, prompt, opts)
     local fname = "generate"
     opts = opts or {}
@@ -159,18 +126,26 @@ function M.generate(model, tok, prompt, opts)
     local n_new = module.opt_count(fname, opts, "max_new_tokens", 100)
     local stream = opts.stream
     if stream == nil then stream = term.isatty(1) end
-    local function write(id)
-        if stream then io.write(tok.chars[id]) io.flush() end
-    end
     if stream then io.write(prompt) io.flush() end
-    if opts.seed ~= nil then mha.seed(opts.seed) end
-    local sample_opts = {temperature = opts.temperature, top_k = opts.top_k, top_p = opts.top_p}
     local written = {}
+    local decode_opts = {max_new_tokens = n_new, temperature = opts.temperature,
+                         top_k = opts.top_k, top_p = opts.top_p, seed = opts.seed, roll = true,
+                         on_token = function(id)
+                             written[#written + 1] = id
+                             if stream then io.write(tok.chars[id]) io.flush() end
+                         end}
+    -- model:generate's errors (sample's checks) read under this function's name
+    local function decode()
+        local ok, err = pcall(model.generate, model, tokens, decode_opts)
+        if not ok then
+            error((tostring(err):gsub("Transformer:generate: ", fname .. ": ", 1)), 0)
+        end
+    end
     -- Ctrl-C: the REPL's hook raises "interrupted" at the next Lua instruction (or the kernels
     -- stop; a hook still armed after the inner pcall fires inside the outer one), and the
     -- characters written so far are returned
     local function guarded()
-        local ok, err = pcall(decode, fname, model, tokens, n_new, sample_opts, write, written)
+        local ok, err = pcall(decode)
         if not ok and not tostring(err):find("interrupted", 1, true) then error(err, 0) end
         for _ = 1, 4 do local _ = written[1] end   -- a pending hook fires here, still protected
     end

@@ -182,6 +182,65 @@ T.test("generate: the same tokens with and without the cache", function()
     T.eq("max_new_tokens 0", m:generate({5}, {max_new_tokens = 0}), {5})
 end)
 
+T.test("generate: on_token sees each new token, false stops, roll decodes past max_len", function()
+    mha.seed(3)
+    local m = mha.nn.Transformer{vocab = 9, d_model = 16, heads = 2, layers = 2, max_len = 6}
+    local seen = {}
+    local out = m:generate({1, 2}, {max_new_tokens = 4, seed = 5,
+                                    on_token = function(id) seen[#seen + 1] = id end})
+    T.eq("on_token: the 4 new tokens in order", seen, {out[3], out[4], out[5], out[6]})
+    T.eq("on_token changes no draw", m:generate({1, 2}, {max_new_tokens = 4, seed = 5}), out)
+    local n = 0
+    local short = m:generate({1, 2}, {max_new_tokens = 4, seed = 5,
+                                      on_token = function() n = n + 1 return n < 2 end})
+    T.eq("on_token returning false stops after that token", short, {1, 2, out[3], out[4]})
+    -- roll against the same steps without a cache: the context since the last roll, which starts
+    -- again at the last max_len // 2 = 3 tokens whenever the cache holds max_len = 6
+    local rolled = m:generate({1, 2, 3, 4, 5, 6, 7, 8},
+                              {max_new_tokens = 20, seed = 9, temperature = 0.9, roll = true})
+    T.eq("roll: the prompt kept and 20 new tokens past max_len 6", {rolled[1], rolled[8], #rolled},
+         {1, 8, 28})
+    mha.seed(9)
+    local toks, start = {1, 2, 3, 4, 5, 6, 7, 8}, 3
+    mha.no_grad(function()
+        for _ = 1, 20 do
+            local ctx = {table.unpack(toks, start)}
+            local logits = m:forward({ctx}, {need_weights = false})
+            toks[#toks + 1] = mha.sample(logits[1][#ctx], {temperature = 0.9})
+            if #ctx == 6 then start = #toks - 3 + 1 end
+        end
+    end)
+    T.eq("roll: the same tokens as the full forward of each context", rolled, toks)
+    T.raises("on_token not a function", function() m:generate({1}, {on_token = 3}) end,
+             "Transformer:generate: option on_token must be a function(id), got number")
+    T.raises("roll without the cache", function() m:generate({1}, {roll = true, cache = false}) end,
+             "Transformer:generate: roll re-reads the text into the cache; leave cache on")
+end)
+
+T.test("cache:keys and cache:values: each layer's keys and values as attention reads them",
+       function()
+    mha.seed(4)
+    local m = mha.nn.Transformer{vocab = 9, d_model = 16, heads = 4, kv_heads = 2, layers = 2,
+                                 max_len = 8, pos = "rope"}
+    local c = m:new_cache()
+    T.raises("keys of an empty cache", function() c:keys(1) end,
+             "KVCache:keys: the cache is empty; run model:forward(tokens, {cache = cache}) first")
+    m:forward({{1, 2, 3}}, {cache = c})
+    m:forward({{4}}, {cache = c})
+    T.eq("keys (N, H_kv, S, D)", c:keys(2):shape(), {1, 2, 4, 4})
+    T.eq("values (N, H_kv, S, D)", c:values(1):shape(), {1, 2, 4, 4})
+    -- the keys of a fresh forward of the 4 tokens: layer 1's k_proj of the embeddings, turned by
+    -- RoPE (layout "half", base 10000: the defaults)
+    local x = m.embed(mha.tensor({{1, 2, 3, 4}}))
+    local block = m:blocks()[1]
+    local k = mha.rope(block.attn.k_proj(block.ln1(x)):view(1, 4, 2, 4):transpose(2, 3):contiguous())
+    T.close("layer 1's keys = RoPE(k_proj(ln1(x))) of the 4 tokens", c:keys(1), k, 1e-5, 1e-6)
+    T.raises("a layer past layers", function() c:values(3) end,
+             "KVCache:values: layer must be a whole number from 1 to 2, got 3")
+    T.raises("a layer that is not a number", function() c:keys("1") end,
+             "KVCache:keys: layer must be a whole number from 1 to 2, got 1")
+end)
+
 T.test("training the modern options", function()
     for _, c in ipairs({{pos = "rope", kv_heads = 1}, {pos = "alibi", kv_heads = 2}, {window = 5, sinks = 1}}) do
         mha.seed(4)

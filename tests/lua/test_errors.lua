@@ -124,6 +124,15 @@ T.test("bad options and values", function()
         "scaled_dot_product_attention: option attn_mask must be a mha.Tensor, got table")
     T.raises("a negative scale", function() mha.sdpa(q, q, q, { scale = -1 }) end,
         "option scale must be a positive number, got -1")
+    -- one reader (lmha_optpositive) for sdpa's scale and sdpa_backward's: both refuse inf
+    T.raises("an infinite scale", function() mha.sdpa(q, q, q, { scale = math.huge }) end,
+        "scaled_dot_product_attention: option scale must be a positive number, got inf")
+    T.raises("an infinite scale in sdpa_backward", function()
+        mha.sdpa_backward(q, q, q, q, { scale = 1 / 0, out = q }) end,
+        "sdpa_backward: option scale must be a positive number, got inf")
+    T.raises("a scale that is not a number in sdpa_backward", function()
+        mha.sdpa_backward(q, q, q, q, { scale = "2", out = q }) end,
+        "sdpa_backward: option scale must be a positive number, got 2")
     T.raises("unknown forward option", function() module():forward(q, q, q, { need_weight = false }) end,
         "MultiheadAttention.forward: unknown option 'need_weight'")
     T.raises("unknown module option", function() mha.MultiheadAttention { embed_dim = 4, num_heads = 2, dropout = 0.1 } end,
