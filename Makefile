@@ -68,6 +68,7 @@ EMBED    += mha.models=lua/train/models.lua mha.docs_train=lua/help/docs_train.l
 EMBED    += mha.data=lua/train/data.lua mha.tokenizer=lua/train/tokenizer.lua
 EMBED    += mha.writing=lua/train/writing.lua
 EMBED    += mha.interp=lua/interp/interp.lua mha.interp.lens=lua/interp/lens.lua
+EMBED    += mha.docs_interp=lua/help/docs_interp.lua mha.help.zh_interp=lua/help/zh_interp.lua
 EMBED    += mha.help.entry=lua/help/entry.lua
 EMBED    += mha.notebook.outputs=lua/notebook/outputs.lua mha.notebook.record=lua/notebook/record.lua
 EMBED    += mha.i18n=lua/i18n/i18n.lua mha.i18n.en=lua/i18n/en.lua mha.i18n.zh=lua/i18n/zh.lua

@@ -1,4 +1,4 @@
--- lua/interp/lens.lua - module "mha.interp.lens": reading a Transformer's residual stream through its
+-- lua/interp/lens.lua - module "mha.interp.lens": a Transformer's residual stream read through its
 -- unembedding: the logit lens, and the direct logit attribution of each head and MLP.
 --
 -- The residual stream is the sum of what each part writes into it (pre or no norm):

@@ -77,7 +77,7 @@ function Block:attend(a_in, ctx)
 end
 
 -- x (N, L, E) -> (N, L, E), and the per-head weights (N, H, L, S) when need_weights. A run of
--- model:run_with_hooks or run_with_cache (ctx.hooks) takes lua/nn/hooks.lua's copy with hook points.
+-- run_with_hooks or run_with_cache (ctx.hooks) takes lua/nn/hooks.lua's copy with hook points.
 function Block:forward(x, ctx)
     if ctx.hooks then return ctx.hooks:block(self, x, ctx) end
     local norm = rawget(self, "norm")
