@@ -1,5 +1,5 @@
--- lua/help/zh_interp.lua - module "mha.help.zh_interp": the Chinese help of lua/help/docs_interp.lua
--- (hook points and mha.interp), merged into mha.help.zh's entries and groups.
+-- lua/help/zh_interp.lua - module "mha.help.zh_interp": the Chinese of docs_interp.lua's entries
+-- (the hook points and mha.interp), merged into mha.help.zh's entries and groups.
 
 local M = {groups = {interp = "看进模型内部"}, docs = {}}
 local D = M.docs

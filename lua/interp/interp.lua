@@ -21,7 +21,8 @@ M.attribution = lens.attribution
 
 -- A whole number in 1..hi, or raise naming it.
 local function index(fname, what, v, hi)
-    if math.type(v) ~= "integer" and not (type(v) == "number" and v == math.floor(v)) or v < 1 or v > hi then
+    local whole = math.type(v) == "integer" or (type(v) == "number" and v == math.floor(v))
+    if not whole or v < 1 or v > hi then
         raise(string.format("%s: %s must be a whole number from 1 to %d, got %s", fname, what, hi,
                             tostring(v)))
     end
@@ -70,13 +71,15 @@ function M.ablate(model, tokens, opts)
     module.check_options(fname, opts, {"layer", "head", "kind", "reference"})
     opts = opts or {}
     if opts.layer == nil then
-        raise(fname .. ": option layer is required, e.g. mha.interp.ablate(m, tokens, {layer = 2, head = 1})")
+        raise(fname .. ": option layer is required, " ..
+              "e.g. mha.interp.ablate(m, tokens, {layer = 2, head = 1})")
     end
     local layer = index(fname, "option layer", opts.layer, model.layers)
     local head = opts.head ~= nil and index(fname, "option head", opts.head, model.heads) or nil
     local kind = opts.kind or "zero"
     if kind ~= "zero" and kind ~= "mean" then
-        raise(string.format('%s: option kind must be "zero" or "mean", got %s', fname, tostring(kind)))
+        raise(string.format('%s: option kind must be "zero" or "mean", got %s', fname,
+                            tostring(kind)))
     end
     local name = "blocks." .. (layer - 1) .. ".attn.hook_z"
     local mean
@@ -90,7 +93,8 @@ function M.ablate(model, tokens, opts)
         if kind == "zero" then return z:masked_fill(mask, 0) end
         if mean:shape()[2] ~= L then
             error(string.format("%s: reference has length %d and tokens %d; the mean is taken " ..
-                                "position by position, so they must agree", fname, mean:shape()[2], L), 0)
+                                "position by position, so they must agree", fname,
+                                mean:shape()[2], L), 0)
         end
         return replace_where(z, mask, mean:expand(N, L, H, z:shape()[4]))
     end
@@ -109,8 +113,8 @@ local function metric_value(fname, metric, logits)
     local v = metric(logits)
     if mha.is_tensor(v) then v = v:item() end
     if type(v) ~= "number" then
-        raise(string.format("%s: metric(logits) must return a number or a one-element tensor, got %s",
-                            fname, type(v)))
+        raise(string.format("%s: metric(logits) must return a number or a one-element " ..
+                            "tensor, got %s", fname, type(v)))
     end
     return v
 end
@@ -127,7 +131,8 @@ function M.patch(model, clean, corrupt, name, metric, opts)
     module.check_options(fname, opts, {"positions", "heads"})
     opts = opts or {}
     if type(name) ~= "string" then
-        raise(fname .. ': name must be a block\'s hook name such as "hook_resid_pre" or "attn.hook_z"')
+        raise(fname .. ': name must be a block\'s hook name such as "hook_resid_pre" or ' ..
+              '"attn.hook_z"')
     end
     local inner = name:gsub("^blocks%.[%d{}l]+%.", "")
     hooks.new_run(model, fname, nil, {["blocks.0." .. inner] = true})   -- refuses an unknown name
@@ -136,8 +141,8 @@ function M.patch(model, clean, corrupt, name, metric, opts)
     end
     local head_axis, pos_axis = axes(inner)
     if opts.heads and not head_axis then
-        raise(string.format("%s: option heads needs a name with a head axis (attn.hook_q, k, v, z, " ..
-                            "attn_scores, pattern), got %s", fname, inner))
+        raise(string.format("%s: option heads needs a name with a head axis (attn.hook_q, " ..
+                            "k, v, z, attn_scores, pattern), got %s", fname, inner))
     end
     local names = {}
     for l = 0, model.layers - 1 do names[#names + 1] = "blocks." .. l .. "." .. inner end
@@ -151,8 +156,8 @@ function M.patch(model, clean, corrupt, name, metric, opts)
     local m_corrupt = metric_value(fname, metric, corrupt_logits)
     local span = m_clean - m_corrupt
     if span == 0 then
-        raise(string.format("%s: metric is %g on both the clean and the corrupt run, so there is " ..
-                            "nothing to normalise against", fname, m_clean))
+        raise(string.format("%s: metric is %g on both the clean and the corrupt run, so " ..
+                            "there is nothing to normalise against", fname, m_clean))
     end
     local dims = cache[names[1]]:shape()
     local n_pos = opts.positions and dims[pos_axis] or 1
@@ -165,11 +170,16 @@ function M.patch(model, clean, corrupt, name, metric, opts)
             for h = 1, n_head do
                 local at, ones = {}, {}
                 for d = 1, #dims do ones[d] = 1 end
-                if opts.positions then at[#at + 1] = {pos_axis, p}; ones[pos_axis] = dims[pos_axis] end
-                if opts.heads then at[#at + 1] = {head_axis, h}; ones[head_axis] = dims[head_axis] end
+                if opts.positions then
+                    at[#at + 1], ones[pos_axis] = {pos_axis, p}, dims[pos_axis]
+                end
+                if opts.heads then
+                    at[#at + 1], ones[head_axis] = {head_axis, h}, dims[head_axis]
+                end
                 local mask = #at > 0 and selector(ones, at) or nil
                 local fn = function(t) return mask and replace_where(t, mask, src) or src end
-                local logits = hooks.run(model, corrupt, hooks.new_run(model, fname, {[names[l]] = fn}))
+                local run = hooks.new_run(model, fname, {[names[l]] = fn})
+                local logits = hooks.run(model, corrupt, run)
                 cells[h] = (metric_value(fname, metric, logits) - m_corrupt) / span
             end
             row[p] = opts.heads and cells or cells[1]

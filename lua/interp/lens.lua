@@ -44,7 +44,9 @@ local function target_rows(fname, model, target, N, L)
         end
         return W[math.tointeger(target)]
     end
-    local ok, t = pcall(function() return mha.is_tensor(target) and target or mha.tensor(target) end)
+    local ok, t = pcall(function()
+        return mha.is_tensor(target) and target or mha.tensor(target)
+    end)
     if not ok or #t:shape() ~= 2 or t:shape()[1] ~= N or t:shape()[2] ~= L then
         raise(string.format("%s: target must be a token id or (N, L) = (%d, %d) ids, one per " ..
                             "position", fname, N, L))

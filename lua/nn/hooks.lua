@@ -93,8 +93,8 @@ end
 -- Refuses a name the model lacks, with the closest one or the name inside a block.
 local function check_name(fname, name, known, list)
     if type(name) ~= "string" then
-        raise(string.format("%s: hook names are strings such as \"blocks.0.attn.hook_pattern\", got %s",
-                            fname, type(name)))
+        raise(string.format("%s: hook names are strings such as " ..
+                            "\"blocks.0.attn.hook_pattern\", got %s", fname, type(name)))
     end
     if known[name] then return end
     local guess = options.closest(name, list) or module.closest(name, list)
@@ -144,22 +144,19 @@ end
 function Run:point(name, t)
     local fn = self.hooks[name]
     if fn then
-        local ok, out = pcall(fn, t, name)
-        if not ok then
-            error({hook_error = string.format("%s: the hook of '%s' failed: %s", self.fname, name,
-                                              tostring(out))}, 0)
+        -- a hook's failure travels as a table to M.run, which raises it at the user's line
+        local function fail(fmt, ...)
+            local msg = string.format("%s: the hook of '%s' " .. fmt, self.fname, name, ...)
+            error({hook_error = msg}, 0)
         end
+        local ok, out = pcall(fn, t, name)
+        if not ok then fail("failed: %s", tostring(out)) end
         if out ~= nil then
             if not mha.is_tensor(out) then
-                error({hook_error = string.format("%s: the hook of '%s' must return nil or a " ..
-                                                  "tensor, got %s", self.fname, name, type(out))}, 0)
+                fail("must return nil or a tensor, got %s", type(out))
             end
-            local want, got = t:shape(), out:shape()
-            if shape_str(want) ~= shape_str(got) then
-                error({hook_error = string.format("%s: the hook of '%s' returned shape %s; the " ..
-                                                  "activation is %s", self.fname, name,
-                                                  shape_str(got), shape_str(want))}, 0)
-            end
+            local want, got = shape_str(t:shape()), shape_str(out:shape())
+            if want ~= got then fail("returned shape %s; the activation is %s", got, want) end
             t = out
         end
     end
@@ -192,7 +189,9 @@ function Run:attention(block, x, ctx, p)
         H_kv = H
         local w, b = attn.in_proj_weight, attn.in_proj_bias
         wq, wk, wv = w:narrow(1, 1, E), w:narrow(1, E + 1, E), w:narrow(1, 2 * E + 1, E)
-        if b then bq, bk, bv = b:narrow(1, 1, E), b:narrow(1, E + 1, E), b:narrow(1, 2 * E + 1, E) end
+        if b then
+            bq, bk, bv = b:narrow(1, 1, E), b:narrow(1, E + 1, E), b:narrow(1, 2 * E + 1, E)
+        end
         wo, bo = attn.out_proj_weight, attn.out_proj_bias
     end
     local D = E // H

@@ -67,6 +67,32 @@ for _, name in ipairs(ORDER) do
     end)
 end
 
+-- The opened attention on the other attentions of tests/fixtures/transformer/ (gen_transformer.py): ALiBi,
+-- a window with a sink over RoPE's streamed keys, MQA, a bidirectional model.
+local MORE = {
+    alibi_gqa = {vocab = 10, d_model = 12, heads = 6, kv_heads = 3, layers = 2, d_ff = 16, max_len = 12,
+                 norm = "pre", pos = "alibi"},
+    rope_mqa_window = {vocab = 9, d_model = 16, heads = 4, kv_heads = 1, layers = 2, d_ff = 0, max_len = 12,
+                       norm = "post", pos = "rope", rope_layout = "interleaved", window = 3, sinks = 1},
+    none_bidir = {vocab = 9, d_model = 8, heads = 2, layers = 1, d_ff = 16, max_len = 8, causal = false,
+                  norm = "none", pos = "learned"},
+}
+for _, name in ipairs({"alibi_gqa", "rope_mqa_window", "none_bidir"}) do
+    T.test("opened attention: " .. name, function()
+        local fx = mha.load(T.path("tests/fixtures/transformer/" .. name .. ".npz"))
+        local model = mha.nn.Transformer(MORE[name])
+        local sd = {}
+        for _, k in ipairs(model:parameter_names()) do sd[k] = fx[k] end
+        model:load_state_dict(sd)
+        local logits, cache = model:run_with_cache(fx.tokens)
+        T.close(name .. ": logits with every layer opened = torch's", logits, fx.logits, 1e-4, 1e-5)
+        for l = 1, MORE[name].layers do
+            T.close(name .. ": hook_pattern of layer " .. l .. " = torch's",
+                    cache["blocks." .. (l - 1) .. ".attn.hook_pattern"], fx["attn." .. l], 1e-4, 1e-5)
+        end
+    end)
+end
+
 -- hooks on every name that hand back their input: the logits of the plain forward, bit for bit
 T.test("identity hooks", function()
     for _, name in ipairs(ORDER) do
