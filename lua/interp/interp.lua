@@ -125,7 +125,8 @@ end
 --   (metric(patched) - metric(corrupt)) / (metric(clean) - metric(corrupt))
 -- so 0 is nothing patched and 1 the clean run's value. name is a block's hook name without
 -- "blocks.l." ("hook_resid_pre", "attn.hook_z", ...); metric(logits) -> a number.
-function M.patch(model, clean, corrupt, name, metric, opts)
+-- Runs without a graph (mha.no_grad): only the metric's numbers are kept.
+local function patch(model, clean, corrupt, name, metric, opts)
     local fname = "mha.interp.patch"
     check_model(fname, model)
     module.check_options(fname, opts, {"positions", "heads"})
@@ -187,6 +188,10 @@ function M.patch(model, clean, corrupt, name, metric, opts)
         out[l] = opts.positions and row or row[1]
     end
     return mha.tensor(out)
+end
+
+function M.patch(model, clean, corrupt, name, metric, opts)
+    return mha.no_grad(function() return patch(model, clean, corrupt, name, metric, opts) end)
 end
 
 return M
