@@ -280,6 +280,7 @@ function Transformer:forward(tokens, opts)
     local x = self.embed(t)   -- (N, L, E); Embedding checks the ids' range and names it
     local run = rawget(self, "_hooks")   -- the hook points of run_with_hooks (lua/nn/hooks.lua)
     if run then
+        rawset(self, "_hooks", nil)   -- taken once: a forward inside a hook runs plain
         x = run:embed(self, x, offset, L)
     elseif self.pos then
         x = x + self.pos.weight:narrow(1, offset + 1, L)

@@ -185,6 +185,12 @@ T.test("gradients through a replacement", function()
     T.ok("doubling ln_final's output doubles unembed's gradient", mha.equal(model.unembed.weight:grad(), plain * 2))
     model:zero_grad()
     model:run_with_hooks(fx.tokens, {["blocks.0.attn.hook_z"] = function(z) return z * 1 end}):sum():backward()
+    local inner
+    local outer = model:run_with_hooks(fx.tokens, {["blocks.0.hook_resid_pre"] = function()
+        inner = model:forward(fx.tokens, {need_weights = false})
+    end})
+    T.ok("a forward inside a hook runs plain (no hook points of its own)",
+         mha.equal(inner, outer) and rawget(model, "_hooks") == nil)
     T.ok("a gradient reaches in_proj through an opened attention",
          model:parameters()["layers.0.attn.in_proj_weight"]:grad():abs():sum():item() > 0)
 end)
