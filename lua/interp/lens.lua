@@ -47,6 +47,7 @@ local function target_rows(fname, model, target, N, L)
     local ok, t = pcall(function()
         return mha.is_tensor(target) and target or mha.tensor(target)
     end)
+    if ok and #t:shape() == 1 and N == 1 then t = t:view(1, t:shape()[1]) end   -- (L) for one row
     if not ok or #t:shape() ~= 2 or t:shape()[1] ~= N or t:shape()[2] ~= L then
         raise(string.format("%s: target must be a token id or (N, L) = (%d, %d) ids, one per " ..
                             "position", fname, N, L))
@@ -122,8 +123,8 @@ function M.attribution(model, tokens, target)
         if type(target) == "number" then
             out.logit = logits:narrow(3, math.tointeger(target), 1):view(N, L)
         else
-            out.logit = (mha.embedding(mha.is_tensor(target) and target or mha.tensor(target),
-                                       mha.eye(V)) * logits):sum(-1)
+            local ids = mha.is_tensor(target) and target or mha.tensor(target)
+            out.logit = (mha.embedding(ids:reshape(N, L), mha.eye(V)) * logits):sum(-1)
         end
         return out
     end)

@@ -296,6 +296,22 @@ local function kept_names(fname, model, names)
     return keep
 end
 
+-- A cache read at a name it lacks says why, as TransformerLens's KeyError: a misspelt name (with
+-- the closest), or one the names option left out. pairs and the printer see the plain table.
+local function strict_cache(cache, model)
+    local list = M.names(model)
+    local known = {}
+    for _, n in ipairs(list) do known[n] = true end
+    return setmetatable(cache, {__index = function(_, name)
+        if type(name) ~= "string" then return nil end
+        if known[name] then
+            raise(string.format("cache: '%s' was not kept; run_with_cache keeps it when option " ..
+                                "names lists it, or without names", name))
+        end
+        check_name("cache", name, known, list)
+    end})
+end
+
 -- model:run_with_cache(tokens [, {names =, hooks =}]) -> logits (N, L, vocab), cache {name = t}
 function M.run_with_cache(model, tokens, opts)
     local fname = "Transformer:run_with_cache"
@@ -306,7 +322,7 @@ function M.run_with_cache(model, tokens, opts)
     end
     local run = M.new_run(model, fname, opts.hooks, kept_names(fname, model, opts.names))
     local logits = M.run(model, tokens, run)
-    return logits, run.cache
+    return logits, strict_cache(run.cache, model)
 end
 
 -- model:run_with_hooks(tokens, {[name] = function(t, name) -> nil | replacement}) -> logits

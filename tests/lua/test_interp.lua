@@ -63,6 +63,8 @@ for _, name in ipairs(ORDER) do
             if a.mlp then total = total + a.mlp:sum(1) end
             if a.pos then total = total + a.pos end
             T.close(name .. ": Σ attributions + bias terms = the target's logit", total, a.logit, 1e-4, 1e-4)
+            local row = mha.interp.attribution(model, fx.tokens[1], fx.target[1])
+            T.close(name .. ": one sequence's targets as (L)", row.logit, a.logit:narrow(1, 1, 1), 1e-5, 1e-5)
         end
     end)
 end
@@ -208,6 +210,11 @@ T.test("errors leave the model unchanged", function()
     T.raises("a name without its block", function()
         model:run_with_cache(fx.tokens, {names = {"hook_z"}})
     end, "did you mean 'blocks.0.attn.hook_z'?")
+    local _, kept = model:run_with_cache(fx.tokens, {names = {"hook_embed"}})
+    T.raises("a cache read at a misspelt name", function() return kept["blocks.1.hook_mlp_ot"] end,
+             "cache: no activation named 'blocks.1.hook_mlp_ot'; did you mean 'blocks.1.hook_mlp_out'?")
+    T.raises("a cache read at a name not kept", function() return kept["blocks.1.hook_mlp_out"] end,
+             "cache: 'blocks.1.hook_mlp_out' was not kept")
     T.raises("wrong shape", function()
         model:run_with_hooks(fx.tokens, {["blocks.1.attn.hook_z"] = function(z) return z:narrow(3, 1, 2) end})
     end, "Transformer:run_with_hooks: the hook of 'blocks.1.attn.hook_z' returned shape (2, 11, 2, 4); " ..
