@@ -29,11 +29,7 @@ local function index(fname, what, v, hi)
     return math.tointeger(v)
 end
 
-local function check_model(fname, model)
-    if type(model) ~= "table" or type(model.hook_names) ~= "function" then
-        raise(fname .. ": model must be an mha.nn.Transformer (e.g. mha.load_model(\"induction\"))")
-    end
-end
+local check_model = lens.check_model
 
 -- A bool tensor of shape dims (a list of sizes) that is true at the 1-based places `at` (a list
 -- {dim, i}, ...): the cells a patch or an ablation replaces.

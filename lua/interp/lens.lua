@@ -15,10 +15,18 @@ local raise = require "mha.raise"   -- errors at the user's line
 
 local M = {}
 
+-- Refuses anything but a Transformer (a table with hook points) as model.
+function M.check_model(fname, model)
+    if type(model) ~= "table" or rawget(model, "_config") == nil then
+        raise(fname .. ": model must be an mha.nn.Transformer (e.g. mha.load_model(\"induction\"))")
+    end
+end
+
 -- mha.interp.logit_lens(model, tokens) -> (layers + 1, N, L, vocab): the stream entering each
 -- block, then the stream after the last, each read through ln_final (when the model has one) and
 -- the unembedding; the last row equals model:forward(tokens) bit for bit.
 function M.logit_lens(model, tokens)
+    M.check_model("mha.interp.logit_lens", model)
     local names = {}
     for l = 0, model.layers - 1 do names[#names + 1] = "blocks." .. l .. ".hook_resid_pre" end
     names[#names + 1] = hooks.final_stream(model)
@@ -52,7 +60,9 @@ local function target_rows(fname, model, target, N, L)
         raise(string.format("%s: target must be a token id or (N, L) = (%d, %d) ids, one per " ..
                             "position", fname, N, L))
     end
-    return mha.embedding(t, W)
+    local fine, rows = pcall(mha.embedding, t, W)
+    if not fine then raise(fname .. ": target: " .. tostring(rows):gsub("^[^:]*:%d+: ", "")) end
+    return rows
 end
 
 -- mha.interp.attribution(model, tokens, target) -> {heads = (layers, H, N, L), mlp = (layers, N, L)
@@ -62,6 +72,7 @@ end
 -- ln_final; an MLP's share includes its fc2 bias.
 function M.attribution(model, tokens, target)
     local fname = "mha.interp.attribution"
+    M.check_model(fname, model)
     local c = model:config()
     if c.norm == "post" then
         raise(fname .. ': a model with norm = "post" normalises the stream after each layer, so ' ..

@@ -275,4 +275,46 @@ T.test("induction model", function()
     T.ok("ablating layer 2's heads takes it near chance", knocked < 0.3, "accuracy " .. knocked)
 end)
 
+
+-- test_errors.lua's rule for the Lua-written entry points: any wrong argument gets a message at the caller's
+-- line, never a position inside lua/ nor "attempt to ...".
+T.test("wrong arguments: checked, at the caller's line", function()
+    local model = fixture_model("pre_mlp")
+    local tokens = {{1, 2, 3}}
+    local values = {n = 13, nil, 0, -1, 2.5, 0 / 0, true, "a", {}, {1, 2}, {layer = 9}, mha.zeros(2, 3),
+                    mha.tensor {{true, false}}, function() end}
+    local entries = {
+        {"run_with_cache", function(a, b) return model:run_with_cache(a, b) end},
+        {"run_with_cache names", function(a, b) return model:run_with_cache(tokens, {names = a, hooks = b}) end},
+        {"run_with_hooks", function(a, b) return model:run_with_hooks(a, b) end},
+        {"run_with_hooks fn", function(a) return model:run_with_hooks(tokens, {hook_embed = a}) end},
+        {"ablate", function(a, b) return mha.interp.ablate(a, tokens, b) end},
+        {"ablate opts", function(a, b) return mha.interp.ablate(model, a, b) end},
+        {"ablate fields", function(a, b) return mha.interp.ablate(model, tokens, {layer = a, head = b}) end},
+        {"ablate kind", function(a, b) return mha.interp.ablate(model, tokens, {layer = 1, kind = a, reference = b}) end},
+        {"patch", function(a, b) return mha.interp.patch(a, tokens, tokens, b, function() return 1 end) end},
+        {"patch names", function(a, b) return mha.interp.patch(model, a, tokens, b, function() return 1 end) end},
+        {"patch metric", function(a, b) return mha.interp.patch(model, tokens, {{1, 2, 4}}, "hook_resid_pre", a, b) end},
+        {"logit_lens", function(a, b) return mha.interp.logit_lens(a, b) end},
+        {"logit_lens tokens", function(a) return mha.interp.logit_lens(model, a) end},
+        {"attribution", function(a, b) return mha.interp.attribution(a, tokens, b) end},
+        {"attribution target", function(a, b) return mha.interp.attribution(model, a, b) end},
+    }
+    local here = debug.getinfo(1, "S").short_src:gsub("%p", "%%%0") .. ":%d+: "
+    local calls, bad = 0, {}
+    for _, e in ipairs(entries) do
+        for i = 1, values.n do
+            for j = 1, values.n do
+                calls = calls + 1
+                local ok, err = pcall(e[2], values[i], values[j])
+                if not ok and (type(err) ~= "string" or not err:find("^" .. here) or err:find("attempt to ")) then
+                    bad[#bad + 1] = e[1] .. "(#" .. i .. ", #" .. j .. "): " .. tostring(err)
+                end
+            end
+        end
+    end
+    T.ok(string.format("%d calls through %d entry points, every error at the caller's line", calls, #entries),
+         #bad == 0, table.concat(bad, "\n", 1, math.min(#bad, 8)))
+end)
+
 T.done()
