@@ -220,6 +220,10 @@ function Run:attention(block, x, ctx, p)
             scores = scores + mask
         end
     end
+    local padding = ctx.attn_opts and ctx.attn_opts.key_padding_mask   -- bool (N, S), true = hidden
+    if padding then
+        scores = scores:masked_fill(padding:view(N, 1, 1, padding:shape()[2]), -math.huge)
+    end
     scores = self:point(p .. "attn.hook_attn_scores", scores)
     -- pass 3: pattern = softmax over the keys; z = pattern·v, (N, L, H, D); out = z·W_Oᵀ + b_O
     local pattern = self:point(p .. "attn.hook_pattern", scores:softmax(-1))

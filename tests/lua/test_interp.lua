@@ -95,6 +95,22 @@ for _, name in ipairs({"alibi_gqa", "rope_mqa_window", "none_bidir"}) do
     end)
 end
 
+-- nn.MultiheadAttention's key_padding_mask in a block's context: the opened attention hides those keys as the
+-- module's own forward does.
+T.test("opened attention with a key_padding_mask", function()
+    local model, fx = fixture_model("pre_mlp")
+    local block = model:blocks()[1]
+    local x = mha.randn(2, 5, 16)
+    local padding = mha.tensor {{false, false, false, true, true}, {false, false, false, false, false}}
+    local opts = {attn_mask = mha.causal_mask(5), key_padding_mask = padding, need_weights = true,
+                  average_attn_weights = false}
+    local want_out, want_w = block.attn:forward(x, x, x, opts)
+    local run = require("mha.nn.hooks").new_run(model, "test", nil, {})
+    local out, w = run:attention(block, x, {attn_opts = opts}, "blocks.0.")
+    T.close("output with padding = the module's", out, want_out, 1e-5, 1e-6)
+    T.close("pattern with padding = the module's", w, want_w, 1e-5, 1e-6)
+end)
+
 -- hooks on every name that hand back their input: the logits of the plain forward, bit for bit
 T.test("identity hooks", function()
     for _, name in ipairs(ORDER) do
