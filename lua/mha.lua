@@ -10,6 +10,7 @@
 --                            rope alibi_slopes alibi_bias sliding_window_mask sample
 --   mha.display (lua/show/)  format show printoptions heat
 --   mha.nn (lua/nn/)         nn, optim, clip_grad_norm
+--   mha.interp (lua/interp/) ablate patch logit_lens attribution
 --   lua/train/               tasks train heads data tokenizer (modules), load_model
 --                            save_model (from mha.models), generate (from mha.writing)
 --
@@ -38,6 +39,7 @@ mha.clip_grad_norm = optim.clip_grad_norm
 mha.tasks = require "mha.tasks"
 mha.train = require "mha.train"
 mha.heads = require "mha.heads"
+mha.interp = require "mha.interp"
 mha.data = require "mha.data"
 mha.tokenizer = require "mha.tokenizer"
 mha.load_model, mha.save_model = models.load_model, models.save_model

@@ -71,6 +71,12 @@ zh.signatures = {
 -- lines, joined as paragraphs() says: a blank line starts a new paragraph.
 local D = {}
 
+-- the Chinese of the help that lives beside its docs module (lua/help/zh_*.lua)
+for _, more in ipairs({(require "mha.help.zh_interp")}) do
+    for name, text in pairs(more.docs) do D[name] = text end
+    for group, title in pairs(more.groups or {}) do zh.groups[group] = title end
+end
+
 -- The overviews
 D["mha"] = [[
 mha-repl 的模块：在 REPL 里是全局变量 mha，在别处用 require "mha" 载入。张量是 float32（或 bool）数组，
