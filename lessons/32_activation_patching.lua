@@ -1,0 +1,169 @@
+-- lessons/32_activation_patching.lua - activation patching on char_en: a KJV sentence and the same
+-- with another name; clean residual streams patched into the corrupt run, per layer and position.
+return lesson{
+    name = "activation_patching", seed = 32,
+    title = {en = "Activation patching: where the name lives", zh = "激活修补：名字存在哪里"},
+    summary = {en = "patch a clean run into a corrupt one, layer by layer and position by position",
+               zh = "把干净运行的激活逐层、逐位置修补进被破坏的运行"},
+
+    step{
+        title = {en = "Two sentences, one name apart", zh = "两句话，只差一个名字"},
+        text = {
+            en = [[
+The clean run reads "And Moses said unto", the corrupt run "And Aaron said unto": the same length,
+only the name differs. Under each sentence, char_en's top-1 guess of the next character at every
+position; the marks show where the two runs guess differently.]],
+            zh = [[
+干净运行读 "And Moses said unto"，被破坏的运行读 "And Aaron said unto"：长度相同，只有名字不同。
+每句话下面是 char_en 在每个位置对下一个字符的 top-1 猜测；标记表示两次运行猜得不同的位置。]],
+        },
+        code = [[
+m, extra = mha.load_model("char_en")
+tok = extra.tokenizer
+clean_text, corrupt_text = "And Moses said unto", "And Aaron said unto"
+clean = tok:encode(clean_text):view(1, -1)       -- (1, 19)
+corrupt = tok:encode(corrupt_text):view(1, -1)
+L = clean:shape()[2]
+function guesses(ids)
+  local pred, s = m:forward(ids)[1]:argmax(-1), {}
+  for i = 1, L do
+    local id = pred[i]
+    s[i] = tok.chars[id]
+  end
+  return s
+end
+a, b = guesses(clean), guesses(corrupt)
+marks = {}
+for i = 1, L do marks[i] = a[i] == b[i] and " " or "^" end
+print(tr{en = "clean    ", zh = "干净     "} .. clean_text)
+print(tr{en = "  guess  ", zh = "  猜测   "} .. table.concat(a))
+print(tr{en = "corrupt  ", zh = "被破坏   "} .. corrupt_text)
+print(tr{en = "  guess  ", zh = "  猜测   "} .. table.concat(b))
+print("         " .. table.concat(marks))]],
+    },
+
+    step{
+        title = {en = "A metric", zh = "一个指标"},
+        text = {
+            en = [[
+The runs disagree inside the name and barely after it: this small model forgets the name within a
+few characters. So the question to ask it is inside the name: after "And Mose" the next character
+is "s", after "And Aaro" it is "n". The metric is the logit difference at position 8,
+logit(s) - logit(n); patching asks how much of the clean value a part of the clean run brings back.
+    recovered = (m(patched) - m(corrupt)) / (m(clean) - m(corrupt))
+0 means the patched part carries nothing of the difference, 1 that it carries all of it.]],
+            zh = [[
+两次运行只在名字内部意见不同，名字之后几乎一样：这个小模型几个字符之内就忘了名字。所以要问它的问题
+在名字内部："And Mose" 之后是 "s"，"And Aaro" 之后是 "n"。指标是位置 8 上的 logit 差
+logit(s) - logit(n)；修补问的是：干净运行的某一部分能找回多少干净的值。
+    找回 = (m(修补) - m(被破坏)) / (m(干净) - m(被破坏))
+0 表示被修补的部分不带有任何差别，1 表示它带有全部差别。]],
+        },
+        code = [[
+S, N, pos = tok.ids["s"], tok.ids["n"], 8
+function metric(logits) return logits[1][pos][S] - logits[1][pos][N] end
+clean_metric = metric(m:forward(clean))
+corrupt_metric = metric(m:forward(corrupt))
+print(string.format(tr{en = "logit(s) - logit(n): clean %.2f, corrupt %.2f",
+                       zh = "logit(s) - logit(n)：干净 %.2f，被破坏 %.2f"},
+                    clean_metric, corrupt_metric))]],
+    },
+
+    step{
+        title = {en = "Patching the residual stream", zh = "修补残差流"},
+        text = {
+            en = [[
+run(ids, patch) is the model's forward written out block by block. It keeps the residual stream
+entering each block (layer 0 = the embeddings, layer 4 = after the last block) and, when asked,
+replaces the stream at one layer and some positions with the clean run's before going on.]],
+            zh = [[
+run(ids, patch) 是把模型的前向逐块写出来。它保存进入每个块的残差流（第 0 层 = 嵌入，第 4 层 = 最后
+一个块之后），需要时在某一层、某些位置把残差流换成干净运行的，再继续往下算。]],
+        },
+        code = [[
+opts = {attn_opts = {attn_mask = mha.causal_mask(L), average_attn_weights = false}}
+function run(ids, patch)   -- patch = {layer =, positions = {...}, from = streams}
+  local x = m.embed(ids) + m.pos.weight:narrow(1, 1, L)   -- (1, L, 128)
+  local streams = {}
+  for l = 0, m.layers do
+    if patch and patch.layer == l then
+      local keep = mha.ones(1, L, 1)
+      for _, p in ipairs(patch.positions) do keep[1][p][1] = 0 end
+      x = x * keep + patch.from[l + 1] * (1 - keep)
+    end
+    streams[l + 1] = x
+    if l < m.layers then x = m:blocks()[l + 1]:forward(x, opts) end
+  end
+  return m.unembed(m.ln_f(x)), streams
+end
+_, clean_streams = run(clean)
+function recovered(layer, positions)
+  local logits = run(corrupt, {layer = layer, positions = positions,
+                               from = clean_streams})
+  return (metric(logits) - corrupt_metric) / (clean_metric - corrupt_metric)
+end
+print(string.format(tr{en = "patch nothing: %.2f   patch all of layer 0: %.2f",
+                       zh = "什么都不修补：%.2f   修补第 0 层全部：%.2f"},
+                    recovered(0, {}), recovered(0, {1, 2, 3, 4, 5, 6, 7, 8})))]],
+    },
+
+    step{
+        title = {en = "Where the name lives", zh = "名字存在哪里"},
+        text = {
+            en = [[
+One patch per layer and position (positions after 8 cannot reach position 8: attention is
+causal):]],
+            zh = [[
+每个层和位置各修补一次（位置 8 之后的位置影响不到位置 8：注意力是因果的）：]],
+        },
+        code = [[
+grid = mha.zeros(m.layers + 1, pos)
+for l = 0, m.layers do   -- tr{en = "rounded to 2 decimals", zh = "四舍五入到 2 位小数"}
+  for p = 1, pos do
+    grid[l + 1][p] = math.floor(recovered(l, {p}) * 100 + 0.5) / 100
+  end
+end
+mha.heat(grid, {rows = "0 1 2 3 4", cols = clean_text:sub(1, pos):gsub(" ", "_"),
+                values = true, zrange = {0, 1},
+                title = tr{en = "recovered (rows: layer, columns: position)",
+                           zh = "找回的比例（行：层，列：位置）"}})]],
+    },
+
+    step{
+        title = {en = "Reading the map", zh = "解读这张图"},
+        text = {
+            en = [[
+"And " is the same in both runs, so its columns are 0. In the embeddings (layer 0) what tells Moses
+from Aaron is spread over the name's letters: the last letter "e" brings back 0.38, "M" 0.28, and
+"s" alone even hurts (-0.18: "Aaso" is no name). Block by block the difference gathers at the last
+position: 0.55 before block 2, 0.85 before block 3, all of it after block 4. Attention in blocks 1
+and 2 has moved "which name is this" from the earlier letters to the place that must say what comes
+next. That is where the model's knowledge lives: first in the letters, then at the end.]],
+            zh = [[
+"And " 在两次运行中相同，所以这几列是 0。在嵌入（第 0 层）里，区分 Moses 和 Aaron 的信息分散在名字的
+各个字母上：最后一个字母 "e" 找回 0.38，"M" 找回 0.28，单独的 "s" 甚至有害（-0.18："Aaso" 不是名字）。
+一个块接一个块，差别聚集到最后一个位置：进入第 2 个块前 0.55，进入第 3 个块前 0.85，第 4 个块之后全部。
+第 1、2 个块的注意力把“这是哪个名字”从前面的字母搬到了必须说出下一个字符的位置。模型的知识就存在那里：
+先在字母里，然后在末尾。]],
+        },
+    },
+
+    exercise{
+        title = {en = "The name without its last letter", zh = "去掉最后一个字母的名字"},
+        prompt = {
+            en = [[
+Patch positions 5 to 7 ("Mos", the name but its last letter) together, into the stream entering
+block 2 (layer 1). What fraction comes back? (Into the embeddings it is 0.28; try layer 2 too.)
+Use recovered(layer, positions) and answer(number).]],
+            zh = [[
+把位置 5 到 7（"Mos"，名字去掉最后一个字母）一起修补进进入第 2 个块的残差流（第 1 层）。能找回多少？
+（修补进嵌入是 0.28；也试试第 2 层。）用 recovered(layer, positions)，answer(数值)。]],
+        },
+        solution = [[recovered(1, {5, 6, 7})]],
+        mistakes = {
+            mistake{wrong = [[recovered(2, {5, 6, 7})]],
+                hint = {en = "layer 1 is the stream entering block 2 (layer 0 is the embeddings)",
+                        zh = "第 1 层是进入第 2 个块的残差流（第 0 层是嵌入）"}},
+        },
+    },
+}
