@@ -62,11 +62,13 @@ EMBED     = mha=lua/mha.lua mha.repl=lua/repl/repl.lua mha.repl.complete=lua/rep
 EMBED    += mha.nn=lua/nn/nn.lua mha.nn.module=lua/nn/module.lua mha.nn.layers=lua/nn/layers.lua
 EMBED    += mha.nn.optim=lua/nn/optim.lua mha.docs_nn=lua/help/docs_nn.lua
 EMBED    += mha.nn.transformer=lua/nn/transformer.lua mha.nn.attention=lua/nn/attention.lua
-EMBED    += mha.nn.cache=lua/nn/cache.lua
+EMBED    += mha.nn.cache=lua/nn/cache.lua mha.nn.hooks=lua/nn/hooks.lua
 EMBED    += mha.tasks=lua/train/tasks.lua mha.train=lua/train/train.lua mha.heads=lua/train/heads.lua
 EMBED    += mha.models=lua/train/models.lua mha.docs_train=lua/help/docs_train.lua
 EMBED    += mha.data=lua/train/data.lua mha.tokenizer=lua/train/tokenizer.lua
 EMBED    += mha.writing=lua/train/writing.lua
+EMBED    += mha.interp=lua/interp/interp.lua mha.interp.lens=lua/interp/lens.lua
+EMBED    += mha.docs_interp=lua/help/docs_interp.lua mha.help.zh_interp=lua/help/zh_interp.lua
 EMBED    += mha.help.entry=lua/help/entry.lua
 EMBED    += mha.notebook.outputs=lua/notebook/outputs.lua mha.notebook.record=lua/notebook/record.lua
 EMBED    += mha.i18n=lua/i18n/i18n.lua mha.i18n.en=lua/i18n/en.lua mha.i18n.zh=lua/i18n/zh.lua

@@ -843,6 +843,12 @@ local function paragraphs(text)
     return table.concat(out, "\n\n")
 end
 
+-- the Chinese of the help that lives beside its docs module (lua/help/zh_*.lua)
+for _, more in ipairs({(require "mha.help.zh_interp")}) do
+    for name, text in pairs(more.docs) do D[name] = text end
+    for group, title in pairs(more.groups or {}) do zh.groups[group] = title end
+end
+
 zh.docs = {}
 for name, text in pairs(D) do zh.docs[name] = paragraphs(text) end
 

@@ -29,6 +29,7 @@ local module = require "mha.nn.module"
 local layers = require "mha.nn.layers"
 local attention = require "mha.nn.attention"
 local kvcache = require "mha.nn.cache"
+local hooks = require "mha.nn.hooks"
 local raise = require "mha.raise"   -- errors at the user's line
 
 local Module = module.Module
@@ -64,19 +65,24 @@ function Block:init(o)
     rawset(self, "llama", o.llama)
 end
 
--- x (N, L, E) -> (N, L, E), and the per-head weights (N, H, L, S) when need_weights.
+-- a_in (N, L, E) -> the attention's output (N, L, E), weights (N, H, L, S) when need_weights.
 -- ctx.attn_opts runs nn.MultiheadAttention's own forward; else lua/nn/attention.lua's, with ctx.
+function Block:attend(a_in, ctx)
+    if ctx.attn_opts then
+        return self.attn:forward(a_in, a_in, a_in, ctx.attn_opts)
+    elseif rawget(self, "llama") then
+        return self.attn:forward(a_in, ctx)
+    end
+    return attention.multihead(self.attn, a_in, ctx)
+end
+
+-- x (N, L, E) -> (N, L, E), and the per-head weights (N, H, L, S) when need_weights. A run of
+-- run_with_hooks or run_with_cache (ctx.hooks) takes lua/nn/hooks.lua's copy with hook points.
 function Block:forward(x, ctx)
+    if ctx.hooks then return ctx.hooks:block(self, x, ctx) end
     local norm = rawget(self, "norm")
     local a_in = norm == "pre" and self.ln1(x) or x
-    local a, w
-    if ctx.attn_opts then
-        a, w = self.attn:forward(a_in, a_in, a_in, ctx.attn_opts)
-    elseif rawget(self, "llama") then
-        a, w = self.attn:forward(a_in, ctx)
-    else
-        a, w = attention.multihead(self.attn, a_in, ctx)
-    end
+    local a, w = self:attend(a_in, ctx)
     x = x + a
     if norm == "post" then x = self.ln1(x) end
     if self.mlp then
@@ -272,7 +278,10 @@ function Transformer:forward(tokens, opts)
         end
     end
     local x = self.embed(t)   -- (N, L, E); Embedding checks the ids' range and names it
-    if self.pos then
+    local run = rawget(self, "_hooks")   -- the hook points of run_with_hooks (lua/nn/hooks.lua)
+    if run then
+        x = run:embed(self, x, offset, L)
+    elseif self.pos then
         x = x + self.pos.weight:narrow(1, offset + 1, L)
     elseif rawget(self, "pe") then
         x = x + rawget(self, "pe"):narrow(1, offset + 1, L)
@@ -285,6 +294,7 @@ function Transformer:forward(tokens, opts)
         if self.causal then attn_opts.attn_mask = mha.causal_mask(L) end
         ctx = {attn_opts = attn_opts}
     end
+    ctx.hooks = run
     local maps = {}
     for i = 1, self.layers do
         local w
@@ -295,6 +305,7 @@ function Transformer:forward(tokens, opts)
     if cache then cache:commit(L, N) end
     rawset(self, "_attention", maps)
     if self.ln_f then x = self.ln_f(x) end
+    if run and self.ln_f then x = run:point("ln_final.hook_normalized", x) end
     return self.unembed(x)
 end
 
@@ -307,6 +318,12 @@ function Transformer:attention()
     end
     return maps
 end
+
+-- model:run_with_cache(tokens [, {names =, hooks =}]), run_with_hooks(tokens, hooks),
+-- hook_names(): the activations by TransformerLens's names (lua/nn/hooks.lua).
+function Transformer:run_with_cache(tokens, opts) return hooks.run_with_cache(self, tokens, opts) end
+function Transformer:run_with_hooks(tokens, fns) return hooks.run_with_hooks(self, tokens, fns) end
+function Transformer:hook_names() return hooks.names(self) end
 
 function Transformer:extra_repr()
     local c = rawget(self, "_config")

@@ -1,0 +1,239 @@
+-- tests/lua/test_interp.lua - the hook points (lua/nn/hooks.lua) and mha.interp (lua/interp/) against their
+-- PyTorch copy (tests/fixtures/interp/, from tests/fixtures/gen/gen_interp.py, torch 1.13), and the exact
+-- identities of issue 23: identity hooks, ablation through hook_z, whole-layer patching, the logit lens's last
+-- layer, attributions summing to the logit; errors that leave the model as it was.
+
+local dir = debug.getinfo(1, "S").source:match("^@(.*[/\\])") or "./"
+package.path = dir .. "?.lua;" .. package.path
+local T = require "testlib"
+local mha = T.mha
+
+-- The options of each fixture (as in gen_interp.py's CONFIGS).
+local CONFIGS = {
+    pre_mlp = {vocab = 11, d_model = 16, heads = 4, layers = 2, d_ff = 24, max_len = 12, norm = "pre",
+               pos = "learned"},
+    none_attnonly = {vocab = 9, d_model = 12, heads = 3, layers = 2, d_ff = 0, max_len = 10, norm = "none",
+                     pos = "learned"},
+    post_mlp_sin = {vocab = 7, d_model = 12, heads = 2, layers = 2, d_ff = 16, max_len = 10, norm = "post",
+                    pos = "sinusoidal"},
+    rope_gqa = {vocab = 11, d_model = 16, heads = 4, kv_heads = 2, layers = 2, d_ff = 24, max_len = 12,
+                norm = "pre", pos = "rope", rope_layout = "half"},
+}
+local ORDER = {"pre_mlp", "none_attnonly", "post_mlp_sin", "rope_gqa"}
+
+-- The fixture's model with torch's weights, and the fixture.
+local function fixture_model(name)
+    local fx = mha.load(T.path("tests/fixtures/interp/" .. name .. ".npz"))
+    local model = mha.nn.Transformer(CONFIGS[name])
+    local sd = {}
+    for _, k in ipairs(model:parameter_names()) do sd[k] = fx[k] end
+    model:load_state_dict(sd)
+    return model, fx
+end
+
+local function max_diff(a, b) return (a - b):abs():max():item() end
+
+for _, name in ipairs(ORDER) do
+    T.test(name, function()
+        local model, fx = fixture_model(name)
+        local logits, cache = model:run_with_cache(fx.tokens)
+        T.close(name .. ": logits = torch's", logits, fx.logits, 1e-4, 1e-5)
+        local names, n_fx = model:hook_names(), 0
+        for k in pairs(fx) do if k:match("^act%.") then n_fx = n_fx + 1 end end
+        T.eq(name .. ": hook_names() are the names of the PyTorch copy", #names, n_fx)
+        for _, n in ipairs(names) do
+            T.close(name .. ": " .. n .. " = torch's", cache[n], fx["act." .. n], 1e-4, 1e-5)
+        end
+        for l = 1, model.layers do
+            T.ok(name .. ": hook_pattern of layer " .. l .. " is model:attention()",
+                 mha.equal(cache["blocks." .. (l - 1) .. ".attn.hook_pattern"], model:attention()[l]))
+        end
+        local lens = mha.interp.logit_lens(model, fx.tokens)
+        T.close(name .. ": logit lens = torch's", lens, fx.lens, 1e-4, 1e-5)
+        T.ok(name .. ": the logit lens's last layer is the logits, bit for bit",
+             mha.equal(lens[model.layers + 1], model:forward(fx.tokens)))
+        if fx["attr.heads"] then
+            local a = mha.interp.attribution(model, fx.tokens, fx.target)
+            for _, k in ipairs({"heads", "mlp", "embed", "pos", "bias"}) do
+                if fx["attr." .. k] then
+                    T.close(name .. ": attribution " .. k .. " = torch's", a[k], fx["attr." .. k], 1e-4, 1e-5)
+                end
+            end
+            local total = a.heads:sum(1):sum(1) + a.embed + a.bias
+            if a.mlp then total = total + a.mlp:sum(1) end
+            if a.pos then total = total + a.pos end
+            T.close(name .. ": Σ attributions + bias terms = the target's logit", total, a.logit, 1e-4, 1e-4)
+        end
+    end)
+end
+
+-- hooks on every name that hand back their input: the logits of the plain forward, bit for bit
+T.test("identity hooks", function()
+    for _, name in ipairs(ORDER) do
+        local model, fx = fixture_model(name)
+        local plain = model:forward(fx.tokens)
+        local outside, all = {}, {}
+        for _, n in ipairs(model:hook_names()) do
+            local id = function(t) return t end
+            all[n] = id
+            if not n:match("%.attn%.hook_") then outside[n] = id end
+        end
+        T.ok(name .. ": identity hooks outside the attention: the same bits",
+             mha.equal(model:run_with_hooks(fx.tokens, outside), plain))
+        T.ok(name .. ": a cache of every name: the same logits bits",
+             mha.equal(model:run_with_cache(fx.tokens, {names = {"blocks.0.hook_resid_pre"}}), plain))
+        -- every layer opened: q, k, v ... computed with mha ops; the fused kernel's to rounding
+        local opened = model:run_with_hooks(fx.tokens, all)
+        local d = max_diff(opened, plain)
+        print(string.format("# %s: opened attention vs fused: max |logits diff| = %.3g", name, d))
+        T.ok(name .. ": opened attention = fused to 1e-5", d <= 1e-5, "max diff " .. d)
+    end
+end)
+
+T.test("ablation through hook_z = zeroed columns of W_O", function()
+    local model, fx = fixture_model("pre_mlp")
+    local D = model.d_model // model.heads
+    for layer = 1, model.layers do
+        for head = 1, model.heads do
+            local got = mha.interp.ablate(model, fx.tokens, {layer = layer, head = head})
+            local ref = fixture_model("pre_mlp")
+            local wo = ref:blocks()[layer].attn.out_proj_weight
+            mha.no_grad(function() wo:narrow(2, (head - 1) * D + 1, D):zero_() end)
+            T.close(string.format("zero-ablate layer %d head %d = W_O columns zeroed", layer, head),
+                    got, ref:forward(fx.tokens), 0, 1e-6)
+        end
+    end
+    -- mean ablation over the tokens themselves with one sequence: z of the head replaced by itself
+    local one = fx.tokens:narrow(1, 1, 1)
+    T.ok("mean-ablating over the batch of one sequence changes nothing",
+         mha.equal(mha.interp.ablate(model, one, {layer = 1, head = 2, kind = "mean"}),
+                   model:run_with_hooks(one, {["blocks.0.attn.hook_z"] = function(z) return z end})))
+    local all = mha.interp.ablate(model, fx.tokens, {layer = 2})
+    local z_ablated = model:run_with_hooks(fx.tokens, {["blocks.1.attn.hook_z"] = function(z) return z * 0 end})
+    T.ok("head = nil ablates every head of the layer", mha.equal(all, z_ablated))
+end)
+
+T.test("patching", function()
+    local model, fx = fixture_model("pre_mlp")
+    local clean, corrupt = fx.tokens:narrow(1, 1, 1), fx.tokens:narrow(1, 2, 1)
+    local _, cache = model:run_with_cache(clean)
+    local plain_clean = model:forward(clean)
+    for l = 0, model.layers - 1 do
+        for _, inner in ipairs({"hook_resid_pre", "hook_resid_mid"}) do
+            local n = "blocks." .. l .. "." .. inner
+            local got = model:run_with_hooks(corrupt, {[n] = function() return cache[n] end})
+            T.ok("patching all of " .. n .. " gives the clean logits exactly", mha.equal(got, plain_clean))
+        end
+    end
+    local L = clean:shape()[2]
+    local function metric(logits) return logits[1][L][3] - logits[1][L][5] end
+    local per_layer = mha.interp.patch(model, clean, corrupt, "hook_resid_pre", metric)
+    T.close("patch resid_pre of a whole layer scores 1", per_layer, {1, 1}, 0, 1e-6)
+    local per_pos = mha.interp.patch(model, clean, corrupt, "blocks.{l}.hook_resid_pre", metric, {positions = true})
+    T.shape("patch per position", per_pos, {2, L})
+    for p = 1, L do
+        if clean[1][p] == corrupt[1][p] then
+            T.eq("patching layer 1's resid_pre where the tokens agree (position " .. p .. ") scores 0",
+                 per_pos[1][p], 0)
+        end
+    end
+    local per_head = mha.interp.patch(model, clean, corrupt, "attn.hook_z", metric, {heads = true})
+    T.shape("patch per head", per_head, {2, 4})
+    local both = mha.interp.patch(model, clean, corrupt, "attn.hook_z", metric, {heads = true, positions = true})
+    T.shape("patch per position and head", both, {2, L, 4})
+    T.raises("patch heads of a name without heads", function()
+        mha.interp.patch(model, clean, corrupt, "hook_resid_pre", metric, {heads = true})
+    end, "mha.interp.patch: option heads needs a name with a head axis")
+    T.raises("patch an unknown name", function()
+        mha.interp.patch(model, clean, corrupt, "hook_resid_pr", metric)
+    end, "did you mean 'blocks.0.hook_resid_pre'?")
+end)
+
+T.test("gradients through a replacement", function()
+    local model, fx = fixture_model("pre_mlp")
+    model:forward(fx.tokens):sum():backward()
+    local plain = model.unembed.weight:grad():clone()
+    model:zero_grad()
+    local logits = model:run_with_hooks(fx.tokens, {["ln_final.hook_normalized"] = function(t) return t * 2 end})
+    logits:sum():backward()
+    T.ok("doubling ln_final's output doubles unembed's gradient", mha.equal(model.unembed.weight:grad(), plain * 2))
+    model:zero_grad()
+    model:run_with_hooks(fx.tokens, {["blocks.0.attn.hook_z"] = function(z) return z * 1 end}):sum():backward()
+    T.ok("a gradient reaches in_proj through an opened attention",
+         model:parameters()["layers.0.attn.in_proj_weight"]:grad():abs():sum():item() > 0)
+end)
+
+T.test("errors leave the model unchanged", function()
+    local model, fx = fixture_model("pre_mlp")
+    local before = model:forward(fx.tokens)
+    local maps = model:attention()[1]:clone()
+    local sd = {}
+    for k, v in pairs(model:state_dict()) do sd[k] = v:clone() end
+    T.raises("unknown name", function()
+        model:run_with_hooks(fx.tokens, {["blocks.0.attn.hook_patern"] = print})
+    end, "Transformer:run_with_hooks: no activation named 'blocks.0.attn.hook_patern'; " ..
+         "did you mean 'blocks.0.attn.hook_pattern'?")
+    T.raises("a name without its block", function()
+        model:run_with_cache(fx.tokens, {names = {"hook_z"}})
+    end, "did you mean 'blocks.0.attn.hook_z'?")
+    T.raises("wrong shape", function()
+        model:run_with_hooks(fx.tokens, {["blocks.1.attn.hook_z"] = function(z) return z:narrow(3, 1, 2) end})
+    end, "Transformer:run_with_hooks: the hook of 'blocks.1.attn.hook_z' returned shape (2, 11, 2, 4); " ..
+         "the activation is (2, 11, 4, 4)")
+    T.raises("a hook that fails", function()
+        model:run_with_hooks(fx.tokens, {["blocks.1.hook_mlp_out"] = function() error("boom") end})
+    end, {"Transformer:run_with_hooks: the hook of 'blocks.1.hook_mlp_out' failed:", "boom"})
+    T.raises("a hook that returns a number", function()
+        model:run_with_hooks(fx.tokens, {["hook_embed"] = function() return 1 end})
+    end, "the hook of 'hook_embed' must return nil or a tensor, got number")
+    T.raises("not a function", function() model:run_with_hooks(fx.tokens, {hook_embed = 3}) end,
+             "the hook of 'hook_embed' must be a function(t, name), got number")
+    T.raises("tokens too long", function() model:run_with_cache(mha.ones(1, 20)) end,
+             "Transformer:run_with_cache: Transformer:forward: tokens have length 20, longer than max_len 12")
+    T.raises("ablate layer out of range", function() mha.interp.ablate(model, fx.tokens, {layer = 3}) end,
+             "mha.interp.ablate: option layer must be a whole number from 1 to 2, got 3")
+    T.raises("ablate kind", function() mha.interp.ablate(model, fx.tokens, {layer = 1, kind = "max"}) end,
+             'mha.interp.ablate: option kind must be "zero" or "mean", got max')
+    T.raises("attribution of a post-norm model", function()
+        mha.interp.attribution(fixture_model("post_mlp_sin"), {{1, 2}}, 3)
+    end, 'mha.interp.attribution: a model with norm = "post"')
+    T.ok("the attention maps are those of the last forward that succeeded", mha.equal(model:attention()[1], maps))
+    local same = true
+    for k, v in pairs(model:state_dict()) do same = same and mha.equal(v, sd[k]) end
+    T.ok("the parameters are unchanged", same)
+    T.ok("the forward is unchanged, bit for bit", mha.equal(model:forward(fx.tokens), before))
+    T.ok("the model keeps no hooks", rawget(model, "_hooks") == nil)
+end)
+
+-- The shipped induction model: knocking out layer 2's heads takes its accuracy on repeated halves to chance.
+T.test("induction model", function()
+    local m = mha.load_model("induction")
+    mha.seed(23)
+    local half = 8
+    local draws, rows = mha.rand(16, half), {}
+    for n = 1, 16 do
+        local r = {}
+        for i = 1, half do r[i] = math.floor(draws[n][i] * m.vocab) + 1 end
+        for i = 1, half do r[half + i] = r[i] end
+        rows[n] = r
+    end
+    local tokens = mha.tensor(rows)
+    local function accuracy(logits)   -- predicting token i+1 from position i in the second half
+        local hit, total = 0, 0
+        local pred = logits:argmax(3)
+        for n = 1, #rows do
+            for i = half + 1, 2 * half - 1 do
+                total = total + 1
+                if pred[n][i] == rows[n][i + 1] then hit = hit + 1 end
+            end
+        end
+        return hit / total
+    end
+    local plain = accuracy(m:forward(tokens))
+    local knocked = accuracy(mha.interp.ablate(m, tokens, {layer = 2}))
+    print(string.format("# induction: accuracy %.2f, layer 2 ablated %.2f", plain, knocked))
+    T.ok("the induction model copies the repeated half", plain > 0.8, "accuracy " .. plain)
+    T.ok("ablating layer 2's heads takes it near chance", knocked < 0.3, "accuracy " .. knocked)
+end)
+
+T.done()
