@@ -37,40 +37,29 @@ print(string.format(tr{en = "accuracy on the repeat: %.3f", zh = "重复段上�
         title = {en = "Knock out a head", zh = "去掉一个头"},
         text = {
             en = [[
-A head adds W_O^h · z^h to the residual stream, where z^h (L, 16) is its weighted sum of values and
-W_O^h its 16 columns of the out-projection. Zeroing those columns removes exactly that head's
-output (zero-ablation; the out-projection's bias stays). ablate(heads, f) does it, runs f, and puts
-the weights back.]],
+A head adds W_O^h · z^h to the residual stream, where z^h (L, 16) is its weighted sum of values,
+the activation named blocks.{layer-1}.attn.hook_z. mha.interp.ablate runs the model with one head's
+z replaced: by zeros (the same as zeroing its 16 columns of W_O; the out-projection's bias stays),
+or by its mean over the probes at each position (kind = "mean"). Without head =, every head of the
+layer goes.]],
             zh = [[
-一个头向残差流加上 W_O^h · z^h，其中 z^h (L, 16) 是它对值的加权和，W_O^h 是输出投影中属于它的 16
-列。把这些列置零，就恰好去掉了这个头的输出（零消融；输出投影的偏置保留）。ablate(heads, f) 做这件
-事，运行 f，再把权重放回去。]],
+一个头向残差流加上 W_O^h · z^h，其中 z^h (L, 16) 是它对值的加权和，这个激活名叫
+blocks.{layer-1}.attn.hook_z。mha.interp.ablate 运行模型时替换一个头的 z：换成零（等同于把 W_O 中
+属于它的 16 列置零；输出投影的偏置保留），或者换成它在各探针上按位置取的平均（kind = "mean"）。
+不给 head =，就去掉这一层的所有头。]],
         },
         code = [[
-function ablate(heads, f)   -- heads: {{layer, head}, ...}
-  local saved = {}
-  for i, lh in ipairs(heads) do
-    local layer, head = table.unpack(lh)
-    local W = m:blocks()[layer].attn.out_proj_weight   -- (32, 32)
-    saved[i] = mha.clone(W)
-    mha.no_grad(function() W:narrow(2, (head - 1) * 16 + 1, 16):zero_() end)
+print(tr{en = "knocked out     zero   mean", zh = "去掉的头        置零   平均"})
+for _, c in ipairs({{1, 1}, {1, 2}, {2, 1}, {2, 2}, {1}, {2}}) do
+  local acc = {}
+  for k, kind in ipairs({"zero", "mean"}) do
+    local logits = mha.interp.ablate(m, probes, {layer = c[1], head = c[2],
+                                                 kind = kind})
+    acc[k] = accuracy(logits)
   end
-  local result = f()
-  for i = #heads, 1, -1 do
-    local layer = heads[i][1]
-    local W = m:blocks()[layer].attn.out_proj_weight
-    mha.no_grad(function() W:copy_(saved[i]) end)
-  end
-  return result
-end
-for _, heads in ipairs({{}, {{1, 1}}, {{1, 2}}, {{2, 1}}, {{2, 2}},
-                        {{2, 1}, {2, 2}}, {{1, 2}, {2, 1}}}) do
-  local names = {}
-  for i, lh in ipairs(heads) do names[i] = "L" .. lh[1] .. "h" .. lh[2] end
-  local acc = ablate(heads, function() return accuracy(m(probes)) end)
-  print(string.format(tr{en = "knocked out %-10s accuracy %.3f",
-                         zh = "去掉 %-10s 准确率 %.3f"},
-                      #names > 0 and table.concat(names, "+") or "-", acc))
+  local name = c[2] and string.format("L%dh%d", c[1], c[2])
+               or string.format("L%d h1+h2", c[1])
+  print(string.format("%-15s %.3f  %.3f", name, acc[1], acc[2]))
 end]],
     },
 
@@ -78,25 +67,33 @@ end]],
         title = {en = "What the table shows", zh = "表格说明了什么"},
         text = {
             en = [[
-Knocking out both layer-2 heads drops the accuracy to 0.05: chance. Either one alone costs only
-0.06 to 0.08, because the other does the same job: the two are redundant copies. Layer 1 head 2
-matters little (0.81). Layer 1 head 1 is not an "other head": knocking it out leaves 0.20, since
-the induction heads cannot work without it. The next step shows why.]],
+Knocking out both layer-2 heads drops the accuracy to chance, 0.05. Either one alone costs only
+0.06 to 0.09: the other does the same job, the two are redundant copies. Layer 1 head 2 matters
+little (0.80). But layer 1 head 1 is not an "other head": without it 0.20 to 0.23 is left, since
+the induction heads cannot work without it. How much do they still look at their target, key
+i - 10, with layer 1 head 1 zeroed? run_with_cache takes hooks too and keeps the patterns.]],
             zh = [[
-同时去掉第 2 层的两个头，准确率降到 0.05：与瞎猜相同。只去掉其中一个只损失 0.06 到 0.08，因为另一个
-做同样的事：两者是冗余的副本。第 1 层头 2 几乎无关紧要（0.81）。第 1 层头 1 却不是“别的头”：去掉它
-只剩 0.20，因为归纳头离开它就无法工作。下一步说明原因。]],
+同时去掉第 2 层的两个头，准确率降到瞎猜的 0.05。只去掉其中一个只损失 0.06 到 0.09：另一个做同样的
+事，两者是冗余的副本。第 1 层头 2 几乎无关紧要（0.80）。但第 1 层头 1 不是“别的头”：没有它只剩
+0.20 到 0.23，因为归纳头离开它就无法工作。去掉第 1 层头 1 之后，归纳头还有多少注意力落在目标（键
+i - 10）上？run_with_cache 也接受钩子，并保存注意力模式。]],
         },
         code = [[
-before = mha.heads.detect(m, probes, "induction")
-after = ablate({{1, 1}}, function()
-  return mha.heads.detect(m, probes, "induction") end)
-print(tr{en = "induction score, layer 2 heads 1 and 2:",
-         zh = "归纳分数，第 2 层头 1 和头 2："})
-print(string.format(tr{en = "  intact        %.2f %.2f", zh = "  完整          %.2f %.2f"},
-                    before[2][1], before[2][2]))
-print(string.format(tr{en = "  without L1h1  %.2f %.2f", zh = "  去掉 L1h1     %.2f %.2f"},
-                    after[2][1], after[2][2]))]],
+zero_h1 = {["blocks.0.attn.hook_z"] = function(z)   -- z (N, L, 2, 16)
+  return mha.cat({z:narrow(3, 1, 1) * 0, z:narrow(3, 2, 1)}, 3)
+end}
+target = mha.zeros(22, 22)   -- tr{en = "1 at query i, key i - 10", zh = "查询 i、键 i - 10 处为 1"}
+for i = 12, 22 do target[i][i - 10] = 1 end
+name = "blocks.1.attn.hook_pattern"   -- (200, 2, 22, 22)
+function on_target(hooks)   -- tr{en = "mean weight on key i - 10", zh = "键 i - 10 上的平均权重"}
+  local _, cache = m:run_with_cache(probes, {hooks = hooks, names = {name}})
+  local w = (cache[name] * target):sum(4):sum(3):mean(1) / 11   -- (2)
+  return string.format("%.2f %.2f", w[1], w[2])
+end
+print(tr{en = "weight on the target, layer 2 heads 1 and 2:",
+         zh = "目标上的权重，第 2 层头 1 和头 2："})
+print(tr{en = "  intact        ", zh = "  完整          "} .. on_target({}))
+print(tr{en = "  without L1h1  ", zh = "  去掉 L1h1     "} .. on_target(zero_h1))]],
     },
 
     step{
@@ -105,18 +102,17 @@ print(string.format(tr{en = "  without L1h1  %.2f %.2f", zh = "  去掉 L1h1    
             en = [[
 An induction head at query i wants the key j whose *previous* token equals token i. A key only
 knows its previous token if layer 1 head 1 wrote it there. Without that head, where do the layer-2
-heads look? On one probe, the key each query of the second half attends to most, as key - query
-(the target is -10, or -6 where the symbol has a nearer earlier copy):]],
+heads look? On the first probe, the key each query of the second half attends to most, as
+key - query (the target is -10, or -6 where the symbol has a nearer earlier copy):]],
             zh = [[
 位置 i 上的归纳头要找这样的键 j：它的*前一个*词元等于词元 i。键只有在第 1 层头 1 把前一个词元写进去
-之后才知道它。去掉这个头，第 2 层的头看向哪里？在一个探针上，第二半每个查询最关注的键，写成
+之后才知道它。去掉这个头，第 2 层的头看向哪里？在第一个探针上，第二半每个查询最关注的键，写成
 键 - 查询（目标是 -10；若该符号在更近处还出现过，则是 -6）：]],
         },
         code = [[
-probe = probes:narrow(1, 1, 1)
-function offsets(label)
+function offsets(label, hooks)
   print(label)
-  m:forward(probe)
+  m:run_with_hooks(probes:narrow(1, 1, 1), hooks)
   for h = 1, 2 do
     local w, off = m:attention()[2][1][h], {}
     for i = 13, 22 do
@@ -125,8 +121,8 @@ function offsets(label)
     print(string.format("  h%d: %s", h, table.concat(off)))
   end
 end
-offsets(tr{en = "intact", zh = "完整"})
-ablate({{1, 1}}, function() offsets(tr{en = "without L1h1", zh = "去掉 L1h1"}) end)]],
+offsets(tr{en = "intact", zh = "完整"}, {})
+offsets(tr{en = "without L1h1", zh = "去掉 L1h1"}, zero_h1)]],
     },
 
     step{
@@ -181,17 +177,17 @@ The previous-token head composes with both induction heads' keys more than anyth
 knock-outs, but more faintly: a composition score says a path exists, the ablation says the model
 uses it. Both are needed before "this is an induction circuit" is more than a claim.
 
-At the prompt, any set of heads:
+At the prompt, any head and either kind:
 
-    ablate({{1, 1}, {2, 1}}, function() return accuracy(m(probes)) end)]],
+    accuracy(mha.interp.ablate(m, probes, {layer = 2, head = 1}))]],
             zh = [[
 前一词元头与两个归纳头的键的组合强于随机矩阵（0.32 对约 0.18）；第 1 层头 2 弱一些（0.24）。权重讲的
 故事和去掉头的实验一样，只是更弱：组合分数说明一条通路存在，消融说明模型在用它。两者都有，
 “这是一个归纳电路”才不只是一个说法。
 
-在提示符下可以试任意一组头：
+在提示符下可以试任意一个头和任一种方式：
 
-    ablate({{1, 1}, {2, 1}}, function() return accuracy(m(probes)) end)]],
+    accuracy(mha.interp.ablate(m, probes, {layer = 2, head = 1}))]],
         },
     },
 
