@@ -73,58 +73,54 @@ print(string.format(tr{en = "logit(s) - logit(n): clean %.2f, corrupt %.2f",
         title = {en = "Patching the residual stream", zh = "修补残差流"},
         text = {
             en = [[
-run(ids, patch) is the model's forward written out block by block. It keeps the residual stream
-entering each block (layer 0 = the embeddings, layer 4 = after the last block) and, when asked,
-replaces the stream at one layer and some positions with the clean run's before going on.]],
+blocks.l.hook_resid_pre is the residual stream entering block l + 1 (l from 0, as in the state_dict:
+layer 0 is the embeddings). run_with_cache keeps the clean run's; run_with_hooks runs the corrupt
+sentence with a hook that puts the clean stream back at some positions of one layer.]],
             zh = [[
-run(ids, patch) 是把模型的前向逐块写出来。它保存进入每个块的残差流（第 0 层 = 嵌入，第 4 层 = 最后
-一个块之后），需要时在某一层、某些位置把残差流换成干净运行的，再继续往下算。]],
+blocks.l.hook_resid_pre 是进入第 l + 1 个块的残差流（l 从 0 数起，与 state_dict 一致：第 0 层就是
+嵌入）。run_with_cache 保存干净运行的残差流；run_with_hooks 运行被破坏的句子，用一个钩子在某一层的
+某些位置换回干净的残差流。]],
         },
         code = [[
-opts = {attn_opts = {attn_mask = mha.causal_mask(L), average_attn_weights = false}}
-function run(ids, patch)   -- patch = {layer =, positions = {...}, from = streams}
-  local x = m.embed(ids) + m.pos.weight:narrow(1, 1, L)   -- (1, L, 128)
-  local streams = {}
-  for l = 0, m.layers do
-    if patch and patch.layer == l then
-      local keep = mha.ones(1, L, 1)
-      for _, p in ipairs(patch.positions) do keep[1][p][1] = 0 end
-      x = x * keep + patch.from[l + 1] * (1 - keep)
-    end
-    streams[l + 1] = x
-    if l < m.layers then x = m:blocks()[l + 1]:forward(x, opts) end
-  end
-  return m.unembed(m.ln_f(x)), streams
-end
-_, clean_streams = run(clean)
+_, clean_cache = m:run_with_cache(clean)
 function recovered(layer, positions)
-  local logits = run(corrupt, {layer = layer, positions = positions,
-                               from = clean_streams})
-  return (metric(logits) - corrupt_metric) / (clean_metric - corrupt_metric)
+  local name = string.format("blocks.%d.hook_resid_pre", layer)
+  local keep = mha.ones(1, L, 1)   -- tr{en = "0: take the clean stream", zh = "0：换入干净的残差流"}
+  for _, p in ipairs(positions) do keep[1][p][1] = 0 end
+  local hooks = {[name] = function(x)
+    return x * keep + clean_cache[name] * (1 - keep)
+  end}
+  local patched = metric(m:run_with_hooks(corrupt, hooks))
+  return (patched - corrupt_metric) / (clean_metric - corrupt_metric)
 end
+nothing = recovered(0, {})
+everything = recovered(0, {1, 2, 3, 4, 5, 6, 7, 8})
 print(string.format(tr{en = "patch nothing: %.2f   patch all of layer 0: %.2f",
                        zh = "什么都不修补：%.2f   修补第 0 层全部：%.2f"},
-                    recovered(0, {}), recovered(0, {1, 2, 3, 4, 5, 6, 7, 8})))]],
+                    nothing, everything))]],
     },
 
     step{
         title = {en = "Where the name lives", zh = "名字存在哪里"},
         text = {
             en = [[
-One patch per layer and position (positions after 8 cannot reach position 8: attention is
-causal):]],
+mha.interp.patch does this once per layer and position (or head) and returns the table. Positions
+after 8 cannot reach position 8 (attention is causal), so the map shows the first 8:]],
             zh = [[
-每个层和位置各修补一次（位置 8 之后的位置影响不到位置 8：注意力是因果的）：]],
+mha.interp.patch 对每个层和位置（或头）各做一次，返回整张表。位置 8 之后的位置影响不到位置 8（注意力
+是因果的），所以图里只画前 8 个：]],
         },
         code = [[
-grid = mha.zeros(m.layers + 1, pos)
-for l = 0, m.layers do   -- tr{en = "rounded to 2 decimals", zh = "四舍五入到 2 位小数"}
+grid = mha.interp.patch(m, clean, corrupt, "hook_resid_pre", metric,
+                        {positions = true}):narrow(2, 1, pos)   -- (4, 8)
+for l = 1, 4 do   -- tr{en = "rounded to 2 decimals", zh = "四舍五入到 2 位小数"}
   for p = 1, pos do
-    grid[l + 1][p] = math.floor(recovered(l, {p}) * 100 + 0.5) / 100
+    grid[l][p] = math.floor(grid[l][p] * 100 + 0.5) / 100
   end
 end
-mha.heat(grid, {rows = "0 1 2 3 4", cols = clean_text:sub(1, pos):gsub(" ", "_"),
-                values = true, zrange = {0, 1},
+labels = clean_text:sub(1, pos):gsub(" ", "_")
+mha.heat(grid, {rows = "0 1 2 3", cols = labels, values = true,
+                zrange = {0, 1},
                 title = tr{en = "recovered (rows: layer, columns: position)",
                            zh = "找回的比例（行：层，列：位置）"}})]],
     },
@@ -136,15 +132,16 @@ mha.heat(grid, {rows = "0 1 2 3 4", cols = clean_text:sub(1, pos):gsub(" ", "_")
 "And " is the same in both runs, so its columns are 0. In the embeddings (layer 0) what tells Moses
 from Aaron is spread over the name's letters: the last letter "e" brings back 0.38, "M" 0.28, and
 "s" alone even hurts (-0.18: "Aaso" is no name). Block by block the difference gathers at the last
-position: 0.55 before block 2, 0.85 before block 3, all of it after block 4. Attention in blocks 1
-and 2 has moved "which name is this" from the earlier letters to the place that must say what comes
-next. That is where the model's knowledge lives: first in the letters, then at the end.]],
+position: 0.55 entering block 2, 0.85 entering block 3, 0.92 entering block 4. Attention in blocks
+1 and 2 has moved "which name is this" from the earlier letters to the place that must say what
+comes next (an MLP works on one position; only attention moves across). That is where the model's
+knowledge lives: first in the letters, then at the end.]],
             zh = [[
 "And " 在两次运行中相同，所以这几列是 0。在嵌入（第 0 层）里，区分 Moses 和 Aaron 的信息分散在名字的
 各个字母上：最后一个字母 "e" 找回 0.38，"M" 找回 0.28，单独的 "s" 甚至有害（-0.18："Aaso" 不是名字）。
-一个块接一个块，差别聚集到最后一个位置：进入第 2 个块前 0.55，进入第 3 个块前 0.85，第 4 个块之后全部。
-第 1、2 个块的注意力把“这是哪个名字”从前面的字母搬到了必须说出下一个字符的位置。模型的知识就存在那里：
-先在字母里，然后在末尾。]],
+一个块接一个块，差别聚集到最后一个位置：进入第 2 个块时 0.55，进入第 3 个块时 0.85，进入第 4 个块时
+0.92。第 1、2 个块的注意力把“这是哪个名字”从前面的字母搬到了必须说出下一个字符的位置（MLP 只作用于
+单个位置；只有注意力能跨位置搬运）。模型的知识就存在那里：先在字母里，然后在末尾。]],
         },
     },
 
