@@ -83,7 +83,8 @@ probability the lens gives the true next character, and its mean rank among the 
 字符中的平均名次（1 = 第一）。]],
         },
         code = [[
-function true_next(logits)   -- probability and rank of the true next character
+-- tr{en = "probability and rank of the true next character", zh = "真实下一个字符的概率和名次"}
+function true_next(logits)
   local p = mha.softmax(logits[1], -1)   -- (L, 63)
   local probs, ranks = {}, {}
   for i = 1, L - 1 do
@@ -93,8 +94,11 @@ function true_next(logits)   -- probability and rank of the true next character
   end
   return probs, ranks
 end
-function mean(t) local s = 0; for _, v in ipairs(t) do s = s + v end; return s / #t end
-function right(logits, ids)   -- how many top-1 guesses name the next character
+function mean(t)
+  local s = 0; for _, v in ipairs(t) do s = s + v end; return s / #t
+end
+-- tr{en = "how many top-1 guesses name the next character", zh = "top-1 猜对下一个字符的次数"}
+function right(logits, ids)
   local n = ids:shape()[1]
   local pred = logits[1]:argmax(-1):narrow(1, 1, n - 1)
   return pred:eq(ids:narrow(1, 2, n - 1)):sum():item()
@@ -102,8 +106,9 @@ end
 print(tr{en = "layer  right  mean p  mean rank", zh = "层     猜对   平均 p  平均名次"})
 for l = 0, m.layers do
   local probs, ranks = true_next(layers[l + 1])
-  print(string.format("%5d  %2d/53  %6.3f  %9.2f", l, right(layers[l + 1], ids),
-                      mean(probs), mean(ranks)))
+  local hits = right(layers[l + 1], ids)
+  print(string.format("%5d  %2d/53  %6.3f  %9.2f", l, hits, mean(probs),
+                      mean(ranks)))
 end]],
     },
 
