@@ -145,6 +145,58 @@ knowledge lives: first in the letters, then at the end.]],
         },
     },
 
+    step{
+        title = {en = "Which parts carry it", zh = "哪些部分在搬运它"},
+        text = {
+            en = [[
+The same question part by part: patch only one block's attention output, MLP output, or one head's
+z (its weighted sum of values), at position 8 alone.]],
+            zh = [[
+对各个部分问同一个问题：只在位置 8 修补一个块的注意力输出、MLP 输出，或一个头的 z（它对值的加权
+和）。]],
+        },
+        code = [[
+-- tr{en = "the first 8 characters are all that reach position 8", zh = "能影响位置 8 的只有前 8 个字符"}
+function at8(name, opts)   -- (layers, 8) or (layers, 8, H) -> position 8
+  local r = mha.interp.patch(m, clean:narrow(2, 1, pos),
+                             corrupt:narrow(2, 1, pos), name, metric, opts)
+  return r:select(2, pos)
+end
+function row(label, values)   -- tr{en = "one row, rounded", zh = "一行，四舍五入"}
+  local cells = {}
+  for l = 1, 4 do
+    local v = math.floor(values[l] * 100 + 0.5) / 100
+    cells[l] = string.format("%8.2f", v)
+  end
+  print(string.format("%-16s%s", label, table.concat(cells)))
+end
+print(tr{en = "                 block 1 block 2 block 3 block 4",
+         zh = "                    块 1    块 2    块 3    块 4"})
+row("hook_attn_out", at8("hook_attn_out", {positions = true}))
+row("hook_mlp_out", at8("hook_mlp_out", {positions = true}))
+z = at8("attn.hook_z", {positions = true, heads = true})   -- (4, 4)
+for h = 1, 4 do row("attn.hook_z h" .. h, z:select(2, h)) end]],
+    },
+
+    step{
+        title = {en = "Spread, not stored in one place", zh = "分散的，而不是存在一处"},
+        text = {
+            en = [[
+No single part holds the name. Alone at position 8, block 1's MLP brings back 0.28, block 2's
+attention 0.23 and block 4's MLP 0.29, while block 3's attention pushes the other way (-0.10). No
+head brings back more than 0.13 (block 2 head 3), and block 1 head 1 even costs 0.19. Patching the
+parts one at a time does not add up to patching the stream: each part's output is read by every
+later part, and the network is not linear. In a small model, patching shows what is spread as
+plainly as what is concentrated.]],
+            zh = [[
+没有哪一个部分单独存着这个名字。只在位置 8 修补时，第 1 个块的 MLP 找回 0.28，第 2 个块的注意力 0.23，
+第 4 个块的 MLP 0.29，而第 3 个块的注意力反而往相反方向推（-0.10）。没有哪个头找回超过 0.13（第 2 个块
+头 3），第 1 个块头 1 甚至损失 0.19。逐个修补各部分，加起来也不等于修补残差流：每个部分的输出都被
+后面所有部分读取，而网络不是线性的。在一个小模型上，修补既能清楚地显示集中在一处的东西，也能同样清楚地
+显示分散的东西。]],
+        },
+    },
+
     exercise{
         title = {en = "The name without its last letter", zh = "去掉最后一个字母的名字"},
         prompt = {
