@@ -177,7 +177,8 @@ print(string.format(tr{en = "random baseline   %.3f", zh = "随机基线        
 The previous-token head composes with both induction heads' keys more than anything random does
 (0.32 against about 0.18); layer 1 head 2 less (0.24), though above the baseline too. The weights
 tell the same story as the knock-outs, but more faintly: a composition score says a path exists,
-the ablation says the model uses it. Both are needed before "this is an induction circuit" is more than a claim.
+the ablation says the model uses it. Both are needed before "this is an induction circuit" is
+more than a claim.
 
 At the prompt, any head and either kind:
 
