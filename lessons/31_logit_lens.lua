@@ -41,12 +41,12 @@ print(tr{en = "max |lens after block 4 - model logits|:",
         text = {
             en = [[
 The first line is the verse shifted left by one: under each character, what should come next.
-Each row below is a layer's top-1 guess at that position (¶ is a new line). Layer 0 can only guess
-from the current character: a bigram table. The last line names the first layer whose guess is
-right (- where none is).]],
+Each row below is a layer's top-1 guess at that position (¶ is a new line). Layer 0 sees only the
+current character and its position: nearly a bigram table. The last line names the first layer
+whose guess is right (- where none is).]],
             zh = [[
 第一行是左移一位的经文：每个字符下面应该是紧跟着的那个字符。下面每一行是某一层在该位置的 top-1
-猜测（¶ 表示换行）。第 0 层只能根据当前字符猜：相当于一个二元组表。最后一行写出第一个猜对的层
+猜测（¶ 表示换行）。第 0 层只看得到当前字符和它的位置：差不多是一个二元组表。最后一行写出第一个猜对的层
 （都没猜对的地方是 -）。]],
         },
         code = [[
