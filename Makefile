@@ -77,7 +77,8 @@ TESTS    += test_alloc
 TESTS    += test_modern
 
 LUA_FILES = $(foreach e,$(EMBED),$(word 2,$(subst =, ,$(e))))
-EMBED    += mha.repl.habits=lua/repl/habits.lua mha.help.zh=lua/help/zh.lua
+EMBED    += mha.repl.habits=lua/repl/habits.lua mha.help.zh=lua/help/zh.lua \
+            mha.help.zh_text=lua/help/zh_text.lua
 EMBED    += mha.raise=lua/bind/raise.lua
 EMBED    += mha.options=lua/bind/options.lua
 # the fast kernels: one source, core/kernels/kernels_simd.c, compiled once per instruction set (the
