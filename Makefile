@@ -50,6 +50,7 @@ EMBED     = mha=lua/mha.lua mha.repl=lua/repl/repl.lua mha.repl.complete=lua/rep
             mha.repl.printer=lua/repl/printer.lua mha.repl.save=lua/repl/save.lua \
             mha.display=lua/show/display.lua mha.text=lua/show/text.lua mha.plot=lua/show/plot.lua \
             mha.plot.figure=lua/show/figure.lua mha.textmap=lua/show/textmap.lua \
+            mha.attention_map=lua/show/attention_map.lua \
             mha.lesson=lua/lesson/lesson.lua mha.lesson.check=lua/lesson/check.lua \
             mha.lesson.files=lua/lesson/files.lua \
             mha.lesson.pager=lua/lesson/pager.lua \

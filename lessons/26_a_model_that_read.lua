@@ -29,8 +29,9 @@ print(tr{en = "char_en: layers, heads, d_model, context:",
       en.layers, en.heads, en.d_model, en.max_len)
 print(tr{en = "characters it knows:", zh = "它认识的字符数："},
       en_tok.vocab_size, zh_tok.vocab_size)
+ids = en_tok:encode("God"):totable()
 print(tr{en = "\"God\" as ids:", zh = "\"God\" 的编号："},
-      string.format("%d %d %d", table.unpack(en_tok:encode("God"):totable())))
+      string.format("%d %d %d", table.unpack(ids)))
 print(tr{en = "char_zh's ids 100, 200, 300:", zh = "char_zh 的编号 100、200、300："},
       zh_tok:decode({100, 200, 300}))]],
     },

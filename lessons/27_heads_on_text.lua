@@ -123,11 +123,12 @@ model scored near 0.5, none reaches 0.06. After 1500 steps char_en has not forme
 0.5，这里没有一个头达到 0.06。训练 1500 步后，char_en 还没有形成归纳头。]],
         },
         code = [[
-board(mha.heads.detect(en, tok:encode(s), "induction", {rows = "detected"}))
+only = {rows = "detected"}   -- tr{en = "positions with an earlier copy", zh = "有前一次出现的位置"}
+board(mha.heads.detect(en, tok:encode(s), "induction", only))
 probes = mha.tasks.repeated(en.vocab, 20, 8, 99)
+best = mha.heads.detect(en, probes, "induction", only):max():item()
 print(tr{en = "on random repeats, the best head:", zh = "在随机重复上，最好的头："},
-      string.format("%.2f", mha.heads.detect(en, probes, "induction",
-                                             {rows = "detected"}):max():item()))]],
+      string.format("%.2f", best))]],
     },
 
     step{

@@ -45,9 +45,8 @@ entry("mha.heat", "display",
     .. "masked score) takes the lowest level and nan shows as '??'. values=true writes each value "
     .. "in its cell (values=3: three decimals). 3-D tensors draw slice by slice on one shared "
     .. "scale. color=true/false forces or forbids colour. at=i, window=n show only the n positions "
-    .. "that end at position i on both the rows and the columns (a long text's attention), with "
-    .. "their labels, and say which positions are shown; window alone ends at the last position, "
-    .. "at alone takes 24.",
+    .. "that end at position i, on both axes (a long text's attention), with their labels, and say "
+    .. "which positions are shown; window alone ends at the last position, at alone takes 24.",
     "x = (v - lo) / (hi - lo); level k of n covers x in [(k-1)/n, k/n) (n = 8 bars or 12 colours)",
     'w = mha.softmax(mha.randn(4, 4), -1)\nmha.heat(w, {rows = "a b c d", cols = "a b c d"})')
 entry("mha.show_attention", "display",

@@ -1,5 +1,6 @@
--- lua/help/zh_text.lua - module "mha.help.zh_text": the Chinese help for attention maps on text and
--- training checkpoints, which lua/help/zh.lua merges into its explanations (zh.lua is near its limit).
+-- lua/help/zh_text.lua - module "mha.help.zh_text": the Chinese help for attention maps on text
+-- and training checkpoints, which lua/help/zh.lua merges into its explanations (zh.lua is near
+-- its limit of lines).
 --
 -- new: whole explanations of entries zh.lua does not have; more: sentences added at the end of an
 -- explanation zh.lua has (they continue its last paragraph).

@@ -216,7 +216,8 @@ local function values_digits(fname, v)
     raise(fname .. ": values must be true, false or a number of decimals 0..6")
 end
 
--- The window option (at=, window=: mha.textmap): M and its labels narrowed to the window of positions.
+-- The window option (at=, window=: mha.textmap): M and its labels narrowed to the window of
+-- positions.
 local function windowed_map(fname, M, opts)
     local narrowed, o = require("mha.textmap").window(fname, M, opts, function(what, given, n, unit)
         return display.label_list(fname, what, given, n, unit)
