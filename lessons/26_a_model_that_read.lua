@@ -50,7 +50,7 @@ mha.generate 运行第 19 课的循环：取最后一个位置的 logits，从�
         code = [[
 for _, T in ipairs{0.5, 0.8, 1.2} do
   local text = mha.generate(en, en_tok, "And God said",
-      {max_new_tokens = 50, temperature = T, seed = 1})
+      {max_new_tokens = 50, temperature = T, seed = 1, stream = false})
   print(string.format("T = %.1f  %s", T, (text:gsub("\n", "↵"))))
 end]],
     },
@@ -69,8 +69,9 @@ lines are not yet five or seven characters long: 300 poems are little to read.]]
         code = [[
 for _, T in ipairs{0.5, 1.2} do
   print(string.format("T = %.1f", T))
-  print(mha.generate(zh, zh_tok, "《春晓》\n",
-        {max_new_tokens = 36, temperature = T, seed = 1}))
+  local opts = {max_new_tokens = 36, temperature = T, seed = 1}
+  opts.stream = true      -- tr{en = "it prints as it writes", zh = "边写边打印"}
+  mha.generate(zh, zh_tok, "《春晓》\n", opts)
 end]],
     },
 

@@ -72,6 +72,20 @@ T.test("show_attention: one head of a model's maps over a text", function()
              "show_attention: layer must be 1..2 (the model's layers), got 3")
 end)
 
+T.test("plot.heads and plot.heatmap draw the window, labels quoted for gnuplot", function()
+    local plot = require "mha.plot"
+    local w = mha.softmax(mha.randn(2, 6, 6), 3)
+    printed(function() plot.heads(w, {tokens = textmap.labels("ab \"d\n"), at = 4, window = 3}) end)
+    local commands = table.concat(plot.current().script.commands, "\n")
+    T.ok("the key axis: b, the space and the quote (as \\042)",
+         commands:find('set xtics ("b" 1, "␣" 2, "\\042" 3)', 1, true) ~= nil, commands)
+    T.ok("the query axis too", commands:find('set ytics ("b" 1, "␣" 2, "\\042" 3)', 1, true) ~= nil, commands)
+    printed(function() plot.heatmap(w[1], {tokens = textmap.labels("ab \"d\n"), window = 2}) end)
+    commands = table.concat(plot.current().script.commands, "\n")
+    T.ok("a window of 2 at the end: d and the line end", commands:find('set xtics ("d" 1, "↵" 2)', 1, true) ~= nil,
+         commands)
+end)
+
 T.test("train: a checkpoint, and a run resumed from it", function()
     local path = os.tmpname() .. ".npz"
     local function fresh()
