@@ -30,7 +30,8 @@ task = mha.tasks.text{text = part, tokenizer = tok, len = 32, batch = 16,
 m = mha.nn.Transformer{vocab = tok.vocab_size, d_model = 64, heads = 4,
                        layers = 2, max_len = 32}
 function sample(model)   -- tr{en = "40 characters after a prompt", zh = "提示之后的 40 个字符"}
-  local opts = {max_new_tokens = 40, temperature = 0.8, seed = 1, stream = false}
+  local opts = {max_new_tokens = 40, temperature = 0.8, seed = 1}
+  opts.stream = false   -- tr{en = "printed once, below", zh = "只在下面打印一次"}
   print((mha.generate(model, tok, "And God said", opts):gsub("\n", "↵")))
 end
 sample(m)]],
