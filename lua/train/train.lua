@@ -205,8 +205,9 @@ end
 -- A checkpoint: the model as mha.save_model writes it (a text task's tokenizer too, so that
 -- mha.load_model reads it as a model), and under extra.* the optimizer's state
 -- (extra.optim.<its state_dict key>), the step reached and the history's curves
--- (extra.train.step, .loss, .acc, .log_step). Written to a temporary file, then renamed over path:
--- a Ctrl-C while writing leaves the previous checkpoint whole.
+-- (extra.train.step, .loss, .acc, .log_step, and .val_loss, .val_step with val). Written to a
+-- temporary file, then renamed over path: a Ctrl-C while writing leaves the previous checkpoint
+-- whole.
 local function save_checkpoint(run)
     local history, extra = run.history, {}
     if run.task.tokenizer then extra.tokenizer = run.task.tokenizer end
@@ -216,6 +217,10 @@ local function save_checkpoint(run)
         extra["extra.train.loss"] = mha.tensor(history.loss)
         extra["extra.train.acc"] = mha.tensor(history.acc)
         extra["extra.train.log_step"] = mha.tensor(history.step)
+    end
+    if history.val_loss and #history.val_loss > 0 then
+        extra["extra.train.val_loss"] = mha.tensor(history.val_loss)
+        extra["extra.train.val_step"] = mha.tensor(history.val_step)
     end
     local tmp = run.checkpoint:gsub("%.npz$", "") .. ".part.npz"
     require("mha.models").save_model(tmp, run.model, extra)
@@ -234,6 +239,10 @@ local function resume_from(run, path)
         raise("train: resume: " .. path .. " is not a training checkpoint (no extra.train.step): " ..
               "mha.train{checkpoint = path} writes one")
     end
+    local done = math.tointeger(tbl["extra.train.step"]:item())
+    if done >= run.steps then
+        raise(string.format("train: resume: the checkpoint has reached step %d already; give steps > %d", done, done))
+    end
     local sd, osd = {}, {}
     for k, v in pairs(tbl) do
         if k:match("^extra%.optim%.") then osd[k:sub(#"extra.optim." + 1)] = v
@@ -248,7 +257,11 @@ local function resume_from(run, path)
         history.step = tbl["extra.train.log_step"]:totable()
         for i, v in ipairs(history.step) do history.step[i] = math.tointeger(v) end
     end
-    local done = math.tointeger(tbl["extra.train.step"]:item())
+    if history.val_loss and tbl["extra.train.val_loss"] then   -- a run with val goes on with its curve
+        history.val_loss = tbl["extra.train.val_loss"]:totable()
+        history.val_step = tbl["extra.train.val_step"]:totable()
+        for i, v in ipairs(history.val_step) do history.val_step[i] = math.tointeger(v) end
+    end
     history.steps = done
     run.task:reseed((run.o.seed or 0) + done)
     return done
@@ -343,11 +356,7 @@ function M.train(o)
         raise("train: option checkpoint_every must be a positive integer, got " .. tostring(run.checkpoint_every))
     end
     if o.resume ~= nil then
-        local done = resume_from(run, o.resume)
-        if done >= steps then
-            raise(string.format("train: resume: the checkpoint has reached step %d already; give steps > %d", done, done))
-        end
-        run.start = done + 1
+        run.start = resume_from(run, o.resume) + 1
     end
     run.t0 = os.clock()
     run.drawn_at = -math.huge   -- mha.clock() of the last live redraw

@@ -114,6 +114,20 @@ T.test("train: a checkpoint, and a run resumed from it", function()
     T.raises("resume past the end", function()
         mha.train{model = fresh(), task = task, steps = 6, quiet = true, resume = path}
     end, "train: resume: the checkpoint has reached step 6 already; give steps > 6")
+    local text = ("abc de\n"):rep(20)
+    local tok = mha.tokenizer.CharTokenizer(text)
+    local tt = mha.tasks.text{text = text, tokenizer = tok, len = 8, batch = 4, seed = 2}
+    local function small()
+        mha.seed(3)
+        return mha.nn.Transformer{vocab = tok.vocab_size, d_model = 8, heads = 2, layers = 1, max_len = 8}
+    end
+    mha.train{model = small(), task = tt, steps = 4, quiet = true, val = text, val_every = 2, checkpoint = path}
+    local mine, extra = mha.load_model(path)
+    T.eq("a text task's checkpoint loads with its tokenizer", extra.tokenizer.chars, tok.chars)
+    T.eq("and as a model of its shape", mine.d_model, 8)
+    local hv = mha.train{model = small(), task = tt, steps = 6, quiet = true, val = text, val_every = 2,
+                         resume = path}
+    T.eq("the validation curve goes on", hv.val_step, {2, 4, 6})
     os.remove(path)
 end)
 
