@@ -257,7 +257,8 @@ local function resume_from(run, path)
         history.step = tbl["extra.train.log_step"]:totable()
         for i, v in ipairs(history.step) do history.step[i] = math.tointeger(v) end
     end
-    if history.val_loss and tbl["extra.train.val_loss"] then   -- a run with val goes on with its curve
+    -- a run with val goes on with the checkpoint's validation curve
+    if history.val_loss and tbl["extra.train.val_loss"] then
         history.val_loss = tbl["extra.train.val_loss"]:totable()
         history.val_step = tbl["extra.train.val_step"]:totable()
         for i, v in ipairs(history.val_step) do history.val_step[i] = math.tointeger(v) end
