@@ -44,12 +44,12 @@ sample(m)]],
 mha.train prints the training loss and, with val =, the validation loss. checkpoint = path
 writes the model, the optimizer's state and the history there every log step and when Ctrl-C
 stops the run. A replay trains 40 steps (about 1 s of CPU); at the prompt the lesson trains
-600 (14 s of CPU here), which reach a validation loss of 1.87 and write "And God said, and and
+600 (14 to 20 s of CPU here), which reach a validation loss of 1.87 and write "And God said, and and
 took the bed he grow thee done": spaces and common words come first, spelling later. Ctrl-C
 stops it with what m has learned; Enter then runs the step again, on from those weights.]],
             zh = [[
 mha.train 打印训练损失，给了 val = 时还打印验证损失。checkpoint = 路径 在每个记录步、以及 Ctrl-C 停止训练时，
-把模型、优化器的状态和历史写到那里。回放只训练 40 步（约 1 秒 CPU）；在提示符下本课训练 600 步（这里 14 秒
+把模型、优化器的状态和历史写到那里。回放只训练 40 步（约 1 秒 CPU）；在提示符下本课训练 600 步（这里 14 到 20 秒
 CPU），验证损失降到 1.87，写出“And God said, and and took the bed he grow thee done”：先学会的是空格和常用词，
 拼写要晚一些。Ctrl-C 会让它停下，m 保留已学到的；再按回车会重新运行这一步，从这些权重接着训练。]],
         },
@@ -90,12 +90,12 @@ print(tr{en = "steps done:", zh = "完成的步数："}, h2.steps)]],
             en = [[
 A checkpoint of a text task keeps its tokenizer, so mha.load_model reads it as it reads
 char_en. Measure it as lesson 26 measured char_en: on the same windows of the held-out text,
-the loss of yours beside char_en's. After the prompt's 600 steps yours is at 1.91 on these
+the loss of yours beside char_en's. After the prompt's 600 and 20 steps yours is at 1.92 on these
 windows; char_en, 4 layers of d_model 128 after 1500 steps of 12 windows of 64, at 1.48.]],
             zh = [[
 文本任务的检查点保存了分词器，所以 mha.load_model 像读 char_en 一样读它。像第 26 课测量 char_en 那样测量它：
-在留出文本的同样窗口上，把你的模型的损失和 char_en 的放在一起。在提示符下训练 600 步后，你的模型在这些窗口上
-是 1.91；char_en 有 4 层、d_model 128，用 12 个长 64 的窗口训练了 1500 步，是 1.48。]],
+在留出文本的同样窗口上，把你的模型的损失和 char_en 的放在一起。在提示符下训练 600 步再加 20 步后，你的模型在这些
+窗口上是 1.92；char_en 有 4 层、d_model 128，用 12 个长 64 的窗口训练了 1500 步，是 1.48。]],
         },
         code = [[
 mine, extra = mha.load_model(path)
