@@ -49,7 +49,8 @@ NOTEBOOK_SRC = lua/notebook/ljson.c
 EMBED     = mha=lua/mha.lua mha.repl=lua/repl/repl.lua mha.repl.complete=lua/repl/complete.lua \
             mha.repl.printer=lua/repl/printer.lua mha.repl.save=lua/repl/save.lua \
             mha.display=lua/show/display.lua mha.text=lua/show/text.lua mha.plot=lua/show/plot.lua \
-            mha.plot.figure=lua/show/figure.lua \
+            mha.plot.figure=lua/show/figure.lua mha.textmap=lua/show/textmap.lua \
+            mha.attention_map=lua/show/attention_map.lua \
             mha.lesson=lua/lesson/lesson.lua mha.lesson.check=lua/lesson/check.lua \
             mha.lesson.files=lua/lesson/files.lua \
             mha.lesson.pager=lua/lesson/pager.lua \
@@ -79,7 +80,8 @@ TESTS    += test_alloc
 TESTS    += test_modern
 
 LUA_FILES = $(foreach e,$(EMBED),$(word 2,$(subst =, ,$(e))))
-EMBED    += mha.repl.habits=lua/repl/habits.lua mha.help.zh=lua/help/zh.lua
+EMBED    += mha.repl.habits=lua/repl/habits.lua mha.help.zh=lua/help/zh.lua \
+            mha.help.zh_text=lua/help/zh_text.lua
 EMBED    += mha.raise=lua/bind/raise.lua
 EMBED    += mha.options=lua/bind/options.lua
 # the fast kernels: one source, core/kernels/kernels_simd.c, compiled once per instruction set (the

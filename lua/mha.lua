@@ -8,7 +8,7 @@
 --                            (exp, add, sum, softmax, matmul, linear, layer_norm, ...), the
 --                            views (view, transpose, ...), autograd (no_grad, embedding, ...),
 --                            rope alibi_slopes alibi_bias sliding_window_mask sample
---   mha.display (lua/show/)  format show printoptions heat
+--   mha.display (lua/show/)  format show printoptions heat; show_attention (from mha.attention_map)
 --   mha.nn (lua/nn/)         nn, optim, clip_grad_norm
 --   mha.interp (lua/interp/) ablate patch logit_lens attribution
 --   lua/train/               tasks train heads data tokenizer (modules), load_model
@@ -31,6 +31,7 @@ mha.format = display.format
 mha.show = display.show
 mha.printoptions = display.printoptions
 mha.heat = display.heat
+mha.show_attention = require("mha.attention_map").show_attention
 
 mha.nn = nn
 mha.optim = optim

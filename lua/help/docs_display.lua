@@ -37,16 +37,35 @@ entry("mha.printoptions", "display",
     nil,
     "mha.printoptions{precision = 2}\nprint(mha.rand(2, 2))\nmha.printoptions(\"reset\")")
 entry("mha.heat", "display",
-    "mha.heat(t [, {rows=, cols=, title=, zrange={lo, hi}, dims=, color=, values=}])",
+    "mha.heat(t [, {rows=, cols=, title=, zrange={lo, hi}, dims=, color=, values=, at=, window=}])",
     "Draws a matrix in the terminal as shaded cells - a quick look without gnuplot, readable on "
     .. "a light and a dark terminal alike: twelve steps from purple to yellow-green (256 colours) "
     .. "when the terminal has colour and NO_COLOR is unset, else eight bar heights '▁▂▃▄▅▆▇█', "
     .. "with a scale line underneath. The range is the finite values' min..max, or zrange. -inf (a "
     .. "masked score) takes the lowest level and nan shows as '??'. values=true writes each value "
     .. "in its cell (values=3: three decimals). 3-D tensors draw slice by slice on one shared "
-    .. "scale. color=true/false forces or forbids colour.",
+    .. "scale. color=true/false forces or forbids colour. at=i, window=n show only the n positions "
+    .. "that end at position i, on both axes (a long text's attention), with their labels, and say "
+    .. "which positions are shown; window alone ends at the last position, at alone takes 24.",
     "x = (v - lo) / (hi - lo); level k of n covers x in [(k-1)/n, k/n) (n = 8 bars or 12 colours)",
     'w = mha.softmax(mha.randn(4, 4), -1)\nmha.heat(w, {rows = "a b c d", cols = "a b c d"})')
+entry("mha.show_attention", "display",
+    "mha.show_attention(weights, text [, {layer=, head=, at=, window=, plot=, title=, values=}])",
+    "The attention of a model over a text, one character per row (the query) and per column (the "
+    .. "key): weights is m:attention() (layer= picks one, default 1), one layer's (B,H,L,L) or "
+    .. "(H,L,L), or one head's (L,L); head= picks a head, else every head is drawn. text has one "
+    .. "character per position (a Chinese character is one), a space shown as ␣ and a line end as "
+    .. "↵. A text longer than 32 shows the window of window (24) positions that ends at position "
+    .. "at (default: the last): a causal query looks only back, so row at and every key it sees "
+    .. "in the window are on screen. Prints mha.heat's shaded cells on the scale 0..1; plot = "
+    .. "true draws plot.heads or plot.heatmap instead (a window, or a figure in a notebook). "
+    .. "Returns nothing.",
+    nil,
+    'm, extra = mha.load_model("char_en")\n'
+    .. 's = "And God said, Let there be light: and there was light."\n'
+    .. 'mha.no_grad(function() m:forward(extra.tokenizer:encode(s):view(1, -1)) end)\n'
+    .. 'mha.show_attention(m:attention(), s, {layer = 1, head = 1, window = 16})',
+    {"mha.heat", "plot.heads", "mha.heads.detect"})
 entry("plot.figure", nil,
     "plot.figure([{current = false}]) -> figure",
     "Makes a new figure and makes it current (current = false: a figure of its own, which "
@@ -78,9 +97,10 @@ entry("plot.closeall", nil,
     nil,
     "plot.closeall()")
 entry("plot.heatmap", nil,
-    "plot.heatmap(M [, {rows=, cols=, tokens=, title=, palette=, zrange={lo, hi}, values=, xlabel=, ylabel=, font=, size=}])",
+    "plot.heatmap(M [, {rows=, cols=, tokens=, title=, palette=, zrange={lo, hi}, values=, xlabel=, ylabel=, font=, size=, at=, window=}])",
     "Draws a matrix - typically attention weights (L,S) - as a heat map with token labels on "
-    .. "both axes (tokens= sets both), row 1 at the top as it prints. palette is one of viridis "
+    .. "both axes (tokens= sets both), row 1 at the top as it prints; at=, window= draw the window "
+    .. "of positions that mha.heat's do. palette is one of viridis "
     .. "(default), gray, hot, blues, redblue; zrange fixes the colour range; values=true writes "
     .. "each value in its cell (values=3: three decimals). nan and +-inf cells are left blank. "
     .. "With labels on both axes it is read as attention: the axes are named query and key (in "
@@ -92,11 +112,12 @@ entry("plot.heatmap", nil,
     nil,
     'q = mha.randn(4, 8)\nw = mha.softmax(q:matmul(q:T()) / math.sqrt(8), -1)\nplot.heatmap(w, {tokens = "The cat sat down", values = true})\nplot.save("weights.png")')
 entry("plot.heads", nil,
-    "plot.heads(W [, {tokens=, rows=, cols=, title=, palette=, zrange=, values=, font=, size=}])",
+    "plot.heads(W [, {tokens=, rows=, cols=, title=, palette=, zrange=, values=, font=, size=, at=, window=}])",
     "Draws every head of (H,L,S) attention weights in one grid, each panel titled 'head k' "
     .. "('头 k' in a Chinese lesson), the query and key axes named, the grid fitted to the screen, "
     .. "with one colour scale shared by all heads so they can be compared. For batched (B,H,L,S) "
-    .. "weights select one sequence first: W:select(1, 1).",
+    .. "weights select one sequence first: W:select(1, 1). at=, window= draw the window of "
+    .. "positions that mha.heat's do.",
     nil,
     'm = mha.MultiheadAttention{embed_dim = 16, num_heads = 4}\nx = mha.randn(1, 5, 16)\nout, w = m:forward(x, x, x, {average_attn_weights = false})\nplot.heads(w:select(1, 1), {tokens = "I like to learn attention"})')
 entry("plot.line", nil,

@@ -45,7 +45,8 @@ entry("mha.tasks", "training",
 
 entry("mha.train", "training",
     "mha.train{model=, task=, steps=100, lr=1e-3, batch=, optimizer=\"adamw\", log_every=, seed=, "
-    .. "clip=1.0, plot=false, attention_every=0, quiet=false, on_log=, val=, val_every=, val_batches=4} "
+    .. "clip=1.0, plot=false, attention_every=0, quiet=false, on_log=, val=, val_every=, val_batches=4, "
+    .. "checkpoint=, checkpoint_every=, resume=} "
     .. "-> history",
     "Trains model on task: draws a batch, takes the cross entropy on the counted positions "
     .. "(mha.train.loss), runs backward, clips the gradient norm, steps the optimizer. At a terminal "
@@ -54,7 +55,11 @@ entry("mha.train", "training",
     .. "curve each log step. history has loss, acc and step (one row per log step), steps and seconds (CPU). "
     .. "val (a task, or a text for a mha.tasks.text task) adds the validation loss every val_every steps "
     .. "(default log_every) and at the last: the mean over val_batches batches, the same ones each time, "
-    .. "shown in the progress line and kept in history.val_loss and history.val_step.",
+    .. "shown in the progress line and kept in history.val_loss and history.val_step. checkpoint = "
+    .. "\"mine.npz\" writes the model (and a text task's tokenizer, so mha.load_model reads it), the "
+    .. "optimizer's state and the history every checkpoint_every steps (default log_every), at the "
+    .. "last and when Ctrl-C stops the run; resume = \"mine.npz\" goes on from it to step steps "
+    .. "(steps counts the steps before too), in the same model or a fresh one of the same shape.",
     nil,
     "m = mha.nn.Transformer{vocab = 6, d_model = 16, heads = 2, max_len = 6}\n"
     .. "t = mha.tasks.reverse{vocab = 6, len = 3}\n"

@@ -859,6 +859,11 @@ local function paragraphs(text)
     return table.concat(out, "\n\n")
 end
 
+-- the explanations lua/help/zh_text.lua holds: new entries, and sentences that end others
+local text_help = require "mha.help.zh_text"
+for name, text in pairs(text_help.new) do D[name] = text end
+for name, text in pairs(text_help.more) do D[name] = D[name] .. "\n" .. text end
+
 zh.docs = {}
 for name, text in pairs(D) do zh.docs[name] = paragraphs(text) end
 

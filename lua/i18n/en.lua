@@ -74,6 +74,9 @@ en.tools = {
 en.print = {
     columns = "columns %s-%s", column = "column %s", more_columns = "columns ...", scale = "scale: ",
     rows_of = "rows 1-%d of %d", columns_of = "columns 1-%d of %d", shown = "(%s shown)", comma = ", ",
+    -- mha.heat's and mha.show_attention's window (lua/show/textmap.lua)
+    window = "positions %d-%d of %d", heads_title = "attention: rows = queries, columns = keys",
+    head_title = "head %d: rows = queries, columns = keys",
 }
 
 -- The words a plot adds itself (lua/show/figure.lua, plot.lua): panel titles, axis labels, notes.

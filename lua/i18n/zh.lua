@@ -71,6 +71,8 @@ zh.tools = {
 zh.print = {
     columns = "第 %s-%s 列", column = "第 %s 列", more_columns = "列 ...", scale = "刻度：",
     rows_of = "第 1-%d 行（共 %d 行）", columns_of = "第 1-%d 列（共 %d 列）", shown = "（只显示%s）", comma = "，",
+    window = "位置 %d-%d（共 %d 个）", heads_title = "注意力：行 = 查询，列 = 键",
+    head_title = "头 %d：行 = 查询，列 = 键",
 }
 
 -- The words a plot adds itself (lua/show/figure.lua, plot.lua): panel titles, axis labels, notes.

@@ -590,10 +590,12 @@ local MAX_HEAT_ROWS = 64
 
 -- mha.heat(t [, opts]) -> prints t (1-D, 2-D or more, as slices) as shaded cells with a scale.
 -- opts: rows=, cols= (labels), title=, zrange={lo,hi}, dims=, color=true|false (default: detect),
--- values=true|decimals (each cell also shows its value, 2 decimals for true).
+-- values=true|decimals (each cell also shows its value, 2 decimals for true), at=, window= (the
+-- window of window positions ending at position at, on the rows and the columns: mha.textmap).
 -- Position in the range: x = (v - lo) / (hi - lo); level k of n covers x in [(k-1)/n, k/n), the top
 -- value taking the last (n = 8 bar heights, or 12 colours).
-local HEAT_OPTIONS = { "rows", "cols", "title", "zrange", "dims", "color", "values", table.unpack(PRINT_OPTIONS) }
+local HEAT_OPTIONS = { "rows", "cols", "title", "zrange", "dims", "color", "values", "at", "window",
+                       table.unpack(PRINT_OPTIONS) }
 
 -- The level (1..n) of position x in [0, 1].
 local function level_of(x, n) return math.min(n, math.floor(x * n) + 1) end
@@ -766,6 +768,7 @@ local function heat_scale(lines, map, o)
     if map.ncols > shown_cols then
         notes[#notes + 1] = string.format(said.columns_of, shown_cols, map.ncols)
     end
+    if map.window then notes[#notes + 1] = string.format(said.window, table.unpack(map.window)) end
     if #notes > 0 then lines[#lines + 1] = string.format(said.shown, table.concat(notes, said.comma)) end
 
     local lo, hi = map.lo, map.hi
@@ -787,7 +790,12 @@ function M.heat(t, opts)
     if type(opts) ~= "table" then raise("heat: options must be a table, got " .. type(opts)) end
     check_keys("heat", opts, HEAT_OPTIONS, false)
     local o = merge_options("heat", options, opts)
+    local window
+    t, opts, window = require("mha.textmap").window("heat", t, opts, function(what, given, n, unit)
+        return label_list("heat", what, given, n, unit)
+    end)
     local map = heat_gather(t)
+    map.window = window
     heat_layout(map, opts, o)
     local lines = {}
     heat_slices(lines, map, opts)

@@ -216,6 +216,15 @@ local function values_digits(fname, v)
     raise(fname .. ": values must be true, false or a number of decimals 0..6")
 end
 
+-- The window option (at=, window=: mha.textmap): M and its labels narrowed to the window of
+-- positions.
+local function windowed_map(fname, M, opts)
+    local narrowed, o = require("mha.textmap").window(fname, M, opts, function(what, given, n, unit)
+        return display.label_list(fname, what, given, n, unit)
+    end)
+    return narrowed, o
+end
+
 -- Label lists for rows and columns, checked against the matrix; rows/cols default to tokens.
 local function labels_for(fname, opts, nrows, ncols)
     local rows = display.label_list(fname, opts.rows and "rows" or "tokens", opts.rows or opts.tokens, nrows, "row")
@@ -226,12 +235,14 @@ end
 -- plot.heatmap(M [, opts]) draws a matrix, typically attention weights (L,S), with token labels.
 -- With labels for both axes (tokens=, or rows= and cols=) it is read as attention: the axes say
 -- "query" and "key" (in the lesson's language) unless xlabel=/ylabel= say otherwise ("" for none).
+-- at=, window= show the window of window positions ending at position at (mha.textmap).
 local HEATMAP_OPTIONS = { "tokens", "rows", "cols", "title", "xlabel", "ylabel", "zrange", "palette", "values",
-                          "font", "size" }
+                          "font", "size", "at", "window" }
 
 function plot.heatmap(M, opts)
     local fname = "plot.heatmap"
     opts = options_of(fname, opts, HEATMAP_OPTIONS)
+    M, opts = windowed_map(fname, M, opts)
     local setting = projector(fname, opts)
     local m, shape = array_of(fname, "M", M, 2, " (for (H,L,S) weights use plot.heads)")
     local rows, cols = labels_for(fname, opts, shape[1], shape[2])
@@ -267,11 +278,14 @@ end
 -- plot.heads(W [, opts]) draws every head of (H,L,S) attention weights in one grid ("head 1" ...,
 -- in the lesson's language), on one colour scale; the query axis is named on the first column, the
 -- key axis on the last row.
-local HEADS_OPTIONS = { "tokens", "rows", "cols", "title", "zrange", "palette", "values", "font", "size" }
+-- at=, window= as plot.heatmap's.
+local HEADS_OPTIONS = { "tokens", "rows", "cols", "title", "zrange", "palette", "values", "font", "size", "at",
+                        "window" }
 
 function plot.heads(W, opts)
     local fname = "plot.heads"
     opts = options_of(fname, opts, HEADS_OPTIONS)
+    W, opts = windowed_map(fname, W, opts)
     local setting = projector(fname, opts)
     local w, shape = array_of(fname, "W", W, 3, " (H,L,S); for batched (B,H,L,S) weights select one: W:select(1,1)")
     local H, L, S = shape[1], shape[2], shape[3]

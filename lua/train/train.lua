@@ -31,7 +31,8 @@ end
 
 local OPTIONS = {model = true, task = true, steps = true, lr = true, batch = true, optimizer = true, log_every = true,
                  seed = true, weight_decay = true, clip = true, plot = true, attention_every = true, quiet = true,
-                 on_log = true, val = true, val_every = true, val_batches = true}
+                 on_log = true, val = true, val_every = true, val_batches = true, checkpoint = true,
+                 checkpoint_every = true, resume = true}
 
 local function fmt_time(s)
     if s >= 60 then return string.format("%dm%02ds", math.floor(s / 60), math.floor(s % 60)) end
@@ -181,7 +182,7 @@ local function log_step(run, step, mean_loss, mean_acc)
     history.loss[n], history.acc[n], history.step[n] = mean_loss, mean_acc, step
     if run.tty then
         local el = os.clock() - run.t0
-        local rate = step / math.max(el, 1e-9)
+        local rate = (step - run.start + 1) / math.max(el, 1e-9)
         io.write("\r\27[K", string.format(words().progress, step, steps, rate, history.loss[n],
                                             100 * history.acc[n], fmt_time((steps - step) / rate)),
                  val_words(history))
@@ -201,13 +202,79 @@ local function log_step(run, step, mean_loss, mean_acc)
     if o.on_log then o.on_log(step, history) end
 end
 
+-- A checkpoint: the model as mha.save_model writes it (a text task's tokenizer too, so that
+-- mha.load_model reads it as a model), and under extra.* the optimizer's state
+-- (extra.optim.<its state_dict key>), the step reached and the history's curves
+-- (extra.train.step, .loss, .acc, .log_step, and .val_loss, .val_step with val). Written to a
+-- temporary file, then renamed over path: a Ctrl-C while writing leaves the previous checkpoint
+-- whole.
+local function save_checkpoint(run)
+    local history, extra = run.history, {}
+    if run.task.tokenizer then extra.tokenizer = run.task.tokenizer end
+    for k, v in pairs(run.opt:state_dict()) do extra["extra.optim." .. k] = v end
+    extra["extra.train.step"] = mha.tensor({history.steps})
+    if #history.loss > 0 then
+        extra["extra.train.loss"] = mha.tensor(history.loss)
+        extra["extra.train.acc"] = mha.tensor(history.acc)
+        extra["extra.train.log_step"] = mha.tensor(history.step)
+    end
+    if history.val_loss and #history.val_loss > 0 then
+        extra["extra.train.val_loss"] = mha.tensor(history.val_loss)
+        extra["extra.train.val_step"] = mha.tensor(history.val_step)
+    end
+    local tmp = run.checkpoint:gsub("%.npz$", "") .. ".part.npz"
+    require("mha.models").save_model(tmp, run.model, extra)
+    local ok, err = os.rename(tmp, run.checkpoint)
+    if not ok then raise("train: cannot write the checkpoint " .. run.checkpoint .. ": " .. tostring(err)) end
+end
+
+-- Option resume: the model's weights, the optimizer's state and the history from a checkpoint of
+-- save_checkpoint; -> the step it reached. The task is reseeded at (seed or 0) + that step, so a
+-- resumed run is repeatable (its batches are not the ones an unbroken run would have drawn).
+local function resume_from(run, path)
+    if type(path) ~= "string" then raise("train: option resume must be the path of a checkpoint, got " .. type(path)) end
+    local ok, tbl = pcall(mha.load, path)
+    if not ok then raise("train: resume: " .. tostring(tbl)) end
+    if not tbl["extra.train.step"] then
+        raise("train: resume: " .. path .. " is not a training checkpoint (no extra.train.step): " ..
+              "mha.train{checkpoint = path} writes one")
+    end
+    local done = math.tointeger(tbl["extra.train.step"]:item())
+    if done >= run.steps then
+        raise(string.format("train: resume: the checkpoint has reached step %d already; give steps > %d", done, done))
+    end
+    local sd, osd = {}, {}
+    for k, v in pairs(tbl) do
+        if k:match("^extra%.optim%.") then osd[k:sub(#"extra.optim." + 1)] = v
+        elseif not k:match("^config%.") and not k:match("^extra%.") and k ~= "tokenizer.codepoints" then sd[k] = v end
+    end
+    run.model:load_state_dict(sd)
+    run.opt:load_state_dict(osd)
+    local history = run.history
+    if tbl["extra.train.loss"] then
+        history.loss = tbl["extra.train.loss"]:totable()
+        history.acc = tbl["extra.train.acc"]:totable()
+        history.step = tbl["extra.train.log_step"]:totable()
+        for i, v in ipairs(history.step) do history.step[i] = math.tointeger(v) end
+    end
+    -- a run with val goes on with the checkpoint's validation curve
+    if history.val_loss and tbl["extra.train.val_loss"] then
+        history.val_loss = tbl["extra.train.val_loss"]:totable()
+        history.val_step = tbl["extra.train.val_step"]:totable()
+        for i, v in ipairs(history.val_step) do history.val_step[i] = math.tointeger(v) end
+    end
+    history.steps = done
+    run.task:reseed((run.o.seed or 0) + done)
+    return done
+end
+
 -- The steps: a batch, the forward pass and its loss, the backward pass, the gradients clipped to
 -- norm clip, the optimizer's step; every val_every steps, and at the last, the validation loss
 -- (with val); every log_every steps, and at the last, a log step.
 local function run_steps(run)
     local model, task, opt, params, clip = run.model, run.task, run.opt, run.params, run.clip
     local sum_loss, sum_acc, n_acc = 0, 0, 0
-    for step = 1, run.steps do
+    for step = run.start, run.steps do
         local tokens, targets = task:batch(run.batch)
         local logits = model:forward(tokens, {need_weights = false})
         local loss, acc = M.loss(logits, targets)
@@ -227,6 +294,7 @@ local function run_steps(run)
             sum_loss, sum_acc, n_acc = 0, 0, 0
             log_step(run, step, mean_loss, mean_acc)
         end
+        if run.checkpoint and (step % run.checkpoint_every == 0 or step == run.steps) then save_checkpoint(run) end
     end
 end
 
@@ -250,11 +318,15 @@ end
 
 -- mha.train{model=, task=, steps=100, lr=1e-3, batch=(the task's), optimizer="adamw",
 --           log_every=(steps/10), seed=, weight_decay=, clip=1.0, plot=false, attention_every=0,
---           quiet=false, on_log=, val=, val_every=(log_every), val_batches=4}
+--           quiet=false, on_log=, val=, val_every=(log_every), val_batches=4, checkpoint=,
+--           checkpoint_every=(log_every), resume=}
 -- on_log(step, history) is called after each log step (e.g. to measure the heads as they form).
 -- val (a task, or a text for a text task) gives the validation loss every val_every steps and at
 -- the last: the mean over val_batches batches of the val task (the same ones each time), shown in
 -- the progress line.
+-- checkpoint = path writes the model, the optimizer's state and the history there every
+-- checkpoint_every steps, at the last and when Ctrl-C stops the run; resume = path (the same path,
+-- typically) goes on from such a checkpoint to step steps (steps counts the steps before it too).
 -- -> history {loss = {...}, acc = {...}, step = {...}, steps = n done, interrupted = bool,
 --             seconds = CPU s, val_loss = {...}, val_step = {...} (with val)}
 -- Ctrl-C prints the step reached and raises "interrupted" (the model keeps what it learned).
@@ -275,6 +347,18 @@ function M.train(o)
     local history = {loss = {}, acc = {}, step = {}, steps = 0, interrupted = false,
                      val_loss = run.val and {} or nil, val_step = run.val and {} or nil}
     run.history = history
+    run.start = 1
+    if o.checkpoint ~= nil and (type(o.checkpoint) ~= "string" or not o.checkpoint:match("%.npz$")) then
+        raise("train: option checkpoint must be a path ending in .npz, e.g. \"mine.npz\", got " ..
+              (type(o.checkpoint) == "string" and o.checkpoint or type(o.checkpoint)))
+    end
+    run.checkpoint, run.checkpoint_every = o.checkpoint, o.checkpoint_every or run.log_every
+    if math.type(run.checkpoint_every) ~= "integer" or run.checkpoint_every < 1 then
+        raise("train: option checkpoint_every must be a positive integer, got " .. tostring(run.checkpoint_every))
+    end
+    if o.resume ~= nil then
+        run.start = resume_from(run, o.resume) + 1
+    end
     run.t0 = os.clock()
     run.drawn_at = -math.huge   -- mha.clock() of the last live redraw
     -- each run's curves in a figure of their own (a window: two runs, 1 head and 2 heads, side by
@@ -284,6 +368,7 @@ function M.train(o)
     if run_until_interrupted(run) then
         history.interrupted = true
         run.opt:zero_grad()
+        if run.checkpoint and history.steps >= run.start then save_checkpoint(run) end
         if run.tty then io.write("\n") end
         print(string.format(words().interrupted, history.steps, steps))
     end

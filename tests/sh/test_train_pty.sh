@@ -3,7 +3,8 @@
 # is rewritten in place (step, steps/s, loss, acc, ETA), and Ctrl-C stops training cleanly: train says the step
 # reached and the interrupt stops the whole input (h is never assigned), the REPL stays up, and the model keeps
 # its weights (its loss is the trained one, not the initial one). A lesson step whose loop calls train stops
-# once, as an interrupted step, and Enter runs it again. Skipped with a message when /usr/bin/python3 is absent.
+# once, as an interrupted step, and Enter runs it again. With checkpoint = path, Ctrl-C writes the step reached
+# and resume goes on from it. Skipped with a message when /usr/bin/python3 is absent.
 . "$(dirname "$0")/testlib.sh"
 need_python train_pty
 out=$(pty_run 24 80 "$repl" 2>&1 <<'STEPS'
@@ -59,6 +60,32 @@ check train_pty_lesson_step '第 2 步被 Ctrl-C 停下：按 Enter 重新运行
 if printf '%s' "$out" | grep -aqE 'attempt to|出错'; then fail train_pty_lesson_clean "an error after Ctrl-C: $out"
 else pass train_pty_lesson_clean; fi
 check train_pty_lesson_loop_stopped 'AFTER[[:space:]]+true' "the loop went on to train without norm after Ctrl-C"
+waits="$waits$(printf '%s' "$out" | grep -a '^pty_drive: ')"
+
+# ---- Ctrl-C with checkpoint = path: the checkpoint holds the step reached, and resume goes on from it ----
+out=$(pty_run 24 80 "$repl" 2>&1 <<STEPS
+expect > 
+send mha.seed(1); m = mha.nn.Transformer{vocab=20, d_model=32, heads=2, layers=2, d_ff=0, max_len=24}\r
+send t = mha.tasks.induction{vocab=20, len=24}; path = "$tmp/ck.npz"\r
+send h = mha.train{model=m, task=t, steps=100000, lr=1e-2, log_every=5, checkpoint_every=100000, checkpoint=path}\r
+patience 30
+expect steps/s
+sleep 2
+send \x03
+patience 10
+expect interrupted after step
+send c = math.tointeger(mha.load(path)["extra.train.step"]:item()); print("CKPT", c)\r
+expect CKPT
+send h2 = mha.train{model=m, task=t, steps=c + 3, quiet=true, resume=path}; print("RESUMED", h2.steps - c)\r
+expect RESUMED
+send \x04
+STEPS
+)
+reached=$(printf '%s' "$out" | grep -aoE 'interrupted after step [0-9]+' | grep -oE '[0-9]+$')
+saved=$(printf '%s' "$out" | grep -aoE 'CKPT[[:space:]]+[0-9]+' | grep -oE '[0-9]+$')
+[ -n "$reached" ] && [ "$reached" = "$saved" ] && pass train_pty_checkpoint_on_ctrl_c ||
+    fail train_pty_checkpoint_on_ctrl_c "Ctrl-C stopped at step '$reached', the checkpoint holds '$saved'"
+check train_pty_resume 'RESUMED[[:space:]]+3' "resume did not go on for the 3 steps after the checkpoint"
 waits="$waits$(printf '%s' "$out" | grep -a '^pty_drive: ')"
 [ -z "$waits" ] && pass train_pty_answers || fail train_pty_answers "$waits"
 [ "$fails" -eq 0 ]
