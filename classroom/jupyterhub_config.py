@@ -141,3 +141,6 @@ c.Spawner.environment = {
     "MHA_THREADS": "1",                           # one core a kernel: a class shares the machine
     "MHA_CLASSROOM_NOTEBOOKS": os.path.join(state, "notebooks"),
 }
+# where the servers find kernelspecs besides the system's (the load test's own mha-repl kernel)
+if os.environ.get("MHA_CLASSROOM_JUPYTER_PATH"):
+    c.Spawner.environment["JUPYTER_PATH"] = os.environ["MHA_CLASSROOM_JUPYTER_PATH"]
