@@ -2,7 +2,7 @@
 # classroom/accounts.py - the accounts of a roster (classroom/roster.example.txt): each missing
 # one is made with a home of its own (mode 0700) and a first-login password printed once.
 #
-# usage: classroom/accounts.py ROSTER [--remove]   (as root; --remove deletes the accounts and homes)
+# usage: classroom/accounts.py ROSTER [--remove]   (as root; --remove deletes accounts and homes)
 # A password is printed to the terminal and nowhere else: not stored, not logged. A student changes
 # it in a terminal of their server (New > Terminal, then `passwd`). An account that exists keeps
 # its password and files.

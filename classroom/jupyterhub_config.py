@@ -1,5 +1,5 @@
-# classroom/jupyterhub_config.py - the JupyterHub of a class on one machine (`make classroom`, run by
-# classroom/classroom.sh): PAM accounts from the roster, one notebook server per student, limits.
+# classroom/jupyterhub_config.py - the JupyterHub of a class on one machine (`make classroom` runs
+# it through classroom/classroom.sh): PAM accounts from the roster, a server per student, limits.
 #
 # No secrets live here: the cookie secret, the database and the proxy's token are made by the hub
 # in the state folder (MHA_CLASSROOM_STATE, /var/lib/mha-classroom by default, mode 0711, its
