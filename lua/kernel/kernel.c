@@ -83,7 +83,7 @@ static lua_State *running = NULL;                /* the state a cell runs in, fo
 static void (*stop_fn)(lua_State *) = NULL;
 static void (*stopped_fn)(lua_State *) = NULL;
 static const json_t *current_parent = NULL;      /* the execute_request whose outputs go out now */
-static double cell_seconds = 0;                  /* MHA_CELL_SECONDS: CPU time a cell may use, 0: any */
+static double cell_seconds = 0;                  /* MHA_CELL_SECONDS: a cell's CPU time, 0: any */
 static volatile sig_atomic_t cpu_limit_hit = 0;  /* the running cell was stopped by cell_seconds */
 
 
@@ -480,21 +480,31 @@ static int l_cpu_limit_hit(lua_State *L) {
     return 1;
 }
 
+/* nil and why, as a failed io call returns them. */
+static int nil_and(lua_State *L, const char *why) {
+    lua_pushnil(L);
+    lua_pushstring(L, why);
+    return 2;
+}
+
 /* mha.kernel.append_answer(line) -> true | nil, message: appends one line (a JSON record of what
- * answer() decided) to $MHA_ANSWERS, else ~/.mha-repl/answers.jsonl (the folder made 0700, the
- * file 0600), in one write(2) on an O_APPEND descriptor, so two kernels of one student never
- * interleave their lines and a reader never sees half of one (a line is far under PIPE_BUF). */
+ * answer() decided) to $MHA_ANSWERS, else, in a JupyterHub (JUPYTERHUB_USER set: a class's
+ * server), to ~/.mha-repl/answers.jsonl (the folder made 0700, the file 0600); elsewhere nothing
+ * is recorded. One write(2) on an O_APPEND descriptor: two kernels of one student never interleave
+ * their lines and a reader never sees half of one (a line is far under PIPE_BUF). */
 static int l_append_answer(lua_State *L) {
     size_t len;
     const char *line = luaL_checklstring(L, 1, &len);
     char path[4096];
     const char *file = getenv("MHA_ANSWERS"), *home = getenv("HOME");
+    const char *hub_user = getenv("JUPYTERHUB_USER");
     if (file && *file) snprintf(path, sizeof path, "%s", file);
+    else if (!hub_user || !*hub_user) return nil_and(L, "append_answer: not in a JupyterHub, no MHA_ANSWERS");
     else if (home && *home) {
         snprintf(path, sizeof path, "%s/.mha-repl", home);
         if (mkdir(path, 0700) != 0 && errno != EEXIST) goto fail;
         snprintf(path, sizeof path, "%s/.mha-repl/answers.jsonl", home);
-    } else return luaL_fileresult(L, 0, "append_answer: neither MHA_ANSWERS nor HOME is set");
+    } else return nil_and(L, "append_answer: neither MHA_ANSWERS nor HOME is set");
     int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
     if (fd < 0) goto fail;
     ssize_t n;
