@@ -33,7 +33,8 @@ import websocket
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 REPL = os.path.abspath(os.environ.get("MHA_REPL", os.path.join(REPO, "build", "mha-repl")))
-LESSON = 1                     # the lesson every student runs: its cells, plots and exercise
+# the lesson every student runs (MHA_HUB_LESSON, default 1: tables, two plots, an exercise)
+LESSON = int(os.environ.get("MHA_HUB_LESSON", "1"))
 CELL_SECONDS = 5               # the runaway test's MHA_CELL_SECONDS
 TENSOR_MB = 512                # MHA_MAX_MEMORY
 failures = []
@@ -105,7 +106,8 @@ class Hub:
             json.dump({"argv": [REPL, "--kernel", "{connection_file}"], "display_name": "mha-repl",
                        "language": "lua", "interrupt_mode": "signal"}, f)
         os.chmod(os.path.join(kernels, "kernel.json"), 0o644)
-        self.notebook = os.path.join(self.state, "notebooks", "en", "01_tour.ipynb")
+        name = next(f for f in sorted(os.listdir(os.path.join(REPO, "lessons"))) if f.startswith(f"{LESSON:02d}_"))
+        self.notebook = os.path.join(self.state, "notebooks", "en", name.replace(".lua", ".ipynb"))
         subprocess.run([REPL, "--lesson", str(LESSON), "--batch", "--lang", "en", "--export", self.notebook],
                        cwd=REPO, check=True, stdout=subprocess.DEVNULL)
         os.chmod(self.notebook, 0o644)
@@ -295,7 +297,7 @@ def level(hub, users, cells):
     for t in threads:
         t.join()
     kernels, servers = memory(users)
-    row = {"n": len(users), "spawn": spawn, "latencies": [x for r in results.values() for x in r["latencies"]],
+    row = {"n": len(users), "load": open("/proc/loadavg").read().split()[0], "spawn": spawn, "latencies": [x for r in results.values() for x in r["latencies"]],
            "kernel_mb": kernels, "server_mb": servers, "results": results, "students": students}
     return row
 
@@ -303,9 +305,11 @@ def level(hub, users, cells):
 def summary(row):
     lat = row["latencies"]
     bad = sum(1 for r in row["results"].values() if r["errors"] or r["mismatches"])
-    return (f"| {row['n']:>2} | {percentile(lat, 50) * 1000:7.0f} | {percentile(lat, 95) * 1000:7.0f} | "
-            f"{statistics.mean(row['kernel_mb'] or [0]):6.1f} | {statistics.mean(row['server_mb'] or [0]):6.1f} | "
-            f"{row['spawn']:6.1f} | {bad} of {row['n']} |")
+    kernel, server = row["kernel_mb"] or [0], row["server_mb"] or [0]
+    return (f"| {row['n']:>2} | {len(lat):4d} | {percentile(lat, 50) * 1000:6.0f} | {percentile(lat, 95) * 1000:6.0f} | "
+            f"{max(lat or [0]) * 1000:6.0f} | {statistics.mean(kernel):5.1f} ({max(kernel):.1f}) | "
+            f"{statistics.mean(server):5.1f} ({max(server):.1f}) | {row['spawn']:6.1f} | {bad} of {row['n']} | "
+            f"{row['load']} |")
 
 
 def main():
@@ -344,8 +348,9 @@ def main():
             for u in users[:n]:
                 hub.stop_server(u)
         report(hub, users, tmp)
-        print("\n| N | p50 ms | p95 ms | kernel MB | server MB | spawn s | failures |")
-        print("|---|---|---|---|---|---|---|")
+        print(f"\n| N | cells | p50 ms | p95 ms | max ms | kernel MB mean (max) | server MB mean (max) | "
+              f"spawn s | failures | load |")
+        print("|---|---|---|---|---|---|---|---|---|---|")
         for row in rows:
             print(summary(row))
     finally:
@@ -361,7 +366,7 @@ def main():
 def isolation_and_limits(hub, users, cells):
     a, b = users[0], users[1]
     # files: a student's home is theirs alone (0700), notebooks and answers included
-    r = subprocess.run(["runuser", "-u", a, "--", "cat", f"/home/{b}/lessons/en/01_tour.ipynb"],
+    r = subprocess.run(["runuser", "-u", a, "--", "cat", f"/home/{b}/lessons/en/" + os.path.basename(hub.notebook)],
                        capture_output=True, text=True)
     check(f"isolation: {a} cannot read {b}'s notebook", r.returncode != 0 and "Permission denied" in r.stderr,
           r.stderr or r.stdout[:80])
