@@ -153,9 +153,9 @@ classroom: deps-hub all
 	classroom/classroom.sh $(BUILD)
 
 # classroom-report: every student's answers to every exercise, as a table (in the teacher's
-# language) and classroom-report.csv
+# language) and classroom-report.csv (mode 0600: it names students and their answers)
 classroom-report: all
-	$(BUILD)/mha-repl classroom/report.lua $(or $(MHA_CLASSROOM_ROSTER),classroom/roster.txt) classroom-report.csv
+	umask 077; $(BUILD)/mha-repl classroom/report.lua $(or $(MHA_CLASSROOM_ROSTER),classroom/roster.txt) classroom-report.csv
 
 # clean: remove everything the build made
 clean:
