@@ -93,7 +93,8 @@ TEST_BIN  = $(addprefix $(BUILD)/tests/,$(TESTS))
 CORE_H    = $(wildcard core/*/*.h)
 LUA_H     = $(wildcard lua/*/*.h)
 
-.PHONY: all run test asan fuzz bench bench-grad bench-train bench-generate models golden docs clean install-kernel deps deps-run deps-test deps-bench deps-fuzz
+.PHONY: all run test asan fuzz bench bench-grad bench-train bench-generate models golden docs clean install-kernel deps deps-run deps-test deps-bench deps-fuzz \
+        classroom classroom-report deps-hub
 .DEFAULT_GOAL := all
 
 # all: the REPL binary and the loadable module, linked at the top for convenience
@@ -148,6 +149,18 @@ install-kernel: all
 	mv "$(KERNEL_DIR)/kernel.json.tmp" "$(KERNEL_DIR)/kernel.json"
 	@echo "installed the kernelspec mha-repl in $(KERNEL_DIR)"
 
+# classroom: a JupyterHub for a class (classroom/, docs/classroom.md), in the foreground, as root:
+# accounts from classroom/roster.txt, the kernel registered for every user, the lessons as notebooks
+SYSTEM_KERNEL_DIR = /usr/local/share/jupyter/kernels/mha-repl
+classroom: deps-hub all
+	$(MAKE) --no-print-directory install-kernel KERNEL_DIR=$(SYSTEM_KERNEL_DIR)
+	classroom/classroom.sh $(BUILD)
+
+# classroom-report: every student's answers to every exercise, as a table (in the teacher's
+# language) and classroom-report.csv (mode 0600: it names students and their answers)
+classroom-report: all
+	umask 077; $(BUILD)/mha-repl classroom/report.lua $(or $(MHA_CLASSROOM_ROSTER),classroom/roster.txt) classroom-report.csv
+
 # clean: remove everything the build made
 clean:
 	rm -rf build mha-repl mha.so
@@ -162,6 +175,8 @@ deps-bench:
 	@tools/deps.sh bench
 deps-fuzz:
 	@tools/deps.sh fuzz
+deps-hub:
+	@tools/deps.sh hub
 
 $(BUILD)/core/%.o: core/%.c $(CORE_H) | deps
 	@mkdir -p $(@D)

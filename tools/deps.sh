@@ -1,10 +1,11 @@
 #!/bin/sh
 # tools/deps.sh - installs the Debian packages mha-repl needs that this machine lacks, saying which,
 # so that `make run` and `make test` work on a fresh Debian machine.
-# usage: tools/deps.sh [build|run|test|text|bench|notebook|fuzz|python|window]   (notebook: what tests/notebook/ needs:
+# usage: tools/deps.sh [build|run|test|text|bench|notebook|fuzz|python|window|hub]   (notebook: what tests/notebook/ needs:
 # Python's Jupyter, Chromium; python: NumPy and torch for the checks that compare with them; window: a virtual
 # display and gnuplot's qt terminal, for the tests that open real plot windows; text: the corpora
-# mha.data.text reads, which test installs too)
+# mha.data.text reads, which test installs too; hub: JupyterHub 3 with its node proxy and the classic
+# notebook server, for classroom/ and tests/hub/)
 set -eu
 need="gcc make pkg-config liblua5.4-dev libreadline-dev zlib1g-dev libzmq3-dev libjansson-dev libssl-dev"
 # the corpora of mha.data.text: the King James Bible (its text and the bible program) and the
@@ -24,7 +25,10 @@ case "$target" in
     python) need="$need python3-numpy python3-torch" ;;   # the checks against NumPy and torch 1.13 (.npz, state_dict)
     # tests/sh/test_plot_window.sh: Xvfb for a display, gnuplot-qt for its windows, xdotool to read their names
     window) need="$need gnuplot-qt xvfb xauth xdotool fonts-noto-cjk" ;;
-    *) echo "usage: tools/deps.sh [build|run|test|text|bench|notebook|fuzz|python|window]" >&2; exit 2 ;;
+    # classroom/: the hub, its proxy (node-configurable-http-proxy), the single-user notebook server,
+    # PAM login (python3-pamela, pulled by jupyterhub), the kernel's ZeroMQ and the load test's clients
+    hub) need="$need jupyterhub node-configurable-http-proxy jupyter-notebook python3-jupyter-client python3-websocket python3-psutil" ;;
+    *) echo "usage: tools/deps.sh [build|run|test|text|bench|notebook|fuzz|python|window|hub]" >&2; exit 2 ;;
 esac
 installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "ok installed"; }
 # The gnuplot to install, and the line that says why: where a display is (DISPLAY or WAYLAND_DISPLAY

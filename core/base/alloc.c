@@ -35,6 +35,11 @@
 static atomic_size_t live_bytes = 0;
 static atomic_size_t peak_bytes = 0;
 
+/* The cap on live bytes (MHA_MAX_MEMORY, in MB; 0: none), and whether this thread's last
+ * allocation was refused by it. */
+static atomic_size_t max_bytes = 0;
+static _Thread_local bool capped = false;
+
 size_t mha_live_bytes(void) { return atomic_load(&live_bytes); }
 size_t mha_peak_bytes(void) { return atomic_load(&peak_bytes); }
 void mha_reset_peak(void) { atomic_store(&peak_bytes, atomic_load(&live_bytes)); }
@@ -108,6 +113,12 @@ static void init(void) {
     size_t quarter = pages > 0 && page > 0 ? (size_t)pages / 4 * (size_t)page : 0;
     size_t lo = (size_t)64 << 20, hi = (size_t)1 << 30;
     cache.stats.limit = quarter < lo ? lo : quarter > hi ? hi : quarter;
+    const char *cap = getenv("MHA_MAX_MEMORY");
+    if (cap && *cap) {
+        char *end;
+        unsigned long long mb = strtoull(cap, &end, 10);
+        if (*end == '\0' && mb > 0 && mb <= SIZE_MAX >> 20) atomic_store(&max_bytes, (size_t)mb << 20);
+    }
     atexit(trim_at_exit);
 }
 
@@ -229,10 +240,40 @@ static void cache_give(void *p, size_t class_size) {
     if (p) munmap(p, class_size);
 }
 
+/* ---- the cap on live bytes: one student's tensors cannot take a shared machine's memory ---- */
+
+size_t mha_alloc_max_bytes(void) {
+    pthread_once(&init_once, init);
+    return atomic_load(&max_bytes);
+}
+
+void mha_alloc_set_max_bytes(size_t nbytes) {
+    pthread_once(&init_once, init);
+    atomic_store(&max_bytes, nbytes);
+}
+
+bool mha_alloc_capped(void) { return capped; }
+
+/* Whether nbytes more would pass the cap; if so the failure's message says which cap. The sum is
+ * read, not reserved: two threads allocating at once may pass it by one block, which a cap for a
+ * classroom tolerates. */
+static bool over_cap(size_t nbytes) {
+    size_t max = atomic_load(&max_bytes);
+    if (max == 0) return false;
+    size_t live = atomic_load(&live_bytes);
+    if (nbytes <= max && live <= max - nbytes) return false;
+    capped = true;
+    mha_fail(MHA_E_NOMEM, "tensor memory limit of %zu MB reached (MHA_MAX_MEMORY): %zu MB in use, %zu MB more asked",
+             max >> 20, live >> 20, (nbytes + ((size_t)1 << 20) - 1) >> 20);
+    return true;
+}
+
 /* ---- the entry points (tensor.h) ---- */
 
 void *mha_alloc(size_t nbytes) {
     pthread_once(&init_once, init);
+    capped = false;
+    if (over_cap(nbytes)) return NULL;
     void *p = NULL;
     size_t class_size = 0;
     if (cache.mode == MODE_CACHE && nbytes >= MHA_ALLOC_MIN_CACHED && (class_size = mha_alloc_class_size(nbytes))) {

@@ -41,6 +41,14 @@ void mha_reset_peak(void);               /* peak := live */
 
 #define MHA_ALLOC_MIN_CACHED ((size_t)64 << 10)
 
+/* The cap on live bytes, for a machine shared by a class: MHA_MAX_MEMORY=N in the environment
+ * (megabytes, read at the first allocation) makes mha_alloc refuse a request that would take
+ * mha_live_bytes() past N MB. 0 (the default) is no cap. mha_alloc_capped() says whether this
+ * thread's last mha_alloc was refused by the cap; mha_errmsg() then reads "tensor memory limit of
+ * N MB reached (MHA_MAX_MEMORY): ...", which the Lua binding adds to its out-of-memory error. */
+size_t mha_alloc_max_bytes(void);
+bool mha_alloc_capped(void);
+
 /* Which path serves allocations now: "cache" or "malloc". */
 const char *mha_alloc_mode(void);
 /* Switching paths, trimming the cache and its statistics are for the tests:

@@ -13,6 +13,9 @@
  * switch when nothing allocated since the last switch is live. */
 bool mha_alloc_use(const char *mode);
 
+/* Sets the cap on live bytes (alloc.h, MHA_MAX_MEMORY) to nbytes; 0: no cap. */
+void mha_alloc_set_max_bytes(size_t nbytes);
+
 /* Unmaps every cached block (not the ones in use); returns the bytes given back. */
 size_t mha_alloc_trim(void);
 

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "lauxmha.h"
+#include "base/alloc.h"
 #include "autograd/autograd_ops.h"
 #include "nn/nn.h"
 #include "attention/attention.h"
@@ -86,6 +87,12 @@ int lmha_fail(lua_State *L, mha_status status, const char *fname, const char *hi
     const char *msg = mha_errmsg();
     if (!hint) hint = "";
     if (status != MHA_E_NOMEM) return luaL_error(L, "%s%s", msg, hint);
+    /* refused by MHA_MAX_MEMORY, not by the machine: say which limit, so the student knows why */
+    if (mha_alloc_capped() && !strstr(msg, "(MHA_MAX_MEMORY)")) {
+        lua_pushfstring(L, "%s: tensor memory limit of %d MB reached (MHA_MAX_MEMORY)", msg,
+                        (int)(mha_alloc_max_bytes() >> 20));
+        msg = lua_tostring(L, -1);
+    }
     if (!fname) fname = called_name(L);
     if (fname && !starts_with_name(msg, fname)) return luaL_error(L, "%s: %s%s", fname, msg, hint);
     return luaL_error(L, "%s%s", msg, hint);

@@ -177,4 +177,14 @@ en.notebook = {
     your_answer = "put your answer in place of the lesson's solution",
 }
 
+-- What a classroom says (classroom/, lua/kernel/kernel.lua): the teacher's report, a cell's limit.
+en.classroom = {
+    cpu_limit = "stopped: this cell used its %g s of CPU time (MHA_CELL_SECONDS), a loop that never ends? "
+        .. "The kernel and its variables are kept",
+    report_title = "Answers of %d students to %d exercises (%s)",
+    student = "student", right = "right", wrong = "wrong", not_yet = "not yet",
+    total = "total", exercise = "lesson %d, exercise %d: %s",
+    wrote_csv = "wrote %s", no_students = "no students found (roster %s)",
+}
+
 return en

@@ -4,11 +4,11 @@
 --
 -- The words are in one table per language (lua/i18n/en.lua, lua/i18n/zh.lua), grouped by room:
 -- "lesson", "check", "tools", "print", "plot", "train", "heads", "hint", "core", "repl",
--- "notebook". A key names the room and the word: t("lesson.the_end", "zh"). A value is a string
--- (often a string.format format), a list of strings, a table of strings, or a function of numbers
--- for a sentence whose arguments change order. A value false says "nothing to add in this language"
--- (English hint lines under messages already English). Help's entries (lua/help/zh.lua) are help's
--- own.
+-- "notebook", "classroom". A key names the room and the word: t("lesson.the_end", "zh"). A value
+-- is a string (often a string.format format), a list of strings, a table of strings, or a function
+-- of numbers for a sentence whose arguments change order. A value false says "nothing to add in
+-- this language" (English hint lines under messages already English). Help's entries
+-- (lua/help/zh.lua) are help's own.
 
 local i18n = {}
 

@@ -182,4 +182,13 @@ zh.notebook = {
     your_answer = "把课程自带的解答换成你的答案",
 }
 
+-- What a classroom says (classroom/, lua/kernel/kernel.lua): the teacher's report, a cell's limit.
+zh.classroom = {
+    cpu_limit = "已停止：这个单元用完了 %g 秒的 CPU 时间（MHA_CELL_SECONDS），是不是死循环？内核和变量都还在",
+    report_title = "%d 名学生对 %d 道练习的答案（%s）",
+    student = "学生", right = "对", wrong = "错", not_yet = "未答",
+    total = "合计", exercise = "第 %d 课，练习 %d：%s",
+    wrote_csv = "已写入 %s", no_students = "没有找到学生（名单 %s）",
+}
+
 return zh

@@ -19,6 +19,8 @@
 -- ("reset", "quit"). kernel.complete/inspect/is_complete take a request's content and return the
 -- reply's content.
 
+local check = require "mha.lesson.check"
+local i18n = require "mha.i18n"
 local json = require "mha.json"
 local html = require "mha.notebook.html"
 local outputs = require "mha.notebook.outputs"
@@ -107,6 +109,22 @@ function kernel.install(the_repl)
     repl = the_repl
 end
 
+-- What answer() decided, appended to the student's answers file (kernel.append_answer, from
+-- lua/kernel/kernel.c) for the teacher's report (classroom/report.lua): one JSON line naming the
+-- lesson, the exercise (its place among the lesson's exercises) and "right" or "wrong".
+local function record_verdict(ex, ok)
+    local session = require("mha.lesson").current()
+    if not (session and kernel.append_answer) then return end
+    local index = 0
+    for _, s in ipairs(session.lesson.steps) do
+        if s.kind == "exercise" then index = index + 1 end
+        if s == ex then break end
+    end
+    kernel.append_answer(json.encode({time = os.date("!%Y-%m-%dT%H:%M:%SZ"), lesson = session.number,
+        name = session.lesson.name, exercise = index, title = i18n.pick(ex.title, "en"),
+        verdict = ok and "right" or "wrong"}) .. "\n")
+end
+
 -- Once per Lua state: show gives tables, plots draw nowhere but are kept for the cell's outputs.
 function kernel.setup()
     if not repl then error("mha.kernel: no REPL handed over (repl.init calls kernel.install)", 2) end
@@ -129,6 +147,7 @@ function kernel.setup()
         if f ~= io.stdout then return method_write(f, ...) end
         return live(method_write)(f, ...)
     end
+    check.on_verdict = record_verdict
     local ok, plot = pcall(require, "mha.plot")
     if ok and type(plot) == "table" then
         pcall(plot.terminal, "none")
@@ -159,6 +178,13 @@ local function error_output(code, message)
     for line in (message .. "\n"):gmatch("(.-)\n") do lines[#lines + 1] = line end
     local first = lines[1] or ""
     local ename = (first == "interrupted" or first:find(": interrupted$")) and "Interrupted" or "Error"
+    -- stopped by the classroom's CPU limit, not by a person: say which limit, and that the kernel
+    -- and its variables are still there
+    local seconds = ename == "Interrupted" and kernel.cpu_limit_hit and kernel.cpu_limit_hit()
+    if seconds then
+        first = string.format(i18n.words(repl.lang()).classroom.cpu_limit, seconds)
+        lines = {first}
+    end
     local hint = repl.hint(code, "error", message)
     if hint then lines[#lines + 1] = hint end
     return {output_type = "error", ename = ename, evalue = first, traceback = lines}

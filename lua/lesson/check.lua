@@ -173,9 +173,14 @@ function check.has_nan(got)
     return false
 end
 
+-- check.on_verdict(ex, ok), when set (the Jupyter kernel sets it, lua/kernel/kernel.lua), hears
+-- every verdict check.check gives, so a classroom's report can list who answered what; what it
+-- raises is ignored, so recording can never change a verdict.
+check.on_verdict = nil
+
 -- Checks an answer (or the error its evaluation raised) against an exercise.
 -- Returns ok, message (the verdict or the hint, in lang).
-function check.check(ex, got, eval_error, lang)
+local function decide(ex, got, eval_error, lang)
     lang = lang or "en"
     if eval_error then
         for _, m in ipairs(ex.mistakes or {}) do
@@ -205,6 +210,12 @@ function check.check(ex, got, eval_error, lang)
     end
     local hint = ex.hint and i18n.pick(ex.hint, lang)
     return false, why .. (hint and ("\n" .. hint) or "")
+end
+
+function check.check(ex, got, eval_error, lang)
+    local ok, message = decide(ex, got, eval_error, lang)
+    if check.on_verdict then pcall(check.on_verdict, ex, ok) end
+    return ok, message
 end
 
 return check

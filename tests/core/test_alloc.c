@@ -188,7 +188,38 @@ static void check_too_big(void) {
     mha_alloc_use("cache");
 }
 
+/* The cap (MHA_MAX_MEMORY): a request that would pass it is refused with the cap's message, nothing
+ * counted; a tensor under it is made, and freeing makes room again. */
+static void check_cap(void) {
+    mha_alloc_set_max_bytes((size_t)1 << 20);
+    size_t live = mha_live_bytes();
+    void *small = mha_alloc((size_t)512 << 10);
+    CHECK("cap 1 MB: 512 KiB is given", small != NULL && !mha_alloc_capped(), "%p", small);
+    void *big = mha_alloc((size_t)1 << 20);
+    CHECK("cap 1 MB: 1 MiB more is refused, nothing counted", big == NULL && mha_alloc_capped() &&
+              mha_live_bytes() == live + ((size_t)512 << 10), "%p, live %zu", big, mha_live_bytes());
+    CHECK("cap 1 MB: the message names the cap and MHA_MAX_MEMORY",
+          strcmp(mha_errmsg(), "tensor memory limit of 1 MB reached (MHA_MAX_MEMORY): 0 MB in use, 1 MB more asked") == 0,
+          "%s", mha_errmsg());
+    mha_tensor t;
+    mha_status st = mha_empty(&t, MHA_FLOAT32, 2, (size_t[]){1024, 1024});
+    CHECK("cap 1 MB: a (1024,1024) tensor (4 MiB) is out of memory, capped", st == MHA_E_NOMEM && mha_alloc_capped(),
+          "%s: %s", mha_status_name(st), mha_errmsg());
+    mha_free(small, (size_t)512 << 10);
+    st = mha_empty(&t, MHA_FLOAT32, 2, (size_t[]){512, 256});
+    CHECK("cap 1 MB: freed, a (512,256) tensor (512 KiB) fits", st == MHA_OK && !mha_alloc_capped(), "%s",
+          mha_errmsg());
+    if (st == MHA_OK) mha_release(&t);
+    mha_alloc_set_max_bytes(0);
+    big = mha_alloc((size_t)4 << 20);
+    CHECK("cap 0: no cap, 4 MiB is given", big != NULL, "%p", big);
+    mha_free(big, (size_t)4 << 20);
+}
+
 int main(void) {
+    setenv("MHA_MAX_MEMORY", "3", 1); /* read at the first allocation, the next call */
+    CHECK("cap: MHA_MAX_MEMORY=3 is 3 MB", mha_alloc_max_bytes() == (size_t)3 << 20, "%zu", mha_alloc_max_bytes());
+    mha_alloc_set_max_bytes(0);
     CHECK("mode: MHA_ALLOC picks the path; use() switches, an unknown name is refused",
           mha_alloc_use("malloc") && strcmp(mha_alloc_mode(), "malloc") == 0 && mha_alloc_use("cache") &&
               strcmp(mha_alloc_mode(), "cache") == 0 && !mha_alloc_use("jemalloc"),
@@ -201,6 +232,7 @@ int main(void) {
     check_threads();
     check_limit();
     check_too_big();
+    check_cap();
     check_no_leak();
     CHECK_DONE();
 }
