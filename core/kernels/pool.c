@@ -40,9 +40,12 @@ void mha_kernels_set_threads(size_t n) {
     threads_setting = threads_clamp(n);
 }
 
-/* Below this many FLOPs a call stays on one thread: splitting x·Wᵀ in two breaks even near
- * 50 MFLOP with a thread started per call (25-60 us, and about 100 us more to wake an idle core). */
-static double split_min_flops = 64e6;
+/* Below this many FLOPs a call stays on one thread. Handing a part to a worker costs 1-4 us when
+ * it still polls and 10-13 us when it sleeps (a thread per call cost 13-16 us, 37-43 us from idle).
+ * Measured on the 2-core Xeon, x·Wᵀ with K = 512 split in two against one thread (medians): 8.4
+ * MFLOP 1.03-1.10x the time, 12.6 MFLOP 0.56-0.97x; so calls from 8 MFLOP (about 0.1 ms on one
+ * core) are split. */
+static double split_min_flops = 8e6;
 
 size_t mha_kernels_parts(size_t units, double flops) {
     size_t threads = mha_kernels_threads();
