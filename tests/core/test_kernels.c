@@ -860,6 +860,66 @@ static void check_pool_take_back(void) {
     mha_kernels_set_threads(1);
 }
 
+/* ---- self-attention: one (N,L,3E) in-projection (core/attention/multihead.c) ---- */
+
+/* query = key = value one tensor against three equal copies (three (N,L,E) projections): the very
+ * bits, on every instruction set, 1 and 2 threads, batched or not, with and without bias, weights
+ * and appended keys, at lengths on both sides of the dot-rows path (M·K·4 <= 256 KB). */
+static void check_self_attention_bits(void) {
+    const char *best = mha_kernels_isa(), *isas[] = {"avx512", "avx2", "portable"};
+    const struct { size_t N, L, E, H; bool bias, weights, kv, batched; } cases[] = {
+        {1, 64, 512, 8, true, false, false, true},  {2, 5, 64, 4, false, true, false, true},
+        {1, 130, 512, 8, true, true, false, false}, {2, 300, 96, 3, true, false, true, true},
+        {1, 1, 512, 8, true, true, true, false},    {3, 17, 40, 5, false, false, false, true},
+    };
+    int bad = 0, ran = 0;
+    char first_bad[160] = "";
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        mha_seed(100 + c);
+        mha_multihead m = {0};
+        mha_tensor x = MHA_TENSOR_EMPTY, k = MHA_TENSOR_EMPTY, v = MHA_TENSOR_EMPTY;
+        size_t shape[3] = {cases[c].N, cases[c].L, cases[c].E};
+        const size_t nd = cases[c].batched ? 3 : 2;
+        const size_t *sh = cases[c].batched ? shape : shape + 1;
+        mha_status st = mha_multihead_init(&m, &(mha_multihead_options){.embed_dim = cases[c].E,
+            .num_heads = cases[c].H, .bias = cases[c].bias, .add_bias_kv = cases[c].kv, .add_zero_attn = cases[c].kv});
+        if (st == MHA_OK) st = mha_randn(&x, nd, sh);
+        if (st == MHA_OK) st = mha_empty(&k, MHA_FLOAT32, nd, sh);
+        if (st == MHA_OK) st = mha_empty(&v, MHA_FLOAT32, nd, sh);
+        if (st != MHA_OK) {
+            check_report(0, "self-attention: setup", "%s", mha_errmsg());
+            return;
+        }
+        memcpy(mha_f32(&k), mha_f32(&x), mha_numel(&x) * sizeof(float));
+        memcpy(mha_f32(&v), mha_f32(&x), mha_numel(&x) * sizeof(float));
+        mha_forward_options opt = {.need_weights = cases[c].weights, .average_attn_weights = true};
+        for (size_t i = 0; i < sizeof isas / sizeof isas[0]; i++) {
+            if (!mha_kernels_use_isa(isas[i])) continue;
+            for (size_t threads = 1; threads <= 2; threads++) {
+                mha_kernels_set_threads(threads);
+                mha_kernels_set_split_min(threads == 1 ? 8e6 : 0);
+                mha_tensor out[2] = {MHA_TENSOR_EMPTY, MHA_TENSOR_EMPTY}, w[2] = {MHA_TENSOR_EMPTY, MHA_TENSOR_EMPTY};
+                mha_status s0 = mha_multihead_forward(&out[0], &w[0], &m, &x, &x, &x, &opt, NULL);
+                mha_status s1 = mha_multihead_forward(&out[1], &w[1], &m, &x, &k, &v, &opt, NULL);
+                bool ok = s0 == MHA_OK && s1 == MHA_OK && same_bits(&out[0], &out[1]) &&
+                          (!cases[c].weights || same_bits(&w[0], &w[1]));
+                ran++;
+                if (!ok && bad++ == 0)
+                    snprintf(first_bad, sizeof first_bad, "case %zu (N=%zu L=%zu E=%zu H=%zu) on %s, %zu thread(s)", c,
+                             cases[c].N, cases[c].L, cases[c].E, cases[c].H, isas[i], threads);
+                for (int t = 0; t < 2; t++) mha_release(&out[t]), mha_release(&w[t]);
+            }
+        }
+        mha_release(&x), mha_release(&k), mha_release(&v);
+        mha_multihead_release(&m);
+    }
+    mha_kernels_use_isa(best);
+    mha_kernels_set_threads(1);
+    mha_kernels_set_split_min(8e6);
+    CHECK("MultiheadAttention: self-attention's one (N,L,3E) projection gives the bits of three, every ISA, "
+          "1 and 2 threads", bad == 0 && ran > 0, "%d of %d runs differ, first %s", bad, ran, first_bad);
+}
+
 /* Every kernel check runs on every instruction set, on one thread and split over two with the split
  * threshold at 0, so that every call of two register tiles or query tiles or more is split, at the
  * awkward sizes too (the test sets both itself: MHA_THREADS in the environment changes nothing here). */
@@ -872,6 +932,7 @@ int main(void) {
     check_pool();
     mha_kernels_set_take_back(true);
     check_pool_take_back();
+    check_self_attention_bits();
     const char *isas[] = {"avx512", "avx2", "portable"};
     for (size_t threads = 1; threads <= 2; threads++) {
         mha_kernels_set_threads(threads);
