@@ -27,7 +27,8 @@ static void threads_read_env(void) {
     const char *env = getenv("MHA_THREADS");
     char *end = NULL;
     unsigned long n = env ? strtoul(env, &end, 10) : 0;
-    if (env && *env >= '0' && *env <= '9' && *end == '\0' && n > 0) threads_setting = threads_clamp(n);
+    if (env && *env >= '0' && *env <= '9' && *end == '\0' && n > 0)
+        threads_setting = threads_clamp(n);
 }
 
 size_t mha_kernels_threads(void) {
@@ -41,7 +42,8 @@ void mha_kernels_set_threads(size_t n) {
 }
 
 /* Below this many FLOPs a call stays on one thread. Handing a part to a worker costs 1-4 us when
- * it still polls and 10-13 us when it sleeps (a thread per call cost 13-16 us, 37-43 us from idle).
+ * it still polls and 10-13 us when it sleeps (starting a thread per call costs 13-16 us, 37-43 us
+ * from idle).
  * Measured on the 2-core Xeon, x·Wᵀ with K = 512 split in two against one thread (medians): 8.4
  * MFLOP 1.03-1.10x the time, 12.6 MFLOP 0.56-0.97x; so calls from 8 MFLOP (about 0.1 ms on one
  * core) are split. */
@@ -95,7 +97,8 @@ static struct {
     size_t started;       /* workers 1..started are running */
     bool registered;      /* pool_stop runs at exit, pool_forget in a forked child */
     worker workers[MAX_THREADS];
-} pool = {.lock = PTHREAD_MUTEX_INITIALIZER, .done = PTHREAD_COND_INITIALIZER, .busy = ATOMIC_FLAG_INIT};
+} pool = {.lock = PTHREAD_MUTEX_INITIALIZER, .done = PTHREAD_COND_INITIALIZER,
+          .busy = ATOMIC_FLAG_INIT};
 
 static long long now_ns(void) {
     struct timespec t;
@@ -114,7 +117,9 @@ static bool spin_on(unsigned *spins, long long start) {
     return now_ns() - start < SPIN_NS;
 }
 
-static mha_status part_do(mha_part_fn fn, void *ctx, size_t part, size_t nparts, char *message, size_t size) {
+/* Runs one part with in_part set; a failure's message goes to message (size bytes), when given. */
+static mha_status part_do(mha_part_fn fn, void *ctx, size_t part, size_t nparts, char *message,
+                          size_t size) {
     bool outer = in_part;
     in_part = true;
     mha_status status = fn(ctx, part, nparts);
@@ -258,8 +263,10 @@ mha_status mha_run_parts(mha_part_fn fn, void *ctx, size_t nparts) {
     /* pass 4: the lowest-numbered failure, after every part ended */
     mha_status status = first;
     if (status != MHA_OK) status = mha_fail(status, "%s", message0);
-    for (size_t p = 1; p <= workers && status == MHA_OK; p++)
-        if (pool.workers[p].status != MHA_OK) status = mha_fail(pool.workers[p].status, "%s", pool.workers[p].message);
+    for (size_t p = 1; p <= workers && status == MHA_OK; p++) {
+        const worker *w = &pool.workers[p];
+        if (w->status != MHA_OK) status = mha_fail(w->status, "%s", w->message);
+    }
     if (status == MHA_OK && rest != MHA_OK) status = mha_fail(rest, "%s", message_rest);
     atomic_flag_clear(&pool.busy);
     return status;
