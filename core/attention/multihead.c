@@ -231,6 +231,8 @@ typedef struct heads_job {
     float *concat;                      /* (N,L,E) the head outputs side by side */
     const float *q, *q_scaled;          /* Q and Q/√D (N,L,E) */
     const float *k, *v;                 /* K, V with the appended rows (N,S',E) */
+    size_t ld_kv;                       /* their row stride: E, or 3E as views of the (N,L,3E)
+                                           self-attention projection (project_inputs) */
     const float *am_f;              /* attn_mask (L,S) or (N·H,L,S), float or bool; NULL for none */
     const bool *am_b;
     bool am_per_head;                   /* (N·H,L,S) */
@@ -256,8 +258,8 @@ static mha_head_args head_args(const heads_job *job, size_t n, size_t h, size_t 
     mha_head_args head = {
         .out = job->concat + (n * L + row0) * E + h * D, .ld_out = E,
         .q = job->q_scaled + (n * L + row0) * E + h * D, .ld_q = E,
-        .k = job->k + n * S2 * E + h * D, .ld_k = E,
-        .v = job->v + n * S2 * E + h * D, .ld_v = E,
+        .k = job->k + n * S2 * job->ld_kv + h * D, .ld_k = job->ld_kv,
+        .v = job->v + n * S2 * job->ld_kv + h * D, .ld_v = job->ld_kv,
         .mask_cols = S, .causal = job->causal, .row0 = row0, .scale = 1.0f, .L = rows, .S = S2, .D = D, .Dv = D,
     };
     if (job->am_f || job->am_b) {
@@ -284,7 +286,8 @@ static mha_status forward_head(const heads_job *job, size_t n, size_t h, float *
     if (job->fused) {
         bool pad = job->kpm_f || job->kpm_b;
         mha_attn_args args = {
-            .out = head.out, .ld_out = E, .q = head.q, .ld_q = E, .k = head.k, .ld_k = E, .v = head.v, .ld_v = E,
+            .out = head.out, .ld_out = E, .q = head.q, .ld_q = E, .k = head.k, .ld_k = head.ld_k, .v = head.v,
+            .ld_v = head.ld_v,
             .mask = pad ? job->pad_rows + n * S2 : head.attn.f, .mask_rs = pad ? 0 : head.attn.rs,
             .mask_cs = 1, .causal = job->causal, .scale = 1.0f, .L = L, .S = S2, .D = D, .Dv = D,
         };
@@ -322,11 +325,11 @@ static mha_status heads_part(void *ctx, size_t part, size_t nparts) {
 static mha_status pack_part(void *ctx, size_t part, size_t nparts) {
     heads_job *job = ctx;
     for (size_t slice = part; slice < job->N * job->H; slice += nparts) {
-        const size_t n = slice / job->H, h = slice % job->H, E = job->E;
+        const size_t n = slice / job->H, h = slice % job->H, ld = job->ld_kv;
         float *kt = job->packed + slice * (job->packed_k + job->packed_v);
-        const float *k = job->k + n * job->S2 * E + h * job->D, *v = job->v + n * job->S2 * E + h * job->D;
-        mha_sgemm_pack_b(kt, k, 1, (ptrdiff_t)E, job->S2, job->D);                  /* kᵀ (D,S') */
-        mha_sgemm_pack_b(kt + job->packed_k, v, (ptrdiff_t)E, 1, job->D, job->S2);  /* v (S',D) */
+        const float *k = job->k + n * job->S2 * ld + h * job->D, *v = job->v + n * job->S2 * ld + h * job->D;
+        mha_sgemm_pack_b(kt, k, 1, (ptrdiff_t)ld, job->S2, job->D);                  /* kᵀ (D,S') */
+        mha_sgemm_pack_b(kt + job->packed_k, v, (ptrdiff_t)ld, 1, job->D, job->S2);  /* v (S',D) */
     }
     return MHA_OK;
 }
@@ -372,7 +375,7 @@ static mha_status mean_part(void *ctx, size_t part, size_t nparts) {
  * so one exit releases them all. The passes below each fill some of t[] from what earlier ones
  * left. */
 enum { IN_Q, IN_K, IN_V, W_Q, W_K, W_V, B_Q, B_K, B_V, Q, K, V, KX, VX, QS, SCORES, SCALED, MASKED, WEIGHTS,
-       CONCAT, OUTPUT, AVG, HEADS, AM, KPM, PAD_ROWS, NTENSORS };
+       CONCAT, OUTPUT, AVG, HEADS, AM, KPM, PAD_ROWS, QKV, NTENSORS };
 typedef struct forward_pass {
     const mha_multihead *m;
     const mha_forward_options *opt;
@@ -423,9 +426,20 @@ static double forward_total_bytes(const forward_pass *f, bool want_weights) {
     return bytes;
 }
 
+/* query, key and value are one tensor (the same view of the same storage): self-attention */
+static bool same_view(const mha_tensor *a, const mha_tensor *b) {
+    if (a == b) return true;
+    if (a->storage != b->storage || a->offset != b->offset || a->ndim != b->ndim || a->dtype != b->dtype) return false;
+    for (size_t d = 0; d < a->ndim; d++)
+        if (a->shape[d] != b->shape[d] || a->stride[d] != b->stride[d]) return false;
+    return true;
+}
+
 /* pass 1: the inputs as (N,X,·) (an unbatched input is a batch of one), then the in-projection
  * Q = query·W_qᵀ + b_q (W_q the first E rows of in_proj_weight, or q_proj_weight), likewise K and
- * V. */
+ * V. Self-attention with one in_proj_weight, untraced: one product x·W_inᵀ + b_in (N,L,3E), Q, K
+ * and V its column thirds (row stride 3E) - each element the same dot product in the same order as
+ * in three products, so the same bits, one pass over x and one call instead of three. */
 static mha_status project_inputs(forward_pass *f, const mha_tensor *const inputs[3]) {
     const mha_multihead *m = f->m;
     mha_tensor *t = f->t;
@@ -438,7 +452,14 @@ static mha_status project_inputs(forward_pass *f, const mha_tensor *const inputs
         (st = trace_put(f->trace, "key", &t[IN_K], f->batched)) != MHA_OK ||
         (st = trace_put(f->trace, "value", &t[IN_V], f->batched)) != MHA_OK)
         return st;
-    for (int i = 0; i < 3; i++) {
+    const bool self = m->same_embed_dim && f->trace == NULL && same_view(inputs[0], inputs[1]) &&
+                      same_view(inputs[1], inputs[2]);
+    if (self) {
+        st = mha_linear(&t[QKV], &t[IN_Q], &m->in_proj_weight, m->bias ? &m->in_proj_bias : NULL);
+        for (int i = 0; st == MHA_OK && i < 3; i++) st = mha_narrow(&t[Q + i], &t[QKV], 2, (size_t)i * f->E, f->E);
+        if ((st = nomem_under(st, f->fn)) != MHA_OK) return st;
+    }
+    for (int i = 0; !self && i < 3; i++) {
         const size_t E = f->E;
         if (m->same_embed_dim) st = mha_narrow(&t[W_Q + i], &m->in_proj_weight, 0, (size_t)i * E, E);
         else st = mha_share(&t[W_Q + i], i == 0 ? &m->q_proj_weight : i == 1 ? &m->k_proj_weight : &m->v_proj_weight);
@@ -492,8 +513,10 @@ static mha_status split_heads_buffers(forward_pass *f) {
     if ((st = mha_empty_named(&t[QS], MHA_FLOAT32, 3, t[Q].shape, f->fn)) != MHA_OK) return st;
     const float root = (float)sqrt((double)f->D);
     const float *src = mha_f32(&t[Q]);
+    const size_t ld_q = (size_t)t[Q].stride[1]; /* E, or 3E: a view of the (N,L,3E) projection */
     float *dst = mha_f32(&t[QS]);
-    for (size_t n = 0; n < N * L * E; n++) dst[n] = src[n] / root;
+    for (size_t row = 0; row < N * L; row++)
+        for (size_t e = 0; e < E; e++) dst[row * E + e] = src[row * ld_q + e] / root;
 
     size_t shape4[4] = {N, f->H, L, S2};
     if (f->keep_weights && (st = mha_empty_named(&t[WEIGHTS], MHA_FLOAT32, 4, shape4, f->fn)) != MHA_OK)
@@ -559,7 +582,7 @@ static mha_status attend(forward_pass *f) {
     heads_job job = {
         .N = N, .H = f->H, .L = f->L, .S = S, .S2 = S2, .E = f->E, .D = f->D,
         .concat = mha_f32(&t[CONCAT]), .q = mha_f32(&t[Q]), .q_scaled = mha_f32(&t[QS]),
-        .k = mha_f32(&t[KX]), .v = mha_f32(&t[VX]),
+        .k = mha_f32(&t[KX]), .v = mha_f32(&t[VX]), .ld_kv = (size_t)t[KX].stride[1],
         .am_f = am && am->dtype == MHA_FLOAT32 ? mha_f32(&t[AM]) : NULL,
         .am_b = am && am->dtype == MHA_BOOL ? mha_bool(&t[AM]) : NULL, .am_per_head = am && am->ndim == 3,
         .kpm_f = kpm && kpm->dtype == MHA_FLOAT32 ? mha_f32(&t[KPM]) : NULL,

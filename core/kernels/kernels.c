@@ -3,12 +3,10 @@
  * equal to it. */
 #include <math.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "kernels/kernels.h"
 #include "kernels/kernels_testing.h"
@@ -112,110 +110,6 @@ size_t mha_kernels_isa_list(const char **names, size_t max) {
     for (size_t i = 0; isa_all[i] && n < max; i++)
         if (isa_supported(isa_all[i])) names[n++] = isa_all[i]->name;
     return n;
-}
-
-/* ---------------------------------------------------------------------------------------------
- * Threads (kernels.h): a call split into parts, each part a thread, joined before the call returns.
- * Threads are started per call, not pooled: at the sizes that are split (below) starting one costs
- * far less than its share of the work, and nothing outlives the call.
- * ------------------------------------------------------------------------------------------- */
-
-enum { MAX_THREADS = 64 };
-
-static size_t threads_setting = 1;
-static pthread_once_t threads_once = PTHREAD_ONCE_INIT;
-static _Thread_local bool in_part; /* this thread runs a part: calls it makes are not split again */
-
-static size_t threads_clamp(size_t n) { return n < 1 ? 1 : n > MAX_THREADS ? MAX_THREADS : n; }
-
-/* MHA_THREADS: a whole positive number; without it (or with anything else) every online core */
-static void threads_read_env(void) {
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    threads_setting = threads_clamp(cores > 0 ? (size_t)cores : 1);
-    const char *env = getenv("MHA_THREADS");
-    char *end = NULL;
-    unsigned long n = env ? strtoul(env, &end, 10) : 0;
-    if (env && *env >= '0' && *env <= '9' && *end == '\0' && n > 0) threads_setting = threads_clamp(n);
-}
-
-size_t mha_kernels_threads(void) {
-    pthread_once(&threads_once, threads_read_env);
-    return in_part ? 1 : threads_setting;
-}
-
-void mha_kernels_set_threads(size_t n) {
-    pthread_once(&threads_once, threads_read_env);
-    threads_setting = threads_clamp(n);
-}
-
-/* Below this many FLOPs a call stays on one thread. Starting and joining a thread costs 25-60 us
- * when the other core is awake, and waking an idle core of this VM about 100 us more: measured,
- * splitting x·Wᵀ in two breaks even near 50 MFLOP (0.33 ms on one core) and gains 1.3x at 100
- * MFLOP. */
-static double split_min_flops = 64e6;
-
-size_t mha_kernels_parts(size_t units, double flops) {
-    size_t threads = mha_kernels_threads();
-    if (flops < split_min_flops || units < 1) return 1;
-    return threads < units ? threads : units;
-}
-
-void mha_kernels_set_split_min(double flops) { split_min_flops = flops > 0 ? flops : 0; }
-
-typedef struct part_run {
-    mha_part_fn fn;
-    void *ctx;
-    size_t part, nparts;
-    mha_status status;
-    char message[512];  /* the part's mha_errmsg(), which lives in its own thread */
-    pthread_t thread;
-    bool started;
-} part_run;
-
-static void part_do(part_run *run) {
-    bool outer = in_part;
-    in_part = true;
-    run->status = run->fn(run->ctx, run->part, run->nparts);
-    in_part = outer;
-    if (run->status != MHA_OK) snprintf(run->message, sizeof run->message, "%s", mha_errmsg());
-}
-
-static void *part_thread(void *arg) {
-    part_do(arg);
-    return NULL;
-}
-
-mha_status mha_run_parts(mha_part_fn fn, void *ctx, size_t nparts) {
-    if (nparts <= 1) return fn(ctx, 0, 1);
-    part_run *runs = in_part ? NULL : mha_alloc(nparts * sizeof *runs);
-    if (runs == NULL) { /* already in a part, or no room to track threads: one after another,
-                           here */
-        for (size_t part = 0; part < nparts; part++) {
-            mha_status status = fn(ctx, part, nparts);
-            if (status != MHA_OK) return status;
-        }
-        return MHA_OK;
-    }
-    /* the threads start with every signal blocked (they inherit the mask), so a Ctrl-C is taken by
-     * the caller's thread, as if there were no threads */
-    sigset_t all, caller;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &caller);
-    for (size_t part = 0; part < nparts; part++) {
-        runs[part] = (part_run){.fn = fn, .ctx = ctx, .part = part, .nparts = nparts};
-        if (part > 0) runs[part].started = pthread_create(&runs[part].thread, NULL, part_thread, &runs[part]) == 0;
-    }
-    pthread_sigmask(SIG_SETMASK, &caller, NULL);
-    part_do(&runs[0]);
-    for (size_t part = 1; part < nparts; part++) {
-        if (runs[part].started) pthread_join(runs[part].thread, NULL);
-        else part_do(&runs[part]); /* its thread could not be started */
-    }
-    mha_status status = MHA_OK;
-    for (size_t part = 0; part < nparts && status == MHA_OK; part++)
-        if (runs[part].status != MHA_OK) status = mha_fail(runs[part].status, "%s", runs[part].message);
-    mha_free(runs, nparts * sizeof *runs);
-    return status;
 }
 
 /* ---------------------------------------------------------------------------------------------

@@ -65,17 +65,20 @@ size_t mha_kernels_threads(void);
 void mha_kernels_set_threads(size_t n);
 
 /* The parts to split a call into: min(mha_kernels_threads(), units) for `units` independent pieces
- * of work, or 1 when the whole call is under 64 MFLOP (too little to pay for starting a thread; the
- * tests change that threshold, kernels/kernels_testing.h). */
+ * of work, or 1 when the whole call is under 8 MFLOP (too little to pay for handing a part to a
+ * worker; the tests change that threshold, kernels/kernels_testing.h). */
 size_t mha_kernels_parts(size_t units, double flops);
 
 /* One part of a split call: does part `part` of `nparts` (its share of independent outputs). */
 typedef mha_status (*mha_part_fn)(void *ctx, size_t part, size_t nparts);
-/* Runs fn(ctx, part, nparts) for every part, part 0 on the calling thread and each other on a
- * thread of its own (signals blocked there, so Ctrl-C reaches the caller), and waits for all of
- * them. Parts run one after another on the caller inside a part, or when a thread cannot be
- * started. Returns MHA_OK, or the status and message of the lowest-numbered part that failed, after
- * every part ended: each part frees its own scratch and polls mha_interrupted() itself. */
+/* Runs fn(ctx, part, nparts) for every part and waits for all of them (core/kernels/pool.c): part
+ * 0 on the calling thread, each other offered to a worker of a pool started at the first split call
+ * (signals blocked there, so Ctrl-C reaches the caller; joined at exit). A part no worker has taken
+ * when the caller is done with part 0 runs on the caller, so a call never waits for a thread the
+ * scheduler has not woken. Parts run one after another on the caller inside a part, while another
+ * thread's call uses the pool, or when a worker cannot be started. Returns MHA_OK, or the status
+ * and message of the lowest-numbered part that failed, after every part ended: each part frees its
+ * own scratch and polls mha_interrupted() itself. */
 mha_status mha_run_parts(mha_part_fn fn, void *ctx, size_t nparts);
 
 /* softmax along each of `rows` rows of n contiguous floats (row stride ld), in place:

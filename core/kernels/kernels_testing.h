@@ -1,6 +1,6 @@
 /* core/kernels/kernels_testing.h - what only the tests use of the kernels (core/kernels/kernels.h):
- * switches that force one path of the matrix multiply, and the size from which a call is split over
- * threads. */
+ * switches that force one path of the matrix multiply, the size from which a call is split over
+ * threads, and where its parts run. */
 #ifndef MHA_KERNELS_TESTING_H
 #define MHA_KERNELS_TESTING_H
 
@@ -12,8 +12,11 @@ void mha_kernels_set_dot_rows(bool on);
 /* false packs A always, even for a narrow product whose A has contiguous rows: the two paths held
  * equal. */
 void mha_kernels_set_a_unpacked(bool on);
-/* The work (in FLOP, 64e6 unless set) under which mha_kernels_parts keeps a call on one thread; 0
+/* The work (in FLOP, 8e6 unless set) under which mha_kernels_parts keeps a call on one thread; 0
  * splits every call of two units or more. */
 void mha_kernels_set_split_min(double flops);
+/* false: the caller of a split call waits for the workers to take their parts instead of running
+ * the parts not taken yet itself, so each part runs on a thread of its own whatever the load. */
+void mha_kernels_set_take_back(bool on);
 
 #endif

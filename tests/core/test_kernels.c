@@ -2,6 +2,8 @@
  * reference kernels, and both to plain double-precision loops written here, on every instruction set. */
 #include <math.h>
 #include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <time.h>
 #include <stdio.h>
@@ -785,6 +787,139 @@ static void check_layer_threads(const char *isa) {
     mha_multihead_release(&appended);
 }
 
+/* ---- the pool (core/kernels/pool.c) ---- */
+
+enum { POOL_MAX_PARTS = 4, POOL_CALLS = 3000 };
+
+typedef struct pool_seen {
+    atomic_int calls[POOL_MAX_PARTS];  /* how often each part ran */
+    pthread_t thread[POOL_MAX_PARTS];
+    atomic_int out_of_range, sigint_open, told_wrong;
+    size_t nparts;
+} pool_seen;
+
+static mha_status pool_part(void *ctx, size_t part, size_t nparts) {
+    pool_seen *seen = ctx;
+    if (part >= seen->nparts || part >= POOL_MAX_PARTS) {
+        atomic_fetch_add(&seen->out_of_range, 1);
+        return MHA_OK;
+    }
+    if (nparts != seen->nparts) atomic_fetch_add(&seen->told_wrong, 1);
+    atomic_fetch_add(&seen->calls[part], 1);
+    seen->thread[part] = pthread_self();
+    sigset_t mask;
+    pthread_sigmask(SIG_BLOCK, NULL, &mask);
+    if (part > 0 && !sigismember(&mask, SIGINT)) atomic_fetch_add(&seen->sigint_open, 1);
+    return MHA_OK;
+}
+
+/* Calls of 2, 3 and 4 parts, one after another and from two threads at once. */
+static void *pool_caller(void *arg) {
+    int *bad = arg;
+    for (int call = 0; call < POOL_CALLS; call++) {
+        pool_seen seen = {.nparts = 2 + (size_t)call % 3};
+        if (call % 500 == 0) nanosleep(&(struct timespec){0, 400 * 1000}, NULL); /* the workers sleep */
+        mha_status st = mha_run_parts(pool_part, &seen, seen.nparts);
+        for (size_t p = 0; p < seen.nparts; p++) *bad += seen.calls[p] != 1;
+        *bad += st != MHA_OK || seen.out_of_range || seen.told_wrong;
+    }
+    return NULL;
+}
+
+static void check_pool(void) {
+    mha_kernels_set_threads(POOL_MAX_PARTS);
+    pool_seen first = {.nparts = 3}, again = {.nparts = 3};
+    mha_run_parts(pool_part, &first, 3);
+    nanosleep(&(struct timespec){0, 2 * 1000 * 1000}, NULL); /* long enough for the workers to sleep */
+    mha_run_parts(pool_part, &again, 3);
+    CHECK("pool: a later call runs its parts on the same workers, each part once",
+          pthread_equal(first.thread[1], again.thread[1]) && pthread_equal(first.thread[2], again.thread[2]) &&
+          again.calls[0] == 1 && again.calls[1] == 1 && again.calls[2] == 1, "%s", "other threads");
+    pool_seen two = {.nparts = 2};
+    mha_run_parts(pool_part, &two, 2); /* fewer parts than workers: worker 2 stays idle */
+    CHECK("pool: a call of 2 parts after one of 3 runs parts 0 and 1 once, nothing beyond",
+          two.calls[0] == 1 && two.calls[1] == 1 && two.out_of_range == 0, "calls %d %d, beyond %d",
+          two.calls[0], two.calls[1], two.out_of_range);
+    CHECK("pool: every signal is blocked on the workers (Ctrl-C reaches the caller)",
+          first.sigint_open == 0 && again.sigint_open == 0, "%d parts saw SIGINT open",
+          first.sigint_open + again.sigint_open);
+    mha_kernels_set_threads(1);
+}
+
+/* The caller runs the parts no worker has taken yet: however the parts are shared out, each runs
+ * once, also with a second thread calling at the same time (which then runs its parts itself). */
+static void check_pool_take_back(void) {
+    mha_kernels_set_threads(POOL_MAX_PARTS);
+    int bad[2] = {0, 0};
+    pthread_t other;
+    bool started = pthread_create(&other, NULL, pool_caller, &bad[1]) == 0;
+    pool_caller(&bad[0]);
+    if (started) pthread_join(other, NULL);
+    CHECK("pool: 2 threads x 3000 calls of 2, 3 and 4 parts: each part once, none beyond",
+          started && bad[0] == 0 && bad[1] == 0, "bad calls %d and %d", bad[0], bad[1]);
+    mha_kernels_set_threads(1);
+}
+
+/* ---- self-attention: one (N,L,3E) in-projection (core/attention/multihead.c) ---- */
+
+/* query = key = value one tensor against three equal copies (three (N,L,E) projections): the very
+ * bits, on every instruction set, 1 and 2 threads, batched or not, with and without bias, weights
+ * and appended keys, at lengths on both sides of the dot-rows path (M·K·4 <= 256 KB). */
+static void check_self_attention_bits(void) {
+    const char *best = mha_kernels_isa(), *isas[] = {"avx512", "avx2", "portable"};
+    const struct { size_t N, L, E, H; bool bias, weights, kv, batched; } cases[] = {
+        {1, 64, 512, 8, true, false, false, true},  {2, 5, 64, 4, false, true, false, true},
+        {1, 130, 512, 8, true, true, false, false}, {2, 300, 96, 3, true, false, true, true},
+        {1, 1, 512, 8, true, true, true, false},    {3, 17, 40, 5, false, false, false, true},
+    };
+    int bad = 0, ran = 0;
+    char first_bad[160] = "";
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        mha_seed(100 + c);
+        mha_multihead m = {0};
+        mha_tensor x = MHA_TENSOR_EMPTY, k = MHA_TENSOR_EMPTY, v = MHA_TENSOR_EMPTY;
+        size_t shape[3] = {cases[c].N, cases[c].L, cases[c].E};
+        const size_t nd = cases[c].batched ? 3 : 2;
+        const size_t *sh = cases[c].batched ? shape : shape + 1;
+        mha_status st = mha_multihead_init(&m, &(mha_multihead_options){.embed_dim = cases[c].E,
+            .num_heads = cases[c].H, .bias = cases[c].bias, .add_bias_kv = cases[c].kv, .add_zero_attn = cases[c].kv});
+        if (st == MHA_OK) st = mha_randn(&x, nd, sh);
+        if (st == MHA_OK) st = mha_empty(&k, MHA_FLOAT32, nd, sh);
+        if (st == MHA_OK) st = mha_empty(&v, MHA_FLOAT32, nd, sh);
+        if (st != MHA_OK) {
+            check_report(0, "self-attention: setup", "%s", mha_errmsg());
+            return;
+        }
+        memcpy(mha_f32(&k), mha_f32(&x), mha_numel(&x) * sizeof(float));
+        memcpy(mha_f32(&v), mha_f32(&x), mha_numel(&x) * sizeof(float));
+        mha_forward_options opt = {.need_weights = cases[c].weights, .average_attn_weights = true};
+        for (size_t i = 0; i < sizeof isas / sizeof isas[0]; i++) {
+            if (!mha_kernels_use_isa(isas[i])) continue;
+            for (size_t threads = 1; threads <= 2; threads++) {
+                mha_kernels_set_threads(threads);
+                mha_kernels_set_split_min(threads == 1 ? 8e6 : 0);
+                mha_tensor out[2] = {MHA_TENSOR_EMPTY, MHA_TENSOR_EMPTY}, w[2] = {MHA_TENSOR_EMPTY, MHA_TENSOR_EMPTY};
+                mha_status s0 = mha_multihead_forward(&out[0], &w[0], &m, &x, &x, &x, &opt, NULL);
+                mha_status s1 = mha_multihead_forward(&out[1], &w[1], &m, &x, &k, &v, &opt, NULL);
+                bool ok = s0 == MHA_OK && s1 == MHA_OK && same_bits(&out[0], &out[1]) &&
+                          (!cases[c].weights || same_bits(&w[0], &w[1]));
+                ran++;
+                if (!ok && bad++ == 0)
+                    snprintf(first_bad, sizeof first_bad, "case %zu (N=%zu L=%zu E=%zu H=%zu) on %s, %zu thread(s)", c,
+                             cases[c].N, cases[c].L, cases[c].E, cases[c].H, isas[i], threads);
+                for (int t = 0; t < 2; t++) mha_release(&out[t]), mha_release(&w[t]);
+            }
+        }
+        mha_release(&x), mha_release(&k), mha_release(&v);
+        mha_multihead_release(&m);
+    }
+    mha_kernels_use_isa(best);
+    mha_kernels_set_threads(1);
+    mha_kernels_set_split_min(8e6);
+    CHECK("MultiheadAttention: self-attention's one (N,L,3E) projection gives the bits of three, every ISA, "
+          "1 and 2 threads", bad == 0 && ran > 0, "%d of %d runs differ, first %s", bad, ran, first_bad);
+}
+
 /* Every kernel check runs on every instruction set, on one thread and split over two with the split
  * threshold at 0, so that every call of two register tiles or query tiles or more is split, at the
  * awkward sizes too (the test sets both itself: MHA_THREADS in the environment changes nothing here). */
@@ -792,7 +927,12 @@ int main(void) {
     const char *best = mha_kernels_isa();
     mha_kernels_set_threads(1);
     check_exact();
+    mha_kernels_set_take_back(false); /* each part on a thread of its own, whatever the load */
     check_run_parts();
+    check_pool();
+    mha_kernels_set_take_back(true);
+    check_pool_take_back();
+    check_self_attention_bits();
     const char *isas[] = {"avx512", "avx2", "portable"};
     for (size_t threads = 1; threads <= 2; threads++) {
         mha_kernels_set_threads(threads);
