@@ -14,6 +14,9 @@
 --            pre-norm, GELU MLP, context 64, AdamW on mha.tasks.text of the first 90% of the text; the
 --            checkpoint keeps its tokenizer and the weights of the step with the best validation loss
 --            (the last 10%), printed beside a unigram and a bigram baseline on the same split.
+--            char_zh uses rotary positions (pos = "rope"): a head can then count characters since the last
+--            punctuation mark, a relative position, so it writes lines of five or seven characters; it
+--            reaches its best validation loss near step 200 and overfits after.
 
 local out = arg and arg[1] or "models"
 local wanted = {}
@@ -102,7 +105,7 @@ local function char_model(name, corpus, shape, recipe)
     local unigram, bigram = writing.baselines(train, valid, tok)
     mha.seed(0)
     local m = mha.nn.Transformer{vocab = tok.vocab_size, d_model = shape.d_model, heads = 4, layers = 4,
-                                 max_len = 64, norm = "pre"}
+                                 max_len = 64, norm = "pre", pos = shape.pos}
     local val_opts = {batches = recipe.val_batches, batch = 32, len = 64, seed = 0}
     local best = {loss = math.huge, step = 0}
     local function check(step)
@@ -134,8 +137,8 @@ function trainers.char_en()
 end
 
 function trainers.char_zh()
-    char_model("char_zh", "tang300", {d_model = 96},
-               {steps = 600, batch = 16, lr = 2e-3, val_every = 50, val_batches = 4,
+    char_model("char_zh", "tang300", {d_model = 96, pos = "rope"},
+               {steps = 400, batch = 16, lr = 2e-3, val_every = 50, val_batches = 4,
                 prompt = "《春晓》\n"})
 end
 
