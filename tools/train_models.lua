@@ -14,9 +14,10 @@
 --            pre-norm, GELU MLP, context 64, AdamW on mha.tasks.text of the first 90% of the text; the
 --            checkpoint keeps its tokenizer and the weights of the step with the best validation loss
 --            (the last 10%), printed beside a unigram and a bigram baseline on the same split.
---            char_zh uses rotary positions (pos = "rope"): a head can then count characters since the last
---            punctuation mark, a relative position, so it writes lines of five or seven characters; it
---            reaches its best validation loss near step 200 and overfits after.
+--            char_zh has rotary positions (pos = "rope"): the distance to the last ， or 。 is a
+--            relative position, so a head can find it and the model count a line's characters; two
+--            thirds of the clauses it writes have five or seven (a third with learned positions). Its
+--            validation loss is best near step 150 and rises after: it learns the 300 poems by heart.
 
 local out = arg and arg[1] or "models"
 local wanted = {}
