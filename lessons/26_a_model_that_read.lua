@@ -60,11 +60,13 @@ end]],
         text = {
             en = [[
 Given a title in 《》 and a line end, char_zh writes what follows a title in its book: an author
-line (作者：...) and lines cut by ， and ended by 。. The characters rarely make sense, and the
-lines are not yet five or seven characters long: 300 poems are little to read.]],
+line (作者：...) and lines cut by ， and ended by 。. The characters rarely make sense, but
+most half-lines have five or seven characters, as in the book: its positions are rotary (lesson
+22), so a head can find the last ， or 。 and the model can count from it.]],
             zh = [[
 给它一个《》里的标题和一个换行，char_zh 就写出书中标题后面的东西：作者行（作者：……）和用 ， 断开、
-用 。 结束的诗句。这些字很少讲得通，诗句也还不是五言或七言：三百首诗读得太少了。]],
+用 。 结束的诗句。这些字很少讲得通，但大多数半句是五个字或七个字，和书里一样：它的位置是旋转位置
+（第 22 课），一个头能找到上一个 ， 或 。，模型就能从那里数字数。]],
         },
         code = [[
 for _, T in ipairs{0.5, 1.2} do

@@ -1,7 +1,8 @@
 -- lessons/27_heads_on_text.lua - the heads of a model that has read: per-head maps of char_en on a real
 -- sentence with its characters as labels (mha.show_attention), a previous-character head and a
 -- start-of-word head measured with mha.heads.detect and a pattern the lesson builds, no induction
--- head yet, and char_zh's heads on a poem, which have not specialised.
+-- head yet, and char_zh's heads on a poem: heads that find where the half-line began, none that
+-- looks at the same place in the line before.
 return lesson{
     name = "heads_on_text", seed = 27,
     title = {en = "The heads of a model that has read", zh = "读过书的模型的头"},
@@ -136,11 +137,12 @@ print(tr{en = "on random repeats, the best head:", zh = "在随机重复上，�
         text = {
             en = [[
 A line of a five-character poem is 13 characters with its ， 。 and line end, so "the same place
-in the line before" is 13 back. On this poem, scored on that pattern, no head of char_zh stands
-out: each is close to what an even spread over the keys would give.]],
+in the line before" is 13 back. On this poem, scored on that pattern, no head of char_zh follows
+it: the best, layer 4's head 3, puts 0.08 there, against 0.05 for an even spread over the keys.]],
             zh = [[
 五言诗的一行连同 ， 。 和换行共 13 个字符，所以“上一行的同一位置”在往前 13 个。在这首诗上用这个模式
-打分，char_zh 没有一个头突出：每个都接近把权重均匀分给各个键的结果。]],
+打分，char_zh 没有一个头遵循它：最好的是第 4 层的头 3，在那里放了 0.08，
+而把权重均匀分给各个键是 0.05。]],
         },
         code = [[
 zh, zh_extra = mha.load_model("char_zh")
@@ -162,14 +164,15 @@ print(tr{en = "an even spread:", zh = "均匀分布："}, string.format("%.2f", 
         text = {
             en = [[
 Another pattern: the last mark (， 。 ？ ！ or a line end) before each character, where its
-half-line began. Over 16 windows of 64 of the validation poems, layer 2's heads 3 and 4 put
-0.19 and 0.27 there, five to seven times an even spread (0.04); no other head passes 0.14. A
-weak start-of-phrase head, in a model that stopped at step 200 (lesson 26).]],
+half-line began. Over 16 windows of 64 of the validation poems, layer 3's head 1 and layer 4's
+head 1 put 0.33 there and layer 4's head 4 0.29, seven to eight times an even spread (0.04);
+layer 3's head 2 puts 0.22, every other head 0.16 or less. Knowing where its half-line began is
+what a model needs to count the characters since (lesson 26: it writes lines of five or seven).]],
             zh = [[
 另一个模式：每个字符之前的最后一个标点（， 。 ？ ！ 或换行），也就是它所在的半句开始的地方。在验证诗的
-16 个长 64 的窗口上，第 2 层的头 3 和头 4 在那里放了 0.19 和 0.27，是均匀分布（0.04）的五到七倍；其余的头
-都不超过 0.14。
-这是一个较弱的“短语开头”头，而这个模型停在了第 200 步（第 26 课）。]],
+16 个长 64 的窗口上，第 3 层的头 1 和第 4 层的头 1 在那里放了 0.33，第 4 层的头 4 放了 0.29，是均匀分布
+（0.04）的七到八倍；第 3 层的头 2 放了 0.22，其余的头都不超过 0.16。
+知道半句从哪里开始，模型才能数出从那以后的字数（第 26 课：它写出五言或七言的诗句）。]],
         },
         code = [=[
 _, zvalid = mha.data.split(mha.data.text("tang300"), {val = 0.1})
@@ -195,16 +198,16 @@ print(tr{en = "an even spread:", zh = "均匀分布："}, string.format("%.2f", 
         title = {en = "The half-line head, seen", zh = "看见半句头"},
         text = {
             en = [[
-Layer 2's head 4 on the poem's last 16 characters: after a ， the rows lean on it, and in the
-second line on the 。 that ended the first (not on the line end); the weight spreads more than in
-char_en's sharp heads.]],
+Layer 3's head 1 on the poem's last 16 characters: every character of the last half-line
+(嫁与弄潮儿) puts nearly all its weight on the ， before it, and 有 and 信 lean on the 。 that
+ended the first line (not on the line end).]],
             zh = [[
-第 2 层的头 4 在这首诗的最后 16 个字符上：在 ， 之后，各行都偏向它；在第二行里偏向结束第一行的 。（而不是
-换行）；权重比 char_en 那些清晰的头分散得多。]],
+第 3 层的头 1 在这首诗的最后 16 个字符上：最后半句（嫁与弄潮儿）的每个字几乎把全部权重
+放在它前面的 ， 上；有 和 信 偏向结束第一行的 。（而不是换行）。]],
         },
         code = [[
 mha.no_grad(function() zh:forward(ztok:encode(poem):view(1, -1)) end)
-mha.show_attention(zh:attention(), poem, {layer = 2, head = 4, window = 16})]],
+mha.show_attention(zh:attention(), poem, {layer = 3, head = 1, window = 16})]],
     },
 
     exercise{

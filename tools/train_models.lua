@@ -14,6 +14,10 @@
 --            pre-norm, GELU MLP, context 64, AdamW on mha.tasks.text of the first 90% of the text; the
 --            checkpoint keeps its tokenizer and the weights of the step with the best validation loss
 --            (the last 10%), printed beside a unigram and a bigram baseline on the same split.
+--            char_zh has rotary positions (pos = "rope"): the distance to the last ， or 。 is a
+--            relative position, so a head can find it and the model count a line's characters; two
+--            thirds of the clauses it writes have five or seven (a third with learned positions). Its
+--            validation loss is best near step 150 and rises after: it learns the 300 poems by heart.
 
 local out = arg and arg[1] or "models"
 local wanted = {}
@@ -102,7 +106,7 @@ local function char_model(name, corpus, shape, recipe)
     local unigram, bigram = writing.baselines(train, valid, tok)
     mha.seed(0)
     local m = mha.nn.Transformer{vocab = tok.vocab_size, d_model = shape.d_model, heads = 4, layers = 4,
-                                 max_len = 64, norm = "pre"}
+                                 max_len = 64, norm = "pre", pos = shape.pos}
     local val_opts = {batches = recipe.val_batches, batch = 32, len = 64, seed = 0}
     local best = {loss = math.huge, step = 0}
     local function check(step)
@@ -134,8 +138,8 @@ function trainers.char_en()
 end
 
 function trainers.char_zh()
-    char_model("char_zh", "tang300", {d_model = 96},
-               {steps = 600, batch = 16, lr = 2e-3, val_every = 50, val_batches = 4,
+    char_model("char_zh", "tang300", {d_model = 96, pos = "rope"},
+               {steps = 400, batch = 16, lr = 2e-3, val_every = 50, val_batches = 4,
                 prompt = "《春晓》\n"})
 end
 
