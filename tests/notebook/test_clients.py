@@ -170,7 +170,6 @@ def classic_notebook(tmp):
         png = os.path.join(tmp, "classic_notebook.png")
         with open(png, "wb") as f:
             f.write(base64.b64decode(shot.get("data", "")))
-        print("screenshot: %s" % png)
         check("classic_notebook_plots", done and errors == 0 and len(images) == len(PLOT_CELLS)
               and all(ok and width > 100 and src == "data:image/png;base64," for ok, width, src in images),
               "images %s, error outputs %s" % (images, errors))
@@ -185,8 +184,84 @@ def classic_notebook(tmp):
         log.close()
 
 
+def kernel_outputs(kc, code, timeout=120):
+    """Runs code in the kernel: the reply's status and the cell's outputs' text (streams, results, errors)."""
+    msg_id = kc.execute(code)
+    texts, deadline = [], time.time() + timeout
+    while True:
+        msg = kc.get_iopub_msg(timeout=max(0.1, deadline - time.time()))
+        if msg["parent_header"].get("msg_id") != msg_id:
+            continue
+        kind, content = msg["msg_type"], msg["content"]
+        if kind == "status" and content["execution_state"] == "idle":
+            break
+        if kind == "stream":
+            texts.append(content["text"])
+        elif kind == "execute_result":
+            texts.append(content["data"]["text/plain"] + "\n")
+        elif kind == "error":
+            texts.append("\n".join(content["traceback"]) + "\n")
+    while True:
+        reply = kc.get_shell_msg(timeout=max(0.1, deadline - time.time()))
+        if reply["parent_header"].get("msg_id") == msg_id:
+            return reply["content"]["status"], "".join(texts)
+
+
+def words(text):
+    return " ".join(text.split())
+
+
+def exercise_in_kernel(tmp, lang):
+    """Lesson 4's notebook, exported in lang, run in the kernel through jupyter_client; its exercise cell
+    answered wrong, then right: each says what the REPL says to the same answer, in lang."""
+    from jupyter_client.manager import KernelManager
+    source = os.path.join(tmp, "lesson4_%s.ipynb" % lang)
+    subprocess.run([REPL, "--lesson", "4", "--batch", "--lang", lang, "--export", source], env=ENV,
+                   capture_output=True, timeout=120, check=True)
+    answers = os.path.join(tmp, "answers_%s.txt" % lang)
+    with open(answers, "w") as f:
+        f.write("%s\n%s\n" % (WRONG, RIGHT))
+    batch = subprocess.run([REPL, "--lesson", "4", "--batch", "--lang", lang, "--answers", answers], env=ENV,
+                           capture_output=True, timeout=120).stdout.decode("utf-8")
+    said = batch.split(":answer ")[1:]   # what the REPL said to each answer, after the answer's line
+    repl_wrong, repl_right = (words(s.split("\n", 1)[1]) for s in said[:2])
+    repl_right = repl_right.split(" ")[0]
+    not_yet, correct = {"en": ("not yet:", "correct"), "zh": ("还不对：", "正确")}[lang]
+    nb = nbformat.read(source, as_version=4)
+    code = [c.source for c in nb.cells if c.cell_type == "code"]
+    exercise = [i for i, c in enumerate(code) if c.startswith("exercise(")]
+    if not exercise:
+        check("exercise_cell_" + lang, False, "no exercise( cell in %s" % code)
+        return
+    first_line = code[exercise[0]].split("\n")[0]
+    km = KernelManager(kernel_name="mha-repl")
+    km.start_kernel(env=ENV)
+    kc = km.client()
+    kc.start_channels()
+    try:
+        kc.wait_for_ready(timeout=30)
+        failed = [c[:40] for c in code[:exercise[0]] if kernel_outputs(kc, c)[0] != "ok"]
+        check("exercise_cells_before_" + lang, not failed, str(failed))
+        status, wrong = kernel_outputs(kc, "%s\nanswer(%s)" % (first_line, WRONG))
+        check("exercise_wrong_" + lang, status == "ok" and words(wrong) == repl_wrong + " false"
+              and wrong.startswith(not_yet),
+              repr((wrong, repl_wrong)))
+        status, right = kernel_outputs(kc, "answer(%s)" % RIGHT)
+        check("exercise_right_" + lang, status == "ok" and words(right) == repl_right + " true"
+              and repl_right == correct,
+              repr((right, repl_right)))
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
+
+
+WRONG, RIGHT = "1 / math.sqrt(768)", "1 / math.sqrt(768 / 12)"   # lesson 4's exercise: the scale of BERT-base
+
+
 def main():
     tmp = tempfile.mkdtemp(prefix="mha-clients-")
+    for lang in ("en", "zh"):
+        exercise_in_kernel(tmp, lang)
     nbconvert_plots(tmp)
     classic_notebook(tmp)
     if check.failures == 0 and not os.environ.get("MHA_KEEP"):
