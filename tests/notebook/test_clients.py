@@ -21,8 +21,10 @@ import nbformat
 from nbtest import REPL, Checks, kernelspec_dir
 
 check = Checks("clients")
-ENV = dict(os.environ, NO_COLOR="1", MHA_REPL_HISTORY="/dev/null", JUPYTER_PATH=kernelspec_dir(),
-           PYDEVD_DISABLE_FILE_VALIDATION="1")
+# the kernelspec of the mha-repl under test, before any installed one: for the kernels started here
+# (jupyter_client reads os.environ) and for nbconvert's and the notebook server's
+os.environ["JUPYTER_PATH"] = os.pathsep.join(p for p in [kernelspec_dir(), os.environ.get("JUPYTER_PATH")] if p)
+ENV = dict(os.environ, NO_COLOR="1", MHA_REPL_HISTORY="/dev/null", PYDEVD_DISABLE_FILE_VALIDATION="1")
 
 # One cell for each way a student draws; each must show one PNG.
 PLOT_CELLS = [
@@ -255,12 +257,48 @@ def exercise_in_kernel(tmp, lang):
         km.shutdown_kernel(now=True)
 
 
+# A student's Python habits and misspellings (mha.repl.habits): the REPL's hint under each
+HABITS = ["len(x)", "x:tranpose(1, 2)", "exit()", "quit", "A = x:sum() A", "mha.nn.Linaer", "x.data", "x.shape",
+          "x.T", "y = x * x:T()", "x @ x", "mha.sofmax(x, 1)", "hepl", ":lesons"]
+
+
+def hint_lines(text, lang):
+    mark = {"en": ("hint: ", "unknown command"), "zh": ("提示：", "没有命令")}[lang]
+    return [line for line in text.split("\n") if line.startswith(mark)]
+
+
+def hints_as_repl(lang):
+    """Each habit in HABITS gets in a kernel cell the hint the REPL (-i, MHA_LANG=lang) prints for it."""
+    from jupyter_client.manager import KernelManager
+    env = dict(ENV, MHA_LANG=lang, COLUMNS="1000")
+    km = KernelManager(kernel_name="mha-repl")
+    km.start_kernel(env=env)
+    kc = km.client()
+    kc.start_channels()
+    differ = []
+    try:
+        kc.wait_for_ready(timeout=30)
+        kernel_outputs(kc, "x = mha.randn{2, 3}")
+        for typed in HABITS:
+            r = subprocess.run([REPL, "-i"], input=("x = mha.randn{2, 3}\n%s\n" % typed).encode(), env=env,
+                               capture_output=True, timeout=30)
+            repl = hint_lines(r.stdout.decode("utf-8") + r.stderr.decode("utf-8"), lang)
+            kernel = hint_lines(kernel_outputs(kc, typed)[1], lang)
+            if not repl or kernel != repl:
+                differ.append((typed, repl, kernel))
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
+    check("hints_as_repl_" + lang, not differ, repr(differ))
+
+
 WRONG, RIGHT = "1 / math.sqrt(768)", "1 / math.sqrt(768 / 12)"   # lesson 4's exercise: the scale of BERT-base
 
 
 def main():
     tmp = tempfile.mkdtemp(prefix="mha-clients-")
     for lang in ("en", "zh"):
+        hints_as_repl(lang)
         exercise_in_kernel(tmp, lang)
     nbconvert_plots(tmp)
     classic_notebook(tmp)
