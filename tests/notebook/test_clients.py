@@ -168,7 +168,8 @@ def classic_notebook(tmp):
         images = page.eval("Array.from(document.querySelectorAll('.output_png img'))"
                            ".map(i => [i.complete, i.naturalWidth, i.src.slice(0, 22)])") or []
         errors = page.eval("document.querySelectorAll('.output_error').length")
-        shot = page.call("Page.captureScreenshot", format="png", captureBeyondViewport=True)
+        # the window is taller than the page: a capture beyond the viewport would clip CodeMirror's lines
+        shot = page.call("Page.captureScreenshot", format="png")
         png = os.path.join(tmp, "classic_notebook.png")
         with open(png, "wb") as f:
             f.write(base64.b64decode(shot.get("data", "")))
