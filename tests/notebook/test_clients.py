@@ -1,11 +1,13 @@
 """tests/notebook/test_clients.py - a class's notebooks in the Jupyter clients Debian has: plots (plot.heatmap,
 plot.heads, mha.show_attention{plot = true}, mha.train's curve) through nbconvert --execute and the classic
-notebook server run by headless Chromium, and an exported lesson's exercise answered through jupyter_client.
+notebook server run by headless Chromium; through jupyter_client, the REPL's hints for a student's Python habits
+and `help` alone in a cell, and an exported lesson's exercise answered wrong and right, in English and Chinese.
 
 usage: MHA_REPL=build/mha-repl /usr/bin/python3 tests/notebook/test_clients.py   (prints PASS/FAIL lines)
 JupyterLab is not in Debian 12 (only python3-jupyterlab-server and -pygments), so it is not tested here.
 """
 import base64
+from collections import Counter
 import json
 import os
 import shutil
@@ -260,7 +262,8 @@ def exercise_in_kernel(tmp, lang):
 
 # A student's Python habits and misspellings (mha.repl.habits): the REPL's hint under each
 HABITS = ["len(x)", "x:tranpose(1, 2)", "exit()", "quit", "A = x:sum() A", "mha.nn.Linaer", "x.data", "x.shape",
-          "x.T", "y = x * x:T()", "x @ x", "mha.sofmax(x, 1)", "hepl", ":lesons"]
+          "x.T", "y = x * x:T()", "x @ x", "mha.sofmax(x, 1)", "hepl", ":lesons", "True", "x.data:shape()",
+          "mha.cross_entropy(x, {1, 0})"]
 
 
 def hint_lines(text, lang):
@@ -280,6 +283,13 @@ def hints_as_repl(lang):
     try:
         kc.wait_for_ready(timeout=30)
         kernel_outputs(kc, "x = mha.randn{2, 3}")
+        # `help` alone shows the help, as the REPL does
+        r = subprocess.run([REPL, "-i"], input=b"x = mha.randn{2, 3}\nhelp\n", env=env, capture_output=True, timeout=30)
+        status, text = kernel_outputs(kc, "help")
+        # laid out for the kernel's width: the same words, maybe in other columns
+        repl_help = r.stdout.decode("utf-8")
+        check("bare_help_" + lang, status == "ok" and sorted(text.split()) == sorted(repl_help.split())
+              and "function: 0x" not in text, repr((Counter(text.split()) - Counter(repl_help.split()), Counter(repl_help.split()) - Counter(text.split()))))
         for typed in HABITS:
             r = subprocess.run([REPL, "-i"], input=("x = mha.randn{2, 3}\n%s\n" % typed).encode(), env=env,
                                capture_output=True, timeout=30)
