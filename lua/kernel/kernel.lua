@@ -190,6 +190,12 @@ local function error_output(code, message)
     return {output_type = "error", ename = ename, evalue = first, traceback = lines}
 end
 
+-- Is the cell `help` alone, whose value is the help function itself (the REPL calls it)?
+local function bare_help(typed, values)
+    return values.n == 1 and type(values[1]) == "function" and values[1] == rawget(_G, "help")
+        and typed ~= nil and typed:match("^%s*help%s*$") ~= nil
+end
+
 -- Is the cell made of commands (every line that is not blank starts with ':' or '?')?
 local function command_lines(code)
     local lines = {}
@@ -261,7 +267,12 @@ function kernel.execute(code, cell_sink, name)
             else
                 local values = table.pack(table.unpack(results, 2, results.n))
                 if values.n > 0 and values[1] ~= nil then rawset(_G, "_", values[1]) end
-                if values.n > 0 and not quiet then
+                if not quiet and bare_help(typed, values) then
+                    -- `help` alone shows the help, as at the prompt, not "function: 0x..."
+                    local ok, help_err = xpcall(values[1], msghandler)
+                    flush()
+                    if not ok then err = error_output(code, help_err) end
+                elseif values.n > 0 and not quiet then
                     sink(result_output(values))
                     -- x.shape shows a function: the REPL's hint says why, as under its value there
                     local hint = repl.hint(typed, "print", table.unpack(values, 1, values.n))

@@ -1,5 +1,5 @@
 """tests/notebook/test_kernel.py - drives `mha-repl --kernel` with jupyter_client as Jupyter does: kernel_info,
-execute (stream, results, tensors as HTML, plots as SVG, errors, the REPL's hints, bad UTF-8), completion,
+execute (stream, results, tensors as HTML, plots as PNG, errors, the REPL's hints, bad UTF-8), completion,
 inspect, is_complete, interrupts (signal and control message; a long matmul, a Lua loop, a coroutine), :commands,
 restart, shutdown; and as an attacker or a crash would: bad, replayed and NUL-cut signatures, frames too big,
 a flooded stdin, a long heartbeat, a front end killed while a cell runs.

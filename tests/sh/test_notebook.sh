@@ -36,5 +36,7 @@ if [ -n "$export_missing" ]; then
 else
     "$python" -Xfrozen_modules=off tests/notebook/test_export.py ${NOTEBOOK_QUICK:+--quick} 2>/dev/null \
         | grep -E '^(PASS|FAIL|skipped)' || status=1
+    # plots in nbconvert and the classic notebook, an exported lesson's exercise answered in the kernel
+    "$python" -Xfrozen_modules=off tests/notebook/test_clients.py 2>/dev/null | grep -E '^(PASS|FAIL|skipped)' || status=1
 fi
 exit $status
