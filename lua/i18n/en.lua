@@ -174,4 +174,9 @@ en.notebook = {
     your_answer = "put your answer in place of the lesson's solution",
 }
 
+-- fill_mask's table (lua/train/mlm.lua): a block per mask marker.
+en.mlm = {
+    marker = "mask %d of %d (character %d): candidate, probability",
+}
+
 return en

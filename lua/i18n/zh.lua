@@ -180,4 +180,9 @@ zh.notebook = {
     your_answer = "把课程自带的解答换成你的答案",
 }
 
+-- fill_mask's table (lua/train/mlm.lua): a block per mask marker.
+zh.mlm = {
+    marker = "第 %d 个遮盖（共 %d 个，第 %d 个字符）：候选字，概率",
+}
+
 return zh
