@@ -192,13 +192,13 @@ end
 
 function trainers.char_en_mlm()
     masked_model("char_en_mlm", "kjv", {d_model = 128},
-                 {steps = 1000, batch = 16, lr = 2e-3, val_every = 100, val_batches = 8,
+                 {steps = 800, batch = 16, lr = 2e-3, val_every = 100, val_batches = 4,
                   probe = "In the beginning God created the hea[MASK]en and the earth."})
 end
 
 function trainers.char_zh_mlm()
     masked_model("char_zh_mlm", "tang300", {d_model = 96},
-                 {steps = 800, batch = 16, lr = 2e-3, val_every = 100, val_batches = 4,
+                 {steps = 600, batch = 16, lr = 2e-3, val_every = 100, val_batches = 4,
                   probe = "床前明月光，疑是地上[MASK]。"})
 end
 
