@@ -143,14 +143,18 @@ local function tiny()
     mha.manual_seed(1)
     local m = mha.nn.Transformer{vocab = tok.vocab_size, d_model = 32, heads = 2, layers = 1,
                                  max_len = 16, causal = false}
-    mha.train{model = m, task = mha.tasks.masked{text = text, tokenizer = tok, len = 16, batch = 16,
-                                                   p = 0.25},
-              steps = 150, lr = 1e-2, seed = 1, quiet = true}
-    return m, tok, text
+    local val = mha.tasks.masked{text = text:sub(1, 400), tokenizer = tok, len = 16, batch = 16}
+    local h = mha.train{model = m, task = mha.tasks.masked{text = text, tokenizer = tok, len = 16,
+                                                             batch = 16, p = 0.25},
+                        steps = 150, lr = 1e-2, seed = 1, quiet = true, val = val, val_every = 75}
+    return m, tok, text, h
 end
 
 T.test("fill_mask", function()
-    local m, tok, text = tiny()
+    local m, tok, text, h = tiny()
+    T.eq("mha.train takes a masked task as val", h.val_step, {75, 150})
+    T.ok("the validation loss falls", h.val_loss[2] < h.val_loss[1] and h.val_loss[2] < 0.5,
+         table.concat(h.val_loss, " "))
     local r = mha.fill_mask(m, tok, "abc[MASK]efg")
     T.eq("one list for one marker", #r, 1)
     T.eq("d between c and e", r[1][1].token, "d")
