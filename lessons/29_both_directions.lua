@@ -36,12 +36,12 @@ mha.heat(maps(causal, line)[1][1][2], {rows = chars, cols = chars,
         title = {en = "A masked model looks both ways", zh = "遮盖模型两边都看"},
         text = {
             en = [[
-char_zh_mlm has the same shape but causal = false: every query sees every key, and it was trained
+char_zh_mlm has the same size, RoPE positions and causal = false: every query sees every key. It learned
 to recover characters hidden by a marker (BERT's rule: 15% of the characters chosen, 80% of them
 replaced by [MASK], 10% by a random character, 10% kept). Its map fills both triangles. Below it,
 for every head of both models, the share of attention on later characters (above the diagonal).]],
             zh = [[
-char_zh_mlm 形状相同，但 causal = false：每个查询都看得到每个键。它学的是补出被标记遮住的字（BERT
+char_zh_mlm 大小相同，用 RoPE 位置，causal = false：每个查询都看得到每个键。它学的是补出被标记遮住的字（BERT
 的规则：选出 15% 的字，其中 80% 换成 [MASK]，10% 换成随机的字，10% 不变）。它的注意力图两个三角都有
 值。下面是两个模型每个头落在后面的字（对角线以上）上的注意力占比。]],
         },

@@ -15,7 +15,9 @@
 --            pre-norm, GELU MLP, context 64, AdamW on mha.tasks.text of the first 90% of the text; the
 --            checkpoint keeps its tokenizer and the weights of the step with the best validation loss
 --            (the last 10%), printed beside a unigram and a bigram baseline on the same split.
--- char_en_mlm, char_zh_mlm: the same shapes with causal = false, trained by masked-character
+-- char_en_mlm, char_zh_mlm: the same shapes with causal = false and RoPE (with learned positions a
+--            masked model stays at the unigram loss for hundreds of steps: finding the neighbours
+--            needs relative positions, which RoPE gives at once), trained by masked-character
 --            prediction (mha.tasks.masked, BERT's 15% rule) with a tokenizer that has the marker
 --            "[MASK]"; kept at the best masked loss on the validation text, then judged on it: the
 --            share of masked characters recovered beside the two-sided bigram guess (mha.mlm).
@@ -153,7 +155,8 @@ local function masked_model(name, corpus, shape, recipe)
     local tok = mha.tokenizer.CharTokenizer(text, {mask = "[MASK]"})
     mha.seed(0)
     local m = mha.nn.Transformer{vocab = tok.vocab_size, d_model = shape.d_model, heads = 4,
-                                 layers = 4, max_len = 64, norm = "pre", causal = false}
+                                 layers = 4, max_len = 64, norm = "pre", causal = false,
+                                 pos = "rope"}
     local val = mha.tasks.masked{text = valid, tokenizer = tok, len = 64, batch = 32, seed = 0}
     local best = {loss = math.huge, step = 0}
     local function check(step)
@@ -192,13 +195,13 @@ end
 
 function trainers.char_en_mlm()
     masked_model("char_en_mlm", "kjv", {d_model = 128},
-                 {steps = 800, batch = 16, lr = 2e-3, val_every = 100, val_batches = 4,
+                 {steps = 800, batch = 16, lr = 3e-3, val_every = 100, val_batches = 4,
                   probe = "In the beginning God created the hea[MASK]en and the earth."})
 end
 
 function trainers.char_zh_mlm()
     masked_model("char_zh_mlm", "tang300", {d_model = 96},
-                 {steps = 600, batch = 16, lr = 2e-3, val_every = 100, val_batches = 4,
+                 {steps = 600, batch = 16, lr = 3e-3, val_every = 100, val_batches = 4,
                   probe = "床前明月光，疑是地上[MASK]。"})
 end
 
