@@ -36,8 +36,8 @@ mha.heat(maps(causal, line)[1][1][2], {rows = chars, cols = chars,
         title = {en = "A masked model looks both ways", zh = "遮盖模型两边都看"},
         text = {
             en = [[
-char_zh_mlm has the same size, RoPE positions and causal = false: every query sees every key. It learned
-to recover characters hidden by a marker (BERT's rule: 15% of the characters chosen, 80% of them
+char_zh_mlm has the same size, RoPE positions and causal = false: every query sees every key.
+It learned to recover characters hidden by a marker (BERT's rule: 15% of the characters chosen, 80% of them
 replaced by [MASK], 10% by a random character, 10% kept). Its map fills both triangles. Below it,
 for every head of both models, the share of attention on later characters (above the diagonal).]],
             zh = [[
@@ -73,7 +73,8 @@ end]],
 Lines of different lengths share one (N, L) batch only when the short ones are padded. The padding
 must not be read: key_padding_mask (N, L) is true at padding, as in torch, and no query attends to
 those keys. A padded line then gives the same outputs as the line alone; the weights of line 3 are
-0 on its padding columns (the padding's own rows are computed and never read).]],
+0 on its padding columns (the padding's own rows are computed and never
+read).]],
             zh = [[
 长短不同的句子要放进同一个 (N, L) 批次，短的就得补齐（填充）。填充的位置不能被读到：
 key_padding_mask (N, L) 在填充处为 true（与 torch 一样），任何查询都不关注这些键。这样补齐后的句子
@@ -92,7 +93,8 @@ pad = mha.tensor(pad):bool()
 logits = masked:forward(ids, {key_padding_mask = pad})   -- (3, 6, V)
 labels = {"花", "落", "_", "_", "_", "_"}
 w3 = masked:attention()[1][3][1]   -- (6, 6)
-mha.heat(w3, {rows = labels, cols = labels, values = 2, title = tr{en = "line 3, layer 1, head 1", zh = "第 3 句，第 1 层，头 1"}})
+mha.heat(w3, {rows = labels, cols = labels, values = 2,
+  title = tr{en = "line 3, layer 1, head 1", zh = "第 3 句，第 1 层，头 1"}})
 alone = masked:forward(tok:encode("花落"))   -- (1, 2, V)
 print(tr{en = "line 3 padded = line 3 alone:", zh = "第 3 句补齐后 = 单独运行："},
       (logits[3]:narrow(1, 1, 2) - alone[1]):abs():max():item() < 1e-4)]],

@@ -15,8 +15,8 @@
 --            pre-norm, GELU MLP, context 64, AdamW on mha.tasks.text of the first 90% of the text; the
 --            checkpoint keeps its tokenizer and the weights of the step with the best validation loss
 --            (the last 10%), printed beside a unigram and a bigram baseline on the same split.
--- char_en_mlm, char_zh_mlm: the same shapes with causal = false and RoPE (with learned positions a
---            masked model stays at the unigram loss for hundreds of steps: finding the neighbours
+-- char_en_mlm, char_zh_mlm: the same shapes with causal = false and RoPE (with learned positions
+--            a masked model stays at the unigram loss for hundreds of steps: finding the neighbours
 --            needs relative positions, which RoPE gives at once), trained by masked-character
 --            prediction (mha.tasks.masked, BERT's 15% rule) with a tokenizer that has the marker
 --            "[MASK]"; kept at the best masked loss on the validation text, then judged on it: the

@@ -309,11 +309,13 @@ function Transformer:forward(tokens, opts)
             elseif ctx.mask:dtype() == "bool" then ctx.mask = mha.logical_or(ctx.mask, pad)
             else   -- ALiBi's (H, L, S) bias, -inf at padding: (N, H, L, S)
                 local H = ctx.mask:shape()[1]
-                ctx.mask = ctx.mask:view(1, H, L, L) + mha.zeros(N, 1, 1, L):masked_fill(pad, -math.huge)
+                local blocked = mha.zeros(N, 1, 1, L):masked_fill(pad, -math.huge)
+                ctx.mask = ctx.mask:view(1, H, L, L) + blocked
             end
         end
     else
-        local attn_opts = {need_weights = need, average_attn_weights = false, key_padding_mask = kpm}
+        local attn_opts = {need_weights = need, average_attn_weights = false,
+                           key_padding_mask = kpm}
         if self.causal then attn_opts.attn_mask = mha.causal_mask(L) end
         ctx = {attn_opts = attn_opts}
     end

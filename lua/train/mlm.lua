@@ -47,7 +47,8 @@ local function checked(fname, model, tok, text, opts)
     end
     if model.causal then
         raise(fname .. ": the model is causal (each position sees only the left); filling a " ..
-              "mask needs a model trained with causal = false, e.g. mha.load_model(\"char_zh_mlm\")")
+              "mask needs a model trained with causal = false, e.g. " ..
+              "mha.load_model(\"char_zh_mlm\")")
     end
     if not require("mha.tokenizer").is_tokenizer(tok) or not tok.mask_id then
         raise(fname .. ": tokenizer must be a CharTokenizer with a mask marker, e.g. " ..
@@ -89,7 +90,8 @@ function M.fill_mask(model, tok, text, opts)
     for p, id in ipairs(ids) do if id == tok.mask_id then at[#at + 1] = p end end
     if #at == 0 then
         raise(string.format("%s: the text has no mask marker; write %s where a character is " ..
-                            "missing, e.g. \"In the beg%snning\"", fname, tok.mask_token, tok.mask_token))
+                            "missing, e.g. \"In the beg%snning\"", fname, tok.mask_token,
+                            tok.mask_token))
     end
     local logits = mha.no_grad(function()
         return model:forward({ids}, {need_weights = false})[1]   -- (L, V)
@@ -171,7 +173,9 @@ function M.bigram_accuracy(train, valid, tok, opts)
         end
     end
     -- log P(b|a) with add-one smoothing: (n(a b) + 1) / (n(a) + V)
-    local function logp(a, b) return math.log(((pair[a] or {})[b] or 0) + 1) - math.log(uni[a] + V) end
+    local function logp(a, b)
+        return math.log(((pair[a] or {})[b] or 0) + 1) - math.log(uni[a] + V)
+    end
     local windows = eval_windows("mlm.bigram_accuracy", #va, opts)
     local right = 0
     for _, w in ipairs(windows) do

@@ -274,8 +274,8 @@ local MaskedTask = setmetatable({}, {__index = Task})
 MaskedTask.__index = MaskedTask
 
 function MaskedTask:__tostring()
-    return string.format("mha.tasks.masked{len = %d, batch = %d, p = %g} (%d characters, vocab %d, " ..
-                         "mask id %d)", self.len, self.batch_size, self.p, self.ids:size(1),
+    return string.format("mha.tasks.masked{len = %d, batch = %d, p = %g} (%d characters, " ..
+                         "vocab %d, mask id %d)", self.len, self.batch_size, self.p, self.ids:size(1),
                          self.vocab, self.tokenizer.mask_id)
 end
 

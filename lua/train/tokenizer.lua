@@ -39,8 +39,8 @@ function CharTokenizer:__tostring()
         shown[id] = string.format("%q", self.chars[id]):gsub("\\\n", "\\n")
     end
     local n = self.mask_id and self.vocab_size - 1 or self.vocab_size
-    local marker = self.mask_id and string.format(", mask %q = id %d", self.mask_token, self.mask_id)
-                   or ""
+    local marker = self.mask_id and
+                   string.format(", mask %q = id %d", self.mask_token, self.mask_id) or ""
     return string.format("mha.tokenizer.CharTokenizer: %d characters, ids 1 .. %d by code point " ..
                          "(%s%s)%s", n, n, table.concat(shown, " "), n > SHOWN and " ..." or "",
                          marker)

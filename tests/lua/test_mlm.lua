@@ -188,4 +188,32 @@ T.test("fill_mask", function()
              "fill_mask: option top_k must be a whole number >= 1, got 0")
 end)
 
+-- A shipped masked model on held-out windows of its corpus's validation text, beside the two-sided
+-- bigram guess on the same positions; the same fill_mask on 1 and 2 threads.
+local function check_shipped(name, corpus, probe)
+    local ok, model, extra = pcall(mha.load_model, name)
+    if not ok then return T.skip(name, "not shipped: " .. tostring(model)) end
+    local tok = extra.tokenizer
+    T.eq(name .. ": bidirectional, with the marker", {model.causal, tok.mask_token, tok.mask_id},
+         {false, "[MASK]", tok.vocab_size})
+    local text = mha.data.text(corpus)
+    local train, valid = mha.data.split(text, {val = 0.1})
+    local opts = {windows = 200, len = 64, seed = 11}
+    local acc = mlm.accuracy(model, tok, valid, opts)
+    local bigram = mlm.bigram_accuracy(train, valid, tok, opts)
+    T.ok(string.format("%s: recovers %.1f%% of held-out masked characters, bigram guess %.1f%%",
+                       name, 100 * acc, 100 * bigram), acc > bigram + 0.05)
+    local before = mha.threads(1)
+    local one = tostring(mha.fill_mask(model, tok, probe))
+    mha.threads(2)
+    T.eq(name .. ": the same candidates on 1 and 2 threads", tostring(mha.fill_mask(model, tok, probe)),
+         one)
+    mha.threads(before)
+end
+
+T.test("the shipped masked models beat the two-sided bigram guess", function()
+    check_shipped("char_zh_mlm", "tang300", "\229\186\138\229\137\141\230\152\142[MASK]\229\133\137")
+    check_shipped("char_en_mlm", "kjv", "And God said, Let there be l[MASK]ght")
+end)
+
 T.done()
