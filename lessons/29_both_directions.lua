@@ -20,15 +20,15 @@ char_zh 是因果模型：第 i 个字上的查询只看得到键 1 .. i，所�
         code = [[
 causal, c_extra = mha.load_model("char_zh")
 masked, m_extra = mha.load_model("char_zh_mlm")
-tok = m_extra.tokenizer   -- tr{en = "char_zh's ids and the marker", zh = "char_zh 的编号，外加标记"}
+tok = m_extra.tokenizer   -- tr{en = "with the marker [MASK]", zh = "带标记 [MASK]"}
 line = "床前明月光，疑是地上霜。"
 chars = {}
 for _, c in utf8.codes(line) do chars[#chars + 1] = utf8.char(c) end
-function maps(model, text)   -- tr{en = "each layer's (1, H, L, L)", zh = "每层的 (1, H, L, L)"}
-  model:forward(tok:encode(text))
+function maps(model, t, text)   -- tr{en = "each layer's (1, H, L, L)", zh = "每层的 (1, H, L, L)"}
+  model:forward(t:encode(text))
   return model:attention()
 end
-mha.heat(maps(causal, line)[1][1][2], {rows = chars, cols = chars,
+mha.heat(maps(causal, c_extra.tokenizer, line)[1][1][2], {rows = chars, cols = chars,
   title = tr{en = "char_zh, layer 1, head 2", zh = "char_zh，第 1 层，头 2"}})]],
     },
 
@@ -46,7 +46,7 @@ char_zh_mlm 大小相同，用 RoPE 位置，causal = false：每个查询都看
 值。下面是两个模型每个头落在后面的字（对角线以上）上的注意力占比。]],
         },
         code = [[
-both = maps(masked, line)
+both = maps(masked, tok, line)
 mha.heat(both[1][1][2], {rows = chars, cols = chars,
   title = tr{en = "char_zh_mlm, layer 1, head 2", zh = "char_zh_mlm，第 1 层，头 2"}})
 L = #chars
@@ -62,7 +62,7 @@ end
 for l = 1, 4 do
   print(string.format(tr{en = "layer %d  causal %s   masked %s",
                          zh = "第 %d 层  因果 %s   遮盖 %s"},
-                      l, ahead(maps(causal, line)[l]), ahead(both[l])))
+                      l, ahead(maps(causal, c_extra.tokenizer, line)[l]), ahead(both[l])))
 end]],
     },
 

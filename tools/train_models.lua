@@ -21,6 +21,9 @@
 --            prediction (mha.tasks.masked, BERT's 15% rule) with a tokenizer that has the marker
 --            "[MASK]"; kept at the best masked loss on the validation text, then judged on it: the
 --            share of masked characters recovered beside the two-sided bigram guess (mha.mlm).
+--            char_zh_mlm reads the three Chinese corpora one after another (the 300 poems alone,
+--            29,567 characters, recovered 29.2% against the bigram guess's 27.8%): the larger
+--            vocabulary (6,172 characters) keeps it to d_model 64, under 5 MB.
 
 local out = arg and arg[1] or "models"
 local wanted = {}
@@ -148,9 +151,11 @@ end
 
 -- A masked (bidirectional) character model of corpus: trained on the first 90%, kept at the best
 -- masked loss on the last 10%, and judged there against the two-sided bigram guess.
-local function masked_model(name, corpus, shape, recipe)
+local function masked_model(name, corpora, shape, recipe)
     local mlm = require "mha.mlm"
-    local text = mha.data.text(corpus)
+    local texts = {}   -- the corpora one after another, an empty line between two
+    for i, corpus in ipairs(corpora) do texts[i] = mha.data.text(corpus) end
+    local text = table.concat(texts, "\n")
     local train, valid = mha.data.split(text, {val = 0.1})
     local tok = mha.tokenizer.CharTokenizer(text, {mask = "[MASK]"})
     mha.seed(0)
@@ -194,14 +199,14 @@ local function masked_model(name, corpus, shape, recipe)
 end
 
 function trainers.char_en_mlm()
-    masked_model("char_en_mlm", "kjv", {d_model = 128},
+    masked_model("char_en_mlm", {"kjv"}, {d_model = 128},
                  {steps = 800, batch = 16, lr = 3e-3, val_every = 100, val_batches = 4,
                   probe = "In the beginning God created the hea[MASK]en and the earth."})
 end
 
 function trainers.char_zh_mlm()
-    masked_model("char_zh_mlm", "tang300", {d_model = 96},
-                 {steps = 600, batch = 16, lr = 3e-3, val_every = 100, val_batches = 4,
+    masked_model("char_zh_mlm", {"tang300", "song100", "chinese"}, {d_model = 64},
+                 {steps = 800, batch = 16, lr = 3e-3, val_every = 100, val_batches = 4,
                   probe = "床前明月光，疑是地上[MASK]。"})
 end
 
