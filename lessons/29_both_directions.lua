@@ -28,7 +28,8 @@ function maps(model, t, text)   -- tr{en = "each layer's (1, H, L, L)", zh = "�
   model:forward(t:encode(text))
   return model:attention()
 end
-mha.heat(maps(causal, c_extra.tokenizer, line)[1][1][2], {rows = chars, cols = chars,
+causal_maps = maps(causal, c_extra.tokenizer, line)
+mha.heat(causal_maps[1][1][2], {rows = chars, cols = chars,
   title = tr{en = "char_zh, layer 1, head 2", zh = "char_zh，第 1 层，头 2"}})]],
     },
 
@@ -62,7 +63,7 @@ end
 for l = 1, 4 do
   print(string.format(tr{en = "layer %d  causal %s   masked %s",
                          zh = "第 %d 层  因果 %s   遮盖 %s"},
-                      l, ahead(maps(causal, c_extra.tokenizer, line)[l]), ahead(both[l])))
+                      l, ahead(causal_maps[l]), ahead(both[l])))
 end]],
     },
 
@@ -122,16 +123,17 @@ print(mha.fill_mask(masked, tok, "白日依山尽，黄河入[MASK]流。", top3
         title = {en = "And in English", zh = "英文也一样"},
         text = {
             en = [[
-char_en_mlm read the King James Bible the same way. One character is hidden in each verse; the
-second verse hides two.]],
+char_en_mlm read the King James Bible the same way. It does not always win: in the last verse it
+is sure of the i of light, and puts i before a in w_s. It reads characters, not words.]],
             zh = [[
-char_en_mlm 以同样的方式读了英王钦定本圣经。每节经文遮住一个字母；第二节遮住两个。]],
+char_en_mlm 以同样的方式读了英王钦定本圣经。它并不总是猜对：最后一节里它对 light 的 i 很有把握，
+在 w_s 里却把 i 排在 a 前面。它读的是字母，不是单词。]],
         },
         code = [[
 en, en_extra = mha.load_model("char_en_mlm")
 etok = en_extra.tokenizer
-print(mha.fill_mask(en, etok, "In the beginning God created the hea[MASK]en.",
-                    top3))
+print(mha.fill_mask(en, etok, "And the LORD spake unto Mos[MASK]s, saying,", top3))
+print(mha.fill_mask(en, etok, "For God so loved the w[MASK]rld", top3))
 verse = "And God said, Let there be l[MASK]ght: and there w[MASK]s light."
 print(mha.fill_mask(en, etok, verse, top3))]],
     },
