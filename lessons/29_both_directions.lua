@@ -39,17 +39,31 @@ mha.heat(causal_maps[1][1][2], {rows = chars, cols = chars,
             en = [[
 char_zh_mlm has the same size, RoPE positions and causal = false: every query sees every key.
 It learned to recover characters hidden by a marker (BERT's rule: 15% of the characters chosen, 80% of them
-replaced by [MASK], 10% by a random character, 10% kept). Its map fills both triangles. Below it,
-for every head of both models, the share of attention on later characters (above the diagonal).]],
+replaced by [MASK], 10% by a random character, 10% kept). Its map fills both triangles.]],
             zh = [[
 char_zh_mlm 大小相同，用 RoPE 位置，causal = false：每个查询都看得到每个键。它学的是补出被标记遮住的字（BERT
 的规则：选出 15% 的字，其中 80% 换成 [MASK]，10% 换成随机的字，10% 不变）。它的注意力图两个三角都有
-值。下面是两个模型每个头落在后面的字（对角线以上）上的注意力占比。]],
+值。]],
         },
         code = [[
 both = maps(masked, tok, line)
 mha.heat(both[1][1][2], {rows = chars, cols = chars,
-  title = tr{en = "char_zh_mlm, layer 1, head 2", zh = "char_zh_mlm，第 1 层，头 2"}})
+  title = tr{en = "char_zh_mlm, layer 1, head 2", zh = "char_zh_mlm，第 1 层，头 2"}})]],
+    },
+
+    step{
+        title = {en = "Every head, both models", zh = "两个模型的每个头"},
+        text = {
+            en = [[
+One head could be chance. For every head of every layer of both models: the share of its attention
+that falls on later characters (above the diagonal), averaged over the queries of the line. The
+causal model's is 0 by construction; the masked model's heads read both sides, each in its own
+measure.]],
+            zh = [[
+一个头可能是巧合。对两个模型每一层的每个头：它的注意力落在后面的字（对角线以上）上的占比，在这句的
+所有查询上取平均。因果模型的占比按构造就是 0；遮盖模型的头两边都读，各有各的比例。]],
+        },
+        code = [[
 L = #chars
 earlier = mha.causal_mask(L):logical_not()   -- tr{en = "j <= i", zh = "j <= i"}
 function ahead(w)   -- tr{en = "share on later keys, per head", zh = "每个头落在后面的键上的占比"}
@@ -107,32 +121,37 @@ print(tr{en = "line 3 padded = line 3 alone:", zh = "第 3 句补齐后 = 单独
             en = [[
 The classroom game: hide a character of a famous line and guess it from both sides. The masked
 model plays too: mha.fill_mask(model, tok, text) gives, for each [MASK] in the text, the most
-likely characters with their probabilities. A causal model could only use the left side.]],
+likely characters with their probabilities. char_zh_mlm read only 26,611 characters of 2,578 kinds:
+it knows where a comma goes and that 作者 heads the author line, but not the poems' own characters -
+for 霜 it offers common ones. Here the class wins.]],
             zh = [[
 课堂游戏：遮住名句里的一个字，从两边猜出它。遮盖模型也来玩：mha.fill_mask(model, tok, text) 为文本
-中的每个 [MASK] 给出最可能的字和它们的概率。因果模型只能用左边。]],
+中的每个 [MASK] 给出最可能的字和它们的概率。char_zh_mlm 只读过 26,611 个字、2,578 种：它知道逗号该在
+哪里、作者行以“作者”开头，却还不认得诗里的字——遮住“霜”时它给出的是常见字。这一局同学们赢。]],
         },
         code = [[
 top3 = {top_k = 3}
-print(mha.fill_mask(masked, tok, "床前明月光，疑是地上[MASK]。", top3))
-print(mha.fill_mask(masked, tok, "春眠不觉晓，处处闻啼[MASK]。", top3))
-print(mha.fill_mask(masked, tok, "白日依山尽，黄河入[MASK]流。", top3))]],
+print(mha.fill_mask(masked, tok, "红豆生南国[MASK]春来发几枝。", top3))
+print(mha.fill_mask(masked, tok, "作[MASK]：李白", top3))
+print(mha.fill_mask(masked, tok, "床前明月光，疑是地上[MASK]。", top3))]],
     },
 
     step{
         title = {en = "And in English", zh = "英文也一样"},
         text = {
             en = [[
-char_en_mlm read the King James Bible the same way. It does not always win: in the last verse it
+char_en_mlm read the King James Bible (140 times as many characters) the same way. It does better,
+but not always: in the last verse it
 is sure of the i of light, and puts i before a in w_s. It reads characters, not words.]],
             zh = [[
-char_en_mlm 以同样的方式读了英王钦定本圣经。它并不总是猜对：最后一节里它对 light 的 i 很有把握，
+char_en_mlm 以同样的方式读了英王钦定本圣经（字数是它的 140 倍）。它猜得更好，但并不总对：最后一节里它对 light 的 i 很有把握，
 在 w_s 里却把 i 排在 a 前面。它读的是字母，不是单词。]],
         },
         code = [[
 en, en_extra = mha.load_model("char_en_mlm")
 etok = en_extra.tokenizer
-print(mha.fill_mask(en, etok, "And the LORD spake unto Mos[MASK]s, saying,", top3))
+moses = "And the LORD spake unto Mos[MASK]s, saying,"
+print(mha.fill_mask(en, etok, moses, top3))
 print(mha.fill_mask(en, etok, "For God so loved the w[MASK]rld", top3))
 verse = "And God said, Let there be l[MASK]ght: and there w[MASK]s light."
 print(mha.fill_mask(en, etok, verse, top3))]],
@@ -144,10 +163,12 @@ print(mha.fill_mask(en, etok, verse, top3))]],
             en = [[
 Is it more than the two neighbours? On held-out text (the last 10%, never trained on) one character
 per window is hidden. A bigram guess takes the character c with the largest P(c | left) ·
-P(right | c), counted on the training text; the model reads the whole window of 64.]],
+P(right | c), counted on the training text; the model reads the whole window of 64. char_zh_mlm is only a little ahead (its text is
+small); char_en_mlm is far ahead.]],
             zh = [[
 它比只看左右两个邻字强吗？在留出的文本（最后 10%，从未训练过）里，每个窗口遮住一个字。二元组的猜测
-取使 P(c | 左) · P(右 | c) 最大的字 c（在训练文本上计数）；模型读整个 64 字的窗口。]],
+取使 P(c | 左) · P(右 | c) 最大的字 c（在训练文本上计数）；模型读整个 64 字的窗口。char_zh_mlm 只领先
+一点（它读的文本太少）；char_en_mlm 领先很多。]],
         },
         code = [[
 extras = {char_zh_mlm = m_extra, char_en_mlm = en_extra}
