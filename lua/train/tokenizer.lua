@@ -207,7 +207,7 @@ function CharTokenizer:encode(str, opts)
                 raise(string.format("%s: character %d, %q (U+%04X), is not one of the " ..
                                     "tokenizer's %d characters; give {unknown = id} to encode " ..
                                     "it as that id", fname, at, char, utf8.codepoint(char),
-                                    self.vocab_size))
+                                    self.mask_id and self.vocab_size - 1 or self.vocab_size))
             end
             add(id)
         end

@@ -174,7 +174,7 @@ T.test("fill_mask", function()
     T.raises("no marker", function() mha.fill_mask(m, tok, "abc") end,
              "fill_mask: the text has no mask marker; write [MASK] where a character is missing")
     T.raises("unknown character", function() mha.fill_mask(m, tok, "ab[MASK]z") end,
-             'fill_mask: text character 4, "z" (U+007A), is not one of the tokenizer\'s 12 characters')
+             'fill_mask: text character 4, "z" (U+007A), is not one of the tokenizer\'s 11 characters')
     T.raises("too long", function() mha.fill_mask(m, tok, string.rep("a", 20) .. "[MASK]") end,
              "fill_mask: the text is 21 characters long, longer than the model's max_len 16")
     local causal = mha.nn.Transformer{vocab = tok.vocab_size, d_model = 8, heads = 2, layers = 1,
