@@ -69,7 +69,7 @@ EMBED    += mha.docs_interp=lua/help/docs_interp.lua mha.help.zh_interp=lua/help
 EMBED    += mha.tasks=lua/train/tasks.lua mha.train=lua/train/train.lua mha.heads=lua/train/heads.lua
 EMBED    += mha.models=lua/train/models.lua mha.docs_train=lua/help/docs_train.lua
 EMBED    += mha.data=lua/train/data.lua mha.tokenizer=lua/train/tokenizer.lua
-EMBED    += mha.writing=lua/train/writing.lua
+EMBED    += mha.writing=lua/train/writing.lua mha.mlm=lua/train/mlm.lua
 EMBED    += mha.help.entry=lua/help/entry.lua
 EMBED    += mha.notebook.outputs=lua/notebook/outputs.lua mha.notebook.record=lua/notebook/record.lua
 EMBED    += mha.i18n=lua/i18n/i18n.lua mha.i18n.en=lua/i18n/en.lua mha.i18n.zh=lua/i18n/zh.lua

@@ -12,7 +12,8 @@
 --   mha.nn (lua/nn/)         nn, optim, clip_grad_norm
 --   mha.interp (lua/interp/) ablate patch logit_lens attribution
 --   lua/train/               tasks train heads data tokenizer (modules), load_model
---                            save_model (from mha.models), generate (from mha.writing)
+--                            save_model (from mha.models), generate (from mha.writing),
+--                            fill_mask (from mha.mlm)
 --
 -- MultiheadAttention, a C type, takes from mha.nn the module methods it lacks (below).
 
@@ -45,6 +46,7 @@ mha.data = require "mha.data"
 mha.tokenizer = require "mha.tokenizer"
 mha.load_model, mha.save_model = models.load_model, models.save_model
 mha.generate = require("mha.writing").generate
+mha.fill_mask = require("mha.mlm").fill_mask
 
 -- state_dict, load_state_dict, train, eval, to, named_parameters: so a MultiheadAttention is a
 -- child like any other module and a model of its own

@@ -1,6 +1,7 @@
 -- lua/help/docs_train.lua - module "mha.docs_train": the help entries of mha.nn.Transformer,
 -- mha.tasks, mha.train, mha.heads, the shipped models (mha.load_model, mha.save_model) and real
--- text (mha.data, mha.tokenizer, mha.tasks.text), read by lua/help/help.lua.
+-- text (mha.data, mha.tokenizer, mha.tasks.text, mha.tasks.masked, mha.fill_mask), read by
+-- lua/help/help.lua.
 --
 -- Every example runs as written, also pasted into the REPL line by line
 -- (tests/lua/test_display.lua): globals, never `local`, at most 76 columns a line.
@@ -14,7 +15,9 @@ entry("mha.nn.Transformer", "training",
     "A small decoder-only transformer of the core's parts: token and position embeddings, per layer "
     .. "attention (and an MLP unless d_ff = 0) with residuals and layer norm (norm \"pre\", \"post\" or "
     .. "\"none\"), a final norm (pre) and an unembedding. model:forward(tokens) takes (N, L) or (L) "
-    .. "1-based ids and returns logits (N, L, vocab); model:attention() then gives one (N, H, L, L) "
+    .. "1-based ids and returns logits (N, L, vocab); model:forward(tokens, {key_padding_mask = pad}) "
+    .. "with pad (N, L) bool, true at padding (torch's), lets no query read those keys (a batch of "
+    .. "unequal lines); model:attention() then gives one (N, H, L, L) "
     .. "weights tensor per layer. state_dict keys are PyTorch's (layers.0.attn.in_proj_weight). "
     .. "pos is \"learned\", \"sinusoidal\", \"rope\" (rope_layout, rope_base), \"alibi\" or \"none\"; "
     .. "kv_heads < heads shares each K/V head among heads / kv_heads query heads (1 is MQA); window = W "
@@ -134,7 +137,8 @@ entry("mha.data.split", "training", "mha.data.split(text [, {val = 0.1}]) -> tra
     {"mha.data.text", "mha.train"})
 
 entry("mha.tokenizer.CharTokenizer", "training",
-    "mha.tokenizer.CharTokenizer(text) -> tok;  tok:encode(str [, {unknown = id}]) -> (L);  "
+    "mha.tokenizer.CharTokenizer(text [, {mask = \"[MASK]\"}]) -> tok;  "
+    .. "tok:encode(str [, {unknown = id}]) -> (L);  "
     .. "tok:decode(ids) -> string",
     "One token per Unicode character (a Chinese character is one token). Every character of text gets "
     .. "an id 1 .. tok.vocab_size in the order of the code points; tok.chars[id] is the character, "
@@ -142,7 +146,9 @@ entry("mha.tokenizer.CharTokenizer", "training",
     .. "know is an error unless unknown = id is given. tok:codepoints() is the (V) tensor of code points "
     .. "(float32, exact below 2^24) a model's .npz keeps as tokenizer.codepoints, and "
     .. "mha.tokenizer.from_codepoints(cp) makes the same tokenizer from it. (mha.text is the REPL's text "
-    .. "wrapping, so the tokenizer lives in mha.tokenizer.)",
+    .. "wrapping, so the tokenizer lives in mha.tokenizer.) mask = \"[MASK]\" adds a marker for a "
+    .. "masked model: one more id, the last (tok.mask_id), named tok.mask_token; encode reads the "
+    .. "marker inside a string as that one token, and a checkpoint keeps it as tokenizer.mask.",
     nil,
     "tok = mha.tokenizer.CharTokenizer(\"床前明月光 moon\")\n"
     .. "ids = tok:encode(\"明月\")\n"
@@ -162,6 +168,35 @@ entry("mha.tasks.text", "training",
     .. "print(task.tokenizer:decode(tokens:select(1, 1)))\n"
     .. "print(task.tokenizer:decode(targets:select(1, 1)))",
     {"mha.data.split", "mha.train", "mha.tokenizer.CharTokenizer"})
+
+entry("mha.tasks.masked", "training",
+    "mha.tasks.masked{text=, tokenizer=, len=64, batch=32, seed=0, p=0.15} -> task;  "
+    .. "task:batch([n]) -> tokens, targets",
+    "Masked-character training for a model with causal = false, BERT's rule: in each window of len "
+    .. "characters round(p*len) positions are chosen (seeded); a chosen character becomes the "
+    .. "tokenizer's mask id 80% of the time, a random character 10%, and stays 10%. targets hold the "
+    .. "original character at the chosen positions and 0 (not counted) elsewhere. The tokenizer needs "
+    .. "a marker (CharTokenizer(text, {mask = \"[MASK]\"}), built so when none is given). It plugs "
+    .. "into mha.train; give val a masked task on the validation text.",
+    nil,
+    "text = mha.data.text(\"tang300\")\n"
+    .. "task = mha.tasks.masked{text = text, len = 12, batch = 1, seed = 1}\n"
+    .. "tokens, targets = task:batch()\n"
+    .. "print(task.tokenizer:decode(tokens:select(1, 1)))\n"
+    .. "mha.tasks.show(targets, {zero = \"-\"})",
+    {"mha.fill_mask", "mha.tasks.text", "mha.train"})
+
+entry("mha.fill_mask", "training",
+    "mha.fill_mask(model, tokenizer, text [, {top_k = 5}]) -> {{token=, prob=}, ...} per marker",
+    "A masked (causal = false) character model fills each mask marker of text from both sides: "
+    .. "one list per marker, in the order of the text (result[1][1].token is the best guess for "
+    .. "the first), each top_k candidates by falling probability; the marker itself is never a "
+    .. "candidate. At the prompt the result prints as a table. Errors: no marker in the text, a "
+    .. "causal model, text longer than max_len, a character the tokenizer does not know.",
+    "p(c) = softmax(logits at the marker, the marker's own id left out)",
+    "m, extra = mha.load_model(\"char_zh_mlm\")\n"
+    .. "mha.fill_mask(m, extra.tokenizer, \"床前明月光，疑是地上[MASK]。\")",
+    {"mha.tasks.masked", "mha.load_model", "mha.generate"})
 
 entry("mha.generate", "training",
     "mha.generate(model, tokenizer, prompt [, {max_new_tokens = 100, temperature = 1, top_k =, top_p =, "

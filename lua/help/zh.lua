@@ -550,7 +550,9 @@ D["mha.nn.Sequential"] = [[
 D["mha.nn.Transformer"] = [[
 用核心部件搭成的小型仅解码器 Transformer：词元嵌入和位置嵌入，每层一个注意力（d_ff = 0 之外还有一个 MLP），
 带残差连接和层归一化（norm 为 "pre"、"post" 或 "none"），最后一个归一化（pre 时）和反嵌入。
-model:forward(tokens) 接受 (N, L) 或 (L) 的从 1 开始的词元编号，返回 logits (N, L, vocab)；之后
+model:forward(tokens) 接受 (N, L) 或 (L) 的从 1 开始的词元编号，返回 logits (N, L, vocab)；
+model:forward(tokens, {key_padding_mask = pad}) 中 pad 为 (N, L) 布尔张量，填充处为 true（同 torch），
+任何查询都不读这些键（长短不一的一批句子）；之后
 model:attention() 给出每层一个 (N, H, L, L) 的权重张量。state_dict 的键同 PyTorch
 （layers.0.attn.in_proj_weight）。pos 可以是 "learned"、"sinusoidal"、"rope"（配 rope_layout、rope_base）、
 "alibi" 或 "none"；kv_heads < heads 时每个 K/V 头由 heads / kv_heads 个查询头共用（1 就是 MQA）；
@@ -822,11 +824,22 @@ D["mha.tokenizer.CharTokenizer"] = [[
 tok.chars[id] 是字符，tok.ids[char] 是它的编号。encode 给出编号组成的 float32 (L) 张量；不认识的字符会报错，
 除非给了 unknown = id。tok:codepoints() 是码位组成的 (V) 张量（float32，小于 2^24 时是精确的），模型的 .npz
 把它存成 tokenizer.codepoints；mha.tokenizer.from_codepoints(cp) 由它重建同一个分词器。（mha.text 是 REPL
-的文本换行模块，所以分词器放在 mha.tokenizer 里。）]]
+的文本换行模块，所以分词器放在 mha.tokenizer 里。）mask = "[MASK]" 为遮盖模型加一个标记：多一个编号，
+即最后一个（tok.mask_id），名字是 tok.mask_token；encode 把字符串里的标记读成这一个词元，检查点把它存成
+tokenizer.mask。]]
 D["mha.tasks.text"] = [[
 在真实文本上训练预测下一个字符：每行是文本中随机位置（带种子）的 len 个字符的窗口，targets 是同一个窗口
 往后挪一个字符，每个位置都计入。tokenizer 默认是 mha.tokenizer.CharTokenizer(text)；task.vocab 是它的
 vocab_size。它像玩具任务一样交给 mha.train；val = 验证文本 时报告在它上面的损失。]]
+D["mha.tasks.masked"] = [[
+给 causal = false 的模型做遮盖字符训练，用 BERT 的规则：每个 len 个字符的窗口里选出 round(p*len) 个位置
+（带种子）；选中的字 80% 换成分词器的遮盖编号，10% 换成随机的字，10% 不变。targets 在选中的位置是原来的字，
+其余为 0（不计入）。分词器需要一个标记（CharTokenizer(text, {mask = "[MASK]"})，不给时就这样建一个）。
+它交给 mha.train；val 给一个验证文本上的遮盖任务。]]
+D["mha.fill_mask"] = [[
+遮盖（causal = false）字符模型 model 用它的分词器 tokenizer 从两边补出 text 里的每个遮盖标记：每个标记一个列表，按在文本中的顺序
+（result[1][1].token 是第一个标记的最佳猜测），各有 top_k 个候选字，按概率从高到低；标记本身从不当候选。
+在提示符下结果打印成一张表。出错的情形：文本里没有标记、模型是因果的、文本比 max_len 长、分词器不认识的字。]]
 D["mha.generate"] = [[
 让字符模型 model 写字：先用 tokenizer 把 prompt 编码，然后每个新字符由 mha.sample 从最后一个位置的 logits 里抽出，再单独经过
 KV 缓存喂回去；用满 max_len 个位置时，把后一半重新读进一个新缓存，接着写。seed 只设一次 mha.seed，所以同一个

@@ -187,4 +187,9 @@ en.classroom = {
     wrote_csv = "wrote %s", no_students = "no students found (roster %s)",
 }
 
+-- fill_mask's table (lua/train/mlm.lua): a block per mask marker.
+en.mlm = {
+    marker = "mask %d of %d (character %d): candidate, probability",
+}
+
 return en

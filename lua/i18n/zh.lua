@@ -191,4 +191,9 @@ zh.classroom = {
     wrote_csv = "已写入 %s", no_students = "没有找到学生（名单 %s）",
 }
 
+-- fill_mask's table (lua/train/mlm.lua): a block per mask marker.
+zh.mlm = {
+    marker = "第 %d 个遮盖（共 %d 个，第 %d 个字符）：候选字，概率",
+}
+
 return zh

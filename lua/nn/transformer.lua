@@ -251,13 +251,35 @@ local function attention_context(self, L, offset, cache, need)
     return ctx
 end
 
--- model:forward(tokens [, {need_weights = true, cache =}]) -> logits (N, L, vocab). need_weights =
+-- key_padding_mask checked: a bool (N, L) tensor, true at the padding of a batch of unequal lines
+-- (torch's key_padding_mask); those keys get no attention from any query.
+local function padding_mask(fname, kpm, N, L, cache)
+    if kpm == nil then return nil end
+    if not mha.is_tensor(kpm) or kpm:dtype() ~= "bool" then
+        raise(string.format("%s: option key_padding_mask must be a bool tensor (N, L), true at " ..
+                            "padding, got %s", fname, mha.is_tensor(kpm) and kpm:dtype() or
+                            type(kpm)))
+    end
+    local shape = kpm:shape()
+    if #shape ~= 2 or shape[1] ~= N or shape[2] ~= L then
+        raise(string.format("%s: key_padding_mask has shape %s; tokens (N, L) = (%d, %d) need " ..
+                            "(%d, %d)", fname, require("mha.display").shape_str(shape), N, L, N, L))
+    end
+    if cache then
+        raise(fname .. ": key_padding_mask works without a cache (a cache runs one line)")
+    end
+    return kpm
+end
+
+-- model:forward(tokens [, {need_weights = true, cache =, key_padding_mask =}]) -> logits
+-- (N, L, vocab). key_padding_mask (N, L) bool, true at padding: no query attends to those keys
+-- (a padding query's own output is still computed and is not meant to be read). need_weights =
 -- false skips forming the attention weights (the fused path training takes); model:attention() is
 -- then empty. With a cache (model:new_cache()) tokens are only the new ones: their positions
 -- continue from cache:length(), their keys and values join the cache's; weights are (N, H, L, S).
 function Transformer:forward(tokens, opts)
     local fname = "Transformer:forward"
-    module.check_options(fname, opts, {"need_weights", "cache"})
+    module.check_options(fname, opts, {"need_weights", "cache", "key_padding_mask"})
     local need = not (opts and opts.need_weights == false)
     local cache = opts and opts.cache
     if cache ~= nil and not kvcache.is_cache(cache) then
@@ -265,6 +287,7 @@ function Transformer:forward(tokens, opts)
                             fname, type(cache)))
     end
     local t, N, L = token_tensor(self, tokens)
+    local kpm = padding_mask(fname, opts and opts.key_padding_mask, N, L, cache)
     local offset = 0
     if cache then
         cache:begin(fname, self, N)
@@ -290,8 +313,19 @@ function Transformer:forward(tokens, opts)
     local ctx
     if cache or rawget(self, "_llama") then
         ctx = attention_context(self, L, offset, cache, need)
+        if kpm then   -- (N, 1, 1, S) over every head and query, with the model's own mask
+            local pad = kpm:view(N, 1, 1, L)
+            if ctx.mask == nil then ctx.mask = pad
+            elseif ctx.mask:dtype() == "bool" then ctx.mask = mha.logical_or(ctx.mask, pad)
+            else   -- ALiBi's (H, L, S) bias, -inf at padding: (N, H, L, S)
+                local H = ctx.mask:shape()[1]
+                local blocked = mha.zeros(N, 1, 1, L):masked_fill(pad, -math.huge)
+                ctx.mask = ctx.mask:view(1, H, L, L) + blocked
+            end
+        end
     else
-        local attn_opts = {need_weights = need, average_attn_weights = false}
+        local attn_opts = {need_weights = need, average_attn_weights = false,
+                           key_padding_mask = kpm}
         if self.causal then attn_opts.attn_mask = mha.causal_mask(L) end
         ctx = {attn_opts = attn_opts}
     end

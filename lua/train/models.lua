@@ -9,7 +9,9 @@
 -- only when a model has them (config.kv_heads, config.window, config.sinks, config.rope_layout as 1
 -- half, 2 interleaved, config.rope_base), so the checkpoints of older models keep their exact
 -- bytes. A character model keeps its tokenizer as "tokenizer.codepoints" (V), the code point of
--- each id as float32 (lua/train/tokenizer.lua), which load_model gives back as extra.tokenizer.
+-- each id as float32 (lua/train/tokenizer.lua), which load_model gives back as extra.tokenizer;
+-- a tokenizer with a mask marker (a masked model's) keeps it as "tokenizer.mask", the marker's
+-- code points, so tok.mask_token and tok.mask_id survive a load.
 
 local mha = require "mha.core"
 local raise = require "mha.raise"   -- errors at the user's line
@@ -50,6 +52,7 @@ function M.save_model(path, model, extra)
                 raise("save_model: extra.tokenizer must be a mha.tokenizer.CharTokenizer, got " .. type(v))
             end
             tbl["tokenizer.codepoints"] = v:codepoints()
+            tbl["tokenizer.mask"] = v:marker_codepoints()
         else
             tbl[k] = v
         end
@@ -76,7 +79,7 @@ end
 local function available(dirs)
     local names, seen = {}, {}
     for _, name in ipairs({"induction", "reverse", "difference_1head", "difference_2heads", "char_en",
-                          "char_zh"}) do
+                          "char_zh", "char_en_mlm", "char_zh_mlm"}) do
         for _, d in ipairs(dirs) do
             if not seen[name] and exists(d .. "/" .. name .. ".npz") then
                 names[#names + 1], seen[name] = name, true
@@ -124,7 +127,15 @@ function M.load_model(name)
     for k, v in pairs(tbl) do
         if k:match("^config%.") then -- options, read above
         elseif k:match("^extra%.") then extra[k:sub(7)] = v
-        elseif k == "tokenizer.codepoints" then extra.tokenizer = tokenizer.from_codepoints(v)
+        elseif k == "tokenizer.codepoints" then
+            local marker = tbl["tokenizer.mask"]
+            if marker then
+                local cps = {}
+                for i, cp in ipairs(marker:totable()) do cps[i] = math.tointeger(cp) end
+                marker = {mask = utf8.char(table.unpack(cps))}
+            end
+            extra.tokenizer = tokenizer.from_codepoints(v, marker)
+        elseif k == "tokenizer.mask" then -- read with the code points
         else sd[k] = v end
     end
     model:load_state_dict(sd)

@@ -27,6 +27,15 @@
 --                                the character after tokens[p], so targets are the tokens shifted
 --                                by one. vocab is the tokenizer's vocab_size (a tokenizer is built
 --                                from the text when none is given).
+--   masked{text=, tokenizer=, len=L, batch=, seed=, p=0.15}: masked-character prediction for a
+--                                model with causal = false (BERT's rule): in each window of L
+--                                characters round(p*L) positions (at least 1) are chosen; a
+--                                chosen position's token becomes the tokenizer's mask id with
+--                                probability 0.8, a random character's id with 0.1, and stays
+--                                with 0.1. targets[p] is the original character at a chosen
+--                                position and 0 elsewhere. The tokenizer needs a mask marker
+--                                (CharTokenizer(text, {mask = "[MASK]"}), built so when none is
+--                                given).
 
 local raise = require "mha.raise"   -- errors at the user's line
 local options = require "mha.options"
@@ -256,6 +265,93 @@ function M.text(opts)
     if t.ids:size(1) < t.len + 1 then
         raise(string.format("%s: the text has %d characters; windows of len %d need at least %d",
                             fname, t.ids:size(1), t.len, t.len + 1))
+    end
+    t:reseed(opts.seed or 0)
+    return t
+end
+
+local MaskedTask = setmetatable({}, {__index = Task})
+MaskedTask.__index = MaskedTask
+
+function MaskedTask:__tostring()
+    return string.format("mha.tasks.masked{len = %d, batch = %d, p = %g} (%d characters, " ..
+                         "vocab %d, mask id %d)", self.len, self.batch_size, self.p, self.ids:size(1),
+                         self.vocab, self.tokenizer.mask_id)
+end
+
+-- One window's tokens and targets (Lua lists of L ids) from the window's ids: BERT's rule on
+-- `chosen` positions drawn without repeats (a partial Fisher-Yates shuffle).
+function MaskedTask:example_of(window)
+    local L, rand, mask_id = self.len, self.rand, self.tokenizer.mask_id
+    local tokens, targets, order = {}, {}, {}
+    for p = 1, L do tokens[p], targets[p], order[p] = window[p], 0, p end
+    for i = 1, self.chosen do
+        local j = i - 1 + rand(L - i + 1)
+        order[i], order[j] = order[j], order[i]
+        local p = order[i]
+        targets[p] = window[p]
+        local roll = rand(10)   -- 1..8 the mask, 9 a random character, 10 kept
+        if roll <= 8 then
+            tokens[p] = mask_id
+        elseif roll == 9 then
+            tokens[p] = rand(mask_id - 1)   -- ids 1 .. mask_id - 1 are the characters
+        end
+    end
+    return tokens, targets
+end
+
+-- task:batch([n]) -> tokens (n, L), targets (n, L): n windows at random starts, masked.
+function MaskedTask:batch(n)
+    n = n or self.batch_size
+    local mha = require "mha.core"
+    local toks, tgts = {}, {}
+    local starts = self.ids:size(1) - self.len + 1
+    for i = 1, n do
+        local window = self.ids:narrow(1, self.rand(starts), self.len):totable()
+        toks[i], tgts[i] = self:example_of(window)
+    end
+    return mha.tensor(toks), mha.tensor(tgts)
+end
+
+-- mha.tasks.masked{text=, tokenizer=, len=64, batch=32, seed=0, p=0.15}: masked characters of
+-- text, for a model with causal = false.
+function M.masked(opts)
+    local fname = "tasks.masked"
+    if type(opts) ~= "table" then
+        raise(fname .. ": options must be a table, e.g. " ..
+              "mha.tasks.masked{text = mha.data.text(\"kjv\"), len = 64}")
+    end
+    options.check(fname, opts, {"text", "tokenizer", "len", "batch", "seed", "p"})
+    local tokenizer = require "mha.tokenizer"
+    if type(opts.text) ~= "string" then
+        raise(fname .. ": option text must be a string, e.g. mha.data.text(\"kjv\"), got " ..
+              type(opts.text))
+    end
+    local tok = opts.tokenizer
+    if tok == nil then
+        tok = tokenizer.CharTokenizer(opts.text, {mask = "[MASK]"})
+    elseif not tokenizer.is_tokenizer(tok) then
+        raise(fname .. ": option tokenizer must be a tokenizer, e.g. " ..
+              "mha.tokenizer.CharTokenizer(text, {mask = \"[MASK]\"}), got " .. type(tok))
+    elseif not tok.mask_id then
+        raise(fname .. ": the tokenizer has no mask marker; build it with " ..
+              "mha.tokenizer.CharTokenizer(text, {mask = \"[MASK]\"})")
+    end
+    local p = opts.p == nil and 0.15 or opts.p
+    if type(p) ~= "number" or not (p > 0 and p <= 1) then
+        raise(string.format("%s: option p (the share of positions chosen) must be a number in " ..
+                            "(0, 1], got %s", fname, tostring(opts.p)))
+    end
+    local t = setmetatable({name = "masked", tokenizer = tok, vocab = tok.vocab_size, p = p},
+                           MaskedTask)
+    t.len = check_size(fname, opts, "len", 64, 1)
+    t.batch_size = check_size(fname, opts, "batch", 32, 1)
+    t.seq_len = t.len
+    t.chosen = math.max(1, math.floor(p * t.len + 0.5))
+    t.ids = tok:encode(opts.text)
+    if t.ids:size(1) < t.len then
+        raise(string.format("%s: the text has %d characters; windows of len %d need at least %d",
+                            fname, t.ids:size(1), t.len, t.len))
     end
     t:reseed(opts.seed or 0)
     return t

@@ -13,6 +13,13 @@
 --                                          (mha's tensors are float32 or bool; float32 holds every
 --                                          code point, all below 2^24, exactly)
 --   mha.tokenizer.from_codepoints(cp)   -> the same tokenizer again, from that tensor or a Lua list
+--   CharTokenizer(text, {mask = "[MASK]"}), from_codepoints(cp, {mask = "[MASK]"}): one more id,
+--                                          vocab_size (the last), for a mask marker, the string
+--                                          tok.mask_token with id tok.mask_id; encode reads the
+--                                          marker inside a string as that one token
+--                                          ("beg[MASK]n" is 5 ids), decode writes it back.
+--                                          Without the option there is no marker (mask_id nil),
+--                                          so a causal model's ids stay as they are.
 -- The module is mha.tokenizer, not mha.text: "mha.text" is the REPL's text wrapping
 -- (lua/show/text.lua).
 
@@ -28,16 +35,41 @@ local SHOWN = 12   -- how many characters tostring(tok) lists
 
 function CharTokenizer:__tostring()
     local shown = {}
-    for id = 1, math.min(self.vocab_size, SHOWN) do
+    for id = 1, math.min(self.mask_id and self.vocab_size - 1 or self.vocab_size, SHOWN) do
         shown[id] = string.format("%q", self.chars[id]):gsub("\\\n", "\\n")
     end
+    local n = self.mask_id and self.vocab_size - 1 or self.vocab_size
+    local marker = self.mask_id and
+                   string.format(", mask %q = id %d", self.mask_token, self.mask_id) or ""
     return string.format("mha.tokenizer.CharTokenizer: %d characters, ids 1 .. %d by code point " ..
-                         "(%s%s)", self.vocab_size, self.vocab_size, table.concat(shown, " "),
-                         self.vocab_size > SHOWN and " ..." or "")
+                         "(%s%s)%s", n, n, table.concat(shown, " "), n > SHOWN and " ..." or "",
+                         marker)
 end
 
--- A tokenizer over a list of distinct code points: id i is codepoints[i].
-local function build(fname, codepoints)
+-- The option mask checked: nil, or the marker (a non-empty string that is not one of the
+-- characters, so encode can tell the two apart).
+local function mask_marker(fname, opts, ids)
+    opts = opts or {}
+    if type(opts) ~= "table" then
+        raise(fname .. ': options must be a table, e.g. {mask = "[MASK]"}, got ' .. type(opts))
+    end
+    options.check(fname, opts, {"mask"})
+    local mask = opts.mask
+    if mask == nil then return nil end
+    if type(mask) ~= "string" or mask == "" or not utf8.len(mask) then
+        raise(string.format('%s: option mask must be a non-empty UTF-8 string, e.g. "[MASK]", ' ..
+                            'got %s', fname, tostring(mask)))
+    end
+    if ids[mask] then
+        raise(string.format("%s: option mask %q is one of the text's characters; choose a " ..
+                            'marker the text does not use, e.g. "[MASK]"', fname, mask))
+    end
+    return mask
+end
+
+-- A tokenizer over a list of distinct code points: id i is codepoints[i]; the mask marker, if
+-- any, takes the id after them.
+local function build(fname, codepoints, opts)
     local tok = setmetatable({chars = {}, ids = {}, vocab_size = #codepoints}, CharTokenizer)
     for id, cp in ipairs(codepoints) do
         local char = utf8.char(cp)
@@ -45,6 +77,12 @@ local function build(fname, codepoints)
             raise(string.format("%s: code point %d (U+%04X) is there twice", fname, cp, cp))
         end
         tok.chars[id], tok.ids[char] = char, id
+    end
+    local mask = mask_marker(fname, opts, tok.ids)
+    if mask then
+        tok.vocab_size = #codepoints + 1
+        tok.mask_token, tok.mask_id = mask, tok.vocab_size
+        tok.chars[tok.mask_id] = mask
     end
     return tok
 end
@@ -55,8 +93,9 @@ local function bad_utf8(fname, text)
     raise(string.format("%s: the text is not valid UTF-8 (byte %d)", fname, at))
 end
 
--- mha.tokenizer.CharTokenizer(text): every character of text gets an id, by code point.
-function M.CharTokenizer(text)
+-- mha.tokenizer.CharTokenizer(text [, {mask =}]): every character of text gets an id, by code
+-- point; a mask marker the id after them.
+function M.CharTokenizer(text, opts)
     local fname = "CharTokenizer"
     if type(text) ~= "string" then
         raise(string.format("%s: give the text whose characters it knows (a string), got %s", fname,
@@ -72,12 +111,12 @@ function M.CharTokenizer(text)
         end
     end
     table.sort(codepoints)
-    return build(fname, codepoints)
+    return build(fname, codepoints, opts)
 end
 
--- mha.tokenizer.from_codepoints(cp): the tokenizer whose id i is the character of code point
--- cp[i].
-function M.from_codepoints(cp)
+-- mha.tokenizer.from_codepoints(cp [, {mask =}]): the tokenizer whose id i is the character of
+-- code point cp[i] (and the marker's id #cp + 1).
+function M.from_codepoints(cp, opts)
     local fname = "tokenizer.from_codepoints"
     local mha = require "mha.core"
     local list = cp
@@ -101,13 +140,24 @@ function M.from_codepoints(cp)
         end
         whole[i] = c
     end
-    return build(fname, whole)
+    return build(fname, whole, opts)
 end
 
--- tok:codepoints() -> (V) float32 tensor: the code point of each id, in id order.
+-- tok:codepoints() -> (V) float32 tensor: the code point of each id, in id order (the characters'
+-- ids only: a mask marker is kept apart, by tok:marker_codepoints()).
 function CharTokenizer:codepoints()
     local cps = {}
-    for id, char in ipairs(self.chars) do cps[id] = utf8.codepoint(char) end
+    for id, char in ipairs(self.chars) do
+        if id ~= self.mask_id then cps[id] = utf8.codepoint(char) end
+    end
+    return require("mha.core").tensor(cps)
+end
+
+-- tok:marker_codepoints() -> the mask marker's code points as a float32 tensor, or nil without one.
+function CharTokenizer:marker_codepoints()
+    if not self.mask_token then return nil end
+    local cps = {}
+    for _, cp in utf8.codes(self.mask_token) do cps[#cps + 1] = cp end
     return require("mha.core").tensor(cps)
 end
 
@@ -141,14 +191,7 @@ function CharTokenizer:encode(str, opts)
     local unknown = unknown_id(fname, self, opts)
     if not utf8.len(str) then bad_utf8(fname, str) end
     local ids, parts, list, n, at = self.ids, {}, {}, 0, 0
-    for char in str:gmatch(utf8.charpattern) do
-        at = at + 1
-        local id = ids[char] or unknown
-        if not id then
-            raise(string.format("%s: character %d, %q (U+%04X), is not one of the " ..
-                                "tokenizer's %d characters; give {unknown = id} to encode it as " ..
-                                "that id", fname, at, char, utf8.codepoint(char), self.vocab_size))
-        end
+    local function add(id)
         n = n + 1
         list[n] = id
         if n == CHUNK then
@@ -156,6 +199,29 @@ function CharTokenizer:encode(str, opts)
             list, n = {}, 0
         end
     end
+    local function add_chars(piece)
+        for char in piece:gmatch(utf8.charpattern) do
+            at = at + 1
+            local id = ids[char] or unknown
+            if not id then
+                raise(string.format("%s: character %d, %q (U+%04X), is not one of the " ..
+                                    "tokenizer's %d characters; give {unknown = id} to encode " ..
+                                    "it as that id", fname, at, char, utf8.codepoint(char),
+                                    self.mask_id and self.vocab_size - 1 or self.vocab_size))
+            end
+            add(id)
+        end
+    end
+    local marker, from = self.mask_token, 1
+    while marker do   -- the pieces between markers, each marker one id
+        local a, b = str:find(marker, from, true)
+        if not a then break end
+        add_chars(str:sub(from, a - 1))
+        at = at + 1
+        add(self.mask_id)
+        from = b + 1
+    end
+    add_chars(from == 1 and str or str:sub(from))
     if n > 0 then parts[#parts + 1] = mha.tensor(list) end
     return #parts == 1 and parts[1] or mha.cat(parts, 1)
 end
