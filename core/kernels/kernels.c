@@ -399,6 +399,17 @@ void mha_softmax_rows_sum(float *x, size_t ld, size_t rows, size_t n, float *sum
 
 void mha_softmax_rows(float *x, size_t ld, size_t rows, size_t n) { mha_softmax_rows_sum(x, ld, rows, n, NULL, 0); }
 
+float mha_gelu_ref(float x) { return (float)(0.5 * (double)x * erfc(-(double)x * 0.70710678118654752440)); }
+
+float mha_gelu_grad_ref(float g, float x) {
+    double dydx = 0.5 * (1.0 + erf(x / sqrt(2.0))) + x * exp(-0.5 * (double)x * x) / sqrt(2.0 * M_PI);
+    return (float)(g * dydx);
+}
+
+void mha_gelu(float *y, const float *x, size_t n) { isa()->gelu(y, x, n); }
+
+void mha_gelu_grad(float *dx, const float *g, const float *x, size_t n) { isa()->gelu_grad(dx, g, x, n); }
+
 /* One call's operands, as mha_sgemm got them. */
 typedef struct sgemm_job {
     float *c; size_t ldc;

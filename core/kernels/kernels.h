@@ -89,6 +89,16 @@ void mha_softmax_rows_ref(float *x, size_t ld, size_t rows, size_t n);
 void mha_softmax_rows_sum(float *x, size_t ld, size_t rows, size_t n, float *sum, size_t ld_sum);
 void mha_softmax_rows_sum_ref(float *x, size_t ld, size_t rows, size_t n, float *sum, size_t ld_sum);
 
+/* y = gelu(x) = x·Phi(x) for n contiguous floats, and dx = g·gelu'(x) = g·(Phi(x) + x·phi(x)):
+ * vectorised, each element the very float of the references below (a lane whose value lies near a
+ * float rounding boundary takes the reference's path; the tests hold every variant to them). */
+void mha_gelu(float *y, const float *x, size_t n);
+void mha_gelu_grad(float *dx, const float *g, const float *x, size_t n);
+/* The references, one element each: libm's erfc, erf and exp in double, rounded to float once.
+ * gelu(x) = 0.5·x·erfc(-x/√2): erfc keeps the small tail of a negative x, where 1 + erf cancels. */
+float mha_gelu_ref(float x);
+float mha_gelu_grad_ref(float g, float x);
+
 /* One head of attention: out = softmax(q·kᵀ·scale + mask)·v.
  *   out (L,Dv) row stride ld_out; q (L,D) row stride ld_q; k (S,D) ld_k; v (S,Dv) ld_v
  *   (unit column stride)
