@@ -51,6 +51,10 @@ bool mha_kernels_use_isa(const char *name);
  * returned (at most max). A test or a user compares them; the results of each differ only in
  * rounding. */
 size_t mha_kernels_isa_list(const char **names, size_t max);
+/* The matrix product's blocking: MC rows of A and NC columns of B per packed block, chosen from the
+ * caches (L1d, L2, L3 in bytes as read, 0 when unknown); KC, the depth of one pass, is the same on
+ * every CPU (it fixes the order of each sum, so every variant and CPU gives the same bits). */
+void mha_kernels_blocking(size_t *mc, size_t *kc, size_t *nc, size_t caches[3]);
 
 /* Threads. MHA_THREADS=N in the environment (read once, at the first call; default: every online
  * core, sysconf(_SC_NPROCESSORS_ONLN)) lets one kernel call split its work over N threads:
