@@ -298,14 +298,28 @@ static void pack_a(const kernel_isa *k, float *dst, const float *a, ptrdiff_t a_
     }
 }
 
+typedef float v8f __attribute__((vector_size(8 * sizeof(float))));   /* 8 floats, a GCC vector */
+
 /* B (kc,nc) with (p,j) at b[p*b_rs + j*b_cs], times scale  ->  panels of k->nr columns:
  * dst[(j/nr)*nr*kc + p*nr + j%nr]. */
+
 static void pack_b(const kernel_isa *k, float *dst, const float *b, ptrdiff_t b_rs, ptrdiff_t b_cs, size_t kc,
                    size_t nc, float scale) {
     const size_t nr = k->nr;
     for (size_t j0 = 0; j0 < nc; j0 += nr, dst += nr * kc) {
         size_t cols = min_size(nr, nc - j0);
-        if (b_cs == 1) { /* a row of the panel is contiguous in memory */
+        if (b_cs == 1 && cols == nr) { /* a row of the panel is contiguous in memory: 8 floats at a
+                                          time (every NR is a multiple of 8), each the same product */
+            for (size_t p = 0; p < kc; p++) {
+                const float *src = b + (ptrdiff_t)p * b_rs + (ptrdiff_t)j0;
+                for (size_t j = 0; j < nr; j += 8) {
+                    v8f v;
+                    memcpy(&v, src + j, sizeof v);
+                    v = v * scale;
+                    memcpy(dst + p * nr + j, &v, sizeof v);
+                }
+            }
+        } else if (b_cs == 1) {
             for (size_t p = 0; p < kc; p++) {
                 const float *src = b + (ptrdiff_t)p * b_rs + (ptrdiff_t)j0;
                 for (size_t j = 0; j < cols; j++) dst[p * nr + j] = src[j] * scale;
