@@ -308,8 +308,9 @@ static void pack_b(const kernel_isa *k, float *dst, const float *b, ptrdiff_t b_
     const size_t nr = k->nr;
     for (size_t j0 = 0; j0 < nc; j0 += nr, dst += nr * kc) {
         size_t cols = min_size(nr, nc - j0);
-        if (b_cs == 1 && cols == nr) { /* a row of the panel is contiguous in memory: 8 floats at a
-                                          time (every NR is a multiple of 8), each the same product */
+        /* a row of the panel is contiguous in memory: 8 floats at a time (every NR is a multiple
+         * of 8), each the same product as one at a time */
+        if (b_cs == 1 && cols == nr) {
             for (size_t p = 0; p < kc; p++) {
                 const float *src = b + (ptrdiff_t)p * b_rs + (ptrdiff_t)j0;
                 for (size_t j = 0; j < nr; j += 8) {
@@ -347,10 +348,10 @@ static void pack_b(const kernel_isa *k, float *dst, const float *b, ptrdiff_t b_
  *
  * KC is fixed on every CPU: it sets where the sum over K is cut, so the bits of every product (and
  * every golden transcript) depend on it. MC and NC only cut C into blocks, so they follow the CPU's
- * caches, read once (blocking_choose): a packed block of A (MC x KC) takes a quarter of L2 (BLIS
- * has MC 144 on Zen's 512 KB L2 and 480 on Skylake-X's 1 MB, with 2x wider tiles there); a packed slice of B (KC x NC) half
- * of L3, at most 2048 columns (1 KB x 2048 = 2 MB: a wider slice is scratch memory that the fused
- * attention backward's budget has no room for). Unknown sizes keep Zen's: MC 144, NC 2048.
+ * caches, read once (blocking_choose): a packed block of A (MC x KC) takes a quarter of L2 (120
+ * rows on Zen's 512 KB, 504 on a 2 MB L2); a packed slice of B (KC x NC) half of L3, at most 2048
+ * columns (1 KB x 2048 = 2 MB: a wider slice is scratch memory the fused attention backward's
+ * budget has no room for). Unknown sizes keep BLIS's for Zen: MC 144, NC 2048.
  * ------------------------------------------------------------------------------------------- */
 
 enum {
@@ -361,10 +362,11 @@ enum {
     MAX_TILE = 16 * 64
 };
 
-static size_t MC = 144, NC = 2048;          /* set once by blocking_choose, with the instruction set */
+static size_t MC = 144, NC = 2048; /* set once by blocking_choose, with the instruction set */
 static size_t cache_bytes[3];               /* L1d, L2, L3 as read; 0 unknown */
 
-/* One cache's size in bytes: sysconf, else /sys's cpu0 index<i>/size ("48K"); 0 when neither says. */
+/* One cache's size in bytes: sysconf, else /sys's cpu0 index<i>/size ("48K"); 0 when neither
+ * says. */
 static size_t cache_size(int level) {
     long v = -1;
 #if defined(_SC_LEVEL1_DCACHE_SIZE) && defined(_SC_LEVEL2_CACHE_SIZE) && defined(_SC_LEVEL3_CACHE_SIZE)

@@ -487,7 +487,7 @@ INLINE vd abs_d(vd x) { return (vd)((vl)x & INT64_MAX); }   /* the sign bit clea
  * 32 significant bits so n·hi is exact), Taylor's series of e^r to r^13 (its remainder below
  * 1e-17), times 2^n from the exponent bits. Relative error a few 1e-16. */
 INLINE vd exp_d(vd a) {
-    const double magic = 6755399441055744.0;   /* 1.5·2^52: x + magic - magic rounds x to an integer */
+    const double magic = 6755399441055744.0;   /* 1.5·2^52: x + magic - magic rounds x */
     const double ln2_hi = 0.693147180369123816490, ln2_lo = 1.90821492927058770002e-10;
     vd n = (a * 1.4426950408889634074 + magic) - magic;
     vd r = (a - n * ln2_hi) - n * ln2_lo;
@@ -525,7 +525,7 @@ INLINE vd two_phi(vd x, vi negative) {
     return blend_d(__builtin_convertvector(negative, vl), e, 2.0 - e);
 }
 
-/* The W lanes of f, except where `bad`: there the reference's value f_ref(x[j]) (or f_ref(g, x)). */
+/* Whether no lane is `bad` (a lane that takes the reference's path). */
 INLINE bool all_good(vi bad) {
     int32_t any = 0;
 #pragma GCC unroll 16
