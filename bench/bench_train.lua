@@ -6,7 +6,9 @@
 -- One thread is timed by CPU time, every core by wall time (CPU time adds up the threads).
 
 local torch_cmd = arg and arg[1]
+-- BENCH_TRAIN_ROUNDS (5), BENCH_TRAIN_ONLY (a row's name), BENCH_TRAIN_THREADS (1: one thread only)
 local ROUNDS = tonumber(os.getenv("BENCH_TRAIN_ROUNDS") or "") or 5
+local ONLY = os.getenv("BENCH_TRAIN_ONLY")
 
 -- The rows: the model, the batch (N, L) and the steps per timed round.
 local ROWS = {
@@ -78,8 +80,9 @@ print(string.format("ours and torch 1.13 timed in turn, %d rounds, median ms per
 for _, row in ipairs(ROWS) do print(string.format("  %-10s %s", row.name, row.title)) end
 print(string.format("%-24s %8s %10s %10s %8s %16s", "row", "threads", "mha ms", "torch ms", "ratio",
                     "mha min-max"))
-local thread_counts = cores > 1 and {1, cores} or {1}
+local thread_counts = (cores > 1 and os.getenv("BENCH_TRAIN_THREADS") ~= "1") and {1, cores} or {1}
 for _, row in ipairs(ROWS) do
+    if ONLY and row.name ~= ONLY then goto next_row end
     local step = make_step(row)
     for _, threads in ipairs(thread_counts) do
         mha.threads(threads)
@@ -99,6 +102,7 @@ for _, row in ipairs(ROWS) do
                             t and string.format("%.2f", t) or "-", t and string.format("%.2f", m / t) or "-",
                             ours[1], ours[#ours]))
     end
+    ::next_row::
 end
 mha.threads(cores)
 print(string.format("load average after: %s", load_average()))
