@@ -514,14 +514,15 @@ static const double erfcx_poly[19] = {
 };
 
 /* 2·Phi(x) = erfc(-x/√2) = 1 + erf(x/√2) for |x| <= 8.4, relative error below 1e-13; negative
- * the lanes where x < 0 (compared in float: W lanes in one register). */
-INLINE vd two_phi(vd x, vi negative) {
+ * the lanes where x < 0 (compared in float: W lanes in one register); *gauss gets exp(-x²/2). */
+INLINE vd two_phi(vd x, vi negative, vd *gauss) {
     vd z = abs_d(x) * 0.70710678118654752440;
     vd u = (z - 3.0) / (z + 3.0) * 1.5 + 0.5;
     vd p = (vd){0} + erfcx_poly[0];
 #pragma GCC unroll 18
     for (size_t k = 1; k < 19; k++) p = p * u + erfcx_poly[k];
-    vd e = exp_d(-(z * z)) * p;   /* erfc(|x|/√2) */
+    *gauss = exp_d(-(z * z));
+    vd e = *gauss * p;   /* erfc(|x|/√2) */
     return blend_d(__builtin_convertvector(negative, vl), e, 2.0 - e);
 }
 
@@ -542,7 +543,8 @@ static void gelu(float *y, const float *x, size_t n) {
     for (; i + W <= n; i += W) {
         vf xv = load(x + i);
         vd xd = __builtin_convertvector(xv, vd);
-        vd v = 0.5 * xd * two_phi(xd, xv < 0.0f), tol = abs_d(v) * 1e-12;
+        vd gauss;
+        vd v = 0.5 * xd * two_phi(xd, xv < 0.0f, &gauss), tol = abs_d(v) * 1e-12;
         vf lo = __builtin_convertvector(v - tol, vf), hi = __builtin_convertvector(v + tol, vf);
         vi bad = ((vi)lo != (vi)hi) | (lo != lo) | ~((xv <= 8.0f) & (xv >= -8.0f));
         store(y + i, lo);
@@ -561,7 +563,9 @@ static void gelu_grad(float *dx, const float *g, const float *x, size_t n) {
     for (; i + W <= n; i += W) {
         vf xv = load(x + i);
         vd xd = __builtin_convertvector(xv, vd), gd = __builtin_convertvector(load(g + i), vd);
-        vd dydx = 0.5 * two_phi(xd, xv < 0.0f) + xd * exp_d(-0.5 * xd * xd) * 0.39894228040143267794;
+        vd gauss;
+        vd dydx = 0.5 * two_phi(xd, xv < 0.0f, &gauss);
+        dydx += xd * gauss * 0.39894228040143267794;   /* x·phi(x), phi's exp shared with Phi */
         vd v = gd * dydx, tol = abs_d(gd) * 1e-12;
         vf lo = __builtin_convertvector(v - tol, vf), hi = __builtin_convertvector(v + tol, vf);
         vf small = __builtin_convertvector(abs_d(dydx), vf);
