@@ -321,9 +321,14 @@ static void softmax_step(float *scores, size_t nk, float *m, float *l, float *al
 /* See kernel_isa.softmax_row: W at a time; the ragged end is padded with -inf in a small buffer. */
 static void softmax_row(float *x, size_t n, float *sum_out) {
     const size_t body = n / W * W, rest = n - body;
+    /* the ragged end, padded with -inf (max unchanged, exp 0: adding it leaves the sum's
+     * bits); a row of whole vectors skips it, and the stall of reloading lanes stored one by one */
     float end[W];
-    store(end, load_part(x + body, rest, -INFINITY));
-    vf mx = load(end);
+    vf mx = splat(-INFINITY);
+    if (rest) {
+        store(end, load_part(x + body, rest, -INFINITY));
+        mx = load(end);
+    }
     for (size_t j = 0; j < body; j += W) mx = vmax(load(x + j), mx);
     const float max = max_lanes(mx);
     if (max == -INFINITY) { /* every key masked */
@@ -338,9 +343,11 @@ static void softmax_row(float *x, size_t n, float *sum_out) {
         store(x + j, e);
         sum += e;
     }
-    vf e = vexp(load(end) - m); /* the -inf padding gives 0 */
-    store(end, e);
-    sum += e;
+    if (rest) {
+        vf e = vexp(load(end) - m); /* the -inf padding gives 0 */
+        store(end, e);
+        sum += e;
+    }
     const float total = sum_lanes(sum);
     const vf t = splat(total);
     for (size_t j = 0; j < body; j += W) {
