@@ -486,6 +486,7 @@ static void dot_rows(float *c, size_t ldc, const float *a, size_t lda, const flo
 #pragma GCC diagnostic ignored "-Wpsabi"
 typedef double vd __attribute__((vector_size(W * sizeof(double))));   /* W doubles */
 typedef int64_t vl __attribute__((vector_size(W * sizeof(int64_t)))); /* W integers, or a mask */
+typedef uint64_t vu __attribute__((vector_size(W * sizeof(uint64_t))));
 
 INLINE vd blend_d(vl mask, vd a, vd b) { return (vd)((mask & (vl)a) | (~mask & (vl)b)); }
 INLINE vd abs_d(vd x) { return (vd)((vl)x & INT64_MAX); }   /* the sign bit cleared */
@@ -504,7 +505,9 @@ INLINE vd exp_d(vd a) {
                                         1.0, 1.0};
 #pragma GCC unroll 12
     for (size_t k = 0; k < 12; k++) p = p * r + inv_fact[k];
-    vl bits = ((vl)(n + magic) - (vl)((vd){0} + magic) + 1023) << 52;   /* 2^n */
+    /* 2^n from the exponent bits, in unsigned arithmetic: a lane that falls back (NaN, |x| > 8)
+     * may hold any bits here, and unsigned wrap-around and shifts are defined for every value */
+    vu bits = ((vu)(n + magic) - (vu)((vd){0} + magic) + 1023) << 52;
     return p * (vd)bits;
 }
 
