@@ -262,10 +262,11 @@ bench: bench-grad
 bench-grad: deps-bench $(BUILD)/bench_grad
 	$(BENCH_ENV) $(BUILD)/bench_grad --torch '/usr/bin/python3 bench/bench_grad_torch.py'
 
-# bench-train: one AdamW training step of lesson 16's induction model beside the same step in torch 1.13
+# bench-train: one AdamW training step of the induction model and of nanoGPT's CPU configuration beside torch 1.13,
+# one thread and every core
 bench: bench-train
 bench-train: deps-bench all
-	$(BENCH_ENV) MHA_THREADS=1 $(BUILD)/mha-repl bench/bench_train.lua '/usr/bin/python3 bench/bench_train_torch.py'
+	$(BENCH_ENV) $(BUILD)/mha-repl bench/bench_train.lua '/usr/bin/python3 bench/bench_train_torch.py'
 
 # bench-generate: 256 tokens by model:generate with the KV cache and without, beside a cached loop in torch 1.13
 bench: bench-generate

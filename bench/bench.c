@@ -333,9 +333,10 @@ static int run_table(const char *only, numpy_proc *numpy, bool have_numpy, doubl
         if (c->target > 0) snprintf(target, sizeof target, "%.2f", c->target);
         if (np_ok && peak > 0) snprintf(bound, sizeof bound, "%.2f", flops(c) / (peak * 1e6) / np.ms);
         printf(" %6s %7s", target, bound);
-        if (c->kind == MATMUL && c->M == 512 && c->N == 512 && c->K == 512 && peak > 0)
-            printf("  (%.0f%% of peak)", 100.0 * flops(c) / (t.median_ms * 1e6) / peak);
-        printf("\n");
+        /* ours' fraction of the measured peak, and the kernel variant that ran the row */
+        if (peak > 0) printf(" %6.0f%%", 100.0 * flops(c) / (t.median_ms * 1e6) / peak);
+        else printf(" %7s", "-");
+        printf(" %-8s\n", mha_kernels_isa());
         fflush(stdout);
     }
     return failures;
@@ -446,8 +447,15 @@ int main(int argc, char **argv) {
     if (have_numpy && peak > 0)
         printf("target: issue 15's bound on ours/np; at peak: ours/np if every FLOP of ours ran at the peak "
                "(softmax and copies free), the least any code can reach at this run's peak\n");
-    printf("\n%-32s %4s %10s %8s %8s | %10s %8s %8s | %10s | %7s %6s %7s\n", "case", "runs", "ours ms", "GFLOP/s",
-           "MiB", "numpy ms", "GFLOP/s", "MiB", "torch ms", "ours/np", "target", "at peak");
+    size_t mc, kc, nc, caches[3];
+    mha_kernels_blocking(&mc, &kc, &nc, caches);
+    printf("caches: L1d %zu KiB, L2 %zu KiB, L3 %zu KiB (0: unknown); matmul blocking MC %zu, KC %zu (fixed: it sets "
+           "the order of each sum), NC %zu\n", caches[0] / 1024, caches[1] / 1024, caches[2] / 1024, mc, kc, nc);
+    printf("%%peak: ours' GFLOP/s over the measured peak; kernels: the variant that ran the row (make bench ISA=avx2 "
+           "times another)\n");
+    printf("\n%-32s %4s %10s %8s %8s | %10s %8s %8s | %10s | %7s %6s %7s %7s %-8s\n", "case", "runs", "ours ms",
+           "GFLOP/s", "MiB", "numpy ms", "GFLOP/s", "MiB", "torch ms", "ours/np", "target", "at peak", "%peak",
+           "kernels");
 
     case_result results[NCASES] = {{0}};
     int failures = run_table(only, &numpy, have_numpy, peak, results);

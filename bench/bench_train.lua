@@ -1,40 +1,108 @@
 -- bench/bench_train.lua - one AdamW training step (forward, masked loss, backward, clip, step) of lesson 16's
--- induction model in mha-repl, beside the same step in torch 1.13 (`make bench-train`; arg[1] is the command
--- that runs bench/bench_train_torch.py). CPU time per step, best of 5 rounds of 50 steps, one thread.
+-- induction model and of nanoGPT's CPU configuration in mha-repl, beside the same steps in torch 1.13
+-- (`make bench-train`; arg[1] is the command that runs bench/bench_train_torch.py, which takes the row's
+-- name, the thread count and the steps to time). Ours and torch's are timed in turn, round after round, so
+-- a shared machine's load falls on both alike; each row prints the median of the rounds.
+-- One thread is timed by CPU time, every core by wall time (CPU time adds up the threads).
 
 local torch_cmd = arg and arg[1]
-mha.seed(0)
-local model = mha.nn.Transformer{vocab = 20, d_model = 32, heads = 2, layers = 2, d_ff = 0, max_len = 24}
-local task = mha.tasks.induction{vocab = 20, len = 24, batch = 32}
-local params = model:parameters()
-local opt = mha.optim.AdamW(params, {lr = 1e-2, weight_decay = 0.01})
-local tokens, targets = task:batch()
+-- BENCH_TRAIN_ROUNDS (5), BENCH_TRAIN_ONLY (a row's name), BENCH_TRAIN_THREADS (1: one thread only)
+local ROUNDS = tonumber(os.getenv("BENCH_TRAIN_ROUNDS") or "") or 5
+local ONLY = os.getenv("BENCH_TRAIN_ONLY")
 
-local function step()
-    local loss = mha.train.loss(model:forward(tokens, {need_weights = false}), targets)
-    opt:zero_grad()
-    loss:backward()
-    mha.clip_grad_norm(params, 1.0)
-    opt:step()
+-- The rows: the model, the batch (N, L) and the steps per timed round.
+local ROWS = {
+    {name = "induction", steps = 50, N = 32, L = 24,
+     title = "induction model (2 layers attn-only, d_model 32, 2 heads, batch 32 x 24)",
+     model = {vocab = 20, d_model = 32, heads = 2, layers = 2, d_ff = 0, max_len = 24}},
+    {name = "nanogpt", steps = 5, N = 12, L = 64,
+     title = "nanoGPT's CPU configuration (4 layers, 4 heads, d_model 128, GELU MLP 512, pre-norm, vocab 65, " ..
+             "batch 12 x 64)",
+     model = {vocab = 65, d_model = 128, heads = 4, layers = 4, max_len = 64, norm = "pre"}},
+}
+
+-- A step function over a fresh model and one fixed batch of random tokens (ids 1..vocab).
+local function make_step(row)
+    mha.seed(0)
+    local model = mha.nn.Transformer(row.model)
+    local params = model:parameters()
+    local opt = mha.optim.AdamW(params, {lr = 1e-3, weight_decay = 0.01})
+    local V = row.model.vocab
+    local function ids()
+        local t = {}
+        for i = 1, row.N do
+            t[i] = {}
+            for j = 1, row.L do t[i][j] = math.random(V) end
+        end
+        return mha.tensor(t)
+    end
+    math.randomseed(0)
+    local tokens, targets = ids(), ids()
+    return function()
+        local loss = mha.train.loss(model:forward(tokens, {need_weights = false}), targets)
+        opt:zero_grad()
+        loss:backward()
+        mha.clip_grad_norm(params, 1.0)
+        opt:step()
+    end
 end
 
-for _ = 1, 20 do step() end
-local best = math.huge
-for _ = 1, 5 do
-    local t0 = os.clock()
-    for _ = 1, 50 do step() end
-    best = math.min(best, (os.clock() - t0) / 50)
+local function median(xs)
+    local s = {}
+    for i, x in ipairs(xs) do s[i] = x end
+    table.sort(s)
+    local n = #s
+    if n == 0 then return nil end
+    return n % 2 == 1 and s[(n + 1) // 2] or (s[n // 2] + s[n // 2 + 1]) / 2
 end
-local ours = best * 1e3
-local theirs
-if torch_cmd then
-    local p = io.popen(torch_cmd)
+
+-- torch's ms per step for one round: its process builds the same model, warms up and times `steps`.
+local function torch_round(row, threads)
+    if not torch_cmd then return nil end
+    local p = io.popen(string.format("%s %s %d %d", torch_cmd, row.name, threads, row.steps))
     local out = p and p:read("a") or ""
     if p then p:close() end
-    theirs = tonumber(out:match("torch_step_ms ([%d.]+)"))
+    return tonumber(out:match("torch_step_ms ([%d.]+)"))
 end
-print(string.format("training step, induction model (2 layers attn-only, d_model 32, 2 heads, batch 32 x 24), 1 thread, kernels \"%s\"",
-    (mha.isa())))
-print(string.format("%-28s %10s %10s %8s", "row", "mha ms", "torch ms", "ratio"))
-print(string.format("%-28s %10.3f %10s %8s", "train_step_induction", ours, theirs and string.format("%.3f", theirs) or "-",
-                    theirs and string.format("%.2f", ours / theirs) or "-"))
+
+local function load_average()
+    local f = io.open("/proc/loadavg")
+    local s = f and f:read("l") or "?"
+    if f then f:close() end
+    return s:match("^(%S+ %S+ %S+)") or s
+end
+
+local cores = mha.threads()
+print(string.format("training steps, AdamW (forward, loss, backward, clip 1.0, step), kernels \"%s\", %d core(s), " ..
+                    "load average %s", (mha.isa()), cores, load_average()))
+print(string.format("ours and torch 1.13 timed in turn, %d rounds, median ms per step; 1 thread by CPU time, " ..
+                    "%d threads by wall time", ROUNDS, cores))
+for _, row in ipairs(ROWS) do print(string.format("  %-10s %s", row.name, row.title)) end
+print(string.format("%-24s %8s %10s %10s %8s %16s", "row", "threads", "mha ms", "torch ms", "ratio",
+                    "mha min-max"))
+local thread_counts = (cores > 1 and os.getenv("BENCH_TRAIN_THREADS") ~= "1") and {1, cores} or {1}
+for _, row in ipairs(ROWS) do
+    if ONLY and row.name ~= ONLY then goto next_row end
+    local step = make_step(row)
+    for _, threads in ipairs(thread_counts) do
+        mha.threads(threads)
+        local clock = threads == 1 and os.clock or mha.clock
+        for _ = 1, math.max(3, row.steps // 2) do step() end
+        local ours, theirs = {}, {}
+        for r = 1, ROUNDS do
+            collectgarbage()
+            local t0 = clock()
+            for _ = 1, row.steps do step() end
+            ours[r] = (clock() - t0) / row.steps * 1e3
+            theirs[#theirs + 1] = torch_round(row, threads)
+        end
+        local m, t = median(ours), median(theirs)
+        table.sort(ours)
+        print(string.format("%-24s %8d %10.2f %10s %8s %7.2f-%-8.2f", "train_step_" .. row.name, threads, m,
+                            t and string.format("%.2f", t) or "-", t and string.format("%.2f", m / t) or "-",
+                            ours[1], ours[#ours]))
+    end
+    ::next_row::
+end
+mha.threads(cores)
+print(string.format("load average after: %s", load_average()))

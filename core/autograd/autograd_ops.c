@@ -6,6 +6,8 @@
 #include <math.h>
 #include <string.h>
 
+#include "kernels/kernels.h"
+
 /* grads[i] = g summed back to input i's shape, when input i needs a gradient. */
 static mha_status give(mha_tensor *grads, const mha_node *n, size_t i, const mha_tensor *g) {
     if (!n->inputs[i]) return MHA_OK;
@@ -206,7 +208,8 @@ static mha_status unary_backward(mha_tensor *grads, const mha_node *n, const mha
         const float *gp = mha_f32(&gc), *x = mha_f32(&xc), *y = mha_f32(&yc);
         float *d = mha_f32(&dx);
         size_t count = mha_numel(g);
-        for (size_t i = 0; i < count; i++) {
+        if (op == MHA_GELU) mha_gelu_grad(d, gp, x, count);   /* d/dx x·Φ(x) = Φ(x) + x·φ(x) */
+        for (size_t i = 0; op != MHA_GELU && i < count; i++) {
             double dydx = 0.0;
             switch (op) {
             case MHA_NEG: dydx = -1.0; break;
@@ -217,9 +220,7 @@ static mha_status unary_backward(mha_tensor *grads, const mha_node *n, const mha
             case MHA_SQRT: dydx = 0.5 / y[i]; break;
             case MHA_TANH: dydx = 1.0 - (double)y[i] * y[i]; break;
             case MHA_RELU: dydx = y[i] > 0 ? 1.0 : 0.0; break;
-            case MHA_GELU: /* d/dx x·Φ(x) = Φ(x) + x·φ(x) */
-                dydx = 0.5 * (1.0 + erf(x[i] / sqrt(2.0))) + x[i] * exp(-0.5 * (double)x[i] * x[i]) / sqrt(2.0 * M_PI);
-                break;
+            case MHA_GELU: break;   /* mha_gelu_grad above */
             case MHA_SIGMOID: dydx = (double)y[i] * (1.0 - y[i]); break;
             }
             d[i] = (float)(gp[i] * dydx);

@@ -78,7 +78,10 @@ static const kernel_isa *isa_current;
 static pthread_once_t isa_once = PTHREAD_ONCE_INIT;
 
 /* The first instruction set of isa_all this CPU supports; MHA_ISA may name a lower one. */
+static void blocking_choose(void);
+
 static void isa_choose(void) {
+    blocking_choose();
     for (size_t i = 0; isa_all[i]; i++) {
         if (isa_supported(isa_all[i])) { isa_current = isa_all[i]; break; }
     }
@@ -189,14 +192,29 @@ static void pack_a(const kernel_isa *k, float *dst, const float *a, ptrdiff_t a_
     }
 }
 
+typedef float v8f __attribute__((vector_size(8 * sizeof(float))));   /* 8 floats, a GCC vector */
+
 /* B (kc,nc) with (p,j) at b[p*b_rs + j*b_cs], times scale  ->  panels of k->nr columns:
  * dst[(j/nr)*nr*kc + p*nr + j%nr]. */
+
 static void pack_b(const kernel_isa *k, float *dst, const float *b, ptrdiff_t b_rs, ptrdiff_t b_cs, size_t kc,
                    size_t nc, float scale) {
     const size_t nr = k->nr;
     for (size_t j0 = 0; j0 < nc; j0 += nr, dst += nr * kc) {
         size_t cols = min_size(nr, nc - j0);
-        if (b_cs == 1) { /* a row of the panel is contiguous in memory */
+        /* a row of the panel is contiguous in memory: 8 floats at a time (every NR is a multiple
+         * of 8), each the same product as one at a time */
+        if (b_cs == 1 && cols == nr) {
+            for (size_t p = 0; p < kc; p++) {
+                const float *src = b + (ptrdiff_t)p * b_rs + (ptrdiff_t)j0;
+                for (size_t j = 0; j < nr; j += 8) {
+                    v8f v;
+                    memcpy(&v, src + j, sizeof v);
+                    v = v * scale;
+                    memcpy(dst + p * nr + j, &v, sizeof v);
+                }
+            }
+        } else if (b_cs == 1) {
             for (size_t p = 0; p < kc; p++) {
                 const float *src = b + (ptrdiff_t)p * b_rs + (ptrdiff_t)j0;
                 for (size_t j = 0; j < cols; j++) dst[p * nr + j] = src[j] * scale;
@@ -222,20 +240,64 @@ static void pack_b(const kernel_isa *k, float *dst, const float *b, ptrdiff_t b_
  * packed and stays in L2; the register tile then sweeps the block, one NR-wide panel of B (in L1)
  * against every MR-row panel of A, streamed from L2.
  *
- * The tile and MC, KC are BLIS's for AMD Zen (config/zen, sgemm: 6x16, MC 144, KC 256; its NC is
- * 4080), the machine this is tuned on: AVX2 + FMA, L1d 32 KB, L2 512 KB per core, L3 8 MB shared.
- * The AVX-512 8x32 tile (kernels_simd.c) runs with the same sizes; it was tuned on a 48 KB L1 / 2
- * MB L2 machine.
+ * KC is fixed on every CPU: it sets where the sum over K is cut, so the bits of every product (and
+ * every golden transcript) depend on it. MC and NC only cut C into blocks, so they follow the CPU's
+ * caches, read once (blocking_choose): a packed block of A (MC x KC) takes a quarter of L2 (120
+ * rows on Zen's 512 KB, 504 on a 2 MB L2); a packed slice of B (KC x NC) half of L3, at most 2048
+ * columns (1 KB x 2048 = 2 MB: a wider slice is scratch memory the fused attention backward's
+ * budget has no room for). Unknown sizes keep BLIS's for Zen: MC 144, NC 2048.
  * ------------------------------------------------------------------------------------------- */
 
 enum {
     KC = 256,  /* depth of one pass: a 6x16 tile reads 6 KB of A and a 16 KB panel of B, half of
-                  L1 */
-    MC = 144,  /* rows of A per packed block (a multiple of every MR: 4, 6, 8): 144 KB, under a
-                  third of L2 */
-    NC = 2048, /* columns of B per packed slice (a multiple of every NR): 2 MB at KC = 256, in L3 */
+                  L1; an 8x32 tile 8 KB and 32 KB */
+    MC_UNIT = 24,  /* MC is a multiple of every MR: 4, 6, 8 */
+    NC_UNIT = 64,  /* NC is a multiple of every NR: 8, 16, 32 */
     MAX_TILE = 16 * 64
 };
+
+static size_t MC = 144, NC = 2048; /* set once by blocking_choose, with the instruction set */
+static size_t cache_bytes[3];               /* L1d, L2, L3 as read; 0 unknown */
+
+/* One cache's size in bytes: sysconf, else /sys's cpu0 index<i>/size ("48K"); 0 when neither
+ * says. */
+static size_t cache_size(int level) {
+    long v = -1;
+#if defined(_SC_LEVEL1_DCACHE_SIZE) && defined(_SC_LEVEL2_CACHE_SIZE) && defined(_SC_LEVEL3_CACHE_SIZE)
+    v = sysconf(level == 1 ? _SC_LEVEL1_DCACHE_SIZE : level == 2 ? _SC_LEVEL2_CACHE_SIZE : _SC_LEVEL3_CACHE_SIZE);
+#endif
+    if (v > 0) return (size_t)v;
+    const int index = level == 1 ? 0 : level;   /* index0 L1d, index1 L1i, index2 L2, index3 L3 */
+    char path[80], text[32] = "";
+    snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/size", index);
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    size_t n = 0;
+    char unit = 0;
+    if (fgets(text, sizeof text, f) && sscanf(text, "%zu%c", &n, &unit) >= 1)
+        n *= unit == 'K' ? 1024 : unit == 'M' ? 1024 * 1024 : 1;
+    fclose(f);
+    return n;
+}
+
+static void blocking_choose(void) {
+    for (int level = 1; level <= 3; level++) cache_bytes[level - 1] = cache_size(level);
+    const size_t l2 = cache_bytes[1], l3 = cache_bytes[2], row = KC * sizeof(float);
+    if (l2 >= 4 * row * 2 * MC_UNIT) {
+        MC = l2 / 4 / row / MC_UNIT * MC_UNIT;
+        if (MC > 40 * MC_UNIT) MC = 40 * MC_UNIT;
+    }
+    if (l3 >= 2 * row * 8 * NC_UNIT) {
+        NC = l3 / 2 / row / NC_UNIT * NC_UNIT;
+        if (NC > 32 * NC_UNIT) NC = 32 * NC_UNIT;
+    }
+}
+
+void mha_kernels_blocking(size_t *mc, size_t *kc, size_t *nc, size_t caches[3]) {
+    isa();
+    *mc = MC, *kc = KC, *nc = NC;
+    for (int i = 0; i < 3; i++) caches[i] = cache_bytes[i];
+}
 
 /* The part inside C of a tile computed into a buffer: c (m,n) row stride ldc (+)= edge (m,n) row
  * stride nr. */
@@ -292,6 +354,17 @@ void mha_softmax_rows_sum(float *x, size_t ld, size_t rows, size_t n, float *sum
 }
 
 void mha_softmax_rows(float *x, size_t ld, size_t rows, size_t n) { mha_softmax_rows_sum(x, ld, rows, n, NULL, 0); }
+
+float mha_gelu_ref(float x) { return (float)(0.5 * (double)x * erfc(-(double)x * 0.70710678118654752440)); }
+
+float mha_gelu_grad_ref(float g, float x) {
+    double dydx = 0.5 * (1.0 + erf(x / sqrt(2.0))) + x * exp(-0.5 * (double)x * x) / sqrt(2.0 * M_PI);
+    return (float)(g * dydx);
+}
+
+void mha_gelu(float *y, const float *x, size_t n) { isa()->gelu(y, x, n); }
+
+void mha_gelu_grad(float *dx, const float *g, const float *x, size_t n) { isa()->gelu_grad(dx, g, x, n); }
 
 /* One call's operands, as mha_sgemm got them. */
 typedef struct sgemm_job {

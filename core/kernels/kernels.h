@@ -51,6 +51,10 @@ bool mha_kernels_use_isa(const char *name);
  * returned (at most max). A test or a user compares them; the results of each differ only in
  * rounding. */
 size_t mha_kernels_isa_list(const char **names, size_t max);
+/* The matrix product's blocking: MC rows of A and NC columns of B per packed block, chosen from the
+ * caches (L1d, L2, L3 in bytes as read, 0 when unknown); KC, the depth of one pass, is the same on
+ * every CPU (it fixes the order of each sum, so every variant and CPU gives the same bits). */
+void mha_kernels_blocking(size_t *mc, size_t *kc, size_t *nc, size_t caches[3]);
 
 /* Threads. MHA_THREADS=N in the environment (read once, at the first call; default: every online
  * core, sysconf(_SC_NPROCESSORS_ONLN)) lets one kernel call split its work over N threads:
@@ -91,6 +95,16 @@ void mha_softmax_rows_ref(float *x, size_t ld, size_t rows, size_t n);
  * heads (MultiheadAttention's head mean). sum NULL: plain softmax. */
 void mha_softmax_rows_sum(float *x, size_t ld, size_t rows, size_t n, float *sum, size_t ld_sum);
 void mha_softmax_rows_sum_ref(float *x, size_t ld, size_t rows, size_t n, float *sum, size_t ld_sum);
+
+/* y = gelu(x) = x·Phi(x) for n contiguous floats, and dx = g·gelu'(x) = g·(Phi(x) + x·phi(x)):
+ * vectorised, each element the very float of the references below (a lane whose value lies near a
+ * float rounding boundary takes the reference's path; the tests hold every variant to them). */
+void mha_gelu(float *y, const float *x, size_t n);
+void mha_gelu_grad(float *dx, const float *g, const float *x, size_t n);
+/* The references, one element each: libm's erfc, erf and exp in double, rounded to float once.
+ * gelu(x) = 0.5·x·erfc(-x/√2): erfc keeps the small tail of a negative x, where 1 + erf cancels. */
+float mha_gelu_ref(float x);
+float mha_gelu_grad_ref(float g, float x);
 
 /* One head of attention: out = softmax(q·kᵀ·scale + mask)·v.
  *   out (L,Dv) row stride ld_out; q (L,D) row stride ld_q; k (S,D) ld_k; v (S,Dv) ld_v

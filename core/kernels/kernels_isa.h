@@ -59,6 +59,11 @@ typedef struct kernel_isa {
      * narrow for packing A to pay (mha_sgemm says when); NULL: not written for this set. */
     void (*tile_a_rows)(float *c, size_t ldc, const float *a, ptrdiff_t a_rs, size_t rows, const float *b, size_t kc,
                         bool add);
+    /* y = gelu(x) and dx = g·gelu'(x) for n contiguous floats, bit for bit mha_gelu_ref and
+     * mha_gelu_grad_ref (kernels.h) element by element: computed in double over W lanes, a lane
+     * near a rounding boundary of the float result falls back to the reference. */
+    void (*gelu)(float *y, const float *x, size_t n);
+    void (*gelu_grad)(float *dx, const float *g, const float *x, size_t n);
 } kernel_isa;
 
 /* One source, core/kernels/kernels_simd.c, compiled once per set (Makefile). */

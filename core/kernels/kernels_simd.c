@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "kernels/kernels.h"
 #include "kernels/kernels_isa.h"
 
 #if (defined(MHA_SIMD_AVX512) || defined(MHA_SIMD_AVX2)) && !defined(MHA_KERNELS_X86)
@@ -320,9 +321,14 @@ static void softmax_step(float *scores, size_t nk, float *m, float *l, float *al
 /* See kernel_isa.softmax_row: W at a time; the ragged end is padded with -inf in a small buffer. */
 static void softmax_row(float *x, size_t n, float *sum_out) {
     const size_t body = n / W * W, rest = n - body;
+    /* the ragged end, padded with -inf (max unchanged, exp 0: adding it leaves the sum's
+     * bits); a row of whole vectors skips it, and the stall of reloading lanes stored one by one */
     float end[W];
-    store(end, load_part(x + body, rest, -INFINITY));
-    vf mx = load(end);
+    vf mx = splat(-INFINITY);
+    if (rest) {
+        store(end, load_part(x + body, rest, -INFINITY));
+        mx = load(end);
+    }
     for (size_t j = 0; j < body; j += W) mx = vmax(load(x + j), mx);
     const float max = max_lanes(mx);
     if (max == -INFINITY) { /* every key masked */
@@ -337,9 +343,11 @@ static void softmax_row(float *x, size_t n, float *sum_out) {
         store(x + j, e);
         sum += e;
     }
-    vf e = vexp(load(end) - m); /* the -inf padding gives 0 */
-    store(end, e);
-    sum += e;
+    if (rest) {
+        vf e = vexp(load(end) - m); /* the -inf padding gives 0 */
+        store(end, e);
+        sum += e;
+    }
     const float total = sum_lanes(sum);
     const vf t = splat(total);
     for (size_t j = 0; j < body; j += W) {
@@ -468,8 +476,120 @@ static void dot_rows(float *c, size_t ldc, const float *a, size_t lda, const flo
     }
 }
 
+
+/* ---------------------------------------------------------------------------------------------
+ * GELU and its derivative, in double over W lanes, each checked against the reference's rounding
+ * ------------------------------------------------------------------------------------------- */
+
+/* W doubles span two registers of the set; the helpers below are always inlined, so their
+ * vector returns never cross a call (GCC's note on the ABI of such returns does not apply) */
+#pragma GCC diagnostic ignored "-Wpsabi"
+typedef double vd __attribute__((vector_size(W * sizeof(double))));   /* W doubles */
+typedef int64_t vl __attribute__((vector_size(W * sizeof(int64_t)))); /* W integers, or a mask */
+typedef uint64_t vu __attribute__((vector_size(W * sizeof(uint64_t))));
+
+INLINE vd blend_d(vl mask, vd a, vd b) { return (vd)((mask & (vl)a) | (~mask & (vl)b)); }
+INLINE vd abs_d(vd x) { return (vd)((vl)x & INT64_MAX); }   /* the sign bit cleared */
+
+/* exp(a) for -700 <= a <= 0: a = n·ln 2 + r, |r| <= ln 2 / 2 (ln 2 in two parts, the first with
+ * 32 significant bits so n·hi is exact), Taylor's series of e^r to r^13 (its remainder below
+ * 1e-17), times 2^n from the exponent bits. Relative error a few 1e-16. */
+INLINE vd exp_d(vd a) {
+    const double magic = 6755399441055744.0;   /* 1.5·2^52: x + magic - magic rounds x */
+    const double ln2_hi = 0.693147180369123816490, ln2_lo = 1.90821492927058770002e-10;
+    vd n = (a * 1.4426950408889634074 + magic) - magic;
+    vd r = (a - n * ln2_hi) - n * ln2_lo;
+    vd p = r * (1.0 / 6227020800.0) + 1.0 / 479001600.0;   /* 1/13!, 1/12! */
+    static const double inv_fact[12] = {1.0 / 39916800.0, 1.0 / 3628800.0, 1.0 / 362880.0, 1.0 / 40320.0,
+                                        1.0 / 5040.0, 1.0 / 720.0, 1.0 / 120.0, 1.0 / 24.0, 1.0 / 6.0, 0.5,
+                                        1.0, 1.0};
+#pragma GCC unroll 12
+    for (size_t k = 0; k < 12; k++) p = p * r + inv_fact[k];
+    /* 2^n from the exponent bits, in unsigned arithmetic: a lane that falls back (NaN, |x| > 8)
+     * may hold any bits here, and unsigned wrap-around and shifts are defined for every value */
+    vu bits = ((vu)(n + magic) - (vu)((vd){0} + magic) + 1023) << 52;
+    return p * (vd)bits;
+}
+
+/* erfcx(z) = exp(z²)·erfc(z) on 0 <= z <= 6: a polynomial in u = 1.5·(z - 3)/(z + 3) + 0.5
+ * (coefficients from tests/fixtures/gen/gen_erfcx.py, relative error below 1e-14). */
+static const double erfcx_poly[19] = {
+    -2.057951587445991e-11, -4.013005595519683e-11, 1.1627426469069857e-10,
+    9.1199410817411386e-10, 7.1385195689532927e-10, -1.4413667830016868e-08,
+    -3.4679506864859071e-08, 2.2750229140869569e-07, 8.1172622114239527e-07,
+    -4.5325842786500321e-06, -1.5153769786409199e-05, 0.00012716419156803797,
+    7.0125306904862889e-05, -0.0039561516351009135, 0.023308261233384441,
+    -0.081626845134148335, 0.20143885681918766, -0.36815156489825857,
+    0.32158541645431804,
+};
+
+/* 2·Phi(x) = erfc(-x/√2) = 1 + erf(x/√2) for |x| <= 8.4, relative error below 1e-13; negative
+ * the lanes where x < 0 (compared in float: W lanes in one register); *gauss gets exp(-x²/2). */
+INLINE vd two_phi(vd x, vi negative, vd *gauss) {
+    vd z = abs_d(x) * 0.70710678118654752440;
+    vd u = (z - 3.0) / (z + 3.0) * 1.5 + 0.5;
+    vd p = (vd){0} + erfcx_poly[0];
+#pragma GCC unroll 18
+    for (size_t k = 1; k < 19; k++) p = p * u + erfcx_poly[k];
+    *gauss = exp_d(-(z * z));
+    vd e = *gauss * p;   /* erfc(|x|/√2) */
+    return blend_d(__builtin_convertvector(negative, vl), e, 2.0 - e);
+}
+
+/* Whether no lane is `bad` (a lane that takes the reference's path). */
+INLINE bool all_good(vi bad) {
+    int32_t any = 0;
+#pragma GCC unroll 16
+    for (size_t j = 0; j < W; j++) any |= bad[j];
+    return any == 0;
+}
+
+/* y = gelu(x) = 0.5·x·erfc(-x/√2) for n floats, each the very float of the reference
+ * (mha_gelu_ref, which rounds libm's double result): a lane whose double value lies within 1e-12
+ * (relative) of a float rounding boundary (the two ends of that interval round to different bits:
+ * a zero's sign too), or |x| > 8, or NaN, takes the reference's path. */
+static void gelu(float *y, const float *x, size_t n) {
+    size_t i = 0;
+    for (; i + W <= n; i += W) {
+        vf xv = load(x + i);
+        vd xd = __builtin_convertvector(xv, vd);
+        vd gauss;
+        vd v = 0.5 * xd * two_phi(xd, xv < 0.0f, &gauss), tol = abs_d(v) * 1e-12;
+        vf lo = __builtin_convertvector(v - tol, vf), hi = __builtin_convertvector(v + tol, vf);
+        vi bad = ((vi)lo != (vi)hi) | (lo != lo) | ~((xv <= 8.0f) & (xv >= -8.0f));
+        store(y + i, lo);
+        if (!all_good(bad))
+            for (size_t j = 0; j < W; j++)
+                if (bad[j]) y[i + j] = mha_gelu_ref(x[i + j]);
+    }
+    for (; i < n; i++) y[i] = mha_gelu_ref(x[i]);
+}
+
+/* dx = g·gelu'(x) = g·(Phi(x) + x·phi(x)) for n floats, each the very float of the reference
+ * (mha_gelu_grad_ref), checked as gelu is, the derivative's error taken as absolute (1e-12); a
+ * derivative within 1e-12 of 0 takes the reference's path, so the sign of a zero is its too. */
+static void gelu_grad(float *dx, const float *g, const float *x, size_t n) {
+    size_t i = 0;
+    for (; i + W <= n; i += W) {
+        vf xv = load(x + i);
+        vd xd = __builtin_convertvector(xv, vd), gd = __builtin_convertvector(load(g + i), vd);
+        vd gauss;
+        vd dydx = 0.5 * two_phi(xd, xv < 0.0f, &gauss);
+        dydx += xd * gauss * 0.39894228040143267794;   /* x·phi(x), phi's exp shared with Phi */
+        vd v = gd * dydx, tol = abs_d(gd) * 1e-12;
+        vf lo = __builtin_convertvector(v - tol, vf), hi = __builtin_convertvector(v + tol, vf);
+        vf small = __builtin_convertvector(abs_d(dydx), vf);
+        vi bad = ((vi)lo != (vi)hi) | (lo != lo) | ~((xv <= 8.0f) & (xv >= -8.0f)) | (small < 1e-12f);
+        store(dx + i, lo);
+        if (!all_good(bad))
+            for (size_t j = 0; j < W; j++)
+                if (bad[j]) dx[i + j] = mha_gelu_grad_ref(g[i + j], x[i + j]);
+    }
+    for (; i < n; i++) dx[i] = mha_gelu_grad_ref(g[i], x[i]);
+}
+
 const kernel_isa KERNELS_SET = {KERNELS_NAME, MR, NR, tile, softmax_step, softmax_row, pack_b_trans,
-                                dot_rows, pack_a_rows, pack_a_cols, tile_a_rows};
+                                dot_rows, pack_a_rows, pack_a_cols, tile_a_rows, gelu, gelu_grad};
 
 #if defined(SIMD_TARGET) && defined(__clang__)
 #pragma clang attribute pop

@@ -42,8 +42,11 @@ mha_status mha_linear(mha_tensor *out, const mha_tensor *x, const mha_tensor *W,
     if (b != NULL) { /* y starts as b in every row, then accumulates x·Wᵀ: torch's addmm(b, x,
                         Wᵀ) */
         const float *bias = mha_f32(b);
-        for (size_t r = 0; r < rows; r++)
-            for (size_t j = 0; j < n_out; j++) y[r * n_out + j] = bias[(ptrdiff_t)j * b->stride[0]];
+        if (b->stride[0] == 1) /* a contiguous bias: each row a copy */
+            for (size_t r = 0; r < rows; r++) memcpy(y + r * n_out, bias, n_out * sizeof *y);
+        else
+            for (size_t r = 0; r < rows; r++)
+                for (size_t j = 0; j < n_out; j++) y[r * n_out + j] = bias[(ptrdiff_t)j * b->stride[0]];
     }
     /* Wᵀ (in, out) is W read with its strides swapped: element (p, j) = W[j, p] */
     st = mha_sgemm(y, n_out, mha_f32(&cx), (ptrdiff_t)in, 1, mha_f32(W), W->stride[1], W->stride[0], rows, n_out, in,

@@ -9,10 +9,47 @@
  * Adam and AdamW on the fixture problem give torch's parameters bit for bit
  * (the tests allow rtol 1e-5). Scalars torch gets from Python (lr, betas, 1 − β^step) are computed
  * in double and rounded to float where torch hands them to a float32 kernel. These loops are the
- * plain reference: they are memory-bound, and the compiler vectorises them as they stand. */
+ * plain reference; Adam's also runs 8 floats at a time on a CPU with AVX2 and FMA (adam_avx2): the
+ * same correctly rounded operations (fused multiply-add, sqrt, division) in the same order, so the
+ * same bits, without a call to libm's fmaf per element (6% of nanoGPT's CPU training step). */
 #include "optim/optim.h"
 
 #include <math.h>
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+
+/* The loop of mha_adam_step below for i in [0, n - n % 8), without maximize or amsgrad; returns the
+ * count done. decoupled: AdamW's param·decay; else g + param·wd when has_wd. */
+__attribute__((target("avx2,fma"))) static size_t adam_avx2(float *param, float *exp_avg, float *exp_avg_sq,
+                                                            const float *grad, size_t n, bool decoupled, bool has_wd,
+                                                            float wd,
+                                                            float decay, float beta1, float beta2, float omb1,
+                                                            float omb2, float neg_step, float bc2_sqrt, float eps) {
+    const __m256 vwd = _mm256_set1_ps(wd), vdecay = _mm256_set1_ps(decay), vb1 = _mm256_set1_ps(beta1);
+    const __m256 vb2 = _mm256_set1_ps(beta2), vomb1 = _mm256_set1_ps(omb1), vomb2 = _mm256_set1_ps(omb2);
+    const __m256 vneg = _mm256_set1_ps(neg_step), vbc2 = _mm256_set1_ps(bc2_sqrt), veps = _mm256_set1_ps(eps);
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 g = _mm256_loadu_ps(grad + i), p = _mm256_loadu_ps(param + i);
+        if (decoupled) p = _mm256_mul_ps(p, vdecay);
+        else if (has_wd) g = _mm256_fmadd_ps(p, vwd, g);
+        __m256 m = _mm256_fmadd_ps(g, vomb1, _mm256_mul_ps(_mm256_loadu_ps(exp_avg + i), vb1));
+        __m256 v = _mm256_fmadd_ps(_mm256_mul_ps(vomb2, g), g, _mm256_mul_ps(_mm256_loadu_ps(exp_avg_sq + i), vb2));
+        __m256 denom = _mm256_add_ps(_mm256_div_ps(_mm256_sqrt_ps(v), vbc2), veps);
+        p = _mm256_add_ps(p, _mm256_div_ps(_mm256_mul_ps(vneg, m), denom));
+        _mm256_storeu_ps(exp_avg + i, m);
+        _mm256_storeu_ps(exp_avg_sq + i, v);
+        _mm256_storeu_ps(param + i, p);
+    }
+    return i;
+}
+
+static bool has_avx2_fma(void) {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+}
+#endif
 
 void mha_sgd_step(float *param, float *buf, const float *grad, size_t n, const mha_sgd_options *opt, bool first) {
     const float wd = (float)opt->weight_decay, momentum = (float)opt->momentum;
@@ -41,7 +78,13 @@ void mha_adam_step(float *param, float *exp_avg, float *exp_avg_sq, float *max_e
     const float neg_step_size = (float)-(opt->lr / bias_correction1);
     const float bias_correction2_sqrt = (float)sqrt(bias_correction2);
     const float eps = (float)opt->eps;
-    for (size_t i = 0; i < n; i++) {
+    size_t i = 0;
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (!opt->maximize && !opt->amsgrad && has_avx2_fma())
+        i = adam_avx2(param, exp_avg, exp_avg_sq, grad, n, opt->decoupled, opt->weight_decay != 0, wd, decay, beta1,
+                      beta2, one_minus_beta1, one_minus_beta2, neg_step_size, bias_correction2_sqrt, eps);
+#endif
+    for (; i < n; i++) {
         float g = opt->maximize ? -grad[i] : grad[i];
         if (opt->decoupled) param[i] *= decay;                           /* param.mul_(1 - lr*wd) */
         else if (opt->weight_decay != 0) g = fmaf(param[i], wd, g);  /* grad.add(param, alpha=wd) */

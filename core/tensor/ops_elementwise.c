@@ -4,6 +4,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "kernels/kernels.h"
 #include "tensor/ops_internal.h"
 
 /* always_inline lets one generic loop body specialise per operation inside each switch case */
@@ -33,10 +34,31 @@ OPS_INLINE float binop_apply(mha_binop op, float x, float y) {
     return NAN;
 }
 
+typedef float v4f __attribute__((vector_size(4 * sizeof(float))));   /* 4 floats: SSE2, NEON */
+
+/* x op y on 4 lanes for the four operations whose lanes are each the correctly rounded scalar's */
+OPS_INLINE v4f binop_v4(mha_binop op, v4f x, v4f y) {
+    switch (op) {
+    case MHA_ADD: return x + y;
+    case MHA_SUB: return x - y;
+    case MHA_MUL: return x * y;
+    default: return x / y;
+    }
+}
+
 OPS_INLINE void binary_loop(mha_binop op, float *restrict out, const float *a, ptrdiff_t sa,
                             const float *b, ptrdiff_t sb, ptrdiff_t n) {
     if (sa == 1 && sb == 1) {           /* same shape, contiguous */
-        for (ptrdiff_t i = 0; i < n; i++) out[i] = binop_apply(op, a[i], b[i]);
+        ptrdiff_t i = 0;
+        if (op == MHA_ADD || op == MHA_SUB || op == MHA_MUL || op == MHA_DIV)
+            for (; i + 4 <= n; i += 4) {   /* 4 at a time: the same bits as one at a time */
+                v4f x, y;
+                memcpy(&x, a + i, sizeof x);
+                memcpy(&y, b + i, sizeof y);
+                x = binop_v4(op, x, y);
+                memcpy(out + i, &x, sizeof x);
+            }
+        for (; i < n; i++) out[i] = binop_apply(op, a[i], b[i]);
     } else if (sa == 1 && sb == 0) {    /* tensor op scalar */
         float y = b[0];
         for (ptrdiff_t i = 0; i < n; i++) out[i] = binop_apply(op, a[i], y);
@@ -126,9 +148,8 @@ OPS_INLINE float unop_apply(mha_unop op, float x) {
     case MHA_SQRT: return sqrtf(x);
     case MHA_TANH: return tanhf(x);
     case MHA_RELU: return x < 0.0f ? 0.0f : x;            /* NaN stays NaN, as in PyTorch */
-    /* gelu(x) = x·Phi(x) = 0.5·x·(1 + erf(x/sqrt 2)) = 0.5·x·erfc(-x/sqrt 2); erfc keeps the
-     * small tail for negative x accurate, where 1 + erf(...) would cancel. */
-    case MHA_GELU: return (float)(0.5 * (double)x * erfc(-(double)x * 0.70710678118654752440));
+    /* gelu(x) = x·Phi(x) = 0.5·x·erfc(-x/sqrt 2) (core/kernels/kernels.h) */
+    case MHA_GELU: return mha_gelu_ref(x);
     /* sigma(x) = 1 / (1 + e^-x); for x < 0 the same as e^x / (1 + e^x), which keeps the tiny values
      * of a very negative x instead of rounding 1 / (1 + huge) to 0 */
     case MHA_SIGMOID: return x < 0.0f ? expf(x) / (1.0f + expf(x)) : 1.0f / (1.0f + expf(-x));
@@ -155,7 +176,10 @@ static void unary_row(const void *ctx, char *const *p, const ptrdiff_t *s, ptrdi
     case MHA_SQRT: unary_loop(MHA_SQRT, out, x, s[1], n); break;
     case MHA_TANH: unary_loop(MHA_TANH, out, x, s[1], n); break;
     case MHA_RELU: unary_loop(MHA_RELU, out, x, s[1], n); break;
-    case MHA_GELU: unary_loop(MHA_GELU, out, x, s[1], n); break;
+    case MHA_GELU: /* contiguous rows vectorised, the same bits */
+        if (s[1] == 1) mha_gelu(out, x, (size_t)n);
+        else unary_loop(MHA_GELU, out, x, s[1], n);
+        break;
     case MHA_SIGMOID: unary_loop(MHA_SIGMOID, out, x, s[1], n); break;
     }
 }

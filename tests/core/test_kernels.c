@@ -920,6 +920,48 @@ static void check_self_attention_bits(void) {
           "1 and 2 threads", bad == 0 && ran > 0, "%d of %d runs differ, first %s", bad, ran, first_bad);
 }
 
+/* mha_gelu and mha_gelu_grad: bit for bit their references on a sweep of x over [-9.5, 9.5] (where
+ * the vector path ends at |x| = 8 and falls back past it), near the derivative's zero, at zeros,
+ * infinities, NaN, subnormals and huge values, each g from a mix of signs, scales and zeros; lengths
+ * that leave a ragged tail. */
+static void check_gelu(const char *label) {
+    enum { N = 200003 };
+    float *x = malloc(N * sizeof *x), *g = malloc(N * sizeof *g), *y = malloc(N * sizeof *y);
+    if (!x || !g || !y) {
+        check_report(0, "gelu: setup", "%s", "out of memory");
+        free(x), free(g), free(y);
+        return;
+    }
+    const float special[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, 1e-40f, -1e-40f, 1e-30f, -1e-30f, 8.0f, -8.0f,
+                             8.000001f, -8.000001f, 3e38f, -3e38f, -0.7517916f, -0.75179166f, -0.7517917f};
+    const size_t ns = sizeof special / sizeof *special;
+    uint32_t seed = 12345;
+    for (size_t i = 0; i < N; i++) {
+        seed = seed * 1664525u + 1013904223u;
+        x[i] = i < ns ? special[i] : -9.5f + 19.0f * (float)i / (float)N;
+        float scale = (seed >> 28) == 0 ? 0.0f : (float)ldexp(1.0, (int)(seed >> 24 & 31) - 16);
+        g[i] = ((seed >> 8 & 0xffff) / 65536.0f - 0.5f) * scale;
+    }
+    g[3] = INFINITY, g[4] = 1.0f, g[5] = -0.0f;
+    size_t bad = 0, first = N;
+    for (size_t len = N; len + 3 > N; len--) {   /* three lengths: ragged tails */
+        mha_gelu(y, x, len);
+        for (size_t i = 0; i < len; i++) {
+            float r = mha_gelu_ref(x[i]);
+            if (memcmp(&r, &y[i], sizeof r) != 0 && bad++ == 0) first = i;
+        }
+        mha_gelu_grad(y, g, x, len);
+        for (size_t i = 0; i < len; i++) {
+            float r = mha_gelu_grad_ref(g[i], x[i]);
+            if (memcmp(&r, &y[i], sizeof r) != 0 && bad++ == 0) first = i;
+        }
+    }
+    char name[128];
+    snprintf(name, sizeof name, "gelu and its gradient[%s]: the references' bits on %d values", label, (int)N);
+    CHECK(name, bad == 0, "%zu differ, the first at x = %.9g", bad, first < N ? (double)x[first] : 0.0);
+    free(x), free(g), free(y);
+}
+
 /* Every kernel check runs on every instruction set, on one thread and split over two with the split
  * threshold at 0, so that every call of two register tiles or query tiles or more is split, at the
  * awkward sizes too (the test sets both itself: MHA_THREADS in the environment changes nothing here). */
@@ -947,6 +989,7 @@ int main(void) {
             check_sgemm(label);
             check_softmax_rows(label);
             check_softmax_rows_sum(label);
+            if (threads == 1) check_gelu(label);
             check_attention(label);
             check_interrupt(label);
             if (threads == 1) {
