@@ -308,8 +308,8 @@ function plot.heads(W, opts)
                                         math.floor((cell * grid_rows + below) * scale) })
     local width, height = size[1], size[2]
     local px = function(n) return n * scale end
-    -- a window scaled down to fit the screen leaves a row less room than a 10-point tic label is
-    -- tall (13 pixels): the axes' labels then take a font that fits (6 points at least), not overlap
+    -- a window scaled down to fit the screen can leave a row less room than a 10-point tic
+    -- label is tall (13 pixels): the axes' labels then take a font that fits (at least 6 points)
     local side = math.min((width - px(170) - (grid_cols - 1) * px(80)) / grid_cols,
                           (height - px(below + 50) - (grid_rows - 1) * px(below)) / grid_rows)
     local pitch = side / math.max(L, S)
