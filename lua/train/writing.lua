@@ -120,7 +120,7 @@ end
 -- mha.seed once. At a terminal (or stream = true) each character is written as it comes; Ctrl-C
 -- stops the writing and returns what was written so far.
 function M.generate(model, tok, prompt, opts)
-    local fname = "generate"
+    local fname = "mha.generate"
     opts = opts or {}
     local tokens = checked(fname, model, tok, prompt, opts)
     local n_new = module.opt_count(fname, opts, "max_new_tokens", 100)
