@@ -175,9 +175,11 @@ local function val_words(history, since)
 end
 
 -- The progress line at a terminal, rewritten in place: step, rate, the mean loss and accuracy
--- since the last log step, the time left, the latest validation loss.
+-- since the last log step, the time left, the latest validation loss. Rate and time left are in
+-- wall-clock time, what the student waits (CPU time counts both threads, and none while the
+-- machine serves others).
 local function show_progress(run, step, mean_loss, mean_acc)
-    local el = os.clock() - run.t0
+    local el = mha.clock() - run.wall0
     local rate = (step - run.start + 1) / math.max(el, 1e-9)
     io.write("\r\27[K", string.format(words().progress, step, run.steps, rate, mean_loss,
                                         100 * mean_acc, fmt_time((run.steps - step) / rate)),
@@ -371,6 +373,7 @@ function M.train(o)
         run.start = resume_from(run, o.resume) + 1
     end
     run.t0 = os.clock()
+    run.wall0 = mha.clock()
     run.drawn_at = -math.huge   -- mha.clock() of the last live redraw
     run.shown_at = mha.clock()   -- mha.clock() of the last progress line
     -- each run's curves in a figure of their own (a window: two runs, 1 head and 2 heads, side by
