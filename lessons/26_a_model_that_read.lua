@@ -96,7 +96,8 @@ train, valid = mha.data.split(mha.data.text("kjv"), {val = 0.1})
 part, held = train:sub(1, 400000), valid:sub(1, 40000)
 unigram, bigram = writing.baselines(part, held, en_tok)
 model = writing.val_loss(en, en_tok, held, {batches = 2, batch = 8})
-LESSON.table({{"unigram", unigram}, {"bigram", bigram}, {"char_en", model}},
+LESSON.table({{tr{en = "unigram", zh = "一元"}, unigram},
+              {tr{en = "bigram", zh = "二元"}, bigram}, {"char_en", model}},
              tr{en = {"model", "loss (nats)"}, zh = {"模型", "损失（奈特）"}}, "%.2f")]],
     },
 

@@ -67,11 +67,11 @@ board(mha.heads.detect(en, windows, "previous"))]],
 The detector knows three patterns; a new one is a 0/1 matrix P (L, L) with P[i][j] = 1 where
 query i should look. Here j is the first letter of the word that i is in (after a space or a
 line end), and a head's score is its weight on that letter, averaged over every position. Layer
-2's head 3 scores 0.42, twice as much as most heads: a start-of-word head.]],
+2's head 3 scores 0.41, twice as much as most heads: a start-of-word head.]],
             zh = [[
 检测器只认识三种模式；新的模式是一个 0/1 矩阵 P (L, L)，查询 i 应该看的位置 j 上 P[i][j] = 1。这里 j 是
 i 所在的词的第一个字母（在空格或换行之后），一个头的得分是它在这个字母上的权重，对所有位置取平均。第 2 层
-的头 3 得 0.42，是多数头的两倍：一个看词开头的头。]],
+的头 3 得 0.41，是多数头的两倍：一个看词开头的头。]],
         },
         code = [=[
 function word_starts(ids)  -- tr{en = "P[i][j] = 1: j starts i's word", zh = "P[i][j] = 1：j 是 i 所在词的开头"}

@@ -417,6 +417,12 @@ local function no_entry(name, value, partial)
         end
     end
     local zh = chinese()
+    -- a module's name (help("mha.interp")): its functions, each of them an entry
+    local inside = partial and #partial > 0
+    for _, p in ipairs(partial or {}) do
+        if p:sub(1, #name + 1) ~= name .. "." then inside = false end
+    end
+    if inside then return columns(said("module_holds", "%s holds:", name), partial) end
     if partial and #partial > 0 then
         return columns(zh and string.format(zh.words.no_help_near, name) or ("No help for '" .. name .. "'. Did you mean:"), partial)
     end

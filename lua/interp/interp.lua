@@ -147,7 +147,9 @@ local function patch(model, clean, corrupt, name, metric, opts)
     local corrupt_logits, ccache = model:run_with_cache(corrupt, {names = {names[1]}})
     local a, b = cache[names[1]]:shape(), ccache[names[1]]:shape()
     if table.concat(a, ",") ~= table.concat(b, ",") then
-        raise(fname .. ": clean and corrupt tokens must have the same shape")
+        local c, d = clean_logits:shape(), corrupt_logits:shape()   -- (N, L, vocab) each
+        raise(string.format("%s: clean and corrupt tokens must have the same shape, got (%d,%d) " ..
+                            "and (%d,%d)", fname, c[1], c[2], d[1], d[2]))
     end
     local m_clean = metric_value(fname, metric, clean_logits)
     local m_corrupt = metric_value(fname, metric, corrupt_logits)

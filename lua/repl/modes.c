@@ -2,6 +2,7 @@
  * (--lesson, --batch, --lang, --answers), a Jupyter kernel (--kernel), a lesson written as a
  * notebook (--export). */
 #include <fcntl.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -47,11 +48,13 @@ const char *repl_modes_check(lua_State *L, int args, int *usage) {
     *usage = 1;
     if ((args & has_export) && !(args & has_lesson))
         return "--export goes with --lesson NAME --batch (in the REPL: :export FILE)";
-    if ((args & (has_batch | has_lang | has_answers)) && !(args & has_lesson))
-        return "--batch, --lang and --answers go with --lesson NAME";
+    if ((args & (has_batch | has_answers)) && !(args & has_lesson))
+        return "--batch and --answers go with --lesson NAME";
     *usage = 0;
     if (lesson_lang && strcmp(lesson_lang, "en") != 0 && strcmp(lesson_lang, "zh") != 0)
         return lua_pushfstring(L, "--lang: '%s' is not a language of the lessons (en, zh)", lesson_lang);
+    /* --lang without a lesson sets the REPL's language, as MHA_LANG does (read once it starts) */
+    if (lesson_lang && !(args & has_lesson)) setenv("MHA_LANG", lesson_lang, 1);
     return NULL;
 }
 

@@ -38,6 +38,7 @@ void repl_print_help(const char *progname) {
         "                   lines, one Lua expression per attempt\n"
         "  --lesson N --batch --export FILE.ipynb|FILE.html\n"
         "                   write the lesson as a Jupyter notebook or one HTML page\n"
+        "  --lang en|zh     without --lesson: the REPL's language, as MHA_LANG\n"
         "  --kernel CONNECTION_FILE\n"
         "                   serve as a Jupyter kernel (make install-kernel registers it)\n"
         "  --help           this text\n"

@@ -18,27 +18,30 @@ local function pick(weights, o)
     if type(weights) == "table" and not mha.is_tensor(weights) then
         local layer = o.layer or 1
         if math.type(layer) ~= "integer" or not weights[layer] then
-            raise(string.format("show_attention: layer must be 1..%d (the model's layers), got %s",
+            raise(string.format("mha.show_attention: " ..
+                                "layer must be 1..%d (the model's layers), got %s",
                                 #weights, tostring(layer)))
         end
         weights = weights[layer]
     elseif o.layer ~= nil and o.layer ~= 1 then
-        raise("show_attention: layer= picks from a list of layers (m:attention()); " ..
+        raise("mha.show_attention: layer= picks from a list of layers (m:attention()); " ..
               "weights is one layer's")
     end
     if not mha.is_tensor(weights) then
-        raise("show_attention: weights must be m:attention() or a tensor (B,H,L,L), (H,L,L) or " ..
+        raise("mha.show_attention: " ..
+              "weights must be m:attention() or a tensor (B,H,L,L), (H,L,L) or " ..
               "(L,L), got " .. type(weights))
     end
     local shape = weights:shape()
     if #shape == 4 then weights = weights:select(1, 1) shape = weights:shape() end
     if #shape < 2 or #shape > 3 or shape[#shape] ~= shape[#shape - 1] then
-        raise(string.format("show_attention: weights must be (B,H,L,L), (H,L,L) or (L,L), got %s",
+        raise(string.format("mha.show_attention: " ..
+                            "weights must be (B,H,L,L), (H,L,L) or (L,L), got %s",
                             display.shape_str(weights:shape())))
     end
     if o.head ~= nil then
         if #shape ~= 3 or math.type(o.head) ~= "integer" or o.head < 1 or o.head > shape[1] then
-            raise(string.format("show_attention: head must be 1..%d, got %s",
+            raise(string.format("mha.show_attention: head must be 1..%d, got %s",
                                 #shape == 3 and shape[1] or 1, tostring(o.head)))
         end
         weights = weights[o.head]
@@ -53,10 +56,10 @@ local function windowed(w, labels, o)
     local at, window = o.at, o.window
     if at == nil and window == nil and #labels > 32 then window = textmap.DEFAULT_WINDOW end
     local function split(what, given, n, unit)
-        return display.label_list("show_attention", what, given, n, unit)
+        return display.label_list("mha.show_attention", what, given, n, unit)
     end
     local opts = {rows = labels, cols = labels, at = at, window = window}
-    local shown, view, note = textmap.window("show_attention", w, opts, split)
+    local shown, view, note = textmap.window("mha.show_attention", w, opts, split)
     return shown, view.rows, view.cols, note
 end
 
@@ -67,13 +70,16 @@ end
 -- notebook a figure). Prints (or draws) and returns nothing.
 function M.show_attention(weights, tokens, o)
     o = o or {}
-    if type(o) ~= "table" then raise("show_attention: options must be a table, got " .. type(o)) end
-    options.check("show_attention", o, SHOW_OPTIONS)
+    if type(o) ~= "table" then
+        raise("mha.show_attention: options must be a table, got " .. type(o))
+    end
+    options.check("mha.show_attention", o, SHOW_OPTIONS)
     local w = pick(weights, o)
     local L = w:shape()[#w:shape()]
-    local labels = textmap.labels(tokens, "show_attention")
+    local labels = textmap.labels(tokens, "mha.show_attention")
     if #labels ~= L then
-        raise(string.format("show_attention: tokens has %d characters, for weights over %d positions",
+        raise(string.format("mha.show_attention: " ..
+                            "text has %d characters, for weights over %d positions",
                             #labels, L))
     end
     local shown, rows, cols, note = windowed(w, labels, o)

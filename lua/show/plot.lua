@@ -308,6 +308,15 @@ function plot.heads(W, opts)
                                         math.floor((cell * grid_rows + below) * scale) })
     local width, height = size[1], size[2]
     local px = function(n) return n * scale end
+    -- a window scaled down to fit the screen can leave a row less room than a 10-point tic
+    -- label is tall (13 pixels): the axes' labels then take a font that fits (at least 6 points)
+    local side = math.min((width - px(170) - (grid_cols - 1) * px(80)) / grid_cols,
+                          (height - px(below + 50) - (grid_rows - 1) * px(below)) / grid_rows)
+    local pitch = side / math.max(L, S)
+    if not setting.font and pitch < 13 then
+        local f = math.max(6, math.floor(pitch * 10 / 13))
+        commands[#commands + 1] = string.format("set xtics font ',%d'; set ytics font ',%d'", f, f)
+    end
     commands[#commands + 1] = string.format(
         "set multiplot layout %d,%d margins %.4f,%.4f,%.4f,%.4f spacing %.4f,%.4f",
         grid_rows, grid_cols, px(80) / width, 1 - px(90) / width, px(below - 20) / height, 1 - px(70) / height,

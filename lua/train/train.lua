@@ -174,6 +174,20 @@ local function val_words(history, since)
     return string.format(words().val, losses[#losses])
 end
 
+-- The progress line at a terminal, rewritten in place: step, rate, the mean loss and accuracy
+-- since the last log step, the time left, the latest validation loss. Rate and time left are in
+-- wall-clock time, what the student waits (CPU time counts both threads, and none while the
+-- machine serves others).
+local function show_progress(run, step, mean_loss, mean_acc)
+    local el = mha.clock() - run.wall0
+    local rate = (step - run.start + 1) / math.max(el, 1e-9)
+    io.write("\r\27[K", string.format(words().progress, step, run.steps, rate, mean_loss,
+                                        100 * mean_acc, fmt_time((run.steps - step) / rate)),
+             val_words(run.history))
+    io.flush()
+    run.shown_at = mha.clock()
+end
+
 -- A log step: the mean loss and accuracy since the previous one kept in the history, the progress
 -- line (at a terminal) or a log line, the live curve, the attention maps, on_log.
 local function log_step(run, step, mean_loss, mean_acc)
@@ -181,12 +195,7 @@ local function log_step(run, step, mean_loss, mean_acc)
     local n = #history.loss + 1
     history.loss[n], history.acc[n], history.step[n] = mean_loss, mean_acc, step
     if run.tty then
-        local el = os.clock() - run.t0
-        local rate = (step - run.start + 1) / math.max(el, 1e-9)
-        io.write("\r\27[K", string.format(words().progress, step, steps, rate, history.loss[n],
-                                            100 * history.acc[n], fmt_time((steps - step) / rate)),
-                 val_words(history))
-        io.flush()
+        show_progress(run, step, mean_loss, mean_acc)
     elseif not o.quiet then
         print(string.format(words().log, step, history.loss[n], 100 * history.acc[n])
               .. val_words(history, history.step[n - 1]))
@@ -293,6 +302,10 @@ local function run_steps(run)
             local mean_loss, mean_acc = sum_loss / n_acc, sum_acc / n_acc
             sum_loss, sum_acc, n_acc = 0, 0, 0
             log_step(run, step, mean_loss, mean_acc)
+        elseif run.tty and mha.clock() - run.shown_at >= 0.5 then
+            -- between log steps too (lesson 28 logs every 150 steps, 5 to 15 s apart), twice a
+            -- second at most, so that a terminal never sits blank while it trains
+            show_progress(run, step, sum_loss / n_acc, sum_acc / n_acc)
         end
         if run.checkpoint and (step % run.checkpoint_every == 0 or step == run.steps) then save_checkpoint(run) end
     end
@@ -360,7 +373,9 @@ function M.train(o)
         run.start = resume_from(run, o.resume) + 1
     end
     run.t0 = os.clock()
+    run.wall0 = mha.clock()
     run.drawn_at = -math.huge   -- mha.clock() of the last live redraw
+    run.shown_at = mha.clock()   -- mha.clock() of the last progress line
     -- each run's curves in a figure of their own (a window: two runs, 1 head and 2 heads, side by
     -- side), and its attention maps in others, so that neither draws over the other
     run.curves = o.plot and require("mha.plot").figure{current = false} or nil

@@ -120,19 +120,23 @@ end
 -- mha.seed once. At a terminal (or stream = true) each character is written as it comes; Ctrl-C
 -- stops the writing and returns what was written so far.
 function M.generate(model, tok, prompt, opts)
-    local fname = "generate"
+    local fname = "mha.generate"
     opts = opts or {}
     local tokens = checked(fname, model, tok, prompt, opts)
     local n_new = module.opt_count(fname, opts, "max_new_tokens", 100)
     local stream = opts.stream
     if stream == nil then stream = term.isatty(1) end
-    if stream then io.write(prompt) io.flush() end
+    -- the prompt is written with the first character drawn, so that a sampling option sample
+    -- rejects prints its error alone, not after a prompt left without its line end
     local written = {}
     local decode_opts = {max_new_tokens = n_new, temperature = opts.temperature,
                          top_k = opts.top_k, top_p = opts.top_p, seed = opts.seed, roll = true,
                          on_token = function(id)
                              written[#written + 1] = id
-                             if stream then io.write(tok.chars[id]) io.flush() end
+                             if stream then
+                                 if #written == 1 then io.write(prompt) end
+                                 io.write(tok.chars[id]) io.flush()
+                             end
                          end}
     -- model:generate's errors (sample's checks) read under this function's name
     local function decode()
@@ -151,7 +155,7 @@ function M.generate(model, tok, prompt, opts)
     end
     local ok, err = pcall(guarded)
     if not ok and not tostring(err):find("interrupted", 1, true) then error(err, 0) end
-    if stream then io.write("\n") end
+    if stream then io.write(#written == 0 and prompt or "", "\n") end
     return prompt .. (#written > 0 and tok:decode(written) or "")
 end
 

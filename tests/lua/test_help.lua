@@ -98,6 +98,14 @@ T.ok("help_lua_library", help.text("string"):find("manual.html#6.4", 1, true), h
 text = help.text("printopt")
 T.ok("help_substring_did_you_mean", text:find("Did you mean:", 1, true) and text:find("mha.printoptions", 1, true)
      and lacks(text, "linewidth"), text)
+-- a module's name lists its functions as what it holds, in en and zh, not as "No help for"
+text = help.text("mha.interp")
+T.ok("help_module_holds", text:find("mha.interp holds:", 1, true) and text:find("mha.interp.patch", 1, true)
+     and lacks(text, "No help"), text)
+help.set_lang(function() return "zh" end)
+text = help.text("mha.interp")
+T.ok("help_module_holds_zh", text:find("mha.interp 里有：", 1, true), text)
+help.set_lang(function() return "en" end)
 function help_test_own(n) return n end
 text = help.text(help_test_own)
 T.ok("help_user_function", text:find("help_test_own is a function defined at", 1, true) and text:find("test_help.lua:", 1, true), text)

@@ -191,6 +191,10 @@ T.test("patching", function()
     T.raises("patch an unknown name", function()
         mha.interp.patch(model, clean, corrupt, "hook_resid_pr", metric)
     end, "did you mean 'blocks.0.hook_resid_pre'?")
+    T.raises("patch tokens of two shapes", function()
+        mha.interp.patch(model, clean, clean:narrow(2, 1, 3), "hook_resid_pre", metric)
+    end, string.format("mha.interp.patch: clean and corrupt tokens must have the same shape, got " ..
+                       "(%d,%d) and (%d,3)", clean:size(1), clean:size(2), clean:size(1)))
 end)
 
 T.test("gradients through a replacement", function()

@@ -645,5 +645,20 @@ T.test("wide characters on the dumb terminal", function()
     plot.closeall()
 end)
 
+-- 4 heads of 24 positions fit the default window only at a row pitch of 9 pixels: the tic labels
+-- take a 6-point font instead of overlapping; 2 positions leave 10 points' room and keep the default.
+T.test("heads: tic labels shrink to the rows a scaled-down window leaves", function()
+    local many = mha.softmax(mha.randn(4, 24, 24), 3)
+    local letters = {}
+    for i = 1, 24 do letters[i] = string.char(96 + i) end
+    plot.heads(many, { tokens = letters })
+    local commands = table.concat(plot.current().script.commands, "\n")
+    T.ok("24 rows in a 2x2 grid: 6-point tics", commands:find("set ytics font ',6'", 1, true) ~= nil, commands)
+    plot.heads(mha.stack { weights, weights })
+    commands = table.concat(plot.current().script.commands, "\n")
+    T.ok("a few rows: the default font", commands:find("tics font", 1, true) == nil, commands)
+    plot.closeall()
+end)
+
 os.execute("rm -rf '" .. tmp .. "'")
 T.done()

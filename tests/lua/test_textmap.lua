@@ -65,11 +65,11 @@ T.test("show_attention: one head of a model's maps over a text", function()
     local long = printed(function() mha.show_attention(maps[1], text, {head = 1}) end)
     T.ok("36 positions show the last 24", long:find("positions 13-36 of 36", 1, true) ~= nil, long)
     T.raises("as many characters as positions", function() mha.show_attention(maps, "abc") end,
-             "show_attention: tokens has 3 characters, for weights over 36 positions")
+             "mha.show_attention: text has 3 characters, for weights over 36 positions")
     T.raises("a head that is not there", function() mha.show_attention(maps, text, {head = 3}) end,
-             "show_attention: head must be 1..2, got 3")
+             "mha.show_attention: head must be 1..2, got 3")
     T.raises("a layer that is not there", function() mha.show_attention(maps, text, {layer = 3}) end,
-             "show_attention: layer must be 1..2 (the model's layers), got 3")
+             "mha.show_attention: layer must be 1..2 (the model's layers), got 3")
 end)
 
 T.test("plot.heads and plot.heatmap draw the window, labels quoted for gnuplot", function()

@@ -70,25 +70,38 @@ end)
 T.test("generate: errors", function()
     local model, tok = small_model("abcdefgh \n")
     T.raises("prompt not a string", function() mha.generate(model, tok, 3) end,
-             "generate: prompt must be a string, got number")
+             "mha.generate: prompt must be a string, got number")
     T.raises("empty prompt", function() mha.generate(model, tok, "") end,
-             "generate: prompt is empty")
+             "mha.generate: prompt is empty")
     T.raises("a character the tokenizer does not know", function()
         mha.generate(model, tok, "abz") end,
-             "generate: prompt character 3, \"z\" (U+007A), is not one of the tokenizer's 10 characters")
+             "mha.generate: prompt character 3, \"z\" (U+007A), is not one of the tokenizer's 10 characters")
     local other = mha.tokenizer.CharTokenizer("xyz")
     T.raises("vocab differs", function() mha.generate(model, other, "x") end,
-             "generate: the model's vocab is 10 but the tokenizer has 3 characters")
+             "mha.generate: the model's vocab is 10 but the tokenizer has 3 characters")
     T.raises("tokenizer not a tokenizer", function() mha.generate(model, {}, "a") end,
-             "generate: tokenizer must be a mha.tokenizer.CharTokenizer")
+             "mha.generate: tokenizer must be a mha.tokenizer.CharTokenizer")
     T.raises("model not a model", function() mha.generate(3, tok, "a") end,
-             "generate: model must be a mha.nn.Transformer")
+             "mha.generate: model must be a mha.nn.Transformer")
     T.raises("unknown option", function() mha.generate(model, tok, "a", {max_tokens = 3}) end,
              "max_tokens")
     T.raises("max_new_tokens", function() mha.generate(model, tok, "a", {max_new_tokens = -1}) end,
-             "generate: option max_new_tokens must be a whole number >= 0, got -1")
+             "mha.generate: option max_new_tokens must be a whole number >= 0, got -1")
     T.raises("sampling options as sample's", function()
-        mha.generate(model, tok, "a", {temperature = -1, stream = false}) end, "generate: ")
+        mha.generate(model, tok, "a", {temperature = -1, stream = false}) end, "mha.generate: ")
+    -- streaming, a rejected option prints only its error: no prompt without its line end before it
+    local out_name = os.tmpname()
+    local out = io.open(out_name, "w")
+    local before = io.output()
+    io.output(out)
+    local ok = pcall(mha.generate, model, tok, "abc", {temperature = -1, stream = true})
+    local ok0 = pcall(mha.generate, model, tok, "abc", {max_new_tokens = 0, stream = true})
+    io.output(before)
+    out:close()
+    local f = io.open(out_name) local written = f:read("a") f:close() os.remove(out_name)
+    T.ok("the rejected temperature raises", not ok)
+    T.ok("max_new_tokens = 0 returns", ok0)
+    T.eq("streamed: nothing for the error, the prompt and its line end for 0 new", written, "abc\n")
 end)
 
 -- The shipped model name, on fixed windows of the validation text of corpus, beside the n-gram

@@ -184,6 +184,12 @@ run '' --lesson 4 --answers "$tmp/no_such_answers.txt"
 run '' --answers "$tmp/answers4.txt"
 [ "$rc" -eq 2 ] && has "$err" "--answers go with --lesson"; check answers_needs_lesson $? "rc $rc err [$err]"
 
+# ---- --lang without a lesson: the REPL's language, as README and docs/repl.md say ----
+run '' --lang zh -e 'print(os.getenv("MHA_LANG"))'
+[ "$rc" -eq 0 ] && [ "$out" = "zh" ]; check lang_without_lesson $? "rc $rc out [$out] err [$err]"
+run '' --lang fr -e 'print(1)'
+[ "$rc" -eq 2 ] && has "$err" "--lang: 'fr' is not a language"; check lang_without_lesson_checked $? "rc $rc err [$err]"
+
 # ---- -i: a session whose inputs raised errors exits 1; one without, 0 ----
 run $'x = 1
 error("boom")

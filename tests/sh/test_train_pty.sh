@@ -87,5 +87,22 @@ saved=$(printf '%s' "$out" | grep -aoE 'CKPT[[:space:]]+[0-9]+' | grep -oE '[0-9
     fail train_pty_checkpoint_on_ctrl_c "Ctrl-C stopped at step '$reached', the checkpoint holds '$saved'"
 check train_pty_resume 'RESUMED[[:space:]]+3' "resume did not go on for the 3 steps after the checkpoint"
 waits="$waits$(printf '%s' "$out" | grep -a '^pty_drive: ')"
+
+# ---- between log steps: a run that logs only at its end still shows its progress line ----
+out=$(pty_run 24 80 "$repl" 2>&1 <<'STEPS'
+expect > 
+send mha.seed(1); m = mha.nn.Transformer{vocab=20, d_model=32, heads=2, layers=2, d_ff=0, max_len=24}\r
+send h = mha.train{model=m, task=mha.tasks.induction{vocab=20, len=24}, steps=100000, log_every=100000}\r
+patience 30
+expect steps/s
+send \x03
+patience 10
+expect interrupted after step
+send \x04
+STEPS
+)
+check train_pty_progress_between_logs 'step [0-9]+/100000 +[0-9.]+ steps/s +loss [0-9.]+' \
+      "no progress line before the first log step"
+waits="$waits$(printf '%s' "$out" | grep -a '^pty_drive: ')"
 [ -z "$waits" ] && pass train_pty_answers || fail train_pty_answers "$waits"
 [ "$fails" -eq 0 ]
