@@ -32,7 +32,9 @@ function Filled:__tostring()
         lines[#lines + 1] = string.format(said.marker, k, #self, list.position)
         for rank, c in ipairs(list) do
             local shown = c.token == "\n" and "\\n" or c.token == " " and "' '" or c.token
-            lines[#lines + 1] = string.format("  %2d  %-4s %5.1f%%  %s", rank, shown, 100 * c.prob,
+            -- padded by the columns a terminal gives it: a Chinese character takes two
+            shown = shown .. string.rep(" ", math.max(0, 4 - require("mha.text").width(shown)))
+            lines[#lines + 1] = string.format("  %2d  %s %5.1f%%  %s", rank, shown, 100 * c.prob,
                                               string.rep("█", math.floor(c.prob * 30 + 0.5)))
         end
     end
