@@ -32,21 +32,40 @@ mha.format = display.format
 mha.show = display.show
 mha.printoptions = display.printoptions
 mha.heat = display.heat
-mha.show_attention = require("mha.attention_map").show_attention
 
 mha.nn = nn
 mha.optim = optim
 mha.clip_grad_norm = optim.clip_grad_norm
 
-mha.tasks = require "mha.tasks"
-mha.train = require "mha.train"
-mha.heads = require "mha.heads"
-mha.interp = require "mha.interp"
-mha.data = require "mha.data"
-mha.tokenizer = require "mha.tokenizer"
 mha.load_model, mha.save_model = models.load_model, models.save_model
-mha.generate = require("mha.writing").generate
-mha.fill_mask = require("mha.mlm").fill_mask
+
+-- Loaded at the first use of their name, as the REPL's plot and help are (lua/repl/lazy.c), so that
+-- a start which needs none of them stays fast (tests/sh/test_cli.sh holds it under 15 ms of CPU).
+-- pairs(mha), which completion and did-you-mean walk, loads them all first.
+local LAZY = {
+    tasks = function() return require "mha.tasks" end,
+    train = function() return require "mha.train" end,
+    heads = function() return require "mha.heads" end,
+    interp = function() return require "mha.interp" end,
+    data = function() return require "mha.data" end,
+    tokenizer = function() return require "mha.tokenizer" end,
+    generate = function() return require("mha.writing").generate end,
+    fill_mask = function() return require("mha.mlm").fill_mask end,
+    show_attention = function() return require("mha.attention_map").show_attention end,
+}
+setmetatable(mha, {
+    __index = function(t, name)
+        local load = LAZY[name]
+        if load == nil then return nil end
+        local value = load()
+        rawset(t, name, value)
+        return value
+    end,
+    __pairs = function(t)
+        for name in pairs(LAZY) do local _ = t[name] end
+        return next, t, nil
+    end,
+})
 
 -- state_dict, load_state_dict, train, eval, to, named_parameters: so a MultiheadAttention is a
 -- child like any other module and a model of its own
