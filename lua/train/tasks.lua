@@ -236,36 +236,52 @@ function TextTask:batch(n)
     return mha.stack(toks, 1), mha.stack(tgts, 1)
 end
 
--- mha.tasks.text{text=, tokenizer=, len=64, batch=32, seed=0}: random windows of text, for a
--- character model.
-function M.text(opts)
-    local fname = "tasks.text"
+-- The options tasks.text and tasks.masked share, checked -> the task's fields: its tokenizer (one
+-- built from the text when none is given; with the mask marker for a masked task, which needs one),
+-- len, batch_size and the text's ids, of at least `extra` + len characters.
+local function text_task(fname, opts, allowed, masked, extra)
+    local example = masked and "mha.tasks.masked" or "mha.tasks.text"
     if type(opts) ~= "table" then
         raise(fname .. ": options must be a table, e.g. " ..
-              "mha.tasks.text{text = mha.data.text(\"kjv\"), len = 64}")
+              example .. "{text = mha.data.text(\"kjv\"), len = 64}")
     end
-    options.check(fname, opts, {"text", "tokenizer", "len", "batch", "seed"})
+    options.check(fname, opts, allowed)
     local tokenizer = require "mha.tokenizer"
     if type(opts.text) ~= "string" then
         raise(fname .. ": option text must be a string, e.g. mha.data.text(\"kjv\"), got " ..
               type(opts.text))
     end
+    local marker = masked and {mask = "[MASK]"} or nil
     local tok = opts.tokenizer
     if tok == nil then
-        tok = tokenizer.CharTokenizer(opts.text)
+        tok = tokenizer.CharTokenizer(opts.text, marker)
     elseif not tokenizer.is_tokenizer(tok) then
         raise(fname .. ": option tokenizer must be a tokenizer, e.g. " ..
-              "mha.tokenizer.CharTokenizer(text), got " .. type(tok))
+              (masked and "mha.tokenizer.CharTokenizer(text, {mask = \"[MASK]\"}), got "
+                      or "mha.tokenizer.CharTokenizer(text), got ") .. type(tok))
+    elseif masked and not tok.mask_id then
+        raise(fname .. ": the tokenizer has no mask marker; build it with " ..
+              "mha.tokenizer.CharTokenizer(text, {mask = \"[MASK]\"})")
     end
-    local t = setmetatable({name = "text", tokenizer = tok, vocab = tok.vocab_size}, TextTask)
+    local t = {tokenizer = tok, vocab = tok.vocab_size}
     t.len = check_size(fname, opts, "len", 64, 1)
     t.batch_size = check_size(fname, opts, "batch", 32, 1)
     t.seq_len = t.len
     t.ids = tok:encode(opts.text)
-    if t.ids:size(1) < t.len + 1 then
+    if t.ids:size(1) < t.len + extra then
         raise(string.format("%s: the text has %d characters; windows of len %d need at least %d",
-                            fname, t.ids:size(1), t.len, t.len + 1))
+                            fname, t.ids:size(1), t.len, t.len + extra))
     end
+    return t
+end
+
+-- mha.tasks.text{text=, tokenizer=, len=64, batch=32, seed=0}: random windows of text, for a
+-- character model.
+function M.text(opts)
+    local fname = "tasks.text"
+    local t = text_task(fname, opts, {"text", "tokenizer", "len", "batch", "seed"}, false, 1)
+    t.name = "text"
+    setmetatable(t, TextTask)
     t:reseed(opts.seed or 0)
     return t
 end
@@ -317,42 +333,15 @@ end
 -- text, for a model with causal = false.
 function M.masked(opts)
     local fname = "tasks.masked"
-    if type(opts) ~= "table" then
-        raise(fname .. ": options must be a table, e.g. " ..
-              "mha.tasks.masked{text = mha.data.text(\"kjv\"), len = 64}")
-    end
-    options.check(fname, opts, {"text", "tokenizer", "len", "batch", "seed", "p"})
-    local tokenizer = require "mha.tokenizer"
-    if type(opts.text) ~= "string" then
-        raise(fname .. ": option text must be a string, e.g. mha.data.text(\"kjv\"), got " ..
-              type(opts.text))
-    end
-    local tok = opts.tokenizer
-    if tok == nil then
-        tok = tokenizer.CharTokenizer(opts.text, {mask = "[MASK]"})
-    elseif not tokenizer.is_tokenizer(tok) then
-        raise(fname .. ": option tokenizer must be a tokenizer, e.g. " ..
-              "mha.tokenizer.CharTokenizer(text, {mask = \"[MASK]\"}), got " .. type(tok))
-    elseif not tok.mask_id then
-        raise(fname .. ": the tokenizer has no mask marker; build it with " ..
-              "mha.tokenizer.CharTokenizer(text, {mask = \"[MASK]\"})")
-    end
+    local t = text_task(fname, opts, {"text", "tokenizer", "len", "batch", "seed", "p"}, true, 0)
     local p = opts.p == nil and 0.15 or opts.p
     if type(p) ~= "number" or not (p > 0 and p <= 1) then
         raise(string.format("%s: option p (the share of positions chosen) must be a number in " ..
                             "(0, 1], got %s", fname, tostring(opts.p)))
     end
-    local t = setmetatable({name = "masked", tokenizer = tok, vocab = tok.vocab_size, p = p},
-                           MaskedTask)
-    t.len = check_size(fname, opts, "len", 64, 1)
-    t.batch_size = check_size(fname, opts, "batch", 32, 1)
-    t.seq_len = t.len
+    t.name, t.p = "masked", p
+    setmetatable(t, MaskedTask)
     t.chosen = math.max(1, math.floor(p * t.len + 0.5))
-    t.ids = tok:encode(opts.text)
-    if t.ids:size(1) < t.len then
-        raise(string.format("%s: the text has %d characters; windows of len %d need at least %d",
-                            fname, t.ids:size(1), t.len, t.len))
-    end
     t:reseed(opts.seed or 0)
     return t
 end
