@@ -14,7 +14,9 @@ function(name) 接受的名字）；hooks 在同一次前向里运行，同 run_
 D["Transformer:run_with_hooks"] = [[
 运行一次前向，在每个指定名字（name）的激活上调用一个钩子：钩子拿到这个张量，返回 nil 表示不改，或返回同形状的
 张量，前向余下部分就用它代替（梯度会流过它）。名字不存在会给出“你是想……”的提示；替换张量形状不对或钩子
-出错时，错误信息写明是哪个钩子；模型保持原样。原样返回输入的钩子什么都不改变，逐位相同。]]
+出错时，错误信息写明是哪个钩子；模型保持原样。原样返回输入的钩子什么都不改变，逐位相同。
+TransformerLens 的写法 {fwd_hooks = {{name, fn}, ...}} 也可以（name 是字符串，或一个对要挂钩的名字
+返回 true 的 function(name)；同一名字上的两个钩子依次运行），run_with_cache 的 {hooks = {[name] = fn}} 也可以。]]
 
 D["Transformer:hook_names"] = [[
 按前向经过的顺序列出这个模型的钩子名字：hook_embed、hook_pos_embed，然后每个块的

@@ -296,6 +296,29 @@ T.test("induction model", function()
 end)
 
 
+-- TransformerLens's keyword form {fwd_hooks = {{name, fn}, ...}} and run_with_cache's hooks option.
+T.test("run_with_hooks in TransformerLens's form", function()
+    local model, fx = fixture_model("pre_mlp")
+    local zero = function(z) return z * 0 end
+    local plain = model:run_with_hooks(fx.tokens, {["blocks.0.attn.hook_z"] = zero})
+    T.ok("fwd_hooks = {{name, fn}} = {[name] = fn}", mha.equal(plain,
+         model:run_with_hooks(fx.tokens, {fwd_hooks = {{"blocks.0.attn.hook_z", zero}}})))
+    T.ok("hooks = {[name] = fn} = {[name] = fn}", mha.equal(plain,
+         model:run_with_hooks(fx.tokens, {hooks = {["blocks.0.attn.hook_z"] = zero}})))
+    local seen = {}
+    local filtered = model:run_with_hooks(fx.tokens, {fwd_hooks = {
+        {function(n) return n:match("hook_z$") ~= nil end, function(_, n) seen[#seen + 1] = n end},
+        {"blocks.0.attn.hook_z", zero}}})
+    T.ok("a filter hooks every name it accepts; a second hook on a name runs after the first",
+         mha.equal(filtered, plain) and #seen == 2, table.concat(seen, " "))
+    T.raises("fwd_hooks entry without a function", function()
+        model:run_with_hooks(fx.tokens, {fwd_hooks = {{"blocks.0.attn.hook_z"}}})
+    end, "Transformer:run_with_hooks: fwd_hooks[1] must be {name, function(t, name) ... end}")
+    T.raises("fwd_hooks mixed with names", function()
+        model:run_with_hooks(fx.tokens, {fwd_hooks = {}, hook_embed = zero})
+    end, "not a mix (found 'hook_embed')")
+end)
+
 -- test_errors.lua's rule for the Lua-written entry points: any wrong argument gets a message at the caller's
 -- line, never a position inside lua/ nor "attempt to ...".
 T.test("wrong arguments: checked, at the caller's line", function()
