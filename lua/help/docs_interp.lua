@@ -65,7 +65,8 @@ entry("mha.interp.patch", "interp",
     .. "heads = true), the corrupt run with the activation `name` of that layer taken from the clean "
     .. "run, scored (metric(patched) - metric(corrupt)) / (metric(clean) - metric(corrupt)): 0 is "
     .. "nothing patched, 1 the clean run. name is a block's hook name without blocks.l. "
-    .. "(\"hook_resid_pre\", \"attn.hook_z\"); metric(logits) returns a number. The result is "
+    .. "(\"hook_resid_pre\", \"attn.hook_z\"): patch runs it at every layer, so a name with one "
+    .. "layer (\"blocks.0.hook_resid_pre\") is refused; metric(logits) returns a number. The result is "
     .. "(layers), (layers, L), (layers, H) or (layers, L, H).",
     "score = (m_patched - m_corrupt) / (m_clean - m_corrupt)",
     "m = mha.load_model(\"induction\")\n"

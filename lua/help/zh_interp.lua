@@ -34,7 +34,8 @@ D["mha.interp.patch"] = [[
 激活修补：对每一层（positions = true 时再对每个位置，heads = true 时对每个头），在受损（corrupt）输入
 的运行里，把这一层名为 name 的激活换成干净（clean）运行里的值，打分为
 (metric(patched) - metric(corrupt)) / (metric(clean) - metric(corrupt))：0 表示什么都没修补，1 表示
-和干净运行一样。name 是块内的钩子名字，不带 blocks.l.（"hook_resid_pre"、"attn.hook_z"）；
+和干净运行一样。name 是块内的钩子名字，不带 blocks.l.（"hook_resid_pre"、"attn.hook_z"）：patch 在每一层
+都用它，所以带某一层的名字（"blocks.0.hook_resid_pre"）会被拒绝；
 metric(logits) 返回一个数。结果是 (layers)、(layers, L)、(layers, H) 或 (layers, L, H)。]]
 
 D["mha.interp.logit_lens"] = [[

@@ -131,7 +131,13 @@ local function patch(model, clean, corrupt, name, metric, opts)
         raise(fname .. ': name must be a block\'s hook name such as "hook_resid_pre" or ' ..
               '"attn.hook_z"')
     end
-    local inner = name:gsub("^blocks%.[%d{}l]+%.", "")
+    local layer = name:match("^blocks%.(%d+)%.")
+    if layer then   -- patch runs every layer in turn: one layer's name is a slip, not a choice
+        raise(string.format('%s: name "%s" names one block, but patch patches each layer in turn; ' ..
+                            'give the name without "blocks.%s.": "%s"', fname, name, layer,
+                            name:sub(#layer + 9)))
+    end
+    local inner = name:gsub("^blocks%.{?l}?%.", "")
     hooks.new_run(model, fname, nil, {["blocks.0." .. inner] = true})   -- refuses an unknown name
     if type(metric) ~= "function" then
         raise(fname .. ": metric must be a function(logits) -> number, e.g. the logit difference")

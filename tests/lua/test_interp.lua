@@ -319,6 +319,16 @@ T.test("run_with_hooks in TransformerLens's form", function()
     end, "not a mix (found 'hook_embed')")
 end)
 
+-- patch runs its name at every layer: one block's name is refused, not read as every layer's.
+T.test("patch given one block's name", function()
+    local model, fx = fixture_model("pre_mlp")
+    local clean, corrupt = fx.tokens:narrow(1, 1, 1), fx.tokens:narrow(1, 2, 1)
+    T.raises("patch given blocks.0.hook_resid_post", function()
+        mha.interp.patch(model, clean, corrupt, "blocks.0.hook_resid_post", function(lg) return lg[1][1][3] end)
+    end, 'mha.interp.patch: name "blocks.0.hook_resid_post" names one block, but patch patches each ' ..
+         'layer in turn; give the name without "blocks.0.": "hook_resid_post"')
+end)
+
 -- test_errors.lua's rule for the Lua-written entry points: any wrong argument gets a message at the caller's
 -- line, never a position inside lua/ nor "attempt to ...".
 T.test("wrong arguments: checked, at the caller's line", function()
