@@ -329,6 +329,23 @@ T.test("patch given one block's name", function()
          'layer in turn; give the name without "blocks.0.": "hook_resid_post"')
 end)
 
+-- An argument too many, which Lua would drop, is refused by every function of mha.interp.
+T.test("mha.interp refuses extra arguments", function()
+    local model, fx = fixture_model("pre_mlp")
+    local clean, corrupt = fx.tokens:narrow(1, 1, 1), fx.tokens:narrow(1, 2, 1)
+    T.raises("logit_lens with an argument too many", function() mha.interp.logit_lens(model, clean, 3) end,
+             "mha.interp.logit_lens: 3 arguments given; it takes at most 2 (model, tokens)")
+    T.raises("ablate with an argument too many", function()
+        mha.interp.ablate(model, clean, {layer = 1}, 2)
+    end, "mha.interp.ablate: 4 arguments given; it takes at most 3 (model, tokens, opts)")
+    T.raises("attribution with an argument too many", function()
+        mha.interp.attribution(model, clean, 3, 4)
+    end, "mha.interp.attribution: 4 arguments given; it takes at most 3 (model, tokens, target)")
+    T.raises("patch with an argument too many", function()
+        mha.interp.patch(model, clean, corrupt, "hook_resid_pre", function() return 1 end, nil, 1)
+    end, "mha.interp.patch: 7 arguments given; it takes at most 6 (model, clean, corrupt, name, metric, opts)")
+end)
+
 -- test_errors.lua's rule for the Lua-written entry points: any wrong argument gets a message at the caller's
 -- line, never a position inside lua/ nor "attempt to ...".
 T.test("wrong arguments: checked, at the caller's line", function()
