@@ -124,6 +124,8 @@ en.hint = {
     help = "help is a function: help() lists the topics, help(mha.softmax) explains one; ? lists the commands",
     quit = ":quit or Ctrl-D leaves mha-repl",
     exit = ":quit or Ctrl-D leaves mha-repl (os.exit() too)",
+    quit_notebook = "a notebook ends from its Kernel menu (Shut Down), or by closing its tab; " ..
+                    "Kernel > Restart starts afresh",
     data = "there is no .data here: use %s:detach() (the same numbers, outside the graph) or %s itself",
     len = "Lua has no len(): #%s is the size of dim 1, as %s:size(1); %s:numel() counts every element",
     to_device = false, train_mode = false,
