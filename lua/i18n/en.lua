@@ -140,6 +140,10 @@ en.hint = {
     command = "unknown command :%s (did you mean :%s?)",
     missing_arg = "%s needs argument #%s: ?%s shows what it takes",
     nil_name = "%s is nil: did you mean %s?",
+    import = "Lua has no import: mha is already loaded, and torch's names live in mha.* " ..
+             "(mha.softmax, mha.nn.Linear)",
+    range = "Lua's loop is %s (both ends included)",
+    index_zero = "Lua and mha index from 1: %s[1] is the first, %s[-1] the last",
 }
 
 -- The hint line printed under an English message of the core or the helpers (lua/repl/habits.lua):

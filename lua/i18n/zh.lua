@@ -133,6 +133,9 @@ zh.hint = {
     command = "没有命令 :%s（你是想输入 :%s 吗？）",
     missing_arg = "%s 缺少第 %s 个参数：?%s 列出它要的参数",
     nil_name = "%s 是 nil：你是想写 %s 吗？",
+    import = "Lua 没有导入语句：mha 已经加载好了，张量和神经网络的函数都在 mha.* 里（mha.softmax、mha.nn.Linear）",
+    range = "Lua 的循环写作 %s（两端都包括在内）",
+    index_zero = "Lua 和 mha 的下标从 1 开始：%s[1] 是第一个，%s[-1] 是最后一个",
 }
 
 -- The hint line printed under an English message of the core or the helpers (lua/repl/habits.lua):
