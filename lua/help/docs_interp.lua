@@ -27,7 +27,9 @@ entry("Transformer:run_with_hooks", "interp",
     .. "leave it, or a tensor of the same shape that the rest of the forward uses instead (gradients "
     .. "flow through it). An unknown name gets a did-you-mean, a replacement of another shape or a "
     .. "hook that fails an error naming the hook; the model is left as it was. A hook that returns "
-    .. "its input changes nothing, bit for bit.",
+    .. "its input changes nothing, bit for bit. TransformerLens's form {fwd_hooks = {{name, fn}, "
+    .. "...}} works too (name a string, or a function(name) -> true for each name to hook; two hooks "
+    .. "on one name run in turn), and so does {hooks = {[name] = fn}} as in run_with_cache.",
     nil,
     "m = mha.load_model(\"induction\")\n"
     .. "half = function(z) return z * 0.5 end\n"
@@ -63,7 +65,8 @@ entry("mha.interp.patch", "interp",
     .. "heads = true), the corrupt run with the activation `name` of that layer taken from the clean "
     .. "run, scored (metric(patched) - metric(corrupt)) / (metric(clean) - metric(corrupt)): 0 is "
     .. "nothing patched, 1 the clean run. name is a block's hook name without blocks.l. "
-    .. "(\"hook_resid_pre\", \"attn.hook_z\"); metric(logits) returns a number. The result is "
+    .. "(\"hook_resid_pre\", \"attn.hook_z\"): patch runs it at every layer, so a name with one "
+    .. "layer (\"blocks.0.hook_resid_pre\") is refused; metric(logits) returns a number. The result is "
     .. "(layers), (layers, L), (layers, H) or (layers, L, H).",
     "score = (m_patched - m_corrupt) / (m_clean - m_corrupt)",
     "m = mha.load_model(\"induction\")\n"

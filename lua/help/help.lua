@@ -211,6 +211,30 @@ local function methods_of(type_name)
     if type(rawget(mt, "__index")) == "table" then return rawget(mt, "__index") end
 end
 
+-- The value at a dotted path from the globals ("mha.interp"), or nil.
+local function resolve_path(path)
+    local v = _G
+    for part in path:gmatch("[^.]+") do
+        if type(v) ~= "table" then return nil end
+        v = rawget(v, part)
+    end
+    return v
+end
+
+-- The names of mha's own tables of functions ("mha.interp", "mha.nn", ...), sorted: a table
+-- without a metatable, held under a name of mha.
+function help.libraries()
+    local names = {}
+    if type(mha) ~= "table" then return names end
+    for k, v in pairs(mha) do
+        if type(k) == "string" and type(v) == "table" and getmetatable(v) == nil then
+            names[#names + 1] = "mha." .. k
+        end
+    end
+    table.sort(names)
+    return names
+end
+
 -- Where help looks for a function's name, in order: the library first, so a function that is also a
 -- method (mha.softmax, t:softmax) is found under its library name.
 local function places()
@@ -226,6 +250,9 @@ local function places()
         list[#list + 1] = {"mha.nn.", mha.nn}
         list[#list + 1] = {"Module:", mha.nn.Module}
         list[#list + 1] = {"mha.optim.", mha.optim}
+    end
+    for _, name in ipairs(help.libraries()) do   -- the rest of mha's tables: mha.interp, ...
+        if name ~= "mha.nn" and name ~= "mha.optim" then list[#list + 1] = {name .. ".", resolve_path(name)} end
     end
     return list
 end
@@ -507,6 +534,11 @@ function help.text(...)
         return help_name(key)
     end
     if type(value) == "function" then return no_entry(said("this_function", "this function"), value) end
+    if type(value) == "table" then   -- help(mha.interp) as help("mha.interp")
+        for _, name in ipairs(help.libraries()) do
+            if resolve_path(name) == value then return help_name(name) end
+        end
+    end
     return said("no_help_type", "No help for this %s. help() lists the topics.", type(value))
 end
 

@@ -14,7 +14,9 @@ function(name) 接受的名字）；hooks 在同一次前向里运行，同 run_
 D["Transformer:run_with_hooks"] = [[
 运行一次前向，在每个指定名字（name）的激活上调用一个钩子：钩子拿到这个张量，返回 nil 表示不改，或返回同形状的
 张量，前向余下部分就用它代替（梯度会流过它）。名字不存在会给出“你是想……”的提示；替换张量形状不对或钩子
-出错时，错误信息写明是哪个钩子；模型保持原样。原样返回输入的钩子什么都不改变，逐位相同。]]
+出错时，错误信息写明是哪个钩子；模型保持原样。原样返回输入的钩子什么都不改变，逐位相同。
+TransformerLens 的写法 {fwd_hooks = {{name, fn}, ...}} 也可以（name 是字符串，或一个对要挂钩的名字
+返回 true 的 function(name)；同一名字上的两个钩子依次运行），run_with_cache 的 {hooks = {[name] = fn}} 也可以。]]
 
 D["Transformer:hook_names"] = [[
 按前向经过的顺序列出这个模型的钩子名字：hook_embed、hook_pos_embed，然后每个块的
@@ -32,7 +34,8 @@ D["mha.interp.patch"] = [[
 激活修补：对每一层（positions = true 时再对每个位置，heads = true 时对每个头），在受损（corrupt）输入
 的运行里，把这一层名为 name 的激活换成干净（clean）运行里的值，打分为
 (metric(patched) - metric(corrupt)) / (metric(clean) - metric(corrupt))：0 表示什么都没修补，1 表示
-和干净运行一样。name 是块内的钩子名字，不带 blocks.l.（"hook_resid_pre"、"attn.hook_z"）；
+和干净运行一样。name 是块内的钩子名字，不带 blocks.l.（"hook_resid_pre"、"attn.hook_z"）：patch 在每一层
+都用它，所以带某一层的名字（"blocks.0.hook_resid_pre"）会被拒绝；
 metric(logits) 返回一个数。结果是 (layers)、(layers, L)、(layers, H) 或 (layers, L, H)。]]
 
 D["mha.interp.logit_lens"] = [[

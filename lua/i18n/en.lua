@@ -124,6 +124,8 @@ en.hint = {
     help = "help is a function: help() lists the topics, help(mha.softmax) explains one; ? lists the commands",
     quit = ":quit or Ctrl-D leaves mha-repl",
     exit = ":quit or Ctrl-D leaves mha-repl (os.exit() too)",
+    quit_notebook = "a notebook ends from its Kernel menu (Shut Down), or by closing its tab; " ..
+                    "Kernel > Restart starts afresh",
     data = "there is no .data here: use %s:detach() (the same numbers, outside the graph) or %s itself",
     len = "Lua has no len(): #%s is the size of dim 1, as %s:size(1); %s:numel() counts every element",
     to_device = false, train_mode = false,
@@ -138,6 +140,10 @@ en.hint = {
     command = "unknown command :%s (did you mean :%s?)",
     missing_arg = "%s needs argument #%s: ?%s shows what it takes",
     nil_name = "%s is nil: did you mean %s?",
+    import = "Lua has no import: mha is already loaded, and torch's names live in mha.* " ..
+             "(mha.softmax, mha.nn.Linear)",
+    range = "Lua's loop is %s (both ends included)",
+    index_zero = "Lua and mha index from 1: %s[1] is the first, %s[-1] the last",
 }
 
 -- The hint line printed under an English message of the core or the helpers (lua/repl/habits.lua):

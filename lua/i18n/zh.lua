@@ -116,6 +116,7 @@ zh.hint = {
     help = "help 是一个函数：help() 列出所有主题，help(mha.softmax) 解释其中一个；? 列出命令",
     quit = ":quit 或 Ctrl-D 退出 mha-repl",
     exit = ":quit 或 Ctrl-D 退出 mha-repl（os.exit() 也可以）",
+    quit_notebook = "笔记本用“内核”菜单的“关闭内核”（Shut Down）结束，或关闭它的标签页；“重启内核”重新开始",
     data = "这里没有 .data：用 %s:detach()（同样的数值，不在计算图里）或直接用 %s",
     len = "Lua 没有 len()：#%s 是第 1 维的大小，即 %s:size(1)；%s:numel() 数所有元素",
     to_device = "mha-repl 只在 CPU 上计算：写 m:to(\"cpu\")，或不调用 to",
@@ -132,6 +133,9 @@ zh.hint = {
     command = "没有命令 :%s（你是想输入 :%s 吗？）",
     missing_arg = "%s 缺少第 %s 个参数：?%s 列出它要的参数",
     nil_name = "%s 是 nil：你是想写 %s 吗？",
+    import = "Lua 没有导入语句：mha 已经加载好了，张量和神经网络的函数都在 mha.* 里（mha.softmax、mha.nn.Linear）",
+    range = "Lua 的循环写作 %s（两端都包括在内）",
+    index_zero = "Lua 和 mha 的下标从 1 开始：%s[1] 是第一个，%s[-1] 是最后一个",
 }
 
 -- The hint line printed under an English message of the core or the helpers (lua/repl/habits.lua):

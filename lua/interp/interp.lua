@@ -16,9 +16,6 @@ local raise = require "mha.raise"   -- errors at the user's line
 
 local M = {}
 
-M.logit_lens = lens.logit_lens
-M.attribution = lens.attribution
-
 -- A whole number in 1..hi, or raise naming it.
 local function index(fname, what, v, hi)
     local whole = math.type(v) == "integer" or (type(v) == "number" and v == math.floor(v))
@@ -131,7 +128,13 @@ local function patch(model, clean, corrupt, name, metric, opts)
         raise(fname .. ': name must be a block\'s hook name such as "hook_resid_pre" or ' ..
               '"attn.hook_z"')
     end
-    local inner = name:gsub("^blocks%.[%d{}l]+%.", "")
+    local layer = name:match("^blocks%.(%d+)%.")
+    if layer then   -- patch runs every layer in turn: one layer's name is a slip, not a choice
+        raise(string.format('%s: name "%s" names one block, but patch patches each layer in turn; ' ..
+                            'give the name without "blocks.%s.": "%s"', fname, name, layer,
+                            name:sub(#layer + 9)))
+    end
+    local inner = name:gsub("^blocks%.{?l}?%.", "")
     hooks.new_run(model, fname, nil, {["blocks.0." .. inner] = true})   -- refuses an unknown name
     if type(metric) ~= "function" then
         raise(fname .. ": metric must be a function(logits) -> number, e.g. the logit difference")
@@ -188,8 +191,28 @@ local function patch(model, clean, corrupt, name, metric, opts)
     return mha.tensor(out)
 end
 
-function M.patch(model, clean, corrupt, name, metric, opts)
-    return mha.no_grad(function() return patch(model, clean, corrupt, name, metric, opts) end)
+-- Every function of mha.interp refuses arguments beyond its last one (logit_lens(m, x, 3)), which
+-- Lua would drop without a word: f wrapped, its parameters named in the error.
+local function strict(fname, params, f)
+    local n = #params
+    return function(...)
+        local got = select("#", ...)
+        if got > n then
+            raise(string.format("%s: %d arguments given; it takes at most %d (%s)", fname, got,
+                                n, table.concat(params, ", ")))
+        end
+        return f(...)
+    end
 end
+
+M.ablate = strict("mha.interp.ablate", {"model", "tokens", "opts"}, M.ablate)
+M.patch = strict("mha.interp.patch", {"model", "clean", "corrupt", "name", "metric", "opts"},
+                 function(model, clean, corrupt, name, metric, opts)
+                     return mha.no_grad(function()
+                         return patch(model, clean, corrupt, name, metric, opts)
+                     end)
+                 end)
+M.logit_lens = strict("mha.interp.logit_lens", {"model", "tokens"}, lens.logit_lens)
+M.attribution = strict("mha.interp.attribution", {"model", "tokens", "target"}, lens.attribution)
 
 return M

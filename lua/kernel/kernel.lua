@@ -170,6 +170,16 @@ local function result_output(values)
     return {output_type = "execute_result", data = data, metadata = json.object()}
 end
 
+-- The REPL's hint, except that quit and exit() point to how a notebook ends, not to :quit and
+-- Ctrl-D.
+local function notebook_hint(hint)
+    local w = i18n.words(repl.lang()).hint
+    if hint == w.hint .. w.quit or hint == w.hint .. w.exit then
+        return w.hint .. w.quit_notebook
+    end
+    return hint
+end
+
 -- The error output of a cell (code) that raised message: its lines, then the REPL's hint
 -- (repl.hint).
 local function error_output(code, message)
@@ -185,7 +195,7 @@ local function error_output(code, message)
         first = string.format(i18n.words(repl.lang()).classroom.cpu_limit, seconds)
         lines = {first}
     end
-    local hint = repl.hint(code, "error", message)
+    local hint = notebook_hint(repl.hint(code, "error", message))
     if hint then lines[#lines + 1] = hint end
     return {output_type = "error", ename = ename, evalue = first, traceback = lines}
 end
@@ -275,7 +285,8 @@ function kernel.execute(code, cell_sink, name)
                 elseif values.n > 0 and not quiet then
                     sink(result_output(values))
                     -- x.shape shows a function: the REPL's hint says why, as under its value there
-                    local hint = repl.hint(typed, "print", table.unpack(values, 1, values.n))
+                    local hint = notebook_hint(repl.hint(typed, "print",
+                                                         table.unpack(values, 1, values.n)))
                     if hint then sink({output_type = "stream", name = "stdout", text = hint .. "\n"}) end
                 end
             end

@@ -329,14 +329,66 @@ function M.run_with_cache(model, tokens, opts)
     return logits, strict_cache(run.cache, model)
 end
 
--- model:run_with_hooks(tokens, {[name] = function(t, name) -> nil | replacement}) -> logits
+-- Two hooks on one name run in turn, the second seeing what the first returned.
+local function chain(first, second)
+    return function(t, name)
+        local r = first(t, name)
+        local s = second(r == nil and t or r, name)
+        if s == nil then return r end
+        return s
+    end
+end
+
+-- The {[name] = fn} map of run_with_hooks's second argument, which may also come in
+-- TransformerLens's keyword form {fwd_hooks = {{name, fn}, ...}} (name a string, or a filter
+-- function(name) -> true for each name to hook) or run_with_cache's {hooks = {[name] = fn}}.
+local function hook_map(fname, model, hooks)
+    local fwd, inner = rawget(hooks, "fwd_hooks"), rawget(hooks, "hooks")
+    if fwd == nil and inner == nil then return hooks end
+    for k in pairs(hooks) do
+        if k ~= "fwd_hooks" and k ~= "hooks" then
+            raise(string.format("%s: give {[name] = fn}, {fwd_hooks = {{name, fn}, ...}} or " ..
+                                "{hooks = {[name] = fn}}, not a mix (found '%s')", fname,
+                                tostring(k)))
+        end
+    end
+    if inner ~= nil and type(inner) ~= "table" then
+        raise(string.format("%s: hooks must be a table {[name] = function(t, name) ... end}, " ..
+                            "got %s", fname, type(inner)))
+    end
+    if fwd ~= nil and type(fwd) ~= "table" then
+        raise(string.format("%s: fwd_hooks must be a list {{name, function(t, name) ... end}, " ..
+                            "...}, got %s", fname, type(fwd)))
+    end
+    local map = {}
+    for name, fn in pairs(inner or {}) do map[name] = fn end
+    for i, pair in ipairs(fwd or {}) do
+        if type(pair) ~= "table" or (type(pair[1]) ~= "string" and type(pair[1]) ~= "function")
+           or type(pair[2]) ~= "function" then
+            raise(string.format("%s: fwd_hooks[%d] must be {name, function(t, name) ... end}, " ..
+                                "e.g. {\"blocks.0.attn.hook_z\", f}", fname, i))
+        end
+        local names = {pair[1]}
+        if type(pair[1]) == "function" then   -- a filter: every name it accepts
+            names = {}
+            for _, n in ipairs(M.names(model)) do
+                if pair[1](n) then names[#names + 1] = n end
+            end
+        end
+        for _, n in ipairs(names) do map[n] = map[n] and chain(map[n], pair[2]) or pair[2] end
+    end
+    return map
+end
+
+-- model:run_with_hooks(tokens, {[name] = function(t, name) -> nil | replacement}) -> logits;
+-- {fwd_hooks = {{name, fn}, ...}} (TransformerLens's form) and {hooks = {...}} work too.
 function M.run_with_hooks(model, tokens, hooks)
     local fname = "Transformer:run_with_hooks"
     if type(hooks) ~= "table" then
         raise(string.format("%s: hooks must be a table {[\"blocks.0.attn.hook_z\"] = " ..
                             "function(t, name) ... end}, got %s", fname, type(hooks)))
     end
-    return M.run(model, tokens, M.new_run(model, fname, hooks, nil))
+    return M.run(model, tokens, M.new_run(model, fname, hook_map(fname, model, hooks), nil))
 end
 
 return M

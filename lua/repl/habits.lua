@@ -1,6 +1,6 @@
 -- lua/repl/habits.lua - module "mha.repl.habits": one-line hints for a student's Python habits
--- (x.shape, x @ y, x * y:T(), help, quit, exit()) and did-you-mean for misspelt names, commands and
--- help topics.
+-- (x.shape, x @ y, x * y:T(), help, quit, exit(), import, range loops, x[0]) and did-you-mean for
+-- misspelt names, commands and help topics.
 
 local display = require "mha.display"
 local complete = require "mha.repl.complete"
@@ -52,11 +52,40 @@ local function operands(input, op)
     return a, b
 end
 
+-- Python's `for i in range(a, b, s): body` as Lua's `for i = a, b - 1, s do body end`, or nil.
+local function range_loop(input)
+    local var, args, rest = input:match("^%s*for%s+([%a_][%w_]*)%s+in%s+range%s*%(([^()]*)%)%s*:?([^\n]*)")
+    if not var then return nil end
+    local parts = {}
+    for part in (args .. ","):gmatch("%s*([^,]-)%s*,") do parts[#parts + 1] = part end
+    if #parts == 1 then table.insert(parts, 1, "0") end
+    if #parts < 2 or #parts > 3 or parts[1] == "" or parts[2] == "" then return nil end
+    local step = tonumber(parts[3] or "1")
+    local down = step and step < 0
+    local stop = tonumber(parts[2])   -- the last value range reaches: one before its stop
+    stop = stop and tostring(math.tointeger(stop + (down and 1 or -1)) or parts[2])
+           or parts[2] .. (down and " + 1" or " - 1")
+    local body = rest:match("^%s*(.-)%s*$"):gsub("%s*%f[%w]end$", "")   -- an `end` typed after it
+    return string.format("for %s = %s, %s%s do %s end", var, parts[1], stop,
+                         parts[3] and ", " .. parts[3] or "", body ~= "" and body or "...")
+end
+
 -- A hint for an input whose evaluation raised msg (a syntax or a run-time error), or nil.
 function habits.after_error(input, msg, lang)
     local w = habits.words(lang)
     msg = tostring(msg)
     local first = msg:match("^[^\n]*")
+    -- Python's import, its range loop and its 0-based index
+    if input:match("^%s*import%s+[%a_]") or input:match("^%s*from%s+[%a_][%w_%.]*%s+import%f[^%w_]")
+       or first:match("attempt to index a nil value %(global '(%a+)'%)") == "torch" then
+        return w.hint .. w.import
+    end
+    local loop = range_loop(input)
+    if loop then return w.hint .. string.format(w.range, loop) end
+    if first:find("index 0 out of range for dim", 1, true) then
+        local base = input:match("([%a_][%w_%.%[%]%-]*)%s*%[%s*0%s*%]") or "x"
+        return w.hint .. string.format(w.index_zero, base, base)
+    end
     if first:find("near '@'", 1, true) then
         local a, b = operands(input, "@")
         a, b = a or "A", b or "B"

@@ -52,6 +52,39 @@ T.test("a value at the end of statements", function()
         "hint: a value alone (score) is not a Lua statement: type score on a line of its own, or print(score)")
 end)
 
+-- Python's import, its range loop and its 0-based index, each with the message the REPL gives
+T.test("python imports, loops and indices", function()
+    local import = "hint: Lua has no import: mha is already loaded, and torch's names live in mha.* " ..
+                   "(mha.softmax, mha.nn.Linear)"
+    for _, input in ipairs({"import torch", "import numpy as np", "from torch import nn", "torch.zeros(3)"}) do
+        T.eq(input, habits.after_error(input, error_of(input), "en"), import)
+    end
+    T.eq("import torch in Chinese", habits.after_error("import torch", error_of("import torch"), "zh"),
+         "提示：Lua 没有导入语句：mha 已经加载好了，张量和神经网络的函数都在 mha.* 里（mha.softmax、mha.nn.Linear）")
+    T.eq("important = 1 is no import", habits.after_error("important = 1 +", error_of("important = 1 +"), "en"), nil)
+    local loops = {
+        {"for i in range(3): print(i)", "for i = 0, 2 do print(i) end"},
+        {"for i in range(3): print(i) end", "for i = 0, 2 do print(i) end"},
+        {"for i in range(1, n):", "for i = 1, n - 1 do ... end"},
+        {"for k in range(10, 0, -2): print(k) end", "for k = 10, 1, -2 do print(k) end"},
+    }
+    for _, c in ipairs(loops) do
+        T.eq(c[1], habits.after_error(c[1], error_of(c[1] .. "\n"), "en"),
+             "hint: Lua's loop is " .. c[2] .. " (both ends included)")
+    end
+    T.eq("a range loop in Chinese", habits.after_error(loops[1][1], error_of(loops[1][1]), "zh"),
+         "提示：Lua 的循环写作 for i = 0, 2 do print(i) end（两端都包括在内）")
+    x = mha.randn(2, 3)
+    T.eq("x[0]", habits.after_error("x[0]", error_of("x[0]"), "en"),
+         "hint: Lua and mha index from 1: x[1] is the first, x[-1] the last")
+    T.eq("x[1][0]", habits.after_error("x[1][0]", error_of("x[1][0]"), "en"),
+         "hint: Lua and mha index from 1: x[1][1] is the first, x[1][-1] the last")
+    T.eq("x[0] in Chinese", habits.after_error("x[0]", error_of("x[0]"), "zh"),
+         "提示：Lua 和 mha 的下标从 1 开始：x[1] 是第一个，x[-1] 是最后一个")
+    T.eq("x[3] (past the end) is no 0-based slip", habits.after_error("x[3]", error_of("x[3]"), "en"), nil)
+    x = nil
+end)
+
 T.test("python habits in values", function()
     x = mha.randn(2, 3)
     T.eq("x.shape", habits.after_value("x.shape", "en", x.shape), "hint: x.shape is the method itself; call it with a colon: x:shape()")

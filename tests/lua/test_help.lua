@@ -259,6 +259,13 @@ do
         and out:find(help.text():sub(-40), 1, true) ~= nil, out:sub(1, 300))
 end
 
+-- a table of mha's, given itself, is found by its name as help("mha.interp") finds it
+T.ok("help_library_table", help.text(mha.interp) == help.text("mha.interp")
+     and help.text(mha.interp):find("mha.interp.patch", 1, true), help.text(mha.interp))
+T.ok("help_library_function", help.text(mha.interp.logit_lens):find("mha.interp.logit_lens(model, tokens)", 1, true),
+     help.text(mha.interp.logit_lens))
+T.ok("help_other_table", help.text({}):find("No help for this table", 1, true), help.text({}))
+
 local before = rawget(_G, "help")
 T.ok("help_global_is_lazy", before == nil and type(_G.help) == "function" and rawget(_G, "help") == _G.help,
      "help was " .. tostring(before) .. " before its first use")

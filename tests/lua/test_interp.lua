@@ -296,6 +296,56 @@ T.test("induction model", function()
 end)
 
 
+-- TransformerLens's keyword form {fwd_hooks = {{name, fn}, ...}} and run_with_cache's hooks option.
+T.test("run_with_hooks in TransformerLens's form", function()
+    local model, fx = fixture_model("pre_mlp")
+    local zero = function(z) return z * 0 end
+    local plain = model:run_with_hooks(fx.tokens, {["blocks.0.attn.hook_z"] = zero})
+    T.ok("fwd_hooks = {{name, fn}} = {[name] = fn}", mha.equal(plain,
+         model:run_with_hooks(fx.tokens, {fwd_hooks = {{"blocks.0.attn.hook_z", zero}}})))
+    T.ok("hooks = {[name] = fn} = {[name] = fn}", mha.equal(plain,
+         model:run_with_hooks(fx.tokens, {hooks = {["blocks.0.attn.hook_z"] = zero}})))
+    local seen = {}
+    local filtered = model:run_with_hooks(fx.tokens, {fwd_hooks = {
+        {function(n) return n:match("hook_z$") ~= nil end, function(_, n) seen[#seen + 1] = n end},
+        {"blocks.0.attn.hook_z", zero}}})
+    T.ok("a filter hooks every name it accepts; a second hook on a name runs after the first",
+         mha.equal(filtered, plain) and #seen == 2, table.concat(seen, " "))
+    T.raises("fwd_hooks entry without a function", function()
+        model:run_with_hooks(fx.tokens, {fwd_hooks = {{"blocks.0.attn.hook_z"}}})
+    end, "Transformer:run_with_hooks: fwd_hooks[1] must be {name, function(t, name) ... end}")
+    T.raises("fwd_hooks mixed with names", function()
+        model:run_with_hooks(fx.tokens, {fwd_hooks = {}, hook_embed = zero})
+    end, "not a mix (found 'hook_embed')")
+end)
+
+-- patch runs its name at every layer: one block's name is refused, not read as every layer's.
+T.test("patch given one block's name", function()
+    local model, fx = fixture_model("pre_mlp")
+    local clean, corrupt = fx.tokens:narrow(1, 1, 1), fx.tokens:narrow(1, 2, 1)
+    T.raises("patch given blocks.0.hook_resid_post", function()
+        mha.interp.patch(model, clean, corrupt, "blocks.0.hook_resid_post", function(lg) return lg[1][1][3] end)
+    end, 'mha.interp.patch: name "blocks.0.hook_resid_post" names one block, but patch patches each ' ..
+         'layer in turn; give the name without "blocks.0.": "hook_resid_post"')
+end)
+
+-- An argument too many, which Lua would drop, is refused by every function of mha.interp.
+T.test("mha.interp refuses extra arguments", function()
+    local model, fx = fixture_model("pre_mlp")
+    local clean, corrupt = fx.tokens:narrow(1, 1, 1), fx.tokens:narrow(1, 2, 1)
+    T.raises("logit_lens with an argument too many", function() mha.interp.logit_lens(model, clean, 3) end,
+             "mha.interp.logit_lens: 3 arguments given; it takes at most 2 (model, tokens)")
+    T.raises("ablate with an argument too many", function()
+        mha.interp.ablate(model, clean, {layer = 1}, 2)
+    end, "mha.interp.ablate: 4 arguments given; it takes at most 3 (model, tokens, opts)")
+    T.raises("attribution with an argument too many", function()
+        mha.interp.attribution(model, clean, 3, 4)
+    end, "mha.interp.attribution: 4 arguments given; it takes at most 3 (model, tokens, target)")
+    T.raises("patch with an argument too many", function()
+        mha.interp.patch(model, clean, corrupt, "hook_resid_pre", function() return 1 end, nil, 1)
+    end, "mha.interp.patch: 7 arguments given; it takes at most 6 (model, clean, corrupt, name, metric, opts)")
+end)
+
 -- test_errors.lua's rule for the Lua-written entry points: any wrong argument gets a message at the caller's
 -- line, never a position inside lua/ nor "attempt to ...".
 T.test("wrong arguments: checked, at the caller's line", function()

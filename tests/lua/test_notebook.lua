@@ -80,6 +80,23 @@ T.test("cells", function()
          "TWFuTWE=TQ==")
 end)
 
+-- quit and exit() in a cell: the hint says how a notebook ends, not :quit or Ctrl-D
+T.test("quit hint", function()
+    local kernel = require "mha.kernel"
+    local function run(code)
+        local outs = {}
+        local status = kernel.execute(code, function(o) outs[#outs + 1] = o end)
+        return outs, status
+    end
+    local said = "hint: a notebook ends from its Kernel menu (Shut Down), or by closing its tab; " ..
+                 "Kernel > Restart starts afresh"
+    local outs = run("quit")
+    T.eq("quit in a cell", outs[#outs].text, said .. "\n")
+    local status
+    outs, status = run("exit()")
+    T.eq("exit() in a cell", {status, outs[1].traceback[#outs[1].traceback]}, {"error", said})
+end)
+
 T.test("writers", function()
     local nb = require "mha.notebook"
     T.eq("markdown", nb.markdown("a <b> `c<d>`\n\n    x = y/√d\n\n- item\n# Head\n中文\n继续"),

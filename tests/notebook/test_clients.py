@@ -263,7 +263,11 @@ def exercise_in_kernel(tmp, lang):
 # A student's Python habits and misspellings (mha.repl.habits): the REPL's hint under each
 HABITS = ["len(x)", "x:tranpose(1, 2)", "exit()", "quit", "A = x:sum() A", "mha.nn.Linaer", "x.data", "x.shape",
           "x.T", "y = x * x:T()", "x @ x", "mha.sofmax(x, 1)", "hepl", ":lesons", "True", "x.data:shape()",
-          "mha.cross_entropy(x, {1, 0})"]
+          "mha.cross_entropy(x, {1, 0})", "import torch", "x[0]"]
+# quit and exit() end the REPL with :quit or Ctrl-D, a notebook from its Kernel menu: the kernel's hint says so
+NOTEBOOK_END = {"en": "hint: a notebook ends from its Kernel menu (Shut Down), or by closing its tab; "
+                      "Kernel > Restart starts afresh",
+                "zh": "提示：笔记本用“内核”菜单的“关闭内核”（Shut Down）结束，或关闭它的标签页；“重启内核”重新开始"}
 
 
 def hint_lines(text, lang):
@@ -272,7 +276,8 @@ def hint_lines(text, lang):
 
 
 def hints_as_repl(lang):
-    """Each habit in HABITS gets in a kernel cell the hint the REPL (-i, MHA_LANG=lang) prints for it."""
+    """Each habit in HABITS gets in a kernel cell the hint the REPL (-i, MHA_LANG=lang) prints for it, but
+    quit and exit() the notebook's (NOTEBOOK_END)."""
     from jupyter_client.manager import KernelManager
     env = dict(ENV, MHA_LANG=lang, COLUMNS="1000")
     km = KernelManager(kernel_name="mha-repl")
@@ -295,7 +300,8 @@ def hints_as_repl(lang):
                                capture_output=True, timeout=30)
             repl = hint_lines(r.stdout.decode("utf-8") + r.stderr.decode("utf-8"), lang)
             kernel = hint_lines(kernel_outputs(kc, typed)[1], lang)
-            if not repl or kernel != repl:
+            want = [NOTEBOOK_END[lang]] if typed in ("exit()", "quit") else repl
+            if not repl or kernel != want:
                 differ.append((typed, repl, kernel))
     finally:
         kc.stop_channels()
