@@ -102,8 +102,8 @@ end
 -- The storage of one of K or V (N, H_kv, cap, D) holding the S rows of held (or none) and the L
 -- rows of new at S+1 .. S+L, reused from buf when it has room -> the storage, the first S + L rows.
 local function write_rows(buf, cap, held, new, S, L)
-    local N, H, _, D = table.unpack(new:shape())
     if not buf then
+        local N, H, _, D = table.unpack(new:shape())
         buf = mha.zeros(N, H, cap, D)
         if S > 0 then buf:narrow(3, 1, S):copy_(held) end
     end
@@ -126,7 +126,7 @@ function Cache:append(i, k, v)
         self.pending[i] = {k = k:detach(), v = v:detach()}
         return k, v
     end
-    local S, L = entry and entry.k:shape()[3] or 0, k:shape()[3]
+    local S, L = entry and entry.k:size(3) or 0, k:size(3)
     local cap, kbuf, vbuf = entry and entry.cap, entry and entry.kbuf, entry and entry.vbuf
     if not kbuf or S + L > cap then
         cap, kbuf, vbuf = capacity(entry, S + L, self.model.max_len), nil, nil
@@ -161,7 +161,7 @@ function Cache:commit(L, N)
     self.pending = {}
     self.batch = N
     self.seen = self.seen + L
-    self.held = self.layers[1].k:shape()[3]
+    self.held = self.layers[1].k:size(3)
 end
 
 function Cache:__tostring()
