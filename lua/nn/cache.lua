@@ -92,10 +92,10 @@ function Cache:begin(fname, model, N)
     self.pending = {}
 end
 
--- Rows of a layer's K/V storage beyond the S held: the next S + L rows, doubled from the last
--- capacity (so a token costs one row's copy, not all of S), at most the model's max_len.
+-- Rows of a layer's K/V storage: the S + L needed, at least 256 and twice the last capacity (so a
+-- token costs one row's copy, not all of S), at most the model's max_len.
 local function capacity(entry, need, max_len)
-    local grown = math.max(need, 2 * (entry and entry.cap or 0), 16)
+    local grown = math.max(need, 2 * (entry and entry.cap or 0), 256)
     return math.min(grown, math.max(max_len, need))
 end
 
