@@ -27,7 +27,8 @@ local M = {}
 -- (N, H, L, S). Query head h reads K/V head h // (H / H_kv) (torch's enable_gqa), found by index in
 -- the core: K and V are never copied per query head.
 local function attend(q, k, v, mask, need_weights)
-    local opts = {attn_mask = mask, need_weights = need_weights, enable_gqa = k:size(2) ~= q:size(2)}
+    local opts = {attn_mask = mask, need_weights = need_weights,
+                  enable_gqa = k:size(2) ~= q:size(2)}
     return mha.scaled_dot_product_attention(q, k, v, opts)
 end
 
