@@ -27,7 +27,8 @@ local M = {}
 -- (N, H, L, S). Query head h reads K/V head h // (H / H_kv) (torch's enable_gqa), found by index in
 -- the core: K and V are never copied per query head.
 local function attend(q, k, v, mask, need_weights)
-    local opts = {attn_mask = mask, need_weights = need_weights, enable_gqa = k:shape()[2] ~= q:shape()[2]}
+    local opts = {attn_mask = mask, need_weights = need_weights,
+                  enable_gqa = k:size(2) ~= q:size(2)}
     return mha.scaled_dot_product_attention(q, k, v, opts)
 end
 
@@ -86,11 +87,9 @@ end
 -- its forward with the mask, computed here so the K and V of each head reach the cache.
 function M.multihead(attn, x, ctx)
     local E, H = attn.embed_dim, attn.num_heads
-    local w, b = attn.in_proj_weight, attn.in_proj_bias
-    local function proj(i)   -- rows i·E+1 .. (i+1)·E of in_proj: W_q, W_k, W_v
-        local rows = w:narrow(1, i * E + 1, E)
-        return split_heads(mha.linear(x, rows, b and b:narrow(1, i * E + 1, E)), H)
-    end
+    -- one product with all of in_proj (W_q, W_k, W_v by rows): (N, L, 3E), each E columns a view
+    local qkv = mha.linear(x, attn.in_proj_weight, attn.in_proj_bias)
+    local function proj(i) return split_heads(qkv:narrow(3, i * E + 1, E), H) end
     local concat, weights = heads_attention(proj(0), proj(1), proj(2), ctx)
     return mha.linear(concat, attn.out_proj_weight, attn.out_proj_bias), weights
 end

@@ -2,13 +2,14 @@
 -- the keys and values of every token seen so far per layer, so decoding feeds only the new tokens.
 --
 -- Per layer the cache holds k and v (N, H_kv, S, D): S tokens, H_kv K/V heads of D numbers,
--- detached (the cache serves decoding, not training). With RoPE the keys are held after their
--- rotation, except in a model with a window, where they are held before it and turned at their
--- places in the cache on every step (StreamingLLM). With a window W and n sinks, after each forward
--- the cache keeps only the first n tokens and the last W, and positions count inside the cache, so
--- decoding runs on past max_len. A forward appends to each layer through cache:append and makes the
--- step count with cache:commit, so a forward stopped half-way (an error, Ctrl-C) leaves the cache
--- as it was.
+-- detached (the cache serves decoding, not training): views of the first S rows of storage with
+-- spare rows, so a step writes its new rows in place (a window's cache is joined anew). With RoPE
+-- the keys are held after their rotation, except in a model with a window, where they are held
+-- before it and turned at their places in the cache on every step (StreamingLLM). With a window W
+-- and n sinks, after each forward the cache keeps only the first n tokens and the last W, and
+-- positions count inside the cache, so decoding runs on past max_len. A forward appends to each
+-- layer through cache:append and makes the step count with cache:commit, so a forward stopped
+-- half-way (an error, Ctrl-C) leaves the cache as it was.
 
 local raise = require "mha.raise"   -- errors at the user's line
 local mha = require "mha.core"
@@ -91,15 +92,50 @@ function Cache:begin(fname, model, N)
     self.pending = {}
 end
 
+-- Rows of a layer's K/V storage: the S + L needed, at least 256 and twice the last capacity (so a
+-- token costs one row's copy, not all of S), at most the model's max_len.
+local function capacity(entry, need, max_len)
+    local grown = math.max(need, 2 * (entry and entry.cap or 0), 256)
+    return math.min(grown, math.max(max_len, need))
+end
+
+-- The storage of one of K or V (N, H_kv, cap, D) holding the S rows of held (or none) and the L
+-- rows of new at S+1 .. S+L, reused from buf when it has room -> the storage, the first S + L rows.
+local function write_rows(buf, cap, held, new, S, L)
+    if not buf then
+        local N, H, _, D = table.unpack(new:shape())
+        buf = mha.zeros(N, H, cap, D)
+        if S > 0 then buf:narrow(3, 1, S):copy_(held) end
+    end
+    buf:narrow(3, S + 1, L):copy_(new)
+    return buf, buf:narrow(3, 1, S + L)
+end
+
 -- k and v (N, H_kv, L, D) of layer i's new tokens -> all of the layer's keys and values
--- (N, H_kv, S + L, D).
+-- (N, H_kv, S + L, D). Without a window and a graph to record, they go in place into storage
+-- with spare rows, and what attention reads is a view of its first S + L rows (rows of D
+-- contiguous, as sdpa reads them without a copy); rows past S change nothing held until commit.
+-- New keys that require grad (a forward recorded by hand) are joined with mha.cat so the graph
+-- reaches them; a window drops rows at commit and joins them the same way.
 function Cache:append(i, k, v)
     local entry = self.layers[i]
-    if entry then
-        k, v = mha.cat({entry.k, k}, 3), mha.cat({entry.v, v}, 3)
+    if self.window or k:requires_grad() or v:requires_grad() then
+        if entry then
+            k, v = mha.cat({entry.k, k}, 3), mha.cat({entry.v, v}, 3)
+        end
+        self.pending[i] = {k = k:detach(), v = v:detach()}
+        return k, v
     end
-    self.pending[i] = {k = k:detach(), v = v:detach()}
-    return k, v
+    local S, L = entry and entry.k:size(3) or 0, k:size(3)
+    local cap, kbuf, vbuf = entry and entry.cap, entry and entry.kbuf, entry and entry.vbuf
+    if not kbuf or S + L > cap then
+        cap, kbuf, vbuf = capacity(entry, S + L, self.model.max_len), nil, nil
+    end
+    local kall, vall
+    kbuf, kall = write_rows(kbuf, cap, entry and entry.k, k, S, L)
+    vbuf, vall = write_rows(vbuf, cap, entry and entry.v, v, S, L)
+    self.pending[i] = {k = kall, v = vall, kbuf = kbuf, vbuf = vbuf, cap = cap}
+    return kall, vall
 end
 
 -- Keeps the sinks and the last W of (N, H_kv, S, D) along S, as a fresh tensor (so the dropped
@@ -125,7 +161,7 @@ function Cache:commit(L, N)
     self.pending = {}
     self.batch = N
     self.seen = self.seen + L
-    self.held = self.layers[1].k:shape()[3]
+    self.held = self.layers[1].k:size(3)
 end
 
 function Cache:__tostring()

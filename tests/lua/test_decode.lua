@@ -105,6 +105,51 @@ T.test("cached decoding = the full forward", function()
     end
 end)
 
+T.test("the cache written in place (no graph): the same logits, views of its first rows", function()
+    for _, pos in ipairs({"learned", "rope"}) do
+        mha.seed(12)
+        local model = mha.nn.Transformer{vocab = 13, d_model = 16, heads = 4, kv_heads = 2, layers = 2,
+                                         d_ff = 8, max_len = 40, pos = pos}
+        local toks = tokens(2, 40, 13, 3)
+        local steps = {}
+        for i = 1, 40 do steps[i] = 1 end
+        -- one token a step fills storage of max_len 40 rows
+        for _, chunks in ipairs({steps, {20, 1, 19}}) do
+            local recorded = cached_logits(model, toks, chunks)   -- joined by mha.cat
+            local in_place, cache = mha.no_grad(cached_logits, model, toks, chunks)
+            T.close(pos .. ": written in place = joined, bit for bit", in_place, recorded, 0, 0)
+            T.eq(pos .. ": keys (N, H_kv, S, D), bytes of the 40 held", {cache:keys(2):shape(), cache:bytes()},
+                 {{2, 2, 40, 4}, 4 * 2 * 2 * 2 * 2 * 4 * 40})
+        end
+        -- past the first 256 rows of storage: it grows to 512, then to max_len 600, keeping its rows
+        local long = mha.nn.Transformer{vocab = 13, d_model = 8, heads = 2, layers = 1, d_ff = 0,
+                                        max_len = 600, pos = pos}
+        local lt = tokens(1, 590, 13, 5)
+        local grown = {250}
+        for i = 2, 12 do grown[i] = 1 end
+        grown[13] = 329
+        local joined = cached_logits(long, lt, grown)
+        local written, lc = mha.no_grad(cached_logits, long, lt, grown)
+        T.close(pos .. ": grown twice = joined, bit for bit", written, joined, 0, 0)
+        T.eq(pos .. ": 590 held", lc:length(), 590)
+        -- a step stopped in layer 2 leaves layer 1's held rows and the next step as they were
+        local cache = model:new_cache()
+        mha.no_grad(function() model:forward(columns(toks, 1, 5), {cache = cache}) end)
+        local keys = cache:keys(1)
+        local before = keys:clone()
+        local block = model:blocks()[2]
+        rawset(block, "forward", function() error("stopped") end)
+        T.ok(pos .. ": the step fails", not pcall(mha.no_grad, model.forward, model, columns(toks, 6, 6),
+                                                  {cache = cache}))
+        rawset(block, "forward", nil)
+        T.eq(pos .. ": it leaves the length", cache:length(), 5)
+        local next_step = mha.no_grad(model.forward, model, columns(toks, 6, 7), {cache = cache})
+        local full = model:forward(columns(toks, 1, 7))
+        T.close(pos .. ": the next step = the full forward", next_step, full:narrow(2, 6, 2), 0, 1e-5)
+        T.close(pos .. ": keys taken before are unchanged", keys, before, 0, 0)
+    end
+end)
+
 T.test("cached attention weights and a windowed mask that bites", function()
     mha.seed(3)
     local model = mha.nn.Transformer{vocab = 7, d_model = 8, heads = 2, kv_heads = 1, layers = 1, d_ff = 0,
