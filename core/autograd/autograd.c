@@ -365,7 +365,7 @@ static mha_status run_node(mha_node *n, ptr_list *ready, ptr_list *leaves) {
     return st;
 }
 
-/* t is the only view of its storage and fills all of it, in order: it may become a .grad as it is */
+/* t is the only view of its storage and fills all of it in order: it may become a .grad as it is */
 static bool sole_whole(const mha_tensor *t) {
     return t->storage && t->storage->refcount == 1 && t->offset == 0 && t->dtype == MHA_FLOAT32 && !t->ag &&
            mha_is_contiguous(t) && t->storage->nbytes == mha_numel(t) * sizeof(float);

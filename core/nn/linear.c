@@ -59,8 +59,8 @@ mha_status mha_linear(mha_tensor *out, const mha_tensor *x, const mha_tensor *W,
 
 /* ---- backward ---- */
 
-/* acc (n) += Σ_r g[r, :] of g (rows, n) in double, each column in row order: g read row by row as it
- * lies, SUM_LANES columns a vector (two doubles: one SSE2 or NEON register, the baseline every
+/* acc (n) += Σ_r g[r, :] of g (rows, n) in double, each column in row order: g read row by row as
+ * it lies, SUM_LANES columns a vector (two doubles: one SSE2 or NEON register, the baseline every
  * build has); a column's additions are those of a plain loop, so are its bits. */
 enum { SUM_LANES = 2 };
 typedef double sum_vd __attribute__((vector_size(SUM_LANES * sizeof(double))));
