@@ -365,8 +365,20 @@ static mha_status run_node(mha_node *n, ptr_list *ready, ptr_list *leaves) {
     return st;
 }
 
-/* a leaf's pending gradient joins its .grad, as a contiguous tensor of its own */
+/* t is the only view of its storage and fills all of it in order: it may become a .grad as it is */
+static bool sole_whole(const mha_tensor *t) {
+    return t->storage && t->storage->refcount == 1 && t->offset == 0 && t->dtype == MHA_FLOAT32 && !t->ag &&
+           mha_is_contiguous(t) && t->storage->nbytes == mha_numel(t) * sizeof(float);
+}
+
+/* a leaf's pending gradient joins its .grad, as a contiguous tensor of its own: without a .grad, a
+ * pending gradient no other tensor sees moves there whole (no copy), else the sum or a copy */
 static mha_status commit_leaf(mha_ag *ag) {
+    if (!ag->grad.storage && sole_whole(&ag->pending)) {
+        ag->grad = ag->pending;
+        ag->pending = MHA_TENSOR_EMPTY;
+        return MHA_OK;
+    }
     mha_tensor sum = MHA_TENSOR_EMPTY;
     mha_status st = ag->grad.storage ? mha_binary(&sum, MHA_ADD, &ag->grad, &ag->pending) : mha_clone(&sum, &ag->pending);
     if (st != MHA_OK) return st;
