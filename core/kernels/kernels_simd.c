@@ -201,8 +201,12 @@ INLINE void tile_store(vf acc[MR][NV], float *c, size_t ldc, bool add, const flo
 static void tile(size_t kc, const float *a, const float *b, float *c, size_t ldc, bool add, const float *col_scale) {
     vf acc[MR][NV];
 #pragma GCC unroll 16
-    for (int i = 0; i < MR; i++)
+    for (int i = 0; i < MR; i++) {
         for (int v = 0; v < NV; v++) acc[i][v] = splat(0.0f);
+        /* C's rows, read and written after the loop, fetched while it runs */
+        __builtin_prefetch(c + (size_t)i * ldc, 1, 3);
+        __builtin_prefetch(c + (size_t)i * ldc + NR - 1, 1, 3);
+    }
     for (size_t p = 0; p < kc; p++, a += MR, b += NR) {
         vf bv[NV];
         for (int v = 0; v < NV; v++) bv[v] = load(b + W * v);
