@@ -250,8 +250,8 @@ static void pack_b(const kernel_isa *k, float *dst, const float *b, ptrdiff_t b_
 
 enum {
     KC = 256,  /* depth of one pass: a 6x16 tile reads 6 KB of A and a 16 KB panel of B, half of
-                  L1; an 8x32 tile 8 KB and 32 KB */
-    MC_UNIT = 24,  /* MC is a multiple of every MR: 4, 6, 8 */
+                  L1; a 12x32 tile 12 KB and 32 KB */
+    MC_UNIT = 24,  /* MC is a multiple of every MR: 4, 6, 8, 12 */
     NC_UNIT = 64,  /* NC is a multiple of every NR: 8, 16, 32 */
     MAX_TILE = 16 * 64
 };
@@ -577,16 +577,20 @@ static mha_status fused_part(void *ctx, size_t part, size_t nparts) {
     const kernel_isa *k = isa();
     const size_t mr = k->mr, nr = k->nr;
     const size_t bq = query_tile(k, L);
-    const size_t bk = min_size(KEY_TILE / mr * mr, round_up(S, mr));
+    /* keys per tile: KEY_TILE where MR is a multiple of 4 (the last tile's panels are padded to
+     * whole MR rows), else the multiple of MR below it (252 at MR = 6). Where the keys are cut
+     * sets the online softmax's bits, so the 4-, 8- and 12-row tiles cut them alike. */
+    const size_t bk_cap = mr % 4 == 0 ? KEY_TILE : KEY_TILE / mr * mr;
+    const size_t bk = min_size(bk_cap, round_up(S, mr)), bk_pad = round_up(bk, mr);
     const size_t dv_pad = round_up(Dv, mr);
 
     enum { QT, KP, VT, SC, ACC, M, LSUM, ALPHA, NBUF };
     float *bufs[NBUF];
     size_t sizes[NBUF] = {
         [QT] = D * bq,          /* scale·Qᵀ (D, queries), B panels */
-        [KP] = bk * D,          /* K (keys, D), A panels */
+        [KP] = bk_pad * D,      /* K (keys, D), A panels */
         [VT] = dv_pad * bk,     /* Vᵀ (Dv, keys), A panels */
-        [SC] = bk * nr,         /* scoresᵀ then P (keys, NR queries): one B panel, used up before
+        [SC] = bk_pad * nr,     /* scoresᵀ then P (keys, NR queries): one B panel, used up before
                                    the next */
         [ACC] = dv_pad * bq,    /* accᵀ (Dv, queries), row-major */
         [M] = bq, [LSUM] = bq, [ALPHA] = bq};

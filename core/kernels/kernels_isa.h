@@ -70,7 +70,7 @@ typedef struct kernel_isa {
 extern const kernel_isa mha_kernels_portable; /* 4x8 tile, 4-lane vectors of plain C */
 #if defined(__x86_64__) && defined(__GNUC__)
 #define MHA_KERNELS_X86 1
-extern const kernel_isa mha_kernels_avx512;   /* 8x32 tile, 16 lanes */
+extern const kernel_isa mha_kernels_avx512;   /* 12x32 tile, 16 lanes */
 extern const kernel_isa mha_kernels_avx2;     /* 6x16 tile, 8 lanes */
 #endif
 

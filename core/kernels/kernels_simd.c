@@ -1,7 +1,7 @@
 /* core/kernels/kernels_simd.c - the fast kernels (register tiles, softmax steps, packing, dot
  * products of rows) written once over a vector of W floats, and compiled once per instruction set
  * (Makefile):
- *   -DMHA_SIMD_AVX512: W = 16, an 8x32 tile, for CPUs with AVX-512F;
+ *   -DMHA_SIMD_AVX512: W = 16, a 12x32 tile, for CPUs with AVX-512F;
  *   -DMHA_SIMD_AVX2:   W = 8,  a 6x16 tile, for CPUs with AVX2 and FMA;
  *   neither:           W = 4,  a 4x8 tile, plain C vectors (SSE2 on x86-64, NEON on arm64):
  *                      portable.
@@ -38,8 +38,9 @@ GCC_TARGET(SIMD_TARGET)
 
 #if defined(MHA_SIMD_AVX512)
 #include <immintrin.h>
-/* the tile: 16 accumulators of 32 registers, 2 B vectors, 1 broadcast; dot_rows: 24 sums */
-enum { W = 16, MR = 8, NV = 2, DOT_MR = 4, DOT_NR = 6 };
+/* the tile: 24 accumulators of 32 registers, 2 B vectors, 1 broadcast: each B vector loaded
+ * serves 12 FMAs, and the tile stores C once per 12 rows; dot_rows: 24 sums */
+enum { W = 16, MR = 12, NV = 2, DOT_MR = 4, DOT_NR = 6 };
 #define KERNELS_NAME "avx512"
 #define KERNELS_SET mha_kernels_avx512
 #elif defined(MHA_SIMD_AVX2)
@@ -186,7 +187,7 @@ INLINE void transpose(vf r[W]) {
 INLINE void tile_store(vf acc[MR][NV], float *c, size_t ldc, bool add, const float *col_scale) {
     vf scale[NV];
     for (int v = 0; v < NV; v++) scale[v] = col_scale ? load(col_scale + W * v) : splat(1.0f);
-#pragma GCC unroll 8
+#pragma GCC unroll 16
     for (int i = 0; i < MR; i++, c += ldc) {
         for (int v = 0; v < NV; v++) {
             if (add) acc[i][v] = load(c + W * v) * scale[v] + acc[i][v];
@@ -199,13 +200,17 @@ INLINE void tile_store(vf acc[MR][NV], float *c, size_t ldc, bool add, const flo
  * B. */
 static void tile(size_t kc, const float *a, const float *b, float *c, size_t ldc, bool add, const float *col_scale) {
     vf acc[MR][NV];
-#pragma GCC unroll 8
-    for (int i = 0; i < MR; i++)
+#pragma GCC unroll 16
+    for (int i = 0; i < MR; i++) {
         for (int v = 0; v < NV; v++) acc[i][v] = splat(0.0f);
+        /* C's rows, read and written after the loop, fetched while it runs */
+        __builtin_prefetch(c + (size_t)i * ldc, 1, 3);
+        __builtin_prefetch(c + (size_t)i * ldc + NR - 1, 1, 3);
+    }
     for (size_t p = 0; p < kc; p++, a += MR, b += NR) {
         vf bv[NV];
         for (int v = 0; v < NV; v++) bv[v] = load(b + W * v);
-#pragma GCC unroll 8
+#pragma GCC unroll 16
         for (int i = 0; i < MR; i++) {
             vf ai = splat(a[i]);
             for (int v = 0; v < NV; v++) acc[i][v] = ai * bv[v] + acc[i][v];
@@ -221,13 +226,13 @@ static void tile_a_rows(float *c, size_t ldc, const float *a, ptrdiff_t a_rs, si
     const float *row[MR];
     for (size_t i = 0; i < MR; i++) row[i] = a + (ptrdiff_t)(i < rows ? i : rows - 1) * a_rs;
     vf acc[MR][NV];
-#pragma GCC unroll 8
+#pragma GCC unroll 16
     for (int i = 0; i < MR; i++)
         for (int v = 0; v < NV; v++) acc[i][v] = splat(0.0f);
     for (size_t p = 0; p < kc; p++, b += NR) {
         vf bv[NV];
         for (int v = 0; v < NV; v++) bv[v] = load(b + W * v);
-#pragma GCC unroll 8
+#pragma GCC unroll 16
         for (int i = 0; i < MR; i++) {
             vf ai = splat(row[i][p]);
             for (int v = 0; v < NV; v++) acc[i][v] = ai * bv[v] + acc[i][v];
