@@ -84,12 +84,6 @@ function M.final_stream(model)
     return last .. (c.d_ff > 0 and "ln2" or "ln1") .. ".hook_normalized"
 end
 
-local function shape_str(shape)
-    local dims = {}
-    for i, n in ipairs(shape) do dims[i] = tostring(n) end
-    return "(" .. table.concat(dims, ", ") .. ")"
-end
-
 -- Refuses a name the model lacks, with the closest one or the name inside a block.
 local function check_name(fname, name, known, list)
     if type(name) ~= "string" then
@@ -155,6 +149,7 @@ function Run:point(name, t)
             if not mha.is_tensor(out) then
                 fail("must return nil or a tensor, got %s", type(out))
             end
+            local shape_str = require("mha.display").shape_str
             local want, got = shape_str(t:shape()), shape_str(out:shape())
             if want ~= got then fail("returned shape %s; the activation is %s", got, want) end
             t = out

@@ -237,8 +237,8 @@ T.test("errors leave the model unchanged", function()
              "cache: 'blocks.1.hook_mlp_out' was not kept")
     T.raises("wrong shape", function()
         model:run_with_hooks(fx.tokens, {["blocks.1.attn.hook_z"] = function(z) return z:narrow(3, 1, 2) end})
-    end, "Transformer:run_with_hooks: the hook of 'blocks.1.attn.hook_z' returned shape (2, 11, 2, 4); " ..
-         "the activation is (2, 11, 4, 4)")
+    end, "Transformer:run_with_hooks: the hook of 'blocks.1.attn.hook_z' returned shape (2,11,2,4); " ..
+         "the activation is (2,11,4,4)")
     T.raises("a hook that fails", function()
         model:run_with_hooks(fx.tokens, {["blocks.1.hook_mlp_out"] = function() error("boom") end})
     end, {"Transformer:run_with_hooks: the hook of 'blocks.1.hook_mlp_out' failed:", "boom"})
