@@ -46,7 +46,7 @@ expect 77.1
 sleep 0.5
 send \r
 expect quiet = true
-sleep 1.5
+sleep 0.2
 send \x03
 expect 按 Enter
 send print('AFTER', results.none == nil)\r
