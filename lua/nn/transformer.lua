@@ -28,8 +28,9 @@ local mha = require "mha.core"
 local module = require "mha.nn.module"
 local layers = require "mha.nn.layers"
 local attention = require "mha.nn.attention"
-local kvcache = require "mha.nn.cache"
-local hooks = require "mha.nn.hooks"
+-- the KV cache and the hook points load at their first use, so that a start stays fast
+local function kvcache() return require "mha.nn.cache" end
+local function hooks() return require "mha.nn.hooks" end
 local raise = require "mha.raise"   -- errors at the user's line
 
 local Module = module.Module
@@ -282,7 +283,7 @@ function Transformer:forward(tokens, opts)
     module.check_options(fname, opts, {"need_weights", "cache", "key_padding_mask"})
     local need = not (opts and opts.need_weights == false)
     local cache = opts and opts.cache
-    if cache ~= nil and not kvcache.is_cache(cache) then
+    if cache ~= nil and not kvcache().is_cache(cache) then
         raise(string.format("%s: option cache must be a KV cache from model:new_cache(), got %s",
                             fname, type(cache)))
     end
@@ -356,9 +357,9 @@ end
 
 -- model:run_with_cache(tokens [, {names =, hooks =}]), run_with_hooks(tokens, hooks),
 -- hook_names(): the activations by TransformerLens's names (lua/nn/hooks.lua).
-function Transformer:run_with_cache(tokens, opts) return hooks.run_with_cache(self, tokens, opts) end
-function Transformer:run_with_hooks(tokens, fns) return hooks.run_with_hooks(self, tokens, fns) end
-function Transformer:hook_names() return hooks.names(self) end
+function Transformer:run_with_cache(tokens, opts) return hooks().run_with_cache(self, tokens, opts) end
+function Transformer:run_with_hooks(tokens, fns) return hooks().run_with_hooks(self, tokens, fns) end
+function Transformer:hook_names() return hooks().names(self) end
 
 function Transformer:extra_repr()
     local c = rawget(self, "_config")
@@ -377,7 +378,7 @@ function Transformer:new_cache()
         raise("Transformer:new_cache: a cache needs a causal model " ..
               "(with causal = false earlier tokens see later ones)")
     end
-    return kvcache.new(self, {layers = self.layers, window = self.window, sinks = self.sinks})
+    return kvcache().new(self, {layers = self.layers, window = self.window, sinks = self.sinks})
 end
 
 local GENERATE_OPTIONS = {"max_new_tokens", "temperature", "top_k", "top_p", "seed", "cache",

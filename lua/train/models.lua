@@ -16,7 +16,7 @@
 local mha = require "mha.core"
 local raise = require "mha.raise"   -- errors at the user's line
 local proc = require "mha.proc"     -- where the program's own models/ is
-local tokenizer = require "mha.tokenizer"
+local function tokenizer() return require "mha.tokenizer" end   -- at first use: a fast start
 
 local M = {}
 
@@ -48,7 +48,7 @@ function M.save_model(path, model, extra)
     if c.rope_base then tbl["config.rope_base"] = mha.tensor({c.rope_base}) end
     for k, v in pairs(extra or {}) do
         if k == "tokenizer" then
-            if not tokenizer.is_tokenizer(v) then
+            if not tokenizer().is_tokenizer(v) then
                 raise("save_model: extra.tokenizer must be a mha.tokenizer.CharTokenizer, got " .. type(v))
             end
             tbl["tokenizer.codepoints"] = v:codepoints()
@@ -134,7 +134,7 @@ function M.load_model(name)
                 for i, cp in ipairs(marker:totable()) do cps[i] = math.tointeger(cp) end
                 marker = {mask = utf8.char(table.unpack(cps))}
             end
-            extra.tokenizer = tokenizer.from_codepoints(v, marker)
+            extra.tokenizer = tokenizer().from_codepoints(v, marker)
         elseif k == "tokenizer.mask" then -- read with the code points
         else sd[k] = v end
     end
