@@ -70,6 +70,14 @@ local function range_loop(input)
                          parts[3] and ", " .. parts[3] or "", body ~= "" and body or "...")
 end
 
+-- Whether an unfinished input is Python's range loop, its colon typed and no `do` (for i in
+-- range(3):): no line a student types next completes it, so the REPL gives its error and hint at
+-- once instead of a `>>`. (`for i in range(3) do`, Lua's loop over a function range, reads on.)
+function habits.never_completes(input)
+    return input:match("^%s*for%s+[%a_][%w_]*%s+in%s+range%s*%([^()]*%)%s*:") ~= nil
+        and not input:find("%f[%w_]do%f[^%w_]") and range_loop(input) ~= nil
+end
+
 -- A hint for an input whose evaluation raised msg (a syntax or a run-time error), or nil.
 function habits.after_error(input, msg, lang)
     local w = habits.words(lang)

@@ -589,6 +589,19 @@ static int incomplete_expression(lua_State *L) {
     return result;
 }
 
+/* Is the unfinished input at index 1 a Python habit no next line completes, such as
+ * "for i in range(3):" (repl.never_completes in lua/repl/repl.lua)? Then its error and its hint come
+ * at once, as a Python habit's that Lua rejects outright, not a `>>`. */
+static int never_completes(lua_State *L) {
+    int result = 0;
+    if (push_repl_field(L, "never_completes") == LUA_TFUNCTION) {
+        lua_pushvalue(L, 1);
+        if (lua_pcall(L, 1, 1, 0) == LUA_OK) result = lua_toboolean(L, -1);
+    }
+    lua_pop(L, 1);  /* the field, its answer or its error */
+    return result;
+}
+
 /* Reads continuation lines until the input at index 1 is a complete chunk
  * (as an expression, then as statements), which it pushes; or pushes the syntax error. A blank line
  * does not end the input; only Ctrl-C (INPUT_CANCEL) or end of input does. *expr says the chunk is
@@ -613,6 +626,8 @@ static int loadinput(lua_State *L, int *expr, int *quiet) {
             }
             lua_pop(L, 1);  /* the statement's syntax error: read on */
         }
+        /* its <eof> error, at once */
+        if (never_completes(L)) return luaL_loadbuffer(L, text, len, "=stdin");
         int r = pushline(L, 0);
         if (r == LINE_CANCEL) return INPUT_CANCEL;
         if (r == LINE_EOF && repl_hangup()) return INPUT_CANCEL;

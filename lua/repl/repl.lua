@@ -441,6 +441,10 @@ local function habit_hint(f, ...)
     return got and hint or nil
 end
 
+-- repl.never_completes(input): whether an unfinished input is a Python habit the REPL gives back at
+-- once, with its error and hint, instead of reading on at `>>` (mha.repl.habits.never_completes).
+function repl.never_completes(input) return habit_hint("never_completes", input) == true end
+
 -- "A = m:attention() #A": a value after statements with no ';' or line break before it is a syntax
 -- error. The input with the ';' that makes the REPL print the value (repl.return_last), or nil.
 local function with_break(input, msg)

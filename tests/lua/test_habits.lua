@@ -72,6 +72,12 @@ T.test("python imports, loops and indices", function()
         T.eq(c[1], habits.after_error(c[1], error_of(c[1] .. "\n"), "en"),
              "hint: Lua's loop is " .. c[2] .. " (both ends included)")
     end
+    -- with its colon the loop never completes, so the REPL gives it back at once; Lua's own loop
+    -- over a function named range reads on
+    T.eq("the colon never completes", {habits.never_completes("for i in range(3):"),
+         habits.never_completes("for i in range(3): print(i)"),
+         habits.never_completes("for i in range(3) do"),
+         habits.never_completes("for i in range(3):each() do")}, {true, true, false, false})
     T.eq("a range loop in Chinese", habits.after_error(loops[1][1], error_of(loops[1][1]), "zh"),
          "提示：Lua 的循环写作 for i = 0, 2 do print(i) end（两端都包括在内）")
     x = mha.randn(2, 3)

@@ -254,6 +254,10 @@ static void test_evaluation(session *s) {
     CHECK("python_shape_hint_method", got && strstr(got, "hint: x.shape is the method itself; call it with a colon: x:shape()"),
           "got [%s]", got ? got : "(hung)");
     free(got);
+    /* Python's loop, its colon typed: the error and the hint at once, as for x.shape, not a `>>` */
+    check_output(s, "python_range_loop_hint_at_once", "for i in range(3):",
+                 "stdin:1: <name> expected near <eof>\n"
+                 "hint: Lua's loop is for i = 0, 2 do ... end (both ends included)");
     got = run(s, "function bad() local t = nil; return t.x end\nbad()", 10);
     CHECK("error_traceback", got && strstr(got, "attempt to index a nil value") && strstr(got, "in function 'bad'")
           && !strstr(got, "repl.lua") && !strstr(got, "[C]: in ?"), "got [%s]", got ? got : "(hung)");
