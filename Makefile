@@ -76,7 +76,7 @@ EMBED    += mha.i18n=lua/i18n/i18n.lua mha.i18n.en=lua/i18n/en.lua mha.i18n.zh=l
 TESTS     = test_tensor test_ops test_rng test_npy test_kernels test_attention test_repl test_lessons_pty \
             test_autograd
 TESTS    += test_npz test_optim
-TESTS    += test_alloc
+TESTS    += test_alloc test_pool
 TESTS    += test_modern
 
 LUA_FILES = $(foreach e,$(EMBED),$(word 2,$(subst =, ,$(e))))
