@@ -66,6 +66,7 @@ EMBED    += mha.nn.transformer=lua/nn/transformer.lua mha.nn.attention=lua/nn/at
 EMBED    += mha.nn.cache=lua/nn/cache.lua mha.nn.hooks=lua/nn/hooks.lua
 EMBED    += mha.interp=lua/interp/interp.lua mha.interp.lens=lua/interp/lens.lua
 EMBED    += mha.docs_interp=lua/help/docs_interp.lua mha.help.zh_interp=lua/help/zh_interp.lua
+EMBED    += mha.help.zh_nn=lua/help/zh_nn.lua
 EMBED    += mha.tasks=lua/train/tasks.lua mha.train=lua/train/train.lua mha.heads=lua/train/heads.lua
 EMBED    += mha.models=lua/train/models.lua mha.docs_train=lua/help/docs_train.lua
 EMBED    += mha.data=lua/train/data.lua mha.tokenizer=lua/train/tokenizer.lua
