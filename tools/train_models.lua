@@ -106,6 +106,26 @@ function trainers.difference()
     end
 end
 
+-- m trained on task by recipe (steps, batch, lr, val_every, val_batches), its loss on the task val
+-- (writing.val_loss: the same batches each time) printed every val_every steps under the words
+-- `what`; -> the history and best {loss =, step =}, with m holding the weights of the best check.
+local function train_keeping_best(name, m, task, val, what, recipe)
+    local writing = require "mha.writing"
+    local best = {loss = math.huge, step = 0}
+    local function check(step)
+        local loss = writing.val_loss(m, val, {batches = recipe.val_batches})
+        print(string.format("  %s step %d: %s %.4f", name, step, what, loss))
+        if loss < best.loss then
+            best.loss, best.step, best.weights = loss, step, {}
+            for k, v in pairs(m:state_dict()) do best.weights[k] = v:clone() end
+        end
+    end
+    local h = mha.train{model = m, task = task, steps = recipe.steps, lr = recipe.lr,
+                        log_every = recipe.val_every, seed = 1, quiet = true, on_log = check}
+    m:load_state_dict(best.weights)
+    return h, best
+end
+
 -- A character model of corpus: trained, checked every val_every steps on valid, and saved with the
 -- weights of its best check; prints its validation loss beside the n-gram baselines.
 local function char_model(name, corpus, shape, recipe)
@@ -117,21 +137,10 @@ local function char_model(name, corpus, shape, recipe)
     mha.seed(0)
     local m = mha.nn.Transformer{vocab = tok.vocab_size, d_model = shape.d_model, heads = 4, layers = 4,
                                  max_len = 64, norm = "pre", pos = shape.pos}
-    local val_opts = {batches = recipe.val_batches, batch = 32, len = 64, seed = 0}
-    local best = {loss = math.huge, step = 0}
-    local function check(step)
-        local loss = writing.val_loss(m, tok, valid, val_opts)
-        print(string.format("  %s step %d: val loss %.4f", name, step, loss))
-        if loss < best.loss then
-            best.loss, best.step, best.weights = loss, step, {}
-            for k, v in pairs(m:state_dict()) do best.weights[k] = v:clone() end
-        end
-    end
-    local h = mha.train{model = m, task = mha.tasks.text{text = train, tokenizer = tok, len = 64,
-                                                          batch = recipe.batch},
-                        steps = recipe.steps, lr = recipe.lr, log_every = recipe.val_every, seed = 1,
-                        quiet = true, on_log = check}
-    m:load_state_dict(best.weights)
+    local h, best = train_keeping_best(name, m, mha.tasks.text{text = train, tokenizer = tok, len = 64,
+                                                               batch = recipe.batch},
+                                       mha.tasks.text{text = valid, tokenizer = tok, len = 64,
+                                                      batch = 32, seed = 0}, "val loss", recipe)
     print(string.format("%s: %d steps in %.1f s CPU; val loss %.3f (step %d), unigram %.3f, bigram %.3f "
                         .. "nats per character", name, h.steps, h.seconds, best.loss, best.step, unigram,
                         bigram))
@@ -166,29 +175,11 @@ local function masked_model(name, corpora, shape, recipe)
     local m = mha.nn.Transformer{vocab = tok.vocab_size, d_model = shape.d_model, heads = 4,
                                  layers = 4, max_len = 64, norm = "pre", causal = false,
                                  pos = "rope"}
-    local val = mha.tasks.masked{text = valid, tokenizer = tok, len = 64, batch = 32, seed = 0}
-    local best = {loss = math.huge, step = 0}
-    local function check(step)
-        val:reseed(0)
-        local loss = mha.no_grad(function()
-            local sum = 0
-            for _ = 1, recipe.val_batches do
-                local tokens, targets = val:batch()
-                sum = sum + mha.train.loss(m:forward(tokens, {need_weights = false}), targets):item()
-            end
-            return sum / recipe.val_batches
-        end)
-        print(string.format("  %s step %d: masked val loss %.4f", name, step, loss))
-        if loss < best.loss then
-            best.loss, best.step, best.weights = loss, step, {}
-            for k, v in pairs(m:state_dict()) do best.weights[k] = v:clone() end
-        end
-    end
-    local h = mha.train{model = m, task = mha.tasks.masked{text = train, tokenizer = tok, len = 64,
-                                                            batch = recipe.batch},
-                        steps = recipe.steps, lr = recipe.lr, log_every = recipe.val_every, seed = 1,
-                        quiet = true, on_log = check}
-    m:load_state_dict(best.weights)
+    local h, best = train_keeping_best(name, m, mha.tasks.masked{text = train, tokenizer = tok,
+                                                                 len = 64, batch = recipe.batch},
+                                       mha.tasks.masked{text = valid, tokenizer = tok, len = 64,
+                                                        batch = 32, seed = 0},
+                                       "masked val loss", recipe)
     local eval = {windows = 2000, len = 64, seed = 7}
     local acc, bigram = mlm.accuracy(m, tok, valid, eval), mlm.bigram_accuracy(train, valid, tok, eval)
     print(string.format("%s: %d steps in %.1f s CPU; masked val loss %.3f (step %d); held-out " ..

@@ -7,6 +7,8 @@
 --                                           both n-gram models counted on train, on valid
 --   writing.val_loss(model, tok, valid, {batches = 8, batch = 32, len = 64, seed = 0}) -> the mean
 --                                           loss of the model on fixed windows of valid
+--   writing.val_loss(model, task, {batches = 8}) -> the same over batches of any mha.tasks task
+--                                           (mha.tasks.masked for a masked model), from its seed
 
 local mha = require "mha.core"
 local raise = require "mha.raise"   -- errors at the user's line
@@ -68,11 +70,20 @@ local VAL_OPTIONS = {"batches", "batch", "len", "seed"}
 
 -- writing.val_loss(model, tok, valid [, opts]) -> the mean cross-entropy (nats per character) over
 -- batches batches of windows of valid (mha.tasks.text from seed), the same windows every call.
+-- writing.val_loss(model, task [, {batches = 8}]) -> the same over batches of task, whose stream
+-- restarts at its seed each call (a masked task's loss counts its masked positions only).
 function M.val_loss(model, tok, valid, opts)
-    opts = opts or {}
-    options.check("writing.val_loss", opts, VAL_OPTIONS)
-    local task = require("mha.tasks").text{text = valid, tokenizer = tok, len = opts.len or 64,
-                                           batch = opts.batch or 32, seed = opts.seed or 0}
+    local task
+    if type(tok) == "table" and type(tok.batch) == "function" and type(tok.reseed) == "function" then
+        task, opts = tok, valid or {}
+        options.check("writing.val_loss", opts, {"batches"})
+        task:reseed(task.seed or 0)
+    else
+        opts = opts or {}
+        options.check("writing.val_loss", opts, VAL_OPTIONS)
+        task = require("mha.tasks").text{text = valid, tokenizer = tok, len = opts.len or 64,
+                                         batch = opts.batch or 32, seed = opts.seed or 0}
+    end
     local loss = require("mha.train").loss
     return mha.no_grad(function()
         local sum, batches = 0, opts.batches or 8

@@ -1,7 +1,8 @@
 -- tests/lua/test_writing.lua - a model that writes: tokenizers kept in checkpoints, mha.generate
--- (seeded, the same on 1 and 2 threads, its errors), and the shipped char_en and char_zh beating a
--- bigram baseline on their validation text; char_zh (rotary positions) writing lines of five or seven
--- characters, with the cache as without. No NumPy needed.
+-- (seeded, the same on 1 and 2 threads, its errors), writing.val_loss of a text or of any task (a
+-- masked one too), and the shipped char_en and char_zh beating a bigram baseline on their validation
+-- text; char_zh (rotary positions) writing lines of five or seven characters, with the cache as
+-- without. No NumPy needed.
 
 local dir = debug.getinfo(1, "S").source:match("^@(.*[/\\])") or "./"
 package.path = dir .. "?.lua;" .. package.path
@@ -102,6 +103,34 @@ T.test("generate: errors", function()
     T.ok("the rejected temperature raises", not ok)
     T.ok("max_new_tokens = 0 returns", ok0)
     T.eq("streamed: nothing for the error, the prompt and its line end for 0 new", written, "abc\n")
+end)
+
+T.test("val_loss: of a task the same number as of its text, each call from the task's seed", function()
+    local text = string.rep("In the beginning God created the heaven and the earth. ", 4)
+    local model, tok = small_model(text)
+    local by_text = writing.val_loss(model, tok, text, {batches = 2, batch = 4, len = 16, seed = 3})
+    local task = mha.tasks.text{text = text, tokenizer = tok, len = 16, batch = 4, seed = 3}
+    T.eq("a text task's loss, bit for bit", writing.val_loss(model, task, {batches = 2}), by_text)
+    T.eq("again: the stream restarts at the seed", writing.val_loss(model, task, {batches = 2}),
+         by_text)
+    -- a masked task: the mean of its batches' masked losses (the loss counts the masked positions)
+    local mtok = mha.tokenizer.CharTokenizer(text, {mask = "[MASK]"})
+    local masked = mha.tasks.masked{text = text, tokenizer = mtok, len = 16, batch = 4, seed = 5}
+    mha.manual_seed(3)
+    local mm = mha.nn.Transformer{vocab = mtok.vocab_size, d_model = 16, heads = 2, layers = 1,
+                                  max_len = 16, causal = false}
+    local got = writing.val_loss(mm, masked, {batches = 3})
+    masked:reseed(5)
+    local sum = 0
+    mha.no_grad(function()
+        for _ = 1, 3 do
+            local tokens, targets = masked:batch()
+            sum = sum + mha.train.loss(mm:forward(tokens, {need_weights = false}), targets):item()
+        end
+    end)
+    T.eq("a masked task's loss: its batches' mean", got, sum / 3)
+    T.raises("a task takes batches only", function() writing.val_loss(model, task, {len = 8}) end,
+             "writing.val_loss: unknown option 'len'")
 end)
 
 -- The shipped model name, on fixed windows of the validation text of corpus, beside the n-gram
