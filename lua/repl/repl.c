@@ -590,8 +590,8 @@ static int incomplete_expression(lua_State *L) {
 }
 
 /* Is the unfinished input at index 1 a Python habit no next line completes, such as
- * "for i in range(3):" (repl.never_completes in lua/repl/repl.lua)? Then its error and its hint come
- * at once, as a Python habit's that Lua rejects outright, not a `>>`. */
+ * "for i in range(3):" (repl.never_completes in lua/repl/repl.lua)? Then its error and its hint
+ * come at once, as a Python habit's that Lua rejects outright, not a `>>`. */
 static int never_completes(lua_State *L) {
     int result = 0;
     if (push_repl_field(L, "never_completes") == LUA_TFUNCTION) {
