@@ -381,4 +381,54 @@ T.test("save_model keeps kv_heads, positions, windows", function()
     os.remove(base)
 end)
 
+-- generate's one-token step (step_plan in lua/nn/transformer.lua, fewer ops, no module calls) gives
+-- forward's logits bit for bit on every model of the 2017 kind, and declines the others.
+T.test("generate's step = forward with a cache, bit for bit", function()
+    local step_plan = require("mha.nn.transformer").step_plan
+    local function bits(t)
+        local out = {}
+        for i, x in ipairs(t:reshape(-1):totable()) do out[i] = string.pack("<f", x) end
+        return table.concat(out)
+    end
+    for _, o in ipairs({
+        {norm = "pre", pos = "learned", d_ff = 24, heads = 4},
+        {norm = "post", pos = "sinusoidal", d_ff = 24, heads = 2},
+        {norm = "none", pos = "none", d_ff = 0, heads = 1},
+        {norm = "pre", pos = "none", d_ff = 0, heads = 8},
+    }) do
+        mha.seed(21)
+        local m = mha.nn.Transformer{vocab = 13, d_model = 16, heads = o.heads, layers = 2, d_ff = o.d_ff,
+                                     max_len = 40, norm = o.norm, pos = o.pos}
+        local what = string.format("norm %s, pos %s, d_ff %d, heads %d", o.norm, o.pos, o.d_ff, o.heads)
+        mha.no_grad(function()
+            local step = step_plan(m)
+            T.ok(what .. ": a step plan", step ~= nil)
+            local c1, c2 = m:new_cache(), m:new_cache()
+            m:forward({{1, 2, 3}}, {cache = c1, need_weights = false})
+            m:forward({{1, 2, 3}}, {cache = c2, need_weights = false})
+            local same = true
+            for n = 1, 30 do
+                local id = (n * 5) % 13 + 1
+                local a = step(id, c1)
+                local b = m:forward({{id}}, {cache = c2, need_weights = false})
+                same = same and bits(a) == bits(b) and T.deep_equal(a:shape(), b:shape())
+            end
+            T.ok(what .. ": 30 steps, the same logits bit for bit", same)
+            T.eq(what .. ": the same cache", {c1:length(), c1:bytes(), bits(c1:keys(2)), bits(c1:values(1))},
+                 {c2:length(), c2:bytes(), bits(c2:keys(2)), bits(c2:values(1))})
+        end)
+    end
+    mha.seed(22)
+    local llama = mha.nn.Transformer{vocab = 13, d_model = 16, heads = 4, kv_heads = 2, layers = 1, max_len = 8}
+    T.ok("a LLaMA-style model runs forward", step_plan(llama) == nil)
+    local m = mha.nn.Transformer{vocab = 13, d_model = 16, heads = 4, layers = 2, max_len = 8}
+    local Mine = mha.nn.Linear:extend("Mine")
+    function Mine:forward(x) return mha.linear(x, self.weight, self.bias) * 2 end
+    m:blocks()[2].mlp.fc2 = Mine{in_features = 64, out_features = 16}
+    T.ok("a block with a module of another class runs forward", step_plan(m) == nil)
+    local out = m:generate({1, 2}, {max_new_tokens = 5, seed = 3})
+    T.eq("and generates as without the cache", m:generate({1, 2}, {max_new_tokens = 5, seed = 3, cache = false}),
+         out)
+end)
+
 T.done()
