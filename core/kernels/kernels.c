@@ -662,7 +662,8 @@ mha_status mha_attention_fused(const mha_attn_args *args) {
         return MHA_OK;
     }
     const kernel_isa *k = isa();
-    if (L == 1 && one_query_on && k->attend_one && Dv <= MHA_ONE_QUERY_DV) {
+    const bool fits = args->D <= MHA_ONE_QUERY_DIM && Dv <= MHA_ONE_QUERY_DIM;
+    if (L == 1 && one_query_on && k->attend_one && fits) {
         k->attend_one(args, key_tile_cap(k)); /* a decoding step: K and V read in place */
         return MHA_OK;
     }

@@ -68,13 +68,15 @@ typedef struct kernel_isa {
     void (*gelu_grad)(float *dx, const float *g, const float *x, size_t n);
     /* The fused attention for one query (args->L = 1, a decoding step), with K and V read where
      * they lie instead of packed: keys by tiles of key_tile (the fused path's cut, at most
-     * MHA_ONE_QUERY_KEYS; Dv at most MHA_ONE_QUERY_DV), each score, exponential, sum and rescaling the very operation the fused
-     * path does for that query's lane, so the same bits. NULL: not written for this set. */
+     * MHA_ONE_QUERY_KEYS; D and Dv at most MHA_ONE_QUERY_DIM), each score, exponential, sum and
+     * rescaling the very operation the fused path does for that query's lane, so the same bits.
+     * NULL: not written for this set. */
     void (*attend_one)(const struct mha_attn_args *args, size_t key_tile);
 } kernel_isa;
 
-/* attend_one's largest key tile, and the largest Dv it takes (its scores and sums on the stack) */
-enum { MHA_ONE_QUERY_KEYS = 256, MHA_ONE_QUERY_DV = 256 };
+/* attend_one's largest key tile, and the largest D and Dv it takes (its scores, q·scale and sums on
+ * the stack) */
+enum { MHA_ONE_QUERY_KEYS = 256, MHA_ONE_QUERY_DIM = 256 };
 
 /* One source, core/kernels/kernels_simd.c, compiled once per set (Makefile). */
 extern const kernel_isa mha_kernels_portable; /* 4x8 tile, 4-lane vectors of plain C */

@@ -597,53 +597,79 @@ static void gelu_grad(float *dx, const float *g, const float *x, size_t n) {
  * One query of the fused attention, K and V read in place (kernel_isa.attend_one): a decoding step
  * ------------------------------------------------------------------------------------------- */
 
-/* scores[p] = Σ_d K(p,d)·(q(d)·scale) for the nk keys of a tile (K rows ld_k apart): the sum over d
- * in order from 0, one FMA a term, as the register tile adds it for one query's lane. W keys at a
- * time, their rows turned into columns of d by transpose; rows past nk are zeros, never read. */
-static void one_query_scores(float *scores, const float *k, size_t ld_k, const float *q, float scale, size_t nk,
-                             size_t D) {
+/* scores[p] = Σ_d K(p,d)·qs(d) for the nk keys of a tile (K rows ld_k apart), qs = q·scale: the
+ * sum over d in order from 0, one FMA a term, as the register tile adds it for one query's lane.
+ * W keys at a time, their rows turned into columns of d by transpose; a ragged block (fewer keys,
+ * or fewer dims) takes zeros for what is past K, never read. */
+static void one_query_scores(float *scores, const float *k, size_t ld_k, const float *qs, size_t nk, size_t D) {
     for (size_t p0 = 0; p0 < nk; p0 += W) {
         const size_t keys = nk - p0 < W ? nk - p0 : W;
+        const float *rows = k + p0 * ld_k;
         vf s = splat(0.0f);
-        for (size_t d0 = 0; d0 < D; d0 += W) {
+        size_t d0 = 0;
+        if (keys == W) {
+            for (; d0 + W <= D; d0 += W) {   /* whole W x W blocks, in registers */
+                vf r[W];
+#pragma GCC unroll 16
+                for (size_t i = 0; i < W; i++) r[i] = load(rows + i * ld_k + d0);
+                transpose(r); /* r[dd]: K(p0.., d0 + dd) */
+#pragma GCC unroll 16
+                for (size_t dd = 0; dd < W; dd++) s = r[dd] * splat(qs[d0 + dd]) + s;
+            }
+        }
+        for (; d0 < D; d0 += W) {
             const size_t dims = D - d0 < W ? D - d0 : W;
             vf r[W];
-            for (size_t i = 0; i < W; i++) {
-                const float *row = k + (p0 + i) * ld_k + d0;
-                r[i] = i >= keys ? splat(0.0f) : dims == W ? load(row) : load_part(row, dims, 0.0f);
-            }
-            transpose(r); /* r[dd]: K(p0.., d0 + dd) */
-            for (size_t dd = 0; dd < dims; dd++) s = r[dd] * splat(q[d0 + dd] * scale) + s;
+            for (size_t i = 0; i < W; i++)
+                r[i] = i >= keys ? splat(0.0f) : load_part(rows + i * ld_k + d0, dims, 0.0f);
+            transpose(r);
+            for (size_t dd = 0; dd < dims; dd++) s = r[dd] * splat(qs[d0 + dd]) + s;
         }
         if (keys == W) store(scores + p0, s);
         else for (size_t i = 0; i < keys; i++) scores[p0 + i] = s[i];
     }
 }
 
-/* acc(d) = acc(d)·alpha + Σ_p P(p)·V(p,d) for d < Dv (V rows ld_v apart): the sum over p in order
- * from 0 as the tile adds it, then the rescaling as its store does; ONE_CHUNK vectors of d side by
- * side, each an axpy along V's rows. */
+/* acc(d) = acc(d)·alpha + Σ_p P(p)·V(p,d) over nvec vectors of d (1..ONE_CHUNK, a constant where it
+ * is inlined; the last with `last` lanes, W: whole), V rows ld_v apart: the sum over p in order
+ * from 0 as the tile adds it, then the rescaling as its store does - an axpy along V's rows. */
 enum { ONE_CHUNK = 4 };
+INLINE void one_query_values_block(float *acc, const float *v, size_t ld_v, const float *P, size_t nk, float alpha,
+                                   size_t nvec, size_t last) {
+    vf t[ONE_CHUNK];
+#pragma GCC unroll 4
+    for (size_t c = 0; c < ONE_CHUNK; c++) t[c] = splat(0.0f);
+    for (size_t p = 0; p < nk; p++) {
+        const vf e = splat(P[p]);
+        const float *row = v + p * ld_v;
+#pragma GCC unroll 4
+        for (size_t c = 0; c < ONE_CHUNK; c++) {
+            if (c + 1 < nvec || (c + 1 == nvec && last == W)) t[c] = load(row + c * W) * e + t[c];
+            else if (c + 1 == nvec) t[c] = load_part(row + c * W, last, 0.0f) * e + t[c];
+        }
+    }
+#pragma GCC unroll 4
+    for (size_t c = 0; c < ONE_CHUNK && c < nvec; c++) {
+        const size_t n = c + 1 == nvec ? last : W;
+        vf sum = (n == W ? load(acc + c * W) : load_part(acc + c * W, n, 0.0f)) * splat(alpha) + t[c];
+        if (n == W) store(acc + c * W, sum);
+        else for (size_t i = 0; i < n; i++) acc[c * W + i] = sum[i];
+    }
+}
+
+/* one_query_values_block over all Dv, ONE_CHUNK whole vectors at a time, then the rest. */
 static void one_query_values(float *acc, const float *v, size_t ld_v, const float *P, size_t nk, size_t Dv,
                              float alpha) {
-    for (size_t d0 = 0; d0 < Dv; d0 += ONE_CHUNK * W) {
-        const size_t dims = Dv - d0 < ONE_CHUNK * W ? Dv - d0 : ONE_CHUNK * W, nvec = (dims + W - 1) / W;
-        vf t[ONE_CHUNK];
-        for (size_t c = 0; c < ONE_CHUNK; c++) t[c] = splat(0.0f);
-        for (size_t p = 0; p < nk; p++) {
-            const vf e = splat(P[p]);
-            const float *row = v + p * ld_v + d0;
-            for (size_t c = 0; c < nvec; c++) {
-                const size_t n = dims - c * W < W ? dims - c * W : W;
-                t[c] = (n == W ? load(row + c * W) : load_part(row + c * W, n, 0.0f)) * e + t[c];
-            }
-        }
-        for (size_t c = 0; c < nvec; c++) {
-            const size_t n = dims - c * W < W ? dims - c * W : W;
-            float *a = acc + d0 + c * W;
-            vf sum = load_part(a, n, 0.0f) * splat(alpha) + t[c];
-            for (size_t i = 0; i < n; i++) a[i] = sum[i];
-        }
+    size_t d0 = 0;
+    for (; d0 + ONE_CHUNK * W <= Dv; d0 += ONE_CHUNK * W)
+        one_query_values_block(acc + d0, v + d0, ld_v, P, nk, alpha, ONE_CHUNK, W);
+    const size_t rest = Dv - d0, last = rest % W ? rest % W : W;
+    switch ((rest + W - 1) / W) {   /* 0 .. ONE_CHUNK vectors left, each count a constant */
+    case 1: one_query_values_block(acc + d0, v + d0, ld_v, P, nk, alpha, 1, last); break;
+    case 2: one_query_values_block(acc + d0, v + d0, ld_v, P, nk, alpha, 2, last); break;
+    case 3: one_query_values_block(acc + d0, v + d0, ld_v, P, nk, alpha, 3, last); break;
+    case 4: one_query_values_block(acc + d0, v + d0, ld_v, P, nk, alpha, 4, last); break;
+    default: break;
     }
 }
 
@@ -653,13 +679,14 @@ static void one_query_values(float *acc, const float *v, size_t ld_v, const floa
 static void attend_one(const mha_attn_args *args, size_t key_tile) {
     const size_t S = args->S, D = args->D, Dv = args->Dv;
     const size_t key_end = args->causal && S > 1 ? 1 : S;   /* query 0 sees key 0 under causal */
-    float scores[MHA_ONE_QUERY_KEYS + W], acc[MHA_ONE_QUERY_DV];
+    float scores[MHA_ONE_QUERY_KEYS + W], acc[MHA_ONE_QUERY_DIM], qs[MHA_ONE_QUERY_DIM];
     float m = -INFINITY, l = 0.0f;
     memset(acc, 0, Dv * sizeof *acc);
+    for (size_t d = 0; d < D; d++) qs[d] = args->q[d] * args->scale;   /* pack_b's scale·Qᵀ */
     for (size_t k0 = 0; k0 < key_end; k0 += key_tile) {
         const size_t nk = key_end - k0 < key_tile ? key_end - k0 : key_tile;
         /* pass 1: scores = K·(scale·q) */
-        one_query_scores(scores, args->k + k0 * args->ld_k, args->ld_k, args->q, args->scale, nk, D);
+        one_query_scores(scores, args->k + k0 * args->ld_k, args->ld_k, qs, nk, D);
         /* pass 2: the additive mask of query 0 */
         if (args->mask)
             for (size_t p = 0; p < nk; p++) scores[p] += args->mask[(ptrdiff_t)(k0 + p) * args->mask_cs];

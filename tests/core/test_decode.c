@@ -128,6 +128,8 @@ int main(void) {
         {"large scores (exp underflows)", 300, 32, 32, NO_MASK, false, true, 30, 1},
         {"scale 1, D 128", 129, 128, 128, RANDOM_MASK, false, false, 1, 1},
         {"Dv past the stack buffer (fused path)", 30, 16, 300, NO_MASK, false, true, 1, 0},
+        {"D past the stack buffer (fused path)", 30, 300, 16, NO_MASK, false, true, 1, 0},
+        {"D and Dv of whole vectors and a ragged one", 70, 80, 88, RANDOM_MASK, false, true, 1, 0},
     };
     const char *isas[] = {"avx512", "avx2", "portable"};
     for (size_t i = 0; i < sizeof isas / sizeof isas[0]; i++) {
