@@ -691,8 +691,13 @@ static void attend_one(const mha_attn_args *args, size_t key_tile) {
         if (args->mask)
             for (size_t p = 0; p < nk; p++) scores[p] += args->mask[(ptrdiff_t)(k0 + p) * args->mask_cs];
         /* pass 3: online softmax, P = exp(scores - m') */
-        float m_new = m;
-        for (size_t p = 0; p < nk; p++) m_new = scores[p] > m_new ? scores[p] : m_new;
+        /* m' = max(m, max_p scores[p]) by lanes, then across them: NaN skipped as vmax skips it;
+         * only the sign of a zero max may differ from one key at a time, and exp(s - (±0)) and
+         * m + log l are the same floats either way */
+        vf m_lanes = splat(m);
+        for (size_t p0 = 0; p0 < nk; p0 += W)
+            m_lanes = vmax(nk - p0 < W ? load_part(scores + p0, nk - p0, -INFINITY) : load(scores + p0), m_lanes);
+        const float m_new = max_lanes(m_lanes);
         const vf m_safe = splat(m_new == -INFINITY ? 0.0f : m_new);
         for (size_t p0 = 0; p0 < nk; p0 += W) {
             const size_t keys = nk - p0 < W ? nk - p0 : W;
