@@ -503,7 +503,7 @@ local function step_plan(self)
             local p = plans[i]
             local H, D = p.H, p.D
             local qkv = linear(pre and ln(x, p.ln1) or x, p.in_w, p.in_b):view(1, 3 * H, 1, D)
-            local k, v = cache:append(i, qkv:narrow(2, H + 1, H), qkv:narrow(2, 2 * H + 1, H))
+            local k, v = cache:append_step(i, qkv:narrow(2, H + 1, H), qkv:narrow(2, 2 * H + 1, H))
             local heads = sdpa(qkv:narrow(2, 1, H), k, v, SDPA_OPTS)   -- (1, H, 1, D)
             x = x + linear(heads:reshape(1, 1, p.E), p.out_w, p.out_b)
             if post then x = ln(x, p.ln1) end

@@ -395,17 +395,21 @@ T.test("generate's step = forward with a cache, bit for bit", function()
         {norm = "post", pos = "sinusoidal", d_ff = 24, heads = 2},
         {norm = "none", pos = "none", d_ff = 0, heads = 1},
         {norm = "pre", pos = "none", d_ff = 0, heads = 8},
+        -- 250 prompt tokens: the steps pass the first 256 rows of the cache's storage, which grows
+        {norm = "pre", pos = "learned", d_ff = 8, heads = 2, max_len = 300, prompt = 250},
     }) do
         mha.seed(21)
         local m = mha.nn.Transformer{vocab = 13, d_model = 16, heads = o.heads, layers = 2, d_ff = o.d_ff,
-                                     max_len = 40, norm = o.norm, pos = o.pos}
+                                     max_len = o.max_len or 40, norm = o.norm, pos = o.pos}
         local what = string.format("norm %s, pos %s, d_ff %d, heads %d", o.norm, o.pos, o.d_ff, o.heads)
         mha.no_grad(function()
             local step = step_plan(m)
             T.ok(what .. ": a step plan", step ~= nil)
             local c1, c2 = m:new_cache(), m:new_cache()
-            m:forward({{1, 2, 3}}, {cache = c1, need_weights = false})
-            m:forward({{1, 2, 3}}, {cache = c2, need_weights = false})
+            local prompt = {}
+            for n = 1, o.prompt or 3 do prompt[n] = n % 13 + 1 end
+            m:forward({prompt}, {cache = c1, need_weights = false})
+            m:forward({prompt}, {cache = c2, need_weights = false})
             local same = true
             for n = 1, 30 do
                 local id = (n * 5) % 13 + 1
