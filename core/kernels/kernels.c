@@ -562,9 +562,9 @@ static void mask_panel(float *scores, size_t nr, const mha_attn_args *args, size
     }
 }
 
-/* Keys per tile: KEY_TILE where MR is a multiple of 4 (the last tile's panels are padded to whole MR
- * rows), else the multiple of MR below it (252 at MR = 6). Where the keys are cut sets the online
- * softmax's bits, so the 4-, 8- and 12-row tiles cut them alike. */
+/* Keys per tile: KEY_TILE where MR is a multiple of 4 (the last tile's panels are padded to whole
+ * MR rows), else the multiple of MR below it (252 at MR = 6). Where the keys are cut sets the
+ * online softmax's bits, so the 4-, 8- and 12-row tiles cut them alike. */
 static size_t key_tile_cap(const kernel_isa *k) { return k->mr % 4 == 0 ? KEY_TILE : KEY_TILE / k->mr * k->mr; }
 
 /* Queries per tile: QUERY_TILE, or all of them rounded up to whole panels when fewer. */
