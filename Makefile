@@ -79,6 +79,7 @@ TESTS     = test_tensor test_ops test_rng test_npy test_kernels test_attention t
 TESTS    += test_npz test_optim
 TESTS    += test_alloc test_pool
 TESTS    += test_modern
+TESTS    += test_decode
 
 LUA_FILES = $(foreach e,$(EMBED),$(word 2,$(subst =, ,$(e))))
 EMBED    += mha.repl.habits=lua/repl/habits.lua mha.help.zh=lua/help/zh.lua \

@@ -562,8 +562,17 @@ static void mask_panel(float *scores, size_t nr, const mha_attn_args *args, size
     }
 }
 
+/* Keys per tile: KEY_TILE where MR is a multiple of 4 (the last tile's panels are padded to whole
+ * MR rows), else the multiple of MR below it (252 at MR = 6). Where the keys are cut sets the
+ * online softmax's bits, so the 4-, 8- and 12-row tiles cut them alike. */
+static size_t key_tile_cap(const kernel_isa *k) { return k->mr % 4 == 0 ? KEY_TILE : KEY_TILE / k->mr * k->mr; }
+
 /* Queries per tile: QUERY_TILE, or all of them rounded up to whole panels when fewer. */
 static size_t query_tile(const kernel_isa *k, size_t L) { return min_size(QUERY_TILE, round_up(L, k->nr)); }
+
+static bool one_query_on = true;
+
+void mha_kernels_set_one_query(bool on) { one_query_on = on; }
 
 typedef struct fused_job {
     const mha_attn_args *args;
@@ -577,10 +586,7 @@ static mha_status fused_part(void *ctx, size_t part, size_t nparts) {
     const kernel_isa *k = isa();
     const size_t mr = k->mr, nr = k->nr;
     const size_t bq = query_tile(k, L);
-    /* keys per tile: KEY_TILE where MR is a multiple of 4 (the last tile's panels are padded to
-     * whole MR rows), else the multiple of MR below it (252 at MR = 6). Where the keys are cut
-     * sets the online softmax's bits, so the 4-, 8- and 12-row tiles cut them alike. */
-    const size_t bk_cap = mr % 4 == 0 ? KEY_TILE : KEY_TILE / mr * mr;
+    const size_t bk_cap = key_tile_cap(k);
     const size_t bk = min_size(bk_cap, round_up(S, mr)), bk_pad = round_up(bk, mr);
     const size_t dv_pad = round_up(Dv, mr);
 
@@ -655,7 +661,13 @@ mha_status mha_attention_fused(const mha_attn_args *args) {
         for (size_t i = 0; args->lse && i < L; i++) args->lse[i] = -INFINITY;
         return MHA_OK;
     }
-    const size_t bq = query_tile(isa(), L), tiles = (L + bq - 1) / bq;
+    const kernel_isa *k = isa();
+    const bool fits = args->D <= MHA_ONE_QUERY_DIM && Dv <= MHA_ONE_QUERY_DIM;
+    if (L == 1 && one_query_on && k->attend_one && fits) {
+        k->attend_one(args, key_tile_cap(k)); /* a decoding step: K and V read in place */
+        return MHA_OK;
+    }
+    const size_t bq = query_tile(k, L), tiles = (L + bq - 1) / bq;
     const size_t nparts = mha_kernels_parts(tiles, 2.0 * (double)L * (double)S * (double)(args->D + Dv));
     fused_job job = {args};
     return mha_run_parts(fused_part, &job, nparts);

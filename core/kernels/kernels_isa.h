@@ -7,6 +7,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+struct mha_attn_args; /* kernels.h */
+
 /* Packed layouts (the packing routines in kernels.c write them):
  *   an A panel holds MR rows of A over kc columns, column after column: A(i,p) at a[p*MR + i];
  *   a B panel holds NR columns of B over kc rows, row after row:        B(p,j) at b[p*NR + j].
@@ -64,7 +66,17 @@ typedef struct kernel_isa {
      * near a rounding boundary of the float result falls back to the reference. */
     void (*gelu)(float *y, const float *x, size_t n);
     void (*gelu_grad)(float *dx, const float *g, const float *x, size_t n);
+    /* The fused attention for one query (args->L = 1, a decoding step), with K and V read where
+     * they lie instead of packed: keys by tiles of key_tile (the fused path's cut, at most
+     * MHA_ONE_QUERY_KEYS; D and Dv at most MHA_ONE_QUERY_DIM), each score, exponential, sum and
+     * rescaling the very operation the fused path does for that query's lane, so the same bits.
+     * NULL: not written for this set. */
+    void (*attend_one)(const struct mha_attn_args *args, size_t key_tile);
 } kernel_isa;
+
+/* attend_one's largest key tile, and the largest D and Dv it takes (its scores, q·scale and sums on
+ * the stack) */
+enum { MHA_ONE_QUERY_KEYS = 256, MHA_ONE_QUERY_DIM = 256 };
 
 /* One source, core/kernels/kernels_simd.c, compiled once per set (Makefile). */
 extern const kernel_isa mha_kernels_portable; /* 4x8 tile, 4-lane vectors of plain C */

@@ -593,8 +593,139 @@ static void gelu_grad(float *dx, const float *g, const float *x, size_t n) {
     for (; i < n; i++) dx[i] = mha_gelu_grad_ref(g[i], x[i]);
 }
 
+/* ---------------------------------------------------------------------------------------------
+ * One query of the fused attention, K and V read in place (kernel_isa.attend_one): a decoding step
+ * ------------------------------------------------------------------------------------------- */
+
+/* scores[p] = Σ_d K(p,d)·qs(d) for the nk keys of a tile (K rows ld_k apart), qs = q·scale: the
+ * sum over d in order from 0, one FMA a term, as the register tile adds it for one query's lane.
+ * W keys at a time, their rows turned into columns of d by transpose; a ragged block (fewer keys,
+ * or fewer dims) takes zeros for what is past K, never read. */
+static void one_query_scores(float *scores, const float *k, size_t ld_k, const float *qs, size_t nk, size_t D) {
+    for (size_t p0 = 0; p0 < nk; p0 += W) {
+        const size_t keys = nk - p0 < W ? nk - p0 : W;
+        const float *rows = k + p0 * ld_k;
+        vf s = splat(0.0f);
+        size_t d0 = 0;
+        if (keys == W) {
+            for (; d0 + W <= D; d0 += W) {   /* whole W x W blocks, in registers */
+                vf r[W];
+#pragma GCC unroll 16
+                for (size_t i = 0; i < W; i++) r[i] = load(rows + i * ld_k + d0);
+                transpose(r); /* r[dd]: K(p0.., d0 + dd) */
+#pragma GCC unroll 16
+                for (size_t dd = 0; dd < W; dd++) s = r[dd] * splat(qs[d0 + dd]) + s;
+            }
+        }
+        for (; d0 < D; d0 += W) {
+            const size_t dims = D - d0 < W ? D - d0 : W;
+            vf r[W];
+            for (size_t i = 0; i < W; i++)
+                r[i] = i >= keys ? splat(0.0f) : load_part(rows + i * ld_k + d0, dims, 0.0f);
+            transpose(r);
+            for (size_t dd = 0; dd < dims; dd++) s = r[dd] * splat(qs[d0 + dd]) + s;
+        }
+        if (keys == W) store(scores + p0, s);
+        else for (size_t i = 0; i < keys; i++) scores[p0 + i] = s[i];
+    }
+}
+
+/* acc(d) = acc(d)·alpha + Σ_p P(p)·V(p,d) over nvec vectors of d (1..ONE_CHUNK, a constant where it
+ * is inlined; the last with `last` lanes, W: whole), V rows ld_v apart: the sum over p in order
+ * from 0 as the tile adds it, then the rescaling as its store does - an axpy along V's rows. */
+enum { ONE_CHUNK = 4 };
+INLINE void one_query_values_block(float *acc, const float *v, size_t ld_v, const float *P, size_t nk, float alpha,
+                                   size_t nvec, size_t last) {
+    vf t[ONE_CHUNK];
+#pragma GCC unroll 4
+    for (size_t c = 0; c < ONE_CHUNK; c++) t[c] = splat(0.0f);
+    for (size_t p = 0; p < nk; p++) {
+        const vf e = splat(P[p]);
+        const float *row = v + p * ld_v;
+#pragma GCC unroll 4
+        for (size_t c = 0; c < ONE_CHUNK; c++) {
+            if (c + 1 < nvec || (c + 1 == nvec && last == W)) t[c] = load(row + c * W) * e + t[c];
+            else if (c + 1 == nvec) t[c] = load_part(row + c * W, last, 0.0f) * e + t[c];
+        }
+    }
+#pragma GCC unroll 4
+    for (size_t c = 0; c < ONE_CHUNK && c < nvec; c++) {
+        const size_t n = c + 1 == nvec ? last : W;
+        vf sum = (n == W ? load(acc + c * W) : load_part(acc + c * W, n, 0.0f)) * splat(alpha) + t[c];
+        if (n == W) store(acc + c * W, sum);
+        else for (size_t i = 0; i < n; i++) acc[c * W + i] = sum[i];
+    }
+}
+
+/* one_query_values_block over all Dv, ONE_CHUNK whole vectors at a time, then the rest. */
+static void one_query_values(float *acc, const float *v, size_t ld_v, const float *P, size_t nk, size_t Dv,
+                             float alpha) {
+    size_t d0 = 0;
+    for (; d0 + ONE_CHUNK * W <= Dv; d0 += ONE_CHUNK * W)
+        one_query_values_block(acc + d0, v + d0, ld_v, P, nk, alpha, ONE_CHUNK, W);
+    const size_t rest = Dv - d0, last = rest % W ? rest % W : W;
+    switch ((rest + W - 1) / W) {   /* 0 .. ONE_CHUNK vectors left, each count a constant */
+    case 1: one_query_values_block(acc + d0, v + d0, ld_v, P, nk, alpha, 1, last); break;
+    case 2: one_query_values_block(acc + d0, v + d0, ld_v, P, nk, alpha, 2, last); break;
+    case 3: one_query_values_block(acc + d0, v + d0, ld_v, P, nk, alpha, 3, last); break;
+    case 4: one_query_values_block(acc + d0, v + d0, ld_v, P, nk, alpha, 4, last); break;
+    default: break;
+    }
+}
+
+/* See kernel_isa.attend_one. Per key tile: pass 1 the scores, pass 2 the mask, pass 3 softmax_step
+ * for one lane (max, exponentials, the even and odd keys' sums, l·alpha + sum), pass 4 the values;
+ * then out = acc / l and lse = m + log l, as fused_part ends. */
+static void attend_one(const mha_attn_args *args, size_t key_tile) {
+    const size_t S = args->S, D = args->D, Dv = args->Dv;
+    const size_t key_end = args->causal && S > 1 ? 1 : S;   /* query 0 sees key 0 under causal */
+    float scores[MHA_ONE_QUERY_KEYS + W], acc[MHA_ONE_QUERY_DIM], qs[MHA_ONE_QUERY_DIM];
+    float m = -INFINITY, l = 0.0f;
+    memset(acc, 0, Dv * sizeof *acc);
+    for (size_t d = 0; d < D; d++) qs[d] = args->q[d] * args->scale;   /* pack_b's scale·Qᵀ */
+    for (size_t k0 = 0; k0 < key_end; k0 += key_tile) {
+        const size_t nk = key_end - k0 < key_tile ? key_end - k0 : key_tile;
+        /* pass 1: scores = K·(scale·q) */
+        one_query_scores(scores, args->k + k0 * args->ld_k, args->ld_k, qs, nk, D);
+        /* pass 2: the additive mask of query 0 */
+        if (args->mask)
+            for (size_t p = 0; p < nk; p++) scores[p] += args->mask[(ptrdiff_t)(k0 + p) * args->mask_cs];
+        /* pass 3: online softmax, P = exp(scores - m') */
+        /* m' = max(m, max_p scores[p]) by lanes, then across them: NaN skipped as vmax skips it;
+         * only the sign of a zero max may differ from one key at a time, and exp(s - (±0)) and
+         * m + log l are the same floats either way */
+        vf m_lanes = splat(m);
+        for (size_t p0 = 0; p0 < nk; p0 += W)
+            m_lanes = vmax(nk - p0 < W ? load_part(scores + p0, nk - p0, -INFINITY) : load(scores + p0), m_lanes);
+        const float m_new = max_lanes(m_lanes);
+        const vf m_safe = splat(m_new == -INFINITY ? 0.0f : m_new);
+        for (size_t p0 = 0; p0 < nk; p0 += W) {
+            const size_t keys = nk - p0 < W ? nk - p0 : W;
+            vf e = vexp((keys == W ? load(scores + p0) : load_part(scores + p0, keys, 0.0f)) - m_safe);
+            if (keys == W) store(scores + p0, e);
+            else for (size_t i = 0; i < keys; i++) scores[p0 + i] = e[i];
+        }
+        vf even = splat(0.0f), odd = splat(0.0f);
+        size_t p = 0;
+        for (; p + 1 < nk; p += 2) {
+            even += splat(scores[p]);
+            odd += splat(scores[p + 1]);
+        }
+        if (p < nk) even += splat(scores[p]);
+        const vf alpha = vexp(splat(m) - m_safe);
+        l = (splat(l) * alpha + (even + odd))[0];
+        m = m_new;
+        /* pass 4: acc = acc·alpha + P·V */
+        one_query_values(acc, args->v + k0 * args->ld_v, args->ld_v, scores, nk, Dv, alpha[0]);
+    }
+    /* out = acc / l; a query that saw no key (l = 0) is NaN, like softmax of all -inf */
+    const float inv = l > 0.0f ? 1.0f / l : NAN;
+    for (size_t d = 0; d < Dv; d++) args->out[d] = acc[d] * inv;
+    if (args->lse) args->lse[0] = l > 0.0f ? (float)((double)m + log((double)l)) : -INFINITY;
+}
+
 const kernel_isa KERNELS_SET = {KERNELS_NAME, MR, NR, tile, softmax_step, softmax_row, pack_b_trans,
-                                dot_rows, pack_a_rows, pack_a_cols, tile_a_rows, gelu, gelu_grad};
+                                dot_rows, pack_a_rows, pack_a_cols, tile_a_rows, gelu, gelu_grad, attend_one};
 
 #if defined(SIMD_TARGET) && defined(__clang__)
 #pragma clang attribute pop

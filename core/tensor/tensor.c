@@ -311,6 +311,31 @@ mha_status mha_to_dtype(mha_tensor *out, const mha_tensor *t, mha_dtype dtype) {
     return MHA_OK;
 }
 
+/* dst = src (expanded to dst's shape) a row at a time when each has its last dim contiguous and
+ * they lie in different storages (nothing to read before it is written): a memcpy a row, the row
+ * starts walked like an odometer. false: not such a pair. */
+static bool copy_rows(mha_tensor *dst, const mha_tensor *src) {
+    const size_t nd = dst->ndim;
+    if (nd == 0 || dst->storage == src->storage || mha_numel(dst) == 0) return false;
+    if ((dst->stride[nd - 1] != 1 || src->stride[nd - 1] != 1) && dst->shape[nd - 1] != 1) return false;
+    const size_t es = dtype_size(dst->dtype), row_bytes = dst->shape[nd - 1] * es;
+    const size_t rows = mha_numel(dst) / dst->shape[nd - 1];
+    char *d = (char *)dst->storage->data + dst->offset * es;
+    const char *s = (const char *)src->storage->data + src->offset * es;
+    size_t index[MHA_MAX_DIMS] = {0};
+    ptrdiff_t d_off = 0, s_off = 0;   /* in elements, of the row at index */
+    for (size_t r = 0; r < rows; r++) {
+        memcpy(d + d_off * (ptrdiff_t)es, s + s_off * (ptrdiff_t)es, row_bytes);
+        for (size_t k = nd - 1; k-- > 0;) {   /* the next row: the last dims before the row first */
+            d_off += dst->stride[k], s_off += src->stride[k];
+            if (++index[k] < dst->shape[k]) break;
+            d_off -= (ptrdiff_t)dst->shape[k] * dst->stride[k], s_off -= (ptrdiff_t)dst->shape[k] * src->stride[k];
+            index[k] = 0;
+        }
+    }
+    return true;
+}
+
 /* dst[...] = src, broadcasting src; the caller has followed the write rule. */
 static mha_status copy_into(mha_tensor *dst, const mha_tensor *src) {
     char a[160], b[160];
@@ -321,6 +346,10 @@ static mha_status copy_into(mha_tensor *dst, const mha_tensor *src) {
     if (st != MHA_OK)
         return mha_fail(MHA_E_SHAPE, "copy: source %s cannot broadcast to destination %s",
                         mha_shape_str(a, sizeof a, src), mha_shape_str(b, sizeof b, dst));
+    if (copy_rows(dst, &view)) {
+        mha_release(&view);
+        return MHA_OK;
+    }
     /* gather first, so an overlapping source (a view of dst) is read before it is written */
     st = clone_named(&flat, &view, "copy");
     mha_release(&view);

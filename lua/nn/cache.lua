@@ -134,7 +134,22 @@ function Cache:append(i, k, v)
     local kall, vall
     kbuf, kall = write_rows(kbuf, cap, entry and entry.k, k, S, L)
     vbuf, vall = write_rows(vbuf, cap, entry and entry.v, v, S, L)
-    self.pending[i] = {k = kall, v = vall, kbuf = kbuf, vbuf = vbuf, cap = cap}
+    self.pending[i] = {k = kall, v = vall, kbuf = kbuf, vbuf = vbuf, cap = cap, rows = S + L}
+    return kall, vall
+end
+
+-- cache:append for one token made under no_grad in a model without a window (generate's step,
+-- lua/nn/transformer.lua): k and v (N, H_kv, 1, D) written in place as append writes them, without
+-- its checks, while the storage has a spare row; else append itself.
+function Cache:append_step(i, k, v)
+    local entry = self.layers[i]
+    local S = entry and entry.rows
+    if not S or S >= entry.cap then return self:append(i, k, v) end
+    local kbuf, vbuf = entry.kbuf, entry.vbuf
+    kbuf:narrow(3, S + 1, 1):copy_(k)
+    vbuf:narrow(3, S + 1, 1):copy_(v)
+    local kall, vall = kbuf:narrow(3, 1, S + 1), vbuf:narrow(3, 1, S + 1)
+    self.pending[i] = {k = kall, v = vall, kbuf = kbuf, vbuf = vbuf, cap = entry.cap, rows = S + 1}
     return kall, vall
 end
 

@@ -420,6 +420,106 @@ local function last(ids, n)
     return out
 end
 
+-- The class of module m when it is a Lua module, else nil.
+local function class_of(m)
+    local mt = type(m) == "table" and getmetatable(m)
+    return type(mt) == "table" and mt.__module_class or nil
+end
+
+-- A LayerNorm's arguments to mha.layer_norm (LayerNorm:forward's), or nil when m is not one.
+local function norm_args(m)
+    if class_of(m) ~= layers.LayerNorm then return nil end
+    return {m.normalized_shape, m.weight, m.bias, m.eps}
+end
+
+-- A Linear's weight and bias (Linear:forward's), or nil when m is not one.
+local function linear_args(m)
+    if class_of(m) ~= layers.Linear then return nil end
+    return {m.weight, m.bias}
+end
+
+local SDPA_OPTS = {need_weights = false}   -- read only by the binding, so made once
+
+-- What step reads of one block: its norms, attention and MLP parameters; nil when the block is not
+-- this file's Block of nn.MultiheadAttention, LayerNorms and Linears (a module replaced by hand).
+local function block_plan(block, norm)
+    local attn = block.attn
+    if class_of(block) ~= Block or rawget(block, "llama") or not module.is_module(attn)
+            or class_of(attn) then
+        return nil
+    end
+    local plan = {E = attn.embed_dim, H = attn.num_heads, in_w = attn.in_proj_weight,
+                  in_b = attn.in_proj_bias, out_w = attn.out_proj_weight, out_b = attn.out_proj_bias}
+    plan.D = plan.E // plan.H
+    if norm ~= "none" then
+        plan.ln1 = norm_args(block.ln1)
+        if not plan.ln1 then return nil end
+    end
+    if block.mlp then
+        if class_of(block.mlp) ~= MLP then return nil end
+        plan.fc1, plan.fc2 = linear_args(block.mlp.fc1), linear_args(block.mlp.fc2)
+        plan.ln2 = norm ~= "none" and norm_args(block.ln2) or false
+        if not (plan.fc1 and plan.fc2) or plan.ln2 == nil then return nil end
+    end
+    return plan
+end
+
+-- model:forward({{id}}, {cache = cache, need_weights = false}) for one token of a model of the
+-- 2017 kind (nn.MultiheadAttention blocks, learned, sinusoidal or no positions, no hooks), with
+-- the parameters read once, before the first step, and fewer ops a layer: q, k and v narrowed
+-- from one (1, 3H, 1, D) view of the in-projection; no mask (the one query sees every key: a mask
+-- of zeros adds nothing); the heads joined by a view. The same kernels on the same numbers in
+-- the same order as forward, so the same logits bit for bit (tests/lua/test_decode.lua). -> a
+-- function(id, cache) -> logits (1, 1, vocab), or nil for any other model (forward runs those).
+local function step_plan(self)
+    local c = rawget(self, "_config")
+    if rawget(self, "_llama") or rawget(self, "_hooks") or not self.causal
+            or not (c.pos == "learned" or c.pos == "sinusoidal" or c.pos == "none")
+            or class_of(self.embed) ~= layers.Embedding
+            or (c.pos == "learned" and class_of(self.pos) ~= layers.Embedding)
+            or class_of(self.unembed) ~= layers.Linear then
+        return nil
+    end
+    local plans, norm = {}, c.norm
+    for i = 1, self.layers do
+        plans[i] = block_plan(self:blocks()[i], norm)
+        if not plans[i] then return nil end
+    end
+    local embed_w = self.embed.weight
+    local pos_w = c.pos == "learned" and self.pos.weight or rawget(self, "pe")
+    local ln_f = norm == "pre" and norm_args(self.ln_f)
+    if norm == "pre" and not ln_f then return nil end
+    local unembed = linear_args(self.unembed)
+    local pre, post = norm == "pre", norm == "post"
+    local linear, layer_norm, gelu = mha.linear, mha.layer_norm, mha.gelu
+    local sdpa = mha.scaled_dot_product_attention
+    local function ln(x, a) return layer_norm(x, a[1], a[2], a[3], a[4]) end
+    return function(id, cache)
+        local offset = cache:length()
+        cache:begin("Transformer:forward", self, 1)
+        local x = mha.embedding({{id}}, embed_w)   -- (1, 1, E)
+        if pos_w then x = x + pos_w:narrow(1, offset + 1, 1) end
+        for i = 1, #plans do
+            local p = plans[i]
+            local H, D = p.H, p.D
+            local qkv = linear(pre and ln(x, p.ln1) or x, p.in_w, p.in_b):view(1, 3 * H, 1, D)
+            local k, v = cache:append_step(i, qkv:narrow(2, H + 1, H), qkv:narrow(2, 2 * H + 1, H))
+            local heads = sdpa(qkv:narrow(2, 1, H), k, v, SDPA_OPTS)   -- (1, H, 1, D)
+            x = x + linear(heads:reshape(1, 1, p.E), p.out_w, p.out_b)
+            if post then x = ln(x, p.ln1) end
+            if p.fc1 then
+                local hidden = gelu(linear(pre and ln(x, p.ln2) or x, p.fc1[1], p.fc1[2]))
+                x = x + linear(hidden, p.fc2[1], p.fc2[2])
+                if post then x = ln(x, p.ln2) end
+            end
+        end
+        cache:commit(1, 1)
+        rawset(self, "_attention", {})
+        if ln_f then x = ln(x, ln_f) end
+        return linear(x, unembed[1], unembed[2])
+    end
+end
+
 -- model:generate(prompt, {max_new_tokens = 20, temperature = 1, top_k =, top_p =, seed =,
 -- cache = true, on_token =, roll = false}) -> prompt and the new tokens, a table of 1-based ids.
 -- Each new token is drawn by mha.sample from the logits of the last position; seed seeds mha.seed
@@ -460,7 +560,9 @@ function Transformer:generate(prompt, opts)
     end
     if opts.seed ~= nil then mha.seed(opts.seed) end
     local cache = use_cache and self:new_cache() or nil
+    local step = cache and step_plan(self)
     local function feed(ids)
+        if step and #ids == 1 and cache:length() < self.max_len then return step(ids[1], cache) end
         return self:forward({ids}, {cache = cache, need_weights = false})
     end
     return mha.no_grad(function()
@@ -488,5 +590,7 @@ function Transformer:config()
     for k, v in pairs(rawget(self, "_config")) do c[k] = v end
     return c
 end
+
+M.step_plan = step_plan   -- for tests/lua/test_decode.lua: step against forward, bit for bit
 
 return M

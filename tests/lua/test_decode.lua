@@ -381,4 +381,79 @@ T.test("save_model keeps kv_heads, positions, windows", function()
     os.remove(base)
 end)
 
+-- generate's one-token step (step_plan in lua/nn/transformer.lua, fewer ops, no module calls) gives
+-- forward's logits bit for bit on every model of the 2017 kind, and declines the others.
+T.test("generate's step = forward with a cache, bit for bit", function()
+    local step_plan = require("mha.nn.transformer").step_plan
+    local function bits(t)
+        local out = {}
+        for i, x in ipairs(t:reshape(-1):totable()) do out[i] = string.pack("<f", x) end
+        return table.concat(out)
+    end
+    for _, o in ipairs({
+        {norm = "pre", pos = "learned", d_ff = 24, heads = 4},
+        {norm = "post", pos = "sinusoidal", d_ff = 24, heads = 2},
+        {norm = "none", pos = "none", d_ff = 0, heads = 1},
+        {norm = "pre", pos = "none", d_ff = 0, heads = 8},
+        -- 250 prompt tokens: the steps pass the first 256 rows of the cache's storage, which grows
+        {norm = "pre", pos = "learned", d_ff = 8, heads = 2, max_len = 300, prompt = 250},
+    }) do
+        mha.seed(21)
+        local m = mha.nn.Transformer{vocab = 13, d_model = 16, heads = o.heads, layers = 2, d_ff = o.d_ff,
+                                     max_len = o.max_len or 40, norm = o.norm, pos = o.pos}
+        local what = string.format("norm %s, pos %s, d_ff %d, heads %d", o.norm, o.pos, o.d_ff, o.heads)
+        mha.no_grad(function()
+            local step = step_plan(m)
+            T.ok(what .. ": a step plan", step ~= nil)
+            local c1, c2 = m:new_cache(), m:new_cache()
+            local prompt = {}
+            for n = 1, o.prompt or 3 do prompt[n] = n % 13 + 1 end
+            m:forward({prompt}, {cache = c1, need_weights = false})
+            m:forward({prompt}, {cache = c2, need_weights = false})
+            local same = true
+            for n = 1, 30 do
+                local id = (n * 5) % 13 + 1
+                local a = step(id, c1)
+                local b = m:forward({{id}}, {cache = c2, need_weights = false})
+                same = same and bits(a) == bits(b) and T.deep_equal(a:shape(), b:shape())
+            end
+            T.ok(what .. ": 30 steps, the same logits bit for bit", same)
+            T.eq(what .. ": the same cache", {c1:length(), c1:bytes(), bits(c1:keys(2)), bits(c1:values(1))},
+                 {c2:length(), c2:bytes(), bits(c2:keys(2)), bits(c2:values(1))})
+        end)
+    end
+    mha.seed(22)
+    local llama = mha.nn.Transformer{vocab = 13, d_model = 16, heads = 4, kv_heads = 2, layers = 1, max_len = 8}
+    T.ok("a LLaMA-style model runs forward", step_plan(llama) == nil)
+    local m = mha.nn.Transformer{vocab = 13, d_model = 16, heads = 4, layers = 2, max_len = 8}
+    local Mine = mha.nn.Linear:extend("Mine")
+    function Mine:forward(x) return mha.linear(x, self.weight, self.bias) * 2 end
+    m:blocks()[2].mlp.fc2 = Mine{in_features = 64, out_features = 16}
+    T.ok("a block with a module of another class runs forward", step_plan(m) == nil)
+    local out = m:generate({1, 2}, {max_new_tokens = 5, seed = 3})
+    T.eq("and generates as without the cache", m:generate({1, 2}, {max_new_tokens = 5, seed = 3, cache = false}),
+         out)
+end)
+
+-- copy_ between views whose rows are contiguous (the cache's writes) goes a row at a time: the same
+-- elements as one at a time, broadcasting, and a source overlapping its destination read first.
+T.test("copy_ row by row", function()
+    local src = mha.arange(0, 2 * 3 * 5):view(2, 3, 5)
+    local buf = mha.zeros(2, 4, 6, 5)
+    buf:narrow(2, 2, 3):narrow(3, 4, 1):copy_(src:view(2, 3, 1, 5))
+    T.eq("into rows of a 4-D buffer", buf:narrow(2, 2, 3):narrow(3, 4, 1):reshape(2, 3, 5):totable(), src:totable())
+    T.eq("nothing else written", buf:sum():item(), src:sum():item())
+    local wide = mha.zeros(3, 7)
+    wide:narrow(2, 2, 5):copy_(src[1])
+    T.eq("from a view into a narrowed one", wide:narrow(2, 2, 5):totable(), src[1]:totable())
+    wide:narrow(2, 2, 5):copy_(mha.tensor({1, 2, 3, 4, 5}))
+    T.eq("a broadcast row", wide[3]:totable(), {0, 1, 2, 3, 4, 5, 0})
+    local t = mha.arange(0, 12):view(3, 4)
+    t:narrow(1, 2, 2):copy_(t:narrow(1, 1, 2):clone())
+    T.eq("rows shifted down", t:totable(), {{0, 1, 2, 3}, {0, 1, 2, 3}, {4, 5, 6, 7}})
+    local u = mha.zeros(4, 3)
+    u:copy_(mha.arange(0, 12):view(3, 4):transpose(1, 2))
+    T.eq("a transposed source (column by column)", u:totable(), {{0, 4, 8}, {1, 5, 9}, {2, 6, 10}, {3, 7, 11}})
+end)
+
 T.done()
