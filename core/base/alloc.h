@@ -21,8 +21,10 @@
  * (64-byte aligned at least; blocks of 4 MiB and more 2 MiB aligned and advised to transparent huge
  * pages). A freed block goes on its class's list (most recently freed first: its pages are the
  * warmest) unless the cache would then hold more than its limit, when it is unmapped. A failed mmap
- * empties the cache and tries once more. Smaller requests go to malloc, whose own free lists
- * already reuse them.
+ * empties the cache and tries once more. Smaller requests (graph nodes, small tensors) are rounded
+ * up to a power of two from 64 bytes and kept on free lists of their own, up to 4 MiB in all, fresh
+ * ones from posix_memalign: a graph's dozens of small blocks per call cost glibc's aligned
+ * allocation and bin consolidation otherwise.
  *
  * Modes: MHA_ALLOC=malloc in the environment (read at the first allocation) selects the plain path,
  * malloc and free for everything (64-byte aligned); MHA_ALLOC=cache the caching one. The default is
