@@ -238,7 +238,10 @@ static void pack_b(const kernel_isa *k, float *dst, const float *b, ptrdiff_t b_
  * The fast matrix multiply, in the loop order of Goto and van de Geijn (BLIS): a KC-deep slice of B
  * is packed once and is read from L3 (it is reused by every block of A); an MC-row block of A is
  * packed and stays in L2; the register tile then sweeps the block, one NR-wide panel of B (in L1)
- * against every MR-row panel of A, streamed from L2.
+ * against every MR-row panel of A, streamed from L2. Where a B panel would fill L1
+ * (b_panels_stream: the 12x32 tile on a 48 KB L1d) the sweep goes the other way, one A panel in L1
+ * against every B panel, and the B slice is cut to half of L2 (NC_L2, 1024 columns on a 2 MB L2) to
+ * be held there.
  *
  * KC is fixed on every CPU: it sets where the sum over K is cut, so the bits of every product (and
  * every golden transcript) depend on it. MC and NC only cut C into blocks, so they follow the CPU's
@@ -296,10 +299,10 @@ static void blocking_choose(void) {
     if (l2 >= 2 * row * 4 * NC_UNIT) NC_L2 = min_size(NC, l2 / 2 / row / NC_UNIT * NC_UNIT);
 }
 
-/* Whether multiply_block streams B's panels past one panel of A rather than A's past one of B: when a
- * packed B panel (KC x NR) takes more than half of L1d, which the A panels streaming through would
- * then evict (the 12x32 tile's 32 KiB of a 48 KiB L1d; the 6x16 tile's 16 KiB keeps BLIS's order,
- * on Zen's 32 KiB too). The B slice (KC x NC_L2) then stays in L2. */
+/* Whether multiply_block streams B's panels past one panel of A rather than A's past one of B:
+ * when a packed B panel (KC x NR) takes more than half of L1d, which the A panels streaming through
+ * would then evict (the 12x32 tile's 32 KiB of a 48 KiB L1d; the 6x16 tile's 16 KiB keeps BLIS's
+ * order, on Zen's 32 KiB too). The B slice (KC x NC_L2) then stays in L2. */
 static bool b_panels_stream(const kernel_isa *k) {
     return cache_bytes[0] && k->nr * KC * sizeof(float) > cache_bytes[0] / 2;
 }
