@@ -238,7 +238,10 @@ static void pack_b(const kernel_isa *k, float *dst, const float *b, ptrdiff_t b_
  * The fast matrix multiply, in the loop order of Goto and van de Geijn (BLIS): a KC-deep slice of B
  * is packed once and is read from L3 (it is reused by every block of A); an MC-row block of A is
  * packed and stays in L2; the register tile then sweeps the block, one NR-wide panel of B (in L1)
- * against every MR-row panel of A, streamed from L2.
+ * against every MR-row panel of A, streamed from L2. Where a B panel would fill L1
+ * (b_panels_stream: the 12x32 tile on a 48 KB L1d) the sweep goes the other way, one A panel in L1
+ * against every B panel, and the B slice is cut to half of L2 (NC_L2, 1024 columns on a 2 MB L2) to
+ * be held there.
  *
  * KC is fixed on every CPU: it sets where the sum over K is cut, so the bits of every product (and
  * every golden transcript) depend on it. MC and NC only cut C into blocks, so they follow the CPU's
@@ -257,6 +260,7 @@ enum {
 };
 
 static size_t MC = 144, NC = 2048; /* set once by blocking_choose, with the instruction set */
+static size_t NC_L2 = 2048;         /* NC when the B slice is held in L2 (b_panels_stream) */
 static size_t cache_bytes[3];               /* L1d, L2, L3 as read; 0 unknown */
 
 /* One cache's size in bytes: sysconf, else /sys's cpu0 index<i>/size ("48K"); 0 when neither
@@ -291,11 +295,24 @@ static void blocking_choose(void) {
         NC = l3 / 2 / row / NC_UNIT * NC_UNIT;
         if (NC > 32 * NC_UNIT) NC = 32 * NC_UNIT;
     }
+    NC_L2 = NC;
+    if (l2 >= 2 * row * 4 * NC_UNIT) NC_L2 = min_size(NC, l2 / 2 / row / NC_UNIT * NC_UNIT);
 }
+
+/* Whether multiply_block streams B's panels past one panel of A rather than A's past one of B:
+ * when a packed B panel (KC x NR) takes more than half of L1d, which the A panels streaming through
+ * would then evict (the 12x32 tile's 32 KiB of a 48 KiB L1d; the 6x16 tile's 16 KiB keeps BLIS's
+ * order, on Zen's 32 KiB too). The B slice (KC x NC_L2) then stays in L2. */
+static bool b_panels_stream(const kernel_isa *k) {
+    return cache_bytes[0] && k->nr * KC * sizeof(float) > cache_bytes[0] / 2;
+}
+
+/* Columns of C per block for the instruction set k. */
+static size_t nc_for(const kernel_isa *k) { return b_panels_stream(k) ? NC_L2 : NC; }
 
 void mha_kernels_blocking(size_t *mc, size_t *kc, size_t *nc, size_t caches[3]) {
     isa();
-    *mc = MC, *kc = KC, *nc = NC;
+    *mc = MC, *kc = KC, *nc = nc_for(isa());
     for (int i = 0; i < 3; i++) caches[i] = cache_bytes[i];
 }
 
@@ -306,24 +323,34 @@ static void store_edge(float *c, size_t ldc, const float *edge, size_t nr, size_
         for (size_t j = 0; j < n; j++) c[i * ldc + j] = (add ? c[i * ldc + j] : 0.0f) + edge[i * nr + j];
 }
 
-/* C block (mc,nc) (+)= packed A block (mc,kc) · packed B slice (kc,nc). Tiles that stick out of C
- * are computed into a small buffer and the part inside is copied. */
+/* The tile of C at (ir, jr) in a block (mc,nc): A panel ir against B panel jr. A tile that sticks
+ * out of C is computed into edge and the part inside is copied. */
+static void tile_at(const kernel_isa *k, float *c, size_t ldc, const float *pa, const float *pb, size_t ir, size_t jr,
+                    size_t mc, size_t nc, size_t kc, bool add, float *edge) {
+    const size_t m = min_size(k->mr, mc - ir), n = min_size(k->nr, nc - jr);
+    float *ct = c + ir * ldc + jr;
+    if (m == k->mr && n == k->nr) {
+        k->tile(kc, pa + ir * kc, pb + jr * kc, ct, ldc, add, NULL);
+        return;
+    }
+    k->tile(kc, pa + ir * kc, pb + jr * kc, edge, k->nr, false, NULL);
+    store_edge(ct, ldc, edge, k->nr, m, n, add);
+}
+
+/* C block (mc,nc) (+)= packed A block (mc,kc) · packed B slice (kc,nc), tile by tile: one B panel
+ * in L1 against every A panel streamed from L2, or, where b_panels_stream says, one A panel in L1
+ * against every B panel streamed from L2 (C then swept along its rows). Each tile is the same sum
+ * either way. */
 static void multiply_block(const kernel_isa *k, float *c, size_t ldc, const float *pa, const float *pb,
                            size_t mc, size_t nc, size_t kc, bool add) {
     _Alignas(64) float edge[MAX_TILE];
-    for (size_t jr = 0; jr < nc; jr += k->nr) {
-        size_t n = min_size(k->nr, nc - jr);
-        for (size_t ir = 0; ir < mc; ir += k->mr) {
-            size_t m = min_size(k->mr, mc - ir);
-            float *ct = c + ir * ldc + jr;
-            if (m == k->mr && n == k->nr) {
-                k->tile(kc, pa + ir * kc, pb + jr * kc, ct, ldc, add, NULL);
-                continue;
-            }
-            k->tile(kc, pa + ir * kc, pb + jr * kc, edge, k->nr, false, NULL);
-            store_edge(ct, ldc, edge, k->nr, m, n, add);
-        }
+    if (b_panels_stream(k)) {
+        for (size_t ir = 0; ir < mc; ir += k->mr)
+            for (size_t jr = 0; jr < nc; jr += k->nr) tile_at(k, c, ldc, pa, pb, ir, jr, mc, nc, kc, add, edge);
+        return;
     }
+    for (size_t jr = 0; jr < nc; jr += k->nr)
+        for (size_t ir = 0; ir < mc; ir += k->mr) tile_at(k, c, ldc, pa, pb, ir, jr, mc, nc, kc, add, edge);
 }
 
 /* The same block with A read in place (a_cs = 1) by the tile_a_rows tile instead of packed: A block
@@ -424,7 +451,8 @@ static mha_status sgemm_block(const sgemm_job *job, size_t m0, size_t m1, size_t
     }
     const bool a_unpacked = a_unpacked_fit(k, job);
     size_t kc_max = min_size(K, KC), mc_max = a_unpacked ? 0 : min_size(round_up(M, k->mr), MC);
-    size_t nc_max = job->packed_b ? 0 : min_size(round_up(N, k->nr), NC);
+    const size_t NCB = nc_for(k);
+    size_t nc_max = job->packed_b ? 0 : min_size(round_up(N, k->nr), NCB);
     float *bufs[2];
     size_t sizes[2] = {mc_max * kc_max, kc_max * nc_max};
     scratch s;
@@ -433,8 +461,8 @@ static mha_status sgemm_block(const sgemm_job *job, size_t m0, size_t m1, size_t
     float *packed_a = bufs[0], *packed_b = bufs[1];
     mha_status status = MHA_OK;
 
-    for (size_t jc = 0; jc < N; jc += NC) {
-        size_t nc = min_size(NC, N - jc);
+    for (size_t jc = 0; jc < N; jc += NCB) {
+        size_t nc = min_size(NCB, N - jc);
         for (size_t pc = 0; pc < K; pc += KC) {
             size_t kc = min_size(KC, K - pc);
             if (job->packed_b) /* slice (jc, pc) of mha_sgemm_pack_b's layout (n0 = 0: never
@@ -505,8 +533,9 @@ size_t mha_sgemm_packed_b_size(size_t N, size_t K) { return round_up(N, isa()->n
 
 void mha_sgemm_pack_b(float *packed, const float *b, ptrdiff_t b_rs, ptrdiff_t b_cs, size_t N, size_t K) {
     const kernel_isa *k = isa();
-    for (size_t jc = 0; jc < N; jc += NC) {
-        size_t nc = min_size(NC, N - jc);
+    const size_t NCB = nc_for(k);
+    for (size_t jc = 0; jc < N; jc += NCB) {
+        size_t nc = min_size(NCB, N - jc);
         for (size_t pc = 0; pc < K; pc += KC) {
             size_t kc = min_size(KC, K - pc);
             pack_b(k, packed + jc * K + pc * round_up(nc, k->nr), b + (ptrdiff_t)pc * b_rs + (ptrdiff_t)jc * b_cs, b_rs,
