@@ -249,14 +249,15 @@ $(BUILD)/tests/%: tests/repl/%.c tests/check.h
 # bench: the cases timed in C (one thread, then every core) beside NumPy and torch, then from Lua through
 # mha-repl beside those. No malloc settings (the caching allocator does that job, core/base/alloc.h); NumPy
 # runs with OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset, so OpenBLAS picks its kernels as a user's does.
-# ISA=avx2 (or portable) times another kernel variant of the same CPU; each table's header names the one that ran.
-# Each part saves its rows ($(BUILD)/bench_*.txt) and bench/table.lua ends by writing $(BUILD)/bench.md from them.
+# ISA=avx2 (or portable) times another kernel variant of the same CPU; each table's header names the one that ran
+# Each part saves its rows ($(BUILD)/bench_*.txt); bench/table.lua ends by writing $(BUILD)/bench.md from them.
 ISA        ?=
 BENCH_ENV   = env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(if $(ISA),MHA_ISA=$(ISA))
 BENCH_NUMPY = $(BENCH_ENV) /usr/bin/python3 bench/bench_numpy.py
-# The fair peer: where OpenBLAS, left to choose, falls back to its generic Prescott kernel on this CPU,
-# $(call BENCH_FAIR,COMMAND) is COMMAND told the kernel it should have chosen (bench_numpy.py --coretype: SkylakeX,
-# Zen or Haswell), else empty; every part times it beside the rule's peer ("fair ms", "ours/fair"). Asked once.
+# The fair peer: where OpenBLAS, left to choose, falls back to its generic Prescott kernel on this
+# CPU, $(call BENCH_FAIR,COMMAND) is COMMAND told the kernel it should have chosen (SkylakeX, Zen or
+# Haswell: bench_numpy.py --coretype, asked once), else empty; every part times it beside the rule's
+# peer, in the columns "fair ms" and "ours/fair".
 BENCH_CORETYPE = $(eval BENCH_CORETYPE := $$(shell $(BENCH_NUMPY) --coretype 2>/dev/null))$(BENCH_CORETYPE)
 BENCH_FAIR  = $(if $(BENCH_CORETYPE),env OPENBLAS_CORETYPE=$(BENCH_CORETYPE) OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(1))
 bench: deps-bench all $(BUILD)/bench

@@ -4,23 +4,24 @@
  * usage: bench                   time every case, print the table
  *        bench --numpy COMMAND   also time each case in NumPy, right after ours, through COMMAND (run by
  *                                /bin/sh: bench_numpy.py, which reads case lines and answers timings)
- *        bench --fair COMMAND    and then through COMMAND, the same peers told the kernel OpenBLAS should
- *                                have chosen on this CPU (the Makefile passes it when OpenBLAS fell back
- *                                to its generic one; "" for none): the "fair ms" and "ours/fair" columns
+ *        bench --fair COMMAND    then through COMMAND, the same peers told the kernel OpenBLAS
+ *                                should have chosen on this CPU (the Makefile passes it when
+ *                                OpenBLAS fell back to its generic one; "" for none): the
+ *                                columns "fair ms" and "ours/fair"
  *        bench --only SUBSTRING  time only the cases whose id contains SUBSTRING
  *        bench --threads N       then time both sides again on N threads (default: every core; 1: skip)
- *        bench --save FILE       also write the main table: "meta KEY VALUE" lines (date, CPU, peak...)
- *                                and "row ID key=value..." lines (bench/bench.lua and bench/table.lua
- *                                read them)
+ *        bench --save FILE       also write the main table: "meta KEY VALUE" lines (date, CPU,
+ *                                peak...) and "row ID key=value..." lines (bench/bench.lua and
+ *                                bench/table.lua read them)
  *        bench --cpu             time by CPU time (user + sys of the process) and report the fastest run,
  *                                on both sides: for comparing builds one thread against one on a loaded,
  *                                shared machine, where wall time measures the neighbours
  *        bench --list            print the case lines bench_numpy.py reads
- *        bench --probe           print one peak probe (GFLOP/s, bench_fma_probe) and exit: bench.lua's
- *                                probe beside each of its runs
- * Each timed run follows a short FMA probe of the peak (bench/peak.c), and a row's %peak is the median over
- * its runs of flops / (run time x the peak probed just before it): a change in the VM's speed slows the
- * probe and the run alike and cancels in the row.
+ *        bench --probe           print one peak probe (GFLOP/s, bench_fma_probe) and exit:
+ *                                bench.lua's probe beside each of its runs
+ * Each timed run follows a short FMA probe of the peak (bench/peak.c); a row's %peak is the
+ * median over its runs of flops / (run time x the peak probed just before it): a change in the
+ * VM's speed slows the probe and the run alike and cancels in the row.
  * The main table is single-threaded on both sides whatever MHA_THREADS says, with torch 1.13 (one
  * thread) beside NumPy where it is installed; a second table times our kernels split over N threads
  * (kernels.h) against NumPy on N threads, each case back to back.
@@ -184,7 +185,7 @@ typedef struct timing {
     size_t runs;
     size_t peak_extra; /* bytes */
     double peak;      /* GFLOP/s: the median of the probes beside the runs (0 when none) */
-    double of_peak;   /* the median over runs of flops/(run time x its probe), the highest with --cpu */
+    double of_peak;   /* median over runs of flops/(run time x its probe); with --cpu the highest */
 } timing;
 
 /* Every probe of the peak taken beside a run, for the spread the table prints at its end. */
@@ -215,7 +216,7 @@ static double median_of(double *xs, size_t n) {
 /* A warm-up run (which also measures memory), then enough runs for about a second, at least 3, at
  * most 25; a case slower than a second is timed by its warm-up run alone. The median of the runs, or
  * with --cpu the fastest (other work on the machine only ever makes a run slower). A peak probe
- * (about 2 ms) precedes every run, the warm-up's too; the row's fraction of the peak is taken run by run. */
+ * (about 2 ms) precedes every run, the warm-up's too; the fraction of the peak is per run. */
 static mha_status time_case(timing *t, bench_state *s) {
     size_t live = mha_live_bytes();
     mha_reset_peak();
@@ -351,8 +352,8 @@ static void print_ours(const bench_case *c, const timing *t) {
            (double)t->peak_extra / 1048576.0);
 }
 
-/* The main table: every selected case on one thread, ours and then the peers' back to back (the rule's, then
- * the fair ones when `fair` runs); fills results[]. */
+/* The main table: every selected case on one thread, ours and then the peers' back to back (the
+ * rule's, then the fair ones when `fair` runs); fills results[]. */
 static int run_table(const char *only, numpy_proc *numpy, bool have_numpy, numpy_proc *fair, bool have_fair,
                      case_result *results) {
     int failures = 0;
@@ -383,7 +384,7 @@ static int run_table(const char *only, numpy_proc *numpy, bool have_numpy, numpy
         if (c->target > 0) snprintf(target, sizeof target, "%.2f", c->target);
         if (np_ok && t.peak > 0) snprintf(bound, sizeof bound, "%.2f", flops(c) / (t.peak * 1e6) / np.ms);
         printf(" %6s %7s", target, bound);
-        /* the peak probed beside the runs, ours' fraction of it run by run, and the kernel variant */
+        /* the peak probed beside the runs, ours' fraction of it run by run, the kernel variant */
         if (t.peak > 0) printf(" %7.1f %6.0f%%", t.peak, 100.0 * t.of_peak);
         else printf(" %7s %7s", "-", "-");
         printf(" %-8s\n", mha_kernels_isa());
@@ -423,7 +424,7 @@ static int run_threads_table(const char *only, numpy_proc *numpy, bool have_nump
     return failures;
 }
 
-/* The value of the first line of /proc/cpuinfo starting with `key` (e.g. "model name"), or `fallback`. */
+/* The value of the first line of /proc/cpuinfo whose key is `key` ("model name"), or `fallback`. */
 static const char *cpu_field(char *buf, size_t n, const char *key, const char *fallback) {
     FILE *f = fopen("/proc/cpuinfo", "r");
     snprintf(buf, n, "%s", fallback);
@@ -458,7 +459,7 @@ static void print_header(const run_info *r, long cores, bool avx512) {
                "%.1f-%.1f\n  = clock %.2f GHz x %.1f FLOP/cycle; a probe precedes every run of the main table\n",
                r->probe_mid, r->probe_lo, r->probe_hi, r->ghz, r->probe_mid / r->ghz);
     if (r->blas) printf("NumPy: %s (OpenBLAS on one thread here; torch too)\n", r->blas);
-    /* OpenBLAS 0.3.21 does not know every CPU it runs on (an AVX-512 Xeon of 2023 is "Prescott" to it) */
+    /* OpenBLAS 0.3.21 does not know every CPU it runs on (a 2023 AVX-512 Xeon is "Prescott" to it) */
     if (r->blas && strstr(r->blas, "Prescott"))
         printf("  (OpenBLAS did not recognise this CPU and runs its generic Prescott kernel; the fair peer is "
                "OPENBLAS_CORETYPE=%s, see docs/performance.md)\n", avx512 ? "SkylakeX" : "Haswell");
@@ -482,7 +483,8 @@ static void print_header(const run_info *r, long cores, bool avx512) {
     printf(" %6s %7s %7s %7s %-8s\n", "target", "at peak", "peak", "%peak", "kernels");
 }
 
-/* --save: the header as "meta KEY VALUE" lines, then a "row ID key=value..." line a case (nan: not timed). */
+/* --save: the header as "meta KEY VALUE" lines, then a "row ID key=value..." line a case (nan: not
+ * timed). */
 static bool save_results(const char *path, const run_info *r, const case_result *results) {
     FILE *f = fopen(path, "w");
     if (!f) return false;
@@ -553,8 +555,8 @@ int main(int argc, char **argv) {
     if (have_numpy && cpu_clock) have_numpy = numpy_ask(&numpy, "clock cpu", clock_answer, sizeof clock_answer) != NULL;
     if (have_fair && cpu_clock) have_fair = numpy_ask(&fair, "clock cpu", clock_answer, sizeof clock_answer) != NULL;
 
-    /* the clock, the best of 5 runs (other work on a shared machine only ever makes them slower), and the
-     * spread of the probes the rows use */
+    /* the clock, the best of 5 runs (other work on a shared machine only ever makes them slower),
+     * and the spread of the probes the rows use */
     r.ghz = bench_clock_ghz(run_clock, 5);
     double start[9], s3[3];
     for (int i = 0; i < 9; i++) start[i] = bench_fma_probe(r.isa, run_clock);

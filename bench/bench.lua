@@ -2,11 +2,11 @@
 -- types them (each result a local left to Lua's collector), beside the C timings and NumPy's.
 --
 -- usage: build/mha-repl bench/bench.lua [--probe COMMAND] [--save FILE] [C_RESULTS [ONLY]]
---   C_RESULTS: the file `build/bench --save FILE` wrote ("row ID ours=... numpy=..." lines); without
---   it, or with - or "" in its place, only the Lua column is printed.  ONLY: time only the cases whose id
---   contains it (build/mha-repl bench/bench.lua - matmul: the matmul cases, without a C file).
---   --probe COMMAND: a command printing one peak probe in GFLOP/s (`build/bench --probe`), run before each
---   timed call, so that %peak is taken call by call as in the C table (without it: C's row peak, if any).
+--   C_RESULTS: the file `build/bench --save FILE` wrote ("row ID ours=... numpy=..." lines);
+--   without it, or with - or "" in its place, only the Lua column is printed.  ONLY: time only the
+--   cases whose id contains it (build/mha-repl bench/bench.lua - matmul: the matmul cases, no C file).
+--   --probe COMMAND: a command printing one peak probe in GFLOP/s (`build/bench --probe`), run before
+--   each timed call, so that %peak is taken call by call as in the C table (without it: C's row peak).
 --   --save FILE: also write "row lua_ID key=value..." lines (bench/table.lua reads them).
 -- One thread (mha.threads(1)), as the C main table. Timing as bench.c: a warm-up, then calls for about
 -- a second (3 to 25), median wall-clock time (mha.clock). The warm-up runs twice as many calls as are timed

@@ -4,8 +4,8 @@
 -- (`make bench-generate`; arg[1] is the command that runs bench/bench_generate_torch.py, which
 -- takes "char_en" for the second). CPU time of the best of 3 runs, one thread.
 -- usage: bench_generate.lua TORCH_COMMAND [--fair COMMAND] [--save FILE]
---   --fair: torch's command told the kernel OpenBLAS should have chosen here (the Makefile passes it when
---   OpenBLAS fell back to its generic one; "" for none): "fair ms", "ours/fair"
+--   --fair: torch's command told the kernel OpenBLAS should have chosen here (the Makefile passes it
+--   when OpenBLAS fell back to its generic one; "" for none): "fair ms", "ours/fair"
 --   --save: also write "row ID key=value..." lines (bench/table.lua reads them)
 
 local torch_cmd, fair_cmd, save_path

@@ -3,16 +3,18 @@
  *
  * usage: bench_grad [--torch COMMAND] [--fair COMMAND] [--save FILE] [--quick]
  *   --torch COMMAND   run "COMMAND L" (bench_grad_torch.py, by /bin/sh) for torch's time at L; it prints "L ms"
- *   --fair COMMAND    the same for torch told the kernel OpenBLAS should have chosen here (the Makefile passes
- *                     it when OpenBLAS fell back to its generic one; "" for none): "fair ms", "ours/fair"
+ *   --fair COMMAND    the same for torch told the kernel OpenBLAS should have chosen here (the
+ *                     Makefile passes it when OpenBLAS fell back to its generic one; "" for none):
+ *                     the columns "fair ms", "ours/fair"
  *   --save FILE       also write "row ID key=value..." lines (bench/table.lua reads them)
  *   --quick           skip the L=16384 memory row (about a minute on one core)
  * Case: self-attention, x (1,L,512) requiring grad, need_weights=false, loss = mean(out²), then backward; the
  * median of 5 runs after one warm-up. Ours records the graph (core/attention/multihead_grad.c) and backpropagates through
  * the attention backward from the kept weights (both L here keep them: under 256 MiB, mha_ag_sdpa); torch
- * runs nn.MultiheadAttention in training mode (its autograd graph), which keeps them too. A peak probe (bench/peak.c,
- * 2 ms) precedes each run; %peak is the median over runs of the run's FLOP rate over its probe, and "at peak" the
- * ratio our FLOPs would give at the row's median probe: the floor of ours/torch on this machine.
+ * runs nn.MultiheadAttention in training mode (its autograd graph), which keeps them too.
+ * A peak probe (bench/peak.c, 2 ms) precedes each run; %peak is the median over runs of the run's
+ * FLOP rate over its probe, and "at peak" the ratio our FLOPs would give at the row's median probe:
+ * the floor of ours/torch on this machine.
  * Memory row: scaled dot-product attention backward on (1,8,16384,64) q, k, v without weights (the fused path):
  * the highest mha_peak_bytes() during the backward minus what was live before it, gradients included. */
 #include <math.h>
@@ -68,7 +70,8 @@ static bool step(mha_multihead *m, mha_tensor *x) {
     return st == MHA_OK;
 }
 
-/* One row's timing: median ms of 5 runs, the median probe beside them, the median fraction of the peak. */
+/* One row's timing: the median ms of 5 runs, the median probe beside them (GFLOP/s), and the median
+ * fraction of the peak. */
 typedef struct layer_timing {
     double ms, peak, of_peak;
 } layer_timing;

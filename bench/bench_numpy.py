@@ -7,10 +7,11 @@ usage: build/bench --numpy '/usr/bin/python3 bench/bench_numpy.py'    (what `mak
        build/bench --list | /usr/bin/python3 bench/bench_numpy.py      (NumPy's side alone)
        /usr/bin/python3 bench/bench_numpy.py --coretype               (the Makefile's fair-peer helper)
 
---coretype prints the OPENBLAS_CORETYPE OpenBLAS should have chosen on this CPU when, left to itself, it
-falls back to its generic Prescott kernel (OpenBLAS 0.3.21 does on CPUs newer than it): SkylakeX with
-AVX-512, Zen on AMD family 23 or 25, Haswell with AVX2; it prints nothing when OpenBLAS chose a kernel of
-its own, or none fits. `make bench` then also times every peer under that name ("fair peer").
+--coretype prints the OPENBLAS_CORETYPE OpenBLAS should have chosen on this CPU when, left to
+itself, it falls back to its generic Prescott kernel (OpenBLAS 0.3.21 does on CPUs newer than it):
+SkylakeX with AVX-512, Zen on AMD family 23 or 25, Haswell with AVX2; it prints nothing when OpenBLAS
+chose a kernel of its own, or none fits. `make bench` then also times every peer told that name
+(the "fair peer").
 
 Two more requests: "info" answers "info TEXT", the BLAS NumPy runs on and the kernel OpenBLAS chose for
 this CPU (threadpoolctl's architecture, its corename); "threads N" sets NumPy's (and torch's) thread

@@ -5,8 +5,9 @@
 -- a shared machine's load falls on both alike; each row prints the median of the rounds.
 -- One thread is timed by CPU time, every core by wall time (CPU time adds up the threads).
 -- usage: bench_train.lua TORCH_COMMAND [--fair COMMAND] [--save FILE]
---   --fair: torch's command told the kernel OpenBLAS should have chosen here (the Makefile passes it when
---   OpenBLAS fell back to its generic one; "" for none), timed in each round too: "fair ms", "ours/fair"
+--   --fair: torch's command told the kernel OpenBLAS should have chosen here (the Makefile passes it
+--   when OpenBLAS fell back to its generic one; "" for none), timed in each round of the 1-thread
+--   rows too: "fair ms", "ours/fair"
 --   --save: also write "row ID key=value..." lines (bench/table.lua reads them)
 
 local torch_cmd, fair_cmd, save_path
@@ -111,7 +112,9 @@ for _, row in ipairs(ROWS) do
             for _ = 1, row.steps do step() end
             ours[r] = (clock() - t0) / row.steps * 1e3
             theirs[#theirs + 1] = torch_round(torch_cmd, row, threads)
-            fairs[#fairs + 1] = torch_round(fair_cmd, row, threads)
+            -- the fair peer on one thread only: on every core torch's OpenMP threads spin while
+            -- they wait for a core, and a loaded machine's 2-thread rows measure its other work
+            if threads == 1 then fairs[#fairs + 1] = torch_round(fair_cmd, row, threads) end
         end
         local m, t, f = median(ours), median(theirs), median(fairs)
         table.sort(ours)

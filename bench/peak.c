@@ -1,5 +1,5 @@
-/* bench/peak.c - the fp32 peak of one core from independent FMAs held in registers, and the clock from a chain
- * of dependent integer adds (peak.h): what bench and bench_grad set their ratios beside, run by run. */
+/* bench/peak.c - the fp32 peak of one core from independent FMAs held in registers, and the clock
+ * from a chain of dependent integer adds (peak.h): what bench and bench_grad set each run beside. */
 #include "peak.h"
 
 #include <math.h>
@@ -54,8 +54,8 @@ __attribute__((target("avx2,fma"))) static double fma_avx2(bench_clock_fn clock,
     return sink == 12345.0f ? 0 : (double)n * 12 * 8 * 2 / t / 1e9;
 }
 
-/* The best of `tries` runs of n steps of 12 FMAs each: short runs, since on a shared VM a run of 50 ms
- * is rarely left alone (one read 82 GFLOP/s under load where probes of 1 ms beside it read 158). */
+/* The best of `tries` runs of n steps of 12 FMAs each: short runs, since on a shared VM a run of
+ * 50 ms is rarely left alone (one read 82 GFLOP/s under load where 1 ms probes beside it read 158). */
 static double fma_best(const char *isa, bench_clock_fn clock, int tries, long n) {
     double best = 0;
     for (int i = 0; i < tries; i++) {
@@ -65,8 +65,8 @@ static double fma_best(const char *isa, bench_clock_fn clock, int tries, long n)
     return best;
 }
 
-/* 300k steps: about 0.8 ms a run on AVX-512 at 150 GFLOP/s, 1.5 ms on AVX2 at 75; the best of two, since
- * an interrupt inside one short run only slows it */
+/* 300k steps: about 0.8 ms a run on AVX-512 at 150 GFLOP/s, 1.5 ms on AVX2 at 75; the best of two,
+ * since an interrupt inside one short run only slows it */
 double bench_fma_probe(const char *isa, bench_clock_fn clock) { return fma_best(isa, clock, 2, 300000); }
 
 double bench_clock_ghz(bench_clock_fn clock, int tries) {

@@ -1,11 +1,13 @@
--- bench/table.lua - the one markdown table of `make bench` (issue 24's shape), built from the rows each part
--- saved: build/mha-repl bench/table.lua DIR reads DIR/bench_{c,lua,grad,train,generate}.txt, writes DIR/bench.md.
+-- bench/table.lua - the one markdown table of `make bench` (issue 24's shape), built from the rows
+-- each part saved: `build/mha-repl bench/table.lua DIR` reads DIR/bench_{c,lua,grad,train,generate}.txt
+-- and writes DIR/bench.md.
 --
--- The parts' files hold "meta KEY VALUE" lines (bench_c.txt: date, CPU, peak...) and "row ID key=value..."
--- lines (nan: not timed). A column's peer is the faster of NumPy and torch: "best peer" as OpenBLAS chose its
--- kernel (OPENBLAS_CORETYPE unset, the issue's rule), "fair peer" the same told the kernel it should have
--- chosen, where the parts timed one. "met" checks every ratio shown against the target, and where a target
--- sits below what the FMAs allow (ours/peer if every FLOP of ours ran at the probed peak), says so.
+-- The parts' files hold "meta KEY VALUE" lines (bench_c.txt: date, CPU, peak...) and
+-- "row ID key=value..." lines (nan: not timed). A column's peer is the faster of NumPy and torch:
+-- "best peer" as OpenBLAS chose its kernel (OPENBLAS_CORETYPE unset, the issue's rule), "fair peer"
+-- the same told the kernel it should have chosen, where the parts timed one. "met" checks every ratio
+-- shown against the target, and where a target sits below what the FMAs allow (ours/peer if every
+-- FLOP of ours ran at the probed peak), says so.
 
 local dir = arg and arg[1] or "build"
 
@@ -47,8 +49,8 @@ local function best(a, b) return a and b and math.min(a, b) or a or b end
 local isa = meta.isa or "?"
 local product_peak = isa == "avx512" and 0.80 or isa == "avx2" and 0.85 or nil
 
--- The rows of the table: the case's label, its row (a table of numbers), the bound on ours/peer and on
--- the fraction of the peak.
+-- The rows of the table: the case's label, its row (a table of numbers), the bound on ours/peer and
+-- on the fraction of the peak.
 local ROWS = {
     {"matmul 512³", c.matmul_512, 1.0, product_peak},
     {"in-projection (2048,512)→1536", c.matmul_in_2048, 1.0, product_peak},
