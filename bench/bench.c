@@ -17,11 +17,12 @@
  *                                on both sides: for comparing builds one thread against one on a loaded,
  *                                shared machine, where wall time measures the neighbours
  *        bench --list            print the case lines bench_numpy.py reads
- *        bench --probe           print one peak probe (GFLOP/s, bench_fma_probe) and exit:
- *                                bench.lua's probe beside each of its runs
+ *        bench --probe           print one peak probe (GFLOP/s by CPU time, bench_fma_probe) and
+ *                                exit: bench.lua's probe beside each of its runs
  * Each timed run follows a short FMA probe of the peak (bench/peak.c); a row's %peak is the
- * median over its runs of flops / (run time x the peak probed just before it): a change in the
- * VM's speed slows the probe and the run alike and cancels in the row.
+ * median over its runs of flops / (run's CPU time x the peak probed just before it, by CPU time
+ * too): a change in the VM's speed slows the probe and the run alike and cancels in the row, and
+ * CPU time leaves out the time other programs hold the core (which wall time, the ms column, counts).
  * The main table is single-threaded on both sides whatever MHA_THREADS says, with torch 1.13 (one
  * thread) beside NumPy where it is installed; a second table times our kernels split over N threads
  * (kernels.h) against NumPy on N threads, each case back to back.
@@ -109,12 +110,13 @@ static double now(void) {
 /* --cpu: runs are timed by the process's CPU time and a case reports its fastest run, not the median */
 static bool cpu_clock = false;
 
-static double run_clock(void) {
-    if (!cpu_clock) return now();
+static double cpu_now(void) {
     struct timespec t;
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
     return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
+
+static double run_clock(void) { return cpu_clock ? cpu_now() : now(); }
 
 /* ---- one case: inputs made once, then run(), timed ---- */
 
@@ -185,16 +187,16 @@ typedef struct timing {
     size_t runs;
     size_t peak_extra; /* bytes */
     double peak;      /* GFLOP/s: the median of the probes beside the runs (0 when none) */
-    double of_peak;   /* median over runs of flops/(run time x its probe); with --cpu the highest */
+    double of_peak;   /* median over runs of flops/(run CPU time x its probe); --cpu: the highest */
 } timing;
 
 /* Every probe of the peak taken beside a run, for the spread the table prints at its end. */
 static double probes[4096];
 static size_t nprobes = 0;
 
-/* One probe, kept for the spread. */
+/* One probe by CPU time, kept for the spread. */
 static double probe(void) {
-    double p = bench_fma_probe(mha_kernels_isa(), run_clock);
+    double p = bench_fma_probe(mha_kernels_isa(), cpu_now);
     if (p > 0 && nprobes < sizeof probes / sizeof probes[0]) probes[nprobes++] = p;
     return p;
 }
@@ -220,26 +222,29 @@ static double median_of(double *xs, size_t n) {
 static mha_status time_case(timing *t, bench_state *s) {
     size_t live = mha_live_bytes();
     mha_reset_peak();
-    double first_peak = probe();
+    double first_peak = probe(), c0 = cpu_now();
     double t0 = run_clock();
     mha_status st = run(s);
-    double first = run_clock() - t0;
+    double first = run_clock() - t0, first_cpu = cpu_now() - c0;
     t->peak_extra = mha_peak_bytes() - live;
     if (st != MHA_OK) return st;
-    double samples[25], peaks[25], fractions[25];
+    double samples[25], cpu[25], peaks[25], fractions[25];
     size_t n = first > 1.0 ? 0 : (size_t)fmin(25.0, fmax(3.0, 1.0 / first));
     for (size_t i = 0; i < n; i++) {
         peaks[i] = probe();
+        c0 = cpu_now();
         t0 = run_clock();
         if ((st = run(s)) != MHA_OK) return st;
         samples[i] = run_clock() - t0;
+        cpu[i] = cpu_now() - c0;
     }
     if (n == 0) {
         samples[0] = first;
+        cpu[0] = first_cpu;
         peaks[0] = first_peak;
         n = 1;
     }
-    for (size_t i = 0; i < n; i++) fractions[i] = peaks[i] > 0 ? flops(s->c) / (samples[i] * 1e9) / peaks[i] : 0;
+    for (size_t i = 0; i < n; i++) fractions[i] = peaks[i] > 0 ? flops(s->c) / (cpu[i] * 1e9) / peaks[i] : 0;
     t->peak = median_of(peaks, n);
     qsort(fractions, n, sizeof *fractions, cmp_double);
     t->of_peak = cpu_clock ? fractions[n - 1] : median_of(fractions, n);
@@ -455,7 +460,7 @@ static void print_header(const run_info *r, long cores, bool avx512) {
            r->family, r->model, cores, r->load);
     printf("main table: single thread, fp32, kernels \"%s\"; memory: %s allocator\n", r->isa, mha_alloc_mode());
     if (r->probe_mid > 0)
-        printf("fp32 peak of one core (independent FMAs in registers, 9 probes of 2 ms): %.1f GFLOP/s median, "
+        printf("fp32 peak of one core (independent FMAs in registers, 9 probes of 2 ms CPU time): %.1f GFLOP/s median, "
                "%.1f-%.1f\n  = clock %.2f GHz x %.1f FLOP/cycle; a probe precedes every run of the main table\n",
                r->probe_mid, r->probe_lo, r->probe_hi, r->ghz, r->probe_mid / r->ghz);
     if (r->blas) printf("NumPy: %s (OpenBLAS on one thread here; torch too)\n", r->blas);
@@ -475,8 +480,8 @@ static void print_header(const run_info *r, long cores, bool avx512) {
     printf("caches: L1d %zu KiB, L2 %zu KiB, L3 %zu KiB (0: unknown); matmul blocking MC %zu, KC %zu (fixed: it sets "
            "the order of each sum), NC %zu\n", caches[0] / 1024, caches[1] / 1024, caches[2] / 1024, mc, kc, nc);
     printf("peak: median GFLOP/s of the probes taken just before each run of the row; %%peak: the median over the\n"
-           "row's runs of its GFLOP/s over its probe; kernels: the variant that ran the row (make bench ISA=avx2 "
-           "times another)\n");
+           "row's runs of its GFLOP/s over its probe, both by CPU time (other programs' turns on the core left out);\n"
+           "kernels: the variant that ran the row (make bench ISA=avx2 times another)\n");
     printf("\n%-32s %4s %10s %8s %8s | %10s %8s %8s | %10s | %7s", "case", "runs", "ours ms", "GFLOP/s", "MiB",
            "numpy ms", "GFLOP/s", "MiB", "torch ms", "ours/np");
     if (r->fair_blas) printf(" | %9s %9s", "fair ms", "ours/fair");
@@ -540,7 +545,7 @@ int main(int argc, char **argv) {
         }
     }
     if (probe_only) {
-        printf("%.2f\n", bench_fma_probe(mha_kernels_isa(), run_clock));
+        printf("%.2f\n", bench_fma_probe(mha_kernels_isa(), cpu_now));
         return 0;
     }
     numpy_proc numpy = {0}, fair = {0};
@@ -559,7 +564,7 @@ int main(int argc, char **argv) {
      * and the spread of the probes the rows use */
     r.ghz = bench_clock_ghz(run_clock, 5);
     double start[9], s3[3];
-    for (int i = 0; i < 9; i++) start[i] = bench_fma_probe(r.isa, run_clock);
+    for (int i = 0; i < 9; i++) start[i] = bench_fma_probe(r.isa, cpu_now);
     spread(s3, start, 9);
     r.probe_lo = s3[0], r.probe_mid = s3[1], r.probe_hi = s3[2];
     time_t now_t = time(NULL);

@@ -6,7 +6,8 @@
 --   without it, or with - or "" in its place, only the Lua column is printed.  ONLY: time only the
 --   cases whose id contains it (build/mha-repl bench/bench.lua - matmul: the matmul cases, no C file).
 --   --probe COMMAND: a command printing one peak probe in GFLOP/s (`build/bench --probe`), run before
---   each timed call, so that %peak is taken call by call as in the C table (without it: C's row peak).
+--   each timed call, so that %peak is taken call by call as in the C table, by CPU time (os.clock)
+--   over the probe (by CPU time too); without it, by the median call's wall time over C's row peak.
 --   --save FILE: also write "row lua_ID key=value..." lines (bench/table.lua reads them).
 -- One thread (mha.threads(1)), as the C main table. Timing as bench.c: a warm-up, then calls for about
 -- a second (3 to 25), median wall-clock time (mha.clock). The warm-up runs twice as many calls as are timed
@@ -110,13 +111,14 @@ local function probe()
 end
 
 -- median ms, runs, faults per timed call, the median probe and the median over calls of the call's
--- GFLOP/s over its probe (nil without probes); the probes run in their own process between calls
+-- GFLOP/s by CPU time over its probe (nil without probes); the probes run in their own process
+-- between calls
 local function time_case(fn, gflop)
-    local p = probe()
+    local p, c0 = probe(), os.clock()
     local t0 = mha.clock()
     fn()
-    local first = mha.clock() - t0
-    if first > 1.0 then return first * 1e3, 1, nil, p, p and gflop / first / p end
+    local first, first_cpu = mha.clock() - t0, os.clock() - c0
+    if first > 1.0 then return first * 1e3, 1, nil, p, p and gflop / first_cpu / p end
     local n = math.floor(math.min(25, math.max(3, 1.0 / first)))
     for _ = 1, 2 * n do fn() end
     collectgarbage()
@@ -124,12 +126,14 @@ local function time_case(fn, gflop)
     for i = 1, n do
         peaks[#peaks + 1] = probe()
         local f0 = faults()   -- counted around each call alone: the probes between calls fault too
+        c0 = os.clock()
         t0 = mha.clock()
         fn()
         samples[i] = mha.clock() - t0
+        local cpu = os.clock() - c0
         local f1 = faults()
         flt = f0 and f1 and flt and flt + (f1 - f0)
-        if peaks[i] then fractions[#fractions + 1] = gflop / samples[i] / peaks[i] end
+        if peaks[i] then fractions[#fractions + 1] = gflop / cpu / peaks[i] end
     end
     local pk, fr = #fractions > 0 and median(peaks) or nil, #fractions > 0 and median(fractions) or nil
     return median(samples) * 1e3, n, flt and flt / n, pk, fr
@@ -167,7 +171,7 @@ local before = mha.threads(1)
 print(string.format("\nFrom Lua (mha-repl), %s: %s, kernels \"%s\", load average %s; one thread; results left to the collector",
     os.date("!%Y-%m-%d %H:%M UTC"), cpu, (mha.isa()), load))
 print("lua/C: issue 15 asks <= 1.10; a forward at the prompt records its graph (parameters require grad, as in torch)")
-print(probe_cmd and "peak, %peak: as in the C table, a probe (its own process) before each timed call"
+print(probe_cmd and "peak, %peak: as in the C table, a probe (its own process) before each timed call, by CPU time"
     or "peak: the C table's for the row; %peak: the median call's GFLOP/s over it")
 print(string.format("%-32s %4s %10s %8s %8s | %10s %7s | %10s %7s %7s %7s", "case", "runs", "lua ms", "GFLOP/s",
     "flt/call", "C ms", "lua/C", "numpy ms", "lua/np", "peak", "%peak"))
