@@ -252,28 +252,41 @@ $(BUILD)/tests/%: tests/repl/%.c tests/check.h
 # mha-repl beside those. No malloc settings (the caching allocator does that job, core/base/alloc.h); NumPy
 # runs with OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset, so OpenBLAS picks its kernels as a user's does.
 # ISA=avx2 (or portable) times another kernel variant of the same CPU; each table's header names the one that ran
+# Each part saves its rows ($(BUILD)/bench_*.txt); bench/table.lua ends by writing $(BUILD)/bench.md from them.
 ISA        ?=
 BENCH_ENV   = env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(if $(ISA),MHA_ISA=$(ISA))
 BENCH_NUMPY = $(BENCH_ENV) /usr/bin/python3 bench/bench_numpy.py
+# The fair peer: where OpenBLAS, left to choose, falls back to its generic Prescott kernel on this
+# CPU, $(call BENCH_FAIR,COMMAND) is COMMAND told the kernel it should have chosen (SkylakeX, Zen or
+# Haswell: bench_numpy.py --coretype, asked once), else empty; every part times it beside the rule's
+# peer, in the columns "fair ms" and "ours/fair".
+BENCH_CORETYPE = $(eval BENCH_CORETYPE := $$(shell $(BENCH_NUMPY) --coretype 2>/dev/null))$(BENCH_CORETYPE)
+BENCH_FAIR  = $(if $(BENCH_CORETYPE),env OPENBLAS_CORETYPE=$(BENCH_CORETYPE) OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(1))
 bench: deps-bench all $(BUILD)/bench
-	$(if $(ISA),MHA_ISA=$(ISA)) $(BUILD)/bench --numpy '$(BENCH_NUMPY)' --save $(BUILD)/bench_c.txt
-	$(if $(ISA),MHA_ISA=$(ISA)) $(BUILD)/mha-repl bench/bench.lua $(BUILD)/bench_c.txt
+	$(if $(ISA),MHA_ISA=$(ISA)) $(BUILD)/bench --numpy '$(BENCH_NUMPY)' --fair '$(call BENCH_FAIR,/usr/bin/python3 bench/bench_numpy.py)' \
+		--save $(BUILD)/bench_c.txt
+	$(if $(ISA),MHA_ISA=$(ISA)) $(BUILD)/mha-repl bench/bench.lua --probe '$(BUILD)/bench --probe' --save $(BUILD)/bench_lua.txt \
+		$(BUILD)/bench_c.txt
+	$(BUILD)/mha-repl bench/table.lua $(BUILD)
 
 # bench-grad: MultiheadAttention forward + backward beside torch 1.13's autograd, and the attention backward's memory
 bench: bench-grad
 bench-grad: deps-bench $(BUILD)/bench_grad
-	$(BENCH_ENV) $(BUILD)/bench_grad --torch '/usr/bin/python3 bench/bench_grad_torch.py'
+	$(BENCH_ENV) $(BUILD)/bench_grad --torch '/usr/bin/python3 bench/bench_grad_torch.py' \
+		--fair '$(call BENCH_FAIR,/usr/bin/python3 bench/bench_grad_torch.py)' --save $(BUILD)/bench_grad.txt
 
 # bench-train: one AdamW training step of the induction model and of nanoGPT's CPU configuration beside torch 1.13,
 # one thread and every core
 bench: bench-train
 bench-train: deps-bench all
-	$(BENCH_ENV) $(BUILD)/mha-repl bench/bench_train.lua '/usr/bin/python3 bench/bench_train_torch.py'
+	$(BENCH_ENV) $(BUILD)/mha-repl bench/bench_train.lua '/usr/bin/python3 bench/bench_train_torch.py' \
+		--fair '$(call BENCH_FAIR,/usr/bin/python3 bench/bench_train_torch.py)' --save $(BUILD)/bench_train.txt
 
 # bench-generate: 256 tokens by model:generate with the KV cache and without, beside a cached loop in torch 1.13
 bench: bench-generate
 bench-generate: deps-bench all
-	$(BENCH_ENV) MHA_THREADS=1 $(BUILD)/mha-repl bench/bench_generate.lua '/usr/bin/python3 bench/bench_generate_torch.py'
+	$(BENCH_ENV) MHA_THREADS=1 $(BUILD)/mha-repl bench/bench_generate.lua '/usr/bin/python3 bench/bench_generate_torch.py' \
+		--fair '$(call BENCH_FAIR,/usr/bin/python3 bench/bench_generate_torch.py)' --save $(BUILD)/bench_generate.txt
 
 # models: the checkpoints mha.load_model ships (models/*.npz, committed), trained from a fixed seed
 models: all

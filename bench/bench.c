@@ -4,14 +4,25 @@
  * usage: bench                   time every case, print the table
  *        bench --numpy COMMAND   also time each case in NumPy, right after ours, through COMMAND (run by
  *                                /bin/sh: bench_numpy.py, which reads case lines and answers timings)
+ *        bench --fair COMMAND    then through COMMAND, the same peers told the kernel OpenBLAS
+ *                                should have chosen on this CPU (the Makefile passes it when
+ *                                OpenBLAS fell back to its generic one; "" for none): the
+ *                                columns "fair ms" and "ours/fair"
  *        bench --only SUBSTRING  time only the cases whose id contains SUBSTRING
  *        bench --threads N       then time both sides again on N threads (default: every core; 1: skip)
- *        bench --save FILE       also write "id ours_ms numpy_ms torch_ms" lines of the main table
- *                                (bench/bench.lua reads them to set the Lua timings beside these)
+ *        bench --save FILE       also write the main table: "meta KEY VALUE" lines (date, CPU,
+ *                                peak...) and "row ID key=value..." lines (bench/bench.lua and
+ *                                bench/table.lua read them)
  *        bench --cpu             time by CPU time (user + sys of the process) and report the fastest run,
  *                                on both sides: for comparing builds one thread against one on a loaded,
  *                                shared machine, where wall time measures the neighbours
  *        bench --list            print the case lines bench_numpy.py reads
+ *        bench --probe           print one peak probe (GFLOP/s by CPU time, bench_fma_probe) and
+ *                                exit: bench.lua's probe beside each of its runs
+ * Each timed run follows a short FMA probe of the peak (bench/peak.c); a row's %peak is the
+ * median over its runs of flops / (run's CPU time x the peak probed just before it, by CPU time
+ * too): a change in the VM's speed slows the probe and the run alike and cancels in the row, and
+ * CPU time leaves out the time other programs hold the core (which wall time, the ms column, counts).
  * The main table is single-threaded on both sides whatever MHA_THREADS says, with torch 1.13 (one
  * thread) beside NumPy where it is installed; a second table times our kernels split over N threads
  * (kernels.h) against NumPy on N threads, each case back to back.
@@ -99,12 +110,13 @@ static double now(void) {
 /* --cpu: runs are timed by the process's CPU time and a case reports its fastest run, not the median */
 static bool cpu_clock = false;
 
-static double run_clock(void) {
-    if (!cpu_clock) return now();
+static double cpu_now(void) {
     struct timespec t;
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
     return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
+
+static double run_clock(void) { return cpu_clock ? cpu_now() : now(); }
 
 /* ---- one case: inputs made once, then run(), timed ---- */
 
@@ -174,37 +186,70 @@ typedef struct timing {
     double median_ms; /* the fastest run's with --cpu */
     size_t runs;
     size_t peak_extra; /* bytes */
+    double peak;      /* GFLOP/s: the median of the probes beside the runs (0 when none) */
+    double of_peak;   /* median over runs of flops/(run CPU time x its probe); --cpu: the highest */
 } timing;
+
+/* Every probe of the peak taken beside a run, for the spread the table prints at its end. */
+static double probes[4096];
+static size_t nprobes = 0;
+
+/* One probe by CPU time, kept for the spread. */
+static double probe(void) {
+    double p = bench_fma_probe(mha_kernels_isa(), cpu_now);
+    if (p > 0 && nprobes < sizeof probes / sizeof probes[0]) probes[nprobes++] = p;
+    return p;
+}
+
+static double median_of(double *xs, size_t n);
 
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
 }
 
+/* The median of xs[0..n) (sorted in place); NAN when n is 0. */
+static double median_of(double *xs, size_t n) {
+    if (n == 0) return NAN;
+    qsort(xs, n, sizeof *xs, cmp_double);
+    return n % 2 ? xs[n / 2] : 0.5 * (xs[n / 2 - 1] + xs[n / 2]);
+}
+
 /* A warm-up run (which also measures memory), then enough runs for about a second, at least 3, at
  * most 25; a case slower than a second is timed by its warm-up run alone. The median of the runs, or
- * with --cpu the fastest (other work on the machine only ever makes a run slower). */
+ * with --cpu the fastest (other work on the machine only ever makes a run slower). A peak probe
+ * (about 2 ms) precedes every run, the warm-up's too; the fraction of the peak is per run. */
 static mha_status time_case(timing *t, bench_state *s) {
     size_t live = mha_live_bytes();
     mha_reset_peak();
+    double first_peak = probe(), c0 = cpu_now();
     double t0 = run_clock();
     mha_status st = run(s);
-    double first = run_clock() - t0;
+    double first = run_clock() - t0, first_cpu = cpu_now() - c0;
     t->peak_extra = mha_peak_bytes() - live;
     if (st != MHA_OK) return st;
-    double samples[25];
+    double samples[25], cpu[25], peaks[25], fractions[25];
     size_t n = first > 1.0 ? 0 : (size_t)fmin(25.0, fmax(3.0, 1.0 / first));
     for (size_t i = 0; i < n; i++) {
+        peaks[i] = probe();
+        c0 = cpu_now();
         t0 = run_clock();
         if ((st = run(s)) != MHA_OK) return st;
         samples[i] = run_clock() - t0;
+        cpu[i] = cpu_now() - c0;
     }
     if (n == 0) {
         samples[0] = first;
+        cpu[0] = first_cpu;
+        peaks[0] = first_peak;
         n = 1;
     }
+    for (size_t i = 0; i < n; i++) fractions[i] = peaks[i] > 0 ? flops(s->c) / (cpu[i] * 1e9) / peaks[i] : 0;
+    t->peak = median_of(peaks, n);
+    qsort(fractions, n, sizeof *fractions, cmp_double);
+    t->of_peak = cpu_clock ? fractions[n - 1] : median_of(fractions, n);
     qsort(samples, n, sizeof *samples, cmp_double);
-    t->median_ms = 1e3 * (cpu_clock ? samples[0] : n % 2 ? samples[n / 2] : 0.5 * (samples[n / 2 - 1] + samples[n / 2]));
+    t->median_ms = 1e3 * (cpu_clock ? samples[0] : median_of(samples, n));
     t->runs = n;
     return MHA_OK;
 }
@@ -288,7 +333,12 @@ static void numpy_stop(numpy_proc *p) {
 typedef struct case_result {
     bool done;
     double ours_ms, numpy_ms, torch_ms; /* NAN when not timed */
+    double fair_numpy_ms, fair_torch_ms; /* the peers told their kernel (--fair); NAN without */
+    double peak, of_peak;                /* timing's */
 } case_result;
+
+/* The faster of two peer timings, either NAN when not timed. */
+static double best_of(double a, double b) { return isnan(a) ? b : isnan(b) ? a : fmin(a, b); }
 
 /* Times one case of ours on `threads` threads; false (the row printed as failed) when it cannot run. */
 static bool time_ours(timing *t, const bench_case *c, size_t threads) {
@@ -307,8 +357,10 @@ static void print_ours(const bench_case *c, const timing *t) {
            (double)t->peak_extra / 1048576.0);
 }
 
-/* The main table: every selected case on one thread, ours and then NumPy's back to back; fills results[]. */
-static int run_table(const char *only, numpy_proc *numpy, bool have_numpy, double peak, case_result *results) {
+/* The main table: every selected case on one thread, ours and then the peers' back to back (the
+ * rule's, then the fair ones when `fair` runs); fills results[]. */
+static int run_table(const char *only, numpy_proc *numpy, bool have_numpy, numpy_proc *fair, bool have_fair,
+                     case_result *results) {
     int failures = 0;
     for (size_t i = 0; i < NCASES; i++) {
         const bench_case *c = &CASES[i];
@@ -319,9 +371,11 @@ static int run_table(const char *only, numpy_proc *numpy, bool have_numpy, doubl
             continue;
         }
         print_ours(c, &t);
-        numpy_timing np = {.ms = NAN, .torch_ms = NAN};
+        numpy_timing np = {.ms = NAN, .torch_ms = NAN}, fp = {.ms = NAN, .torch_ms = NAN};
         bool np_ok = have_numpy && numpy_time(numpy, c, &np);
-        results[i] = (case_result){true, t.median_ms, np_ok ? np.ms : NAN, np_ok ? np.torch_ms : NAN};
+        bool fp_ok = have_fair && numpy_time(fair, c, &fp);
+        results[i] = (case_result){true, t.median_ms, np_ok ? np.ms : NAN, np_ok ? np.torch_ms : NAN,
+                                   fp_ok ? fp.ms : NAN, fp_ok ? fp.torch_ms : NAN, t.peak, t.of_peak};
         if (np_ok)
             printf(" %10.3f %8.1f %8.1f | %10.3f | %7.2f", np.ms, flops(c) / (np.ms * 1e6),
                    (double)np.peak / 1048576.0, np.torch_ms, t.median_ms / np.ms);
@@ -329,13 +383,15 @@ static int run_table(const char *only, numpy_proc *numpy, bool have_numpy, doubl
             printf(" %10s %8s %8s | %10s | %7s", "-", "-", "-", "-", "-");
         /* the target, and the ratio our time would give if every FLOP ran at the peak: no code reaches
          * a target below it on this machine */
+        const double fair_ms = best_of(results[i].fair_numpy_ms, results[i].fair_torch_ms);
+        if (have_fair) printf(" | %9.3f %9.2f", fair_ms, t.median_ms / fair_ms);
         char target[16] = "-", bound[16] = "-";
         if (c->target > 0) snprintf(target, sizeof target, "%.2f", c->target);
-        if (np_ok && peak > 0) snprintf(bound, sizeof bound, "%.2f", flops(c) / (peak * 1e6) / np.ms);
+        if (np_ok && t.peak > 0) snprintf(bound, sizeof bound, "%.2f", flops(c) / (t.peak * 1e6) / np.ms);
         printf(" %6s %7s", target, bound);
-        /* ours' fraction of the measured peak, and the kernel variant that ran the row */
-        if (peak > 0) printf(" %6.0f%%", 100.0 * flops(c) / (t.median_ms * 1e6) / peak);
-        else printf(" %7s", "-");
+        /* the peak probed beside the runs, ours' fraction of it run by run, the kernel variant */
+        if (t.peak > 0) printf(" %7.1f %6.0f%%", t.peak, 100.0 * t.of_peak);
+        else printf(" %7s %7s", "-", "-");
         printf(" %-8s\n", mha_kernels_isa());
         fflush(stdout);
     }
@@ -373,14 +429,14 @@ static int run_threads_table(const char *only, numpy_proc *numpy, bool have_nump
     return failures;
 }
 
-/* The first line of /proc/cpuinfo's "model name", or "unknown CPU". */
-static const char *cpu_name(char *buf, size_t n) {
+/* The value of the first line of /proc/cpuinfo whose key is `key` ("model name"), or `fallback`. */
+static const char *cpu_field(char *buf, size_t n, const char *key, const char *fallback) {
     FILE *f = fopen("/proc/cpuinfo", "r");
-    snprintf(buf, n, "%s", "unknown CPU");
+    snprintf(buf, n, "%s", fallback);
     char line[256];
     while (f && fgets(line, sizeof line, f)) {
         char *colon = strchr(line, ':');
-        if (strncmp(line, "model name", 10) == 0 && colon) {
+        if (strncmp(line, key, strlen(key)) == 0 && colon && (line[strlen(key)] == '\t' || line[strlen(key)] == ' ')) {
             snprintf(buf, n, "%s", colon + 2);
             buf[strcspn(buf, "\n")] = '\0';
             break;
@@ -390,8 +446,78 @@ static const char *cpu_name(char *buf, size_t n) {
     return buf;
 }
 
+/* What the header says about the run, written to --save's file too. */
+typedef struct run_info {
+    char date[64], cpu[160], family[16], model[16], load[64];
+    const char *isa;
+    double ghz;                           /* the best of 5 runs at the start */
+    double probe_lo, probe_mid, probe_hi; /* GFLOP/s: the spread of 9 peak probes at the start */
+    const char *blas, *fair_blas; /* the peers' "info" answers, or NULL */
+} run_info;
+
+static void print_header(const run_info *r, long cores, bool avx512) {
+    printf("mha-repl benchmark, %s: %s (family %s model %s), %ld core(s), load average %s\n", r->date, r->cpu,
+           r->family, r->model, cores, r->load);
+    printf("main table: single thread, fp32, kernels \"%s\"; memory: %s allocator\n", r->isa, mha_alloc_mode());
+    if (r->probe_mid > 0)
+        printf("fp32 peak of one core (independent FMAs in registers, 9 probes of 2 ms CPU time): %.1f GFLOP/s median, "
+               "%.1f-%.1f\n  = clock %.2f GHz x %.1f FLOP/cycle; a probe precedes every run of the main table\n",
+               r->probe_mid, r->probe_lo, r->probe_hi, r->ghz, r->probe_mid / r->ghz);
+    if (r->blas) printf("NumPy: %s (OpenBLAS on one thread here; torch too)\n", r->blas);
+    /* OpenBLAS 0.3.21 does not know every CPU it runs on (a 2023 AVX-512 Xeon is "Prescott" to it) */
+    if (r->blas && strstr(r->blas, "Prescott"))
+        printf("  (OpenBLAS did not recognise this CPU and runs its generic Prescott kernel; the fair peer is "
+               "OPENBLAS_CORETYPE=%s, see docs/performance.md)\n", avx512 ? "SkylakeX" : "Haswell");
+    if (r->fair_blas) printf("fair peers: %s (the same OpenBLAS told its kernel: columns fair ms, ours/fair)\n", r->fair_blas);
+    printf("ms: %s; GFLOP/s: formulas at the top of bench/bench.c; MiB: peak extra memory\n",
+           cpu_clock ? "CPU time (user+sys) of the fastest run" : "median of the runs");
+    if (r->blas && r->probe_mid > 0)
+        printf("target: issue 15's bound on ours/np; at peak: ours/np if every FLOP of ours ran at the peak probed "
+               "beside the row (softmax and copies free), the least any code can reach here\n");
+    if (r->fair_blas) printf("fair ms: the faster of the fair NumPy and torch; ours/fair: ours ms / fair ms\n");
+    size_t mc, kc, nc, caches[3];
+    mha_kernels_blocking(&mc, &kc, &nc, caches);
+    printf("caches: L1d %zu KiB, L2 %zu KiB, L3 %zu KiB (0: unknown); matmul blocking MC %zu, KC %zu (fixed: it sets "
+           "the order of each sum), NC %zu\n", caches[0] / 1024, caches[1] / 1024, caches[2] / 1024, mc, kc, nc);
+    printf("peak: median GFLOP/s of the probes taken just before each run of the row; %%peak: the median over the\n"
+           "row's runs of its GFLOP/s over its probe, both by CPU time (other programs' turns on the core left out);\n"
+           "kernels: the variant that ran the row (make bench ISA=avx2 times another)\n");
+    printf("\n%-32s %4s %10s %8s %8s | %10s %8s %8s | %10s | %7s", "case", "runs", "ours ms", "GFLOP/s", "MiB",
+           "numpy ms", "GFLOP/s", "MiB", "torch ms", "ours/np");
+    if (r->fair_blas) printf(" | %9s %9s", "fair ms", "ours/fair");
+    printf(" %6s %7s %7s %7s %-8s\n", "target", "at peak", "peak", "%peak", "kernels");
+}
+
+/* --save: the header as "meta KEY VALUE" lines, then a "row ID key=value..." line a case (nan: not
+ * timed). */
+static bool save_results(const char *path, const run_info *r, const case_result *results) {
+    FILE *f = fopen(path, "w");
+    if (!f) return false;
+    fprintf(f, "meta date %s\nmeta cpu %s\nmeta family %s\nmeta model %s\nmeta isa %s\nmeta load %s\n", r->date,
+            r->cpu, r->family, r->model, r->isa, r->load);
+    fprintf(f, "meta peak %.1f\nmeta probes %.1f %.1f %.1f\n", r->probe_mid, r->probe_lo, r->probe_mid, r->probe_hi);
+    if (r->blas) fprintf(f, "meta peer %s\n", r->blas);
+    if (r->fair_blas) fprintf(f, "meta fair %s\n", r->fair_blas);
+    for (size_t i = 0; i < NCASES; i++) {
+        const case_result *x = &results[i];
+        if (!x->done) continue;
+        fprintf(f, "row %s ours=%.4f numpy=%.4f torch=%.4f fair_numpy=%.4f fair_torch=%.4f gflop=%.6f peak=%.2f "
+                "of_peak=%.4f target=%.2f\n", CASES[i].id, x->ours_ms, x->numpy_ms, x->torch_ms, x->fair_numpy_ms,
+                x->fair_torch_ms, flops(&CASES[i]) / 1e9, x->peak, x->of_peak, CASES[i].target);
+    }
+    return fclose(f) == 0;
+}
+
+/* The min, median and max of xs[0..n) (sorted in place). */
+static void spread(double out[3], double *xs, size_t n) {
+    out[1] = median_of(xs, n);
+    out[0] = n ? xs[0] : NAN;
+    out[2] = n ? xs[n - 1] : NAN;
+}
+
 int main(int argc, char **argv) {
-    const char *numpy_command = NULL, *only = NULL, *save = NULL;
+    const char *numpy_command = NULL, *fair_command = NULL, *only = NULL, *save = NULL;
+    bool probe_only = false;
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     size_t threads = cores > 1 ? (size_t)cores : 1;
     for (int i = 1; i < argc; i++) {
@@ -400,8 +526,12 @@ int main(int argc, char **argv) {
             return 0;
         } else if (strcmp(argv[i], "--numpy") == 0 && i + 1 < argc) {
             numpy_command = argv[++i];
+        } else if (strcmp(argv[i], "--fair") == 0 && i + 1 < argc) {
+            fair_command = argv[++i];
         } else if (strcmp(argv[i], "--cpu") == 0) {
             cpu_clock = true;
+        } else if (strcmp(argv[i], "--probe") == 0) {
+            probe_only = true;
         } else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) {
             only = argv[++i];
         } else if (strcmp(argv[i], "--save") == 0 && i + 1 < argc) {
@@ -409,67 +539,58 @@ int main(int argc, char **argv) {
         } else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc && atoi(argv[i + 1]) >= 1) {
             threads = (size_t)atoi(argv[++i]);
         } else {
-            fprintf(stderr, "usage: bench [--numpy COMMAND] [--only SUBSTRING] [--threads N] [--cpu] [--save FILE] [--list]\n");
+            fprintf(stderr, "usage: bench [--numpy COMMAND] [--fair COMMAND] [--only SUBSTRING] [--threads N] [--cpu] "
+                            "[--save FILE] [--list] [--probe]\n");
             return 2;
         }
     }
-    numpy_proc numpy = {0};
+    if (probe_only) {
+        printf("%.2f\n", bench_fma_probe(mha_kernels_isa(), cpu_now));
+        return 0;
+    }
+    numpy_proc numpy = {0}, fair = {0};
     bool have_numpy = numpy_command && numpy_start(&numpy, numpy_command);
-    char info[512], *blas = have_numpy ? numpy_ask(&numpy, "info", info, sizeof info) : NULL;
-    have_numpy = blas != NULL;
-    char clock_answer[64];
+    bool have_fair = fair_command && *fair_command && numpy_start(&fair, fair_command);
+    char info[512], fair_info[512], clock_answer[64];
+    run_info r = {.isa = mha_kernels_isa()};
+    r.blas = have_numpy ? numpy_ask(&numpy, "info", info, sizeof info) : NULL;
+    r.fair_blas = have_fair ? numpy_ask(&fair, "info", fair_info, sizeof fair_info) : NULL;
+    have_numpy = r.blas != NULL;
+    have_fair = r.fair_blas != NULL;
     if (have_numpy && cpu_clock) have_numpy = numpy_ask(&numpy, "clock cpu", clock_answer, sizeof clock_answer) != NULL;
+    if (have_fair && cpu_clock) have_fair = numpy_ask(&fair, "clock cpu", clock_answer, sizeof clock_answer) != NULL;
 
-    /* the best of 5 short runs (half a second): other work on a shared machine only ever makes them slower */
-    const char *isa = mha_kernels_isa();
-    const double ghz = bench_clock_ghz(run_clock, 5), peak = bench_fma_peak(isa, run_clock, 5);
-    char cpu[160], date[64];
+    /* the clock, the best of 5 runs (other work on a shared machine only ever makes them slower),
+     * and the spread of the probes the rows use */
+    r.ghz = bench_clock_ghz(run_clock, 5);
+    double start[9], s3[3];
+    for (int i = 0; i < 9; i++) start[i] = bench_fma_probe(r.isa, cpu_now);
+    spread(s3, start, 9);
+    r.probe_lo = s3[0], r.probe_mid = s3[1], r.probe_hi = s3[2];
     time_t now_t = time(NULL);
-    strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", gmtime(&now_t));
+    strftime(r.date, sizeof r.date, "%Y-%m-%d %H:%M UTC", gmtime(&now_t));
     double load[3] = {0, 0, 0};
     if (getloadavg(load, 3) < 0) load[0] = load[1] = load[2] = NAN;
-    printf("mha-repl benchmark, %s: %s, %ld core(s), load average %.2f %.2f %.2f\n", date,
-           cpu_name(cpu, sizeof cpu), cores, load[0], load[1], load[2]);
-    printf("main table: single thread, fp32, kernels \"%s\"; memory: %s allocator\n", isa, mha_alloc_mode());
-    if (peak > 0)
-        printf("fp32 peak of one core: %.1f GFLOP/s measured (independent FMAs in registers)\n"
-               "  = clock %.2f GHz x %.1f FLOP/cycle\n", peak, ghz, peak / ghz);
-    if (have_numpy) printf("NumPy: %s (OpenBLAS on one thread here; torch too)\n", blas);
-    /* OpenBLAS 0.3.21 does not know every CPU it runs on (an AVX-512 Xeon of 2023 is "Prescott" to it):
-     * say so, since the peer column then measures its generic kernel (docs/performance.md) */
+    snprintf(r.load, sizeof r.load, "%.2f %.2f %.2f", load[0], load[1], load[2]);
+    cpu_field(r.cpu, sizeof r.cpu, "model name", "unknown CPU");
+    cpu_field(r.family, sizeof r.family, "cpu family", "?");
+    cpu_field(r.model, sizeof r.model, "model", "?");
     const char *names[4];
-    const size_t runnable = mha_kernels_isa_list(names, 4);   /* what this CPU runs, fastest first */
-    if (have_numpy && strstr(blas, "Prescott") && runnable > 1)
-        printf("  (OpenBLAS did not recognise this CPU and runs its generic Prescott kernel: the fair peer is "
-               "OPENBLAS_CORETYPE=%s, see docs/performance.md)\n", strcmp(names[0], "avx512") == 0 ? "SkylakeX" : "Haswell");
-    printf("ms: %s; GFLOP/s: formulas at the top of bench/bench.c; MiB: peak extra memory\n",
-           cpu_clock ? "CPU time (user+sys) of the fastest run" : "median of the runs");
-    if (have_numpy && peak > 0)
-        printf("target: issue 15's bound on ours/np; at peak: ours/np if every FLOP of ours ran at the peak "
-               "(softmax and copies free), the least any code can reach at this run's peak\n");
-    size_t mc, kc, nc, caches[3];
-    mha_kernels_blocking(&mc, &kc, &nc, caches);
-    printf("caches: L1d %zu KiB, L2 %zu KiB, L3 %zu KiB (0: unknown); matmul blocking MC %zu, KC %zu (fixed: it sets "
-           "the order of each sum), NC %zu\n", caches[0] / 1024, caches[1] / 1024, caches[2] / 1024, mc, kc, nc);
-    printf("%%peak: ours' GFLOP/s over the measured peak; kernels: the variant that ran the row (make bench ISA=avx2 "
-           "times another)\n");
-    printf("\n%-32s %4s %10s %8s %8s | %10s %8s %8s | %10s | %7s %6s %7s %7s %-8s\n", "case", "runs", "ours ms",
-           "GFLOP/s", "MiB", "numpy ms", "GFLOP/s", "MiB", "torch ms", "ours/np", "target", "at peak", "%peak",
-           "kernels");
+    mha_kernels_isa_list(names, 4); /* what this CPU runs, fastest first */
+    print_header(&r, cores, strcmp(names[0], "avx512") == 0);
 
     case_result results[NCASES] = {{0}};
-    int failures = run_table(only, &numpy, have_numpy, peak, results);
-    if (save) {
-        FILE *f = fopen(save, "w");
-        for (size_t i = 0; f && i < NCASES; i++)
-            if (results[i].done)
-                fprintf(f, "%s %.4f %.4f %.4f\n", CASES[i].id, results[i].ours_ms, results[i].numpy_ms,
-                        results[i].torch_ms);
-        if (!f || fclose(f) != 0) {
-            fprintf(stderr, "bench: cannot write %s\n", save);
-            failures++;
-        }
+    int failures = run_table(only, &numpy, have_numpy, &fair, have_fair, results);
+    double all[3];
+    spread(all, probes, nprobes);
+    if (nprobes)
+        printf("peak probes beside the runs: %.1f / %.1f / %.1f GFLOP/s (min / median / max of %zu)\n", all[0], all[1],
+               all[2], nprobes);
+    if (save && !save_results(save, &r, results)) {
+        fprintf(stderr, "bench: cannot write %s\n", save);
+        failures++;
     }
+    numpy_stop(&fair);
     if (threads > 1) {
         printf("\nAll cores: our kernels on %zu threads against NumPy (OpenBLAS) on %zu threads (all of ours timed\n"
                "first; x1 = our 1-thread ms from the table above / our %zu-thread ms)\n", threads, threads, threads);

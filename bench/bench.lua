@@ -1,10 +1,14 @@
 -- bench/bench.lua - the cases of bench/bench.c timed from Lua through mha-repl, written the way a student
 -- types them (each result a local left to Lua's collector), beside the C timings and NumPy's.
 --
--- usage: build/mha-repl bench/bench.lua [C_RESULTS [ONLY]]
---   C_RESULTS: the file `build/bench --save FILE` wrote ("id ours_ms numpy_ms torch_ms" lines); without
---   it, or with - or "" in its place, only the Lua column is printed.  ONLY: time only the cases whose id
---   contains it (build/mha-repl bench/bench.lua - matmul: the matmul cases, without a C file).
+-- usage: build/mha-repl bench/bench.lua [--probe COMMAND] [--save FILE] [C_RESULTS [ONLY]]
+--   C_RESULTS: the file `build/bench --save FILE` wrote ("row ID ours=... numpy=..." lines);
+--   without it, or with - or "" in its place, only the Lua column is printed.  ONLY: time only the
+--   cases whose id contains it (build/mha-repl bench/bench.lua - matmul: the matmul cases, no C file).
+--   --probe COMMAND: a command printing one peak probe in GFLOP/s (`build/bench --probe`), run before
+--   each timed call, so that %peak is taken call by call as in the C table, by CPU time (os.clock)
+--   over the probe (by CPU time too); without it, by the median call's wall time over C's row peak.
+--   --save FILE: also write "row lua_ID key=value..." lines (bench/table.lua reads them).
 -- One thread (mha.threads(1)), as the C main table. Timing as bench.c: a warm-up, then calls for about
 -- a second (3 to 25), median wall-clock time (mha.clock). The warm-up runs twice as many calls as are timed
 -- and then collects garbage, so the timed calls reuse the blocks of the results the collector
@@ -12,7 +16,16 @@
 -- 64 MiB of new tensors); the first calls of a loop map fresh memory, C's and NumPy's first calls too.
 -- flt/call: minor page faults of the process per timed call (/proc/self/stat): 0 when every block is
 -- reused, 256 per MiB mapped anew.
-local c_file, only = arg and arg[1], arg and arg[2]
+local c_file, only, probe_cmd, save_path
+do
+    local positional, i = {}, 1
+    while arg and arg[i] do
+        if arg[i] == "--probe" then probe_cmd, i = arg[i + 1], i + 2
+        elseif arg[i] == "--save" then save_path, i = arg[i + 1], i + 2
+        else positional[#positional + 1], i = arg[i], i + 1 end
+    end
+    c_file, only = positional[1], positional[2]
+end
 if c_file == "-" or c_file == "" then c_file = nil end   -- no C file, so that ONLY can follow
 
 -- id, label, kind, sizes (attention: H, L, D [, H_kv]): the rows of bench.c's CASES, in its order
@@ -87,33 +100,57 @@ local function median(xs)
     return n % 2 == 1 and xs[(n + 1) // 2] or (xs[n // 2] + xs[n // 2 + 1]) / 2
 end
 
--- median ms, runs, faults per timed call
-local function time_case(fn)
+-- One peak probe in GFLOP/s from probe_cmd, or nil.
+local function probe()
+    if not probe_cmd then return nil end
+    local p = io.popen(probe_cmd)
+    local out = p and p:read("a") or ""
+    if p then p:close() end
+    local gf = tonumber(out:match("[%d.]+"))
+    return gf and gf > 0 and gf or nil
+end
+
+-- median ms, runs, faults per timed call, the median probe and the median over calls of the call's
+-- GFLOP/s by CPU time over its probe (nil without probes); the probes run in their own process
+-- between calls
+local function time_case(fn, gflop)
+    local p, c0 = probe(), os.clock()
     local t0 = mha.clock()
     fn()
-    local first = mha.clock() - t0
-    if first > 1.0 then return first * 1e3, 1, nil end
+    local first, first_cpu = mha.clock() - t0, os.clock() - c0
+    if first > 1.0 then return first * 1e3, 1, nil, p, p and gflop / first_cpu / p end
     local n = math.floor(math.min(25, math.max(3, 1.0 / first)))
     for _ = 1, 2 * n do fn() end
     collectgarbage()
-    local samples, f0 = {}, faults()
+    local samples, peaks, fractions, flt = {}, {}, {}, 0
     for i = 1, n do
+        peaks[#peaks + 1] = probe()
+        local f0 = faults()   -- counted around each call alone: the probes between calls fault too
+        c0 = os.clock()
         t0 = mha.clock()
         fn()
         samples[i] = mha.clock() - t0
+        local cpu = os.clock() - c0
+        local f1 = faults()
+        flt = f0 and f1 and flt and flt + (f1 - f0)
+        if peaks[i] then fractions[#fractions + 1] = gflop / cpu / peaks[i] end
     end
-    local f1 = faults()
-    return median(samples) * 1e3, n, f0 and f1 and (f1 - f0) / n
+    local pk, fr = #fractions > 0 and median(peaks) or nil, #fractions > 0 and median(fractions) or nil
+    return median(samples) * 1e3, n, flt and flt / n, pk, fr
 end
 
--- C's results: id -> {ours, numpy, torch}
+-- C's results: id -> {ours, numpy, torch, peak}
 local c_ms = {}
 if c_file then
     local f = io.open(c_file)
     if not f then error("bench.lua: cannot read " .. c_file .. " (run build/bench --save FILE first)") end
     for line in f:lines() do
-        local id, ours, np, torch = line:match("^(%S+) (%S+) (%S+) (%S+)")
-        if id then c_ms[id] = {tonumber(ours), tonumber(np), tonumber(torch)} end
+        local id, fields = line:match("^row (%S+) (.*)$")
+        if id then
+            local v = {}
+            for k, x in fields:gmatch("([%w_]+)=(%S+)") do v[k] = tonumber(x) end
+            c_ms[id] = {v.ours, v.numpy, v.torch, v.peak}
+        end
     end
     f:close()
 end
@@ -134,18 +171,28 @@ local before = mha.threads(1)
 print(string.format("\nFrom Lua (mha-repl), %s: %s, kernels \"%s\", load average %s; one thread; results left to the collector",
     os.date("!%Y-%m-%d %H:%M UTC"), cpu, (mha.isa()), load))
 print("lua/C: issue 15 asks <= 1.10; a forward at the prompt records its graph (parameters require grad, as in torch)")
-print(string.format("%-32s %4s %10s %8s %8s | %10s %7s | %10s %7s", "case", "runs", "lua ms", "GFLOP/s",
-    "flt/call", "C ms", "lua/C", "numpy ms", "lua/np"))
+print(probe_cmd and "peak, %peak: as in the C table, a probe (its own process) before each timed call, by CPU time"
+    or "peak: the C table's for the row; %peak: the median call's GFLOP/s over it")
+print(string.format("%-32s %4s %10s %8s %8s | %10s %7s | %10s %7s %7s %7s", "case", "runs", "lua ms", "GFLOP/s",
+    "flt/call", "C ms", "lua/C", "numpy ms", "lua/np", "peak", "%peak"))
 local function num(x, fmt) return x and x == x and string.format(fmt, x) or "-" end
+local save = save_path and assert(io.open(save_path, "w"))
 for _, c in ipairs(CASES) do
     if not only or c[1]:find(only, 1, true) then
-        local ms, runs, fl = time_case(make(c))
         local ref = c_ms[c[1]] or {}
-        print(string.format("%-32s %4d %10.3f %8.1f %8s | %10s %7s | %10s %7s", c[2], runs, ms, flops(c) / (ms * 1e6),
-            num(fl, "%.1f"), num(ref[1], "%.3f"), num(ref[1] and ms / ref[1], "%.2f"), num(ref[2], "%.3f"),
-            num(ref[2] and ms / ref[2], "%.2f")))
+        local ms, runs, fl, pk, fr = time_case(make(c), flops(c) / 1e9)
+        if not pk and ref[4] and ref[4] == ref[4] then pk, fr = ref[4], flops(c) / (ms * 1e6) / ref[4] end
+        print(string.format("%-32s %4d %10.3f %8.1f %8s | %10s %7s | %10s %7s %7s %7s", c[2], runs, ms,
+            flops(c) / (ms * 1e6), num(fl, "%.1f"), num(ref[1], "%.3f"), num(ref[1] and ms / ref[1], "%.2f"),
+            num(ref[2], "%.3f"), num(ref[2] and ms / ref[2], "%.2f"), num(pk, "%.1f"),
+            num(fr and 100 * fr, "%.0f%%")))
+        if save then
+            save:write(string.format("row lua_%s ours=%.4f c=%.4f gflop=%.6f peak=%.2f of_peak=%.4f\n", c[1], ms,
+                ref[1] or 0 / 0, flops(c) / 1e9, pk or 0 / 0, fr or 0 / 0))
+        end
         io.stdout:flush()
         collectgarbage()
     end
 end
+if save then save:close() end
 mha.threads(before)

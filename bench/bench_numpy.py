@@ -5,6 +5,13 @@ on the same shapes: it reads one case line at a time ("id kind sizes...") and an
 
 usage: build/bench --numpy '/usr/bin/python3 bench/bench_numpy.py'    (what `make bench` runs)
        build/bench --list | /usr/bin/python3 bench/bench_numpy.py      (NumPy's side alone)
+       /usr/bin/python3 bench/bench_numpy.py --coretype               (the Makefile's fair-peer helper)
+
+--coretype prints the OPENBLAS_CORETYPE OpenBLAS should have chosen on this CPU when, left to
+itself, it falls back to its generic Prescott kernel (OpenBLAS 0.3.21 does on CPUs newer than it):
+SkylakeX with AVX-512, Zen on AMD family 23 or 25, Haswell with AVX2; it prints nothing when OpenBLAS
+chose a kernel of its own, or none fits. `make bench` then also times every peer told that name
+(the "fair peer").
 
 Two more requests: "info" answers "info TEXT", the BLAS NumPy runs on and the kernel OpenBLAS chose for
 this CPU (threadpoolctl's architecture, its corename); "threads N" sets NumPy's (and torch's) thread
@@ -165,6 +172,31 @@ def blas_info():
     return "BLAS unknown (python3-threadpoolctl not installed)"
 
 
+def fair_coretype():
+    """The kernel name for OPENBLAS_CORETYPE when OpenBLAS fell back to Prescott here, else ""."""
+    arch = blas_info()
+    if "kernel Prescott" not in arch:
+        return ""
+    flags, vendor, family = set(), "", ""
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            key, _, value = line.partition(":")
+            key, value = key.strip(), value.strip()
+            if key == "flags" and not flags:
+                flags = set(value.split())
+            elif key == "vendor_id" and not vendor:
+                vendor = value
+            elif key == "cpu family" and not family:
+                family = value
+    if vendor == "AuthenticAMD" and family in ("23", "25") and "avx2" in flags:
+        return "Zen"
+    if {"avx512f", "avx512bw", "avx512vl", "avx512dq"} <= flags:
+        return "SkylakeX"
+    if {"avx2", "fma"} <= flags:
+        return "Haswell"
+    return ""
+
+
 def set_threads(n):
     try:
         from threadpoolctl import threadpool_limits
@@ -205,6 +237,9 @@ def time_case(fn, trace=True):
 
 
 def main():
+    if sys.argv[1:] == ["--coretype"]:
+        print(fair_coretype())
+        return
     rng = np.random.default_rng(0)
     while True:
         line = sys.stdin.readline()

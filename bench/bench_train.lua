@@ -4,8 +4,22 @@
 -- name, the thread count and the steps to time). Ours and torch's are timed in turn, round after round, so
 -- a shared machine's load falls on both alike; each row prints the median of the rounds.
 -- One thread is timed by CPU time, every core by wall time (CPU time adds up the threads).
+-- usage: bench_train.lua TORCH_COMMAND [--fair COMMAND] [--save FILE]
+--   --fair: torch's command told the kernel OpenBLAS should have chosen here (the Makefile passes it
+--   when OpenBLAS fell back to its generic one; "" for none), timed in each round of the 1-thread
+--   rows too: "fair ms", "ours/fair"
+--   --save: also write "row ID key=value..." lines (bench/table.lua reads them)
 
-local torch_cmd = arg and arg[1]
+local torch_cmd, fair_cmd, save_path
+do
+    local i = 1
+    while arg and arg[i] do
+        if arg[i] == "--fair" then fair_cmd, i = arg[i + 1], i + 2
+        elseif arg[i] == "--save" then save_path, i = arg[i + 1], i + 2
+        else torch_cmd, i = arg[i], i + 1 end
+    end
+    if fair_cmd == "" then fair_cmd = nil end
+end
 -- BENCH_TRAIN_ROUNDS (5), BENCH_TRAIN_ONLY (a row's name), BENCH_TRAIN_THREADS (1: one thread only)
 local ROUNDS = tonumber(os.getenv("BENCH_TRAIN_ROUNDS") or "") or 5
 local ONLY = os.getenv("BENCH_TRAIN_ONLY")
@@ -57,9 +71,9 @@ local function median(xs)
 end
 
 -- torch's ms per step for one round: its process builds the same model, warms up and times `steps`.
-local function torch_round(row, threads)
-    if not torch_cmd then return nil end
-    local p = io.popen(string.format("%s %s %d %d", torch_cmd, row.name, threads, row.steps))
+local function torch_round(cmd, row, threads)
+    if not cmd then return nil end
+    local p = io.popen(string.format("%s %s %d %d", cmd, row.name, threads, row.steps))
     local out = p and p:read("a") or ""
     if p then p:close() end
     return tonumber(out:match("torch_step_ms ([%d.]+)"))
@@ -78,8 +92,11 @@ print(string.format("training steps, AdamW (forward, loss, backward, clip 1.0, s
 print(string.format("ours and torch 1.13 timed in turn, %d rounds, median ms per step; 1 thread by CPU time, " ..
                     "%d threads by wall time", ROUNDS, cores))
 for _, row in ipairs(ROWS) do print(string.format("  %-10s %s", row.name, row.title)) end
-print(string.format("%-24s %8s %10s %10s %8s %16s", "row", "threads", "mha ms", "torch ms", "ratio",
-                    "mha min-max"))
+if fair_cmd then print("  fair: torch told the kernel OpenBLAS should have chosen on this CPU, timed in the same rounds") end
+print(string.format("%-24s %8s %10s %10s %8s %10s %9s %16s", "row", "threads", "mha ms", "torch ms", "ratio",
+                    "fair ms", "ours/fair", "mha min-max"))
+local save = save_path and assert(io.open(save_path, "w"))
+local function fmt(x, f) return x and string.format(f, x) or "-" end
 local thread_counts = (cores > 1 and os.getenv("BENCH_TRAIN_THREADS") ~= "1") and {1, cores} or {1}
 for _, row in ipairs(ROWS) do
     if ONLY and row.name ~= ONLY then goto next_row end
@@ -88,21 +105,29 @@ for _, row in ipairs(ROWS) do
         mha.threads(threads)
         local clock = threads == 1 and os.clock or mha.clock
         for _ = 1, math.max(3, row.steps // 2) do step() end
-        local ours, theirs = {}, {}
+        local ours, theirs, fairs = {}, {}, {}
         for r = 1, ROUNDS do
             collectgarbage()
             local t0 = clock()
             for _ = 1, row.steps do step() end
             ours[r] = (clock() - t0) / row.steps * 1e3
-            theirs[#theirs + 1] = torch_round(row, threads)
+            theirs[#theirs + 1] = torch_round(torch_cmd, row, threads)
+            -- the fair peer on one thread only: on every core torch's OpenMP threads spin while
+            -- they wait for a core, and a loaded machine's 2-thread rows measure its other work
+            if threads == 1 then fairs[#fairs + 1] = torch_round(fair_cmd, row, threads) end
         end
-        local m, t = median(ours), median(theirs)
+        local m, t, f = median(ours), median(theirs), median(fairs)
         table.sort(ours)
-        print(string.format("%-24s %8d %10.2f %10s %8s %7.2f-%-8.2f", "train_step_" .. row.name, threads, m,
-                            t and string.format("%.2f", t) or "-", t and string.format("%.2f", m / t) or "-",
+        print(string.format("%-24s %8d %10.2f %10s %8s %10s %9s %7.2f-%-8.2f", "train_step_" .. row.name, threads, m,
+                            fmt(t, "%.2f"), fmt(t and m / t, "%.2f"), fmt(f, "%.2f"), fmt(f and m / f, "%.2f"),
                             ours[1], ours[#ours]))
+        if save then
+            save:write(string.format("row train_%s_%d ours=%.4f torch=%.4f fair_torch=%.4f threads=%d\n", row.name,
+                                     threads, m, t or 0 / 0, f or 0 / 0, threads))
+        end
     end
     ::next_row::
 end
 mha.threads(cores)
+if save then save:close() end
 print(string.format("load average after: %s", load_average()))
