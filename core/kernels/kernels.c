@@ -477,6 +477,21 @@ static mha_status sgemm_part(void *ctx, size_t part, size_t nparts) {
     return job->split_rows ? sgemm_block(job, from, to, 0, job->N) : sgemm_block(job, 0, job->M, from, to);
 }
 
+/* A split product: PARTS_PER_THREAD parts a thread, claimed by whichever thread is free (pool.c),
+ * so a worker woken late still takes a share; each part at least PART_MIN_FLOPS (about 20 us of
+ * one core), and B packed once for all parts when the parts take rows of C and B packed is at most
+ * PREPACK_MAX_FLOATS (parts that take rows would each pack all of B). */
+enum { PARTS_PER_THREAD = 4, PREPACK_MAX_FLOATS = 4 * 1024 * 1024 };
+static const double PART_MIN_FLOPS = 2e6;
+
+static size_t sgemm_parts(size_t units, size_t threads_parts, double flops) {
+    if (threads_parts <= 1) return 1;
+    size_t parts = threads_parts * PARTS_PER_THREAD;
+    if ((double)parts * PART_MIN_FLOPS > flops) parts = (size_t)(flops / PART_MIN_FLOPS);
+    if (parts < threads_parts) parts = threads_parts;
+    return parts < units ? parts : units;
+}
+
 mha_status mha_sgemm(float *c, size_t ldc,
                      const float *a, ptrdiff_t a_rs, ptrdiff_t a_cs,
                      const float *b, ptrdiff_t b_rs, ptrdiff_t b_cs,
@@ -487,14 +502,28 @@ mha_status mha_sgemm(float *c, size_t ldc,
             for (size_t i = 0; i < M; i++) memset(c + i * ldc, 0, N * sizeof(float));
         return MHA_OK;
     }
-    /* split the longer side of C, so each part packs a share of the operand that is larger to
-     * pack */
-    sgemm_job job = {c, ldc, a, a_rs, a_cs, b, b_rs, b_cs, M, N, K, accumulate, M > N, NULL};
     const kernel_isa *k = isa();
-    const size_t units = job.split_rows ? (M + k->mr - 1) / k->mr : (N + k->nr - 1) / k->nr;
-    const size_t nparts = mha_kernels_parts(units, 2.0 * (double)M * (double)N * (double)K);
+    const double flops = 2.0 * (double)M * (double)N * (double)K;
+    const size_t row_units = (M + k->mr - 1) / k->mr, col_units = (N + k->nr - 1) / k->nr;
+    /* split rows of C where there are enough (each part then packs only its own rows of A, and B
+     * once), else the longer side, so each part packs a share of the operand larger to pack */
+    const size_t threads = mha_kernels_parts(row_units > col_units ? row_units : col_units, flops);
+    sgemm_job job = {c, ldc, a, a_rs, a_cs, b, b_rs, b_cs, M, N, K, accumulate,
+                     M > N || (row_units >= col_units && row_units >= 2 * threads), NULL};
+    const size_t nparts = sgemm_parts(job.split_rows ? row_units : col_units, threads, flops);
     if (nparts == 1) return sgemm_block(&job, 0, M, 0, N);
-    return mha_run_parts(sgemm_part, &job, nparts);
+    scratch s = {NULL, 0};
+    float *packed = NULL;
+    if (job.split_rows && !dot_rows_fit(k, &job) && mha_sgemm_packed_b_size(N, K) <= PREPACK_MAX_FLOATS) {
+        size_t size = mha_sgemm_packed_b_size(N, K);
+        if (!scratch_alloc(&s, &packed, &size, 1))
+            return mha_fail(MHA_E_NOMEM, "sgemm: (%zu,%zu) @ (%zu,%zu): out of memory for packing", M, K, K, N);
+        mha_sgemm_pack_b(packed, b, b_rs, b_cs, N, K);
+        job.packed_b = packed;
+    }
+    mha_status st = mha_run_parts(sgemm_part, &job, nparts);
+    if (packed) scratch_free(&s);
+    return st;
 }
 
 /* B packed once for many products (a head's K and V, which every block of queries multiplies): the
