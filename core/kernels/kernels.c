@@ -362,9 +362,43 @@ float mha_gelu_grad_ref(float g, float x) {
     return (float)(g * dydx);
 }
 
-void mha_gelu(float *y, const float *x, size_t n) { isa()->gelu(y, x, n); }
+/* GELU over many elements splits over threads in runs of GELU_RUN (each element is its own, so
+ * any split gives the same bits), a few runs a thread so that a worker woken late still takes a
+ * share. An element costs about what GELU_FLOPS of a product do (3 ns of this Xeon's core), which
+ * mha_kernels_parts weighs against handing a part over. */
+enum { GELU_RUN = 4096, GELU_FLOPS = 300, GELU_PARTS_PER_THREAD = 4 };
 
-void mha_gelu_grad(float *dx, const float *g, const float *x, size_t n) { isa()->gelu_grad(dx, g, x, n); }
+typedef struct gelu_job {
+    float *out;            /* y, or dx */
+    const float *g, *x;    /* g NULL: the forward */
+    size_t n, run;         /* elements; run: elements a part, a multiple of every vector width */
+} gelu_job;
+
+static mha_status gelu_part(void *ctx, size_t part, size_t nparts) {
+    const gelu_job *job = ctx;
+    (void)nparts;
+    const size_t from = part * job->run, n = min_size(job->run, job->n - from);
+    if (job->g) isa()->gelu_grad(job->out + from, job->g + from, job->x + from, n);
+    else isa()->gelu(job->out + from, job->x + from, n);
+    return MHA_OK;
+}
+
+static void gelu_split(float *out, const float *g, const float *x, size_t n) {
+    const size_t runs = (n + GELU_RUN - 1) / GELU_RUN;
+    const size_t threads = mha_kernels_parts(runs, (double)n * GELU_FLOPS);
+    if (threads <= 1) {
+        if (g) isa()->gelu_grad(out, g, x, n);
+        else isa()->gelu(out, x, n);
+        return;
+    }
+    const size_t parts = min_size(runs, threads * GELU_PARTS_PER_THREAD);
+    gelu_job job = {out, g, x, n, round_up((n + parts - 1) / parts, 64)};
+    mha_run_parts(gelu_part, &job, (n + job.run - 1) / job.run);   /* no part fails */
+}
+
+void mha_gelu(float *y, const float *x, size_t n) { gelu_split(y, NULL, x, n); }
+
+void mha_gelu_grad(float *dx, const float *g, const float *x, size_t n) { gelu_split(dx, g, x, n); }
 
 /* One call's operands, as mha_sgemm got them. */
 typedef struct sgemm_job {
