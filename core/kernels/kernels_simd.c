@@ -534,8 +534,8 @@ static const double erfcx_poly[19] = {
 INLINE vd two_phi(vd x, vi negative, vd *gauss) {
     vd z = abs_d(x) * 0.70710678118654752440;
     vd u = (z - 3.0) / (z + 3.0) * 1.5 + 0.5;
-    /* the polynomial by Estrin's scheme: 5 dependent steps where Horner's rule takes 18 (c the
-     * coefficients from the constant term up; the rounding errors stay a few 1e-16) */
+    /* the polynomial by Estrin's scheme: 5 dependent steps where Horner's rule takes 18 (c[18]
+     * the constant term, c[0] u^18's; the rounding errors stay a few 1e-16) */
     const double *c = erfcx_poly;
     vd u2 = u * u, u4 = u2 * u2, u8 = u4 * u4, u16 = u8 * u8;
     vd q0 = c[18] + u * c[17], q1 = c[16] + u * c[15], q2 = c[14] + u * c[13], q3 = c[12] + u * c[11];
