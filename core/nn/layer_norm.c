@@ -183,7 +183,8 @@ static mha_status backward_part(void *ctx, size_t part, size_t nparts) {
     part_range(&from, &to, job->rows, part, nparts);
     for (size_t r0 = from; r0 < to; r0 += LN_ROWS) {
         const float *row[LN_ROWS], *grow[LN_ROWS];
-        double mean[LN_ROWS], rstd[LN_ROWS], mean_g[LN_ROWS], mean_gx[LN_ROWS]; /* mean(ĝ), mean(ĝ∘x̂) */
+        double mean[LN_ROWS], rstd[LN_ROWS];
+        double mean_g[LN_ROWS], mean_gx[LN_ROWS]; /* mean(ĝ), mean(ĝ∘x̂) */
         rows_at(row, job->x, n, r0, to);
         rows_at(grow, job->dy, n, r0, to);
         rows_stats(mean, rstd, row, n, job->eps);
