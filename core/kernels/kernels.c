@@ -389,9 +389,43 @@ float mha_gelu_grad_ref(float g, float x) {
     return (float)(g * dydx);
 }
 
-void mha_gelu(float *y, const float *x, size_t n) { isa()->gelu(y, x, n); }
+/* GELU over many elements splits over threads in runs of GELU_RUN (each element is its own, so
+ * any split gives the same bits), a few runs a thread so that a worker woken late still takes a
+ * share. An element costs about what GELU_FLOPS of a product do (3 ns of this Xeon's core), which
+ * mha_kernels_parts weighs against handing a part over. */
+enum { GELU_RUN = 4096, GELU_FLOPS = 300, GELU_PARTS_PER_THREAD = 4 };
 
-void mha_gelu_grad(float *dx, const float *g, const float *x, size_t n) { isa()->gelu_grad(dx, g, x, n); }
+typedef struct gelu_job {
+    float *out;            /* y, or dx */
+    const float *g, *x;    /* g NULL: the forward */
+    size_t n, run;         /* elements; run: elements a part, a multiple of every vector width */
+} gelu_job;
+
+static mha_status gelu_part(void *ctx, size_t part, size_t nparts) {
+    const gelu_job *job = ctx;
+    (void)nparts;
+    const size_t from = part * job->run, n = min_size(job->run, job->n - from);
+    if (job->g) isa()->gelu_grad(job->out + from, job->g + from, job->x + from, n);
+    else isa()->gelu(job->out + from, job->x + from, n);
+    return MHA_OK;
+}
+
+static void gelu_split(float *out, const float *g, const float *x, size_t n) {
+    const size_t runs = (n + GELU_RUN - 1) / GELU_RUN;
+    const size_t threads = mha_kernels_parts(runs, (double)n * GELU_FLOPS);
+    if (threads <= 1) {
+        if (g) isa()->gelu_grad(out, g, x, n);
+        else isa()->gelu(out, x, n);
+        return;
+    }
+    const size_t parts = min_size(runs, threads * GELU_PARTS_PER_THREAD);
+    gelu_job job = {out, g, x, n, round_up((n + parts - 1) / parts, 64)};
+    mha_run_parts(gelu_part, &job, (n + job.run - 1) / job.run);   /* no part fails */
+}
+
+void mha_gelu(float *y, const float *x, size_t n) { gelu_split(y, NULL, x, n); }
+
+void mha_gelu_grad(float *dx, const float *g, const float *x, size_t n) { gelu_split(dx, g, x, n); }
 
 /* One call's operands, as mha_sgemm got them. */
 typedef struct sgemm_job {
@@ -505,6 +539,21 @@ static mha_status sgemm_part(void *ctx, size_t part, size_t nparts) {
     return job->split_rows ? sgemm_block(job, from, to, 0, job->N) : sgemm_block(job, 0, job->M, from, to);
 }
 
+/* A split product: PARTS_PER_THREAD parts a thread, claimed by whichever thread is free (pool.c),
+ * so a worker woken late still takes a share; each part at least PART_MIN_FLOPS (about 20 us of
+ * one core), and B packed once for all parts when the parts take rows of C and B packed is at most
+ * PREPACK_MAX_FLOATS (parts that take rows would each pack all of B). */
+enum { PARTS_PER_THREAD = 4, PREPACK_MAX_FLOATS = 4 * 1024 * 1024 };
+static const double PART_MIN_FLOPS = 2e6;
+
+static size_t sgemm_parts(size_t units, size_t threads_parts, double flops) {
+    if (threads_parts <= 1) return 1;
+    size_t parts = threads_parts * PARTS_PER_THREAD;
+    if ((double)parts * PART_MIN_FLOPS > flops) parts = (size_t)(flops / PART_MIN_FLOPS);
+    if (parts < threads_parts) parts = threads_parts;
+    return parts < units ? parts : units;
+}
+
 mha_status mha_sgemm(float *c, size_t ldc,
                      const float *a, ptrdiff_t a_rs, ptrdiff_t a_cs,
                      const float *b, ptrdiff_t b_rs, ptrdiff_t b_cs,
@@ -515,14 +564,28 @@ mha_status mha_sgemm(float *c, size_t ldc,
             for (size_t i = 0; i < M; i++) memset(c + i * ldc, 0, N * sizeof(float));
         return MHA_OK;
     }
-    /* split the longer side of C, so each part packs a share of the operand that is larger to
-     * pack */
-    sgemm_job job = {c, ldc, a, a_rs, a_cs, b, b_rs, b_cs, M, N, K, accumulate, M > N, NULL};
     const kernel_isa *k = isa();
-    const size_t units = job.split_rows ? (M + k->mr - 1) / k->mr : (N + k->nr - 1) / k->nr;
-    const size_t nparts = mha_kernels_parts(units, 2.0 * (double)M * (double)N * (double)K);
+    const double flops = 2.0 * (double)M * (double)N * (double)K;
+    const size_t row_units = (M + k->mr - 1) / k->mr, col_units = (N + k->nr - 1) / k->nr;
+    /* split rows of C where there are enough (each part then packs only its own rows of A, and B
+     * once), else the longer side, so each part packs a share of the operand larger to pack */
+    const size_t threads = mha_kernels_parts(row_units > col_units ? row_units : col_units, flops);
+    sgemm_job job = {c, ldc, a, a_rs, a_cs, b, b_rs, b_cs, M, N, K, accumulate,
+                     M > N || (row_units >= col_units && row_units >= 2 * threads), NULL};
+    const size_t nparts = sgemm_parts(job.split_rows ? row_units : col_units, threads, flops);
     if (nparts == 1) return sgemm_block(&job, 0, M, 0, N);
-    return mha_run_parts(sgemm_part, &job, nparts);
+    scratch s = {NULL, 0};
+    float *packed = NULL;
+    if (job.split_rows && !dot_rows_fit(k, &job) && mha_sgemm_packed_b_size(N, K) <= PREPACK_MAX_FLOATS) {
+        size_t size = mha_sgemm_packed_b_size(N, K);
+        if (!scratch_alloc(&s, &packed, &size, 1))
+            return mha_fail(MHA_E_NOMEM, "sgemm: (%zu,%zu) @ (%zu,%zu): out of memory for packing", M, K, K, N);
+        mha_sgemm_pack_b(packed, b, b_rs, b_cs, N, K);
+        job.packed_b = packed;
+    }
+    mha_status st = mha_run_parts(sgemm_part, &job, nparts);
+    if (packed) scratch_free(&s);
+    return st;
 }
 
 /* B packed once for many products (a head's K and V, which every block of queries multiplies): the

@@ -76,13 +76,13 @@ size_t mha_kernels_parts(size_t units, double flops);
 /* One part of a split call: does part `part` of `nparts` (its share of independent outputs). */
 typedef mha_status (*mha_part_fn)(void *ctx, size_t part, size_t nparts);
 /* Runs fn(ctx, part, nparts) for every part and waits for all of them (core/kernels/pool.c): part
- * 0 on the calling thread, each other offered to a worker of a pool started at the first split call
- * (signals blocked there, so Ctrl-C reaches the caller; joined at exit). A part no worker has taken
- * when the caller is done with part 0 runs on the caller, so a call never waits for a thread the
- * scheduler has not woken. Parts run one after another on the caller inside a part, while another
- * thread's call uses the pool, or when a worker cannot be started. Returns MHA_OK, or the status
- * and message of the lowest-numbered part that failed, after every part ended: each part frees its
- * own scratch and polls mha_interrupted() itself. */
+ * 0 on the calling thread, the others claimed one at a time by whichever thread is free - the
+ * caller or a worker of a pool started at the first split call (signals blocked there, so Ctrl-C
+ * reaches the caller; joined at exit) - so a call never waits for a thread the scheduler has not
+ * woken, and nparts may exceed the threads. Parts run one after another on the caller inside a
+ * part, while another thread's call uses the pool, or when a worker cannot be started. Returns
+ * MHA_OK, or the status and message of the lowest-numbered part that failed, after every part
+ * ended: each part frees its own scratch and polls mha_interrupted() itself. */
 mha_status mha_run_parts(mha_part_fn fn, void *ctx, size_t nparts);
 
 /* softmax along each of `rows` rows of n contiguous floats (row stride ld), in place:

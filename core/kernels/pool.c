@@ -58,15 +58,18 @@ size_t mha_kernels_parts(size_t units, double flops) {
 void mha_kernels_set_split_min(double flops) { split_min_flops = flops > 0 ? flops : 0; }
 
 /* ---------------------------------------------------------------------------------------------
- * The pool: worker w (1..MAX_THREADS-1) is offered part w of a call. The caller writes the job into
- * the worker's slot and marks it OFFERED; the worker takes it (OFFERED -> RUNNING), runs it and
- * marks the slot IDLE. The caller runs part 0, then takes back every part no worker has taken yet
- * (OFFERED -> IDLE) and runs it itself, so a worker the scheduler has not woken (2 cores shared by
- * more threads) never holds the call up; then it waits for the parts that run. Which thread runs a
- * part changes nothing in its bits: parts own disjoint outputs. A worker polls its slot for SPIN_NS
- * after its last part (the calls of one layer follow each other within microseconds), yielding the
- * core now and then, then sleeps on its condition variable. One call at a time uses the pool; a
- * second thread calling meanwhile runs its parts itself, one after another.
+ * The pool: workers 1..MAX_THREADS-1 are offered a call. The caller writes the job into each
+ * worker's slot and marks it OFFERED; a worker takes it (OFFERED -> RUNNING), runs parts and marks
+ * the slot IDLE. The parts are claimed one at a time from the call's counter by whichever thread
+ * is free, the caller too, so a worker the scheduler wakes late (2 cores shared by more threads)
+ * still takes what is left, and a call split into more parts than threads shares them out by
+ * speed; when the counter runs out, the caller takes back every offer no worker has taken yet
+ * (OFFERED -> IDLE) and waits for the workers that run. Which thread runs a part changes nothing
+ * in its bits: parts own disjoint outputs. Without take-back (a test's setting) worker w runs part
+ * w alone and the caller part 0. A worker polls its slot for SPIN_NS after its last part (the calls
+ * of one layer follow each other within microseconds), yielding the core now and then, then sleeps
+ * on its condition variable. One call at a time uses the pool; a second thread calling meanwhile
+ * runs its parts itself, one after another.
  * ------------------------------------------------------------------------------------------- */
 
 enum { SPIN_NS = 50 * 1000, SPINS_PER_YIELD = 64 };
@@ -81,11 +84,12 @@ typedef struct worker {
     pthread_cond_t wake;
     atomic_int state;     /* IDLE, OFFERED (the job is written), RUNNING (the worker runs it) */
     bool sleeping;        /* under pool.lock: waiting on wake */
-    mha_part_fn fn;       /* the job: part `part` of nparts */
+    mha_part_fn fn;       /* the job: part `part` of nparts, or parts from the counter */
     void *ctx;
     size_t part, nparts;
-    mha_status status;    /* the part's, whoever ran it */
-    char message[512];    /* the part's mha_errmsg(), which lives in the thread that ran it */
+    size_t failed;        /* the lowest part this worker ran that failed; nparts when none */
+    mha_status status;    /* that part's status */
+    char message[512];    /* its mha_errmsg(), which lives in the thread that ran it */
 } worker;
 
 static struct {
@@ -95,6 +99,8 @@ static struct {
     bool stop;            /* under lock: workers exit (at the program's exit) */
     atomic_flag busy;     /* a call is using the pool */
     size_t started;       /* workers 1..started are running */
+    bool shared;          /* this call's parts come from `next` (take-back), else one a worker */
+    atomic_size_t next;   /* the next part of this call not claimed yet */
     bool registered;      /* pool_stop runs at exit, pool_forget in a forked child */
     worker workers[MAX_THREADS];
 } pool = {.lock = PTHREAD_MUTEX_INITIALIZER, .done = PTHREAD_COND_INITIALIZER,
@@ -128,6 +134,25 @@ static mha_status part_do(mha_part_fn fn, void *ctx, size_t part, size_t nparts,
     return status;
 }
 
+/* Runs part `part` for w (a worker, or the caller's record), keeping the lowest failure. */
+static void part_record(worker *w, size_t part) {
+    char message[512];
+    mha_status status = part_do(w->fn, w->ctx, part, w->nparts, message, sizeof message);
+    if (status != MHA_OK && part < w->failed) {
+        w->failed = part, w->status = status;
+        snprintf(w->message, sizeof w->message, "%s", message);
+    }
+}
+
+/* Runs parts claimed from the call's counter until none is left. */
+static void parts_claim(worker *w) {
+    for (;;) {
+        size_t part = atomic_fetch_add(&pool.next, 1);
+        if (part >= w->nparts) return;
+        part_record(w, part);
+    }
+}
+
 static void *worker_main(void *arg) {
     worker *w = arg;
     for (;;) {
@@ -149,7 +174,8 @@ static void *worker_main(void *arg) {
         /* pass 2: take the part unless the caller took it back, run it, tell a sleeping caller */
         int offered = OFFERED;
         if (!atomic_compare_exchange_strong(&w->state, &offered, RUNNING)) continue;
-        w->status = part_do(w->fn, w->ctx, w->part, w->nparts, w->message, sizeof w->message);
+        if (pool.shared) parts_claim(w);
+        else part_record(w, w->part);
         atomic_store(&w->state, IDLE);
         pthread_mutex_lock(&pool.lock);
         if (pool.caller_sleeping) pthread_cond_signal(&pool.done);
@@ -224,32 +250,37 @@ static bool any_running(size_t workers) {
 
 mha_status mha_run_parts(mha_part_fn fn, void *ctx, size_t nparts) {
     if (nparts <= 1) return fn(ctx, 0, 1);
-    if (nparts > MAX_THREADS || in_part || atomic_flag_test_and_set(&pool.busy))
+    if (nparts > MAX_THREADS * 64 || in_part || atomic_flag_test_and_set(&pool.busy))
         return run_here(fn, ctx, nparts); /* inside a part, or the pool is another call's */
-    size_t want = nparts - 1, started = pool_grow(want);
-    size_t workers = started < want ? started : want;
-    /* pass 1: offer parts 1..workers, waking the workers that sleep */
+    size_t threads = mha_kernels_threads(), want = (nparts < threads ? nparts : threads) - 1;
+    size_t started = want ? pool_grow(want) : 0, workers = started < want ? started : want;
+    /* pass 1: offer the call to workers 1..workers, waking the workers that sleep; parts from 1
+     * (shared) or part w to worker w */
+    pool.shared = take_back;
+    atomic_store(&pool.next, 1);
     for (size_t p = 1; p <= workers; p++) {
         worker *w = &pool.workers[p];
-        w->fn = fn, w->ctx = ctx, w->part = p, w->nparts = nparts, w->status = MHA_OK;
+        w->fn = fn, w->ctx = ctx, w->part = p, w->nparts = nparts, w->failed = nparts, w->status = MHA_OK;
         atomic_store(&w->state, OFFERED);
     }
     pthread_mutex_lock(&pool.lock);
     for (size_t p = 1; p <= workers; p++)
         if (pool.workers[p].sleeping) pthread_cond_signal(&pool.workers[p].wake);
     pthread_mutex_unlock(&pool.lock);
-    /* pass 2: part 0 here, then every part not taken yet, and any part no worker was started for */
-    char message0[512], message_rest[512] = "";
-    mha_status first = part_do(fn, ctx, 0, nparts, message0, sizeof message0), rest = MHA_OK;
-    for (size_t p = 1; p <= workers && take_back; p++) {
-        worker *w = &pool.workers[p];
-        int offered = OFFERED;
-        if (atomic_compare_exchange_strong(&w->state, &offered, IDLE))
-            w->status = part_do(fn, ctx, p, nparts, w->message, sizeof w->message);
+    /* pass 2: part 0 here, then parts from the counter (or every part no worker was offered), then
+     * every offer not taken yet withdrawn */
+    worker here = {.fn = fn, .ctx = ctx, .nparts = nparts, .failed = nparts};
+    part_record(&here, 0);
+    if (take_back) {
+        parts_claim(&here);
+        for (size_t p = 1; p <= workers; p++) {
+            int offered = OFFERED;
+            atomic_compare_exchange_strong(&pool.workers[p].state, &offered, IDLE);
+        }
+    } else {
+        for (size_t p = workers + 1; p < nparts; p++) part_record(&here, p);
     }
-    for (size_t p = workers + 1; p < nparts && rest == MHA_OK; p++)
-        rest = part_do(fn, ctx, p, nparts, message_rest, sizeof message_rest);
-    /* pass 3: wait for the parts the workers run (poll, then sleep) */
+    /* pass 3: wait for the workers that run (poll, then sleep) */
     long long start = now_ns();
     unsigned spins = 0;
     while (any_running(workers) && spin_on(&spins, start)) {}
@@ -261,13 +292,10 @@ mha_status mha_run_parts(mha_part_fn fn, void *ctx, size_t nparts) {
         pthread_mutex_unlock(&pool.lock);
     }
     /* pass 4: the lowest-numbered failure, after every part ended */
-    mha_status status = first;
-    if (status != MHA_OK) status = mha_fail(status, "%s", message0);
-    for (size_t p = 1; p <= workers && status == MHA_OK; p++) {
-        const worker *w = &pool.workers[p];
-        if (w->status != MHA_OK) status = mha_fail(w->status, "%s", w->message);
-    }
-    if (status == MHA_OK && rest != MHA_OK) status = mha_fail(rest, "%s", message_rest);
+    const worker *lowest = &here;
+    for (size_t p = 1; p <= workers; p++)
+        if (pool.workers[p].failed < lowest->failed) lowest = &pool.workers[p];
+    mha_status status = lowest->failed < nparts ? mha_fail(lowest->status, "%s", lowest->message) : MHA_OK;
     atomic_flag_clear(&pool.busy);
     return status;
 }

@@ -7,9 +7,123 @@
 #include <string.h>
 
 #include "autograd/autograd.h"
+#include "kernels/kernels.h"
 #include "nn/nn_internal.h"
 
+/* Rows split over threads (kernels.h): each row's sums are its own, in one order, so any split
+ * gives the same bits. An element costs about what LN_*_FLOPS of a product do (2, 3.5 and 0.8 ns
+ * on the AVX-512 Xeon), which mha_kernels_parts weighs against handing a part over; a few parts a
+ * thread, claimed by whichever thread is free. */
+enum { LN_FORWARD_FLOPS = 200, LN_BACKWARD_FLOPS = 350, LN_COLUMN_FLOPS = 80, LN_PARTS_PER_THREAD = 4 };
+
+typedef struct ln_job {
+    size_t n, rows;               /* rows (groups) of n elements */
+    const float *x, *w, *b, *dy;  /* x, dy (rows, n); w, b (n) or NULL */
+    float *out;                   /* y or dx (rows, n) */
+    double *mean, *rstd;          /* backward: each row's, for the column sums (rows) */
+    double *acc_w, *acc_b;        /* backward: Σ_rows dy∘x̂, Σ_rows dy (n) */
+    float eps;
+} ln_job;
+
+/* fn over the rows in parts, or over the columns for the column pass (then part splits n). */
+static void ln_run(mha_part_fn fn, ln_job *job, size_t units, double flops) {
+    size_t threads = mha_kernels_parts(units, flops);
+    size_t parts = threads * LN_PARTS_PER_THREAD < units ? threads * LN_PARTS_PER_THREAD : units;
+    mha_run_parts(fn, job, threads <= 1 ? 1 : parts);   /* no part fails */
+}
+
+static void ln_split(mha_part_fn fn, ln_job *job, double flops_per_element) {
+    ln_run(fn, job, job->rows, (double)job->rows * (double)job->n * flops_per_element);
+}
+
+/* The part's share [*from, *to) of `count` in nparts even runs. */
+static void part_range(size_t *from, size_t *to, size_t count, size_t part, size_t nparts) {
+    *from = count * part / nparts;
+    *to = count * (part + 1) / nparts;
+}
+
 /* ---- forward ---- */
+
+/* The rows r0 .. r0+LN_ROWS-1 of x (rows, n), those past `to` replaced by row to-1 (computed, never
+ * stored). LN_ROWS rows go through their sums together: each row's sum is a chain of n dependent
+ * additions in double, in the order of a plain loop (so are its bits), and four chains keep the
+ * adder busy where one waits on its own latency. */
+enum { LN_ROWS = 4 };
+
+/* Two doubles (one SSE2 or NEON register, the baseline every build has) and two floats: the
+ * per-element passes run two elements a vector, each the same operations in the same order as
+ * one at a time, so the same bits. */
+enum { LANES = 2 };
+typedef double ln_vd __attribute__((vector_size(LANES * sizeof(double))));
+typedef float ln_vf __attribute__((vector_size(LANES * sizeof(float))));
+
+static inline ln_vd load_vd(const float *p) {
+    ln_vf v;
+    memcpy(&v, p, sizeof v);
+    return __builtin_convertvector(v, ln_vd);
+}
+
+static inline void store_vf(float *p, ln_vd v) {
+    ln_vf f = __builtin_convertvector(v, ln_vf);
+    memcpy(p, &f, sizeof f);
+}
+
+static void rows_at(const float *rows[LN_ROWS], const float *base, size_t n, size_t r0, size_t to) {
+    for (size_t k = 0; k < LN_ROWS; k++) rows[k] = base + (r0 + k < to ? r0 + k : to - 1) * n;
+}
+
+/* mean and rstd = 1/sqrt(biased variance + eps) of LN_ROWS rows of n, in double. */
+static void rows_stats(double mean_out[LN_ROWS], double rstd[LN_ROWS], const float *row[LN_ROWS], size_t n,
+                       float eps) {
+    double mean[LN_ROWS], var[LN_ROWS];   /* locals, unrolled: the sums stay in registers */
+#pragma GCC unroll 4
+    for (size_t k = 0; k < LN_ROWS; k++) mean[k] = 0.0, var[k] = 0.0;
+    for (size_t i = 0; i < n; i++)   /* pass 1: mean */
+#pragma GCC unroll 4
+        for (size_t k = 0; k < LN_ROWS; k++) mean[k] += row[k][i];
+#pragma GCC unroll 4
+    for (size_t k = 0; k < LN_ROWS; k++) mean[k] /= (double)(n ? n : 1);
+    for (size_t i = 0; i < n; i++)   /* pass 2: biased variance */
+#pragma GCC unroll 4
+        for (size_t k = 0; k < LN_ROWS; k++) var[k] += ((double)row[k][i] - mean[k]) * ((double)row[k][i] - mean[k]);
+#pragma GCC unroll 4
+    for (size_t k = 0; k < LN_ROWS; k++) {
+        var[k] /= (double)(n ? n : 1);
+        rstd[k] = 1.0 / sqrt(var[k] + (double)eps);
+        mean_out[k] = mean[k];
+    }
+}
+
+static mha_status forward_part(void *ctx, size_t part, size_t nparts) {
+    const ln_job *job = ctx;
+    const size_t n = job->n;
+    const float *w = job->w, *b = job->b;
+    size_t from, to;
+    part_range(&from, &to, job->rows, part, nparts);
+    for (size_t r0 = from; r0 < to; r0 += LN_ROWS) {
+        const float *row[LN_ROWS];
+        double mean[LN_ROWS], rstd[LN_ROWS];
+        rows_at(row, job->x, n, r0, to);
+        rows_stats(mean, rstd, row, n, job->eps);
+        for (size_t k = 0; k < LN_ROWS && r0 + k < to; k++) {
+            float *dst = job->out + (r0 + k) * n;
+            size_t i = 0;
+            for (; i + LANES <= n; i += LANES) { /* pass 3: normalize, scale, shift */
+                ln_vd y = (load_vd(row[k] + i) - mean[k]) * rstd[k];
+                if (w) y *= load_vd(w + i);
+                if (b) y += load_vd(b + i);
+                store_vf(dst + i, y);
+            }
+            for (; i < n; i++) {
+                double y = ((double)row[k][i] - mean[k]) * rstd[k];
+                if (w) y *= w[i];
+                if (b) y += b[i];
+                dst[i] = (float)y;
+            }
+        }
+    }
+    return MHA_OK;
+}
 
 mha_status mha_layer_norm(mha_tensor *out, const mha_tensor *x, size_t norm_ndim, const mha_tensor *weight,
                           const mha_tensor *bias, float eps) {
@@ -42,24 +156,10 @@ mha_status mha_layer_norm(mha_tensor *out, const mha_tensor *x, size_t norm_ndim
     if ((st = mha_empty_named(out, MHA_FLOAT32, x->ndim, x->shape, "layer_norm")) != MHA_OK) goto fail;
     if (mha_numel(out) == 0) goto fail;   /* st is MHA_OK: no element, done at once */
 
-    size_t n = prod(x->shape, first, x->ndim), groups = prod(x->shape, 0, first);
-    const float *src = mha_f32(&cx), *w = weight ? mha_f32(&cw) : NULL, *b = bias ? mha_f32(&cb) : NULL;
-    float *dst = mha_f32(out);
-    for (size_t g = 0; g < groups; g++) {
-        const float *row = src + g * n;
-        double mean = 0.0, var = 0.0;   /* pass 1: mean; pass 2: biased variance, both in double */
-        for (size_t i = 0; i < n; i++) mean += row[i];
-        mean /= (double)(n ? n : 1);
-        for (size_t i = 0; i < n; i++) var += ((double)row[i] - mean) * ((double)row[i] - mean);
-        var /= (double)(n ? n : 1);
-        double rstd = 1.0 / sqrt(var + (double)eps);
-        for (size_t i = 0; i < n; i++) { /* pass 3: normalize, scale, shift */
-            double y = ((double)row[i] - mean) * rstd;
-            if (w) y *= w[i];
-            if (b) y += b[i];
-            dst[g * n + i] = (float)y;
-        }
-    }
+    ln_job job = {.n = prod(x->shape, first, x->ndim), .rows = prod(x->shape, 0, first), .x = mha_f32(&cx),
+                  .w = weight ? mha_f32(&cw) : NULL, .b = bias ? mha_f32(&cb) : NULL, .out = mha_f32(out),
+                  .eps = eps};
+    ln_split(forward_part, &job, LN_FORWARD_FLOPS);
     mha_release(&cx);
     mha_release(&cw);
     mha_release(&cb);
@@ -73,7 +173,82 @@ fail:
 
 /* ---- backward ---- */
 
-/* ---- layer_norm ---- */
+/* Pass 1, by rows: x̂ = (x - mean)·rstd, ĝ = dy∘w, dx = (ĝ - mean(ĝ) - x̂·mean(ĝ∘x̂))·rstd; each
+ * row's mean and rstd kept for pass 2. */
+static mha_status backward_part(void *ctx, size_t part, size_t nparts) {
+    const ln_job *job = ctx;
+    const size_t n = job->n;
+    const float *ws = job->w;
+    size_t from, to;
+    part_range(&from, &to, job->rows, part, nparts);
+    for (size_t r0 = from; r0 < to; r0 += LN_ROWS) {
+        const float *row[LN_ROWS], *grow[LN_ROWS];
+        double mean[LN_ROWS], rstd[LN_ROWS];
+        double mean_g[LN_ROWS], mean_gx[LN_ROWS]; /* mean(ĝ), mean(ĝ∘x̂) */
+        rows_at(row, job->x, n, r0, to);
+        rows_at(grow, job->dy, n, r0, to);
+        rows_stats(mean, rstd, row, n, job->eps);
+#pragma GCC unroll 4
+        for (size_t k = 0; k < LN_ROWS; k++) mean_g[k] = 0.0, mean_gx[k] = 0.0;
+        for (size_t i = 0; i < n; i++)
+#pragma GCC unroll 4
+            for (size_t k = 0; k < LN_ROWS; k++) {
+                double xhat = ((double)row[k][i] - mean[k]) * rstd[k], gh = (double)grow[k][i] * (ws ? ws[i] : 1.0);
+                mean_g[k] += gh;
+                mean_gx[k] += gh * xhat;
+            }
+        for (size_t k = 0; k < LN_ROWS && r0 + k < to; k++) {
+            const size_t r = r0 + k;
+            job->mean[r] = mean[k], job->rstd[r] = rstd[k];
+            mean_g[k] /= (double)n;
+            mean_gx[k] /= (double)n;
+            size_t i = 0;
+            for (; i + LANES <= n; i += LANES) {
+                ln_vd xhat = (load_vd(row[k] + i) - mean[k]) * rstd[k], gh = load_vd(grow[k] + i);
+                if (ws) gh *= load_vd(ws + i);
+                store_vf(job->out + r * n + i, (gh - mean_g[k] - xhat * mean_gx[k]) * rstd[k]);
+            }
+            for (; i < n; i++) {
+                double xhat = ((double)row[k][i] - mean[k]) * rstd[k], gh = (double)grow[k][i] * (ws ? ws[i] : 1.0);
+                job->out[r * n + i] = (float)((gh - mean_g[k] - xhat * mean_gx[k]) * rstd[k]);
+            }
+        }
+    }
+    return MHA_OK;
+}
+
+/* Pass 2, by columns: dw += dy∘x̂ and db += dy over the rows in row order, in double, LANES
+ * columns a vector; a column's additions are those of a plain loop over the rows, so are its
+ * bits. */
+enum { COLUMN_RUN = 16 };
+
+static mha_status column_part(void *ctx, size_t part, size_t nparts) {
+    const ln_job *job = ctx;
+    const size_t n = job->n, runs = (n + COLUMN_RUN - 1) / COLUMN_RUN;
+    size_t from, to;
+    part_range(&from, &to, runs, part, nparts);
+    from *= COLUMN_RUN, to = to * COLUMN_RUN < n ? to * COLUMN_RUN : n;
+    for (size_t r = 0; r < job->rows; r++) {
+        const float *row = job->x + r * n, *grow = job->dy + r * n;
+        const double mean = job->mean[r], rstd = job->rstd[r];
+        size_t i = from;
+        for (; i + LANES <= to; i += LANES) {
+            ln_vd aw, ab, g = load_vd(grow + i);
+            memcpy(&aw, job->acc_w + i, sizeof aw);
+            memcpy(&ab, job->acc_b + i, sizeof ab);
+            aw += g * ((load_vd(row + i) - mean) * rstd);
+            ab += g;
+            memcpy(job->acc_w + i, &aw, sizeof aw);
+            memcpy(job->acc_b + i, &ab, sizeof ab);
+        }
+        for (; i < to; i++) {
+            double xhat = ((double)row[i] - mean) * rstd;
+            job->acc_w[i] += (double)grow[i] * xhat;
+            job->acc_b[i] += grow[i];
+        }
+    }
+    return MHA_OK;
+}
 
 mha_status mha_layer_norm_backward(mha_tensor *dx, mha_tensor *dw, mha_tensor *db, const mha_tensor *dy,
                                    const mha_tensor *x, size_t norm_ndim, const mha_tensor *w, float eps) {
@@ -94,38 +269,18 @@ mha_status mha_layer_norm_backward(mha_tensor *dx, mha_tensor *dw, mha_tensor *d
     if ((st = mha_contiguous(&cy, dy)) != MHA_OK || (st = mha_contiguous(&cx, x)) != MHA_OK) goto done;
     if (w && (st = mha_contiguous(&cw, w)) != MHA_OK) goto done;
     if ((st = mha_empty(&gx, MHA_FLOAT32, x->ndim, x->shape)) != MHA_OK) goto done;
-    acc_w = mha_alloc(2 * (n ? n : 1) * sizeof *acc_w);
+    acc_w = mha_alloc((2 * (n ? n : 1) + 2 * groups) * sizeof *acc_w);
     if (!acc_w) {
         st = mha_fail(MHA_E_NOMEM, "layer_norm_backward: out of memory");
         goto done;
     }
     acc_b = acc_w + n;
     memset(acc_w, 0, 2 * n * sizeof *acc_w);
-    const float *g = mha_f32(&cy), *xs = mha_f32(&cx), *ws = w ? mha_f32(&cw) : NULL;
-    float *out = mha_f32(&gx);
-    for (size_t r = 0; r < groups; r++) {
-        const float *row = xs + r * n, *grow = g + r * n;
-        double mean = 0.0, var = 0.0;
-        for (size_t i = 0; i < n; i++) mean += row[i];
-        mean /= (double)(n ? n : 1);
-        for (size_t i = 0; i < n; i++) var += ((double)row[i] - mean) * ((double)row[i] - mean);
-        var /= (double)(n ? n : 1);
-        double rstd = 1.0 / sqrt(var + (double)eps);
-        double mean_g = 0.0, mean_gx = 0.0; /* mean(ĝ), mean(ĝ∘x̂) */
-        for (size_t i = 0; i < n; i++) {
-            double xhat = ((double)row[i] - mean) * rstd, gh = (double)grow[i] * (ws ? ws[i] : 1.0);
-            mean_g += gh;
-            mean_gx += gh * xhat;
-            acc_w[i] += (double)grow[i] * xhat;
-            acc_b[i] += grow[i];
-        }
-        mean_g /= (double)n;
-        mean_gx /= (double)n;
-        for (size_t i = 0; i < n; i++) {
-            double xhat = ((double)row[i] - mean) * rstd, gh = (double)grow[i] * (ws ? ws[i] : 1.0);
-            out[r * n + i] = (float)((gh - mean_g - xhat * mean_gx) * rstd);
-        }
-    }
+    ln_job job = {.n = n, .rows = groups, .x = mha_f32(&cx), .w = w ? mha_f32(&cw) : NULL, .dy = mha_f32(&cy),
+                  .out = mha_f32(&gx), .mean = acc_b + n, .rstd = acc_b + n + groups, .acc_w = acc_w,
+                  .acc_b = acc_b, .eps = eps};
+    ln_split(backward_part, &job, LN_BACKWARD_FLOPS);
+    ln_run(column_part, &job, (n + COLUMN_RUN - 1) / COLUMN_RUN, (double)groups * (double)n * LN_COLUMN_FLOPS);
     size_t nshape[MHA_MAX_DIMS];
     memcpy(nshape, x->shape + first, norm_ndim * sizeof *nshape);
     if (dw) {
@@ -140,7 +295,7 @@ mha_status mha_layer_norm_backward(mha_tensor *dx, mha_tensor *dw, mha_tensor *d
     if (dw) *dw = gw, gw = MHA_TENSOR_EMPTY;
     if (db) *db = gb, gb = MHA_TENSOR_EMPTY;
 done:
-    if (acc_w) mha_free(acc_w, 2 * (n ? n : 1) * sizeof *acc_w);
+    if (acc_w) mha_free(acc_w, (2 * (n ? n : 1) + 2 * groups) * sizeof *acc_w);
     mha_release(&cy), mha_release(&cx), mha_release(&cw), mha_release(&gx), mha_release(&gw), mha_release(&gb);
     return st;
 }
