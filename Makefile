@@ -231,7 +231,7 @@ $(BUILD)/mha.so: $(LIB_OBJ) $(BUILD)/libmhacore.a
 	$(CC) $(CFLAGS) $(SAN) -shared -o $@ $^ $(CORE_LIBS)
 
 # each tests/core/test_X.c is one test program linked against the core; tests/repl/ ones drive a pty
-$(BUILD)/tests/%: tests/core/%.c tests/check.h tests/manifest.h $(BUILD)/libmhacore.a
+$(BUILD)/tests/%: tests/core/%.c tests/core/splitmix.h tests/check.h tests/manifest.h $(BUILD)/libmhacore.a
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -Itests -o $@ $< $(BUILD)/libmhacore.a $(CORE_LIBS)
 

@@ -10,15 +10,8 @@
 #include "kernels/kernels.h"
 #include "kernels/kernels_testing.h"
 
-/* A small deterministic generator (splitmix64), so the test needs no other part of the core. */
-static uint64_t rng_state = 0x6465636f64652d31ULL;
-static float uniform(float lo, float hi) {
-    uint64_t z = (rng_state += 0x9E3779B97F4A7C15ULL);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    z ^= z >> 31;
-    return lo + (hi - lo) * (float)((double)(z >> 40) / (double)(1ULL << 24));
-}
+#define SPLITMIX_SEED 0x6465636f64652d31ULL
+#include "splitmix.h"
 
 enum mask_kind { NO_MASK, RANDOM_MASK, FIRST_TILE_HIDDEN, ALL_HIDDEN };
 

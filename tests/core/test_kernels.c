@@ -24,15 +24,8 @@ static const double ATTN_ATOL = 2e-6;
 static const size_t AWKWARD[] = {1, 3, 7, 17, 33, 65, 129, 257};
 enum { NAWK = sizeof AWKWARD / sizeof AWKWARD[0] };
 
-/* A small deterministic generator (splitmix64), so the test needs no other part of the core. */
-static uint64_t rng_state = 0x6d68612d6b65726eULL;
-static float uniform(float lo, float hi) {
-    uint64_t z = (rng_state += 0x9E3779B97F4A7C15ULL);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    z ^= z >> 31;
-    return lo + (hi - lo) * (float)((double)(z >> 40) / (double)(1ULL << 24));
-}
+#define SPLITMIX_SEED 0x6d68612d6b65726eULL
+#include "splitmix.h"
 static float *random_floats(size_t n) {
     float *x = malloc((n ? n : 1) * sizeof *x);
     for (size_t i = 0; i < n; i++) x[i] = uniform(-1.0f, 1.0f);
