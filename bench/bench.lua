@@ -16,16 +16,9 @@
 -- 64 MiB of new tensors); the first calls of a loop map fresh memory, C's and NumPy's first calls too.
 -- flt/call: minor page faults of the process per timed call (/proc/self/stat): 0 when every block is
 -- reused, 256 per MiB mapped anew.
-local c_file, only, probe_cmd, save_path
-do
-    local positional, i = {}, 1
-    while arg and arg[i] do
-        if arg[i] == "--probe" then probe_cmd, i = arg[i + 1], i + 2
-        elseif arg[i] == "--save" then save_path, i = arg[i + 1], i + 2
-        else positional[#positional + 1], i = arg[i], i + 1 end
-    end
-    c_file, only = positional[1], positional[2]
-end
+local parse_args = dofile((arg and arg[0] or ""):match("^(.*)/") .. "/args.lua")
+local opts, positional = parse_args(arg, {"probe", "save"})
+local c_file, only, probe_cmd, save_path = positional[1], positional[2], opts.probe, opts.save
 if c_file == "-" or c_file == "" then c_file = nil end   -- no C file, so that ONLY can follow
 
 -- id, label, kind, sizes (attention: H, L, D [, H_kv]): the rows of bench.c's CASES, in its order

@@ -8,16 +8,9 @@
 --   when OpenBLAS fell back to its generic one; "" for none): "fair ms", "ours/fair"
 --   --save: also write "row ID key=value..." lines (bench/table.lua reads them)
 
-local torch_cmd, fair_cmd, save_path
-do
-    local i = 1
-    while arg and arg[i] do
-        if arg[i] == "--fair" then fair_cmd, i = arg[i + 1], i + 2
-        elseif arg[i] == "--save" then save_path, i = arg[i + 1], i + 2
-        else torch_cmd, i = arg[i], i + 1 end
-    end
-    if fair_cmd == "" then fair_cmd = nil end
-end
+local parse_args = dofile((arg and arg[0] or ""):match("^(.*)/") .. "/args.lua")
+local opts, positional = parse_args(arg, {"fair", "save"})
+local torch_cmd, fair_cmd, save_path = positional[#positional], opts.fair, opts.save
 local NEW = 256
 mha.seed(0)
 local model = mha.nn.Transformer{vocab = 64, d_model = 128, heads = 4, layers = 4, max_len = 512}

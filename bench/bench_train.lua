@@ -10,16 +10,9 @@
 --   rows too: "fair ms", "ours/fair"
 --   --save: also write "row ID key=value..." lines (bench/table.lua reads them)
 
-local torch_cmd, fair_cmd, save_path
-do
-    local i = 1
-    while arg and arg[i] do
-        if arg[i] == "--fair" then fair_cmd, i = arg[i + 1], i + 2
-        elseif arg[i] == "--save" then save_path, i = arg[i + 1], i + 2
-        else torch_cmd, i = arg[i], i + 1 end
-    end
-    if fair_cmd == "" then fair_cmd = nil end
-end
+local parse_args = dofile((arg and arg[0] or ""):match("^(.*)/") .. "/args.lua")
+local opts, positional = parse_args(arg, {"fair", "save"})
+local torch_cmd, fair_cmd, save_path = positional[#positional], opts.fair, opts.save
 -- BENCH_TRAIN_ROUNDS (5), BENCH_TRAIN_ONLY (a row's name), BENCH_TRAIN_THREADS (1: one thread only)
 local ROUNDS = tonumber(os.getenv("BENCH_TRAIN_ROUNDS") or "") or 5
 local ONLY = os.getenv("BENCH_TRAIN_ONLY")
