@@ -154,7 +154,9 @@ end
 
 -- The validation loss: the mean of the masked loss over the same batches each time (the task's
 -- stream restarts at its seed), outside the graph.
-local function validate(model, val, batches)
+-- The mean loss of `batches` batches of a task, from its seed and without a graph: the validation
+-- loss mha.train logs, and what writing.val_loss returns.
+function M.validation_loss(model, val, batches)
     val:reseed(val.seed or 0)
     return mha.no_grad(function()
         local sum = 0
@@ -295,7 +297,7 @@ local function run_steps(run)
         run.history.steps = step
         if run.val and (step % run.val_every == 0 or step == run.steps) then
             local k = #run.history.val_loss + 1
-            run.history.val_loss[k] = validate(model, run.val, run.val_batches)
+            run.history.val_loss[k] = M.validation_loss(model, run.val, run.val_batches)
             run.history.val_step[k] = step
         end
         if step % run.log_every == 0 or step == run.steps then

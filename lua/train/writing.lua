@@ -77,22 +77,13 @@ function M.val_loss(model, tok, valid, opts)
     if type(tok) == "table" and type(tok.batch) == "function" and type(tok.reseed) == "function" then
         task, opts = tok, valid or {}
         options.check("writing.val_loss", opts, {"batches"})
-        task:reseed(task.seed or 0)
     else
         opts = opts or {}
         options.check("writing.val_loss", opts, VAL_OPTIONS)
         task = require("mha.tasks").text{text = valid, tokenizer = tok, len = opts.len or 64,
                                          batch = opts.batch or 32, seed = opts.seed or 0}
     end
-    local loss = require("mha.train").loss
-    return mha.no_grad(function()
-        local sum, batches = 0, opts.batches or 8
-        for _ = 1, batches do
-            local tokens, targets = task:batch()
-            sum = sum + loss(model:forward(tokens, {need_weights = false}), targets):item()
-        end
-        return sum / batches
-    end)
+    return require("mha.train").validation_loss(model, task, opts.batches or 8)
 end
 
 local GENERATE_OPTIONS = {"max_new_tokens", "temperature", "top_k", "top_p", "seed", "stream"}
