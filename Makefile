@@ -244,7 +244,7 @@ $(BUILD)/tests/fuzz_lua: tests/fuzz/fuzz_lua.c $(LIB_OBJ) $(BUILD)/libmhacore.a
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) $(LUA_CFLAGS) -fsanitize=fuzzer -o $@ $< $(LIB_OBJ) $(BUILD)/libmhacore.a $(LUA_LIBS) $(CORE_LIBS)
 
-$(BUILD)/tests/%: tests/repl/%.c tests/check.h
+$(BUILD)/tests/%: tests/repl/%.c tests/repl/pty_session.h tests/check.h
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -Itests -o $@ $< -lutil
 
