@@ -249,6 +249,10 @@ local function places()
     if type(mha) == "table" and type(mha.nn) == "table" then
         list[#list + 1] = {"mha.nn.", mha.nn}
         list[#list + 1] = {"Module:", mha.nn.Module}
+        for _, class in ipairs{"Transformer"} do   -- its own methods: help(m.generate)
+            local methods = mha.nn[class]
+            if type(methods) == "table" then list[#list + 1] = {class .. ":", methods} end
+        end
         list[#list + 1] = {"mha.optim.", mha.optim}
     end
     for _, name in ipairs(help.libraries()) do   -- the rest of mha's tables: mha.interp, ...
@@ -477,7 +481,8 @@ local function resolve(name)
     end
     if method then
         local key = key_of(value)
-        if key then return nil, (key:gsub("^mha%.", "")) .. ":" .. method end
+        -- mha.Tensor -> Tensor:view, mha.nn.Transformer -> Transformer:generate
+        if key then return nil, (key:gsub("^mha%.nn%.", ""):gsub("^mha%.", "")) .. ":" .. method end
         return nil
     end
     return value
@@ -500,7 +505,11 @@ local function help_name(name)
     local value, key = resolve(name)
     if key then  -- x:view: the method's entry, or the library function it also is (mha.view)
         local fallback = "mha." .. key:match(":(.*)$")
+        local inherited = "Module:" .. key:match(":(.*)$")   -- m:parameters of an nn class
         if d[key] then return format_entry(key, d[key]) end
+        if d[inherited] and not key:match("^Tensor:") then
+            return format_entry(inherited, d[inherited])
+        end
         if d[fallback] then return format_entry(fallback, d[fallback]) end
     end
     local exact, partial = search(name)
@@ -531,6 +540,10 @@ function help.text(...)
         if lua_manual(key) then return lua_manual(key) end
         local exact = search(key)
         if #exact == 1 then return format_entry(exact[1], d[exact[1]]) end
+        local inherited = key:gsub("^%u[%w_]*:", "Module:")   -- Transformer:forward's entry
+        if inherited ~= key and d[inherited] and not key:match("^Tensor:") then
+            return format_entry(inherited, d[inherited])
+        end
         return help_name(key)
     end
     if type(value) == "function" then return no_entry(said("this_function", "this function"), value) end

@@ -158,6 +158,7 @@ en.core = {
 -- What the REPL's commands say (lua/repl/repl.lua).
 en.repl = {
     time = "time: ", on = "on", off = "off",
+    took = "time %s", hold = ", tensors hold %s",  -- :time's line after each command
     fresh = "fresh state (the history, the transcript for :save and :time are kept)",
     save_name = ":save needs a file name: :save FILE writes FILE.lua and FILE.md",
     saved = "saved %d inputs to %s and %s",

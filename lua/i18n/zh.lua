@@ -162,6 +162,7 @@ zh.core = {
 -- What the REPL's commands say (lua/repl/repl.lua).
 zh.repl = {
     time = "计时：", on = "开", off = "关",
+    took = "用时 %s", hold = "，张量占用 %s",
     fresh = "新的状态（历史、:save 的记录和 :time 设置都保留）",
     save_name = ":save 需要文件名：:save FILE 写出 FILE.lua 和 FILE.md",
     saved = "已把 %d 条输入保存到 %s 和 %s",

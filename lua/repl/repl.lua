@@ -323,15 +323,17 @@ end
 
 -- :time's line: wall time, and the bytes the tensors hold (mha.memory()) when the library says.
 local function show_time(seconds)
-    local text
-    if seconds < 1 then text = string.format("time %.3g ms", seconds * 1000)
-    else text = string.format("time %.3g s", seconds) end
+    local took = seconds < 1 and string.format("%.3g ms", seconds * 1000)
+        or string.format("%.3g s", seconds)
+    local text = string.format(repl.said("took"), took)
     local mha_loaded, mha = pcall(require, "mha")
     if mha_loaded and type(mha) == "table" and type(mha.memory) == "function" then
         collectgarbage()  -- count the tensors variables hold, not the garbage not yet collected
         local ok, live = pcall(mha.memory)
         if ok and type(live) == "table" then live = live.live or live[1] end
-        if ok and type(live) == "number" then text = text .. ", tensors hold " .. format_bytes(live) end
+        if ok and type(live) == "number" then
+            text = text .. string.format(repl.said("hold"), format_bytes(live))
+        end
     end
     io.stdout:write(paint("dim", "[" .. text .. "]"), "\n")  -- not captured: times differ run to
                                                              -- run

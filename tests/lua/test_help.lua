@@ -74,6 +74,16 @@ _G.help_test_x = x
 T.ok("help_method_of_variable", help.text("help_test_x:shape"):find("t:shape()", 1, true), help.text("help_test_x:shape"))
 T.ok("help_method_falls_back_to_library", help.text("help_test_x:view"):find("mha.view(t, d1, ...)", 1, true),
      help.text("help_test_x:view"))
+-- a Transformer's methods: its own entry (m:generate is not mha.generate), else Module's
+_G.help_test_lm = mha.nn.Transformer{vocab = 8, d_model = 16, max_len = 8}
+T.ok("help_transformer_method", help.text("help_test_lm:generate"):find("model:generate(prompt", 1, true),
+     help.text("help_test_lm:generate"))
+T.ok("help_transformer_inherited", help.text("help_test_lm:parameters"):find("m:parameters()", 1, true),
+     help.text("help_test_lm:parameters"))
+T.ok("help_transformer_function", help.text(help_test_lm.generate):find("model:generate(prompt", 1, true),
+     help.text(help_test_lm.generate))
+T.ok("help_transformer_forward", help.text(help_test_lm.forward):find("m:forward(x, ...)", 1, true),
+     help.text(help_test_lm.forward))
 local m = mha.MultiheadAttention{embed_dim = 4, num_heads = 2}
 T.ok("help_module_value", help.text(m):find("PyTorch 1.13", 1, true), help.text(m))
 T.ok("help_lua_function", help.text(string.format):find("manual.html#pdf-string.format", 1, true), help.text(string.format))
