@@ -94,27 +94,33 @@ local loadavg = (function()
     if f then f:close() end
     return s:match("^(%S+ %S+ %S+)") or s
 end)()
-add(string.format("`make bench`, %s: %s (family %s model %s), kernels \"%s\", one core's fp32 peak %s GFLOP/s " ..
-    "(probes %s), load average %s at the C table's start and %s at the end; best peer: %s (OPENBLAS_CORETYPE " ..
-    "unset)%s.", meta.date or "?", meta.cpu or "?", meta.family or "?", meta.model or "?", isa, meta.peak or "?",
-    (meta.probes or "?"):gsub("^(%S+) %S+ (%S+)$", "%1-%2"), meta.load or "?", loadavg, meta.peer or "?",
-    meta.fair and "; fair peer: " .. meta.fair or ""))
+if meta.date then
+    add(string.format("`make bench`, %s: %s (family %s model %s), kernels \"%s\", one core's fp32 peak %s GFLOP/s " ..
+        "(probes %s), load average %s when the C table started and %s when this table was written; " ..
+        "best peer: %s (OPENBLAS_CORETYPE unset)%s.", meta.date, meta.cpu or "?", meta.family or "?", meta.model or "?", isa, meta.peak or "?",
+        (meta.probes or "?"):gsub("^(%S+) %S+ (%S+)$", "%1-%2"), meta.load or "?", loadavg, meta.peer or "?",
+        meta.fair and "; fair peer: " .. meta.fair or ""))
+else
+    add("`make bench` in part: the C table has not run, so the date, the CPU, the peak and the peers " ..
+        "are not known here (`make bench` runs every part).")
+end
 add("")
-add("| case | ours ms | torch ms | NumPy ms | ours/best peer | ours/fair peer | % of peak | target | met |")
-add("| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |")
+add("| case | ours ms | NumPy ms | torch ms | fair peer ms | ours/best peer | ours/fair peer | % of peak | target " ..
+    "| met |")
+add("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |")
 for _, row in ipairs(ROWS) do
     local label, r, target, min_peak = row[1], row[2], row[3], row[4]
     if r and r.ours then
         local rule, fair = best(r.numpy, r.torch), best(r.fair_numpy, r.fair_torch)
         local target_text = string.format("≤ %.1f", target) .. (min_peak and string.format(", ≥ %.0f%% of peak",
             100 * min_peak) or "")
-        add(string.format("| %s | %s | %s | %s | %s | %s | %s | %s | %s |", label, ms(r.ours), ms(r.torch),
-            ms(r.numpy), rule and string.format("%.2f", r.ours / rule) or "-",
+        add(string.format("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |", label, ms(r.ours), ms(r.numpy),
+            ms(r.torch), ms(fair), rule and string.format("%.2f", r.ours / rule) or "-",
             fair and string.format("%.2f", r.ours / fair) or "-",
             r.of_peak and string.format("%.0f%%", 100 * r.of_peak) or "-", target_text,
             met(r, target, min_peak, rule, fair)))
     else
-        add(string.format("| %s | - | - | - | - | - | - | ≤ %.1f | not timed |", label, target))
+        add(string.format("| %s | - | - | - | - | - | - | - | ≤ %.1f | not timed |", label, target))
     end
 end
 
@@ -131,12 +137,12 @@ if worst then
     local n = #ratios
     local mid = n % 2 == 1 and ratios[(n + 1) // 2] or (ratios[n // 2] + ratios[n // 2 + 1]) / 2
     local w = lua["lua_" .. worst_id]
-    add(string.format("| from Lua at the prompt, lua/C over %d cases: median %.2f, worst %.2f (%s) | %s | - | - | - " ..
-        "| - | %s | lua/C ≤ 1.10 | %s |", n, mid, worst, worst_id, ms(w.ours),
+    add(string.format("| from Lua at the prompt, lua/C over %d cases: median %.2f, worst %.2f (%s, its ms and %% of " ..
+        "peak) | %s | - | - | - | - | - | %s | lua/C ≤ 1.10 | %s |", n, mid, worst, worst_id, ms(w.ours),
         w.of_peak and string.format("%.0f%%", 100 * w.of_peak) or "-",
         worst <= 1.10 and "yes" or string.format("no: %.2f", worst)))
 else
-    add("| from Lua at the prompt | - | - | - | - | - | - | lua/C ≤ 1.10 | not timed |")
+    add("| from Lua at the prompt | - | - | - | - | - | - | - | lua/C ≤ 1.10 | not timed |")
 end
 add("")
 add("ms: the median of the runs (forward + backward and training steps by CPU time; decoding: the fastest of 3 " ..
