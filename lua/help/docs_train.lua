@@ -207,7 +207,8 @@ entry("mha.generate", "training",
     .. "seed seeds mha.seed once, so a seed writes the same text on any number of threads. At a "
     .. "terminal (or stream = true) each character is printed as it comes, and Ctrl-C stops the "
     .. "writing and returns what was written (the REPL does not echo a text it has just streamed; "
-    .. "text = mha.generate(...) keeps it). Returns the prompt and what the model wrote.",
+    .. "text = mha.generate(...) keeps it); a loop that calls it stops at its next turn, as Ctrl-C "
+    .. "stops every loop. Returns the prompt and what the model wrote.",
     "p(next) = softmax(logits / temperature), cut to the top_k, or to the top_p of the mass",
     "m, extra = mha.load_model(\"char_zh\")\n"
     .. "opts = {max_new_tokens = 40, temperature = 0.8, seed = 1}\n"

@@ -256,6 +256,8 @@ static void openlibs(lua_State *L) {
     lua_setfield(L, LUA_REGISTRYINDEX, "mha.repl.msghandler");
     lua_pushcfunction(L, l_stop_resumed_after);   /* for a saved session's replay (repl.lua) */
     lua_setfield(L, LUA_REGISTRYINDEX, "mha.repl.stop_resumed_after");
+    lua_pushcfunction(L, repl_interrupt_later);   /* for mha.generate (lua/train/writing.lua) */
+    lua_setfield(L, LUA_REGISTRYINDEX, "mha.repl.interrupt_later");
     luaL_requiref(L, "mha", luaopen_mha, 1);
     lua_pop(L, 1);
     luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_PRELOAD_TABLE);

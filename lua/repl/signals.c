@@ -145,6 +145,18 @@ void repl_interrupt_disarm(lua_State *L) {
 
 void repl_signals_forget(void) { running = NULL; }
 
+/* For code that catches the "interrupted" of a Ctrl-C to return what it has (mha.generate's text):
+ * it returns through interrupt_later(...), which, on the thread the REPL runs an input on, sets
+ * the Ctrl-C hook again for the next new line or backward jump. `s = mha.generate(...)` then ends
+ * with s set, while a loop that calls it stops at its next turn, as Ctrl-C stops every loop; disarm
+ * removes the hook when the input ends. Elsewhere (a coroutine, the Jupyter kernel) it does
+ * nothing. Returns its arguments. */
+int repl_interrupt_later(lua_State *L) {
+    int n = lua_gettop(L);
+    if (evaluating && L == running) lua_sethook(L, lstop, LUA_MASKLINE, 0);
+    return n;
+}
+
 /* repl_stop_resumed_after's timer: Ctrl-C's stop for the kernels and the coroutines being resumed,
  * but not for the thread that resumed them, which is waiting for them and goes on. */
 static void on_stop_alarm(int sig) {

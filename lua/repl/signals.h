@@ -17,6 +17,9 @@ void repl_signals_catch(void);
  * innocent call. */
 void repl_interrupt_arm(lua_State *L);
 void repl_interrupt_disarm(lua_State *L);
+/* interrupt_later(...) -> ...: a Ctrl-C that Lua code caught stops the input at its next line or
+ * loop turn (registered as "mha.repl.interrupt_later"). */
+int repl_interrupt_later(lua_State *L);
 /* L is about to be closed: no signal may touch it. */
 void repl_signals_forget(void);
 

@@ -150,15 +150,22 @@ function M.generate(model, tok, prompt, opts)
     -- Ctrl-C: the REPL's hook raises "interrupted" at the next Lua instruction (or the kernels
     -- stop; a hook still armed after the inner pcall fires inside the outer one), and the
     -- characters written so far are returned
+    local stopped = false
     local function guarded()
         local ok, err = pcall(decode)
         if not ok and not tostring(err):find("interrupted", 1, true) then error(err, 0) end
+        stopped = not ok
         for _ = 1, 4 do local _ = written[1] end   -- a pending hook fires here, still protected
     end
     local ok, err = pcall(guarded)
+    local interrupted = not ok or stopped
     if not ok and not tostring(err):find("interrupted", 1, true) then error(err, 0) end
     if stream then io.write(#written == 0 and prompt or "", "\n") end
-    return prompt .. (#written > 0 and tok:decode(written) or "")
+    local text = prompt .. (#written > 0 and tok:decode(written) or "")
+    -- a Ctrl-C caught here still stops a loop that called this, at its next turn (the REPL's hook)
+    local later = interrupted and debug.getregistry()["mha.repl.interrupt_later"]
+    if later then return later(text) end
+    return text
 end
 
 return M

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # tests/sh/test_stream_pty.sh - a value the input has already written is not echoed again at a terminal (a pty):
 # a bare mha.generate(...) streams its text and the REPL prints it once; stream = false is echoed as any value;
-# Ctrl-C stops a long writing, which returns (and shows once) what was written. Skipped with a message when
-# /usr/bin/python3 is absent.
+# Ctrl-C stops a long writing, which returns (and shows once) what was written, and stops a loop of writings
+# at its next turn. Skipped with a message when /usr/bin/python3 is absent.
 . "$(dirname "$0")/testlib.sh"
 need_python stream_pty
 # each input waits for the next prompt (after readline's bracketed-paste mark), so no typing lands in the text
@@ -44,4 +44,24 @@ grep -aq "^AFTER	true	Long" "$tmp/lines" && pass stream_pty_ctrl_c_kept ||
     fail stream_pty_ctrl_c_kept "Ctrl-C did not return what was written: $(tail -4 "$tmp/lines")"
 grep -aq "interrupted" "$tmp/lines" && fail stream_pty_ctrl_c_quiet "Ctrl-C showed an error: $(cat "$tmp/lines")" ||
     pass stream_pty_ctrl_c_quiet
+# a loop of writings: Ctrl-C stops the loop, not only the writing it came in (each turn takes ~1 s here)
+looped=$(pty_run 24 200 "$repl" 2>&1 <<'STEPS'
+expect > 
+patience 20
+send m, e = mha.load_model("char_en"); tok = e.tokenizer\r
+expect \x1b[?2004h> 
+send n = 0; for i = 1, 50 do mha.generate(m, tok, "L", {max_new_tokens = 2000, seed = i, stream = false}); n = i end\r
+sleep 1.5
+send \x03
+expect \x1b[?2004h> 
+send print("LOOPED", n)\r
+expect LOOPED
+send \x04
+STEPS
+)
+printf '%s' "$looped" >"$tmp/looped"
+screen_lines "$tmp/looped" "$tmp/loop_lines"
+n=$(grep -a "^LOOPED" "$tmp/loop_lines" | cut -f2)
+[ -n "$n" ] && [ "$n" -lt 50 ] && grep -aq "interrupted" "$tmp/loop_lines" && pass stream_pty_ctrl_c_loop ||
+    fail stream_pty_ctrl_c_loop "Ctrl-C did not stop the loop (turns done: ${n:-none}): $(tail -4 "$tmp/loop_lines")"
 exit "$fails"
