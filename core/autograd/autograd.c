@@ -365,7 +365,8 @@ static mha_status run_node(mha_node *n, ptr_list *ready, ptr_list *leaves) {
     if (st != MHA_OK) return st;
     mha_ag *sole = n->n_inputs == 1 ? n->inputs[0] : NULL;
     mha_tensor *acc = !sole ? NULL : sole->grad_fn ? &sole->grad_fn->gacc : &sole->pending;
-    if (n->backward_add && acc && sole_whole(acc)) { /* the input's gradient so far takes this one in place */
+    /* the input's gradient so far takes this one in place */
+    if (n->backward_add && acc && sole_whole(acc)) {
         st = n->backward_add(acc, n, &n->gacc);
         mha_release(&n->gacc);
         if (st == MHA_OK && sole->grad_fn && --sole->grad_fn->pending_uses == 0 && !list_push(ready, sole->grad_fn))

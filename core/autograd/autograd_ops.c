@@ -597,9 +597,9 @@ static mha_status slice_backward(mha_tensor *grads, const mha_node *n, const mha
     return st;
 }
 
-/* slice_backward added into acc (the input's gradient so far, contiguous, no other view): the part
- * takes acc + g; elsewhere acc + 0, which is acc but for -0, which becomes +0: the bits of acc + the
- * zero-filled gradient slice_backward makes. */
+/* slice_backward added into acc (the input's gradient so far, contiguous, no other view): the
+ * part takes acc + g; elsewhere acc + 0, which is acc but for -0, which becomes +0: the bits of
+ * acc + the zero-filled gradient slice_backward makes. */
 static mha_status slice_backward_add(mha_tensor *acc, const mha_node *n, const mha_tensor *g) {
     const slice_node *node = (const slice_node *)n;
     const mha_shape_rec *in = &n->in_shapes[0];
