@@ -1,13 +1,14 @@
 /* bench/bench_grad.c - times MultiheadAttention forward + backward (E=512, H=8) single-threaded beside torch 1.13's
  * autograd on the same shapes (bench_grad_torch.py), and measures the fused attention backward's memory at L=16384.
  *
- * usage: bench_grad [--torch COMMAND] [--fair COMMAND] [--save FILE] [--quick]
+ * usage: bench_grad [--torch COMMAND] [--fair COMMAND] [--save FILE] [--quick] [--only L]
  *   --torch COMMAND   run "COMMAND L" (bench_grad_torch.py, by /bin/sh) for torch's time at L; it prints "L ms"
  *   --fair COMMAND    the same for torch told the kernel OpenBLAS should have chosen here (the
  *                     Makefile passes it when OpenBLAS fell back to its generic one; "" for none):
  *                     the columns "fair ms", "ours/fair"
  *   --save FILE       also write "row ID key=value..." lines (bench/table.lua reads them)
  *   --quick           skip the L=16384 memory row (about a minute on one core)
+ *   --only L          time only the row of length L (512 or 2048), without the memory row: for perf record
  * Case: self-attention, x (1,L,512) requiring grad, need_weights=false, loss = mean(out²), then backward; the
  * median of 5 runs after one warm-up. Ours records the graph (core/attention/multihead_grad.c) and backpropagates through
  * the attention backward from the kept weights (both L here keep them: under 256 MiB, mha_ag_sdpa); torch
@@ -170,15 +171,22 @@ static void print_row(size_t L, const layer_timing *t, double torch, double fair
 int main(int argc, char **argv) {
     const char *torch = NULL, *fair = NULL, *save = NULL;
     bool quick = false;
+    size_t only = 0;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--torch") == 0 && i + 1 < argc) torch = argv[++i];
         else if (strcmp(argv[i], "--fair") == 0 && i + 1 < argc) fair = argv[++i];
         else if (strcmp(argv[i], "--save") == 0 && i + 1 < argc) save = argv[++i];
         else if (strcmp(argv[i], "--quick") == 0) quick = true;
+        else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc)
+            only = strtoul(argv[++i], NULL, 10), quick = true;
         else {
-            fprintf(stderr, "usage: bench_grad [--torch COMMAND] [--fair COMMAND] [--save FILE] [--quick]\n");
+            fprintf(stderr, "usage: bench_grad [--torch COMMAND] [--fair COMMAND] [--save FILE] [--quick] [--only L]\n");
             return 2;
         }
+    }
+    if (only != 0 && only != 512 && only != 2048) {
+        fprintf(stderr, "bench_grad: --only takes 512 or 2048, not %zu\n", only);
+        return 2;
     }
     if (fair && !*fair) fair = NULL;
     mha_kernels_set_threads(1);
@@ -187,6 +195,8 @@ int main(int argc, char **argv) {
     layer_timing ours[2];
     double theirs[2], fairs[2] = {0, 0};
     for (int i = 0; i < 2; i++) { /* each peer right after ours: a shared VM's speed drifts over a run */
+        ours[i] = (layer_timing){-1.0, 0, 0}, theirs[i] = 0;
+        if (only && lengths[i] != only) continue;
         ours[i] = time_layer(lengths[i]);
         theirs[i] = torch_time(torch, lengths[i]);
         fairs[i] = torch_time(fair, lengths[i]);
@@ -203,6 +213,7 @@ int main(int argc, char **argv) {
     FILE *f = save ? fopen(save, "w") : NULL;
     if (save && !f) fprintf(stderr, "bench_grad: cannot write %s\n", save);
     for (int i = 0; i < 2; i++) {
+        if (only && lengths[i] != only) continue;
         print_row(lengths[i], &ours[i], theirs[i], fairs[i], targets[i], fair != NULL);
         if (f)
             fprintf(f, "row grad_%zu ours=%.4f torch=%.4f fair_torch=%.4f gflop=%.6f peak=%.2f of_peak=%.4f "

@@ -335,6 +335,8 @@ static mha_status value_grad(const bwd_job *job, size_t n, const float *P, size_
 /* Backward of pass 3 (softmax) and pass 2 (masks), one row i over keys j0..j0+bk: dS =
  * P∘(dP - delta)·scale in place of dP, delta = rowsum(P∘dP) (the mask's gradient, unscaled, into
  * job->gm when wanted); positions a bool mask or the causal rule masks get 0. */
+typedef float grad_vec __attribute__((vector_size(16))); /* 4 floats, a GCC vector */
+
 static void softmax_grad_row(const bwd_job *job, const mha_mask_src *m, float *ds, const float *p, float delta, size_t n,
                              size_t i, size_t j0, size_t bk) {
     const float scale = job->scale;
@@ -348,10 +350,19 @@ static void softmax_grad_row(const bwd_job *job, const mha_mask_src *m, float *d
             for (size_t j = i + 1 > j0 ? i + 1 - j0 : 0; j < bk; j++) gm[j] = ds[j] = 0.0f;
         return;
     }
-    for (size_t j = 0; j < bk; j++) ds[j] = p[j] * (ds[j] - delta) * scale;
+    const grad_vec dv = {delta, delta, delta, delta}, sv = {scale, scale, scale, scale};
+    size_t j = 0;
+    for (; j + 4 <= bk; j += 4) { /* four lanes, each the scalar line below */
+        grad_vec pv, d;
+        memcpy(&pv, p + j, sizeof pv);
+        memcpy(&d, ds + j, sizeof d);
+        d = pv * (d - dv) * sv;
+        memcpy(ds + j, &d, sizeof d);
+    }
+    for (; j < bk; j++) ds[j] = p[j] * (ds[j] - delta) * scale;
     if (job->causal || m->b)
-        for (size_t j = 0; j < bk; j++)
-            if (hard_masked(m, job->causal, i, j0 + j)) ds[j] = 0.0f;
+        for (size_t c = 0; c < bk; c++)
+            if (hard_masked(m, job->causal, i, j0 + c)) ds[c] = 0.0f;
 }
 
 /* Backward of pass 1 (s = q·kᵀ·scale) over a tile, from its scaled dS (row stride ld):
@@ -373,6 +384,34 @@ static mha_status score_grads(const bwd_job *job, size_t n, const float *dS, siz
  * (their columns are not contiguous). */
 static bool weights_copied(const bwd_job *job) {
     return job->weights->stride[job->nb + 1] != 1;
+}
+
+/* delta_r = rowsum(P∘dP) of `rows` rows (at most DELTA_ROWS) of S keys, each summed in double in
+ * key order (a product of two floats is exact in double). Eight rows go side by side, two to a
+ * vector, so an add waits for its own row's previous add only, not for every row's before it. */
+enum { DELTA_ROWS = 8 };
+typedef double delta_vec __attribute__((vector_size(16))); /* two rows' sums, a GCC vector */
+
+static void row_deltas(float *delta, const float *P, size_t ldP, const float *dP, size_t ld, size_t rows, size_t S) {
+    if (rows < DELTA_ROWS) {
+        for (size_t r = 0; r < rows; r++) {
+            double dot = 0.0;
+            for (size_t j = 0; j < S; j++) dot += (double)P[r * ldP + j] * dP[r * ld + j];
+            delta[r] = (float)dot;
+        }
+        return;
+    }
+    delta_vec a0 = {0, 0}, a1 = {0, 0}, a2 = {0, 0}, a3 = {0, 0};
+    for (size_t j = 0; j < S; j++) {
+        const float *p = P + j, *d = dP + j;
+        delta_vec p0 = {p[0], p[ldP]}, p1 = {p[2 * ldP], p[3 * ldP]};
+        delta_vec p2 = {p[4 * ldP], p[5 * ldP]}, p3 = {p[6 * ldP], p[7 * ldP]};
+        delta_vec d0 = {d[0], d[ld]}, d1 = {d[2 * ld], d[3 * ld]};
+        delta_vec d2 = {d[4 * ld], d[5 * ld]}, d3 = {d[6 * ld], d[7 * ld]};
+        a0 += p0 * d0, a1 += p1 * d1, a2 += p2 * d2, a3 += p3 * d3;
+    }
+    const delta_vec all[4] = {a0, a1, a2, a3};
+    for (size_t r = 0; r < DELTA_ROWS; r++) delta[r] = (float)all[r / 2][r % 2];
 }
 
 /* Plain: one slice, with P from the weights (read in place, or copied to P_copy when strided); dS
@@ -405,12 +444,12 @@ static mha_status slice_plain(const bwd_job *job, size_t n, float *dP, float *P_
     if ((st = value_grad(job, n, P, ldP, 0, L, 0, S, dO)) != MHA_OK) return st;
     /* backward of passes 3 and 2: dS = P∘(dP - rowsum(P∘dP)), times scale, 0 where masked hard */
     mha_mask_src m = mha_mask_slice(job->mask, nb, n);
-    for (size_t i = 0; i < L; i++) {
-        const float *p = P + i * ldP;
-        float *ds = dP + i * S;
-        double dot = 0.0;
-        for (size_t j = 0; j < S; j++) dot += (double)p[j] * ds[j];
-        softmax_grad_row(job, &m, ds, p, (float)dot, n, i, 0, S);
+    for (size_t i0 = 0; i0 < L; i0 += DELTA_ROWS) {
+        const size_t rows = L - i0 < DELTA_ROWS ? L - i0 : DELTA_ROWS;
+        float delta[DELTA_ROWS];
+        row_deltas(delta, P + i0 * ldP, ldP, dP + i0 * S, S, rows, S);
+        for (size_t r = 0; r < rows; r++)
+            softmax_grad_row(job, &m, dP + (i0 + r) * S, P + (i0 + r) * ldP, delta[r], n, i0 + r, 0, S);
     }
     /* backward of pass 1 */
     return score_grads(job, n, dP, S, 0, L, 0, S, q, k);

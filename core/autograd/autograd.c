@@ -251,10 +251,39 @@ mha_status mha_sum_to(mha_tensor *out, const mha_tensor *g, size_t ndim, const s
     return MHA_OK;
 }
 
-/* acc += g (acc empty: acc := g). g has acc's shape. Never writes into g's or acc's storage, which
- * other tensors may share: the sum is a new tensor. */
+typedef float add_vec __attribute__((vector_size(16))); /* 4 floats, a GCC vector */
+
+void mha_ag_add_into(float *dst, const float *src, size_t n) {
+    const add_vec zero = {0.0f, 0.0f, 0.0f, 0.0f};
+    size_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        add_vec a, b = zero;
+        memcpy(&a, dst + i, sizeof a);
+        if (src) memcpy(&b, src + i, sizeof b);
+        a = a + b;
+        memcpy(dst + i, &a, sizeof a);
+    }
+    for (; i < n; i++) dst[i] = dst[i] + (src ? src[i] : 0.0f);
+}
+
+/* t is the only view of its storage and fills all of it in order: it may become a .grad as it is,
+ * or be added to in place */
+static bool sole_whole(const mha_tensor *t) {
+    return t->storage && t->storage->refcount == 1 && t->offset == 0 && t->dtype == MHA_FLOAT32 && !t->ag &&
+           mha_is_contiguous(t) && t->storage->nbytes == mha_numel(t) * sizeof(float);
+}
+
+/* acc += g (acc empty: acc := g). g has acc's shape. Never writes into g's storage, nor into acc's
+ * when another tensor shares it (the sum is then a new tensor); an acc no other tensor sees takes
+ * the sum in place, the same float additions in the same order (acc[i] + g[i]), without a new
+ * tensor's memory. */
 static mha_status accumulate(mha_tensor *acc, const mha_tensor *g) {
     if (!acc->storage) return mha_share(acc, g);
+    if (sole_whole(acc) && g->dtype == MHA_FLOAT32 && mha_is_contiguous(g) && mha_same_shape(acc, g) &&
+        g->storage != acc->storage) {
+        mha_ag_add_into(mha_f32(acc), mha_f32(g), mha_numel(acc));
+        return MHA_OK;
+    }
     mha_tensor sum = MHA_TENSOR_EMPTY;
     mha_status st = mha_binary(&sum, MHA_ADD, acc, g);
     if (st != MHA_OK) return st;
@@ -334,6 +363,16 @@ static mha_status run_node(mha_node *n, ptr_list *ready, ptr_list *leaves) {
     char a[MHA_SHAPE_BUF], b[MHA_SHAPE_BUF];
     mha_status st = check_saved(n);
     if (st != MHA_OK) return st;
+    mha_ag *sole = n->n_inputs == 1 ? n->inputs[0] : NULL;
+    mha_tensor *acc = !sole ? NULL : sole->grad_fn ? &sole->grad_fn->gacc : &sole->pending;
+    /* the input's gradient so far takes this one in place */
+    if (n->backward_add && acc && sole_whole(acc)) {
+        st = n->backward_add(acc, n, &n->gacc);
+        mha_release(&n->gacc);
+        if (st == MHA_OK && sole->grad_fn && --sole->grad_fn->pending_uses == 0 && !list_push(ready, sole->grad_fn))
+            st = mha_fail(MHA_E_NOMEM, "backward: out of memory");
+        return st;
+    }
     mha_tensor *grads = mha_alloc(n->n_inputs * sizeof *grads + 1);
     if (!grads) return mha_fail(MHA_E_NOMEM, "backward: out of memory in %s", n->name);
     for (size_t i = 0; i < n->n_inputs; i++) grads[i] = MHA_TENSOR_EMPTY;
@@ -363,12 +402,6 @@ static mha_status run_node(mha_node *n, ptr_list *ready, ptr_list *leaves) {
     for (size_t i = 0; i < n->n_inputs; i++) mha_release(&grads[i]);
     mha_free(grads, n->n_inputs * sizeof *grads + 1);
     return st;
-}
-
-/* t is the only view of its storage and fills all of it in order: it may become a .grad as it is */
-static bool sole_whole(const mha_tensor *t) {
-    return t->storage && t->storage->refcount == 1 && t->offset == 0 && t->dtype == MHA_FLOAT32 && !t->ag &&
-           mha_is_contiguous(t) && t->storage->nbytes == mha_numel(t) * sizeof(float);
 }
 
 /* a leaf's pending gradient joins its .grad, as a contiguous tensor of its own: without a .grad, a

@@ -57,6 +57,11 @@ struct mha_node {
     size_t bytes;              /* the size of the op's node struct, for freeing it */
     const char *name;          /* the op, for messages: "mul", "matmul", ... */
     mha_backward_fn backward;
+    /* Optional (NULL: none), for a node of one input whose gradient is zero outside a part of it (a
+     * narrow): adds that gradient into acc in place, acc being the input's gradient so far
+     * (contiguous, the input's shape, seen by no other tensor), with the bits of acc + the gradient
+     * backward would give, so the engine skips making that mostly-zero tensor and the sum. */
+    mha_status (*backward_add)(mha_tensor *acc, const mha_node *node, const mha_tensor *gout);
     size_t n_inputs;
     mha_ag **inputs;           /* n_inputs: the input's ag when it requires grad, else NULL */
     mha_shape_rec *in_shapes;  /* n_inputs: each input's shape */
@@ -70,6 +75,10 @@ struct mha_node {
     mha_tensor gacc;
     bool visited;
 };
+
+/* dst[i] = dst[i] + src[i] for i < n (src NULL: + 0, which turns -0 into +0 and leaves every other
+ * value as it is): each the one float addition, in place; a backward_add's sums. */
+void mha_ag_add_into(float *dst, const float *src, size_t n);
 
 /* ---- the user's model ---- */
 

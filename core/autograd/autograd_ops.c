@@ -597,6 +597,31 @@ static mha_status slice_backward(mha_tensor *grads, const mha_node *n, const mha
     return st;
 }
 
+/* slice_backward added into acc (the input's gradient so far, contiguous, no other view): the
+ * part takes acc + g; elsewhere acc + 0, which is acc but for -0, which becomes +0: the bits of
+ * acc + the zero-filled gradient slice_backward makes. */
+static mha_status slice_backward_add(mha_tensor *acc, const mha_node *n, const mha_tensor *g) {
+    const slice_node *node = (const slice_node *)n;
+    const mha_shape_rec *in = &n->in_shapes[0];
+    mha_tensor cg = MHA_TENSOR_EMPTY;
+    mha_status st = mha_contiguous(&cg, g);
+    if (st != MHA_OK) return st;
+    size_t outer = 1, inner = 1;
+    for (size_t d = 0; d < node->dim; d++) outer *= in->shape[d];
+    for (size_t d = node->dim + 1; d < in->ndim; d++) inner *= in->shape[d];
+    const size_t run = (node->is_select ? 1 : node->length) * inner, span = in->shape[node->dim] * inner;
+    const size_t first = node->start * inner; /* where the part starts in each span */
+    float *dst = mha_f32(acc);
+    const float *src = mha_f32(&cg);
+    for (size_t o = 0; o < outer; o++, dst += span, src += run) {
+        mha_ag_add_into(dst, NULL, first);
+        mha_ag_add_into(dst + first, src, run);
+        mha_ag_add_into(dst + first + run, NULL, span - first - run);
+    }
+    mha_release(&cg);
+    return MHA_OK;
+}
+
 static mha_status record_slice(mha_tensor *out, const mha_tensor *t, size_t dim, size_t start, size_t length,
                                bool is_select, const char *name) {
     const mha_tensor *in[1] = {t};
@@ -606,6 +631,7 @@ static mha_status record_slice(mha_tensor *out, const mha_tensor *t, size_t dim,
     if (st != MHA_OK) return st;
     slice_node *node = (slice_node *)n;
     node->dim = dim, node->start = start, node->length = length, node->is_select = is_select;
+    n->backward_add = slice_backward_add;
     return MHA_OK;
 }
 
