@@ -518,7 +518,8 @@ function repl.after(input, how, seconds, ...)
     record({kind = "lua", input = input, how = how, values = values,
             seconds = how == "interrupted" and seconds or nil,
             called = how == "print" and bare_help(input, ...) or nil})
-    if repl.show_time then show_time(seconds) end
+    -- an input that did not compile ran for no time (seconds is then exactly 0): no time line
+    if repl.show_time and not (how == "error" and seconds == 0) then show_time(seconds) end
 end
 
 -- ---------------------------------------------------------------------------------------------

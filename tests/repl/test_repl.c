@@ -201,6 +201,10 @@ static void test_commands(session *s) {
     CHECK("time_shows", got && strstr(got, "[time ") && strstr(got, " ms") && strstr(got, "tensors hold"),
           "got [%s]", got ? got : "(hung)");
     free(got);
+    got = run(s, "tt = = 1", 10);   /* did not compile: it ran for no time */
+    CHECK("time_not_after_syntax_error", got && strstr(got, "unexpected symbol") && !strstr(got, "[time "),
+          "got [%s]", got ? got : "(hung)");
+    free(got);
     check_output(s, "time_off", ":time", "time: off");
     got = run(s, "?", 10);
     CHECK("question_lists_commands", got && strstr(got, ":quit") && strstr(got, ":save FILE") && strstr(got, ":reset"),
