@@ -285,7 +285,7 @@ static void *small_take(size_t c) {
 /* Back on its list, or to free() when the small lists hold SMALL_LIMIT already. */
 static void small_give(void *p, size_t c) {
     const size_t size = (size_t)1 << (SMALL_MIN_SHIFT + c);
-    UNPOISON(p, size);   /* mha_alloc poisoned the slack past the bytes asked for, maybe the link's */
+    UNPOISON(p, size);   /* mha_alloc poisoned the slack, which may hold the link */
     pthread_mutex_lock(&cache.lock);
     if (cache.small_bytes + size <= SMALL_LIMIT) {
         *(void **)p = cache.small_list[c];
