@@ -152,10 +152,9 @@ local function validation(o, task, log_every)
     return val, val_every, val_batches
 end
 
--- The validation loss: the mean of the masked loss over the same batches each time (the task's
--- stream restarts at its seed), outside the graph.
--- The mean loss of `batches` batches of a task, from its seed and without a graph: the validation
--- loss mha.train logs, and what writing.val_loss returns.
+-- The validation loss: the mean of the masked loss over `batches` batches of a task, the same
+-- ones each time (its stream restarts at its seed), outside the graph. mha.train logs it, and
+-- writing.val_loss returns it.
 function M.validation_loss(model, val, batches)
     val:reseed(val.seed or 0)
     return mha.no_grad(function()
