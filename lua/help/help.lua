@@ -249,9 +249,8 @@ local function places()
     if type(mha) == "table" and type(mha.nn) == "table" then
         list[#list + 1] = {"mha.nn.", mha.nn}
         list[#list + 1] = {"Module:", mha.nn.Module}
-        for _, class in ipairs{"Transformer"} do   -- its own methods: help(m.generate)
-            local methods = mha.nn[class]
-            if type(methods) == "table" then list[#list + 1] = {class .. ":", methods} end
+        if type(mha.nn.Transformer) == "table" then   -- its own methods: help(m.generate)
+            list[#list + 1] = {"Transformer:", mha.nn.Transformer}
         end
         list[#list + 1] = {"mha.optim.", mha.optim}
     end
@@ -494,6 +493,15 @@ local function see_also(text, exact)
     return text .. "\n  " .. said("see_also", "See also: ") .. "?" .. table.concat(exact, ", ?")
 end
 
+-- The help of the Module: method a class's method inherits (Transformer:forward, m:parameters of an
+-- nn class -> Module:forward, Module:parameters), or nil; a Tensor's methods inherit none.
+local function inherited_entry(d, key)
+    local method = key:match("^[%w_]+:(.*)$")
+    local inherited = method and "Module:" .. method
+    if not inherited or inherited == key or key:match("^Tensor:") or not d[inherited] then return nil end
+    return format_entry(inherited, d[inherited])
+end
+
 -- Text of help for a name typed after '?' (or given as a string to help). Exact names win: a docs
 -- key, a ':' command, what the name refers to at the prompt (its entry, or Lua's manual for Lua's
 -- own), the last part of a docs key ("softmax" for mha.softmax); names that only contain the word
@@ -505,11 +513,9 @@ local function help_name(name)
     local value, key = resolve(name)
     if key then  -- x:view: the method's entry, or the library function it also is (mha.view)
         local fallback = "mha." .. key:match(":(.*)$")
-        local inherited = "Module:" .. key:match(":(.*)$")   -- m:parameters of an nn class
         if d[key] then return format_entry(key, d[key]) end
-        if d[inherited] and not key:match("^Tensor:") then
-            return format_entry(inherited, d[inherited])
-        end
+        local inherited = inherited_entry(d, key)
+        if inherited then return inherited end
         if d[fallback] then return format_entry(fallback, d[fallback]) end
     end
     local exact, partial = search(name)
@@ -540,10 +546,8 @@ function help.text(...)
         if lua_manual(key) then return lua_manual(key) end
         local exact = search(key)
         if #exact == 1 then return format_entry(exact[1], d[exact[1]]) end
-        local inherited = key:gsub("^%u[%w_]*:", "Module:")   -- Transformer:forward's entry
-        if inherited ~= key and d[inherited] and not key:match("^Tensor:") then
-            return format_entry(inherited, d[inherited])
-        end
+        local inherited = inherited_entry(d, key)
+        if inherited then return inherited end
         return help_name(key)
     end
     if type(value) == "function" then return no_entry(said("this_function", "this function"), value) end
