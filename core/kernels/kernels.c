@@ -413,13 +413,13 @@ static mha_status gelu_part(void *ctx, size_t part, size_t nparts) {
 static void gelu_split(float *out, const float *g, const float *x, size_t n) {
     const size_t runs = (n + GELU_RUN - 1) / GELU_RUN;
     const size_t threads = mha_kernels_parts(runs, (double)n * GELU_FLOPS);
+    gelu_job job = {out, g, x, n, n};
     if (threads <= 1) {
-        if (g) isa()->gelu_grad(out, g, x, n);
-        else isa()->gelu(out, x, n);
+        gelu_part(&job, 0, 1);   /* one part: every element */
         return;
     }
     const size_t parts = min_size(runs, threads * GELU_PARTS_PER_THREAD);
-    gelu_job job = {out, g, x, n, round_up((n + parts - 1) / parts, 64)};
+    job.run = round_up((n + parts - 1) / parts, 64);
     mha_run_parts(gelu_part, &job, (n + job.run - 1) / job.run);   /* no part fails */
 }
 
