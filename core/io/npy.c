@@ -425,7 +425,11 @@ static mha_status parse_named(mha_tensor *out, const unsigned char *bytes, size_
     }
     if (overflow || numel > SIZE_MAX / dt.size)
         return mha_fail(MHA_E_FORMAT, "%s: %s: shape %s has more elements than size_t can count", fn, what, shape);
-    /* with no element the sizes may still multiply past what a stride holds: (0, 2^62, 2^62) */
+    /* with no element a size may still pass what a stride holds: (2^63, 0), (0, 2^62, 2^62) */
+    for (size_t d = 0; d < h.ndim; d++)
+        if (h.shape[d] > (size_t)PTRDIFF_MAX)
+            return mha_fail(MHA_E_FORMAT, "%s: %s: shape %s: size %zu is more than 2^63-1, the largest size a "
+                            "dim may have", fn, what, shape, h.shape[d]);
     size_t inner = 1;
     for (size_t d = h.ndim; d-- > 1;) {
         size_t n = h.shape[d] ? h.shape[d] : 1;
@@ -443,7 +447,7 @@ static mha_status parse_named(mha_tensor *out, const unsigned char *bytes, size_
         return mha_fail(MHA_E_FORMAT, "%s: %s: %zu bytes after the data of shape %s of '%s' (two arrays saved "
                         "into one file?)", fn, what, have - need, shape, h.descr);
 
-    mha_status st = mha_empty_named(out, dt.kind == 'b' ? MHA_BOOL : MHA_FLOAT32, h.ndim, h.shape, "load");
+    mha_status st = mha_empty_named(out, dt.kind == 'b' ? MHA_BOOL : MHA_FLOAT32, h.ndim, h.shape, fn);
     if (st != MHA_OK) return st;
     st = convert_data(out, bytes + preamble + header_len, &dt, &h, from);
     if (st != MHA_OK) mha_release(out);

@@ -268,6 +268,10 @@ static void test_malformed(void) {
     refuse_header("refuse a dimension beyond size_t", "{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999999999999999,)}", "does not fit size_t");
     refuse_header("refuse (0, 2^62, 2^62): its strides would overflow", "{'descr': '<f4', 'fortran_order': False, 'shape': (0, 4611686018427387904, 4611686018427387904)}",
                   "shape (0,4611686018427387904,4611686018427387904): its strides overflow (sizes multiply past 2^63)");
+    expect_refused("refuse (12345678902345678901, 0): a size past 2^63-1, though it has no element", buf,
+                   make_npy(buf, sizeof buf, 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (12345678902345678901, 0)}",
+                            data, 0),
+                   MHA_E_FORMAT, "shape (12345678902345678901,0): size 12345678902345678901 is more than 2^63-1");
     refuse_header("refuse (0, 2^62, 4) likewise", "{'descr': '<f4', 'fortran_order': False, 'shape': (0, 4611686018427387904, 4)}",
                   "its strides overflow");
     refuse_header("refuse 9 dimensions", "{'descr': '<f4', 'fortran_order': False, 'shape': (1,1,1,1,1,1,1,1,1)}", "the array has 9 dimensions; mha tensors have at most 8");
