@@ -375,6 +375,30 @@ static void multiply_block_a_rows(const kernel_isa *k, float *c, size_t ldc, con
     }
 }
 
+/* The same block with A read in place where its columns are contiguous (a_rs = 1) by the
+ * tile_a_cols tile: A block (mc,kc) with (i,p) at a[p*a_cs + i]. Each MR rows of A are swept
+ * against every panel of B while they are in L1; a ragged last panel of rows is packed into
+ * panel (MR x kc floats) first, as tile_a_cols reads all MR rows. The same sums as pack_a then
+ * multiply_block, so the same bits. */
+static void multiply_block_a_cols(const kernel_isa *k, float *c, size_t ldc, const float *a, ptrdiff_t a_cs,
+                                  const float *pb, size_t mc, size_t nc, size_t kc, bool add, float *panel) {
+    _Alignas(64) float edge[MAX_TILE];
+    const size_t whole = mc / k->mr * k->mr;
+    if (whole < mc) pack_a(k, panel, a + whole, 1, a_cs, mc - whole, kc, k->mr);
+    for (size_t ir = 0; ir < mc; ir += k->mr) {
+        const size_t m = min_size(k->mr, mc - ir);
+        for (size_t jr = 0; jr < nc; jr += k->nr) {
+            const size_t n = min_size(k->nr, nc - jr);
+            float *ct = c + ir * ldc + jr, *out = m == k->mr && n == k->nr ? ct : edge;
+            const size_t ld_out = out == ct ? ldc : k->nr;
+            const bool add_out = out == ct && add;
+            if (m == k->mr) k->tile_a_cols(out, ld_out, a + ir, a_cs, pb + jr * kc, kc, add_out);
+            else k->tile(kc, panel, pb + jr * kc, out, ld_out, add_out, NULL);
+            if (out == edge) store_edge(ct, ldc, edge, k->nr, m, n, add);
+        }
+    }
+}
+
 void mha_softmax_rows_sum(float *x, size_t ld, size_t rows, size_t n, float *sum, size_t ld_sum) {
     const kernel_isa *k = isa();
     for (size_t i = 0; i < rows; i++) k->softmax_row(x + i * ld, n, sum ? sum + i * ld_sum : NULL);
@@ -466,6 +490,13 @@ static bool a_unpacked_fit(const kernel_isa *k, const sgemm_job *job) {
     return a_unpacked_on && k->tile_a_rows && job->a_cs == 1 && job->N <= A_UNPACKED_PANELS * k->nr;
 }
 
+/* The same for an A with contiguous columns (a_rs = 1: dYᵀ of dW = dYᵀ·X, Pᵀ of dV = Pᵀ·dO): read
+ * in place by tile_a_cols. */
+static bool a_cols_unpacked_fit(const kernel_isa *k, const sgemm_job *job) {
+    return a_unpacked_on && k->tile_a_cols && job->a_rs == 1 && job->a_cs != 1 &&
+           job->N <= A_UNPACKED_PANELS * k->nr;
+}
+
 static bool dot_rows_fit(const kernel_isa *k, const sgemm_job *job) {
     return dot_rows_on && k->dot_rows && !job->packed_b && job->a_cs == 1 && job->b_rs == 1 && job->a_rs > 0 && job->b_cs > 0 &&
            job->K >= DOT_MIN_K && (double)job->M * (double)job->K * sizeof(float) <= 256.0 * 1024;
@@ -483,8 +514,9 @@ static mha_status sgemm_block(const sgemm_job *job, size_t m0, size_t m1, size_t
         k->dot_rows(c, job->ldc, a, (size_t)a_rs, b, (size_t)b_cs, M, N, K, job->accumulate);
         return MHA_OK;
     }
-    const bool a_unpacked = a_unpacked_fit(k, job);
-    size_t kc_max = min_size(K, KC), mc_max = a_unpacked ? 0 : min_size(round_up(M, k->mr), MC);
+    const bool a_unpacked = a_unpacked_fit(k, job), a_cols = !a_unpacked && a_cols_unpacked_fit(k, job);
+    size_t kc_max = min_size(K, KC);
+    size_t mc_max = a_unpacked ? 0 : a_cols ? (M % k->mr ? k->mr : 0) : min_size(round_up(M, k->mr), MC);
     const size_t NCB = nc_for(k);
     size_t nc_max = job->packed_b ? 0 : min_size(round_up(N, k->nr), NCB);
     float *bufs[2];
@@ -515,6 +547,11 @@ static mha_status sgemm_block(const sgemm_job *job, size_t m0, size_t m1, size_t
                 if (a_unpacked) {
                     multiply_block_a_rows(k, c + ic * job->ldc + jc, job->ldc, a_block, a_rs, packed_b, mc, nc, kc,
                                           job->accumulate || pc > 0);
+                    continue;
+                }
+                if (a_cols) {
+                    multiply_block_a_cols(k, c + ic * job->ldc + jc, job->ldc, a_block, a_cs, packed_b, mc, nc, kc,
+                                          job->accumulate || pc > 0, packed_a);
                     continue;
                 }
                 pack_a(k, packed_a, a_block, a_rs, a_cs, mc, kc, k->mr);

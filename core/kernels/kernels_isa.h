@@ -61,6 +61,12 @@ typedef struct kernel_isa {
      * narrow for packing A to pay (mha_sgemm says when); NULL: not written for this set. */
     void (*tile_a_rows)(float *c, size_t ldc, const float *a, ptrdiff_t a_rs, size_t rows, const float *b, size_t kc,
                         bool add);
+    /* The tile with A read where it lies, unpacked, for an A with contiguous columns (a_rs = 1):
+     * c (MR,NR) row stride ldc = (add ? c : 0) + A·b over kc, A(i,p) at a[p*a_cs + i] for all MR
+     * rows (the caller packs a ragged last panel instead), b a packed panel. The same FMAs in the
+     * same order as tile on the panel pack_a_cols makes of the same rows, so the same bits. For
+     * products too narrow for packing A to pay (dW = dYᵀ·X, dV = Pᵀ·dO; mha_sgemm says when). */
+    void (*tile_a_cols)(float *c, size_t ldc, const float *a, ptrdiff_t a_cs, const float *b, size_t kc, bool add);
     /* y = gelu(x) and dx = g·gelu'(x) for n contiguous floats, bit for bit mha_gelu_ref and
      * mha_gelu_grad_ref (kernels.h) element by element: computed in double over W lanes, a lane
      * near a rounding boundary of the float result falls back to the reference. */

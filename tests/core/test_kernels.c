@@ -192,11 +192,12 @@ static void check_sgemm_packed_b(const char *isa) {
     CHECK(name, ok, "%s", why);
 }
 
-/* A narrow product with A's rows contiguous reads A in place instead of packing it (kernels.h,
- * mha_kernels_set_a_unpacked): the very bits of the packed path, C's padding untouched. Shapes ragged
- * in every way: rows not a multiple of MR (6 or 8), columns not a multiple of NR (16 or 32), depth past
- * one pass and not a multiple of KC (256), rows past one block (MC = 144); accumulating or not, A's
- * rows padded, B row-major or stored transposed, and through mha_sgemm_packed (B packed once). */
+/* A narrow product with A's rows or A's columns contiguous reads A in place instead of packing it
+ * (kernels.h, mha_kernels_set_a_unpacked): the very bits of the packed path, C's padding untouched.
+ * Shapes ragged in every way: rows not a multiple of MR (6 or 8), columns not a multiple of NR (16 or
+ * 32), depth past one pass and not a multiple of KC (256), rows past one block (MC = 144);
+ * accumulating or not, A's lines padded, B row-major or stored transposed, and through
+ * mha_sgemm_packed (B packed once). */
 static void check_sgemm_a_unpacked(const char *isa) {
     char name[256], why[256] = "";
     int ok = 1;
@@ -204,12 +205,15 @@ static void check_sgemm_a_unpacked(const char *isa) {
                                 {151, 50, 600}, {301, 255, 129}, {6, 16, 256}, {145, 100, 70}, {64, 256, 513}};
     mha_kernels_set_dot_rows(false); /* a short A with Bᵀ would be dot products, not this path */
     for (size_t c = 0; ok && c < sizeof shapes / sizeof shapes[0]; c++) {
-        const size_t M = shapes[c][0], N = shapes[c][1], K = shapes[c][2], lda = K + 3, ldc = N + 2;
-        for (int variant = 0; ok && variant < 3; variant++) { /* B row-major; B transposed; B packed once */
-            const bool trans = variant == 1, acc = (c + (size_t)variant) % 2 == 1;
+        const size_t M = shapes[c][0], N = shapes[c][1], K = shapes[c][2], ldc = N + 2;
+        for (int variant = 0; ok && variant < 6; variant++) { /* B row-major; B transposed; B packed once;
+                                                                 each with A's rows, then columns, contiguous */
+            const bool trans = variant % 3 == 1, acc = (c + (size_t)variant) % 2 == 1, a_cols = variant >= 3;
+            const size_t lda = a_cols ? M + 3 : K + 3;
+            const ptrdiff_t a_rs = a_cols ? 1 : (ptrdiff_t)lda, a_cs = a_cols ? (ptrdiff_t)lda : 1;
             const size_t ldb = trans ? K + 1 : N + 1;
             const ptrdiff_t b_rs = trans ? 1 : (ptrdiff_t)ldb, b_cs = trans ? (ptrdiff_t)ldb : 1;
-            float *a = random_floats(M * lda), *b = random_floats((trans ? N : K) * ldb);
+            float *a = random_floats((a_cols ? K : M) * lda), *b = random_floats((trans ? N : K) * ldb);
             float *c_in_place = random_floats(M * ldc), *c_packed = malloc(M * ldc * sizeof(float));
             float *packed_b = malloc(mha_sgemm_packed_b_size(N, K) * sizeof(float));
             memcpy(c_packed, c_in_place, M * ldc * sizeof(float));
@@ -218,21 +222,22 @@ static void check_sgemm_a_unpacked(const char *isa) {
             for (int packed = 0; packed < 2; packed++) {
                 float *c_out = packed ? c_packed : c_in_place;
                 mha_kernels_set_a_unpacked(packed == 0);
-                mha_status s = variant == 2 ? mha_sgemm_packed(c_out, ldc, a, (ptrdiff_t)lda, 1, packed_b, M, N, K, acc)
-                                            : mha_sgemm(c_out, ldc, a, (ptrdiff_t)lda, 1, b, b_rs, b_cs, M, N, K, acc);
+                mha_status s = variant % 3 == 2 ? mha_sgemm_packed(c_out, ldc, a, a_rs, a_cs, packed_b, M, N, K, acc)
+                                                : mha_sgemm(c_out, ldc, a, a_rs, a_cs, b, b_rs, b_cs, M, N, K, acc);
                 *(packed ? &s2 : &s1) = s;
             }
             mha_kernels_set_a_unpacked(true);
             ok = s1 == MHA_OK && s2 == MHA_OK && memcmp(c_in_place, c_packed, M * ldc * sizeof(float)) == 0;
-            if (!ok) snprintf(why, sizeof why, "M=%zu N=%zu K=%zu, %s, %s: A in place and A packed differ", M, N, K,
-                              variant == 0 ? "B row-major" : variant == 1 ? "B transposed" : "B packed once",
+            if (!ok) snprintf(why, sizeof why, "M=%zu N=%zu K=%zu, A's %s contiguous, %s, %s: A in place and A packed "
+                              "differ", M, N, K, a_cols ? "columns" : "rows",
+                              variant % 3 == 0 ? "B row-major" : variant % 3 == 1 ? "B transposed" : "B packed once",
                               acc ? "accumulating" : "overwriting");
             free(a); free(b); free(c_in_place); free(c_packed); free(packed_b);
         }
     }
     mha_kernels_set_dot_rows(true);
-    snprintf(name, sizeof name, "sgemm[%s]: a narrow product reading A in place gives the bits of packing A (ragged "
-             "rows, columns and depth; B row-major, transposed, packed once)", isa);
+    snprintf(name, sizeof name, "sgemm[%s]: a narrow product reading A in place gives the bits of packing A (A's rows "
+             "or columns contiguous; ragged rows, columns and depth; B row-major, transposed, packed once)", isa);
     CHECK(name, ok, "%s", why);
 }
 
