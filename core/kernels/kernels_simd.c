@@ -219,7 +219,8 @@ enum { A_FETCH_STEPS = 8 };
 
 /* kc steps in k order over A's MR values of each step, a_step floats apart (MR: a packed panel;
  * a_cs: the columns of an A with contiguous columns, read in place, fetched A_FETCH_STEPS ahead
- * when fetch_a), C's rows fetched to L2 as the tile starts and to L1 C_FETCH_STEPS before it ends. */
+ * when fetch_a), C's rows fetched to L2 as the tile starts and to L1 C_FETCH_STEPS before it
+ * ends. */
 INLINE void tile_steps(size_t kc, const float *a, ptrdiff_t a_step, const float *b, float *c, size_t ldc, bool add,
                        const float *col_scale, bool fetch_a) {
     vf acc[MR][NV];
