@@ -143,6 +143,9 @@ en.hint = {
     import = "Lua has no import: mha is already loaded, and torch's names live in mha.* " ..
              "(mha.softmax, mha.nn.Linear)",
     range = "Lua's loop is %s (both ends included)",
+    def = "Lua's function is written %s",
+    list = "Lua's lists are tables in braces: %s (mha.tensor takes one too)",
+    long_string = "[[...]] is a Lua string, not a list: %s holds text now; a table of rows is %s",
     index_zero = "Lua and mha index from 1: %s[1] is the first, %s[-1] the last",
 }
 

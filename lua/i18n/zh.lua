@@ -135,6 +135,9 @@ zh.hint = {
     nil_name = "%s 是 nil：你是想写 %s 吗？",
     import = "Lua 没有导入语句：mha 已经加载好了，张量和神经网络的函数都在 mha.* 里（mha.softmax、mha.nn.Linear）",
     range = "Lua 的循环写作 %s（两端都包括在内）",
+    def = "Lua 的函数写作 %s",
+    list = "Lua 的列表是花括号里的表：%s（mha.tensor 也接受它）",
+    long_string = "[[...]] 在 Lua 里是字符串，不是列表：%s 现在存的是文字；按行的表写作 %s",
     index_zero = "Lua 和 mha 的下标从 1 开始：%s[1] 是第一个，%s[-1] 是最后一个",
 }
 

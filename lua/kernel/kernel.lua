@@ -221,7 +221,7 @@ end
 
 -- Compiles a cell as the REPL does: "return <code>;" first (its values shown unless it ends in
 -- ';'), else as statements. Returns the chunk, whether it is an expression, whether it is quiet,
--- and the expression as typed (the whole cell, or its last line); or nil and the syntax error.
+-- and the input a hint reads (the whole cell, or its last line); or nil and the syntax error.
 local function compile(code, name)
     local expr, quiet = repl.split_input(code)
     local chunk = load("return " .. expr .. ";", name, "t")
@@ -238,7 +238,7 @@ local function compile(code, name)
     end
     local err
     chunk, err = load(code, name, "t")
-    if chunk then return chunk, false, false end
+    if chunk then return chunk, false, false, code:match("([^\n]*%S[^\n]*)%s*$") end
     return nil, err
 end
 
@@ -282,10 +282,11 @@ function kernel.execute(code, cell_sink, name)
                     local ok, help_err = xpcall(values[1], msghandler)
                     flush()
                     if not ok then err = error_output(code, help_err) end
-                elseif values.n > 0 and not quiet then
-                    sink(result_output(values))
-                    -- x.shape shows a function: the REPL's hint says why, as under its value there
-                    local hint = notebook_hint(repl.hint(typed, "print",
+                elseif not quiet then
+                    if values.n > 0 then sink(result_output(values)) end
+                    -- x.shape shows a function, x = [[1, 2]] makes a string: the REPL's hint says
+                    -- why, as under its value there
+                    local hint = notebook_hint(repl.hint(typed, values.n > 0 and "print" or "stmt",
                                                          table.unpack(values, 1, values.n)))
                     if hint then sink({output_type = "stream", name = "stdout", text = hint .. "\n"}) end
                 end

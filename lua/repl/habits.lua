@@ -1,6 +1,6 @@
 -- lua/repl/habits.lua - module "mha.repl.habits": one-line hints for a student's Python habits
--- (x.shape, x @ y, x * y:T(), help, quit, exit(), import, range loops, x[0]) and did-you-mean for
--- misspelt names, commands and help topics.
+-- (x.shape, x @ y, x * y:T(), help, quit, exit(), import, range loops, def, [1, 2] lists, x[0]) and
+-- did-you-mean for misspelt names, commands and help topics.
 
 local display = require "mha.display"
 local complete = require "mha.repl.complete"
@@ -70,6 +70,22 @@ local function range_loop(input)
                          parts[3] and ", " .. parts[3] or "", body ~= "" and body or "...")
 end
 
+-- A Python list typed in brackets, as Lua's table in braces: "[1, 2, 3]" -> "{1, 2, 3}" (the first
+-- bracketed value after '=', '(' or ','), or nil.
+local function list_literal(input)
+    local list = input:match("[=(,]%s*(%b[])")
+    if not list or list:find("^%[=*%[") then return nil end   -- [[...]] is a long string
+    return (list:gsub("%[", "{"):gsub("%]", "}"))
+end
+
+-- Python's `def f(x): body` as Lua's `function f(x) body end`, or nil.
+local function python_def(input)
+    local name, params, body = input:match("^%s*def%s+([%a_][%w_%.:]*)%s*(%b())%s*:?%s*(.-)%s*$")
+    if not name then return nil end
+    return string.format("function %s%s %s end", name, params:gsub("%s*:%s*[%a_][%w_%.%[%]]*", ""),
+                         body ~= "" and body or "...")
+end
+
 -- Whether an unfinished input is Python's range loop, its colon typed and no `do` (for i in
 -- range(3):): no line a student types next completes it, so the REPL gives its error and hint at
 -- once instead of a `>>`. (`for i in range(3) do`, Lua's loop over a function range, reads on.)
@@ -84,12 +100,19 @@ function habits.after_error(input, msg, lang)
     msg = tostring(msg)
     local first = msg:match("^[^\n]*")
     -- Python's import, its range loop and its 0-based index
+    local missing = first:match("attempt to index a nil value %(global '(%a+)'%)")
     if input:match("^%s*import%s+[%a_]") or input:match("^%s*from%s+[%a_][%w_%.]*%s+import%f[^%w_]")
-       or first:match("attempt to index a nil value %(global '(%a+)'%)") == "torch" then
+       or missing == "torch" or missing == "np" or missing == "numpy" then
         return w.hint .. w.import
     end
     local loop = range_loop(input)
     if loop then return w.hint .. string.format(w.range, loop) end
+    local def = python_def(input)
+    if def then return w.hint .. string.format(w.def, def) end
+    if first:find("unexpected symbol near '['", 1, true) then
+        local list = list_literal(input)
+        if list then return w.hint .. string.format(w.list, list) end
+    end
     if first:find("index 0 out of range for dim", 1, true) then
         local base = input:match("([%a_][%w_%.%[%]%-]*)%s*%[%s*0%s*%]") or "x"
         return w.hint .. string.format(w.index_zero, base, base)
@@ -156,13 +179,18 @@ local function is_tensor_named(path)
     return ok and mha_is_tensor(v)
 end
 
--- A hint for an input that printed values, or nil: x.shape (a method, not called), help, quit,
--- exit.
+-- A hint for an input that printed values (or, a statement, none), or nil: x.shape (a method, not
+-- called), help, quit, exit, x = [[1, 2], [3, 4]] (a string).
 function habits.after_value(input, lang, ...)
     local w = habits.words(lang)
     local code = input:match("^%s*(.-)%s*;?%s*$")
     if code == "help" and type((...)) == "function" then return w.hint .. w.help end
     if (code == "quit" or code == "exit") and select("#", ...) <= 1 and (...) == nil then return w.hint .. w.quit end
+    -- x = [[1, 2], [3, 4]]: Python's nested list, which Lua reads as a long string
+    local target, text = code:gsub("^local%s+", ""):match("^([%a_][%w_%.]*)%s*=%s*%[%[(.*)%]%]$")
+    if target and select("#", ...) == 0 and text:find("%d") and text:find("^[%d%s,%.%-+eE%[%]]*$") then
+        return w.hint .. string.format(w.long_string, target, "{{" .. text:gsub("%[", "{"):gsub("%]", "}") .. "}}")
+    end
     local base, name = code:match("^([%a_][%w_%.]*)%.([%a_][%w_]*)$")
     local value = ...
     if base and name == "data" and value == nil and select("#", ...) <= 1 and is_tensor_named(base) then

@@ -464,8 +464,9 @@ local function with_break(input, msg)
 end
 
 -- repl.hint(input, how, ...) -> the hint for an input's outcome, in the REPL's language, or nil:
--- how is "error" (then the message) or "print" (then the values shown). The REPL prints it under
--- the error or the values; the Jupyter kernel (mha.kernel) shows the same line under a cell's.
+-- how is "error" (then the message), "print" (then the values shown) or "stmt" (none). The REPL
+-- prints it under the error or the values; the Jupyter kernel (mha.kernel) shows the same line
+-- under a cell's.
 function repl.hint(input, how, ...)
     if how == "error" then
         local fixed = with_break(input, (...))
@@ -475,7 +476,7 @@ function repl.hint(input, how, ...)
         if not hint and repl.lang() == "zh" then hint = habit_hint("zh_line", (...)) end
         return hint
     end
-    if how == "print" then return habit_hint("after_value", input, repl.lang(), ...) end
+    if how == "print" or how == "stmt" then return habit_hint("after_value", input, repl.lang(), ...) end
     return nil
 end
 

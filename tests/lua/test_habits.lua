@@ -91,6 +91,39 @@ T.test("python imports, loops and indices", function()
     x = nil
 end)
 
+-- Python's def and its [1, 2] lists: errors with a hint; its [[1, 2], [3, 4]]: a Lua long string,
+-- no error at all, so the hint comes after the statement
+T.test("python functions and lists", function()
+    local defs = {
+        {"def f(x):", "function f(x) ... end"},
+        {"def f(x): return x * 2", "function f(x) return x * 2 end"},
+        {"def scale(x: Tensor, s: float): return x * s", "function scale(x, s) return x * s end"},
+    }
+    for _, case in ipairs(defs) do
+        T.eq(case[1], habits.after_error(case[1], error_of(case[1]), "en"), "hint: Lua's function is written " .. case[2])
+    end
+    T.eq("def in Chinese", habits.after_error("def f(x):", error_of("def f(x):"), "zh"),
+         "提示：Lua 的函数写作 function f(x) ... end")
+    T.eq("define = 1 + is no def", habits.after_error("define = 1 +", error_of("define = 1 +"), "en"), nil)
+    local lists = {{"x = [1, 2, 3]", "{1, 2, 3}"}, {"y = mha.tensor([1,2])", "{1,2}"}, {"f(1, [2, [3]])", "{2, {3}}"}}
+    for _, case in ipairs(lists) do
+        T.eq(case[1], habits.after_error(case[1], error_of(case[1]), "en"),
+             "hint: Lua's lists are tables in braces: " .. case[2] .. " (mha.tensor takes one too)")
+    end
+    T.eq("a list in Chinese", habits.after_error("x = [1, 2]", error_of("x = [1, 2]"), "zh"),
+         "提示：Lua 的列表是花括号里的表：{1, 2}（mha.tensor 也接受它）")
+    T.eq("np.array: the import hint", habits.after_error("np.array({1})", error_of("np.array({1})"), "en"),
+         "hint: Lua has no import: mha is already loaded, and torch's names live in mha.* (mha.softmax, mha.nn.Linear)")
+    T.eq("x = [[1, 2], [3, 4]]", habits.after_value("x = [[1, 2], [3, 4]]", "en"),
+         "hint: [[...]] is a Lua string, not a list: x holds text now; a table of rows is {{1, 2}, {3, 4}}")
+    T.eq("local w = [[0.5, -1e-3]]", habits.after_value("local w = [[0.5, -1e-3]]", "en"),
+         "hint: [[...]] is a Lua string, not a list: w holds text now; a table of rows is {{0.5, -1e-3}}")
+    T.eq("a long string in Chinese", habits.after_value("x = [[1, 2]]", "zh"),
+         "提示：[[...]] 在 Lua 里是字符串，不是列表：x 现在存的是文字；按行的表写作 {{1, 2}}")
+    T.eq("a real long string: no hint", habits.after_value("s = [[hello]]", "en"), nil)
+    T.eq("t = {[1] = 2}: no hint", habits.after_value("t = {[1] = 2}", "en"), nil)
+end)
+
 T.test("python habits in values", function()
     x = mha.randn(2, 3)
     T.eq("x.shape", habits.after_value("x.shape", "en", x.shape), "hint: x.shape is the method itself; call it with a colon: x:shape()")

@@ -148,6 +148,10 @@ def hints_test(kc, lang):
     reply, out = run(kc, "mha.sofmax(x, 1)")
     errors = of_type(out, "error")
     check("hint_did_you_mean_" + lang, errors and errors[0]["traceback"][-1] == words[0] + words[1], str(errors))
+    # a statement shows no value, but Python's nested list made a Lua string: its hint still comes
+    reply, out = run(kc, "rows = [[1, 2], [3, 4]]")
+    check("hint_long_string_" + lang, reply["status"] == "ok" and not of_type(out, "execute_result")
+          and streams_of(out).startswith(words[0]) and "{{1, 2}, {3, 4}}" in streams_of(out), str(out))
 
 
 def hardening_tests(km, kc):
