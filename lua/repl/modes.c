@@ -110,7 +110,9 @@ int repl_dolesson(lua_State *L, const repl_host *repl, int batch) {
  * -> EXIT_OK, EXIT_SCRIPT or EXIT_USAGE */
 int repl_dokernel(lua_State *L, const repl_host *repl, int *reset) {
     if (repl->start(L) != LUA_OK) return EXIT_SCRIPT;
+    repl_kernel_serving(L);
     int r = mha_kernel_serve(L, kernel_file, repl_kernel_stop, repl_kernel_stopped);
+    repl_kernel_serving(NULL);
     if (r == MHA_KERNEL_RESET) *reset = 1;
     return r == MHA_KERNEL_ERROR ? EXIT_USAGE : EXIT_OK;
 }

@@ -26,6 +26,7 @@ static volatile sig_atomic_t evaluating = 0;
 static volatile sig_atomic_t prompt_interrupted = 0;
 static volatile sig_atomic_t window_resized = 0;
 static volatile sig_atomic_t hangup = 0;   /* SIGHUP or SIGTERM: leave the REPL as Ctrl-D would */
+static lua_State *serving = NULL;   /* the state the Jupyter kernel runs cells on, while it serves */
 
 static void lstop(lua_State *L, lua_Debug *ar) {
     (void)ar;
@@ -99,6 +100,8 @@ static void on_hangup(int sig) {
  * and its undoing. */
 void repl_kernel_stop(lua_State *L) { stop_lua(L); }
 
+void repl_kernel_serving(lua_State *L) { serving = L; }
+
 void repl_kernel_stopped(lua_State *L) {
     if (lua_gethook(L) == lstop) lua_sethook(L, NULL, 0, 0);
     mha_interrupt_clear();
@@ -146,14 +149,14 @@ void repl_interrupt_disarm(lua_State *L) {
 void repl_signals_forget(void) { running = NULL; }
 
 /* For code that catches the "interrupted" of a Ctrl-C to return what it has (mha.generate's text):
- * it returns through interrupt_later(...), which, on the thread the REPL runs an input on, sets
- * the Ctrl-C hook again for the next new line or backward jump. `s = mha.generate(...)` then ends
- * with s set, while a loop that calls it stops at its next turn, as Ctrl-C stops every loop; disarm
- * removes the hook when the input ends. Elsewhere (a coroutine, the Jupyter kernel) it does
- * nothing. Returns its arguments. */
+ * it returns through interrupt_later(...), which, on the thread the REPL runs an input on (or the
+ * Jupyter kernel a cell on), sets the Ctrl-C hook again for the next new line or backward jump.
+ * `s = mha.generate(...)` then ends with s set, while a loop that calls it stops at its next turn,
+ * as Ctrl-C stops every loop; disarm (the kernel's stopped) removes the hook when the input (the
+ * cell) ends. In a coroutine it does nothing. Returns its arguments. */
 int repl_interrupt_later(lua_State *L) {
     int n = lua_gettop(L);
-    if (evaluating && L == running) lua_sethook(L, lstop, LUA_MASKLINE, 0);
+    if ((evaluating && L == running) || (serving && L == serving)) lua_sethook(L, lstop, LUA_MASKLINE, 0);
     return n;
 }
 

@@ -30,9 +30,11 @@ int repl_window_resized(void);
 int repl_hangup(void);
 
 /* The Jupyter kernel's interrupt (SIGINT or an interrupt_request): Ctrl-C's stop, and its
- * undoing. */
+ * undoing; serving names the state it runs cells on (NULL when it stops serving it), where
+ * interrupt_later re-arms the stop as on the REPL's. */
 void repl_kernel_stop(lua_State *L);
 void repl_kernel_stopped(lua_State *L);
+void repl_kernel_serving(lua_State *L);
 
 /* A saved session's replay of an input Ctrl-C stopped, which it runs in a coroutine: after
  * `seconds` the kernels and the coroutines being resumed are stopped as Ctrl-C stops them, while

@@ -398,6 +398,14 @@ def main():
     interrupt_test("interrupt_coroutine_signal", km, kc,
                    "co = coroutine.create(function() while true do end end)\nassert(coroutine.resume(co))",
                    "signal", within=1)
+    # mha.generate returns what it wrote when interrupted; a loop of it stops at its next turn
+    run(kc, 'm, extra = mha.load_model("char_en")\nturns = 0')
+    interrupt_test("interrupt_generate_loop", km, kc,
+                   'for i = 1, 60 do turns = i; mha.generate(m, extra.tokenizer, "The ", '
+                   '{max_new_tokens = 4000, stream = false}) end', "signal", within=3)
+    reply, out = run(kc, "turns < 60")
+    check("interrupt_generate_loop_stopped", of_type(out, "execute_result")
+          and of_type(out, "execute_result")[0]["data"]["text/plain"] == "true", str(out))
     reply, out = run(kc, "n > 0")
     check("after_interrupt", of_type(out, "execute_result") and
           of_type(out, "execute_result")[0]["data"]["text/plain"] == "true", str(out))
