@@ -26,7 +26,8 @@ static volatile sig_atomic_t evaluating = 0;
 static volatile sig_atomic_t prompt_interrupted = 0;
 static volatile sig_atomic_t window_resized = 0;
 static volatile sig_atomic_t hangup = 0;   /* SIGHUP or SIGTERM: leave the REPL as Ctrl-D would */
-static lua_State *serving = NULL;   /* the state the Jupyter kernel runs cells on, while it serves */
+static lua_State *serving = NULL;   /* the state the Jupyter kernel runs cells on, while it
+                                       serves */
 
 static void lstop(lua_State *L, lua_Debug *ar) {
     (void)ar;
