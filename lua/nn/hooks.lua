@@ -226,37 +226,18 @@ function Run:attention(block, x, ctx, p)
     return mha.linear(z:reshape(N, L, H * D), wo, bo), pattern
 end
 
--- Block:forward with its hook points (lua/nn/transformer.lua's Block, the same ops in the same
--- order, so a run whose hooks return nothing gives the plain forward's bits).
-function Run:block(block, x, ctx)
+-- Block:forward with its hook points: flow is lua/nn/transformer.lua's block_flow, the same ops in
+-- the same order, so a run whose hooks return nothing gives the plain forward's bits; an opened
+-- layer's attention is Run:attention, with the attention's own points.
+function Run:block(block, x, ctx, flow)
     local p = "blocks." .. (ctx.layer - 1) .. "."
-    local norm = rawget(block, "norm")
-    x = self:point(p .. "hook_resid_pre", x)
-    local a_in = x
-    if norm == "pre" then a_in = self:point(p .. "ln1.hook_normalized", block.ln1(x)) end
-    local a, w
+    local function point(name, t) return self:point(p .. name, t) end
+    local parts = block
     if self.open[ctx.layer] then
-        a, w = self:attention(block, a_in, ctx, p)
-    else
-        a, w = block:attend(a_in, ctx)
+        parts = setmetatable({attend = function(_, a_in) return self:attention(block, a_in, ctx, p) end},
+                             {__index = block})
     end
-    x = x + self:point(p .. "hook_attn_out", a)
-    if not block.mlp then
-        x = self:point(p .. "hook_resid_post", x)
-        if norm == "post" then x = self:point(p .. "ln1.hook_normalized", block.ln1(x)) end
-        return x, w
-    end
-    x = self:point(p .. "hook_resid_mid", x)
-    if norm == "post" then x = self:point(p .. "ln1.hook_normalized", block.ln1(x)) end
-    local m_in = x
-    if norm == "pre" then m_in = self:point(p .. "ln2.hook_normalized", block.ln2(x)) end
-    local mlp = block.mlp
-    local pre = self:point(p .. "mlp.hook_pre", mlp.fc1(m_in))
-    local post = self:point(p .. "mlp.hook_post", mha.gelu(pre))
-    x = x + self:point(p .. "hook_mlp_out", mlp.fc2(post))
-    x = self:point(p .. "hook_resid_post", x)
-    if norm == "post" then x = self:point(p .. "ln2.hook_normalized", block.ln2(x)) end
-    return x, w
+    return flow(parts, x, ctx, point)
 end
 
 -- ---------------------------------------------------------------------------------------------

@@ -43,9 +43,18 @@ function MLP:init(d_model, d_ff)
     self.fc2 = layers.Linear{in_features = d_ff, out_features = d_model}
 end
 
-function MLP:forward(x)
-    return self.fc2(mha.gelu(self.fc1(x)))
+-- x (N, L, E) -> fc2(gelu(fc1(x))), fc1 and fc2 functions of x; point(name, t) -> t, when given,
+-- sees the hidden layer before and after the GELU (run_with_hooks' mlp.hook_pre and hook_post).
+-- MLP:forward and generate's one-token step (block_plan) run it.
+local function mlp_flow(fc1, fc2, x, point)
+    local pre = fc1(x)
+    if point then pre = point("mlp.hook_pre", pre) end
+    local post = mha.gelu(pre)
+    if point then post = point("mlp.hook_post", post) end
+    return fc2(post)
 end
+
+function MLP:forward(x, point) return mlp_flow(self.fc1, self.fc2, x, point) end
 
 local Block = Module:extend("Block")
 
@@ -77,21 +86,39 @@ function Block:attend(a_in, ctx)
     return attention.multihead(self.attn, a_in, ctx)
 end
 
--- x (N, L, E) -> (N, L, E), and the per-head weights (N, H, L, S) when need_weights. A run of
--- run_with_hooks or run_with_cache (ctx.hooks) takes lua/nn/hooks.lua's copy with hook points.
-function Block:forward(x, ctx)
-    if ctx.hooks then return ctx.hooks:block(self, x, ctx) end
-    local norm = rawget(self, "norm")
-    local a_in = norm == "pre" and self.ln1(x) or x
-    local a, w = self:attend(a_in, ctx)
-    x = x + a
-    if norm == "post" then x = self.ln1(x) end
-    if self.mlp then
-        local m_in = norm == "pre" and self.ln2(x) or x
-        x = x + self.mlp(m_in)
-        if norm == "post" then x = self.ln2(x) end
+local function unseen(_, t) return t end
+
+-- One block's residual stream, the one description of it that forward, run_with_hooks
+-- (lua/nn/hooks.lua) and generate's one-token step (step_plan) run: x (N, L, E) ->
+-- x + attend(ln1(x)), then x + mlp(ln2(x)) when the block has an MLP, the norms before each
+-- sublayer ("pre"), after each sum ("post") or none. f gives f.norm, f.ln1, f.ln2, f:attend(a_in,
+-- ctx) -> out, weights, and f.mlp(m_in, point); point(name, t) -> t sees each of TransformerLens's
+-- hook points in the block as it is reached (nil: none). -> x, the weights
+local function block_flow(f, x, ctx, point)
+    local norm, seen = f.norm, point or unseen
+    x = seen("hook_resid_pre", x)
+    local a_in = norm == "pre" and seen("ln1.hook_normalized", f.ln1(x)) or x
+    local a, w = f:attend(a_in, ctx)
+    x = x + seen("hook_attn_out", a)
+    if not f.mlp then
+        x = seen("hook_resid_post", x)
+        if norm == "post" then x = seen("ln1.hook_normalized", f.ln1(x)) end
+        return x, w
     end
+    x = seen("hook_resid_mid", x)
+    if norm == "post" then x = seen("ln1.hook_normalized", f.ln1(x)) end
+    local m_in = norm == "pre" and seen("ln2.hook_normalized", f.ln2(x)) or x
+    x = x + seen("hook_mlp_out", f.mlp(m_in, point))
+    x = seen("hook_resid_post", x)
+    if norm == "post" then x = seen("ln2.hook_normalized", f.ln2(x)) end
     return x, w
+end
+
+-- x (N, L, E) -> (N, L, E), and the per-head weights (N, H, L, S) when need_weights. A run of
+-- run_with_hooks or run_with_cache (ctx.hooks) sees its hook points (lua/nn/hooks.lua).
+function Block:forward(x, ctx)
+    if ctx.hooks then return ctx.hooks:block(self, x, ctx, block_flow) end
+    return block_flow(self, x, ctx)
 end
 
 local Transformer = Module:extend("Transformer")
@@ -426,51 +453,66 @@ local function class_of(m)
     return type(mt) == "table" and mt.__module_class or nil
 end
 
--- A LayerNorm's arguments to mha.layer_norm (LayerNorm:forward's), or nil when m is not one.
-local function norm_args(m)
+-- A LayerNorm's forward as a function of x, its arguments to mha.layer_norm read once, or nil when
+-- m is not one.
+local function layer_norm_of(m)
     if class_of(m) ~= layers.LayerNorm then return nil end
-    return {m.normalized_shape, m.weight, m.bias, m.eps}
+    local shape, weight, bias, eps, layer_norm = m.normalized_shape, m.weight, m.bias, m.eps, mha.layer_norm
+    return function(x) return layer_norm(x, shape, weight, bias, eps) end
 end
 
--- A Linear's weight and bias (Linear:forward's), or nil when m is not one.
-local function linear_args(m)
+-- A Linear's forward as a function of x, its weight and bias read once, or nil when m is not one.
+local function linear_of(m)
     if class_of(m) ~= layers.Linear then return nil end
-    return {m.weight, m.bias}
+    local weight, bias, linear = m.weight, m.bias, mha.linear
+    return function(x) return linear(x, weight, bias) end
 end
 
 local SDPA_OPTS = {need_weights = false}   -- read only by the binding, so made once
 
--- What step reads of one block: its norms, attention and MLP parameters; nil when the block is not
--- this file's Block of nn.MultiheadAttention, LayerNorms and Linears (a module replaced by hand).
+-- One block's parts for block_flow in a one-token step, its parameters read once: norm, ln1, ln2,
+-- attend, mlp; nil when the block is not this file's Block of nn.MultiheadAttention, LayerNorms and
+-- Linears (a module replaced by hand).
 local function block_plan(block, norm)
     local attn = block.attn
     if class_of(block) ~= Block or rawget(block, "llama") or not module.is_module(attn)
             or class_of(attn) then
         return nil
     end
-    local plan = {E = attn.embed_dim, H = attn.num_heads, in_w = attn.in_proj_weight,
-                  in_b = attn.in_proj_bias, out_w = attn.out_proj_weight, out_b = attn.out_proj_bias}
-    plan.D = plan.E // plan.H
+    local E, H = attn.embed_dim, attn.num_heads
+    local D = E // H
+    local in_w, in_b, out_w, out_b = attn.in_proj_weight, attn.in_proj_bias, attn.out_proj_weight,
+                                     attn.out_proj_bias
+    local linear, sdpa = mha.linear, mha.scaled_dot_product_attention
+    -- one token's attention (ctx: the cache and the layer): q, k and v narrowed from one
+    -- (1, 3H, 1, D) view of the in-projection, no mask, the heads joined by a view
+    local plan = {norm = norm}
+    function plan.attend(_, a_in, ctx)
+        local qkv = linear(a_in, in_w, in_b):view(1, 3 * H, 1, D)
+        local k, v = ctx.cache:append_step(ctx.layer, qkv:narrow(2, H + 1, H), qkv:narrow(2, 2 * H + 1, H))
+        return linear(sdpa(qkv:narrow(2, 1, H), k, v, SDPA_OPTS):reshape(1, 1, E), out_w, out_b)
+    end
     if norm ~= "none" then
-        plan.ln1 = norm_args(block.ln1)
+        plan.ln1 = layer_norm_of(block.ln1)
         if not plan.ln1 then return nil end
     end
     if block.mlp then
         if class_of(block.mlp) ~= MLP then return nil end
-        plan.fc1, plan.fc2 = linear_args(block.mlp.fc1), linear_args(block.mlp.fc2)
-        plan.ln2 = norm ~= "none" and norm_args(block.ln2) or false
-        if not (plan.fc1 and plan.fc2) or plan.ln2 == nil then return nil end
+        local fc1, fc2 = linear_of(block.mlp.fc1), linear_of(block.mlp.fc2)
+        plan.ln2 = norm ~= "none" and layer_norm_of(block.ln2) or false
+        if not (fc1 and fc2) or plan.ln2 == nil then return nil end
+        function plan.mlp(m_in) return mlp_flow(fc1, fc2, m_in) end
     end
     return plan
 end
 
 -- model:forward({{id}}, {cache = cache, need_weights = false}) for one token of a model of the
 -- 2017 kind (nn.MultiheadAttention blocks, learned, sinusoidal or no positions, no hooks), with
--- the parameters read once, before the first step, and fewer ops a layer: q, k and v narrowed
--- from one (1, 3H, 1, D) view of the in-projection; no mask (the one query sees every key: a mask
--- of zeros adds nothing); the heads joined by a view. The same kernels on the same numbers in
--- the same order as forward, so the same logits bit for bit (tests/lua/test_decode.lua). -> a
--- function(id, cache) -> logits (1, 1, vocab), or nil for any other model (forward runs those).
+-- the parameters read once, before the first step, and fewer ops a layer (block_plan's attend:
+-- no mask, since the one query sees every key and a mask of zeros adds nothing). Each block runs
+-- block_flow, as forward does: the same kernels on the same numbers in the same order, so the
+-- same logits bit for bit (tests/lua/test_decode.lua). -> a function(id, cache) -> logits
+-- (1, 1, vocab), or nil for any other model (forward runs those).
 local function step_plan(self)
     local c = rawget(self, "_config")
     if rawget(self, "_llama") or rawget(self, "_hooks") or not self.causal
@@ -487,36 +529,25 @@ local function step_plan(self)
     end
     local embed_w = self.embed.weight
     local pos_w = c.pos == "learned" and self.pos.weight or rawget(self, "pe")
-    local ln_f = norm == "pre" and norm_args(self.ln_f)
+    local ln_f = norm == "pre" and layer_norm_of(self.ln_f)
     if norm == "pre" and not ln_f then return nil end
-    local unembed = linear_args(self.unembed)
-    local pre, post = norm == "pre", norm == "post"
-    local linear, layer_norm, gelu = mha.linear, mha.layer_norm, mha.gelu
-    local sdpa = mha.scaled_dot_product_attention
-    local function ln(x, a) return layer_norm(x, a[1], a[2], a[3], a[4]) end
+    local unembed = linear_of(self.unembed)
+    local ctx = {}
     return function(id, cache)
         local offset = cache:length()
         cache:begin("Transformer:forward", self, 1)
         local x = mha.embedding({{id}}, embed_w)   -- (1, 1, E)
         if pos_w then x = x + pos_w:narrow(1, offset + 1, 1) end
+        ctx.cache = cache
         for i = 1, #plans do
-            local p = plans[i]
-            local H, D = p.H, p.D
-            local qkv = linear(pre and ln(x, p.ln1) or x, p.in_w, p.in_b):view(1, 3 * H, 1, D)
-            local k, v = cache:append_step(i, qkv:narrow(2, H + 1, H), qkv:narrow(2, 2 * H + 1, H))
-            local heads = sdpa(qkv:narrow(2, 1, H), k, v, SDPA_OPTS)   -- (1, H, 1, D)
-            x = x + linear(heads:reshape(1, 1, p.E), p.out_w, p.out_b)
-            if post then x = ln(x, p.ln1) end
-            if p.fc1 then
-                local hidden = gelu(linear(pre and ln(x, p.ln2) or x, p.fc1[1], p.fc1[2]))
-                x = x + linear(hidden, p.fc2[1], p.fc2[2])
-                if post then x = ln(x, p.ln2) end
-            end
+            ctx.layer = i
+            x = block_flow(plans[i], x, ctx)
         end
+        ctx.cache = nil
         cache:commit(1, 1)
         rawset(self, "_attention", {})
-        if ln_f then x = ln(x, ln_f) end
-        return linear(x, unembed[1], unembed[2])
+        if ln_f then x = ln_f(x) end
+        return unembed(x)
     end
 end
 
