@@ -111,6 +111,20 @@ local function write_rows(buf, cap, held, new, S, L)
     return buf, buf:narrow(3, 1, S + L)
 end
 
+-- Cache:append's write in place: the L rows of k and v at S+1 .. S+L of layer i's storage
+-- (entry's, or a larger one holding entry's S rows) -> the views of the first S + L rows.
+local function store(self, i, entry, k, v, S, L)
+    local cap, kbuf, vbuf = entry and entry.cap, entry and entry.kbuf, entry and entry.vbuf
+    if not kbuf or S + L > cap then
+        cap, kbuf, vbuf = capacity(entry, S + L, self.model.max_len), nil, nil
+    end
+    local kall, vall
+    kbuf, kall = write_rows(kbuf, cap, entry and entry.k, k, S, L)
+    vbuf, vall = write_rows(vbuf, cap, entry and entry.v, v, S, L)
+    self.pending[i] = {k = kall, v = vall, kbuf = kbuf, vbuf = vbuf, cap = cap, rows = S + L}
+    return kall, vall
+end
+
 -- k and v (N, H_kv, L, D) of layer i's new tokens -> all of the layer's keys and values
 -- (N, H_kv, S + L, D). Without a window and a graph to record, they go in place into storage
 -- with spare rows, and what attention reads is a view of its first S + L rows (rows of D
@@ -126,31 +140,17 @@ function Cache:append(i, k, v)
         self.pending[i] = {k = k:detach(), v = v:detach()}
         return k, v
     end
-    local S, L = entry and entry.k:size(3) or 0, k:size(3)
-    local cap, kbuf, vbuf = entry and entry.cap, entry and entry.kbuf, entry and entry.vbuf
-    if not kbuf or S + L > cap then
-        cap, kbuf, vbuf = capacity(entry, S + L, self.model.max_len), nil, nil
-    end
-    local kall, vall
-    kbuf, kall = write_rows(kbuf, cap, entry and entry.k, k, S, L)
-    vbuf, vall = write_rows(vbuf, cap, entry and entry.v, v, S, L)
-    self.pending[i] = {k = kall, v = vall, kbuf = kbuf, vbuf = vbuf, cap = cap, rows = S + L}
-    return kall, vall
+    return store(self, i, entry, k, v, entry and entry.k:size(3) or 0, k:size(3))
 end
 
 -- cache:append for one token made under no_grad in a model without a window (generate's step,
--- lua/nn/transformer.lua): k and v (N, H_kv, 1, D) written in place as append writes them, without
--- its checks, while the storage has a spare row; else append itself.
+-- lua/nn/transformer.lua): k and v (N, H_kv, 1, D) stored as append stores them, without its
+-- checks, once the layer holds rows in storage; else append itself.
 function Cache:append_step(i, k, v)
     local entry = self.layers[i]
     local S = entry and entry.rows
-    if not S or S >= entry.cap then return self:append(i, k, v) end
-    local kbuf, vbuf = entry.kbuf, entry.vbuf
-    kbuf:narrow(3, S + 1, 1):copy_(k)
-    vbuf:narrow(3, S + 1, 1):copy_(v)
-    local kall, vall = kbuf:narrow(3, 1, S + 1), vbuf:narrow(3, 1, S + 1)
-    self.pending[i] = {k = kall, v = vall, kbuf = kbuf, vbuf = vbuf, cap = entry.cap, rows = S + 1}
-    return kall, vall
+    if not S then return self:append(i, k, v) end
+    return store(self, i, entry, k, v, S, 1)
 end
 
 -- Keeps the sinks and the last W of (N, H_kv, S, D) along S, as a fresh tensor (so the dropped

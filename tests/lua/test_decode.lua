@@ -214,6 +214,12 @@ T.test("generate: the same tokens with and without the cache", function()
             T.eq(string.format("config %d: prompt kept, 12 new", i), {a[1], a[2], a[3], #a}, {3, 1, 4, 15})
         end
     end
+    -- past the cache's first storage (256 rows): the one-token step grows it as append does
+    mha.seed(3)
+    local long = mha.nn.Transformer{vocab = 12, d_model = 16, heads = 2, layers = 2, max_len = 600}
+    T.eq("400 tokens, past the first 256 rows of storage: with = without the cache",
+         long:generate({1, 2}, {max_new_tokens = 400, seed = 5}),
+         long:generate({1, 2}, {max_new_tokens = 400, seed = 5, cache = false}))
     mha.seed(1)
     local m = mha.nn.Transformer{vocab = 40, d_model = 64, heads = 4, kv_heads = 2, layers = 2, max_len = 128,
                                  pos = "rope"}
