@@ -68,7 +68,7 @@ static const kernel_isa *const isa_all[] = {
 static bool isa_supported(const kernel_isa *isa) {
 #ifdef MHA_KERNELS_X86
     __builtin_cpu_init();
-    if (isa == &mha_kernels_avx512) return __builtin_cpu_supports("avx512f");
+    if (isa == &mha_kernels_avx512) return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
     if (isa == &mha_kernels_avx2) return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
 #endif
     return isa == &mha_kernels_portable;

@@ -93,6 +93,19 @@ INLINE vf vmax(vf a, vf b) { return blend(a > b, a, b); }
 INLINE vf round_even(vf x) { const float big = 12582912.0f; return (x + big) - big; }
 #endif
 
+/* Whether any lane of a mask (all ones or all zeros per lane) is set: the sign bits at once. */
+#if defined(MHA_SIMD_AVX512)
+INLINE bool any_lane(vi mask) { return _mm512_movepi32_mask((__m512i)mask) != 0; }
+#elif defined(MHA_SIMD_AVX2)
+INLINE bool any_lane(vi mask) { return _mm256_movemask_ps((__m256)mask) != 0; }
+#else
+INLINE bool any_lane(vi mask) {
+    int32_t any = 0;
+    for (int i = 0; i < W; i++) any |= mask[i];
+    return any != 0;
+}
+#endif
+
 /* The largest lane (once per softmax row). */
 INLINE float max_lanes(vf v) {
     float m = v[0];
@@ -596,13 +609,38 @@ INLINE vd two_phi(vd x, vi negative, vd *gauss) {
     return blend_d(__builtin_convertvector(negative, vl), e, 2.0 - e);
 }
 
-/* Whether no lane is `bad` (a lane that takes the reference's path). */
-INLINE bool all_good(vi bad) {
-    int32_t any = 0;
-#pragma GCC unroll 16
-    for (size_t j = 0; j < W; j++) any |= bad[j];
-    return any == 0;
+/* erf(z) = z·P(u), u = z²/2.25 - 1, for |z| <= 3/√2 (coefficients from
+ * tests/fixtures/gen/gen_erf.py, relative error of P 4e-15). */
+static const double erf_poly[17] = {
+    9.466577302251564e-11, -6.9462297175013025e-10, 4.6585592841066558e-09,
+    -3.1573913219682069e-08, 2.001292964694252e-07, -1.1780764441850486e-06,
+    6.4237077303810241e-06, -3.2254635783812417e-05, 0.00014812007223277603,
+    -0.00061724384231321252, 0.0023133106110260681, -0.0077191568569403447,
+    0.022688198513144225, -0.058183901293656269, 0.13002914047169323,
+    -0.26256990421328374, 0.64407009765020728,
+};
+
+/* GELU's x where 2·Phi(x) = 1 + erf(x/√2) is near enough (two_phi_near): its polynomial covers
+ * |x| <= 3, and at x = -2.5 the sum 1 + erf, 0.0124, keeps a relative error of 3e-13 (below the
+ * 1e-12 that gelu's rounding check assumes); further out two_phi's erfcx takes over. */
+static const float NEAR_LO = -2.5f, NEAR_HI = 3.0f;
+
+/* 2·Phi(x) = 1 + erf(x/√2) for NEAR_LO <= x <= NEAR_HI, by erf_poly: no division and no
+ * exponential, a third of two_phi's work. */
+INLINE vd two_phi_near(vd x) {
+    vd z = x * 0.70710678118654752440;
+    vd u = z * z * (1.0 / 2.25) - 1.0;
+    const double *c = erf_poly;   /* c[16] the constant term, c[0] u^16's: Estrin's scheme */
+    vd u2 = u * u, u4 = u2 * u2, u8 = u4 * u4, u16 = u8 * u8;
+    vd q0 = c[16] + u * c[15], q1 = c[14] + u * c[13], q2 = c[12] + u * c[11], q3 = c[10] + u * c[9];
+    vd q4 = c[8] + u * c[7], q5 = c[6] + u * c[5], q6 = c[4] + u * c[3], q7 = c[2] + u * c[1];
+    vd h0 = q0 + u2 * q1, h1 = q2 + u2 * q3, h2 = q4 + u2 * q5, h3 = q6 + u2 * q7;
+    vd p = ((h0 + u4 * h1) + u8 * (h2 + u4 * h3)) + u16 * c[0];
+    return 1.0 + z * p;
 }
+
+/* Whether every lane of x lies in [NEAR_LO, NEAR_HI] (false for NaN). */
+INLINE bool all_near(vf x) { return !any_lane(~((x >= NEAR_LO) & (x <= NEAR_HI))); }
 
 /* y = gelu(x) = 0.5·x·erfc(-x/√2) for n floats, each the very float of the reference
  * (mha_gelu_ref, which rounds libm's double result): a lane whose double value lies within 1e-12
@@ -614,11 +652,12 @@ static void gelu(float *y, const float *x, size_t n) {
         vf xv = load(x + i);
         vd xd = __builtin_convertvector(xv, vd);
         vd gauss;
-        vd v = 0.5 * xd * two_phi(xd, xv < 0.0f, &gauss), tol = abs_d(v) * 1e-12;
+        vd v = 0.5 * xd * (all_near(xv) ? two_phi_near(xd) : two_phi(xd, xv < 0.0f, &gauss));
+        vd tol = abs_d(v) * 1e-12;
         vf lo = __builtin_convertvector(v - tol, vf), hi = __builtin_convertvector(v + tol, vf);
         vi bad = ((vi)lo != (vi)hi) | (lo != lo) | ~((xv <= 8.0f) & (xv >= -8.0f));
         store(y + i, lo);
-        if (!all_good(bad))
+        if (any_lane(bad))
             for (size_t j = 0; j < W; j++)
                 if (bad[j]) y[i + j] = mha_gelu_ref(x[i + j]);
     }
@@ -633,15 +672,20 @@ static void gelu_grad(float *dx, const float *g, const float *x, size_t n) {
     for (; i + W <= n; i += W) {
         vf xv = load(x + i);
         vd xd = __builtin_convertvector(xv, vd), gd = __builtin_convertvector(load(g + i), vd);
-        vd gauss;
-        vd dydx = 0.5 * two_phi(xd, xv < 0.0f, &gauss);
+        vd gauss, dydx;
+        if (all_near(xv)) {
+            dydx = 0.5 * two_phi_near(xd);
+            gauss = exp_d(-(xd * xd * 0.5));
+        } else {
+            dydx = 0.5 * two_phi(xd, xv < 0.0f, &gauss);
+        }
         dydx += xd * gauss * 0.39894228040143267794;   /* x·phi(x), phi's exp shared with Phi */
         vd v = gd * dydx, tol = abs_d(gd) * 1e-12;
         vf lo = __builtin_convertvector(v - tol, vf), hi = __builtin_convertvector(v + tol, vf);
         vf small = __builtin_convertvector(abs_d(dydx), vf);
         vi bad = ((vi)lo != (vi)hi) | (lo != lo) | ~((xv <= 8.0f) & (xv >= -8.0f)) | (small < 1e-12f);
         store(dx + i, lo);
-        if (!all_good(bad))
+        if (any_lane(bad))
             for (size_t j = 0; j < W; j++)
                 if (bad[j]) dx[i + j] = mha_gelu_grad_ref(g[i + j], x[i + j]);
     }
