@@ -46,24 +46,22 @@ mha_status mha_attention_plain(const mha_head_args *job, const mha_attn_kernels 
                         : kernels->matmul(weights, S, job->q, (ptrdiff_t)job->ld_q, 1, job->k, 1, (ptrdiff_t)job->ld_k,
                                           L, S, job->D, false);
     if (st != MHA_OK) return st;
-    if (job->scale != 1.0f)
-        for (size_t n = 0; n < L * S; n++) weights[n] *= job->scale;
+    const float scale = job->scale;   /* a local: the loop vectorizes */
+    if (scale != 1.0f)
+        for (size_t n = 0; n < L * S; n++) weights[n] *= scale;
     if (scaled) memcpy(scaled, weights, L * S * sizeof *weights);
 
     /* pass 2: masked = scaled + (attn_mask + key padding), then -inf where j > i (causal) */
-    if (has_attn || has_pad || job->causal) {
-        for (size_t i = 0; i < L; i++) {
-            float *row = weights + i * S;
-            for (size_t j = 0; j < job->mask_cols; j++) {
-                if (has_attn || has_pad) {
-                    float m = has_attn ? mha_mask_value(&job->attn, i, j) : 0.0f;
-                    if (has_pad) m = has_attn ? m + mha_mask_value(&job->pad, i, j) : mha_mask_value(&job->pad, i, j);
-                    row[j] += m;
-                }
-                if (job->causal && j > job->row0 + i) row[j] = -INFINITY;
-            }
+    for (size_t i = 0; (has_attn || has_pad) && i < L; i++) {
+        float *row = weights + i * S;
+        for (size_t j = 0; j < job->mask_cols; j++) {
+            float m = has_attn ? mha_mask_value(&job->attn, i, j) : 0.0f;
+            if (has_pad) m = has_attn ? m + mha_mask_value(&job->pad, i, j) : mha_mask_value(&job->pad, i, j);
+            row[j] += m;
         }
     }
+    for (size_t i = 0; job->causal && i < L; i++)
+        for (size_t j = job->row0 + i + 1; j < job->mask_cols; j++) weights[i * S + j] = -INFINITY;
     if (masked) memcpy(masked, weights, L * S * sizeof *weights);
     if (job->lse) rows_lse(job->lse, weights, L, S);
 

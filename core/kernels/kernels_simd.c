@@ -306,15 +306,17 @@ static const float LN2_HI = 0.693359375f, LN2_LO = -2.12194440e-4f;
 static const float EXP_P0 = 1.9875691500e-4f, EXP_P1 = 1.3981999507e-3f, EXP_P2 = 8.3334519073e-3f,
                    EXP_P3 = 4.1665795894e-2f, EXP_P4 = 1.6666665459e-1f, EXP_P5 = 5.0000001201e-1f;
 
-/* p·2^n, n integral, for x >= EXP_MIN, and 0 below it (x the argument of the exp) */
-#if defined(MHA_SIMD_AVX512)
-/* scalef is exact down to the denormals and rounds to 0 below them: at x = -120, n = -173 */
-static const float EXP_MIN = -120.0f;
-INLINE vf pow2_times(vf p, vf n, vf x) { (void)x; return _mm512_scalef_ps(p, n); }
-#else
-/* 2^n built in the exponent bits, which hold n >= -126: x is clamped at -87.3 and 0 returned
- * below */
+/* p·2^n, n integral, for x >= EXP_MIN, and 0 below it (x the argument of the exp): x is clamped
+ * at -87.3, where n = -126 still makes 2^n a normal float, and every set returns 0 below it, so
+ * that none writes the subnormals of x in [-103, -87.3] that another would not (nor pays the
+ * microcode assist an underflow costs: half the lanes of a causal mask's row are -inf) */
 static const float EXP_MIN = -87.3f;
+#if defined(MHA_SIMD_AVX512)
+INLINE vf pow2_times(vf p, vf n, vf x) {   /* not x < EXP_MIN: true for NaN, which stays NaN */
+    return _mm512_maskz_scalef_ps(_mm512_cmp_ps_mask(x, splat(EXP_MIN), _CMP_NLT_UQ), p, n);
+}
+#else
+/* 2^n built in the exponent bits */
 INLINE vf pow2_times(vf p, vf n, vf x) {
     vi bits = (__builtin_convertvector(n, vi) + 127) << 23;
     return (vf)(~(x < EXP_MIN) & (vi)(p * (vf)bits));   /* false for NaN, which then stays NaN */
