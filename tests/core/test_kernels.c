@@ -716,6 +716,35 @@ static void check_layer_threads(const char *isa) {
 /* query = key = value one tensor against three equal copies (three (N,L,E) projections): the very
  * bits, on every instruction set, 1 and 2 threads, batched or not, with and without bias, weights
  * and appended keys, at lengths on both sides of the dot-rows path (M·K·4 <= 256 KB). */
+/* Where exp underflows, softmax writes 0 on every set, never a subnormal that one set would write and
+ * another not: rows whose entries spread over 110 below their max, and -inf. Entries 88 or more below
+ * the max are exactly 0, and those less than 87 below are not. */
+static void check_softmax_underflow(void) {
+    const char *best = mha_kernels_isa(), *isas[] = {"avx512", "avx2", "portable"};
+    enum { ROWS = 64, N = 77 };
+    static float x[ROWS * N], w[ROWS * N];
+    for (size_t i = 0; i < ROWS * N; i++) x[i] = i % 29 == 5 ? -INFINITY : -110.0f * (float)((i * 7919) % 1000) / 999.0f;
+    int ok = 1;
+    char why[160] = "";
+    for (size_t v = 0; v < 3; v++) {
+        if (!mha_kernels_use_isa(isas[v])) continue;
+        memcpy(w, x, sizeof x);
+        mha_softmax_rows(w, N, ROWS, N);
+        for (size_t r = 0; ok && r < ROWS; r++) {
+            float max = -INFINITY;
+            for (size_t j = 0; j < N; j++) max = x[r * N + j] > max ? x[r * N + j] : max;
+            for (size_t j = 0; ok && j < N; j++) {
+                const float xi = x[r * N + j], wi = w[r * N + j];
+                ok = xi - max <= -88.0f ? wi == 0.0f : xi - max <= -87.0f || wi > 0.0f;
+                if (!ok) snprintf(why, sizeof why, "%s: row %zu, x %.9g (max %.9g): weight %.9g", isas[v], r,
+                                  (double)xi, (double)max, (double)wi);
+            }
+        }
+    }
+    mha_kernels_use_isa(best);
+    CHECK("softmax_rows: 0 where exp underflows, on every set", ok, "%s", why);
+}
+
 static void check_self_attention_bits(void) {
     const char *best = mha_kernels_isa(), *isas[] = {"avx512", "avx2", "portable"};
     const struct { size_t N, L, E, H; bool bias, weights, kv, batched; } cases[] = {
@@ -820,6 +849,7 @@ int main(void) {
     const char *best = mha_kernels_isa();
     mha_kernels_set_threads(1);
     check_exact();
+    check_softmax_underflow();
     check_self_attention_bits();
     const char *isas[] = {"avx512", "avx2", "portable"};
     for (size_t threads = 1; threads <= 2; threads++) {
