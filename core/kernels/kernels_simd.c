@@ -611,8 +611,9 @@ INLINE vd two_phi(vd x, vi negative, vd *gauss) {
     return blend_d(__builtin_convertvector(negative, vl), e, 2.0 - e);
 }
 
-/* erf(z) = z·P(u), u = z²/2.25 - 1, for |z| <= 3/√2 (coefficients from
- * tests/fixtures/gen/gen_erf.py, relative error of P 4e-15). */
+/* For |x| <= 3, in u = w/2.25 - 1 (w = x²/2), degree 16, coefficients highest power first from
+ * tests/fixtures/gen/gen_erf.py: erf(z) = z·erf_poly (z = x/√2; relative error 4e-15), and
+ * gelu'(x) = Phi(x) + x·phi(x) = 0.5 + x·gelu_grad_poly (relative error 1.7e-14). */
 static const double erf_poly[17] = {
     9.466577302251564e-11, -6.9462297175013025e-10, 4.6585592841066558e-09,
     -3.1573913219682069e-08, 2.001292964694252e-07, -1.1780764441850486e-06,
@@ -621,25 +622,34 @@ static const double erf_poly[17] = {
     0.022688198513144225, -0.058183901293656269, 0.13002914047169323,
     -0.26256990421328374, 0.64407009765020728,
 };
+static const double gelu_grad_poly[17] = {
+    9.703241734807853e-10, -6.916839596393089e-09, 4.2614646631115244e-08,
+    -2.6603288890072081e-07, 1.5486493105634442e-06, -8.2986771432864526e-06,
+    4.0801979825442914e-05, -0.00018265192471397606, 0.00073736291239803839,
+    -0.0026537648909410391, 0.0083951022394887671, -0.022935063217224983,
+    0.052923554309695253, -0.10039700855700529, 0.15240676745655024,
+    -0.18744094565064334, 0.2697613738032244,
+};
 
-/* GELU's x where 2·Phi(x) = 1 + erf(x/√2) is near enough (two_phi_near): its polynomial covers
- * |x| <= 3, and at x = -2.5 the sum 1 + erf, 0.0124, keeps a relative error of 3e-13 (below the
- * 1e-12 that gelu's rounding check assumes); further out two_phi's erfcx takes over. */
+/* GELU's x where those polynomials are near enough: they cover |x| <= 3, and at x = -2.5 the sum
+ * 1 + erf, 0.0124, keeps a relative error of 3e-13 (below the 1e-12 that gelu's rounding check
+ * assumes); further out two_phi's erfcx takes over. */
 static const float NEAR_LO = -2.5f, NEAR_HI = 3.0f;
 
-/* 2·Phi(x) = 1 + erf(x/√2) for NEAR_LO <= x <= NEAR_HI, by erf_poly: no division and no
- * exponential, a third of two_phi's work. */
-INLINE vd two_phi_near(vd x) {
-    vd z = x * 0.70710678118654752440;
-    vd u = z * z * (1.0 / 2.25) - 1.0;
-    const double *c = erf_poly;   /* c[16] the constant term, c[0] u^16's: Estrin's scheme */
+/* c (17 coefficients, highest power first) at u = x²/4.5 - 1, by Estrin's scheme: 5 dependent
+ * steps where Horner's rule takes 16. */
+INLINE vd poly16_near(vd x, const double *c) {
+    vd u = x * x * (1.0 / 4.5) - 1.0;
     vd u2 = u * u, u4 = u2 * u2, u8 = u4 * u4, u16 = u8 * u8;
     vd q0 = c[16] + u * c[15], q1 = c[14] + u * c[13], q2 = c[12] + u * c[11], q3 = c[10] + u * c[9];
     vd q4 = c[8] + u * c[7], q5 = c[6] + u * c[5], q6 = c[4] + u * c[3], q7 = c[2] + u * c[1];
     vd h0 = q0 + u2 * q1, h1 = q2 + u2 * q3, h2 = q4 + u2 * q5, h3 = q6 + u2 * q7;
-    vd p = ((h0 + u4 * h1) + u8 * (h2 + u4 * h3)) + u16 * c[0];
-    return 1.0 + z * p;
+    return ((h0 + u4 * h1) + u8 * (h2 + u4 * h3)) + u16 * c[0];
 }
+
+/* 2·Phi(x) = 1 + erf(x/√2) for NEAR_LO <= x <= NEAR_HI: no division and no exponential, a third
+ * of two_phi's work. */
+INLINE vd two_phi_near(vd x) { return 1.0 + x * 0.70710678118654752440 * poly16_near(x, erf_poly); }
 
 /* Whether every lane of x lies in [NEAR_LO, NEAR_HI] (false for NaN). */
 INLINE bool all_near(vf x) { return !any_lane(~((x >= NEAR_LO) & (x <= NEAR_HI))); }
@@ -676,12 +686,11 @@ static void gelu_grad(float *dx, const float *g, const float *x, size_t n) {
         vd xd = __builtin_convertvector(xv, vd), gd = __builtin_convertvector(load(g + i), vd);
         vd gauss, dydx;
         if (all_near(xv)) {
-            dydx = 0.5 * two_phi_near(xd);
-            gauss = exp_d(-(xd * xd * 0.5));
+            dydx = 0.5 + xd * poly16_near(xd, gelu_grad_poly);
         } else {
             dydx = 0.5 * two_phi(xd, xv < 0.0f, &gauss);
+            dydx += xd * gauss * 0.39894228040143267794;   /* x·phi(x), phi's exp shared with Phi */
         }
-        dydx += xd * gauss * 0.39894228040143267794;   /* x·phi(x), phi's exp shared with Phi */
         vd v = gd * dydx, tol = abs_d(gd) * 1e-12;
         vf lo = __builtin_convertvector(v - tol, vf), hi = __builtin_convertvector(v + tol, vf);
         vf small = __builtin_convertvector(abs_d(dydx), vf);
