@@ -50,20 +50,24 @@ static void part_range(size_t *from, size_t *to, size_t count, size_t part, size
  * adder busy where one waits on its own latency. */
 enum { LN_ROWS = 4 };
 
-/* Two doubles (one SSE2 or NEON register, the baseline every build has) and two floats: the
- * per-element passes run two elements a vector, each the same operations in the same order as
- * one at a time, so the same bits. */
-enum { LANES = 2 };
+/* Four doubles (two SSE2 or NEON registers, the baseline every build has) and four floats (one):
+ * the per-element passes run four elements a vector, each the same operations in the same order
+ * as one at a time, so the same bits; four floats convert to doubles and back two at a time
+ * (cvtps2pd, cvtpd2ps), where a pair of floats converts one element at a time. */
+enum { LANES = 4 };
+/* the helpers below are always inlined, so their vector returns never cross a call (GCC's note on
+ * the ABI of such returns does not apply) */
+#pragma GCC diagnostic ignored "-Wpsabi"
 typedef double ln_vd __attribute__((vector_size(LANES * sizeof(double))));
 typedef float ln_vf __attribute__((vector_size(LANES * sizeof(float))));
 
-static inline ln_vd load_vd(const float *p) {
+static inline __attribute__((always_inline)) ln_vd load_vd(const float *p) {
     ln_vf v;
     memcpy(&v, p, sizeof v);
     return __builtin_convertvector(v, ln_vd);
 }
 
-static inline void store_vf(float *p, ln_vd v) {
+static inline __attribute__((always_inline)) void store_vf(float *p, ln_vd v) {
     ln_vf f = __builtin_convertvector(v, ln_vf);
     memcpy(p, &f, sizeof f);
 }
