@@ -200,6 +200,26 @@ typedef float v8f __attribute__((vector_size(8 * sizeof(float))));   /* 8 floats
 static void pack_b(const kernel_isa *k, float *dst, const float *b, ptrdiff_t b_rs, ptrdiff_t b_cs, size_t kc,
                    size_t nc, float scale) {
     const size_t nr = k->nr;
+    if (b_cs == 1 && nc >= nr) {
+        /* rows contiguous: the whole panels row by row, so that B is read in one sweep (panel by
+         * panel, each row's few lines would be fetched kc rows apart), each row's nr floats 8 at a
+         * time, each the same product as one at a time */
+        const size_t whole = nc / nr * nr;
+        for (size_t p = 0; p < kc; p++) {
+            const float *src = b + (ptrdiff_t)p * b_rs;
+            for (size_t j0 = 0; j0 < whole; j0 += nr) {
+                float *d = dst + j0 * kc + p * nr;
+                for (size_t j = 0; j < nr; j += 8) {
+                    v8f v;
+                    memcpy(&v, src + j0 + j, sizeof v);
+                    v = v * scale;
+                    memcpy(d + j, &v, sizeof v);
+                }
+            }
+        }
+        if (whole == nc) return;
+        dst += whole * kc, b += whole, nc -= whole;   /* the ragged last panel, below */
+    }
     for (size_t j0 = 0; j0 < nc; j0 += nr, dst += nr * kc) {
         size_t cols = min_size(nr, nc - j0);
         /* a row of the panel is contiguous in memory: 8 floats at a time (every NR is a multiple
