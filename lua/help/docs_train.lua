@@ -205,7 +205,8 @@ entry("mha.generate", "training",
     .. "from the logits of the last position and fed back alone through the KV cache; when max_len "
     .. "positions are used, the last half is read again into a fresh cache and the writing goes on. "
     .. "seed seeds mha.seed once, so a seed writes the same text on any number of threads. At a "
-    .. "terminal (or stream = true) each character is printed as it comes, and Ctrl-C stops the "
+    .. "terminal or in a notebook (or stream = true) each character is printed as it comes, and "
+    .. "Ctrl-C (a notebook's interrupt) stops the "
     .. "writing and returns what was written (the REPL does not echo a text it has just streamed; "
     .. "text = mha.generate(...) keeps it); a loop that calls it stops at its next turn, as Ctrl-C "
     .. "stops every loop. Returns the prompt and what the model wrote.",

@@ -731,7 +731,8 @@ D["mha.fill_mask"] = [[
 D["mha.generate"] = [[
 让字符模型 model 写字：先用 tokenizer 把 prompt 编码，然后每个新字符由 mha.sample 从最后一个位置的 logits 里抽出，再单独经过
 KV 缓存喂回去；用满 max_len 个位置时，把后一半重新读进一个新缓存，接着写。seed 只设一次 mha.seed，所以同一个
-种子在任意线程数下写出同样的文本。在终端里（或 stream = true）每个字符一出来就打印，Ctrl-C 停下写作并返回
+种子在任意线程数下写出同样的文本。在终端或笔记本里（或 stream = true）每个字符一出来就打印，Ctrl-C
+（笔记本里的中断）停下写作并返回
 已写的部分（刚流式打印过的文字 REPL 不会再打印一遍；text = mha.generate(...) 把它存下）；调用它的循环
 在下一轮停下，Ctrl-C 总能停下循环。返回 prompt 加上模型写的字。]]
 

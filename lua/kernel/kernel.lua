@@ -33,6 +33,9 @@ local sink                 -- the running cell's sink
 local holding = false      -- show is running: what it writes is its table's text, not a stream
 local figures_drawn = {}   -- figures drawn during the running cell, in order
 local set_up = false
+-- returns its arguments, and the stop mha.generate re-armed for a cell's next line goes (the REPL's
+-- C side registers it; a no-op stand-in when this file runs without it)
+local cell_done = debug.getregistry()["mha.repl.kernel_cell_done"] or function(...) return ... end
 
 local function msghandler(m)
     local handler = debug.getregistry()["mha.repl.msghandler"]
@@ -141,6 +144,8 @@ function kernel.setup()
         end
     end
     _G.print, io.write = live(_G.print), live(io.write)
+    -- what is written reaches the notebook as it is written: mha.generate streams as at a terminal
+    debug.getregistry()["mha.output_live"] = true
     local methods = getmetatable(io.stdout).__index
     local method_write = methods.write
     methods.write = function(f, ...)
@@ -270,7 +275,9 @@ function kernel.execute(code, cell_sink, name)
         if not chunk then
             err = error_output(code, expr)
         else
-            local results = table.pack(xpcall(chunk, msghandler))
+            -- on the xpcall's line: a stop mha.generate re-armed for the cell's next line goes
+            -- before this file runs one (signals.c's kernel_cell_done)
+            local results = table.pack(cell_done(xpcall(chunk, msghandler)))
             flush()
             if not results[1] then
                 err = error_output(code, results[2])

@@ -161,6 +161,16 @@ int repl_interrupt_later(lua_State *L) {
     return n;
 }
 
+/* The Jupyter kernel's cell_done(...): its cell's code has returned, so a stop interrupt_later set
+ * goes before the kernel's own Lua runs another line (mha.kernel calls it on the line of its
+ * xpcall, as the REPL's disarm follows its lua_pcall in C). Returns its arguments. */
+int repl_kernel_cell_done(lua_State *L) {
+    int n = lua_gettop(L);
+    if (serving && L == serving && lua_gethook(L) == lstop && lua_gethookmask(L) == LUA_MASKLINE)
+        lua_sethook(L, NULL, 0, 0);
+    return n;
+}
+
 /* repl_stop_resumed_after's timer: Ctrl-C's stop for the kernels and the coroutines being resumed,
  * but not for the thread that resumed them, which is waiting for them and goes on. */
 static void on_stop_alarm(int sig) {

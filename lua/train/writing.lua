@@ -119,15 +119,16 @@ end
 -- mha.generate(model, tok, prompt [, opts]) -> prompt .. the characters the model wrote, drawn by
 -- model:generate with roll = true (mha.sample from the last position's logits, the KV cache, a
 -- prompt past max_len read from its last max_len characters, writing on past max_len); seed seeds
--- mha.seed once. At a terminal (or stream = true) each character is written as it comes; Ctrl-C
--- stops the writing and returns what was written so far.
+-- mha.seed once. At a terminal or in a notebook (or stream = true) each character is written as it
+-- comes; Ctrl-C stops the writing and returns what was written so far.
 function M.generate(model, tok, prompt, opts)
     local fname = "mha.generate"
     opts = opts or {}
     local tokens = checked(fname, model, tok, prompt, opts)
     local n_new = module.opt_count(fname, opts, "max_new_tokens", 100)
     local stream = opts.stream
-    if stream == nil then stream = term.isatty(1) end
+    -- at a terminal, or in a notebook (the kernel sends each write as it comes: mha.output_live)
+    if stream == nil then stream = term.isatty(1) or debug.getregistry()["mha.output_live"] == true end
     -- the prompt is written with the first character drawn, so that a sampling option sample
     -- rejects prints its error alone, not after a prompt left without its line end
     local written = {}

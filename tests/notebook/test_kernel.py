@@ -406,6 +406,17 @@ def main():
     reply, out = run(kc, "turns < 60")
     check("interrupt_generate_loop_stopped", of_type(out, "execute_result")
           and of_type(out, "execute_result")[0]["data"]["text/plain"] == "true", str(out))
+    # one statement: the cell ends as at the prompt, s keeps the text, and the text came as a stream
+    msg_id = kc.execute('s = mha.generate(m, extra.tokenizer, "The ", {max_new_tokens = 100000})')
+    time.sleep(1.5)
+    km.interrupt_kernel()
+    reply, out = collect(kc, msg_id, timeout=10)
+    streamed = streams_of(out)
+    check("interrupt_generate_statement", reply["status"] == "ok" and streamed.startswith("The ")
+          and len(streamed) > 20, "reply %s, streamed %r" % (reply, streamed[:80]))
+    reply, out = run(kc, "#s > 20 and s:sub(1, 4) == 'The '")
+    check("interrupt_generate_statement_kept", of_type(out, "execute_result")
+          and of_type(out, "execute_result")[0]["data"]["text/plain"] == "true", str(out))
     reply, out = run(kc, "n > 0")
     check("after_interrupt", of_type(out, "execute_result") and
           of_type(out, "execute_result")[0]["data"]["text/plain"] == "true", str(out))
