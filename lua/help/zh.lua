@@ -416,7 +416,8 @@ difference（差）：从第 3 个位置起，答案是 x(p-1) - x(p-2)，在 vo
 D["mha.train"] = [[
 在 task 上训练 model：抽一个批次，在计入的位置上算交叉熵（mha.train.loss），反向传播，裁剪梯度范数，
 让优化器走一步。在终端里会原地刷新一行进度（步数、每秒步数、损失、准确率、预计剩余时间），按 Ctrl-C
-会报告到达的步数并停下整段输入（如同 Python），模型保留已学到的；plot = true 时每次记录都重画损失曲线。
+会报告到达的步数并返回到此为止的 history，模型保留已学到的；调用它的循环在下一轮停下，Ctrl-C 总能停下循环；
+plot = true 时每次记录都重画损失曲线。
 history 里有 loss、acc 和 step（每次记录一行），以及 steps 和 seconds（CPU 时间）。
 val（一个任务；对 mha.tasks.text 任务也可以是一段文本）每 val_every 步（默认同 log_every）和最后一步算一次
 验证损失：val_batches 个批次的平均，每次都是同样的批次；显示在进度行里，并存进 history.val_loss 和

@@ -35,7 +35,7 @@ local figures_drawn = {}   -- figures drawn during the running cell, in order
 local set_up = false
 -- returns its arguments, and the stop mha.generate re-armed for a cell's next line goes (the REPL's
 -- C side registers it; a no-op stand-in when this file runs without it)
-local cell_done = debug.getregistry()["mha.repl.kernel_cell_done"] or function(...) return ... end
+local input_done = debug.getregistry()["mha.repl.input_done"] or function(...) return ... end
 
 local function msghandler(m)
     local handler = debug.getregistry()["mha.repl.msghandler"]
@@ -276,8 +276,8 @@ function kernel.execute(code, cell_sink, name)
             err = error_output(code, expr)
         else
             -- on the xpcall's line: a stop mha.generate re-armed for the cell's next line goes
-            -- before this file runs one (signals.c's kernel_cell_done)
-            local results = table.pack(cell_done(xpcall(chunk, msghandler)))
+            -- before this file runs one (signals.c's input_done)
+            local results = table.pack(input_done(xpcall(chunk, msghandler)))
             flush()
             if not results[1] then
                 err = error_output(code, results[2])

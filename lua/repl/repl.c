@@ -258,8 +258,8 @@ static void openlibs(lua_State *L) {
     lua_setfield(L, LUA_REGISTRYINDEX, "mha.repl.stop_resumed_after");
     lua_pushcfunction(L, repl_interrupt_later);   /* for mha.generate (lua/train/writing.lua) */
     lua_setfield(L, LUA_REGISTRYINDEX, "mha.repl.interrupt_later");
-    lua_pushcfunction(L, repl_kernel_cell_done);   /* for mha.kernel (lua/kernel/kernel.lua) */
-    lua_setfield(L, LUA_REGISTRYINDEX, "mha.repl.kernel_cell_done");
+    lua_pushcfunction(L, repl_input_done);   /* for mha.kernel's cells and mha.lesson's steps */
+    lua_setfield(L, LUA_REGISTRYINDEX, "mha.repl.input_done");
     luaL_requiref(L, "mha", luaopen_mha, 1);
     lua_pop(L, 1);
     luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_PRELOAD_TABLE);

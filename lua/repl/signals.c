@@ -161,13 +161,13 @@ int repl_interrupt_later(lua_State *L) {
     return n;
 }
 
-/* The Jupyter kernel's cell_done(...): its cell's code has returned, so a stop interrupt_later set
- * goes before the kernel's own Lua runs another line (mha.kernel calls it on the line of its
- * xpcall, as the REPL's disarm follows its lua_pcall in C). Returns its arguments. */
-int repl_kernel_cell_done(lua_State *L) {
+/* input_done(...): code that Lua runs as an input of its own - a Jupyter cell (mha.kernel), a
+ * lesson's step (mha.lesson) - has returned, so a stop interrupt_later set for its next line goes
+ * before the runner's own Lua runs another line (the runner calls it on the line of its xpcall, as
+ * the REPL's disarm follows its lua_pcall in C). Returns its arguments. */
+int repl_input_done(lua_State *L) {
     int n = lua_gettop(L);
-    if (serving && L == serving && lua_gethook(L) == lstop && lua_gethookmask(L) == LUA_MASKLINE)
-        lua_sethook(L, NULL, 0, 0);
+    if (lua_gethook(L) == lstop && lua_gethookmask(L) == LUA_MASKLINE) lua_sethook(L, NULL, 0, 0);
     return n;
 }
 

@@ -20,9 +20,9 @@ void repl_interrupt_disarm(lua_State *L);
 /* interrupt_later(...) -> ...: a Ctrl-C that Lua code caught stops the input at its next line or
  * loop turn (registered as "mha.repl.interrupt_later"). */
 int repl_interrupt_later(lua_State *L);
-/* kernel_cell_done(...) -> ...: the Jupyter kernel's cell has returned; the stop interrupt_later
- * set for its next line goes (registered as "mha.repl.kernel_cell_done"). */
-int repl_kernel_cell_done(lua_State *L);
+/* input_done(...) -> ...: a Jupyter cell or a lesson's step has returned; the stop
+ * interrupt_later set for its next line goes (registered as "mha.repl.input_done"). */
+int repl_input_done(lua_State *L);
 /* L is about to be closed: no signal may touch it. */
 void repl_signals_forget(void);
 

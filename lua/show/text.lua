@@ -46,6 +46,20 @@ function M.width(s)
     return term.width(s) + backticks
 end
 
+-- s cut at a character boundary to at most `width` terminal cells (a line that must not wrap: a
+-- progress line rewritten in place with "\r").
+function M.fit(s, width)
+    if term.width(s) <= width then return s end
+    local out, used = {}, 0
+    for _, cp in utf8.codes(s) do
+        local c = utf8.char(cp)
+        used = used + term.width(c)
+        if used > width then break end
+        out[#out + 1] = c
+    end
+    return table.concat(out)
+end
+
 local wide_cache = {}
 local function is_wide(cp)
     local w = wide_cache[cp]

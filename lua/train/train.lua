@@ -182,9 +182,10 @@ end
 local function show_progress(run, step, mean_loss, mean_acc)
     local el = mha.clock() - run.wall0
     local rate = (step - run.start + 1) / math.max(el, 1e-9)
-    io.write("\r\27[K", string.format(words().progress, step, run.steps, rate, mean_loss,
-                                        100 * mean_acc, fmt_time((run.steps - step) / rate)),
-             val_words(run.history))
+    local line = string.format(words().progress, step, run.steps, rate, mean_loss, 100 * mean_acc,
+                               fmt_time((run.steps - step) / rate)) .. val_words(run.history)
+    -- within the terminal's width less a cell: a line that wraps leaves a copy at each rewrite
+    io.write("\r\27[K", require("mha.text").fit(line, term.columns() - 1))
     io.flush()
     run.shown_at = mha.clock()
 end
@@ -343,7 +344,8 @@ end
 -- typically) goes on from such a checkpoint to step steps (steps counts the steps before it too).
 -- -> history {loss = {...}, acc = {...}, step = {...}, steps = n done, interrupted = bool,
 --             seconds = CPU s, val_loss = {...}, val_step = {...} (with val)}
--- Ctrl-C prints the step reached and raises "interrupted" (the model keeps what it learned).
+-- Ctrl-C prints the step reached and returns the history so far (the model keeps what it learned);
+-- a loop that called train stops at its next turn.
 -- history.loss[i] and acc[i] are the mean loss and accuracy over the steps since the previous log
 -- line.
 function M.train(o)
@@ -395,10 +397,14 @@ function M.train(o)
         draw_curve(history, steps, model, run.curves)
     end
 
-    -- Ctrl-C stops the whole input, as a kernel's interrupt does: the model keeps the weights of
-    -- the last finished step, and the interrupt goes on, so a loop that calls train (lesson 17)
-    -- stops too, once
-    if history.interrupted then raise("interrupted") end
+    -- Ctrl-C: the model keeps the weights of the last finished step and the history so far is
+    -- returned, while a loop that calls train (lesson 17) stops at its next turn, once, as Ctrl-C
+    -- stops every loop (the REPL's interrupt_later; without the REPL, the interrupt goes on)
+    if history.interrupted then
+        local later = debug.getregistry()["mha.repl.interrupt_later"]
+        if later then return later(history) end
+        raise("interrupted")
+    end
     if run.tty then
         io.write("\r\27[K", string.format(words().done, history.steps, fmt_time(history.seconds),
                                             history.loss[#history.loss] or 0 / 0,

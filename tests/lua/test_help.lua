@@ -157,6 +157,9 @@ T.ok("colon_help_function", printed[3] and printed[3]:find("mha.softmax(x, dim)"
 -- only when it holds a single word (a URL)
 local text_mod = require "mha.text"
 local term = require "mha.term"
+-- text.fit: a line cut at a character boundary to a width in cells (a Chinese character takes two)
+T.eq("text_fit", {text_mod.fit("第 191/600 步  80.7 步/秒", 20), text_mod.fit("abcdef", 3), text_mod.fit("abc", 10),
+                  text_mod.fit("步步", 3)}, {"第 191/600 步  80.7 ", "abc", "abc", "步"})
 local real_columns = term.columns
 local function words_of(s) local w = {} for word in s:gmatch("%S+") do w[#w + 1] = word end return table.concat(w, " ") end
 -- (code is never broken inside a string literal or a comment: a line of an example may run past the
