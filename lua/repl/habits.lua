@@ -179,18 +179,25 @@ local function is_tensor_named(path)
     return ok and mha_is_tensor(v)
 end
 
--- A hint for an input that printed values (or, a statement, none), or nil: x.shape (a method, not
--- called), help, quit, exit, x = [[1, 2], [3, 4]] (a string).
+-- A hint for a statement that ran and showed nothing, or nil: x = [[1, 2], [3, 4]], Python's nested
+-- list, which Lua reads as a long string.
+function habits.after_statement(input, lang)
+    local code = input:match("^%s*(.-)%s*;?%s*$")
+    local target, text = code:gsub("^local%s+", ""):match("^([%a_][%w_%.]*)%s*=%s*%[%[(.*)%]%]$")
+    if target and text:find("%d") and text:find("^[%d%s,%.%-+eE%[%]]*$") then
+        local w = habits.words(lang)
+        return w.hint .. string.format(w.long_string, target, "{{" .. text:gsub("%[", "{"):gsub("%]", "}") .. "}}")
+    end
+    return nil
+end
+
+-- A hint for an input that printed values, or nil: x.shape (a method, not called), help, quit,
+-- exit.
 function habits.after_value(input, lang, ...)
     local w = habits.words(lang)
     local code = input:match("^%s*(.-)%s*;?%s*$")
     if code == "help" and type((...)) == "function" then return w.hint .. w.help end
     if (code == "quit" or code == "exit") and select("#", ...) <= 1 and (...) == nil then return w.hint .. w.quit end
-    -- x = [[1, 2], [3, 4]]: Python's nested list, which Lua reads as a long string
-    local target, text = code:gsub("^local%s+", ""):match("^([%a_][%w_%.]*)%s*=%s*%[%[(.*)%]%]$")
-    if target and select("#", ...) == 0 and text:find("%d") and text:find("^[%d%s,%.%-+eE%[%]]*$") then
-        return w.hint .. string.format(w.long_string, target, "{{" .. text:gsub("%[", "{"):gsub("%]", "}") .. "}}")
-    end
     local base, name = code:match("^([%a_][%w_%.]*)%.([%a_][%w_]*)$")
     local value = ...
     if base and name == "data" and value == nil and select("#", ...) <= 1 and is_tensor_named(base) then

@@ -476,7 +476,8 @@ function repl.hint(input, how, ...)
         if not hint and repl.lang() == "zh" then hint = habit_hint("zh_line", (...)) end
         return hint
     end
-    if how == "print" or how == "stmt" then return habit_hint("after_value", input, repl.lang(), ...) end
+    if how == "print" then return habit_hint("after_value", input, repl.lang(), ...) end
+    if how == "stmt" then return habit_hint("after_statement", input, repl.lang()) end
     return nil
 end
 

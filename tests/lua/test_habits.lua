@@ -114,14 +114,15 @@ T.test("python functions and lists", function()
          "提示：Lua 的列表是花括号里的表：{1, 2}（mha.tensor 也接受它）")
     T.eq("np.array: the import hint", habits.after_error("np.array({1})", error_of("np.array({1})"), "en"),
          "hint: Lua has no import: mha is already loaded, and torch's names live in mha.* (mha.softmax, mha.nn.Linear)")
-    T.eq("x = [[1, 2], [3, 4]]", habits.after_value("x = [[1, 2], [3, 4]]", "en"),
+    T.eq("x = [[1, 2], [3, 4]]", habits.after_statement("x = [[1, 2], [3, 4]]", "en"),
          "hint: [[...]] is a Lua string, not a list: x holds text now; a table of rows is {{1, 2}, {3, 4}}")
-    T.eq("local w = [[0.5, -1e-3]]", habits.after_value("local w = [[0.5, -1e-3]]", "en"),
+    T.eq("local w = [[0.5, -1e-3]]", habits.after_statement("local w = [[0.5, -1e-3]]", "en"),
          "hint: [[...]] is a Lua string, not a list: w holds text now; a table of rows is {{0.5, -1e-3}}")
-    T.eq("a long string in Chinese", habits.after_value("x = [[1, 2]]", "zh"),
+    T.eq("a long string in Chinese", habits.after_statement("x = [[1, 2]]", "zh"),
          "提示：[[...]] 在 Lua 里是字符串，不是列表：x 现在存的是文字；按行的表写作 {{1, 2}}")
-    T.eq("a real long string: no hint", habits.after_value("s = [[hello]]", "en"), nil)
-    T.eq("t = {[1] = 2}: no hint", habits.after_value("t = {[1] = 2}", "en"), nil)
+    T.eq("a real long string: no hint", habits.after_statement("s = [[hello]]", "en"), nil)
+    T.eq("t = {[1] = 2}: no hint", habits.after_statement("t = {[1] = 2}", "en"), nil)
+    T.eq("a block's last line (end): no hint", habits.after_statement("end", "en"), nil)
 end)
 
 T.test("python habits in values", function()
