@@ -578,7 +578,8 @@ function Transformer:generate(prompt, opts)
     local fed = #tokens + n_new - 1   -- the last token drawn is not fed back
     if fed > self.max_len and not roll and not (use_cache and self.window) then
         local hint = self.window and " (the cache lets a window decode on)"
-                     or " (a model with a window = W decodes on)"
+                     or " (roll = true writes on past it, reading the last half of the text again; " ..
+                        "a model with a window = W decodes on)"
         raise(string.format("%s: %d prompt tokens and max_new_tokens %d need %d positions, " ..
                             "past max_len %d%s", fname, #tokens, n_new, fed, self.max_len, hint))
     end

@@ -351,7 +351,7 @@ T.test("options and errors", function()
     T.eq("reset empties it", {cache:length(), cache:bytes()}, {0, 0})
     T.raises("generate past max_len", function() m:generate({1, 2}, {max_new_tokens = 6}) end,
              "Transformer:generate: 2 prompt tokens and max_new_tokens 6 need 7 positions, past max_len 6 " ..
-             "(a model with a window = W decodes on)")
+             "(roll = true writes on past it, reading the last half of the text again; a model with a window = W decodes on)")
     T.raises("generate: empty prompt", function() m:generate({}) end,
              "Transformer:generate: prompt must be a non-empty table of 1-based token ids, e.g. {1, 2, 3}, " ..
              "got an empty table")
