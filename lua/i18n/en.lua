@@ -147,6 +147,15 @@ en.hint = {
     list = "Lua's lists are tables in braces: %s (mha.tensor takes one too)",
     long_string = "[[...]] is a Lua string, not a list: %s holds text now; a table of rows is %s",
     index_zero = "Lua and mha index from 1: %s[1] is the first, %s[-1] the last",
+    compound = "Lua has no %s=: write %s = %s %s %s",
+    not_equal = "Lua's not-equal is ~=: %s",
+    comment = "Lua's comments start with --: %s",
+    colon_block = "Lua's blocks take no colon: %s",
+    print_call = "print is a function in Lua: print(%s)",
+    keyword = "Lua has no keyword arguments: write %s (options, where a function has them, go in " ..
+              "{name = value})",
+    dim_zero = "dims count from 1 here: dim 1 is the first, -1 the last",
+    constant = "Lua writes %s as %s: %s is an unset name here, so %s is nil",
 }
 
 -- The hint line printed under an English message of the core or the helpers (lua/repl/habits.lua):

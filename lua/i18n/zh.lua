@@ -139,6 +139,14 @@ zh.hint = {
     list = "Lua 的列表是花括号里的表：%s（mha.tensor 也接受它）",
     long_string = "[[...]] 在 Lua 里是字符串，不是列表：%s 现在存的是文字；按行的表写作 %s",
     index_zero = "Lua 和 mha 的下标从 1 开始：%s[1] 是第一个，%s[-1] 是最后一个",
+    compound = "Lua 没有 %s=：写作 %s = %s %s %s",
+    not_equal = "Lua 的不等号是 ~=：%s",
+    comment = "Lua 的注释以 -- 开头：%s",
+    colon_block = "Lua 的语句块不用冒号：%s",
+    print_call = "在 Lua 里 print 是函数：print(%s)",
+    keyword = "Lua 没有关键字参数：写作 %s（函数有选项时，选项写在 {name = value} 里）",
+    dim_zero = "这里的维度从 1 开始数：dim 1 是第一维，-1 是最后一维",
+    constant = "Lua 把 %s 写作 %s：%s 在这里是未定义的名字，所以 %s 是 nil",
 }
 
 -- The hint line printed under an English message of the core or the helpers (lua/repl/habits.lua):

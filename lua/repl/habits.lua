@@ -1,6 +1,7 @@
 -- lua/repl/habits.lua - module "mha.repl.habits": one-line hints for a student's Python habits
--- (x.shape, x @ y, x * y:T(), help, quit, exit(), import, range loops, def, [1, 2] lists, x[0]) and
--- did-you-mean for misspelt names, commands and help topics.
+-- (x.shape, x @ y, x * y:T(), help, quit, exit(), import, range loops, def, [1, 2] lists, x[0], +=,
+-- !=, # comments, if x:, print x, keyword arguments, dim 0, None) and did-you-mean for misspelt
+-- names, commands and help topics.
 
 local display = require "mha.display"
 local complete = require "mha.repl.complete"
@@ -109,6 +110,31 @@ function habits.after_error(input, msg, lang)
     if loop then return w.hint .. string.format(w.range, loop) end
     local def = python_def(input)
     if def then return w.hint .. string.format(w.def, def) end
+    -- Python's x += 1, !=, # comments, if x > 0:, print x, f(x, dim=-1), 0-based dims
+    local target, op, value = input:match("^%s*([%a_][%w_%.%[%]]*)%s*([%+%-%*/%%])=%s*(.-)%s*$")
+    if target and first:find("near '" .. op .. "'", 1, true) then
+        return w.hint .. string.format(w.compound, op, target, target, op, value)
+    end
+    if input:find("!=", 1, true) and first:find("near '!'", 1, true) then
+        return w.hint .. string.format(w.not_equal, (input:gsub("!=", "~="):match("^%s*(.-)%s*$")))
+    end
+    if input:match("^%s*#") and first:find("near '#'", 1, true) then
+        return w.hint .. string.format(w.comment, (input:gsub("^%s*#%s*", "-- ")))
+    end
+    local kind, cond = input:match("^%s*(%a+)%s+(.-)%s*:%s*$")
+    if (kind == "if" or kind == "while") and (first:find("'then' expected near ':'", 1, true)
+                                              or first:find("'do' expected near ':'", 1, true)) then
+        return w.hint .. string.format(w.colon_block, kind .. " " .. cond .. (kind == "if" and " then" or " do") .. " ... end")
+    end
+    local printed = input:match("^%s*print%s+([^%s(=][^=]-)%s*$")
+    if printed and first:find("syntax error near", 1, true) then
+        return w.hint .. string.format(w.print_call, printed)
+    end
+    if first:find("expected near '='", 1, true) and input:find("[(,]%s*[%a_][%w_]*%s*=[^=]") then
+        local call = input:gsub("([(,]%s*)[%a_][%w_]*%s*=%s*([^=])", "%1%2"):match("^%s*(.-)%s*$")
+        return w.hint .. string.format(w.keyword, call)
+    end
+    if first:find("dim 0 out of range for a tensor of shape", 1, true) then return w.hint .. w.dim_zero end
     if first:find("unexpected symbol near '['", 1, true) then
         local list = list_literal(input)
         if list then return w.hint .. string.format(w.list, list) end
@@ -179,10 +205,18 @@ local function is_tensor_named(path)
     return ok and mha_is_tensor(v)
 end
 
+-- Python's constants, as Lua writes them
+local LUA_CONSTANT = {None = "nil", True = "true", False = "false"}
+
 -- A hint for a statement that ran and showed nothing, or nil: x = [[1, 2], [3, 4]], Python's nested
--- list, which Lua reads as a long string.
+-- list, which Lua reads as a long string; x = None (or True, False), an unset name, so nil.
 function habits.after_statement(input, lang)
     local code = input:match("^%s*(.-)%s*;?%s*$")
+    local name, constant = code:gsub("^local%s+", ""):match("^([%a_][%w_%.]*)%s*=%s*(%u%l+)$")
+    if name and LUA_CONSTANT[constant] and rawget(_G, constant) == nil then
+        return habits.words(lang).hint .. string.format(habits.words(lang).constant, constant, LUA_CONSTANT[constant],
+                                                        constant, name)
+    end
     local target, text = code:gsub("^local%s+", ""):match("^([%a_][%w_%.]*)%s*=%s*%[%[(.*)%]%]$")
     if target and text:find("%d") and text:find("^[%d%s,%.%-+eE%[%]]*$") then
         local w = habits.words(lang)

@@ -125,6 +125,37 @@ T.test("python functions and lists", function()
     T.eq("a block's last line (end): no hint", habits.after_statement("end", "en"), nil)
 end)
 
+-- More of Python's syntax: x += 1, !=, # comments, if x > 0:, print x, keyword arguments, dims from 0,
+-- and None or True assigned (no error: an unset name, so nil)
+T.test("python syntax", function()
+    x = mha.randn(2, 3)
+    local cases = {
+        {"x += 1", "hint: Lua has no +=: write x = x + 1"},
+        {"t.n *= 2", "hint: Lua has no *=: write t.n = t.n * 2"},
+        {"print(x != x)", "hint: Lua's not-equal is ~=: print(x ~= x)"},
+        {"# the scores", "hint: Lua's comments start with --: -- the scores"},
+        {"if x:sum():item() > 0:", "hint: Lua's blocks take no colon: if x:sum():item() > 0 then ... end"},
+        {"while n < 3:", "hint: Lua's blocks take no colon: while n < 3 do ... end"},
+        {"print x", "hint: print is a function in Lua: print(x)"},
+        {"mha.softmax(x, dim=-1)", "hint: Lua has no keyword arguments: write mha.softmax(x, -1) (options, where a "
+                                   .. "function has them, go in {name = value})"},
+        {"x:sum(0)", "hint: dims count from 1 here: dim 1 is the first, -1 the last"},
+        {"x:transpose(0, 1)", "hint: dims count from 1 here: dim 1 is the first, -1 the last"},
+    }
+    for _, case in ipairs(cases) do T.eq(case[1], habits.after_error(case[1], error_of(case[1]), "en"), case[2]) end
+    T.eq("+= in Chinese", habits.after_error("x += 1", error_of("x += 1"), "zh"), "提示：Lua 没有 +=：写作 x = x + 1")
+    T.eq("dim 0 in Chinese", habits.after_error("x:sum(0)", error_of("x:sum(0)"), "zh"),
+         "提示：这里的维度从 1 开始数：dim 1 是第一维，-1 是最后一维")
+    T.eq("x == y is Lua: no hint", habits.after_error("f(x == y)", "stdin:1: attempt to call a nil value (global 'f')",
+                                                      "en"), nil)
+    T.eq("a = None", habits.after_statement("a = None", "en"),
+         "hint: Lua writes None as nil: None is an unset name here, so a is nil")
+    T.eq("b = True in Chinese", habits.after_statement("b = True", "zh"),
+         "提示：Lua 把 True 写作 true：True 在这里是未定义的名字，所以 b 是 nil")
+    T.eq("a = Nothing: no hint", habits.after_statement("a = Nothing", "en"), nil)
+    x = nil
+end)
+
 T.test("python habits in values", function()
     x = mha.randn(2, 3)
     T.eq("x.shape", habits.after_value("x.shape", "en", x.shape), "hint: x.shape is the method itself; call it with a colon: x:shape()")
