@@ -144,7 +144,7 @@ zh.hint = {
     comment = "Lua 的注释以 -- 开头：%s",
     colon_block = "Lua 的语句块不用冒号：%s",
     print_call = "在 Lua 里 print 是函数：print(%s)",
-    keyword = "Lua 没有关键字参数：写作 %s（函数有选项时，选项写在 {name = value} 里）",
+    keyword = "Lua 没有关键字参数：写作 %s（函数有选项时，选项写在一个表里）",
     dim_zero = "这里的维度从 1 开始数：dim 1 是第一维，-1 是最后一维",
     constant = "Lua 把 %s 写作 %s：%s 在这里是未定义的名字，所以 %s 是 nil",
 }
