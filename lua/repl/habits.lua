@@ -73,10 +73,13 @@ end
 
 -- A Python list typed in brackets, as Lua's table in braces: "[1, 2, 3]" -> "{1, 2, 3}" (the first
 -- bracketed value after '=', '(' or ','), or nil.
+-- Python's brackets as Lua's braces: "[1, [2]]" -> "{1, {2}}".
+local function braces(text) return (text:gsub("%[", "{"):gsub("%]", "}")) end
+
 local function list_literal(input)
     local list = input:match("[=(,]%s*(%b[])")
     if not list or list:find("^%[=*%[") then return nil end   -- [[...]] is a long string
-    return (list:gsub("%[", "{"):gsub("%]", "}"))
+    return braces(list)
 end
 
 -- Python's `def f(x): body` as Lua's `function f(x) body end`, or nil.
@@ -211,16 +214,15 @@ local LUA_CONSTANT = {None = "nil", True = "true", False = "false"}
 -- A hint for a statement that ran and showed nothing, or nil: x = [[1, 2], [3, 4]], Python's nested
 -- list, which Lua reads as a long string; x = None (or True, False), an unset name, so nil.
 function habits.after_statement(input, lang)
-    local code = input:match("^%s*(.-)%s*;?%s*$")
-    local name, constant = code:gsub("^local%s+", ""):match("^([%a_][%w_%.]*)%s*=%s*(%u%l+)$")
+    local w = habits.words(lang)
+    local code = input:match("^%s*(.-)%s*;?%s*$"):gsub("^local%s+", "")
+    local name, constant = code:match("^([%a_][%w_%.]*)%s*=%s*(%u%l+)$")
     if name and LUA_CONSTANT[constant] and rawget(_G, constant) == nil then
-        return habits.words(lang).hint .. string.format(habits.words(lang).constant, constant, LUA_CONSTANT[constant],
-                                                        constant, name)
+        return w.hint .. string.format(w.constant, constant, LUA_CONSTANT[constant], constant, name)
     end
-    local target, text = code:gsub("^local%s+", ""):match("^([%a_][%w_%.]*)%s*=%s*%[%[(.*)%]%]$")
+    local target, text = code:match("^([%a_][%w_%.]*)%s*=%s*%[%[(.*)%]%]$")
     if target and text:find("%d") and text:find("^[%d%s,%.%-+eE%[%]]*$") then
-        local w = habits.words(lang)
-        return w.hint .. string.format(w.long_string, target, "{{" .. text:gsub("%[", "{"):gsub("%]", "}") .. "}}")
+        return w.hint .. string.format(w.long_string, target, "{{" .. braces(text) .. "}}")
     end
     return nil
 end
