@@ -8,7 +8,8 @@
  *                                should have chosen on this CPU (the Makefile passes it when
  *                                OpenBLAS fell back to its generic one; "" for none): the
  *                                columns "fair ms" and "ours/fair"
- *        bench --only SUBSTRING  time only the cases whose id contains SUBSTRING
+ *        bench --only SUBSTRING  time only the cases whose id contains SUBSTRING; --only =ID: the case
+ *                                ID alone (bench.lua times each of its cases in turn with C's this way)
  *        bench --threads N       then time both sides again on N threads (default: every core; 1: skip)
  *        bench --save FILE       also write the main table: "meta KEY VALUE" lines (date, CPU,
  *                                peak...) and "row ID key=value..." lines (bench/bench.lua and
@@ -357,6 +358,12 @@ static void print_ours(const bench_case *c, const timing *t) {
            (double)t->peak_extra / 1048576.0);
 }
 
+/* Whether --only selects the case: its id contains `only`, or is `only` past a leading '='. */
+static bool selected(const char *id, const char *only) {
+    if (!only) return true;
+    return only[0] == '=' ? strcmp(id, only + 1) == 0 : strstr(id, only) != NULL;
+}
+
 /* The main table: every selected case on one thread, ours and then the peers' back to back (the
  * rule's, then the fair ones when `fair` runs); fills results[]. */
 static int run_table(const char *only, numpy_proc *numpy, bool have_numpy, numpy_proc *fair, bool have_fair,
@@ -365,7 +372,7 @@ static int run_table(const char *only, numpy_proc *numpy, bool have_numpy, numpy
     for (size_t i = 0; i < NCASES; i++) {
         const bench_case *c = &CASES[i];
         timing t = {0};
-        if (only && !strstr(c->id, only)) continue;
+        if (!selected(c->id, only)) continue;
         if (!time_ours(&t, c, 1)) {
             failures++;
             continue;
@@ -408,7 +415,7 @@ static int run_threads_table(const char *only, numpy_proc *numpy, bool have_nump
     timing ours[NCASES] = {{0}};
     bool done[NCASES] = {false};
     for (size_t i = 0; i < NCASES; i++) {
-        if (only && !strstr(CASES[i].id, only)) continue;
+        if (!selected(CASES[i].id, only)) continue;
         done[i] = time_ours(&ours[i], &CASES[i], threads);
         failures += !done[i];
     }

@@ -1,13 +1,17 @@
 -- bench/bench.lua - the cases of bench/bench.c timed from Lua through mha-repl, written the way a student
 -- types them (each result a local left to Lua's collector), beside the C timings and NumPy's.
 --
--- usage: build/mha-repl bench/bench.lua [--probe COMMAND] [--save FILE] [C_RESULTS [ONLY]]
+-- usage: build/mha-repl bench/bench.lua [--probe COMMAND] [--c COMMAND] [--save FILE] [C_RESULTS [ONLY]]
 --   C_RESULTS: the file `build/bench --save FILE` wrote ("row ID ours=... numpy=..." lines);
 --   without it, or with - or "" in its place, only the Lua column is printed.  ONLY: time only the
 --   cases whose id contains it (build/mha-repl bench/bench.lua - matmul: the matmul cases, no C file).
 --   --probe COMMAND: a command printing one peak probe in GFLOP/s (`build/bench --probe`), run before
 --   each timed call, so that %peak is taken call by call as in the C table, by CPU time (os.clock)
 --   over the probe (by CPU time too); without it, by the median call's wall time over C's row peak.
+--   --c COMMAND: a command timing one of C's cases, given "=ID" as its last word (`build/bench --threads
+--   1 --save /dev/stdout --only`), run before and after each case's Lua timing, which runs twice:
+--   lua/C is the faster Lua over the faster C, so a shared machine's drift between the C table and this
+--   one (minutes apart) does not land in the ratio; without it, lua/C is over C_RESULTS' time.
 --   --save FILE: also write "row lua_ID key=value..." lines (bench/table.lua reads them).
 -- One thread (mha.threads(1)), as the C main table. Timing as bench.c: a warm-up, then calls for about
 -- a second (3 to 25), median wall-clock time (mha.clock). The warm-up runs twice as many calls as are timed
@@ -17,8 +21,8 @@
 -- flt/call: minor page faults of the process per timed call (/proc/self/stat): 0 when every block is
 -- reused, 256 per MiB mapped anew.
 local parse_args = dofile((arg and arg[0] or ""):match("^(.*)/") .. "/args.lua")
-local opts, positional = parse_args(arg, {"probe", "save"})
-local c_file, only, probe_cmd, save_path = positional[1], positional[2], opts.probe, opts.save
+local opts, positional = parse_args(arg, {"probe", "save", "c"})
+local c_file, only, probe_cmd, save_path, c_cmd = positional[1], positional[2], opts.probe, opts.save, opts.c
 if c_file == "-" or c_file == "" then c_file = nil end   -- no C file, so that ONLY can follow
 
 -- id, label, kind, sizes (attention: H, L, D [, H_kv]): the rows of bench.c's CASES, in its order
@@ -132,6 +136,35 @@ local function time_case(fn, gflop)
     return median(samples) * 1e3, n, flt and flt / n, pk, fr
 end
 
+-- C's time now for case `id`, by c_cmd (a "row ID ours=MS ..." line), or nil
+local function c_now(id)
+    if not c_cmd then return nil end
+    local p = io.popen(c_cmd .. " =" .. id)   -- id: one of CASES' own, no user text
+    local out = p and p:read("a") or ""
+    if p then p:close() end
+    for line in out:gmatch("[^\n]+") do
+        local row, ms = line:match("^row (%S+) ours=(%S+)")
+        if row == id then return tonumber(ms) end
+    end
+end
+
+-- The case timed from Lua twice, C's before and after each when c_cmd is given: the faster Lua run's
+-- time_case results, and the faster C time (nil without c_cmd)
+local function time_in_turn(c)
+    local fn, gflop = make(c), flops(c) / 1e9
+    if not c_cmd then return nil, time_case(fn, gflop) end
+    local best, c_best = nil, nil
+    for _ = 1, 2 do
+        local cms = c_now(c[1])
+        if cms and (not c_best or cms < c_best) then c_best = cms end
+        local r = table.pack(time_case(fn, gflop))
+        if not best or r[1] < best[1] then best = r end
+    end
+    local cms = c_now(c[1])
+    if cms and (not c_best or cms < c_best) then c_best = cms end
+    return c_best, table.unpack(best, 1, best.n)
+end
+
 -- C's results: id -> {ours, numpy, torch, peak}
 local c_ms = {}
 if c_file then
@@ -163,6 +196,8 @@ local load = first_line_of("/proc/loadavg", "^(%S+ %S+ %S+)") or "?"
 local before = mha.threads(1)
 print(string.format("\nFrom Lua (mha-repl), %s: %s, kernels \"%s\", load average %s; one thread; results left to the collector",
     os.date("!%Y-%m-%d %H:%M UTC"), cpu, (mha.isa()), load))
+print(c_cmd and "C ms: C's time for the case just before and after each of its two Lua timings, the fastest; lua ms: the faster"
+    or "C ms: the C table's")
 print("lua/C: issue 15 asks <= 1.10; a forward at the prompt records its graph (parameters require grad, as in torch)")
 print(probe_cmd and "peak, %peak: as in the C table, a probe (its own process) before each timed call, by CPU time"
     or "peak: the C table's for the row; %peak: the median call's GFLOP/s over it")
@@ -173,7 +208,8 @@ local save = save_path and assert(io.open(save_path, "w"))
 for _, c in ipairs(CASES) do
     if not only or c[1]:find(only, 1, true) then
         local ref = c_ms[c[1]] or {}
-        local ms, runs, fl, pk, fr = time_case(make(c), flops(c) / 1e9)
+        local c_turn, ms, runs, fl, pk, fr = time_in_turn(c)
+        if c_turn then ref = {c_turn, ref[2], ref[3], ref[4]} end
         if not pk and ref[4] and ref[4] == ref[4] then pk, fr = ref[4], flops(c) / (ms * 1e6) / ref[4] end
         print(string.format("%-32s %4d %10.3f %8.1f %8s | %10s %7s | %10s %7s %7s %7s", c[2], runs, ms,
             flops(c) / (ms * 1e6), num(fl, "%.1f"), num(ref[1], "%.3f"), num(ref[1] and ms / ref[1], "%.2f"),
