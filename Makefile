@@ -21,7 +21,7 @@ ALL_CFLAGS = $(DEFS) $(WARN) $(CFLAGS) $(SAN) -fPIC -Icore -Ilua/bind -Ilua/sys 
 # required by; a new file is added here by hand.
 # core/, room by room in reading order (docs/architecture.md says what each room holds)
 CORE_SRC  = core/base/status.c core/base/alloc.c
-CORE_SRC += core/kernels/kernels.c core/kernels/pool.c
+CORE_SRC += core/kernels/kernels.c core/kernels/rows.c core/kernels/pool.c
 CORE_SRC += core/tensor/tensor.c core/tensor/rng.c \
             core/tensor/ops.c core/tensor/ops_elementwise.c core/tensor/ops_reduce.c \
             core/tensor/ops_join.c core/tensor/ops_matmul.c
@@ -86,10 +86,11 @@ EMBED    += mha.repl.habits=lua/repl/habits.lua mha.help.zh=lua/help/zh.lua \
             mha.help.zh_text=lua/help/zh_text.lua
 EMBED    += mha.raise=lua/bind/raise.lua
 EMBED    += mha.options=lua/bind/options.lua
-# the fast kernels: one source, core/kernels/kernels_simd.c, compiled once per instruction set (the
-# AVX ones are empty off x86-64); a * b + c contracts to one FMA where the set has it
+# the fast kernels: two sources, core/kernels/kernels_simd.c and rows_simd.c, each compiled once per
+# instruction set (the AVX ones are empty off x86-64); a * b + c contracts to one FMA where the set has it
 KERNEL_SETS = portable avx2 avx512
-CORE_OBJ  = $(CORE_SRC:%.c=$(BUILD)/%.o) $(KERNEL_SETS:%=$(BUILD)/core/kernels/kernels_%.o)
+CORE_OBJ  = $(CORE_SRC:%.c=$(BUILD)/%.o) $(KERNEL_SETS:%=$(BUILD)/core/kernels/kernels_%.o) \
+            $(KERNEL_SETS:%=$(BUILD)/core/kernels/rows_%.o)
 LIB_OBJ   = $(BIND_SRC:%.c=$(BUILD)/%.o) $(SYS_SRC:%.c=$(BUILD)/%.o) $(BUILD)/embedded.o
 TEST_BIN  = $(addprefix $(BUILD)/tests/,$(TESTS))
 CORE_H    = $(wildcard core/*/*.h)
@@ -184,15 +185,16 @@ $(BUILD)/core/%.o: core/%.c $(CORE_H) | deps
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
 
-$(BUILD)/core/kernels/kernels_portable.o: core/kernels/kernels_simd.c $(CORE_H) | deps
+# a per-set object: kernels_SET.o from kernels_simd.c, rows_SET.o from rows_simd.c
+SET_DEFS_portable =
+SET_DEFS_avx2     = -DMHA_SIMD_AVX2
+SET_DEFS_avx512   = -DMHA_SIMD_AVX512
+$(BUILD)/core/kernels/kernels_%.o: core/kernels/kernels_simd.c $(CORE_H) | deps
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -ffp-contract=fast -c $< -o $@
-$(BUILD)/core/kernels/kernels_avx2.o: core/kernels/kernels_simd.c $(CORE_H) | deps
+	$(CC) $(ALL_CFLAGS) -ffp-contract=fast $(SET_DEFS_$*) -c $< -o $@
+$(BUILD)/core/kernels/rows_%.o: core/kernels/rows_simd.c $(CORE_H) | deps
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -ffp-contract=fast -DMHA_SIMD_AVX2 -c $< -o $@
-$(BUILD)/core/kernels/kernels_avx512.o: core/kernels/kernels_simd.c $(CORE_H) | deps
-	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -ffp-contract=fast -DMHA_SIMD_AVX512 -c $< -o $@
+	$(CC) $(ALL_CFLAGS) -ffp-contract=fast $(SET_DEFS_$*) -c $< -o $@
 
 $(BUILD)/lua/%.o: lua/%.c $(CORE_H) $(LUA_H) | deps
 	@mkdir -p $(@D)

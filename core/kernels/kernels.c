@@ -55,8 +55,8 @@ void mha_softmax_rows_sum_ref(float *x, size_t ld, size_t rows, size_t n, float 
 void mha_softmax_rows_ref(float *x, size_t ld, size_t rows, size_t n) { mha_softmax_rows_sum_ref(x, ld, rows, n, NULL, 0); }
 
 /* ---------------------------------------------------------------------------------------------
- * Instruction sets. The fast kernels are written once (core/kernels/kernels_simd.c) and compiled
- * for AVX-512, AVX2 and portable C; the best the CPU has is chosen at the first call.
+ * Instruction sets. The fast kernels are written once (core/kernels/kernels_simd.c, rows_simd.c)
+ * and compiled for AVX-512, AVX2 and portable C; the best the CPU has is chosen at the first call.
  * ------------------------------------------------------------------------------------------- */
 
 static const kernel_isa *const isa_all[] = {
@@ -96,6 +96,8 @@ static const kernel_isa *isa(void) {
 }
 
 const char *mha_kernels_isa(void) { return isa()->name; }
+
+const kernel_isa *mha_kernels_current(void) { return isa(); }
 
 bool mha_kernels_use_isa(const char *name) {
     isa();
@@ -425,51 +427,6 @@ void mha_softmax_rows_sum(float *x, size_t ld, size_t rows, size_t n, float *sum
 }
 
 void mha_softmax_rows(float *x, size_t ld, size_t rows, size_t n) { mha_softmax_rows_sum(x, ld, rows, n, NULL, 0); }
-
-float mha_gelu_ref(float x) { return (float)(0.5 * (double)x * erfc(-(double)x * 0.70710678118654752440)); }
-
-float mha_gelu_grad_ref(float g, float x) {
-    double dydx = 0.5 * (1.0 + erf(x / sqrt(2.0))) + x * exp(-0.5 * (double)x * x) / sqrt(2.0 * M_PI);
-    return (float)(g * dydx);
-}
-
-/* GELU over many elements splits over threads in runs of GELU_RUN (each element is its own, so
- * any split gives the same bits), a few runs a thread so that a worker woken late still takes a
- * share. An element costs about what GELU_FLOPS of a product do (3 ns of this Xeon's core), which
- * mha_kernels_parts weighs against handing a part over. */
-enum { GELU_RUN = 4096, GELU_FLOPS = 300, GELU_PARTS_PER_THREAD = 4 };
-
-typedef struct gelu_job {
-    float *out;            /* y, or dx */
-    const float *g, *x;    /* g NULL: the forward */
-    size_t n, run;         /* elements; run: elements a part, a multiple of every vector width */
-} gelu_job;
-
-static mha_status gelu_part(void *ctx, size_t part, size_t nparts) {
-    const gelu_job *job = ctx;
-    (void)nparts;
-    const size_t from = part * job->run, n = min_size(job->run, job->n - from);
-    if (job->g) isa()->gelu_grad(job->out + from, job->g + from, job->x + from, n);
-    else isa()->gelu(job->out + from, job->x + from, n);
-    return MHA_OK;
-}
-
-static void gelu_split(float *out, const float *g, const float *x, size_t n) {
-    const size_t runs = (n + GELU_RUN - 1) / GELU_RUN;
-    const size_t threads = mha_kernels_parts(runs, (double)n * GELU_FLOPS);
-    gelu_job job = {out, g, x, n, n};
-    if (threads <= 1) {
-        gelu_part(&job, 0, 1);   /* one part: every element */
-        return;
-    }
-    const size_t parts = min_size(runs, threads * GELU_PARTS_PER_THREAD);
-    job.run = round_up((n + parts - 1) / parts, 64);
-    mha_run_parts(gelu_part, &job, (n + job.run - 1) / job.run);   /* no part fails */
-}
-
-void mha_gelu(float *y, const float *x, size_t n) { gelu_split(y, NULL, x, n); }
-
-void mha_gelu_grad(float *dx, const float *g, const float *x, size_t n) { gelu_split(dx, g, x, n); }
 
 /* One call's operands, as mha_sgemm got them. */
 typedef struct sgemm_job {

@@ -72,6 +72,16 @@ typedef struct kernel_isa {
      * near a rounding boundary of the float result falls back to the reference. */
     void (*gelu)(float *y, const float *x, size_t n);
     void (*gelu_grad)(float *dx, const float *g, const float *x, size_t n);
+    /* Layer norm's rows, forward and backward, and its backward's column sums: mha_layer_norm_rows,
+     * mha_layer_norm_rows_backward and mha_layer_norm_columns of kernels.h, bit for bit their
+     * references (each operation rounded as written, the sums over MHA_LN_LANES lanes on every
+     * set). */
+    void (*layer_norm_rows)(float *y, double *mean, double *rstd, const float *x, const float *w, const float *b,
+                            size_t rows, size_t n, float eps);
+    void (*layer_norm_rows_backward)(float *dx, double *mean, double *rstd, const float *dy, const float *x,
+                                     const float *w, size_t rows, size_t n, float eps);
+    void (*layer_norm_columns)(double *acc_w, double *acc_b, const float *dy, const float *x, size_t ld,
+                               const double *mean, const double *rstd, size_t rows, size_t cols);
     /* The fused attention for one query (args->L = 1, a decoding step), with K and V read where
      * they lie instead of packed: keys by tiles of key_tile (the fused path's cut, at most
      * MHA_ONE_QUERY_KEYS; D and Dv at most MHA_ONE_QUERY_DIM), each score, exponential, sum and
@@ -84,7 +94,10 @@ typedef struct kernel_isa {
  * the stack) */
 enum { MHA_ONE_QUERY_KEYS = 256, MHA_ONE_QUERY_DIM = 256 };
 
-/* One source, core/kernels/kernels_simd.c, compiled once per set (Makefile). */
+/* The set kernels.c chose for this CPU (or MHA_ISA, or mha_kernels_use_isa): for rows.c. */
+const kernel_isa *mha_kernels_current(void);
+
+/* Two sources, core/kernels/kernels_simd.c and rows_simd.c, compiled once per set (Makefile). */
 extern const kernel_isa mha_kernels_portable; /* 4x8 tile, 4-lane vectors of plain C */
 #if defined(__x86_64__) && defined(__GNUC__)
 #define MHA_KERNELS_X86 1

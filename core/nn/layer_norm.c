@@ -10,11 +10,11 @@
 #include "kernels/kernels.h"
 #include "nn/nn_internal.h"
 
-/* Rows split over threads (kernels.h): each row's sums are its own, in one order, so any split
- * gives the same bits. An element costs about what LN_*_FLOPS of a product do (2, 3.5 and 0.8 ns
- * on the AVX-512 Xeon), which mha_kernels_parts weighs against handing a part over; a few parts a
- * thread, claimed by whichever thread is free. */
-enum { LN_FORWARD_FLOPS = 200, LN_BACKWARD_FLOPS = 350, LN_COLUMN_FLOPS = 80, LN_PARTS_PER_THREAD = 4 };
+/* Rows split over threads (kernels.h): each row's sums are its own, in one order (kernels.h's
+ * mha_layer_norm_rows), so any split gives the same bits. An element costs about what
+ * LN_*_FLOPS of a product do (1, 1.9 and 0.5 ns on the AVX-512 Xeon), which mha_kernels_parts
+ * weighs against handing a part over; a few parts a thread, claimed by whichever thread is free. */
+enum { LN_FORWARD_FLOPS = 100, LN_BACKWARD_FLOPS = 190, LN_COLUMN_FLOPS = 50, LN_PARTS_PER_THREAD = 4 };
 
 typedef struct ln_job {
     size_t n, rows;               /* rows (groups) of n elements */
@@ -44,88 +44,12 @@ static void part_range(size_t *from, size_t *to, size_t count, size_t part, size
 
 /* ---- forward ---- */
 
-/* The rows r0 .. r0+LN_ROWS-1 of x (rows, n), those past `to` replaced by row to-1 (computed, never
- * stored). LN_ROWS rows go through their sums together: each row's sum is a chain of n dependent
- * additions in double, in the order of a plain loop (so are its bits), and four chains keep the
- * adder busy where one waits on its own latency. */
-enum { LN_ROWS = 4 };
-
-/* Four doubles (two SSE2 or NEON registers, the baseline every build has) and four floats (one):
- * the per-element passes run four elements a vector, each the same operations in the same order
- * as one at a time, so the same bits; four floats convert to doubles and back two at a time
- * (cvtps2pd, cvtpd2ps), where a pair of floats converts one element at a time. */
-enum { LANES = 4 };
-/* the helpers below are always inlined, so their vector returns never cross a call (GCC's note on
- * the ABI of such returns does not apply) */
-#pragma GCC diagnostic ignored "-Wpsabi"
-typedef double ln_vd __attribute__((vector_size(LANES * sizeof(double))));
-typedef float ln_vf __attribute__((vector_size(LANES * sizeof(float))));
-
-static inline __attribute__((always_inline)) ln_vd load_vd(const float *p) {
-    ln_vf v;
-    memcpy(&v, p, sizeof v);
-    return __builtin_convertvector(v, ln_vd);
-}
-
-static inline __attribute__((always_inline)) void store_vf(float *p, ln_vd v) {
-    ln_vf f = __builtin_convertvector(v, ln_vf);
-    memcpy(p, &f, sizeof f);
-}
-
-static void rows_at(const float *rows[LN_ROWS], const float *base, size_t n, size_t r0, size_t to) {
-    for (size_t k = 0; k < LN_ROWS; k++) rows[k] = base + (r0 + k < to ? r0 + k : to - 1) * n;
-}
-
-/* mean and rstd = 1/sqrt(biased variance + eps) of LN_ROWS rows of n, in double. */
-static void rows_stats(double mean_out[LN_ROWS], double rstd[LN_ROWS], const float *row[LN_ROWS], size_t n,
-                       float eps) {
-    double mean[LN_ROWS], var[LN_ROWS];   /* locals, unrolled: the sums stay in registers */
-#pragma GCC unroll 4
-    for (size_t k = 0; k < LN_ROWS; k++) mean[k] = 0.0, var[k] = 0.0;
-    for (size_t i = 0; i < n; i++)   /* pass 1: mean */
-#pragma GCC unroll 4
-        for (size_t k = 0; k < LN_ROWS; k++) mean[k] += row[k][i];
-#pragma GCC unroll 4
-    for (size_t k = 0; k < LN_ROWS; k++) mean[k] /= (double)(n ? n : 1);
-    for (size_t i = 0; i < n; i++)   /* pass 2: biased variance */
-#pragma GCC unroll 4
-        for (size_t k = 0; k < LN_ROWS; k++) var[k] += ((double)row[k][i] - mean[k]) * ((double)row[k][i] - mean[k]);
-#pragma GCC unroll 4
-    for (size_t k = 0; k < LN_ROWS; k++) {
-        var[k] /= (double)(n ? n : 1);
-        rstd[k] = 1.0 / sqrt(var[k] + (double)eps);
-        mean_out[k] = mean[k];
-    }
-}
-
 static mha_status forward_part(void *ctx, size_t part, size_t nparts) {
     const ln_job *job = ctx;
-    const size_t n = job->n;
-    const float *w = job->w, *b = job->b;
     size_t from, to;
     part_range(&from, &to, job->rows, part, nparts);
-    for (size_t r0 = from; r0 < to; r0 += LN_ROWS) {
-        const float *row[LN_ROWS];
-        double mean[LN_ROWS], rstd[LN_ROWS];
-        rows_at(row, job->x, n, r0, to);
-        rows_stats(mean, rstd, row, n, job->eps);
-        for (size_t k = 0; k < LN_ROWS && r0 + k < to; k++) {
-            float *dst = job->out + (r0 + k) * n;
-            size_t i = 0;
-            for (; i + LANES <= n; i += LANES) { /* pass 3: normalize, scale, shift */
-                ln_vd y = (load_vd(row[k] + i) - mean[k]) * rstd[k];
-                if (w) y *= load_vd(w + i);
-                if (b) y += load_vd(b + i);
-                store_vf(dst + i, y);
-            }
-            for (; i < n; i++) {
-                double y = ((double)row[k][i] - mean[k]) * rstd[k];
-                if (w) y *= w[i];
-                if (b) y += b[i];
-                dst[i] = (float)y;
-            }
-        }
-    }
+    mha_layer_norm_rows(job->out + from * job->n, NULL, NULL, job->x + from * job->n, job->w, job->b, to - from,
+                        job->n, job->eps);
     return MHA_OK;
 }
 
@@ -177,53 +101,19 @@ fail:
 
 /* ---- backward ---- */
 
-/* Pass 1, by rows: x̂ = (x - mean)·rstd, ĝ = dy∘w, dx = (ĝ - mean(ĝ) - x̂·mean(ĝ∘x̂))·rstd; each
- * row's mean and rstd kept for pass 2. */
+/* Pass 1, by rows: dx, and each row's mean and rstd kept for pass 2 (formulas in kernels.h). */
 static mha_status backward_part(void *ctx, size_t part, size_t nparts) {
     const ln_job *job = ctx;
-    const size_t n = job->n;
-    const float *ws = job->w;
     size_t from, to;
     part_range(&from, &to, job->rows, part, nparts);
-    for (size_t r0 = from; r0 < to; r0 += LN_ROWS) {
-        const float *row[LN_ROWS], *grow[LN_ROWS];
-        double mean[LN_ROWS], rstd[LN_ROWS];
-        double mean_g[LN_ROWS], mean_gx[LN_ROWS]; /* mean(ĝ), mean(ĝ∘x̂) */
-        rows_at(row, job->x, n, r0, to);
-        rows_at(grow, job->dy, n, r0, to);
-        rows_stats(mean, rstd, row, n, job->eps);
-#pragma GCC unroll 4
-        for (size_t k = 0; k < LN_ROWS; k++) mean_g[k] = 0.0, mean_gx[k] = 0.0;
-        for (size_t i = 0; i < n; i++)
-#pragma GCC unroll 4
-            for (size_t k = 0; k < LN_ROWS; k++) {
-                double xhat = ((double)row[k][i] - mean[k]) * rstd[k], gh = (double)grow[k][i] * (ws ? ws[i] : 1.0);
-                mean_g[k] += gh;
-                mean_gx[k] += gh * xhat;
-            }
-        for (size_t k = 0; k < LN_ROWS && r0 + k < to; k++) {
-            const size_t r = r0 + k;
-            job->mean[r] = mean[k], job->rstd[r] = rstd[k];
-            mean_g[k] /= (double)n;
-            mean_gx[k] /= (double)n;
-            size_t i = 0;
-            for (; i + LANES <= n; i += LANES) {
-                ln_vd xhat = (load_vd(row[k] + i) - mean[k]) * rstd[k], gh = load_vd(grow[k] + i);
-                if (ws) gh *= load_vd(ws + i);
-                store_vf(job->out + r * n + i, (gh - mean_g[k] - xhat * mean_gx[k]) * rstd[k]);
-            }
-            for (; i < n; i++) {
-                double xhat = ((double)row[k][i] - mean[k]) * rstd[k], gh = (double)grow[k][i] * (ws ? ws[i] : 1.0);
-                job->out[r * n + i] = (float)((gh - mean_g[k] - xhat * mean_gx[k]) * rstd[k]);
-            }
-        }
-    }
+    const size_t at = from * job->n;
+    mha_layer_norm_rows_backward(job->out + at, job->mean + from, job->rstd + from, job->dy + at, job->x + at, job->w,
+                                 to - from, job->n, job->eps);
     return MHA_OK;
 }
 
-/* Pass 2, by columns: dw += dy∘x̂ and db += dy over the rows in row order, in double, LANES
- * columns a vector; a column's additions are those of a plain loop over the rows, so are its
- * bits. */
+/* Pass 2, by columns: dw = Σ_rows dy∘x̂ and db = Σ_rows dy, each column a plain loop over the rows
+ * in order (so any split of the columns gives the same bits), in runs of COLUMN_RUN columns. */
 enum { COLUMN_RUN = 16 };
 
 static mha_status column_part(void *ctx, size_t part, size_t nparts) {
@@ -232,25 +122,8 @@ static mha_status column_part(void *ctx, size_t part, size_t nparts) {
     size_t from, to;
     part_range(&from, &to, runs, part, nparts);
     from *= COLUMN_RUN, to = to * COLUMN_RUN < n ? to * COLUMN_RUN : n;
-    for (size_t r = 0; r < job->rows; r++) {
-        const float *row = job->x + r * n, *grow = job->dy + r * n;
-        const double mean = job->mean[r], rstd = job->rstd[r];
-        size_t i = from;
-        for (; i + LANES <= to; i += LANES) {
-            ln_vd aw, ab, g = load_vd(grow + i);
-            memcpy(&aw, job->acc_w + i, sizeof aw);
-            memcpy(&ab, job->acc_b + i, sizeof ab);
-            aw += g * ((load_vd(row + i) - mean) * rstd);
-            ab += g;
-            memcpy(job->acc_w + i, &aw, sizeof aw);
-            memcpy(job->acc_b + i, &ab, sizeof ab);
-        }
-        for (; i < to; i++) {
-            double xhat = ((double)row[i] - mean) * rstd;
-            job->acc_w[i] += (double)grow[i] * xhat;
-            job->acc_b[i] += grow[i];
-        }
-    }
+    mha_layer_norm_columns(job->acc_w + from, job->acc_b + from, job->dy + from, job->x + from, n, job->mean,
+                           job->rstd, job->rows, to - from);
     return MHA_OK;
 }
 
@@ -279,7 +152,6 @@ mha_status mha_layer_norm_backward(mha_tensor *dx, mha_tensor *dw, mha_tensor *d
         goto done;
     }
     acc_b = acc_w + n;
-    memset(acc_w, 0, 2 * n * sizeof *acc_w);
     ln_job job = {.n = n, .rows = groups, .x = mha_f32(&cx), .w = w ? mha_f32(&cw) : NULL, .dy = mha_f32(&cy),
                   .out = mha_f32(&gx), .mean = acc_b + n, .rstd = acc_b + n + groups, .acc_w = acc_w,
                   .acc_b = acc_b, .eps = eps};

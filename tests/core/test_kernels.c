@@ -842,6 +842,49 @@ static void check_gelu(const char *label) {
     free(x), free(g), free(y);
 }
 
+/* mha_layer_norm_rows, _rows_backward and _columns: bit for bit their references, for row lengths
+ * around the lane count and the vector widths (ragged ends of every size), with and without w and b,
+ * on rows offset from their mean by up to 1e4 (where the variance's sum cancels most). */
+static void check_layer_norm_rows(const char *label) {
+    enum { ROWS = 7, MAXN = 300 };
+    static float x[ROWS * MAXN], dy[ROWS * MAXN], w[MAXN], b[MAXN], y[ROWS * MAXN], yr[ROWS * MAXN];
+    static double mean[ROWS], rstd[ROWS], mean_r[ROWS], rstd_r[ROWS], aw[MAXN], ab[MAXN], aw_r[MAXN], ab_r[MAXN];
+    const size_t lengths[] = {1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 32, 33, 47, 64, 100, 128, 255, 300};
+    uint32_t seed = 777;
+    size_t bad = 0, cases = 0, first_n = 0;
+    for (size_t li = 0; li < sizeof lengths / sizeof *lengths; li++) {
+        const size_t n = lengths[li];
+        for (size_t i = 0; i < ROWS * n; i++) {
+            seed = seed * 1664525u + 1013904223u;
+            const float offset = (float)((i / n) % 3) * 5e3f;
+            x[i] = offset + ((seed >> 8) / 16777216.0f - 0.5f) * (float)(1 + i % 5);
+            seed = seed * 1664525u + 1013904223u;
+            dy[i] = (seed >> 8) / 16777216.0f - 0.5f;
+        }
+        for (size_t i = 0; i < n; i++) w[i] = 0.5f + (float)i / (float)n, b[i] = (float)i / 7.0f - 3.0f;
+        for (int with = 0; with < 2; with++) {
+            const float *wp = with ? w : NULL, *bp = with ? b : NULL;
+            bool same = true;
+            mha_layer_norm_rows(y, mean, rstd, x, wp, bp, ROWS, n, 1e-5f);
+            mha_layer_norm_rows_ref(yr, mean_r, rstd_r, x, wp, bp, ROWS, n, 1e-5f);
+            same = same && memcmp(y, yr, ROWS * n * sizeof *y) == 0 && memcmp(mean, mean_r, sizeof mean) == 0 &&
+                   memcmp(rstd, rstd_r, sizeof rstd) == 0;
+            mha_layer_norm_rows_backward(y, mean, rstd, dy, x, wp, ROWS, n, 1e-5f);
+            mha_layer_norm_rows_backward_ref(yr, mean_r, rstd_r, dy, x, wp, ROWS, n, 1e-5f);
+            same = same && memcmp(y, yr, ROWS * n * sizeof *y) == 0 && memcmp(mean, mean_r, sizeof mean) == 0 &&
+                   memcmp(rstd, rstd_r, sizeof rstd) == 0;
+            mha_layer_norm_columns(aw, ab, dy, x, n, mean, rstd, ROWS, n);
+            mha_layer_norm_columns_ref(aw_r, ab_r, dy, x, n, mean, rstd, ROWS, n);
+            same = same && memcmp(aw, aw_r, n * sizeof *aw) == 0 && memcmp(ab, ab_r, n * sizeof *ab) == 0;
+            cases++;
+            if (!same && bad++ == 0) first_n = n;
+        }
+    }
+    char name[128];
+    snprintf(name, sizeof name, "layer norm's rows, backward and columns[%s]: the references' bits", label);
+    CHECK(name, bad == 0, "%zu of %zu cases differ, the first at n = %zu", bad, cases, first_n);
+}
+
 /* Every kernel check runs on every instruction set, on one thread and split over two with the split
  * threshold at 0, so that every call of two register tiles or query tiles or more is split, at the
  * awkward sizes too (the test sets both itself: MHA_THREADS in the environment changes nothing here). */
@@ -866,6 +909,7 @@ int main(void) {
             check_softmax_rows(label);
             check_softmax_rows_sum(label);
             if (threads == 1) check_gelu(label);
+            if (threads == 1) check_layer_norm_rows(label);
             check_attention(label);
             check_interrupt(label);
             if (threads == 1) {
