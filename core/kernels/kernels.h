@@ -132,6 +132,11 @@ void mha_layer_norm_rows_backward_ref(float *dx, double *mean, double *rstd, con
 void mha_layer_norm_columns_ref(double *acc_w, double *acc_b, const float *dy, const float *x, size_t ld,
                                 const double *mean, const double *rstd, size_t rows, size_t cols);
 
+/* acc (cols) = Σ_rows g of g (rows, cols) row stride ld, each column summed in double over the
+ * rows in order from 0 (a plain loop's bits on every set): the bias gradient of a linear layer. */
+void mha_column_sums(double *acc, const float *g, size_t ld, size_t rows, size_t cols);
+void mha_column_sums_ref(double *acc, const float *g, size_t ld, size_t rows, size_t cols);
+
 /* One head of attention: out = softmax(q·kᵀ·scale + mask)·v.
  *   out (L,Dv) row stride ld_out; q (L,D) row stride ld_q; k (S,D) ld_k; v (S,Dv) ld_v
  *   (unit column stride)

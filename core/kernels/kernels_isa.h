@@ -82,6 +82,8 @@ typedef struct kernel_isa {
                                      const float *w, size_t rows, size_t n, float eps);
     void (*layer_norm_columns)(double *acc_w, double *acc_b, const float *dy, const float *x, size_t ld,
                                const double *mean, const double *rstd, size_t rows, size_t cols);
+    /* mha_column_sums of kernels.h, bit for bit its reference. */
+    void (*column_sums)(double *acc, const float *g, size_t ld, size_t rows, size_t cols);
     /* The fused attention for one query (args->L = 1, a decoding step), with K and V read where
      * they lie instead of packed: keys by tiles of key_tile (the fused path's cut, at most
      * MHA_ONE_QUERY_KEYS; D and Dv at most MHA_ONE_QUERY_DIM), each score, exponential, sum and

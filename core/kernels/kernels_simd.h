@@ -208,5 +208,6 @@ void SET_FN(layer_norm_rows_backward)(float *dx, double *mean, double *rstd, con
 void SET_FN(layer_norm_columns)(double *acc_w, double *acc_b, const float *dy, const float *x, size_t ld,
                                 const double *mean, const double *rstd, size_t rows, size_t cols);
 
+void SET_FN(column_sums)(double *acc, const float *g, size_t ld, size_t rows, size_t cols);
 #endif
 #endif

@@ -145,3 +145,15 @@ void mha_layer_norm_columns(double *acc_w, double *acc_b, const float *dy, const
                             const double *mean, const double *rstd, size_t rows, size_t cols) {
     mha_kernels_current()->layer_norm_columns(acc_w, acc_b, dy, x, ld, mean, rstd, rows, cols);
 }
+
+void mha_column_sums_ref(double *acc, const float *g, size_t ld, size_t rows, size_t cols) {
+    for (size_t j = 0; j < cols; j++) {
+        double s = 0.0;
+        for (size_t r = 0; r < rows; r++) s += g[r * ld + j];
+        acc[j] = s;
+    }
+}
+
+void mha_column_sums(double *acc, const float *g, size_t ld, size_t rows, size_t cols) {
+    mha_kernels_current()->column_sums(acc, g, ld, rows, cols);
+}

@@ -59,30 +59,6 @@ mha_status mha_linear(mha_tensor *out, const mha_tensor *x, const mha_tensor *W,
 
 /* ---- backward ---- */
 
-/* acc (n) += Σ_r g[r, :] of g (rows, n) in double, each column in row order: g read row by row as
- * it lies, SUM_LANES columns a vector (two doubles: one SSE2 or NEON register, the baseline every
- * build has); a column's additions are those of a plain loop, so are its bits. */
-enum { SUM_LANES = 2 };
-typedef double sum_vd __attribute__((vector_size(SUM_LANES * sizeof(double))));
-typedef float sum_vf __attribute__((vector_size(SUM_LANES * sizeof(float))));
-
-static void column_sums(double *acc, const float *g, size_t rows, size_t n) {
-    for (size_t r = 0; r < rows; r++) {
-        const float *row = g + r * n;
-        size_t j = 0;
-#pragma GCC unroll 4
-        for (; j + SUM_LANES <= n; j += SUM_LANES) {
-            sum_vf x;
-            sum_vd a;
-            memcpy(&x, row + j, sizeof x);
-            memcpy(&a, acc + j, sizeof a);
-            a += __builtin_convertvector(x, sum_vd);
-            memcpy(acc + j, &a, sizeof a);
-        }
-        for (; j < n; j++) acc[j] += row[j];
-    }
-}
-
 mha_status mha_linear_backward(mha_tensor *dx, mha_tensor *dW, mha_tensor *db, const mha_tensor *dy,
                                const mha_tensor *x, const mha_tensor *W) {
     char sy[MHA_SHAPE_BUF], sx[MHA_SHAPE_BUF], sw[MHA_SHAPE_BUF];
@@ -119,8 +95,7 @@ mha_status mha_linear_backward(mha_tensor *dx, mha_tensor *dW, mha_tensor *db, c
             st = mha_fail(MHA_E_NOMEM, "linear_backward: out of memory for the bias gradient's %zu sums", n_out);
             goto done;
         }
-        for (size_t j = 0; j < n_out; j++) sums[j] = 0.0;
-        column_sums(sums, g, rows, n_out);
+        mha_column_sums(sums, g, n_out, rows, n_out);
         float *p = mha_f32(&gb);
         for (size_t j = 0; j < n_out; j++) p[j] = (float)sums[j];
         mha_free(sums, (n_out ? n_out : 1) * sizeof *sums);

@@ -885,6 +885,28 @@ static void check_layer_norm_rows(const char *label) {
     CHECK(name, bad == 0, "%zu of %zu cases differ, the first at n = %zu", bad, cases, first_n);
 }
 
+/* mha_column_sums: bit for bit its reference, for column counts around the vector widths (ragged
+ * ends), a row stride past the columns, values of many scales. */
+static void check_column_sums(const char *label) {
+    enum { ROWS = 37, LD = 70 };
+    static float g[ROWS * LD];
+    static double acc[LD], ref[LD];
+    uint32_t seed = 99;
+    for (size_t i = 0; i < ROWS * LD; i++) {
+        seed = seed * 1664525u + 1013904223u;
+        g[i] = ((seed >> 8) / 16777216.0f - 0.5f) * (float)ldexp(1.0, (int)(seed >> 2 & 63) - 32);   /* sums that round */
+    }
+    size_t bad = 0, first = 0;
+    for (size_t cols = 0; cols <= LD; cols++) {
+        mha_column_sums(acc, g, LD, ROWS, cols);
+        mha_column_sums_ref(ref, g, LD, ROWS, cols);
+        if (memcmp(acc, ref, cols * sizeof *acc) != 0 && bad++ == 0) first = cols;
+    }
+    char name[160];
+    snprintf(name, sizeof name, "column_sums[%s]: the reference's bits, 0 to %d columns", label, (int)LD);
+    CHECK(name, bad == 0, "%zu column counts differ, the first %zu", bad, first);
+}
+
 /* Every kernel check runs on every instruction set, on one thread and split over two with the split
  * threshold at 0, so that every call of two register tiles or query tiles or more is split, at the
  * awkward sizes too (the test sets both itself: MHA_THREADS in the environment changes nothing here). */
@@ -910,6 +932,7 @@ int main(void) {
             check_softmax_rows_sum(label);
             if (threads == 1) check_gelu(label);
             if (threads == 1) check_layer_norm_rows(label);
+            if (threads == 1) check_column_sums(label);
             check_attention(label);
             check_interrupt(label);
             if (threads == 1) {
