@@ -338,25 +338,30 @@ void mha_kernels_blocking(size_t *mc, size_t *kc, size_t *nc, size_t caches[3]) 
     for (int i = 0; i < 3; i++) caches[i] = cache_bytes[i];
 }
 
-/* The part inside C of a tile computed into a buffer: c (m,n) row stride ldc (+)= edge (m,n) row
- * stride nr. */
-static void store_edge(float *c, size_t ldc, const float *edge, size_t nr, size_t m, size_t n, bool add) {
+/* The part inside C of a tile computed into a buffer: c (m,n) row stride ldc = (add ? c : bias ?
+ * bias : 0) + edge (m,n) row stride nr, bias (n) added to every row as the tiles add it. */
+static void store_edge(float *c, size_t ldc, const float *edge, size_t nr, size_t m, size_t n, bool add,
+                       const float *bias) {
     for (size_t i = 0; i < m; i++)
-        for (size_t j = 0; j < n; j++) c[i * ldc + j] = (add ? c[i * ldc + j] : 0.0f) + edge[i * nr + j];
+        for (size_t j = 0; j < n; j++)
+            c[i * ldc + j] = (add ? c[i * ldc + j] : bias ? bias[j] : 0.0f) + edge[i * nr + j];
 }
 
+/* A block's bias from column jr on, or NULL. */
+static const float *bias_at(const float *bias, size_t jr) { return bias ? bias + jr : NULL; }
+
 /* The tile of C at (ir, jr) in a block (mc,nc): A panel ir against B panel jr. A tile that sticks
- * out of C is computed into edge and the part inside is copied. */
+ * out of C is computed into edge and the part inside is copied. bias: the block's (nc), or NULL. */
 static void tile_at(const kernel_isa *k, float *c, size_t ldc, const float *pa, const float *pb, size_t ir, size_t jr,
-                    size_t mc, size_t nc, size_t kc, bool add, float *edge) {
+                    size_t mc, size_t nc, size_t kc, bool add, const float *bias, float *edge) {
     const size_t m = min_size(k->mr, mc - ir), n = min_size(k->nr, nc - jr);
     float *ct = c + ir * ldc + jr;
     if (m == k->mr && n == k->nr) {
-        k->tile(kc, pa + ir * kc, pb + jr * kc, ct, ldc, add, NULL);
+        k->tile(kc, pa + ir * kc, pb + jr * kc, ct, ldc, add, NULL, bias_at(bias, jr));
         return;
     }
-    k->tile(kc, pa + ir * kc, pb + jr * kc, edge, k->nr, false, NULL);
-    store_edge(ct, ldc, edge, k->nr, m, n, add);
+    k->tile(kc, pa + ir * kc, pb + jr * kc, edge, k->nr, false, NULL, NULL);
+    store_edge(ct, ldc, edge, k->nr, m, n, add, bias_at(bias, jr));
 }
 
 /* C block (mc,nc) (+)= packed A block (mc,kc) · packed B slice (kc,nc), tile by tile: one B panel
@@ -364,22 +369,22 @@ static void tile_at(const kernel_isa *k, float *c, size_t ldc, const float *pa, 
  * against every B panel streamed from L2 (C then swept along its rows). Each tile is the same sum
  * either way. */
 static void multiply_block(const kernel_isa *k, float *c, size_t ldc, const float *pa, const float *pb,
-                           size_t mc, size_t nc, size_t kc, bool add) {
+                           size_t mc, size_t nc, size_t kc, bool add, const float *bias) {
     _Alignas(64) float edge[MAX_TILE];
     if (b_panels_stream(k)) {
         for (size_t ir = 0; ir < mc; ir += k->mr)
-            for (size_t jr = 0; jr < nc; jr += k->nr) tile_at(k, c, ldc, pa, pb, ir, jr, mc, nc, kc, add, edge);
+            for (size_t jr = 0; jr < nc; jr += k->nr) tile_at(k, c, ldc, pa, pb, ir, jr, mc, nc, kc, add, bias, edge);
         return;
     }
     for (size_t jr = 0; jr < nc; jr += k->nr)
-        for (size_t ir = 0; ir < mc; ir += k->mr) tile_at(k, c, ldc, pa, pb, ir, jr, mc, nc, kc, add, edge);
+        for (size_t ir = 0; ir < mc; ir += k->mr) tile_at(k, c, ldc, pa, pb, ir, jr, mc, nc, kc, add, bias, edge);
 }
 
 /* The same block with A read in place (a_cs = 1) by the tile_a_rows tile instead of packed: A block
  * (mc,kc) with (i,p) at a[i*a_rs + p]. Each MR rows of A are swept against every panel of B while
  * they are in L1. The same sums as pack_a then multiply_block, so the same bits. */
 static void multiply_block_a_rows(const kernel_isa *k, float *c, size_t ldc, const float *a, ptrdiff_t a_rs,
-                                  const float *pb, size_t mc, size_t nc, size_t kc, bool add) {
+                                  const float *pb, size_t mc, size_t nc, size_t kc, bool add, const float *bias) {
     _Alignas(64) float edge[MAX_TILE];
     for (size_t ir = 0; ir < mc; ir += k->mr) {
         size_t m = min_size(k->mr, mc - ir);
@@ -388,11 +393,11 @@ static void multiply_block_a_rows(const kernel_isa *k, float *c, size_t ldc, con
             size_t n = min_size(k->nr, nc - jr);
             float *ct = c + ir * ldc + jr;
             if (m == k->mr && n == k->nr) {
-                k->tile_a_rows(ct, ldc, ar, a_rs, m, pb + jr * kc, kc, add);
+                k->tile_a_rows(ct, ldc, ar, a_rs, m, pb + jr * kc, kc, add, bias_at(bias, jr));
                 continue;
             }
-            k->tile_a_rows(edge, k->nr, ar, a_rs, m, pb + jr * kc, kc, false);
-            store_edge(ct, ldc, edge, k->nr, m, n, add);
+            k->tile_a_rows(edge, k->nr, ar, a_rs, m, pb + jr * kc, kc, false, NULL);
+            store_edge(ct, ldc, edge, k->nr, m, n, add, bias_at(bias, jr));
         }
     }
 }
@@ -403,7 +408,8 @@ static void multiply_block_a_rows(const kernel_isa *k, float *c, size_t ldc, con
  * panel (MR x kc floats) first, as tile_a_cols reads all MR rows. The same sums as pack_a then
  * multiply_block, so the same bits. */
 static void multiply_block_a_cols(const kernel_isa *k, float *c, size_t ldc, const float *a, ptrdiff_t a_cs,
-                                  const float *pb, size_t mc, size_t nc, size_t kc, bool add, float *panel) {
+                                  const float *pb, size_t mc, size_t nc, size_t kc, bool add, const float *bias,
+                                  float *panel) {
     _Alignas(64) float edge[MAX_TILE];
     const size_t whole = mc / k->mr * k->mr;
     if (whole < mc) pack_a(k, panel, a + whole, 1, a_cs, mc - whole, kc, k->mr);
@@ -414,9 +420,10 @@ static void multiply_block_a_cols(const kernel_isa *k, float *c, size_t ldc, con
             float *ct = c + ir * ldc + jr, *out = m == k->mr && n == k->nr ? ct : edge;
             const size_t ld_out = out == ct ? ldc : k->nr;
             const bool add_out = out == ct && add;
-            if (m == k->mr) k->tile_a_cols(out, ld_out, a + ir, a_cs, pb + jr * kc, kc, add_out);
-            else k->tile(kc, panel, pb + jr * kc, out, ld_out, add_out, NULL);
-            if (out == edge) store_edge(ct, ldc, edge, k->nr, m, n, add);
+            const float *bias_out = out == ct ? bias_at(bias, jr) : NULL;
+            if (m == k->mr) k->tile_a_cols(out, ld_out, a + ir, a_cs, pb + jr * kc, kc, add_out, bias_out);
+            else k->tile(kc, panel, pb + jr * kc, out, ld_out, add_out, NULL, bias_out);
+            if (out == edge) store_edge(ct, ldc, edge, k->nr, m, n, add, bias_at(bias, jr));
         }
     }
 }
@@ -435,6 +442,7 @@ typedef struct sgemm_job {
     const float *b; ptrdiff_t b_rs, b_cs;
     size_t M, N, K;
     bool accumulate;
+    const float *bias;   /* NULL, or (N): C = bias + A·B, bias added in the tiles' store */
     bool split_rows; /* when split: parts take rows of C (else columns), in whole register tiles */
     const float *packed_b; /* NULL, or all of B packed by mha_sgemm_pack_b (then b is not read) */
 } sgemm_job;
@@ -486,9 +494,10 @@ static mha_status sgemm_block(const sgemm_job *job, size_t m0, size_t m1, size_t
     const ptrdiff_t a_rs = job->a_rs, a_cs = job->a_cs, b_rs = job->b_rs, b_cs = job->b_cs;
     const float *a = job->a + (ptrdiff_t)m0 * a_rs, *b = job->b + (ptrdiff_t)n0 * b_cs;
     float *c = job->c + m0 * job->ldc + n0;
+    const float *bias = bias_at(job->bias, n0);
     const kernel_isa *k = isa();
     if (dot_rows_fit(k, job)) {
-        k->dot_rows(c, job->ldc, a, (size_t)a_rs, b, (size_t)b_cs, M, N, K, job->accumulate);
+        k->dot_rows(c, job->ldc, a, (size_t)a_rs, b, (size_t)b_cs, M, N, K, job->accumulate, bias);
         return MHA_OK;
     }
     const bool a_unpacked = a_unpacked_fit(k, job), a_cols = !a_unpacked && a_cols_unpacked_fit(k, job);
@@ -508,6 +517,7 @@ static mha_status sgemm_block(const sgemm_job *job, size_t m0, size_t m1, size_t
         size_t nc = min_size(NCB, N - jc);
         for (size_t pc = 0; pc < K; pc += KC) {
             size_t kc = min_size(KC, K - pc);
+            const float *bias_block = pc == 0 ? bias_at(bias, jc) : NULL;   /* the sum's start */
             if (job->packed_b) /* slice (jc, pc) of mha_sgemm_pack_b's layout (n0 = 0: never
                                   split) */
                 packed_b = (float *)job->packed_b + jc * K + pc * round_up(nc, k->nr);
@@ -523,17 +533,17 @@ static mha_status sgemm_block(const sgemm_job *job, size_t m0, size_t m1, size_t
                 const float *a_block = a + (ptrdiff_t)ic * a_rs + (ptrdiff_t)pc * a_cs;
                 if (a_unpacked) {
                     multiply_block_a_rows(k, c + ic * job->ldc + jc, job->ldc, a_block, a_rs, packed_b, mc, nc, kc,
-                                          job->accumulate || pc > 0);
+                                          job->accumulate || pc > 0, bias_block);
                     continue;
                 }
                 if (a_cols) {
                     multiply_block_a_cols(k, c + ic * job->ldc + jc, job->ldc, a_block, a_cs, packed_b, mc, nc, kc,
-                                          job->accumulate || pc > 0, packed_a);
+                                          job->accumulate || pc > 0, bias_block, packed_a);
                     continue;
                 }
                 pack_a(k, packed_a, a_block, a_rs, a_cs, mc, kc, k->mr);
                 multiply_block(k, c + ic * job->ldc + jc, job->ldc, packed_a, packed_b, mc, nc, kc,
-                               job->accumulate || pc > 0);
+                               job->accumulate || pc > 0, bias_block);
             }
         }
     }
@@ -568,14 +578,16 @@ static size_t sgemm_parts(size_t units, size_t threads_parts, double flops) {
     return parts < units ? parts : units;
 }
 
-mha_status mha_sgemm(float *c, size_t ldc,
-                     const float *a, ptrdiff_t a_rs, ptrdiff_t a_cs,
-                     const float *b, ptrdiff_t b_rs, ptrdiff_t b_cs,
-                     size_t M, size_t N, size_t K, bool accumulate) {
+/* mha_sgemm and mha_sgemm_bias: C = (accumulate ? C : bias ? bias : 0) + A·B */
+static mha_status sgemm_run(float *c, size_t ldc, const float *a, ptrdiff_t a_rs, ptrdiff_t a_cs, const float *b,
+                            ptrdiff_t b_rs, ptrdiff_t b_cs, size_t M, size_t N, size_t K, bool accumulate,
+                            const float *bias) {
     if (M == 0 || N == 0) return MHA_OK;
     if (K == 0) { /* an empty sum */
-        if (!accumulate)
-            for (size_t i = 0; i < M; i++) memset(c + i * ldc, 0, N * sizeof(float));
+        for (size_t i = 0; i < M && !accumulate; i++) {
+            if (bias) memcpy(c + i * ldc, bias, N * sizeof(float));
+            else memset(c + i * ldc, 0, N * sizeof(float));
+        }
         return MHA_OK;
     }
     const kernel_isa *k = isa();
@@ -584,7 +596,7 @@ mha_status mha_sgemm(float *c, size_t ldc,
     /* split rows of C where there are enough (each part then packs only its own rows of A, and B
      * once), else the longer side, so each part packs a share of the operand larger to pack */
     const size_t threads = mha_kernels_parts(row_units > col_units ? row_units : col_units, flops);
-    sgemm_job job = {c, ldc, a, a_rs, a_cs, b, b_rs, b_cs, M, N, K, accumulate,
+    sgemm_job job = {c, ldc, a, a_rs, a_cs, b, b_rs, b_cs, M, N, K, accumulate, accumulate ? NULL : bias,
                      M > N || (row_units >= col_units && row_units >= 2 * threads), NULL};
     const size_t nparts = sgemm_parts(job.split_rows ? row_units : col_units, threads, flops);
     if (nparts == 1) return sgemm_block(&job, 0, M, 0, N);
@@ -600,6 +612,16 @@ mha_status mha_sgemm(float *c, size_t ldc,
     mha_status st = mha_run_parts(sgemm_part, &job, nparts);
     if (packed) scratch_free(&s);
     return st;
+}
+
+mha_status mha_sgemm(float *c, size_t ldc, const float *a, ptrdiff_t a_rs, ptrdiff_t a_cs, const float *b, ptrdiff_t b_rs,
+                     ptrdiff_t b_cs, size_t M, size_t N, size_t K, bool accumulate) {
+    return sgemm_run(c, ldc, a, a_rs, a_cs, b, b_rs, b_cs, M, N, K, accumulate, NULL);
+}
+
+mha_status mha_sgemm_bias(float *c, size_t ldc, const float *a, ptrdiff_t a_rs, ptrdiff_t a_cs, const float *b,
+                          ptrdiff_t b_rs, ptrdiff_t b_cs, size_t M, size_t N, size_t K, const float *bias) {
+    return sgemm_run(c, ldc, a, a_rs, a_cs, b, b_rs, b_cs, M, N, K, false, bias);
 }
 
 /* B packed once for many products (a head's K and V, which every block of queries multiplies): the
@@ -630,7 +652,7 @@ mha_status mha_sgemm_packed(float *c, size_t ldc, const float *a, ptrdiff_t a_rs
         return MHA_OK;
     }
     /* b unread */
-    sgemm_job job = {c, ldc, a, a_rs, a_cs, packed_b, 0, 0, M, N, K, accumulate, true, packed_b};
+    sgemm_job job = {c, ldc, a, a_rs, a_cs, packed_b, 0, 0, M, N, K, accumulate, NULL, true, packed_b};
     return sgemm_block(&job, 0, M, 0, N);
 }
 
@@ -733,7 +755,7 @@ static mha_status fused_part(void *ctx, size_t part, size_t nparts) {
             for (size_t j0 = 0; j0 < nq_pad; j0 += nr) {
                 /* pass 1: scoresᵀ = K·(scale·Qᵀ) */
                 for (size_t i0 = 0; i0 < nk_pad; i0 += mr)
-                    k->tile(D, kp + i0 * D, qt + j0 * D, panel + i0 * nr, nr, false, NULL);
+                    k->tile(D, kp + i0 * D, qt + j0 * D, panel + i0 * nr, nr, false, NULL, NULL);
                 /* pass 2: mask; pass 3: online softmax, P = exp(scoresᵀ - m) */
                 if (args->mask || args->causal)
                     mask_panel(panel, nr, args, q0 + j0, j0 < nq ? min_size(nr, nq - j0) : 0, k0, nk);
@@ -741,7 +763,7 @@ static mha_status fused_part(void *ctx, size_t part, size_t nparts) {
                 /* pass 4: accᵀ = accᵀ·diag(alpha) + Vᵀ·P, the rescaling done by the tile as it
                  * adds */
                 for (size_t i0 = 0; i0 < dv_pad; i0 += mr)
-                    k->tile(nk, vt + i0 * nk, panel, acc + i0 * bq + j0, bq, true, alpha + j0);
+                    k->tile(nk, vt + i0 * nk, panel, acc + i0 * bq + j0, bq, true, alpha + j0, NULL);
             }
         }
         /* out = acc / l; a query that saw no key (l = 0) is NaN, like softmax of all -inf */

@@ -22,6 +22,13 @@ mha_status mha_sgemm(float *c, size_t ldc,
                      const float *b, ptrdiff_t b_rs, ptrdiff_t b_cs,
                      size_t M, size_t N, size_t K, bool accumulate);
 
+/* The same with C = bias + A·B: bias (N) in every row of C, added in the tiles' store where it
+ * was written into C first - the very bits of writing it first and accumulating. */
+mha_status mha_sgemm_bias(float *c, size_t ldc,
+                          const float *a, ptrdiff_t a_rs, ptrdiff_t a_cs,
+                          const float *b, ptrdiff_t b_rs, ptrdiff_t b_cs,
+                          size_t M, size_t N, size_t K, const float *bias);
+
 /* B packed once, for many products against it (a head's K and V, which every block of queries of
  * MultiheadAttention's head mean multiplies): mha_sgemm_pack_b writes B (K,N) (element (p,j) at
  * b[p*b_rs + j*b_cs]) into `packed`, mha_sgemm_packed_b_size(N, K) floats, as mha_sgemm packs it;

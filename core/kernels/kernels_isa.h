@@ -16,10 +16,14 @@ struct mha_attn_args; /* kernels.h */
 typedef struct kernel_isa {
     const char *name;   /* "avx512", "avx2", "portable" */
     size_t mr, nr;      /* the register tile: MR rows by NR columns */
-    /* c (MR,NR) with row stride ldc  =  (add ? c : 0) + a·b  over kc, a and b packed panels;
-     * with col_scale (NR floats) not NULL, c is first scaled column by column: c·diag(col_scale) +
-     * a·b (the fused attention's rescaling of what it accumulated, at no extra pass) */
-    void (*tile)(size_t kc, const float *a, const float *b, float *c, size_t ldc, bool add, const float *col_scale);
+    /* c (MR,NR) with row stride ldc  =  (add ? c : bias ? bias : 0) + a·b  over kc, a and b packed
+     * panels, bias (NR floats, or NULL) added to every row (a linear layer's bias, in the tile's
+     * store: the same sum as bias written into c first and added); with col_scale (NR floats) not
+     * NULL, c is first scaled column by column: c·diag(col_scale) + a·b (the fused attention's
+     * rescaling of what it accumulated, at no extra pass). The tiles below take add and bias
+     * alike. */
+    void (*tile)(size_t kc, const float *a, const float *b, float *c, size_t ldc, bool add, const float *col_scale,
+                 const float *bias);
     /* One key tile of online softmax for NR queries side by side. scores (nk,NR): row p holds key
      * p's score for each query. With m, l the running max and sum per query (NR each):
      *   m' = max(m, max_p scores[p]);  scores[p] <- exp(scores[p] - m');
@@ -36,13 +40,13 @@ typedef struct kernel_isa {
      * NR, and 0 for cols <= j < NR. A transposition, done in registers; NULL: kernels.c's plain
      * loop does it. */
     void (*pack_b_trans)(float *dst, const float *b, ptrdiff_t b_cs, size_t kc, size_t cols, float scale);
-    /* C (M,N) row stride ldc  =  (add ? C : 0) + A·Bᵀ  for A (M,K) and Bt (N,K), both with
-     * contiguous rows (lda, ldb apart): each C[i,j] the dot product of two contiguous rows, without
-     * packing, for an A of a few rows (mha_sgemm says when). Each element is summed in the same
-     * order wherever it lies in a tile, so any split of C over threads gives the same bits. NULL:
-     * not written for this set. */
+    /* C (M,N) row stride ldc  =  (add ? C : bias ? bias : 0) + A·Bᵀ  for A (M,K) and Bt (N,K),
+     * both with contiguous rows (lda, ldb apart): each C[i,j] the dot product of two contiguous
+     * rows, without packing, for an A of a few rows (mha_sgemm says when). Each element is summed
+     * in the same order wherever it lies in a tile, so any split of C over threads gives the same
+     * bits. NULL: not written for this set. */
     void (*dot_rows)(float *c, size_t ldc, const float *a, size_t lda, const float *bt, size_t ldb, size_t M,
-                     size_t N, size_t K, bool add);
+                     size_t N, size_t K, bool add, const float *bias);
     /* One A panel from an A with contiguous rows (a_cs = 1: x, the weights of a block of queries):
      * dst[p*MR + i] = a[i*a_rs + p] for p < kc, i < rows <= MR, and 0 for rows <= i < MR. A
      * transposition in registers; NULL: kernels.c's plain loop does it. */
@@ -60,13 +64,14 @@ typedef struct kernel_isa {
      * (never memory past A); the caller keeps only the first `rows` rows of c. For products too
      * narrow for packing A to pay (mha_sgemm says when); NULL: not written for this set. */
     void (*tile_a_rows)(float *c, size_t ldc, const float *a, ptrdiff_t a_rs, size_t rows, const float *b, size_t kc,
-                        bool add);
+                        bool add, const float *bias);
     /* The tile with A read where it lies, unpacked, for an A with contiguous columns (a_rs = 1):
      * c (MR,NR) row stride ldc = (add ? c : 0) + A·b over kc, A(i,p) at a[p*a_cs + i] for all MR
      * rows (the caller packs a ragged last panel instead), b a packed panel. The same FMAs in the
      * same order as tile on the panel pack_a_cols makes of the same rows, so the same bits. For
      * products too narrow for packing A to pay (dW = dYᵀ·X, dV = Pᵀ·dO; mha_sgemm says when). */
-    void (*tile_a_cols)(float *c, size_t ldc, const float *a, ptrdiff_t a_cs, const float *b, size_t kc, bool add);
+    void (*tile_a_cols)(float *c, size_t ldc, const float *a, ptrdiff_t a_cs, const float *b, size_t kc, bool add,
+                        const float *bias);
     /* y = gelu(x) and dx = g·gelu'(x) for n contiguous floats, bit for bit mha_gelu_ref and
      * mha_gelu_grad_ref (kernels.h) element by element: computed in double over W lanes, a lane
      * near a rounding boundary of the float result falls back to the reference. */

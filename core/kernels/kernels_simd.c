@@ -12,15 +12,17 @@ typedef int kernels_simd_not_on_this_cpu;
  * The register tile (kernel_isa.tile, .tile_a_rows)
  * ------------------------------------------------------------------------------------------- */
 
-/* c (MR,NR) row stride ldc = (add ? c·diag(col_scale) : 0) + acc, acc the tile's MR x NV
- * vectors. */
-INLINE void tile_store(vf acc[MR][NV], float *c, size_t ldc, bool add, const float *col_scale) {
+/* c (MR,NR) row stride ldc = (add ? c·diag(col_scale) : bias ? bias : 0) + acc, acc the tile's MR
+ * x NV vectors, bias (NR) added to every row: a linear layer's bias, the very sum its being
+ * written into c first and added would give. */
+INLINE void tile_store(vf acc[MR][NV], float *c, size_t ldc, bool add, const float *col_scale, const float *bias) {
     vf scale[NV];
     for (int v = 0; v < NV; v++) scale[v] = col_scale ? load(col_scale + W * v) : splat(1.0f);
 #pragma GCC unroll 16
     for (int i = 0; i < MR; i++, c += ldc) {
         for (int v = 0; v < NV; v++) {
             if (add) acc[i][v] = load(c + W * v) * scale[v] + acc[i][v];
+            else if (bias) acc[i][v] = load(bias + W * v) + acc[i][v];
             store(c + W * v, acc[i][v]);
         }
     }
@@ -52,7 +54,7 @@ enum { A_FETCH_STEPS = 8 };
  * when fetch_a), C's rows fetched to L2 as the tile starts and to L1 C_FETCH_STEPS before it
  * ends. */
 INLINE void tile_steps(size_t kc, const float *a, ptrdiff_t a_step, const float *b, float *c, size_t ldc, bool add,
-                       const float *col_scale, bool fetch_a) {
+                       const float *col_scale, const float *bias, bool fetch_a) {
     vf acc[MR][NV];
 #pragma GCC unroll 16
     for (int i = 0; i < MR; i++) {
@@ -74,24 +76,26 @@ INLINE void tile_steps(size_t kc, const float *a, ptrdiff_t a_step, const float 
         __builtin_prefetch(c + (size_t)i * ldc + NR - 1, 1, 3);
     }
     for (; p < kc; p++, a += a_step, b += NR) tile_step(acc, a, b);
-    tile_store(acc, c, ldc, add, col_scale);
+    tile_store(acc, c, ldc, add, col_scale, bias);
 }
 
 /* See kernel_isa.tile. */
-static void tile(size_t kc, const float *a, const float *b, float *c, size_t ldc, bool add, const float *col_scale) {
-    tile_steps(kc, a, MR, b, c, ldc, add, col_scale, false);
+static void tile(size_t kc, const float *a, const float *b, float *c, size_t ldc, bool add, const float *col_scale,
+                 const float *bias) {
+    tile_steps(kc, a, MR, b, c, ldc, add, col_scale, bias, false);
 }
 
 /* See kernel_isa.tile_a_cols: tile's steps with A's column p at a + p·a_cs, so the same FMAs in the
  * same order as tile on the panel pack_a_cols makes of the same rows. */
-static void tile_a_cols(float *c, size_t ldc, const float *a, ptrdiff_t a_cs, const float *b, size_t kc, bool add) {
-    tile_steps(kc, a, a_cs, b, c, ldc, add, NULL, true);
+static void tile_a_cols(float *c, size_t ldc, const float *a, ptrdiff_t a_cs, const float *b, size_t kc, bool add,
+                        const float *bias) {
+    tile_steps(kc, a, a_cs, b, c, ldc, add, NULL, bias, true);
 }
 
 /* See kernel_isa.tile_a_rows: tile's loop with each A value broadcast from its own row of A, so the
  * same FMAs in the same order as tile on the panel pack_a_rows makes of the same rows. */
 static void tile_a_rows(float *c, size_t ldc, const float *a, ptrdiff_t a_rs, size_t rows, const float *b, size_t kc,
-                        bool add) {
+                        bool add, const float *bias) {
     const float *row[MR];
     for (size_t i = 0; i < MR; i++) row[i] = a + (ptrdiff_t)(i < rows ? i : rows - 1) * a_rs;
     vf acc[MR][NV];
@@ -107,7 +111,7 @@ static void tile_a_rows(float *c, size_t ldc, const float *a, ptrdiff_t a_rs, si
             for (int v = 0; v < NV; v++) acc[i][v] = ai * bv[v] + acc[i][v];
         }
     }
-    tile_store(acc, c, ldc, add, NULL);
+    tile_store(acc, c, ldc, add, NULL, bias);
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -305,13 +309,14 @@ static void pack_a_cols(float *dst, const float *a, ptrdiff_t a_cs, size_t kc, s
  * Dot products of rows (kernel_isa.dot_rows)
  * ------------------------------------------------------------------------------------------- */
 
-/* One tile of dot products: C[i,j] (+)= a_i · bt_j for i < m <= DOT_MR, j < n <= DOT_NR, each a
+/* One tile of dot products: C[i,j] = (add ? C[i,j] : bias ? bias[j] : 0) + a_i · bt_j for i < m <=
+ * DOT_MR, j < n <= DOT_NR, each a
  * W-lane FMA chain along K (the ragged end read in part, as zeros), then sum_lanes. Inlined with
  * constant m, n for the full tile, so the sums stay in registers; the per-element arithmetic is the
  * same at the edges. */
 
 INLINE void dot_tile(float *c, size_t ldc, const float *a, size_t lda, const float *bt, size_t ldb, size_t m, size_t n,
-                     size_t K, bool add) {
+                     size_t K, bool add, const float *bias) {
     vf acc[DOT_MR][DOT_NR];
 #pragma GCC unroll 8
     for (size_t i = 0; i < DOT_MR; i++)
@@ -340,22 +345,24 @@ INLINE void dot_tile(float *c, size_t ldc, const float *a, size_t lda, const flo
 #pragma GCC unroll 8
     for (size_t i = 0; i < m; i++)
 #pragma GCC unroll 6
-        for (size_t j = 0; j < n; j++) c[i * ldc + j] = (add ? c[i * ldc + j] : 0.0f) + sum_lanes(acc[i][j]);
+        for (size_t j = 0; j < n; j++)
+            c[i * ldc + j] = (add ? c[i * ldc + j] : bias ? bias[j] : 0.0f) + sum_lanes(acc[i][j]);
 }
 
 /* See kernel_isa.dot_rows. DOT_NR rows of Bt (in L1) against every DOT_MR rows of A (in L2), so
  * each row of Bt - the large operand, W - is read from memory once, in a stream the prefetcher
  * follows. */
 static void dot_rows(float *c, size_t ldc, const float *a, size_t lda, const float *bt, size_t ldb, size_t M, size_t N,
-                     size_t K, bool add) {
+                     size_t K, bool add, const float *bias) {
     for (size_t j0 = 0; j0 < N; j0 += DOT_NR) {
         const size_t n = N - j0 < DOT_NR ? N - j0 : DOT_NR;
         for (size_t i0 = 0; i0 < M; i0 += DOT_MR) {
             const size_t m = M - i0 < DOT_MR ? M - i0 : DOT_MR;
             float *ct = c + i0 * ldc + j0;
             const float *at = a + i0 * lda, *bj = bt + j0 * ldb;
-            if (m == DOT_MR && n == DOT_NR) dot_tile(ct, ldc, at, lda, bj, ldb, DOT_MR, DOT_NR, K, add);
-            else dot_tile(ct, ldc, at, lda, bj, ldb, m, n, K, add);
+            const float *bias_j = bias ? bias + j0 : NULL;
+            if (m == DOT_MR && n == DOT_NR) dot_tile(ct, ldc, at, lda, bj, ldb, DOT_MR, DOT_NR, K, add, bias_j);
+            else dot_tile(ct, ldc, at, lda, bj, ldb, m, n, K, add, bias_j);
         }
     }
 }

@@ -39,18 +39,19 @@ mha_status mha_linear(mha_tensor *out, const mha_tensor *x, const mha_tensor *W,
     }
     size_t rows = prod(x->shape, 0, x->ndim - 1);
     float *y = mha_f32(out);
-    if (b != NULL) { /* y starts as b in every row, then accumulates x·Wᵀ: torch's addmm(b, x,
-                        Wᵀ) */
-        const float *bias = mha_f32(b);
-        if (b->stride[0] == 1) /* a contiguous bias: each row a copy */
-            for (size_t r = 0; r < rows; r++) memcpy(y + r * n_out, bias, n_out * sizeof *y);
-        else
-            for (size_t r = 0; r < rows; r++)
-                for (size_t j = 0; j < n_out; j++) y[r * n_out + j] = bias[(ptrdiff_t)j * b->stride[0]];
-    }
-    /* Wᵀ (in, out) is W read with its strides swapped: element (p, j) = W[j, p] */
-    st = mha_sgemm(y, n_out, mha_f32(&cx), (ptrdiff_t)in, 1, mha_f32(W), W->stride[1], W->stride[0], rows, n_out, in,
-                   b != NULL);
+    /* y = b + x·Wᵀ, torch's addmm(b, x, Wᵀ); Wᵀ (in, out) is W read with its strides swapped:
+     * element (p, j) = W[j, p]. A contiguous b is added in the product's store; a strided one is
+     * written into every row first and accumulated onto, the same sums. */
+    const float *bias = b ? mha_f32(b) : NULL;
+    if (b != NULL && b->stride[0] != 1)
+        for (size_t r = 0; r < rows; r++)
+            for (size_t j = 0; j < n_out; j++) y[r * n_out + j] = bias[(ptrdiff_t)j * b->stride[0]];
+    if (b != NULL && b->stride[0] == 1)
+        st = mha_sgemm_bias(y, n_out, mha_f32(&cx), (ptrdiff_t)in, 1, mha_f32(W), W->stride[1], W->stride[0], rows,
+                            n_out, in, bias);
+    else
+        st = mha_sgemm(y, n_out, mha_f32(&cx), (ptrdiff_t)in, 1, mha_f32(W), W->stride[1], W->stride[0], rows, n_out,
+                       in, b != NULL);
     st = nomem_under(st, "linear");
     mha_release(&cx);
     if (st != MHA_OK) mha_release(out);

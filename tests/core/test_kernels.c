@@ -885,6 +885,47 @@ static void check_layer_norm_rows(const char *label) {
     CHECK(name, bad == 0, "%zu of %zu cases differ, the first at n = %zu", bad, cases, first_n);
 }
 
+/* mha_sgemm_bias: the bits of the bias written into C's rows first and accumulated onto
+ * (mha_sgemm with accumulate), on every path: dot products of rows (a short A times a Bᵀ), A read
+ * in place by rows and by columns, packed, ragged edges, a K past one block (KC), and B as it lies
+ * or transposed. */
+static void check_sgemm_bias(const char *label) {
+    static const size_t shapes[][3] = {{3, 70, 200},   {20, 37, 130},  {50, 300, 64}, {97, 45, 600},
+                                       {130, 700, 96}, {13, 17, 5},    {64, 512, 384}, {1, 1, 1}};
+    size_t bad = 0, cases = 0;
+    char first[64] = "";
+    for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++) {
+        const size_t M = shapes[si][0], N = shapes[si][1], K = shapes[si][2];
+        float *a = malloc(M * K * sizeof *a), *b = malloc(K * N * sizeof *b), *bias = malloc(N * sizeof *bias);
+        float *c = malloc(M * N * sizeof *c), *r = malloc(M * N * sizeof *r);
+        if (!a || !b || !bias || !c || !r) {
+            check_report(0, "sgemm_bias: setup", "%s", "out of memory");
+            free(a), free(b), free(bias), free(c), free(r);
+            return;
+        }
+        uint32_t seed = (uint32_t)(17 + si);
+        for (size_t i = 0; i < M * K; i++) a[i] = (float)((seed = seed * 1664525u + 1013904223u) >> 8) / 16777216.0f - 0.5f;
+        for (size_t i = 0; i < K * N; i++) b[i] = (float)((seed = seed * 1664525u + 1013904223u) >> 8) / 16777216.0f - 0.5f;
+        for (size_t j = 0; j < N; j++) bias[j] = (float)((seed = seed * 1664525u + 1013904223u) >> 8) / 1677721.6f - 5.0f;
+        for (int form = 0; form < 3; form++) {
+            /* 0: A (M,K) rows, B (K,N) rows; 1: B as Wᵀ of a W (N,K); 2: A read by columns, as Xᵀ of an X (K,M) */
+            const ptrdiff_t a_rs = form == 2 ? 1 : (ptrdiff_t)K, a_cs = form == 2 ? (ptrdiff_t)M : 1;
+            const ptrdiff_t b_rs = form == 1 ? 1 : (ptrdiff_t)N, b_cs = form == 1 ? (ptrdiff_t)K : 1;
+            for (size_t i = 0; i < M; i++) memcpy(r + i * N, bias, N * sizeof *r);
+            mha_status s1 = mha_sgemm(r, N, a, a_rs, a_cs, b, b_rs, b_cs, M, N, K, true);
+            for (size_t i = 0; i < M * N; i++) c[i] = NAN;
+            mha_status s2 = mha_sgemm_bias(c, N, a, a_rs, a_cs, b, b_rs, b_cs, M, N, K, bias);
+            cases++;
+            if ((s1 != MHA_OK || s2 != MHA_OK || memcmp(c, r, M * N * sizeof *c) != 0) && bad++ == 0)
+                snprintf(first, sizeof first, "(%zu,%zu,%zu) form %d", M, K, N, form);
+        }
+        free(a), free(b), free(bias), free(c), free(r);
+    }
+    char name[128];
+    snprintf(name, sizeof name, "sgemm_bias[%s]: the bits of the bias written first, every path", label);
+    CHECK(name, bad == 0, "%zu of %zu cases differ, the first %s", bad, cases, first);
+}
+
 /* mha_column_sums: bit for bit its reference, for column counts around the vector widths (ragged
  * ends), a row stride past the columns, values of many scales. */
 static void check_column_sums(const char *label) {
@@ -928,6 +969,7 @@ int main(void) {
             char label[64];
             snprintf(label, sizeof label, threads == 1 ? "%s" : "%s, 2 threads", isas[i]);
             check_sgemm(label);
+            check_sgemm_bias(label);
             check_softmax_rows(label);
             check_softmax_rows_sum(label);
             if (threads == 1) check_gelu(label);
