@@ -164,6 +164,18 @@ local function instance_index(m, key)
     return mods and mods.values[key]
 end
 
+-- The names instance_index finds past the class: the parameters, then the children, for the REPL's
+-- completion (the instance metatable's __fields). Read with rawget, so listing them runs no method.
+local function instance_fields(m)
+    local names = {}
+    for _, registry in ipairs({rawget(m, "_parameters"), rawget(m, "_modules")}) do
+        for _, name in ipairs(type(registry) == "table" and registry.names or {}) do
+            names[#names + 1] = name
+        end
+    end
+    return names
+end
+
 local function add_name(registry, name)
     if registry.values[name] == nil then registry.names[#registry.names + 1] = name end
 end
@@ -218,6 +230,8 @@ function Module:extend(name)
     class.__instance_mt = {
         __module_class = class,
         __name = "mha.nn." .. name,
+        __methods = class,          -- where __index looks first, named for completion as the C
+        __fields = instance_fields, -- types name theirs (lua/repl/complete.lua)
         __index = parent_mt and parent_mt.__index or instance_index, -- a container's subclass
                                                                      -- indexes as it does
         __newindex = instance_newindex,

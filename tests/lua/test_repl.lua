@@ -120,6 +120,40 @@ same("complete_methods_not_fields", repl.complete("completion_fake:", "completio
      {"completion_fake:forward", "completion_fake:parameter_names"})
 fake_methods.parameter_names = function() error("broken") end
 same("complete_fields_survive_errors", repl.complete("completion_fake.n", "completion_fake.n", 0), {"completion_fake.num_heads"})
+-- mha.nn's classes: an instance's __index is a function, its class (and the class's parents) the
+-- metatable's __methods; the parameters and children through __fields; "_" names once "_" is typed
+_G.completion_tf = mha.nn.Transformer{vocab = 65, d_model = 32, heads = 2, layers = 1, max_len = 16}
+_G.completion_lin = mha.nn.Linear{in_features = 4, out_features = 3}
+same("complete_nn_method", repl.complete("completion_tf:gen", "completion_tf:gen", 0), {"completion_tf:generate"})
+local lin_methods = table.concat(repl.complete("completion_lin:", "completion_lin:", 0), " ")
+T.ok("complete_nn_inherited_methods", lin_methods:find("completion_lin:forward", 1, true)
+     and lin_methods:find("completion_lin:parameters", 1, true) and lin_methods:find("completion_lin:state_dict", 1, true)
+     and not lin_methods:find("completion_lin:weight", 1, true) and not lin_methods:find("__", 1, true), lin_methods)
+same("complete_nn_parameters", repl.complete("completion_lin.b", "completion_lin.b", 0), {"completion_lin.bias"})
+same("complete_nn_child", repl.complete("completion_tf.une", "completion_tf.une", 0), {"completion_tf.unembed"})
+same("complete_nn_child_method", repl.complete("completion_tf.embed:for", "completion_tf.embed:for", 0),
+     {"completion_tf.embed:forward"})
+local tf_fields = table.concat(repl.complete("completion_tf.", "completion_tf.", 0), " ")
+T.ok("complete_nn_no_private", tf_fields:find("completion_tf.generate", 1, true) and tf_fields:find("completion_tf.vocab", 1, true)
+     and not tf_fields:find("completion_tf._", 1, true), tf_fields)
+same("complete_nn_private_asked", repl.complete("completion_tf._c", "completion_tf._c", 0), {"completion_tf._config"})
+-- a chain of __index tables as long as it goes, and a cycle of them ends (an instruction budget
+-- turns a hang into a failure)
+local root = {deep_method = function() end}
+local level = root
+for _ = 1, 12 do level = setmetatable({}, {__index = level}) end
+_G.completion_deep = setmetatable({}, {__index = level})
+same("complete_long_chain", repl.complete("completion_deep:dee", "completion_deep:dee", 0), {"completion_deep:deep_method"})
+local ring_a, ring_b = {ring_a_method = function() end}, {ring_b_method = function() end}
+setmetatable(ring_a, {__index = ring_b})
+setmetatable(ring_b, {__index = ring_a})
+_G.completion_ring = setmetatable({}, {__index = ring_a})
+local ring = coroutine.create(function() return repl.complete("completion_ring:ring", "completion_ring:ring", 0) end)
+debug.sethook(ring, function() error("completion did not finish") end, "", 1e7)
+local ring_ok, ring_names = coroutine.resume(ring)
+T.ok("complete_index_cycle_ends", ring_ok, tostring(ring_names))
+same("complete_index_cycle", ring_ok and ring_names or {},
+     {"completion_ring:ring_a_method", "completion_ring:ring_b_method"})
 same("complete_nothing_for_nil", repl.complete("no_such_table.x", "no_such_table.x", 0), {})
 same("complete_command", repl.complete(":ti", ":ti", 0), {":time"})
 T.eq("complete_command_file_argument", repl.complete("/tm", ":save /tm", 6), "files")

@@ -363,6 +363,12 @@ def main():
     check("complete", "mha.softmax" in c["matches"] and c["cursor_start"] == 4 and c["cursor_end"] == 11, str(c))
     c = request(kc, "complete", "x:tra", 5)
     check("complete_method", "x:transpose" in c["matches"], str(c))
+    reply, out = run(kc, "m = mha.nn.Transformer{vocab = 65, d_model = 32, heads = 2, layers = 1, max_len = 16}")
+    c = request(kc, "complete", "m:gen", 5)
+    check("complete_nn_method", c["matches"] == ["m:generate"] and c["cursor_start"] == 0, str(c))
+    c = request(kc, "complete", "m.", 2)
+    check("complete_nn_no_private", "m.generate" in c["matches"] and "m.embed" in c["matches"]
+          and not any(name.startswith("m._") for name in c["matches"]), str(c))
     c = request(kc, "complete", ":les", 4)
     check("complete_command", ":lessons" in c["matches"], str(c))
 

@@ -101,6 +101,8 @@ static void test_completion(session *s) {
     check_output(s, "complete_file_in_string", line, want);
     free(run(s, "cm = mha.MultiheadAttention{embed_dim = 4, num_heads = 2}", 10));
     check_output(s, "complete_module_parameter", "cm.in_proj_w\t:size(1)", "12");
+    free(run(s, "cl = mha.nn.Linear{in_features = 4, out_features = 3}", 10));
+    check_output(s, "complete_nn_method", "cl:forw\t(mha.ones(1, 4)):size(2)", "3");
     check_output(s, "complete_command", ":tim\t", "time: on");
     check_output(s, "complete_command_again", ":time", "time: off");
 }
