@@ -75,7 +75,7 @@ y = x·Wᵀ + b；mha.linear 与之相同。学习笔记《多头注意力》（
 p_q×d_q。三者是同一个计算：存储的矩阵互为转置。从训练好的模型读取权重时，要先确认它是哪种存储方式。]],
         },
         code = [[
-W_Q_torch = W_Q:transpose(1, 2):contiguous()   -- (out, in) = (2, 4)
+W_Q_torch = W_Q:transpose(1, 2):contiguous()   -- tr{en = "(out, in) = (2, 4)", zh = "(输出, 输入) = (2, 4)"}
 show(mha.linear(X, W_Q_torch), {rows = tokens,
     title = "mha.linear(X, W_Q_torch) = X·W_Q_torchᵀ"})
 show(W_Q_torch:matmul(X:select(1, 1)),

@@ -114,7 +114,7 @@ that brings var(q·k) back to 1.]],
         code = [[
 rows = {}
 for _, d_k in ipairs({4, 64, 1024}) do
-    local s = mha.randn{1, 8} * math.sqrt(d_k)   -- var(s) = d_k, as for q·k
+    local s = mha.randn{1, 8} * math.sqrt(d_k)   -- tr{en = "var(s) = d_k, as for q·k", zh = "var(s) = d_k，如同 q·k"}
     local unscaled = mha.softmax(s, 2):max():item()
     local scaled = mha.softmax(s / math.sqrt(d_k), 2):max():item()
     rows[#rows + 1] = {d_k, unscaled, scaled}

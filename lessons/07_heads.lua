@@ -25,7 +25,7 @@ L, E, H = 3, 6, 2
 D = E // H
 Q = mha.arange(0, 18):view(L, E)
 show(Q, {rows = tokens, title = "Q (L=3, E=6)"})
-LESSON.describe("Q", Q)   -- shape, strides, offset, contiguity]],
+LESSON.describe("Q", Q)   -- tr{en = "shape, strides, offset, contiguity", zh = "形状、步长、偏移、是否连续"}]],
     },
 
     step{

@@ -31,9 +31,9 @@ layer = mha.MultiheadAttention{embed_dim = 8, num_heads = 2}
 x = mha.randn{4, 8} * 3 + 1
 attended = layer:forward(x, x, x)
 y = x + attended
-normed = mha.layer_norm(y, {8})   -- over the last dim, E = 8 (γ = 1, β = 0)
+normed = mha.layer_norm(y, {8})   -- tr{en = "over the last dim, E = 8 (γ = 1, β = 0)", zh = "在最后一维上，E = 8（γ = 1，β = 0）"}
 show(normed, {rows = tokens, title = "LayerNorm(x + Attention(x))"})
--- the means are 0 up to rounding (about 1e-8, different on every CPU)
+-- tr{en = "the means are 0 up to rounding (about 1e-8, different on every CPU)", zh = "均值在舍入误差范围内为 0（约 1e-8，在每种 CPU 上都不同）"}
 local worst = normed:mean(2):abs():max():item()
 print(tr{en = "mean per token: max |mean| < 1e-6:",
          zh = "每个词元的均值：max |均值| < 1e-6："},

@@ -22,8 +22,8 @@ weights are L×S, one row per target token over the source tokens.]],
         code = [[
 target = {"我", "爱"}
 source = {"I", "love", "green", "tea", "."}
-decoder_x = mha.randn{2, 4}    -- L = 2 target tokens, E = 4
-memory = mha.randn{5, 6}   -- S = 5 source tokens, encoder width kdim = 6
+decoder_x = mha.randn{2, 4}    -- tr{en = "L = 2 target tokens, E = 4", zh = "L = 2 个目标词元，E = 4"}
+memory = mha.randn{5, 6}   -- tr{en = "S = 5 source tokens, encoder width kdim = 6", zh = "S = 5 个源词元，编码器宽度 kdim = 6"}
 show(decoder_x, {rows = target, title = tr{en = "decoder states (L=2, E=4)", zh = "解码器状态（L=2，E=4）"}})
 show(memory, {rows = source,
     title = tr{en = "encoder output (S=5, 6)",

@@ -209,7 +209,7 @@ show(real:mean(2), {cols = tokens, title = tr{en = "out_linear: row means", zh =
 show(real:var(2, false, 0), {cols = tokens,
     title = tr{en = "out_linear: row variances", zh = "out_linear：各行方差"}})
 block = mha.layer_norm(X + real, {8})
--- the real block's means are 0 up to rounding (about 1e-8, CPU-dependent)
+-- tr{en = "the real block's means are 0 up to rounding (about 1e-8, CPU-dependent)", zh = "真正的块：均值在舍入误差范围内为 0（约 1e-8，因 CPU 而异）"}
 print(tr{en = "LayerNorm(x + out): max |row mean| < 1e-6:",
     zh = "LayerNorm(x + out)：max |行均值| < 1e-6："},
     block:mean(2):abs():max():item() < 1e-6)]],

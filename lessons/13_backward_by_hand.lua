@@ -117,7 +117,7 @@ rowsum(dP ⊙ P) = rowsum(dO ⊙ O)，所以减去的那一项只需要 O 和 dO
         },
         code = [[
 s = S:detach()
-lse = s:exp():sum(2, true):log()   -- (4, 1): one per row
+lse = s:exp():sum(2, true):log()   -- tr{en = "(4, 1): one per row", zh = "(4, 1)：每行一个"}
 print(tr{en = "exp(S - lse) = P:", zh = "exp(S - lse) = P："},
       (mha.exp(s - lse) - p):abs():max():item() < 1e-6)
 gap = (dP * p):sum(2) - (dO * O:detach()):sum(2)

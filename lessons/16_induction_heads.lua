@@ -46,7 +46,7 @@ token i, that is key i - 11 + 1. A previous-token head looks at key i - 1.]],
         code = [[
 probe = mha.tasks.repeated(20, 11, 1, 7)
 logits = m:forward(probe)
-maps = m:attention()        -- layer 1, layer 2: (1, 2, 22, 22)
+maps = m:attention()        -- tr{en = "layer 1, layer 2: (1, 2, 22, 22)", zh = "第 1 层、第 2 层：(1, 2, 22, 22)"}
 for layer = 1, 2 do
   for h = 1, 2 do
     local w, off = maps[layer][1][h], {}

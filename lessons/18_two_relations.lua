@@ -48,7 +48,7 @@ from the same seed, 800 steps each, about 8 s of CPU each.]],
         code = [[
 one, one_extra = mha.load_model("difference_1head")
 two, two_extra = mha.load_model("difference_2heads")
-function count(m)   -- parameters() maps each name to its tensor
+function count(m)   -- tr{en = "parameters() maps each name to its tensor", zh = "parameters() 把每个名字映射到它的张量"}
   local n = 0
   for _, p in pairs(m:parameters()) do n = n + p:numel() end
   return n
@@ -107,7 +107,7 @@ back1, back2 = mha.zeros(12, 12), mha.zeros(12, 12)
 for i = 3, 12 do back1[i][i - 1] = 1; back2[i][i - 2] = 1 end
 function looks(m)
   mha.no_grad(function() m:forward(check_tokens:narrow(1, 1, 200)) end)
-  local w = m:attention()[1]                    -- (200, heads, 12, 12)
+  local w = m:attention()[1]                    -- tr{en = "(200, heads, 12, 12)", zh = "(200, 头数, 12, 12)"}
   local b1 = (w * back1):sum(4):max(2):narrow(2, 3, 10)  -- (200, 10)
   local b2 = (w * back2):sum(4):max(2):narrow(2, 3, 10)
   return b1:mean():item(), b2:mean():item(),

@@ -27,7 +27,7 @@ en, extra = mha.load_model("char_en")
 tok = extra.tokenizer
 s = "And Laban said, Nay. And Jacob said unto Laban, Give me my wife"
 mha.no_grad(function() en:forward(tok:encode(s):view(1, -1)) end)
-maps = en:attention()       -- 4 layers of (1, 4, 63, 63)
+maps = en:attention()       -- tr{en = "4 layers of (1, 4, 63, 63)", zh = "4 层，每层 (1, 4, 63, 63)"}
 mha.show_attention(maps, s, {layer = 1, head = 1, window = 16})]],
     },
 

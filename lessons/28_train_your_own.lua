@@ -22,7 +22,7 @@ char_en 训练了好几分钟；这个模型在你眼前训练。它读圣经训
         },
         code = [[
 kjv = mha.data.text("kjv")
-tok = mha.tokenizer.CharTokenizer(kjv)        -- 63 characters
+tok = mha.tokenizer.CharTokenizer(kjv)        -- tr{en = "63 characters", zh = "63 个字符"}
 train, valid = mha.data.split(kjv, {val = 0.1})
 part, held = train:sub(1, 200000), valid:sub(1, 20000)
 task = mha.tasks.text{text = part, tokenizer = tok, len = 32, batch = 16,

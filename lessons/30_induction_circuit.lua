@@ -146,7 +146,7 @@ W_O^h1·W_V^h1（32×32）写出；第 2 层的头 h2 通过 W_QK = W_Q^h2ᵀ·W
 （不计偏置和 LayerNorm 的缩放；把缩放并入，每个分数的变化 < 0.01）。形状相同的随机矩阵给出基线。]],
         },
         code = [[
-function W(layer, which, h)   -- which 0 = W_Q, 1 = W_K, 2 = W_V: (16, 32)
+function W(layer, which, h)   -- tr{en = "which 0 = W_Q, 1 = W_K, 2 = W_V: (16, 32)", zh = "which = 0、1、2 取 W_Q、W_K、W_V：(16, 32)"}
   local rows = m:blocks()[layer].attn.in_proj_weight    -- (96, 32)
   return rows:narrow(1, which * 32 + (h - 1) * 16 + 1, 16)
 end

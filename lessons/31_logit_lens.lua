@@ -30,7 +30,7 @@ verse = "In the beginning God created the heaven and the earth."
 ids = tok:encode(verse)
 L = ids:shape()[1]
 function lens(ids) return mha.interp.logit_lens(m, ids:view(1, -1)) end
-layers = lens(ids)   -- (5, 1, 54, 63); layers[l + 1] is layer l
+layers = lens(ids)   -- tr{en = "(5, 1, 54, 63); layers[l + 1] is layer l", zh = "(5, 1, 54, 63)；layers[l + 1] 是第 l 层"}
 print(tr{en = "max |lens after block 4 - model logits|:",
          zh = "max |第 4 块之后的透镜 - 模型 logits|："},
       (layers[5] - m:forward(ids:view(1, L))):abs():max():item())]],
@@ -50,7 +50,7 @@ whose guess is right (- where none is).]],
 （都没猜对的地方是 -）。]],
         },
         code = [[
-function top1(logits)   -- (1, L, 63) -> a string of L characters
+function top1(logits)   -- tr{en = "(1, L, 63) -> a string of L characters", zh = "(1, L, 63) -> L 个字符的字符串"}
   local pred, s = logits[1]:argmax(-1), {}
   for i = 1, L do
     local id = pred[i]

@@ -157,7 +157,7 @@ z (its weighted sum of values), at position 8 alone.]],
         },
         code = [[
 -- tr{en = "the first 8 characters are all that reach position 8", zh = "能影响位置 8 的只有前 8 个字符"}
-function at8(name, opts)   -- (layers, 8) or (layers, 8, H) -> position 8
+function at8(name, opts)   -- tr{en = "(layers, 8) or (layers, 8, H) -> position 8", zh = "(层, 8) 或 (层, 8, H) -> 取位置 8"}
   local r = mha.interp.patch(m, clean:narrow(2, 1, pos),
                              corrupt:narrow(2, 1, pos), name, metric, opts)
   return r:select(2, pos)
