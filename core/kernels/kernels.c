@@ -342,9 +342,21 @@ void mha_kernels_blocking(size_t *mc, size_t *kc, size_t *nc, size_t caches[3]) 
  * bias : 0) + edge (m,n) row stride nr, bias (n) added to every row as the tiles add it. */
 static void store_edge(float *c, size_t ldc, const float *edge, size_t nr, size_t m, size_t n, bool add,
                        const float *bias) {
-    for (size_t i = 0; i < m; i++)
-        for (size_t j = 0; j < n; j++)
-            c[i * ldc + j] = (add ? c[i * ldc + j] : bias ? bias[j] : 0.0f) + edge[i * nr + j];
+    /* four floats: one SSE2 or NEON register, which every build has */
+    typedef float v4 __attribute__((vector_size(4 * sizeof(float))));
+    for (size_t i = 0; i < m; i++) {
+        float *ci = c + i * ldc;
+        const float *ei = edge + i * nr, *from = add ? ci : bias;   /* NULL: 0 */
+        size_t j = 0;
+        for (; j + 4 <= n; j += 4) {
+            v4 e, f = {0.0f, 0.0f, 0.0f, 0.0f};
+            memcpy(&e, ei + j, sizeof e);
+            if (from) memcpy(&f, from + j, sizeof f);
+            f += e;
+            memcpy(ci + j, &f, sizeof f);
+        }
+        for (; j < n; j++) ci[j] = (from ? from[j] : 0.0f) + ei[j];
+    }
 }
 
 /* A block's bias from column jr on, or NULL. */
