@@ -77,15 +77,27 @@ INLINE vf load(const float *p) { vf v; memcpy(&v, p, sizeof v); return v; }   /*
 INLINE void store(float *p, vf v) { memcpy(p, &v, sizeof v); }
 INLINE vf splat(float x) { return x - (vf){0}; } /* x - 0 is x, -0 and NaN included */
 
-/* The first n < W floats of p, the other lanes `fill`: a ragged end, never reading past p[n-1]. */
+/* Lane by lane: mask ? a : b, the mask a comparison's result (all ones or all zeros per lane). */
+INLINE vf blend(vi mask, vf a, vf b) { return (vf)((mask & (vi)a) | (~mask & (vi)b)); }
+
+/* The first n floats of p (n < W), the other lanes `fill`: a ragged end, never reading past
+ * p[n-1] (the AVX sets' masked loads do not touch the lanes left out). */
+#if defined(MHA_SIMD_AVX512)
+INLINE vf load_part(const float *p, size_t n, float fill) {
+    return _mm512_mask_loadu_ps(splat(fill), (__mmask16)(n >= W ? 0xffffu : (1u << n) - 1u), p);
+}
+#elif defined(MHA_SIMD_AVX2)
+INLINE vf load_part(const float *p, size_t n, float fill) {
+    const vi lane = {0, 1, 2, 3, 4, 5, 6, 7}, in = lane < (int32_t)(n < W ? n : W);
+    return blend(in, _mm256_maskload_ps(p, (__m256i)in), splat(fill));
+}
+#else
 INLINE vf load_part(const float *p, size_t n, float fill) {
     float lanes[W];
     for (size_t i = 0; i < W; i++) lanes[i] = i < n ? p[i] : fill;
     return load(lanes);
 }
-
-/* Lane by lane: mask ? a : b, the mask a comparison's result (all ones or all zeros per lane). */
-INLINE vf blend(vi mask, vf a, vf b) { return (vf)((mask & (vi)a) | (~mask & (vi)b)); }
+#endif
 
 #if defined(MHA_SIMD_AVX512)
 INLINE vf vmax(vf a, vf b) { return _mm512_max_ps(a, b); } /* b where either is NaN, as maxps */

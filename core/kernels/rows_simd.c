@@ -205,12 +205,17 @@ INLINE void narrow(float *p, vh v) {
 }
 #endif
 
-/* The sum of the lanes, halved as the references do (lane j + lane j + h). */
+/* The sum of the lanes, halved as the references do (lane j + lane j + h): while h spans whole
+ * registers, register k + register k + h/WH, then the lanes of the one left. */
 INLINE double ln_total(const vh acc[LN_VECS]) {
     NO_CONTRACT
-    double lane[MHA_LN_LANES];
-    memcpy(lane, acc, sizeof lane);
-    for (size_t h = MHA_LN_LANES / 2; h >= 1; h /= 2)
+    vh v[LN_VECS];
+    memcpy(v, acc, sizeof v);
+    for (size_t half = LN_VECS / 2; half >= 1; half /= 2)
+        for (size_t k = 0; k < half; k++) v[k] += v[k + half];
+    double lane[WH];
+    memcpy(lane, &v[0], sizeof lane);
+    for (size_t h = WH / 2; h >= 1; h /= 2)
         for (size_t j = 0; j < h; j++) lane[j] += lane[j + h];
     return lane[0];
 }
