@@ -156,6 +156,8 @@ en.hint = {
               "{name = value})",
     dim_zero = "dims count from 1 here: dim 1 is the first, -1 the last",
     constant = "Lua writes %s as %s: %s is an unset name here, so %s is nil",
+    fstring = "Lua has no f-strings: string.format builds the text, %s",
+    index_zero_nil = "Lua and mha index from 1: %s[0] is nil; %s[1] is the first",
 }
 
 -- The hint line printed under an English message of the core or the helpers (lua/repl/habits.lua):

@@ -147,6 +147,8 @@ zh.hint = {
     keyword = "Lua 没有关键字参数：写作 %s（函数有选项时，选项写在一个表里）",
     dim_zero = "这里的维度从 1 开始数：dim 1 是第一维，-1 是最后一维",
     constant = "Lua 把 %s 写作 %s：%s 在这里是未定义的名字，所以 %s 是 nil",
+    fstring = "Lua 没有 f 字符串：用 string.format 拼出文字，%s",
+    index_zero_nil = "Lua 和 mha 的下标从 1 开始：%s[0] 是 nil；%s[1] 才是第一个",
 }
 
 -- The hint line printed under an English message of the core or the helpers (lua/repl/habits.lua):

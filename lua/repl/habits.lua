@@ -93,6 +93,20 @@ end
 -- Whether an unfinished input is Python's range loop, its colon typed and no `do` (for i in
 -- range(3):): no line a student types next completes it, so the REPL gives its error and hint at
 -- once instead of a `>>`. (`for i in range(3) do`, Lua's loop over a function range, reads on.)
+-- Python's f-string f"text {x} {y:.3f}" (the first in input) as
+-- string.format("text %s %.3f", x, y), or nil.
+local function fstring_call(input)
+    local quote, body = input:match("%f[%w_]f([\"'])(.-)%1")
+    if not body or not body:find("{", 1, true) then return nil end
+    local args = {}
+    local fmt = body:gsub("%%", "%%%%"):gsub("{(.-)}", function(expr)
+        local value, spec = expr:match("^(.-):(%.?%d*[dfegs])$")   -- a format, not a method's colon
+        args[#args + 1] = (value or expr):match("^%s*(.-)%s*$")
+        return "%" .. (spec or "s"):gsub("^%%", "")
+    end)
+    return string.format("string.format(%s%s%s, %s)", quote, fmt, quote, table.concat(args, ", "))
+end
+
 function habits.never_completes(input)
     return input:match("^%s*for%s+[%a_][%w_]*%s+in%s+range%s*%([^()]*%)%s*:") ~= nil
         and not input:find("%f[%w_]do%f[^%w_]") and range_loop(input) ~= nil
@@ -158,6 +172,8 @@ function habits.after_error(input, msg, lang)
     end
     local global = first:match("attempt to call a nil value %(global '([%w_]+)'%)")
     if global == "exit" or global == "quit" then return w.hint .. w.exit end
+    local fstring = global == "f" and fstring_call(input)   -- Python's print(f"loss {x}")
+    if fstring then return w.hint .. string.format(w.fstring, fstring) end
     if global == "len" then   -- Python's len(x)
         local arg = input:match("len%s*%(%s*([%a_][%w_%.]*)%s*%)") or "x"
         return w.hint .. string.format(w.len, arg, arg, arg)
@@ -238,6 +254,11 @@ function habits.after_value(input, lang, ...)
     local value = ...
     if base and name == "data" and value == nil and select("#", ...) <= 1 and is_tensor_named(base) then
         return w.hint .. string.format(w.data, base, base)
+    end
+    -- Python's 0-based index into a table (x:shape()[0]): nil, with no error to say why
+    local indexed = code:match("^(.-)%[%s*0%s*%]$")
+    if indexed and indexed ~= "" and value == nil and select("#", ...) <= 1 then
+        return w.hint .. string.format(w.index_zero_nil, indexed, indexed)
     end
     -- a misspelt name typed alone (mha.sofmax, sofmax) is nil: the name Tab would offer
     local bare = code:match("^[%a_][%w_]*$")

@@ -213,4 +213,24 @@ T.test("the errors a student meets first: a hint in English, a Chinese line in C
     T.eq("a name that is there gets none", habits.after_value("mha.softmax", "en", mha.softmax), nil)
 end)
 
+T.test("python's f-strings and 0-based indexes into tables", function()
+    x = mha.randn(2, 3)
+    local input = 'print(f"loss {x:sum():item()} at {x:mean():item():.3f}, 100%")'
+    local hint = habits.after_error(input, error_of(input), "en")
+    T.eq("f-string: string.format with its values", hint,
+         'hint: Lua has no f-strings: string.format builds the text, string.format("loss %s at %.3f, 100%%", ' ..
+         'x:sum():item(), x:mean():item())')
+    -- the suggestion runs, and says what the f-string meant
+    local call = hint:match("text, (.*)$")
+    local text = load("return " .. call)()
+    T.eq("the suggested call runs", text, string.format("loss %s at %.3f, 100%%", x:sum():item(), x:mean():item()))
+    T.eq("f-string in Chinese", habits.after_error("print(f'{x}')", error_of("print(f'{x}')"), "zh"),
+         "提示：Lua 没有 f 字符串：用 string.format 拼出文字，string.format('%s', x)")
+    T.eq("a global f called as f(1) is no f-string", habits.after_error("f(1)", error_of("f(1)"), "en"), nil)
+    T.eq("x:shape()[0]", habits.after_value("x:shape()[0]", "en", x:shape()[0]),
+         "hint: Lua and mha index from 1: x:shape()[0] is nil; x:shape()[1] is the first")
+    T.eq("t[0] in Chinese", habits.after_value("t[0]", "zh", nil), "提示：Lua 和 mha 的下标从 1 开始：t[0] 是 nil；t[1] 才是第一个")
+    T.eq("t[0] holding a value gets no hint", habits.after_value("t[0]", "en", 5), nil)
+end)
+
 T.done()
