@@ -1,11 +1,14 @@
 /* lua/sys/lterm.c - module "mha.term": what printing needs to know of the terminal: whether a
- * stream is one, whether to colour it (the one colour policy), its columns, the cells text takes */
+ * stream is one, whether to colour it (the one colour policy), its columns, the cells text takes,
+ * and one key pressed (the pager's) */
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <poll.h>
 #include <sys/ioctl.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include <lua.h>
@@ -258,6 +261,37 @@ static int term_input_waiting(lua_State *L) {
     return 1;
 }
 
+/* term.key([prompt]) -> the next key pressed at the terminal on stdin, taken as it is pressed: one
+ * byte, without Enter, not echoed, and Ctrl-C as the byte "\3" rather than a signal (the pager's
+ * keys, lua/lesson/pager.lua). prompt is written to stdout once keys are read so, never before: a
+ * key pressed as soon as it shows is not echoed. "" when a signal came first (a resized window; a
+ * SIGINT or SIGTERM sent to the process has then set its hook, which stops the Lua code that
+ * asked); nil, message at end of file or when stdin is not a terminal. The terminal's modes are
+ * restored before it returns, whatever the read gave: no Lua code runs between the tcsetattr. */
+static int term_key(lua_State *L) {
+    const char *prompt = luaL_optstring(L, 1, "");
+    struct termios saved, keys;
+    unsigned char key;
+    ssize_t n;
+    int read_errno;
+    if (tcgetattr(STDIN_FILENO, &saved) != 0) return luaL_fileresult(L, 0, "term.key");
+    keys = saved;
+    keys.c_lflag &= ~(tcflag_t)(ICANON | ECHO | ISIG | IEXTEN);   /* a key at a time, unechoed */
+    keys.c_cc[VMIN] = 1;
+    keys.c_cc[VTIME] = 0;
+    if (tcsetattr(STDIN_FILENO, TCSANOW, &keys) != 0) return luaL_fileresult(L, 0, "term.key");
+    fputs(prompt, stdout);
+    fflush(stdout);
+    n = read(STDIN_FILENO, &key, 1);
+    read_errno = errno;
+    tcsetattr(STDIN_FILENO, TCSANOW, &saved);
+    if (n == 1) lua_pushlstring(L, (const char *)&key, 1);
+    else if (n < 0 && read_errno == EINTR) lua_pushliteral(L, "");
+    else if (n == 0) { luaL_pushfail(L); lua_pushliteral(L, "term.key: end of file"); return 2; }
+    else { errno = read_errno; return luaL_fileresult(L, 0, "term.key"); }
+    return 1;
+}
+
 static const luaL_Reg term_funcs[] = {
     {"isatty", term_isatty},
     {"colour", term_colour},
@@ -266,6 +300,7 @@ static const luaL_Reg term_funcs[] = {
     {"width", term_width},
     {"truncate", term_truncate},
     {"input_waiting", term_input_waiting},
+    {"key", term_key},
     {NULL, NULL}
 };
 
