@@ -70,7 +70,7 @@ for lesson in lessons/[0-9][0-9]_*.lua; do
             function done() { screen(); title = "" }
             /^── (step [0-9]+\/|第 [0-9]+\/)/ { done(); title = $2 " " $3; n = (steps++ == 0) ? NR - 1 : 0; blank = 0 }
             /^(End of the lesson|本课结束)/ { done() }
-            /^-- (more: Enter goes on|还有：回车继续)/ { screen(); n = 0; blank = 0; next }
+            /^-- (more: |还有：)/ { screen(); n = 0; blank = 0; next }
             title != "" { if ($0 == "") blank++; else { n += blank + 1; blank = 0 } }
             END { done() }'
         tall=$(head -n -1 "$out" | awk "$heights")

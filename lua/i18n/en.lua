@@ -35,7 +35,7 @@ en.lesson = {
     lang_usage = ":lang en|zh (English or Chinese)",
     goto_range = ":goto: the step number must be between 1 and %d",
     goto_number = ":goto: '%s' is not a step number; write :goto K with K from 1 to %d",
-    more = "-- more: Enter goes on, q stops pausing --",
+    more = "-- more: Space next page, Enter next line, q quits --",
     answers_from = "(batch mode: answered from %s)",
     answers_none = "(no answer left in %s: answered with the lesson's own solution)",
     plot = "plot", plot_kinds = {heatmap = "heatmap", heads = "heads", line = "line", bar = "bar"},

@@ -33,7 +33,7 @@ zh.lesson = {
     lang_usage = ":lang en|zh（英文或中文）",
     goto_range = ":goto：步骤编号应在 1 到 %d 之间",
     goto_number = ":goto：“%s”不是步骤编号；请写 :goto K，K 为 1 到 %d",
-    more = "-- 还有：回车继续，q 不再暂停 --",
+    more = "-- 还有：空格下一页，回车下一行，q 退出 --",
     answers_from = "（批处理模式：答案取自 %s）",
     answers_none = "（%s 里没有剩下的答案：用本课自带的答案作答）",
     plot = "图", plot_kinds = {heatmap = "热图", heads = "各头", line = "折线图", bar = "柱状图"},

@@ -1,6 +1,7 @@
 -- lua/lesson/pager.lua - module "mha.lesson.pager": at a terminal, output taller than the screen
--- pauses before its top scrolls away (a safety net: lessons are written to fit 80x40); lesson steps
--- and help() use it.
+-- pauses before its top scrolls away (a safety net: lessons are written to fit 80x40), with the
+-- keys of more and less: Space a page, Enter a line, q quits. Lesson steps, :lessons and help()
+-- use it.
 
 local term = require "mha.term"
 local text = require "mha.text"                       -- the cells a line takes (display width)
@@ -32,58 +33,74 @@ local function rows_of(s)
     return rows
 end
 
--- The pause between two screens: at a terminal it waits for Enter (q stops pausing); on a screen
--- that is only counted (a replay at a given size) it writes the pause line and goes on. Lines typed
--- or pasted ahead are inputs for the prompt, never the pause's keys: while any wait unread, the
--- output goes on without a pause, and the REPL runs them after it.
+-- The pause between two screens: at a terminal it waits for a key, taken as it is pressed
+-- (mha.term's key): Space shows the next screen, Enter the next line, q or Ctrl-C quits (the rest
+-- is not shown; the code that writes it still runs). The pause line is then erased, so the next
+-- line or the prompt takes its row. On a screen that is only counted (a replay at a given size) it
+-- writes the pause line and goes on. Lines typed or pasted ahead are inputs for the prompt, never
+-- the pause's keys: while any wait unread, the output goes on without a pause, and the REPL runs
+-- them after it.
+local quit_keys = {q = true, Q = true, ["\3"] = true}
 local function pause()
     local function emit(...) paging.write(paging.stdout, ...) end
     if not paging.counted_only and pager.terminal.typed_ahead() then
         paging.used = 0
         return
     end
-    emit(i18n.words(paging.lang).lesson.more)
+    local words = i18n.words(paging.lang).lesson.more
     if paging.counted_only then
-        emit("\n")
+        emit(words, "\n")
         paging.used = 0
         return
     end
-    local key = pager.terminal.read()
-    if key == nil or key:match("^%s*[qQ]") then paging = nil else paging.used = 0 end
+    local key = pager.terminal.key(words, emit)
+    -- any other key (an arrow's bytes among them) waits for one of these
+    while key ~= nil and key ~= " " and key ~= "\r" and key ~= "\n" and not quit_keys[key] do
+        key = pager.terminal.key("", emit)
+    end
+    emit("\r", string.rep(" ", cells(words)), "\r")
+    if key == " " then paging.used = 0
+    elseif key == "\r" or key == "\n" then paging.used = paging.room - 1
+    else paging.quit = true end
 end
 
--- The screen and the keyboard: parameters, so that tests can give a screen and the keys pressed
--- (typed_ahead: whether input waits unread at the terminal).
+-- The screen and the keyboard: parameters, so that tests can give a screen and the keys pressed.
+-- key(prompt, show): shows prompt and returns one key as it is pressed, nil at end of input (at a
+-- terminal, mha.term's key writes the prompt itself once a key would not be echoed; show(prompt)
+-- writes it past the pager). typed_ahead: whether input waits unread at the terminal.
 pager.terminal = {
     rows = function() return term.rows(1) end,
-    read = function() return io.read("l") end,
+    key = function(prompt) return term.key(prompt) end,
     at_terminal = function() return term.isatty(0) and term.isatty(1) end,
     typed_ahead = function() return term.isatty(0) and term.input_waiting(0) end,
 }
 
 -- Writes text, counting its lines (a long line takes as many rows as it wraps to) and pausing when
--- the screen is full: Enter goes on, q stops pausing for the rest of the run. paging is
--- {room = rows before a pause, used = rows used, partial = the unfinished line, stdout = the file
--- paged, write = its own write method, lang, columns} during pager.run at a terminal.
+-- the screen is full. paging is {room = rows before a pause, used = rows used, partial = the
+-- unfinished line, stdout = the file paged, write = its own write method, lang, columns, quit = the
+-- reader quit: nothing more is shown} during pager.run at a terminal. A blank first line is not
+-- counted: it may scroll away (a step starts with one above its rule), and nothing is lost.
 function pager.write(s)
     if not paging then write(s); return end
-    local function emit(...)   -- past the pager: to the file's own write method while paging
-        if paging then paging.write(paging.stdout, ...) else write(...) end
-    end
     for piece, newline in s:gmatch("([^\n]*)(\n?)") do
         if piece == "" and newline == "" then break end
         -- the screen is full and more is coming: wait for the reader
         -- (a counted screen only counts on)
-        if paging and paging.used >= paging.room and not paging.counted_only then pause() end
-        if paging and paging.held then
+        local full = paging.used >= paging.room
+        if full and not paging.counted_only and not paging.quit then pause() end
+        if paging.quit then return end
+        if paging.held then
             paging.held[#paging.held + 1] = piece .. newline
             goto continue
         end
-        emit(piece, newline)
-        if paging and newline ~= "" then
-            paging.used = paging.used + math.max(1, math.ceil(cells(paging.partial .. piece) / paging.columns))
-            paging.partial = ""
-        elseif paging then
+        paging.write(paging.stdout, piece, newline)
+        if newline ~= "" then
+            local line = paging.partial .. piece
+            if not (paging.at_top and line == "") then
+                paging.used = paging.used + math.max(1, math.ceil(cells(line) / paging.columns))
+            end
+            paging.partial, paging.at_top = "", false
+        else
             paging.partial = paging.partial .. piece
         end
         ::continue::
@@ -99,7 +116,11 @@ function pager.together(fn)
     local held = table.concat(paging.held)
     paging.held = nil
     local rows = rows_of(held)
-    if rows > paging.room - paging.used and rows <= paging.room and paging.used > 0 then pause() end
+    if rows > paging.room - paging.used and rows <= paging.room and paging.used > 0 and not paging.quit then
+        pause()
+        -- Space or Enter: the drawing comes whole (Enter scrolls it in, over lines already read)
+        paging.used = math.min(paging.used, paging.room - rows)
+    end
     pager.write(held)
     if not results[1] then error(results[2], 0) end
     return table.unpack(results, 2, results.n)
@@ -126,9 +147,9 @@ function pager.run(fn, lang, columns, counted_rows)
     end
     if not rows or rows < 8 then return fn() end
     local stdout, methods = io.stdout, getmetatable(io.stdout).__index
-    -- the last row for the prompt or the pause; the blank line above a step's rule may scroll away
-    paging = {room = rows - 1, used = -1, partial = "", stdout = stdout, write = methods.write,
-              lang = lang, columns = columns, counted_only = counted_rows ~= nil}
+    -- the last row for the prompt or the pause
+    paging = {room = rows - 1, used = 0, at_top = true, partial = "", stdout = stdout,
+              write = methods.write, lang = lang, columns = columns, counted_only = counted_rows ~= nil}
     local saved_print, saved_write, saved_method = print, io.write, methods.write
     _G.print = function(...)
         local parts = table.pack(...)

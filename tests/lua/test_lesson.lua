@@ -728,20 +728,41 @@ do
     T.ok(":text prints no output of the code", not text:find("[float32", 1, true), text)
 end
 
--- ---- at a terminal a step taller than the screen pauses; q stops pausing; batch never pauses -------
+-- ---- at a terminal a step taller than the screen pauses: Space a screen, Enter a line, q quits;
+-- ---- batch never pauses
 do
-    local saved = {L.pager.rows, L.pager.read, L.pager.at_terminal}
-    local keys, reads = {"", "q"}, 0
+    local saved = {L.pager.rows, L.pager.key, L.pager.at_terminal}
+    local keys, reads = {" ", "q"}, 0
     L.pager.rows = function() return 12 end
-    L.pager.read = function() reads = reads + 1; return keys[reads] end
+    L.pager.key = function(prompt, show) show(prompt); reads = reads + 1; return keys[reads] end
     L.pager.at_terminal = function() return true end
-    captured(L.start, "tour", {batch = false, lang = "en"})
-    local text = captured(L.goto_step, 2)      -- step 2 is about 28 lines: pauses after 10, then q
+    captured(L.start, "tour", {batch = false, lang = "en"})   -- step 1 pauses once: Space
+    weights = nil
+    local text = captured(L.goto_step, 2)      -- step 2 is about 28 lines: pauses after 11, then q
     T.eq("a tall step pauses once per screen until q", reads, 2)
-    T.ok("the pause says how to go on", text:find("-- more: Enter goes on, q stops pausing --", 1, true), text)
-    T.ok("after q the rest of the step is printed", text:find("out = weights·V", 1, true), text)
+    T.ok("the pause says how to go on",
+        text:find("-- more: Space next page, Enter next line, q quits --", 1, true), text)
+    T.ok("after q nothing more of the step is shown", not text:find("out = weights·V", 1, true), text)
+    T.ok("after q the step's code runs to its end all the same", weights ~= nil and L.current().pos == 2)
+    -- the first screen holds 11 lines from the step's rule and the pause under them (the blank line
+    -- above the rule may scroll away)
+    local first = text:match("\n(── step 2/6.-)%-%- more")
+    T.eq("the first screen: 11 rows, the pause on the 12th", first and select(2, first:gsub("\n", "")), 11)
+    -- Enter shows one line more, then pauses again; any other key waits for one of these
+    keys, reads = {"x", "\r", "q"}, 0
+    text = captured(L.paged, function() for i = 1, 20 do print("line " .. i) end end)
+    T.eq("another key is not an answer: x, then Enter, then q", reads, 3)
+    T.ok("Enter: one line more, then the pause again", text:find("line 11\n", 1, true)
+        and text:find("line 12\n", 1, true) and not text:find("line 13", 1, true), text)
+    T.ok("the pause is erased before the next line", text:find("q quits %-%-\r +\rline 12\n"), text)
+    -- Ctrl-C, or the end of input, quits as q does
+    for _, key in ipairs({"\3", false}) do
+        keys, reads = {key or nil}, 0
+        text = captured(L.paged, function() for i = 1, 20 do print("line " .. i) end end)
+        T.ok("Ctrl-C or no more input quits", reads == 1 and not text:find("line 12", 1, true), text)
+    end
     -- output a step's code writes with io.stdout:write (or io.write) is paged as print's is
-    keys, reads = {"", "q"}, 0
+    keys, reads = {" ", " "}, 0
     text = captured(L.paged, function()
         for i = 1, 15 do io.stdout:write("method line ", i, "\n") end
         for i = 1, 10 do io.write("io.write line ", i, "\n") end
@@ -760,16 +781,16 @@ do
     reads = 0
     captured(L.start, "tour", {batch = true, lang = "en"})
     T.eq("batch mode never pauses", reads, 0)
-    L.pager.rows, L.pager.read, L.pager.at_terminal = table.unpack(saved)
+    L.pager.rows, L.pager.key, L.pager.at_terminal = table.unpack(saved)
 end
 
 -- ---- the pager's count: colour takes no cells; a drawing kept together pauses before it, not inside ----
 do
     local pager = require "mha.lesson.pager"
-    local saved = {L.pager.rows, L.pager.read, L.pager.at_terminal}
+    local saved = {L.pager.rows, L.pager.key, L.pager.at_terminal}
     local reads = 0
     L.pager.rows = function() return 12 end   -- 11 rows before the prompt's
-    L.pager.read = function() reads = reads + 1; return "" end
+    L.pager.key = function(prompt, show) show(prompt); reads = reads + 1; return " " end
     L.pager.at_terminal = function() return true end
     captured(L.start, "tour", {batch = false, lang = "en"})   -- a session at a terminal: steps are paged
     reads = 0
@@ -782,7 +803,7 @@ do
         for i = 1, 3 do print("line " .. i) end
         left = pager.rows_left()
     end)
-    T.eq("rows_left: 11 rows less the 3 printed (the first row above the rule may scroll away)", left, 9)
+    T.eq("rows_left: 11 rows less the 3 printed", left, 8)
     T.eq("rows_left outside the pager", pager.rows_left(), nil)
     reads = 0
     local text = captured(L.paged, function()
@@ -792,7 +813,7 @@ do
     end)
     T.eq("a 6-row drawing with 5 rows left pauses once", reads, 1)
     T.ok("the pause comes before the drawing, never inside it",
-        text:find("text 7\n-- more: Enter goes on, q stops pausing --chart 1\nchart 2\n", 1, true), text)
+        text:find("text 7\n%-%- more: Space next page, Enter next line, q quits %-%-\r +\rchart 1\nchart 2\n"), text)
     T.ok("the drawing and what follows are all printed", text:find("chart 6\nafter\n", 1, true), text)
     reads = 0
     text = captured(L.paged, function()
@@ -801,7 +822,15 @@ do
     end)
     T.eq("a drawing that fits the rows left does not pause", reads, 0)
     T.ok("and is printed as it came", text:find("text 3\nchart 1\n", 1, true), text)
-    L.pager.rows, L.pager.read, L.pager.at_terminal = table.unpack(saved)
+    -- Enter at the pause before a drawing shows the drawing whole
+    reads = 0
+    L.pager.key = function(prompt, show) show(prompt); reads = reads + 1; return "\n" end
+    text = captured(L.paged, function()
+        for i = 1, 7 do print("text " .. i) end
+        pager.together(function() for i = 1, 6 do print("chart " .. i) end end)
+    end)
+    T.ok("Enter before a drawing: the drawing whole, no pause inside", reads == 1 and text:find("chart 6\n", 1, true), text)
+    L.pager.rows, L.pager.key, L.pager.at_terminal = table.unpack(saved)
     -- a batch replay for a screen of 12 rows counts, never waits, and marks the pause before a drawing
     reads = 0
     text = captured(function()
@@ -813,7 +842,7 @@ do
     end)
     T.eq("a counted screen never reads a key", reads, 0)
     T.ok("a counted screen writes the pause line before the drawing",
-        text:find("text 7\n-- 还有：回车继续，q 不再暂停 --\nchart 1\n", 1, true), text)
+        text:find("text 7\n-- 还有：空格下一页，回车下一行，q 退出 --\nchart 1\n", 1, true), text)
     T.eq("and nowhere else (text past a screen is only counted)", select(2, text:gsub("还有", "")), 1)
 end
 

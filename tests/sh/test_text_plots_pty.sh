@@ -6,8 +6,8 @@
 . "$(dirname "$0")/testlib.sh"
 need_python text_plots_pty
 command -v gnuplot >/dev/null || { echo "PASS text_plots_pty: skipped, no gnuplot"; exit 0; }
-pause_en="-- more: Enter goes on, q stops pausing --"
-pause_zh="-- 还有：回车继续，q 不再暂停 --"
+pause_en="-- more: Space next page, Enter next line, q quits --"
+pause_zh="-- 还有：空格下一页，回车下一行，q 退出 --"
 
 # lesson LESSON LANG STEPS: the lesson at an 80x40 colour terminal with no display; the screen's text in
 # $tmp/lines (escape sequences and carriage returns taken out)
@@ -59,7 +59,7 @@ patience 20
 expect >
 send :goto 3\r
 expect $pause
-send \r
+send \x20
 expect >
 send \x04
 STEPS
