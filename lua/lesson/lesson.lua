@@ -297,7 +297,7 @@ M.pager = pager.terminal   -- rows, read, at_terminal: tests give a screen and t
 local function with_pager(fn)
     local counted = session and session.screen_rows   -- a batch replay sized for a screen
     if session and session.batch and not counted then return fn() end
-    return pager.run(fn, (session and session.lang) or "en", columns(), counted)
+    return pager.run(fn, M.language(), columns(), counted)
 end
 
 -- M.paged(fn): runs fn paged as a step is (at a terminal, never in batch mode).
@@ -528,25 +528,26 @@ function M.show_solution()
     return true
 end
 
--- The one-line list of :lessons.
+-- The list of :lessons: number, name and summary, the summary in a column after the names (its
+-- lines wrapped under that column, after a name too long for it as well), or under the name when
+-- the column leaves too little room. A summary's last line is never one Chinese character alone.
 function M.list(lang)
     lang = lang or (session and session.lang) or M.choose_lang()
     local files = M.files()
     local width = columns()
     if #files == 0 then say_text(M.none_found(lang)); return false end
     say_text(said(lang).lessons)
+    local column = string.rep(" ", M.width(string.format("  %2d  %-18s ", 0, "")))
     for _, f in ipairs(files) do
         local lesson, err = M.load(f.path)
         local summary = lesson and tr(lesson.summary, lang) or string.format(said(lang).cannot_load, err:match("[^\n]*"))
-        -- the summary in a column after the number and name, or under them when the column is too
-        -- narrow
         local head = string.format("  %2d  %-18s ", f.number, f.name)
-        if M.width(head) <= width - 20 then
-            say_lines(M.wrap_text(summary, width, head, string.rep(" ", M.width(head))))
-        else
+        local first, rest = head, column
+        if M.width(head) > width - 20 then
             say_line((head:gsub("%s+$", "")))
-            say_lines(M.wrap_text(summary, width, "      "))
+            first, rest = "      ", "      "
         end
+        say_lines(M.wrap(M.inline(summary), width, {first = first, rest = rest, no_lone_last = true}))
     end
     return true
 end
@@ -752,7 +753,7 @@ function M.install(repl)
     mha.printoptions{lang = M.language()}   -- and so do the words printed at the prompt
                                             -- (mha.train's "done")
     local function cmd(name, args, help, run) repl.add_command(name, {args = args, help = help, run = run}) end
-    cmd("lessons", "", "list the lessons with a one-line summary", function() M.list() end)
+    cmd("lessons", "", "list the lessons with a one-line summary", function() with_pager(M.list) end)
     cmd("open", "NAME|NUMBER", "open a lesson at its first step", function(a)
         local which = a:match("^%s*(%S+)")
         if not which then say_text(said((session and session.lang) or M.choose_lang()).open_usage); return end

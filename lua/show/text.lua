@@ -8,7 +8,9 @@
 --                                    --   rest = prefix of the others (default: first), mode = nil
 --                                    --   (prose: runs of white space become one space) |
 --                                    --   "verbatim" (spaces kept) | "code" (spaces kept, never
---                                    --   breaks inside a string literal or a comment)
+--                                    --   breaks inside a string literal or a comment);
+--                                    --   no_lone_last = true: the last line is never one CJK
+--                                    --   character alone (the one before it comes down too)
 --     text.render(markup, width, color)
 --                                    -- a lesson text (headings, items, formulas, *emphasis*) to
 --                                    --   lines
@@ -174,14 +176,15 @@ end
 -- it holds one unbreakable run (a long word, a path); in prose a glued run too long for a line of
 -- its own breaks at its spaces after all, in code it stays whole
 -- (a string or a comment broken in two is no longer Lua). mode "code" keeps spaces, string literals
--- and comments; "verbatim" keeps spaces; nil is prose. Returns the list of lines
--- (marks kept; see finish).
-local function wrap(text, width, first, rest, mode)
+-- and comments; "verbatim" keeps spaces; nil is prose. Returns the list of lines (marks kept; see
+-- finish), the atom each line starts with, and the atoms.
+local function wrap_atoms(text, width, first, rest, mode)
     first = first or ""
     rest = rest or first
     local lines = {}
     local line, line_w, empty = first, M.width(first), true
     local atoms = atoms_of(text, mode ~= nil, mode == "code")
+    local starts = {}   -- starts[n]: the atom line n starts with
     local room = width - M.width(rest)
     local loose_until = 0   -- atoms up to this one break freely: their glued run is longer than a
                             -- line
@@ -204,6 +207,7 @@ local function wrap(text, width, first, rest, mode)
             lines[#lines + 1] = line
             line, line_w, empty, sep = rest, M.width(rest), true, ""
         end
+        if empty then starts[#lines + 1] = i end
         for k, atom in ipairs(group) do
             line = line .. (k == 1 and sep or atom.space) .. atom.text
         end
@@ -212,13 +216,50 @@ local function wrap(text, width, first, rest, mode)
         i = j
     end
     if not empty or #lines == 0 then lines[#lines + 1] = line end
+    return lines, starts, atoms
+end
+
+-- Whether an atom is one CJK character (with the closing punctuation and marks stuck to it).
+local function one_wide(atom)
+    local count, wide = 0, false
+    for _, cp in utf8.codes(atom.text) do
+        if cp > 4 and not no_break_before[cp] then count, wide = count + 1, is_wide(cp) end
+    end
+    return count == 1 and wide
+end
+
+-- When the last of lines (wrapped from atoms, starts[n] the atom line n starts with) is one CJK
+-- character alone, the character before it comes down to it: if a line may break before that one
+-- and the line above keeps some of its own.
+local function lone_last_down(lines, starts, atoms, first, rest)
+    local n = #lines
+    if n < 2 or starts[n] ~= #atoms or not one_wide(atoms[#atoms]) then return lines end
+    local down = #atoms - 1
+    if down <= starts[n - 1] or atoms[down].glue or not one_wide(atoms[down]) then return lines end
+    local function joined(prefix, from, to)
+        local parts = {prefix, atoms[from].text}
+        for k = from + 1, to do parts[#parts + 1] = atoms[k].space .. atoms[k].text end
+        return table.concat(parts)
+    end
+    lines[n - 1] = joined(n == 2 and first or rest, starts[n - 1], down - 1)
+    lines[n] = joined(rest, down, #atoms)
     return lines
 end
 
--- The public wrapper (see the top of the file): opts.first, opts.rest, opts.mode.
+-- wrap_atoms' lines; no_lone_last: never one CJK character alone on the last (lone_last_down).
+local function wrap(text, width, first, rest, mode, no_lone_last)
+    first = first or ""
+    rest = rest or first
+    local lines, starts, atoms = wrap_atoms(text, width, first, rest, mode)
+    if no_lone_last then return lone_last_down(lines, starts, atoms, first, rest) end
+    return lines
+end
+
+-- The public wrapper (see the top of the file): opts.first, opts.rest, opts.mode,
+-- opts.no_lone_last.
 function M.wrap(text, width, opts)
     opts = opts or {}
-    return wrap(text, width, opts.first, opts.rest, opts.mode)
+    return wrap(text, width, opts.first, opts.rest, opts.mode, opts.no_lone_last)
 end
 
 -- Inline markup to marks: `code` spans are kept whole (no emphasis inside), *x* and **x**

@@ -109,6 +109,20 @@ end
 T.ok("Chinese wraps within 30 columns", widest <= 30, "widest line " .. widest)
 T.ok("no line starts with closing punctuation", bad_start == nil, bad_start)
 T.ok("an English word inside Chinese is not split", not split_word)
+-- no_lone_last: the last line is never one CJK character alone; the one before it comes down, the
+-- prefixes kept; without it, and when the character before is a word, the lines are as they were
+T.eq("a lone last character is wrapped as usual", L.wrap("一二三四五", 8, {first = "> ", rest = "  "}),
+    {"> 一二三", "  四五"})
+T.eq("a lone last character", L.wrap("一二三四五六七", 8, {first = "> ", rest = "  "}),
+    {"> 一二三", "  四五六", "  七"})
+T.eq("no_lone_last: the character before it comes down",
+    L.wrap("一二三四五六七", 8, {first = "> ", rest = "  ", no_lone_last = true}), {"> 一二三", "  四五", "  六七"})
+T.eq("no_lone_last: on the first line too", L.wrap("一二三四", 8, {first = "> ", rest = "  ", no_lone_last = true}),
+    {"> 一二", "  三四"})
+T.eq("no_lone_last: closing punctuation goes with it",
+    L.wrap("一二三四。", 8, {first = "> ", rest = "  ", no_lone_last = true}), {"> 一二", "  三四。"})
+T.eq("no_lone_last: a word before it stays", L.wrap("一 abc 二", 8, {rest = "", no_lone_last = true}),
+    {"一 abc", "二"})
 local en_lines = L.wrap("the scores are divided by the square root of the head size", 20)
 T.eq("English wraps at spaces", en_lines, {"the scores are", "divided by the", "square root of the", "head size"})
 local rendered = L.render("# 标题\n\n第一行\n第二行\n\n    formula = kept\n- item one", 40)
@@ -844,6 +858,37 @@ do
     T.ok("a counted screen writes the pause line before the drawing",
         text:find("text 7\n-- 还有：空格下一页，回车下一行，q 退出 --\nchart 1\n", 1, true), text)
     T.eq("and nowhere else (text past a screen is only counted)", select(2, text:gsub("还有", "")), 1)
+end
+
+-- ---- :lessons at 80 columns: every summary's lines in one column, after a long name too; in Chinese
+-- ---- no summary ends with one character alone ----------------------------------------------------
+do
+    captured(L.start, "tour", {batch = false, lang = "en", width = 80})
+    for _, lang in ipairs({"en", "zh"}) do
+        local text = captured(L.list, lang)
+        local misaligned, lone, after_long = {}, {}, 0
+        local previous
+        for line in text:gmatch("[^\n]+") do
+            local indent = line:match("^( +)%S")
+            if indent and not line:match("^ +%d+  ") then
+                if #indent ~= 25 then misaligned[#misaligned + 1] = line end
+                local word = line:match("^ +(%S+)$")
+                if word and L.width((word:gsub("[，。；：）]$", ""))) == 2 and utf8.len(word) <= 2 then
+                    lone[#lone + 1] = line
+                end
+                if previous and (previous:find(" 17  residual_norm_training ", 1, true)
+                        or previous:find(" 32  activation_patching ", 1, true)) then
+                    after_long = after_long + 1
+                end
+            end
+            previous = line
+        end
+        T.ok(lang .. ": a summary's lines start under its first, at column 26", #misaligned == 0,
+            table.concat(misaligned, "\n"))
+        T.ok(lang .. ": lessons 17 and 32, whose names are longer than the column, wrap under it",
+            after_long >= 1, text)
+        T.ok(lang .. ": no line of one Chinese character", #lone == 0, table.concat(lone, "\n"))
+    end
 end
 
 -- ---- plot notes and panel titles in the lesson's language -----------------------------------------

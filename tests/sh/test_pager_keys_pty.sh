@@ -2,7 +2,7 @@
 # tests/sh/test_pager_keys_pty.sh - the pager's keys at an 80x40 pseudo-terminal (testlib.sh's pty_run), as in
 # less and more: each key acts as it is pressed, without Enter. help() fills the screen exactly (39 lines and the
 # pause line under them), Space shows the next 39, Enter one more line, q and Ctrl-C quit quietly to a clean
-# prompt.
+# prompt; :lessons pages too, and in Chinese no summary ends with one character alone on its line.
 . "$(dirname "$0")/testlib.sh"
 need_python pager_keys_pty
 pause="-- more:"   # the start of the English pause line, whatever keys it names
@@ -79,4 +79,36 @@ elif grep -qE 'interrupted|\^C' "$tmp/lines"; then
 elif grep -qF -- "$pause" "$tmp/lines"; then fail pager_keys_pty_ctrl_c "a pause line is left on the screen"
 else pass pager_keys_pty_ctrl_c; fi
 
+# :lessons at 40 rows: the list (about 60 rows) pauses with the first 39 lines on the screen
+(unset MHA_LANG; pty_run 40 80 "$repl" >"$tmp/shown" 2>"$tmp/err") <<STEPS
+patience 4
+expect > 
+send :lessons\r
+expect $pause
+send q
+expect > 
+send \x04
+STEPS
+screen "$tmp/shown" "$tmp/lines"
+first=$(screenful "$tmp/shown" "> :lessons" 0)
+[ "$first" = 39 ] && pass pager_keys_pty_lessons_pages \
+    || fail pager_keys_pty_lessons_pages "$first lines of :lessons above a pause, want 39"
+
+# :lessons in Chinese, paged through with Space: no summary's last line is one character alone
+(unset MHA_LANG; pty_run 40 80 "$repl" >"$tmp/shown" 2>"$tmp/err") <<STEPS
+patience 4
+expect > 
+send :lang zh\r
+expect > 
+send :lessons\r
+expect 还有
+send \x20
+expect > 
+send \x04
+STEPS
+screen "$tmp/shown" "$tmp/lines"
+lone=$(grep -P '^ +\p{Han}[，。；：）]?$' "$tmp/lines")
+if ! grep -q ' 32  ' "$tmp/lines"; then fail pager_keys_pty_zh_no_lone_character "no lesson 32 in :lessons"
+elif [ -n "$lone" ]; then fail pager_keys_pty_zh_no_lone_character "a line of one character: $lone"
+else pass pager_keys_pty_zh_no_lone_character; fi
 [ "$fails" -eq 0 ]
