@@ -752,6 +752,9 @@ function M.install(repl)
     repl.lang = M.language   -- the REPL's help and messages follow the lessons' language
     mha.printoptions{lang = M.language()}   -- and so do the words printed at the prompt
                                             -- (mha.train's "done")
+    -- and a plot's axes at the prompt, as in a lesson
+    local has_plot, plot_module = pcall(require, "mha.plot")
+    if has_plot then plot_module.lang = M.language end
     local function cmd(name, args, help, run) repl.add_command(name, {args = args, help = help, run = run}) end
     cmd("lessons", "", "list the lessons with a one-line summary", function() with_pager(M.list) end)
     cmd("open", "NAME|NUMBER", "open a lesson at its first step", function(a)

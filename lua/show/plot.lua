@@ -334,6 +334,7 @@ function plot.heads(W, opts)
         if h == H then
             commands[#commands + 1] = string.format(
                 "set colorbox user origin screen %.4f,0.15 size screen %.4f,0.7", 1 - px(70) / width, px(18) / width)
+            commands[#commands + 1] = "set format cb '%g'"   -- 0.9, as the single map's, not 0.9000
         end
         add_all(commands, matrix_commands("$mha_head_" .. h, w[h], rows, cols, lo, hi, digits, setting.font))
         if h == 1 then commands[#commands + 1] = "unset object 1; unset label 1" end   -- drawn once

@@ -534,8 +534,12 @@ L.install(nil)
 
 -- ---- :lang switches the language and says so in the new one ---------------------------------------
 local commands = {}
+local plot_module = require "mha.plot"
+plot_module.lang = nil   -- as in a REPL where no lesson has been opened yet
 L.install({add_command = function(name, spec) commands[name] = spec end})
 T.ok(":lang is a command", commands.lang ~= nil)
+T.ok("the REPL's plots speak the lessons' language before any lesson opens",
+     type(plot_module.lang) == "function" and plot_module.lang() == L.language())
 text = captured(commands.lang.run, "zh")
 T.ok(":lang zh confirms in Chinese", text:find("^课程现在使用中文。\n"), text)
 T.ok(":lang zh shows the current step again in Chinese", text:find("第 6/6 步：手算一行输出", 1, true), text)
