@@ -76,8 +76,9 @@ entry(":open", nil,
     .. "per attempt (batch mode). With --batch, or when not at a terminal, every "
     .. "step runs straight through, exercises answered by their own solutions, and the process "
     .. "exits 0 (1 when a step fails); the text is wrapped to $COLUMNS (else 80), so a transcript "
-    .. "never depends on the terminal. A name or number that is no lesson is an error naming the "
-    .. "lessons there are.",
+    .. "never depends on the terminal. A name may be the start of one lesson's name (:open flash); "
+    .. "a name or number that is no lesson is an error naming the lessons there are, or those whose "
+    .. "names it begins.",
     nil,
     "-- :open 2     :open dot_product     :lang zh")
 entry(":next", nil,

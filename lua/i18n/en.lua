@@ -42,6 +42,7 @@ en.lesson = {
     series = "%d series", series_n = "series %d", bars = "%d bars", list_sep = ", ",
     no_lessons = "no lessons found (looked in %s; set MHA_LESSONS)",
     no_such_lesson = "no lesson '%s'; give a number from %d to %d or a name: %s",
+    lesson_prefix = "'%s' begins more than one lesson's name: %s",
     cannot_load = "(cannot load: %s)",
     open_usage = ":open NAME|NUMBER|PATH (:lessons lists them)",
 }

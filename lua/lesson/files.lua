@@ -192,9 +192,10 @@ function files.none_found(lang)
     return string.format(w.no_lessons, table.concat(looked, w.list_sep))
 end
 
--- Finds a lesson by number ("2", 2), file-name part ("dot_product"), file name ("02_dot_product")
--- or path. Returns the file, or nil and a message (in lang, "en" or "zh") naming the lessons there
--- are.
+-- Finds a lesson by number ("2", 2), file-name part ("dot_product"), the start of one lesson's
+-- name part ("flash" for flash_attention), file name ("02_dot_product") or path. Returns the file,
+-- or nil and a message (in lang, "en" or "zh") naming the lessons there are, or the lessons whose
+-- names it begins.
 function files.find(which, lang)
     local w = i18n.words(lang).lesson
     local given = file_at(which)
@@ -207,8 +208,14 @@ function files.find(which, lang)
             return f
         end
     end
+    local begun = {}
+    for _, f in ipairs(found) do
+        if key ~= "" and f.name:sub(1, #key) == key then begun[#begun + 1] = f end
+    end
+    if #begun == 1 then return begun[1] end
     local names = {}
-    for _, f in ipairs(found) do names[#names + 1] = string.format("%d %s", f.number, f.name) end
+    for _, f in ipairs(#begun > 1 and begun or found) do names[#names + 1] = string.format("%d %s", f.number, f.name) end
+    if #begun > 1 then return nil, string.format(w.lesson_prefix, key, table.concat(names, w.list_sep)) end
     return nil, string.format(w.no_such_lesson, key, found[1].number, found[#found].number,
         table.concat(names, w.list_sep))
 end

@@ -562,6 +562,11 @@ T.ok(":lang at an exercise keeps it waiting for answer()", L.current().pending ~
 text = captured(commands.lang.run, "fr")
 T.ok(":lang fr says what is accepted", text:find(":lang en|zh", 1, true), text)
 T.eq(":lang fr changes nothing", L.current().lang, "en")
+T.eq("a lesson found by the start of its name", L.find("flash").name, "flash_attention")
+T.ok("a start two names share names both",
+     select(2, L.find("induction")) == "'induction' begins more than one lesson's name: 16 induction_heads, " ..
+     "30 induction_circuit", select(2, L.find("induction")))
+T.eq("a name is still found whole", L.find("rope").name, "rope")
 text = captured(commands.open.run, "99")
 T.ok(":open 99 names the lessons", text:find("no lesson '99'", 1, true) and text:find("1 tour", 1, true), text)
 L.preferred_lang = nil
