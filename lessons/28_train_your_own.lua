@@ -54,7 +54,7 @@ mha.train 打印训练损失，给了 val = 时还打印验证损失。checkpoin
 拼写要晚一些。Ctrl-C 会让它停下，m 保留已学到的；再按回车会重新运行这一步，从这些权重接着训练。]],
         },
         code = [[
-path = os.tmpname() .. ".npz"  -- tr{en = "a scratch file; yours: \"mine.npz\"", zh = "临时文件；你自己的：\"mine.npz\""}
+path = LESSON.scratch(".npz")  -- tr{en = "a scratch file; yours: \"mine.npz\"", zh = "临时文件；你自己的：\"mine.npz\""}
 steps = LESSON.batch and 40 or 600
 h = mha.train{model = m, task = task, steps = steps, lr = 3e-3, val = held,
               val_batches = 2, log_every = steps // 4, checkpoint = path}

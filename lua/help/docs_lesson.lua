@@ -107,7 +107,8 @@ entry("LESSON", nil,
     .. "language. LESSON.table(rows, header) prints aligned columns, LESSON.versus(name, printed, "
     .. "value) a tutorial's number beside the true one, LESSON.describe(name, t) a tensor's shape, "
     .. "strides, offset and contiguity, LESSON.median_ms(fn) the median of 5 timed runs after a "
-    .. "warm-up. The resolved code should fit 76 columns, so the echo is not wrapped at 80. "
+    .. "warm-up, LESSON.scratch(\".npz\") a path of its own in /tmp for a file a step writes and "
+    .. "reads back, removed with the name's reservation when the program exits. The resolved code should fit 76 columns, so the echo is not wrapped at 80. "
     .. "In batch mode plot.* prints a one-line note '[plot: heatmap \"title\" 3×3]' (a heatmap is "
     .. "also drawn with mha.heat) instead of opening a window.",
     nil,

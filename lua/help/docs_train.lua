@@ -111,10 +111,11 @@ entry("mha.save_model", "training", "mha.save_model(path, model [, extra])",
     .. "extra.tokenizer, a CharTokenizer, as its code points under tokenizer.codepoints.",
     nil,
     "m = mha.nn.Transformer{vocab = 5, d_model = 8, max_len = 4}\n"
-    .. "path = os.tmpname() .. \".npz\"\n"
+    .. "base = os.tmpname()   -- a name of its own (an empty file)\n"
+    .. "path = base .. \".npz\"\n"
     .. "mha.save_model(path, m)\n"
     .. "print(mha.load_model(path))\n"
-    .. "os.remove(path)",
+    .. "os.remove(path); os.remove(base)",
     {"mha.load_model", "mha.save"})
 
 entry("mha.data.text", "training", "mha.data.text(\"kjv\"|\"tang300\"|\"song100\"|\"chinese\") -> string",

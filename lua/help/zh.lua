@@ -655,7 +655,8 @@ LESSON.clock() 是挂钟秒数（REPL 的单调时钟；REPL 之外是 os.clock�
 中文课程就不会打印英文标签；只由字面量构成的 tr{} 会在步骤回显和运行之前就解析掉，学生只读到一种语言。
 LESSON.table(rows, header) 打印对齐的列，LESSON.versus(name, printed, value) 把教程印的数和真实的数并排
 给出，LESSON.describe(name, t) 给出张量的形状、步长、偏移和是否连续，LESSON.median_ms(fn) 先预热一次，
-再取 5 次计时的中位数。解析后的代码应当不超过 76 列，这样在 80 列宽时回显不会折行。批处理模式下 plot.*
+再取 5 次计时的中位数，LESSON.scratch(".npz") 给出 /tmp 里一个专用的路径，供某一步写入再读回，程序退出时
+连同预留的名字一起删除。解析后的代码应当不超过 76 列，这样在 80 列宽时回显不会折行。批处理模式下 plot.*
 不开窗口，而是打印一行说明 '[plot: heatmap "title" 3×3]'（热力图还会用 mha.heat 画出来）。]]
 
 -- The lesson runner's commands

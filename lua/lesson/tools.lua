@@ -1,7 +1,7 @@
 -- lua/lesson/tools.lua - module "mha.lesson.tools": helpers lesson code calls as LESSON.table,
--- LESSON.versus, LESSON.describe, LESSON.median_ms, LESSON.fails, so a step's echo shows what a
--- student would type, not formatting plumbing; and tr{} resolved in a step's source before it is
--- echoed and run.
+-- LESSON.versus, LESSON.describe, LESSON.median_ms, LESSON.fails, LESSON.scratch, so a step's echo
+-- shows what a student would type, not formatting plumbing; and tr{} resolved in a step's source
+-- before it is echoed and run.
 --
 -- Each helper takes what it needs (the language, the width function, a clock) from the runner
 -- through M.use: this module never reaches into the runner.
@@ -83,6 +83,23 @@ function M.fails(input)
     local ok, err = pcall(chunk)
     if ok then raise("LESSON.fails: " .. input .. " did not fail") end
     print(tostring(err))
+end
+
+-- LESSON.scratch(suffix) -> a path of its own in the system's temporary directory, ending in suffix
+-- (".npz"), for a file a step writes and reads back. os.tmpname reserves the name (it creates an
+-- empty file); the reservation and the file are removed when the Lua state closes (the REPL's exit,
+-- a notebook kernel's shutdown), so a lesson leaves nothing behind in /tmp.
+local scratch_paths = setmetatable({}, {__gc = function(paths)
+    for _, path in ipairs(paths) do os.remove(path) end
+end})
+function M.scratch(suffix)
+    if type(suffix) ~= "string" or suffix:find("[/%z]") then
+        raise("LESSON.scratch: suffix must be a string without '/', as \".npz\"")
+    end
+    local base = os.tmpname()
+    scratch_paths[#scratch_paths + 1] = base
+    scratch_paths[#scratch_paths + 1] = base .. suffix
+    return base .. suffix
 end
 
 -- LESSON.median_ms(run [, n]): runs run() once untimed (cold caches, first-touch memory), then n

@@ -72,7 +72,8 @@ T.test("tokenizer mask marker", function()
 end)
 
 T.test("marker kept in a checkpoint", function()
-    local path = os.tmpname() .. ".npz"
+    local base = os.tmpname()   -- the name reserved (an empty file), removed with the .npz
+    local path = base .. ".npz"
     local tok = mha.tokenizer.CharTokenizer("abc de\n", {mask = "<?>"})
     local m = mha.nn.Transformer{vocab = tok.vocab_size, d_model = 8, heads = 2, layers = 1,
                                  max_len = 8, causal = false}
@@ -88,6 +89,7 @@ T.test("marker kept in a checkpoint", function()
     T.eq("no marker: loads as before", {extra2.tokenizer.mask_id, extra2.tokenizer.vocab_size},
          {nil, 7})
     os.remove(path)
+    os.remove(base)
 end)
 
 T.test("masked task: BERT's 80/10/10", function()

@@ -120,11 +120,13 @@ T.test("state_dict and load_state_dict", function()
     local a = Block(4)
     mha.seed(5)
     local b = Block(4)
-    local tmp = os.tmpname() .. ".npz"
+    local base = os.tmpname()   -- the name reserved (an empty file), removed with the .npz
+    local tmp = base .. ".npz"
     mha.save(tmp, a:state_dict())
     local w_before = b.layers[1].weight
     local missing, unexpected = b:load_state_dict(mha.load(tmp))
     os.remove(tmp)
+    os.remove(base)
     T.ok("nothing missing or unexpected", #missing == 0 and #unexpected == 0)
     local same = true
     local sa, sb = a:state_dict(), b:state_dict()

@@ -84,4 +84,14 @@ print(mha.load_model("induction"):config().vocab)' 2>&1)
     check paths_module_load_model "$out" "20"
 fi
 
+# ---- LESSON.scratch: a lesson's scratch file and the name os.tmpname reserved are gone at exit ----
+made=$("$real" -e 'local p = require("mha.lesson.tools").scratch(".npz")
+local f = assert(io.open(p, "w")); f:write("x"); f:close(); print(p)' 2>&1)
+case "$made" in
+    *.npz) if [ -e "$made" ] || [ -e "${made%.npz}" ]; then
+               fail "LESSON.scratch leaves nothing at exit" "$made or its reservation is still there"
+           else pass "LESSON.scratch leaves nothing at exit"; fi ;;
+    *) fail "LESSON.scratch leaves nothing at exit" "got: $made" ;;
+esac
+
 exit $((fails > 0))
