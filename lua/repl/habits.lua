@@ -112,6 +112,19 @@ function habits.never_completes(input)
         and not input:find("%f[%w_]do%f[^%w_]") and range_loop(input) ~= nil
 end
 
+-- "item is a method: call it with a colon: x:item()": the hint with the call as the user typed it
+-- (loss.item()); false when the message shows that call already (a second hint, the missing
+-- argument's, would mislead); nil for a message of another kind.
+local function colon_hint(input, first, w)
+    local method = first:match("([%w_]+) is a method: call it with a colon: ")
+                   or first:match("as a method, call it with a colon: [%w_]+:([%w_]+)")
+    if not method then return nil end
+    local base, args = input:match("([%a_][%w_%.]*)%." .. method .. "%s*(%b())")
+    local call = base and base .. ":" .. method .. args
+    if call and not first:find(call, 1, true) then return w.hint .. string.format(w.colon, call) end
+    return false
+end
+
 -- A hint for an input whose evaluation raised msg (a syntax or a run-time error), or nil.
 function habits.after_error(input, msg, lang)
     local w = habits.words(lang)
@@ -194,15 +207,8 @@ function habits.after_error(input, msg, lang)
         local a, b = operands(input, "%*")
         return w.hint .. string.format(w.matmul_star, a or "A", b or "B")
     end
-    -- "item is a method: call it with a colon: x:item()": the call as the user typed it
-    -- (loss.item())
-    local method = first:match("([%w_]+) is a method: call it with a colon: ")
-                   or first:match("as a method, call it with a colon: [%w_]+:([%w_]+)")
-    if method then
-        local base, args = input:match("([%a_][%w_%.]*)%." .. method .. "%s*(%b())")
-        local call = base and base .. ":" .. method .. args
-        if call and not first:find(call, 1, true) then return w.hint .. string.format(w.colon, call) end
-    end
+    local colon = colon_hint(input, first, w)
+    if colon ~= nil then return colon or nil end
     -- a function called without an argument it needs: where its signature is
     local n, fname = first:match("bad argument #(%d+) to '([%w_]+)' %(.- expected, got no value%)")
     if n then return w.hint .. string.format(w.missing_arg, fname, n, fname) end
@@ -296,6 +302,7 @@ local ZH_LINES = {
     {"view: cannot view a tensor", "view"},
     {"inner sizes (%d+) and (%d+) differ", "inner_sizes"},
     {"embed_dim (%d+) is not divisible by num_heads (%d+)", "divisible"},
+    {"to '([%w_]+)' %(.-%); as a method, call it with a colon: (.-)$", "method_colon"}, -- x.sum()
     {"bad argument #(%d+) to '([%w_]+)' %((.-) expected, got (.-)%)", "bad_argument"},
     -- the core's file and size errors
     {"which float32 cannot hold exactly", "float32_exact"},

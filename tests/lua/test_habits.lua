@@ -233,4 +233,12 @@ T.test("python's f-strings and 0-based indexes into tables", function()
     T.eq("t[0] holding a value gets no hint", habits.after_value("t[0]", "en", 5), nil)
 end)
 
+T.test("x.sum(): the message says to use a colon, and no second hint", function()
+    x = mha.randn(2, 3)
+    local msg = error_of("x.sum()")
+    T.ok("the message names the call", msg:find("call it with a colon: x:sum()", 1, true), msg)
+    T.eq("no hint after it", habits.after_error("x.sum()", msg, "en"), nil)
+    T.eq("in Chinese, the message's line", habits.zh_line(msg), "提示：sum 是方法：用冒号调用它，写作 x:sum()")
+end)
+
 T.done()
