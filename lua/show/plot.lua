@@ -179,6 +179,7 @@ local function matrix_commands(block, m, row_labels, col_labels, lo, hi, values,
         string.format("set xrange [0.5:%d.5]", ncols),
         string.format("set yrange [%d.5:0.5]", nrows),   -- reversed: row 1 at the top
         string.format("set cbrange [%s:%s]", data_number(lo), data_number(hi)),
+        "set format cb '%g'",   -- 0.9, where gnuplot's own choice read 0.90000 on some ranges
         col_labels and tics_command("x", col_labels) or "set xtics 1",
         row_labels and tics_command("y", row_labels) or "set ytics 1",
         "set tics scale 0",
@@ -225,6 +226,22 @@ local function windowed_map(fname, M, opts)
     return narrowed, o
 end
 
+-- "set ylabel" for a y-axis label: a label of CJK characters alone (查询, 损失) is set as Chinese is
+-- set vertically - one character a line, upright - where rotating it would lay the characters on
+-- their sides; any other label is rotated, as gnuplot does. The characters are U+2E80 and above,
+-- bytes from 128 that a gnuplot string takes as they are (quote's rule).
+local function ylabel_command(label)
+    local chars = {}
+    if label ~= "" and utf8.len(label) and utf8.len(label) <= 8 then
+        for _, c in utf8.codes(label) do
+            if c < 0x2E80 then chars = nil; break end
+            chars[#chars + 1] = utf8.char(c)
+        end
+    end
+    if chars and #chars > 0 then return 'set ylabel "' .. table.concat(chars, "\\n") .. '" norotate' end
+    return "set ylabel " .. quote(label)
+end
+
 -- Label lists for rows and columns, checked against the matrix; rows/cols default to tokens.
 local function labels_for(fname, opts, nrows, ncols)
     local rows = display.label_list(fname, opts.rows and "rows" or "tokens", opts.rows or opts.tokens, nrows, "row")
@@ -258,7 +275,7 @@ function plot.heatmap(M, opts)
         datablock("$mha_heat", m),
     })
     if xlabel ~= "" then commands[#commands + 1] = "set xlabel " .. quote(xlabel) end
-    if ylabel ~= "" then commands[#commands + 1] = "set ylabel " .. quote(ylabel) end
+    if ylabel ~= "" then commands[#commands + 1] = ylabel_command(ylabel) end
     add_all(commands, matrix_commands("$mha_heat", m, rows, cols, lo, hi,
         values_digits(fname, opts.values), setting.font))
     local side = math.max(480, math.min(1600, 40 * math.max(shape[1], shape[2]) + 200))
@@ -328,13 +345,12 @@ function plot.heads(W, opts)
     local digits = values_digits(fname, opts.values)
     for h = 1, H do
         commands[#commands + 1] = "set title " .. quote(string.format(said.head, h))
-        commands[#commands + 1] = (h - 1) % grid_cols == 0 and "set ylabel " .. quote(said.query) or "unset ylabel"
+        commands[#commands + 1] = (h - 1) % grid_cols == 0 and ylabel_command(said.query) or "unset ylabel"
         commands[#commands + 1] = h + grid_cols > H
             and "set xlabel " .. quote(said.key) .. (below > 90 and " offset 0,-1" or "") or "unset xlabel"
         if h == H then
             commands[#commands + 1] = string.format(
                 "set colorbox user origin screen %.4f,0.15 size screen %.4f,0.7", 1 - px(70) / width, px(18) / width)
-            commands[#commands + 1] = "set format cb '%g'"   -- 0.9, as the single map's, not 0.9000
         end
         add_all(commands, matrix_commands("$mha_head_" .. h, w[h], rows, cols, lo, hi, digits, setting.font))
         if h == 1 then commands[#commands + 1] = "unset object 1; unset label 1" end   -- drawn once
@@ -393,7 +409,7 @@ function plot.line(spec)
     add_all(commands, {
         "set title " .. quote(spec.title or ""),
         "set xlabel " .. quote(spec.xlabel or ""),
-        "set ylabel " .. quote(spec.ylabel or ""),
+        ylabel_command(spec.ylabel or ""),
         "set key outside right top",   -- beside the plot: it never covers a line
         "set grid",
     })
@@ -475,7 +491,7 @@ function plot.bar(labels, values, opts)
     add_all(commands, {
         "set title " .. quote(opts.title or ""),
         "set xlabel " .. quote(opts.xlabel or ""),
-        "set ylabel " .. quote(opts.ylabel or ""),
+        ylabel_command(opts.ylabel or ""),
         "set style fill solid 0.8 border -1",
         "set boxwidth 0.7",
         "set grid ytics",

@@ -575,6 +575,24 @@ local function drawn_lines(text)   -- the drawing's rows, without the empty row 
     return lines
 end
 
+T.test("a Chinese y label stands upright, a character a line; the colour scale reads 0.9", function()
+    local saved = plot.lang
+    plot.lang = function() return "zh" end
+    plot.heatmap(mha.tensor{{0.7, 0.3}, {0.1, 0.9}}, {tokens = "a b"})
+    local commands = table.concat(plot.current().script.commands, "\n")
+    T.ok("查询 set as 查\\n询, not rotated", commands:find('set ylabel "查\\n询" norotate', 1, true) ~= nil, commands)
+    T.ok("the scale's numbers as %g", commands:find("set format cb '%g'", 1, true) ~= nil, commands)
+    plot.lang = function() return "en" end
+    plot.heatmap(mha.tensor{{0.7, 0.3}, {0.1, 0.9}}, {tokens = "a b"})
+    commands = table.concat(plot.current().script.commands, "\n")
+    T.ok("query rotated as gnuplot sets it", commands:find('set ylabel "query"\n', 1, true) ~= nil, commands)
+    plot.line{y = {1, 2, 3}, ylabel = "损失 (nats)"}
+    commands = table.concat(plot.current().script.commands, "\n")
+    T.ok("a label mixing scripts is rotated", commands:find("set ylabel \"损失 (nats)\"\n", 1, true) ~= nil, commands)
+    plot.lang = saved
+    plot.closeall()
+end)
+
 T.test("bars leave room above the tallest", function()
     plot.bar({ "a", "b", "c" }, { 1, 2, 3 })
     local commands = table.concat(plot.current().script.commands, "\n")
