@@ -226,22 +226,6 @@ local function windowed_map(fname, M, opts)
     return narrowed, o
 end
 
--- "set ylabel" for a y-axis label: a label of CJK characters alone (查询, 损失) is set as Chinese is
--- set vertically - one character a line, upright - where rotating it would lay the characters on
--- their sides; any other label is rotated, as gnuplot does. The characters are U+2E80 and above,
--- bytes from 128 that a gnuplot string takes as they are (quote's rule).
-local function ylabel_command(label)
-    local chars = {}
-    if label ~= "" and utf8.len(label) and utf8.len(label) <= 8 then
-        for _, c in utf8.codes(label) do
-            if c < 0x2E80 then chars = nil; break end
-            chars[#chars + 1] = utf8.char(c)
-        end
-    end
-    if chars and #chars > 0 then return 'set ylabel "' .. table.concat(chars, "\\n") .. '" norotate' end
-    return "set ylabel " .. quote(label)
-end
-
 -- Label lists for rows and columns, checked against the matrix; rows/cols default to tokens.
 local function labels_for(fname, opts, nrows, ncols)
     local rows = display.label_list(fname, opts.rows and "rows" or "tokens", opts.rows or opts.tokens, nrows, "row")
@@ -275,7 +259,7 @@ function plot.heatmap(M, opts)
         datablock("$mha_heat", m),
     })
     if xlabel ~= "" then commands[#commands + 1] = "set xlabel " .. quote(xlabel) end
-    if ylabel ~= "" then commands[#commands + 1] = ylabel_command(ylabel) end
+    if ylabel ~= "" then commands[#commands + 1] = "set ylabel " .. quote(ylabel) end
     add_all(commands, matrix_commands("$mha_heat", m, rows, cols, lo, hi,
         values_digits(fname, opts.values), setting.font))
     local side = math.max(480, math.min(1600, 40 * math.max(shape[1], shape[2]) + 200))
@@ -345,7 +329,7 @@ function plot.heads(W, opts)
     local digits = values_digits(fname, opts.values)
     for h = 1, H do
         commands[#commands + 1] = "set title " .. quote(string.format(said.head, h))
-        commands[#commands + 1] = (h - 1) % grid_cols == 0 and ylabel_command(said.query) or "unset ylabel"
+        commands[#commands + 1] = (h - 1) % grid_cols == 0 and "set ylabel " .. quote(said.query) or "unset ylabel"
         commands[#commands + 1] = h + grid_cols > H
             and "set xlabel " .. quote(said.key) .. (below > 90 and " offset 0,-1" or "") or "unset xlabel"
         if h == H then
@@ -409,7 +393,7 @@ function plot.line(spec)
     add_all(commands, {
         "set title " .. quote(spec.title or ""),
         "set xlabel " .. quote(spec.xlabel or ""),
-        ylabel_command(spec.ylabel or ""),
+        "set ylabel " .. quote(spec.ylabel or ""),
         "set key outside right top",   -- beside the plot: it never covers a line
         "set grid",
     })
@@ -491,7 +475,7 @@ function plot.bar(labels, values, opts)
     add_all(commands, {
         "set title " .. quote(opts.title or ""),
         "set xlabel " .. quote(opts.xlabel or ""),
-        ylabel_command(opts.ylabel or ""),
+        "set ylabel " .. quote(opts.ylabel or ""),
         "set style fill solid 0.8 border -1",
         "set boxwidth 0.7",
         "set grid ytics",
