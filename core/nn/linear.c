@@ -28,33 +28,22 @@ mha_status mha_linear(mha_tensor *out, const mha_tensor *x, const mha_tensor *W,
         return mha_fail(MHA_E_SHAPE, "linear: b %s does not match W %s: expected (%zu)", SHAPE(sb, b), SHAPE(sw, W),
                         n_out);
 
-    mha_tensor cx = MHA_TENSOR_EMPTY;
+    mha_tensor cx = MHA_TENSOR_EMPTY, cb = MHA_TENSOR_EMPTY;   /* cb: b, or a strided b's copy */
     if ((st = mha_contiguous_named(&cx, x, "linear")) != MHA_OK) return st;
+    if (b != NULL && (st = mha_contiguous_named(&cb, b, "linear")) != MHA_OK) goto done;
     size_t shape[MHA_MAX_DIMS];
     memcpy(shape, x->shape, x->ndim * sizeof *shape);
     shape[x->ndim - 1] = n_out;
-    if ((st = mha_empty_named(out, MHA_FLOAT32, x->ndim, shape, "linear")) != MHA_OK) {
-        mha_release(&cx);
-        return st;
-    }
-    size_t rows = prod(x->shape, 0, x->ndim - 1);
-    float *y = mha_f32(out);
-    /* y = b + x·Wᵀ, torch's addmm(b, x, Wᵀ); Wᵀ (in, out) is W read with its strides swapped:
-     * element (p, j) = W[j, p]. A contiguous b is added in the product's store; a strided one is
-     * written into every row first and accumulated onto, the same sums. */
-    const float *bias = b ? mha_f32(b) : NULL;
-    if (b != NULL && b->stride[0] != 1)
-        for (size_t r = 0; r < rows; r++)
-            for (size_t j = 0; j < n_out; j++) y[r * n_out + j] = bias[(ptrdiff_t)j * b->stride[0]];
-    if (b != NULL && b->stride[0] == 1)
-        st = mha_sgemm_bias(y, n_out, mha_f32(&cx), (ptrdiff_t)in, 1, mha_f32(W), W->stride[1], W->stride[0], rows,
-                            n_out, in, bias);
-    else
-        st = mha_sgemm(y, n_out, mha_f32(&cx), (ptrdiff_t)in, 1, mha_f32(W), W->stride[1], W->stride[0], rows, n_out,
-                       in, b != NULL);
+    if ((st = mha_empty_named(out, MHA_FLOAT32, x->ndim, shape, "linear")) != MHA_OK) goto done;
+    /* y = b + x·Wᵀ, torch's addmm(b, x, Wᵀ), b added in the product's store; Wᵀ (in, out) is W
+     * read with its strides swapped: element (p, j) = W[j, p] */
+    st = mha_sgemm_bias(mha_f32(out), n_out, mha_f32(&cx), (ptrdiff_t)in, 1, mha_f32(W), W->stride[1], W->stride[0],
+                        prod(x->shape, 0, x->ndim - 1), n_out, in, b != NULL ? mha_f32(&cb) : NULL);
     st = nomem_under(st, "linear");
-    mha_release(&cx);
     if (st != MHA_OK) mha_release(out);
+done:
+    mha_release(&cx);
+    mha_release(&cb);
     return st;
 }
 
