@@ -19,6 +19,10 @@ mha_status mha_multihead_check(const mha_multihead *m, const mha_tensor *query, 
 
 /* (N,X,E) as its heads (N,H,X,D): a view. */
 mha_status mha_split_heads(mha_tensor *out, const mha_tensor *t, size_t H, bool graph);
+/* query, key and value one tensor (the same view of the same storage) and one in_proj_weight:
+ * the in-projection is one product x·W_inᵀ + b_in (N,L,3E), Q, K and V its column thirds. */
+bool mha_self_attention(const mha_multihead *m, const mha_tensor *query, const mha_tensor *key,
+                        const mha_tensor *value);
 /* K or V (N,S,E) with bias_row (1,1,E, or NULL) and a zero row (zero_row) appended along dim 1:
  * (N,S',E). */
 mha_status mha_append_kv_rows(mha_tensor *out, const mha_tensor *x, const mha_tensor *bias_row, bool zero_row,

@@ -20,6 +20,19 @@ mha_status mha_split_heads(mha_tensor *out, const mha_tensor *t, size_t H, bool 
     return st;
 }
 
+static bool same_view(const mha_tensor *a, const mha_tensor *b) {
+    if (a == b) return true;
+    if (a->storage != b->storage || a->offset != b->offset || a->ndim != b->ndim || a->dtype != b->dtype) return false;
+    for (size_t d = 0; d < a->ndim; d++)
+        if (a->shape[d] != b->shape[d] || a->stride[d] != b->stride[d]) return false;
+    return true;
+}
+
+bool mha_self_attention(const mha_multihead *m, const mha_tensor *query, const mha_tensor *key,
+                        const mha_tensor *value) {
+    return m->same_embed_dim && same_view(query, key) && same_view(key, value);
+}
+
 /* K or V (N,S,E) with bias_k/bias_v (1,1,E) as one more row, then a row of zeros: cat along dim 1
  * -> (N,S',E). torch appends the zeros after the head split; per head it is the same row. */
 mha_status mha_append_kv_rows(mha_tensor *out, const mha_tensor *x, const mha_tensor *bias_row, bool zero_row,

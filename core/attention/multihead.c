@@ -426,15 +426,6 @@ static double forward_total_bytes(const forward_pass *f, bool want_weights) {
     return bytes;
 }
 
-/* query, key and value are one tensor (the same view of the same storage): self-attention */
-static bool same_view(const mha_tensor *a, const mha_tensor *b) {
-    if (a == b) return true;
-    if (a->storage != b->storage || a->offset != b->offset || a->ndim != b->ndim || a->dtype != b->dtype) return false;
-    for (size_t d = 0; d < a->ndim; d++)
-        if (a->shape[d] != b->shape[d] || a->stride[d] != b->stride[d]) return false;
-    return true;
-}
-
 /* pass 1: the inputs as (N,X,·) (an unbatched input is a batch of one), then the in-projection
  * Q = query·W_qᵀ + b_q (W_q the first E rows of in_proj_weight, or q_proj_weight), likewise K and
  * V. Self-attention with one in_proj_weight, untraced: one product x·W_inᵀ + b_in (N,L,3E), Q, K
@@ -452,8 +443,7 @@ static mha_status project_inputs(forward_pass *f, const mha_tensor *const inputs
         (st = trace_put(f->trace, "key", &t[IN_K], f->batched)) != MHA_OK ||
         (st = trace_put(f->trace, "value", &t[IN_V], f->batched)) != MHA_OK)
         return st;
-    const bool self = m->same_embed_dim && f->trace == NULL && same_view(inputs[0], inputs[1]) &&
-                      same_view(inputs[1], inputs[2]);
+    const bool self = f->trace == NULL && mha_self_attention(m, inputs[0], inputs[1], inputs[2]);
     if (self) {
         st = mha_linear(&t[QKV], &t[IN_Q], &m->in_proj_weight, m->bias ? &m->in_proj_bias : NULL);
         for (int i = 0; st == MHA_OK && i < 3; i++) st = mha_narrow(&t[Q + i], &t[QKV], 2, (size_t)i * f->E, f->E);

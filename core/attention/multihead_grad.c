@@ -155,7 +155,7 @@ static mha_status composed_forward(mha_tensor *out, mha_tensor *weights, const m
     const size_t N = batched ? query->shape[0] : 1, L = query->shape[batched], S = key->shape[batched];
     const size_t S2 = S + m->add_bias_kv + m->add_zero_attn;
     const bool want_weights = opt->need_weights && weights != NULL;
-    enum { IN_Q, IN_K, IN_V, W_Q, W_K, W_V, B_Q, B_K, B_V, Q, K, V, KX, VX, QS, QH, KH, VH, MASK, HEAD_OUT, HEAD_W,
+    enum { IN_Q, IN_K, IN_V, QKV, W_Q, W_K, W_V, B_Q, B_K, B_V, Q, K, V, KX, VX, QS, QH, KH, VH, MASK, HEAD_OUT, HEAD_W,
            MERGED, CONCAT, OUTPUT, AVG, NT };
     mha_tensor t[NT];
     for (int i = 0; i < NT; i++) t[i] = MHA_TENSOR_EMPTY;
@@ -163,7 +163,14 @@ static mha_status composed_forward(mha_tensor *out, mha_tensor *weights, const m
     const mha_tensor *inputs[3] = {query, key, value};
     for (int i = 0; i < 3 && st == MHA_OK; i++) /* step 1: (N,X,·); unbatched is a batch of one */
         st = batched ? mha_ag_alias(&t[IN_Q + i], inputs[i]) : mha_ag_unsqueeze(&t[IN_Q + i], inputs[i], 0);
-    for (int i = 0; i < 3 && st == MHA_OK; i++) { /* step 2: in-projection */
+    /* step 2: the in-projection; self-attention one product whose column thirds are Q, K and V, as
+     * torch's (one pass over x; the gradient of x one product over 3E, not three summed) */
+    const bool self = mha_self_attention(m, query, key, value);
+    if (st == MHA_OK && self) {
+        st = mha_ag_linear(&t[QKV], &t[IN_Q], &m->in_proj_weight, m->bias ? &m->in_proj_bias : NULL);
+        for (int i = 0; i < 3 && st == MHA_OK; i++) st = mha_ag_narrow(&t[Q + i], &t[QKV], 2, (size_t)i * E, E);
+    }
+    for (int i = 0; i < 3 && st == MHA_OK && !self; i++) {
         if (m->same_embed_dim) st = mha_ag_narrow(&t[W_Q + i], &m->in_proj_weight, 0, (size_t)i * E, E);
         else st = mha_ag_alias(&t[W_Q + i], i == 0 ? &m->q_proj_weight : i == 1 ? &m->k_proj_weight : &m->v_proj_weight);
         if (st == MHA_OK && m->bias) st = mha_ag_narrow(&t[B_Q + i], &m->in_proj_bias, 0, (size_t)i * E, E);
