@@ -268,7 +268,7 @@ bench: deps-bench all $(BUILD)/bench
 	$(if $(ISA),MHA_ISA=$(ISA)) $(BUILD)/bench --numpy '$(BENCH_NUMPY)' --fair '$(call BENCH_FAIR,/usr/bin/python3 bench/bench_numpy.py)' \
 		--save $(BUILD)/bench_c.txt
 	$(if $(ISA),MHA_ISA=$(ISA)) $(BUILD)/mha-repl bench/bench.lua --probe '$(BUILD)/bench --probe' --save $(BUILD)/bench_lua.txt \
-		--c '$(BUILD)/bench --threads 1 --save /dev/stdout --only' $(BUILD)/bench_c.txt
+		--c '$(BUILD)/bench --threads 1 --cpu --save /dev/stdout --only' $(BUILD)/bench_c.txt
 	$(BUILD)/mha-repl bench/table.lua $(BUILD)
 
 # bench-grad: MultiheadAttention forward + backward beside torch 1.13's autograd, and the attention backward's memory

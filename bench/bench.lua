@@ -9,9 +9,10 @@
 --   each timed call, so that %peak is taken call by call as in the C table, by CPU time (os.clock)
 --   over the probe (by CPU time too); without it, by the median call's wall time over C's row peak.
 --   --c COMMAND: a command timing one of C's cases, given "=ID" as its last word (`build/bench --threads
---   1 --save /dev/stdout --only`), run before and after each case's Lua timing, which runs twice:
---   lua/C is the faster Lua over the faster C, so a shared machine's drift between the C table and this
---   one (minutes apart) does not land in the ratio; without it, lua/C is over C_RESULTS' time.
+--   1 --cpu --save /dev/stdout --only`), run before and after each case's Lua timing, which runs twice:
+--   lua/C is the fastest Lua call over the fastest C one, both by CPU time, so neither a shared
+--   machine's drift between the C table and this one (minutes apart) nor another process's time lands
+--   in the ratio; without it, lua/C is the median over C_RESULTS' time.
 --   --save FILE: also write "row lua_ID key=value..." lines (bench/table.lua reads them).
 -- One thread (mha.threads(1)), as the C main table. Timing as bench.c: a warm-up, then calls for about
 -- a second (3 to 25), median wall-clock time (mha.clock). The warm-up runs twice as many calls as are timed
@@ -108,18 +109,18 @@ local function probe()
 end
 
 -- median ms, runs, faults per timed call, the median probe and the median over calls of the call's
--- GFLOP/s by CPU time over its probe (nil without probes); the probes run in their own process
--- between calls
+-- GFLOP/s by CPU time over its probe (nil without probes), and the fastest call's CPU time in ms;
+-- the probes run in their own process between calls
 local function time_case(fn, gflop)
     local p, c0 = probe(), os.clock()
     local t0 = mha.clock()
     fn()
     local first, first_cpu = mha.clock() - t0, os.clock() - c0
-    if first > 1.0 then return first * 1e3, 1, nil, p, p and gflop / first_cpu / p end
+    if first > 1.0 then return first * 1e3, 1, nil, p, p and gflop / first_cpu / p, first_cpu * 1e3 end
     local n = math.floor(math.min(25, math.max(3, 1.0 / first)))
     for _ = 1, 2 * n do fn() end
     collectgarbage()
-    local samples, peaks, fractions, flt = {}, {}, {}, 0
+    local samples, peaks, fractions, flt, fastest = {}, {}, {}, 0, math.huge
     for i = 1, n do
         peaks[#peaks + 1] = probe()
         local f0 = faults()   -- counted around each call alone: the probes between calls fault too
@@ -128,12 +129,13 @@ local function time_case(fn, gflop)
         fn()
         samples[i] = mha.clock() - t0
         local cpu = os.clock() - c0
+        fastest = math.min(fastest, cpu)
         local f1 = faults()
         flt = f0 and f1 and flt and flt + (f1 - f0)
         if peaks[i] then fractions[#fractions + 1] = gflop / cpu / peaks[i] end
     end
     local pk, fr = #fractions > 0 and median(peaks) or nil, #fractions > 0 and median(fractions) or nil
-    return median(samples) * 1e3, n, flt and flt / n, pk, fr
+    return median(samples) * 1e3, n, flt and flt / n, pk, fr, fastest * 1e3
 end
 
 -- C's time now for case `id`, by c_cmd (a "row ID ours=MS ..." line), or nil
@@ -148,21 +150,23 @@ local function c_now(id)
     end
 end
 
--- The case timed from Lua twice, C's before and after each when c_cmd is given: the faster Lua run's
--- time_case results, and the faster C time (nil without c_cmd)
+-- The case timed from Lua twice, C's before and after each when c_cmd is given: time_case's results
+-- with, in place of the median, the fastest Lua call by CPU time, and the fastest C time (c_cmd times
+-- by CPU time too: another process on the machine only ever makes a call slower, and the ratio is of
+-- the same work); without c_cmd, nil and time_case's results
 local function time_in_turn(c)
     local fn, gflop = make(c), flops(c) / 1e9
     if not c_cmd then return nil, time_case(fn, gflop) end
-    local best, c_best = nil, nil
+    local best, c_best = nil, math.huge
+    local function c_turn() c_best = math.min(c_best, c_now(c[1]) or math.huge) end
     for _ = 1, 2 do
-        local cms = c_now(c[1])
-        if cms and (not c_best or cms < c_best) then c_best = cms end
+        c_turn()
         local r = table.pack(time_case(fn, gflop))
+        r[1] = r[6]
         if not best or r[1] < best[1] then best = r end
     end
-    local cms = c_now(c[1])
-    if cms and (not c_best or cms < c_best) then c_best = cms end
-    return c_best, table.unpack(best, 1, best.n)
+    c_turn()
+    return c_best < math.huge and c_best or nil, table.unpack(best, 1, 5)
 end
 
 -- C's results: id -> {ours, numpy, torch, peak}
@@ -196,8 +200,8 @@ local load = first_line_of("/proc/loadavg", "^(%S+ %S+ %S+)") or "?"
 local before = mha.threads(1)
 print(string.format("\nFrom Lua (mha-repl), %s: %s, kernels \"%s\", load average %s; one thread; results left to the collector",
     os.date("!%Y-%m-%d %H:%M UTC"), cpu, (mha.isa()), load))
-print(c_cmd and "C ms: C's time for the case just before and after each of its two Lua timings, the fastest; lua ms: the faster"
-    or "C ms: the C table's")
+print(c_cmd and "lua ms, C ms: the fastest call by CPU time, Lua's over its two timings, C's over its timings just before and"
+    .. " after each" or "C ms: the C table's")
 print("lua/C: issue 15 asks <= 1.10; a forward at the prompt records its graph (parameters require grad, as in torch)")
 print(probe_cmd and "peak, %peak: as in the C table, a probe (its own process) before each timed call, by CPU time"
     or "peak: the C table's for the row; %peak: the median call's GFLOP/s over it")

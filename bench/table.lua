@@ -151,7 +151,7 @@ add("ms: the median of the runs (forward + backward and training steps by CPU ti
     "OPENBLAS_CORETYPE, where OpenBLAS fell back to its generic kernel; % of peak: the median over runs of each " ..
     "run's FLOP rate over an FMA probe taken just before it, both by CPU time; training steps and decoding: one " ..
     "thread; lua/C: each case timed from Lua twice with C's time of it before and after each, the " ..
-    "faster Lua over the fastest C. " ..
+    "fastest Lua call over the fastest C call, both by CPU time (the row's ms is that Lua call's). " ..
     "Written by bench/table.lua from the parts' saved rows; see docs/performance.md.")
 
 local text = table.concat(out, "\n") .. "\n"
