@@ -12,8 +12,8 @@ typedef int rows_simd_not_on_this_cpu;
  * ------------------------------------------------------------------------------------------- */
 
 /* W doubles span two registers of the set; the helpers below are always inlined, so their
- * vector returns never cross a call (GCC's note on the ABI of such returns does not apply) */
-#pragma GCC diagnostic ignored "-Wpsabi"
+ * vector returns never cross a call (GCC's note on the ABI of such returns does not apply; the
+ * Makefile passes -Wno-psabi, which its pragma cannot do) */
 typedef double vd __attribute__((vector_size(W * sizeof(double))));   /* W doubles */
 typedef int64_t vl __attribute__((vector_size(W * sizeof(int64_t)))); /* W integers, or a mask */
 typedef uint64_t vu __attribute__((vector_size(W * sizeof(uint64_t))));
