@@ -154,9 +154,6 @@ static bool scratch_alloc(scratch *s, float **bufs, const size_t *sizes, size_t 
 
 static void scratch_free(scratch *s) { mha_free(s->base, s->nbytes); }
 
-static size_t min_size(size_t a, size_t b) { return a < b ? a : b; }
-static size_t round_up(size_t n, size_t m) { return (n + m - 1) / m * m; }
-
 /* ---------------------------------------------------------------------------------------------
  * Packing: copy a block of A or B, whatever its strides, into the panel order the register tile
  * reads (kernels_isa.h), padding the last panel with zeros. A transposed operand costs nothing

@@ -9,6 +9,10 @@
 
 struct mha_attn_args; /* kernels.h */
 
+/* the blocking's arithmetic, for kernels.c and rows.c alike */
+static inline size_t min_size(size_t a, size_t b) { return a < b ? a : b; }
+static inline size_t round_up(size_t n, size_t m) { return (n + m - 1) / m * m; }
+
 /* Packed layouts (the packing routines in kernels.c write them):
  *   an A panel holds MR rows of A over kc columns, column after column: A(i,p) at a[p*MR + i];
  *   a B panel holds NR columns of B over kc rows, row after row:        B(p,j) at b[p*NR + j].

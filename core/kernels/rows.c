@@ -28,22 +28,22 @@ typedef struct gelu_job {
 static mha_status gelu_part(void *ctx, size_t part, size_t nparts) {
     const gelu_job *job = ctx;
     (void)nparts;
-    const size_t from = part * job->run, n = (job->run < job->n - from ? job->run : job->n - from);
+    const size_t from = part * job->run, n = min_size(job->run, job->n - from);
     if (job->g) mha_kernels_current()->gelu_grad(job->out + from, job->g + from, job->x + from, n);
     else mha_kernels_current()->gelu(job->out + from, job->x + from, n);
     return MHA_OK;
 }
 
 static void gelu_split(float *out, const float *g, const float *x, size_t n) {
-    const size_t runs = (n + GELU_RUN - 1) / GELU_RUN;
+    const size_t runs = round_up(n, GELU_RUN) / GELU_RUN;
     const size_t threads = mha_kernels_parts(runs, (double)n * GELU_FLOPS);
     gelu_job job = {out, g, x, n, n};
     if (threads <= 1) {
         gelu_part(&job, 0, 1);   /* one part: every element */
         return;
     }
-    const size_t parts = runs < threads * GELU_PARTS_PER_THREAD ? runs : threads * GELU_PARTS_PER_THREAD;
-    job.run = ((n + parts - 1) / parts + 63) / 64 * 64;   /* a multiple of 64 */
+    const size_t parts = min_size(runs, threads * GELU_PARTS_PER_THREAD);
+    job.run = round_up(round_up(n, parts) / parts, 64);   /* a multiple of 64 */
     mha_run_parts(gelu_part, &job, (n + job.run - 1) / job.run);   /* no part fails */
 }
 
