@@ -258,6 +258,8 @@ static void openlibs(lua_State *L) {
     lua_setfield(L, LUA_REGISTRYINDEX, "mha.repl.stop_resumed_after");
     lua_pushcfunction(L, repl_interrupt_later);   /* for mha.generate (lua/train/writing.lua) */
     lua_setfield(L, LUA_REGISTRYINDEX, "mha.repl.interrupt_later");
+    lua_pushcfunction(L, repl_caught);   /* for :save (repl.lua) */
+    lua_setfield(L, LUA_REGISTRYINDEX, "mha.repl.caught");
     lua_pushcfunction(L, repl_input_done);   /* for mha.kernel's cells and mha.lesson's steps */
     lua_setfield(L, LUA_REGISTRYINDEX, "mha.repl.input_done");
     luaL_requiref(L, "mha", luaopen_mha, 1);
@@ -677,6 +679,7 @@ static void evaluate(lua_State *L, int status, int expr, int quiet) {
         char where[32];
         snprintf(where, sizeof where, "stdin:%d", return_line);
         repl_traceback_tailcall(expr && return_line > 0 ? where : NULL);
+        repl_caught_forget();
         status = docall(L, 0, LUA_MULTRET);
         repl_traceback_tailcall(NULL);
         clock_gettime(CLOCK_MONOTONIC, &ts);

@@ -496,6 +496,9 @@ local function bare_help(input, ...)
         and input:match("^%s*help%s*$") ~= nil
 end
 
+-- whether the input returned through interrupt_later (lua/repl/signals.c), having caught a Ctrl-C
+local caught = debug.getregistry()["mha.repl.caught"]
+
 function repl.after(input, how, seconds, ...)
     if how == "error" then
         show_error((...))
@@ -513,10 +516,11 @@ function repl.after(input, how, seconds, ...)
         local hint = repl.hint(input, how, ...)
         if hint then out(hint_text(hint)) end
     end
-    -- an input Ctrl-C stopped keeps how long it ran: its replay runs as long; :save replays values
-    -- as the REPL showed them (values: how many, none for answer(x) at the prompt; called: bare
-    -- help)
+    -- an input Ctrl-C stopped keeps how long it ran: its replay runs as long; so does one that
+    -- caught the Ctrl-C and returned what it had (s = mha.generate(...)); :save replays values as
+    -- the REPL showed them (values: how many, none for answer(x) at the prompt; called: bare help)
     local values = (how == "print" or how == "quiet") and select("#", ...) or nil
+    if how ~= "error" and caught and caught() then how = "interrupted" end
     record({kind = "lua", input = input, how = how, values = values,
             seconds = how == "interrupted" and seconds or nil,
             called = how == "print" and bare_help(input, ...) or nil})

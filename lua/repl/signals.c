@@ -26,6 +26,7 @@ static volatile sig_atomic_t evaluating = 0;
 static volatile sig_atomic_t prompt_interrupted = 0;
 static volatile sig_atomic_t window_resized = 0;
 static volatile sig_atomic_t hangup = 0;   /* SIGHUP or SIGTERM: leave the REPL as Ctrl-D would */
+static volatile sig_atomic_t caught = 0;   /* the input caught a Ctrl-C (interrupt_later) */
 static lua_State *serving = NULL;   /* the state the Jupyter kernel runs cells on, while it
                                        serves */
 
@@ -157,8 +158,16 @@ void repl_signals_forget(void) { running = NULL; }
  * cell) ends. In a coroutine it does nothing. Returns its arguments. */
 int repl_interrupt_later(lua_State *L) {
     int n = lua_gettop(L);
+    if (evaluating && L == running) caught = 1;
     if ((evaluating && L == running) || (serving && L == serving)) lua_sethook(L, lstop, LUA_MASKLINE, 0);
     return n;
+}
+
+void repl_caught_forget(void) { caught = 0; }
+
+int repl_caught(lua_State *L) {
+    lua_pushboolean(L, caught);
+    return 1;
 }
 
 /* input_done(...): code that Lua runs as an input of its own - a Jupyter cell (mha.kernel), a

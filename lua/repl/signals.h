@@ -20,6 +20,11 @@ void repl_interrupt_disarm(lua_State *L);
 /* interrupt_later(...) -> ...: a Ctrl-C that Lua code caught stops the input at its next line or
  * loop turn (registered as "mha.repl.interrupt_later"). */
 int repl_interrupt_later(lua_State *L);
+/* caught() -> boolean: whether the REPL's input running, or last run, returned through
+ * interrupt_later, stopped short by a Ctrl-C it caught (registered as "mha.repl.caught"; the REPL
+ * forgets it before each input). */
+int repl_caught(lua_State *L);
+void repl_caught_forget(void);
 /* input_done(...) -> ...: a Jupyter cell or a lesson's step has returned; the stop
  * interrupt_later set for its next line goes (registered as "mha.repl.input_done"). */
 int repl_input_done(lua_State *L);
