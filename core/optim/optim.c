@@ -15,6 +15,7 @@
 #include "optim/optim.h"
 
 #include <math.h>
+#include <string.h>
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
@@ -106,10 +107,29 @@ void mha_adam_step(float *param, float *exp_avg, float *exp_avg_sq, float *max_e
     }
 }
 
+/* Over 8 running sums, sum j taking the elements i ≡ j (mod 8), then the sums added in halves
+ * (sum j + 4 into sum j, then j + 2, then j + 1): the same order on every CPU and build. The 8 sums
+ * sit in four registers of two doubles, which every x86-64 has (a float's square is exact in
+ * double, so a fused multiply-add gives the bits too). One sum in sequence waited on each
+ * addition's latency: nanoGPT's 0.8M gradients took 1.4% of a training step. */
+typedef double sum_v2 __attribute__((vector_size(2 * sizeof(double))));
+static sum_v2 squares2(const float *x) { return (sum_v2){(double)x[0] * x[0], (double)x[1] * x[1]}; }
 double mha_sum_squares(const float *x, size_t n) {
-    double sum = 0;
-    for (size_t i = 0; i < n; i++) sum += (double)x[i] * x[i];
-    return sum;
+    sum_v2 s0 = {0}, s1 = {0}, s2 = {0}, s3 = {0};
+    float rest[8] = {0};   /* the last few, then +0s: the sums past n stay as they were */
+    size_t i = 0;
+    for (;; i += 8) {
+        const float *p = x + i;
+        if (i + 8 > n) {
+            for (size_t k = 0; i + k < n; k++) rest[k] = x[i + k];
+            p = rest;
+        }
+        s0 += squares2(p), s1 += squares2(p + 2), s2 += squares2(p + 4), s3 += squares2(p + 6);
+        if (p == rest) break;
+    }
+    s0 += s2, s1 += s3;
+    s0 += s1;
+    return s0[0] + s0[1];
 }
 
 float mha_clip_coef(float total_norm, double max_norm) {
