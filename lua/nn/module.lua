@@ -211,6 +211,9 @@ local function instance_of(m, class)
     return c == class
 end
 
+-- What every class holds for itself, not for its instances to call.
+local CLASS_ONLY = {extend = true, new = true, super = true}
+
 -- A new class: Base:extend("Name"). Calling the class makes an instance and runs its init.
 function Module:extend(name)
     if type(name) ~= "string" then raise("Module:extend: give the class a name, e.g. mha.nn.Module:extend(\"Block\")") end
@@ -231,7 +234,8 @@ function Module:extend(name)
         __module_class = class,
         __name = "mha.nn." .. name,
         __methods = class,          -- where __index looks first, named for completion as the C
-        __fields = instance_fields, -- types name theirs (lua/repl/complete.lua)
+        __fields = instance_fields, -- types name theirs (lua/repl/complete.lua), which leaves out
+        __class_only = CLASS_ONLY,  -- the class's own: lin:extend is no method of lin's
         __index = parent_mt and parent_mt.__index or instance_index, -- a container's subclass
                                                                      -- indexes as it does
         __newindex = instance_newindex,

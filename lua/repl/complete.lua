@@ -135,8 +135,15 @@ function complete.names(text)
           -- string)
         add_fields(names, next_in_chain(value), partial, true)
     end
-    for i, name in ipairs(names) do names[i] = head .. base .. sep .. name end
-    return sorted_unique(names)
+    -- what an instance reaches through its class but is the class's own (mha.nn's extend, new and
+    -- super): the instance metatable's __class_only set
+    local mt = getmetatable(value)
+    local class_only = type(mt) == "table" and rawget(mt, "__class_only")
+    local kept = {}
+    for _, name in ipairs(names) do
+        if not (type(class_only) == "table" and class_only[name]) then kept[#kept + 1] = head .. base .. sep .. name end
+    end
+    return sorted_unique(kept)
 end
 
 return complete

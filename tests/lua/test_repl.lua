@@ -85,6 +85,16 @@ same("complete_string_method", repl.complete(("s"):rep(0) .. "string.up", "strin
 local m = mha.MultiheadAttention{embed_dim = 4, num_heads = 2}
 _G.completion_m = m
 same("complete_module_method", repl.complete("completion_m:for", "completion_m:for", 0), {"completion_m:forward"})
+-- an mha.nn instance's methods, not what its class holds for itself (Linear.extend, new, super)
+_G.completion_lin = mha.nn.Linear {in_features = 2, out_features = 3}
+local lin_methods = table.concat(repl.complete("completion_lin:", "completion_lin:", 0), " ")
+T.ok("complete_nn_instance_methods", lin_methods:find("completion_lin:forward", 1, true)
+     and lin_methods:find("completion_lin:parameters", 1, true) and not lin_methods:find(":extend", 1, true)
+     and not lin_methods:find(":new", 1, true) and not lin_methods:find("super", 1, true), lin_methods)
+local lin_fields = table.concat(repl.complete("completion_lin.", "completion_lin.", 0), " ")
+T.ok("complete_nn_instance_fields", lin_fields:find("completion_lin.weight", 1, true)
+     and not lin_fields:find(".super", 1, true) and not lin_fields:find(".extend", 1, true), lin_fields)
+same("complete_nn_class_extend", repl.complete("mha.nn.Linear:exte", "mha.nn.Linear:exte", 0), {"mha.nn.Linear:extend"})
 same("complete_keyword_and_global", repl.complete("whi", "whi", 0), {"while"})
 same("complete_lazy_global", repl.complete("plo", "plo", 0), {"plot"})
 same("complete_operator_prefix", repl.complete("1+mha.ey", "1+mha.ey", 0), {"1+mha.eye"})
