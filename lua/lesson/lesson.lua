@@ -251,6 +251,13 @@ end
 -- returns its arguments; see run_code (a no-op stand-in without the REPL's C side)
 local input_done = debug.getregistry()["mha.repl.input_done"] or function(...) return ... end
 
+-- The globals as they are (name -> value, raw).
+local function globals_now()
+    local now = {}
+    for k, v in next, _G do now[k] = v end
+    return now
+end
+
 local function run_code(shown, run, k)
     local label, at = step_label(k)
     local chunk, err = load(run, "=" .. (session.lesson.file or ("step " .. k)), "t", _G)
@@ -259,7 +266,21 @@ local function run_code(shown, run, k)
     -- before this file runs one (signals.c's input_done)
     local ok, e = input_done(xpcall(chunk, function(x) return tostring(x) end))
     record_step(shown, label, ok, at)
+    -- what the lesson left: a global that differs from it later is the student's
+    session.made = globals_now()
     return ok, e
+end
+
+-- After a replay the student did not ask for (:lang): every global whose value before it (before)
+-- was not what the lesson's last step left (session.made as it was then, made) is the student's
+-- own, and gets that value back, however the replay set it.
+local function keep_students(before, made)
+    for k, v in next, before do
+        if made[k] ~= v then rawset(_G, k, v) end
+    end
+    for k in next, made do
+        if before[k] == nil then rawset(_G, k, nil) end
+    end
 end
 
 -- Runs fn with the runner's and the lesson's output thrown away
@@ -528,6 +549,8 @@ function M.show_solution()
     return true
 end
 
+local NAME_COLUMN = 22   -- :lessons' name column at most: 30 columns before the summaries
+
 -- The list of :lessons: number, name and summary, the summary in a column after the names (its
 -- lines wrapped under that column, after a name too long for it as well), or under the name when
 -- the column leaves too little room. A summary's last line is never one Chinese character alone.
@@ -537,11 +560,13 @@ function M.list(lang)
     local width = columns()
     if #files == 0 then say_text(M.none_found(lang)); return false end
     say_text(said(lang).lessons)
-    local column = string.rep(" ", M.width(string.format("  %2d  %-18s ", 0, "")))
+    local name_width = 0   -- the longest name up to NAME_COLUMN; a longer one pushes its summary on
+    for _, f in ipairs(files) do name_width = math.max(name_width, math.min(#f.name, NAME_COLUMN)) end
+    local column = string.rep(" ", 2 + 2 + 2 + name_width + 2)
     for _, f in ipairs(files) do
         local lesson, err = M.load(f.path)
         local summary = lesson and tr(lesson.summary, lang) or string.format(said(lang).cannot_load, err:match("[^\n]*"))
-        local head = string.format("  %2d  %-18s ", f.number, f.name)
+        local head = string.format("  %2d  %-" .. name_width .. "s  ", f.number, f.name)
         local first, rest = head, column
         if M.width(head) > width - 20 then
             say_line((head:gsub("%s+$", "")))
@@ -771,7 +796,8 @@ function M.install(repl)
     cmd("answer", "EXPR", "answer the exercise with the value of EXPR", function(a) M.answer_expression(a) end)
     cmd("solution", "", "show the exercise's own solution", function() M.show_solution() end)
     cmd("text", "", "show the current step's text and code again (nothing is run)", function() M.reprint() end)
-    cmd("lang", "en|zh", "switch the lesson language (the current step is shown again in it)", function(a)
+    cmd("lang", "en|zh", "switch the lesson language (the current step is shown again in it; your own variables stay)",
+        function(a)
         local lang = a:match("%a+")
         lang = lang and lang:lower()
         if not (lang and M.languages[lang]) then
@@ -788,9 +814,12 @@ function M.install(repl)
                 -- the words a step resolved when it ran (token labels, titles) are the old
                 -- language's: steps 1..pos run again quietly in the new one, then the step is shown
                 -- again
+                -- again; what the student made or changed since stays as it is
                 local upto, pending = math.min(session.pos, #session.lesson.steps), session.pending
                 say_text(said(lang).replaying(upto, session.lesson.seed or 0))
+                local before, made = globals_now(), session.made or {}
                 local ok, err = replay_before(upto + 1)
+                keep_students(before, made)
                 if not ok then say_text(err) end
                 session.pending = pending
                 M.reprint()

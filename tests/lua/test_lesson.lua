@@ -559,6 +559,18 @@ captured(L.goto_step, 6)
 text = captured(commands.lang.run, "en")
 T.eq(":lang en gives English labels back", table.concat(tokens, " "), "the cat sat")
 T.ok(":lang at an exercise keeps it waiting for answer()", L.current().pending ~= nil and text:find("step 6/6", 1, true), text)
+-- what the student made or changed since the step ran is theirs: the quiet replay leaves it
+captured(L.goto_step, 2)
+tokens, students_own = {"my", "own"}, mha.ones(3, 4)
+local own = students_own
+text = captured(commands.lang.run, "zh")
+T.eq(":lang keeps a lesson variable the student changed", table.concat(tokens, " "), "my own")
+T.ok(":lang keeps the student's own variable", students_own == own, tostring(students_own))
+tokens = nil
+captured(commands.lang.run, "en")
+T.eq(":lang keeps a lesson variable the student cleared", tokens, nil)
+captured(L.goto_step, 2)
+T.eq(":goto rebuilds the lesson's variables", table.concat(tokens, " "), "the cat sat")
 text = captured(commands.lang.run, "fr")
 T.ok(":lang fr says what is accepted", text:find(":lang en|zh", 1, true), text)
 T.eq(":lang fr changes nothing", L.current().lang, "en")
@@ -869,33 +881,34 @@ do
     T.eq("and nowhere else (text past a screen is only counted)", select(2, text:gsub("还有", "")), 1)
 end
 
--- ---- :lessons at 80 columns: every summary's lines in one column, after a long name too; in Chinese
--- ---- no summary ends with one character alone ----------------------------------------------------
+-- ---- :lessons at 80 columns: the summaries in one column, two spaces after the longest name, their
+-- ---- wrapped lines under it; in Chinese no summary ends with one character alone --------------
 do
     captured(L.start, "tour", {batch = false, lang = "en", width = 80})
+    local longest = 0
+    for _, f in ipairs(L.files()) do longest = math.max(longest, #f.name) end
+    local column = 2 + 2 + 2 + math.min(longest, 22) + 2   -- the spaces before the summaries
     for _, lang in ipairs({"en", "zh"}) do
         local text = captured(L.list, lang)
-        local misaligned, lone, after_long = {}, {}, 0
-        local previous
+        local misaligned, lone, rows = {}, {}, 0
         for line in text:gmatch("[^\n]+") do
+            local number, name, gap = line:match("^ +(%d+)  (%S+)( +)%S")
+            if number then
+                rows = rows + 1
+                if #name <= 22 and 2 + 2 + 2 + #name + #gap ~= column then misaligned[#misaligned + 1] = line end
+            end
             local indent = line:match("^( +)%S")
-            if indent and not line:match("^ +%d+  ") then
-                if #indent ~= 25 then misaligned[#misaligned + 1] = line end
+            if indent and not number then
+                if #indent ~= column then misaligned[#misaligned + 1] = line end
                 local word = line:match("^ +(%S+)$")
                 if word and L.width((word:gsub("[，。；：）]$", ""))) == 2 and utf8.len(word) <= 2 then
                     lone[#lone + 1] = line
                 end
-                if previous and (previous:find(" 17  residual_norm_training ", 1, true)
-                        or previous:find(" 32  activation_patching ", 1, true)) then
-                    after_long = after_long + 1
-                end
             end
-            previous = line
         end
-        T.ok(lang .. ": a summary's lines start under its first, at column 26", #misaligned == 0,
+        T.ok(lang .. ": every lesson listed with its summary", rows == #L.files(), text)
+        T.ok(lang .. ": the summaries and their wrapped lines start at column " .. column + 1, #misaligned == 0,
             table.concat(misaligned, "\n"))
-        T.ok(lang .. ": lessons 17 and 32, whose names are longer than the column, wrap under it",
-            after_long >= 1, text)
         T.ok(lang .. ": no line of one Chinese character", #lone == 0, table.concat(lone, "\n"))
     end
 end
