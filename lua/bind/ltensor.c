@@ -35,15 +35,43 @@ static void push_nested(lua_State *L, const mha_tensor *t, size_t d, ptrdiff_t o
 
 /* ---- methods: what a tensor is ---- */
 
-static int t_shape(lua_State *L) {
-    mha_tensor *t = lmha_checktensor(L, 1);
-    lua_createtable(L, (int)t->ndim, 0);
-    for (size_t d = 0; d < t->ndim; d++) {
-        lua_pushinteger(L, (lua_Integer)t->shape[d]);
-        lua_rawseti(L, -2, (lua_Integer)d + 1);
+/* The metatable of the lists t:shape(), t:size() and t:strides() return, in the registry: its
+ * __tostring writes {3, 4} as the REPL shows the table, so print(x:shape()) and
+ * string.format("%s", x:shape()) read the same. It has no __name: a list passed where a number
+ * belongs is still "got table". __sizes tells lua/repl/printer.lua to show it as a plain table. */
+#define SIZES_MT "mha.sizes"
+
+/* __tostring of a sizes list: "{3, 4}", "{}" for a 0-d tensor's shape. */
+static int sizes_tostring(lua_State *L) {
+    luaL_checktype(L, 1, LUA_TTABLE);
+    lua_Integer n = (lua_Integer)lua_rawlen(L, 1);
+    luaL_Buffer b;
+    luaL_buffinit(L, &b);
+    luaL_addchar(&b, '{');
+    for (lua_Integer i = 1; i <= n; i++) {
+        if (i > 1) luaL_addstring(&b, ", ");
+        lua_rawgeti(L, 1, i);
+        luaL_tolstring(L, -1, NULL);
+        lua_replace(L, -2);   /* the text in place of the value: luaL_addvalue takes the top */
+        luaL_addvalue(&b);
     }
+    luaL_addchar(&b, '}');
+    luaL_pushresult(&b);
     return 1;
 }
+
+/* Pushes a new list of t's ndim sizes (shape) or strides, with the sizes metatable. */
+static int push_sizes(lua_State *L, const mha_tensor *t, int strides) {
+    lua_createtable(L, (int)t->ndim, 0);
+    for (size_t d = 0; d < t->ndim; d++) {
+        lua_pushinteger(L, strides ? (lua_Integer)t->stride[d] : (lua_Integer)t->shape[d]);
+        lua_rawseti(L, -2, (lua_Integer)d + 1);
+    }
+    luaL_setmetatable(L, SIZES_MT);
+    return 1;
+}
+
+static int t_shape(lua_State *L) { return push_sizes(L, lmha_checktensor(L, 1), 0); }
 
 /* t:size() is the shape table, t:size(dim) one size. */
 static int t_size(lua_State *L) {
@@ -53,15 +81,7 @@ static int t_size(lua_State *L) {
     return 1;
 }
 
-static int t_strides(lua_State *L) {
-    mha_tensor *t = lmha_checktensor(L, 1);
-    lua_createtable(L, (int)t->ndim, 0);
-    for (size_t d = 0; d < t->ndim; d++) {
-        lua_pushinteger(L, (lua_Integer)t->stride[d]);
-        lua_rawseti(L, -2, (lua_Integer)d + 1);
-    }
-    return 1;
-}
+static int t_strides(lua_State *L) { return push_sizes(L, lmha_checktensor(L, 1), 1); }
 
 /* The element offset into the storage: a count of elements, so 0 means
  * "starts at the first one". */
@@ -612,5 +632,11 @@ int lmha_open_tensor(lua_State *L) {
     lua_newtable(L); /* the readable fields, for completion: a tensor has none, only methods */
     lua_setfield(L, -2, "__fields");
     lua_pop(L, 1);
+    lua_createtable(L, 0, 2); /* the sizes lists' metatable, without the __name newmetatable sets */
+    lua_pushcfunction(L, sizes_tostring);
+    lua_setfield(L, -2, "__tostring");
+    lua_pushboolean(L, 1);
+    lua_setfield(L, -2, "__sizes");
+    lua_setfield(L, LUA_REGISTRYINDEX, SIZES_MT);
     return 0;
 }

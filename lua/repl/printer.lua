@@ -176,7 +176,10 @@ format_value = function(v, depth, path, indent, budget, hang)
     if kind == "string" then return quote(v) end
     if kind == "table" then
         local mt = getmetatable(v)
-        if not (mt and rawget(mt, "__tostring")) then return format_table(v, depth, path, indent, budget) end
+        -- a shape's list ({3, 4}) has a __tostring for print; here it is shown as a table
+        if not (mt and rawget(mt, "__tostring")) or rawget(mt, "__sizes") then
+            return format_table(v, depth, path, indent, budget)
+        end
     end
     return (safe_tostring(v):gsub("\n", "\n" .. hang))
 end

@@ -31,6 +31,21 @@ T.test("what a tensor reports", function()
         and methods.matmul)
 end)
 
+-- print and string.format("%s") show a shape as the REPL does, not as "table: 0x..."
+T.test("a shape's list prints as the REPL shows it", function()
+    local t = counting()
+    T.eq("tostring(t:shape())", tostring(t:shape()), "{2, 3, 4}")
+    T.eq("string.format %s", string.format("shape %s", t:shape()), "shape {2, 3, 4}")
+    T.eq("t:size()", tostring(t:size()), "{2, 3, 4}")
+    T.eq("t:strides()", tostring(t:strides()), "{12, 4, 1}")
+    T.eq("a scalar's shape", tostring(mha.tensor(2):shape()), "{}")
+    T.eq("still a plain list", {table.unpack(t:shape())}, {2, 3, 4})
+    T.eq("a shape passed for a size is still a table", select(2, pcall(mha.zeros, 2, t:shape())),
+         "zeros: size 2 of the shape is not an integer (table)")
+    local printer = require "mha.repl.printer"
+    T.eq("the REPL's printer shows it as a table", printer.format({s = t:shape()}), "{s = {2, 3, 4}}")
+end)
+
 T.test("element access", function()
     local t = counting()
     T.eq("get(1,1,1)", t:get(1, 1, 1), 0.0)
