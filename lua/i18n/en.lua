@@ -141,6 +141,8 @@ en.hint = {
     command = "unknown command :%s (did you mean :%s?)",
     missing_arg = "%s needs argument #%s: ?%s shows what it takes",
     nil_name = "%s is nil: did you mean %s?",
+    nil_global = "%s is nil: nothing has been assigned to it in this session (after :reset, run the " ..
+                 "lines that make it again)",
     import = "Lua has no import: mha is already loaded, and torch's names live in mha.* " ..
              "(mha.softmax, mha.nn.Linear)",
     range = "Lua's loop is %s (both ends included)",

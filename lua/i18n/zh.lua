@@ -134,6 +134,7 @@ zh.hint = {
     command = "没有命令 :%s（你是想输入 :%s 吗？）",
     missing_arg = "%s 缺少第 %s 个参数：?%s 列出它要的参数",
     nil_name = "%s 是 nil：你是想写 %s 吗？",
+    nil_global = "%s 是 nil：本次会话里还没有给它赋过值（:reset 之后，要重新运行生成它的那几行）",
     import = "Lua 没有导入语句：mha 已经加载好了，张量和神经网络的函数都在 mha.* 里（mha.softmax、mha.nn.Linear）",
     range = "Lua 的循环写作 %s（两端都包括在内）",
     def = "Lua 的函数写作 %s",

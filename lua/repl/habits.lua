@@ -7,6 +7,7 @@ local display = require "mha.display"
 local complete = require "mha.repl.complete"
 local mha_is_tensor = require("mha").is_tensor
 local i18n = require "mha.i18n"   -- the hints' words (rooms hint and core)
+local option_tables = require "mha.options"   -- edit_distance
 
 local habits = {}
 
@@ -16,15 +17,34 @@ function habits.words(lang) return i18n.words(lang).hint end
 
 habits.closest = display.closest
 
+-- The name in candidates nearest a nil global's name, when close for the name's length: one edit
+-- for every 4 letters (mhaa -> mha, sofmax -> softmax; loss is not load, nor opt out). Only names
+-- that hold a value in where (_G, mha), never a keyword (lin is not in), and for a call (used is
+-- "call") only what can be called.
+local function near_global(name, candidates, where, used)
+    local names = {}
+    for _, c in ipairs(candidates) do
+        local ok, v = pcall(function() return where[c] end)
+        local mt = ok and getmetatable(v)
+        local callable = type(v) == "function" or type(mt) == "table" and rawget(mt, "__call") ~= nil
+        if ok and v ~= nil and not complete.keywords[c] and (used ~= "call" or callable) then
+            names[#names + 1] = c
+        end
+    end
+    local best = habits.closest(name, names)
+    if best and 4 * option_tables.edit_distance(name:lower(), best:lower()) <= #name then return best end
+    return nil
+end
+
 -- "mha.sofmax" -> "mha.softmax": the name Tab would offer (mha.repl.complete) nearest to a name
--- missing from a table, from an object's methods, or from the globals.
-local function suggest(kind, name, input)
+-- missing from a table, from an object's methods, or from the globals (used: "call" or "index").
+local function suggest(kind, name, input, used)
     if kind == "global" then   -- a global, else a function of mha's typed without "mha." (sofmax)
-        local best = habits.closest(name, complete.names(""))
+        local best = near_global(name, complete.names(""), _G, used)
         if best then return best end
         local fields = {}
         for i, full in ipairs(complete.names("mha.")) do fields[i] = full:sub(5) end
-        best = habits.closest(name, fields)
+        best = near_global(name, fields, rawget(_G, "mha") or {}, used)
         return best and "mha." .. best
     end
     local sep = kind == "method" and ":" or "."
@@ -212,10 +232,13 @@ function habits.after_error(input, msg, lang)
     -- a function called without an argument it needs: where its signature is
     local n, fname = first:match("bad argument #(%d+) to '([%w_]+)' %(.- expected, got no value%)")
     if n then return w.hint .. string.format(w.missing_arg, fname, n, fname) end
-    local kind, name = first:match("attempt to %a+ a nil value %((%a+) '([%w_]+)'%)")
+    local used, kind, name = first:match("attempt to (%a+) a nil value %((%a+) '([%w_]+)'%)")
     if kind == "global" or kind == "field" or kind == "method" then
-        local best = suggest(kind, name, input)
+        local best = suggest(kind, name, input, used)
+        if best and kind == "global" then return w.hint .. string.format(w.nil_name, name, best) end
         if best then return w.hint .. string.format(w.did_you_mean, best) end
+        -- a name never assigned (or lost to :reset): loss.item(), lin.forward(x)
+        if kind == "global" then return w.hint .. string.format(w.nil_global, name) end
     end
     return nil
 end

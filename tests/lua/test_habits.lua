@@ -37,12 +37,31 @@ T.test("did you mean, in errors", function()
     x = mha.randn(2, 2)
     T.eq("field", habits.after_error("mha.sofmax(x, 1)", error_of("mha.sofmax(x, 1)"), "en"), "hint: did you mean mha.softmax?")
     T.eq("method", habits.after_error("x:tranpose(1, 2)", error_of("x:tranpose(1, 2)"), "en"), "hint: did you mean x:transpose?")
-    T.eq("global", habits.after_error("mhaa.softmax(x)", error_of("mhaa.softmax(x)"), "en"), "hint: did you mean mha?")
-    T.eq("mha's function without mha.", habits.after_error("sofmax(x)", error_of("sofmax(x)"), "en"), "hint: did you mean mha.softmax?")
+    T.eq("global", habits.after_error("mhaa.softmax(x)", error_of("mhaa.softmax(x)"), "en"), "hint: mhaa is nil: did you mean mha?")
+    T.eq("mha's function without mha.", habits.after_error("sofmax(x)", error_of("sofmax(x)"), "en"), "hint: sofmax is nil: did you mean mha.softmax?")
     T.eq("in Chinese", habits.after_error("mha.sofmax(x)", error_of("mha.sofmax(x)"), "zh"), "提示：你是想写 mha.softmax 吗？")
-    T.eq("a one-letter name gets no guess (x is one edit from _)", habits.after_error("x:T()", "stdin:1: attempt to index a nil value (global 'x')", "en"), nil)
+    T.eq("a one-letter name gets no guess (x is one edit from _)", habits.after_error("x:T()", "stdin:1: attempt to index a nil value (global 'x')", "en"),
+         "hint: x is nil: nothing has been assigned to it in this session (after :reset, run the lines that make it again)")
     T.eq("nothing near: no hint", habits.after_error("mha.zzzzzzzz(x)", error_of("mha.zzzzzzzz(x)"), "en"), nil)
     x = nil
+end)
+
+-- a nil global is said to be nil; a guess only for a close spelling of a name that holds a value
+T.test("a nil variable, not a far guess", function()
+    local never = "is nil: nothing has been assigned to it in this session (after :reset, run the lines that make it again)"
+    out = 1
+    T.eq("loss.item() is not load", habits.after_error("loss.item()", error_of("loss.item()"), "en"), "hint: loss " .. never)
+    T.eq("lin.forward(x) is not the keyword in", habits.after_error("lin.forward(x)", error_of("lin.forward(x)"), "en"),
+         "hint: lin " .. never)
+    T.eq("opt.step() is not out", habits.after_error("opt.step()", error_of("opt.step()"), "en"), "hint: opt " .. never)
+    T.eq("in Chinese", habits.after_error("loss.item()", error_of("loss.item()"), "zh"),
+         "提示：loss 是 nil：本次会话里还没有给它赋过值（:reset 之后，要重新运行生成它的那几行）")
+    modle = 1
+    T.eq("a close spelling of a variable", habits.after_error("model.forward(x)", error_of("model.forward(x)"), "en"),
+         "hint: model is nil: did you mean modle?")
+    T.eq("a call is not offered a number", habits.after_error("modl(x)", error_of("modl(x)"), "en"),
+         "hint: modl " .. never)
+    out, modle = nil, nil
 end)
 
 T.test("a value at the end of statements", function()
@@ -146,8 +165,9 @@ T.test("python syntax", function()
     T.eq("+= in Chinese", habits.after_error("x += 1", error_of("x += 1"), "zh"), "提示：Lua 没有 +=：写作 x = x + 1")
     T.eq("dim 0 in Chinese", habits.after_error("x:sum(0)", error_of("x:sum(0)"), "zh"),
          "提示：这里的维度从 1 开始数：dim 1 是第一维，-1 是最后一维")
-    T.eq("x == y is Lua: no hint", habits.after_error("f(x == y)", "stdin:1: attempt to call a nil value (global 'f')",
-                                                      "en"), nil)
+    T.eq("x == y is Lua: no keyword hint, f is nil",
+         habits.after_error("f(x == y)", "stdin:1: attempt to call a nil value (global 'f')", "en"),
+         "hint: f is nil: nothing has been assigned to it in this session (after :reset, run the lines that make it again)")
     T.eq("a = None", habits.after_statement("a = None", "en"),
          "hint: Lua writes None as nil: None is an unset name here, so a is nil")
     T.eq("b = True in Chinese", habits.after_statement("b = True", "zh"),
@@ -226,7 +246,8 @@ T.test("python's f-strings and 0-based indexes into tables", function()
     T.eq("the suggested call runs", text, string.format("loss %s at %.3f, 100%%", x:sum():item(), x:mean():item()))
     T.eq("f-string in Chinese", habits.after_error("print(f'{x}')", error_of("print(f'{x}')"), "zh"),
          "提示：Lua 没有 f 字符串：用 string.format 拼出文字，string.format('%s', x)")
-    T.eq("a global f called as f(1) is no f-string", habits.after_error("f(1)", error_of("f(1)"), "en"), nil)
+    T.eq("a global f called as f(1) is no f-string", habits.after_error("f(1)", error_of("f(1)"), "en"),
+         "hint: f is nil: nothing has been assigned to it in this session (after :reset, run the lines that make it again)")
     T.eq("x:shape()[0]", habits.after_value("x:shape()[0]", "en", x:shape()[0]),
          "hint: Lua and mha index from 1: x:shape()[0] is nil; x:shape()[1] is the first")
     T.eq("t[0] in Chinese", habits.after_value("t[0]", "zh", nil), "提示：Lua 和 mha 的下标从 1 开始：t[0] 是 nil；t[1] 才是第一个")
