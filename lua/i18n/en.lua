@@ -146,6 +146,8 @@ en.hint = {
     import = "Lua has no import: mha is already loaded, and torch's names live in mha.* " ..
              "(mha.softmax, mha.nn.Linear)",
     range = "Lua's loop is %s (both ends included)",
+    range_from_one = "Lua counts from 1: %s (both ends included) runs %s over %s, the indices " ..
+                     "x[%s] takes; where range(%s)'s %s are really needed, write %s - 1",
     def = "Lua's function is written %s",
     list = "Lua's lists are tables in braces: %s (mha.tensor takes one too)",
     long_string = "[[...]] is a Lua string, not a list: %s holds text now; a table of rows is %s",

@@ -137,6 +137,8 @@ zh.hint = {
     nil_global = "%s 是 nil：本次会话里还没有给它赋过值（:reset 之后，要重新运行生成它的那几行）",
     import = "Lua 没有导入语句：mha 已经加载好了，张量和神经网络的函数都在 mha.* 里（mha.softmax、mha.nn.Linear）",
     range = "Lua 的循环写作 %s（两端都包括在内）",
+    range_from_one = "Lua 从 1 开始数：%s（两端都包括在内）让 %s 依次取 %s，正是 x[%s] 要的下标；" ..
+                     "确实需要 range(%s) 的 %s 时，写 %s - 1",
     def = "Lua 的函数写作 %s",
     list = "Lua 的列表是花括号里的表：%s（mha.tensor 也接受它）",
     long_string = "[[...]] 在 Lua 里是字符串，不是列表：%s 现在存的是文字；按行的表写作 %s",

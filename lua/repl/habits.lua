@@ -73,7 +73,20 @@ local function operands(input, op)
     return a, b
 end
 
+-- "1, 2, 3" or "1, 2, ..., n": the values from first (0 or 1) to last ("3", "n - 1"); count is
+-- how many there are when known.
+local function value_list(first, last, count)
+    if count and count <= 4 then
+        local values = {}
+        for k = 0, count - 1 do values[#values + 1] = tostring(first + k) end
+        return table.concat(values, ", ")
+    end
+    return string.format("%d, %d, ..., %s", first, first + 1, last)
+end
+
 -- Python's `for i in range(a, b, s): body` as Lua's `for i = a, b - 1, s do body end`, or nil.
+-- For range(n) and range(0, n) the loop counts from 1, as Lua's indices do: `for i = 1, n do body
+-- end`; the second result then holds what the hint says of it (var, n, args, the lists).
 local function range_loop(input)
     local var, args, rest = input:match("^%s*for%s+([%a_][%w_]*)%s+in%s+range%s*%(([^()]*)%)%s*:?([^\n]*)")
     if not var then return nil end
@@ -81,14 +94,23 @@ local function range_loop(input)
     for part in (args .. ","):gmatch("%s*([^,]-)%s*,") do parts[#parts + 1] = part end
     if #parts == 1 then table.insert(parts, 1, "0") end
     if #parts < 2 or #parts > 3 or parts[1] == "" or parts[2] == "" then return nil end
+    local body = rest:match("^%s*(.-)%s*$"):gsub("%s*%f[%w]end$", "")   -- an `end` typed after it
+    body = body ~= "" and body or "..."
+    local n = parts[2]
+    local count = math.tointeger(tonumber(n))
+    if parts[1] == "0" and (parts[3] == nil or parts[3] == "1") and (count == nil or count > 0) then
+        local zero_last = count and tostring(count - 1) or n .. " - 1"
+        return string.format("for %s = 1, %s do %s end", var, n, body), {
+            var = var, args = args:match("^%s*(.-)%s*$"),
+            one_based = value_list(1, n, count), zero_based = value_list(0, zero_last, count)}
+    end
     local step = tonumber(parts[3] or "1")
     local down = step and step < 0
-    local stop = tonumber(parts[2])   -- the last value range reaches: one before its stop
-    stop = stop and tostring(math.tointeger(stop + (down and 1 or -1)) or parts[2])
-           or parts[2] .. (down and " + 1" or " - 1")
-    local body = rest:match("^%s*(.-)%s*$"):gsub("%s*%f[%w]end$", "")   -- an `end` typed after it
+    local stop = tonumber(n)   -- the last value range reaches: one before its stop
+    stop = stop and tostring(math.tointeger(stop + (down and 1 or -1)) or n)
+           or n .. (down and " + 1" or " - 1")
     return string.format("for %s = %s, %s%s do %s end", var, parts[1], stop,
-                         parts[3] and ", " .. parts[3] or "", body ~= "" and body or "...")
+                         parts[3] and ", " .. parts[3] or "", body)
 end
 
 -- A Python list typed in brackets, as Lua's table in braces: "[1, 2, 3]" -> "{1, 2, 3}" (the first
@@ -156,7 +178,11 @@ function habits.after_error(input, msg, lang)
        or missing == "torch" or missing == "np" or missing == "numpy" then
         return w.hint .. w.import
     end
-    local loop = range_loop(input)
+    local loop, counted = range_loop(input)
+    if counted then
+        return w.hint .. string.format(w.range_from_one, loop, counted.var, counted.one_based, counted.var,
+                                       counted.args, counted.zero_based, counted.var)
+    end
     if loop then return w.hint .. string.format(w.range, loop) end
     local def = python_def(input)
     if def then return w.hint .. string.format(w.def, def) end

@@ -81,9 +81,17 @@ T.test("python imports, loops and indices", function()
     T.eq("import torch in Chinese", habits.after_error("import torch", error_of("import torch"), "zh"),
          "提示：Lua 没有导入语句：mha 已经加载好了，张量和神经网络的函数都在 mha.* 里（mha.softmax、mha.nn.Linear）")
     T.eq("important = 1 is no import", habits.after_error("important = 1 +", error_of("important = 1 +"), "en"), nil)
+    -- range(n) becomes Lua's 1-based loop (x[i] reads from 1), with range's 0-based i as i - 1
+    local counted = "hint: Lua counts from 1: for i = 1, 3 do print(i) end (both ends included) runs i " ..
+        "over 1, 2, 3, the indices x[i] takes; where range(3)'s 0, 1, 2 are really needed, write i - 1"
+    T.eq("for i in range(3): print(i)", habits.after_error("for i in range(3): print(i)",
+         error_of("for i in range(3): print(i)\n"), "en"), counted)
+    T.eq("an end typed after it", habits.after_error("for i in range(3): print(i) end",
+         error_of("for i in range(3): print(i) end\n"), "en"), counted)
+    T.eq("range(0, n)", habits.after_error("for j in range(0, n):", error_of("for j in range(0, n):\n"), "en"),
+         "hint: Lua counts from 1: for j = 1, n do ... end (both ends included) runs j over 1, 2, ..., n, " ..
+         "the indices x[j] takes; where range(0, n)'s 0, 1, ..., n - 1 are really needed, write j - 1")
     local loops = {
-        {"for i in range(3): print(i)", "for i = 0, 2 do print(i) end"},
-        {"for i in range(3): print(i) end", "for i = 0, 2 do print(i) end"},
         {"for i in range(1, n):", "for i = 1, n - 1 do ... end"},
         {"for k in range(10, 0, -2): print(k) end", "for k = 10, 1, -2 do print(k) end"},
     }
@@ -97,8 +105,10 @@ T.test("python imports, loops and indices", function()
          habits.never_completes("for i in range(3): print(i)"),
          habits.never_completes("for i in range(3) do"),
          habits.never_completes("for i in range(3):each() do")}, {true, true, false, false})
-    T.eq("a range loop in Chinese", habits.after_error(loops[1][1], error_of(loops[1][1]), "zh"),
-         "提示：Lua 的循环写作 for i = 0, 2 do print(i) end（两端都包括在内）")
+    T.eq("a range loop in Chinese", habits.after_error("for i in range(3): print(i)",
+         error_of("for i in range(3): print(i)"), "zh"),
+         "提示：Lua 从 1 开始数：for i = 1, 3 do print(i) end（两端都包括在内）让 i 依次取 1, 2, 3，" ..
+         "正是 x[i] 要的下标；确实需要 range(3) 的 0, 1, 2 时，写 i - 1")
     x = mha.randn(2, 3)
     T.eq("x[0]", habits.after_error("x[0]", error_of("x[0]"), "en"),
          "hint: Lua and mha index from 1: x[1] is the first, x[-1] the last")
