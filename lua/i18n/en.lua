@@ -165,13 +165,17 @@ en.hint = {
     index_zero_nil = "Lua and mha index from 1: %s[0] is nil; %s[1] is the first",
 }
 
--- The hint line printed under an English message of the core or the helpers (lua/repl/habits.lua):
--- false in English, where the message says it already; a format of the message pattern's captures
--- elsewhere.
+-- The hint line printed under an English message of the core or the helpers (lua/repl/habits.lua),
+-- a format of the message pattern's captures: false where the English message says it already.
 en.core = {
-    interrupted = false, option_did_you_mean = false, option_unknown = false, method_colon = false,
-    view = false, inner_sizes = false, divisible = false, bad_argument = false, float32_exact = false,
-    float32_range = false, float32_small = false, disk_full = false, dim_largest = false,
+    interrupted = "hint: Ctrl-C stopped this input; what it did before that (an assignment, say) is kept",
+    inner_sizes = "hint: the matrix product A·B needs A's last dim to equal B's second-to-last (here %s "
+        .. "and %s); perhaps one of them should be transposed first: :transpose(1, 2)",
+    divisible = "hint: each head gets embed_dim/num_heads dims, so embed_dim %s must be a multiple of "
+        .. "num_heads %s",
+    option_did_you_mean = false, option_unknown = false, method_colon = false, view = false,
+    bad_argument = false, float32_exact = false, float32_range = false, float32_small = false,
+    disk_full = false, dim_largest = false,
 }
 
 -- What the REPL's commands say (lua/repl/repl.lua).

@@ -338,11 +338,11 @@ function habits.unknown_command(name, commands, lang)
     return nil
 end
 
--- Chinese hint lines for the messages the C core and the helpers raise in English: in a Chinese
--- session the REPL prints the line under such a message (in English the message says it already).
--- Each entry is a pattern of the message's first line and the hint's key in the catalogue
--- (room core), a format for the pattern's captures.
-local ZH_LINES = {
+-- Hint lines for the messages the C core and the helpers raise in English: the REPL prints the
+-- line under such a message (in English only where the message does not say it already: a key
+-- that is false in en.core gives none). Each entry is a pattern of the message's first line and
+-- the hint's key in the catalogue (room core), a format for the pattern's captures.
+local CORE_LINES = {
     {"^interrupted$", "interrupted"},
     {": interrupted$", "interrupted"},
     {"unknown option '([^']*)' %(did you mean '([^']*)'%?%)", "option_did_you_mean"},
@@ -361,14 +361,18 @@ local ZH_LINES = {
     {"the largest size a dim may have", "dim_largest"},
 }
 
--- The Chinese hint line for an English message (its first line), or nil.
-function habits.zh_line(msg)
+-- The hint line in lang ("en", "zh") for an English message of the core (its first line), or nil.
+function habits.core_line(msg, lang)
     local first = tostring(msg):match("^[^\n]*")
-    for _, entry in ipairs(ZH_LINES) do
+    for _, entry in ipairs(CORE_LINES) do
         local found = table.pack(first:match(entry[1]))
-        if found[1] then return string.format(i18n.words("zh").core[entry[2]], table.unpack(found, 1, found.n)) end
+        local line = i18n.words(lang).core[entry[2]]
+        if found[1] then return line and string.format(line, table.unpack(found, 1, found.n)) or nil end
     end
     return nil
 end
+
+-- The Chinese hint line for an English message (its first line), or nil.
+function habits.zh_line(msg) return habits.core_line(msg, "zh") end
 
 return habits

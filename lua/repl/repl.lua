@@ -472,8 +472,9 @@ function repl.hint(input, how, ...)
         local fixed = with_break(input, (...))
         if fixed then return string.format(repl.said("value_after"), fixed) end
         local hint = habit_hint("after_error", input, (...), repl.lang())
-        -- in Chinese, an English message of the core gets its Chinese line
-        if not hint and repl.lang() == "zh" then hint = habit_hint("zh_line", (...)) end
+        -- an English message of the core gets its line: in Chinese each, in English those the
+        -- message does not say already (matmul's inner sizes: transpose one)
+        if not hint then hint = habit_hint("core_line", (...), repl.lang()) end
         return hint
     end
     if how == "print" then return habit_hint("after_value", input, repl.lang(), ...) end

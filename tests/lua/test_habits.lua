@@ -237,6 +237,21 @@ T.test("the errors a student meets first: a hint in English, a Chinese line in C
     T.eq("heads that do not divide embed_dim in Chinese",
          habits.zh_line("stdin:1: MultiheadAttention: embed_dim 8 is not divisible by num_heads 3"),
          "提示：embed_dim 8 必须能被 num_heads 3 整除：每个头分到 embed_dim/num_heads 维")
+    -- English gets the lines its message does not say: transpose one; each head's share; Ctrl-C
+    local repl = require "mha.repl"
+    T.eq("matmul's inner sizes in English", habits.core_line("stdin:1: matmul: (3,4) @ (3,5): inner sizes 4 and 3 differ", "en"),
+         "hint: the matrix product A·B needs A's last dim to equal B's second-to-last (here 4 and 3); perhaps one " ..
+         "of them should be transposed first: :transpose(1, 2)")
+    T.eq("heads that do not divide embed_dim in English",
+         habits.core_line("stdin:1: MultiheadAttention: embed_dim 8 is not divisible by num_heads 3", "en"),
+         "hint: each head gets embed_dim/num_heads dims, so embed_dim 8 must be a multiple of num_heads 3")
+    T.eq("Ctrl-C in English", habits.core_line("interrupted", "en"),
+         "hint: Ctrl-C stopped this input; what it did before that (an assignment, say) is kept")
+    T.eq("the message says it already: no line", habits.core_line("view: cannot view a tensor of shape (2,3)", "en"), nil)
+    T.eq("the REPL gives it under mha.matmul(x, y)", repl.hint("mha.matmul(x, y)", "error",
+         "stdin:1: matmul: (3,4) @ (3,5): inner sizes 4 and 3 differ"),
+         "hint: the matrix product A·B needs A's last dim to equal B's second-to-last (here 4 and 3); perhaps one " ..
+         "of them should be transposed first: :transpose(1, 2)")
     T.eq("a misspelt name alone is nil", habits.after_value("mha.sofmax", "en", nil), "hint: mha.sofmax is nil: did you mean mha.softmax?")
     T.eq("a misspelt global alone", habits.after_value("sofmax", "en", nil), "hint: sofmax is nil: did you mean mha.softmax?")
     T.eq("a nil that is no misspelling gets no hint", habits.after_value("mha.zzzzqqqq", "en", nil), nil)
