@@ -134,6 +134,10 @@ en.hint = {
     ce_option = false,
     matmul_at = "Lua has no @ operator: the matrix product is %s:matmul(%s), or mha.matmul(%s, %s)",
     matmul_star = "* multiplies element by element (broadcasting); for the matrix product write %s:matmul(%s)",
+    matmul_star_t = "* multiplies element by element (broadcasting); the matrix product that fits %s and " ..
+                    "%s is %s: (%d,%d) @ (%d,%d) gives (%d,%d)",
+    matmul_none = "* multiplies element by element, so the shapes must broadcast; no matrix product fits %s " ..
+                  "and %s either (A:matmul(B) needs A's last size equal to B's second-to-last)",
     did_you_mean = "did you mean %s?",
     colon = "write %s",
     dangling = "a value alone (%s) is not a Lua statement: type %s on a line of its own, or print(%s)",

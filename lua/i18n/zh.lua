@@ -127,6 +127,9 @@ zh.hint = {
                 "\"none\"，label_smoothing 是 0 到 1 之间的数",
     matmul_at = "Lua 没有 @ 运算符：矩阵乘法写作 %s:matmul(%s)，或 mha.matmul(%s, %s)",
     matmul_star = "* 是逐元素相乘（会广播）；矩阵乘法请写 %s:matmul(%s)",
+    matmul_star_t = "* 是逐元素相乘（会广播）；适合 %s 和 %s 的矩阵乘法是 %s：(%d,%d) @ (%d,%d) 得到 (%d,%d)",
+    matmul_none = "* 是逐元素相乘，形状必须能广播；%s 和 %s 也做不了矩阵乘法" ..
+                  "（A:matmul(B) 要求 A 的最后一维等于 B 的倒数第二维）",
     did_you_mean = "你是想写 %s 吗？",
     colon = "写作 %s",
     dangling = "单独的值（%s）不是 Lua 语句：把 %s 单独输入一行，或用 print(%s)",

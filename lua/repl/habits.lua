@@ -167,6 +167,37 @@ local function colon_hint(input, first, w)
     return false
 end
 
+-- "(3,4)" -> {3, 4}
+local function sizes(text)
+    local out = {}
+    for n in text:gmatch("%d+") do out[#out + 1] = tonumber(n) end
+    return out
+end
+
+-- The hint for A * B whose shapes (shape_a, shape_b: "(3,4)") do not broadcast: the matrix
+-- product that fits the shapes (A's last size must equal B's second-to-last), A:matmul(B), else
+-- with one operand transposed, else B:matmul(A), else that none fits; nil for a vector.
+local function star_hint(input, shape_a, shape_b, w)
+    local a, b = operands(input, "%*")
+    a, b = a or "A", b or "B"
+    local sa, sb = sizes(shape_a), sizes(shape_b)
+    if #sa < 2 or #sb < 2 then return nil end
+    local ra, ca, rb, cb = sa[#sa - 1], sa[#sa], sb[#sb - 1], sb[#sb]
+    if ca == rb then return w.hint .. string.format(w.matmul_star, a, b) end
+    local function T(s, n) return s .. (n == 2 and ":transpose(1, 2)" or ":transpose(-2, -1)") end
+    local call, left, right
+    if ca == cb then
+        call, left, right = a .. ":matmul(" .. T(b, #sb) .. ")", {ra, ca}, {cb, rb}
+    elseif ra == rb then
+        call, left, right = T(a, #sa) .. ":matmul(" .. b .. ")", {ca, ra}, {rb, cb}
+    elseif cb == ra then   -- the other order: B's rows combine A's
+        call, left, right = b .. ":matmul(" .. a .. ")", {rb, cb}, {ra, ca}
+    end
+    if not call then return w.hint .. string.format(w.matmul_none, shape_a, shape_b) end
+    return w.hint .. string.format(w.matmul_star_t, shape_a, shape_b, call, left[1], left[2],
+                                   right[1], right[2], left[1], right[2])
+end
+
 -- A hint for an input whose evaluation raised msg (a syntax or a run-time error), or nil.
 function habits.after_error(input, msg, lang)
     local w = habits.words(lang)
@@ -249,10 +280,8 @@ function habits.after_error(input, msg, lang)
     local bad = first:match("cross_entropy: targets %S+: entry %d+ is (%-?%d+); expected a whole number from 1")
     if bad and tonumber(bad) <= 0 then return w.hint .. string.format(w.ce_target, bad, bad) end
     if w.ce_option and first:find("cross_entropy[%w_]*: option [%w_]+ must be") then return w.hint .. w.ce_option end
-    if first:find("mul: shapes", 1, true) and first:find("cannot broadcast", 1, true) and input:find("*", 1, true) then
-        local a, b = operands(input, "%*")
-        return w.hint .. string.format(w.matmul_star, a or "A", b or "B")
-    end
+    local shape_a, shape_b = first:match("mul: shapes (%b()) and (%b()) cannot broadcast")
+    if shape_a and input:find("*", 1, true) then return star_hint(input, shape_a, shape_b, w) end
     local colon = colon_hint(input, first, w)
     if colon ~= nil then return colon or nil end
     -- a function called without an argument it needs: where its signature is

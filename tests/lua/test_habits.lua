@@ -26,6 +26,24 @@ T.test("python habits in errors", function()
         "hint: Lua has no @ operator: the matrix product is x:T():matmul(mha.eye(3)), or mha.matmul(x:T(), mha.eye(3))")
     T.eq("x * y:T() meant as a matrix product", habits.after_error("x * y:T()", error_of("x * y:T()"), "en"),
         "hint: * multiplies element by element (broadcasting); for the matrix product write x:matmul(y:T())")
+    -- matmul is offered only where the inner sizes match, else the product that fits, or none
+    y = mha.randn(3, 5)
+    T.eq("x * y with (3,4) and (3,5): x transposed fits", habits.after_error("x * y", error_of("x * y"), "en"),
+        "hint: * multiplies element by element (broadcasting); the matrix product that fits (3,4) and (3,5) is " ..
+        "x:transpose(1, 2):matmul(y): (4,3) @ (3,5) gives (4,5)")
+    T.eq("the suggested product runs", x:transpose(1, 2):matmul(y):shape(), {4, 5})
+    local z = mha.randn(5, 4)
+    _G.z = z
+    T.eq("x * z with (3,4) and (5,4): z transposed", habits.after_error("x * z", error_of("x * z"), "en"),
+        "hint: * multiplies element by element (broadcasting); the matrix product that fits (3,4) and (5,4) is " ..
+        "x:matmul(z:transpose(1, 2)): (3,4) @ (4,5) gives (3,5)")
+    T.eq("no product fits", habits.after_error("x * mha.randn(5, 6)", error_of("x * mha.randn(5, 6)"), "en"),
+        "hint: * multiplies element by element, so the shapes must broadcast; no matrix product fits (3,4) and " ..
+        "(5,6) either (A:matmul(B) needs A's last size equal to B's second-to-last)")
+    T.eq("in Chinese", habits.after_error("x * y", error_of("x * y"), "zh"),
+        "提示：* 是逐元素相乘（会广播）；适合 (3,4) 和 (3,5) 的矩阵乘法是 x:transpose(1, 2):matmul(y)：(4,3) @ (3,5) 得到 (4,5)")
+    _G.z = nil
+    y = mha.randn(3, 4)
     T.eq("x * y (same shapes) is fine: no hint", habits.after_error("x * 2", "stdin:1: some other error", "en"), nil)
     T.eq("exit()", habits.after_error("exit()", error_of("exit()"), "en"), "hint: :quit or Ctrl-D leaves mha-repl (os.exit() too)")
     T.eq("quit()", habits.after_error("quit()", error_of("quit()"), "en"), "hint: :quit or Ctrl-D leaves mha-repl (os.exit() too)")
