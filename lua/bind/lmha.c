@@ -26,9 +26,26 @@
 
 /* mha.tensor{{1,2},{3,4}}, mha.tensor(3.5), mha.tensor{true,false}, mha.tensor(t) (a copy);
  * an optional dtype "float32" or "bool" converts. */
+/* torch.tensor's values typed as arguments, mha.tensor(1, 2, 3): an error showing the one table
+ * they go in, "tensor: takes one table of values, not 3 numbers: mha.tensor{1, 2, 3}". */
+static int values_as_arguments(lua_State *L) {
+    int n = lua_gettop(L);
+    luaL_Buffer b;
+    luaL_buffinit(L, &b);
+    for (int i = 1; i <= n; i++) {
+        if (i > 1) luaL_addstring(&b, ", ");
+        luaL_tolstring(L, i, NULL);
+        luaL_addvalue(&b);
+    }
+    luaL_pushresult(&b);
+    return luaL_error(L, "tensor: takes one table of values, not %d numbers: mha.tensor{%s}", n,
+                      lua_tostring(L, -1));
+}
+
 static int l_tensor(lua_State *L) {
     static const char *const dtypes[] = {"float32", "bool", NULL};
     luaL_checkany(L, 1);
+    if (lua_type(L, 1) == LUA_TNUMBER && lua_type(L, 2) == LUA_TNUMBER) return values_as_arguments(L);
     int dtype = lua_isnoneornil(L, 2) ? -1 : luaL_checkoption(L, 2, NULL, dtypes);
     lua_settop(L, 1);
     mha_tensor *t, *given = lmha_testtensor(L, 1);

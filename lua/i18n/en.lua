@@ -166,6 +166,8 @@ en.hint = {
     dim_zero = "dims count from 1 here: dim 1 is the first, -1 the last",
     constant = "Lua writes %s as %s: %s is an unset name here, so %s is nil",
     fstring = "Lua has no f-strings: string.format builds the text, %s",
+    shape_index = "%s.shape is a method here, and dims count from 1: Python's %s.shape[%s] is %s " ..
+                  "(%s:shape() is the whole shape)",
     index_zero_nil = "Lua and mha index from 1: %s[0] is nil; %s[1] is the first",
 }
 
@@ -179,7 +181,7 @@ en.core = {
         .. "num_heads %s",
     option_did_you_mean = false, option_unknown = false, method_colon = false, view = false,
     bad_argument = false, float32_exact = false, float32_range = false, float32_small = false,
-    disk_full = false, dim_largest = false,
+    disk_full = false, dim_largest = false, tensor_values = false,
 }
 
 -- What the REPL's commands say (lua/repl/repl.lua).

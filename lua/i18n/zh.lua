@@ -155,6 +155,8 @@ zh.hint = {
     dim_zero = "这里的维度从 1 开始数：dim 1 是第一维，-1 是最后一维",
     constant = "Lua 把 %s 写作 %s：%s 在这里是未定义的名字，所以 %s 是 nil",
     fstring = "Lua 没有 f 字符串：用 string.format 拼出文字，%s",
+    shape_index = "%s.shape 在这里是方法，而且维度从 1 开始数：Python 的 %s.shape[%s] 写作 %s" ..
+                  "（%s:shape() 是整个形状）",
     index_zero_nil = "Lua 和 mha 的下标从 1 开始：%s[0] 是 nil；%s[1] 才是第一个",
 }
 
@@ -177,6 +179,7 @@ zh.core = {
     float32_small = "提示：这个值太小，float32 表示不了（会变成 0）；能接受的话，先在 NumPy 里转换：a.astype(np.float32)",
     disk_full = "提示：磁盘满了：新文件没有写成，旧文件原样保留；腾出空间后再保存一次",
     dim_largest = "提示：一个维度最长 2^63-1；拼接后的长度超过了它",
+    tensor_values = "提示：mha.tensor 只接受一个装着数值的表，写作 %s",
 }
 
 -- What the REPL's commands say (lua/repl/repl.lua).

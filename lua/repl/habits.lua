@@ -167,6 +167,18 @@ local function colon_hint(input, first, w)
     return false
 end
 
+-- Python's x.shape[1] (a method indexed): the hint with Lua's x:shape()[2], x:size(-1) for a
+-- negative index.
+local function shape_index(input, base, w)
+    local index = input:match("%.shape%s*%[%s*([^%]]-)%s*%]") or "0"
+    local n = math.tointeger(tonumber(index))
+    local lua_form
+    if n and n < 0 then lua_form = string.format("%s:size(%d)", base, n)
+    elseif n then lua_form = string.format("%s:shape()[%d]", base, n + 1)
+    else lua_form = string.format("%s:shape()[%s + 1]", base, index) end
+    return string.format(w.shape_index, base, base, index, lua_form, base)
+end
+
 -- "(3,4)" -> {3, 4}
 local function sizes(text)
     local out = {}
@@ -198,26 +210,9 @@ local function star_hint(input, shape_a, shape_b, w)
                                    right[1], right[2], left[1], right[2])
 end
 
--- A hint for an input whose evaluation raised msg (a syntax or a run-time error), or nil.
-function habits.after_error(input, msg, lang)
-    local w = habits.words(lang)
-    msg = tostring(msg)
-    local first = msg:match("^[^\n]*")
-    -- Python's import, its range loop and its 0-based index
-    local missing = first:match("attempt to index a nil value %(global '(%a+)'%)")
-    if input:match("^%s*import%s+[%a_]") or input:match("^%s*from%s+[%a_][%w_%.]*%s+import%f[^%w_]")
-       or missing == "torch" or missing == "np" or missing == "numpy" then
-        return w.hint .. w.import
-    end
-    local loop, counted = range_loop(input)
-    if counted then
-        return w.hint .. string.format(w.range_from_one, loop, counted.var, counted.one_based, counted.var,
-                                       counted.args, counted.zero_based, counted.var)
-    end
-    if loop then return w.hint .. string.format(w.range, loop) end
-    local def = python_def(input)
-    if def then return w.hint .. string.format(w.def, def) end
-    -- Python's x += 1, !=, # comments, if x > 0:, print x, f(x, dim=-1), 0-based dims
+-- Python's syntax in a Lua syntax error: x += 1, !=, # comments, if x > 0:, print x,
+-- f(x, dim=-1); the hint, or nil.
+local function syntax_hint(input, first, w)
     local target, op, value = input:match("^%s*([%a_][%w_%.%[%]]*)%s*([%+%-%*/%%])=%s*(.-)%s*$")
     if target and first:find("near '" .. op .. "'", 1, true) then
         return w.hint .. string.format(w.compound, op, target, target, op, value)
@@ -241,6 +236,30 @@ function habits.after_error(input, msg, lang)
         local call = input:gsub("([(,]%s*)[%a_][%w_]*%s*=%s*([^=])", "%1%2"):match("^%s*(.-)%s*$")
         return w.hint .. string.format(w.keyword, call)
     end
+    return nil
+end
+
+-- A hint for an input whose evaluation raised msg (a syntax or a run-time error), or nil.
+function habits.after_error(input, msg, lang)
+    local w = habits.words(lang)
+    msg = tostring(msg)
+    local first = msg:match("^[^\n]*")
+    -- Python's import, its range loop and its 0-based index
+    local missing = first:match("attempt to index a nil value %(global '(%a+)'%)")
+    if input:match("^%s*import%s+[%a_]") or input:match("^%s*from%s+[%a_][%w_%.]*%s+import%f[^%w_]")
+       or missing == "torch" or missing == "np" or missing == "numpy" then
+        return w.hint .. w.import
+    end
+    local loop, counted = range_loop(input)
+    if counted then
+        return w.hint .. string.format(w.range_from_one, loop, counted.var, counted.one_based, counted.var,
+                                       counted.args, counted.zero_based, counted.var)
+    end
+    if loop then return w.hint .. string.format(w.range, loop) end
+    local def = python_def(input)
+    if def then return w.hint .. string.format(w.def, def) end
+    local syntax = syntax_hint(input, first, w)   -- x += 1, !=, #, if x > 0:, print x, f(dim=1)
+    if syntax then return syntax end
     if first:find("dim 0 out of range for a tensor of shape", 1, true) then return w.hint .. w.dim_zero end
     if first:find("unexpected symbol near '['", 1, true) then
         local list = list_literal(input)
@@ -282,6 +301,9 @@ function habits.after_error(input, msg, lang)
     if w.ce_option and first:find("cross_entropy[%w_]*: option [%w_]+ must be") then return w.hint .. w.ce_option end
     local shape_a, shape_b = first:match("mul: shapes (%b()) and (%b()) cannot broadcast")
     if shape_a and input:find("*", 1, true) then return star_hint(input, shape_a, shape_b, w) end
+    local shape_of = first:find("attempt to index a function value (field 'shape')", 1, true)
+                     and input:match("([%a_][%w_%.]*)%.shape%s*%[")
+    if shape_of then return w.hint .. shape_index(input, shape_of, w) end
     local colon = colon_hint(input, first, w)
     if colon ~= nil then return colon or nil end
     -- a function called without an argument it needs: where its signature is
@@ -351,6 +373,14 @@ function habits.after_value(input, lang, ...)
         if base then best = suggest("field", name, code) else best = suggest("global", bare, code) end
         if best then return w.hint .. string.format(w.nil_name, code, best) end
     end
+    -- a tensor method reached with '.' after a call: mha.randn(3, 4).T
+    local expr, method = code:match("^(.-[%)%]])%.([%a_][%w_]*)$")
+    local tensor_mt = debug.getregistry()["mha.Tensor"]
+    local methods = type(tensor_mt) == "table" and rawget(tensor_mt, "__methods")
+    if expr and type(value) == "function" and select("#", ...) == 1 and type(methods) == "table"
+       and rawget(methods, method) == value then
+        return w.hint .. string.format(w.method, code, expr, method)
+    end
     if base and type(value) == "function" and select("#", ...) == 1 then
         -- a method reached with '.' (a tensor's, a module's): the name Tab offers after base:
         for _, full in ipairs(complete.names(base .. ":" .. name)) do
@@ -388,6 +418,7 @@ local CORE_LINES = {
     {"too small for float32", "float32_small"},
     {"No space left on device", "disk_full"},
     {"the largest size a dim may have", "dim_largest"},
+    {"tensor: takes one table of values, not %d+ numbers: (.-)$", "tensor_values"},
 }
 
 -- The hint line in lang ("en", "zh") for an English message of the core (its first line), or nil.

@@ -102,6 +102,8 @@ T.test("ragged and malformed tables", function()
         "tensor: ragged table: t[2] is a number, but t[1] is a table of 2")
     T.raises("row among numbers", function() mha.tensor { 1, { 2 } } end, "tensor: ragged table: t[2] is a table, but t[1] is a number")
     T.raises("a hole in the table", function() mha.tensor { 1, nil, 3 } end, "tensor: t[2] is nil, but t[1] is a number")
+    T.raises("torch's values as arguments", function() mha.tensor(1, 2, 3) end,
+        "tensor: takes one table of values, not 3 numbers: mha.tensor{1, 2, 3}")
     T.raises("deep ragged", function() mha.tensor { { { 1, 2 }, { 3, 4 } }, { { 5, 6 }, { 7 } } } end,
         "t[2][2] has 1 element, but t[1][1] has 2")
     T.raises("too deep", function() mha.tensor { { { { { { { { { 1 } } } } } } } } } end, "nested deeper than 8 levels")

@@ -64,6 +64,28 @@ T.test("did you mean, in errors", function()
     x = nil
 end)
 
+-- Python's x.shape[1], a method reached with '.' after a call, torch's mha.tensor(1, 2, 3)
+T.test("python habits with no hint before", function()
+    x = mha.randn(3, 4)
+    T.eq("x.shape[1]", habits.after_error("x.shape[1]", error_of("x.shape[1]"), "en"),
+         "hint: x.shape is a method here, and dims count from 1: Python's x.shape[1] is x:shape()[2] " ..
+         "(x:shape() is the whole shape)")
+    T.eq("which is the size of dim 2", x:shape()[2], 4)
+    T.eq("x.shape[-1]", habits.after_error("x.shape[-1]", error_of("x.shape[-1]"), "en"),
+         "hint: x.shape is a method here, and dims count from 1: Python's x.shape[-1] is x:size(-1) " ..
+         "(x:shape() is the whole shape)")
+    T.eq("x.shape[1] in Chinese", habits.after_error("x.shape[1]", error_of("x.shape[1]"), "zh"),
+         "提示：x.shape 在这里是方法，而且维度从 1 开始数：Python 的 x.shape[1] 写作 x:shape()[2]（x:shape() 是整个形状）")
+    local T_method = mha.randn(3, 4).T
+    T.eq("mha.randn(3, 4).T", habits.after_value("mha.randn(3, 4).T", "en", T_method),
+         "hint: mha.randn(3, 4).T is the method itself; call it with a colon: mha.randn(3, 4):T()")
+    T.eq("a function that is no tensor method", habits.after_value("f().g", "en", print), nil)
+    local msg = error_of("mha.tensor(1, 2, 3)")
+    T.eq("mha.tensor(1, 2, 3) in Chinese", habits.zh_line(msg), "提示：mha.tensor 只接受一个装着数值的表，写作 mha.tensor{1, 2, 3}")
+    T.eq("no English line: the message says it", habits.core_line(msg, "en"), nil)
+    x = nil
+end)
+
 -- a nil global is said to be nil; a guess only for a close spelling of a name that holds a value
 T.test("a nil variable, not a far guess", function()
     local never = "is nil: nothing has been assigned to it in this session (after :reset, run the lines that make it again)"
