@@ -125,9 +125,45 @@ local Optimizer = {}
 Optimizer.__index = Optimizer
 Optimizer.__name = "mha.optim"   -- help(opt) shows the mha.optim topic
 
+-- An option's value as typed in Lua: 0.001, true, {0.9, 0.999}, "x".
+local function lua_text(v)
+    if type(v) == "string" then return string.format("%q", v) end
+    if type(v) ~= "table" then return tostring(v) end
+    local items = {}
+    for i, item in ipairs(v) do items[i] = lua_text(item) end
+    return "{" .. table.concat(items, ", ") .. "}"
+end
+
+-- Refuses torch's ways of calling an optimizer with the call mha-repl takes, built from what was
+-- given: Adam{params = ..., lr = 1e-3} (torch's one group as one table) and Adam(params, 1e-3)
+-- (a positional lr) both read mha.optim.Adam(params, {lr = 0.001}).
+local function check_call(fname, kind, params, opts)
+    local spec = SPECS[kind]
+    local given   -- the options, from the keyword form or the positional lr
+    if opts == nil and type(params) == "table" and not mha.is_tensor(params) and rawget(params, "params") ~= nil
+       and rawget(params, 1) == nil then
+        given = params
+    elseif opts ~= nil and type(opts) ~= "table" then
+        given = {lr = opts}
+    else
+        return
+    end
+    local named = {}
+    for _, key in ipairs(spec.order) do
+        if given[key] ~= nil then named[#named + 1] = key .. " = " .. lua_text(given[key]) end
+    end
+    local call = string.format("mha.%s(params%s)", fname, #named > 0 and ", {" .. table.concat(named, ", ") .. "}" or "")
+    if given == params then
+        raise(string.format("%s: the parameters and the options go in two arguments: %s, where params is " ..
+                            "m:parameters() (not one table {params = ..., lr = ...})", fname, call))
+    end
+    raise(string.format("%s: options must be a table, got %s: write %s", fname, type(opts), call))
+end
+
 local function new_optimizer(kind, params, opts)
     local fname = "optim." .. kind
     local spec = SPECS[kind]
+    check_call(fname, kind, params, opts)
     local opt = setmetatable({kind = kind, state = {}, param_groups = {}}, Optimizer)
     module.check_options(fname, opts, spec.order)
     opt.defaults = {}

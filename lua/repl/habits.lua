@@ -179,6 +179,43 @@ local function shape_index(input, base, w)
     return string.format(w.shape_index, base, base, index, lua_form, base)
 end
 
+-- The parts of a table's or a call's inside at its top-level commas, trimmed:
+-- "params = f(a, b), lr = 1" -> {"params = f(a, b)", "lr = 1"}.
+local function top_level_parts(inside)
+    local parts, depth, start = {}, 0, 1
+    for at = 1, #inside + 1 do
+        local c = inside:sub(at, at)
+        if c == "(" or c == "{" or c == "[" then depth = depth + 1
+        elseif c == ")" or c == "}" or c == "]" then depth = depth - 1
+        elseif (c == "," and depth == 0) or at > #inside then
+            parts[#parts + 1] = inside:sub(start, at - 1):match("^%s*(.-)%s*$")
+            start = at + 1
+        end
+    end
+    return parts
+end
+
+-- torch's optimizer calls as typed, in the form mha.optim takes (its error shows it with
+-- "params"): mha.optim.Adam{params = lin:parameters(), lr = 1e-3} and
+-- mha.optim.Adam(lin:parameters(), 1e-3) -> mha.optim.Adam(lin:parameters(), {lr = 1e-3}); or nil.
+local function optimizer_call(input)
+    local name, braced = input:match("(mha%.optim%.%a+)%s*(%b{})")
+    if braced then
+        local params, options = nil, {}
+        for _, part in ipairs(top_level_parts(braced:sub(2, -2))) do
+            local value = part:match("^params%s*=%s*(.+)$")
+            if value then params = value elseif part ~= "" then options[#options + 1] = part end
+        end
+        if not params then return nil end
+        return string.format("%s(%s%s)", name, params, #options > 0 and ", {" .. table.concat(options, ", ") .. "}" or "")
+    end
+    local args
+    name, args = input:match("(mha%.optim%.%a+)%s*(%b())")
+    local parts = args and top_level_parts(args:sub(2, -2)) or {}
+    if #parts ~= 2 or parts[2]:find("^{") then return nil end
+    return string.format("%s(%s, {lr = %s})", name, parts[1], parts[2])
+end
+
 -- "(3,4)" -> {3, 4}
 local function sizes(text)
     local out = {}
@@ -304,6 +341,11 @@ function habits.after_error(input, msg, lang)
     local shape_of = first:find("attempt to index a function value (field 'shape')", 1, true)
                      and input:match("([%a_][%w_%.]*)%.shape%s*%[")
     if shape_of then return w.hint .. shape_index(input, shape_of, w) end
+    if first:find("optim%.%a+: the parameters and the options go in two arguments")
+       or first:find("optim%.%a+: options must be a table, got %a+: write") then
+        local call = optimizer_call(input)
+        if call then return w.hint .. string.format(w.colon, call) end
+    end
     local colon = colon_hint(input, first, w)
     if colon ~= nil then return colon or nil end
     -- a function called without an argument it needs: where its signature is

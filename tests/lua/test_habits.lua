@@ -86,6 +86,23 @@ T.test("python habits with no hint before", function()
     x = nil
 end)
 
+T.test("an optimizer called as torch calls it: the call as typed, in mha's form", function()
+    lin = mha.nn.Linear{in_features = 2, out_features = 2}
+    for _, c in ipairs({
+        {"mha.optim.Adam{params = lin:parameters(), lr = 1e-3}", "hint: write mha.optim.Adam(lin:parameters(), {lr = 1e-3})"},
+        {"mha.optim.Adam(lin:parameters(), 1e-3)", "hint: write mha.optim.Adam(lin:parameters(), {lr = 1e-3})"},
+        {"opt = mha.optim.SGD({lin.weight, lin.bias}, 0.1)", "hint: write mha.optim.SGD({lin.weight, lin.bias}, {lr = 0.1})"},
+        {"mha.optim.AdamW{lr = 0.01, params = lin:parameters(), betas = {0.9, 0.95}}",
+         "hint: write mha.optim.AdamW(lin:parameters(), {lr = 0.01, betas = {0.9, 0.95}})"},
+    }) do
+        T.eq(c[1], habits.after_error(c[1], error_of(c[1]), "en"), c[2])
+    end
+    T.eq("in Chinese", habits.after_error("mha.optim.Adam(lin:parameters(), 1e-3)",
+         error_of("mha.optim.Adam(lin:parameters(), 1e-3)"), "zh"), "提示：写作 mha.optim.Adam(lin:parameters(), {lr = 1e-3})")
+    T.ok("the hint's call runs", mha.optim.Adam(lin:parameters(), {lr = 1e-3}) ~= nil)
+    lin = nil
+end)
+
 -- a nil global is said to be nil; a guess only for a close spelling of a name that holds a value
 T.test("a nil variable, not a far guess", function()
     local never = "is nil: nothing has been assigned to it in this session (after :reset, run the lines that make it again)"

@@ -162,7 +162,7 @@ T.test("module errors", function()
     T.raises("positional sizes as in PyTorch: the named form is shown", function() nn.Linear(3, 2) end,
              "nn.Linear: options must be a table, got number; name them: {in_features = ..., out_features = ..., bias = ...}")
     T.raises("an optimizer's positional lr: the named form is shown", function() mha.optim.Adam({mha.ones(2)}, 0.01) end,
-             "optim.Adam: options must be a table, got number; name them: {lr = ...")
+             "optim.Adam: options must be a table, got number: write mha.optim.Adam(params, {lr = 0.01})")
     T.raises("unknown option, did you mean", function() nn.Linear{in_features = 2, out_feature = 3} end,
              "nn.Linear: unknown option 'out_feature' (did you mean 'out_features'?); valid options: in_features")
     T.raises("required option", function() nn.Linear{in_features = 2} end,

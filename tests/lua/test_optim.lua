@@ -150,6 +150,17 @@ T.test("options are checked as torch checks them", function()
              "invalid weight_decay value: -1")
     T.raises("a number where a boolean goes", function() mha.optim.Adam({p}, {amsgrad = 1}) end,
              "optim.Adam: option amsgrad must be a boolean, got number")
+    -- torch's calls, answered with the one mha-repl takes (SGD, Adam and AdamW share the check)
+    T.raises("torch's keyword form", function() mha.optim.Adam{params = {p}, lr = 1e-3} end,
+             "optim.Adam: the parameters and the options go in two arguments: mha.optim.Adam(params, {lr = 0.001}), " ..
+             "where params is m:parameters() (not one table {params = ..., lr = ...})")
+    T.raises("the keyword form with betas", function() mha.optim.AdamW{params = {p}, lr = 0.01, betas = {0.9, 0.95}} end,
+             "mha.optim.AdamW(params, {lr = 0.01, betas = {0.9, 0.95}})")
+    T.raises("a positional lr", function() mha.optim.Adam({p}, 1e-3) end,
+             "optim.Adam: options must be a table, got number: write mha.optim.Adam(params, {lr = 0.001})")
+    T.raises("SGD's positional lr", function() mha.optim.SGD({p}, 0.1) end,
+             "optim.SGD: options must be a table, got number: write mha.optim.SGD(params, {lr = 0.1})")
+    T.eq("a list of groups is still torch's", #mha.optim.SGD({{params = {p}, lr = 0.1}}).param_groups, 1)
     T.raises("empty list", function() mha.optim.Adam({}) end, "optim.Adam: the optimizer got an empty parameter list")
     T.raises("not a tensor", function() mha.optim.Adam({w = 3}) end, 'optim.Adam: params["w"] is number')
     T.raises("twice", function() mha.optim.Adam({p, p}) end, "optim.Adam: parameter 2 appears more than once")
