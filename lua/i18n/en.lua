@@ -182,6 +182,7 @@ en.core = {
     option_did_you_mean = false, option_unknown = false, method_colon = false, view = false,
     bad_argument = false, float32_exact = false, float32_range = false, float32_small = false,
     disk_full = false, dim_largest = false, tensor_values = false,
+    generate_positions = false,
 }
 
 -- What the REPL's commands say (lua/repl/repl.lua).

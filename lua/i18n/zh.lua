@@ -180,6 +180,8 @@ zh.core = {
     disk_full = "提示：磁盘满了：新文件没有写成，旧文件原样保留；腾出空间后再保存一次",
     dim_largest = "提示：一个维度最长 2^63-1；拼接后的长度超过了它",
     tensor_values = "提示：mha.tensor 只接受一个装着数值的表，写作 %s",
+    generate_positions = "提示：%s 个提示词元加 max_new_tokens %s 需要 %s 个位置：提示词元和前 %s 个新词元" ..
+        "都要再读入模型，最后一个新词元只生成、不读入；超过了 max_len %s",
 }
 
 -- What the REPL's commands say (lua/repl/repl.lua).

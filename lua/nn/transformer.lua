@@ -580,8 +580,12 @@ function Transformer:generate(prompt, opts)
         local hint = self.window and " (the cache lets a window decode on)"
                      or " (roll = true writes on past it, reading the last half of the text again; " ..
                         "a model with a window = W decodes on)"
-        raise(string.format("%s: %d prompt tokens and max_new_tokens %d need %d positions, " ..
-                            "past max_len %d%s", fname, #tokens, n_new, fed, self.max_len, hint))
+        -- 3 + 40 is 43 tokens, but the 40th new one is only drawn, never read: 42 positions
+        local read = n_new > 1 and string.format("the %d prompt tokens and the first %d new ones are read back in; " ..
+                                                 "the last new one never is", #tokens, n_new - 1)
+                     or string.format("the %d prompt tokens are read in", #tokens)
+        raise(string.format("%s: %d prompt tokens and max_new_tokens %d need %d positions (%s), " ..
+                            "past max_len %d%s", fname, #tokens, n_new, fed, read, self.max_len, hint))
     end
     local sample_opts = {temperature = opts.temperature, top_k = opts.top_k, top_p = opts.top_p}
     -- the last position's logits (V) -> a token; sample's errors named as generate's

@@ -461,6 +461,8 @@ local CORE_LINES = {
     {"No space left on device", "disk_full"},
     {"the largest size a dim may have", "dim_largest"},
     {"tensor: takes one table of values, not %d+ numbers: (.-)$", "tensor_values"},
+    {"(%d+) prompt tokens and max_new_tokens (%d+) need (%d+) positions %(the %d+ prompt tokens and the first " ..
+     "(%d+) new ones are read back in.-%), past max_len (%d+)", "generate_positions"},
 }
 
 -- The hint line in lang ("en", "zh") for an English message of the core (its first line), or nil.

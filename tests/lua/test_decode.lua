@@ -350,8 +350,18 @@ T.test("options and errors", function()
     cache:reset()
     T.eq("reset empties it", {cache:length(), cache:bytes()}, {0, 0})
     T.raises("generate past max_len", function() m:generate({1, 2}, {max_new_tokens = 6}) end,
-             "Transformer:generate: 2 prompt tokens and max_new_tokens 6 need 7 positions, past max_len 6 " ..
+             "Transformer:generate: 2 prompt tokens and max_new_tokens 6 need 7 positions (the 2 prompt tokens " ..
+             "and the first 5 new ones are read back in; the last new one never is), past max_len 6 " ..
              "(roll = true writes on past it, reading the last half of the text again; a model with a window = W decodes on)")
+    -- 3 + 40 = 43 tokens, 42 positions: the message says why one less
+    local m24 = mha.nn.Transformer{vocab = 8, d_model = 16, heads = 4, max_len = 24}
+    local msg = T.errmsg(function() m24:generate({1, 2, 3}, {max_new_tokens = 40}) end)
+    T.ok("3 prompt tokens and 40 new ones need 42 positions: " .. msg, msg:find("3 prompt tokens and max_new_tokens 40 " ..
+         "need 42 positions (the 3 prompt tokens and the first 39 new ones are read back in; the last new one never " ..
+         "is), past max_len 24", 1, true) ~= nil)
+    T.eq("in Chinese, a line under it", require("mha.repl.habits").zh_line(msg),
+         "提示：3 个提示词元加 max_new_tokens 40 需要 42 个位置：提示词元和前 39 个新词元都要再读入模型，" ..
+         "最后一个新词元只生成、不读入；超过了 max_len 24")
     T.raises("generate: empty prompt", function() m:generate({}) end,
              "Transformer:generate: prompt must be a non-empty table of 1-based token ids, e.g. {1, 2, 3}, " ..
              "got an empty table")
