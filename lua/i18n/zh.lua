@@ -155,7 +155,7 @@ zh.hint = {
     dim_zero = "这里的维度从 1 开始数：dim 1 是第一维，-1 是最后一维",
     constant = "Lua 把 %s 写作 %s：%s 在这里是未定义的名字，所以 %s 是 nil",
     fstring = "Lua 没有 f 字符串：用 string.format 拼出文字，%s",
-    shape_index = "%s.shape 在这里是方法，而且维度从 1 开始数：Python 的 %s.shape[%s] 写作 %s" ..
+    shape_index = "%s.shape 在这里是方法，而且维度从 1 开始数：%s.shape[%s] 要写成 %s" ..
                   "（%s:shape() 是整个形状）",
     index_zero_nil = "Lua 和 mha 的下标从 1 开始：%s[0] 是 nil；%s[1] 才是第一个",
 }

@@ -75,7 +75,7 @@ T.test("python habits with no hint before", function()
          "hint: x.shape is a method here, and dims count from 1: Python's x.shape[-1] is x:size(-1) " ..
          "(x:shape() is the whole shape)")
     T.eq("x.shape[1] in Chinese", habits.after_error("x.shape[1]", error_of("x.shape[1]"), "zh"),
-         "提示：x.shape 在这里是方法，而且维度从 1 开始数：Python 的 x.shape[1] 写作 x:shape()[2]（x:shape() 是整个形状）")
+         "提示：x.shape 在这里是方法，而且维度从 1 开始数：x.shape[1] 要写成 x:shape()[2]（x:shape() 是整个形状）")
     local T_method = mha.randn(3, 4).T
     T.eq("mha.randn(3, 4).T", habits.after_value("mha.randn(3, 4).T", "en", T_method),
          "hint: mha.randn(3, 4).T is the method itself; call it with a colon: mha.randn(3, 4):T()")
