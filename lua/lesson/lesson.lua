@@ -775,6 +775,7 @@ function M.install(repl)
     the_repl = repl
     if not (repl and repl.add_command) then return end
     repl.lang = M.language   -- the REPL's help and messages follow the lessons' language
+    pager.terminal.show = repl.write_unrecorded   -- the pager's pause is kept out of :save's .md
     mha.printoptions{lang = M.language()}   -- and so do the words printed at the prompt
                                             -- (mha.train's "done")
     -- and a plot's axes at the prompt, as in a lesson

@@ -42,7 +42,12 @@ end
 -- them after it.
 local quit_keys = {q = true, Q = true, ["\3"] = true}
 local function pause()
-    local function emit(...) paging.write(paging.stdout, ...) end
+    -- the pause line and its erasing are no output: past a recorder of what is printed, when there
+    -- is one (the REPL's transcript for :save)
+    local show = pager.terminal.show
+    local function emit(...)
+        if show then show(...) else paging.write(paging.stdout, ...) end
+    end
     if not paging.counted_only and pager.terminal.typed_ahead() then
         paging.used = 0
         return
@@ -67,7 +72,9 @@ end
 -- The screen and the keyboard: parameters, so that tests can give a screen and the keys pressed.
 -- key(prompt, show): shows prompt and returns one key as it is pressed, nil at end of input (at a
 -- terminal, mha.term's key writes the prompt itself once a key would not be echoed; show(prompt)
--- writes it past the pager). typed_ahead: whether input waits unread at the terminal.
+-- writes it past the pager). typed_ahead: whether input waits unread at the terminal. show(...),
+-- when set, writes the pause line and its erasing to stdout past any recorder: the REPL hands its
+-- own (lesson.install), so :save's transcript holds only what was printed.
 pager.terminal = {
     rows = function() return term.rows(1) end,
     key = function(prompt) return term.key(prompt) end,

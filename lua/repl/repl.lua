@@ -150,6 +150,9 @@ local function out(s)
     real_write(io.stdout, s)
 end
 
+-- Writes to stdout what the transcript leaves out: the pager's pause line and its erasing.
+function repl.write_unrecorded(...) real_write(io.stdout, ...) end
+
 local function err_out(s)
     capture(s)
     io.stdout:flush()  -- what was printed before the error comes before it
