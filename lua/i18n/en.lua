@@ -41,8 +41,8 @@ en.lesson = {
     plot = "plot", plot_kinds = {heatmap = "heatmap", heads = "heads", line = "line", bar = "bar"},
     series = "%d series", series_n = "series %d", bars = "%d bars", list_sep = ", ",
     no_lessons = "no lessons found (looked in %s; set MHA_LESSONS)",
-    no_such_lesson = "no lesson '%s'; give a number from %d to %d or a name: %s",
-    lesson_prefix = "'%s' begins more than one lesson's name: %s",
+    no_such_lesson = "no lesson '%s'; give a number from %d to %d or a name:\n%s",
+    lesson_prefix = "'%s' begins more than one lesson's name:\n%s",
     cannot_load = "(cannot load: %s)",
     open_usage = ":open NAME|NUMBER|PATH (:lessons lists them)",
 }

@@ -39,8 +39,8 @@ zh.lesson = {
     plot = "图", plot_kinds = {heatmap = "热图", heads = "各头", line = "折线图", bar = "柱状图"},
     series = "%d 条曲线", series_n = "曲线 %d", bars = "%d 根柱", list_sep = "，",
     no_lessons = "没有找到课程（找过 %s；请设置 MHA_LESSONS）",
-    no_such_lesson = "没有课程“%s”；请给出 %d 到 %d 之间的编号或名称：%s",
-    lesson_prefix = "不止一课的名字以“%s”开头：%s",
+    no_such_lesson = "没有课程“%s”；请给出 %d 到 %d 之间的编号或名称：\n%s",
+    lesson_prefix = "不止一课的名字以“%s”开头：\n%s",
     cannot_load = "（无法加载：%s）",
     open_usage = ":open 名称|编号|路径（:lessons 列出课程）",
 }

@@ -192,11 +192,46 @@ function files.none_found(lang)
     return string.format(w.no_lessons, table.concat(looked, w.list_sep))
 end
 
+-- Lessons as "NN name" entries in columns, as ls lays out names: down each column, then across,
+-- each column as wide as its widest entry, two spaces before each; as many columns as fit width
+-- (at least one). An entry is never broken across lines (names are ASCII: a byte a cell). Returns
+-- the lines joined by "\n".
+local function in_columns(found, width)
+    local entries, digits = {}, #tostring(found[#found].number)
+    for i, f in ipairs(found) do entries[i] = string.format("%" .. digits .. "d %s", f.number, f.name) end
+    local function layout(ncols)
+        local rows = math.ceil(#entries / ncols)
+        local widths, total = {}, 0
+        for c = 1, ncols do
+            widths[c] = 0
+            for r = 1, rows do
+                local e = entries[(c - 1) * rows + r]
+                if e then widths[c] = math.max(widths[c], #e) end
+            end
+            total = total + 2 + widths[c]
+        end
+        return rows, widths, total
+    end
+    local ncols = #entries
+    while ncols > 1 and select(3, layout(ncols)) > width do ncols = ncols - 1 end
+    local rows, widths = layout(ncols)
+    local lines = {}
+    for r = 1, rows do
+        local cells = {}
+        for c = 1, ncols do
+            local e = entries[(c - 1) * rows + r]
+            if e then cells[#cells + 1] = e .. string.rep(" ", widths[c] - #e) end
+        end
+        lines[r] = ("  " .. table.concat(cells, "  ")):gsub("%s+$", "")
+    end
+    return table.concat(lines, "\n")
+end
+
 -- Finds a lesson by number ("2", 2), file-name part ("dot_product"), the start of one lesson's
 -- name part ("flash" for flash_attention), file name ("02_dot_product") or path. Returns the file,
 -- or nil and a message (in lang, "en" or "zh") naming the lessons there are, or the lessons whose
--- names it begins.
-function files.find(which, lang)
+-- names it begins: in columns of width (default 80), under the message's first line.
+function files.find(which, lang, width)
     local w = i18n.words(lang).lesson
     local given = file_at(which)
     if given then return given end
@@ -213,11 +248,9 @@ function files.find(which, lang)
         if key ~= "" and f.name:sub(1, #key) == key then begun[#begun + 1] = f end
     end
     if #begun == 1 then return begun[1] end
-    local names = {}
-    for _, f in ipairs(#begun > 1 and begun or found) do names[#names + 1] = string.format("%d %s", f.number, f.name) end
-    if #begun > 1 then return nil, string.format(w.lesson_prefix, key, table.concat(names, w.list_sep)) end
-    return nil, string.format(w.no_such_lesson, key, found[1].number, found[#found].number,
-        table.concat(names, w.list_sep))
+    local names = in_columns(#begun > 1 and begun or found, width or 80)
+    if #begun > 1 then return nil, string.format(w.lesson_prefix, key, names) end
+    return nil, string.format(w.no_such_lesson, key, found[1].number, found[#found].number, names)
 end
 
 return files

@@ -116,6 +116,14 @@ local function say_text(s)
     for line in (tostring(s) .. "\n"):gmatch("(.-)\n") do say_lines(M.wrap_text(line, columns())) end
 end
 
+-- Prints a message whose lines indented by two spaces are laid out already (the lessons in
+-- columns, files.find): those as written, the others wrapped as prose.
+local function say_message(s)
+    for line in (tostring(s) .. "\n"):gmatch("(.-)\n") do
+        say_lines(line:find("^  ") and {line} or M.wrap_text(line, columns()))
+    end
+end
+
 -- Picks the session's language out of a {en=, zh=} table (a plain string is taken as it is).
 local function tr(t, lang)
     return i18n.pick(t, lang or (session and session.lang))
@@ -134,7 +142,7 @@ M.none_found = files.none_found
 -- or path. Returns the file, or nil and a message (in lang, default the language chosen) naming the
 -- lessons there are.
 function M.find(which, lang)
-    return files.find(which, lang or (session and session.lang) or M.choose_lang())
+    return files.find(which, lang or (session and session.lang) or M.choose_lang(), columns())
 end
 
 -- ---------------------------------------------------------------------------------------------
@@ -787,7 +795,7 @@ function M.install(repl)
         local which = a:match("^%s*(%S+)")
         if not which then say_text(said((session and session.lang) or M.choose_lang()).open_usage); return end
         local ok, err, kind = M.start(which, {batch = false, lang = M.preferred_lang or (session and session.lang)})
-        if not ok and kind ~= "step" then say_text(err) end
+        if not ok and kind ~= "step" then say_message(err) end
     end)
     cmd("next", "", "run the next step of the lesson (Enter on an empty line does too)", function() M.next() end)
     cmd("back", "", "go back one step (replays the steps before it)", function() M.back() end)

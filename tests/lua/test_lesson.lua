@@ -10,6 +10,21 @@ local mha = T.mha
 local L = require "mha.lesson"
 
 -- Runs fn with everything it prints captured; returns the captured text and fn's results.
+-- What is wrong with a list of lessons under a message's first line (files.find), or nil: every
+-- lesson once, its number and name together on one line, no line wider than width.
+local function lesson_columns_problem(text, width)
+    local seen, lines = {}, {}
+    for line in text:gmatch("[^\n]+") do lines[#lines + 1] = line end
+    for i = 2, #lines do
+        if #lines[i] > width then return "line wider than " .. width .. ": " .. lines[i] end
+        for number, name in lines[i]:gmatch("(%d+) ([%a_][%w_]*)") do seen[tonumber(number)] = name end
+    end
+    for _, f in ipairs(L.files()) do
+        if seen[f.number] ~= f.name then return f.number .. " " .. f.name .. " is not whole on one line" end
+    end
+    return nil
+end
+
 local function captured(fn, ...)
     local path = os.tmpname()
     local file = assert(io.open(path, "w"))
@@ -81,7 +96,7 @@ T.ok("binary: MHA_LANG=en beats LANG=zh_CN.UTF-8", first_line("MHA_LANG=en LANG=
 -- --lesson with no such lesson: one message, on stderr, naming the lessons; nothing on stdout
 do
     local err_path = os.tmpname()
-    local p = io.popen(string.format("'%s' --lesson 99 --batch 2>'%s' </dev/null", repl_bin, err_path))
+    local p = io.popen(string.format("COLUMNS=80 '%s' --lesson 99 --batch 2>'%s' </dev/null", repl_bin, err_path))
     local out = p:read("a")
     local _, _, status = p:close()
     local f = assert(io.open(err_path))
@@ -89,8 +104,9 @@ do
     f:close()
     os.remove(err_path)
     T.eq("--lesson 99 prints nothing on stdout", out, "")
-    local _, lines = err:gsub("\n", "")
-    T.ok("--lesson 99 prints one line on stderr", lines == 1 and err:find("no lesson '99'", 1, true), err)
+    T.ok("--lesson 99 says there is no such lesson on its first line", err:find("^[^\n]*no lesson '99'"), err)
+    T.eq("--lesson 99 lists the lessons in columns at 80, each number with its name",
+         lesson_columns_problem(err, 80), nil)
     T.ok("--lesson 99 lists the lessons, with no '..' path", err:find("1 tour", 1, true) and not err:find("..", 1, true), err)
     T.eq("--lesson 99 is a usage error: exit status 2", status, 2)
 end
@@ -576,11 +592,21 @@ T.ok(":lang fr says what is accepted", text:find(":lang en|zh", 1, true), text)
 T.eq(":lang fr changes nothing", L.current().lang, "en")
 T.eq("a lesson found by the start of its name", L.find("flash").name, "flash_attention")
 T.ok("a start two names share names both",
-     select(2, L.find("induction")) == "'induction' begins more than one lesson's name: 16 induction_heads, " ..
-     "30 induction_circuit", select(2, L.find("induction")))
+     select(2, L.find("induction")) == "'induction' begins more than one lesson's name:\n" ..
+     "  16 induction_heads  30 induction_circuit", select(2, L.find("induction")))
 T.eq("a name is still found whole", L.find("rope").name, "rope")
 text = captured(commands.open.run, "99")
 T.ok(":open 99 names the lessons", text:find("no lesson '99'", 1, true) and text:find("1 tour", 1, true), text)
+do   -- in columns at 80: a number is never at a line's end with its name on the next
+    local width = math.max(20, math.min(math.tointeger(tonumber(os.getenv("COLUMNS") or "")) or 80, 100))
+    T.eq(":open 99 lists the lessons in columns, each number with its name",
+         lesson_columns_problem(text, width), nil)
+    L.preferred_lang = "zh"
+    text = captured(commands.open.run, "attention")
+    T.ok(":open attention in Chinese", text:find("没有课程“attention”", 1, true), text)
+    T.eq(":open attention in Chinese: the same columns", lesson_columns_problem(text, width), nil)
+    L.preferred_lang = "en"
+end
 L.preferred_lang = nil
 
 -- ---- lesson 9 times at the prompt: a warm-up run, then the median of 5 -----------------------------
@@ -977,7 +1003,7 @@ end
 -- ---- the runner's messages about finding lessons in the lesson's language ---------------------------
 do
     local _, err = L.find("99", "zh")
-    T.ok("no such lesson, said in Chinese", err:find("没有课程“99”", 1, true) and err:find("1 tour，", 1, true), err)
+    T.ok("no such lesson, said in Chinese", err:find("没有课程“99”", 1, true) and err:find(" 1 tour ", 1, true), err)
     _, err = L.find("99", "en")
     T.ok("no such lesson, said in English", err:find("no lesson '99'", 1, true), err)
 end
