@@ -294,7 +294,7 @@ local function run_steps(run)
         if clip and clip > 0 then optim.clip_grad_norm(params, clip) end
         opt:step()
         sum_loss, sum_acc, n_acc = sum_loss + loss:item(), sum_acc + acc, n_acc + 1
-        run.history.steps = step
+        run.history.steps, run.unlogged = step, {loss = sum_loss, acc = sum_acc, n = n_acc}
         if run.val and (step % run.val_every == 0 or step == run.steps) then
             local k = #run.history.val_loss + 1
             run.history.val_loss[k] = M.validation_loss(model, run.val, run.val_batches)
@@ -303,6 +303,7 @@ local function run_steps(run)
         if step % run.log_every == 0 or step == run.steps then
             local mean_loss, mean_acc = sum_loss / n_acc, sum_acc / n_acc
             sum_loss, sum_acc, n_acc = 0, 0, 0
+            run.unlogged = nil
             log_step(run, step, mean_loss, mean_acc)
         elseif run.tty and mha.clock() - run.shown_at >= 0.5 then
             -- between log steps too (lesson 28 logs every 150 steps, 5 to 15 s apart), twice a
@@ -385,6 +386,14 @@ function M.train(o)
     run.layer_figures = {}
     if run_until_interrupted(run) then
         history.interrupted = true
+        -- the steps since the last log step make the history's last row, at the step reached: the
+        -- loss the progress line showed last is in h
+        local unlogged = run.unlogged
+        if unlogged and unlogged.n > 0 and history.step[#history.step] ~= history.steps then
+            local n = #history.loss + 1
+            history.loss[n], history.acc[n] = unlogged.loss / unlogged.n, unlogged.acc / unlogged.n
+            history.step[n] = history.steps
+        end
         run.opt:zero_grad()
         if run.checkpoint and history.steps >= run.start then save_checkpoint(run) end
         if run.tty then io.write("\n") end

@@ -218,6 +218,36 @@ T.test("train", function()
              "train.loss: no position counts")
 end)
 
+-- Ctrl-C between log steps: the history's last row is the step reached, with the mean loss since
+-- the last log step (what the progress line showed), as a run that ended there logs it
+T.test("train interrupted between log steps", function()
+    local function run(steps, stop_at)
+        mha.seed(4)
+        local m = mha.nn.Transformer{vocab = 8, d_model = 16, heads = 2, layers = 1, d_ff = 0, max_len = 8}
+        local task, calls = mha.tasks.reverse{vocab = 8, len = 4, batch = 32}, 0
+        local stopping = setmetatable({batch = function(_, n)
+            calls = calls + 1
+            if calls == stop_at then error("interrupted") end   -- as Ctrl-C raises it
+            return task:batch(n)
+        end}, {__index = task})
+        return mha.train{model = m, task = stopping, steps = steps, lr = 1e-2, log_every = 50, quiet = true}
+    end
+    -- at the prompt, train returns the history through the REPL's interrupt_later
+    local registry = debug.getregistry()
+    local saved_later = registry["mha.repl.interrupt_later"]
+    registry["mha.repl.interrupt_later"] = function(...) return ... end
+    local stopped = run(150, 78)         -- step 78's batch is interrupted: 77 steps done
+    local ended = run(77)                -- the same 77 steps, ending there
+    T.eq("interrupted", stopped.interrupted, true)
+    T.eq("steps done", stopped.steps, 77)
+    T.eq("the last row is the step reached", stopped.step, {50, 77})
+    T.eq("its loss is the mean since the last log step", stopped.loss, ended.loss)
+    T.eq("and its accuracy", stopped.acc, ended.acc)
+    local at_log = run(150, 101)         -- stopped right after the log step 100: no row added
+    registry["mha.repl.interrupt_later"] = saved_later
+    T.eq("stopped at a log step: its row is the last", at_log.step, {50, 100})
+end)
+
 T.test("shipped models", function()
     local m = mha.load_model(T.path("models/induction.npz"))
     T.eq("induction model shape", {m.layers, m.heads, m.d_model, m.d_ff}, {2, 2, 32, 0})
