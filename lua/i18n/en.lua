@@ -95,6 +95,11 @@ en.train = {
     log = "step %5d  loss %.4f  acc %5.1f%%",
     interrupted = "train: interrupted after step %d of %d; the model keeps what it learned",
     done = "done: %d steps in %s (CPU), loss %.4f, acc %.1f%%",
+    -- after a writing of mha.generate that Ctrl-C stopped (lua/train/writing.lua)
+    generate_stopped = function(n)
+        return string.format("(stopped by Ctrl-C after %d new token%s; the text so far is returned)", n,
+                             n == 1 and "" or "s")
+    end,
     val = "  val loss %.4f", val_loss = "validation loss",   -- after the progress line, with val
     model = function(heads, d_model, layers)   -- the curves' title names the model: runs compare
         return string.format("training: %d head%s, d_model %d, %d layer%s", heads, heads == 1 and "" or "s",

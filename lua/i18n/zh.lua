@@ -91,6 +91,9 @@ zh.train = {
     log = "第 %5d 步  损失 %.4f  准确率 %5.1f%%",
     interrupted = "train：第 %d 步（共 %d 步）后中断；模型保留已学到的",
     done = "完成：%d 步，用时 %s（CPU），损失 %.4f，准确率 %.1f%%",
+    generate_stopped = function(n)
+        return string.format("（Ctrl-C 在新写了 %d 个词元后停下；返回的是到此为止的文本）", n)
+    end,
     val = "  验证损失 %.4f", val_loss = "验证损失",   -- after the progress line, with val
     model = function(heads, d_model, layers)
         return string.format("训练：%d 个头，d_model %d，%d 层", heads, d_model, layers)

@@ -15,6 +15,7 @@ local raise = require "mha.raise"   -- errors at the user's line
 local options = require "mha.options"
 local module = require "mha.nn.module"   -- the option checks modules share
 local term = require "mha.term"     -- whether stdout is a terminal
+local i18n = require "mha.i18n"     -- the line after a writing Ctrl-C stopped
 
 local M = {}
 
@@ -120,7 +121,8 @@ end
 -- model:generate with roll = true (mha.sample from the last position's logits, the KV cache, a
 -- prompt past max_len read from its last max_len characters, writing on past max_len); seed seeds
 -- mha.seed once. At a terminal or in a notebook (or stream = true) each character is written as it
--- comes; Ctrl-C stops the writing and returns what was written so far.
+-- comes; Ctrl-C stops the writing, says so on a line of its own, and returns what was written so
+-- far.
 function M.generate(model, tok, prompt, opts)
     local fname = "mha.generate"
     opts = opts or {}
@@ -162,6 +164,14 @@ function M.generate(model, tok, prompt, opts)
     local interrupted = not ok or stopped
     if not ok and not tostring(err):find("interrupted", 1, true) then error(err, 0) end
     if stream then io.write(#written == 0 and prompt or "", "\n") end
+    -- a line saying the writing was cut, not ended, in the language of what is printed: on stderr,
+    -- where the REPL says "interrupted", so that the text streamed is still the last thing on
+    -- stdout (the REPL does not echo a value the input has shown)
+    if interrupted then
+        local lang = require("mha.display").printoptions().lang
+        io.stdout:flush()
+        io.stderr:write(i18n.words(lang).train.generate_stopped(#written), "\n")
+    end
     local text = prompt .. (#written > 0 and tok:decode(written) or "")
     -- a Ctrl-C caught here still stops a loop that called this, at its next turn (the REPL's hook)
     local later = interrupted and debug.getregistry()["mha.repl.interrupt_later"]

@@ -68,6 +68,46 @@ T.test("generate: a seed writes the same text twice and on 1 and 2 threads", fun
          {max_new_tokens = 12, seed = 2, stream = false}), tok:decode(ids))
 end)
 
+-- Ctrl-C during a writing (the REPL's hook raising "interrupted" between two characters): the text so
+-- far is returned, and one line says the writing was stopped, not ended, in the language printed
+T.test("generate: Ctrl-C says it stopped the writing", function()
+    local model, tok = small_model("abcdefgh \n")
+    local stopping = setmetatable({generate = function(self, tokens, o)
+        local on_token, n = o.on_token, 0
+        o.on_token = function(id)
+            on_token(id)
+            n = n + 1
+            if n == 5 then error("interrupted") end   -- as Ctrl-C raises it
+        end
+        return model.generate(model, tokens, o)
+    end}, {__index = model})
+    local function run(lang)
+        local lines, saved_stderr, saved_lang = {}, io.stderr, mha.printoptions().lang
+        io.stderr = {write = function(_, ...) lines[#lines + 1] = table.concat({...}) end}
+        mha.printoptions{lang = lang}
+        local ok, text = pcall(mha.generate, stopping, tok, "abc", {max_new_tokens = 40, seed = 5, stream = false})
+        io.stderr = saved_stderr
+        mha.printoptions{lang = saved_lang}
+        return ok and text or error(text, 0), lines
+    end
+    -- the REPL's interrupt_later, which would stop this script at its next line, returns the text
+    local registry = debug.getregistry()
+    local saved_later = registry["mha.repl.interrupt_later"]
+    registry["mha.repl.interrupt_later"] = function(...) return ... end
+    local text, lines = run("en")
+    T.eq("the prompt and the 5 characters written", utf8.len(text), 8)
+    T.eq("one line on stderr says Ctrl-C stopped it", lines,
+         {"(stopped by Ctrl-C after 5 new tokens; the text so far is returned)\n"})
+    text, lines = run("zh")
+    T.eq("in Chinese", lines, {"（Ctrl-C 在新写了 5 个词元后停下；返回的是到此为止的文本）\n"})
+    registry["mha.repl.interrupt_later"] = saved_later
+    local saved_stderr, said = io.stderr, {}
+    io.stderr = {write = function(_, ...) said[#said + 1] = table.concat({...}) end}
+    pcall(mha.generate, model, tok, "abc", {max_new_tokens = 5, seed = 5, stream = false})
+    io.stderr = saved_stderr
+    T.eq("a writing that ends says nothing", said, {})
+end)
+
 T.test("generate: errors", function()
     local model, tok = small_model("abcdefgh \n")
     T.raises("prompt not a string", function() mha.generate(model, tok, 3) end,

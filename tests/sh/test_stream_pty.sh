@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # tests/sh/test_stream_pty.sh - a value the input has already written is not echoed again at a terminal (a pty):
 # a bare mha.generate(...) streams its text and the REPL prints it once; stream = false is echoed as any value;
-# Ctrl-C stops a long writing, which returns (and shows once) what was written, and stops a loop of writings
-# at its next turn. Skipped with a message when /usr/bin/python3 is absent.
+# Ctrl-C stops a long writing, which says so on a line of its own and returns (and shows once) what was written,
+# and stops a loop of writings at its next turn. Skipped with a message when /usr/bin/python3 is absent.
 . "$(dirname "$0")/testlib.sh"
 need_python stream_pty
 # each input waits for the next prompt (after readline's bracketed-paste mark), so no typing lands in the text
@@ -42,6 +42,8 @@ n=$(count "Long")
 [ "$n" = 1 ] && pass stream_pty_ctrl_c_once || fail stream_pty_ctrl_c_once "after Ctrl-C the text shows $n times, not once"
 grep -aq "^AFTER	true	Long" "$tmp/lines" && pass stream_pty_ctrl_c_kept ||
     fail stream_pty_ctrl_c_kept "Ctrl-C did not return what was written: $(tail -4 "$tmp/lines")"
+grep -aqE "^\(stopped by Ctrl-C after [0-9]+ new tokens; the text so far is returned\)$" "$tmp/lines" &&
+    pass stream_pty_ctrl_c_said || fail stream_pty_ctrl_c_said "no line says Ctrl-C stopped the writing: $(tail -4 "$tmp/lines")"
 grep -aq "interrupted" "$tmp/lines" && fail stream_pty_ctrl_c_quiet "Ctrl-C showed an error: $(cat "$tmp/lines")" ||
     pass stream_pty_ctrl_c_quiet
 # a loop of writings: Ctrl-C stops the loop, not only the writing it came in (each turn takes ~1 s here)
