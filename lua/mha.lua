@@ -15,11 +15,12 @@
 --                            save_model (from mha.models), generate (from mha.writing),
 --                            fill_mask (from mha.mlm)
 --
--- MultiheadAttention, a C type, takes from mha.nn the module methods it lacks (below).
+-- MultiheadAttention, a C type, takes from mha.nn.module the module methods it lacks (below).
 
 local core = require "mha.core"
 local display = require "mha.display"
 local nn = require "mha.nn"
+local module = require "mha.nn.module"   -- the methods MultiheadAttention shares (not in mha.nn)
 local optim = require "mha.nn.optim"
 local models = require "mha.models"
 
@@ -68,7 +69,8 @@ setmetatable(mha, {
 })
 
 -- state_dict, load_state_dict, train, eval, to, named_parameters: so a MultiheadAttention is a
--- child like any other module and a model of its own
-core.add_multihead_methods(nn.multihead_methods)
+-- child like any other module and a model of its own (handed over here, not kept in mha.nn, where
+-- Tab would offer it to students)
+core.add_multihead_methods(module.multihead_methods)
 
 return mha

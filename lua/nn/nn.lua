@@ -16,8 +16,4 @@ local nn = {
     Transformer = transformer.Transformer,
 }
 
--- The methods MultiheadAttention (a C userdata) shares with the Lua modules: lua/mha.lua hands them
--- to mha.core, which adds those it lacks to its method table, so it is a child like any other.
-nn.multihead_methods = module.multihead_methods
-
 return nn

@@ -95,6 +95,13 @@ local lin_fields = table.concat(repl.complete("completion_lin.", "completion_lin
 T.ok("complete_nn_instance_fields", lin_fields:find("completion_lin.weight", 1, true)
      and not lin_fields:find(".super", 1, true) and not lin_fields:find(".extend", 1, true), lin_fields)
 same("complete_nn_class_extend", repl.complete("mha.nn.Linear:exte", "mha.nn.Linear:exte", 0), {"mha.nn.Linear:extend"})
+-- mha.nn. offers the building blocks only: the methods MultiheadAttention takes from the Lua modules
+-- are handed to it by lua/mha.lua, not kept in mha.nn
+local nn_names = table.concat(repl.complete("mha.nn.", "mha.nn.", 0), " ")
+T.ok("complete_nn_blocks_only", nn_names:find("mha.nn.Linear", 1, true) and nn_names:find("mha.nn.Transformer", 1, true)
+     and not nn_names:find("multihead_methods", 1, true), nn_names)
+T.ok("MultiheadAttention still has the module methods",
+     m.state_dict ~= nil and m.named_parameters ~= nil and m.eval ~= nil)
 same("complete_keyword_and_global", repl.complete("whi", "whi", 0), {"while"})
 same("complete_lazy_global", repl.complete("plo", "plo", 0), {"plot"})
 same("complete_operator_prefix", repl.complete("1+mha.ey", "1+mha.ey", 0), {"1+mha.eye"})
