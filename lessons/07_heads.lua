@@ -71,7 +71,7 @@ LESSON.describe("split:transpose(1, 2)", heads)
 show(heads, {rows = tokens,
     dims = tr{en = {"head", "token", "feature"},
               zh = {"头", "词元", "特征"}},
-    title = tr{en = "heads (H, L, D)", zh = "heads（头 H, 词元 L, 特征 D）"}})
+    title = tr{en = "heads (H, L, D)", zh = "heads（头 H，词元 L，特征 D）"}})
 head2 = heads:select(1, 2)
 LESSON.describe("heads:select(1, 2)", head2)
 LESSON.describe(tr{en = "Q:narrow(2, 4, 3) (the same)",

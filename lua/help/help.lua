@@ -162,7 +162,10 @@ end
 local function format_entry(name, entry)
     local columns = width()
     local zh = chinese()
-    local parts = {signature(zh and zh.signatures[name] or entry.sig or name, columns), ""}
+    local sig = zh and zh.signatures[name] or entry.sig or name
+    -- the word " or " between alternatives is said in Chinese (no signature holds Lua's operator)
+    if zh and not zh.signatures[name] then sig = sig:gsub("(%s)or(%s)", "%1" .. zh.words.signature_or .. "%2") end
+    local parts = {signature(sig, columns), ""}
     local doc = entry.doc
     if zh and doc then doc = zh.docs[name] or (zh.words.english .. "\n\n" .. doc) end
     if doc then parts[#parts + 1] = wrap(doc, "  ", columns) end

@@ -7,6 +7,7 @@ local zh = {}
 -- The words help.lua and the REPL's ? print around the entries.
 zh.words = {
     formula = "公式：", example = "例子：", see_also = "参见：",
+    signature_or = "或",   -- between alternatives: mha.softmax(x, dim) 或 x:softmax(dim)
     intro = "help(f) 或 ?名字 解释一个函数：签名、作用、公式和例子（如 ?mha.softmax、help(mha.matmul)、"
         .. "?x:view）。单独一个 ? 列出 REPL 的命令。",
     no_help = "没有“%s”的帮助。help() 列出所有主题。",

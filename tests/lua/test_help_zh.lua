@@ -138,5 +138,20 @@ end
 T.ok("english_sentence_detects", english_sentence("把分数 the gradient of 变成") == "the gradient of"
      and not english_sentence("用 `for _, name in ipairs(tr) do` 遍历 mha.softmax(x, dim) 的 in_proj_weight"), "")
 
+-- a signature's alternatives are joined by 或 in Chinese, by "or" in English; the code stays as it is
+do
+    local first = help.text("mha.softmax"):match("^[^\n]*")
+    T.eq("the signature's alternatives in Chinese", first, "mha.softmax(x, dim) 或 x:softmax(dim) -> tensor")
+    local english
+    for name, e in pairs(docs) do
+        local line = type(e.sig) == "string" and help.text(name):match("^[^\n]*") or ""
+        if line:find("%sor%s") then english = name .. ": " .. line end
+    end
+    T.eq("no signature says \"or\" in Chinese", english, nil)
+    help.set_lang(function() return "en" end)
+    T.eq("in English: or", help.text("mha.softmax"):match("^[^\n]*"), "mha.softmax(x, dim) or x:softmax(dim) -> tensor")
+    help.set_lang(function() return "zh" end)
+end
+
 help.set_lang(function() return "en" end)
 T.done()

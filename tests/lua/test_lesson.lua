@@ -56,6 +56,16 @@ for _, f in ipairs(files) do
     local lesson, err = L.load(f.path)
     T.ok("loads " .. f.file, lesson ~= nil, err)
 end
+-- a Chinese text in a lesson's source separates the items inside （）with the Chinese comma: no
+-- "heads（头 H, 词元 L, 特征 D）"
+for _, f in ipairs(files) do
+    local source = assert(io.open(f.path)):read("a")
+    local ascii = {}
+    for text in source:gmatch('zh%s*=%s*"([^"\n]*)"') do
+        if text:find("（[^）]-, ") then ascii[#ascii + 1] = text end
+    end
+    T.eq("Chinese commas inside （） in " .. f.file, ascii, {})
+end
 local missing = L.validate(L.lesson{name = "x", title = {en = "t"}, summary = {en = "s", zh = "s"},
     L.step{title = {en = "a", zh = "a"}, text = {en = "b"}}}, "probe")
 T.ok("validate names a missing language", missing and missing:find("title has no 'zh' text")
