@@ -197,7 +197,6 @@ end
 
 function repl.format(v) return printer.format(v, paint) end
 
-
 -- ---------------------------------------------------------------------------------------------
 -- Where an input's code ends. The one reading of "does this input end in ';'" that both
 -- lua/repl/repl.c (which tries "return <code>;") and :save use: comments after the code are not
