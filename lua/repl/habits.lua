@@ -19,15 +19,17 @@ habits.closest = display.closest
 
 -- The name in candidates nearest a nil global's name, when close for the name's length: one edit
 -- for every 4 letters (mhaa -> mha, sofmax -> softmax; loss is not load, nor opt out). Only names
--- that hold a value in where (_G, mha), never a keyword (lin is not in), and for a call (used is
--- "call") only what can be called.
+-- that hold a value in where (_G, mha), never a keyword (lin is not in) but the one it is
+-- spelt as in Python (True), and for a call (used is "call") only what can be called.
 local function near_global(name, candidates, where, used)
     local names = {}
     for _, c in ipairs(candidates) do
         local ok, v = pcall(function() return where[c] end)
         local mt = ok and getmetatable(v)
         local callable = type(v) == "function" or type(mt) == "table" and rawget(mt, "__call") ~= nil
-        if ok and v ~= nil and not complete.keywords[c] and (used ~= "call" or callable) then
+        local keyword = complete.keywords[c]
+        if keyword and name:lower() == c   -- Python's True and False are Lua's true and false
+           or ok and v ~= nil and not keyword and (used ~= "call" or callable) then
             names[#names + 1] = c
         end
     end

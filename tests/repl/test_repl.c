@@ -61,7 +61,8 @@ static void test_evaluation(session *s) {
     /* Python's loop, its colon typed: the error and the hint at once, as for x.shape, not a `>>` */
     check_output(s, "python_range_loop_hint_at_once", "for i in range(3):",
                  "stdin:1: <name> expected near <eof>\n"
-                 "hint: Lua's loop is for i = 0, 2 do ... end (both ends included)");
+                 "hint: Lua counts from 1: for i = 1, 3 do ... end (both ends included) runs i over 1, 2, 3, the\n"
+                 "      indices x[i] takes; where range(3)'s 0, 1, 2 are really needed, write i - 1");
     got = run(s, "function bad() local t = nil; return t.x end\nbad()", 10);
     CHECK("error_traceback", got && strstr(got, "attempt to index a nil value") && strstr(got, "in function 'bad'")
           && !strstr(got, "repl.lua") && !strstr(got, "[C]: in ?"), "got [%s]", got ? got : "(hung)");
