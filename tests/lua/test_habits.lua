@@ -119,6 +119,9 @@ T.test("a nil variable, not a far guess", function()
     T.eq("a call is not offered a number", habits.after_error("modl(x)", error_of("modl(x)"), "en"),
          "hint: modl " .. never)
     out, modle = nil, nil
+    T.eq("True typed alone is Lua's true", habits.after_value("True", "en", nil), "hint: True is nil: did you mean true?")
+    T.eq("False typed alone is Lua's false", habits.after_value("False", "en", nil),
+         "hint: False is nil: did you mean false?")
 end)
 
 T.test("a value at the end of statements", function()
