@@ -17,7 +17,7 @@ send answer(1)\r
 expect not yet
 send answer(w);\r
 expect correct
-send print("BETWEEN")\r
+send print("BETW" .. "EEN")\r
 expect BETWEEN
 send answer(w)\r
 expect > 
