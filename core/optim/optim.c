@@ -15,7 +15,6 @@
 #include "optim/optim.h"
 
 #include <math.h>
-#include <string.h>
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>

@@ -822,7 +822,6 @@ function M.install(repl)
             if session.pos >= 1 then
                 -- the words a step resolved when it ran (token labels, titles) are the old
                 -- language's: steps 1..pos run again quietly in the new one, then the step is shown
-                -- again
                 -- again; what the student made or changed since stays as it is
                 local upto, pending = math.min(session.pos, #session.lesson.steps), session.pending
                 say_text(said(lang).replaying(upto, session.lesson.seed or 0))
