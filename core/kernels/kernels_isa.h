@@ -77,8 +77,7 @@ typedef struct kernel_isa {
     void (*tile_a_cols)(float *c, size_t ldc, const float *a, ptrdiff_t a_cs, const float *b, size_t kc, bool add,
                         const float *bias);
     /* y = gelu(x) and dx = g·gelu'(x) for n contiguous floats, bit for bit mha_gelu_ref and
-     * mha_gelu_grad_ref (kernels.h) element by element: computed in double over W lanes, a lane
-     * near a rounding boundary of the float result falls back to the reference. */
+     * mha_gelu_grad_ref (kernels.h) element by element: the same float operations over W lanes. */
     void (*gelu)(float *y, const float *x, size_t n);
     void (*gelu_grad)(float *dx, const float *g, const float *x, size_t n);
     /* Layer norm's rows, forward and backward, and its backward's column sums: mha_layer_norm_rows,
@@ -100,6 +99,30 @@ typedef struct kernel_isa {
      * NULL: not written for this set. */
     void (*attend_one)(const struct mha_attn_args *args, size_t key_tile);
 } kernel_isa;
+
+/* GELU in float, for the references (rows.c, which holds the coefficients) and rows_simd.c alike:
+ * near (GELU_NEAR_LO <= x <= GELU_NEAR_HI) polynomials in t = x²·GELU_NEAR_SCALE - 1; far from
+ * erfc(z) = exp(-z²)·erfcx(z), z = min(|x|, GELU_A_MAX)/√2, erfcx a polynomial in (z - 2)/(z + 2),
+ * exp(-x²/2) from x's top GELU_SPLIT_MASK bits squared (exact) and the rest, with the softmax's
+ * polynomial (GELU_EXP_P) and 0 past GELU_EXP_MAX. */
+enum { GELU_NEAR_DEG = 10, GELU_FAR_DEG = 12 };
+extern const float mha_gelu_near_phi[GELU_NEAR_DEG + 1];  /* 2·Phi(x) = 1 + x·P(t) */
+extern const float mha_gelu_near_grad[GELU_NEAR_DEG + 1]; /* gelu'(x) = 0.5 + x·R(t) */
+extern const float mha_gelu_far_erfcx[GELU_FAR_DEG + 1];  /* exp(z²)·erfc(z) */
+#define GELU_NEAR_LO (-1.5f)
+#define GELU_NEAR_HI 3.0f
+#define GELU_NEAR_SCALE (2.0f / 9.0f)
+#define GELU_A_MAX 14.0f
+#define GELU_SPLIT_MASK 0xFFFFF000u
+#define GELU_INV_SQRT2 0.70710678118654752440f
+#define GELU_INV_SQRT_2PI 0.39894228040143267794f
+#define GELU_EXP_MAX 87.3f
+#define GELU_LOG2E 1.44269504088896341f
+#define GELU_ROUND 12582912.0f /* 1.5·2^23: adding and removing it rounds to an integer */
+#define GELU_LN2_HI 0.693359375f
+#define GELU_LN2_LO (-2.12194440e-4f)
+static const float GELU_EXP_P[6] = {1.9875691500e-4f, 1.3981999507e-3f, 8.3334519073e-3f,
+                                    4.1665795894e-2f, 1.6666665459e-1f, 5.0000001201e-1f};
 
 /* attend_one's largest key tile, and the largest D and Dv it takes (its scores, q·scale and sums on
  * the stack) */

@@ -1,176 +1,14 @@
 /* core/kernels/rows_simd.c - the kernels that go along rows of elements: GELU and its derivative,
  * layer norm's rows and column sums, written once over W lanes (kernels_simd.h) and compiled once
- * per instruction set, each bit for bit its reference in kernels.c. */
+ * per instruction set, each bit for bit its reference in rows.c. */
 #include "kernels/kernels_simd.h"
 
 #if defined(MHA_SIMD_SKIP)
 typedef int rows_simd_not_on_this_cpu;
 #else
 
-/* ---------------------------------------------------------------------------------------------
- * GELU and its derivative, in double over W lanes, each checked against the reference's rounding
- * ------------------------------------------------------------------------------------------- */
-
-/* W doubles span two registers of the set; the helpers below are always inlined, so their
- * vector returns never cross a call (GCC's note on the ABI of such returns does not apply; the
- * Makefile passes -Wno-psabi, which its pragma cannot do) */
-typedef double vd __attribute__((vector_size(W * sizeof(double))));   /* W doubles */
-typedef int64_t vl __attribute__((vector_size(W * sizeof(int64_t)))); /* W integers, or a mask */
-typedef uint64_t vu __attribute__((vector_size(W * sizeof(uint64_t))));
-
-INLINE vd blend_d(vl mask, vd a, vd b) { return (vd)((mask & (vl)a) | (~mask & (vl)b)); }
-INLINE vd abs_d(vd x) { return (vd)((vl)x & INT64_MAX); }   /* the sign bit cleared */
-
-/* exp(a) for -700 <= a <= 0: a = n·ln 2 + r, |r| <= ln 2 / 2 (ln 2 in two parts, the first with
- * 32 significant bits so n·hi is exact), Taylor's series of e^r to r^13 (its remainder below
- * 1e-17), times 2^n from the exponent bits. Relative error a few 1e-16. */
-INLINE vd exp_d(vd a) {
-    const double magic = 6755399441055744.0;   /* 1.5·2^52: x + magic - magic rounds x */
-    const double ln2_hi = 0.693147180369123816490, ln2_lo = 1.90821492927058770002e-10;
-    vd n = (a * 1.4426950408889634074 + magic) - magic;
-    vd r = (a - n * ln2_hi) - n * ln2_lo;
-    /* Σ r^k/k! for k <= 13 by Estrin's scheme: pairs joined by r², then r⁴, then r⁸ */
-    vd r2 = r * r, r4 = r2 * r2, r8 = r4 * r4;
-    vd p01 = 1.0 + r, p23 = 0.5 + r * (1.0 / 6.0), p45 = 1.0 / 24.0 + r * (1.0 / 120.0);
-    vd p67 = 1.0 / 720.0 + r * (1.0 / 5040.0), p89 = 1.0 / 40320.0 + r * (1.0 / 362880.0);
-    vd pab = 1.0 / 3628800.0 + r * (1.0 / 39916800.0), pcd = 1.0 / 479001600.0 + r * (1.0 / 6227020800.0);
-    vd p03 = p01 + r2 * p23, p47 = p45 + r2 * p67, p8b = p89 + r2 * pab;
-    vd p = (p03 + r4 * p47) + r8 * (p8b + r4 * pcd);
-    /* 2^n from the exponent bits, in unsigned arithmetic: a lane that falls back (NaN, |x| > 8)
-     * may hold any bits here, and unsigned wrap-around and shifts are defined for every value */
-    vu bits = ((vu)(n + magic) - (vu)((vd){0} + magic) + 1023) << 52;
-    return p * (vd)bits;
-}
-
-/* erfcx(z) = exp(z²)·erfc(z) on 0 <= z <= 6: a polynomial in u = 1.5·(z - 3)/(z + 3) + 0.5
- * (coefficients from tests/fixtures/gen/gen_erfcx.py, relative error below 1e-14). */
-static const double erfcx_poly[19] = {
-    -2.057951587445991e-11, -4.013005595519683e-11, 1.1627426469069857e-10,
-    9.1199410817411386e-10, 7.1385195689532927e-10, -1.4413667830016868e-08,
-    -3.4679506864859071e-08, 2.2750229140869569e-07, 8.1172622114239527e-07,
-    -4.5325842786500321e-06, -1.5153769786409199e-05, 0.00012716419156803797,
-    7.0125306904862889e-05, -0.0039561516351009135, 0.023308261233384441,
-    -0.081626845134148335, 0.20143885681918766, -0.36815156489825857,
-    0.32158541645431804,
-};
-
-/* 2·Phi(x) = erfc(-x/√2) = 1 + erf(x/√2) for |x| <= 8.4, relative error below 1e-13; negative
- * the lanes where x < 0 (compared in float: W lanes in one register); *gauss gets exp(-x²/2). */
-INLINE vd two_phi(vd x, vi negative, vd *gauss) {
-    vd z = abs_d(x) * 0.70710678118654752440;
-    vd u = (z - 3.0) / (z + 3.0) * 1.5 + 0.5;
-    /* the polynomial by Estrin's scheme: 5 dependent steps where Horner's rule takes 18 (c[18]
-     * the constant term, c[0] u^18's; the rounding errors stay a few 1e-16) */
-    const double *c = erfcx_poly;
-    vd u2 = u * u, u4 = u2 * u2, u8 = u4 * u4, u16 = u8 * u8;
-    vd q0 = c[18] + u * c[17], q1 = c[16] + u * c[15], q2 = c[14] + u * c[13], q3 = c[12] + u * c[11];
-    vd q4 = c[10] + u * c[9], q5 = c[8] + u * c[7], q6 = c[6] + u * c[5], q7 = c[4] + u * c[3];
-    vd q8 = c[2] + u * c[1];
-    vd h0 = q0 + u2 * q1, h1 = q2 + u2 * q3, h2 = q4 + u2 * q5, h3 = q6 + u2 * q7;
-    vd g0 = h0 + u4 * h1, g1 = h2 + u4 * h3;
-    vd p = (g0 + u8 * g1) + u16 * (q8 + u2 * c[0]);
-    *gauss = exp_d(-(z * z));
-    vd e = *gauss * p;   /* erfc(|x|/√2) */
-    return blend_d(__builtin_convertvector(negative, vl), e, 2.0 - e);
-}
-
-/* For |x| <= 3, in u = w/2.25 - 1 (w = x²/2), degree 16, coefficients highest power first from
- * tests/fixtures/gen/gen_erf.py: erf(z) = z·erf_poly (z = x/√2; relative error 4e-15), and
- * gelu'(x) = Phi(x) + x·phi(x) = 0.5 + x·gelu_grad_poly (relative error 1.7e-14). */
-static const double erf_poly[17] = {
-    9.466577302251564e-11, -6.9462297175013025e-10, 4.6585592841066558e-09,
-    -3.1573913219682069e-08, 2.001292964694252e-07, -1.1780764441850486e-06,
-    6.4237077303810241e-06, -3.2254635783812417e-05, 0.00014812007223277603,
-    -0.00061724384231321252, 0.0023133106110260681, -0.0077191568569403447,
-    0.022688198513144225, -0.058183901293656269, 0.13002914047169323,
-    -0.26256990421328374, 0.64407009765020728,
-};
-static const double gelu_grad_poly[17] = {
-    9.703241734807853e-10, -6.916839596393089e-09, 4.2614646631115244e-08,
-    -2.6603288890072081e-07, 1.5486493105634442e-06, -8.2986771432864526e-06,
-    4.0801979825442914e-05, -0.00018265192471397606, 0.00073736291239803839,
-    -0.0026537648909410391, 0.0083951022394887671, -0.022935063217224983,
-    0.052923554309695253, -0.10039700855700529, 0.15240676745655024,
-    -0.18744094565064334, 0.2697613738032244,
-};
-
-/* GELU's x where those polynomials are near enough: they cover |x| <= 3, and at x = -2.5 the sum
- * 1 + erf, 0.0124, keeps a relative error of 3e-13 (below the 1e-12 that gelu's rounding check
- * assumes); further out two_phi's erfcx takes over. */
-static const float NEAR_LO = -2.5f, NEAR_HI = 3.0f;
-
-/* c (17 coefficients, highest power first) at u = x²/4.5 - 1, by Estrin's scheme: 5 dependent
- * steps where Horner's rule takes 16. */
-INLINE vd poly16_near(vd x, const double *c) {
-    vd u = x * x * (1.0 / 4.5) - 1.0;
-    vd u2 = u * u, u4 = u2 * u2, u8 = u4 * u4, u16 = u8 * u8;
-    vd q0 = c[16] + u * c[15], q1 = c[14] + u * c[13], q2 = c[12] + u * c[11], q3 = c[10] + u * c[9];
-    vd q4 = c[8] + u * c[7], q5 = c[6] + u * c[5], q6 = c[4] + u * c[3], q7 = c[2] + u * c[1];
-    vd h0 = q0 + u2 * q1, h1 = q2 + u2 * q3, h2 = q4 + u2 * q5, h3 = q6 + u2 * q7;
-    return ((h0 + u4 * h1) + u8 * (h2 + u4 * h3)) + u16 * c[0];
-}
-
-/* 2·Phi(x) = 1 + erf(x/√2) for NEAR_LO <= x <= NEAR_HI: no division and no exponential, a third
- * of two_phi's work. */
-INLINE vd two_phi_near(vd x) { return 1.0 + x * 0.70710678118654752440 * poly16_near(x, erf_poly); }
-
-/* Whether every lane of x lies in [NEAR_LO, NEAR_HI] (false for NaN). */
-INLINE bool all_near(vf x) { return !any_lane(~((x >= NEAR_LO) & (x <= NEAR_HI))); }
-
-/* y = gelu(x) = 0.5·x·erfc(-x/√2) for n floats, each the very float of the reference
- * (mha_gelu_ref, which rounds libm's double result): a lane whose double value lies within 1e-12
- * (relative) of a float rounding boundary (the two ends of that interval round to different bits:
- * a zero's sign too), or |x| > 8, or NaN, takes the reference's path. */
-void SET_FN(gelu)(float *y, const float *x, size_t n) {
-    size_t i = 0;
-    for (; i + W <= n; i += W) {
-        vf xv = load(x + i);
-        vd xd = __builtin_convertvector(xv, vd);
-        vd gauss;
-        vd v = 0.5 * xd * (all_near(xv) ? two_phi_near(xd) : two_phi(xd, xv < 0.0f, &gauss));
-        vd tol = abs_d(v) * 1e-12;
-        vf lo = __builtin_convertvector(v - tol, vf), hi = __builtin_convertvector(v + tol, vf);
-        vi bad = ((vi)lo != (vi)hi) | (lo != lo) | ~((xv <= 8.0f) & (xv >= -8.0f));
-        store(y + i, lo);
-        if (any_lane(bad))
-            for (size_t j = 0; j < W; j++)
-                if (bad[j]) y[i + j] = mha_gelu_ref(x[i + j]);
-    }
-    for (; i < n; i++) y[i] = mha_gelu_ref(x[i]);
-}
-
-/* dx = g·gelu'(x) = g·(Phi(x) + x·phi(x)) for n floats, each the very float of the reference
- * (mha_gelu_grad_ref), checked as gelu is, the derivative's error taken as absolute (1e-12); a
- * derivative within 1e-12 of 0 takes the reference's path, so the sign of a zero is its too. */
-void SET_FN(gelu_grad)(float *dx, const float *g, const float *x, size_t n) {
-    size_t i = 0;
-    for (; i + W <= n; i += W) {
-        vf xv = load(x + i);
-        vd xd = __builtin_convertvector(xv, vd), gd = __builtin_convertvector(load(g + i), vd);
-        vd gauss, dydx;
-        if (all_near(xv)) {
-            dydx = 0.5 + xd * poly16_near(xd, gelu_grad_poly);
-        } else {
-            dydx = 0.5 * two_phi(xd, xv < 0.0f, &gauss);
-            dydx += xd * gauss * 0.39894228040143267794;   /* x·phi(x), phi's exp shared with Phi */
-        }
-        vd v = gd * dydx, tol = abs_d(gd) * 1e-12;
-        vf lo = __builtin_convertvector(v - tol, vf), hi = __builtin_convertvector(v + tol, vf);
-        vf small = __builtin_convertvector(abs_d(dydx), vf);
-        vi bad = ((vi)lo != (vi)hi) | (lo != lo) | ~((xv <= 8.0f) & (xv >= -8.0f)) | (small < 1e-12f);
-        store(dx + i, lo);
-        if (any_lane(bad))
-            for (size_t j = 0; j < W; j++)
-                if (bad[j]) dx[i + j] = mha_gelu_grad_ref(g[i + j], x[i + j]);
-    }
-    for (; i < n; i++) dx[i] = mha_gelu_grad_ref(g[i], x[i]);
-}
-
-/* ---------------------------------------------------------------------------------------------
- * Layer norm's rows (kernels.h): in double, W/2 elements a step. Each operation is rounded as
- * written (no FMA contraction from here to the pop below), and a row's sums run over MHA_LN_LANES
- * lanes whatever W is, so every set gives the bits of the references in kernels.c.
- * ------------------------------------------------------------------------------------------- */
+/* Each operation from here to the pop at the end is rounded as written (no FMA contraction), so
+ * that every set gives the bits of the references in rows.c. */
 #if defined(__clang__)
 #define NO_CONTRACT _Pragma("STDC FP_CONTRACT OFF") /* first in a function's body */
 #else
@@ -178,6 +16,87 @@ void SET_FN(gelu_grad)(float *dx, const float *g, const float *x, size_t n) {
 #pragma GCC push_options
 #pragma GCC optimize("fp-contract=off")
 #endif
+
+/* ---------------------------------------------------------------------------------------------
+ * GELU and its derivative in float, W lanes at a time, the operations of rows.c's references
+ * ------------------------------------------------------------------------------------------- */
+
+/* c at t as rows.c's horner_ref, lane by lane (unrolled: the coefficients' loads go ahead) */
+INLINE vf horner(const float *c, int deg, vf t) {
+    NO_CONTRACT
+    vf p = splat(c[0]);
+#pragma GCC unroll 16
+    for (int i = 1; i <= deg; i++) p = p * t + c[i];
+    return p;
+}
+
+INLINE vf near_t(vf x) { NO_CONTRACT return x * x * GELU_NEAR_SCALE - 1.0f; }
+
+/* exp(-(hi + lo)) as rows.c's exp_neg_ref; 0 past GELU_EXP_MAX (NaN there too, as s NaN: never,
+ * the callers take |x| to at most GELU_A_MAX) */
+INLINE vf exp_neg(vf hi, vf lo) {
+    NO_CONTRACT
+    vf s = hi + lo;
+    vf n = (s * -GELU_LOG2E + GELU_ROUND) - GELU_ROUND;
+    vf r = ((-hi - n * GELU_LN2_HI) - lo) - n * GELU_LN2_LO;
+    vf p = splat(GELU_EXP_P[0]);
+    for (int i = 1; i < 6; i++) p = p * r + GELU_EXP_P[i];
+    p = p * (r * r) + (r + 1.0f);
+    vi bits = (__builtin_convertvector(n, vi) + 127) << 23;   /* past GELU_EXP_MAX: dropped */
+    return (vf)((s <= GELU_EXP_MAX) & (vi)(p * (vf)bits));
+}
+
+/* Phi(x) of the far path for every lane (rows.c's far_phi_ref); *gauss = exp(-x²/2). */
+INLINE vf far_phi(vf x, vf *gauss) {
+    NO_CONTRACT
+    vf a = (vf)((vi)x & INT32_MAX);
+    a = blend(a < GELU_A_MAX, a, splat(GELU_A_MAX));
+    vf ah = (vf)((vi)a & (int32_t)GELU_SPLIT_MASK), al = a - ah;
+    *gauss = exp_neg(ah * ah * 0.5f, ah * al + al * al * 0.5f);
+    vf z = a * GELU_INV_SQRT2;
+    vf half = *gauss * horner(mha_gelu_far_erfcx, GELU_FAR_DEG, (z - 2.0f) / (z + 2.0f)) * 0.5f;
+    return blend(x < 0.0f, half, 1.0f - half);
+}
+
+INLINE vi near_lanes(vf x) { return (x >= GELU_NEAR_LO) & (x <= GELU_NEAR_HI); }   /* NaN: not */
+
+/* y = gelu(x) for n floats, each mha_gelu_ref's: the near polynomial, and where any lane lies
+ * past it the far path, blended lane by lane. */
+void SET_FN(gelu)(float *y, const float *x, size_t n) {
+    NO_CONTRACT
+    size_t i = 0;
+    for (; i + W <= n; i += W) {
+        vf xv = load(x + i), gauss;
+        vf v = xv * 0.5f * (1.0f + xv * horner(mha_gelu_near_phi, GELU_NEAR_DEG, near_t(xv)));
+        vi near = near_lanes(xv);
+        if (any_lane(~near)) v = blend(near, v, xv * far_phi(xv, &gauss));
+        store(y + i, v);
+    }
+    for (; i < n; i++) y[i] = mha_gelu_ref(x[i]);
+}
+
+/* dx = g·gelu'(x) for n floats, each mha_gelu_grad_ref's, as gelu. */
+void SET_FN(gelu_grad)(float *dx, const float *g, const float *x, size_t n) {
+    NO_CONTRACT
+    size_t i = 0;
+    for (; i + W <= n; i += W) {
+        vf xv = load(x + i), gv = load(g + i), gauss;
+        vf d = 0.5f + xv * horner(mha_gelu_near_grad, GELU_NEAR_DEG, near_t(xv));
+        vi near = near_lanes(xv);
+        if (any_lane(~near)) {
+            vf phi = far_phi(xv, &gauss);
+            d = blend(near, d, phi + xv * (gauss * GELU_INV_SQRT_2PI));
+        }
+        store(dx + i, gv * d);
+    }
+    for (; i < n; i++) dx[i] = mha_gelu_grad_ref(g[i], x[i]);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Layer norm's rows (kernels.h): in double, W/2 elements a step. Each operation is rounded as
+ * written (as the GELU above), and a row's sums run over MHA_LN_LANES
+ * lanes whatever W is, so every set gives the bits of the references in kernels.c.
+ * ------------------------------------------------------------------------------------------- */
 
 /* Half a vector of floats widened to doubles fills one register (vd, W doubles, takes two): LN
  * steps WH elements at a time, a row's sum in LN_VECS such registers. */
