@@ -305,8 +305,8 @@ static bool hard_masked(const mha_mask_src *m, bool causal, size_t i, size_t j) 
 typedef struct bwd_job {
     /* inputs, each expanded to the batch shape (views) */
     const mha_tensor *q, *k, *v, *dout, *dweights, *weights, *out, *mask;
-    float *gq, *gk, *gv;          /* (batches, L, D), (batches, S, D), (batches, S, Dv), zeroed;
-                                     NULL: not wanted */
+    const mha_tensor *gq, *gk, *gv; /* (batch..., L, D), (..., S, D), (..., S, Dv), zeroed, rows
+                                       contiguous (grad_rows); NULL: not wanted */
     float *gm;                    /* (batches, L, S): the float mask's gradient (dS unscaled), every
                                      element written; or NULL */
     size_t nb, batches, group;    /* group: query heads per K/V head (k and v read at head h /
@@ -317,6 +317,11 @@ typedef struct bwd_job {
     atomic_bool failed;
 } bwd_job;
 
+/* Row `row` of batch slice n of a gradient (its rows g->stride[nb] apart). */
+static float *grad_rows(const mha_tensor *g, size_t nb, size_t n, size_t row) {
+    return mha_f32(g) + mha_batch_offset(g, nb, n, 1) + (ptrdiff_t)row * g->stride[nb];
+}
+
 static mat mat_slice(const mha_tensor *t, size_t nb, size_t n, size_t group) {
     mat m = {mha_f32(t) + mha_batch_offset(t, nb, n, group), t->stride[nb], t->stride[nb + 1]};
     return m;
@@ -326,10 +331,10 @@ static mat mat_slice(const mha_tensor *t, size_t nb, size_t n, size_t group) {
  * dV[j0:] += Pᵀ·dO[i0:], P of row stride ldP. */
 static mha_status value_grad(const bwd_job *job, size_t n, const float *P, size_t ldP, size_t i0, size_t bq,
                              size_t j0, size_t bk, mat dO) {
-    const size_t S = job->S, Dv = job->Dv;
+    const size_t Dv = job->Dv;
     if (!job->gv || !dO.p) return MHA_OK;
-    return mha_sgemm(job->gv + (n * S + j0) * Dv, Dv, P, 1, (ptrdiff_t)ldP, dO.p + (ptrdiff_t)i0 * dO.rs, dO.rs, dO.cs,
-                     bk, Dv, bq, true);
+    return mha_sgemm(grad_rows(job->gv, job->nb, n, j0), (size_t)job->gv->stride[job->nb], P, 1, (ptrdiff_t)ldP,
+                     dO.p + (ptrdiff_t)i0 * dO.rs, dO.rs, dO.cs, bk, Dv, bq, true);
 }
 
 /* Backward of pass 3 (softmax) and pass 2 (masks), one row i over keys j0..j0+bk: dS =
@@ -369,14 +374,14 @@ static void softmax_grad_row(const bwd_job *job, const mha_mask_src *m, float *d
  * dQ[i0:] += dS·k[j0:], dK[j0:] += dSᵀ·q[i0:]. */
 static mha_status score_grads(const bwd_job *job, size_t n, const float *dS, size_t ld, size_t i0, size_t bq,
                               size_t j0, size_t bk, mat q, mat k) {
-    const size_t D = job->D, L = job->L, S = job->S;
+    const size_t D = job->D, nb = job->nb;
     mha_status st = MHA_OK;
     if (job->gq)
-        st = mha_sgemm(job->gq + (n * L + i0) * D, D, dS, (ptrdiff_t)ld, 1, k.p + (ptrdiff_t)j0 * k.rs, k.rs, k.cs, bq, D,
-                       bk, true);
+        st = mha_sgemm(grad_rows(job->gq, nb, n, i0), (size_t)job->gq->stride[nb], dS, (ptrdiff_t)ld, 1,
+                       k.p + (ptrdiff_t)j0 * k.rs, k.rs, k.cs, bq, D, bk, true);
     if (st == MHA_OK && job->gk)
-        st = mha_sgemm(job->gk + (n * S + j0) * D, D, dS, 1, (ptrdiff_t)ld, q.p + (ptrdiff_t)i0 * q.rs, q.rs, q.cs, bk, D,
-                       bq, true);
+        st = mha_sgemm(grad_rows(job->gk, nb, n, j0), (size_t)job->gk->stride[nb], dS, 1, (ptrdiff_t)ld,
+                       q.p + (ptrdiff_t)i0 * q.rs, q.rs, q.cs, bk, D, bq, true);
     return st;
 }
 
@@ -663,6 +668,23 @@ static mha_status bwd_check(sdpa_sizes *z, const mha_tensor *const all[8], const
 
 /* Each gradient wanted (dst[i] not NULL) summed back to its input's shape; on a failure none is
  * handed back. */
+/* A gradient's zeros (dv's stay 0 without dout): laid out as its input when that input has the
+ * batch's very shape and its rows' elements contiguous (mha_empty_like), so the gradient of heads
+ * split from (N,L,E) comes back with the heads side by side, and merging them is a view, not a
+ * copy; else contiguous. like NULL: contiguous. */
+static mha_status grad_zeros(mha_tensor *g, size_t ndim, const size_t *shape, const mha_tensor *like) {
+    bool as_like = like && like->ndim == ndim && like->stride[ndim - 1] == 1;
+    for (size_t d = 0; as_like && d < ndim; d++) as_like = like->shape[d] == shape[d];
+    const char *name = "sdpa_backward";
+    mha_status st = as_like ? mha_empty_like_named(g, like, name) : mha_empty_named(g, MHA_FLOAT32, ndim, shape, name);
+    if (st == MHA_OK && as_like && g->stride[ndim - 1] != 1) { /* a row's elements apart */
+        mha_release(g);
+        st = mha_empty_named(g, MHA_FLOAT32, ndim, shape, name);
+    }
+    if (st == MHA_OK) memset(g->storage->data, 0, g->storage->nbytes);
+    return st;
+}
+
 static mha_status sum_to_inputs(mha_tensor *const dst[4], const mha_tensor *const grads[4],
                                 const mha_tensor *const like[4]) {
     for (size_t i = 0; i < 4; i++) {
@@ -707,13 +729,13 @@ mha_status mha_sdpa_backward(mha_tensor *dq, mha_tensor *dk, mha_tensor *dv, mha
     mha_tensor *const dst[4] = {dq, dk, dv, dmask};
     for (int i = 0; i < 4 && st == MHA_OK; i++) {
         shape[nb] = rows[i], shape[nb + 1] = cols[i];
-        if (dst[i]) st = mha_zeros(&g[i], MHA_FLOAT32, nb + 2, shape); /* dv stays 0 without dout */
+        if (dst[i]) st = grad_zeros(&g[i], nb + 2, shape, i < 3 && (i == 0 || z.group == 1) ? all[i] : NULL);
     }
     if (st == MHA_OK && (dout || dweights)) {
         bwd_job job = {
             .q = &e[0], .k = &e[1], .v = &e[2], .dout = dout ? &e[4] : NULL, .dweights = dweights ? &e[5] : NULL,
             .weights = weights ? &e[6] : NULL, .out = out && !weights ? &e[7] : NULL, .mask = opt->attn_mask ? &e[3] : NULL,
-            .gq = dq ? mha_f32(&g[0]) : NULL, .gk = dk ? mha_f32(&g[1]) : NULL, .gv = dv && dout ? mha_f32(&g[2]) : NULL,
+            .gq = dq ? &g[0] : NULL, .gk = dk ? &g[1] : NULL, .gv = dv && dout ? &g[2] : NULL,
             .gm = dmask ? mha_f32(&g[3]) : NULL,
             .nb = nb, .batches = prod(z.bshape, 0, nb), .group = z.group, .causal = opt->is_causal, .scale = scale,
             .L = L, .S = S, .D = D, .Dv = Dv,

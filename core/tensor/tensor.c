@@ -125,31 +125,22 @@ mha_status mha_empty(mha_tensor *out, mha_dtype dtype, size_t ndim, const size_t
     return mha_empty_named(out, dtype, ndim, shape, "empty");
 }
 
-/* Whether t is dense - a permutation of a contiguous tensor - with order its dims by falling
- * stride. */
-static bool dense_order(size_t *order, const mha_tensor *t) {
+/* t's dims by falling stride, ties in dim order (insertion sort: stable). */
+static void stride_order(size_t *order, const mha_tensor *t) {
     for (size_t d = 0; d < t->ndim; d++) order[d] = d;
     for (size_t i = 1; i < t->ndim; i++)
         for (size_t j = i; j > 0 && t->stride[order[j]] > t->stride[order[j - 1]]; j--) {
             size_t was = order[j];
             order[j] = order[j - 1], order[j - 1] = was;
         }
-    ptrdiff_t expected = 1;
-    for (size_t p = t->ndim; p-- > 0;) {
-        const size_t d = order[p];
-        if (t->shape[d] != 1 && t->stride[d] != expected) return false;
-        expected *= (ptrdiff_t)t->shape[d];
-    }
-    return true;
 }
 
-/* An empty float tensor of like's shape, laid out as like is when like is dense
- * (as torch's empty_like keeps a dense tensor's strides), else contiguous. The output of heads
- * split by a permuted view (N,H,L,D) of (N,L,E) is then written with the heads side by side, so
- * merging them back, (N,L,H,D) -> (N,L,E), is a view. */
+/* The output of heads split by a permuted view (N,H,L,D) of (N,L,E) - or of a third of (N,L,3E),
+ * self-attention's one projection - is then written with the heads side by side, so merging them
+ * back, (N,L,H,D) -> (N,L,E), is a view; and so is each head's gradient in sdpa's backward. */
 mha_status mha_empty_like_named(mha_tensor *out, const mha_tensor *like, const char *fname) {
     size_t order[MHA_MAX_DIMS], inverse[MHA_MAX_DIMS], block_shape[MHA_MAX_DIMS];
-    if (!dense_order(order, like)) return mha_empty_named(out, MHA_FLOAT32, like->ndim, like->shape, fname);
+    stride_order(order, like);
     for (size_t p = 0; p < like->ndim; p++) block_shape[p] = like->shape[order[p]], inverse[order[p]] = p;
     mha_tensor block = MHA_TENSOR_EMPTY;
     mha_status st = mha_empty_named(&block, MHA_FLOAT32, like->ndim, block_shape, fname);

@@ -97,8 +97,9 @@ mha_status mha_empty(mha_tensor *out, mha_dtype dtype, size_t ndim, const size_t
 /* mha_empty for a caller that allocates on behalf of a function of its own: a failure is named
  * fname ("softmax: out of memory allocating ..."), the function the user called, never "empty". */
 mha_status mha_empty_named(mha_tensor *out, mha_dtype dtype, size_t ndim, const size_t *shape, const char *fname);
-/* An empty float tensor of like's shape, laid out as like is when like is dense (a permutation of a
- * contiguous tensor, as torch's empty_like keeps its strides), else contiguous; failures name
+/* An empty float tensor of like's shape, dense, its dims laid out in like's order (by falling
+ * stride, ties in dim order: as torch's empty_like keeps a dense tensor's strides, and as
+ * TensorIterator lays out the output of a strided one); contiguous when like is. Failures name
  * fname. */
 mha_status mha_empty_like_named(mha_tensor *out, const mha_tensor *like, const char *fname);
 mha_status mha_zeros(mha_tensor *out, mha_dtype dtype, size_t ndim, const size_t *shape);
