@@ -51,8 +51,16 @@ mha_status mha_attention_plain(const mha_head_args *job, const mha_attn_kernels 
         for (size_t n = 0; n < L * S; n++) weights[n] *= scale;
     if (scaled) memcpy(scaled, weights, L * S * sizeof *weights);
 
-    /* pass 2: masked = scaled + (attn_mask + key padding), then -inf where j > i (causal) */
-    for (size_t i = 0; (has_attn || has_pad) && i < L; i++) {
+    /* pass 2: masked = scaled + (attn_mask + key padding), then -inf where j > i (causal); a float
+     * mask alone with its columns contiguous (MultiheadAttention's additive one) row by row, a loop
+     * the compiler vectorizes: the same sums */
+    const bool float_rows = job->attn.f && job->attn.cs == 1 && !has_pad;
+    for (size_t i = 0; float_rows && i < L; i++) {
+        float *row = weights + i * S;
+        const float *m = job->attn.f + (ptrdiff_t)i * job->attn.rs;
+        for (size_t j = 0; j < job->mask_cols; j++) row[j] += m[j];
+    }
+    for (size_t i = 0; !float_rows && (has_attn || has_pad) && i < L; i++) {
         float *row = weights + i * S;
         for (size_t j = 0; j < job->mask_cols; j++) {
             float m = has_attn ? mha_mask_value(&job->attn, i, j) : 0.0f;
