@@ -59,12 +59,18 @@ OPS_INLINE void binary_loop(mha_binop op, float *restrict out, const float *a, p
                 memcpy(out + i, &x, sizeof x);
             }
         for (; i < n; i++) out[i] = binop_apply(op, a[i], b[i]);
-    } else if (sa == 1 && sb == 0) {    /* tensor op scalar */
-        float y = b[0];
-        for (ptrdiff_t i = 0; i < n; i++) out[i] = binop_apply(op, a[i], y);
-    } else if (sa == 0 && sb == 1) {    /* scalar op tensor */
-        float x = a[0];
-        for (ptrdiff_t i = 0; i < n; i++) out[i] = binop_apply(op, x, b[i]);
+    } else if ((sa == 1 && sb == 0) || (sa == 0 && sb == 1)) {   /* tensor op number, or reverse */
+        const float *t = sa ? a : b, value = sa ? b[0] : a[0];
+        const v4f v = {value, value, value, value};
+        ptrdiff_t i = 0;
+        if (op == MHA_ADD || op == MHA_SUB || op == MHA_MUL || op == MHA_DIV)
+            for (; i + 4 <= n; i += 4) {   /* 4 at a time, as above (q / √D: a division each) */
+                v4f x;
+                memcpy(&x, t + i, sizeof x);
+                x = sa ? binop_v4(op, x, v) : binop_v4(op, v, x);
+                memcpy(out + i, &x, sizeof x);
+            }
+        for (; i < n; i++) out[i] = sa ? binop_apply(op, t[i], value) : binop_apply(op, value, t[i]);
     } else {
         for (ptrdiff_t i = 0; i < n; i++) out[i] = binop_apply(op, a[i * sa], b[i * sb]);
     }
