@@ -120,7 +120,8 @@ float mha_gelu_grad_ref(float g, float x);
  *       y = ((x - mean)·rstd)·w + b, rounded to float once (w, b (n) or NULL: no scale, no shift);
  *       mean and rstd (rows each) written unless NULL;
  *   backward, dy, x and dx (rows, n):  x̂ = (x - mean)·rstd, ĝ = dy∘w (dy when w is NULL),
- *       dx = (ĝ - mean(ĝ) - x̂·mean(ĝ∘x̂))·rstd; mean and rstd (rows each) written;
+ *       dx = (ĝ - mean(ĝ) - x̂·mean(ĝ∘x̂))·rstd; mean and rstd (rows each) the forward's when
+ *       given (read: the same bits as computed again), else computed and written;
  *   columns, dy and x (rows, cols) row stride ld:  acc_w = Σ_rows dy∘x̂, acc_b = Σ_rows dy (cols
  *       each, overwritten), over the rows in order, with the mean and rstd the backward wrote.
  * A row's sums run over MHA_LN_LANES lanes (element i of its whole blocks of MHA_LN_LANES into lane
@@ -130,14 +131,14 @@ float mha_gelu_grad_ref(float g, float x);
 enum { MHA_LN_LANES = 16 };
 void mha_layer_norm_rows(float *y, double *mean, double *rstd, const float *x, const float *w, const float *b,
                          size_t rows, size_t n, float eps);
-void mha_layer_norm_rows_backward(float *dx, double *mean, double *rstd, const float *dy, const float *x,
-                                  const float *w, size_t rows, size_t n, float eps);
+void mha_layer_norm_rows_backward(float *dx, double *mean, double *rstd, bool given, const float *dy,
+                                  const float *x, const float *w, size_t rows, size_t n, float eps);
 void mha_layer_norm_columns(double *acc_w, double *acc_b, const float *dy, const float *x, size_t ld,
                             const double *mean, const double *rstd, size_t rows, size_t cols);
 void mha_layer_norm_rows_ref(float *y, double *mean, double *rstd, const float *x, const float *w, const float *b,
                              size_t rows, size_t n, float eps);
-void mha_layer_norm_rows_backward_ref(float *dx, double *mean, double *rstd, const float *dy, const float *x,
-                                      const float *w, size_t rows, size_t n, float eps);
+void mha_layer_norm_rows_backward_ref(float *dx, double *mean, double *rstd, bool given, const float *dy,
+                                      const float *x, const float *w, size_t rows, size_t n, float eps);
 void mha_layer_norm_columns_ref(double *acc_w, double *acc_b, const float *dy, const float *x, size_t ld,
                                 const double *mean, const double *rstd, size_t rows, size_t cols);
 

@@ -86,8 +86,8 @@ typedef struct kernel_isa {
      * set). */
     void (*layer_norm_rows)(float *y, double *mean, double *rstd, const float *x, const float *w, const float *b,
                             size_t rows, size_t n, float eps);
-    void (*layer_norm_rows_backward)(float *dx, double *mean, double *rstd, const float *dy, const float *x,
-                                     const float *w, size_t rows, size_t n, float eps);
+    void (*layer_norm_rows_backward)(float *dx, double *mean, double *rstd, bool given, const float *dy,
+                                     const float *x, const float *w, size_t rows, size_t n, float eps);
     void (*layer_norm_columns)(double *acc_w, double *acc_b, const float *dy, const float *x, size_t ld,
                                const double *mean, const double *rstd, size_t rows, size_t cols);
     /* mha_column_sums of kernels.h, bit for bit its reference. */

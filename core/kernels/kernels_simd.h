@@ -215,8 +215,8 @@ void SET_FN(gelu)(float *y, const float *x, size_t n);
 void SET_FN(gelu_grad)(float *dx, const float *g, const float *x, size_t n);
 void SET_FN(layer_norm_rows)(float *y, double *mean, double *rstd, const float *x, const float *w, const float *b,
                              size_t rows, size_t n, float eps);
-void SET_FN(layer_norm_rows_backward)(float *dx, double *mean, double *rstd, const float *dy, const float *x,
-                                      const float *w, size_t rows, size_t n, float eps);
+void SET_FN(layer_norm_rows_backward)(float *dx, double *mean, double *rstd, bool given, const float *dy,
+                                     const float *x, const float *w, size_t rows, size_t n, float eps);
 void SET_FN(layer_norm_columns)(double *acc_w, double *acc_b, const float *dy, const float *x, size_t ld,
                                 const double *mean, const double *rstd, size_t rows, size_t cols);
 

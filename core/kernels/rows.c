@@ -197,13 +197,15 @@ void mha_layer_norm_rows_ref(float *y, double *mean, double *rstd, const float *
     }
 }
 
-void mha_layer_norm_rows_backward_ref(float *dx, double *mean, double *rstd, const float *dy, const float *x,
-                                      const float *w, size_t rows, size_t n, float eps) {
+void mha_layer_norm_rows_backward_ref(float *dx, double *mean, double *rstd, bool given, const float *dy,
+                                      const float *x, const float *w, size_t rows, size_t n, float eps) {
     for (size_t r = 0; r < rows; r++) {
         const float *xr = x + r * n, *gr = dy + r * n;
-        double m, rs;
-        ln_stats_ref(&m, &rs, xr, n, eps);
-        mean[r] = m, rstd[r] = rs;
+        double m = given ? mean[r] : 0.0, rs = given ? rstd[r] : 0.0;
+        if (!given) {
+            ln_stats_ref(&m, &rs, xr, n, eps);
+            mean[r] = m, rstd[r] = rs;
+        }
         const double mean_g = ln_sum_ref(LN_G, n, xr, gr, w, m, rs) / (double)n;
         const double mean_gx = ln_sum_ref(LN_GX, n, xr, gr, w, m, rs) / (double)n;
         for (size_t i = 0; i < n; i++) {
@@ -231,9 +233,9 @@ void mha_layer_norm_rows(float *y, double *mean, double *rstd, const float *x, c
     mha_kernels_current()->layer_norm_rows(y, mean, rstd, x, w, b, rows, n, eps);
 }
 
-void mha_layer_norm_rows_backward(float *dx, double *mean, double *rstd, const float *dy, const float *x,
-                                  const float *w, size_t rows, size_t n, float eps) {
-    mha_kernels_current()->layer_norm_rows_backward(dx, mean, rstd, dy, x, w, rows, n, eps);
+void mha_layer_norm_rows_backward(float *dx, double *mean, double *rstd, bool given, const float *dy,
+                                  const float *x, const float *w, size_t rows, size_t n, float eps) {
+    mha_kernels_current()->layer_norm_rows_backward(dx, mean, rstd, given, dy, x, w, rows, n, eps);
 }
 
 void mha_layer_norm_columns(double *acc_w, double *acc_b, const float *dy, const float *x, size_t ld,

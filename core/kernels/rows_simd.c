@@ -194,15 +194,17 @@ void SET_FN(layer_norm_rows)(float *y, double *mean, double *rstd, const float *
 /* ĝ = dy∘w, W elements (w NULL: dy) */
 INLINE vh ln_g(const float *dy, const float *w, size_t i) { return w ? widen(dy + i) * widen(w + i) : widen(dy + i); }
 
-void SET_FN(layer_norm_rows_backward)(float *dx, double *mean, double *rstd, const float *dy, const float *x,
-                                     const float *w, size_t rows, size_t n, float eps) {
+void SET_FN(layer_norm_rows_backward)(float *dx, double *mean, double *rstd, bool given, const float *dy,
+                                     const float *x, const float *w, size_t rows, size_t n, float eps) {
     NO_CONTRACT
     const size_t whole = n - n % MHA_LN_LANES;
     for (size_t r = 0; r < rows; r++) {
         const float *xr = x + r * n, *gr = dy + r * n;
-        double m, rs;
-        ln_stats(&m, &rs, xr, n, eps);
-        mean[r] = m, rstd[r] = rs;
+        double m = given ? mean[r] : 0.0, rs = given ? rstd[r] : 0.0;
+        if (!given) {
+            ln_stats(&m, &rs, xr, n, eps);
+            mean[r] = m, rstd[r] = rs;
+        }
         vh acc_g[LN_VECS], acc_gx[LN_VECS];   /* Σ ĝ, Σ ĝ∘x̂ */
         for (size_t k = 0; k < LN_VECS; k++) acc_g[k] = (vh){0}, acc_gx[k] = (vh){0};
         for (size_t i = 0; i < whole; i += MHA_LN_LANES)

@@ -20,7 +20,9 @@ typedef struct ln_job {
     size_t n, rows;               /* rows (groups) of n elements */
     const float *x, *w, *b, *dy;  /* x, dy (rows, n); w, b (n) or NULL */
     float *out;                   /* y or dx (rows, n) */
-    double *mean, *rstd;          /* backward: each row's, for the column sums (rows) */
+    double *mean, *rstd;          /* each row's (rows): the forward's kept for the graph (or NULL);
+                                     the backward's for the column sums */
+    bool given;                   /* backward: mean and rstd hold the forward's */
     double *acc_w, *acc_b;        /* backward: Σ_rows dy∘x̂, Σ_rows dy (n) */
     float eps;
 } ln_job;
@@ -48,13 +50,16 @@ static mha_status forward_part(void *ctx, size_t part, size_t nparts) {
     const ln_job *job = ctx;
     size_t from, to;
     part_range(&from, &to, job->rows, part, nparts);
-    mha_layer_norm_rows(job->out + from * job->n, NULL, NULL, job->x + from * job->n, job->w, job->b, to - from,
-                        job->n, job->eps);
+    mha_layer_norm_rows(job->out + from * job->n, job->mean ? job->mean + from : NULL,
+                        job->rstd ? job->rstd + from : NULL, job->x + from * job->n, job->w, job->b, to - from, job->n,
+                        job->eps);
     return MHA_OK;
 }
 
-mha_status mha_layer_norm(mha_tensor *out, const mha_tensor *x, size_t norm_ndim, const mha_tensor *weight,
-                          const mha_tensor *bias, float eps) {
+/* mha_layer_norm, and each row's mean and rstd into stats (mean[rows] then rstd[rows]) unless
+ * NULL: what the graph node keeps for the backward. */
+static mha_status layer_norm_forward(mha_tensor *out, double *stats, const mha_tensor *x, size_t norm_ndim,
+                                     const mha_tensor *weight, const mha_tensor *bias, float eps) {
     char sx[MHA_SHAPE_BUF], sp[MHA_SHAPE_BUF];
     mha_status st = check_float(x, "layer_norm", "x");
     if (st != MHA_OK) return st;
@@ -84,9 +89,10 @@ mha_status mha_layer_norm(mha_tensor *out, const mha_tensor *x, size_t norm_ndim
     if ((st = mha_empty_named(out, MHA_FLOAT32, x->ndim, x->shape, "layer_norm")) != MHA_OK) goto fail;
     if (mha_numel(out) == 0) goto fail;   /* st is MHA_OK: no element, done at once */
 
-    ln_job job = {.n = prod(x->shape, first, x->ndim), .rows = prod(x->shape, 0, first), .x = mha_f32(&cx),
+    const size_t rows = prod(x->shape, 0, first);
+    ln_job job = {.n = prod(x->shape, first, x->ndim), .rows = rows, .x = mha_f32(&cx),
                   .w = weight ? mha_f32(&cw) : NULL, .b = bias ? mha_f32(&cb) : NULL, .out = mha_f32(out),
-                  .eps = eps};
+                  .mean = stats, .rstd = stats ? stats + rows : NULL, .eps = eps};
     ln_split(forward_part, &job, LN_FORWARD_FLOPS);
     mha_release(&cx);
     mha_release(&cw);
@@ -99,6 +105,11 @@ fail:
     return st;
 }
 
+mha_status mha_layer_norm(mha_tensor *out, const mha_tensor *x, size_t norm_ndim, const mha_tensor *weight,
+                          const mha_tensor *bias, float eps) {
+    return layer_norm_forward(out, NULL, x, norm_ndim, weight, bias, eps);
+}
+
 /* ---- backward ---- */
 
 /* Pass 1, by rows: dx, and each row's mean and rstd kept for pass 2 (formulas in kernels.h). */
@@ -107,8 +118,8 @@ static mha_status backward_part(void *ctx, size_t part, size_t nparts) {
     size_t from, to;
     part_range(&from, &to, job->rows, part, nparts);
     const size_t at = from * job->n;
-    mha_layer_norm_rows_backward(job->out + at, job->mean + from, job->rstd + from, job->dy + at, job->x + at, job->w,
-                                 to - from, job->n, job->eps);
+    mha_layer_norm_rows_backward(job->out + at, job->mean + from, job->rstd + from, job->given, job->dy + at,
+                                 job->x + at, job->w, to - from, job->n, job->eps);
     return MHA_OK;
 }
 
@@ -127,8 +138,11 @@ static mha_status column_part(void *ctx, size_t part, size_t nparts) {
     return MHA_OK;
 }
 
-mha_status mha_layer_norm_backward(mha_tensor *dx, mha_tensor *dw, mha_tensor *db, const mha_tensor *dy,
-                                   const mha_tensor *x, size_t norm_ndim, const mha_tensor *w, float eps) {
+/* mha_layer_norm_backward with the forward's mean and rstd (stats, as layer_norm_forward wrote
+ * them), or NULL: computed again. */
+static mha_status layer_norm_backward(mha_tensor *dx, mha_tensor *dw, mha_tensor *db, const mha_tensor *dy,
+                                      const mha_tensor *x, size_t norm_ndim, const mha_tensor *w, float eps,
+                                      const double *stats) {
     char sy[MHA_SHAPE_BUF], sx[MHA_SHAPE_BUF];
     mha_status st;
     if ((st = check_float(dy, "layer_norm_backward", "dy")) != MHA_OK || (st = check_float(x, "layer_norm_backward", "x")) != MHA_OK)
@@ -154,7 +168,8 @@ mha_status mha_layer_norm_backward(mha_tensor *dx, mha_tensor *dw, mha_tensor *d
     acc_b = acc_w + n;
     ln_job job = {.n = n, .rows = groups, .x = mha_f32(&cx), .w = w ? mha_f32(&cw) : NULL, .dy = mha_f32(&cy),
                   .out = mha_f32(&gx), .mean = acc_b + n, .rstd = acc_b + n + groups, .acc_w = acc_w,
-                  .acc_b = acc_b, .eps = eps};
+                  .acc_b = acc_b, .given = stats != NULL, .eps = eps};
+    if (stats) memcpy(job.mean, stats, 2 * groups * sizeof *stats);   /* mean, then rstd */
     ln_split(backward_part, &job, LN_BACKWARD_FLOPS);
     ln_run(column_part, &job, (n + COLUMN_RUN - 1) / COLUMN_RUN, (double)groups * (double)n * LN_COLUMN_FLOPS);
     size_t nshape[MHA_MAX_DIMS];
@@ -176,33 +191,49 @@ done:
     return st;
 }
 
-/* ---- the graph node: mha_ag_layer_norm records the forward; its backward runs the one above
- * ---- */
+mha_status mha_layer_norm_backward(mha_tensor *dx, mha_tensor *dw, mha_tensor *db, const mha_tensor *dy,
+                                   const mha_tensor *x, size_t norm_ndim, const mha_tensor *w, float eps) {
+    return layer_norm_backward(dx, dw, db, dy, x, norm_ndim, w, eps, NULL);
+}
+
+/* ---- the graph node: mha_ag_layer_norm records the forward and each row's mean and rstd; its
+ * backward runs the one above with them (two passes over x fewer) ---- */
 
 typedef struct layer_norm_node {
     mha_node base;
     size_t norm_ndim;
     float eps;
+    double stats[];   /* each row's mean, then each row's rstd */
 } layer_norm_node;
 
 static mha_status layer_norm_node_backward(mha_tensor *grads, const mha_node *n, const mha_tensor *g) {
     const layer_norm_node *node = (const layer_norm_node *)n;
     const mha_tensor *w = n->n_saved > 1 && n->saved[1].storage ? &n->saved[1] : NULL;
-    return mha_layer_norm_backward(n->inputs[0] ? &grads[0] : NULL, n->inputs[1] ? &grads[1] : NULL,
-                                   n->inputs[2] ? &grads[2] : NULL, g, &n->saved[0], node->norm_ndim, w, node->eps);
+    return layer_norm_backward(n->inputs[0] ? &grads[0] : NULL, n->inputs[1] ? &grads[1] : NULL,
+                               n->inputs[2] ? &grads[2] : NULL, g, &n->saved[0], node->norm_ndim, w, node->eps,
+                               node->stats);
 }
 
 mha_status mha_ag_layer_norm(mha_tensor *out, const mha_tensor *x, size_t norm_ndim, const mha_tensor *weight,
                              const mha_tensor *bias, float eps) {
     const mha_tensor *in[3] = {x, weight, bias};
-    mha_status st = mha_layer_norm(out, x, norm_ndim, weight, bias, eps);
-    if (st != MHA_OK || !mha_ag_wants(in, 3)) return st;
+    if (!mha_ag_wants(in, 3)) return mha_layer_norm(out, x, norm_ndim, weight, bias, eps);
+    const size_t rows = norm_ndim <= x->ndim ? prod(x->shape, 0, x->ndim - norm_ndim) : 0;
+    const size_t stats_bytes = 2 * rows * sizeof(double);
+    double *stats = mha_alloc(stats_bytes ? stats_bytes : 1);
+    if (!stats) return mha_fail(MHA_E_NOMEM, "layer_norm: out of memory");
+    memset(stats, 0, stats_bytes);   /* rows of no element keep 0s */
+    mha_status st = layer_norm_forward(out, stats, x, norm_ndim, weight, bias, eps);
     mha_node *n;
-    if ((st = mha_ag_record(&n, sizeof(layer_norm_node), out, "layer_norm", layer_norm_node_backward, in, 3)) != MHA_OK)
-        return st;
-    ((layer_norm_node *)n)->norm_ndim = norm_ndim;
-    ((layer_norm_node *)n)->eps = eps;
-    mha_ag_save(n, x);
-    if (weight) mha_ag_save(n, weight);
-    return MHA_OK;
+    if (st == MHA_OK && (st = mha_ag_record(&n, sizeof(layer_norm_node) + stats_bytes, out, "layer_norm",
+                                            layer_norm_node_backward, in, 3)) == MHA_OK) {
+        layer_norm_node *node = (layer_norm_node *)n;
+        node->norm_ndim = norm_ndim;
+        node->eps = eps;
+        memcpy(node->stats, stats, stats_bytes);
+        mha_ag_save(n, x);
+        if (weight) mha_ag_save(n, weight);
+    }
+    mha_free(stats, stats_bytes ? stats_bytes : 1);
+    return st;
 }

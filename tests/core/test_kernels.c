@@ -870,9 +870,10 @@ static void check_gelu_accuracy(void) {
           "%g %g %g", (double)mha_gelu_ref(INFINITY), (double)mha_gelu_ref(-INFINITY), (double)mha_gelu_ref(NAN));
 }
 
-/* mha_layer_norm_rows, _rows_backward and _columns: bit for bit their references, for row lengths
- * around the lane count and the vector widths (ragged ends of every size), with and without w and b,
- * on rows offset from their mean by up to 1e4 (where the variance's sum cancels most). */
+/* mha_layer_norm_rows, _rows_backward (its mean and rstd computed, or given) and _columns: bit for
+ * bit their references, for row lengths around the lane count and the vector widths (ragged ends of
+ * every size), with and without w and b, on rows offset from their mean by up to 1e4 (where the
+ * variance's sum cancels most). */
 static void check_layer_norm_rows(const char *label) {
     enum { ROWS = 7, MAXN = 300 };
     static float x[ROWS * MAXN], dy[ROWS * MAXN], w[MAXN], b[MAXN], y[ROWS * MAXN], yr[ROWS * MAXN];
@@ -897,10 +898,15 @@ static void check_layer_norm_rows(const char *label) {
             mha_layer_norm_rows_ref(yr, mean_r, rstd_r, x, wp, bp, ROWS, n, 1e-5f);
             same = same && memcmp(y, yr, ROWS * n * sizeof *y) == 0 && memcmp(mean, mean_r, sizeof mean) == 0 &&
                    memcmp(rstd, rstd_r, sizeof rstd) == 0;
-            mha_layer_norm_rows_backward(y, mean, rstd, dy, x, wp, ROWS, n, 1e-5f);
-            mha_layer_norm_rows_backward_ref(yr, mean_r, rstd_r, dy, x, wp, ROWS, n, 1e-5f);
+            mha_layer_norm_rows_backward(y, mean, rstd, false, dy, x, wp, ROWS, n, 1e-5f);
+            mha_layer_norm_rows_backward_ref(yr, mean_r, rstd_r, false, dy, x, wp, ROWS, n, 1e-5f);
             same = same && memcmp(y, yr, ROWS * n * sizeof *y) == 0 && memcmp(mean, mean_r, sizeof mean) == 0 &&
                    memcmp(rstd, rstd_r, sizeof rstd) == 0;
+            /* the forward's mean and rstd given (the graph node's way): the same dx */
+            mha_layer_norm_rows_backward(y, mean, rstd, true, dy, x, wp, ROWS, n, 1e-5f);
+            same = same && memcmp(y, yr, ROWS * n * sizeof *y) == 0;
+            mha_layer_norm_rows_backward_ref(y, mean_r, rstd_r, true, dy, x, wp, ROWS, n, 1e-5f);
+            same = same && memcmp(y, yr, ROWS * n * sizeof *y) == 0;
             mha_layer_norm_columns(aw, ab, dy, x, n, mean, rstd, ROWS, n);
             mha_layer_norm_columns_ref(aw_r, ab_r, dy, x, n, mean, rstd, ROWS, n);
             same = same && memcmp(aw, aw_r, n * sizeof *aw) == 0 && memcmp(ab, ab_r, n * sizeof *ab) == 0;
