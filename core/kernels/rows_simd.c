@@ -32,12 +32,13 @@ INLINE vf horner(const float *c, int deg, vf t) {
 
 INLINE vf near_t(vf x) { NO_CONTRACT return x * x * GELU_NEAR_SCALE - 1.0f; }
 
-/* exp(-(hi + lo)) as rows.c's exp_neg_ref; 0 past GELU_EXP_MAX (NaN there too, as s NaN: never,
- * the callers take |x| to at most GELU_A_MAX) */
+/* exp(-(hi + lo)) as rows.c's exp_neg_ref, 0 past GELU_EXP_MAX (s is never NaN: the callers take
+ * |x| to at most GELU_A_MAX) */
 INLINE vf exp_neg(vf hi, vf lo) {
     NO_CONTRACT
     vf s = hi + lo;
-    vf n = (s * -GELU_LOG2E + GELU_ROUND) - GELU_ROUND;
+    vf sn = blend(s <= GELU_EXP_MAX, s, splat(GELU_EXP_MAX));   /* so n >= -126 in every lane */
+    vf n = (sn * -GELU_LOG2E + GELU_ROUND) - GELU_ROUND;
     vf r = ((-hi - n * GELU_LN2_HI) - lo) - n * GELU_LN2_LO;
     vf p = splat(GELU_EXP_P[0]);
     for (int i = 1; i < 6; i++) p = p * r + GELU_EXP_P[i];
