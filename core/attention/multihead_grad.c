@@ -163,12 +163,14 @@ static mha_status composed_forward(mha_tensor *out, mha_tensor *weights, const m
     const mha_tensor *inputs[3] = {query, key, value};
     for (int i = 0; i < 3 && st == MHA_OK; i++) /* step 1: (N,X,·); unbatched is a batch of one */
         st = batched ? mha_ag_alias(&t[IN_Q + i], inputs[i]) : mha_ag_unsqueeze(&t[IN_Q + i], inputs[i], 0);
-    /* step 2: the in-projection; self-attention one product whose column thirds are Q, K and V, as
-     * torch's (one pass over x; the gradient of x one product over 3E, not three summed) */
+    /* step 2: the in-projection; self-attention one product chunked into Q, K and V, as torch's
+     * (one pass over x; the gradient of x one product over 3E, not three summed; the thirds'
+     * gradients side by side) */
     const bool self = mha_self_attention(m, query, key, value);
     if (st == MHA_OK && self) {
+        size_t thirds = 0;
         st = mha_ag_linear(&t[QKV], &t[IN_Q], &m->in_proj_weight, m->bias ? &m->in_proj_bias : NULL);
-        for (int i = 0; i < 3 && st == MHA_OK; i++) st = mha_ag_narrow(&t[Q + i], &t[QKV], 2, (size_t)i * E, E);
+        if (st == MHA_OK) st = mha_ag_chunk(&t[Q], 3, &thirds, &t[QKV], 3, 2);
     }
     for (int i = 0; i < 3 && st == MHA_OK && !self; i++) {
         if (m->same_embed_dim) st = mha_ag_narrow(&t[W_Q + i], &m->in_proj_weight, 0, (size_t)i * E, E);

@@ -4,6 +4,7 @@
 #include "autograd/autograd_ops.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "kernels/kernels.h"
@@ -572,6 +573,7 @@ typedef struct slice_node {
     mha_node base;
     size_t dim, start, length;
     bool is_select;            /* the dim is dropped (g has one dim fewer) */
+    bool is_piece;             /* a piece of split or chunk, whose pieces are disjoint */
 } slice_node;
 
 static mha_status slice_backward(mha_tensor *grads, const mha_node *n, const mha_tensor *g) {
@@ -599,7 +601,29 @@ static mha_status slice_backward(mha_tensor *grads, const mha_node *n, const mha
 
 /* slice_backward added into acc (the input's gradient so far, contiguous, no other view): the
  * part takes acc + g; elsewhere acc + 0, which is acc but for -0, which becomes +0: the bits of
- * acc + the zero-filled gradient slice_backward makes. */
+ * acc + the zero-filled gradient slice_backward makes. A piece of split or chunk leaves the rest
+ * alone and takes g itself where acc is still +0: its pieces' gradients side by side, torch's
+ * backward of split (cat), without two passes over the rest a piece. */
+/* dst = src where dst is +0 (no gradient there yet), else dst + src; four lanes at a time. */
+typedef float piece_vec __attribute__((vector_size(16)));
+typedef int32_t piece_bits __attribute__((vector_size(16)));
+static void piece_into(float *dst, const float *src, size_t n) {
+    size_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        piece_vec a, b;
+        memcpy(&a, dst + i, sizeof a);
+        memcpy(&b, src + i, sizeof b);
+        const piece_bits empty = (piece_bits)a == 0;
+        a = (piece_vec)((empty & (piece_bits)b) | (~empty & (piece_bits)(a + b)));
+        memcpy(dst + i, &a, sizeof a);
+    }
+    for (; i < n; i++) {
+        uint32_t bits;
+        memcpy(&bits, &dst[i], sizeof bits);
+        dst[i] = bits == 0 ? src[i] : dst[i] + src[i];
+    }
+}
+
 static mha_status slice_backward_add(mha_tensor *acc, const mha_node *n, const mha_tensor *g) {
     const slice_node *node = (const slice_node *)n;
     const mha_shape_rec *in = &n->in_shapes[0];
@@ -614,6 +638,10 @@ static mha_status slice_backward_add(mha_tensor *acc, const mha_node *n, const m
     float *dst = mha_f32(acc);
     const float *src = mha_f32(&cg);
     for (size_t o = 0; o < outer; o++, dst += span, src += run) {
+        if (node->is_piece) {
+            piece_into(dst + first, src, run);
+            continue;
+        }
         mha_ag_add_into(dst, NULL, first);
         mha_ag_add_into(dst + first, src, run);
         mha_ag_add_into(dst + first + run, NULL, span - first - run);
@@ -623,7 +651,7 @@ static mha_status slice_backward_add(mha_tensor *acc, const mha_node *n, const m
 }
 
 static mha_status record_slice(mha_tensor *out, const mha_tensor *t, size_t dim, size_t start, size_t length,
-                               bool is_select, const char *name) {
+                               bool is_select, bool is_piece, const char *name) {
     const mha_tensor *in[1] = {t};
     if (!mha_ag_wants(in, 1)) return MHA_OK;
     mha_node *n;
@@ -631,18 +659,19 @@ static mha_status record_slice(mha_tensor *out, const mha_tensor *t, size_t dim,
     if (st != MHA_OK) return st;
     slice_node *node = (slice_node *)n;
     node->dim = dim, node->start = start, node->length = length, node->is_select = is_select;
+    node->is_piece = is_piece;
     n->backward_add = slice_backward_add;
     return MHA_OK;
 }
 
 mha_status mha_ag_narrow(mha_tensor *out, const mha_tensor *t, size_t dim, size_t start, size_t length) {
     mha_status st = mha_narrow(out, t, dim, start, length);
-    return st == MHA_OK ? record_slice(out, t, dim, start, length, false, "narrow") : st;
+    return st == MHA_OK ? record_slice(out, t, dim, start, length, false, false, "narrow") : st;
 }
 
 mha_status mha_ag_select(mha_tensor *out, const mha_tensor *t, size_t dim, size_t index) {
     mha_status st = mha_select(out, t, dim, index);
-    return st == MHA_OK ? record_slice(out, t, dim, index, 1, true, "select") : st;
+    return st == MHA_OK ? record_slice(out, t, dim, index, 1, true, false, "select") : st;
 }
 
 /* expand: g summed over the broadcast dims */
@@ -656,11 +685,11 @@ mha_status mha_ag_expand(mha_tensor *out, const mha_tensor *t, size_t ndim, cons
     return mha_ag_record(&n, sizeof(mha_node), out, "expand", expand_backward, in, 1);
 }
 
-/* split and chunk: each piece a narrow of t */
+/* split and chunk: each piece a narrow of t, their gradients side by side (slice_backward_add) */
 static mha_status record_pieces(mha_tensor *outs, size_t n_out, const mha_tensor *t, size_t dim, const char *name) {
     size_t start = 0;
     for (size_t i = 0; i < n_out; i++) {
-        mha_status st = record_slice(&outs[i], t, dim, start, outs[i].shape[dim], false, name);
+        mha_status st = record_slice(&outs[i], t, dim, start, outs[i].shape[dim], false, true, name);
         if (st != MHA_OK) {
             for (size_t j = 0; j < n_out; j++) mha_release(&outs[j]);
             return st;

@@ -343,6 +343,22 @@ T.test("the user's model: requires_grad, grad accumulation, zero_grad, detach, n
     local sum = parts[1]:sum() * 2 + parts[2]:sum()
     sum:backward()
     T.close("split pieces carry their gradient to their rows", v:grad(), {{2, 2, 2}, {1, 1, 1}})
+    -- torch 1.13: chunk's pieces' gradients go side by side (cat), keeping a -0; narrows' gradients
+    -- are summed, zeros and all, and -0 + 0 is +0. Either piece may arrive first.
+    local signs = {}
+    for _, how in ipairs({"chunk", "narrow", "chunk, second first"}) do
+        local x = mha.tensor({1, 2, 3, 4}):requires_grad(true)
+        local a, b
+        if how == "narrow" then a, b = x:narrow(1, 1, 2), x:narrow(1, 3, 2) else a, b = x:chunk(2, 1) end
+        local la, lb = (a * mha.tensor({-0.0, -0.0})):sum(), (b * 2):sum()
+        local loss = how == "chunk, second first" and lb + la or la + lb
+        loss:backward()
+        local gr = x:grad()
+        local g = {gr:get(1), gr:get(2), gr:get(3), gr:get(4)}
+        signs[#signs + 1] = string.format("%s: %g %g %g %g", how, 1 / g[1], 1 / g[2], g[3], g[4])
+    end
+    T.eq("chunk keeps a -0 gradient, narrow sums it to +0 (as torch)", table.concat(signs, "; "),
+         "chunk: -inf -inf 2 2; narrow: inf inf 2 2; chunk, second first: -inf -inf 2 2")
 end)
 
 T.test("errors name the function, the argument and the shapes", function()
