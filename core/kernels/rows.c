@@ -78,8 +78,8 @@ static float exp_neg_half_square_ref(float a) {
     return exp_neg_ref(ah * ah * 0.5f, ah * al + al * al * 0.5f);
 }
 
-/* far: Phi(x) from erfc(z) = exp(-z²)·erfcx(z), z = |x|/√2, |x| taken to at most 14 (where
- * exp(-z²) is 0 in float; NaN too); *gauss = exp(-x²/2) for phi. */
+/* far: Phi(x) from erfc(z) = exp(-z²)·erfcx(z), z = |x|/√2, |x| taken to at most 14, NaN too
+ * (exp_neg_ref gives 0 from |x| = 13.2 on); *gauss = exp(-x²/2) for phi. */
 static float far_phi_ref(float x, float *gauss) {
     float a = fabsf(x);
     if (!(a < GELU_A_MAX)) a = GELU_A_MAX;
