@@ -17,13 +17,13 @@ send mha.generate(m, tok, "Quiet", {max_new_tokens = 30, seed = 1, stream = fals
 expect \x1b[?2004h> 
 send print("twice") return "twice"\r
 expect \x1b[?2004h> 
-send print("END", #_)\r
+send print("E" .. "ND", #_)\r
 expect END
 send mha.generate(m, tok, "Long", {max_new_tokens = 1000000, seed = 1})\r
 sleep 1.5
 send \x03
 expect \x1b[?2004h> 
-send print("AFTER", #_ > 4, _:sub(1, 4))\r
+send print("AF" .. "TER", #_ > 4, _:sub(1, 4))\r
 expect AFTER
 send \x04
 STEPS
@@ -56,7 +56,7 @@ send n = 0; for i = 1, 50 do mha.generate(m, tok, "L", {max_new_tokens = 2000, s
 sleep 1.5
 send \x03
 expect \x1b[?2004h> 
-send print("LOOPED", n)\r
+send print("LOOP" .. "ED", n)\r
 expect LOOPED
 send \x04
 STEPS
