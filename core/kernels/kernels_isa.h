@@ -100,11 +100,24 @@ typedef struct kernel_isa {
     void (*attend_one)(const struct mha_attn_args *args, size_t key_tile);
 } kernel_isa;
 
+/* The float exp of the softmax (kernels_simd.c's vexp) and of GELU (rows.c, rows_simd.c):
+ * exp(x) = 2^n · exp(r), n = round(x / ln 2), r = x - n·ln 2 in [-ln2/2, ln2/2]; ln 2 is split in a
+ * high part exact in float and a low part, so n·EXP_LN2_HI has no rounding error. exp(r) is
+ * Cephes' degree-7 minimax polynomial, EXP_P highest first then r²·p + (r + 1) (relative error
+ * about 1e-7, the float ulp). Below EXP_MIN, where n = -126 would no longer make 2^n a normal
+ * float, every set returns 0. */
+#define EXP_LOG2E 1.44269504088896341f
+#define EXP_LN2_HI 0.693359375f
+#define EXP_LN2_LO (-2.12194440e-4f)
+#define EXP_MIN (-87.3f)
+static const float EXP_P[6] = {1.9875691500e-4f, 1.3981999507e-3f, 8.3334519073e-3f,
+                               4.1665795894e-2f, 1.6666665459e-1f, 5.0000001201e-1f};
+
 /* GELU in float, for the references (rows.c, which holds the coefficients) and rows_simd.c alike:
  * near (GELU_NEAR_LO <= x <= GELU_NEAR_HI) polynomials in t = x²·GELU_NEAR_SCALE - 1; far from
  * erfc(z) = exp(-z²)·erfcx(z), z = min(|x|, GELU_A_MAX)/√2, erfcx a polynomial in (z - 2)/(z + 2),
- * exp(-x²/2) from x's top GELU_SPLIT_MASK bits squared (exact) and the rest, with the softmax's
- * polynomial (GELU_EXP_P) and 0 past GELU_EXP_MAX. */
+ * exp(-x²/2) from x's top GELU_SPLIT_MASK bits squared (exact) and the rest, with the exp above
+ * (0 past -EXP_MIN). */
 enum { GELU_NEAR_DEG = 10, GELU_FAR_DEG = 12 };
 extern const float mha_gelu_near_phi[GELU_NEAR_DEG + 1];  /* 2·Phi(x) = 1 + x·P(t) */
 extern const float mha_gelu_near_grad[GELU_NEAR_DEG + 1]; /* gelu'(x) = 0.5 + x·R(t) */
@@ -116,13 +129,7 @@ extern const float mha_gelu_far_erfcx[GELU_FAR_DEG + 1];  /* exp(z²)·erfc(z) *
 #define GELU_SPLIT_MASK 0xFFFFF000u
 #define GELU_INV_SQRT2 0.70710678118654752440f
 #define GELU_INV_SQRT_2PI 0.39894228040143267794f
-#define GELU_EXP_MAX 87.3f
-#define GELU_LOG2E 1.44269504088896341f
 #define GELU_ROUND 12582912.0f /* 1.5·2^23: adding and removing it rounds to an integer */
-#define GELU_LN2_HI 0.693359375f
-#define GELU_LN2_LO (-2.12194440e-4f)
-static const float GELU_EXP_P[6] = {1.9875691500e-4f, 1.3981999507e-3f, 8.3334519073e-3f,
-                                    4.1665795894e-2f, 1.6666665459e-1f, 5.0000001201e-1f};
 
 /* attend_one's largest key tile, and the largest D and Dv it takes (its scores, q·scale and sums on
  * the stack) */

@@ -118,20 +118,12 @@ static void tile_a_rows(float *c, size_t ldc, const float *a, ptrdiff_t a_rs, si
  * Softmax (kernel_isa.softmax_step, .softmax_row)
  * ------------------------------------------------------------------------------------------- */
 
-/* exp(x) = 2^n · exp(r), n = round(x / ln 2), r = x - n·ln 2 in [-ln2/2, ln2/2]; ln 2 is split in a
- * high part exact in float and a low part, so n·ln2_hi has no rounding error. exp(r) is Cephes'
- * degree-7 minimax polynomial (relative error about 1e-7, the float ulp). Only x <= 0 comes from
- * softmax; a masked key's -inf gives exactly 0, and NaN stays NaN. */
-static const float LOG2E = 1.44269504088896341f;
-static const float LN2_HI = 0.693359375f, LN2_LO = -2.12194440e-4f;
-static const float EXP_P0 = 1.9875691500e-4f, EXP_P1 = 1.3981999507e-3f, EXP_P2 = 8.3334519073e-3f,
-                   EXP_P3 = 4.1665795894e-2f, EXP_P4 = 1.6666665459e-1f, EXP_P5 = 5.0000001201e-1f;
-
-/* p·2^n, n integral, for x >= EXP_MIN, and 0 below it (x the argument of the exp): x is clamped
- * at -87.3, where n = -126 still makes 2^n a normal float, and every set returns 0 below it, so
- * that none writes the subnormals of x in [-103, -87.3] that another would not (nor pays the
- * microcode assist an underflow costs: half the lanes of a causal mask's row are -inf) */
-static const float EXP_MIN = -87.3f;
+/* exp(x) as kernels_isa.h says (the constants shared with GELU's), with FMAs where the set has
+ * them. Only x <= 0 comes from softmax; a masked key's -inf gives exactly 0, and NaN stays NaN.
+ * pow2_times: p·2^n, n integral, for x >= EXP_MIN, and 0 below it (x the argument of the exp): x
+ * is clamped at EXP_MIN and every set returns 0 below it, so that none writes the subnormals of x
+ * in [-103, -87.3] that another would not (nor pays the microcode assist an underflow costs: half
+ * the lanes of a causal mask's row are -inf) */
 #if defined(MHA_SIMD_AVX512)
 INLINE vf pow2_times(vf p, vf n, vf x) {   /* not x < EXP_MIN: true for NaN, which stays NaN */
     return _mm512_maskz_scalef_ps(_mm512_cmp_ps_mask(x, splat(EXP_MIN), _CMP_NLT_UQ), p, n);
@@ -146,15 +138,15 @@ INLINE vf pow2_times(vf p, vf n, vf x) {
 
 INLINE vf vexp(vf x) {
     vf xc = vmax(splat(EXP_MIN), x);  /* maxps keeps its second operand, NaN, when one is NaN */
-    vf n = round_even(xc * LOG2E);
-    vf r = xc - n * LN2_HI;
-    r = r - n * LN2_LO;
-    vf p = splat(EXP_P0);
-    p = p * r + EXP_P1;
-    p = p * r + EXP_P2;
-    p = p * r + EXP_P3;
-    p = p * r + EXP_P4;
-    p = p * r + EXP_P5;
+    vf n = round_even(xc * EXP_LOG2E);
+    vf r = xc - n * EXP_LN2_HI;
+    r = r - n * EXP_LN2_LO;
+    vf p = splat(EXP_P[0]);
+    p = p * r + EXP_P[1];
+    p = p * r + EXP_P[2];
+    p = p * r + EXP_P[3];
+    p = p * r + EXP_P[4];
+    p = p * r + EXP_P[5];
     p = p * (r * r) + (r + 1.0f);
     return pow2_times(p, n, x);
 }

@@ -54,11 +54,11 @@ static float near_t_ref(float x) { return x * x * GELU_NEAR_SCALE - 1.0f; }
  * floats. */
 static float exp_neg_ref(float hi, float lo) {
     const float s = hi + lo;
-    if (!(s <= GELU_EXP_MAX)) return 0.0f;
-    const float n = (s * -GELU_LOG2E + GELU_ROUND) - GELU_ROUND;
-    float r = ((-hi - n * GELU_LN2_HI) - lo) - n * GELU_LN2_LO;
-    float p = GELU_EXP_P[0];
-    for (int i = 1; i < 6; i++) p = p * r + GELU_EXP_P[i];
+    if (!(s <= -EXP_MIN)) return 0.0f;
+    const float n = (s * -EXP_LOG2E + GELU_ROUND) - GELU_ROUND;
+    float r = ((-hi - n * EXP_LN2_HI) - lo) - n * EXP_LN2_LO;
+    float p = EXP_P[0];
+    for (int i = 1; i < 6; i++) p = p * r + EXP_P[i];
     p = p * (r * r) + (r + 1.0f);
     const uint32_t bits = (uint32_t)((int32_t)n + 127) << 23;
     float two_n;

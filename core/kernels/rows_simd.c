@@ -32,19 +32,19 @@ INLINE vf horner(const float *c, int deg, vf t) {
 
 INLINE vf near_t(vf x) { NO_CONTRACT return x * x * GELU_NEAR_SCALE - 1.0f; }
 
-/* exp(-(hi + lo)) as rows.c's exp_neg_ref, 0 past GELU_EXP_MAX (s is never NaN: the callers take
+/* exp(-(hi + lo)) as rows.c's exp_neg_ref, 0 past -EXP_MIN (s is never NaN: the callers take
  * |x| to at most GELU_A_MAX) */
 INLINE vf exp_neg(vf hi, vf lo) {
     NO_CONTRACT
     vf s = hi + lo;
-    vf sn = blend(s <= GELU_EXP_MAX, s, splat(GELU_EXP_MAX));   /* so n >= -126 in every lane */
-    vf n = (sn * -GELU_LOG2E + GELU_ROUND) - GELU_ROUND;
-    vf r = ((-hi - n * GELU_LN2_HI) - lo) - n * GELU_LN2_LO;
-    vf p = splat(GELU_EXP_P[0]);
-    for (int i = 1; i < 6; i++) p = p * r + GELU_EXP_P[i];
+    vf sn = blend(s <= -EXP_MIN, s, splat(-EXP_MIN));   /* so n >= -126 in every lane */
+    vf n = (sn * -EXP_LOG2E + GELU_ROUND) - GELU_ROUND;
+    vf r = ((-hi - n * EXP_LN2_HI) - lo) - n * EXP_LN2_LO;
+    vf p = splat(EXP_P[0]);
+    for (int i = 1; i < 6; i++) p = p * r + EXP_P[i];
     p = p * (r * r) + (r + 1.0f);
-    vi bits = (__builtin_convertvector(n, vi) + 127) << 23;   /* past GELU_EXP_MAX: dropped */
-    return (vf)((s <= GELU_EXP_MAX) & (vi)(p * (vf)bits));
+    vi bits = (__builtin_convertvector(n, vi) + 127) << 23;   /* past -EXP_MIN: dropped */
+    return (vf)((s <= -EXP_MIN) & (vi)(p * (vf)bits));
 }
 
 /* Phi(x) of the far path for every lane (rows.c's far_phi_ref); *gauss = exp(-x²/2). */
