@@ -3,6 +3,7 @@
  * no-grad mode, in-place checks. */
 #include "autograd/autograd.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -264,6 +265,24 @@ void mha_ag_add_into(float *dst, const float *src, size_t n) {
         memcpy(dst + i, &a, sizeof a);
     }
     for (; i < n; i++) dst[i] = dst[i] + (src ? src[i] : 0.0f);
+}
+
+void mha_ag_place_into(float *dst, const float *src, size_t n) {
+    typedef int32_t add_bits __attribute__((vector_size(16)));
+    size_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        add_vec a, b;
+        memcpy(&a, dst + i, sizeof a);
+        memcpy(&b, src + i, sizeof b);
+        const add_bits empty = (add_bits)a == 0;   /* +0: no gradient there yet */
+        a = (add_vec)((empty & (add_bits)b) | (~empty & (add_bits)(a + b)));
+        memcpy(dst + i, &a, sizeof a);
+    }
+    for (; i < n; i++) {
+        uint32_t bits;
+        memcpy(&bits, &dst[i], sizeof bits);
+        dst[i] = bits == 0 ? src[i] : dst[i] + src[i];
+    }
 }
 
 /* t is the only view of its storage and fills all of it in order: it may become a .grad as it is,

@@ -79,6 +79,9 @@ struct mha_node {
 /* dst[i] = dst[i] + src[i] for i < n (src NULL: + 0, which turns -0 into +0 and leaves every other
  * value as it is): each the one float addition, in place; a backward_add's sums. */
 void mha_ag_add_into(float *dst, const float *src, size_t n);
+/* dst[i] = src[i] where dst[i] is +0 (no gradient there yet), else dst[i] + src[i]: a piece of
+ * split or chunk put in its place, its -0 kept (torch's backward of split is a cat). */
+void mha_ag_place_into(float *dst, const float *src, size_t n);
 
 /* ---- the user's model ---- */
 

@@ -4,7 +4,6 @@
 #include "autograd/autograd_ops.h"
 
 #include <math.h>
-#include <stdint.h>
 #include <string.h>
 
 #include "kernels/kernels.h"
@@ -604,26 +603,6 @@ static mha_status slice_backward(mha_tensor *grads, const mha_node *n, const mha
  * acc + the zero-filled gradient slice_backward makes. A piece of split or chunk leaves the rest
  * alone and takes g itself where acc is still +0: its pieces' gradients side by side, torch's
  * backward of split (cat), without two passes over the rest a piece. */
-/* dst = src where dst is +0 (no gradient there yet), else dst + src; four lanes at a time. */
-typedef float piece_vec __attribute__((vector_size(16)));
-typedef int32_t piece_bits __attribute__((vector_size(16)));
-static void piece_into(float *dst, const float *src, size_t n) {
-    size_t i = 0;
-    for (; i + 4 <= n; i += 4) {
-        piece_vec a, b;
-        memcpy(&a, dst + i, sizeof a);
-        memcpy(&b, src + i, sizeof b);
-        const piece_bits empty = (piece_bits)a == 0;
-        a = (piece_vec)((empty & (piece_bits)b) | (~empty & (piece_bits)(a + b)));
-        memcpy(dst + i, &a, sizeof a);
-    }
-    for (; i < n; i++) {
-        uint32_t bits;
-        memcpy(&bits, &dst[i], sizeof bits);
-        dst[i] = bits == 0 ? src[i] : dst[i] + src[i];
-    }
-}
-
 static mha_status slice_backward_add(mha_tensor *acc, const mha_node *n, const mha_tensor *g) {
     const slice_node *node = (const slice_node *)n;
     const mha_shape_rec *in = &n->in_shapes[0];
@@ -639,7 +618,7 @@ static mha_status slice_backward_add(mha_tensor *acc, const mha_node *n, const m
     const float *src = mha_f32(&cg);
     for (size_t o = 0; o < outer; o++, dst += span, src += run) {
         if (node->is_piece) {
-            piece_into(dst + first, src, run);
+            mha_ag_place_into(dst + first, src, run);
             continue;
         }
         mha_ag_add_into(dst, NULL, first);
