@@ -19,7 +19,8 @@ case "$target" in
     # the stock interpreter loads mha.so; pgrep counts gnuplots; pdftotext reads the saved PDFs' text
     test) need="$need gnuplot fonts-noto-cjk lua5.4 procps poppler-utils $text" ;;
     text) need="$need $text" ;;
-    bench) need="$need python3-numpy libopenblas0-pthread python3-threadpoolctl" ;;  # torch: a column when installed
+    # torch 1.13: the peer of every row, and the only one of the training and decoding rows
+    bench) need="$need python3-numpy python3-torch libopenblas0-pthread python3-threadpoolctl" ;;
     notebook) need="$need gnuplot fonts-noto-cjk python3-nbformat python3-jupyter-client jupyter-client jupyter-nbconvert jupyter-console chromium" ;;
     fuzz) need="$need clang libclang-rt-14-dev" ;;   # libFuzzer and the sanitizers' runtime
     python) need="$need python3-numpy python3-torch" ;;   # the checks against NumPy and torch 1.13 (.npz, state_dict)
