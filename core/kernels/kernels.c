@@ -204,7 +204,8 @@ static void pack_b(const kernel_isa *k, float *dst, const float *b, ptrdiff_t b_
          * panel, each row's few lines would be fetched kc rows apart), each row's nr floats 8 at a
          * time, each the same product as one at a time */
         const size_t whole = nc / nr * nr;
-        for (size_t p = 0; p < kc; p++) {
+        if (k->pack_b_rows) k->pack_b_rows(dst, b, b_rs, kc, whole / nr, scale);
+        for (size_t p = 0; !k->pack_b_rows && p < kc; p++) {
             const float *src = b + (ptrdiff_t)p * b_rs;
             for (size_t j0 = 0; j0 < whole; j0 += nr) {
                 float *d = dst + j0 * kc + p * nr;

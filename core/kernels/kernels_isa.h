@@ -44,6 +44,10 @@ typedef struct kernel_isa {
      * NR, and 0 for cols <= j < NR. A transposition, done in registers; NULL: kernels.c's plain
      * loop does it. */
     void (*pack_b_trans)(float *dst, const float *b, ptrdiff_t b_cs, size_t kc, size_t cols, float scale);
+    /* Whole B panels from a B with contiguous rows (b_cs = 1: W of dX = dY·W, X of dW = dYᵀ·X),
+     * row by row so that B is read in one sweep: dst[q*NR*kc + p*NR + j] = b[p*b_rs + q*NR +
+     * j]·scale for p < kc, q < panels, j < NR. Vectors of the set's width; NULL: kernels.c's loop. */
+    void (*pack_b_rows)(float *dst, const float *b, ptrdiff_t b_rs, size_t kc, size_t panels, float scale);
     /* C (M,N) row stride ldc  =  (add ? C : bias ? bias : 0) + A·Bᵀ  for A (M,K) and Bt (N,K),
      * both with contiguous rows (lda, ldb apart): each C[i,j] the dot product of two contiguous
      * rows, without packing, for an A of a few rows (mha_sgemm says when). Each element is summed

@@ -260,6 +260,16 @@ static void pack_b_trans(float *dst, const float *b, ptrdiff_t b_cs, size_t kc, 
     }
 }
 
+/* See kernel_isa.pack_b_rows. */
+static void pack_b_rows(float *dst, const float *b, ptrdiff_t b_rs, size_t kc, size_t panels, float scale) {
+    const vf s = splat(scale);
+    for (size_t p = 0; p < kc; p++) {
+        const float *src = b + (ptrdiff_t)p * b_rs;
+        for (size_t q = 0; q < panels; q++)
+            for (size_t j = 0; j < NR; j += W) store(dst + (q * kc + p) * NR + j, load(src + q * NR + j) * s);
+    }
+}
+
 /* See kernel_isa.pack_a_rows: W columns of the MR rows at a time, padded to W rows of zeros and
  * transposed WxW; the first MR lanes of each column are kept. The ragged depth goes one column at a
  * time. */
@@ -491,7 +501,7 @@ static void attend_one(const mha_attn_args *args, size_t key_tile) {
     if (args->lse) args->lse[0] = l > 0.0f ? (float)((double)m + log((double)l)) : -INFINITY;
 }
 
-const kernel_isa KERNELS_SET = {KERNELS_NAME, MR, NR, tile, softmax_step, softmax_row, pack_b_trans,
+const kernel_isa KERNELS_SET = {KERNELS_NAME, MR, NR, tile, softmax_step, softmax_row, pack_b_trans, pack_b_rows,
                                 dot_rows, pack_a_rows, pack_a_cols, tile_a_rows, tile_a_cols, SET_FN(gelu),
                                 SET_FN(gelu_grad), SET_FN(layer_norm_rows), SET_FN(layer_norm_rows_backward),
                                 SET_FN(layer_norm_columns), SET_FN(column_sums), attend_one};
