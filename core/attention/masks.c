@@ -14,6 +14,15 @@ mha_status mha_causal_mask(mha_tensor *out, size_t L, size_t S) {
     return MHA_OK;
 }
 
+bool mha_mask_is_causal(const mha_tensor *mask) {
+    if (!mask || mask->dtype != MHA_BOOL || mask->ndim != 2 || !mask->storage) return false;
+    const bool *m = mha_bool(mask);
+    for (size_t i = 0; i < mask->shape[0]; i++)
+        for (size_t j = 0; j < mask->shape[1]; j++)
+            if (m[(ptrdiff_t)i * mask->stride[0] + (ptrdiff_t)j * mask->stride[1]] != (j > i)) return false;
+    return true;
+}
+
 /* A bool mask as the float mask it stands for (true -> -inf, false -> 0), of the mask's own size: a
  * broadcast (stride 0) dimension stays broadcast, so an expanded key padding row stays one row. */
 mha_status mha_mask_additive(mha_tensor *out, const mha_tensor *mask, const char *fname) {

@@ -9,6 +9,9 @@
 
 /* (L,S) bool, true above the diagonal (j > i): "query i may not look at the future key j". */
 mha_status mha_causal_mask(mha_tensor *out, size_t L, size_t S);
+/* Whether mask is a bool (L,S) mask true exactly where j > i: mha_causal_mask's, which attention
+ * may then apply as its causal rule (is_causal) instead of reading it. */
+bool mha_mask_is_causal(const mha_tensor *mask);
 /* A bool mask as the float mask it stands for (true -> -inf, false -> 0), of the mask's own size: a
  * broadcast (stride 0) dimension stays broadcast, so an expanded key padding row stays one row. */
 mha_status mha_mask_additive(mha_tensor *out, const mha_tensor *mask, const char *fname);
