@@ -328,13 +328,13 @@ static mat mat_slice(const mha_tensor *t, size_t nb, size_t n, size_t group) {
 }
 
 /* Backward of pass 4 (out = P·v), its dV half over a tile (bq queries at i0, bk keys at j0):
- * dV[j0:] += Pᵀ·dO[i0:], P of row stride ldP. */
+ * dV[j0:] += Pᵀ·dO[i0:], P of row stride ldP; tri MHA_TRI_A_UPPER for a whole causal slice. */
 static mha_status value_grad(const bwd_job *job, size_t n, const float *P, size_t ldP, size_t i0, size_t bq,
-                             size_t j0, size_t bk, mat dO) {
+                             size_t j0, size_t bk, mat dO, mha_tri tri) {
     const size_t Dv = job->Dv;
     if (!job->gv || !dO.p) return MHA_OK;
-    return mha_sgemm(grad_rows(job->gv, job->nb, n, j0), (size_t)job->gv->stride[job->nb], P, 1, (ptrdiff_t)ldP,
-                     dO.p + (ptrdiff_t)i0 * dO.rs, dO.rs, dO.cs, bk, Dv, bq, true);
+    return mha_sgemm_tri(grad_rows(job->gv, job->nb, n, j0), (size_t)job->gv->stride[job->nb], P, 1, (ptrdiff_t)ldP,
+                         dO.p + (ptrdiff_t)i0 * dO.rs, dO.rs, dO.cs, bk, Dv, bq, true, tri, 0);
 }
 
 /* Backward of pass 3 (softmax) and pass 2 (masks), one row i over keys j0..j0+bk: dS =
@@ -371,17 +371,19 @@ static void softmax_grad_row(const bwd_job *job, const mha_mask_src *m, float *d
 }
 
 /* Backward of pass 1 (s = q·kᵀ·scale) over a tile, from its scaled dS (row stride ld):
- * dQ[i0:] += dS·k[j0:], dK[j0:] += dSᵀ·q[i0:]. */
+ * dQ[i0:] += dS·k[j0:], dK[j0:] += dSᵀ·q[i0:]; tri: a whole causal slice's (mha_sgemm_tri). */
 static mha_status score_grads(const bwd_job *job, size_t n, const float *dS, size_t ld, size_t i0, size_t bq,
-                              size_t j0, size_t bk, mat q, mat k) {
+                              size_t j0, size_t bk, mat q, mat k, bool tri) {
     const size_t D = job->D, nb = job->nb;
     mha_status st = MHA_OK;
     if (job->gq)
-        st = mha_sgemm(grad_rows(job->gq, nb, n, i0), (size_t)job->gq->stride[nb], dS, (ptrdiff_t)ld, 1,
-                       k.p + (ptrdiff_t)j0 * k.rs, k.rs, k.cs, bq, D, bk, true);
+        st = mha_sgemm_tri(grad_rows(job->gq, nb, n, i0), (size_t)job->gq->stride[nb], dS, (ptrdiff_t)ld, 1,
+                           k.p + (ptrdiff_t)j0 * k.rs, k.rs, k.cs, bq, D, bk, true,
+                           tri && mha_rows_finite(k.p, k.rs, k.cs, bk, D) ? MHA_TRI_A_LOWER : MHA_TRI_NONE, 0);
     if (st == MHA_OK && job->gk)
-        st = mha_sgemm(grad_rows(job->gk, nb, n, j0), (size_t)job->gk->stride[nb], dS, 1, (ptrdiff_t)ld,
-                       q.p + (ptrdiff_t)i0 * q.rs, q.rs, q.cs, bk, D, bq, true);
+        st = mha_sgemm_tri(grad_rows(job->gk, nb, n, j0), (size_t)job->gk->stride[nb], dS, 1, (ptrdiff_t)ld,
+                           q.p + (ptrdiff_t)i0 * q.rs, q.rs, q.cs, bk, D, bq, true,
+                           tri && mha_rows_finite(q.p, q.rs, q.cs, bq, D) ? MHA_TRI_A_UPPER : MHA_TRI_NONE, 0);
     return st;
 }
 
@@ -434,19 +436,20 @@ static mha_status slice_plain(const bwd_job *job, size_t n, float *dP, float *P_
             for (size_t j = 0; j < S; j++) P_copy[i * S + j] = w.p[(ptrdiff_t)i * w.rs + (ptrdiff_t)j * w.cs];
         P = P_copy, ldP = S;
     }
-    /* backward of pass 4: dP = dO·vᵀ (+ the weights' own gradient), dV = Pᵀ·dO */
-    mha_status st = MHA_OK;
-    if (dO.p)
-        st = mha_sgemm(dP, S, dO.p, dO.rs, dO.cs, v.p, v.cs, v.rs, L, S, Dv, false);
-    else
-        memset(dP, 0, L * S * sizeof *dP);
+    /* backward of pass 4: dP = dO·vᵀ (+ the weights' own gradient), dV = Pᵀ·dO; causal, where
+     * finite, without what the triangle zeroes (mha_sgemm_tri: dP past it 0, masked hard below) */
+    const bool dO_finite = job->causal && dO.p && mha_rows_finite(dO.p, dO.rs, dO.cs, L, Dv);
+    mha_status st = !dO.p ? MHA_OK
+                    : mha_sgemm_tri(dP, S, dO.p, dO.rs, dO.cs, v.p, v.cs, v.rs, L, S, Dv, false,
+                                    dO_finite && mha_rows_finite(v.p, v.rs, v.cs, S, Dv) ? MHA_TRI_C_LOWER : MHA_TRI_NONE, 0);
+    if (!dO.p) memset(dP, 0, L * S * sizeof *dP);
     if (st != MHA_OK) return st;
     if (job->dweights) {
         mat dw = mat_slice(job->dweights, nb, n, 1);
         for (size_t i = 0; i < L; i++)
             for (size_t j = 0; j < S; j++) dP[i * S + j] += dw.p[(ptrdiff_t)i * dw.rs + (ptrdiff_t)j * dw.cs];
     }
-    if ((st = value_grad(job, n, P, ldP, 0, L, 0, S, dO)) != MHA_OK) return st;
+    if ((st = value_grad(job, n, P, ldP, 0, L, 0, S, dO, dO_finite ? MHA_TRI_A_UPPER : MHA_TRI_NONE)) != MHA_OK) return st;
     /* backward of passes 3 and 2: dS = P∘(dP - rowsum(P∘dP)), times scale, 0 where masked hard */
     mha_mask_src m = mha_mask_slice(job->mask, nb, n);
     for (size_t i0 = 0; i0 < L; i0 += DELTA_ROWS) {
@@ -457,7 +460,7 @@ static mha_status slice_plain(const bwd_job *job, size_t n, float *dP, float *P_
             softmax_grad_row(job, &m, dP + (i0 + r) * S, P + (i0 + r) * ldP, delta[r], n, i0 + r, 0, S);
     }
     /* backward of pass 1 */
-    return score_grads(job, n, dP, S, 0, L, 0, S, q, k);
+    return score_grads(job, n, dP, S, 0, L, 0, S, q, k, job->causal);
 }
 
 /* The forward's passes 1 and 2 over a tile: s = q[i0:i0+bq]·k[j0:j0+bk]ᵀ·scale + mask, causal -inf
@@ -608,8 +611,8 @@ static mha_status slice_fused(const bwd_job *job, size_t n, float *scratch) {
                 softmax_grad_row(job, &m, ds, p, delta[i], n, i0 + i, j0, bk);
             }
             /* backward of pass 1, and pass 4's dV = Pᵀ·dO */
-            st = score_grads(job, n, sdP, tk, i0, bq, j0, bk, q, k);
-            if (st == MHA_OK) st = value_grad(job, n, sP, tk, i0, bq, j0, bk, dO);
+            st = score_grads(job, n, sdP, tk, i0, bq, j0, bk, q, k, false);
+            if (st == MHA_OK) st = value_grad(job, n, sP, tk, i0, bq, j0, bk, dO, MHA_TRI_NONE);
         }
     }
     return st;

@@ -390,23 +390,60 @@ static void multiply_block(const kernel_isa *k, float *c, size_t ldc, const floa
         for (size_t ir = 0; ir < mc; ir += k->mr) tile_at(k, c, ldc, pa, pb, ir, jr, mc, nc, kc, add, bias, edge);
 }
 
+/* Where a block of a causal slice's product lies against its triangle (mha_sgemm_tri): the
+ * block's first row, column and depth in the whole product. */
+typedef struct tri_at {
+    mha_tri tri;
+    ptrdiff_t off;
+    size_t row0, col0, p0;
+} tri_at;
+
+/* The depths [*from, *to) of a block's kc that the tile of rows ir..ir+m-1 at column jr needs:
+ * all of them without a triangle; none for a C_LOWER tile wholly past the line; A_LOWER's sum
+ * stops after its last row's last nonzero, A_UPPER's starts at its first row's first. */
+static void tri_depths(const tri_at *t, size_t ir, size_t m, size_t jr, size_t kc, size_t *from, size_t *to) {
+    *from = 0, *to = kc;
+    if (!t) return;
+    const ptrdiff_t first = (ptrdiff_t)(t->row0 + ir), last = first + (ptrdiff_t)m - 1, p0 = (ptrdiff_t)t->p0;
+    if (t->tri == MHA_TRI_C_LOWER && (ptrdiff_t)(t->col0 + jr) > last + t->off) *to = 0;
+    if (t->tri == MHA_TRI_A_LOWER) {
+        const ptrdiff_t end = last + t->off + 1 - p0;
+        *to = end <= 0 ? 0 : min_size((size_t)end, kc);
+    }
+    if (t->tri == MHA_TRI_A_UPPER) {
+        const ptrdiff_t start = first - t->off - p0;
+        *from = start <= 0 ? 0 : min_size((size_t)start, kc);
+    }
+}
+
+/* A tile with nothing left to sum: C (m,n) = 0, or left as it is when adding. */
+static void tile_skipped(float *c, size_t ldc, size_t m, size_t n, bool add) {
+    for (size_t i = 0; i < m && !add; i++) memset(c + i * ldc, 0, n * sizeof(float));
+}
+
 /* The same block with A read in place (a_cs = 1) by the tile_a_rows tile instead of packed: A block
  * (mc,kc) with (i,p) at a[i*a_rs + p]. Each MR rows of A are swept against every panel of B while
  * they are in L1. The same sums as pack_a then multiply_block, so the same bits. */
 static void multiply_block_a_rows(const kernel_isa *k, float *c, size_t ldc, const float *a, ptrdiff_t a_rs,
-                                  const float *pb, size_t mc, size_t nc, size_t kc, bool add, const float *bias) {
+                                  const float *pb, size_t mc, size_t nc, size_t kc, bool add, const float *bias,
+                                  const tri_at *t) {
     _Alignas(64) float edge[MAX_TILE];
     for (size_t ir = 0; ir < mc; ir += k->mr) {
         size_t m = min_size(k->mr, mc - ir);
-        const float *ar = a + (ptrdiff_t)ir * a_rs;
         for (size_t jr = 0; jr < nc; jr += k->nr) {
-            size_t n = min_size(k->nr, nc - jr);
+            size_t n = min_size(k->nr, nc - jr), from, to;
             float *ct = c + ir * ldc + jr;
-            if (m == k->mr && n == k->nr) {
-                k->tile_a_rows(ct, ldc, ar, a_rs, m, pb + jr * kc, kc, add, bias_at(bias, jr));
+            tri_depths(t, ir, m, jr, kc, &from, &to);
+            if (from == to) {
+                tile_skipped(ct, ldc, m, n, add);
                 continue;
             }
-            k->tile_a_rows(edge, k->nr, ar, a_rs, m, pb + jr * kc, kc, false, NULL);
+            const float *ar = a + (ptrdiff_t)ir * a_rs + (ptrdiff_t)from, *bp = pb + jr * kc + from * k->nr;
+            if (m == k->mr && n == k->nr) {
+                k->tile_a_rows(ct, ldc, ar, a_rs, m, bp, to - from, add, bias_at(bias, jr));
+                continue;
+            }
+            k->tile_a_rows(edge, k->nr, ar, a_rs, m, bp, to - from, false, NULL);
             store_edge(ct, ldc, edge, k->nr, m, n, add, bias_at(bias, jr));
         }
     }
@@ -419,7 +456,7 @@ static void multiply_block_a_rows(const kernel_isa *k, float *c, size_t ldc, con
  * multiply_block, so the same bits. */
 static void multiply_block_a_cols(const kernel_isa *k, float *c, size_t ldc, const float *a, ptrdiff_t a_cs,
                                   const float *pb, size_t mc, size_t nc, size_t kc, bool add, const float *bias,
-                                  float *panel) {
+                                  float *panel, const tri_at *t) {
     _Alignas(64) float edge[MAX_TILE];
     const size_t whole = mc / k->mr * k->mr;
     if (whole < mc) pack_a(k, panel, a + whole, 1, a_cs, mc - whole, kc, k->mr);
@@ -428,11 +465,17 @@ static void multiply_block_a_cols(const kernel_isa *k, float *c, size_t ldc, con
         for (size_t jr = 0; jr < nc; jr += k->nr) {
             const size_t n = min_size(k->nr, nc - jr);
             float *ct = c + ir * ldc + jr, *out = m == k->mr && n == k->nr ? ct : edge;
+            size_t from, to;
+            tri_depths(t, ir, m, jr, kc, &from, &to);
+            if (from == to) {
+                tile_skipped(ct, ldc, m, n, add);
+                continue;
+            }
             const size_t ld_out = out == ct ? ldc : k->nr;
             const bool add_out = out == ct && add;
-            const float *bias_out = out == ct ? bias_at(bias, jr) : NULL;
-            if (m == k->mr) k->tile_a_cols(out, ld_out, a + ir, a_cs, pb + jr * kc, kc, add_out, bias_out);
-            else k->tile(kc, panel, pb + jr * kc, out, ld_out, add_out, NULL, bias_out);
+            const float *bias_out = out == ct ? bias_at(bias, jr) : NULL, *bp = pb + jr * kc + from * k->nr;
+            if (m == k->mr) k->tile_a_cols(out, ld_out, a + ir + (ptrdiff_t)from * a_cs, a_cs, bp, to - from, add_out, bias_out);
+            else k->tile(to - from, panel + from * k->mr, bp, out, ld_out, add_out, NULL, bias_out);
             if (out == edge) store_edge(ct, ldc, edge, k->nr, m, n, add, bias_at(bias, jr));
         }
     }
@@ -455,6 +498,8 @@ typedef struct sgemm_job {
     const float *bias;   /* NULL, or (N): C = bias + A·B, bias added in the tiles' store */
     bool split_rows; /* when split: parts take rows of C (else columns), in whole register tiles */
     const float *packed_b; /* NULL, or all of B packed by mha_sgemm_pack_b (then b is not read) */
+    mha_tri tri;           /* mha_sgemm_tri's triangle, MHA_TRI_NONE for none, and its offset */
+    ptrdiff_t off;
 } sgemm_job;
 
 /* A few rows of A against a B stored transposed (x·Wᵀ for a short x), both with contiguous rows:
@@ -541,14 +586,15 @@ static mha_status sgemm_block(const sgemm_job *job, size_t m0, size_t m1, size_t
                 }
                 size_t mc = min_size(MC, M - ic);
                 const float *a_block = a + (ptrdiff_t)ic * a_rs + (ptrdiff_t)pc * a_cs;
+                const tri_at at = {job->tri, job->off, m0 + ic, n0 + jc, pc}, *t = job->tri ? &at : NULL;
                 if (a_unpacked) {
                     multiply_block_a_rows(k, c + ic * job->ldc + jc, job->ldc, a_block, a_rs, packed_b, mc, nc, kc,
-                                          job->accumulate || pc > 0, bias_block);
+                                          job->accumulate || pc > 0, bias_block, t);
                     continue;
                 }
                 if (a_cols) {
                     multiply_block_a_cols(k, c + ic * job->ldc + jc, job->ldc, a_block, a_cs, packed_b, mc, nc, kc,
-                                          job->accumulate || pc > 0, bias_block, packed_a);
+                                          job->accumulate || pc > 0, bias_block, packed_a, t);
                     continue;
                 }
                 pack_a(k, packed_a, a_block, a_rs, a_cs, mc, kc, k->mr);
@@ -591,7 +637,7 @@ static size_t sgemm_parts(size_t units, size_t threads_parts, double flops) {
 /* mha_sgemm and mha_sgemm_bias: C = (accumulate ? C : bias ? bias : 0) + A·B */
 static mha_status sgemm_run(float *c, size_t ldc, const float *a, ptrdiff_t a_rs, ptrdiff_t a_cs, const float *b,
                             ptrdiff_t b_rs, ptrdiff_t b_cs, size_t M, size_t N, size_t K, bool accumulate,
-                            const float *bias) {
+                            const float *bias, mha_tri tri, ptrdiff_t off) {
     if (M == 0 || N == 0) return MHA_OK;
     if (K == 0) { /* an empty sum */
         for (size_t i = 0; i < M && !accumulate; i++) {
@@ -607,7 +653,7 @@ static mha_status sgemm_run(float *c, size_t ldc, const float *a, ptrdiff_t a_rs
      * once), else the longer side, so each part packs a share of the operand larger to pack */
     const size_t threads = mha_kernels_parts(row_units > col_units ? row_units : col_units, flops);
     sgemm_job job = {c, ldc, a, a_rs, a_cs, b, b_rs, b_cs, M, N, K, accumulate, accumulate ? NULL : bias,
-                     M > N || (row_units >= col_units && row_units >= 2 * threads), NULL};
+                     M > N || (row_units >= col_units && row_units >= 2 * threads), NULL, tri, off};
     const size_t nparts = sgemm_parts(job.split_rows ? row_units : col_units, threads, flops);
     if (nparts == 1) return sgemm_block(&job, 0, M, 0, N);
     scratch s = {NULL, 0};
@@ -626,12 +672,42 @@ static mha_status sgemm_run(float *c, size_t ldc, const float *a, ptrdiff_t a_rs
 
 mha_status mha_sgemm(float *c, size_t ldc, const float *a, ptrdiff_t a_rs, ptrdiff_t a_cs, const float *b, ptrdiff_t b_rs,
                      ptrdiff_t b_cs, size_t M, size_t N, size_t K, bool accumulate) {
-    return sgemm_run(c, ldc, a, a_rs, a_cs, b, b_rs, b_cs, M, N, K, accumulate, NULL);
+    return sgemm_run(c, ldc, a, a_rs, a_cs, b, b_rs, b_cs, M, N, K, accumulate, NULL, MHA_TRI_NONE, 0);
+}
+
+mha_status mha_sgemm_tri(float *c, size_t ldc, const float *a, ptrdiff_t a_rs, ptrdiff_t a_cs, const float *b,
+                         ptrdiff_t b_rs, ptrdiff_t b_cs, size_t M, size_t N, size_t K, bool accumulate, mha_tri tri,
+                         ptrdiff_t off) {
+    return sgemm_run(c, ldc, a, a_rs, a_cs, b, b_rs, b_cs, M, N, K, accumulate, NULL, tri, off);
+}
+
+bool mha_rows_finite(const float *x, ptrdiff_t rs, ptrdiff_t cs, size_t rows, size_t cols) {
+    /* a float is inf or NaN when its exponent bits are all ones: 4 at a time (an SSE2 register,
+     * which every x86-64 build has), compared and or-ed */
+    typedef int32_t v4i __attribute__((vector_size(4 * sizeof(int32_t))));
+    const v4i ones = {0x7f800000, 0x7f800000, 0x7f800000, 0x7f800000};
+    v4i hit = {0, 0, 0, 0};
+    int32_t rest = 0;
+    for (size_t i = 0; i < rows; i++) {
+        const float *row = x + (ptrdiff_t)i * rs;
+        size_t j = 0;
+        for (; cs == 1 && j + 4 <= cols; j += 4) {
+            v4i v;
+            memcpy(&v, row + j, sizeof v);
+            hit |= (v & ones) == ones;
+        }
+        for (; j < cols; j++) {
+            int32_t u;
+            memcpy(&u, row + (ptrdiff_t)j * cs, sizeof u);
+            rest |= (u & ones[0]) == ones[0];
+        }
+    }
+    return (rest | hit[0] | hit[1] | hit[2] | hit[3]) == 0;
 }
 
 mha_status mha_sgemm_bias(float *c, size_t ldc, const float *a, ptrdiff_t a_rs, ptrdiff_t a_cs, const float *b,
                           ptrdiff_t b_rs, ptrdiff_t b_cs, size_t M, size_t N, size_t K, const float *bias) {
-    return sgemm_run(c, ldc, a, a_rs, a_cs, b, b_rs, b_cs, M, N, K, false, bias);
+    return sgemm_run(c, ldc, a, a_rs, a_cs, b, b_rs, b_cs, M, N, K, false, bias, MHA_TRI_NONE, 0);
 }
 
 /* B packed once for many products (a head's K and V, which every block of queries multiplies): the
@@ -662,7 +738,7 @@ mha_status mha_sgemm_packed(float *c, size_t ldc, const float *a, ptrdiff_t a_rs
         return MHA_OK;
     }
     /* b unread */
-    sgemm_job job = {c, ldc, a, a_rs, a_cs, packed_b, 0, 0, M, N, K, accumulate, NULL, true, packed_b};
+    sgemm_job job = {c, ldc, a, a_rs, a_cs, packed_b, 0, 0, M, N, K, accumulate, NULL, true, packed_b, MHA_TRI_NONE, 0};
     return sgemm_block(&job, 0, M, 0, N);
 }
 

@@ -241,7 +241,58 @@ static void check_sgemm_a_unpacked(const char *isa) {
     CHECK(name, ok, "%s", why);
 }
 
+/* mha_sgemm_tri: the bits of mha_sgemm, for each triangle (C_LOWER: where j <= i + off, and 0 or
+ * the product past it; A_LOWER, A_UPPER: A zero past its line, all of C and its padding), offsets
+ * below, on and past the diagonal, A's rows or columns contiguous (the two paths that skip), a
+ * product too wide to skip (N past 16 tiles: all computed), depth past one pass (KC = 256),
+ * accumulating or not. */
+static void check_sgemm_tri(const char *isa) {
+    char name[256], why[256] = "";
+    int ok = 1;
+    const size_t shapes[][3] = {{1, 1, 1}, {64, 64, 32}, {64, 32, 64}, {13, 33, 7}, {70, 45, 300}, {150, 20, 270},
+                                {40, 600, 16}};
+    const ptrdiff_t offs[] = {-5, 0, 3, 40};
+    const char *tris[] = {"", "C_LOWER", "A_LOWER", "A_UPPER"};
+    for (size_t c = 0; ok && c < sizeof shapes / sizeof shapes[0]; c++)
+        for (int tri = MHA_TRI_C_LOWER; ok && tri <= MHA_TRI_A_UPPER; tri++)
+            for (size_t o = 0; ok && o < sizeof offs / sizeof offs[0]; o++)
+                for (int variant = 0; ok && variant < 4; variant++) {
+                    const size_t M = shapes[c][0], N = shapes[c][1], K = shapes[c][2], ldc = N + 2;
+                    const bool a_cols = variant & 1, acc = variant & 2;
+                    const ptrdiff_t off = offs[o], a_rs = a_cols ? 1 : (ptrdiff_t)K, a_cs = a_cols ? (ptrdiff_t)M : 1;
+                    float *a = random_floats(M * K), *b = random_floats(K * N), *want = random_floats(M * ldc);
+                    float *got = malloc(M * ldc * sizeof *got), *init = malloc(M * ldc * sizeof *init);
+                    for (size_t i = 0; i < M; i++)
+                        for (size_t p = 0; p < K; p++) {
+                            const ptrdiff_t ip = (ptrdiff_t)i, pp = (ptrdiff_t)p;
+                            if ((tri == MHA_TRI_A_LOWER && pp > ip + off) || (tri == MHA_TRI_A_UPPER && pp < ip - off))
+                                a[i * (size_t)a_rs + p * (size_t)a_cs] = 0.0f;
+                        }
+                    memcpy(got, want, M * ldc * sizeof *got);
+                    memcpy(init, want, M * ldc * sizeof *init);
+                    mha_status s1 = mha_sgemm(want, ldc, a, a_rs, a_cs, b, (ptrdiff_t)N, 1, M, N, K, acc);
+                    mha_status s2 = mha_sgemm_tri(got, ldc, a, a_rs, a_cs, b, (ptrdiff_t)N, 1, M, N, K, acc, (mha_tri)tri, off);
+                    ok = s1 == MHA_OK && s2 == MHA_OK;
+                    for (size_t i = 0; ok && i < M; i++)
+                        for (size_t j = 0; ok && j < ldc; j++) {
+                            const float w = want[i * ldc + j], g = got[i * ldc + j];
+                            const bool past = tri == MHA_TRI_C_LOWER && j < N && (ptrdiff_t)j > (ptrdiff_t)i + off;
+                            const float skipped = acc ? init[i * ldc + j] : 0.0f;   /* a tile not computed */
+                            ok = memcmp(&w, &g, sizeof w) == 0 || (past && memcmp(&g, &skipped, sizeof g) == 0);
+                            if (!ok)
+                                snprintf(why, sizeof why, "%s off %td, M=%zu N=%zu K=%zu, A's %s contiguous, %s: C[%zu,%zu] "
+                                         "%.9g, mha_sgemm's %.9g", tris[tri], off, M, N, K, a_cols ? "columns" : "rows",
+                                         acc ? "accumulating" : "overwriting", i, j, (double)g, (double)w);
+                        }
+                    free(a), free(b), free(want), free(got), free(init);
+                }
+    snprintf(name, sizeof name, "sgemm_tri[%s]: a causal slice's triangle skipped gives mha_sgemm's bits (C_LOWER, "
+             "A_LOWER, A_UPPER; offsets -5, 0, 3, 40; A's rows or columns contiguous; ragged; past KC)", isa);
+    CHECK(name, ok, "%s", why);
+}
+
 static void check_sgemm(const char *isa) {
+    check_sgemm_tri(isa);
     check_sgemm_transposed_exact(isa);
     check_sgemm_a_unpacked(isa);
     check_sgemm_packed_b(isa);

@@ -459,6 +459,50 @@ T.test("the backward functions equal autograd", function()
     end
 end)
 
+-- Where two tensors' elements differ in bits (NaN equal to NaN), as "element i: a against b"; nil
+-- where none does.
+local function bits_differ(a, b)
+    local function flat(t)
+        local out = {}
+        local function walk(x)
+            if type(x) == "table" then for _, y in ipairs(x) do walk(y) end
+            else out[#out + 1] = x ~= x and "nan" or string.format("%a", x) end
+        end
+        walk(t:totable())
+        return out
+    end
+    local x, y = flat(a), flat(b)
+    for i = 1, math.max(#x, #y) do
+        if x[i] ~= y[i] then return string.format("element %d: %s against %s", i, x[i], y[i]) end
+    end
+end
+
+T.test("MultiheadAttention: a bool causal mask trains as is_causal, with the bits of the same mask in floats", function()
+    -- 40 queries: ragged against every register tile (12 or 6 rows); inf in x makes v (and q, k)
+    -- non-finite, where the causal products may not skip a 0·inf
+    for _, poisoned in ipairs{false, true} do
+        mha.seed(11)
+        local m = mha.MultiheadAttention{embed_dim = 16, num_heads = 2}
+        local L = 40
+        local x0, g = mha.randn(3, L, 16), mha.randn(3, L, 16)
+        if poisoned then x0 = x0:masked_fill(mha.rand(3, L, 16):gt(0.995), math.huge) end
+        local causal = mha.causal_mask(L)
+        local function run(mask)
+            m:zero_grad()
+            local x = x0:clone():requires_grad(true)
+            local out = m:forward(x, x, x, {attn_mask = mask, need_weights = false})
+            out:backward(g)
+            return {out:detach(), x:grad(), m.in_proj_weight:grad(), m.out_proj_weight:grad()}
+        end
+        local as_bool, as_float = run(causal), run(mha.zeros(L, L):masked_fill(causal, -math.huge))
+        local label = poisoned and " (inf in x)" or ""
+        for i, what in ipairs{"output", "x:grad()", "in_proj_weight:grad()", "out_proj_weight:grad()"} do
+            local why = bits_differ(as_bool[i], as_float[i])
+            T.ok(what .. label .. ": the bits of the float mask", why == nil, why)
+        end
+    end
+end)
+
 T.test("MultiheadAttention: the issue's example; parameters are the leaves; graph memory freed", function()
     mha.seed(3)
     local m = mha.MultiheadAttention{embed_dim = 8, num_heads = 2}
