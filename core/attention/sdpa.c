@@ -378,12 +378,10 @@ static mha_status score_grads(const bwd_job *job, size_t n, const float *dS, siz
     mha_status st = MHA_OK;
     if (job->gq)
         st = mha_sgemm_tri(grad_rows(job->gq, nb, n, i0), (size_t)job->gq->stride[nb], dS, (ptrdiff_t)ld, 1,
-                           k.p + (ptrdiff_t)j0 * k.rs, k.rs, k.cs, bq, D, bk, true,
-                           tri && mha_rows_finite(k.p, k.rs, k.cs, bk, D) ? MHA_TRI_A_LOWER : MHA_TRI_NONE, 0);
+                           k.p + (ptrdiff_t)j0 * k.rs, k.rs, k.cs, bq, D, bk, true, tri ? MHA_TRI_A_LOWER : MHA_TRI_NONE, 0);
     if (st == MHA_OK && job->gk)
         st = mha_sgemm_tri(grad_rows(job->gk, nb, n, j0), (size_t)job->gk->stride[nb], dS, 1, (ptrdiff_t)ld,
-                           q.p + (ptrdiff_t)i0 * q.rs, q.rs, q.cs, bk, D, bq, true,
-                           tri && mha_rows_finite(q.p, q.rs, q.cs, bq, D) ? MHA_TRI_A_UPPER : MHA_TRI_NONE, 0);
+                           q.p + (ptrdiff_t)i0 * q.rs, q.rs, q.cs, bk, D, bq, true, tri ? MHA_TRI_A_UPPER : MHA_TRI_NONE, 0);
     return st;
 }
 
@@ -436,12 +434,9 @@ static mha_status slice_plain(const bwd_job *job, size_t n, float *dP, float *P_
             for (size_t j = 0; j < S; j++) P_copy[i * S + j] = w.p[(ptrdiff_t)i * w.rs + (ptrdiff_t)j * w.cs];
         P = P_copy, ldP = S;
     }
-    /* backward of pass 4: dP = dO·vᵀ (+ the weights' own gradient), dV = Pᵀ·dO; causal, where
-     * finite, without what the triangle zeroes (mha_sgemm_tri: dP past it 0, masked hard below) */
-    const bool dO_finite = job->causal && dO.p && mha_rows_finite(dO.p, dO.rs, dO.cs, L, Dv);
-    mha_status st = !dO.p ? MHA_OK
-                    : mha_sgemm_tri(dP, S, dO.p, dO.rs, dO.cs, v.p, v.cs, v.rs, L, S, Dv, false,
-                                    dO_finite && mha_rows_finite(v.p, v.rs, v.cs, S, Dv) ? MHA_TRI_C_LOWER : MHA_TRI_NONE, 0);
+    /* backward of pass 4: dP = dO·vᵀ (+ the weights' own gradient), dV = Pᵀ·dO, causal without
+     * P's zeros (mha_sgemm_tri). All of dP: P∘dP past the diagonal is 0 only where dP is finite. */
+    mha_status st = dO.p ? mha_sgemm(dP, S, dO.p, dO.rs, dO.cs, v.p, v.cs, v.rs, L, S, Dv, false) : MHA_OK;
     if (!dO.p) memset(dP, 0, L * S * sizeof *dP);
     if (st != MHA_OK) return st;
     if (job->dweights) {
@@ -449,7 +444,8 @@ static mha_status slice_plain(const bwd_job *job, size_t n, float *dP, float *P_
         for (size_t i = 0; i < L; i++)
             for (size_t j = 0; j < S; j++) dP[i * S + j] += dw.p[(ptrdiff_t)i * dw.rs + (ptrdiff_t)j * dw.cs];
     }
-    if ((st = value_grad(job, n, P, ldP, 0, L, 0, S, dO, dO_finite ? MHA_TRI_A_UPPER : MHA_TRI_NONE)) != MHA_OK) return st;
+    if ((st = value_grad(job, n, P, ldP, 0, L, 0, S, dO, job->causal ? MHA_TRI_A_UPPER : MHA_TRI_NONE)) != MHA_OK)
+        return st;
     /* backward of passes 3 and 2: dS = P∘(dP - rowsum(P∘dP)), times scale, 0 where masked hard */
     mha_mask_src m = mha_mask_slice(job->mask, nb, n);
     for (size_t i0 = 0; i0 < L; i0 += DELTA_ROWS) {

@@ -41,7 +41,7 @@ mha_status mha_attention_plain(const mha_head_args *job, const mha_attn_kernels 
     bool has_attn = job->attn.f || job->attn.b, has_pad = job->pad.f || job->pad.b;
 
     /* causal on the fast kernels: q·kᵀ skips tiles past the diagonal (the causal pass below fills
-     * them), weights·v the zero weights past it where v is finite (mha_sgemm_tri: the same bits) */
+     * them), weights·v the zero weights past it (mha_sgemm_tri: the same bits) */
     const bool tri = job->causal && kernels == &mha_attn_fast && !job->k_packed;
     const ptrdiff_t diag = (ptrdiff_t)job->row0;
 
@@ -87,7 +87,7 @@ mha_status mha_attention_plain(const mha_head_args *job, const mha_attn_kernels 
     /* pass 4: out = weights·v */
     if (job->v_packed && kernels == &mha_attn_fast)
         return mha_sgemm_packed(job->out, job->ld_out, weights, (ptrdiff_t)S, 1, job->v_packed, L, job->Dv, S, false);
-    if (tri && mha_rows_finite(job->v, (ptrdiff_t)job->ld_v, 1, S, job->Dv))
+    if (tri)
         return mha_sgemm_tri(job->out, job->ld_out, weights, (ptrdiff_t)S, 1, job->v, (ptrdiff_t)job->ld_v, 1, L, job->Dv,
                              S, false, MHA_TRI_A_LOWER, diag);
     return kernels->matmul(job->out, job->ld_out, weights, (ptrdiff_t)S, 1, job->v, (ptrdiff_t)job->ld_v, 1, L,

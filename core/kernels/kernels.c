@@ -390,6 +390,27 @@ static void multiply_block(const kernel_isa *k, float *c, size_t ldc, const floa
         for (size_t ir = 0; ir < mc; ir += k->mr) tile_at(k, c, ldc, pa, pb, ir, jr, mc, nc, kc, add, bias, edge);
 }
 
+/* Whether the n floats at x are all finite (an exponent not all ones: no inf, no NaN), 4 at a
+ * time in an SSE2 register, which every x86-64 build has. */
+static bool finite_floats(const float *x, size_t n) {
+    typedef int32_t v4i __attribute__((vector_size(4 * sizeof(int32_t))));
+    const v4i ones = {0x7f800000, 0x7f800000, 0x7f800000, 0x7f800000};
+    v4i hit = {0, 0, 0, 0};
+    int32_t rest = 0;
+    size_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        v4i v;
+        memcpy(&v, x + i, sizeof v);
+        hit |= (v & ones) == ones;
+    }
+    for (; i < n; i++) {
+        int32_t u;
+        memcpy(&u, x + i, sizeof u);
+        rest |= (u & ones[0]) == ones[0];
+    }
+    return (rest | hit[0] | hit[1] | hit[2] | hit[3]) == 0;
+}
+
 /* Where a block of a causal slice's product lies against its triangle (mha_sgemm_tri): the
  * block's first row, column and depth in the whole product. */
 typedef struct tri_at {
@@ -578,6 +599,10 @@ static mha_status sgemm_block(const sgemm_job *job, size_t m0, size_t m1, size_t
                 packed_b = (float *)job->packed_b + jc * K + pc * round_up(nc, k->nr);
             else
                 pack_b(k, packed_b, b + (ptrdiff_t)pc * b_rs + (ptrdiff_t)jc * b_cs, b_rs, b_cs, kc, nc, 1.0f);
+            /* A's zeros are skipped only against a finite B, whose 0·B[p,j] are all ±0 (0·inf is
+             * NaN); checked on the slice just packed, in cache */
+            const bool skip_zeros = job->tri == MHA_TRI_A_LOWER || job->tri == MHA_TRI_A_UPPER;
+            const bool tri = job->tri && (!skip_zeros || finite_floats(packed_b, kc * round_up(nc, k->nr)));
             for (size_t ic = 0; ic < M; ic += MC) {
                 if (mha_interrupted()) {
                     status = mha_fail(MHA_E_INTERRUPTED, "sgemm: (%zu,%zu) @ (%zu,%zu): interrupted", job->M, K, K,
@@ -586,7 +611,7 @@ static mha_status sgemm_block(const sgemm_job *job, size_t m0, size_t m1, size_t
                 }
                 size_t mc = min_size(MC, M - ic);
                 const float *a_block = a + (ptrdiff_t)ic * a_rs + (ptrdiff_t)pc * a_cs;
-                const tri_at at = {job->tri, job->off, m0 + ic, n0 + jc, pc}, *t = job->tri ? &at : NULL;
+                const tri_at at = {job->tri, job->off, m0 + ic, n0 + jc, pc}, *t = tri ? &at : NULL;
                 if (a_unpacked) {
                     multiply_block_a_rows(k, c + ic * job->ldc + jc, job->ldc, a_block, a_rs, packed_b, mc, nc, kc,
                                           job->accumulate || pc > 0, bias_block, t);
@@ -679,30 +704,6 @@ mha_status mha_sgemm_tri(float *c, size_t ldc, const float *a, ptrdiff_t a_rs, p
                          ptrdiff_t b_rs, ptrdiff_t b_cs, size_t M, size_t N, size_t K, bool accumulate, mha_tri tri,
                          ptrdiff_t off) {
     return sgemm_run(c, ldc, a, a_rs, a_cs, b, b_rs, b_cs, M, N, K, accumulate, NULL, tri, off);
-}
-
-bool mha_rows_finite(const float *x, ptrdiff_t rs, ptrdiff_t cs, size_t rows, size_t cols) {
-    /* a float is inf or NaN when its exponent bits are all ones: 4 at a time (an SSE2 register,
-     * which every x86-64 build has), compared and or-ed */
-    typedef int32_t v4i __attribute__((vector_size(4 * sizeof(int32_t))));
-    const v4i ones = {0x7f800000, 0x7f800000, 0x7f800000, 0x7f800000};
-    v4i hit = {0, 0, 0, 0};
-    int32_t rest = 0;
-    for (size_t i = 0; i < rows; i++) {
-        const float *row = x + (ptrdiff_t)i * rs;
-        size_t j = 0;
-        for (; cs == 1 && j + 4 <= cols; j += 4) {
-            v4i v;
-            memcpy(&v, row + j, sizeof v);
-            hit |= (v & ones) == ones;
-        }
-        for (; j < cols; j++) {
-            int32_t u;
-            memcpy(&u, row + (ptrdiff_t)j * cs, sizeof u);
-            rest |= (u & ones[0]) == ones[0];
-        }
-    }
-    return (rest | hit[0] | hit[1] | hit[2] | hit[3]) == 0;
 }
 
 mha_status mha_sgemm_bias(float *c, size_t ldc, const float *a, ptrdiff_t a_rs, ptrdiff_t a_cs, const float *b,

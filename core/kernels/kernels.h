@@ -35,16 +35,14 @@ mha_status mha_sgemm_bias(float *c, size_t ldc,
  *     set to 0 (left as it is when accumulating) rather than computed;
  *   MHA_TRI_A_LOWER: A[i,p] = 0 for p > i + off; each tile's sum stops after its last row's last;
  *   MHA_TRI_A_UPPER: A[i,p] = 0 for p < i - off; each tile's sum starts at its first row's first.
- * A term skipped is 0·B[p,j]: the bits of mha_sgemm where B is finite (0·inf is NaN) and, when
- * accumulating, C holds no -0. Other paths compute all of C, as mha_sgemm does. */
+ * A's zeros are skipped only against a block of B that is finite, so each term left out is ±0:
+ * the bits of mha_sgemm (where C, when accumulating, holds no -0). Other paths compute all of C,
+ * as mha_sgemm does. */
 typedef enum mha_tri { MHA_TRI_NONE, MHA_TRI_C_LOWER, MHA_TRI_A_LOWER, MHA_TRI_A_UPPER } mha_tri;
 mha_status mha_sgemm_tri(float *c, size_t ldc,
                          const float *a, ptrdiff_t a_rs, ptrdiff_t a_cs,
                          const float *b, ptrdiff_t b_rs, ptrdiff_t b_cs,
                          size_t M, size_t N, size_t K, bool accumulate, mha_tri tri, ptrdiff_t off);
-/* Whether every element of the (rows, cols) matrix x, (i,j) at x[i*rs + j*cs], is finite: what
- * mha_sgemm_tri asks of the B whose terms it skips. */
-bool mha_rows_finite(const float *x, ptrdiff_t rs, ptrdiff_t cs, size_t rows, size_t cols);
 
 /* B packed once, for many products against it (a head's K and V, which every block of queries of
  * MultiheadAttention's head mean multiplies): mha_sgemm_pack_b writes B (K,N) (element (p,j) at

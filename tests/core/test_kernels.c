@@ -245,7 +245,7 @@ static void check_sgemm_a_unpacked(const char *isa) {
  * the product past it; A_LOWER, A_UPPER: A zero past its line, all of C and its padding), offsets
  * below, on and past the diagonal, A's rows or columns contiguous (the two paths that skip), a
  * product too wide to skip (N past 16 tiles: all computed), depth past one pass (KC = 256),
- * accumulating or not. */
+ * accumulating or not, with an inf in B (whose NaNs must come out as mha_sgemm's). */
 static void check_sgemm_tri(const char *isa) {
     char name[256], why[256] = "";
     int ok = 1;
@@ -256,7 +256,7 @@ static void check_sgemm_tri(const char *isa) {
     for (size_t c = 0; ok && c < sizeof shapes / sizeof shapes[0]; c++)
         for (int tri = MHA_TRI_C_LOWER; ok && tri <= MHA_TRI_A_UPPER; tri++)
             for (size_t o = 0; ok && o < sizeof offs / sizeof offs[0]; o++)
-                for (int variant = 0; ok && variant < 4; variant++) {
+                for (int variant = 0; ok && variant < 8; variant++) {
                     const size_t M = shapes[c][0], N = shapes[c][1], K = shapes[c][2], ldc = N + 2;
                     const bool a_cols = variant & 1, acc = variant & 2;
                     const ptrdiff_t off = offs[o], a_rs = a_cols ? 1 : (ptrdiff_t)K, a_cs = a_cols ? (ptrdiff_t)M : 1;
@@ -268,6 +268,7 @@ static void check_sgemm_tri(const char *isa) {
                             if ((tri == MHA_TRI_A_LOWER && pp > ip + off) || (tri == MHA_TRI_A_UPPER && pp < ip - off))
                                 a[i * (size_t)a_rs + p * (size_t)a_cs] = 0.0f;
                         }
+                    if (variant & 4) b[K / 2 * N] = INFINITY; /* 0·inf is NaN: nothing of that block skipped */
                     memcpy(got, want, M * ldc * sizeof *got);
                     memcpy(init, want, M * ldc * sizeof *init);
                     mha_status s1 = mha_sgemm(want, ldc, a, a_rs, a_cs, b, (ptrdiff_t)N, 1, M, N, K, acc);
@@ -280,9 +281,10 @@ static void check_sgemm_tri(const char *isa) {
                             const float skipped = acc ? init[i * ldc + j] : 0.0f;   /* a tile not computed */
                             ok = memcmp(&w, &g, sizeof w) == 0 || (past && memcmp(&g, &skipped, sizeof g) == 0);
                             if (!ok)
-                                snprintf(why, sizeof why, "%s off %td, M=%zu N=%zu K=%zu, A's %s contiguous, %s: C[%zu,%zu] "
+                                snprintf(why, sizeof why, "%s off %td, M=%zu N=%zu K=%zu, A's %s contiguous, %s%s: C[%zu,%zu] "
                                          "%.9g, mha_sgemm's %.9g", tris[tri], off, M, N, K, a_cols ? "columns" : "rows",
-                                         acc ? "accumulating" : "overwriting", i, j, (double)g, (double)w);
+                                         acc ? "accumulating" : "overwriting", variant & 4 ? ", an inf in B" : "", i, j,
+                                         (double)g, (double)w);
                         }
                     free(a), free(b), free(want), free(got), free(init);
                 }
