@@ -140,54 +140,86 @@ INLINE double ln_total(const vh acc[LN_VECS]) {
     return lane[0];
 }
 
-/* A row's mean and rstd = 1/sqrt(biased variance + eps), two passes over its n floats. */
-INLINE void ln_stats(double *mean, double *rstd, const float *x, size_t n, float eps) {
+/* Rows whose stats are summed side by side (ln_stats_rows): as many as keep every row's sums in
+ * registers (2 on AVX-512, a row's LN_VECS = 2 registers each...), so that each chain of additions
+ * waits for its own row's only. */
+enum { LN_ROWS = LN_VECS <= 2 ? 4 : LN_VECS <= 4 ? 2 : 1 };
+
+/* Each of R <= LN_ROWS rows' (n floats apart) mean and rstd = 1/sqrt(biased variance + eps), two
+ * passes over its n floats: every row's own operations, the rows side by side. */
+INLINE void ln_stats_rows(double *mean, double *rstd, const float *x, size_t n, float eps, size_t R) {
     NO_CONTRACT
     const size_t whole = n - n % MHA_LN_LANES;
     const double count = (double)(n ? n : 1);
-    vh acc[LN_VECS];
-    for (size_t k = 0; k < LN_VECS; k++) acc[k] = (vh){0};
+    vh acc[LN_ROWS][LN_VECS];
+    double m[LN_ROWS];
+#pragma GCC unroll 4
+    for (size_t r = 0; r < R; r++)
+#pragma GCC unroll 8
+        for (size_t k = 0; k < LN_VECS; k++) acc[r][k] = (vh){0};
     for (size_t i = 0; i < whole; i += MHA_LN_LANES)
-        for (size_t k = 0; k < LN_VECS; k++) acc[k] += widen(x + i + k * WH);
-    double s = ln_total(acc);
-    for (size_t i = whole; i < n; i++) s += x[i];
-    const double m = s / count;
-    for (size_t k = 0; k < LN_VECS; k++) acc[k] = (vh){0};
-    for (size_t i = 0; i < whole; i += MHA_LN_LANES)
-        for (size_t k = 0; k < LN_VECS; k++) {
-            vh d = widen(x + i + k * WH) - m;
-            acc[k] += d * d;
-        }
-    double v = ln_total(acc);
-    for (size_t i = whole; i < n; i++) {
-        double d = (double)x[i] - m;
-        v += d * d;
+#pragma GCC unroll 4
+        for (size_t r = 0; r < R; r++)
+#pragma GCC unroll 8
+            for (size_t k = 0; k < LN_VECS; k++) acc[r][k] += widen(x + r * n + i + k * WH);
+#pragma GCC unroll 4
+    for (size_t r = 0; r < R; r++) {
+        double s = ln_total(acc[r]);
+        for (size_t i = whole; i < n; i++) s += x[r * n + i];
+        m[r] = s / count;
+        for (size_t k = 0; k < LN_VECS; k++) acc[r][k] = (vh){0};
     }
-    *mean = m;
-    *rstd = 1.0 / sqrt(v / count + (double)eps);
+    for (size_t i = 0; i < whole; i += MHA_LN_LANES)
+#pragma GCC unroll 4
+        for (size_t r = 0; r < R; r++)
+#pragma GCC unroll 8
+            for (size_t k = 0; k < LN_VECS; k++) {
+                vh d = widen(x + r * n + i + k * WH) - m[r];
+                acc[r][k] += d * d;
+            }
+#pragma GCC unroll 4
+    for (size_t r = 0; r < R; r++) {
+        double v = ln_total(acc[r]);
+        for (size_t i = whole; i < n; i++) {
+            double d = (double)x[r * n + i] - m[r];
+            v += d * d;
+        }
+        mean[r] = m[r];
+        rstd[r] = 1.0 / sqrt(v / count + (double)eps);
+    }
+}
+
+/* One row's mean and rstd. */
+INLINE void ln_stats(double *mean, double *rstd, const float *x, size_t n, float eps) {
+    ln_stats_rows(mean, rstd, x, n, eps, 1);
 }
 
 void SET_FN(layer_norm_rows)(float *y, double *mean, double *rstd, const float *x, const float *w, const float *b,
                             size_t rows, size_t n, float eps) {
     NO_CONTRACT
-    for (size_t r = 0; r < rows; r++) {
-        const float *xr = x + r * n;
-        float *yr = y + r * n;
-        double m, rs;
-        ln_stats(&m, &rs, xr, n, eps);
-        if (mean) mean[r] = m, rstd[r] = rs;
-        size_t i = 0;
-        for (; i + WH <= n; i += WH) {
-            vh v = (widen(xr + i) - m) * rs;
-            if (w) v *= widen(w + i);
-            if (b) v += widen(b + i);
-            narrow(yr + i, v);
-        }
-        for (; i < n; i++) {
-            double v = ((double)xr[i] - m) * rs;
-            if (w) v *= w[i];
-            if (b) v += b[i];
-            yr[i] = (float)v;
+    for (size_t r0 = 0; r0 < rows; r0 += LN_ROWS) {
+        const size_t R = rows - r0 < LN_ROWS ? rows - r0 : LN_ROWS;
+        double m[LN_ROWS], rs[LN_ROWS];
+        if (R == LN_ROWS) ln_stats_rows(m, rs, x + r0 * n, n, eps, LN_ROWS);
+        else
+            for (size_t r = 0; r < R; r++) ln_stats(&m[r], &rs[r], x + (r0 + r) * n, n, eps);
+        for (size_t r = 0; r < R; r++) {
+            const float *xr = x + (r0 + r) * n;
+            float *yr = y + (r0 + r) * n;
+            if (mean) mean[r0 + r] = m[r], rstd[r0 + r] = rs[r];
+            size_t i = 0;
+            for (; i + WH <= n; i += WH) {
+                vh v = (widen(xr + i) - m[r]) * rs[r];
+                if (w) v *= widen(w + i);
+                if (b) v += widen(b + i);
+                narrow(yr + i, v);
+            }
+            for (; i < n; i++) {
+                double v = ((double)xr[i] - m[r]) * rs[r];
+                if (w) v *= w[i];
+                if (b) v += b[i];
+                yr[i] = (float)v;
+            }
         }
     }
 }
@@ -195,41 +227,69 @@ void SET_FN(layer_norm_rows)(float *y, double *mean, double *rstd, const float *
 /* ĝ = dy∘w, W elements (w NULL: dy) */
 INLINE vh ln_g(const float *dy, const float *w, size_t i) { return w ? widen(dy + i) * widen(w + i) : widen(dy + i); }
 
+/* Rows whose gradient sums run side by side (ln_grad_means): two sums a row, in registers on
+ * AVX-512; one row at a time elsewhere. */
+enum { LN_BACK_ROWS = LN_VECS <= 2 ? 4 : 1 };
+
+/* For R <= LN_BACK_ROWS rows (n floats apart) of dy and x with their mean m and rstd rs: the means
+ * over the row of ĝ and of ĝ∘x̂ (x̂ = (x - m)·rs), every row's own operations, side by side. */
+INLINE void ln_grad_means(double *mean_g, double *mean_gx, const float *dy, const float *x, const float *w,
+                          const double *m, const double *rs, size_t n, size_t R) {
+    NO_CONTRACT
+    const size_t whole = n - n % MHA_LN_LANES;
+    vh acc_g[LN_BACK_ROWS][LN_VECS], acc_gx[LN_BACK_ROWS][LN_VECS];   /* Σ ĝ, Σ ĝ∘x̂ */
+#pragma GCC unroll 4
+    for (size_t r = 0; r < R; r++)
+#pragma GCC unroll 8
+        for (size_t k = 0; k < LN_VECS; k++) acc_g[r][k] = (vh){0}, acc_gx[r][k] = (vh){0};
+    for (size_t i = 0; i < whole; i += MHA_LN_LANES)
+#pragma GCC unroll 4
+        for (size_t r = 0; r < R; r++)
+#pragma GCC unroll 8
+            for (size_t k = 0; k < LN_VECS; k++) {
+                const size_t at = r * n + i + k * WH;
+                vh gh = w ? widen(dy + at) * widen(w + i + k * WH) : widen(dy + at);
+                acc_g[r][k] += gh;
+                acc_gx[r][k] += gh * ((widen(x + at) - m[r]) * rs[r]);
+            }
+#pragma GCC unroll 4
+    for (size_t r = 0; r < R; r++) {
+        double sg = ln_total(acc_g[r]), sgx = ln_total(acc_gx[r]);
+        for (size_t i = whole; i < n; i++) {
+            double gh = w ? (double)dy[r * n + i] * w[i] : dy[r * n + i];
+            sg += gh;
+            sgx += gh * (((double)x[r * n + i] - m[r]) * rs[r]);
+        }
+        mean_g[r] = sg / (double)n, mean_gx[r] = sgx / (double)n;
+    }
+}
+
 void SET_FN(layer_norm_rows_backward)(float *dx, double *mean, double *rstd, bool given, const float *dy,
                                      const float *x, const float *w, size_t rows, size_t n, float eps) {
     NO_CONTRACT
-    const size_t whole = n - n % MHA_LN_LANES;
-    for (size_t r = 0; r < rows; r++) {
-        const float *xr = x + r * n, *gr = dy + r * n;
-        double m = given ? mean[r] : 0.0, rs = given ? rstd[r] : 0.0;
-        if (!given) {
-            ln_stats(&m, &rs, xr, n, eps);
-            mean[r] = m, rstd[r] = rs;
+    for (size_t r0 = 0; r0 < rows; r0 += LN_BACK_ROWS) {
+        const size_t R = rows - r0 < LN_BACK_ROWS ? rows - r0 : LN_BACK_ROWS;
+        double m[LN_BACK_ROWS], rs[LN_BACK_ROWS], mean_g[LN_BACK_ROWS], mean_gx[LN_BACK_ROWS];
+        for (size_t r = 0; r < R; r++) {
+            if (!given) ln_stats(&mean[r0 + r], &rstd[r0 + r], x + (r0 + r) * n, n, eps);
+            m[r] = mean[r0 + r], rs[r] = rstd[r0 + r];
         }
-        vh acc_g[LN_VECS], acc_gx[LN_VECS];   /* Σ ĝ, Σ ĝ∘x̂ */
-        for (size_t k = 0; k < LN_VECS; k++) acc_g[k] = (vh){0}, acc_gx[k] = (vh){0};
-        for (size_t i = 0; i < whole; i += MHA_LN_LANES)
-            for (size_t k = 0; k < LN_VECS; k++) {
-                const size_t at = i + k * WH;
-                vh gh = ln_g(gr, w, at);
-                acc_g[k] += gh;
-                acc_gx[k] += gh * ((widen(xr + at) - m) * rs);
+        if (R == LN_BACK_ROWS) ln_grad_means(mean_g, mean_gx, dy + r0 * n, x + r0 * n, w, m, rs, n, LN_BACK_ROWS);
+        else
+            for (size_t r = 0; r < R; r++)
+                ln_grad_means(&mean_g[r], &mean_gx[r], dy + (r0 + r) * n, x + (r0 + r) * n, w, &m[r], &rs[r], n, 1);
+        for (size_t r = 0; r < R; r++) {
+            const float *xr = x + (r0 + r) * n, *gr = dy + (r0 + r) * n;
+            float *dxr = dx + (r0 + r) * n;
+            size_t i = 0;
+            for (; i + WH <= n; i += WH) {
+                vh xhat = (widen(xr + i) - m[r]) * rs[r];
+                narrow(dxr + i, (ln_g(gr, w, i) - mean_g[r] - xhat * mean_gx[r]) * rs[r]);
             }
-        double sg = ln_total(acc_g), sgx = ln_total(acc_gx);
-        for (size_t i = whole; i < n; i++) {
-            double gh = w ? (double)gr[i] * w[i] : gr[i];
-            sg += gh;
-            sgx += gh * (((double)xr[i] - m) * rs);
-        }
-        const double mean_g = sg / (double)n, mean_gx = sgx / (double)n;
-        size_t i = 0;
-        for (; i + WH <= n; i += WH) {
-            vh xhat = (widen(xr + i) - m) * rs;
-            narrow(dx + r * n + i, (ln_g(gr, w, i) - mean_g - xhat * mean_gx) * rs);
-        }
-        for (; i < n; i++) {
-            const double xhat = ((double)xr[i] - m) * rs, gh = w ? (double)gr[i] * w[i] : gr[i];
-            dx[r * n + i] = (float)((gh - mean_g - xhat * mean_gx) * rs);
+            for (; i < n; i++) {
+                const double xhat = ((double)xr[i] - m[r]) * rs[r], gh = w ? (double)gr[i] * w[i] : gr[i];
+                dxr[i] = (float)((gh - mean_g[r] - xhat * mean_gx[r]) * rs[r]);
+            }
         }
     }
 }
