@@ -429,7 +429,8 @@ typedef struct tri_at {
 /* The depths [*from, *to) of a block's kc that the tile of rows ir..ir+m-1 at column jr needs:
  * all of them without a triangle; none for a C_LOWER tile wholly past the line; A_LOWER's sum
  * stops after its last row's last nonzero, A_UPPER's starts at its first row's first. */
-static void tri_depths(const tri_at *t, size_t ir, size_t m, size_t jr, size_t kc, size_t *from, size_t *to) {
+static inline __attribute__((always_inline))
+void tri_depths(const tri_at *t, size_t ir, size_t m, size_t jr, size_t kc, size_t *from, size_t *to) {
     *from = 0, *to = kc;
     if (!t) return;
     const ptrdiff_t first = (ptrdiff_t)(t->row0 + ir), last = first + (ptrdiff_t)m - 1, p0 = (ptrdiff_t)t->p0;
