@@ -42,8 +42,8 @@ mha_status mha_attention_plain(const mha_head_args *job, const mha_attn_kernels 
 
     /* causal on the fast kernels: q·kᵀ skips tiles past the diagonal (the causal pass below fills
      * them; not when the scores are traced), weights·v the zero weights past it (mha_sgemm_tri:
-     * the same bits) */
-    const bool tri = job->causal && kernels == &mha_attn_fast && !job->k_packed && !scaled;
+     * the same bits) - unless keys were appended (bias_k, the zero key), which every query sees */
+    const bool tri = job->causal && kernels == &mha_attn_fast && !job->k_packed && !scaled && job->mask_cols == S;
     const ptrdiff_t diag = (ptrdiff_t)job->row0;
 
     /* pass 1: scaled = q·kᵀ·scale (kᵀ is k read with its strides swapped) */
