@@ -191,8 +191,6 @@ static void pack_a(const kernel_isa *k, float *dst, const float *a, ptrdiff_t a_
     }
 }
 
-typedef float v8f __attribute__((vector_size(8 * sizeof(float))));   /* 8 floats, a GCC vector */
-
 /* B (kc,nc) with (p,j) at b[p*b_rs + j*b_cs], times scale  ->  panels of k->nr columns:
  * dst[(j/nr)*nr*kc + p*nr + j%nr]. */
 
@@ -201,40 +199,15 @@ static void pack_b(const kernel_isa *k, float *dst, const float *b, ptrdiff_t b_
     const size_t nr = k->nr;
     if (b_cs == 1 && nc >= nr) {
         /* rows contiguous: the whole panels row by row, so that B is read in one sweep (panel by
-         * panel, each row's few lines would be fetched kc rows apart), each row's nr floats 8 at a
-         * time, each the same product as one at a time */
+         * panel, each row's few lines would be fetched kc rows apart), in the set's vectors */
         const size_t whole = nc / nr * nr;
-        if (k->pack_b_rows) k->pack_b_rows(dst, b, b_rs, kc, whole / nr, scale);
-        for (size_t p = 0; !k->pack_b_rows && p < kc; p++) {
-            const float *src = b + (ptrdiff_t)p * b_rs;
-            for (size_t j0 = 0; j0 < whole; j0 += nr) {
-                float *d = dst + j0 * kc + p * nr;
-                for (size_t j = 0; j < nr; j += 8) {
-                    v8f v;
-                    memcpy(&v, src + j0 + j, sizeof v);
-                    v = v * scale;
-                    memcpy(d + j, &v, sizeof v);
-                }
-            }
-        }
+        k->pack_b_rows(dst, b, b_rs, kc, whole / nr, scale);
         if (whole == nc) return;
         dst += whole * kc, b += whole, nc -= whole;   /* the ragged last panel, below */
     }
     for (size_t j0 = 0; j0 < nc; j0 += nr, dst += nr * kc) {
         size_t cols = min_size(nr, nc - j0);
-        /* a row of the panel is contiguous in memory: 8 floats at a time (every NR is a multiple
-         * of 8), each the same product as one at a time */
-        if (b_cs == 1 && cols == nr) {
-            for (size_t p = 0; p < kc; p++) {
-                const float *src = b + (ptrdiff_t)p * b_rs + (ptrdiff_t)j0;
-                for (size_t j = 0; j < nr; j += 8) {
-                    v8f v;
-                    memcpy(&v, src + j, sizeof v);
-                    v = v * scale;
-                    memcpy(dst + p * nr + j, &v, sizeof v);
-                }
-            }
-        } else if (b_cs == 1) {
+        if (b_cs == 1) { /* rows contiguous: the ragged last panel (fewer than nr columns) */
             for (size_t p = 0; p < kc; p++) {
                 const float *src = b + (ptrdiff_t)p * b_rs + (ptrdiff_t)j0;
                 for (size_t j = 0; j < cols; j++) dst[p * nr + j] = src[j] * scale;

@@ -46,7 +46,7 @@ typedef struct kernel_isa {
     void (*pack_b_trans)(float *dst, const float *b, ptrdiff_t b_cs, size_t kc, size_t cols, float scale);
     /* Whole B panels from a B with contiguous rows (b_cs = 1: W of dX = dY·W, X of dW = dYᵀ·X),
      * row by row so that B is read in one sweep: dst[(q*kc + p)*NR + j] = b[p*b_rs + q*NR + j]
-     * times scale for p < kc, q < panels, j < NR. In the set's vectors; NULL: kernels.c's loop. */
+     * times scale for p < kc, q < panels, j < NR. In the set's vectors (every set has one). */
     void (*pack_b_rows)(float *dst, const float *b, ptrdiff_t b_rs, size_t kc, size_t panels, float scale);
     /* C (M,N) row stride ldc  =  (add ? C : bias ? bias : 0) + A·Bᵀ  for A (M,K) and Bt (N,K),
      * both with contiguous rows (lda, ldb apart): each C[i,j] the dot product of two contiguous
