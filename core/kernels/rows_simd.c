@@ -141,8 +141,8 @@ INLINE double ln_total(const vh acc[LN_VECS]) {
 }
 
 /* Rows whose stats are summed side by side (ln_stats_rows): as many as keep every row's sums in
- * registers (2 on AVX-512, a row's LN_VECS = 2 registers each...), so that each chain of additions
- * waits for its own row's only. */
+ * registers (4 on AVX-512, a row's sums 2 registers; 2 on AVX2, 4 each; 1 on the portable set),
+ * so that each chain of additions waits for its own row's only. */
 enum { LN_ROWS = LN_VECS <= 2 ? 4 : LN_VECS <= 4 ? 2 : 1 };
 
 /* Each of R <= LN_ROWS rows' (n floats apart) mean and rstd = 1/sqrt(biased variance + eps), two
@@ -248,7 +248,7 @@ INLINE void ln_grad_means(double *mean_g, double *mean_gx, const float *dy, cons
 #pragma GCC unroll 8
             for (size_t k = 0; k < LN_VECS; k++) {
                 const size_t at = r * n + i + k * WH;
-                vh gh = w ? widen(dy + at) * widen(w + i + k * WH) : widen(dy + at);
+                vh gh = ln_g(dy + r * n, w, i + k * WH);
                 acc_g[r][k] += gh;
                 acc_gx[r][k] += gh * ((widen(x + at) - m[r]) * rs[r]);
             }
