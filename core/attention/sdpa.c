@@ -328,13 +328,14 @@ static mat mat_slice(const mha_tensor *t, size_t nb, size_t n, size_t group) {
 }
 
 /* Backward of pass 4 (out = P·v), its dV half over a tile (bq queries at i0, bk keys at j0):
- * dV[j0:] += Pᵀ·dO[i0:], P of row stride ldP; tri MHA_TRI_A_UPPER for a whole causal slice. */
+ * dV[j0:] += Pᵀ·dO[i0:], P of row stride ldP; tri: a whole causal slice's (mha_sgemm_tri). */
 static mha_status value_grad(const bwd_job *job, size_t n, const float *P, size_t ldP, size_t i0, size_t bq,
-                             size_t j0, size_t bk, mat dO, mha_tri tri) {
+                             size_t j0, size_t bk, mat dO, bool tri) {
     const size_t Dv = job->Dv;
     if (!job->gv || !dO.p) return MHA_OK;
     return mha_sgemm_tri(grad_rows(job->gv, job->nb, n, j0), (size_t)job->gv->stride[job->nb], P, 1, (ptrdiff_t)ldP,
-                         dO.p + (ptrdiff_t)i0 * dO.rs, dO.rs, dO.cs, bk, Dv, bq, true, tri, 0);
+                         dO.p + (ptrdiff_t)i0 * dO.rs, dO.rs, dO.cs, bk, Dv, bq, true,
+                         tri ? MHA_TRI_A_UPPER : MHA_TRI_NONE, 0);
 }
 
 /* Backward of pass 3 (softmax) and pass 2 (masks), one row i over keys j0..j0+bk: dS =
@@ -444,8 +445,7 @@ static mha_status slice_plain(const bwd_job *job, size_t n, float *dP, float *P_
         for (size_t i = 0; i < L; i++)
             for (size_t j = 0; j < S; j++) dP[i * S + j] += dw.p[(ptrdiff_t)i * dw.rs + (ptrdiff_t)j * dw.cs];
     }
-    if ((st = value_grad(job, n, P, ldP, 0, L, 0, S, dO, job->causal ? MHA_TRI_A_UPPER : MHA_TRI_NONE)) != MHA_OK)
-        return st;
+    if ((st = value_grad(job, n, P, ldP, 0, L, 0, S, dO, job->causal)) != MHA_OK) return st;
     /* backward of passes 3 and 2: dS = P∘(dP - rowsum(P∘dP)), times scale, 0 where masked hard */
     mha_mask_src m = mha_mask_slice(job->mask, nb, n);
     for (size_t i0 = 0; i0 < L; i0 += DELTA_ROWS) {
@@ -608,7 +608,7 @@ static mha_status slice_fused(const bwd_job *job, size_t n, float *scratch) {
             }
             /* backward of pass 1, and pass 4's dV = Pᵀ·dO */
             st = score_grads(job, n, sdP, tk, i0, bq, j0, bk, q, k, false);
-            if (st == MHA_OK) st = value_grad(job, n, sP, tk, i0, bq, j0, bk, dO, MHA_TRI_NONE);
+            if (st == MHA_OK) st = value_grad(job, n, sP, tk, i0, bq, j0, bk, dO, false);
         }
     }
     return st;
