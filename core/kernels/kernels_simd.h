@@ -111,18 +111,21 @@ INLINE vf vmax(vf a, vf b) { return blend(a > b, a, b); }
 INLINE vf round_even(vf x) { const float big = 12582912.0f; return (x + big) - big; }
 #endif
 
-/* Whether any lane of a mask (all ones or all zeros per lane) is set: the sign bits at once. */
+/* The lanes of a mask (all ones or all zeros per lane) as bits, lane l in bit l: the sign bits at
+ * once. */
 #if defined(MHA_SIMD_AVX512)
-INLINE bool any_lane(vi mask) { return _mm512_movepi32_mask((__m512i)mask) != 0; }
+INLINE unsigned lane_bits(vi mask) { return _mm512_movepi32_mask((__m512i)mask); }
 #elif defined(MHA_SIMD_AVX2)
-INLINE bool any_lane(vi mask) { return _mm256_movemask_ps((__m256)mask) != 0; }
+INLINE unsigned lane_bits(vi mask) { return (unsigned)_mm256_movemask_ps((__m256)mask); }
 #else
-INLINE bool any_lane(vi mask) {
-    int32_t any = 0;
-    for (int i = 0; i < W; i++) any |= mask[i];
-    return any != 0;
+INLINE unsigned lane_bits(vi mask) {
+    unsigned bits = 0;
+    for (int i = 0; i < W; i++) bits |= (mask[i] != 0) << i;
+    return bits;
 }
 #endif
+
+INLINE bool any_lane(vi mask) { return lane_bits(mask) != 0; }
 
 /* The largest lane (once per softmax row). */
 INLINE float max_lanes(vf v) {

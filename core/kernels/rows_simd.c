@@ -61,37 +61,80 @@ INLINE vf far_phi(vf x, vf *gauss) {
 
 INLINE vi near_lanes(vf x) { return (x >= GELU_NEAR_LO) & (x <= GELU_NEAR_HI); }   /* NaN: not */
 
-/* y = gelu(x) for n floats, each mha_gelu_ref's: the near polynomial, and where any lane lies
- * past it the far path, blended lane by lane. */
-void SET_FN(gelu)(float *y, const float *x, size_t n) {
-    NO_CONTRACT
-    size_t i = 0;
-    for (; i + W <= n; i += W) {
-        vf xv = load(x + i), gauss;
-        vf v = xv * 0.5f * (1.0f + xv * horner(mha_gelu_near_phi, GELU_NEAR_DEG, near_t(xv)));
-        vi near = near_lanes(xv);
-        if (any_lane(~near)) v = blend(near, v, xv * far_phi(xv, &gauss));
-        store(y + i, v);
+/* The far path costs about four times the near one, and a vector takes it when any of its W lanes
+ * lies outside the near range: at a pre-activation's usual spread (sd 1, 7% of x below -1.5) two
+ * vectors in three. So a block of FAR_BLOCK elements goes in two passes: the near values for every
+ * lane, the far lanes' x and g gathered on the way; then the far path on W gathered lanes at a
+ * time, written over their near values. A vector with more than half its lanes far takes the far
+ * path where it stands. Each lane goes through the same operations either way, so the bits are
+ * the same; the inputs are gathered before the block's outputs overwrite them, so y may be x. */
+enum { FAR_BLOCK = 512 };
+
+typedef struct far_lanes {
+    size_t n;
+    uint32_t at[FAR_BLOCK];   /* the lanes' offsets from the block's start */
+    float x[FAR_BLOCK], g[FAR_BLOCK];
+} far_lanes;
+
+/* Whether to gather the lanes `bits` of a vector rather than take its far path where it stands */
+INLINE bool far_gathered(unsigned bits) { return (unsigned)__builtin_popcount(bits) <= W / 2; }
+
+/* Appends the lanes `bits` of the vector at offset i: their offsets, x and g. */
+INLINE void far_gather(far_lanes *f, unsigned bits, size_t i, vf xv, vf gv) {
+    for (; bits; bits &= bits - 1) {
+        const unsigned l = (unsigned)__builtin_ctz(bits);
+        f->at[f->n] = (uint32_t)(i + l), f->x[f->n] = xv[l], f->g[f->n] = gv[l], f->n++;
     }
-    for (; i < n; i++) y[i] = mha_gelu_ref(x[i]);
 }
 
-/* dx = g·gelu'(x) for n floats, each mha_gelu_grad_ref's, as gelu. */
-void SET_FN(gelu_grad)(float *dx, const float *g, const float *x, size_t n) {
+/* Gathered lanes j.. of v, W of them or the rest (then lane j's value in the lanes left over) */
+INLINE vf far_load(const float *v, size_t j, size_t n) { return load_part(v + j, n - j, v[j]); }
+
+/* The far path's gelu(x), or gelu'(x) when grad. */
+INLINE vf far_value(vf xv, bool grad) {
     NO_CONTRACT
-    size_t i = 0;
-    for (; i + W <= n; i += W) {
-        vf xv = load(x + i), gv = load(g + i), gauss;
-        vf d = 0.5f + xv * horner(mha_gelu_near_grad, GELU_NEAR_DEG, near_t(xv));
-        vi near = near_lanes(xv);
-        if (any_lane(~near)) {
-            vf phi = far_phi(xv, &gauss);
-            d = blend(near, d, phi + xv * (gauss * GELU_INV_SQRT_2PI));
-        }
-        store(dx + i, gv * d);
-    }
-    for (; i < n; i++) dx[i] = mha_gelu_grad_ref(g[i], x[i]);
+    vf gauss, phi = far_phi(xv, &gauss);
+    return grad ? phi + xv * (gauss * GELU_INV_SQRT_2PI) : xv * phi;
 }
+
+/* The vector at offset i of the block at b: gelu(x), or g·gelu'(x) when grad; its far lanes
+ * gathered into f or done in place. */
+INLINE void gelu_vector(float *out, const float *g, const float *x, size_t b, size_t i, bool grad, far_lanes *f) {
+    NO_CONTRACT
+    const vf xv = load(x + i), p = horner(grad ? mha_gelu_near_grad : mha_gelu_near_phi, GELU_NEAR_DEG, near_t(xv));
+    vf v = grad ? 0.5f + xv * p : xv * 0.5f * (1.0f + xv * p);
+    const vf gv = grad ? load(g + i) : v;
+    const vi near = near_lanes(xv);
+    const unsigned far = lane_bits(~near);
+    if (far && far_gathered(far)) far_gather(f, far, i - b, xv, gv);
+    else if (far) v = blend(near, v, far_value(xv, grad));
+    store(out + i, grad ? gv * v : v);
+}
+
+/* gelu (grad false) or gelu_grad over n floats: blocks of FAR_BLOCK, the ragged end by the
+ * references. */
+INLINE void gelu_rows(float *out, const float *g, const float *x, size_t n, bool grad) {
+    NO_CONTRACT
+    far_lanes f;
+    for (size_t b = 0; b + W <= n; b += FAR_BLOCK) {
+        const size_t end = b + (n - b < FAR_BLOCK ? (n - b) / W * W : FAR_BLOCK);
+        f.n = 0;
+        for (size_t i = b; i < end; i += W) gelu_vector(out, g, x, b, i, grad, &f);
+        for (size_t j = 0; j < f.n; j += W) {
+            vf v = far_value(far_load(f.x, j, f.n), grad);
+            if (grad) v = far_load(f.g, j, f.n) * v;
+            for (size_t l = 0; l < W && j + l < f.n; l++) out[b + f.at[j + l]] = v[l];
+        }
+    }
+    for (size_t i = n / W * W; i < n; i++) out[i] = grad ? mha_gelu_grad_ref(g[i], x[i]) : mha_gelu_ref(x[i]);
+}
+
+/* y = gelu(x) for n floats, each mha_gelu_ref's: the near polynomial, the far path where a lane
+ * lies past it. */
+void SET_FN(gelu)(float *y, const float *x, size_t n) { gelu_rows(y, NULL, x, n, false); }
+
+/* dx = g·gelu'(x) for n floats, each mha_gelu_grad_ref's, as gelu; dx may be g or x. */
+void SET_FN(gelu_grad)(float *dx, const float *g, const float *x, size_t n) { gelu_rows(dx, g, x, n, true); }
 
 /* ---------------------------------------------------------------------------------------------
  * Layer norm's rows (kernels.h): in double, W/2 elements a step. Each operation is rounded as
