@@ -357,16 +357,19 @@ static void softmax_grad_row(const bwd_job *job, const mha_mask_src *m, float *d
         return;
     }
     const grad_vec dv = {delta, delta, delta, delta}, sv = {scale, scale, scale, scale};
+    /* the causal rule alone: the keys past the diagonal are 0, the others computed */
+    const size_t end = !job->causal || m->b ? bk : i + 1 <= j0 ? 0 : i + 1 - j0 < bk ? i + 1 - j0 : bk;
     size_t j = 0;
-    for (; j + 4 <= bk; j += 4) { /* four lanes, each the scalar line below */
+    for (; j + 4 <= end; j += 4) { /* four lanes, each the scalar line below */
         grad_vec pv, d;
         memcpy(&pv, p + j, sizeof pv);
         memcpy(&d, ds + j, sizeof d);
         d = pv * (d - dv) * sv;
         memcpy(ds + j, &d, sizeof d);
     }
-    for (; j < bk; j++) ds[j] = p[j] * (ds[j] - delta) * scale;
-    if (job->causal || m->b)
+    for (; j < end; j++) ds[j] = p[j] * (ds[j] - delta) * scale;
+    memset(ds + end, 0, (bk - end) * sizeof *ds);
+    if (m->b)
         for (size_t c = 0; c < bk; c++)
             if (hard_masked(m, job->causal, i, j0 + c)) ds[c] = 0.0f;
 }
