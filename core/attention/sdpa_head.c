@@ -35,6 +35,14 @@ static void rows_lse(float *lse, const float *s, size_t rows, size_t n) {
     }
 }
 
+/* The keys of query i of a causal head that its scale and softmax take: up to its diagonal (row0 +
+ * i), rounded up to whole vectors of the widest set (16 floats: the kernel's ragged end costs more
+ * than -inf keys do), at most S. */
+static size_t cut_keys(const mha_head_args *job, size_t i) {
+    const size_t n = (job->row0 + i + 1 + 15) / 16 * 16;
+    return n < job->S ? n : job->S;
+}
+
 mha_status mha_attention_plain(const mha_head_args *job, const mha_attn_kernels *kernels, float *weights,
                                float *scaled, float *masked) {
     const size_t L = job->L, S = job->S;
@@ -54,8 +62,16 @@ mha_status mha_attention_plain(const mha_head_args *job, const mha_attn_kernels 
                           : kernels->matmul(weights, S, job->q, (ptrdiff_t)job->ld_q, 1, job->k, 1, (ptrdiff_t)job->ld_k,
                                             L, S, job->D, false);
     if (st != MHA_OK) return st;
+    /* causal, no keys appended: past the diagonal a row is -inf, which the softmax turns into 0 (or
+     * the row's NaN): the scale and the softmax stop at the diagonal, the same bits (not for the
+     * traced scores, which are kept whole) */
+    const bool cut = job->causal && job->mask_cols == S && !scaled;
     const float scale = job->scale;   /* a local: the loop vectorizes */
-    if (scale != 1.0f)
+    for (size_t i = 0; cut && scale != 1.0f && i < L; i++) {
+        float *row = weights + i * S;
+        for (size_t j = 0, n = cut_keys(job, i); j < n; j++) row[j] *= scale;
+    }
+    if (!cut && scale != 1.0f)
         for (size_t n = 0; n < L * S; n++) weights[n] *= scale;
     if (scaled) memcpy(scaled, weights, L * S * sizeof *weights);
 
@@ -83,7 +99,15 @@ mha_status mha_attention_plain(const mha_head_args *job, const mha_attn_kernels 
 
     /* pass 3: weights = softmax(masked) along each row (and weights_sum += weights, as they are
      * written) */
-    kernels->softmax_rows(weights, S, L, S, job->weights_sum, job->ld_sum);
+    for (size_t i = 0; cut && i < L; i++) {
+        float *row = weights + i * S;
+        const size_t n = cut_keys(job, i);
+        kernels->softmax_rows(row, S, 1, n, job->weights_sum ? job->weights_sum + i * job->ld_sum : NULL, job->ld_sum);
+        const float past = isnan(row[0]) ? row[0] : 0.0f;   /* exp(-inf - max)/sum */
+        for (size_t j = n; j < S; j++) row[j] = past;
+        for (size_t j = n; job->weights_sum && j < S; j++) job->weights_sum[i * job->ld_sum + j] += past;
+    }
+    if (!cut) kernels->softmax_rows(weights, S, L, S, job->weights_sum, job->ld_sum);
 
     /* pass 4: out = weights·v */
     if (job->v_packed && kernels == &mha_attn_fast)
