@@ -69,7 +69,8 @@ typedef struct kernel_isa {
      * (MR,NR) row stride ldc = (add ? c : 0) + A·b over kc, A(i,p) at a[i*a_rs + p], b a packed
      * panel. The same FMAs in the same order as tile on the panel pack_a_rows makes of the same
      * rows, so the same bits. rows <= MR: rows at and past `rows` read row rows-1 again
-     * (never memory past A); the caller keeps only the first `rows` rows of c. For products too
+     * (never memory past A) or are not computed at all; the caller keeps only the first `rows`
+     * rows of c, the others may be left as they were. For products too
      * narrow for packing A to pay (mha_sgemm says when); NULL: not written for this set. */
     void (*tile_a_rows)(float *c, size_t ldc, const float *a, ptrdiff_t a_rs, size_t rows, const float *b, size_t kc,
                         bool add, const float *bias);

@@ -12,20 +12,25 @@ typedef int kernels_simd_not_on_this_cpu;
  * The register tile (kernel_isa.tile, .tile_a_rows)
  * ------------------------------------------------------------------------------------------- */
 
-/* c (MR,NR) row stride ldc = (add ? c·diag(col_scale) : bias ? bias : 0) + acc, acc the tile's MR
- * x NV vectors, bias (NR) added to every row: a linear layer's bias, the very sum its being
- * written into c first and added would give. */
-INLINE void tile_store(vf acc[MR][NV], float *c, size_t ldc, bool add, const float *col_scale, const float *bias) {
+/* c (rows,NR) row stride ldc = (add ? c·diag(col_scale) : bias ? bias : 0) + acc, acc the tile's
+ * first `rows` x NV vectors (tile_store: all MR), bias (NR) added to every row: a linear layer's
+ * bias, the very sum its being written into c first and added would give. */
+INLINE void tile_store_rows(vf acc[MR][NV], int rows, float *c, size_t ldc, bool add, const float *col_scale,
+                            const float *bias) {
     vf scale[NV];
     for (int v = 0; v < NV; v++) scale[v] = col_scale ? load(col_scale + W * v) : splat(1.0f);
 #pragma GCC unroll 16
-    for (int i = 0; i < MR; i++, c += ldc) {
+    for (int i = 0; i < rows; i++, c += ldc) {
         for (int v = 0; v < NV; v++) {
             if (add) acc[i][v] = load(c + W * v) * scale[v] + acc[i][v];
             else if (bias) acc[i][v] = load(bias + W * v) + acc[i][v];
             store(c + W * v, acc[i][v]);
         }
     }
+}
+
+INLINE void tile_store(vf acc[MR][NV], float *c, size_t ldc, bool add, const float *col_scale, const float *bias) {
+    tile_store_rows(acc, MR, c, ldc, add, col_scale, bias);
 }
 
 /* One step of the tile: acc (MR,NR) += a (MR) times b (NR), one A value broadcast against the NV
@@ -93,25 +98,44 @@ static void tile_a_cols(float *c, size_t ldc, const float *a, ptrdiff_t a_cs, co
 }
 
 /* See kernel_isa.tile_a_rows: tile's loop with each A value broadcast from its own row of A, so the
- * same FMAs in the same order as tile on the panel pack_a_rows makes of the same rows. */
-static void tile_a_rows(float *c, size_t ldc, const float *a, ptrdiff_t a_rs, size_t rows, const float *b, size_t kc,
-                        bool add, const float *bias) {
+ * same FMAs in the same order as tile on the panel pack_a_rows makes of the same rows; on R rows
+ * of the tile (R <= MR, a constant), c's rows from R on not written. */
+INLINE void tile_a_rows_r(float *c, size_t ldc, const float *a, ptrdiff_t a_rs, size_t rows, const float *b, size_t kc,
+                          bool add, const float *bias, const int R) {
     const float *row[MR];
-    for (size_t i = 0; i < MR; i++) row[i] = a + (ptrdiff_t)(i < rows ? i : rows - 1) * a_rs;
+    for (size_t i = 0; i < (size_t)R; i++) row[i] = a + (ptrdiff_t)(i < rows ? i : rows - 1) * a_rs;
     vf acc[MR][NV];
 #pragma GCC unroll 16
-    for (int i = 0; i < MR; i++)
+    for (int i = 0; i < R; i++)
         for (int v = 0; v < NV; v++) acc[i][v] = splat(0.0f);
     for (size_t p = 0; p < kc; p++, b += NR) {
         vf bv[NV];
         for (int v = 0; v < NV; v++) bv[v] = load(b + W * v);
 #pragma GCC unroll 16
-        for (int i = 0; i < MR; i++) {
+        for (int i = 0; i < R; i++) {
             vf ai = splat(row[i][p]);
             for (int v = 0; v < NV; v++) acc[i][v] = ai * bv[v] + acc[i][v];
         }
     }
-    tile_store(acc, c, ldc, add, NULL, bias);
+    tile_store_rows(acc, R, c, ldc, add, NULL, bias);
+}
+
+/* A ragged last panel of rows (64 = 5·12 + 4 queries of a head) runs the tile's loop on a third or
+ * two thirds of MR rows, not all MR: each row's sum is the same either way. */
+__attribute__((noinline)) static void tile_a_rows_part(float *c, size_t ldc, const float *a, ptrdiff_t a_rs,
+                                                        size_t rows, const float *b, size_t kc, bool add,
+                                                        const float *bias) {
+    if (rows <= MR / 3) tile_a_rows_r(c, ldc, a, a_rs, rows, b, kc, add, bias, MR / 3);
+    else tile_a_rows_r(c, ldc, a, a_rs, rows, b, kc, add, bias, 2 * MR / 3);
+}
+
+static void tile_a_rows(float *c, size_t ldc, const float *a, ptrdiff_t a_rs, size_t rows, const float *b, size_t kc,
+                        bool add, const float *bias) {
+    if (rows <= 2 * MR / 3) {
+        tile_a_rows_part(c, ldc, a, a_rs, rows, b, kc, add, bias);
+        return;
+    }
+    tile_a_rows_r(c, ldc, a, a_rs, rows, b, kc, add, bias, MR);
 }
 
 /* ---------------------------------------------------------------------------------------------
