@@ -270,16 +270,28 @@ enum { PACK_FETCH_AHEAD = 64 };
  * part. */
 static void pack_b_trans(float *dst, const float *b, ptrdiff_t b_cs, size_t kc, size_t cols, float scale) {
     vf r[W];
+    const vf s = splat(scale);
     for (size_t p0 = 0; p0 < kc; p0 += W) {
         const size_t depth = kc - p0 < W ? kc - p0 : W;
         for (size_t j0 = 0; j0 < NR; j0 += W) {
-            for (size_t i = 0; i < W; i++) {
-                const float *column = b + (ptrdiff_t)(j0 + i) * b_cs + (ptrdiff_t)p0;
-                if (j0 + i < cols && p0 + PACK_FETCH_AHEAD < kc) __builtin_prefetch(column + PACK_FETCH_AHEAD, 0, 3);
-                r[i] = j0 + i >= cols ? splat(0.0f) : (depth == W ? load(column) : load_part(column, depth, 0.0f)) * scale;
+            const float *column = b + (ptrdiff_t)j0 * b_cs + (ptrdiff_t)p0;
+            float *out = dst + p0 * NR + j0;
+            if (depth == W && j0 + W <= cols) { /* a whole block: unrolled, so r stays in registers */
+                const bool fetch = p0 + PACK_FETCH_AHEAD < kc;
+#pragma GCC unroll 16
+                for (size_t i = 0; i < W; i++) {
+                    if (fetch) __builtin_prefetch(column + (ptrdiff_t)i * b_cs + PACK_FETCH_AHEAD, 0, 3);
+                    r[i] = load(column + (ptrdiff_t)i * b_cs) * s;
+                }
+                transpose(r);
+#pragma GCC unroll 16
+                for (size_t p = 0; p < W; p++) store(out + p * NR, r[p]);
+                continue;
             }
+            for (size_t i = 0; i < W; i++) /* the ragged depth or last columns, zeros past them */
+                r[i] = j0 + i >= cols ? splat(0.0f) : load_part(column + (ptrdiff_t)i * b_cs, depth, 0.0f) * s;
             transpose(r);
-            for (size_t p = 0; p < depth; p++) store(dst + (p0 + p) * NR + j0, r[p]);
+            for (size_t p = 0; p < depth; p++) store(out + p * NR, r[p]);
         }
     }
 }

@@ -159,22 +159,26 @@ INLINE float sum_lanes(vf v) {
  * holds 4x4 transposed), then the 128-bit lanes moved across registers twice. */
 INLINE void transpose(vf r[W]) {
     __m512 t[16];
+#pragma GCC unroll 16
     for (int i = 0; i < 16; i += 2) {            /* round 1: a0 b0 a1 b1 | a2 b2 a3 b3 */
         t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
         t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
     }
+#pragma GCC unroll 16
     for (int g = 0; g < 16; g += 4) {            /* round 2: a0 b0 c0 d0 | a1 b1 c1 d1 | ... */
         r[g] = _mm512_shuffle_ps(t[g], t[g + 2], 0x44);
         r[g + 1] = _mm512_shuffle_ps(t[g], t[g + 2], 0xEE);
         r[g + 2] = _mm512_shuffle_ps(t[g + 1], t[g + 3], 0x44);
         r[g + 3] = _mm512_shuffle_ps(t[g + 1], t[g + 3], 0xEE);
     }
+#pragma GCC unroll 16
     for (int c = 0; c < 4; c++) {                /* round 3: lanes 0,2 and 1,3 of two row groups */
         t[c] = _mm512_shuffle_f32x4(r[c], r[4 + c], 0x88);
         t[4 + c] = _mm512_shuffle_f32x4(r[c], r[4 + c], 0xDD);
         t[8 + c] = _mm512_shuffle_f32x4(r[8 + c], r[12 + c], 0x88);
         t[12 + c] = _mm512_shuffle_f32x4(r[8 + c], r[12 + c], 0xDD);
     }
+#pragma GCC unroll 16
     for (int c = 0; c < 4; c++) {         /* round 4: column 4l + c gathers lane l of every group */
         r[c] = _mm512_shuffle_f32x4(t[c], t[8 + c], 0x88);
         r[8 + c] = _mm512_shuffle_f32x4(t[c], t[8 + c], 0xDD);
@@ -187,27 +191,34 @@ INLINE void transpose(vf r[W]) {
  * halves exchanged. */
 INLINE void transpose(vf r[W]) {
     __m256 t[8];
+#pragma GCC unroll 16
     for (int i = 0; i < 8; i += 2) {
         t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
         t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
     }
+#pragma GCC unroll 16
     for (int g = 0; g < 8; g += 4) {
         r[g] = _mm256_shuffle_ps(t[g], t[g + 2], 0x44);
         r[g + 1] = _mm256_shuffle_ps(t[g], t[g + 2], 0xEE);
         r[g + 2] = _mm256_shuffle_ps(t[g + 1], t[g + 3], 0x44);
         r[g + 3] = _mm256_shuffle_ps(t[g + 1], t[g + 3], 0xEE);
     }
+#pragma GCC unroll 16
     for (int c = 0; c < 4; c++) {
         t[c] = _mm256_permute2f128_ps(r[c], r[4 + c], 0x20);
         t[4 + c] = _mm256_permute2f128_ps(r[c], r[4 + c], 0x31);
     }
+#pragma GCC unroll 16
     for (int i = 0; i < 8; i++) r[i] = t[i];
 }
 #else
 INLINE void transpose(vf r[W]) {
     float t[W][W];
+#pragma GCC unroll 16
     for (int i = 0; i < W; i++)
+#pragma GCC unroll 16
         for (int j = 0; j < W; j++) t[j][i] = r[i][j];
+#pragma GCC unroll 16
     for (int i = 0; i < W; i++) r[i] = load(t[i]);
 }
 #endif
