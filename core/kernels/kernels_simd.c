@@ -296,13 +296,19 @@ static void pack_b_trans(float *dst, const float *b, ptrdiff_t b_cs, size_t kc, 
     }
 }
 
-/* See kernel_isa.pack_b_rows. */
+/* See kernel_isa.pack_b_rows: PACK_ROWS rows of B at a time, panel by panel. Row by row across
+ * every panel, the stores went to as many lines as panels, each kc·NR floats from the last: the
+ * same set of L1 for all (kc = 256: 32 KiB apart), which 16 panels overflow. */
+enum { PACK_ROWS = 8 };
 static void pack_b_rows(float *dst, const float *b, ptrdiff_t b_rs, size_t kc, size_t panels, float scale) {
     const vf s = splat(scale);
-    for (size_t p = 0; p < kc; p++) {
-        const float *src = b + (ptrdiff_t)p * b_rs;
+    for (size_t p0 = 0; p0 < kc; p0 += PACK_ROWS) {
+        const size_t rows = kc - p0 < PACK_ROWS ? kc - p0 : PACK_ROWS;
         for (size_t q = 0; q < panels; q++)
-            for (size_t j = 0; j < NR; j += W) store(dst + (q * kc + p) * NR + j, load(src + q * NR + j) * s);
+            for (size_t p = p0; p < p0 + rows; p++)
+#pragma GCC unroll 4
+                for (size_t j = 0; j < NR; j += W)
+                    store(dst + (q * kc + p) * NR + j, load(b + (ptrdiff_t)p * b_rs + q * NR + j) * s);
     }
 }
 
