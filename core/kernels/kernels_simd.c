@@ -276,7 +276,7 @@ static void pack_b_trans(float *dst, const float *b, ptrdiff_t b_cs, size_t kc, 
         for (size_t j0 = 0; j0 < NR; j0 += W) {
             const float *column = b + (ptrdiff_t)j0 * b_cs + (ptrdiff_t)p0;
             float *out = dst + p0 * NR + j0;
-            if (depth == W && j0 + W <= cols) { /* a whole block: unrolled, so r stays in registers */
+            if (depth == W && j0 + W <= cols) { /* whole: unrolled, so r stays in registers */
                 const bool fetch = p0 + PACK_FETCH_AHEAD < kc;
 #pragma GCC unroll 16
                 for (size_t i = 0; i < W; i++) {
