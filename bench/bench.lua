@@ -36,14 +36,14 @@ local CASES = {
     {"attn_512", "attention H=8 L=512 D=64", "attention", 8, 512, 64},
     {"attn_512_gqa", "attention GQA H=8/2 L=512 D=64", "attention", 8, 512, 64, 2},
     {"attn_2048", "attention H=8 L=2048 D=64", "attention", 8, 2048, 64},
-    {"attn_4096", "attention H=8 L=4096 D=64", "attention", 8, 4096, 64},
-    {"attn_16384", "attention H=8 L=16384 D=64", "attention", 8, 16384, 64},
     {"mha_64", "MHA E=512 H=8 L=64", "mha", 8, 64, 64, false},
     {"mha_64_w", "MHA E=512 H=8 L=64 +weights", "mha", 8, 64, 64, true},
     {"mha_512", "MHA E=512 H=8 L=512", "mha", 8, 512, 64, false},
     {"mha_512_w", "MHA E=512 H=8 L=512 +weights", "mha", 8, 512, 64, true},
     {"mha_2048", "MHA E=512 H=8 L=2048", "mha", 8, 2048, 64, false},
     {"mha_2048_w", "MHA E=512 H=8 L=2048 +weights", "mha", 8, 2048, 64, true},
+    {"attn_4096", "attention H=8 L=4096 D=64", "attention", 8, 4096, 64},
+    {"attn_16384", "attention H=8 L=16384 D=64", "attention", 8, 16384, 64},
 }
 
 -- FLOPs as bench.c counts them

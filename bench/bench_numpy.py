@@ -212,7 +212,7 @@ CLOCK = {"now": time.perf_counter, "cpu": False}
 
 def time_case(fn, trace=True):
     """As bench.c: a warm-up run (with tracemalloc, for the peak), then runs for about a second,
-    at least 3, at most 25; a case slower than a second is timed by its warm-up run alone.
+    at least 3, at most 400; a case slower than a second is timed by its warm-up run alone.
     The median of the runs, or after "clock cpu" the fastest by CPU time."""
     clock = CLOCK["now"]
     if trace:
@@ -226,7 +226,7 @@ def time_case(fn, trace=True):
         tracemalloc.stop()
     if first > 1.0:
         return first * 1e3, 1, peak
-    runs = int(min(25, max(3, 1.0 / first)))
+    runs = int(min(400, max(3, 1.0 / first)))
     samples = []
     for _ in range(runs):
         t0 = clock()
