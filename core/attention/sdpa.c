@@ -395,33 +395,8 @@ static bool weights_copied(const bwd_job *job) {
     return job->weights->stride[job->nb + 1] != 1;
 }
 
-/* delta_r = rowsum(P∘dP) of `rows` rows (at most DELTA_ROWS) of S keys, each summed in double in
- * key order (a product of two floats is exact in double). Eight rows go side by side, two to a
- * vector, so an add waits for its own row's previous add only, not for every row's before it. */
+/* Rows of dS a step: their deltas (mha_row_dots) are computed together. */
 enum { DELTA_ROWS = 8 };
-typedef double delta_vec __attribute__((vector_size(16))); /* two rows' sums, a GCC vector */
-
-static void row_deltas(float *delta, const float *P, size_t ldP, const float *dP, size_t ld, size_t rows, size_t S) {
-    if (rows < DELTA_ROWS) {
-        for (size_t r = 0; r < rows; r++) {
-            double dot = 0.0;
-            for (size_t j = 0; j < S; j++) dot += (double)P[r * ldP + j] * dP[r * ld + j];
-            delta[r] = (float)dot;
-        }
-        return;
-    }
-    delta_vec a0 = {0, 0}, a1 = {0, 0}, a2 = {0, 0}, a3 = {0, 0};
-    for (size_t j = 0; j < S; j++) {
-        const float *p = P + j, *d = dP + j;
-        delta_vec p0 = {p[0], p[ldP]}, p1 = {p[2 * ldP], p[3 * ldP]};
-        delta_vec p2 = {p[4 * ldP], p[5 * ldP]}, p3 = {p[6 * ldP], p[7 * ldP]};
-        delta_vec d0 = {d[0], d[ld]}, d1 = {d[2 * ld], d[3 * ld]};
-        delta_vec d2 = {d[4 * ld], d[5 * ld]}, d3 = {d[6 * ld], d[7 * ld]};
-        a0 += p0 * d0, a1 += p1 * d1, a2 += p2 * d2, a3 += p3 * d3;
-    }
-    const delta_vec all[4] = {a0, a1, a2, a3};
-    for (size_t r = 0; r < DELTA_ROWS; r++) delta[r] = (float)all[r / 2][r % 2];
-}
 
 /* Plain: one slice, with P from the weights (read in place, or copied to P_copy when strided); dS
  * in an (L,S) buffer dP. */
@@ -454,7 +429,7 @@ static mha_status slice_plain(const bwd_job *job, size_t n, float *dP, float *P_
     for (size_t i0 = 0; i0 < L; i0 += DELTA_ROWS) {
         const size_t rows = L - i0 < DELTA_ROWS ? L - i0 : DELTA_ROWS;
         float delta[DELTA_ROWS];
-        row_deltas(delta, P + i0 * ldP, ldP, dP + i0 * S, S, rows, S);
+        mha_row_dots(delta, P + i0 * ldP, ldP, dP + i0 * S, S, rows, S);
         for (size_t r = 0; r < rows; r++)
             softmax_grad_row(job, &m, dP + (i0 + r) * S, P + (i0 + r) * ldP, delta[r], n, i0 + r, 0, S);
     }

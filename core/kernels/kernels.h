@@ -162,6 +162,12 @@ void mha_layer_norm_columns_ref(double *acc_w, double *acc_b, const float *dy, c
 void mha_column_sums(double *acc, const float *g, size_t ld, size_t rows, size_t cols);
 void mha_column_sums_ref(double *acc, const float *g, size_t ld, size_t rows, size_t cols);
 
+/* dot (rows) = Σ_j a[r,j]·b[r,j] of a and b (rows, n), row strides lda and ldb: each row's sum in
+ * double over j in order from 0 (each product exact), then rounded to float: the softmax
+ * backward's rowsum(P∘dP). */
+void mha_row_dots(float *dot, const float *a, size_t lda, const float *b, size_t ldb, size_t rows, size_t n);
+void mha_row_dots_ref(float *dot, const float *a, size_t lda, const float *b, size_t ldb, size_t rows, size_t n);
+
 /* One head of attention: out = softmax(q·kᵀ·scale + mask)·v.
  *   out (L,Dv) row stride ld_out; q (L,D) row stride ld_q; k (S,D) ld_k; v (S,Dv) ld_v
  *   (unit column stride)

@@ -97,6 +97,8 @@ typedef struct kernel_isa {
                                const double *mean, const double *rstd, size_t rows, size_t cols);
     /* mha_column_sums of kernels.h, bit for bit its reference. */
     void (*column_sums)(double *acc, const float *g, size_t ld, size_t rows, size_t cols);
+    /* mha_row_dots of kernels.h, bit for bit its reference. */
+    void (*row_dots)(float *dot, const float *a, size_t lda, const float *b, size_t ldb, size_t rows, size_t n);
     /* The fused attention for one query (args->L = 1, a decoding step), with K and V read where
      * they lie instead of packed: keys by tiles of key_tile (the fused path's cut, at most
      * MHA_ONE_QUERY_KEYS; D and Dv at most MHA_ONE_QUERY_DIM), each score, exponential, sum and

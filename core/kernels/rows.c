@@ -254,3 +254,15 @@ void mha_column_sums_ref(double *acc, const float *g, size_t ld, size_t rows, si
 void mha_column_sums(double *acc, const float *g, size_t ld, size_t rows, size_t cols) {
     mha_kernels_current()->column_sums(acc, g, ld, rows, cols);
 }
+
+void mha_row_dots_ref(float *dot, const float *a, size_t lda, const float *b, size_t ldb, size_t rows, size_t n) {
+    for (size_t r = 0; r < rows; r++) {
+        double s = 0.0;
+        for (size_t j = 0; j < n; j++) s += (double)a[r * lda + j] * b[r * ldb + j];
+        dot[r] = (float)s;
+    }
+}
+
+void mha_row_dots(float *dot, const float *a, size_t lda, const float *b, size_t ldb, size_t rows, size_t n) {
+    mha_kernels_current()->row_dots(dot, a, lda, b, ldb, rows, n);
+}

@@ -368,6 +368,85 @@ void SET_FN(column_sums)(double *acc, const float *g, size_t ld, size_t rows, si
     if (j < cols) mha_column_sums_ref(acc + j, g + j, ld, rows, cols - j);
 }
 
+/* ---------------------------------------------------------------------------------------------
+ * The softmax backward's rowsum(P∘dP) (kernels.h mha_row_dots): WH rows side by side, one double
+ * lane a row, so that each row's sum runs over its keys in order, as the reference's
+ * ------------------------------------------------------------------------------------------- */
+
+/* WH x WH floats (WH rows of WH) <- its transpose, in log2(WH) rounds of two-row shuffles: round
+ * s swaps the off-diagonal blocks of 2^s. TR[2s], TR[2s + 1]: round s's lanes of the upper and of
+ * the lower row, numbered in the pair as __builtin_shuffle numbers them. */
+typedef int32_t vih __attribute__((vector_size(WH * sizeof(int32_t))));
+#if defined(MHA_SIMD_AVX512)
+enum { TR_ROUNDS = 3 };
+static const vih TR[2 * TR_ROUNDS] = {
+    {0, 8, 2, 10, 4, 12, 6, 14},
+    {1, 9, 3, 11, 5, 13, 7, 15},
+    {0, 1, 8, 9, 4, 5, 12, 13},
+    {2, 3, 10, 11, 6, 7, 14, 15},
+    {0, 1, 2, 3, 8, 9, 10, 11},
+    {4, 5, 6, 7, 12, 13, 14, 15},
+};
+#elif defined(MHA_SIMD_AVX2)
+enum { TR_ROUNDS = 2 };
+static const vih TR[2 * TR_ROUNDS] = {
+    {0, 4, 2, 6},
+    {1, 5, 3, 7},
+    {0, 1, 4, 5},
+    {2, 3, 6, 7},
+};
+#else
+enum { TR_ROUNDS = 1 };
+static const vih TR[2 * TR_ROUNDS] = {
+    {0, 2},
+    {1, 3},
+};
+#endif
+
+INLINE void transpose_half(vfh m[WH]) {
+#pragma GCC unroll 4
+    for (int s = 0; s < TR_ROUNDS; s++) {
+        const int h = 1 << s;
+#pragma GCC unroll 8
+        for (int r = 0; r < WH; r++) {
+            if (r & h) continue;
+            const vfh x = m[r], y = m[r + h];
+            m[r] = __builtin_shuffle(x, y, TR[2 * s]);
+            m[r + h] = __builtin_shuffle(x, y, TR[2 * s + 1]);
+        }
+    }
+}
+
+/* WH keys at a time from each of WH rows, transposed so that a vector holds one key of every row,
+ * widened and added in key order (each product of two floats exact in double); the rows past the
+ * last WH by the reference. */
+void SET_FN(row_dots)(float *dot, const float *a, size_t lda, const float *b, size_t ldb, size_t rows, size_t n) {
+    size_t r0 = 0;
+    for (; r0 + WH <= rows; r0 += WH) {
+        vh acc = (vh){0};
+        size_t j = 0;
+        for (; j + WH <= n; j += WH) {
+            vfh x[WH], y[WH];
+#pragma GCC unroll 8
+            for (size_t r = 0; r < WH; r++) {
+                memcpy(&x[r], a + (r0 + r) * lda + j, sizeof x[r]);
+                memcpy(&y[r], b + (r0 + r) * ldb + j, sizeof y[r]);
+            }
+            transpose_half(x), transpose_half(y);
+#pragma GCC unroll 8
+            for (size_t k = 0; k < WH; k++)
+                acc += __builtin_convertvector(x[k], vh) * __builtin_convertvector(y[k], vh);
+        }
+        for (; j < n; j++) {
+            vh xk = (vh){0}, yk = (vh){0};
+            for (size_t r = 0; r < WH; r++) xk[r] = a[(r0 + r) * lda + j], yk[r] = b[(r0 + r) * ldb + j];
+            acc += xk * yk;
+        }
+        for (size_t r = 0; r < WH; r++) dot[r0 + r] = (float)acc[r];
+    }
+    if (r0 < rows) mha_row_dots_ref(dot + r0, a + r0 * lda, lda, b + r0 * ldb, ldb, rows - r0, n);
+}
+
 #if !defined(__clang__)
 #pragma GCC pop_options
 #endif

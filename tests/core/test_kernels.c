@@ -1051,6 +1051,36 @@ static void check_column_sums(const char *label) {
     CHECK(name, bad == 0, "%zu column counts differ, the first %zu", bad, first);
 }
 
+/* mha_row_dots against its reference, bit for bit: every row count to 19 (whole blocks of rows
+ * and the rest) and every length to 41 (whole blocks of keys and the rest), strided rows, values
+ * of every exponent so that the double sums round, an inf and a NaN among them. */
+static void check_row_dots(const char *label) {
+    enum { ROWS = 19, N = 41, LDA = 45, LDB = 43 };
+    static float a[ROWS * LDA], b[ROWS * LDB];
+    float dot[ROWS], ref[ROWS];
+    uint32_t seed = 7;
+    for (size_t i = 0; i < ROWS * LDA; i++) {
+        seed = seed * 1664525u + 1013904223u;
+        a[i] = ((seed >> 8) / 16777216.0f - 0.5f) * (float)ldexp(1.0, (int)(seed >> 2 & 31) - 16);
+    }
+    for (size_t i = 0; i < ROWS * LDB; i++) {
+        seed = seed * 1664525u + 1013904223u;
+        b[i] = ((seed >> 8) / 16777216.0f - 0.5f) * (float)ldexp(1.0, (int)(seed >> 2 & 31) - 16);
+    }
+    a[3 * LDA + 5] = INFINITY, b[11 * LDB + 30] = NAN;
+    size_t bad = 0, first_rows = 0, first_n = 0;
+    for (size_t rows = 0; rows <= ROWS; rows++)
+        for (size_t n = 0; n <= N; n++) {
+            mha_row_dots(dot, a, LDA, b, LDB, rows, n);
+            mha_row_dots_ref(ref, a, LDA, b, LDB, rows, n);
+            if (memcmp(dot, ref, rows * sizeof *dot) != 0 && bad++ == 0) first_rows = rows, first_n = n;
+        }
+    char name[160];
+    snprintf(name, sizeof name, "row_dots[%s]: the reference's bits, 0 to %d rows of 0 to %d", label, (int)ROWS,
+             (int)N);
+    CHECK(name, bad == 0, "%zu shapes differ, the first %zu rows of %zu", bad, first_rows, first_n);
+}
+
 /* Every kernel check runs on every instruction set, on one thread and split over two with the split
  * threshold at 0, so that every call of two register tiles or query tiles or more is split, at the
  * awkward sizes too (the test sets both itself: MHA_THREADS in the environment changes nothing here). */
@@ -1079,6 +1109,7 @@ int main(void) {
             if (threads == 1) check_gelu(label);
             if (threads == 1) check_layer_norm_rows(label);
             if (threads == 1) check_column_sums(label);
+            if (threads == 1) check_row_dots(label);
             check_attention(label);
             check_interrupt(label);
             if (threads == 1) {
