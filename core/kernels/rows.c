@@ -1,6 +1,6 @@
 /* core/kernels/rows.c - the kernels that go along rows of elements (GELU and its derivative, layer
- * norm's rows and column sums): their plain references, and the calls that run the set's fast
- * ones (rows_simd.c), split over threads where it pays. */
+ * norm's rows, column sums and row dot products): their plain references, and the calls that run
+ * the set's fast ones (rows_simd.c), split over threads where it pays. */
 #include <math.h>
 #include <stdint.h>
 #include <string.h>

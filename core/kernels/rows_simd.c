@@ -1,6 +1,6 @@
 /* core/kernels/rows_simd.c - the kernels that go along rows of elements: GELU and its derivative,
- * layer norm's rows and column sums, written once over W lanes (kernels_simd.h) and compiled once
- * per instruction set, each bit for bit its reference in rows.c. */
+ * layer norm's rows, column sums and row dot products, written once over W lanes (kernels_simd.h)
+ * and compiled once per instruction set, each bit for bit its reference in rows.c. */
 #include "kernels/kernels_simd.h"
 
 #if defined(MHA_SIMD_SKIP)
