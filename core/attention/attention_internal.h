@@ -30,6 +30,15 @@ mha_status mha_append_kv_rows(mha_tensor *out, const mha_tensor *x, const mha_te
 /* Whether the masks let the fused kernel run (when the weights are not wanted); appended: S' >
  * S. */
 bool mha_masks_fuse(const mha_forward_options *opt, bool appended);
+/* opt, or *as_rule: opt with its bool attn_mask, when that is the causal rule (mha_mask_is_causal),
+ * alone (no key padding mask) and over no appended key, given as is_causal instead - where every
+ * score of q (N,L,H·D) and k (N,S,H·D), views with contiguous rows, is finite (no inf or NaN in
+ * them, too small to overflow): adding the mask's -inf past the diagonal and setting -inf there
+ * then agree (an inf score plus -inf is NaN, as in torch), and so do the weights and gradients,
+ * bit for bit, without the mask read per score. Whether the fused kernel runs is decided on opt
+ * still (mha_masks_fuse), which keeps the bits of the path the mask chose. */
+const mha_forward_options *mha_mask_as_rule(const mha_forward_options *opt, bool appended, const mha_tensor *q,
+                                            const mha_tensor *k, size_t D, mha_forward_options *as_rule);
 /* The weights' head mean avg (N,L,S') of w (N,H,L,S'), LS = L·S', over stretches [from, to) of
  * MHA_HEAD_STRETCH positions, numbered across the batches (mha_head_stretches per batch). wide:
  * summed in double, else in float. */

@@ -1,9 +1,13 @@
 /* core/attention/heads.c - what MultiheadAttention's two forwards
  * (multihead.c, plain; multihead_grad.c, composed of differentiable ops) share: the head split, the
  * key/value rows add_bias_kv and add_zero_attn append, the head mean. */
+#include <float.h>
+#include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "attention/attention_internal.h"
+#include "attention/masks.h"
 #include "autograd/autograd_ops.h"
 #include "nn/nn.h"
 #include "attention/attention.h"
@@ -64,6 +68,44 @@ mha_status mha_append_kv_rows(mha_tensor *out, const mha_tensor *x, const mha_te
 bool mha_masks_fuse(const mha_forward_options *opt, bool appended) {
     const mha_tensor *am = opt->attn_mask, *kpm = opt->key_padding_mask;
     return !(am && kpm) && !(am && (am->dtype == MHA_BOOL || appended)) && !(opt->is_causal && appended);
+}
+
+/* The largest |x| of a (N,X,E) view with contiguous rows, as the bits of a float: an integer
+ * maximum (a loop the compiler vectorizes), above 0x7f800000 for NaN, equal to it for inf. */
+static uint32_t rows_abs_max_bits(const mha_tensor *t) {
+    const float *base = mha_f32(t);
+    uint32_t top = 0;
+    for (size_t n = 0; n < t->shape[0]; n++)
+        for (size_t x = 0; x < t->shape[1]; x++) {
+            const float *row = base + (ptrdiff_t)n * t->stride[0] + (ptrdiff_t)x * t->stride[1];
+            for (size_t e = 0; e < t->shape[2]; e++) {
+                uint32_t u;
+                memcpy(&u, row + e, sizeof u);
+                u &= 0x7fffffffu;
+                top = u > top ? u : top;
+            }
+        }
+    return top;
+}
+
+/* Whether every score q·kᵀ/√D is finite: q and k finite, and their largest magnitudes too small
+ * for a sum of D products to overflow. */
+static bool scores_finite(const mha_tensor *q, const mha_tensor *k, size_t D) {
+    const uint32_t bq = rows_abs_max_bits(q), bk = rows_abs_max_bits(k);
+    if (bq >= 0x7f800000u || bk >= 0x7f800000u) return false;
+    float aq, ak;
+    memcpy(&aq, &bq, sizeof aq), memcpy(&ak, &bk, sizeof ak);
+    return (double)aq * (double)ak * sqrt((double)D) * 2.0 < (double)FLT_MAX;
+}
+
+const mha_forward_options *mha_mask_as_rule(const mha_forward_options *opt, bool appended, const mha_tensor *q,
+                                            const mha_tensor *k, size_t D, mha_forward_options *as_rule) {
+    if (appended || opt->is_causal || opt->key_padding_mask || !mha_mask_is_causal(opt->attn_mask) ||
+        !scores_finite(q, k, D))
+        return opt;
+    *as_rule = *opt;
+    as_rule->attn_mask = NULL, as_rule->is_causal = true;
+    return as_rule;
 }
 
 size_t mha_head_stretches(size_t LS) { return (LS + MHA_HEAD_STRETCH - 1) / MHA_HEAD_STRETCH; }

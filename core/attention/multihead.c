@@ -707,8 +707,10 @@ mha_status mha_multihead_forward(mha_tensor *out, mha_tensor *weights, const mha
     forward_plan(&f, m, query, key, opt, want_weights, trace);
     const mha_tensor *const inputs[3] = {query, key, value};
     const mha_tensor *ret = NULL;
-
-    if ((st = project_inputs(&f, inputs)) != MHA_OK || (st = split_heads_buffers(&f)) != MHA_OK ||
+    mha_forward_options as_rule;   /* a bool causal mask as is_causal; the plan stays opt's */
+    if ((st = project_inputs(&f, inputs)) != MHA_OK) goto fail;
+    f.opt = mha_mask_as_rule(opt, f.S2 > f.S, &f.t[Q], &f.t[K], f.D, &as_rule);
+    if ((st = split_heads_buffers(&f)) != MHA_OK ||
         (st = attend(&f)) != MHA_OK || (st = project_output(&f)) != MHA_OK ||
         (trace != NULL && (st = record_trace(&f)) != MHA_OK) ||
         (want_weights && (st = average_weights(&f, &ret)) != MHA_OK))

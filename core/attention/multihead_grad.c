@@ -186,15 +186,11 @@ static mha_status composed_forward(mha_tensor *out, mha_tensor *weights, const m
     if (st == MHA_OK) st = mha_split_heads(&t[KH], &t[KX], H, true);
     if (st == MHA_OK) st = mha_split_heads(&t[VH], &t[VX], H, true);
     /* step 5: the masks as one additive mask; the kernel the plain forward would pick
-     * (fused or not). A bool attn_mask that is the causal rule, alone and over no appended key,
-     * goes to sdpa as is_causal: the same weights and gradients, bit for bit (a masked score is
-     * -inf either way, its gradient 0 either way), without an (L,S) float mask added per slice. */
+     * (fused or not). A bool causal attn_mask goes to sdpa as is_causal (mha_mask_as_rule), not
+     * as an (L,S) float mask added per slice. */
     const bool fused = !want_weights && mha_masks_fuse(opt, S2 > S);
-    mha_forward_options as_rule = *opt;
-    if (S2 == S && !opt->is_causal && !opt->key_padding_mask && mha_mask_is_causal(opt->attn_mask)) {
-        as_rule.attn_mask = NULL, as_rule.is_causal = true;
-        opt = &as_rule;
-    }
+    mha_forward_options as_rule;
+    if (st == MHA_OK) opt = mha_mask_as_rule(opt, S2 > S, &t[Q], &t[K], D, &as_rule);
     const bool causal_in_mask = opt->is_causal && S2 > S; /* sdpa's causal flag would mask the
                                                              appended keys too */
     if (st == MHA_OK) st = combined_mask(&t[MASK], opt, N, H, L, S, S2, causal_in_mask);

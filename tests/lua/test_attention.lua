@@ -167,6 +167,37 @@ T.test("acceptance line", function()
     T.close("w == mean of head weights", w, hw:mean(1))
 end)
 
+T.test("MultiheadAttention untraced: a bool causal mask runs as is_causal, with the bits of the mask in floats", function()
+    -- 40 queries: ragged against every register tile; inf in x makes q, k and v non-finite, where
+    -- the causal products may not skip a 0·inf. Both masks take the plain path: per-head weights,
+    -- their head mean, and no weights (the bool mask's output against the float mask's with them).
+    for _, poisoned in ipairs{false, true} do
+        mha.seed(12)
+        local m = mha.MultiheadAttention{embed_dim = 16, num_heads = 2}
+        local L = 40
+        local x = mha.randn(3, L, 16)
+        if poisoned then x = x:masked_fill(mha.rand(3, L, 16):gt(0.995), math.huge) end
+        local causal = mha.causal_mask(L)
+        local as_float = mha.zeros(L, L):masked_fill(causal, -math.huge)
+        local label = poisoned and " (inf in x)" or ""
+        local function run(mask, opts)
+            opts.attn_mask = mask
+            return mha.no_grad(function() return m:forward(x, x, x, opts) end)
+        end
+        for _, average in ipairs{false, true} do
+            local ob, wb = run(causal, {average_attn_weights = average})
+            local of, wf = run(as_float, {average_attn_weights = average})
+            local what = average and "head mean" or "per-head weights"
+            local why = T.bits_differ(ob, of) or T.bits_differ(wb, wf)
+            T.ok(what .. label .. ": output and weights have the float mask's bits", why == nil, why)
+        end
+        local ob = run(causal, {need_weights = false})
+        local of = run(as_float, {average_attn_weights = false})
+        local why = T.bits_differ(ob, of)
+        T.ok("no weights" .. label .. ": the output has the float mask's bits", why == nil, why)
+    end
+end)
+
 T.test("attn fixtures", function()
     for _, case in ipairs(read_cases("attn")) do
         local F = function(file) return fixture("attn", case, file) end

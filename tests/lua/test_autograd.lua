@@ -459,23 +459,7 @@ T.test("the backward functions equal autograd", function()
     end
 end)
 
--- Where two tensors' elements differ in bits (NaN equal to NaN), as "element i: a against b"; nil
--- where none does.
-local function bits_differ(a, b)
-    local function flat(t)
-        local out = {}
-        local function walk(x)
-            if type(x) == "table" then for _, y in ipairs(x) do walk(y) end
-            else out[#out + 1] = x ~= x and "nan" or string.format("%a", x) end
-        end
-        walk(t:totable())
-        return out
-    end
-    local x, y = flat(a), flat(b)
-    for i = 1, math.max(#x, #y) do
-        if x[i] ~= y[i] then return string.format("element %d: %s against %s", i, x[i], y[i]) end
-    end
-end
+local bits_differ = T.bits_differ
 
 T.test("MultiheadAttention: a bool causal mask trains as is_causal, with the bits of the same mask in floats", function()
     -- 40 queries: ragged against every register tile (12 or 6 rows); inf in x makes v (and q, k)
@@ -494,12 +478,20 @@ T.test("MultiheadAttention: a bool causal mask trains as is_causal, with the bit
             out:backward(g)
             return {out:detach(), x:grad(), m.in_proj_weight:grad(), m.out_proj_weight:grad()}
         end
-        local as_bool, as_float = run(causal), run(mha.zeros(L, L):masked_fill(causal, -math.huge))
+        local as_float_mask = mha.zeros(L, L):masked_fill(causal, -math.huge)
+        local as_bool, as_float = run(causal), run(as_float_mask)
         local label = poisoned and " (inf in x)" or ""
         for i, what in ipairs{"output", "x:grad()", "in_proj_weight:grad()", "out_proj_weight:grad()"} do
             local why = bits_differ(as_bool[i], as_float[i])
             T.ok(what .. label .. ": the bits of the float mask", why == nil, why)
         end
+        -- the weights too: with an inf key past the diagonal the mask's sum is NaN there, as
+        -- torch's, which the causal rule alone would have set to -inf
+        local x = x0:clone():requires_grad(true)
+        local _, wb = m:forward(x, x, x, {attn_mask = causal, average_attn_weights = false})
+        local _, wf = m:forward(x, x, x, {attn_mask = as_float_mask, average_attn_weights = false})
+        local why = bits_differ(wb, wf)
+        T.ok("weights" .. label .. ": the bits of the float mask", why == nil, why)
     end
 end)
 

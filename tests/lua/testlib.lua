@@ -198,6 +198,24 @@ function T.close(name, got, want, rtol, atol)
     return T.report(true, name)
 end
 
+-- Where two tensors' elements differ in bits (NaN equal to NaN), as "element i: a against b"; nil
+-- where none does.
+function T.bits_differ(a, b)
+    local function flat(t)
+        local out = {}
+        local function walk(x)
+            if type(x) == "table" then for _, y in ipairs(x) do walk(y) end
+            else out[#out + 1] = x ~= x and "nan" or string.format("%a", x) end
+        end
+        walk(t:totable())
+        return out
+    end
+    local x, y = flat(a), flat(b)
+    for i = 1, math.max(#x, #y) do
+        if x[i] ~= y[i] then return string.format("element %d: %s against %s", i, x[i], y[i]) end
+    end
+end
+
 -- T.shape(name, tensor, {2,3}): the tensor's shape is exactly the given one.
 function T.shape(name, t, want)
     if not is_tensor(t) then return T.report(false, name, "not a tensor: " .. show(t)) end
