@@ -153,6 +153,34 @@ INLINE float sum_lanes(vf v) {
 }
 #endif
 
+#if defined(MHA_SIMD_AVX512) || defined(MHA_SIMD_AVX2)
+/* 8 rows of 8 floats <- their transpose: rows interleaved in pairs, then pairs of pairs (each
+ * 128-bit half now 4x4 transposed), then the halves exchanged. The AVX2 set's W x W transpose, and
+ * the AVX-512 set's of half vectors (rows_simd.c). */
+INLINE void transpose_8x8(__m256 r[8]) {
+    __m256 t[8];
+#pragma GCC unroll 16
+    for (int i = 0; i < 8; i += 2) {
+        t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+    }
+#pragma GCC unroll 16
+    for (int g = 0; g < 8; g += 4) {
+        r[g] = _mm256_shuffle_ps(t[g], t[g + 2], 0x44);
+        r[g + 1] = _mm256_shuffle_ps(t[g], t[g + 2], 0xEE);
+        r[g + 2] = _mm256_shuffle_ps(t[g + 1], t[g + 3], 0x44);
+        r[g + 3] = _mm256_shuffle_ps(t[g + 1], t[g + 3], 0xEE);
+    }
+#pragma GCC unroll 16
+    for (int c = 0; c < 4; c++) {
+        t[c] = _mm256_permute2f128_ps(r[c], r[4 + c], 0x20);
+        t[4 + c] = _mm256_permute2f128_ps(r[c], r[4 + c], 0x31);
+    }
+#pragma GCC unroll 16
+    for (int i = 0; i < 8; i++) r[i] = t[i];
+}
+#endif
+
 /* r[0..W) (W rows of W) <- its transpose. */
 #if defined(MHA_SIMD_AVX512)
 /* In four rounds of shuffles: pairs of rows interleaved, then pairs of pairs (now each 128-bit lane
@@ -187,30 +215,7 @@ INLINE void transpose(vf r[W]) {
     }
 }
 #elif defined(MHA_SIMD_AVX2)
-/* Rows interleaved in pairs, then pairs of pairs (each 128-bit half now 4x4 transposed), then the
- * halves exchanged. */
-INLINE void transpose(vf r[W]) {
-    __m256 t[8];
-#pragma GCC unroll 16
-    for (int i = 0; i < 8; i += 2) {
-        t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
-        t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
-    }
-#pragma GCC unroll 16
-    for (int g = 0; g < 8; g += 4) {
-        r[g] = _mm256_shuffle_ps(t[g], t[g + 2], 0x44);
-        r[g + 1] = _mm256_shuffle_ps(t[g], t[g + 2], 0xEE);
-        r[g + 2] = _mm256_shuffle_ps(t[g + 1], t[g + 3], 0x44);
-        r[g + 3] = _mm256_shuffle_ps(t[g + 1], t[g + 3], 0xEE);
-    }
-#pragma GCC unroll 16
-    for (int c = 0; c < 4; c++) {
-        t[c] = _mm256_permute2f128_ps(r[c], r[4 + c], 0x20);
-        t[4 + c] = _mm256_permute2f128_ps(r[c], r[4 + c], 0x31);
-    }
-#pragma GCC unroll 16
-    for (int i = 0; i < 8; i++) r[i] = t[i];
-}
+INLINE void transpose(vf r[W]) { transpose_8x8(r); }
 #else
 INLINE void transpose(vf r[W]) {
     float t[W][W];

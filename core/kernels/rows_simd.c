@@ -373,49 +373,27 @@ void SET_FN(column_sums)(double *acc, const float *g, size_t ld, size_t rows, si
  * lane a row, so that each row's sum runs over its keys in order, as the reference's
  * ------------------------------------------------------------------------------------------- */
 
-/* WH x WH floats (WH rows of WH) <- its transpose, in log2(WH) rounds of two-row shuffles: round
- * s swaps the off-diagonal blocks of 2^s. TR[2s], TR[2s + 1]: round s's lanes of the upper and of
- * the lower row, numbered in the pair as __builtin_shuffle numbers them. */
-typedef int32_t vih __attribute__((vector_size(WH * sizeof(int32_t))));
+/* WH x WH floats (WH rows of WH) <- its transpose: AVX-512's 8 x 8 in AVX halves
+ * (kernels_simd.h), AVX2's 4 x 4 in SSE, the portable set's 2 x 2 by hand. */
 #if defined(MHA_SIMD_AVX512)
-enum { TR_ROUNDS = 3 };
-static const vih TR[2 * TR_ROUNDS] = {
-    {0, 8, 2, 10, 4, 12, 6, 14},
-    {1, 9, 3, 11, 5, 13, 7, 15},
-    {0, 1, 8, 9, 4, 5, 12, 13},
-    {2, 3, 10, 11, 6, 7, 14, 15},
-    {0, 1, 2, 3, 8, 9, 10, 11},
-    {4, 5, 6, 7, 12, 13, 14, 15},
-};
-#elif defined(MHA_SIMD_AVX2)
-enum { TR_ROUNDS = 2 };
-static const vih TR[2 * TR_ROUNDS] = {
-    {0, 4, 2, 6},
-    {1, 5, 3, 7},
-    {0, 1, 4, 5},
-    {2, 3, 6, 7},
-};
-#else
-enum { TR_ROUNDS = 1 };
-static const vih TR[2 * TR_ROUNDS] = {
-    {0, 2},
-    {1, 3},
-};
-#endif
-
 INLINE void transpose_half(vfh m[WH]) {
-#pragma GCC unroll 4
-    for (int s = 0; s < TR_ROUNDS; s++) {
-        const int h = 1 << s;
-#pragma GCC unroll 8
-        for (int r = 0; r < WH; r++) {
-            if (r & h) continue;
-            const vfh x = m[r], y = m[r + h];
-            m[r] = __builtin_shuffle(x, y, TR[2 * s]);
-            m[r + h] = __builtin_shuffle(x, y, TR[2 * s + 1]);
-        }
-    }
+    __m256 r[8];
+    memcpy(r, m, sizeof r);
+    transpose_8x8(r);
+    memcpy(m, r, sizeof r);
 }
+#elif defined(MHA_SIMD_AVX2)
+INLINE void transpose_half(vfh m[WH]) {
+    __m128 r0 = m[0], r1 = m[1], r2 = m[2], r3 = m[3];
+    _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+    m[0] = r0, m[1] = r1, m[2] = r2, m[3] = r3;
+}
+#else
+INLINE void transpose_half(vfh m[WH]) {
+    const float t = m[0][1];
+    m[0][1] = m[1][0], m[1][0] = t;
+}
+#endif
 
 /* WH keys at a time from each of WH rows, transposed so that a vector holds one key of every row,
  * widened and added in key order (each product of two floats exact in double); the rows past the
