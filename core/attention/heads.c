@@ -8,6 +8,7 @@
 
 #include "attention/attention_internal.h"
 #include "attention/masks.h"
+#include "kernels/kernels.h"
 #include "autograd/autograd_ops.h"
 #include "nn/nn.h"
 #include "attention/attention.h"
@@ -70,20 +71,16 @@ bool mha_masks_fuse(const mha_forward_options *opt, bool appended) {
     return !(am && kpm) && !(am && (am->dtype == MHA_BOOL || appended)) && !(opt->is_causal && appended);
 }
 
-/* The largest |x| of a (N,X,E) view with contiguous rows, as the bits of a float: an integer
- * maximum (a loop the compiler vectorizes), above 0x7f800000 for NaN, equal to it for inf. */
+/* The largest |x| of a (N,X,E) view with contiguous rows, as the bits of a float
+ * (mha_abs_max_bits). */
 static uint32_t rows_abs_max_bits(const mha_tensor *t) {
     const float *base = mha_f32(t);
     uint32_t top = 0;
     for (size_t n = 0; n < t->shape[0]; n++)
         for (size_t x = 0; x < t->shape[1]; x++) {
-            const float *row = base + (ptrdiff_t)n * t->stride[0] + (ptrdiff_t)x * t->stride[1];
-            for (size_t e = 0; e < t->shape[2]; e++) {
-                uint32_t u;
-                memcpy(&u, row + e, sizeof u);
-                u &= 0x7fffffffu;
-                top = u > top ? u : top;
-            }
+            const uint32_t row = mha_abs_max_bits(base + (ptrdiff_t)n * t->stride[0] + (ptrdiff_t)x * t->stride[1],
+                                                  t->shape[2]);
+            top = row > top ? row : top;
         }
     return top;
 }

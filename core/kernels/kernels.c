@@ -370,26 +370,31 @@ static void multiply_block(const kernel_isa *k, float *c, size_t ldc, const floa
         for (size_t ir = 0; ir < mc; ir += k->mr) tile_at(k, c, ldc, pa, pb, ir, jr, mc, nc, kc, add, bias, edge);
 }
 
-/* Whether the n floats at x are all finite (an exponent not all ones: no inf, no NaN), 4 at a
- * time in an SSE2 register, which every x86-64 build has. */
-static bool finite_floats(const float *x, size_t n) {
+uint32_t mha_abs_max_bits(const float *x, size_t n) {
     typedef int32_t v4i __attribute__((vector_size(4 * sizeof(int32_t))));
-    const v4i ones = {0x7f800000, 0x7f800000, 0x7f800000, 0x7f800000};
-    v4i hit = {0, 0, 0, 0};
-    int32_t rest = 0;
+    const v4i magnitude = {INT32_MAX, INT32_MAX, INT32_MAX, INT32_MAX};
+    v4i top = {0, 0, 0, 0};
     size_t i = 0;
-    for (; i + 4 <= n; i += 4) {
+    for (; i + 4 <= n; i += 4) { /* 4 at a time in an SSE2 register, which every x86-64 build has */
         v4i v;
         memcpy(&v, x + i, sizeof v);
-        hit |= (v & ones) == ones;
+        v &= magnitude;
+        const v4i more = v > top;   /* below 2^31: a signed comparison orders them */
+        top = (more & v) | (~more & top);
     }
+    int32_t best = 0;
+    for (int l = 0; l < 4; l++) best = top[l] > best ? top[l] : best;
     for (; i < n; i++) {
         int32_t u;
         memcpy(&u, x + i, sizeof u);
-        rest |= (u & ones[0]) == ones[0];
+        u &= INT32_MAX;
+        best = u > best ? u : best;
     }
-    return (rest | hit[0] | hit[1] | hit[2] | hit[3]) == 0;
+    return (uint32_t)best;
 }
+
+/* Whether the n floats at x are all finite (no inf, no NaN). */
+static bool finite_floats(const float *x, size_t n) { return mha_abs_max_bits(x, n) < 0x7f800000u; }
 
 /* Where a block of a causal slice's product lies against its triangle (mha_sgemm_tri): the
  * block's first row, column and depth in the whole product. */

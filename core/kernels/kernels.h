@@ -5,6 +5,7 @@
 #define MHA_KERNELS_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include "base/alloc.h"
 #include "base/status.h"
 
@@ -161,6 +162,10 @@ void mha_layer_norm_columns_ref(double *acc_w, double *acc_b, const float *dy, c
  * rows in order from 0 (a plain loop's bits on every set): the bias gradient of a linear layer. */
 void mha_column_sums(double *acc, const float *g, size_t ld, size_t rows, size_t cols);
 void mha_column_sums_ref(double *acc, const float *g, size_t ld, size_t rows, size_t cols);
+
+/* The largest |x| of n floats as the bits of a float: 0x7f800000 when the largest is inf, above it
+ * when one is NaN (so below it: all finite). */
+uint32_t mha_abs_max_bits(const float *x, size_t n);
 
 /* dot (rows) = Σ_j a[r,j]·b[r,j] of a and b (rows, n), row strides lda and ldb: each row's sum in
  * double over j in order from 0 (each product exact), then rounded to float: the softmax
