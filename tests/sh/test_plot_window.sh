@@ -25,7 +25,8 @@ print("drawn")
 local ok, err = pcall(function() plot.figure():run("test", { "plot mha_undefined_xyz" }) end)
 print("real error:", err)
 EOF
-MHA_GNUPLOT="$tmp/noisy-gnuplot" MHA_PLOT_TERM=none timeout 30 "$repl" "$tmp/noise.lua" >"$tmp/out" 2>"$tmp/err"
+# A run that hangs is interrupted (SIGINT), so the failure shows the Lua traceback of where it waited.
+MHA_GNUPLOT="$tmp/noisy-gnuplot" MHA_PLOT_TERM=none timeout -s INT -k 10 60 "$repl" "$tmp/noise.lua" >"$tmp/out" 2>"$tmp/err"
 rc=$?
 [ "$rc" -eq 0 ] && grep -q '^drawn$' "$tmp/out" && [ -s "$tmp/noise.png" ] \
     && pass "toolkit noise on gnuplot's stderr fails no drawing" \
