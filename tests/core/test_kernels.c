@@ -1,5 +1,6 @@
 /* tests/core/test_kernels.c - holds the fast kernels (packed sgemm, fused attention) equal to the
  * reference kernels, and both to plain double-precision loops written here, on every instruction set. */
+#include <float.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -1081,6 +1082,41 @@ static void check_row_dots(const char *label) {
     CHECK(name, bad == 0, "%zu shapes differ, the first %zu rows of %zu", bad, first_rows, first_n);
 }
 
+/* mha_abs_max_bits against a plain loop: every length to 70 at every alignment, with one special
+ * value (inf, -inf, NaN, -NaN, the largest float, -0) at each position in turn among values of every
+ * sign and exponent. */
+static uint32_t abs_max_bits_plain(const float *x, size_t n) {
+    uint32_t best = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t u;
+        memcpy(&u, &x[i], sizeof u);
+        u &= 0x7fffffffu;
+        best = u > best ? u : best;
+    }
+    return best;
+}
+
+static void check_abs_max_bits(void) {
+    enum { N = 70, ALIGN = 4 };
+    static float x[N + ALIGN];
+    const float special[] = {INFINITY, -INFINITY, NAN, -NAN, FLT_MAX, -0.0f};
+    uint32_t seed = 5;
+    size_t bad = 0, first_n = 0;
+    for (size_t s = 0; s < sizeof special / sizeof *special; s++)
+        for (size_t at = 0; at < N; at++)
+            for (size_t off = 0; off < ALIGN; off++)
+                for (size_t n = 0; n <= N; n += 1 + (n >= 20) * 6) {
+                    for (size_t i = 0; i < N + ALIGN; i++) {
+                        seed = seed * 1664525u + 1013904223u;
+                        x[i] = ((seed >> 8) / 16777216.0f - 0.5f) * (float)ldexp(1.0, (int)(seed >> 2 & 63) - 32);
+                    }
+                    x[off + at] = special[s];
+                    if (mha_abs_max_bits(x + off, n) != abs_max_bits_plain(x + off, n) && bad++ == 0) first_n = n;
+                }
+    CHECK("mha_abs_max_bits: a plain loop's answer, 0 to 70 floats, inf and NaN anywhere", bad == 0,
+          "%zu cases differ, the first of %zu floats", bad, first_n);
+}
+
 /* Every kernel check runs on every instruction set, on one thread and split over two with the split
  * threshold at 0, so that every call of two register tiles or query tiles or more is split, at the
  * awkward sizes too (the test sets both itself: MHA_THREADS in the environment changes nothing here). */
@@ -1091,6 +1127,7 @@ int main(void) {
     check_softmax_underflow();
     check_self_attention_bits();
     check_gelu_accuracy();
+    check_abs_max_bits();
     const char *isas[] = {"avx512", "avx2", "portable"};
     for (size_t threads = 1; threads <= 2; threads++) {
         mha_kernels_set_threads(threads);
