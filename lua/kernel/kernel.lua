@@ -225,22 +225,17 @@ local function command_lines(code)
 end
 
 -- Compiles a cell as the REPL does: "return <code>;" first (its values shown unless it ends in
--- ';'), else as statements. Returns the chunk, whether it is an expression, whether it is quiet,
--- and the input a hint reads (the whole cell, or its last line); or nil and the syntax error.
+-- ';'), then statements followed by a value (repl.return_last: the value after the last ';' or line
+-- break, "x = f(); x" as "x = f()\nx"), else as statements. Returns the chunk, whether it ends in
+-- an expression, whether it is quiet, and the input a hint reads (the whole cell, or its value);
+-- or nil and the syntax error.
 local function compile(code, name)
     local expr, quiet = repl.split_input(code)
     local chunk = load("return " .. expr .. ";", name, "t")
     if chunk then return chunk, true, quiet, code end
-    -- a cell whose last line is an expression shows its value, as in other notebooks
-    local head, last = code:match("^(.*\n)%s*([^\n]-%S[^\n]-)%s*$")
-    if head then
-        local last_expr, last_quiet = repl.split_input(last)
-        -- the last line alone must be an expression: "return end" would close the block above it
-        if load("return " .. last_expr .. ";", name, "t") then
-            chunk = load(head .. "return " .. last_expr .. ";", name, "t")
-            if chunk then return chunk, true, last_quiet, last end
-        end
-    end
+    local joined, last_quiet = repl.return_last(code)
+    chunk = joined and load(joined, name, "t")
+    if chunk then return chunk, true, last_quiet, select(2, repl.split_last(expr)) end
     local err
     chunk, err = load(code, name, "t")
     if chunk then return chunk, false, false, code:match("([^\n]*%S[^\n]*)%s*$") end

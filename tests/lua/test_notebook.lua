@@ -65,6 +65,16 @@ T.test("cells", function()
     T.ok("cell_error", status == "error" and outs[1].output_type == "error" and outs[1].evalue == "cell:1: no")
     outs = run("v = 5;")
     T.ok("cell_quiet", #outs == 0 and v == 5)
+    -- a value after statements on one line shows, as at the prompt (repl.return_last)
+    local function shown(code)
+        local o, st = run(code)
+        return st == "ok" and #o == 1 and o[1].output_type == "execute_result" and o[1].data["text/plain"] or o
+    end
+    T.eq("cell_value_after_semicolon", shown("w = 2; w"), "2")
+    T.eq("cell_value_after_semicolon_lines", shown("w = 3\nw = w * 2; w"), "6")
+    T.eq("cell_value_after_block", shown("do w = 7 end; w"), "7")
+    outs = run("w = 4; w;")
+    T.ok("cell_value_after_semicolon_quiet", #outs == 0 and w == 4)
     outs = run("mha.show(mha.ones{1, 2}, {cols = {'p', 'q'}})")
     T.ok("cell_show_table", outs[1].output_type == "display_data" and outs[1].data["text/html"]:find("<th>q</th>", 1, true))
     T.eq("is_complete", {kernel.is_complete({code = "if x then"}).status, kernel.is_complete({code = "f(1,"}).status,
