@@ -44,13 +44,13 @@ sample(m)]],
 mha.train prints the training loss and, with val =, the validation loss. checkpoint = path
 writes the model, the optimizer's state and the history there every log step and when Ctrl-C
 stops the run. A replay trains 40 steps (under a second of CPU); at the prompt the lesson
-trains 600 (7 to 20 s of CPU, by the machine), which reach a validation loss of 1.87 and write "And God said, and and
+trains 600 (4 to 20 s of CPU, by the machine), which reach a validation loss of 1.87 and write "And God said, and and
 took the bed he grow thee done": spaces and common words come first, spelling later. Ctrl-C
 stops it with what m has learned; Enter then runs the step again, on from those weights.]],
             zh = [[
 mha.train 打印训练损失，给了 val = 时还打印验证损失。checkpoint = 路径 在每个记录步、以及 Ctrl-C 停止训练时，
 把模型、优化器的状态和历史写到那里。回放只训练 40 步（不到 1 秒 CPU）；在提示符下本课训练 600 步（视机器而定，
-7 到 20 秒 CPU），验证损失降到 1.87，写出“And God said, and and took the bed he grow thee done”：先学会的是空格和常用词，
+4 到 20 秒 CPU），验证损失降到 1.87，写出“And God said, and and took the bed he grow thee done”：先学会的是空格和常用词，
 拼写要晚一些。Ctrl-C 会让它停下，m 保留已学到的；再按回车会重新运行这一步，从这些权重接着训练。]],
         },
         code = [[
