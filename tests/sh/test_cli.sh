@@ -125,6 +125,9 @@ run '' -v
 [ "$rc" -eq 0 ] && has "$out" "mha-repl "; check version_short $? "rc $rc out [$out]"
 run '' --help
 [ "$rc" -eq 0 ] && has "$out" "usage:" && has "$out" "--lesson" && has "$out" "-e chunk"; check help $? "rc $rc out [$out]"
+# on a projector's 80 columns no line wraps (the usage line holds the program's path, however long)
+widest=$(printf '%s\n' "$out" | tail -n +2 | wc -L)
+[ "$widest" -le 80 ]; check help_fits_80_columns $? "a line of --help is $widest columns wide"
 run '' --batch
 [ "$rc" -eq 2 ] && has "$err" "--lesson"; check batch_needs_lesson $? "rc $rc err [$err]"
 run '' --lesson 1 --lang fr
