@@ -91,7 +91,8 @@ en.plot = {
 -- What mha.train prints and its curves' words (lua/train/train.lua).
 en.train = {
     loss = "loss", accuracy = "accuracy", step = "step", training = "training", layer = "layer %d",
-    progress = "step %d/%d  %.1f steps/s  loss %.4f  acc %5.1f%%  ETA %s",
+    progress = "step %d/%d  %s steps/s  loss %.4f  acc %.1f%%  ETA %s",
+    progress_short = "step %d/%d  loss %.4f  acc %.1f%%  ETA %s",   -- when the rate has no room
     log = "step %5d  loss %.4f  acc %5.1f%%",
     interrupted = "train: interrupted after step %d of %d; the model keeps what it learned",
     done = "done: %d steps in %s (CPU), loss %.4f, acc %.1f%%",

@@ -87,7 +87,8 @@ zh.plot = {
 -- What mha.train prints and its curves' words (lua/train/train.lua).
 zh.train = {
     loss = "损失", accuracy = "准确率", step = "步", training = "训练", layer = "第 %d 层",
-    progress = "第 %d/%d 步  %.1f 步/秒  损失 %.4f  准确率 %5.1f%%  还需 %s",
+    progress = "第 %d/%d 步  %s 步/秒  损失 %.4f  准确率 %.1f%%  还需 %s",
+    progress_short = "第 %d/%d 步  损失 %.4f  准确率 %.1f%%  还需 %s",
     log = "第 %5d 步  损失 %.4f  准确率 %5.1f%%",
     interrupted = "train：第 %d 步（共 %d 步）后中断；模型保留已学到的",
     done = "完成：%d 步，用时 %s（CPU），损失 %.4f，准确率 %.1f%%",

@@ -182,10 +182,17 @@ end
 local function show_progress(run, step, mean_loss, mean_acc)
     local el = mha.clock() - run.wall0
     local rate = (step - run.start + 1) / math.max(el, 1e-9)
-    local line = string.format(words().progress, step, run.steps, rate, mean_loss, 100 * mean_acc,
-                               fmt_time((run.steps - step) / rate)) .. val_words(run.history)
-    -- within the terminal's width less a cell: a line that wraps leaves a copy at each rewrite
-    io.write("\r\27[K", require("mha.text").fit(line, term.columns() - 1))
+    local eta, val = fmt_time((run.steps - step) / rate), val_words(run.history)
+    local per_s = string.format(rate < 100 and "%.1f" or "%.0f", rate)
+    local line = string.format(words().progress, step, run.steps, per_s, mean_loss, 100 * mean_acc, eta) .. val
+    -- within the terminal's width less two cells: a line that wraps leaves a copy at each
+    -- rewrite, and the "^C" the terminal echoes when Ctrl-C stops the run goes after it. The rate
+    -- goes first, so that the losses stay whole.
+    local text, room = require("mha.text"), term.columns() - 2
+    if text.width(line) > room then
+        line = string.format(words().progress_short, step, run.steps, mean_loss, 100 * mean_acc, eta) .. val
+    end
+    io.write("\r\27[K", text.fit(line, room))
     io.flush()
     run.shown_at = mha.clock()
 end
