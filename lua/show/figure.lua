@@ -317,8 +317,8 @@ end
 -- from the text: never more rows than gnuplot was given.
 local function trim_blank_rows(out)
     local rows = {}
-    for row in out:gmatch("([^\n]*)\n?") do rows[#rows + 1] = row end
-    local function blank(row) return row and row:gsub("\27%[[%d;]*m", ""):match("^[ \f]*$") ~= nil end
+    for row in out:gsub("\f", ""):gmatch("([^\n]*)\n?") do rows[#rows + 1] = row end
+    local function blank(row) return row and row:gsub("\27%[[%d;]*m", ""):match("^ *$") ~= nil end
     local first, last = 1, #rows
     while first <= last and blank(rows[first]) do first = first + 1 end
     while last >= first and blank(rows[last]) do last = last - 1 end
@@ -579,7 +579,16 @@ function Figure:draw(fname, script)
     if name == "dumb" and not text_instead then
         fixes = {}
         commands[#commands + 1] = "set encoding utf8"   -- one cell per character, not per byte
-        for _, c in ipairs(script.commands) do commands[#commands + 1] = pad_wide_texts(c, fixes) end
+        for _, c in ipairs(script.commands) do
+            -- the dumb terminal cannot turn text, so it leaves a y label out: it goes above the
+            -- axis
+            local label = c:match('^set ylabel (".+")$')
+            if label then
+                commands[#commands + 1] = "unset ylabel"
+                c = "set label 101 " .. label .. " at graph 0, graph 1 offset 0,1 center"
+            end
+            commands[#commands + 1] = pad_wide_texts(c, fixes)
+        end
     else
         for _, c in ipairs(script.commands) do commands[#commands + 1] = c end
     end

@@ -499,6 +499,12 @@ T.test("dumb terminal draws text", function()
     T.ok("dumb output has the title", text:find("a text plot", 1, true) ~= nil, text)
     T.ok("dumb output has the legend", text:find("wiggle", 1, true) ~= nil, text)
     T.ok("dumb output has no colour codes when not a terminal", not text:find("\27", 1, true), text)
+    -- the dumb terminal cannot turn text: the y label is above the axis, not left out (in Chinese too)
+    for _, label in ipairs({ "weight", "权重" }) do
+        text = stdout_of(function() plot.line { { y = { 1, 3, 2 }, title = "wiggle" }, ylabel = label } end)
+        T.ok("dumb output has the y label " .. label .. ", above the axis", ("\n" .. text):find("\n *" .. label .. " *\n +3 %+%-") ~= nil,
+             text)
+    end
     -- a heat map on a text terminal is mha.heat's shading, and still saves as an image
     text = stdout_of(function() plot.heatmap(weights, { tokens = "a b c" }) end)
     T.ok("heatmap on dumb falls back to shades", text:find("scale:", 1, true) ~= nil, text)
