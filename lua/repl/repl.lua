@@ -270,9 +270,9 @@ end
 
 -- Statements, then an expression: "sd = m:state_dict(); sd:shape()" -> "sd = m:state_dict();",
 -- " sd:shape()". The split is at the last ';' or line break after which the rest is one expression
--- and before which the statements compile alone; when code compiles as it is, reading that break as
--- a ';' must compile to the same function ("x = f\n(g)()" is one statement, not two). nil when the
--- last statement is not an expression (an assignment, a loop).
+-- and before which the statements compile alone; when code compiles as it is, a ';' after that
+-- break (past a comment) must compile to the same function ("x = f\n(g)()" is one statement, not
+-- two). nil when the last statement is not an expression (an assignment, a loop).
 function repl.split_last(code)
     local whole = load(code, "=split", "t", {})
     local breaks = statement_breaks(code)
@@ -283,7 +283,7 @@ function repl.split_last(code)
         if last:match("%S") and load(head, "=split", "t", {}) then
             if not load("return " .. last .. "\n;", "=split", "t", {}) then return nil end
             if whole and code:sub(at, at) == "\n" then
-                local parted = load(code:sub(1, at - 1) .. ";" .. last, "=split", "t", {})
+                local parted = load(code:sub(1, at) .. ";" .. last, "=split", "t", {})
                 if not parted or string.dump(parted, true) ~= string.dump(whole, true) then return nil end
             end
             return head, last

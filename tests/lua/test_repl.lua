@@ -225,6 +225,8 @@ end
 last("last_after_semicolon", "A = m:attention(); #A", "A = m:attention();", " #A")
 last("last_call_statement", 'sd = f(); sd["w"]:shape()', "sd = f();", ' sd["w"]:shape()')
 last("last_after_line", "x = 1 -- one\nx + 1", "x = 1 -- one\n", "x + 1")
+-- two calls, the first line's comment holding a ';': the break after the comment still splits them
+last("last_call_after_a_comment", "f(1) -- one; two\ng(2)", "f(1) -- one; two\n", "g(2)")
 last("last_in_string_not_a_break", 's = "a; b"', nil, nil)
 last("last_assignment_none", "a = 1; b = 2", nil, nil)
 last("last_loop_none", "for i = 1, 2 do f(i); g(i) end", nil, nil)
