@@ -20,6 +20,7 @@
 -- reply's content.
 
 local check = require "mha.lesson.check"
+local habits = require "mha.repl.habits"
 local i18n = require "mha.i18n"
 local json = require "mha.json"
 local html = require "mha.notebook.html"
@@ -285,11 +286,14 @@ function kernel.execute(code, cell_sink, name)
                     flush()
                     if not ok then err = error_output(code, help_err) end
                 elseif not quiet then
-                    if values.n > 0 then sink(result_output(values)) end
                     -- x.shape shows a function, x = [[1, 2]] makes a string: the REPL's hint says
-                    -- why, as under its value there
-                    local hint = notebook_hint(repl.hint(typed, values.n > 0 and "print" or "stmt",
-                                                         table.unpack(values, 1, values.n)))
+                    -- why, as under its value there (a lone function it explains shows as the
+                    -- hint alone)
+                    local said = repl.hint(typed, values.n > 0 and "print" or "stmt", table.unpack(values, 1, values.n))
+                    if values.n > 0 and not (said and habits.replaces_value(table.unpack(values, 1, values.n))) then
+                        sink(result_output(values))
+                    end
+                    local hint = notebook_hint(said)
                     if hint then sink({output_type = "stream", name = "stdout", text = hint .. "\n"}) end
                 end
             end

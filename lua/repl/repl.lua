@@ -514,9 +514,9 @@ function repl.after(input, how, seconds, ...)
         local ok, err = pcall((...))
         if not ok then show_error(err) end
     else  -- an expression's values, or those a chunk of statements returned
-        local from = repl.output_mark()
-        if show_values(...) and recorder then recorder.values(from, ...) end
-        local hint = repl.hint(input, how, ...)
+        local from, hint = repl.output_mark(), repl.hint(input, how, ...)
+        if hint and habit_hint("replaces_value", ...) then keep_values(...)   -- x.shape: hint alone
+        elseif show_values(...) and recorder then recorder.values(from, ...) end
         if hint then out(hint_text(hint)) end
     end
     -- an input Ctrl-C stopped keeps how long it ran: its replay runs as long; so does one that

@@ -76,6 +76,10 @@ T.test("cells", function()
     T.eq("cell_value_after_a_comment", shown("w = 8   -- a comment; with a ';'\nw"), "8")
     outs = run("w = 4; w;")
     T.ok("cell_value_after_semicolon_quiet", #outs == 0 and w == 4)
+    -- x.shape: the method itself, which the hint explains; no "function: 0x..." result above it
+    outs = run("xs = mha.ones(2, 3)\nxs.shape")
+    T.ok("cell_method_value_hint_alone", #outs == 1 and outs[1].output_type == "stream"
+         and outs[1].text == "hint: xs.shape is the method itself; call it with a colon: xs:shape()\n", outs)
     outs = run("mha.show(mha.ones{1, 2}, {cols = {'p', 'q'}})")
     T.ok("cell_show_table", outs[1].output_type == "display_data" and outs[1].data["text/html"]:find("<th>q</th>", 1, true))
     T.eq("is_complete", {kernel.is_complete({code = "if x then"}).status, kernel.is_complete({code = "f(1,"}).status,

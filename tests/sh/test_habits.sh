@@ -31,6 +31,9 @@ check() {   # check NAME FILE LINE: FILE has LINE exactly
     grep -qxF -- "$3" "$2" && pass "$1" || fail "$1" "no line '$3' in: $(cat "$2")"
 }
 check "x.shape" "$tmp/out" "hint: x.shape is the method itself; call it with a colon: x:shape()"
+# the hint says what the value is: no "function: 0x..." above it
+grep -q "^function: 0x" "$tmp/out" && fail "x.shape shows the hint alone" "$(cat "$tmp/out")" \
+    || pass "x.shape shows the hint alone"
 check "x @ y" "$tmp/err" "hint: Lua has no @ operator: the matrix product is x:matmul(y), or mha.matmul(x, y)"
 check "x * y:T()" "$tmp/err" "hint: * multiplies element by element (broadcasting); for the matrix product write x:matmul(y:T())"
 check "mha.sofmax" "$tmp/err" "hint: did you mean mha.softmax?"
