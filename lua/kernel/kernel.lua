@@ -234,9 +234,9 @@ local function compile(code, name)
     local expr, quiet = repl.split_input(code)
     local chunk = load("return " .. expr .. ";", name, "t")
     if chunk then return chunk, true, quiet, code end
-    local joined, last_quiet = repl.return_last(code)
+    local joined, last_quiet, _, value = repl.return_last(code)
     chunk = joined and load(joined, name, "t")
-    if chunk then return chunk, true, last_quiet, select(2, repl.split_last(expr)) end
+    if chunk then return chunk, true, last_quiet, value end
     local err
     chunk, err = load(code, name, "t")
     if chunk then return chunk, false, false, code:match("([^\n]*%S[^\n]*)%s*$") end

@@ -294,15 +294,15 @@ end
 
 -- lua/repl/repl.c's second try, when "return <input>;" does not compile:
 -- "<statements> return <last>;" (repl.split_last), so a value typed after statements is shown as a
--- value alone is. Returns that code, whether the input ended in ';' (quiet), and the line the
--- return is on when the value is on one line (where a tail call's error is placed); nil when the
--- last statement is not an expression.
+-- value alone is. Returns that code, whether the input ended in ';' (quiet), the line the return
+-- is on when the value is on one line (where a tail call's error is placed), and the value's code;
+-- nil when the last statement is not an expression.
 function repl.return_last(input)
     local code, quiet = repl.split_input(input)
     local head, last = repl.split_last(code)
     if not head then return nil end
     local _, breaks = head:gsub("\n", "")
-    return head .. " return " .. last .. "\n;", quiet, not last:find("\n") and breaks + 1 or nil
+    return head .. " return " .. last .. "\n;", quiet, not last:find("\n") and breaks + 1 or nil, last
 end
 
 -- Several values share a line, tab-separated as print does, unless one of them spans lines.

@@ -234,7 +234,7 @@ last("last_expression_spanning_lines", "t = 1; {1,\n2}", "t = 1;", " {1,\n2}")
 -- a line break the parser reads on through is no break: "x = f\n(g)()" is x = f(g)()
 last("last_not_a_continuation", "x = f\n(g)()", nil, nil)
 last("last_not_a_binary_continuation", "x = 1\n- 2", nil, nil)
-T.eq("return_last_code", {repl.return_last("a = 1\nb = 2; a + b; -- sum")}, {"a = 1\nb = 2; return  a + b\n;", true, 2})
+T.eq("return_last_code", {repl.return_last("a = 1\nb = 2; a + b; -- sum")}, {"a = 1\nb = 2; return  a + b\n;", true, 2, " a + b"})
 
 -- :save writes each input as a chunk that compiles, whatever its comments and strings hold; a lesson
 -- step (repl.record_step) runs inline under a comment naming it
