@@ -290,7 +290,7 @@ function kernel.execute(code, cell_sink, name)
                     -- why, as under its value there (a lone function it explains shows as the
                     -- hint alone)
                     local said = repl.hint(typed, values.n > 0 and "print" or "stmt", table.unpack(values, 1, values.n))
-                    if values.n > 0 and not (said and habits.replaces_value(table.unpack(values, 1, values.n))) then
+                    if values.n > 0 and not habits.replaces_value(said, table.unpack(values, 1, values.n)) then
                         sink(result_output(values))
                     end
                     local hint = notebook_hint(said)

@@ -434,11 +434,11 @@ function habits.after_value(input, lang, ...)
     return nil
 end
 
--- Whether a hint replaces the values it is about, printed alone by the REPL and the kernel: a lone
--- function, which after_value's hints explain (x.shape, the method itself), where the value would
--- only show "function: 0x55...".
-function habits.replaces_value(...)
-    return select("#", ...) == 1 and type((...)) == "function"
+-- Whether hint (or nil) replaces the values it is about, printed alone by the REPL and the kernel:
+-- a lone function, which after_value's hints explain (x.shape, the method itself), where the value
+-- would only show "function: 0x55...".
+function habits.replaces_value(hint, ...)
+    return hint ~= nil and select("#", ...) == 1 and type((...)) == "function"
 end
 
 -- ":opne" -> the message for an unknown command, with the nearest command when one is near.

@@ -515,7 +515,7 @@ function repl.after(input, how, seconds, ...)
         if not ok then show_error(err) end
     else  -- an expression's values, or those a chunk of statements returned
         local from, hint = repl.output_mark(), repl.hint(input, how, ...)
-        if hint and habit_hint("replaces_value", ...) then keep_values(...)   -- x.shape: hint alone
+        if habit_hint("replaces_value", hint, ...) then keep_values(...)   -- x.shape: hint alone
         elseif show_values(...) and recorder then recorder.values(from, ...) end
         if hint then out(hint_text(hint)) end
     end
