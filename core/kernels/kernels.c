@@ -340,6 +340,18 @@ static void store_edge(float *c, size_t ldc, const float *edge, size_t nr, size_
 /* A block's bias from column jr on, or NULL. */
 static const float *bias_at(const float *bias, size_t jr) { return bias ? bias + jr : NULL; }
 
+static bool tile_part_on = true;
+
+void mha_kernels_set_tile_part(bool on) { tile_part_on = on; }
+
+/* k->tile on the first `rows` rows of the A panel a (c has room for MR rows): where they are
+ * fewer than MR, the tile's loop on only as many as it needs (k->tile_part), the same bits. */
+static void tile_rows(const kernel_isa *k, size_t rows, size_t kc, const float *a, const float *b, float *c,
+                      size_t ldc, bool add, const float *col_scale, const float *bias) {
+    if (rows < k->mr && tile_part_on) k->tile_part(rows, kc, a, b, c, ldc, add, col_scale, bias);
+    else k->tile(kc, a, b, c, ldc, add, col_scale, bias);
+}
+
 /* The tile of C at (ir, jr) in a block (mc,nc): A panel ir against B panel jr. A tile that sticks
  * out of C is computed into edge and the part inside is copied. bias: the block's (nc), or NULL. */
 static void tile_at(const kernel_isa *k, float *c, size_t ldc, const float *pa, const float *pb, size_t ir, size_t jr,
@@ -350,7 +362,7 @@ static void tile_at(const kernel_isa *k, float *c, size_t ldc, const float *pa, 
         k->tile(kc, pa + ir * kc, pb + jr * kc, ct, ldc, add, NULL, bias_at(bias, jr));
         return;
     }
-    k->tile(kc, pa + ir * kc, pb + jr * kc, edge, k->nr, false, NULL, NULL);
+    tile_rows(k, m, kc, pa + ir * kc, pb + jr * kc, edge, k->nr, false, NULL, NULL);
     store_edge(ct, ldc, edge, k->nr, m, n, add, bias_at(bias, jr));
 }
 
@@ -487,7 +499,7 @@ static void multiply_block_a_cols(const kernel_isa *k, float *c, size_t ldc, con
             const bool add_out = out == ct && add;
             const float *bias_out = out == ct ? bias_at(bias, jr) : NULL, *bp = pb + jr * kc + from * k->nr;
             if (m == k->mr) k->tile_a_cols(out, ld_out, a + ir + (ptrdiff_t)from * a_cs, a_cs, bp, to - from, add_out, bias_out);
-            else k->tile(to - from, panel + from * k->mr, bp, out, ld_out, add_out, NULL, bias_out);
+            else tile_rows(k, m, to - from, panel + from * k->mr, bp, out, ld_out, add_out, NULL, bias_out);
             if (out == edge) store_edge(ct, ldc, edge, k->nr, m, n, add, bias_at(bias, jr));
         }
     }
@@ -833,7 +845,7 @@ static mha_status fused_part(void *ctx, size_t part, size_t nparts) {
             for (size_t j0 = 0; j0 < nq_pad; j0 += nr) {
                 /* pass 1: scoresᵀ = K·(scale·Qᵀ) */
                 for (size_t i0 = 0; i0 < nk_pad; i0 += mr)
-                    k->tile(D, kp + i0 * D, qt + j0 * D, panel + i0 * nr, nr, false, NULL, NULL);
+                    tile_rows(k, nk - i0, D, kp + i0 * D, qt + j0 * D, panel + i0 * nr, nr, false, NULL, NULL);
                 /* pass 2: mask; pass 3: online softmax, P = exp(scoresᵀ - m) */
                 if (args->mask || args->causal)
                     mask_panel(panel, nr, args, q0 + j0, j0 < nq ? min_size(nr, nq - j0) : 0, k0, nk);
@@ -841,7 +853,7 @@ static mha_status fused_part(void *ctx, size_t part, size_t nparts) {
                 /* pass 4: accᵀ = accᵀ·diag(alpha) + Vᵀ·P, the rescaling done by the tile as it
                  * adds */
                 for (size_t i0 = 0; i0 < dv_pad; i0 += mr)
-                    k->tile(nk, vt + i0 * nk, panel, acc + i0 * bq + j0, bq, true, alpha + j0, NULL);
+                    tile_rows(k, Dv - i0, nk, vt + i0 * nk, panel, acc + i0 * bq + j0, bq, true, alpha + j0, NULL);
             }
         }
         /* out = acc / l; a query that saw no key (l = 0) is NaN, like softmax of all -inf */

@@ -28,6 +28,12 @@ typedef struct kernel_isa {
      * alike. */
     void (*tile)(size_t kc, const float *a, const float *b, float *c, size_t ldc, bool add, const float *col_scale,
                  const float *bias);
+    /* tile on the first `rows` (< MR) rows of the A panel: the tile's loop on a third or two
+     * thirds of its rows where rows fit, so a ragged last panel (Dv = 64 = 5·12 + 4) does not
+     * multiply its zero padding. Each row's sum is tile's, bit for bit; rows up to the third
+     * taken are written (those past `rows` from the panel's zeros): c has room for them. */
+    void (*tile_part)(size_t rows, size_t kc, const float *a, const float *b, float *c, size_t ldc, bool add,
+                      const float *col_scale, const float *bias);
     /* One key tile of online softmax for NR queries side by side. scores (nk,NR): row p holds key
      * p's score for each query. With m, l the running max and sum per query (NR each):
      *   m' = max(m, max_p scores[p]);  scores[p] <- exp(scores[p] - m');

@@ -13,7 +13,7 @@ typedef int kernels_simd_not_on_this_cpu;
  * ------------------------------------------------------------------------------------------- */
 
 /* c (rows,NR) row stride ldc = (add ? c·diag(col_scale) : bias ? bias : 0) + acc, acc the tile's
- * first `rows` x NV vectors (tile_store: all MR), bias (NR) added to every row: a linear layer's
+ * first `rows` x NV vectors, bias (NR) added to every row: a linear layer's
  * bias, the very sum its being written into c first and added would give. */
 INLINE void tile_store_rows(vf acc[MR][NV], int rows, float *c, size_t ldc, bool add, const float *col_scale,
                             const float *bias) {
@@ -29,17 +29,13 @@ INLINE void tile_store_rows(vf acc[MR][NV], int rows, float *c, size_t ldc, bool
     }
 }
 
-INLINE void tile_store(vf acc[MR][NV], float *c, size_t ldc, bool add, const float *col_scale, const float *bias) {
-    tile_store_rows(acc, MR, c, ldc, add, col_scale, bias);
-}
-
-/* One step of the tile: acc (MR,NR) += a (MR) times b (NR), one A value broadcast against the NV
- * vectors of B. */
-INLINE void tile_step(vf acc[MR][NV], const float *a, const float *b) {
+/* One step of the tile on its first R rows (a constant): acc (R,NR) += a (R) times b (NR), one A
+ * value broadcast against the NV vectors of B. */
+INLINE void tile_step(vf acc[MR][NV], const float *a, const float *b, const int R) {
     vf bv[NV];
     for (int v = 0; v < NV; v++) bv[v] = load(b + W * v);
 #pragma GCC unroll 16
-    for (int i = 0; i < MR; i++) {
+    for (int i = 0; i < R; i++) {
         vf ai = splat(a[i]);
         for (int v = 0; v < NV; v++) acc[i][v] = ai * bv[v] + acc[i][v];
     }
@@ -54,15 +50,15 @@ enum { C_FETCH_STEPS = 24 };
  * AVX-512 Xeon, its operands in L2 or in L3). */
 enum { A_FETCH_STEPS = 8 };
 
-/* kc steps in k order over A's MR values of each step, a_step floats apart (MR: a packed panel;
- * a_cs: the columns of an A with contiguous columns, read in place, fetched A_FETCH_STEPS ahead
- * when fetch_a), C's rows fetched to L2 as the tile starts and to L1 C_FETCH_STEPS before it
- * ends. */
+/* kc steps in k order over the first R (a constant) of A's MR values of each step, a_step floats
+ * apart (MR: a packed panel; a_cs: the columns of an A with contiguous columns, read in place,
+ * fetched A_FETCH_STEPS ahead when fetch_a), C's R rows fetched to L2 as the tile starts and to
+ * L1 C_FETCH_STEPS before it ends. */
 INLINE void tile_steps(size_t kc, const float *a, ptrdiff_t a_step, const float *b, float *c, size_t ldc, bool add,
-                       const float *col_scale, const float *bias, bool fetch_a) {
+                       const float *col_scale, const float *bias, bool fetch_a, const int R) {
     vf acc[MR][NV];
 #pragma GCC unroll 16
-    for (int i = 0; i < MR; i++) {
+    for (int i = 0; i < R; i++) {
         for (int v = 0; v < NV; v++) acc[i][v] = splat(0.0f);
         __builtin_prefetch(c + (size_t)i * ldc, 1, 2);
         __builtin_prefetch(c + (size_t)i * ldc + NR - 1, 1, 2);
@@ -73,28 +69,36 @@ INLINE void tile_steps(size_t kc, const float *a, ptrdiff_t a_step, const float 
             __builtin_prefetch(a + A_FETCH_STEPS * a_step, 0, 3);
             __builtin_prefetch(a + A_FETCH_STEPS * a_step + MR - 1, 0, 3);
         }
-        tile_step(acc, a, b);
+        tile_step(acc, a, b, R);
     }
 #pragma GCC unroll 16
-    for (int i = 0; i < MR; i++) {
+    for (int i = 0; i < R; i++) {
         __builtin_prefetch(c + (size_t)i * ldc, 1, 3);
         __builtin_prefetch(c + (size_t)i * ldc + NR - 1, 1, 3);
     }
-    for (; p < kc; p++, a += a_step, b += NR) tile_step(acc, a, b);
-    tile_store(acc, c, ldc, add, col_scale, bias);
+    for (; p < kc; p++, a += a_step, b += NR) tile_step(acc, a, b, R);
+    tile_store_rows(acc, R, c, ldc, add, col_scale, bias);
 }
 
 /* See kernel_isa.tile. */
 static void tile(size_t kc, const float *a, const float *b, float *c, size_t ldc, bool add, const float *col_scale,
                  const float *bias) {
-    tile_steps(kc, a, MR, b, c, ldc, add, col_scale, bias, false);
+    tile_steps(kc, a, MR, b, c, ldc, add, col_scale, bias, false, MR);
+}
+
+/* See kernel_isa.tile_part: a third or two thirds of the tile's rows, each row's sum the same. */
+static void tile_part(size_t rows, size_t kc, const float *a, const float *b, float *c, size_t ldc, bool add,
+                      const float *col_scale, const float *bias) {
+    if (rows <= MR / 3) tile_steps(kc, a, MR, b, c, ldc, add, col_scale, bias, false, MR / 3);
+    else if (rows <= 2 * MR / 3) tile_steps(kc, a, MR, b, c, ldc, add, col_scale, bias, false, 2 * MR / 3);
+    else tile_steps(kc, a, MR, b, c, ldc, add, col_scale, bias, false, MR);
 }
 
 /* See kernel_isa.tile_a_cols: tile's steps with A's column p at a + p·a_cs, so the same FMAs in the
  * same order as tile on the panel pack_a_cols makes of the same rows. */
 static void tile_a_cols(float *c, size_t ldc, const float *a, ptrdiff_t a_cs, const float *b, size_t kc, bool add,
                         const float *bias) {
-    tile_steps(kc, a, a_cs, b, c, ldc, add, NULL, bias, true);
+    tile_steps(kc, a, a_cs, b, c, ldc, add, NULL, bias, true, MR);
 }
 
 /* See kernel_isa.tile_a_rows: tile's loop with each A value broadcast from its own row of A, so the
@@ -543,7 +547,7 @@ static void attend_one(const mha_attn_args *args, size_t key_tile) {
     if (args->lse) args->lse[0] = l > 0.0f ? (float)((double)m + log((double)l)) : -INFINITY;
 }
 
-const kernel_isa KERNELS_SET = {KERNELS_NAME, MR, NR, tile, softmax_step, softmax_row, pack_b_trans, pack_b_rows,
+const kernel_isa KERNELS_SET = {KERNELS_NAME, MR, NR, tile, tile_part, softmax_step, softmax_row, pack_b_trans, pack_b_rows,
                                 dot_rows, pack_a_rows, pack_a_cols, tile_a_rows, tile_a_cols, SET_FN(gelu),
                                 SET_FN(gelu_grad), SET_FN(layer_norm_rows), SET_FN(layer_norm_rows_backward),
                                 SET_FN(layer_norm_columns), SET_FN(column_sums), SET_FN(row_dots), attend_one};

@@ -12,6 +12,9 @@ void mha_kernels_set_dot_rows(bool on);
 /* false packs A always, even for a narrow product whose A has contiguous rows: the two paths held
  * equal. */
 void mha_kernels_set_a_unpacked(bool on);
+/* false runs a ragged last panel of A rows on the whole tile, its zero padding multiplied too:
+ * k->tile_part held equal to it. */
+void mha_kernels_set_tile_part(bool on);
 /* false keeps a single query (L = 1) on the fused path's tiles: attend_one held equal to them. */
 void mha_kernels_set_one_query(bool on);
 /* The work (in FLOP, 8e6 unless set) under which mha_kernels_parts keeps a call on one thread; 0

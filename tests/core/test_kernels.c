@@ -294,7 +294,57 @@ static void check_sgemm_tri(const char *isa) {
     CHECK(name, ok, "%s", why);
 }
 
+/* k->tile_part (a ragged last panel of A rows on a third or two thirds of the tile) against the
+ * whole tile on the zero-padded panel: the very bits, on the packed path (A packed, A's columns
+ * read in place with a ragged panel packed) for every row count a panel can be left with, and in
+ * the fused attention, whose key tiles (256 = 21·12 + 4) and value dims (Dv = 64 = 5·12 + 4)
+ * leave ragged panels. */
+static void check_tile_part(const char *isa) {
+    char why[256] = "";
+    int ok = 1;
+    mha_kernels_set_dot_rows(false);
+    for (size_t M = 1; ok && M <= 25; M++)
+        for (int a_cols = 0; ok && a_cols < 2; a_cols++) {
+            const size_t N = 70, K = 300, lda = a_cols ? M + 1 : K + 1;
+            float *a = random_floats((a_cols ? K : M) * lda), *b = random_floats(K * N);
+            float *c[2] = {random_floats(M * N), malloc(M * N * sizeof(float))};
+            memcpy(c[1], c[0], M * N * sizeof(float));
+            mha_kernels_set_a_unpacked(a_cols == 1);   /* rows: packed; columns: read in place */
+            for (int part = 0; part < 2; part++) {
+                mha_kernels_set_tile_part(part == 1);
+                if (mha_sgemm(c[part], N, a, a_cols ? 1 : (ptrdiff_t)lda, a_cols ? (ptrdiff_t)lda : 1, b, (ptrdiff_t)N,
+                              1, M, N, K, M % 2 == 1) != MHA_OK) ok = 0;
+            }
+            if (ok && memcmp(c[0], c[1], M * N * sizeof(float)) != 0) ok = 0;
+            if (!ok) snprintf(why, sizeof why, "sgemm M=%zu, A's %s: the two differ", M, a_cols ? "columns" : "rows");
+            free(a); free(b); free(c[0]); free(c[1]);
+        }
+    mha_kernels_set_a_unpacked(true);
+    mha_kernels_set_dot_rows(true);
+    const size_t shapes[][4] = {{300, 600, 64, 64}, {100, 257, 33, 17}, {65, 100, 7, 5}};   /* L, S, D, Dv */
+    for (size_t c = 0; ok && c < sizeof shapes / sizeof shapes[0]; c++) {
+        const size_t L = shapes[c][0], S = shapes[c][1], D = shapes[c][2], Dv = shapes[c][3];
+        float *q = random_floats(L * D), *k = random_floats(S * D), *v = random_floats(S * Dv);
+        float *out[2] = {malloc(L * Dv * sizeof(float)), malloc(L * Dv * sizeof(float))};
+        for (int part = 0; part < 2; part++) {
+            mha_kernels_set_tile_part(part == 1);
+            mha_attn_args args = {.out = out[part], .ld_out = Dv, .q = q, .ld_q = D, .k = k, .ld_k = D, .v = v,
+                                  .ld_v = Dv, .causal = c == 1, .scale = 0.125f, .L = L, .S = S, .D = D, .Dv = Dv};
+            if (mha_attention_fused(&args) != MHA_OK) ok = 0;
+        }
+        if (ok && memcmp(out[0], out[1], L * Dv * sizeof(float)) != 0) ok = 0;
+        if (!ok) snprintf(why, sizeof why, "attention_fused L=%zu S=%zu D=%zu Dv=%zu: the two differ", L, S, D, Dv);
+        free(q); free(k); free(v); free(out[0]); free(out[1]);
+    }
+    mha_kernels_set_tile_part(true);
+    char name[256];
+    snprintf(name, sizeof name, "tile_part[%s]: a ragged panel on part of the tile gives the whole tile's bits "
+             "(sgemm, A packed or read by columns, 1-25 rows; fused attention)", isa);
+    CHECK(name, ok, "%s", why);
+}
+
 static void check_sgemm(const char *isa) {
+    check_tile_part(isa);
     check_sgemm_tri(isa);
     check_sgemm_transposed_exact(isa);
     check_sgemm_a_unpacked(isa);
