@@ -24,7 +24,7 @@ ALL_CFLAGS = $(DEFS) $(WARN) $(CFLAGS) $(SAN) -fPIC -Icore -Ilua/bind -Ilua/sys 
 # required by; a new file is added here by hand.
 # core/, room by room in reading order (docs/architecture.md says what each room holds)
 CORE_SRC  = core/base/status.c core/base/alloc.c
-CORE_SRC += core/kernels/kernels.c core/kernels/rows.c core/kernels/pool.c
+CORE_SRC += core/kernels/kernels.c core/kernels/attention_fused.c core/kernels/rows.c core/kernels/pool.c
 CORE_SRC += core/tensor/tensor.c core/tensor/rng.c \
             core/tensor/ops.c core/tensor/ops_elementwise.c core/tensor/ops_reduce.c \
             core/tensor/ops_join.c core/tensor/ops_matmul.c

@@ -1,6 +1,6 @@
-/* core/kernels/kernels.c - the compute kernels under the tensor ops: matrix multiply and attention
- * over raw float pointers, each plain reference kernel kept beside the fast kernel that tests hold
- * equal to it. */
+/* core/kernels/kernels.c - the compute kernels under the tensor ops: the matrix multiply and the
+ * softmax of rows over raw float pointers (the fused attention on them: attention_fused.c), each
+ * plain reference kept beside the fast kernel that tests hold equal to it, and the set's choice. */
 #include <math.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -122,11 +122,6 @@ size_t mha_kernels_isa_list(const char **names, size_t max) {
  * start on 64-byte cache lines.
  * ------------------------------------------------------------------------------------------- */
 
-typedef struct scratch {
-    void *base;
-    size_t nbytes;
-} scratch;
-
 /* Floats needed for buffers of the given sizes, each rounded up to a cache line; 0 on overflow. */
 static size_t scratch_floats(const size_t *sizes, size_t n) {
     size_t total = 16; /* room to align the start */
@@ -139,7 +134,7 @@ static size_t scratch_floats(const size_t *sizes, size_t n) {
 }
 
 /* Allocates the buffers; bufs[i] gets sizes[i] floats. false when out of memory. */
-static bool scratch_alloc(scratch *s, float **bufs, const size_t *sizes, size_t n) {
+bool mha_scratch_alloc(mha_scratch *s, float **bufs, const size_t *sizes, size_t n) {
     size_t total = scratch_floats(sizes, n);
     s->nbytes = total * sizeof(float);
     s->base = total ? mha_alloc(s->nbytes) : NULL;
@@ -152,7 +147,7 @@ static bool scratch_alloc(scratch *s, float **bufs, const size_t *sizes, size_t 
     return true;
 }
 
-static void scratch_free(scratch *s) { mha_free(s->base, s->nbytes); }
+void mha_scratch_free(mha_scratch *s) { mha_free(s->base, s->nbytes); }
 
 /* ---------------------------------------------------------------------------------------------
  * Packing: copy a block of A or B, whatever its strides, into the panel order the register tile
@@ -162,8 +157,8 @@ static void scratch_free(scratch *s) { mha_free(s->base, s->nbytes); }
 
 /* A (mc,kc) with (i,p) at a[i*a_rs + p*a_cs]  ->  panels of mr rows:
  * dst[(i/mr)*mr*kc + p*mr + i%mr]. */
-static void pack_a(const kernel_isa *k, float *dst, const float *a, ptrdiff_t a_rs, ptrdiff_t a_cs, size_t mc,
-                   size_t kc, size_t mr) {
+void mha_pack_a(const kernel_isa *k, float *dst, const float *a, ptrdiff_t a_rs, ptrdiff_t a_cs, size_t mc,
+                size_t kc, size_t mr) {
     if (a_rs == 1 && a_cs != 1 && mr == k->mr && k->pack_a_cols) { /* columns contiguous: the whole
                                                                       block */
         k->pack_a_cols(dst, a, a_cs, kc, mc);
@@ -194,8 +189,8 @@ static void pack_a(const kernel_isa *k, float *dst, const float *a, ptrdiff_t a_
 /* B (kc,nc) with (p,j) at b[p*b_rs + j*b_cs], times scale  ->  panels of k->nr columns:
  * dst[(j/nr)*nr*kc + p*nr + j%nr]. */
 
-static void pack_b(const kernel_isa *k, float *dst, const float *b, ptrdiff_t b_rs, ptrdiff_t b_cs, size_t kc,
-                   size_t nc, float scale) {
+void mha_pack_b(const kernel_isa *k, float *dst, const float *b, ptrdiff_t b_rs, ptrdiff_t b_cs, size_t kc,
+                size_t nc, float scale) {
     const size_t nr = k->nr;
     if (b_cs == 1 && nc >= nr) {
         /* rows contiguous: the whole panels row by row, so that B is read in one sweep (panel by
@@ -346,8 +341,8 @@ void mha_kernels_set_tile_part(bool on) { tile_part_on = on; }
 
 /* k->tile on the first `rows` rows of the A panel a (c has room for MR rows): where they are
  * fewer than MR, the tile's loop on only as many as it needs (k->tile_part), the same bits. */
-static void tile_rows(const kernel_isa *k, size_t rows, size_t kc, const float *a, const float *b, float *c,
-                      size_t ldc, bool add, const float *col_scale, const float *bias) {
+void mha_tile_rows(const kernel_isa *k, size_t rows, size_t kc, const float *a, const float *b, float *c,
+                   size_t ldc, bool add, const float *col_scale, const float *bias) {
     if (rows < k->mr && tile_part_on) k->tile_part(rows, kc, a, b, c, ldc, add, col_scale, bias);
     else k->tile(kc, a, b, c, ldc, add, col_scale, bias);
 }
@@ -362,7 +357,7 @@ static void tile_at(const kernel_isa *k, float *c, size_t ldc, const float *pa, 
         k->tile(kc, pa + ir * kc, pb + jr * kc, ct, ldc, add, NULL, bias_at(bias, jr));
         return;
     }
-    tile_rows(k, m, kc, pa + ir * kc, pb + jr * kc, edge, k->nr, false, NULL, NULL);
+    mha_tile_rows(k, m, kc, pa + ir * kc, pb + jr * kc, edge, k->nr, false, NULL, NULL);
     store_edge(ct, ldc, edge, k->nr, m, n, add, bias_at(bias, jr));
 }
 
@@ -483,7 +478,7 @@ static void multiply_block_a_cols(const kernel_isa *k, float *c, size_t ldc, con
                                   float *panel, const tri_at *t) {
     _Alignas(64) float edge[MAX_TILE];
     const size_t whole = mc / k->mr * k->mr;
-    if (whole < mc) pack_a(k, panel, a + whole, 1, a_cs, mc - whole, kc, k->mr);
+    if (whole < mc) mha_pack_a(k, panel, a + whole, 1, a_cs, mc - whole, kc, k->mr);
     for (size_t ir = 0; ir < mc; ir += k->mr) {
         const size_t m = min_size(k->mr, mc - ir);
         for (size_t jr = 0; jr < nc; jr += k->nr) {
@@ -499,7 +494,7 @@ static void multiply_block_a_cols(const kernel_isa *k, float *c, size_t ldc, con
             const bool add_out = out == ct && add;
             const float *bias_out = out == ct ? bias_at(bias, jr) : NULL, *bp = pb + jr * kc + from * k->nr;
             if (m == k->mr) k->tile_a_cols(out, ld_out, a + ir + (ptrdiff_t)from * a_cs, a_cs, bp, to - from, add_out, bias_out);
-            else tile_rows(k, m, to - from, panel + from * k->mr, bp, out, ld_out, add_out, NULL, bias_out);
+            else mha_tile_rows(k, m, to - from, panel + from * k->mr, bp, out, ld_out, add_out, NULL, bias_out);
             if (out == edge) store_edge(ct, ldc, edge, k->nr, m, n, add, bias_at(bias, jr));
         }
     }
@@ -586,8 +581,8 @@ static mha_status sgemm_block(const sgemm_job *job, size_t m0, size_t m1, size_t
     size_t nc_max = job->packed_b ? 0 : min_size(round_up(N, k->nr), NCB);
     float *bufs[2];
     size_t sizes[2] = {mc_max * kc_max, kc_max * nc_max};
-    scratch s;
-    if (!scratch_alloc(&s, bufs, sizes, 2))
+    mha_scratch s;
+    if (!mha_scratch_alloc(&s, bufs, sizes, 2))
         return mha_fail(MHA_E_NOMEM, "sgemm: (%zu,%zu) @ (%zu,%zu): out of memory for packing", job->M, K, K, job->N);
     float *packed_a = bufs[0], *packed_b = bufs[1];
     mha_status status = MHA_OK;
@@ -601,7 +596,7 @@ static mha_status sgemm_block(const sgemm_job *job, size_t m0, size_t m1, size_t
                                   split) */
                 packed_b = (float *)job->packed_b + jc * K + pc * round_up(nc, k->nr);
             else
-                pack_b(k, packed_b, b + (ptrdiff_t)pc * b_rs + (ptrdiff_t)jc * b_cs, b_rs, b_cs, kc, nc, 1.0f);
+                mha_pack_b(k, packed_b, b + (ptrdiff_t)pc * b_rs + (ptrdiff_t)jc * b_cs, b_rs, b_cs, kc, nc, 1.0f);
             /* A's zeros are skipped only against a finite B, whose 0·B[p,j] are all ±0 (0·inf is
              * NaN); checked on the slice just packed, in cache */
             const bool skip_zeros = job->tri == MHA_TRI_A_LOWER || job->tri == MHA_TRI_A_UPPER;
@@ -625,14 +620,14 @@ static mha_status sgemm_block(const sgemm_job *job, size_t m0, size_t m1, size_t
                                           job->accumulate || pc > 0, bias_block, packed_a, t);
                     continue;
                 }
-                pack_a(k, packed_a, a_block, a_rs, a_cs, mc, kc, k->mr);
+                mha_pack_a(k, packed_a, a_block, a_rs, a_cs, mc, kc, k->mr);
                 multiply_block(k, c + ic * job->ldc + jc, job->ldc, packed_a, packed_b, mc, nc, kc,
                                job->accumulate || pc > 0, bias_block);
             }
         }
     }
 done:
-    scratch_free(&s);
+    mha_scratch_free(&s);
     return status;
 }
 
@@ -684,17 +679,17 @@ static mha_status sgemm_run(float *c, size_t ldc, const float *a, ptrdiff_t a_rs
                      M > N || (row_units >= col_units && row_units >= 2 * threads), NULL, tri, off};
     const size_t nparts = sgemm_parts(job.split_rows ? row_units : col_units, threads, flops);
     if (nparts == 1) return sgemm_block(&job, 0, M, 0, N);
-    scratch s = {NULL, 0};
+    mha_scratch s = {NULL, 0};
     float *packed = NULL;
     if (job.split_rows && !dot_rows_fit(k, &job) && mha_sgemm_packed_b_size(N, K) <= PREPACK_MAX_FLOATS) {
         size_t size = mha_sgemm_packed_b_size(N, K);
-        if (!scratch_alloc(&s, &packed, &size, 1))
+        if (!mha_scratch_alloc(&s, &packed, &size, 1))
             return mha_fail(MHA_E_NOMEM, "sgemm: (%zu,%zu) @ (%zu,%zu): out of memory for packing", M, K, K, N);
         mha_sgemm_pack_b(packed, b, b_rs, b_cs, N, K);
         job.packed_b = packed;
     }
     mha_status st = mha_run_parts(sgemm_part, &job, nparts);
-    if (packed) scratch_free(&s);
+    if (packed) mha_scratch_free(&s);
     return st;
 }
 
@@ -727,7 +722,7 @@ void mha_sgemm_pack_b(float *packed, const float *b, ptrdiff_t b_rs, ptrdiff_t b
         size_t nc = min_size(NCB, N - jc);
         for (size_t pc = 0; pc < K; pc += KC) {
             size_t kc = min_size(KC, K - pc);
-            pack_b(k, packed + jc * K + pc * round_up(nc, k->nr), b + (ptrdiff_t)pc * b_rs + (ptrdiff_t)jc * b_cs, b_rs,
+            mha_pack_b(k, packed + jc * K + pc * round_up(nc, k->nr), b + (ptrdiff_t)pc * b_rs + (ptrdiff_t)jc * b_cs, b_rs,
                    b_cs, kc, nc, 1.0f);
         }
     }
@@ -744,149 +739,4 @@ mha_status mha_sgemm_packed(float *c, size_t ldc, const float *a, ptrdiff_t a_rs
     /* b unread */
     sgemm_job job = {c, ldc, a, a_rs, a_cs, packed_b, 0, 0, M, N, K, accumulate, NULL, true, packed_b, MHA_TRI_NONE, 0};
     return sgemm_block(&job, 0, M, 0, N);
-}
-
-/* ---------------------------------------------------------------------------------------------
- * Fused attention (the method of FlashAttention, on a CPU): for a tile of queries, walk the keys
- * tile by tile keeping per query the running max m, the running sum l and the accumulated
- * sum_j exp(s_j - m)·v_j; when a tile raises m, what came before is rescaled by exp(m_old - m_new).
- * At the end out = acc / l. The (L,S) scores never exist: only one panel of them, a key tile by NR
- * queries, which is scored, exponentiated and added into acc before the next panel is scored.
- *
- * The block is computed transposed, keys down and queries across (scoresᵀ = K·Qᵀ), so that:
- *   - the softmax along the keys of one query is a column: the max and sum are plain vector ops;
- *   - the register tile writes scoresᵀ straight into the panel order the second product reads as
- *     its B operand: accᵀ (Dv, queries) += Vᵀ · P, with P = exp(scoresᵀ - m) — no transposition.
- * ------------------------------------------------------------------------------------------- */
-
-enum {
-    QUERY_TILE = 512, /* queries per tile (a multiple of every NR); Q, acc and m,l are this wide.
-                       * Wide, so K and V are packed once per 512 queries (128: 20% slower) */
-    KEY_TILE = 256    /* keys per tile; K, V and the score panel are this deep (panel: 32 KB at NR =
-                         32) */
-};
-
-/* Adds the additive mask and hides the future (key > query) in one (nk keys, nr queries) panel. */
-static void mask_panel(float *scores, size_t nr, const mha_attn_args *args, size_t q0, size_t nq, size_t k0, size_t nk) {
-    if (args->mask) {
-        for (size_t p = 0; p < nk; p++) {
-            const float *mrow = args->mask + (ptrdiff_t)(k0 + p) * args->mask_cs + (ptrdiff_t)q0 * args->mask_rs;
-            for (size_t j = 0; j < nq; j++) scores[p * nr + j] += mrow[(ptrdiff_t)j * args->mask_rs];
-        }
-    }
-    if (args->causal && k0 + nk > q0 + 1) {
-        for (size_t p = 0; p < nk; p++)
-            for (size_t j = 0; j < nq && q0 + j < k0 + p; j++) scores[p * nr + j] = -INFINITY;
-    }
-}
-
-/* Keys per tile: KEY_TILE where MR is a multiple of 4 (the last tile's panels are padded to whole
- * MR rows), else the multiple of MR below it (252 at MR = 6). Where the keys are cut sets the
- * online softmax's bits, so the 4-, 8- and 12-row tiles cut them alike. */
-static size_t key_tile_cap(const kernel_isa *k) { return k->mr % 4 == 0 ? KEY_TILE : KEY_TILE / k->mr * k->mr; }
-
-/* Queries per tile: QUERY_TILE, or all of them rounded up to whole panels when fewer. */
-static size_t query_tile(const kernel_isa *k, size_t L) { return min_size(QUERY_TILE, round_up(L, k->nr)); }
-
-static bool one_query_on = true;
-
-void mha_kernels_set_one_query(bool on) { one_query_on = on; }
-
-typedef struct fused_job {
-    const mha_attn_args *args;
-} fused_job;
-
-/* Query tiles part, part + nparts, part + 2·nparts, ... (every nparts-th, so that under a causal
- * mask, where later tiles see more keys, the parts get even work), with scratch of its own. */
-static mha_status fused_part(void *ctx, size_t part, size_t nparts) {
-    const mha_attn_args *args = ((const fused_job *)ctx)->args;
-    const size_t L = args->L, S = args->S, D = args->D, Dv = args->Dv;
-    const kernel_isa *k = isa();
-    const size_t mr = k->mr, nr = k->nr;
-    const size_t bq = query_tile(k, L);
-    const size_t bk_cap = key_tile_cap(k);
-    const size_t bk = min_size(bk_cap, round_up(S, mr)), bk_pad = round_up(bk, mr);
-    const size_t dv_pad = round_up(Dv, mr);
-
-    enum { QT, KP, VT, SC, ACC, M, LSUM, ALPHA, NBUF };
-    float *bufs[NBUF];
-    size_t sizes[NBUF] = {
-        [QT] = D * bq,          /* scale·Qᵀ (D, queries), B panels */
-        [KP] = bk_pad * D,      /* K (keys, D), A panels */
-        [VT] = dv_pad * bk,     /* Vᵀ (Dv, keys), A panels */
-        [SC] = bk_pad * nr,     /* scoresᵀ then P (keys, NR queries): one B panel, used up before
-                                   the next */
-        [ACC] = dv_pad * bq,    /* accᵀ (Dv, queries), row-major */
-        [M] = bq, [LSUM] = bq, [ALPHA] = bq};
-    scratch s;
-    if (!scratch_alloc(&s, bufs, sizes, NBUF))
-        return mha_fail(MHA_E_NOMEM, "attention: q (%zu,%zu), k (%zu,%zu): out of memory for tiles", L, D, S, D);
-    float *qt = bufs[QT], *kp = bufs[KP], *vt = bufs[VT], *panel = bufs[SC], *acc = bufs[ACC];
-    float *m = bufs[M], *l = bufs[LSUM], *alpha = bufs[ALPHA];
-    mha_status status = MHA_OK;
-
-    for (size_t q0 = part * bq; q0 < L; q0 += nparts * bq) {
-        const size_t nq = min_size(bq, L - q0), nq_pad = round_up(nq, nr);
-        pack_b(k, qt, args->q + q0 * args->ld_q, 1, (ptrdiff_t)args->ld_q, D, nq, args->scale);
-        for (size_t j = 0; j < nq_pad; j++) { m[j] = -INFINITY; l[j] = 0.0f; }
-        memset(acc, 0, dv_pad * bq * sizeof(float));
-        /* with causal, the last query of the tile sees keys up to q0 + nq - 1 */
-        const size_t key_end = args->causal ? min_size(S, q0 + nq) : S;
-
-        for (size_t k0 = 0; k0 < key_end; k0 += bk) {
-            if (mha_interrupted()) {
-                status = mha_fail(MHA_E_INTERRUPTED, "attention: q (%zu,%zu), k (%zu,%zu): interrupted", L, D, S, D);
-                goto done;
-            }
-            const size_t nk = min_size(bk, key_end - k0), nk_pad = round_up(nk, mr);
-            pack_a(k, kp, args->k + k0 * args->ld_k, (ptrdiff_t)args->ld_k, 1, nk, D, mr);
-            pack_a(k, vt, args->v + k0 * args->ld_v, 1, (ptrdiff_t)args->ld_v, Dv, nk, mr);
-
-            for (size_t j0 = 0; j0 < nq_pad; j0 += nr) {
-                /* pass 1: scoresᵀ = K·(scale·Qᵀ) */
-                for (size_t i0 = 0; i0 < nk_pad; i0 += mr)
-                    tile_rows(k, nk - i0, D, kp + i0 * D, qt + j0 * D, panel + i0 * nr, nr, false, NULL, NULL);
-                /* pass 2: mask; pass 3: online softmax, P = exp(scoresᵀ - m) */
-                if (args->mask || args->causal)
-                    mask_panel(panel, nr, args, q0 + j0, j0 < nq ? min_size(nr, nq - j0) : 0, k0, nk);
-                k->softmax_step(panel, nk, m + j0, l + j0, alpha + j0);
-                /* pass 4: accᵀ = accᵀ·diag(alpha) + Vᵀ·P, the rescaling done by the tile as it
-                 * adds */
-                for (size_t i0 = 0; i0 < dv_pad; i0 += mr)
-                    tile_rows(k, Dv - i0, nk, vt + i0 * nk, panel, acc + i0 * bq + j0, bq, true, alpha + j0, NULL);
-            }
-        }
-        /* out = acc / l; a query that saw no key (l = 0) is NaN, like softmax of all -inf */
-        for (size_t i = 0; i < nq; i++) {
-            float *row = args->out + (q0 + i) * args->ld_out;
-            float inv = l[i] > 0.0f ? 1.0f / l[i] : NAN;
-            for (size_t d = 0; d < Dv; d++) row[d] = acc[d * bq + i] * inv;
-        }
-        /* the row's log-sum-exp: Σ_j exp(s_j) = exp(m)·l */
-        for (size_t i = 0; args->lse && i < nq; i++)
-            args->lse[q0 + i] = l[i] > 0.0f ? (float)((double)m[i] + log((double)l[i])) : -INFINITY;
-    }
-done:
-    scratch_free(&s);
-    return status;
-}
-
-mha_status mha_attention_fused(const mha_attn_args *args) {
-    const size_t L = args->L, S = args->S, Dv = args->Dv;
-    if (L == 0 || Dv == 0) return MHA_OK;
-    if (S == 0) { /* no keys: an empty weighted sum, as the reference path gives; log 0 = -inf */
-        for (size_t i = 0; i < L; i++) memset(args->out + i * args->ld_out, 0, Dv * sizeof(float));
-        for (size_t i = 0; args->lse && i < L; i++) args->lse[i] = -INFINITY;
-        return MHA_OK;
-    }
-    const kernel_isa *k = isa();
-    const bool fits = args->D <= MHA_ONE_QUERY_DIM && Dv <= MHA_ONE_QUERY_DIM;
-    if (L == 1 && one_query_on && k->attend_one && fits) {
-        k->attend_one(args, key_tile_cap(k)); /* a decoding step: K and V read in place */
-        return MHA_OK;
-    }
-    const size_t bq = query_tile(k, L), tiles = (L + bq - 1) / bq;
-    const size_t nparts = mha_kernels_parts(tiles, 2.0 * (double)L * (double)S * (double)(args->D + Dv));
-    fused_job job = {args};
-    return mha_run_parts(fused_part, &job, nparts);
 }

@@ -148,8 +148,27 @@ extern const float mha_gelu_far_erfcx[GELU_FAR_DEG + 1];  /* exp(z²)·erfc(z) *
  * the stack) */
 enum { MHA_ONE_QUERY_KEYS = 256, MHA_ONE_QUERY_DIM = 256 };
 
-/* The set kernels.c chose for this CPU (or MHA_ISA, or mha_kernels_use_isa): for rows.c. */
+/* The set kernels.c chose for this CPU (or MHA_ISA, or mha_kernels_use_isa): for rows.c and
+ * attention_fused.c. */
 const kernel_isa *mha_kernels_current(void);
+
+/* kernels.c's pieces the fused attention (attention_fused.c) builds on. Scratch: one mha_alloc
+ * carved into n buffers of sizes[i] floats, each on a cache line (false: out of memory). */
+typedef struct mha_scratch {
+    void *base;
+    size_t nbytes;
+} mha_scratch;
+bool mha_scratch_alloc(mha_scratch *s, float **bufs, const size_t *sizes, size_t n);
+void mha_scratch_free(mha_scratch *s);
+/* A (mc,kc), (i,p) at a[i*a_rs + p*a_cs], into panels of mr rows (the last padded with zeros) */
+void mha_pack_a(const kernel_isa *k, float *dst, const float *a, ptrdiff_t a_rs, ptrdiff_t a_cs, size_t mc,
+                size_t kc, size_t mr);
+/* B (kc,nc), (p,j) at b[p*b_rs + j*b_cs], times scale, into panels of k->nr columns */
+void mha_pack_b(const kernel_isa *k, float *dst, const float *b, ptrdiff_t b_rs, ptrdiff_t b_cs, size_t kc,
+                size_t nc, float scale);
+/* k->tile on the first `rows` rows of an A panel (k->tile_part where they are fewer than MR) */
+void mha_tile_rows(const kernel_isa *k, size_t rows, size_t kc, const float *a, const float *b, float *c,
+                   size_t ldc, bool add, const float *col_scale, const float *bias);
 
 /* Two sources, core/kernels/kernels_simd.c and rows_simd.c, compiled once per set (Makefile). */
 extern const kernel_isa mha_kernels_portable; /* 4x8 tile, 4-lane vectors of plain C */
