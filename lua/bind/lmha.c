@@ -375,8 +375,16 @@ static size_t reduce_dim(lua_State *L, int arg, const mha_tensor *t, const char 
     return t->ndim == 0 ? MHA_ALL_DIMS : dim;
 }
 
+/* The tensor a reduction reads, argument 1: a tensor or a table of numbers, never a number alone,
+ * which torch.sum(2) refuses too. Python's x.sum(2), with a dot, passes the 2 alone: summed as a
+ * tensor it answered 2, where this says to call it with a colon. */
+static mha_tensor *reduced(lua_State *L, const char *fname) {
+    if (lua_type(L, 1) == LUA_TNUMBER) lmha_checkudata(L, 1, MHA_TENSOR_T);   /* raises */
+    return lmha_totensor(L, 1, fname);
+}
+
 static int reduce(lua_State *L, mha_reduceop op, const char *fname) {
-    mha_tensor *t = lmha_totensor(L, 1, fname);
+    mha_tensor *t = reduced(L, fname);
     size_t dim = reduce_dim(L, 2, t, fname);
     int keepdim = lua_toboolean(L, 3);
     return lmha_result(L, mha_ag_reduce(lmha_newtensor(L), op, t, dim, keepdim));
@@ -395,7 +403,7 @@ static mha_status one_based_arg(mha_tensor *index, mha_reduceop op, const mha_te
 }
 
 static int arg_reduce(lua_State *L, mha_reduceop op, const char *fname) {
-    mha_tensor *t = lmha_totensor(L, 1, fname);
+    mha_tensor *t = reduced(L, fname);
     size_t dim = reduce_dim(L, 2, t, fname);
     int keepdim = lua_toboolean(L, 3);
     return lmha_result(L, one_based_arg(lmha_newtensor(L), op, t, dim, keepdim));
@@ -410,7 +418,7 @@ static int max_or_min(lua_State *L, int is_max) {
     const char *fname = is_max ? "max" : "min";
     if (lmha_testtensor(L, 2)) return lmha_arith(L, is_max ? MHA_MAXIMUM : MHA_MINIMUM, fname);
     if (lua_isnoneornil(L, 2)) return reduce(L, is_max ? MHA_MAX : MHA_MIN, fname);
-    mha_tensor *t = lmha_totensor(L, 1, fname);
+    mha_tensor *t = reduced(L, fname);
     size_t dim = reduce_dim(L, 2, t, fname);
     int keepdim = lua_toboolean(L, 3);
     mha_tensor *values = lmha_newtensor(L), *indices = lmha_newtensor(L);
@@ -425,7 +433,7 @@ static int l_min(lua_State *L) { return max_or_min(L, 0); }
 
 /* var(t [, dim [, keepdim [, correction]]]): correction 1 (PyTorch's default) divides by n-1. */
 static int l_var(lua_State *L) {
-    mha_tensor *t = lmha_totensor(L, 1, "var");
+    mha_tensor *t = reduced(L, "var");
     size_t dim = reduce_dim(L, 2, t, "var");
     int keepdim = lua_toboolean(L, 3);
     lua_Integer correction = luaL_optinteger(L, 4, 1);

@@ -159,14 +159,48 @@ end
 -- "item is a method: call it with a colon: x:item()": the hint with the call as the user typed it
 -- (loss.item()); false when the message shows that call already (a second hint, the missing
 -- argument's, would mislead); nil for a message of another kind.
+-- The value the dotted name (x, model.x) holds among the globals; nil when it cannot be read.
+local function named_value(path)
+    local ok, v = pcall(function()
+        local v = _G
+        for part in path:gmatch("[^%.]+") do v = v[part] end
+        return v
+    end)
+    return ok and v or nil
+end
+
+-- Whether base (as typed before ".method(") names a library table (mha, mha.nn, plot): its
+-- functions take the tensor as an argument, so mha.exp() lacks one, it is not x.exp().
+local function library_named(base)
+    local v = named_value(base)
+    if type(v) ~= "table" then return false end
+    for _, loaded in pairs(package.loaded) do
+        if rawequal(loaded, v) then return true end
+    end
+    return rawequal(v, rawget(_G, "mha")) or rawequal(v, rawget(_G, "plot"))
+end
+
 local function colon_hint(input, first, w)
     local method = first:match("([%w_]+) is a method: call it with a colon: ")
                    or first:match("as a method, call it with a colon: [%w_]+:([%w_]+)")
     if not method then return nil end
     local base, args = input:match("([%a_][%w_%.]*)%." .. method .. "%s*(%b())")
+    if base and library_named(base) then return nil end
     local call = base and base .. ":" .. method .. args
     if call and not first:find(call, 1, true) then return w.hint .. string.format(w.colon, call) end
     return false
+end
+
+-- x.matmul(y), Python's habit, leaves matmul without its argument #2: Lua passed y alone. The
+-- call with a colon when the input calls fname with a dot on a value that has it as a method (a
+-- tensor, a module), else nil.
+local function dot_call(input, fname)
+    for base, args in input:gmatch("([%a_][%w_%.]*)%." .. fname .. "%s*(%b())") do
+        local v = not library_named(base) and named_value(base)
+        local ok, method = pcall(function() return v and v[fname] end)
+        if ok and type(method) == "function" then return base .. ":" .. fname .. args end
+    end
+    return nil
 end
 
 -- Python's x.shape[1] (a method indexed): the hint with Lua's x:shape()[2], x:size(-1) for a
@@ -352,6 +386,8 @@ function habits.after_error(input, msg, lang)
     if colon ~= nil then return colon or nil end
     -- a function called without an argument it needs: where its signature is
     local n, fname = first:match("bad argument #(%d+) to '([%w_]+)' %(.- expected, got no value%)")
+    local call = n and n ~= "1" and dot_call(input, fname)
+    if call then return w.hint .. string.format(w.colon, call) end
     if n then return w.hint .. string.format(w.missing_arg, fname, n, fname) end
     local used, kind, name = first:match("attempt to (%a+) a nil value %((%a+) '([%w_]+)'%)")
     if kind == "global" or kind == "field" or kind == "method" then
@@ -364,15 +400,8 @@ function habits.after_error(input, msg, lang)
     return nil
 end
 
--- Whether the dotted name (x, model.x) is a tensor among the globals; nil when it cannot be read.
-local function is_tensor_named(path)
-    local ok, v = pcall(function()
-        local v = _G
-        for part in path:gmatch("[^%.]+") do v = v[part] end
-        return v
-    end)
-    return ok and mha_is_tensor(v)
-end
+-- Whether the dotted name (x, model.x) is a tensor among the globals.
+local function is_tensor_named(path) return mha_is_tensor(named_value(path)) end
 
 -- Python's constants, as Lua writes them
 local LUA_CONSTANT = {None = "nil", True = "true", False = "false"}

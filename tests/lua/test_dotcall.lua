@@ -29,6 +29,15 @@ T.test("C methods called with a dot", function()
     -- x.matmul is mha.matmul: Lua's message stays, the hint follows
     at_caller("x.softmax()", function() local _ = x.softmax() end,
         "bad argument #1 to 'softmax' (mha.Tensor expected, got no value); as a method, call it with a colon: x:softmax()")
+    -- a reduction with a dot and a dim got the dim alone, which it summed as a tensor (x.sum(2) was 2)
+    at_caller("x.sum(2)", function() local _ = x.sum(2) end,
+        "bad argument #1 to 'sum' (mha.Tensor expected, got number); as a method, call it with a colon: x:sum(...)")
+    for _, f in ipairs {"mean", "max", "min", "argmax", "argmin", "var"} do
+        T.raises("x." .. f .. "(1)", function() return x[f](1) end, "(mha.Tensor expected, got number)")
+    end
+    T.raises("mha.sum(2): a number is no tensor, as torch.sum(2) refuses", function() return mha.sum(2) end,
+        "(mha.Tensor expected, got number)")
+    T.eq("mha.sum of a table of numbers", mha.sum({1, 2, 3}):item(), 6)
     -- with a colon, or as mha's function with a wrong argument, Lua's message as before
     T.raises("mha.matmul(1, x)", function() mha.matmul(1, x) end,
         "bad argument #1 to 'matmul' (mha.Tensor expected, got number)")

@@ -318,6 +318,28 @@ T.test("the errors a student meets first: a hint in English, a Chinese line in C
     T.eq("a name that is there gets none", habits.after_value("mha.softmax", "en", mha.softmax), nil)
 end)
 
+T.test("a method called with a dot and its arguments: the colon, not a missing argument", function()
+    x = mha.randn(2, 3)
+    for _, input in ipairs {"x.matmul(x:transpose(1, 2))", "x.softmax(-1)", "x.add(1)", "x.pow(2)"} do
+        local fname = input:match("^x%.([%a_]+)")
+        T.eq(input, habits.after_error(input, error_of(input), "en"), "hint: write " .. input:gsub("^x%.", "x:"))
+        T.eq(input .. " in Chinese", habits.after_error(input, error_of(input), "zh"),
+             "提示：写作 " .. input:gsub("^x%.", "x:"))
+        T.ok(input .. ": the error was about argument #2", error_of(input):find("#2 to '" .. fname, 1, true) ~= nil,
+             error_of(input))
+    end
+    -- reductions refuse a number, which x.sum(2) passed alone (it answered 2)
+    for _, input in ipairs {"x.sum(2)", "x.mean(-1)", "x.max(1)", "x.argmax(-1)", "x.var(1)"} do
+        T.eq(input, habits.after_error(input, error_of(input), "en"), "hint: write " .. input:gsub("^x%.", "x:"))
+    end
+    -- mha's own functions take the tensor as an argument: mha.exp() lacks it, it is not mha:exp()
+    T.eq("mha.exp()", habits.after_error("mha.exp()", error_of("mha.exp()"), "en"),
+         "hint: exp needs argument #1: ?exp shows what it takes")
+    T.eq("mha.softmax()", habits.after_error("mha.softmax()", error_of("mha.softmax()"), "zh"),
+         "提示：softmax 缺少第 1 个参数：?softmax 列出它要的参数")
+    T.eq("mha.sum(2): no colon to suggest", habits.after_error("mha.sum(2)", error_of("mha.sum(2)"), "en"), nil)
+end)
+
 T.test("python's f-strings and 0-based indexes into tables", function()
     x = mha.randn(2, 3)
     local input = 'print(f"loss {x:sum():item()} at {x:mean():item():.3f}, 100%")'
