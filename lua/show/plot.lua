@@ -66,16 +66,14 @@ end
 local function font_scale(setting) return setting.font and math.max(1, setting.font / 10) or 1 end
 
 -- The commands that set every text's font size (titles, tics, axis labels, the key), or none.
--- gnuplot sizes automatic margins by the terminal's font, so that is set too (the text terminal has
--- none) and a larger axis label is not cut off; plot.heads (fixed_margins) sizes them itself.
-local function font_commands(setting, fixed_margins)
+-- gnuplot sizes automatic margins, and places an axis label past the tic labels, by the
+-- terminal's font, so that is set too (the text terminal has none): a larger axis label is not cut
+-- off, nor drawn over the tic labels (plot.heads, whose margins are fixed, had "query" on them).
+local function font_commands(setting)
     if not setting.font then return {} end
     local f = string.format("font ',%g'", setting.font)
-    local commands = { "set title " .. f, "set tics " .. f, "set xlabel " .. f, "set ylabel " .. f, "set key " .. f }
-    if not fixed_margins then
-        table.insert(commands, 1, "if (GPVAL_TERM ne 'dumb' && GPVAL_TERM ne 'unknown') set termoption " .. f)
-    end
-    return commands
+    return { "if (GPVAL_TERM ne 'dumb' && GPVAL_TERM ne 'unknown') set termoption " .. f,
+             "set title " .. f, "set tics " .. f, "set xlabel " .. f, "set ylabel " .. f, "set key " .. f }
 end
 
 -- An opaque white page under the drawing (object 1, drawn behind it), so that black text stays
@@ -115,15 +113,20 @@ local function palette_command(fname, name)
     return cmd
 end
 
--- "set xtics ('The' 0, 'cat' 1, ...)", tilted when the labels are long or many.
-local function tics_command(axis, labels)
-    local parts, longest = {}, 0
-    for i, l in ipairs(labels) do
-        parts[i] = quote_tic(l) .. " " .. i
-        longest = math.max(longest, term.width(l))
-    end
-    local tilt = axis == "x" and (longest > 4 or #labels * longest > 40) and " rotate by 45 right" or ""
-    return "set " .. axis .. "tics (" .. table.concat(parts, ", ") .. ")" .. tilt
+-- The widest of labels in columns (a wide character counts 2).
+local function widest(labels)
+    local longest = 0
+    for _, l in ipairs(labels) do longest = math.max(longest, term.width(l)) end
+    return longest
+end
+
+-- "set xtics ('The' 0, 'cat' 1, ...)", tilted when tilt says so, or by default when the labels are
+-- long or many.
+local function tics_command(axis, labels, tilt)
+    local parts, longest = {}, widest(labels)
+    for i, l in ipairs(labels) do parts[i] = quote_tic(l) .. " " .. i end
+    if tilt == nil then tilt = axis == "x" and (longest > 4 or #labels * longest > 40) end
+    return "set " .. axis .. "tics (" .. table.concat(parts, ", ") .. ")" .. (tilt and " rotate by 45 right" or "")
 end
 
 -- The range of the finite values of matrices (for a colour bar shared by every head).
@@ -173,14 +176,14 @@ end
 -- and columns count from 1, as everywhere in mha. The cells without a colour are marked with their
 -- value (NaN, inf, -inf), as mha.heat marks them with ??; a note under the drawing says what the
 -- mark means.
-local function matrix_commands(block, m, row_labels, col_labels, lo, hi, values, font)
+local function matrix_commands(block, m, row_labels, col_labels, lo, hi, values, font, tilt)
     local nrows, ncols = #m, #m[1]
     local c = {
         string.format("set xrange [0.5:%d.5]", ncols),
         string.format("set yrange [%d.5:0.5]", nrows),   -- reversed: row 1 at the top
         string.format("set cbrange [%s:%s]", data_number(lo), data_number(hi)),
         "set format cb '%g'",   -- 0.9, where gnuplot's own choice read 0.90000 on some ranges
-        col_labels and tics_command("x", col_labels) or "set xtics 1",
+        col_labels and tics_command("x", col_labels, tilt) or "set xtics 1",
         row_labels and tics_command("y", row_labels) or "set ytics 1",
         "set tics scale 0",
     }
@@ -292,51 +295,80 @@ function plot.heads(W, opts)
     local H, L, S = shape[1], shape[2], shape[3]
     local rows, cols = labels_for(fname, opts, L, S)
     local lo, hi = zrange_of(fname, opts, w)
-    local grid_cols = math.ceil(math.sqrt(H))
-    local grid_rows = math.ceil(H / grid_cols)
     local said = words()
-    local commands = add_all({ BACKGROUND }, font_commands(setting, true))
+    local commands = add_all({ BACKGROUND }, font_commands(setting))
     add_all(commands, { palette_command(fname, opts.palette), "set size ratio -1", "unset colorbox" })
     for h = 1, H do commands[#commands + 1] = datablock("$mha_head_" .. h, w[h]) end
     -- fixed margins keep every panel the same size; the one colour bar stands in the right margin.
-    -- In pixels at a 10-point font (more for a larger one): 70 on top (the title, the first heads'
-    -- titles), 80 on the left (tic labels, the query label), below the panels of each row 90, or
-    -- 115 when the key labels are tilted (tic labels, the key label, the next row's titles).
+    -- The heads share their axes, so only the outer panels carry the tokens: the first column the
+    -- queries, the bottom of each column the keys. In pixels at a 10-point font (more for a larger
+    -- one): 70 on top (the title, the first heads' titles), 80 on the left (tic labels, the query
+    -- label), 90 below the last row, or 115 when the key labels are tilted (tic labels, the key
+    -- label); between panels 20 across and 40 down (the next row's titles).
     local scale = font_scale(setting)
-    local cell = math.max(300, math.min(600, 30 * math.max(L, S) + 150))
-    local below = cols and tics_command("x", cols):find("rotate", 1, true) and 115 or 90
-    local size = window_size(setting, { math.floor((cell * grid_cols + 100) * scale),
-                                        math.floor((cell * grid_rows + below) * scale) })
-    local width, height = size[1], size[2]
     local px = function(n) return n * scale end
-    -- a window scaled down to fit the screen can leave a row less room than a 10-point tic
-    -- label is tall (13 pixels): the axes' labels then take a font that fits (at least 6 points)
-    local side = math.min((width - px(170) - (grid_cols - 1) * px(80)) / grid_cols,
-                          (height - px(below + 50) - (grid_rows - 1) * px(below)) / grid_rows)
+    local GAP_X, GAP_Y = 20, 40
+    local cell = math.max(250, math.min(600, 30 * math.max(L, S) + 100))
+    -- the window and the panels' side for a grid of c columns (r rows)
+    local function layout(c, r, below)
+        local size = window_size(setting, { math.floor((cell * c + 170) * scale),
+                                            math.floor((cell * r + below + 50) * scale) })
+        local side = math.min((size[1] - px(170) - (c - 1) * px(GAP_X)) / c,
+                              (size[2] - px(below + 50) - (r - 1) * px(GAP_Y)) / r)
+        return size, side
+    end
+    -- the columns that give the largest panels in the largest window (8 heads: 4 by 2 on a
+    -- landscape screen), the squarest grid among equals
+    local grid_cols, best = math.ceil(math.sqrt(H)), -math.huge
+    for c = 1, H do
+        local _, side = layout(c, math.ceil(H / c), 90)
+        local natural = c == math.ceil(math.sqrt(H))
+        if side > best + 0.5 or (natural and side >= best - 0.5) then grid_cols, best = c, side end
+    end
+    local grid_rows = math.ceil(H / grid_cols)
+    -- the key labels tilt where they are wider than a cell (about 7 pixels a column at 10 points),
+    -- or by tics_command's rule for their length
+    local below, tilt = 90, false
+    local size, side = layout(grid_cols, grid_rows, below)
+    if cols and (widest(cols) * px(7) + px(4) > side / S or tics_command("x", cols):find("rotate", 1, true)) then
+        below, tilt = 115, true
+        size, side = layout(grid_cols, grid_rows, below)
+    end
+    local width, height = size[1], size[2]
+    -- a window scaled down to fit the screen can leave a row less room than a tic label is tall
+    -- (13 pixels at 10 points): the axes' labels then take a font that fits (at least 6 points)
     local pitch = side / math.max(L, S)
-    if not setting.font and pitch < 13 then
+    if pitch < px(13) then
         local f = math.max(6, math.floor(pitch * 10 / 13))
         commands[#commands + 1] = string.format("set xtics font ',%d'; set ytics font ',%d'", f, f)
     end
     commands[#commands + 1] = string.format(
         "set multiplot layout %d,%d margins %.4f,%.4f,%.4f,%.4f spacing %.4f,%.4f",
         grid_rows, grid_cols, px(80) / width, 1 - px(90) / width, px(below - 20) / height, 1 - px(70) / height,
-        px(80) / width, px(below) / height)
+        px(GAP_X) / width, px(GAP_Y) / height)
     -- the title is a label of the first panel, drawn over its white page
     -- (a multiplot title would be under it)
     commands[#commands + 1] = string.format("set label 1 %s at screen 0.5,%.4f center front%s",
         quote(opts.title or ""), 1 - px(22) / height, setting.font and string.format(" font ',%g'", setting.font) or "")
     local digits = values_digits(fname, opts.values)
+    local blank = function(labels)
+        if not labels then return nil end
+        local none = {}
+        for i = 1, #labels do none[i] = "" end
+        return none
+    end
     for h = 1, H do
+        local first_column, bottom = (h - 1) % grid_cols == 0, h + grid_cols > H
         commands[#commands + 1] = "set title " .. quote(string.format(said.head, h))
-        commands[#commands + 1] = (h - 1) % grid_cols == 0 and "set ylabel " .. quote(said.query) or "unset ylabel"
-        commands[#commands + 1] = h + grid_cols > H
-            and "set xlabel " .. quote(said.key) .. (below > 90 and " offset 0,-1" or "") or "unset xlabel"
+        commands[#commands + 1] = first_column and "set ylabel " .. quote(said.query) or "unset ylabel"
+        commands[#commands + 1] = bottom
+            and "set xlabel " .. quote(said.key) .. (tilt and " offset 0,-1" or "") or "unset xlabel"
         if h == H then
             commands[#commands + 1] = string.format(
                 "set colorbox user origin screen %.4f,0.15 size screen %.4f,0.7", 1 - px(70) / width, px(18) / width)
         end
-        add_all(commands, matrix_commands("$mha_head_" .. h, w[h], rows, cols, lo, hi, digits, setting.font))
+        add_all(commands, matrix_commands("$mha_head_" .. h, w[h], first_column and rows or blank(rows),
+            bottom and cols or blank(cols), lo, hi, digits, setting.font, tilt))
         if h == 1 then commands[#commands + 1] = "unset object 1; unset label 1" end   -- drawn once
     end
     commands[#commands + 1] = "unset multiplot"
