@@ -302,18 +302,26 @@ function plot.heads(W, opts)
     -- fixed margins keep every panel the same size; the one colour bar stands in the right margin.
     -- The heads share their axes, so only the outer panels carry the tokens: the first column the
     -- queries, the bottom of each column the keys. In pixels at a 10-point font (more for a larger
-    -- one): 70 on top (the title, the first heads' titles), 80 on the left (tic labels, the query
-    -- label), 90 below the last row, or 115 when the key labels are tilted (tic labels, the key
-    -- label); between panels 20 across and 40 down (the next row's titles).
+    -- one): 70 on top (the title, the first heads' titles), LEFT on the left (tic labels, the query
+    -- label), 90 on the right (the colour bar), 90 below the last row, or 115 when the key labels
+    -- are tilted (tic labels, the key label); between panels 20 across and 40 down (the next row's
+    -- titles).
     local scale = font_scale(setting)
     local px = function(n) return n * scale end
     local GAP_X, GAP_Y = 20, 40
+    -- the left margin holds the query label and the row labels, which gnuplot, told the font,
+    -- sets that far left of the panel as it reckons them wide: by their bytes (a Chinese token
+    -- counts 3 a character), about 12 pixels each at 10 points (at font = 16 "我们" put "查询"
+    -- off the page of an 80-pixel margin)
+    local longest = #tostring(L)
+    for _, l in ipairs(rows or {}) do longest = math.max(longest, #l) end
+    local LEFT = math.max(80, 55 + 12 * longest)
     local cell = math.max(250, math.min(600, 30 * math.max(L, S) + 100))
     -- the window and the panels' side for a grid of c columns (r rows)
     local function layout(c, r, below)
-        local size = window_size(setting, { math.floor((cell * c + 170) * scale),
+        local size = window_size(setting, { math.floor((cell * c + LEFT + 90) * scale),
                                             math.floor((cell * r + below + 50) * scale) })
-        local side = math.min((size[1] - px(170) - (c - 1) * px(GAP_X)) / c,
+        local side = math.min((size[1] - px(LEFT + 90) - (c - 1) * px(GAP_X)) / c,
                               (size[2] - px(below + 50) - (r - 1) * px(GAP_Y)) / r)
         return size, side
     end
@@ -344,7 +352,7 @@ function plot.heads(W, opts)
     end
     commands[#commands + 1] = string.format(
         "set multiplot layout %d,%d margins %.4f,%.4f,%.4f,%.4f spacing %.4f,%.4f",
-        grid_rows, grid_cols, px(80) / width, 1 - px(90) / width, px(below - 20) / height, 1 - px(70) / height,
+        grid_rows, grid_cols, px(LEFT) / width, 1 - px(90) / width, px(below - 20) / height, 1 - px(70) / height,
         px(GAP_X) / width, px(GAP_Y) / height)
     -- the title is a label of the first panel, drawn over its white page
     -- (a multiplot title would be under it)

@@ -49,7 +49,7 @@ fig:heatmap(mha.eye(3))
 print("heat", fig.script.size[1], fig.script.size[2])
 EOF
 MHA_PLOT_SIZE=800x600 timeout 30 "$repl" "$tmp/env.lua" >"$tmp/out" 2>"$tmp/err"
-grep -q '^heads	606	600$' "$tmp/out" && grep -q '^bar	480	420$' "$tmp/out" \
+grep -q '^heads	618	600$' "$tmp/out" && grep -q '^bar	480	420$' "$tmp/out" \
     && pass "MHA_PLOT_SIZE caps the window, keeping its shape" || fail "MHA_PLOT_SIZE caps the window, keeping its shape" "$(cat "$tmp/out" "$tmp/err")"
 MHA_PLOT_FONT=20 timeout 30 "$repl" "$tmp/env.lua" >"$tmp/out" 2>"$tmp/err"
 grep -q '^bar	777	680$' "$tmp/out" && grep -q '^heat	793	680$' "$tmp/out" \
