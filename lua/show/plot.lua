@@ -279,35 +279,16 @@ function plot.heatmap(M, opts)
     })
 end
 
--- plot.heads(W [, opts]) draws every head of (H,L,S) attention weights in one grid ("head 1" ...,
--- in the lesson's language), on one colour scale; the query axis is named on the first column, the
--- key axis on the last row.
--- at=, window= as plot.heatmap's.
-local HEADS_OPTIONS = { "tokens", "rows", "cols", "title", "zrange", "palette", "values", "font", "size", "at",
-                        "window" }
-
-function plot.heads(W, opts)
-    local fname = "plot.heads"
-    opts = options_of(fname, opts, HEADS_OPTIONS)
-    W, opts = windowed_map(fname, W, opts)
-    local setting = projector(fname, opts)
-    local w, shape = array_of(fname, "W", W, 3, " (H,L,S); for batched (B,H,L,S) weights select one: W:select(1,1)")
-    local H, L, S = shape[1], shape[2], shape[3]
-    local rows, cols = labels_for(fname, opts, L, S)
-    local lo, hi = zrange_of(fname, opts, w)
-    local said = words()
-    local commands = add_all({ BACKGROUND }, font_commands(setting))
-    add_all(commands, { palette_command(fname, opts.palette), "set size ratio -1", "unset colorbox" })
-    for h = 1, H do commands[#commands + 1] = datablock("$mha_head_" .. h, w[h]) end
-    -- fixed margins keep every panel the same size; the one colour bar stands in the right margin.
+-- plot.heads' layout for H heads of (L,S), rows and cols their labels (or nil): fixed margins keep
+-- every panel the same size; the one colour bar stands in the right margin.
+local function heads_layout(setting, H, L, S, rows, cols)
     -- The heads share their axes, so only the outer panels carry the tokens: the first column the
     -- queries, the bottom of each column the keys. In pixels at a 10-point font (more for a larger
     -- one): 70 on top (the title, the first heads' titles), LEFT on the left (tic labels, the query
     -- label), 90 on the right (the colour bar), 90 below the last row, or 115 when the key labels
     -- are tilted (tic labels, the key label); between panels 20 across and 40 down (the next row's
     -- titles).
-    local scale = font_scale(setting)
-    local px = function(n) return n * scale end
+    local px = function(n) return n * font_scale(setting) end
     local GAP_X, GAP_Y = 20, 40
     -- the left margin holds the query label and the row labels, which gnuplot, told the font,
     -- sets that far left of the panel as it reckons them wide: by their bytes (a Chinese token
@@ -319,8 +300,8 @@ function plot.heads(W, opts)
     local cell = math.max(250, math.min(600, 30 * math.max(L, S) + 100))
     -- the window and the panels' side for a grid of c columns (r rows)
     local function layout(c, r, below)
-        local size = window_size(setting, { math.floor((cell * c + LEFT + 90) * scale),
-                                            math.floor((cell * r + below + 50) * scale) })
+        local size = window_size(setting, { math.floor(px(cell * c + LEFT + 90)),
+                                            math.floor(px(cell * r + below + 50)) })
         local side = math.min((size[1] - px(LEFT + 90) - (c - 1) * px(GAP_X)) / c,
                               (size[2] - px(below + 50) - (r - 1) * px(GAP_Y)) / r)
         return size, side
@@ -342,6 +323,33 @@ function plot.heads(W, opts)
         below, tilt = 115, true
         size, side = layout(grid_cols, grid_rows, below)
     end
+    return { cols = grid_cols, rows = grid_rows, size = size, side = side, below = below, tilt = tilt, left = LEFT,
+             gap_x = GAP_X, gap_y = GAP_Y }
+end
+
+-- plot.heads(W [, opts]) draws every head of (H,L,S) attention weights in one grid ("head 1" ...,
+-- in the lesson's language), on one colour scale; the query axis is named on the first column, the
+-- key axis on the last row.
+-- at=, window= as plot.heatmap's.
+local HEADS_OPTIONS = { "tokens", "rows", "cols", "title", "zrange", "palette", "values", "font", "size", "at",
+                        "window" }
+
+function plot.heads(W, opts)
+    local fname = "plot.heads"
+    opts = options_of(fname, opts, HEADS_OPTIONS)
+    W, opts = windowed_map(fname, W, opts)
+    local setting = projector(fname, opts)
+    local w, shape = array_of(fname, "W", W, 3, " (H,L,S); for batched (B,H,L,S) weights select one: W:select(1,1)")
+    local H, L, S = shape[1], shape[2], shape[3]
+    local rows, cols = labels_for(fname, opts, L, S)
+    local lo, hi = zrange_of(fname, opts, w)
+    local said = words()
+    local commands = add_all({ BACKGROUND }, font_commands(setting))
+    add_all(commands, { palette_command(fname, opts.palette), "set size ratio -1", "unset colorbox" })
+    for h = 1, H do commands[#commands + 1] = datablock("$mha_head_" .. h, w[h]) end
+    local z = heads_layout(setting, H, L, S, rows, cols)
+    local grid_rows, grid_cols, size, side, below, tilt = z.rows, z.cols, z.size, z.side, z.below, z.tilt
+    local px = function(n) return n * font_scale(setting) end
     local width, height = size[1], size[2]
     -- a window scaled down to fit the screen can leave a row less room than a tic label is tall
     -- (13 pixels at 10 points): the axes' labels then take a font that fits (at least 6 points)
@@ -352,8 +360,8 @@ function plot.heads(W, opts)
     end
     commands[#commands + 1] = string.format(
         "set multiplot layout %d,%d margins %.4f,%.4f,%.4f,%.4f spacing %.4f,%.4f",
-        grid_rows, grid_cols, px(LEFT) / width, 1 - px(90) / width, px(below - 20) / height, 1 - px(70) / height,
-        px(GAP_X) / width, px(GAP_Y) / height)
+        grid_rows, grid_cols, px(z.left) / width, 1 - px(90) / width, px(below - 20) / height, 1 - px(70) / height,
+        px(z.gap_x) / width, px(z.gap_y) / height)
     -- the title is a label of the first panel, drawn over its white page
     -- (a multiplot title would be under it)
     commands[#commands + 1] = string.format("set label 1 %s at screen 0.5,%.4f center front%s",
