@@ -220,11 +220,11 @@ print(tr{en = "LayerNorm(x + out): max |row mean| < 1e-6:",
         prompt = {
             en = [[
 §4.1 could not show what attention does: with one key there is nothing to choose. Give the tutorial's
-head 1 a second token: X2 has the rows [1, 2, 3] and [3, 2, 1] (set above). Compute head 1's attention weights
+head 1 a second token: X2 has the rows [1, 2, 3] and [3, 2, 1] (set below). Compute head 1's attention weights
 (2×2) with the tutorial's W₁^Q and W₁^K (set: W1Q, W1K), scaled by √d_k = √2, and answer with them.]],
             zh = [[
 第 4.1 节无法说明注意力做了什么：只有一个键，没有可选的。给教程的头 1 加上第二个词元：
-X2 的两行是 [1, 2, 3] 和 [3, 2, 1]（已在上面设好）。用教程的 W₁^Q 和 W₁^K（已设好：W1Q、W1K）算出头 1 的
+X2 的两行是 [1, 2, 3] 和 [3, 2, 1]（已在下面设好）。用教程的 W₁^Q 和 W₁^K（已设好：W1Q、W1K）算出头 1 的
 注意力权重（2×2），按 √d_k = √2 缩放，并作答。]],
         },
         setup = [[X2 = mha.tensor{{1.0, 2.0, 3.0}, {3.0, 2.0, 1.0}}]],

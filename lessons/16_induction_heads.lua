@@ -66,10 +66,12 @@ end]],
             en = [[
 TransformerLens's head detector scores a head by the share of its attention that falls on the keys
 a pattern names, averaged over all query positions. With a sequence said twice only the second half
-can score for induction, so about 0.5 is the most a perfect induction head gets.]],
+can score for induction, so a perfect induction head scores about 0.5 (a little more where the
+random first half repeats a token by chance).]],
             zh = [[
 TransformerLens 的头检测器给一个头打分：它的注意力落在模式所指的键上的比例，对所有查询位置取平均。
-序列重复两遍时，只有第二半能在归纳上得分，所以完美的归纳头大约也只能得 0.5。]],
+序列重复两遍时，只有第二半能在归纳上得分，所以完美的归纳头大约得 0.5（随机的前一半偶然重复某个词元时，
+会略多一点）。]],
         },
         code = [[
 probes = mha.tasks.repeated(20, 11, 16, 99)

@@ -11,14 +11,14 @@ return lesson{
         text = {
             en = [[
 char_en, the shipped character model of the King James Bible, has 4 blocks (d_model 128, 4 heads,
-an MLP each). Each block adds to the residual stream x (1, L, 128); only at the end does ln_final
-and the unembedding turn x into logits. The logit lens (nostalgebraist, 2020) applies that same
+an MLP each). Each block adds to the residual stream x (1, L, 128); only at the end does the final norm
+ln_f and the unembedding turn x into logits. The logit lens (nostalgebraist, 2020) applies that same
 ending to the stream entering every block (blocks.l.hook_resid_pre: layer 0 is the embeddings
 alone) and after the last. mha.interp.logit_lens gives all five at once, (5, N, L, 63); read after
 the last block, the lens is exactly the model's logits.]],
             zh = [[
 char_en 是随附的字符模型，用钦定版圣经训练：4 个块（d_model 128，4 个头，每块一个 MLP）。每个块都往
-残差流 x (1, L, 128) 上加东西；只有到最后，ln_final 和反嵌入才把 x 变成 logits。logit 透镜
+残差流 x (1, L, 128) 上加东西；只有到最后，最后的层归一化 ln_f 和反嵌入才把 x 变成 logits。logit 透镜
 （nostalgebraist，2020）把同样的结尾用在进入每个块的残差流上（blocks.l.hook_resid_pre：第 0 层就是
 只有嵌入），以及最后一个块之后。mha.interp.logit_lens 一次给出全部五个，(5, N, L, 63)；在最后一个块
 之后读，透镜给出的正是模型的 logits。]],
@@ -155,7 +155,7 @@ Inside a word whose first letters are there, block 2 finds most of the rest (hea
 Whether a word ends (the space after each "the") first shows after block 3: "the" could go on as
 "then" or "there", and only context decides. The first letter of the next word is rarely right at
 any layer; that is where the text itself is uncertain. The lens is a reading, not the model's own
-view: a middle layer's stream was never trained to be read by ln_final and the unembedding, so it
+view: a middle layer's stream was never trained to be read by ln_f and the unembedding, so it
 may hold more than its lens shows.]],
             zh = [[
 没有哪一层单独“知道下一个字符”：53 个位置里猜对的数目一块一块地从 7 增长到 16、28、35、36。只有
@@ -163,7 +163,7 @@ may hold more than its lens shows.]],
 能找出其余的大部分（heave、earth）。一个词是否结束（每个 "the" 后面的空格）要到第 3 个块之后才显示
 出来："the" 还可能接着写成 "then" 或 "there"，只有上下文才能决定。下一个词的首字母在哪一层都很少
 猜对；文本本身在那里就是不确定的。透镜只是一种读法，不是模型自己的视角：中间层的残差流从没被训练成让
-ln_final 和反嵌入来读，所以它包含的可能比透镜显示的更多。]],
+ln_f 和反嵌入来读，所以它包含的可能比透镜显示的更多。]],
         },
     },
 
