@@ -181,6 +181,8 @@ en.hint = {
 -- a format of the message pattern's captures: false where the English message says it already.
 en.core = {
     interrupted = "hint: Ctrl-C stopped this input; what it did before that (an assignment, say) is kept",
+    interrupted_notebook = "hint: Interrupt (■) stopped this cell; what it did before that (an assignment, "
+        .. "say) is kept",
     inner_sizes = "hint: the matrix product A·B needs A's last dim to equal B's second-to-last (here %s "
         .. "and %s); perhaps one of them should be transposed first: :transpose(1, 2)",
     divisible = "hint: each head gets embed_dim/num_heads dims, so embed_dim %s must be a multiple of "

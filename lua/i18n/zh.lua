@@ -168,6 +168,7 @@ zh.hint = {
 -- a format of the captures of the message's pattern.
 zh.core = {
     interrupted = "提示：Ctrl-C 中断了这条输入；中断之前它做完的事（例如赋值）都还在",
+    interrupted_notebook = "提示：“中断”（■）停下了这个单元格；中断之前它做完的事（例如赋值）都还在",
     option_did_you_mean = "提示：没有选项“%s”；你是想写“%s”吗？",
     option_unknown = "提示：没有选项“%s”；分号后面列出了所有可用的选项",
     method_colon = "提示：%s 是方法：用冒号调用它，写作 %s",

@@ -177,12 +177,15 @@ local function result_output(values)
 end
 
 -- The REPL's hint, except that quit and exit() point to how a notebook ends, not to :quit and
--- Ctrl-D.
+-- Ctrl-D, and an interrupt to the notebook's Interrupt, not to Ctrl-C.
 local function notebook_hint(hint)
-    local w = i18n.words(repl.lang()).hint
+    local words = i18n.words(repl.lang())
+    local w = words.hint
     if hint == w.hint .. w.quit or hint == w.hint .. w.exit then
         return w.hint .. w.quit_notebook
     end
+    -- the notebook's Interrupt button (■) stopped the cell, not a Ctrl-C
+    if hint == words.core.interrupted then return words.core.interrupted_notebook end
     return hint
 end
 

@@ -89,6 +89,9 @@ def interrupt_test(name, km, kc, code, how, within=10):
     errors = of_type(outputs, "error")
     check(name, reply["status"] == "error" and errors and "interrupted" in errors[0]["evalue"] and waited < within,
           "reply %s, errors %s, %.1f s" % (reply.get("status"), errors, waited))
+    # the hint names the notebook's Interrupt, which stopped the cell, not Ctrl-C
+    hint = errors[-1]["traceback"][-1] if errors else ""
+    check(name + "_hint", hint.startswith("hint: Interrupt") and "Ctrl-C" not in hint, hint)
 
 
 def streams_of(outputs):
