@@ -500,11 +500,14 @@ function Module:extra_repr()
     return ""
 end
 
+-- A module with children puts its extra_repr on a line of its own, as PyTorch's does:
+-- "Transformer(\n  vocab=20, ...\n  (embed): ...\n)".
 function Module:repr()
     local children = self:named_children()
-    local head = self.__name .. "(" .. self:extra_repr()
-    if #children == 0 then return head .. ")" end
-    local lines = {head}
+    local extra = self:extra_repr()
+    if #children == 0 then return self.__name .. "(" .. extra .. ")" end
+    local lines = {self.__name .. "("}
+    if extra ~= "" then lines[2] = "  " .. extra:gsub("\n", "\n  ") end
     for _, item in ipairs(children) do
         local text = tostring(item[2]):gsub("\n", "\n  ")
         lines[#lines + 1] = "  (" .. item[1] .. "): " .. text

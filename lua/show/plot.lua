@@ -292,8 +292,8 @@ local function heads_layout(setting, H, L, S, rows, cols)
     local GAP_X, GAP_Y = 20, 40
     -- the left margin holds the query label and the row labels, which gnuplot, told the font,
     -- sets that far left of the panel as it reckons them wide: by their bytes (a Chinese token
-    -- counts 3 a character), about 12 pixels each at 10 points (at font = 16 "我们" put "查询"
-    -- off the page of an 80-pixel margin)
+    -- counts 3 a character), about 12 pixels each at 10 points (at font = 16 a 2-character Chinese
+    -- token put the Chinese query label off the page of an 80-pixel margin)
     local longest = #tostring(L)
     for _, l in ipairs(rows or {}) do longest = math.max(longest, #l) end
     local LEFT = math.max(80, 55 + 12 * longest)

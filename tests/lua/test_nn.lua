@@ -101,6 +101,12 @@ T.test("composites: PyTorch's keys", function()
     T.eq("MultiheadAttention's own state_dict", sorted_keys(m:state_dict()),
          {"in_proj_bias", "in_proj_weight", "out_proj.bias", "out_proj.weight"})
     T.ok("repr nests children", tostring(b):find("(layers): ModuleList(\n    (0): Linear(in_features=4", 1, true) ~= nil, tostring(b))
+    -- children and an extra_repr: the extra on a line of its own, the parenthesis closed at the end
+    local lm = mha.nn.Transformer { vocab = 5, d_model = 8, heads = 2, layers = 1, max_len = 4 }
+    local text = tostring(lm)
+    T.eq("a module with children and extra_repr: its first lines", text:match("^[^\n]*\n[^\n]*"),
+         "Transformer(\n  " .. lm:extra_repr())
+    T.eq("and its last", text:sub(-2), "\n)")
     local seq = nn.Sequential(nn.Linear{in_features = 4, out_features = 3}, nn.LayerNorm{normalized_shape = 3})
     T.eq("Sequential keys", seq:parameter_names(), {"0.weight", "0.bias", "1.weight", "1.bias"})
     local x = mha.randn(2, 4)
