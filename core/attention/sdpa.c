@@ -305,8 +305,10 @@ static bool hard_masked(const mha_mask_src *m, bool causal, size_t i, size_t j) 
 typedef struct bwd_job {
     /* inputs, each expanded to the batch shape (views) */
     const mha_tensor *q, *k, *v, *dout, *dweights, *weights, *out, *mask;
-    const mha_tensor *gq, *gk, *gv; /* (batch..., L, D), (..., S, D), (..., S, Dv), zeroed, rows
-                                       contiguous (grad_rows); NULL: not wanted */
+    const mha_tensor *gq, *gk, *gv; /* (batch..., L, D), (..., S, D), (..., S, Dv), rows contiguous
+                                       (grad_rows), zeroed unless first_write; NULL: not wanted */
+    bool first_write;             /* the plain path (weights kept) writes each slice's dQ, dK, dV in
+                                     one product each, over the gradients unset */
     float *gm;                    /* (batches, L, S): the float mask's gradient (dS unscaled), every
                                      element written; or NULL */
     size_t nb, batches, group;    /* group: query heads per K/V head (k and v read at head h /
@@ -334,7 +336,7 @@ static mha_status value_grad(const bwd_job *job, size_t n, const float *P, size_
     const size_t Dv = job->Dv;
     if (!job->gv || !dO.p) return MHA_OK;
     return mha_sgemm_tri(grad_rows(job->gv, job->nb, n, j0), (size_t)job->gv->stride[job->nb], P, 1, (ptrdiff_t)ldP,
-                         dO.p + (ptrdiff_t)i0 * dO.rs, dO.rs, dO.cs, bk, Dv, bq, true,
+                         dO.p + (ptrdiff_t)i0 * dO.rs, dO.rs, dO.cs, bk, Dv, bq, !job->first_write,
                          tri ? MHA_TRI_A_UPPER : MHA_TRI_NONE, 0);
 }
 
@@ -382,10 +384,12 @@ static mha_status score_grads(const bwd_job *job, size_t n, const float *dS, siz
     mha_status st = MHA_OK;
     if (job->gq)
         st = mha_sgemm_tri(grad_rows(job->gq, nb, n, i0), (size_t)job->gq->stride[nb], dS, (ptrdiff_t)ld, 1,
-                           k.p + (ptrdiff_t)j0 * k.rs, k.rs, k.cs, bq, D, bk, true, tri ? MHA_TRI_A_LOWER : MHA_TRI_NONE, 0);
+                           k.p + (ptrdiff_t)j0 * k.rs, k.rs, k.cs, bq, D, bk, !job->first_write,
+                           tri ? MHA_TRI_A_LOWER : MHA_TRI_NONE, 0);
     if (st == MHA_OK && job->gk)
         st = mha_sgemm_tri(grad_rows(job->gk, nb, n, j0), (size_t)job->gk->stride[nb], dS, 1, (ptrdiff_t)ld,
-                           q.p + (ptrdiff_t)i0 * q.rs, q.rs, q.cs, bk, D, bq, true, tri ? MHA_TRI_A_UPPER : MHA_TRI_NONE, 0);
+                           q.p + (ptrdiff_t)i0 * q.rs, q.rs, q.cs, bk, D, bq, !job->first_write,
+                           tri ? MHA_TRI_A_UPPER : MHA_TRI_NONE, 0);
     return st;
 }
 
@@ -649,7 +653,7 @@ static mha_status bwd_check(sdpa_sizes *z, const mha_tensor *const all[8], const
  * batch's very shape and its rows' elements contiguous (mha_empty_like), so the gradient of heads
  * split from (N,L,E) comes back with the heads side by side, and merging them is a view, not a
  * copy; else contiguous. like NULL: contiguous. */
-static mha_status grad_zeros(mha_tensor *g, size_t ndim, const size_t *shape, const mha_tensor *like) {
+static mha_status grad_zeros(mha_tensor *g, size_t ndim, const size_t *shape, const mha_tensor *like, bool zero) {
     bool as_like = like && like->ndim == ndim && like->stride[ndim - 1] == 1;
     for (size_t d = 0; as_like && d < ndim; d++) as_like = like->shape[d] == shape[d];
     const char *name = "sdpa_backward";
@@ -658,7 +662,7 @@ static mha_status grad_zeros(mha_tensor *g, size_t ndim, const size_t *shape, co
         mha_release(g);
         st = mha_empty_named(g, MHA_FLOAT32, ndim, shape, name);
     }
-    if (st == MHA_OK) memset(g->storage->data, 0, g->storage->nbytes);
+    if (st == MHA_OK && zero) memset(g->storage->data, 0, g->storage->nbytes);
     return st;
 }
 
@@ -704,16 +708,21 @@ mha_status mha_sdpa_backward(mha_tensor *dq, mha_tensor *dk, mha_tensor *dv, mha
     size_t shape[MHA_MAX_DIMS];
     memcpy(shape, z.bshape, nb * sizeof *shape);
     mha_tensor *const dst[4] = {dq, dk, dv, dmask};
+    /* the plain path writes every element of dQ, dK, dV and the mask's gradient once: only what the
+     * fused path accumulates, or nothing computes, starts from zeros (the same bits: a sum that
+     * starts from +0 is never -0) */
+    const bool first_write = weights && dout && L && S && prod(z.bshape, 0, nb);
     for (int i = 0; i < 4 && st == MHA_OK; i++) {
         shape[nb] = rows[i], shape[nb + 1] = cols[i];
-        if (dst[i]) st = grad_zeros(&g[i], nb + 2, shape, i < 3 && (i == 0 || z.group == 1) ? all[i] : NULL);
+        if (dst[i])
+            st = grad_zeros(&g[i], nb + 2, shape, i < 3 && (i == 0 || z.group == 1) ? all[i] : NULL, !first_write);
     }
     if (st == MHA_OK && (dout || dweights)) {
         bwd_job job = {
             .q = &e[0], .k = &e[1], .v = &e[2], .dout = dout ? &e[4] : NULL, .dweights = dweights ? &e[5] : NULL,
             .weights = weights ? &e[6] : NULL, .out = out && !weights ? &e[7] : NULL, .mask = opt->attn_mask ? &e[3] : NULL,
             .gq = dq ? &g[0] : NULL, .gk = dk ? &g[1] : NULL, .gv = dv && dout ? &g[2] : NULL,
-            .gm = dmask ? mha_f32(&g[3]) : NULL,
+            .gm = dmask ? mha_f32(&g[3]) : NULL, .first_write = first_write,
             .nb = nb, .batches = prod(z.bshape, 0, nb), .group = z.group, .causal = opt->is_causal, .scale = scale,
             .L = L, .S = S, .D = D, .Dv = Dv,
         };
