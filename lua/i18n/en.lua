@@ -18,6 +18,8 @@ en.lesson = {
     next_hint = "Enter (or :next) runs the next step; :back, :goto K, :run, :restart.",
     no_lesson = "no lesson is open: :lessons lists them, :open NAME opens one",
     no_exercise = "there is no exercise to answer at this step",
+    answer_empty = "answer(...) takes your answer: answer(0.25), answer(w) or answer({1, 2}); or :answer "
+        .. "EXPR; :solution shows one",
     replaying = function(k, seed)
         return string.format("(steps 1-%d run again quietly, with the lesson's random seed %d)", k, seed)
     end,

@@ -17,6 +17,8 @@ zh.lesson = {
     next_hint = "回车（或 :next）运行下一步；:back、:goto K、:run、:restart。",
     no_lesson = "没有打开的课程：:lessons 列出课程，:open 名称 打开一课",
     no_exercise = "这一步没有要回答的练习",
+    answer_empty = "answer(...) 要放进你的答案：answer(0.25)、answer(w) 或 answer({1, 2})；也可以用 :answer "
+        .. "表达式；:solution 给出一个解答",
     replaying = function(k, seed)
         return string.format("（用本课的随机种子 %d 悄悄重跑了第 1-%d 步）", seed, k)
     end,

@@ -518,14 +518,16 @@ function M.run_rest()
     return true
 end
 
--- answer(value) at the prompt, or :answer EXPR (then the expression's error can match a hint).
-function M.answer(value, eval_error)
+-- answer(value) at the prompt, or :answer EXPR (then the expression's error can match a hint);
+-- empty: answer() with nothing in it, which says what goes there.
+function M.answer(value, eval_error, empty)
     if not need_session() then return false end
     local ex = session.pending
     if not ex then
         ex = session.lesson.steps[session.pos]
         if not (ex and ex.kind == "exercise") then say_text(said(session.lang).no_exercise); return false end
     end
+    if empty then say_text(said(session.lang).answer_empty); return false end
     local okc, ok, message = pcall(M.check, ex, value, eval_error)
     if not okc then
         say_text(check.malformed(tostring(ok), session.lang))
@@ -745,8 +747,8 @@ function M.install_globals()
     -- answer(value) prints the verdict and returns whether it was right - to a script, a batch run
     -- or lesson code. At the interactive prompt it returns nothing, as :answer does: the verdict
     -- line is what the student reads, and a bare "true" under it would only repeat it.
-    _G.answer = function(value)
-        local right = M.answer(value)
+    _G.answer = function(...)
+        local right = M.answer((...), nil, select("#", ...) == 0)
         if the_repl and the_repl.interactive and session and not session.batch then return end
         return right
     end

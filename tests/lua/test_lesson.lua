@@ -551,6 +551,11 @@ T.eq("answer() returns true when right", {results.n, results[1]}, {1, true})
 text = captured(function() results = table.pack(answer(V:select(1, 2))) end)
 T.ok("a wrong answer() says not yet", text:find("not yet", 1, true), text)
 T.eq("a wrong answer() returns false", {results.n, results[1]}, {1, false})
+-- answer() with nothing in it says what goes there, not "cannot be read: a nil value"
+text = captured(function() results = table.pack(answer()) end)
+T.ok("answer() with nothing: what goes in it", text:find("answer(...) takes your answer: answer(0.25)", 1, true)
+     and not text:find("nil", 1, true), text)
+T.eq("answer() with nothing returns false", {results.n, results[1]}, {1, false})
 -- at the interactive prompt answer() returns nothing (no bare "true" under the verdict), as :answer
 L.install({interactive = true})
 text = captured(function() results = table.pack(answer(weights:select(1, 2):matmul(V))) end)
