@@ -539,7 +539,7 @@ function help.text(...)
     if select("#", ...) == 0 then return topics() end
     local value = ...
     if value == nil then
-        return said("no_help_nil", "help(nil): the value you asked about is nil (a misspelt name?). help() lists the topics.")
+        return said("no_help_nil", "help(nil): that value is nil (a misspelt name?); help() lists the topics.")
     end
     if type(value) == "string" then return help_name(value) end
     local key = key_of(value)

@@ -132,6 +132,8 @@ en.hint = {
     method = "%s is the method itself; call it with a colon: %s:%s()",
     help = "help is a function: help() lists the topics, help(mha.softmax) explains one; ? lists the commands",
     quit = ":quit or Ctrl-D leaves mha-repl",
+    clear = "%s is nil here: Ctrl-L clears the screen",
+    clear_notebook = "%s is nil here: a notebook clears its cells' outputs from its Edit menu (Clear Outputs)",
     exit = ":quit or Ctrl-D leaves mha-repl (os.exit() too)",
     quit_notebook = "a notebook ends from its Kernel menu (Shut Down), or by closing its tab; " ..
                     "Kernel > Restart starts afresh",

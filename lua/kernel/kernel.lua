@@ -177,12 +177,15 @@ local function result_output(values)
 end
 
 -- The REPL's hint, except that quit and exit() point to how a notebook ends, not to :quit and
--- Ctrl-D, and an interrupt to the notebook's Interrupt, not to Ctrl-C.
+-- Ctrl-D, an interrupt to the notebook's Interrupt, not to Ctrl-C, and clear to its menu.
 local function notebook_hint(hint)
     local words = i18n.words(repl.lang())
     local w = words.hint
     if hint == w.hint .. w.quit or hint == w.hint .. w.exit then
         return w.hint .. w.quit_notebook
+    end
+    for _, name in ipairs {"clear", "cls"} do
+        if hint == w.hint .. string.format(w.clear, name) then return w.hint .. string.format(w.clear_notebook, name) end
     end
     -- the notebook's Interrupt button (■) stopped the cell, not a Ctrl-C
     if hint == words.core.interrupted then return words.core.interrupted_notebook end

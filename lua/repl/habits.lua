@@ -429,6 +429,10 @@ function habits.after_value(input, lang, ...)
     local code = input:match("^%s*(.-)%s*;?%s*$")
     if code == "help" and type((...)) == "function" then return w.hint .. w.help end
     if (code == "quit" or code == "exit") and select("#", ...) <= 1 and (...) == nil then return w.hint .. w.quit end
+    -- a shell's clear (cls), typed to clear the screen
+    if (code == "clear" or code == "cls") and select("#", ...) <= 1 and (...) == nil then
+        return w.hint .. string.format(w.clear, code)
+    end
     local base, name = code:match("^([%a_][%w_%.]*)%.([%a_][%w_]*)$")
     local value = ...
     if base and name == "data" and value == nil and select("#", ...) <= 1 and is_tensor_named(base) then

@@ -255,6 +255,9 @@ T.test("python habits in values", function()
     T.eq("help", habits.after_value("help", "en", function() end),
         "hint: help is a function: help() lists the topics, help(mha.softmax) explains one; ? lists the commands")
     T.eq("quit", habits.after_value("quit", "en", nil), "hint: :quit or Ctrl-D leaves mha-repl")
+    T.eq("clear, a shell's habit", habits.after_value("clear", "en", nil), "hint: clear is nil here: Ctrl-L clears the screen")
+    T.eq("cls in Chinese", habits.after_value("cls", "zh", nil), "提示：cls 在这里是 nil：Ctrl-L 清屏")
+    T.eq("clear holding a value gets none", habits.after_value("clear", "en", 3), nil)
     T.eq("exit", habits.after_value("exit", "en", nil), "hint: :quit or Ctrl-D leaves mha-repl")
     x = nil
 end)

@@ -110,6 +110,9 @@ T.test("quit hint", function()
     local status
     outs, status = run("exit()")
     T.eq("exit() in a cell", {status, outs[1].traceback[#outs[1].traceback]}, {"error", said})
+    outs = run("clear")
+    T.eq("clear in a cell: the notebook's menu, not Ctrl-L", outs[#outs].text,
+         "hint: clear is nil here: a notebook clears its cells' outputs from its Edit menu (Clear Outputs)\n")
 end)
 
 T.test("writers", function()
