@@ -103,7 +103,7 @@ function right(logits, ids)
   local pred = logits[1]:argmax(-1):narrow(1, 1, n - 1)
   return pred:eq(ids:narrow(1, 2, n - 1)):sum():item()
 end
-print(tr{en = "layer  right  mean p  mean rank", zh = "层     猜对   平均 p  平均名次"})
+print(tr{en = "layer  right  mean p  mean rank", zh = "层      猜对  平均 p   平均名次"})
 for l = 0, m.layers do
   local probs, ranks = true_next(layers[l + 1])
   local hits = right(layers[l + 1], ids)
