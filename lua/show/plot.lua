@@ -5,6 +5,7 @@ local display = require "mha.display"
 local term = require "mha.term"
 local figure = require "mha.plot.figure"
 local raise = require "mha.raise"   -- errors at the user's line
+local is_tensor = require("mha.core").is_tensor
 
 local plot, Figure = figure.plot, figure.Figure
 local quote, quote_tic, data_number = figure.quote, figure.quote_tic, figure.data_number
@@ -423,6 +424,10 @@ local SERIES_FORM = "plot.line{ {x=xs, y=ys1}, {x=xs, y=ys2} }"
 -- the x axis (a curve redrawn as it grows keeps its axis).
 function plot.line(spec)
     local fname = "plot.line"
+    -- the values alone, as matplotlib's plot(ys) takes them: say how they go in
+    if is_tensor(spec) or (type(spec) == "table" and type(spec[1]) == "number") then
+        raise(fname .. ": give the values as y: plot.line{y = values} (several series: " .. SERIES_FORM .. ")")
+    end
     if type(spec) ~= "table" then raise(fname .. ": expected a table of series, e.g. plot.line{ {x=xs, y=ys, title='a'} }") end
     display.check_keys(fname, spec, LINE_OPTIONS, true)
     local series = {}

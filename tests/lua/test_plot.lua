@@ -217,6 +217,11 @@ T.test("line and bar", function()
     -- two series given as one y matrix: the message shows the form for several series
     T.raises("line y as a matrix points to the series form", function() plot.line { y = { { 1, 2 }, { 3, 4 } } } end,
         { "plot.line: series 1 y must have 1 dimension, got shape (2,2)", "plot.line{ {x=xs, y=ys1}, {x=xs, y=ys2} }" })
+    -- the values alone, as matplotlib's plot(ys): the message shows where they go
+    T.raises("line of a list of numbers", function() plot.line { 1, 2, 3 } end,
+        "plot.line: give the values as y: plot.line{y = values}")
+    T.raises("line of a tensor", function() plot.line(mha.arange(5)) end,
+        "plot.line: give the values as y: plot.line{y = values}")
     T.raises("line y with a hole", function() plot.line { y = { 1, nil, 3 } } end,
         "plot.line: series 1 y[2] is nil, not a number")
     T.raises("line one x value", function() plot.line { { x = { 1 }, y = { 1, 2 } } } end,
