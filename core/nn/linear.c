@@ -22,7 +22,7 @@ mha_status mha_linear(mha_tensor *out, const mha_tensor *x, const mha_tensor *W,
         return mha_fail(MHA_E_SHAPE, "linear: x () is a scalar; expected (..., %zu)", W->shape[1]);
     size_t in = W->shape[1], n_out = W->shape[0];
     if (x->shape[x->ndim - 1] != in)
-        return mha_fail(MHA_E_SHAPE, "linear: x %s and W %s: x's last size %zu is not W's in size %zu",
+        return mha_fail(MHA_E_SHAPE, "linear: x %s and W %s: x's last size %zu is not W's in_features %zu",
                         SHAPE(sx, x), SHAPE(sw, W), x->shape[x->ndim - 1], in);
     if (b != NULL && (b->ndim != 1 || b->shape[0] != n_out))
         return mha_fail(MHA_E_SHAPE, "linear: b %s does not match W %s: expected (%zu)", SHAPE(sb, b), SHAPE(sw, W),

@@ -193,7 +193,7 @@ en.core = {
         .. "num_heads %s",
     option_did_you_mean = false, option_unknown = false, method_colon = false, view = false,
     bad_argument = false, float32_exact = false, float32_range = false, float32_small = false,
-    disk_full = false, dim_largest = false, tensor_values = false,
+    disk_full = false, dim_largest = false, tensor_values = false, linear_in = false,
     generate_positions = false,
 }
 

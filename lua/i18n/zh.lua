@@ -181,6 +181,7 @@ zh.core = {
     inner_sizes = "提示：矩阵乘法 A·B 要求 A 的最后一维等于 B 的倒数第二维（这里是 %s 和 %s）；"
         .. "也许要先转置其中一个：:transpose(1, 2)",
     divisible = "提示：embed_dim %s 必须能被 num_heads %s 整除：每个头分到 embed_dim/num_heads 维",
+    linear_in = "提示：线性层 x·Wᵀ 要求 x 的最后一维等于 W 的 in_features（W 的最后一维）：这里是 %s 和 %s",
     bad_argument = "提示：第 %s 个参数（%s 的）应该是 %s，实际是 %s",
     float32_exact = "提示：mha 的张量是 float32，只能精确表示 -2^24 到 2^24 之间的整数；"
         .. "能接受舍入的话，先在 NumPy 里转换：a.astype(np.float32)",

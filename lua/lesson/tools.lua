@@ -77,12 +77,18 @@ end
 
 -- LESSON.fails(input): runs input as a student would type it at the prompt (an expression or a
 -- statement, chunk "stdin") and prints the error it raises as the REPL shows it:
--- "stdin:1: matmul: ...". An input that does not fail is a mistake in the lesson, and says so.
+-- "stdin:1: matmul: ...", with the hint line the REPL puts under it in the lesson's language (a
+-- Chinese lesson's only English sentence was the core's message). An input that does not fail is a
+-- mistake in the lesson, and says so.
 function M.fails(input)
     local chunk = load("return " .. input, "=stdin", "t", _G) or assert(load(input, "=stdin", "t", _G))
     local ok, err = pcall(chunk)
     if ok then raise("LESSON.fails: " .. input .. " did not fail") end
-    print(tostring(err))
+    -- both wrapped to the screen, the hint as the REPL wraps it
+    local wrap, columns = require("mha.text").wrap, math.max(30, require("mha.term").columns() or 80)
+    print(table.concat(wrap(tostring(err), columns), "\n"))
+    local hint = require("mha.repl.habits").core_line(tostring(err), ctx.lang())
+    if hint then print(table.concat(wrap(hint, columns, {rest = "      "}), "\n")) end
 end
 
 -- LESSON.scratch(suffix) -> a path of its own in the system's temporary directory, ending in suffix

@@ -494,6 +494,7 @@ local CORE_LINES = {
     {"view: cannot view a tensor", "view"},
     {"inner sizes (%d+) and (%d+) differ", "inner_sizes"},
     {"embed_dim (%d+) is not divisible by num_heads (%d+)", "divisible"},
+    {"x's last size (%d+) is not W's in_features (%d+)", "linear_in"},
     {"to '([%w_]+)' %(.-%); as a method, call it with a colon: (.-)$", "method_colon"}, -- x.sum()
     {"bad argument #(%d+) to '([%w_]+)' %((.-) expected, got (.-)%)", "bad_argument"},
     -- the core's file and size errors

@@ -702,7 +702,7 @@ static void test_errors(void) {
     live = mha_live_bytes();
     st = mha_linear(&out, &q, &W, NULL);
     expect_error("error: linear inner sizes", st, MHA_E_SHAPE,
-                 "linear: x (2,4,8) and W (5,4): x's last size 8 is not W's in size 4", live);
+                 "linear: x (2,4,8) and W (5,4): x's last size 8 is not W's in_features 4", live);
     st = mha_layer_norm(&out, &q, 1, &W, NULL, 1e-5f);
     expect_error("error: layer_norm weight", st, MHA_E_SHAPE,
                  "layer_norm: weight (5,4) does not match the normalized shape (8) of x (2,4,8)", live);
