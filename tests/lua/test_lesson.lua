@@ -664,10 +664,13 @@ end
 do
     local a, b = mha.zeros{3, 2}, mha.zeros{3, 3}
     rawset(_G, "fails_a", a) rawset(_G, "fails_b", b)
-    T.eq("LESSON.fails prints the error of an expression, named at stdin:1",
-        captured(LESSON.fails, "fails_a:matmul(fails_b)"), "stdin:1: matmul: (3,2) @ (3,3): inner sizes 2 and 3 differ\n")
-    T.eq("LESSON.fails runs a statement too",
-        captured(LESSON.fails, "fails_c = fails_a:matmul(fails_b)"), "stdin:1: matmul: (3,2) @ (3,3): inner sizes 2 and 3 differ\n")
+    -- then the REPL's hint line, in the lesson's language (English here), wrapped to the screen
+    local said = captured(LESSON.fails, "fails_a:matmul(fails_b)")
+    T.eq("LESSON.fails prints the error of an expression, named at stdin:1", said:match("^[^\n]*\n"),
+        "stdin:1: matmul: (3,2) @ (3,3): inner sizes 2 and 3 differ\n")
+    T.ok("and the hint the REPL puts under it", said:find("\nhint: the matrix product A·B needs", 1, true) ~= nil, said)
+    T.eq("LESSON.fails runs a statement too", captured(LESSON.fails, "fails_c = fails_a:matmul(fails_b)"):match("^[^\n]*\n"),
+        "stdin:1: matmul: (3,2) @ (3,3): inner sizes 2 and 3 differ\n")
     local ok, err = pcall(LESSON.fails, "fails_b:matmul(fails_b)")
     T.ok("LESSON.fails on a line that does not fail is the lesson's mistake", not ok
         and tostring(err):find("LESSON.fails: fails_b:matmul(fails_b) did not fail", 1, true), err)
