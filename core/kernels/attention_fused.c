@@ -55,8 +55,8 @@ void mha_kernels_set_one_query(bool on) { one_query_on = on; }
 
 typedef struct fused_job {
     const mha_attn_args *args;
-    /* K and V packed once for every query tile (fused_pack), or NULL: each tile packs its own.
-     * Key tile t's panels at kp + t·kp_stride and vt + t·vt_stride. */
+    /* K and V packed once for every query tile (fused_pack_tile on each key tile), or NULL: each
+     * query tile packs its own. Key tile t's panels at kp + t·kp_stride and vt + t·vt_stride. */
     const float *kp, *vt;
     size_t kp_stride, vt_stride;
 } fused_job;
@@ -107,7 +107,7 @@ static mha_status fused_part(void *ctx, size_t part, size_t nparts) {
     mha_scratch s;
     if (!mha_scratch_alloc(&s, bufs, sizes, NBUF))
         return mha_fail(MHA_E_NOMEM, "attention: q (%zu,%zu), k (%zu,%zu): out of memory for tiles", L, D, S, D);
-    float *qt = bufs[QT], *kp = bufs[KP], *vt = bufs[VT], *panel = bufs[SC], *acc = bufs[ACC];
+    float *qt = bufs[QT], *panel = bufs[SC], *acc = bufs[ACC];
     float *m = bufs[M], *l = bufs[LSUM], *alpha = bufs[ALPHA];
     mha_status status = MHA_OK;
 
@@ -125,11 +125,12 @@ static mha_status fused_part(void *ctx, size_t part, size_t nparts) {
                 goto done;
             }
             const size_t nk = min_size(bk, key_end - k0), nk_pad = round_up(nk, mr);
+            const float *kp = bufs[KP], *vt = bufs[VT];
             if (job->kp) { /* packed once, whole key tiles: this one's panels */
-                kp = (float *)job->kp + k0 / bk * job->kp_stride;
-                vt = (float *)job->vt + k0 / bk * job->vt_stride;
+                kp = job->kp + k0 / bk * job->kp_stride;
+                vt = job->vt + k0 / bk * job->vt_stride;
             } else {
-                fused_pack_tile(k, kp, vt, args, k0, nk);
+                fused_pack_tile(k, bufs[KP], bufs[VT], args, k0, nk);
             }
 
             for (size_t j0 = 0; j0 < nq_pad; j0 += nr) {
