@@ -121,12 +121,18 @@ local function widest(labels)
     return longest
 end
 
+-- Whether x tic labels are long or many enough to tilt whatever room they have.
+local function long_labels(labels)
+    local longest = widest(labels)
+    return longest > 4 or #labels * longest > 40
+end
+
 -- "set xtics ('The' 0, 'cat' 1, ...)", tilted when tilt says so, or by default when the labels are
 -- long or many.
 local function tics_command(axis, labels, tilt)
-    local parts, longest = {}, widest(labels)
+    local parts = {}
     for i, l in ipairs(labels) do parts[i] = quote_tic(l) .. " " .. i end
-    if tilt == nil then tilt = axis == "x" and (longest > 4 or #labels * longest > 40) end
+    if tilt == nil then tilt = axis == "x" and long_labels(labels) end
     return "set " .. axis .. "tics (" .. table.concat(parts, ", ") .. ")" .. (tilt and " rotate by 45 right" or "")
 end
 
@@ -317,15 +323,15 @@ local function heads_layout(setting, H, L, S, rows, cols)
     end
     local grid_rows = math.ceil(H / grid_cols)
     -- the key labels tilt where they are wider than a cell (about 7 pixels a column at 10 points),
-    -- or by tics_command's rule for their length
+    -- or where they are long or many (tics_command's own rule)
     local below, tilt = 90, false
     local size, side = layout(grid_cols, grid_rows, below)
-    if cols and (widest(cols) * px(7) + px(4) > side / S or tics_command("x", cols):find("rotate", 1, true)) then
+    if cols and (widest(cols) * px(7) + px(4) > side / S or long_labels(cols)) then
         below, tilt = 115, true
         size, side = layout(grid_cols, grid_rows, below)
     end
     return { cols = grid_cols, rows = grid_rows, size = size, side = side, below = below, tilt = tilt, left = LEFT,
-             gap_x = GAP_X, gap_y = GAP_Y }
+             gap_x = GAP_X, gap_y = GAP_Y, px = px }
 end
 
 -- plot.heads(W [, opts]) draws every head of (H,L,S) attention weights in one grid ("head 1" ...,
@@ -349,8 +355,7 @@ function plot.heads(W, opts)
     add_all(commands, { palette_command(fname, opts.palette), "set size ratio -1", "unset colorbox" })
     for h = 1, H do commands[#commands + 1] = datablock("$mha_head_" .. h, w[h]) end
     local z = heads_layout(setting, H, L, S, rows, cols)
-    local grid_rows, grid_cols, size, side, below, tilt = z.rows, z.cols, z.size, z.side, z.below, z.tilt
-    local px = function(n) return n * font_scale(setting) end
+    local grid_rows, grid_cols, size, side, below, tilt, px = z.rows, z.cols, z.size, z.side, z.below, z.tilt, z.px
     local width, height = size[1], size[2]
     -- a window scaled down to fit the screen can leave a row less room than a tic label is tall
     -- (13 pixels at 10 points): the axes' labels then take a font that fits (at least 6 points)
@@ -368,12 +373,13 @@ function plot.heads(W, opts)
     commands[#commands + 1] = string.format("set label 1 %s at screen 0.5,%.4f center front%s",
         quote(opts.title or ""), 1 - px(22) / height, setting.font and string.format(" font ',%g'", setting.font) or "")
     local digits = values_digits(fname, opts.values)
-    local blank = function(labels)
+    local function blank(labels)   -- the inner panels' tic labels: as many, empty
         if not labels then return nil end
         local none = {}
         for i = 1, #labels do none[i] = "" end
         return none
     end
+    local no_rows, no_cols = blank(rows), blank(cols)
     for h = 1, H do
         local first_column, bottom = (h - 1) % grid_cols == 0, h + grid_cols > H
         commands[#commands + 1] = "set title " .. quote(string.format(said.head, h))
@@ -384,8 +390,8 @@ function plot.heads(W, opts)
             commands[#commands + 1] = string.format(
                 "set colorbox user origin screen %.4f,0.15 size screen %.4f,0.7", 1 - px(70) / width, px(18) / width)
         end
-        add_all(commands, matrix_commands("$mha_head_" .. h, w[h], first_column and rows or blank(rows),
-            bottom and cols or blank(cols), lo, hi, digits, setting.font, tilt))
+        add_all(commands, matrix_commands("$mha_head_" .. h, w[h], first_column and rows or no_rows,
+            bottom and cols or no_cols, lo, hi, digits, setting.font, tilt))
         if h == 1 then commands[#commands + 1] = "unset object 1; unset label 1" end   -- drawn once
     end
     commands[#commands + 1] = "unset multiplot"
