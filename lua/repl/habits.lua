@@ -174,10 +174,10 @@ end
 local function library_named(base)
     local v = named_value(base)
     if type(v) ~= "table" then return false end
-    for _, loaded in pairs(package.loaded) do
+    for _, loaded in pairs(package.loaded) do   -- mha is "mha" there, plot "mha.plot"
         if rawequal(loaded, v) then return true end
     end
-    return rawequal(v, rawget(_G, "mha")) or rawequal(v, rawget(_G, "plot"))
+    return false
 end
 
 local function colon_hint(input, first, w)
