@@ -457,12 +457,12 @@ local function with_break(input, msg)
     for at = #input, 2, -1 do
         if input:sub(at, at) == " " and input:sub(at - 1, at - 1) ~= " " then
             local fixed = input:sub(1, at - 1) .. ";" .. input:sub(at)
-            if repl.return_last(fixed) and load(repl.return_last(fixed), "=stdin") then return fixed end
+            local chunk = repl.return_last(fixed)
+            if chunk and load(chunk, "=stdin") then return fixed end
             tries = tries + 1
             if tries == 20 then return nil end
         end
     end
-    return nil
 end
 
 -- repl.hint(input, how, ...) -> the hint for an input's outcome, in the REPL's language, or nil:
