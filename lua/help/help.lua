@@ -93,11 +93,12 @@ local function wrap(prose, indent, columns)
 end
 
 -- A signature, which is code: never broken inside a word or a string; a line too wide breaks after
--- a comma, the continuation lines hanging under the first argument
--- (or indented 4 when that is too far).
+-- a comma, the continuation lines hanging under the first argument of the call it starts with
+-- (its first "(", with no "," or "{" before it), else indented 4: a list of names
+-- ("LESSON.batch, LESSON.clock(), ..."), a table argument, or a call whose "(" is too far right.
 local function signature(sig, columns)
     if text.width(sig) <= columns then return sig end
-    local open = sig:find("(", 1, true)
+    local open = sig:match("^[^,{(]*()%(")
     local hang = open and open <= columns - 20 and string.rep(" ", text.width(sig:sub(1, open))) or "    "
     local lines, line = {}, ""
     for piece in sig:gmatch("[^,]+,?") do   -- the pieces end with their comma

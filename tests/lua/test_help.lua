@@ -203,6 +203,28 @@ local hang = ("mha.scaled_dot_product_attention("):len()
 T.ok("help_signature_hangs_after_comma", #sig_lines >= 2 and sig_lines[1]:find(",$")
      and sig_lines[2]:sub(1, hang) == string.rep(" ", hang) and sig_lines[2]:sub(hang + 1, hang + 1) ~= " ",
      table.concat(sig_lines, "\n"))
+-- a signature that does not start with a call (a list of names, a table argument) is indented 4,
+-- not hung under some later "(" (?LESSON under "LESSON.clock(", column 41): at 80 columns every
+-- continuation line hangs under the "(" its signature starts with, or is indented 4
+term.columns = function() return 80 end
+local odd_hangs = {}
+for _, key in ipairs(keys) do
+    local sig = help.text(key):match("^(.-)\n\n") or ""
+    local open = sig:match("^[^,{(]*()%(")
+    for line in sig:gmatch("\n([^\n]*)") do
+        local indent = #line:match("^ *")
+        if indent ~= 4 and indent ~= (open and text_mod.width(sig:sub(1, open)) or 4) then
+            odd_hangs[#odd_hangs + 1] = key .. ": " .. line
+        end
+    end
+end
+term.columns = real_columns
+T.eq("help_signature_continuation_indents", odd_hangs, {})
+term.columns = function() return 80 end
+T.eq("help_signature_of_LESSON", help.text("LESSON"):match("^(.-)\n\n"),
+     "LESSON.batch, LESSON.lang, LESSON.clock(), LESSON.table, LESSON.versus,\n" ..
+     "    LESSON.describe, LESSON.median_ms, say(text), tr{en=, zh=}")
+term.columns = real_columns
 -- an example line that fits is kept as written
 term.columns = function() return 80 end
 T.ok("help_example_kept", help.text("mha.softmax"):find("  Example:  " .. docs["mha.softmax"].example:match("^[^\n]*"), 1, true),
