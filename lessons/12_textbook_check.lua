@@ -84,8 +84,11 @@ LESSON.versus("weight1", nil, weight1)
 LESSON.versus("weight2", nil, weight2)
 LESSON.versus("head1", "[11.8, 13.2]", head1)
 LESSON.versus("head2", "[20.9, 21.5]", head2)
-print("head1 == V1:", (head1 - V1):abs():max():item() == 0,
-    "  head2 == V2:", (head2 - V2):abs():max():item() == 0)]],
+yes_no = {[true] = tr{en = "yes", zh = "是"}, [false] = tr{en = "no", zh = "否"}}
+print(string.format(tr{en = "head1 == V1: %s  head2 == V2: %s",
+                       zh = "head1 == V1：%s  head2 == V2：%s"},
+      yes_no[(head1 - V1):abs():max():item() == 0],
+      yes_no[(head2 - V2):abs():max():item() == 0]))]],
     },
 
     step{

@@ -142,10 +142,10 @@ print(tr{en = "loss before, after 100 steps:", zh = "100 步前后的损失："}
             en = [[
 Compute layer 1 head 1's previous-token score on the single probe by hand: the weight each query i
 puts on key i - 1, summed over i = 2 .. 22, divided by the number of query positions. Use
-maps[1][1][1] (22 x 22) and answer(number).]],
+maps[1][1][1] (22×22) and answer(number).]],
             zh = [[
 手算第 1 层头 1 在单个探针上的前一词元分数：每个查询 i 放在键 i - 1 上的权重，对 i = 2 .. 22 求和，
-再除以查询位置的个数。用 maps[1][1][1]（22 x 22），answer(数值)。]],
+再除以查询位置的个数。用 maps[1][1][1]（22×22），answer(数值)。]],
         },
         solution = [[(maps[1][1][1]:narrow(1, 2, 21):narrow(2, 1, 21)
   * mha.eye(21)):sum():item() / 22]],

@@ -38,11 +38,11 @@ mha.tasks.show(targets, {zero = "-",
             en = [[
 Two one-layer models with d_model 32 and an MLP of 64: one has a single head of 32 features, the
 other two heads of 16. Lesson 9 counted their multiply-adds: the same. Their parameters are the
-same too: the projections are 32 x 32 whatever the number of heads. `make models` trained both
+same too: the projections are 32×32 whatever the number of heads. `make models` trained both
 from the same seed, 800 steps each, about 8 s of CPU each.]],
             zh = [[
 两个一层模型，d_model 32，MLP 宽 64：一个只有一个 32 维的头，另一个有两个 16 维的头。第 9 课数过
-它们的乘加次数：相同。参数个数也相同：无论几个头，投影都是 32 x 32。`make models` 用同一个种子把
+它们的乘加次数：相同。参数个数也相同：无论几个头，投影都是 32×32。`make models` 用同一个种子把
 两者各训练了 800 步，各用大约 8 秒 CPU。]],
         },
         code = [[
