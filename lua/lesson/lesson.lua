@@ -428,12 +428,13 @@ local function show_step(k)
 end
 
 -- :text - the current step again (title, text, code), nothing rerun; after :lang, in the new
--- language.
+-- language. An exercise ends with how to answer it, as show_step shows it: answered or skipped
+-- already, answer() still takes it.
 function M.reprint()
     if not session then say_text(said(M.choose_lang()).no_lesson); return false end
     if session.pos < 1 then return false end
     draw_step(session.pos)
-    if session.pending then
+    if session.lesson.steps[session.pos].kind == "exercise" and not session.batch then
         say_line("")
         say_text(said(session.lang).ask)
     end
@@ -563,7 +564,8 @@ local NAME_COLUMN = 22   -- :lessons' name column at most: 30 columns before the
 
 -- The list of :lessons: number, name and summary, the summary in a column after the names (its
 -- lines wrapped under that column, after a name too long for it as well), or under the name when
--- the column leaves too little room. A summary's last line is never one Chinese character alone.
+-- the column leaves too little room. A summary's last line is never one word (or one Chinese
+-- character) alone.
 function M.list(lang)
     lang = lang or (session and session.lang) or M.choose_lang()
     local files = M.files()
@@ -632,7 +634,8 @@ local function open_session(which, opts)
     if batch and not session.screen_rows then _G.plot = M.batch_plot end
     local lang = session.lang
     say_lines(M.rule(columns(), string.format("%02d %s", f.number, tr(lesson.title, lang))))
-    print_text(tr(lesson.summary, lang))
+    -- the summary is the title's second line: a header, never ending on one word alone
+    say_lines(M.wrap_text(tr(lesson.summary, lang), columns(), nil, nil, true))
     -- a script :save writes opens the lesson quietly (the names step code uses: show, plot, tr,
     -- LESSON ...; and a lesson for its answer() calls to be checked against)
     local path = f.path

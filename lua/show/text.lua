@@ -9,8 +9,9 @@
 --                                    --   (prose: runs of white space become one space) |
 --                                    --   "verbatim" (spaces kept) | "code" (spaces kept, never
 --                                    --   breaks inside a string literal or a comment);
---                                    --   no_lone_last = true: the last line is never one CJK
---                                    --   character alone (the one before it comes down too)
+--                                    --   no_lone_last = true: the last line is never one word
+--                                    --   or one CJK character alone (the one before it comes
+--                                    --   down too, where the lines still fit)
 --     text.render(markup, width, color)
 --                                    -- a lesson text (headings, items, formulas, *emphasis*) to
 --                                    --   lines
@@ -219,39 +220,34 @@ local function wrap_atoms(text, width, first, rest, mode)
     return lines, starts, atoms
 end
 
--- Whether an atom is one CJK character (with the closing punctuation and marks stuck to it).
-local function one_wide(atom)
-    local count, wide = 0, false
-    for _, cp in utf8.codes(atom.text) do
-        if cp > 4 and not no_break_before[cp] then count, wide = count + 1, is_wide(cp) end
-    end
-    return count == 1 and wide
-end
-
--- When the last of lines (wrapped from atoms, starts[n] the atom line n starts with) is one CJK
--- character alone, the character before it comes down to it: if a line may break before that one
--- and the line above keeps some of its own.
-local function lone_last_down(lines, starts, atoms, first, rest)
+-- When the last of lines (wrapped from atoms, starts[n] the atom line n starts with) holds one atom
+-- alone (a word, or one CJK character with the punctuation stuck to it), the atom before it comes
+-- down to it: if a line may break before that one, the line above keeps at least two of its own
+-- and the last line still fits in `width`. "the two layouts and their" / "bug" becomes
+-- "the two layouts and" / "their bug".
+local function lone_last_down(lines, starts, atoms, width, first, rest)
     local n = #lines
-    if n < 2 or starts[n] ~= #atoms or not one_wide(atoms[#atoms]) then return lines end
+    if n < 2 or starts[n] ~= #atoms then return lines end
     local down = #atoms - 1
-    if down <= starts[n - 1] or atoms[down].glue or not one_wide(atoms[down]) then return lines end
+    if down <= starts[n - 1] + 1 or atoms[down].glue or atoms[#atoms].glue then return lines end
     local function joined(prefix, from, to)
         local parts = {prefix, atoms[from].text}
         for k = from + 1, to do parts[#parts + 1] = atoms[k].space .. atoms[k].text end
         return table.concat(parts)
     end
+    local last = joined(rest, down, #atoms)
+    if M.width(last) > width then return lines end
     lines[n - 1] = joined(n == 2 and first or rest, starts[n - 1], down - 1)
-    lines[n] = joined(rest, down, #atoms)
+    lines[n] = last
     return lines
 end
 
--- wrap_atoms' lines; no_lone_last: never one CJK character alone on the last (lone_last_down).
+-- wrap_atoms' lines; no_lone_last: never one word alone on the last (lone_last_down).
 local function wrap(text, width, first, rest, mode, no_lone_last)
     first = first or ""
     rest = rest or first
     local lines, starts, atoms = wrap_atoms(text, width, first, rest, mode)
-    if no_lone_last then return lone_last_down(lines, starts, atoms, first, rest) end
+    if no_lone_last then return lone_last_down(lines, starts, atoms, width, first, rest) end
     return lines
 end
 
@@ -310,9 +306,9 @@ function M.finish(lines, color)
     return out
 end
 
--- Wraps a line of prose written with the inline markup.
-function M.wrap_text(text, width, first, rest)
-    return wrap(M.inline(text), width, first, rest)
+-- Wraps a line of prose written with the inline markup; no_lone_last as in M.wrap (a header's).
+function M.wrap_text(text, width, first, rest, no_lone_last)
+    return wrap(M.inline(text), width, first, rest, nil, no_lone_last)
 end
 
 -- A formula or table line (indented by two or more spaces): as written when it fits. A wider one
@@ -363,11 +359,11 @@ function M.code_lines(code, width)
 end
 
 -- A title rule "── title ─────" filling the width; a title too long for one line wraps under
--- itself.
+-- itself, never leaving one word alone on its last line.
 function M.rule(width, title)
     local head = "── " .. title .. " "
     if M.width(head) + 3 <= width then return {head .. string.rep("─", width - M.width(head))} end
-    local lines = wrap(title, width, "── ", "   ")
+    local lines = wrap(title, width, "── ", "   ", nil, true)
     local last = lines[#lines] .. " "
     local room = width - M.width(last)
     if room >= 3 then lines[#lines] = last .. string.rep("─", room) end
@@ -401,7 +397,8 @@ local function join_lines(lines)
 end
 
 -- Renders a lesson text (the markup above) to lines of at most `width` columns
--- (see M.wrap for the one exception); color draws emphasis bold.
+-- (see M.wrap for the one exception); color draws emphasis bold. A heading, like every header the
+-- runner prints, never ends on one word alone (no_lone_last).
 function M.render(text, width, color)
     local out = {}
     local paragraph = {}
@@ -423,7 +420,7 @@ function M.render(text, width, color)
             if #out > 0 and out[#out] ~= "" then out[#out + 1] = "" end
         elseif heading then
             flush()
-            local lines = M.wrap_text(heading, width)
+            local lines = M.wrap_text(heading, width, nil, nil, true)
             add(lines)
             local widest = 0
             for _, l in ipairs(lines) do widest = math.max(widest, M.width(l)) end

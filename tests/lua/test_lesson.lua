@@ -136,7 +136,7 @@ T.ok("Chinese wraps within 30 columns", widest <= 30, "widest line " .. widest)
 T.ok("no line starts with closing punctuation", bad_start == nil, bad_start)
 T.ok("an English word inside Chinese is not split", not split_word)
 -- no_lone_last: the last line is never one CJK character alone; the one before it comes down, the
--- prefixes kept; without it, and when the character before is a word, the lines are as they were
+-- prefixes kept; without it, or when the line above would keep only one, the lines are as they were
 T.eq("a lone last character is wrapped as usual", L.wrap("一二三四五", 8, {first = "> ", rest = "  "}),
     {"> 一二三", "  四五"})
 T.eq("a lone last character", L.wrap("一二三四五六七", 8, {first = "> ", rest = "  "}),
@@ -149,6 +149,47 @@ T.eq("no_lone_last: closing punctuation goes with it",
     L.wrap("一二三四。", 8, {first = "> ", rest = "  ", no_lone_last = true}), {"> 一二", "  三四。"})
 T.eq("no_lone_last: a word before it stays", L.wrap("一 abc 二", 8, {rest = "", no_lone_last = true}),
     {"一 abc", "二"})
+-- and never one word alone (a header at 80 columns: "...the two layouts and their" / "bug"): the word
+-- before comes down, when the line above keeps two words and the last line still fits
+T.eq("a lone last word is wrapped as usual", L.wrap("the two layouts and their bug", 26),
+    {"the two layouts and their", "bug"})
+T.eq("no_lone_last: the word before it comes down",
+    L.wrap("the two layouts and their bug", 26, {no_lone_last = true}), {"the two layouts and", "their bug"})
+T.eq("no_lone_last: under a prefix", L.wrap("aa bb cc dd ee", 11, {first = "> ", rest = "  ", no_lone_last = true}),
+    {"> aa bb cc", "  dd ee"})
+T.eq("no_lone_last: the line above keeps two words", L.wrap("aa bb cc", 5, {no_lone_last = true}), {"aa bb", "cc"})
+T.eq("no_lone_last: not when the two would not fit", L.wrap("a b c dddddddddd", 10, {no_lone_last = true}),
+    {"a b c", "dddddddddd"})
+T.eq("a title rule never ends on one word", L.rule(24, "RoPE: positions as rotations"),
+    {"── RoPE: positions", "   as rotations ────────"})
+T.eq("a heading never ends on one word", L.render("# A heading that is long enough to wrap here", 40),
+    {"A heading that is long enough to", "wrap here", string.rep("─", 32)})
+-- every lesson's summary, the second line of its title, at 40 to 100 columns in both languages
+do
+    local lone = {}
+    for _, f in ipairs(L.files()) do
+        local lesson = L.load(f.path)
+        for _, lang in ipairs{"en", "zh"} do
+            for width = 40, 100, 4 do
+                local lines = L.wrap_text(L.tr(lesson.summary, lang), width, nil, nil, true)
+                -- the words of the last line: its CJK characters (punctuation aside) and the runs of
+                -- other characters between spaces and CJK characters
+                local last, words, latin = lines[#lines], 0, {}
+                for _, cp in utf8.codes(last) do
+                    local c = utf8.char(cp)
+                    local wide = L.width(c) == 2
+                    if wide and not ("，。、；：？！）」』》"):find(c, 1, true) then words = words + 1 end
+                    latin[#latin + 1] = wide and " " or c
+                end
+                for _ in table.concat(latin):gmatch("%S+") do words = words + 1 end
+                if #lines > 1 and words < 2 then
+                    lone[#lone + 1] = string.format("%s %s at %d: %s", f.name, lang, width, last)
+                end
+            end
+        end
+    end
+    T.eq("no lesson summary ends on one word", lone, {})
+end
 local en_lines = L.wrap("the scores are divided by the square root of the head size", 20)
 T.eq("English wraps at spaces", en_lines, {"the scores are", "divided by the", "square root of the", "head size"})
 local rendered = L.render("# 标题\n\n第一行\n第二行\n\n    formula = kept\n- item one", 40)
@@ -605,6 +646,24 @@ T.eq(":goto rebuilds the lesson's variables", table.concat(tokens, " "), "the ca
 text = captured(commands.lang.run, "fr")
 T.ok(":lang fr says what is accepted", text:find(":lang en|zh", 1, true), text)
 T.eq(":lang fr changes nothing", L.current().lang, "en")
+-- :lang at an exercise shows it again as it was first shown, down to its last line (how to answer):
+-- while it waits for the answer, and once it is answered (lesson 25's exercise has no code, so
+-- the two showings are the same lines)
+for _, lang in ipairs{"en", "zh"} do
+    captured(L.start, "flash", {batch = false, lang = lang})
+    local function exercise_shown(text) return text:match("\n(── [^\n]*7/7.*)$") or text end
+    local first = exercise_shown(captured(L.goto_step, 7))
+    local ask = require("mha.i18n").words(lang).lesson.ask
+    T.ok(":lang " .. lang .. ": the exercise first shows how to answer it", first:find(ask:match("^[^;；]+"), 1, true),
+        first)
+    T.eq(":lang " .. lang .. " at a waiting exercise shows it as it was shown",
+        exercise_shown(captured(commands.lang.run, lang)), first)
+    captured(L.answer, 2 * math.exp(1 - 3) + math.exp(3 - 3) + math.exp(1 - 3))
+    T.eq(":lang " .. lang .. " at an answered exercise shows it as it was shown",
+        exercise_shown(captured(commands.lang.run, lang)), first)
+    T.eq(":text at an answered exercise shows it as it was shown", exercise_shown(captured(L.reprint)), first)
+end
+captured(commands.lang.run, "en")
 T.eq("a lesson found by the start of its name", L.find("flash").name, "flash_attention")
 T.ok("a start two names share names both",
      select(2, L.find("induction")) == "'induction' begins more than one lesson's name:\n" ..
@@ -678,7 +737,11 @@ do
 end
 
 -- ---- lesson 12 agrees with NumPy (tests/check_seeds.py -> tests/fixtures/seeds_truth.txt) ---------
-replayed(12)
+local _, replay12 = replayed(12)
+-- and says whether each head is its V in the lesson's words (a Chinese lesson prints 是/否, not
+-- true/false), on one line without tabs
+T.eq("lesson 12 step 3: the heads equal V, in English", replay12:match("\n(head1 == V1[^\n]*)"),
+    "head1 == V1: yes  head2 == V2: yes")
 local truth = {}
 for line in io.lines(T.path("tests/fixtures/seeds_truth.txt")) do
     if not line:find("^#") then
@@ -714,6 +777,30 @@ do
     expect_hint("lesson 12: K2 on screen does not answer it", ex12, K2, "shape")
     expect_hint("lesson 12: unscaled", ex12, mha.softmax(X2:matmul(W1Q):matmul(X2:matmul(W1K):transpose(1, 2)), 2),
         "unscaled")
+end
+
+do
+    local zh12 = captured(L.start, 12, {batch = true, lang = "zh"})
+    T.eq("lesson 12 step 3: the heads equal V, in Chinese", zh12:match("\n(head1 == V1[^\n]*)"),
+        "head1 == V1：是  head2 == V2：是")
+end
+
+-- a lesson's words write a product of sizes with ×, as in 22×22, never with the letter x
+do
+    local with_x = {}
+    for _, f in ipairs(L.files()) do
+        for k, s in ipairs(L.load(f.path).steps) do
+            for _, field in ipairs{"title", "text", "prompt"} do
+                for _, lang in ipairs{"en", "zh"} do
+                    local words = s[field] and L.tr(s[field], lang)
+                    for product in tostring(words):gmatch("%d+ x %d+") do
+                        with_x[#with_x + 1] = string.format("%s step %d %s %s: %s", f.name, k, field, lang, product)
+                    end
+                end
+            end
+        end
+    end
+    T.eq("no lesson writes a product of sizes with the letter x", with_x, {})
 end
 
 -- lesson 9's counts are the ones check_seeds.py makes
