@@ -47,8 +47,13 @@ enum { C_FETCH_STEPS = 24 };
 
 /* Steps ahead at which a tile reading A in place by columns fetches them into L1, where the B
  * panels it streams from L2 evict them between passes (8: 10% faster than 16 on dW = dYᵀ·X of an
- * AVX-512 Xeon, its operands in L2 or in L3). */
-enum { A_FETCH_STEPS = 8 };
+ * AVX-512 Xeon, its operands in L2 or in L3); and, where a step is long enough to spare a load
+ * slot (MR·NV vectors of FMAs, at least 24: the AVX-512 tile), A_FAR_STEPS ahead into L2, for an A
+ * read from memory: its rows are a page apart or more, so no hardware prefetcher follows them,
+ * and 8 steps do not cover memory's latency. dV = Pᵀ·dO of forward + backward L=512, P last
+ * written by the forward: 3.2 -> 2.6 ms a step on Zen 4; the AVX2 tile's 12 FMAs a step were
+ * slower for it (3.4 -> 3.5 ms). */
+enum { A_FETCH_STEPS = 8, A_FAR_STEPS = MR * NV >= 24 ? 32 : 0 };
 
 /* kc steps in k order over the first R (a constant) of A's MR values of each step, a_step floats
  * apart (MR: a packed panel; a_cs: the columns of an A with contiguous columns, read in place,
@@ -68,6 +73,7 @@ INLINE void tile_steps(size_t kc, const float *a, ptrdiff_t a_step, const float 
         if (fetch_a) {
             __builtin_prefetch(a + A_FETCH_STEPS * a_step, 0, 3);
             __builtin_prefetch(a + A_FETCH_STEPS * a_step + MR - 1, 0, 3);
+            if (A_FAR_STEPS) __builtin_prefetch(a + A_FAR_STEPS * a_step + MR - 1, 0, 2);
         }
         tile_step(acc, a, b, R);
     }
