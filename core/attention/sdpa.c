@@ -402,6 +402,24 @@ static bool weights_copied(const bwd_job *job) {
 /* Rows of dS a step: their deltas (mha_row_dots) are computed together. */
 enum { DELTA_ROWS = 8 };
 
+/* delta_i = dO_i·out_i for the rows i0..i0+rows-1: rowsum(P∘dP) without P, since out_i = Σ_j P_ij
+ * v_j and dP_ij = dO_i·v_j - Dv terms a row instead of S. Summed in double in order
+ * (mha_row_dots, or its reference's loop where a row's elements are apart). */
+static void out_deltas(float *delta, mat dO, mat o, size_t i0, size_t rows, size_t Dv) {
+    if (dO.cs == 1 && o.cs == 1 && dO.rs > 0 && o.rs > 0) {
+        mha_row_dots(delta, dO.p + (ptrdiff_t)i0 * dO.rs, (size_t)dO.rs, o.p + (ptrdiff_t)i0 * o.rs, (size_t)o.rs, rows,
+                     Dv);
+        return;
+    }
+    for (size_t i = 0; i < rows; i++) {
+        double d = 0.0;
+        for (size_t c = 0; c < Dv; c++)
+            d += (double)dO.p[(ptrdiff_t)(i0 + i) * dO.rs + (ptrdiff_t)c * dO.cs] *
+                 o.p[(ptrdiff_t)(i0 + i) * o.rs + (ptrdiff_t)c * o.cs];
+        delta[i] = (float)d;
+    }
+}
+
 /* Plain: one slice, with P from the weights (read in place, or copied to P_copy when strided); dS
  * in an (L,S) buffer dP. */
 static mha_status slice_plain(const bwd_job *job, size_t n, float *dP, float *P_copy) {
@@ -430,10 +448,14 @@ static mha_status slice_plain(const bwd_job *job, size_t n, float *dP, float *P_
     if ((st = value_grad(job, n, P, ldP, 0, L, 0, S, dO, job->causal)) != MHA_OK) return st;
     /* backward of passes 3 and 2: dS = P∘(dP - rowsum(P∘dP)), times scale, 0 where masked hard */
     mha_mask_src m = mha_mask_slice(job->mask, nb, n);
+    /* rowsum(P∘dP) from the forward's output when it is given and dP is dO·vᵀ alone */
+    const bool from_out = job->out && dO.p && !job->dweights;
+    mat o = from_out ? mat_slice(job->out, nb, n, 1) : (mat){0};
     for (size_t i0 = 0; i0 < L; i0 += DELTA_ROWS) {
         const size_t rows = L - i0 < DELTA_ROWS ? L - i0 : DELTA_ROWS;
         float delta[DELTA_ROWS];
-        mha_row_dots(delta, P + i0 * ldP, ldP, dP + i0 * S, S, rows, S);
+        if (from_out) out_deltas(delta, dO, o, i0, rows, Dv);
+        else mha_row_dots(delta, P + i0 * ldP, ldP, dP + i0 * S, S, rows, S);
         for (size_t r = 0; r < rows; r++)
             softmax_grad_row(job, &m, dP + (i0 + r) * S, P + (i0 + r) * ldP, delta[r], n, i0 + r, 0, S);
     }
@@ -562,14 +584,7 @@ static mha_status slice_fused(const bwd_job *job, size_t n, float *scratch) {
     for (size_t i0 = 0; i0 < L && st == MHA_OK; i0 += TILE_Q) {
         size_t bq = L - i0 < TILE_Q ? L - i0 : TILE_Q;
         if (mha_interrupted()) return mha_fail(MHA_E_INTERRUPTED, "sdpa_backward: interrupted at query %zu of %zu", i0, L);
-        /* delta_i = dO_i·out_i, which equals rowsum(P∘dP) since out_i = Σ_j P_ij v_j */
-        for (size_t i = 0; i < bq; i++) {
-            double d = 0.0;
-            for (size_t c = 0; c < Dv; c++)
-                d += (double)dO.p[(ptrdiff_t)(i0 + i) * dO.rs + (ptrdiff_t)c * dO.cs] *
-                     o.p[(ptrdiff_t)(i0 + i) * o.rs + (ptrdiff_t)c * o.cs];
-            delta[i] = (float)d;
-        }
+        out_deltas(delta, dO, o, i0, bq, Dv);
         if (!one_sweep && (st = row_lse(job, lse, sP, tk, q, k, &m, i0, bq)) != MHA_OK) break;
         for (size_t j0 = 0; j0 < S && st == MHA_OK; j0 += tk) {
             size_t bk = S - j0 < tk ? S - j0 : tk;
@@ -701,7 +716,7 @@ mha_status mha_sdpa_backward(mha_tensor *dq, mha_tensor *dk, mha_tensor *dv, mha
                                                              in */
     for (int o = 0; o < 8 && st == MHA_OK; o++) {
         const int i = order[o];
-        if (all[i] && !(i == 7 && weights)) /* out is read by the fused path only */
+        if (all[i])
             st = mha_batch_expand(&e[i], all[i], nb, z.bshape, i == 1 || i == 2 ? z.group : 1, rows[i], cols[i],
                                   "sdpa_backward", names[i]);
     }
@@ -720,7 +735,7 @@ mha_status mha_sdpa_backward(mha_tensor *dq, mha_tensor *dk, mha_tensor *dv, mha
     if (st == MHA_OK && (dout || dweights)) {
         bwd_job job = {
             .q = &e[0], .k = &e[1], .v = &e[2], .dout = dout ? &e[4] : NULL, .dweights = dweights ? &e[5] : NULL,
-            .weights = weights ? &e[6] : NULL, .out = out && !weights ? &e[7] : NULL, .mask = opt->attn_mask ? &e[3] : NULL,
+            .weights = weights ? &e[6] : NULL, .out = out ? &e[7] : NULL, .mask = opt->attn_mask ? &e[3] : NULL,
             .gq = dq ? &g[0] : NULL, .gk = dk ? &g[1] : NULL, .gv = dv && dout ? &g[2] : NULL,
             .gm = dmask ? mha_f32(&g[3]) : NULL, .first_write = first_write,
             .nb = nb, .batches = prod(z.bshape, 0, nb), .group = z.group, .causal = opt->is_causal, .scale = scale,
@@ -753,7 +768,7 @@ mha_status mha_sdpa_backward(mha_tensor *dq, mha_tensor *dk, mha_tensor *dv, mha
  * them. */
 
 /* Saved: q, k, v, then the weights (or, fused, the output), then the mask
- * (slot 4, empty when none). */
+ * (slot 4, empty when none); from the weights, the output in slot 5. */
 typedef struct sdpa_node {
     mha_node base;
     bool is_causal, enable_gqa;
@@ -772,7 +787,7 @@ static mha_sdpa_options node_sdpa_options(const mha_node *n) {
 static mha_status sdpa_node_backward(mha_tensor *grads, const mha_node *n, const mha_tensor *g) {
     mha_sdpa_options opt = node_sdpa_options(n);
     const bool from_weights = ((const sdpa_node *)n)->from_weights;
-    const mha_tensor *weights = from_weights ? &n->saved[3] : NULL, *out = from_weights ? NULL : &n->saved[3];
+    const mha_tensor *weights = from_weights ? &n->saved[3] : NULL, *out = from_weights ? &n->saved[5] : &n->saved[3];
     return mha_sdpa_backward(n->inputs[0] ? &grads[0] : NULL, n->inputs[1] ? &grads[1] : NULL,
                              n->inputs[2] ? &grads[2] : NULL, n->inputs[3] ? &grads[3] : NULL, g, NULL, &n->saved[0], &n->saved[1], &n->saved[2],
                              weights, out, &opt);
@@ -867,6 +882,7 @@ mha_status mha_ag_sdpa_lse(mha_tensor *out, mha_tensor *weights, mha_tensor *lse
     ((sdpa_node *)n)->from_weights = weights != NULL || keep; /* else fused, from the saved
                                                                  output */
     save_sdpa(n, q, k, v, weights ? weights : keep ? &kept : out, opt);
+    if (weights || keep) mha_ag_save(n, out); /* slot 5: rowsum(P∘dP) as dO·out */
     mha_release(&kept);
     if (weights) {
         mha_node *wn;

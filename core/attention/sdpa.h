@@ -89,7 +89,8 @@ mha_status mha_attention_plain(const mha_head_args *args, const mha_attn_kernels
  *   backward of pass 2 (masks):   dS = 0 where a bool mask or is_causal masks;
  *                                 dMask = dS for a float mask
  *   backward of pass 1 (scores):  dQ = dS·k·scale   dK = dSᵀ·q·scale
- * Plain (weights given): P read from the forward's weights (..., L, S).
+ * Plain (weights given): P read from the forward's weights (..., L, S); out, when given and
+ * dweights is not, gives rowsum(P∘dP) as rowsum(dO∘out) (Dv terms a row, not S).
  * Fused (weights NULL): out (the forward's result) is needed instead, for rowsum(P∘dP) =
  * rowsum(dO∘out). For each tile of 64 queries: up to 4096 keys the tile's whole score rows are
  * recomputed and softmaxed (one pass, the forward's row kernel); beyond, sweep 1 finds each row's

@@ -209,6 +209,45 @@ static void test_fused_equals_plain(void) {
         mha_release(&dout);
 }
 
+/* The plain backward takes rowsum(P∘dP) as rowsum(dO∘out) when it is given the forward's output: the
+ * same gradients to float rounding; a wrong out shows it is read; with the weights' own gradient
+ * (dP is no longer dO·vᵀ) out is not used, bit for bit. */
+static void test_plain_delta_from_out(void) {
+    size_t qs[4] = {2, 2, 70, 8}, ks[4] = {2, 2, 150, 8}, ms[2] = {70, 150};
+    mha_tensor q = MHA_TENSOR_EMPTY, k = MHA_TENSOR_EMPTY, v = MHA_TENSOR_EMPTY, mask = MHA_TENSOR_EMPTY;
+    mha_tensor out = MHA_TENSOR_EMPTY, w = MHA_TENSOR_EMPTY, dout = MHA_TENSOR_EMPTY, dw = MHA_TENSOR_EMPTY;
+    mha_tensor zero = MHA_TENSOR_EMPTY, g[5][3];
+    for (int c = 0; c < 5; c++)
+        for (int i = 0; i < 3; i++) g[c][i] = MHA_TENSOR_EMPTY;
+    mha_seed(7);
+    mha_randn(&q, 4, qs), mha_randn(&k, 4, ks), mha_randn(&v, 4, ks), mha_randn(&mask, 2, ms);
+    mha_sdpa_options opt = {.attn_mask = &mask, .is_causal = true};
+    mha_sdpa(&out, &w, &q, &k, &v, &opt);
+    mha_randn(&dout, 4, out.shape), mha_randn(&dw, 4, w.shape), mha_zeros(&zero, MHA_FLOAT32, 4, out.shape);
+    const mha_tensor *outs[5] = {NULL, &out, &zero, NULL, &out}, *dws[5] = {NULL, NULL, NULL, &dw, &dw};
+    bool ok = true;
+    for (int c = 0; c < 5; c++)
+        ok = ok && mha_sdpa_backward(&g[c][0], &g[c][1], &g[c][2], NULL, &dout, dws[c], &q, &k, &v, &w, outs[c], &opt) ==
+                       MHA_OK;
+    float same = 0.0f, wrong = INFINITY;   /* wrong: the smaller change of dQ and dK */
+    bool ignored = ok;
+    for (int i = 0; ok && i < 3; i++) {
+        float d = max_abs_diff(&g[0][i], &g[1][i]), e = max_abs_diff(&g[0][i], &g[2][i]);
+        if (!(d <= same)) same = d;
+        if (i < 2 && !(e >= wrong)) wrong = e;   /* dV does not depend on delta */
+        ignored = ignored && memcmp(mha_f32(&g[3][i]), mha_f32(&g[4][i]), g[3][i].storage->nbytes) == 0;
+    }
+    CHECK("plain sdpa backward with out: the gradients without it, to float rounding", ok && same < 2e-5,
+          "largest difference %g (%s)", (double)same, mha_errmsg());
+    CHECK("... and it reads out: a zero out changes dQ and dK", ok && wrong > 1e-3, "largest difference %g",
+          (double)wrong);
+    CHECK("... but not with the weights' own gradient: the same bits as without out", ignored, "%s", mha_errmsg());
+    for (int c = 0; c < 5; c++)
+        for (int i = 0; i < 3; i++) mha_release(&g[c][i]);
+    mha_release(&q), mha_release(&k), mha_release(&v), mha_release(&mask), mha_release(&out), mha_release(&w),
+        mha_release(&dout), mha_release(&dw), mha_release(&zero);
+}
+
 /* Beyond 4096 keys the fused backward finds each row's log-sum-exp first (pass 1), summing each tile's exps with
  * the forward's vectorised softmax kernel; the plain reference loop (double exps) must give the same gradients to
  * float rounding. A key padding row masks a whole key tile for one query (tile skipped) and keys at the end. */
@@ -372,6 +411,7 @@ int main(void) {
     test_errors();
     test_core_writers_follow_the_rule();
     test_fused_equals_plain();
+    test_plain_delta_from_out();
     test_pass1_equals_reference();
     test_kept_equals_fused();
     test_fused_memory();
