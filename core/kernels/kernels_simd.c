@@ -277,13 +277,16 @@ static void softmax_row(float *x, size_t n, float *sum_out) {
 enum { PACK_FETCH_AHEAD = 64 };
 
 /* See kernel_isa.pack_b_trans: WxW blocks transposed in registers, the ragged depth read in
- * part. */
+ * part; W rows of B's columns at a time along the whole depth, so that each row is read as one run
+ * (across the panel's NR rows at each depth, a Wᵀ that comes from memory - the projections' W in a
+ * training step - was read at 0.8 ns a float: forward + backward L=512 47.7-47.9 -> 47.3-47.5 ms on
+ * Zen 4, AVX-512; the same on AVX2). */
 static void pack_b_trans(float *dst, const float *b, ptrdiff_t b_cs, size_t kc, size_t cols, float scale) {
     vf r[W];
     const vf s = splat(scale);
-    for (size_t p0 = 0; p0 < kc; p0 += W) {
-        const size_t depth = kc - p0 < W ? kc - p0 : W;
-        for (size_t j0 = 0; j0 < NR; j0 += W) {
+    for (size_t j0 = 0; j0 < NR; j0 += W) {
+        for (size_t p0 = 0; p0 < kc; p0 += W) {
+            const size_t depth = kc - p0 < W ? kc - p0 : W;
             const float *column = b + (ptrdiff_t)j0 * b_cs + (ptrdiff_t)p0;
             float *out = dst + p0 * NR + j0;
             if (depth == W && j0 + W <= cols) { /* whole: unrolled, so r stays in registers */
