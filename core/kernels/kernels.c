@@ -471,16 +471,18 @@ static void multiply_block_a_rows(const kernel_isa *k, float *c, size_t ldc, con
 /* The same block with A read in place where its columns are contiguous (a_rs = 1) by the
  * tile_a_cols tile: A block (mc,kc) with (i,p) at a[p*a_cs + i]. Each MR rows of A are swept
  * against every panel of B while they are in L1; a ragged last panel of rows is packed into
- * panel (MR x kc floats) first, as tile_a_cols reads all MR rows. The same sums as pack_a then
- * multiply_block, so the same bits. */
+ * panel (MR x kc floats), as tile_a_cols reads all MR rows - when its turn comes, so that its
+ * columns are read from the lines the whole panels brought in, not from memory one column at a
+ * time (Pᵀ of a 64-key head: 5·12 + 4 rows). The same sums as pack_a then multiply_block, so the
+ * same bits. */
 static void multiply_block_a_cols(const kernel_isa *k, float *c, size_t ldc, const float *a, ptrdiff_t a_cs,
                                   const float *pb, size_t mc, size_t nc, size_t kc, bool add, const float *bias,
                                   float *panel, const tri_at *t) {
     _Alignas(64) float edge[MAX_TILE];
     const size_t whole = mc / k->mr * k->mr;
-    if (whole < mc) mha_pack_a(k, panel, a + whole, 1, a_cs, mc - whole, kc, k->mr);
     for (size_t ir = 0; ir < mc; ir += k->mr) {
         const size_t m = min_size(k->mr, mc - ir);
+        if (ir == whole) mha_pack_a(k, panel, a + whole, 1, a_cs, mc - whole, kc, k->mr);
         for (size_t jr = 0; jr < nc; jr += k->nr) {
             const size_t n = min_size(k->nr, nc - jr);
             float *ct = c + ir * ldc + jr, *out = m == k->mr && n == k->nr ? ct : edge;
