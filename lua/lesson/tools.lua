@@ -85,10 +85,10 @@ function M.fails(input)
     local ok, err = pcall(chunk)
     if ok then raise("LESSON.fails: " .. input .. " did not fail") end
     -- both wrapped to the screen, the hint as the REPL wraps it
-    local wrap, columns = require("mha.text").wrap, math.max(30, require("mha.term").columns() or 80)
-    print(table.concat(wrap(tostring(err), columns), "\n"))
+    local text = require "mha.text"
+    print(table.concat(text.wrap(tostring(err), math.max(30, require("mha.term").columns() or 80)), "\n"))
     local hint = require("mha.repl.habits").core_line(tostring(err), ctx.lang())
-    if hint then print(table.concat(wrap(hint, columns, {rest = "      "}), "\n")) end
+    if hint then print(table.concat(text.hint_lines(hint), "\n")) end
 end
 
 -- LESSON.scratch(suffix) -> a path of its own in the system's temporary directory, ending in suffix

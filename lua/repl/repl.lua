@@ -487,8 +487,7 @@ end
 -- A hint as printed: wrapped to the terminal at word boundaries, continuation lines indented.
 local function hint_text(hint)
     local ok, text = pcall(require, "mha.text")
-    local columns = math.max(30, term and term.columns() or WIDTH)
-    local lines = ok and text.wrap(hint, columns, {rest = "      "}) or {hint}
+    local lines = ok and text.hint_lines(hint) or {hint}
     return paint("hint", table.concat(lines, "\n")) .. "\n"
 end
 

@@ -17,6 +17,7 @@
 --                                    --   lines
 --     text.code_lines(code, width)   -- the echo of a code block behind the gutter "  │ "
 --     text.rule(width, title)        -- a title rule "── title ─────"
+--     text.hint_lines(hint)          -- a hint as the REPL prints it under an error or a value
 --
 -- Lines break at spaces and between CJK characters (never before closing punctuation or after
 -- opening punctuation), never inside a word; a line is wider than `width` only when it holds a
@@ -256,6 +257,14 @@ end
 function M.wrap(text, width, opts)
     opts = opts or {}
     return wrap(text, width, opts.first, opts.rest, opts.mode, opts.no_lone_last)
+end
+
+-- A hint as the REPL prints it (and LESSON.fails under its error): wrapped to the terminal,
+-- HINT_WIDTH columns when stdout is not one, continuation lines indented.
+local HINT_WIDTH = 78
+
+function M.hint_lines(hint)
+    return wrap(hint, math.max(30, term.columns() or HINT_WIDTH), "", "      ")
 end
 
 -- Inline markup to marks: `code` spans are kept whole (no emphasis inside), *x* and **x**
