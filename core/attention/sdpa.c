@@ -131,60 +131,6 @@ static mha_status sdpa_part(void *ctx, size_t part, size_t nparts) {
     return st;
 }
 
-/* The sizes of one mha_sdpa call: the slice's L, S, D, Dv and the batch shape, checked. */
-typedef struct sdpa_sizes {
-    size_t L, S, D, Dv, nb, bshape[MHA_MAX_DIMS];
-    size_t group; /* query heads per K/V head */
-} sdpa_sizes;
-
-static mha_status sdpa_check(sdpa_sizes *z, const mha_tensor *q, const mha_tensor *k, const mha_tensor *v,
-                             const mha_sdpa_options *opt) {
-    char sq[MHA_SHAPE_BUF], sk[MHA_SHAPE_BUF], sv[MHA_SHAPE_BUF], sm[MHA_SHAPE_BUF];
-    const mha_tensor *mask = opt->attn_mask;
-    mha_status st;
-    if ((st = check_float(q, "sdpa", "q")) != MHA_OK || (st = check_float(k, "sdpa", "k")) != MHA_OK ||
-        (st = check_float(v, "sdpa", "v")) != MHA_OK)
-        return st;
-    if (mask != NULL && mask->storage == NULL)
-        return mha_fail(MHA_E_ARG, "sdpa: attn_mask is an empty (released) tensor");
-    if (q->ndim < 2 || k->ndim < 2 || v->ndim < 2)
-        return mha_fail(MHA_E_SHAPE, "sdpa: q %s, k %s, v %s: each needs at least 2 dims (..., length, dim)",
-                        SHAPE(sq, q), SHAPE(sk, k), SHAPE(sv, v));
-    const size_t L = q->shape[q->ndim - 2], D = q->shape[q->ndim - 1];
-    const size_t S = k->shape[k->ndim - 2], Dv = v->shape[v->ndim - 1];
-    if (k->shape[k->ndim - 1] != D)
-        return mha_fail(MHA_E_SHAPE, "sdpa: q %s and k %s: head dims %zu and %zu differ", SHAPE(sq, q), SHAPE(sk, k), D,
-                        k->shape[k->ndim - 1]);
-    if (v->shape[v->ndim - 2] != S)
-        return mha_fail(MHA_E_SHAPE, "sdpa: k %s and v %s: key and value lengths %zu and %zu differ", SHAPE(sk, k),
-                        SHAPE(sv, v), S, v->shape[v->ndim - 2]);
-    if (!isfinite(opt->scale))
-        return mha_fail(MHA_E_ARG, "sdpa: scale %g is not a finite number", (double)opt->scale);
-    if ((st = mha_sdpa_group(&z->group, q, k, v, opt->enable_gqa, "sdpa")) != MHA_OK) return st;
-    z->L = L, z->S = S, z->D = D, z->Dv = Dv, z->nb = 0;
-    /* the batch shape: q's, k's, v's (and the mask's) leading dims broadcast together */
-    if (!mha_batch_grow(&z->nb, z->bshape, q, 1) || !mha_batch_grow(&z->nb, z->bshape, k, z->group) ||
-        !mha_batch_grow(&z->nb, z->bshape, v, z->group))
-        return mha_fail(MHA_E_SHAPE, "sdpa: q %s, k %s, v %s: leading (batch) dims do not broadcast", SHAPE(sq, q),
-                        SHAPE(sk, k), SHAPE(sv, v));
-    if (mask != NULL) {
-        const size_t mask_cols = mask->ndim >= 1 ? mask->shape[mask->ndim - 1] : 1;
-        const size_t mask_rows = mask->ndim >= 2 ? mask->shape[mask->ndim - 2] : 1;
-        if ((mask_rows != 1 && mask_rows != L) || (mask_cols != 1 && mask_cols != S) ||
-            !mha_batch_grow(&z->nb, z->bshape, mask, 1)) {
-            mha_tensor want = {.ndim = z->nb + 2};
-            memcpy(want.shape, z->bshape, z->nb * sizeof *z->bshape);
-            want.shape[z->nb] = L;
-            want.shape[z->nb + 1] = S;
-            return mha_fail(MHA_E_SHAPE, "sdpa: attn_mask %s does not broadcast to the scores %s", SHAPE(sm, mask),
-                            SHAPE(sk, &want));
-        }
-    }
-    if (z->nb + 2 > MHA_MAX_DIMS)
-        return mha_fail(MHA_E_SHAPE, "sdpa: %zu batch dims: at most %d supported", z->nb, MHA_MAX_DIMS - 2);
-    return MHA_OK;
-}
-
 /* Weights kept: by blocks of rows (kept_slice) when a slice has more rows than one block - unless
  * its q·kᵀ is one a whole-slice mha_sgemm computes as dot products of rows
  * (a short q at depth D >= 128, kernels.h), whose bits the packed path would not give. A block's
@@ -210,9 +156,11 @@ mha_status mha_sdpa_lse(mha_tensor *out, mha_tensor *weights, mha_tensor *lse, c
     const mha_sdpa_options defaults = {0};
     if (opt == NULL) opt = &defaults;
     const mha_tensor *mask = opt->attn_mask;
-    sdpa_sizes z;
-    mha_status st = sdpa_check(&z, q, k, v, opt);
+    mha_sdpa_sizes z;
+    mha_status st = mha_sdpa_check(&z, q, k, v, mask, opt->enable_gqa);
     if (st != MHA_OK) return st;
+    if (!isfinite(opt->scale))
+        return mha_fail(MHA_E_ARG, "sdpa: scale %g is not a finite number", (double)opt->scale);
     const size_t L = z.L, S = z.S, D = z.D, Dv = z.Dv, nb = z.nb;
     const float scale = opt->scale != 0.0f ? opt->scale : (float)(1.0 / sqrt((double)D));
     /* weights not wanted: the fused kernel - unless lse is and Dv = 0, which the fused kernel
@@ -454,7 +402,7 @@ static mha_status slice_plain(const bwd_job *job, size_t n, float *dP, float *P_
     for (size_t i0 = 0; i0 < L; i0 += DELTA_ROWS) {
         const size_t rows = L - i0 < DELTA_ROWS ? L - i0 : DELTA_ROWS;
         float delta[DELTA_ROWS];
-        if (from_out) out_deltas(delta, dO, o, i0, rows, Dv);
+            if (from_out) out_deltas(delta, dO, o, i0, rows, Dv);
         else mha_row_dots(delta, P + i0 * ldP, ldP, dP + i0 * S, S, rows, S);
         for (size_t r = 0; r < rows; r++)
             softmax_grad_row(job, &m, dP + (i0 + r) * S, P + (i0 + r) * ldP, delta[r], n, i0 + r, 0, S);
@@ -631,37 +579,6 @@ static mha_status bwd_part(void *ctx, size_t part, size_t nparts) {
     return st;
 }
 
-/* The backward's argument checks, and the batch shape of every input's leading dims. */
-static mha_status bwd_check(sdpa_sizes *z, const mha_tensor *const all[8], const mha_sdpa_options *opt, bool dmask) {
-    char sq[MHA_SHAPE_BUF], sk[MHA_SHAPE_BUF], sv[MHA_SHAPE_BUF];
-    const mha_tensor *q = all[0], *k = all[1], *v = all[2], *dout = all[4], *dweights = all[5], *weights = all[6];
-    const char *names[] = {"q", "k", "v"};
-    for (int i = 0; i < 3; i++) {
-        if (!all[i] || !all[i]->storage || all[i]->dtype != MHA_FLOAT32 || all[i]->ndim < 2)
-            return mha_fail(MHA_E_ARG, "sdpa_backward: %s must be a float tensor of at least 2 dims (..., length, dim)",
-                            names[i]);
-    }
-    z->L = q->shape[q->ndim - 2], z->D = q->shape[q->ndim - 1], z->S = k->shape[k->ndim - 2];
-    z->Dv = v->shape[v->ndim - 1];
-    if (k->shape[k->ndim - 1] != z->D || v->shape[v->ndim - 2] != z->S)
-        return mha_fail(MHA_E_SHAPE, "sdpa_backward: q %s, k %s, v %s do not fit (..., L, D), (..., S, D), (..., S, Dv)",
-                        SHAPE(sq, q), SHAPE(sk, k), SHAPE(sv, v));
-    if (!weights && dweights)
-        return mha_fail(MHA_E_ARG, "sdpa_backward: a gradient of the weights needs the weights (the plain path)");
-    if (!weights && dout && !all[7])
-        return mha_fail(MHA_E_ARG, "sdpa_backward: the fused path (no weights) needs the forward's output out");
-    if (dmask && (!opt->attn_mask || opt->attn_mask->dtype != MHA_FLOAT32))
-        return mha_fail(MHA_E_ARG, "sdpa_backward: a gradient of the mask needs a float (additive) attn_mask");
-    mha_status st = mha_sdpa_group(&z->group, q, all[1], all[2], opt->enable_gqa, "sdpa_backward");
-    if (st != MHA_OK) return st;
-    z->nb = 0;
-    for (size_t i = 0; i < 8; i++)
-        if (all[i] && !mha_batch_grow(&z->nb, z->bshape, all[i], i == 1 || i == 2 ? z->group : 1))
-            return mha_fail(MHA_E_SHAPE, "sdpa_backward: q %s, k %s, v %s: leading (batch) dims do not broadcast",
-                            SHAPE(sq, q), SHAPE(sk, k), SHAPE(sv, v));
-    return MHA_OK;
-}
-
 /* Each gradient wanted (dst[i] not NULL) summed back to its input's shape; on a failure none is
  * handed back. */
 /* A gradient's zeros (dv's stay 0 without dout): laid out as its input when that input has the
@@ -701,8 +618,8 @@ mha_status mha_sdpa_backward(mha_tensor *dq, mha_tensor *dk, mha_tensor *dv, mha
     const mha_sdpa_options defaults = {0};
     if (!opt) opt = &defaults;
     const mha_tensor *const all[8] = {q, k, v, opt->attn_mask, dout, dweights, weights, out};
-    sdpa_sizes z;
-    mha_status st = bwd_check(&z, all, opt, dmask != NULL);
+    mha_sdpa_sizes z;
+    mha_status st = mha_sdpa_backward_check(&z, all, opt->enable_gqa, dmask != NULL);
     if (st != MHA_OK) return st;
     const size_t L = z.L, S = z.S, D = z.D, Dv = z.Dv, nb = z.nb;
     const float scale = opt->scale != 0.0f ? opt->scale : (float)(1.0 / sqrt((double)D));

@@ -1,6 +1,6 @@
 /* core/attention/sdpa_batch.c - the batch of sdpa's (L,S) slices: leading dims broadcast together,
- * and the query heads that share one K/V head (grouped-query attention) found by index, never by
- * copying K and V. */
+ * the query heads that share one K/V head (grouped-query attention) found by index, never by
+ * copying K and V, and the forward's and backward's argument checks that find the batch. */
 #include <string.h>
 
 #include "attention/sdpa_batch.h"
@@ -98,4 +98,79 @@ mha_status mha_sdpa_group_sum(mha_tensor *out, const mha_tensor *g, size_t nb, s
     if (st == MHA_OK) st = mha_reduce(out, MHA_SUM, &grouped, nb, false);
     mha_release(&grouped);
     return st;
+}
+
+mha_status mha_sdpa_check(mha_sdpa_sizes *z, const mha_tensor *q, const mha_tensor *k, const mha_tensor *v,
+                          const mha_tensor *mask, bool enable_gqa) {
+    char sq[MHA_SHAPE_BUF], sk[MHA_SHAPE_BUF], sv[MHA_SHAPE_BUF], sm[MHA_SHAPE_BUF];
+    mha_status st;
+    if ((st = check_float(q, "sdpa", "q")) != MHA_OK || (st = check_float(k, "sdpa", "k")) != MHA_OK ||
+        (st = check_float(v, "sdpa", "v")) != MHA_OK)
+        return st;
+    if (mask != NULL && mask->storage == NULL)
+        return mha_fail(MHA_E_ARG, "sdpa: attn_mask is an empty (released) tensor");
+    if (q->ndim < 2 || k->ndim < 2 || v->ndim < 2)
+        return mha_fail(MHA_E_SHAPE, "sdpa: q %s, k %s, v %s: each needs at least 2 dims (..., length, dim)",
+                        SHAPE(sq, q), SHAPE(sk, k), SHAPE(sv, v));
+    const size_t L = q->shape[q->ndim - 2], D = q->shape[q->ndim - 1];
+    const size_t S = k->shape[k->ndim - 2], Dv = v->shape[v->ndim - 1];
+    if (k->shape[k->ndim - 1] != D)
+        return mha_fail(MHA_E_SHAPE, "sdpa: q %s and k %s: head dims %zu and %zu differ", SHAPE(sq, q), SHAPE(sk, k), D,
+                        k->shape[k->ndim - 1]);
+    if (v->shape[v->ndim - 2] != S)
+        return mha_fail(MHA_E_SHAPE, "sdpa: k %s and v %s: key and value lengths %zu and %zu differ", SHAPE(sk, k),
+                        SHAPE(sv, v), S, v->shape[v->ndim - 2]);
+    if ((st = mha_sdpa_group(&z->group, q, k, v, enable_gqa, "sdpa")) != MHA_OK) return st;
+    z->L = L, z->S = S, z->D = D, z->Dv = Dv, z->nb = 0;
+    /* the batch shape: q's, k's, v's (and the mask's) leading dims broadcast together */
+    if (!mha_batch_grow(&z->nb, z->bshape, q, 1) || !mha_batch_grow(&z->nb, z->bshape, k, z->group) ||
+        !mha_batch_grow(&z->nb, z->bshape, v, z->group))
+        return mha_fail(MHA_E_SHAPE, "sdpa: q %s, k %s, v %s: leading (batch) dims do not broadcast", SHAPE(sq, q),
+                        SHAPE(sk, k), SHAPE(sv, v));
+    if (mask != NULL) {
+        const size_t mask_cols = mask->ndim >= 1 ? mask->shape[mask->ndim - 1] : 1;
+        const size_t mask_rows = mask->ndim >= 2 ? mask->shape[mask->ndim - 2] : 1;
+        if ((mask_rows != 1 && mask_rows != L) || (mask_cols != 1 && mask_cols != S) ||
+            !mha_batch_grow(&z->nb, z->bshape, mask, 1)) {
+            mha_tensor want = {.ndim = z->nb + 2};
+            memcpy(want.shape, z->bshape, z->nb * sizeof *z->bshape);
+            want.shape[z->nb] = L;
+            want.shape[z->nb + 1] = S;
+            return mha_fail(MHA_E_SHAPE, "sdpa: attn_mask %s does not broadcast to the scores %s", SHAPE(sm, mask),
+                            SHAPE(sk, &want));
+        }
+    }
+    if (z->nb + 2 > MHA_MAX_DIMS)
+        return mha_fail(MHA_E_SHAPE, "sdpa: %zu batch dims: at most %d supported", z->nb, MHA_MAX_DIMS - 2);
+    return MHA_OK;
+}
+
+mha_status mha_sdpa_backward_check(mha_sdpa_sizes *z, const mha_tensor *const all[8], bool enable_gqa, bool dmask) {
+    char sq[MHA_SHAPE_BUF], sk[MHA_SHAPE_BUF], sv[MHA_SHAPE_BUF];
+    const mha_tensor *q = all[0], *k = all[1], *v = all[2], *dout = all[4], *dweights = all[5], *weights = all[6];
+    const char *names[] = {"q", "k", "v"};
+    for (int i = 0; i < 3; i++) {
+        if (!all[i] || !all[i]->storage || all[i]->dtype != MHA_FLOAT32 || all[i]->ndim < 2)
+            return mha_fail(MHA_E_ARG, "sdpa_backward: %s must be a float tensor of at least 2 dims (..., length, dim)",
+                            names[i]);
+    }
+    z->L = q->shape[q->ndim - 2], z->D = q->shape[q->ndim - 1], z->S = k->shape[k->ndim - 2];
+    z->Dv = v->shape[v->ndim - 1];
+    if (k->shape[k->ndim - 1] != z->D || v->shape[v->ndim - 2] != z->S)
+        return mha_fail(MHA_E_SHAPE, "sdpa_backward: q %s, k %s, v %s do not fit (..., L, D), (..., S, D), (..., S, Dv)",
+                        SHAPE(sq, q), SHAPE(sk, k), SHAPE(sv, v));
+    if (!weights && dweights)
+        return mha_fail(MHA_E_ARG, "sdpa_backward: a gradient of the weights needs the weights (the plain path)");
+    if (!weights && dout && !all[7])
+        return mha_fail(MHA_E_ARG, "sdpa_backward: the fused path (no weights) needs the forward's output out");
+    if (dmask && (!all[3] || all[3]->dtype != MHA_FLOAT32))
+        return mha_fail(MHA_E_ARG, "sdpa_backward: a gradient of the mask needs a float (additive) attn_mask");
+    mha_status st = mha_sdpa_group(&z->group, q, all[1], all[2], enable_gqa, "sdpa_backward");
+    if (st != MHA_OK) return st;
+    z->nb = 0;
+    for (size_t i = 0; i < 8; i++)
+        if (all[i] && !mha_batch_grow(&z->nb, z->bshape, all[i], i == 1 || i == 2 ? z->group : 1))
+            return mha_fail(MHA_E_SHAPE, "sdpa_backward: q %s, k %s, v %s: leading (batch) dims do not broadcast",
+                            SHAPE(sq, q), SHAPE(sk, k), SHAPE(sv, v));
+    return MHA_OK;
 }

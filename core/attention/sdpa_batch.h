@@ -1,5 +1,5 @@
 /* core/attention/sdpa_batch.h - the batch of sdpa's slices, for sdpa.c's forward and backward: the
- * leading dims of q, k, v and the mask broadcast together, and where slice n of each lies. */
+ * argument checks that find it, the leading dims broadcast together, where slice n of each lies. */
 #ifndef MHA_SDPA_BATCH_H
 #define MHA_SDPA_BATCH_H
 
@@ -33,5 +33,20 @@ mha_status mha_sdpa_group(size_t *group, const mha_tensor *q, const mha_tensor *
 /* A gradient over the batch g (bshape..., rows, cols) summed over each group of query heads:
  * (..., H_kv, rows, cols), the backward of reading one K/V head from group query heads. */
 mha_status mha_sdpa_group_sum(mha_tensor *out, const mha_tensor *g, size_t nb, size_t group);
+
+/* The sizes of one mha_sdpa or mha_sdpa_backward call: the slice's L, S, D, Dv, the batch shape
+ * (nb dims) and the query heads per K/V head. */
+typedef struct mha_sdpa_sizes {
+    size_t L, S, D, Dv, nb, bshape[MHA_MAX_DIMS];
+    size_t group; /* query heads per K/V head */
+} mha_sdpa_sizes;
+
+/* mha_sdpa's argument checks (q, k, v and the attn_mask, or NULL), which find the sizes; enable_gqa
+ * as mha_sdpa_options'. */
+mha_status mha_sdpa_check(mha_sdpa_sizes *z, const mha_tensor *q, const mha_tensor *k, const mha_tensor *v,
+                          const mha_tensor *mask, bool enable_gqa);
+/* mha_sdpa_backward's: all = q, k, v, opt's attn_mask, dout, dweights, weights, out (each may be
+ * NULL but q, k, v); dmask: the mask's gradient is wanted. */
+mha_status mha_sdpa_backward_check(mha_sdpa_sizes *z, const mha_tensor *const all[8], bool enable_gqa, bool dmask);
 
 #endif
