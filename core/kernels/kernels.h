@@ -167,6 +167,20 @@ void mha_column_sums_ref(double *acc, const float *g, size_t ld, size_t rows, si
  * when one is NaN (so below it: all finite). */
 uint32_t mha_abs_max_bits(const float *x, size_t n);
 
+/* The operands of the next piece of work (an attention slice's q, k, v, ...) fetched into the
+ * caches while this one is computed, a few rows at each call of mha_fetch_rows, so that a burst of
+ * misses never stalls the work in between. A matrix is (rows, cols) floats, row stride rs. */
+enum { MHA_FETCH_MATS = 8 };
+typedef struct mha_fetch {
+    struct { const float *p; ptrdiff_t rs; size_t rows, cols; } m[MHA_FETCH_MATS];
+    size_t n;          /* matrices added */
+    size_t at, row;    /* the next row to fetch: row `row` of matrix `at` */
+    size_t total;      /* rows added in all */
+} mha_fetch;
+/* A matrix more (none for a NULL p, or past MHA_FETCH_MATS); the next `rows` rows, or those left */
+void mha_fetch_add(mha_fetch *f, const float *p, size_t rows, ptrdiff_t rs, size_t cols);
+void mha_fetch_rows(mha_fetch *f, size_t rows);
+
 /* dot (rows) = Σ_j a[r,j]·b[r,j] of a and b (rows, n), row strides lda and ldb: each row's sum in
  * double over j in order from 0 (each product exact), then rounded to float: the softmax
  * backward's rowsum(P∘dP). */

@@ -1132,6 +1132,29 @@ static void check_row_dots(const char *label) {
     CHECK(name, bad == 0, "%zu shapes differ, the first %zu rows of %zu", bad, first_rows, first_n);
 }
 
+/* mha_fetch: the cursor walks the rows added, matrix by matrix, and stops at the end; a NULL
+ * matrix, an empty one and one past MHA_FETCH_MATS are not added. (What a fetch does to the
+ * caches is timed by the benchmark, not here.) */
+static void check_fetch(void) {
+    static float a[3 * 40], b[5 * 7];
+    mha_fetch f = {0};
+    mha_fetch_add(&f, a, 3, 40, 33);
+    mha_fetch_add(&f, NULL, 9, 1, 1);
+    mha_fetch_add(&f, b, 0, 7, 7);
+    mha_fetch_add(&f, b, 5, 7, 7);
+    CHECK("mha_fetch_add: two matrices of 3 + 5 rows", f.n == 2 && f.total == 8, "n %zu, total %zu", f.n, f.total);
+    mha_fetch_rows(&f, 4);
+    CHECK("mha_fetch_rows: 4 rows end on the second matrix's second row", f.at == 1 && f.row == 1, "at %zu, row %zu",
+          f.at, f.row);
+    mha_fetch_rows(&f, 100);
+    mha_fetch_rows(&f, 1);
+    CHECK("mha_fetch_rows: past the end it stops", f.at == 2 && f.row == 0, "at %zu, row %zu", f.at, f.row);
+    mha_fetch g = {0};
+    for (int i = 0; i < MHA_FETCH_MATS + 2; i++) mha_fetch_add(&g, a, 1, 1, 1);
+    CHECK("mha_fetch_add: at most MHA_FETCH_MATS matrices", g.n == MHA_FETCH_MATS && g.total == MHA_FETCH_MATS,
+          "n %zu", g.n);
+}
+
 /* mha_abs_max_bits against a plain loop: every length to 70 at every alignment, with one special
  * value (inf, -inf, NaN, -NaN, the largest float, -0) at each position in turn among values of every
  * sign and exponent. */
@@ -1209,6 +1232,7 @@ int main(void) {
     }
     mha_kernels_set_threads(1);
     mha_kernels_set_split_min(64e6);
+    check_fetch();
     CHECK("mha_kernels_use_isa: an unknown name is refused", !mha_kernels_use_isa("sse9"), "%s", "accepted");
     mha_kernels_use_isa(best);
     CHECK_DONE();
