@@ -405,9 +405,17 @@ static mha_status slice_plain(const bwd_job *job, size_t n, float *dP, float *P_
             for (size_t j = 0; j < S; j++) P_copy[i * S + j] = w.p[(ptrdiff_t)i * w.rs + (ptrdiff_t)j * w.cs];
         P = P_copy, ldP = S;
     }
+    mha_mask_src m = mha_mask_slice(job->mask, nb, n);
+    /* rowsum(P∘dP) from the forward's output when it is given and dP is dO·vᵀ alone */
+    const bool from_out = job->out && dO.p && !job->dweights;
     /* backward of pass 4: dP = dO·vᵀ (+ the weights' own gradient), dV = Pᵀ·dO, causal without
-     * P's zeros (mha_sgemm_tri). All of dP: P∘dP past the diagonal is 0 only where dP is finite. */
-    mha_status st = dO.p ? mha_sgemm(dP, S, dO.p, dO.rs, dO.cs, v.p, v.cs, v.rs, L, S, Dv, false) : MHA_OK;
+     * P's zeros (mha_sgemm_tri). All of dP where rowsum(P∘dP) or the mask's gradient reads it (P∘dP
+     * past the diagonal is 0 only where dP is finite); else its lower triangle, since dS past the
+     * diagonal is set to 0 (softmax_grad_row). */
+    const bool lower = job->causal && !m.b && from_out && !job->gm;
+    mha_status st = dO.p ? mha_sgemm_tri(dP, S, dO.p, dO.rs, dO.cs, v.p, v.cs, v.rs, L, S, Dv, false,
+                                         lower ? MHA_TRI_C_LOWER : MHA_TRI_NONE, 0)
+                         : MHA_OK;
     if (!dO.p) memset(dP, 0, L * S * sizeof *dP);
     if (st != MHA_OK) return st;
     const size_t fetch_step = next->total / (L / DELTA_ROWS + 3) + 1;   /* rows at each point */
@@ -420,9 +428,6 @@ static mha_status slice_plain(const bwd_job *job, size_t n, float *dP, float *P_
     if ((st = value_grad(job, n, P, ldP, 0, L, 0, S, dO, job->causal)) != MHA_OK) return st;
     mha_fetch_rows(next, fetch_step);
     /* backward of passes 3 and 2: dS = P∘(dP - rowsum(P∘dP)), times scale, 0 where masked hard */
-    mha_mask_src m = mha_mask_slice(job->mask, nb, n);
-    /* rowsum(P∘dP) from the forward's output when it is given and dP is dO·vᵀ alone */
-    const bool from_out = job->out && dO.p && !job->dweights;
     mat o = from_out ? mat_slice(job->out, nb, n, 1) : (mat){0};
     for (size_t i0 = 0; i0 < L; i0 += DELTA_ROWS) {
         const size_t rows = L - i0 < DELTA_ROWS ? L - i0 : DELTA_ROWS;
