@@ -405,19 +405,34 @@ uint32_t mha_abs_max_bits(const float *x, size_t n) {
     return (uint32_t)best;
 }
 
-void mha_fetch_add(mha_fetch *f, const float *p, size_t rows, ptrdiff_t rs, size_t cols) {
+static void fetch_add(mha_fetch *f, const float *p, size_t rows, ptrdiff_t rs, size_t cols, bool write) {
     if (!p || !rows || !cols || f->n == MHA_FETCH_MATS) return;
     f->m[f->n].p = p, f->m[f->n].rs = rs, f->m[f->n].rows = rows, f->m[f->n].cols = cols;
+    f->m[f->n].write = write;
     f->n++, f->total += rows;
 }
 
-/* Each row's lines into L2 (locality 2: the work reads them from there soon, not at once). */
+void mha_fetch_add(mha_fetch *f, const float *p, size_t rows, ptrdiff_t rs, size_t cols) {
+    fetch_add(f, p, rows, rs, cols, false);
+}
+
+void mha_fetch_add_out(mha_fetch *f, float *p, size_t rows, ptrdiff_t rs, size_t cols) {
+    fetch_add(f, p, rows, rs, cols, true);
+}
+
+/* Each row's lines into L2 (locality 2: the work reads them from there soon, not at once); a
+ * matrix to be written is fetched for writing, owned by this core before its stores come. */
 void mha_fetch_rows(mha_fetch *f, size_t rows) {
     for (; rows && f->at < f->n; rows--) {
         const char *r = (const char *)(f->m[f->at].p + (ptrdiff_t)f->row * f->m[f->at].rs);
         const size_t bytes = f->m[f->at].cols * sizeof(float);
-        for (size_t b = 0; b < bytes; b += 64) __builtin_prefetch(r + b, 0, 2);
-        __builtin_prefetch(r + bytes - 1, 0, 2);
+        if (f->m[f->at].write) {
+            for (size_t b = 0; b < bytes; b += 64) __builtin_prefetch(r + b, 1, 2);
+            __builtin_prefetch(r + bytes - 1, 1, 2);
+        } else {
+            for (size_t b = 0; b < bytes; b += 64) __builtin_prefetch(r + b, 0, 2);
+            __builtin_prefetch(r + bytes - 1, 0, 2);
+        }
         if (++f->row == f->m[f->at].rows) f->row = 0, f->at++;
     }
 }

@@ -172,13 +172,16 @@ uint32_t mha_abs_max_bits(const float *x, size_t n);
  * misses never stalls the work in between. A matrix is (rows, cols) floats, row stride rs. */
 enum { MHA_FETCH_MATS = 8 };
 typedef struct mha_fetch {
-    struct { const float *p; ptrdiff_t rs; size_t rows, cols; } m[MHA_FETCH_MATS];
+    struct { const float *p; ptrdiff_t rs; size_t rows, cols; bool write; } m[MHA_FETCH_MATS];
     size_t n;          /* matrices added */
     size_t at, row;    /* the next row to fetch: row `row` of matrix `at` */
     size_t total;      /* rows added in all */
 } mha_fetch;
-/* A matrix more (none for a NULL p, or past MHA_FETCH_MATS); the next `rows` rows, or those left */
+/* A matrix to be read (none for a NULL p, or past MHA_FETCH_MATS) */
 void mha_fetch_add(mha_fetch *f, const float *p, size_t rows, ptrdiff_t rs, size_t cols);
+/* A matrix to be written: fetched for writing */
+void mha_fetch_add_out(mha_fetch *f, float *p, size_t rows, ptrdiff_t rs, size_t cols);
+/* The next `rows` rows, or those left */
 void mha_fetch_rows(mha_fetch *f, size_t rows);
 
 /* dot (rows) = Σ_j a[r,j]·b[r,j] of a and b (rows, n), row strides lda and ldb: each row's sum in

@@ -1149,6 +1149,12 @@ static void check_fetch(void) {
     mha_fetch_rows(&f, 100);
     mha_fetch_rows(&f, 1);
     CHECK("mha_fetch_rows: past the end it stops", f.at == 2 && f.row == 0, "at %zu, row %zu", f.at, f.row);
+    mha_fetch w = {0};
+    mha_fetch_add(&w, a, 3, 40, 33);
+    mha_fetch_add_out(&w, b, 5, 7, 7);
+    mha_fetch_rows(&w, w.total);
+    CHECK("mha_fetch_add_out: a matrix to be written, after one read", w.n == 2 && !w.m[0].write && w.m[1].write &&
+          w.at == 2, "n %zu, at %zu", w.n, w.at);
     mha_fetch g = {0};
     for (int i = 0; i < MHA_FETCH_MATS + 2; i++) mha_fetch_add(&g, a, 1, 1, 1);
     CHECK("mha_fetch_add: at most MHA_FETCH_MATS matrices", g.n == MHA_FETCH_MATS && g.total == MHA_FETCH_MATS,
