@@ -377,34 +377,6 @@ static void multiply_block(const kernel_isa *k, float *c, size_t ldc, const floa
         for (size_t ir = 0; ir < mc; ir += k->mr) tile_at(k, c, ldc, pa, pb, ir, jr, mc, nc, kc, add, bias, edge);
 }
 
-uint32_t mha_abs_max_bits(const float *x, size_t n) {
-    typedef int32_t v4i __attribute__((vector_size(4 * sizeof(int32_t))));
-    const v4i magnitude = {INT32_MAX, INT32_MAX, INT32_MAX, INT32_MAX};
-    v4i top[4] = {{0}};
-    size_t i = 0;
-    /* 16 at a time in four SSE2 registers, which every x86-64 build has: four maxima side by side,
-     * since one waits on its compare and blend (4 cycles) every 4 floats */
-    for (; i + 16 <= n; i += 16)
-#pragma GCC unroll 4
-        for (int r = 0; r < 4; r++) {
-            v4i v;
-            memcpy(&v, x + i + 4 * r, sizeof v);
-            v &= magnitude;
-            const v4i more = v > top[r];   /* below 2^31: a signed comparison orders them */
-            top[r] = (more & v) | (~more & top[r]);
-        }
-    int32_t best = 0;
-    for (int r = 0; r < 4; r++)
-        for (int l = 0; l < 4; l++) best = top[r][l] > best ? top[r][l] : best;
-    for (; i < n; i++) {
-        int32_t u;
-        memcpy(&u, x + i, sizeof u);
-        u &= INT32_MAX;
-        best = u > best ? u : best;
-    }
-    return (uint32_t)best;
-}
-
 static void fetch_add(mha_fetch *f, const float *p, size_t rows, ptrdiff_t rs, size_t cols, bool write) {
     if (!p || !rows || !cols || f->n == MHA_FETCH_MATS) return;
     f->m[f->n].p = p, f->m[f->n].rs = rs, f->m[f->n].rows = rows, f->m[f->n].cols = cols;

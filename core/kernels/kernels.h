@@ -166,6 +166,7 @@ void mha_column_sums_ref(double *acc, const float *g, size_t ld, size_t rows, si
 /* The largest |x| of n floats as the bits of a float: 0x7f800000 when the largest is inf, above it
  * when one is NaN (so below it: all finite). */
 uint32_t mha_abs_max_bits(const float *x, size_t n);
+uint32_t mha_abs_max_bits_ref(const float *x, size_t n);
 
 /* The operands of the next piece of work (an attention slice's q, k, v, ...) fetched into the
  * caches while this one is computed, a few rows at each call of mha_fetch_rows, so that a burst of

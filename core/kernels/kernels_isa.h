@@ -111,6 +111,8 @@ typedef struct kernel_isa {
      * rescaling the very operation the fused path does for that query's lane, so the same bits.
      * NULL: not written for this set. */
     void (*attend_one)(const struct mha_attn_args *args, size_t key_tile);
+    /* mha_abs_max_bits of kernels.h: its reference's answer (a maximum: any order gives it). */
+    uint32_t (*abs_max_bits)(const float *x, size_t n);
 } kernel_isa;
 
 /* The float exp of the softmax (kernels_simd.c's vexp) and of GELU (rows.c, rows_simd.c):

@@ -559,7 +559,8 @@ static void attend_one(const mha_attn_args *args, size_t key_tile) {
 const kernel_isa KERNELS_SET = {KERNELS_NAME, MR, NR, tile, tile_part, softmax_step, softmax_row, pack_b_trans, pack_b_rows,
                                 dot_rows, pack_a_rows, pack_a_cols, tile_a_rows, tile_a_cols, SET_FN(gelu),
                                 SET_FN(gelu_grad), SET_FN(layer_norm_rows), SET_FN(layer_norm_rows_backward),
-                                SET_FN(layer_norm_columns), SET_FN(column_sums), SET_FN(row_dots), attend_one};
+                                SET_FN(layer_norm_columns), SET_FN(column_sums), SET_FN(row_dots), attend_one,
+                                SET_FN(abs_max_bits)};
 
 #if defined(SIMD_TARGET) && defined(__clang__)
 #pragma clang attribute pop

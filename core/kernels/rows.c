@@ -1,6 +1,6 @@
 /* core/kernels/rows.c - the kernels that go along rows of elements (GELU and its derivative, layer
- * norm's rows, column sums and row dot products): their plain references, and the calls that run
- * the set's fast ones (rows_simd.c), split over threads where it pays. */
+ * norm's rows, column sums, row dot products, the largest magnitude): their plain references, and
+ * the calls that run the set's fast ones (rows_simd.c), split over threads where it pays. */
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -266,3 +266,18 @@ void mha_row_dots_ref(float *dot, const float *a, size_t lda, const float *b, si
 void mha_row_dots(float *dot, const float *a, size_t lda, const float *b, size_t ldb, size_t rows, size_t n) {
     mha_kernels_current()->row_dots(dot, a, lda, b, ldb, rows, n);
 }
+
+/* ---- the largest magnitude: the reference, then the dispatch ---- */
+
+uint32_t mha_abs_max_bits_ref(const float *x, size_t n) {
+    uint32_t best = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t u;
+        memcpy(&u, x + i, sizeof u);
+        u &= 0x7fffffffu;
+        best = u > best ? u : best;
+    }
+    return best;
+}
+
+uint32_t mha_abs_max_bits(const float *x, size_t n) { return mha_kernels_current()->abs_max_bits(x, n); }

@@ -1,6 +1,6 @@
 /* core/kernels/rows_simd.c - the kernels that go along rows of elements: GELU and its derivative,
- * layer norm's rows, column sums and row dot products, written once over W lanes (kernels_simd.h)
- * and compiled once per instruction set, each bit for bit its reference in rows.c. */
+ * layer norm's rows, column sums, row dot products and the largest magnitude, written once over W
+ * lanes (kernels_simd.h) and compiled once per set, each bit for bit its reference in rows.c. */
 #include "kernels/kernels_simd.h"
 
 #if defined(MHA_SIMD_SKIP)
@@ -423,6 +423,35 @@ void SET_FN(row_dots)(float *dot, const float *a, size_t lda, const float *b, si
         for (size_t r = 0; r < WH; r++) dot[r0 + r] = (float)acc[r];
     }
     if (r0 < rows) mha_row_dots_ref(dot + r0, a + r0 * lda, lda, b + r0 * ldb, ldb, rows - r0, n);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * The largest magnitude (kernels.h mha_abs_max_bits): the bits of |x| as integers, which order as
+ * the magnitudes do (NaN above inf), ABS_VECS vectors of maxima side by side so that each compare
+ * and blend waits for its own; a maximum, so any order gives the reference's answer.
+ * ------------------------------------------------------------------------------------------- */
+
+enum { ABS_VECS = 4 };
+
+INLINE vi abs_bits(const float *p) { return (vi)load(p) & INT32_MAX; }
+/* the larger of each lane's two, both below 2^31: a signed comparison orders them */
+INLINE vi max_bits(vi a, vi b) {
+    const vi more = a > b;
+    return (more & a) | (~more & b);
+}
+
+uint32_t SET_FN(abs_max_bits)(const float *x, size_t n) {
+    vi top[ABS_VECS];
+    for (int r = 0; r < ABS_VECS; r++) top[r] = (vi){0};
+    size_t i = 0;
+    for (; i + ABS_VECS * W <= n; i += ABS_VECS * W)
+#pragma GCC unroll 4
+        for (int r = 0; r < ABS_VECS; r++) top[r] = max_bits(abs_bits(x + i + r * W), top[r]);
+    for (; i + W <= n; i += W) top[0] = max_bits(abs_bits(x + i), top[0]);
+    for (int r = 1; r < ABS_VECS; r++) top[0] = max_bits(top[r], top[0]);
+    uint32_t best = mha_abs_max_bits_ref(x + i, n - i);
+    for (int l = 0; l < W; l++) best = (uint32_t)top[0][l] > best ? (uint32_t)top[0][l] : best;
+    return best;
 }
 
 #if !defined(__clang__)
