@@ -163,6 +163,17 @@ void mha_layer_norm_columns_ref(double *acc_w, double *acc_b, const float *dy, c
 void mha_column_sums(double *acc, const float *g, size_t ld, size_t rows, size_t cols);
 void mha_column_sums_ref(double *acc, const float *g, size_t ld, size_t rows, size_t cols);
 
+/* sum = Σ_j exp((double)x[j] - max) of n floats, in double: the normaliser of a row of logits
+ * (log_softmax, cross_entropy; max their largest, so no term passes 1). Each exponential is
+ * MHA_EXP_DOUBLE's (below), the terms summed as layer norm's sums, in MHA_LN_LANES lanes: the same
+ * operations on every set, so the reference's bits. A NaN max (or x) gives NaN, as exp would. */
+double mha_exp_sum(const float *x, size_t n, double max);
+double mha_exp_sum_ref(const float *x, size_t n, double max);
+/* exp(d) for d <= 0 (or NaN), within 2 ulp of a double: d = n·ln 2 + r with |r| <= ln2/2 (ln 2 in
+ * two parts, n·LN2_HI exact), exp(r) by its Taylor series to r¹³/13!, times 2^n; 0 where 2^n would
+ * leave the normal doubles (d < -708.39). */
+double mha_exp_double_ref(double d);
+
 /* The largest |x| of n floats as the bits of a float: 0x7f800000 when the largest is inf, above it
  * when one is NaN (so below it: all finite). */
 uint32_t mha_abs_max_bits(const float *x, size_t n);

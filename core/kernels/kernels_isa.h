@@ -113,6 +113,8 @@ typedef struct kernel_isa {
     void (*attend_one)(const struct mha_attn_args *args, size_t key_tile);
     /* mha_abs_max_bits of kernels.h: its reference's answer (a maximum: any order gives it). */
     uint32_t (*abs_max_bits)(const float *x, size_t n);
+    /* mha_exp_sum of kernels.h, bit for bit its reference. */
+    double (*exp_sum)(const float *x, size_t n, double max);
 } kernel_isa;
 
 /* The float exp of the softmax (kernels_simd.c's vexp) and of GELU (rows.c, rows_simd.c):
@@ -127,6 +129,21 @@ typedef struct kernel_isa {
 #define EXP_MIN (-87.3f)
 static const float EXP_P[6] = {1.9875691500e-4f, 1.3981999507e-3f, 8.3334519073e-3f,
                                4.1665795894e-2f, 1.6666665459e-1f, 5.0000001201e-1f};
+
+/* exp in double of mha_exp_sum (rows.c's mha_exp_double_ref, rows_simd.c's lanes): n rounded by
+ * adding and taking away 1.5·2^52, ln 2 = EXPD_LN2_HI + EXPD_LN2_LO (fdlibm's split: n·EXPD_LN2_HI
+ * exact for |n| < 2^11), EXPD_TAYLOR[i] = 1/(EXPD_DEG - i)! highest power first. */
+#define EXPD_LOG2E 1.4426950408889634
+#define EXPD_ROUND 6755399441055744.0
+#define EXPD_LN2_HI 6.93147180369123816490e-01
+#define EXPD_LN2_LO 1.90821492927058770002e-10
+#define EXPD_MIN (-708.39)
+enum { EXPD_DEG = 13 };
+static const double EXPD_TAYLOR[EXPD_DEG + 1] = {
+    1.0 / 6227020800.0, 1.0 / 479001600.0, 1.0 / 39916800.0, 1.0 / 3628800.0, 1.0 / 362880.0,
+    1.0 / 40320.0,      1.0 / 5040.0,      1.0 / 720.0,      1.0 / 120.0,     1.0 / 24.0,
+    1.0 / 6.0,          0.5,               1.0,              1.0,
+};
 
 /* GELU in float, for the references (rows.c, which holds the coefficients) and rows_simd.c alike:
  * near (GELU_NEAR_LO <= x <= GELU_NEAR_HI) polynomials in t = x²·GELU_NEAR_SCALE - 1; far from

@@ -560,7 +560,7 @@ const kernel_isa KERNELS_SET = {KERNELS_NAME, MR, NR, tile, tile_part, softmax_s
                                 dot_rows, pack_a_rows, pack_a_cols, tile_a_rows, tile_a_cols, SET_FN(gelu),
                                 SET_FN(gelu_grad), SET_FN(layer_norm_rows), SET_FN(layer_norm_rows_backward),
                                 SET_FN(layer_norm_columns), SET_FN(column_sums), SET_FN(row_dots), attend_one,
-                                SET_FN(abs_max_bits)};
+                                SET_FN(abs_max_bits), SET_FN(exp_sum)};
 
 #if defined(SIMD_TARGET) && defined(__clang__)
 #pragma clang attribute pop

@@ -242,5 +242,6 @@ void SET_FN(layer_norm_columns)(double *acc_w, double *acc_b, const float *dy, c
 void SET_FN(column_sums)(double *acc, const float *g, size_t ld, size_t rows, size_t cols);
 void SET_FN(row_dots)(float *dot, const float *a, size_t lda, const float *b, size_t ldb, size_t rows, size_t n);
 uint32_t SET_FN(abs_max_bits)(const float *x, size_t n);
+double SET_FN(exp_sum)(const float *x, size_t n, double max);
 #endif
 #endif

@@ -148,8 +148,34 @@ void mha_gelu_grad(float *dx, const float *g, const float *x, size_t n) { gelu_s
 
 /* ---- layer norm's rows: the references, then the dispatch ---- */
 
-/* The terms a row's sums add up: x, (x - mean)², ĝ = dy∘w, and ĝ∘x̂. */
-typedef enum { LN_X, LN_DEV2, LN_G, LN_GX } ln_term_kind;
+/* ---- the normaliser of a row of logits: exp in double, summed as layer norm's sums are ---- */
+
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
+#else
+#pragma GCC push_options
+#pragma GCC optimize("fp-contract=off")
+#endif
+
+double mha_exp_double_ref(double d) {
+    if (!(d >= EXPD_MIN)) return d != d ? d : 0.0;   /* NaN stays NaN; far below: 0 */
+    const double n = (d * EXPD_LOG2E + EXPD_ROUND) - EXPD_ROUND;
+    const double r = (d - n * EXPD_LN2_HI) - n * EXPD_LN2_LO;
+    double p = EXPD_TAYLOR[0];
+    for (int i = 1; i <= EXPD_DEG; i++) p = p * r + EXPD_TAYLOR[i];
+    const uint64_t bits = (uint64_t)((int64_t)n + 1023) << 52;
+    double scale;
+    memcpy(&scale, &bits, sizeof scale);
+    return p * scale;
+}
+
+#if !defined(__clang__)
+#pragma GCC pop_options
+#endif
+
+/* The terms a row's sums add up: x, (x - mean)², ĝ = dy∘w, ĝ∘x̂ (layer norm's), exp(x - mean)
+ * (mha_exp_sum's, mean the row's max). */
+typedef enum { LN_X, LN_DEV2, LN_G, LN_GX, ROW_EXP } ln_term_kind;
 
 static double ln_term(ln_term_kind kind, size_t i, const float *x, const float *dy, const float *w, double mean,
                       double rstd) {
@@ -158,6 +184,7 @@ static double ln_term(ln_term_kind kind, size_t i, const float *x, const float *
     case LN_X: return x[i];
     case LN_DEV2: return d * d;
     case LN_G: return w ? (double)dy[i] * w[i] : dy[i];
+    case ROW_EXP: return mha_exp_double_ref(d);
     default: return (w ? (double)dy[i] * w[i] : dy[i]) * (d * rstd);
     }
 }
@@ -281,3 +308,7 @@ uint32_t mha_abs_max_bits_ref(const float *x, size_t n) {
 }
 
 uint32_t mha_abs_max_bits(const float *x, size_t n) { return mha_kernels_current()->abs_max_bits(x, n); }
+
+double mha_exp_sum_ref(const float *x, size_t n, double max) { return ln_sum_ref(ROW_EXP, n, x, NULL, NULL, max, 0.0); }
+
+double mha_exp_sum(const float *x, size_t n, double max) { return mha_kernels_current()->exp_sum(x, n, max); }

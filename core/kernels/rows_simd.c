@@ -1,6 +1,6 @@
-/* core/kernels/rows_simd.c - the kernels that go along rows of elements: GELU and its derivative,
- * layer norm's rows, column sums, row dot products and the largest magnitude, written once over W
- * lanes (kernels_simd.h) and compiled once per set, each bit for bit its reference in rows.c. */
+/* core/kernels/rows_simd.c - rows.c's kernels (GELU, layer norm, sums along rows and columns, the
+ * largest magnitude) written once over W lanes and compiled once per set, each bit for bit its
+ * reference in rows.c. */
 #include "kernels/kernels_simd.h"
 
 #if defined(MHA_SIMD_SKIP)
@@ -423,6 +423,42 @@ void SET_FN(row_dots)(float *dot, const float *a, size_t lda, const float *b, si
         for (size_t r = 0; r < WH; r++) dot[r0 + r] = (float)acc[r];
     }
     if (r0 < rows) mha_row_dots_ref(dot + r0, a + r0 * lda, lda, b + r0 * ldb, ldb, rows - r0, n);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * The normaliser of a row of logits (kernels.h mha_exp_sum): rows.c's mha_exp_double_ref lane by
+ * lane, the terms summed as layer norm's (ln_total).
+ * ------------------------------------------------------------------------------------------- */
+
+typedef int64_t vhl __attribute__((vector_size(WH * sizeof(int64_t)))); /* vh's lanes as integers */
+
+INLINE vh blend_h(vhl mask, vh a, vh b) { return (vh)((mask & (vhl)a) | (~mask & (vhl)b)); }
+
+/* mha_exp_double_ref lane by lane; 2^n from the bits of t = d·log2e + 1.5·2^52 (n: the low bits) */
+INLINE vh exp_double(vh d) {
+    NO_CONTRACT
+    const vhl in = d >= EXPD_MIN;   /* NaN: not */
+    const vh dc = blend_h(in, d, (vh){0});
+    const vh t = dc * EXPD_LOG2E + EXPD_ROUND, n = t - EXPD_ROUND;
+    const vh r = (dc - n * EXPD_LN2_HI) - n * EXPD_LN2_LO;
+    vh p = (vh){0} + EXPD_TAYLOR[0];
+#pragma GCC unroll 16
+    for (int i = 1; i <= EXPD_DEG; i++) p = p * r + EXPD_TAYLOR[i];
+    const vh scale = (vh)(((vhl)t + 1023) << 52);
+    return blend_h(in, p * scale, blend_h(d != d, d, (vh){0}));
+}
+
+double SET_FN(exp_sum)(const float *x, size_t n, double max) {
+    NO_CONTRACT
+    const size_t whole = n - n % MHA_LN_LANES;
+    vh acc[LN_VECS];
+    for (size_t k = 0; k < LN_VECS; k++) acc[k] = (vh){0};
+    for (size_t i = 0; i < whole; i += MHA_LN_LANES)
+#pragma GCC unroll 8
+        for (size_t k = 0; k < LN_VECS; k++) acc[k] += exp_double(widen(x + i + k * WH) - max);
+    double s = ln_total(acc);
+    for (size_t i = whole; i < n; i++) s += mha_exp_double_ref((double)x[i] - max);
+    return s;
 }
 
 /* ---------------------------------------------------------------------------------------------

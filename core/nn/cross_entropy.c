@@ -52,18 +52,6 @@ static mha_status ce_rows(mha_tensor *rows, mha_tensor *ctargets, const mha_tens
     return st;
 }
 
-/* Σ_c exp(x_c - max) of one row of C logits and its max (so exp never overflows): lse = log(sum) +
- * max. */
-static double ce_expsum(float *max_out, const float *row, size_t C) {
-    float max = row[0];
-    for (size_t c = 1; c < C; c++)
-        if (row[c] > max || isnan(row[c])) max = row[c];
-    double sum = 0.0;
-    for (size_t c = 0; c < C; c++) sum += exp((double)row[c] - max);
-    *max_out = max;
-    return sum;
-}
-
 /* ---- forward ---- */
 
 mha_status mha_cross_entropy(mha_tensor *out, const mha_tensor *logits, const mha_tensor *targets,
@@ -83,7 +71,7 @@ mha_status mha_cross_entropy(mha_tensor *out, const mha_tensor *logits, const mh
         if (!ce_ignored(opt, t[p])) {
             const float *row = x + p * C;
             float max;
-            double lse = log(ce_expsum(&max, row, C)) + max;
+            double lse = log(logits_exp_sum(&max, row, C)) + max;
             if (eps == 0.0) {
                 loss = lse - row[(size_t)t[p]];
             } else {
@@ -139,7 +127,7 @@ mha_status mha_cross_entropy_backward(mha_tensor *dlogits, const mha_tensor *dlo
         }
         const float *row = x + p * C;
         float max;
-        double sum = ce_expsum(&max, row, C), w = g[none ? p : 0];
+        double sum = logits_exp_sum(&max, row, C), w = g[none ? p : 0];
         for (size_t c = 0; c < C; c++) {
             double soft = exp((double)row[c] - max) / sum;
             double target = (c == (size_t)t[p] ? 1.0 - eps : 0.0) + uniform;

@@ -1,11 +1,12 @@
 /* core/nn/nn_internal.h - what the files of core/nn/ share and nobody else needs: shape strings for
- * messages, the float argument check, a shape product, a failure re-raised under the caller's
- * name. */
+ * messages, the float argument check, a shape product, a row's normaliser, a failure re-raised
+ * under the caller's name. */
 #ifndef MHA_NN_INTERNAL_H
 #define MHA_NN_INTERNAL_H
 
 #include <stdio.h>
 
+#include "kernels/kernels.h"
 #include "tensor/tensor.h"
 
 /* Shape strings for messages: SHAPE(buf, t) fills buf (MHA_SHAPE_BUF bytes) and returns it. */
@@ -27,6 +28,22 @@ static inline size_t prod(const size_t *shape, size_t from, size_t to) {
     size_t n = 1;
     for (size_t d = from; d < to; d++) n *= shape[d];
     return n;
+}
+
+/* Σ_j exp(row_j - max) of a row of n logits (contiguous) and its max, NaN where one is (the sum
+ * then NaN): the normaliser of log_softmax and cross_entropy, lse = max + log(sum) (mha_exp_sum,
+ * so exp never overflows). */
+static inline double logits_exp_sum(float *max_out, const float *row, size_t n) {
+    float max = n ? row[0] : 0.0f;
+    bool nan = false;
+    for (size_t j = 1; j < n; j++) { /* a select, not a branch: maxss */
+        max = row[j] > max ? row[j] : max;
+        nan |= row[j] != row[j];
+    }
+    for (size_t j = 1; nan && j < n; j++) /* a NaN: the last one is the max */
+        if (row[j] != row[j]) max = row[j];
+    *max_out = max;
+    return mha_exp_sum(row, n, max);
 }
 
 /* A failure of a call made on fname's behalf (the matrix multiply's packing), re-raised under fname

@@ -81,24 +81,29 @@ mha_status mha_log_softmax(mha_tensor *out, const mha_tensor *x, size_t dim) {
     size_t inner = x->ndim ? prod(x->shape, dim + 1, x->ndim) : 1;
     const float *src = mha_f32(&cx);
     float *dst = mha_f32(out);
+    /* a row whose entries lie inner apart is gathered first: each row summed the same way */
+    float *gathered = inner > 1 ? mha_alloc(n * sizeof *gathered) : NULL;
+    if (inner > 1 && !gathered) {
+        mha_release(&cx), mha_release(out);
+        return mha_fail(MHA_E_NOMEM, "log_softmax: x %s: out of memory for a row of %zu", SHAPE(s, x), n);
+    }
     for (size_t o = 0; o < outer; o++) {
         if (mha_interrupted()) {
-            mha_release(&cx);
-            mha_release(out);
+            mha_free(gathered, n * sizeof *gathered);
+            mha_release(&cx), mha_release(out);
             return mha_fail(MHA_E_INTERRUPTED, "log_softmax: x %s: interrupted", SHAPE(s, x));
         }
         for (size_t i = 0; i < inner; i++) {
             const float *row = src + o * n * inner + i;
-            float max = n ? row[0] : 0.0f;
-            for (size_t j = 1; j < n; j++)
-                if (row[j * inner] > max || isnan(row[j * inner])) max = row[j * inner];
-            double sum = 0.0;
-            for (size_t j = 0; j < n; j++) sum += exp((double)row[j * inner] - max);
+            for (size_t j = 0; gathered && j < n; j++) gathered[j] = row[j * inner];
+            float max;
+            const double sum = logits_exp_sum(&max, gathered ? gathered : row, n);
             double lse = (double)max + log(sum); /* all -inf: -inf + log 0 ... the row is NaN, as
                                                     softmax's */
             for (size_t j = 0; j < n; j++) dst[o * n * inner + i + j * inner] = (float)((double)row[j * inner] - lse);
         }
     }
+    mha_free(gathered, n * sizeof *gathered);
     mha_release(&cx);
     return MHA_OK;
 }

@@ -1132,6 +1132,54 @@ static void check_row_dots(const char *label) {
     CHECK(name, bad == 0, "%zu shapes differ, the first %zu rows of %zu", bad, first_rows, first_n);
 }
 
+/* mha_exp_sum against its reference, bit for bit: every length to 70 (whole blocks of lanes and the
+ * rest), rows of logits of every spread, a -inf among them, a NaN, and a row all -inf (max -inf:
+ * NaN). */
+static void check_exp_sum(const char *label) {
+    enum { N = 70 };
+    static float x[N];
+    uint32_t seed = 11;
+    size_t bad = 0, first_n = 0;
+    for (int kind = 0; kind < 4; kind++)
+        for (size_t n = 0; n <= N; n++) {
+            float max = -INFINITY;
+            for (size_t i = 0; i < n; i++) {
+                seed = seed * 1664525u + 1013904223u;
+                x[i] = ((seed >> 8) / 16777216.0f - 0.5f) * (float)ldexp(1.0, (int)(seed >> 2 & 15));
+                if (kind == 1 && i == n / 2) x[i] = -INFINITY;
+                if (kind == 2 && i == n / 3) x[i] = NAN;
+                if (kind == 3) x[i] = -INFINITY;
+                max = x[i] > max || isnan(x[i]) ? x[i] : max;
+            }
+            const double got = mha_exp_sum(x, n, max), want = mha_exp_sum_ref(x, n, max);
+            if (memcmp(&got, &want, sizeof got) != 0 && bad++ == 0) first_n = n;
+        }
+    char name[160];
+    snprintf(name, sizeof name, "exp_sum[%s]: the reference's bits, 0 to %d logits, -inf and NaN among them", label,
+             (int)N);
+    CHECK(name, bad == 0, "%zu rows differ, the first of %zu", bad, first_n);
+}
+
+/* mha_exp_double_ref against libm's exp in long double: within 2 ulp over [-708.3, 0] (every
+ * binade of |d| down to 2^-60), 0 past EXPD_MIN, NaN kept. */
+static void check_exp_double(void) {
+    double worst = 0.0, at = 0.0;
+    for (int e = -60; e <= 9; e++)
+        for (int k = 0; k < 2000; k++) {
+            const double d = -ldexp(1.0 + k / 2000.0, e);
+            if (d < -708.3) continue;
+            const long double want = expl((long double)d);
+            const double got = mha_exp_double_ref(d), ulp = ldexp(1.0, ilogb((double)want) - 52);
+            const double err = (double)fabsl((long double)got - want) / ulp;
+            if (err > worst) worst = err, at = d;
+        }
+    CHECK("mha_exp_double_ref: within 2 ulp of exp on [-708.3, 0]", worst <= 2.0, "%.2f ulp at %.17g", worst, at);
+    CHECK("mha_exp_double_ref: 0 below -708.39, NaN kept, exp(0) = 1",
+          mha_exp_double_ref(-709.0) == 0.0 && mha_exp_double_ref(-INFINITY) == 0.0 &&
+              isnan(mha_exp_double_ref(NAN)) && mha_exp_double_ref(0.0) == 1.0,
+          "%g %g", mha_exp_double_ref(-709.0), mha_exp_double_ref(0.0));
+}
+
 /* mha_fetch: the cursor walks the rows added, matrix by matrix, and stops at the end; a NULL
  * matrix, an empty one and one past MHA_FETCH_MATS are not added. (What a fetch does to the
  * caches is timed by the benchmark, not here.) */
@@ -1197,6 +1245,7 @@ int main(void) {
     check_softmax_underflow();
     check_self_attention_bits();
     check_gelu_accuracy();
+    check_exp_double();
     const char *isas[] = {"avx512", "avx2", "portable"};
     for (size_t threads = 1; threads <= 2; threads++) {
         mha_kernels_set_threads(threads);
@@ -1217,6 +1266,7 @@ int main(void) {
             if (threads == 1) check_column_sums(label);
             if (threads == 1) check_row_dots(label);
             if (threads == 1) check_abs_max_bits(label);
+            if (threads == 1) check_exp_sum(label);
             check_attention(label);
             check_interrupt(label);
             if (threads == 1) {
