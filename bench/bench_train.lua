@@ -2,7 +2,8 @@
 -- induction model and of nanoGPT's CPU configuration in mha-repl, beside the same steps in torch 1.13
 -- (`make bench-train`; arg[1] is the command that runs bench/bench_train_torch.py, which takes the row's
 -- name, the thread count and the steps to time). Ours and torch's are timed in turn, round after round, so
--- a shared machine's load falls on both alike; each row prints the median of the rounds.
+-- a shared machine's load falls on both alike, each after the same warm-up; each row prints the median of the
+-- rounds.
 -- One thread is timed by CPU time, every core by wall time (CPU time adds up the threads).
 -- usage: bench_train.lua TORCH_COMMAND [--fair COMMAND] [--save FILE]
 --   --fair: torch's command told the kernel OpenBLAS should have chosen here (the Makefile passes it
@@ -97,9 +98,11 @@ for _, row in ipairs(ROWS) do
     for _, threads in ipairs(thread_counts) do
         mha.threads(threads)
         local clock = threads == 1 and os.clock or mha.clock
-        for _ = 1, math.max(3, row.steps // 2) do step() end
         local ours, theirs, fairs = {}, {}, {}
         for r = 1, ROUNDS do
+            -- warmed up in every round, as torch's process is before it times its steps: the
+            -- round before ran torch, whose memory took the caches
+            for _ = 1, math.max(3, row.steps // 2) do step() end
             collectgarbage()
             local t0 = clock()
             for _ = 1, row.steps do step() end
