@@ -1,6 +1,6 @@
-/* core/kernels/rows.c - the kernels that go along rows of elements (GELU and its derivative, layer
- * norm's rows, column sums, row dot products, the largest magnitude): their plain references, and
- * the calls that run the set's fast ones (rows_simd.c), split over threads where it pays. */
+/* core/kernels/rows.c - the kernels that go along rows (GELU and its derivative, layer norm's rows,
+ * column sums, row dot products, the logits' normaliser, the largest magnitude): their references,
+ * and the calls that run the set's fast ones (rows_simd.c), split over threads where it pays. */
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -104,6 +104,19 @@ float mha_gelu_grad_ref(float g, float x) {
     return g * (phi + x * (gauss * GELU_INV_SQRT_2PI));
 }
 
+/* The exponential in double of a row of logits' normaliser (mha_exp_sum, kernels.h). */
+double mha_exp_double_ref(double d) {
+    if (!(d >= EXPD_MIN)) return d != d ? d : 0.0;   /* NaN stays NaN; far below: 0 */
+    const double n = (d * EXPD_LOG2E + EXPD_ROUND) - EXPD_ROUND;
+    const double r = (d - n * EXPD_LN2_HI) - n * EXPD_LN2_LO;
+    double p = EXPD_TAYLOR[0];
+    for (int i = 1; i <= EXPD_DEG; i++) p = p * r + EXPD_TAYLOR[i];
+    const uint64_t bits = (uint64_t)((int64_t)n + 1023) << 52;
+    double scale;
+    memcpy(&scale, &bits, sizeof scale);
+    return p * scale;
+}
+
 #if !defined(__clang__)
 #pragma GCC pop_options
 #endif
@@ -147,31 +160,6 @@ void mha_gelu(float *y, const float *x, size_t n) { gelu_split(y, NULL, x, n); }
 void mha_gelu_grad(float *dx, const float *g, const float *x, size_t n) { gelu_split(dx, g, x, n); }
 
 /* ---- layer norm's rows: the references, then the dispatch ---- */
-
-/* ---- the normaliser of a row of logits: exp in double, summed as layer norm's sums are ---- */
-
-#if defined(__clang__)
-#pragma STDC FP_CONTRACT OFF
-#else
-#pragma GCC push_options
-#pragma GCC optimize("fp-contract=off")
-#endif
-
-double mha_exp_double_ref(double d) {
-    if (!(d >= EXPD_MIN)) return d != d ? d : 0.0;   /* NaN stays NaN; far below: 0 */
-    const double n = (d * EXPD_LOG2E + EXPD_ROUND) - EXPD_ROUND;
-    const double r = (d - n * EXPD_LN2_HI) - n * EXPD_LN2_LO;
-    double p = EXPD_TAYLOR[0];
-    for (int i = 1; i <= EXPD_DEG; i++) p = p * r + EXPD_TAYLOR[i];
-    const uint64_t bits = (uint64_t)((int64_t)n + 1023) << 52;
-    double scale;
-    memcpy(&scale, &bits, sizeof scale);
-    return p * scale;
-}
-
-#if !defined(__clang__)
-#pragma GCC pop_options
-#endif
 
 /* The terms a row's sums add up: x, (x - mean)², ĝ = dy∘w, ĝ∘x̂ (layer norm's), exp(x - mean)
  * (mha_exp_sum's, mean the row's max). */
