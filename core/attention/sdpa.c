@@ -394,7 +394,8 @@ static void out_deltas(float *delta, mat dO, mat o, size_t i0, size_t rows, size
  * only. */
 static void next_slice_fetch(mha_fetch *f, const bwd_job *job, size_t n) {
     *f = (mha_fetch){0};
-    const size_t floats = job->L * job->S + 3 * job->L * job->Dv + job->S * (job->Dv + job->D) + job->L * job->D;
+    /* weights, dO and out, v, k, q */
+    const size_t floats = job->L * (job->S + 2 * job->Dv + job->D) + job->S * (job->Dv + job->D);
     if (n >= job->batches || floats > FETCH_MAX / sizeof(float)) return;
     const size_t nb = job->nb, group = job->group;
     const mat m[6] = {
