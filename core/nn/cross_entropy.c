@@ -129,7 +129,8 @@ mha_status mha_cross_entropy_backward(mha_tensor *dlogits, const mha_tensor *dlo
         float max;
         double sum = logits_exp_sum(&max, row, C), w = g[none ? p : 0];
         for (size_t c = 0; c < C; c++) {
-            double soft = exp((double)row[c] - max) / sum;
+            /* each term by the exp the sum took it with (mha_exp_sum's) */
+            double soft = mha_exp_double_ref((double)row[c] - max) / sum;
             double target = (c == (size_t)t[p] ? 1.0 - eps : 0.0) + uniform;
             gp[p * C + c] = (float)(w * (soft - target) / scale);
         }
