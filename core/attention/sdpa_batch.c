@@ -154,6 +154,11 @@ mha_status mha_sdpa_backward_check(mha_sdpa_sizes *z, const mha_tensor *const al
             return mha_fail(MHA_E_ARG, "sdpa_backward: %s must be a float tensor of at least 2 dims (..., length, dim)",
                             names[i]);
     }
+    const char *given[] = {"dout", "the weights' gradient", "weights", "out"};
+    for (int i = 4; i < 8; i++)
+        if (all[i] && (!all[i]->storage || all[i]->dtype != MHA_FLOAT32))
+            return mha_fail(MHA_E_DTYPE, "sdpa_backward: %s %s must be a float32 tensor", given[i - 4],
+                            all[i]->storage ? SHAPE(sq, all[i]) : "(released)");
     z->L = q->shape[q->ndim - 2], z->D = q->shape[q->ndim - 1], z->S = k->shape[k->ndim - 2];
     z->Dv = v->shape[v->ndim - 1];
     if (k->shape[k->ndim - 1] != z->D || v->shape[v->ndim - 2] != z->S)

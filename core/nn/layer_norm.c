@@ -151,6 +151,7 @@ static mha_status layer_norm_backward(mha_tensor *dx, mha_tensor *dw, mha_tensor
         return mha_fail(MHA_E_SHAPE, "layer_norm_backward: dy %s and x %s must have one shape, normalised over its last %zu dims",
                         SHAPE(sy, dy), SHAPE(sx, x), norm_ndim);
     const size_t first = x->ndim - norm_ndim, n = prod(x->shape, first, x->ndim), groups = prod(x->shape, 0, first);
+    if (w && (st = check_float(w, "layer_norm_backward", "weight")) != MHA_OK) return st;
     if (w && mha_numel(w) != n)
         return mha_fail(MHA_E_SHAPE, "layer_norm_backward: weight %s does not match x %s's last %zu dims", SHAPE(sy, w),
                         SHAPE(sx, x), norm_ndim);

@@ -318,6 +318,82 @@ T.test("no call crashes", function()
     T.ok("the sweep called enough", calls > 10000, calls .. " calls")
 end)
 
+-- The pool above gives a function at most three arguments. Here each function that takes several
+-- tensors is called right, then with each tensor (or a tensor in its options) swapped for one of the
+-- other dtype, which must raise a message naming the function (unless the call takes either), or of
+-- another shape, which may also return. A bool weight read as floats would read past its storage.
+T.test("every tensor argument of a right call swapped for a wrong one", function()
+    local function f(...) return mha.randn(...) end
+    local function b(...) return mha.randn(...):gt(0) end
+    local idx = mha.tensor { 1, 3 }
+    local calls = {
+        { "linear", f(2, 4), f(3, 4), f(3) },
+        { "linear_backward", f(2, 3), f(2, 4), f(3, 4) },
+        { "layer_norm", f(2, 40), { 40 }, f(40), f(40) },
+        { "layer_norm_backward", f(2, 40), f(2, 40), 1, f(40) },
+        { "embedding", idx, f(3, 4) },
+        { "embedding_backward", f(2, 4), idx, 3 },
+        { "cross_entropy", f(2, 3), idx },
+        { "cross_entropy_backward", f(2, 3), idx, mha.tensor(1) },
+        { "softmax_backward", f(2, 3), f(2, 3), 2 },
+        { "log_softmax_backward", f(2, 3), f(2, 3), 2 },
+        { "matmul", f(2, 3), f(3, 4) },
+        { "masked_fill", f(2, 3), b(2, 3), 0, either = { true } },   -- a bool tensor filled, as in torch
+        { "where", b(2, 3), f(2, 3), f(2, 3), either = { false, true, true } },   -- bool and float: float
+        { "maximum", f(2, 3), f(2, 3), either = { true, true } },
+        { "sdpa", f(2, 3, 4), f(2, 5, 4), f(2, 5, 4), { attn_mask = b(3, 5) } },
+        { "sdpa", f(2, 3, 4), f(2, 5, 4), f(2, 5, 4), { attn_mask = f(3, 5) } },
+        { "sdpa_backward", f(2, 3, 4), f(2, 3, 4), f(2, 5, 4), f(2, 5, 4),
+            { attn_mask = b(3, 5), weights = mha.softmax(f(2, 3, 5), 3) } },
+        { "sdpa_backward", f(2, 3, 4), f(2, 3, 4), f(2, 3, 4), f(2, 3, 4), { is_causal = true, out = f(2, 3, 4) } },
+        { "rope", f(2, 3, 4) },
+        { "sample", f(2, 5), { seed = 1 } },
+    }
+    local checked, bad = 0, {}
+    local function call(label, name, args, must_raise)
+        checked = checked + 1
+        local ok, err = pcall(mha[name], table.unpack(args, 1, args.n))
+        if ok and must_raise then bad[#bad + 1] = label .. ": accepted" end
+        if not ok and (type(err) ~= "string" or not err:find(name, 1, true)) then
+            bad[#bad + 1] = label .. ": " .. tostring(err)
+        end
+    end
+    local function wrongs(t)   -- the other dtype, the same shape; and a tensor of another shape
+        local other = t:dtype() == "bool" and mha.zeros(t:size()) or mha.zeros(t:size()):gt(0)
+        return { other, t:dtype() == "bool" and mha.tensor { true } or mha.zeros(7) }
+    end
+    for _, c in ipairs(calls) do
+        local name, args = c[1], table.pack(table.unpack(c, 2))
+        call(name .. " as given", name, args)
+        T.ok(name .. " right call succeeds", pcall(mha[name], table.unpack(args, 1, args.n)))
+        for i = 1, args.n do
+            local a = args[i]
+            if mha.is_tensor(a) then
+                for w, wrong in ipairs(wrongs(a)) do
+                    local swapped = table.pack(table.unpack(args, 1, args.n))
+                    swapped[i] = wrong
+                    call(string.format("%s argument %d wrong %d", name, i, w), name, swapped,
+                        w == 1 and not (c.either and c.either[i]))
+                end
+            elseif type(a) == "table" then
+                for key, t in pairs(a) do
+                    if mha.is_tensor(t) then
+                        for w, wrong in ipairs(wrongs(t)) do
+                            local swapped = table.pack(table.unpack(args, 1, args.n))
+                            swapped[i] = setmetatable({ [key] = wrong }, { __index = a })
+                            for k2, v2 in pairs(a) do if k2 ~= key then swapped[i][k2] = v2 end end
+                            call(string.format("%s option %s wrong %d", name, key, w), name, swapped,
+                                w == 1 and key ~= "attn_mask")
+                        end
+                    end
+                end
+            end
+        end
+    end
+    T.ok(string.format("%d swapped calls, each a message naming its function (or a result)", checked), #bad == 0,
+        table.concat(bad, "; "))
+end)
+
 -- The library's Lua functions raise their errors without a position inside the library (as C's luaL_error
 -- does): a message starting "lua/nn/optim.lua:43:" tells a student nothing, and "attempt to ..." means an
 -- argument was never checked. The same pool as above, through every Lua-written entry point.
