@@ -779,8 +779,7 @@ static void save_sdpa(mha_node *n, const mha_tensor *q, const mha_tensor *k, con
     mha_ag_save(n, k);
     mha_ag_save(n, v);
     mha_ag_save(n, kept);
-    if (opt && opt->attn_mask) mha_ag_save(n, opt->attn_mask);
-    else n->n_saved++; /* slot 4 stays empty: no mask */
+    mha_ag_save_if(n, opt ? opt->attn_mask : NULL, opt && opt->attn_mask);   /* slot 4 */
     node->is_causal = opt && opt->is_causal;
     node->enable_gqa = opt && opt->enable_gqa;
     node->scale = opt ? opt->scale : 0.0f;

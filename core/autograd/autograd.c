@@ -219,6 +219,11 @@ void mha_ag_save(mha_node *node, const mha_tensor *t) {
     node->saved_version[i] = t->storage->version;
 }
 
+void mha_ag_save_if(mha_node *node, const mha_tensor *t, bool needed) {
+    if (needed) mha_ag_save(node, t);
+    else node->n_saved++;   /* saved[i] stays empty, as mha_ag_record zeroed it */
+}
+
 /* ---- gradient helpers ---- */
 
 mha_status mha_sum_to(mha_tensor *out, const mha_tensor *g, size_t ndim, const size_t *shape) {

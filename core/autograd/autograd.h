@@ -123,6 +123,10 @@ bool mha_ag_wants(const mha_tensor *const *inputs, size_t n);
 mha_status mha_ag_record(mha_node **node, size_t node_bytes, mha_tensor *out, const char *name,
                          mha_backward_fn backward, const mha_tensor *const *inputs, size_t n);
 void mha_ag_save(mha_node *node, const mha_tensor *t);   /* saved[n_saved++] := a share of t */
+/* mha_ag_save when the backward reads t, else an empty slot (the slots keep their places): a node
+ * keeps only what its derivative needs (an add none of its operands, as torch's), so that what no
+ * later op reads is freed in the forward. */
+void mha_ag_save_if(mha_node *node, const mha_tensor *t, bool needed);
 void mha_ag_drop(mha_tensor *t);                          /* mha_release's hook: drops t->ag */
 
 /* Gradient helpers: g summed over the dims it was broadcast along, to shape (ndim, shape). */

@@ -110,9 +110,10 @@ mha_status mha_ag_binary(mha_tensor *out, mha_binop op, const mha_tensor *a, con
     mha_node *n;
     if ((st = mha_ag_record(&n, sizeof(binary_node), out, binop_name(op), binary_backward, in, 2)) != MHA_OK) return st;
     ((binary_node *)n)->op = op;
-    mha_ag_save(n, a);
-    mha_ag_save(n, b);
-    mha_ag_save(n, out);
+    const bool every = op == MHA_POW || op == MHA_MAXIMUM || op == MHA_MINIMUM;   /* what binary_backward reads */
+    mha_ag_save_if(n, a, every || (op == MHA_MUL && n->inputs[1]));
+    mha_ag_save_if(n, b, every || op == MHA_DIV || (op == MHA_MUL && n->inputs[0]));
+    mha_ag_save_if(n, out, every || (op == MHA_DIV && n->inputs[1]));
     return MHA_OK;
 }
 
@@ -185,8 +186,10 @@ mha_status mha_ag_binary_scalar(mha_tensor *out, mha_binop op, const mha_tensor 
     node->op = op;
     node->scalar = s;
     node->scalar_first = scalar_first;
-    mha_ag_save(n, a);
-    mha_ag_save(n, out);
+    /* what binary_scalar_backward reads: nothing for a + s, a - s, a·s and a / s */
+    const bool s_over_a = op == MHA_DIV && scalar_first;
+    mha_ag_save_if(n, a, s_over_a || (op == MHA_POW && !scalar_first) || op == MHA_MAXIMUM || op == MHA_MINIMUM);
+    mha_ag_save_if(n, out, s_over_a || (op == MHA_POW && scalar_first));
     return MHA_OK;
 }
 
@@ -196,16 +199,16 @@ typedef struct unary_node {
     mha_unop op;
 } unary_node;
 
-/* dx = g · f'(x), written with x and y = f(x) as each derivative reads best. */
+/* dx = g · f'(x), written with x or y = f(x) as each derivative reads best (the node keeps that one). */
 static mha_status unary_backward(mha_tensor *grads, const mha_node *n, const mha_tensor *g) {
     const mha_unop op = ((const unary_node *)n)->op;
     mha_tensor gc = MHA_TENSOR_EMPTY, xc = MHA_TENSOR_EMPTY, yc = MHA_TENSOR_EMPTY, dx = MHA_TENSOR_EMPTY;
     mha_status st = dense(&gc, g);
-    if (st == MHA_OK) st = dense(&xc, &n->saved[0]);
-    if (st == MHA_OK) st = dense(&yc, &n->saved[1]);
+    if (st == MHA_OK && n->saved[0].storage) st = dense(&xc, &n->saved[0]);
+    if (st == MHA_OK && n->saved[1].storage) st = dense(&yc, &n->saved[1]);
     if (st == MHA_OK) st = mha_empty(&dx, MHA_FLOAT32, g->ndim, g->shape);
     if (st == MHA_OK) {
-        const float *gp = mha_f32(&gc), *x = mha_f32(&xc), *y = mha_f32(&yc);
+        const float *gp = mha_f32(&gc), *x = xc.storage ? mha_f32(&xc) : NULL, *y = yc.storage ? mha_f32(&yc) : NULL;
         float *d = mha_f32(&dx);
         size_t count = mha_numel(g);
         if (op == MHA_GELU) mha_gelu_grad(d, gp, x, count);   /* d/dx x·Φ(x) = Φ(x) + x·φ(x) */
@@ -244,8 +247,9 @@ mha_status mha_ag_unary(mha_tensor *out, mha_unop op, const mha_tensor *t) {
     mha_node *n;
     if ((st = mha_ag_record(&n, sizeof(unary_node), out, unop_name(op), unary_backward, in, 1)) != MHA_OK) return st;
     ((unary_node *)n)->op = op;
-    mha_ag_save(n, t);
-    mha_ag_save(n, out);
+    const bool reads_x = op == MHA_ABS || op == MHA_LOG || op == MHA_GELU;   /* the others read y, or nothing */
+    mha_ag_save_if(n, t, reads_x);
+    mha_ag_save_if(n, out, !reads_x && op != MHA_NEG);
     return MHA_OK;
 }
 

@@ -389,6 +389,17 @@ T.test("errors name the function, the argument and the shapes", function()
     w:fill_(0)
     T.raises("backward after a saved tensor changed in place", function() p:backward() end,
              "backward: a (2,3) tensor that mul saved for its gradient was changed in place")
+    -- an op keeps only what its gradient reads, as torch's: a scaled copy, a sum's terms and a
+    -- shifted copy are freed in the forward (256 KiB each), and the gradient is still right
+    local big = mha.randn(256, 256):requires_grad(true)
+    collectgarbage("collect")
+    local before = mha.memory()
+    local s = ((big * 2) + (big / 4) - 1):sum()
+    collectgarbage("collect")
+    T.ok("a + b, a - s, a·s and a / s keep none of their operands", mha.memory() - before < 65536,
+         string.format("%d bytes held", mha.memory() - before))
+    s:backward()
+    T.close("... and the gradient is 2 + 1/4", big:grad(), mha.full({256, 256}, 2.25))
     local q = (x * 3):sum()
     q:backward()
     T.raises("a second backward", function() q:backward() end,
