@@ -110,7 +110,8 @@ mha_status mha_ag_binary(mha_tensor *out, mha_binop op, const mha_tensor *a, con
     mha_node *n;
     if ((st = mha_ag_record(&n, sizeof(binary_node), out, binop_name(op), binary_backward, in, 2)) != MHA_OK) return st;
     ((binary_node *)n)->op = op;
-    const bool every = op == MHA_POW || op == MHA_MAXIMUM || op == MHA_MINIMUM;   /* what binary_backward reads */
+    /* what binary_backward reads */
+    const bool every = op == MHA_POW || op == MHA_MAXIMUM || op == MHA_MINIMUM;
     mha_ag_save_if(n, a, every || (op == MHA_MUL && n->inputs[1]));
     mha_ag_save_if(n, b, every || op == MHA_DIV || (op == MHA_MUL && n->inputs[0]));
     mha_ag_save_if(n, out, every || (op == MHA_DIV && n->inputs[1]));
@@ -199,7 +200,8 @@ typedef struct unary_node {
     mha_unop op;
 } unary_node;
 
-/* dx = g · f'(x), written with x or y = f(x) as each derivative reads best (the node keeps that one). */
+/* dx = g · f'(x), written with x or y = f(x) as each derivative reads best (the node keeps that
+ * one). */
 static mha_status unary_backward(mha_tensor *grads, const mha_node *n, const mha_tensor *g) {
     const mha_unop op = ((const unary_node *)n)->op;
     mha_tensor gc = MHA_TENSOR_EMPTY, xc = MHA_TENSOR_EMPTY, yc = MHA_TENSOR_EMPTY, dx = MHA_TENSOR_EMPTY;
@@ -247,7 +249,8 @@ mha_status mha_ag_unary(mha_tensor *out, mha_unop op, const mha_tensor *t) {
     mha_node *n;
     if ((st = mha_ag_record(&n, sizeof(unary_node), out, unop_name(op), unary_backward, in, 1)) != MHA_OK) return st;
     ((unary_node *)n)->op = op;
-    const bool reads_x = op == MHA_ABS || op == MHA_LOG || op == MHA_GELU;   /* the others read y, or nothing */
+    /* abs, log and gelu read x; the others y, or (neg) nothing */
+    const bool reads_x = op == MHA_ABS || op == MHA_LOG || op == MHA_GELU;
     mha_ag_save_if(n, t, reads_x);
     mha_ag_save_if(n, out, !reads_x && op != MHA_NEG);
     return MHA_OK;
