@@ -57,7 +57,7 @@ for i = 5, #tokens do
 end
 print(c)
 print(tr{en = "layer 1 K:", zh = "第 1 层 K："},
-      table.concat(c:keys(1):shape(), " x "))
+      table.concat(c:keys(1):shape(), "×"))
 cached = mha.cat(parts, 2)                   -- (1, 10, 20)
 print(tr{en = "cached logits = full logits (< 1e-5):",
          zh = "用缓存的 logits = 完整的 logits（< 1e-5）："},

@@ -101,7 +101,7 @@ m = mha.nn.Transformer{vocab = 20, d_model = 64, heads = 8, kv_heads = 2,
                        layers = 2, max_len = 32}
 for name, p in m:named_parameters() do
   if name:find("layers.0.attn") then
-    print(name, table.concat(p:shape(), " x "))
+    print(name, table.concat(p:shape(), "×"))
   end
 end]],
     },
