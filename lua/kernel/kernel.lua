@@ -184,7 +184,7 @@ local function notebook_hint(hint)
     if hint == w.hint .. w.quit or hint == w.hint .. w.exit then
         return w.hint .. w.quit_notebook
     end
-    for _, name in ipairs {"clear", "cls"} do
+    for name in pairs(habits.clear_words) do
         if hint == w.hint .. string.format(w.clear, name) then return w.hint .. string.format(w.clear_notebook, name) end
     end
     -- the notebook's Interrupt button (■) stopped the cell, not a Ctrl-C

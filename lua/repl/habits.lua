@@ -422,6 +422,9 @@ function habits.after_statement(input, lang)
     return nil
 end
 
+-- The words a shell clears its screen with, which a student types at the prompt out of habit.
+habits.clear_words = {clear = true, cls = true}
+
 -- A hint for an input that printed values, or nil: x.shape (a method, not called), help, quit,
 -- exit.
 function habits.after_value(input, lang, ...)
@@ -430,7 +433,7 @@ function habits.after_value(input, lang, ...)
     if code == "help" and type((...)) == "function" then return w.hint .. w.help end
     if (code == "quit" or code == "exit") and select("#", ...) <= 1 and (...) == nil then return w.hint .. w.quit end
     -- a shell's clear (cls), typed to clear the screen
-    if (code == "clear" or code == "cls") and select("#", ...) <= 1 and (...) == nil then
+    if habits.clear_words[code] and select("#", ...) <= 1 and (...) == nil then
         return w.hint .. string.format(w.clear, code)
     end
     local base, name = code:match("^([%a_][%w_%.]*)%.([%a_][%w_]*)$")
