@@ -403,6 +403,12 @@ static int read_with_readline(const char *prompt, char **line) {
     /* a Ctrl-C at the prompt is not forgotten here: a Ctrl-C typed ahead, between two lines of an
      * input, cancels that input */
     int result = LINE_OK;
+    /* readline 8.2 sets rl_eof_found on a Ctrl-D and, in the callback interface, leaves it set:
+     * every later line would end with a blank one (rl_deprep_terminal writes "\n" after
+     * bracketed paste while it is set). A Ctrl-D on a ">>" line is not the end of the session. */
+#if RL_READLINE_VERSION >= 0x0802
+    rl_eof_found = 0;
+#endif
     rl_callback_handler_install(prompt, on_line);
     while (!rl_have_result) {
         if (repl_hangup()) {  /* the terminal is gone, or we were asked to end: as at end of

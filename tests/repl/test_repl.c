@@ -733,6 +733,36 @@ static void test_ctrl_c_screen(const char *history) {
     end_session(&s);
 }
 
+/* Ctrl-D on a ">>" line ends that input with its <eof> error, not the session, and leaves the screen
+ * as it was: a later result right under its input (readline 8.2 keeps rl_eof_found set in its
+ * callback interface, which then wrote a blank line after every input). */
+static void test_ctrl_d_continuation(const char *history) {
+    session s;
+    const char *none[] = {NULL};
+    start(&s, history, none);
+    wait_prompt(&s, 10);
+    send_text(&s, "x = {1,\n");
+    settle(&s, 0.3);
+    s.mark = s.len;
+    send_text(&s, "\x04");
+    CHECK("ctrl_d_continuation_error", expect(&s, "unexpected symbol near <eof>", 5) && wait_prompt(&s, 5),
+          "no <eof> error and prompt after Ctrl-D at >>");
+    size_t from = s.len;
+    while (from > 0 && s.buf[from - 1] != '\n') from--;
+    s.mark = s.len;
+    send_text(&s, "2 + 2\n");
+    int prompt = expect(&s, "4", 5) && wait_prompt(&s, 5);
+    static char screen[SCREEN_ROWS][SCREEN_COLS];
+    int rows;
+    screen_of(s.buf + from, screen, &rows);
+    CHECK("ctrl_d_continuation_screen", prompt && rows == 3 && strcmp(screen[0], "> 2 + 2") == 0 &&
+          strcmp(screen[1], "4") == 0 && strcmp(screen[2], "> ") == 0, "%d rows: [%s] [%s] [%s]", rows, screen[0],
+          rows > 1 ? screen[1] : "", rows > 2 ? screen[2] : "");
+    send_text(&s, "\x04");
+    finish(&s, 5);
+    end_session(&s);
+}
+
 /* With TERM=xterm and NO_COLOR unset the prompt is green and errors red; with NO_COLOR, no escapes at all
  * (the other sessions check that: their outputs compare equal to plain text). */
 static void test_colour(const char *history) {
@@ -847,6 +877,7 @@ int main(void) {
     test_colour_policy(history);
     colour_terminal = 1;  /* xterm: readline turns bracketed paste on and off around each line */
     test_ctrl_c_screen(history);
+    test_ctrl_d_continuation(history);
     colour_terminal = 0;
     test_lesson(history);
     test_lesson_save(history);
