@@ -46,7 +46,7 @@ SYS_SRC  += lua/sys/ldir.c
 SYS_SRC  += lua/sys/lproc.c
 REPL_SRC  = lua/repl/repl.c lua/repl/history.c lua/repl/traceback.c lua/repl/lazy.c
 REPL_SRC += lua/repl/signals.c
-REPL_SRC += lua/repl/modes.c lua/repl/usage.c
+REPL_SRC += lua/repl/modes.c lua/repl/usage.c lua/repl/completion.c
 KERNEL_SRC = lua/kernel/kernel.c
 NOTEBOOK_SRC = lua/notebook/ljson.c
 EMBED     = mha=lua/mha.lua mha.repl=lua/repl/repl.lua mha.repl.complete=lua/repl/complete.lua \

@@ -32,6 +32,7 @@
 #include "lmha.h"
 #include "lsys.h"
 #include "history.h"
+#include "completion.h"
 #include "lazy.h"
 #include "modes.h"
 #include "signals.h"
@@ -303,19 +304,12 @@ static int open_repl(lua_State *L) {
 
 
 /* ---- completion ----
- * Inside a string, file names (readline's own completer, which also closes the quote). Elsewhere
- * repl.complete(text, line, start) in Lua gives the candidates: keywords, globals, fields, methods,
- * ':' commands; it may answer "files" to ask for file names (a FILE argument). */
+ * Inside a string, file names (lua/repl/completion.c). Elsewhere repl.complete(text, line, start)
+ * in Lua gives the candidates: keywords, globals, fields, methods, ':' commands; it may answer
+ * "files" to ask for file names (a FILE argument). */
 
-static char **candidates = NULL;
-static size_t ncandidates = 0, next_candidate = 0;
-
-static char *candidate_generator(const char *text, int state) {
-    (void)text;
-    if (state == 0) next_candidate = 0;
-    return next_candidate < ncandidates ? strdup(candidates[next_candidate++]) : NULL;
-}
-
+/* repl.complete's candidates for text (its list, or "files": readline's file names), as readline's
+ * matches. */
 static char **complete(const char *text, int start, int end) {
     (void)end;
     rl_completion_append_character = '\0';
@@ -335,20 +329,15 @@ static char **complete(const char *text, int start, int end) {
         if (status == LUA_OK && lua_type(L, -1) == LUA_TSTRING && strcmp(lua_tostring(L, -1), "files") == 0) {
             rl_attempted_completion_over = 0;
         } else if (status == LUA_OK && lua_istable(L, -1)) {
-            size_t n = (size_t)luaL_len(L, -1);
-            candidates = calloc(n ? n : 1, sizeof *candidates);
-            for (size_t i = 0; candidates && i < n; i++) {
+            size_t n = (size_t)luaL_len(L, -1), kept = 0;
+            const char **list = calloc(n ? n : 1, sizeof *list);   /* strings the table holds */
+            for (size_t i = 0; list && i < n; i++) {
                 lua_rawgeti(L, -1, (lua_Integer)i + 1);
-                const char *c = lua_tostring(L, -1);
-                candidates[ncandidates] = c ? strdup(c) : NULL;
-                if (candidates[ncandidates]) ncandidates++;
+                if ((list[kept] = lua_tostring(L, -1)) != NULL) kept++;
                 lua_pop(L, 1);
             }
-            if (ncandidates > 0) matches = rl_completion_matches(text, candidate_generator);
-            for (size_t i = 0; i < ncandidates; i++) free(candidates[i]);
-            free(candidates);
-            candidates = NULL;
-            ncandidates = 0;
+            if (list) matches = repl_completion_matches(text, list, kept);
+            free(list);
         }
     }
     lua_settop(L, top);
@@ -362,9 +351,7 @@ static void init_readline(void) {
     rl_catch_signals = 0;        /* SIGINT is ours: see laction (signals.c) */
     rl_catch_sigwinch = 0;       /* so is SIGWINCH */
     rl_change_environment = 0;   /* no stale LINES/COLUMNS for the programs we start (gnuplot) */
-    rl_attempted_completion_function = complete;
-    rl_completer_word_break_characters = " \t\n\"'`><=;|&{}()[],+-*%^#~?";
-    rl_completer_quote_characters = "\"'";
+    repl_completion_setup(complete);
     repl_signals_catch();
     repl_history_load(PROGNAME);
     atexit(repl_history_save);

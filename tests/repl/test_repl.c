@@ -100,6 +100,14 @@ static void test_completion(session *s) {
     snprintf(line, sizeof line, "'%s/unique_na\t", tmpdir);
     snprintf(want, sizeof want, "%s/unique_name_abc.npy", tmpdir);
     check_output(s, "complete_file_in_string", line, want);
+    /* a name with quotes: escaped for the string it is completed in, so it reads back as itself */
+    snprintf(line, sizeof line, "io.open('%s/it\\'s \"q\".npz', 'w'):close()", tmpdir);
+    free(run(s, line, 10));
+    snprintf(line, sizeof line, "\"%s/it\t", tmpdir);
+    snprintf(want, sizeof want, "%s/it's \"q\".npz", tmpdir);
+    check_output(s, "complete_file_quoted_double", line, want);
+    snprintf(line, sizeof line, "'%s/it\t", tmpdir);
+    check_output(s, "complete_file_quoted_single", line, want);
     free(run(s, "cm = mha.MultiheadAttention{embed_dim = 4, num_heads = 2}", 10));
     check_output(s, "complete_module_parameter", "cm.in_proj_w\t:size(1)", "12");
     free(run(s, "cl = mha.nn.Linear{in_features = 4, out_features = 3}", 10));
