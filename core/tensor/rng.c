@@ -130,22 +130,39 @@ static void fill_normal(float *x, size_t n, double mean, double std) {
     }
 }
 
-mha_status mha_rand(mha_tensor *out, size_t ndim, const size_t *shape) {
-    mha_tensor t = MHA_TENSOR_EMPTY;
-    mha_status st = mha_empty_named(&t, MHA_FLOAT32, ndim, shape, "rand");
-    if (st != MHA_OK) return st;
-    fill_uniform(mha_f32(&t), mha_numel(&t), 0.0f, 1.0f);
-    *out = t;
-    return MHA_OK;
+/* fill_uniform or fill_normal over a run of a tensor's elements (tensor_fill_runs) */
+typedef struct random_fill {
+    float *x;
+    bool normal;
+    double a, b;   /* lo and hi, or mean and std */
+} random_fill;
+
+static void fill_random_run(void *ctx, size_t first, size_t count) {
+    const random_fill *f = ctx;
+    if (f->normal) fill_normal(f->x + first, count, f->a, f->b);
+    else fill_uniform(f->x + first, count, (float)f->a, (float)f->b);
 }
 
-mha_status mha_randn(mha_tensor *out, size_t ndim, const size_t *shape) {
+/* t (float32, contiguous) filled with uniform numbers in [a, b) or normal ones of mean a and std b,
+ * Ctrl-C polled between runs. */
+static mha_status fill_random(mha_tensor *t, bool normal, double a, double b, const char *fname) {
+    random_fill f = {mha_f32(t), normal, a, b};
+    return tensor_fill_runs(fill_random_run, &f, mha_numel(t), fname);
+}
+
+/* A new tensor of shape filled as fill_random says; out untouched on failure. */
+static mha_status new_random(mha_tensor *out, size_t ndim, const size_t *shape, bool normal, const char *fname) {
     mha_tensor t = MHA_TENSOR_EMPTY;
-    mha_status st = mha_empty_named(&t, MHA_FLOAT32, ndim, shape, "randn");
-    if (st != MHA_OK) return st;
-    fill_normal(mha_f32(&t), mha_numel(&t), 0.0, 1.0);
-    *out = t;
-    return MHA_OK;
+    mha_status st = mha_empty_named(&t, MHA_FLOAT32, ndim, shape, fname);
+    if (st == MHA_OK && (st = fill_random(&t, normal, 0.0, 1.0, fname)) != MHA_OK) mha_release(&t);
+    if (st == MHA_OK) *out = t;
+    return st;
+}
+
+mha_status mha_rand(mha_tensor *out, size_t ndim, const size_t *shape) { return new_random(out, ndim, shape, false, "rand"); }
+
+mha_status mha_randn(mha_tensor *out, size_t ndim, const size_t *shape) {
+    return new_random(out, ndim, shape, true, "randn");
 }
 
 mha_status mha_uniform_(mha_tensor *t, float lo, float hi) {
@@ -154,8 +171,7 @@ mha_status mha_uniform_(mha_tensor *t, float lo, float hi) {
     if (!isfinite(lo) || !isfinite(hi) || lo > hi)
         return mha_fail(MHA_E_ARG, "uniform_: the range [%g, %g) is not a finite range with lo <= hi",
                         (double)lo, (double)hi);
-    fill_uniform(mha_f32(t), mha_numel(t), lo, hi);
-    return MHA_OK;
+    return fill_random(t, false, lo, hi, "uniform_");
 }
 
 mha_status mha_normal_(mha_tensor *t, float mean, float std) {
@@ -164,8 +180,7 @@ mha_status mha_normal_(mha_tensor *t, float mean, float std) {
     if (!isfinite(mean) || !isfinite(std) || std < 0)
         return mha_fail(MHA_E_ARG, "normal_: mean %g and std %g must be finite, with std >= 0",
                         (double)mean, (double)std);
-    fill_normal(mha_f32(t), mha_numel(t), mean, std);
-    return MHA_OK;
+    return fill_random(t, true, mean, std, "normal_");
 }
 
 /* PyTorch's _calculate_fan_in_and_fan_out: rf = product of shape[2:], fan_in = shape[1]*rf,

@@ -149,25 +149,53 @@ mha_status mha_empty_like_named(mha_tensor *out, const mha_tensor *like, const c
     return st;
 }
 
+/* 16M elements (64 MiB of floats) a run: about 10 ms of writing, a Ctrl-C's wait at most. */
+enum { FILL_RUN = (size_t)1 << 24 };
+
+mha_status tensor_fill_runs(tensor_fill_fn fill, void *ctx, size_t n, const char *fname) {
+    for (size_t first = 0; first < n; first += FILL_RUN) {
+        if (first > 0 && mha_interrupted()) return mha_fail(MHA_E_INTERRUPTED, "%s: interrupted", fname);
+        fill(ctx, first, n - first < FILL_RUN ? n - first : FILL_RUN);
+    }
+    return MHA_OK;
+}
+
+static void fill_zero_bytes(void *ctx, size_t first, size_t count) { memset((char *)ctx + first, 0, count); }
+
+/* out's storage set to zero bytes (0.0f, false), or out released when Ctrl-C stopped it. */
+static mha_status zero_storage(mha_tensor *out, const char *fname) {
+    mha_status st = tensor_fill_runs(fill_zero_bytes, out->storage->data, out->storage->nbytes, fname);
+    if (st != MHA_OK) mha_release(out);
+    return st;
+}
+
 mha_status mha_zeros(mha_tensor *out, mha_dtype dtype, size_t ndim, const size_t *shape) {
     mha_status st = mha_empty_named(out, dtype, ndim, shape, "zeros");
-    if (st == MHA_OK) memset(out->storage->data, 0, out->storage->nbytes);
-    return st;
+    return st == MHA_OK ? zero_storage(out, "zeros") : st;
+}
+
+typedef struct float_fill {
+    float *p;
+    float value;
+} float_fill;
+
+static void fill_value(void *ctx, size_t first, size_t count) {
+    const float_fill *f = ctx;
+    for (size_t i = first; i < first + count; i++) f->p[i] = f->value;
 }
 
 mha_status mha_full(mha_tensor *out, size_t ndim, const size_t *shape, float value) {
     mha_status st = mha_empty_named(out, MHA_FLOAT32, ndim, shape, "full");
     if (st != MHA_OK) return st;
-    float *p = mha_f32(out);
-    for (size_t i = 0, n = mha_numel(out); i < n; i++) p[i] = value;
-    return MHA_OK;
+    float_fill f = {mha_f32(out), value};
+    if ((st = tensor_fill_runs(fill_value, &f, mha_numel(out), "full")) != MHA_OK) mha_release(out);
+    return st;
 }
 
 mha_status mha_eye(mha_tensor *out, size_t n, size_t m) {
     size_t shape[2] = {n, m};
     mha_status st = mha_empty_named(out, MHA_FLOAT32, 2, shape, "eye");
-    if (st != MHA_OK) return st;
-    memset(out->storage->data, 0, out->storage->nbytes);
+    if (st != MHA_OK || (st = zero_storage(out, "eye")) != MHA_OK) return st;
     float *p = mha_f32(out);
     for (size_t i = 0; i < n && i < m; i++) p[i * m + i] = 1.0f;
     return MHA_OK;

@@ -39,4 +39,11 @@ static inline bool shape_numel(size_t *numel, size_t ndim, const size_t *shape, 
  * trusted. */
 mha_status tensor_begin_write(const mha_tensor *t, const char *fname);
 
+/* fill(ctx, first, count) over elements [0, n) in runs, with Ctrl-C polled between them: writing a
+ * tensor of gigabytes takes seconds (its pages fault in), and Ctrl-C must stop it. A run is a
+ * multiple of 2 elements (random normals come in pairs, so the runs give one fill's numbers).
+ * MHA_E_INTERRUPTED, "fname: interrupted", when Ctrl-C came; the caller releases the tensor. */
+typedef void (*tensor_fill_fn)(void *ctx, size_t first, size_t count);
+mha_status tensor_fill_runs(tensor_fill_fn fill, void *ctx, size_t n, const char *fname);
+
 #endif

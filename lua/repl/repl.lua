@@ -523,6 +523,9 @@ function repl.after(input, how, seconds, ...)
     -- the REPL showed them (values: how many, none for answer(x) at the prompt; called: bare help)
     local values = (how == "print" or how == "quiet") and select("#", ...) or nil
     if how ~= "error" and caught and caught() then how = "interrupted" end
+    -- what a stopped input made and dropped (a tensor of gigabytes, say) is freed now, not at some
+    -- later collection: a full one costs about what the Lua heap holds, a fraction of a ms
+    if how == "interrupted" then collectgarbage() end
     record({kind = "lua", input = input, how = how, values = values,
             seconds = how == "interrupted" and seconds or nil,
             called = how == "print" and bare_help(input, ...) or nil})

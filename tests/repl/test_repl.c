@@ -161,6 +161,21 @@ static void test_interrupt(session *s) {
     /* the interrupted kernel freed its scratch and its output: only the tensors of earlier checks remain */
     free(run(s, "a, b = nil, nil; collectgarbage(); collectgarbage()", 10));
     check_output(s, "ctrl_c_kernel_freed", "mha.memory() < 100000", "true");
+
+    /* a tensor of 4 GB being made: writing it takes seconds (its pages fault in); Ctrl-C stops it
+     * within a run of 64 MiB, and nothing of it stays held */
+    s->mark = s->len;
+    send_text(s, "huge = mha.zeros(1e9)\n");
+    settle(s, 0.15);   /* well before the 4 GB are written, even on a fast machine */
+    t0 = now();
+    send_text(s, "\x03");
+    stopped = expect(s, "interrupted", 60);
+    latency = now() - t0;
+    CHECK("ctrl_c_zeros", stopped && latency < 1.0,
+          stopped ? "zeros stopped %.2f s after Ctrl-C (want < 1 s)" : "no 'interrupted' within 60 s (%.0f s)", latency);
+    if (stopped) printf("# mha.zeros(1e9) stopped %.0f ms after Ctrl-C\n", latency * 1000);
+    wait_prompt(s, 10);
+    check_output(s, "ctrl_c_zeros_freed", "huge == nil, mha.memory() < 100000", "true\ttrue");
 }
 
 /* Runs a command line and returns (malloc'd) what it wrote to stdout and stderr; *rc its exit status. */
