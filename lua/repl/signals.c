@@ -150,16 +150,25 @@ void repl_interrupt_disarm(lua_State *L) {
 
 void repl_signals_forget(void) { running = NULL; }
 
+/* Whether L is a coroutine being resumed (stop_lua reaches it). */
+static int resumed(lua_State *L) {
+    for (sig_atomic_t i = 0; i < resume_depth && i < RESUME_CHAIN_MAX; i++)
+        if (resume_chain[i] == L) return 1;
+    return 0;
+}
+
 /* For code that catches the "interrupted" of a Ctrl-C to return what it has (mha.generate's text):
  * it returns through interrupt_later(...), which, on the thread the REPL runs an input on (or the
- * Jupyter kernel a cell on), sets the Ctrl-C hook again for the next new line or backward jump.
- * `s = mha.generate(...)` then ends with s set, while a loop that calls it stops at its next turn,
- * as Ctrl-C stops every loop; disarm (the kernel's stopped) removes the hook when the input (the
- * cell) ends. In a coroutine it does nothing. Returns its arguments. */
+ * Jupyter kernel a cell on), or a coroutine that thread is resuming, sets the Ctrl-C hook again for
+ * the next new line or backward jump. `s = mha.generate(...)` then ends with s set, while a loop
+ * that calls it stops at its next turn, as Ctrl-C stops every loop - in a coroutine too, and so in
+ * a saved script's replay of the input (save.lua runs it in one); disarm (the kernel's stopped)
+ * removes the hook when the input (the cell) ends. Returns its arguments. */
 int repl_interrupt_later(lua_State *L) {
     int n = lua_gettop(L);
     if (evaluating && L == running) caught = 1;
-    if ((evaluating && L == running) || (serving && L == serving)) lua_sethook(L, lstop, LUA_MASKLINE, 0);
+    if ((evaluating && (L == running || resumed(L))) || (serving && L == serving))
+        lua_sethook(L, lstop, LUA_MASKLINE, 0);
     return n;
 }
 
