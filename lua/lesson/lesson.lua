@@ -489,6 +489,8 @@ function M.goto_step(k)
     if k > 1 then say_text(said(session.lang).replaying(k - 1, session.lesson.seed or 0)) end
     local ok, err = replay_before(k)
     if not ok then say_text(err); return false end
+    -- the state is now that before step k: if step k stops (Ctrl-C, an error), Enter runs it again
+    session.pos, session.pending = k - 1, nil
     return show_step(k)
 end
 

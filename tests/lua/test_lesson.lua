@@ -576,6 +576,18 @@ end
 text = captured(L.goto_step, 4)
 T.ok(":goto 4 recovers: step 4 runs without an error", text:find("step 4/6", 1, true) and not text:find("error"), text)
 T.eq(":goto 4 lands on step 4", L.current().pos, 4)
+-- a step that :goto reached and Ctrl-C stopped stays the next one: Enter runs it again, not the
+-- step after the one :goto left
+captured(L.goto_step, 5)
+local logical_not = mha.logical_not
+mha.logical_not = function() error("interrupted", 0) end   -- Ctrl-C, as the REPL raises it
+text = captured(L.goto_step, 4)
+mha.logical_not = logical_not
+T.ok(":goto 4 stopped by Ctrl-C says so", text:find("step 4 stopped by Ctrl-C", 1, true), text)
+T.eq("... and stands before step 4", L.current().pos, 3)
+text = captured(L.next)
+T.ok("Enter then runs step 4 again", text:find("step 4/6", 1, true) and not text:find("step 5/6", 1, true), text)
+T.eq("... and lands on it", L.current().pos, 4)
 captured(L.start, "masks", {batch = false, lang = "zh"})
 captured(L.goto_step, 3)
 mask = nil
