@@ -98,7 +98,8 @@ view works. reshape does both for you.]],
 head_outputs = heads * 10
 back = head_outputs:transpose(1, 2)
 LESSON.describe("head_outputs:transpose(1, 2)", back)
-ok, err = pcall(function() return back:view(L, E) end)
+-- tr{en = "back:view(L, E), its error caught", zh = "即 back:view(L, E)，接住它的错误"}
+ok, err = pcall(back.view, back, L, E)
 say(tr{en = "view without contiguous: ",
        zh = "不先 contiguous 就 view：view 从不复制，而这里"
             .. "一个词元的数在内存中不相邻，所以它拒绝了（原话如下）\n"} .. err)

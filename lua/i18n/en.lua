@@ -15,13 +15,16 @@ en.lesson = {
     correct = "correct", not_yet = "not yet",
     skipped = "(exercise skipped; :solution shows the answer)",
     the_end = "End of the lesson. :lessons lists the others; :restart starts this one again.",
+    the_end_next = "End of the lesson. :open %d goes on to the next, \"%s\"; :lessons lists them all; "
+        .. ":restart starts this one again.",
     next_hint = "Enter (or :next) runs the next step; :back, :goto K, :run, :restart.",
     no_lesson = "no lesson is open: :lessons lists them, :open NAME opens one",
     no_exercise = "there is no exercise to answer at this step",
     answer_empty = "answer(...) takes your answer: answer(0.25), answer(w) or answer({1, 2}); or :answer "
         .. "EXPR; :solution shows one",
     replaying = function(k, seed)
-        return string.format("(steps 1-%d run again quietly, with the lesson's random seed %d)", k, seed)
+        return string.format("(%s run again quietly, with the lesson's random seed %d)",
+                             k == 1 and "step 1" or "steps 1-" .. k, seed)
     end,
     resumed = function(n, k)
         return string.format("(lesson %d is still open at step %d: :reset ran its steps again from the start)", n, k)

@@ -14,13 +14,14 @@ zh.lesson = {
     correct = "正确", not_yet = "还不对",
     skipped = "（跳过了练习；:solution 显示答案）",
     the_end = "本课结束。:lessons 列出其他课程；:restart 从头再来。",
+    the_end_next = "本课结束。:open %d 进入下一课“%s”；:lessons 列出所有课程；:restart 从头再来。",
     next_hint = "回车（或 :next）运行下一步；:back、:goto K、:run、:restart。",
     no_lesson = "没有打开的课程：:lessons 列出课程，:open 名称 打开一课",
     no_exercise = "这一步没有要回答的练习",
     answer_empty = "answer(...) 要放进你的答案：answer(0.25)、answer(w) 或 answer({1, 2})；也可以用 :answer "
         .. "表达式；:solution 给出一个解答",
     replaying = function(k, seed)
-        return string.format("（用本课的随机种子 %d 悄悄重跑了第 1-%d 步）", seed, k)
+        return string.format("（用本课的随机种子 %d 悄悄重跑了第 %s 步）", seed, k == 1 and "1" or "1-" .. k)
     end,
     resumed = function(n, k)
         return string.format("（第 %d 课仍停在第 %d 步：:reset 已从头重跑了它的各步）", n, k)

@@ -387,6 +387,20 @@ local function is_interrupt(err)
     return first == "interrupted" or first:find(": interrupted$") ~= nil
 end
 
+-- What the end of the open lesson says: the lesson after it (its number and title) to go on to,
+-- when there is one, and how to start this one again.
+local function end_text()
+    local lang = session.lang
+    for _, f in ipairs(M.files()) do
+        if f.number > (session.number or math.huge) then
+            local lesson = M.load(f.path)
+            if lesson then return string.format(said(lang).the_end_next, f.number, tr(lesson.title, lang)) end
+            break
+        end
+    end
+    return said(lang).the_end
+end
+
 -- Shows step k (title, text, code echoed and run); returns true, or false, message on an error.
 local function show_step(k)
     return with_pager(function()
@@ -467,7 +481,7 @@ function M.next()
     if session.pending then say_text(said(session.lang).skipped); session.pending = nil end
     local k = session.pos + 1
     if k > #session.lesson.steps then
-        say_text(said(session.lang).the_end)
+        say_text(end_text())
         session.finished = true
         return true
     end
@@ -515,7 +529,7 @@ function M.run_rest()
     end
     -- a last exercise waits for its answer: the end is said once, after it
     if not session.pending then
-        say_text(said(session.lang).the_end)
+        say_text(end_text())
         session.finished = true
     end
     return true
@@ -650,7 +664,7 @@ local function open_session(which, opts)
             if not ok then return false, e, "step" end
         end
         say_line("")
-        say_text(said(lang).the_end)
+        say_text(end_text())
         session.finished = true
         return true
     end

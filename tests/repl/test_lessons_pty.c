@@ -106,7 +106,7 @@ int main(void) {
     expect("\n> ");
     step(":next runs step 3", ":next", "step 3/6: Heads, scores, weights");
     expect("\n> ");
-    step(":back goes to step 2, replaying step 1", ":back", "(steps 1-1 run again quietly, with the lesson's random seed 8)");
+    step(":back goes to step 2, replaying step 1", ":back", "(step 1 run again quietly, with the lesson's random seed 8)");
     CHECK(":back shows step 2", expect("step 2/6"), "%s", "no step 2 header after :back");
     expect("\n> ");
     step(":goto 5 replays steps 1-4", ":goto 5", "(steps 1-4 run again quietly, with the lesson's random seed 8)");
