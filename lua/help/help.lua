@@ -318,6 +318,43 @@ local function command_table()
     return commands
 end
 
+-- What ? prints: the commands, one a row with its help wrapped under its own column (in Chinese
+-- where mha.help.zh has a line, else in English), then the keys; laid out for the terminal's width.
+-- paint(kind, s) colours a command's name (the REPL's colours).
+function help.commands_text(paint)
+    local zh, columns, cmds = chinese(), width(), command_table()
+    local names, rows, left_width = {}, {}, 0
+    for name in pairs(cmds) do names[#names + 1] = name end
+    table.sort(names)
+    for _, name in ipairs(names) do
+        local spec = cmds[name]
+        local left = ":" .. name .. ((spec.args and spec.args ~= "") and (" " .. spec.args) or "")
+        rows[#rows + 1] = {left, zh and zh.commands[name] or spec.help or ""}
+        if #left > left_width then left_width = #left end
+    end
+    -- the help column, unless that leaves too little room: then the help goes under the name
+    local hang = 2 + left_width + 2
+    if hang > columns - 24 then hang = 6 end
+    local out = {table.concat(text.wrap(said("commands_heading", "Commands (a unique prefix is enough, :q for :quit):"),
+                                        columns), "\n")}
+    for _, row in ipairs(rows) do
+        local head, lines = "  " .. row[1] .. "  ", nil
+        if #head <= hang then
+            lines = text.wrap(row[2], columns, {first = head .. string.rep(" ", hang - #head), rest = string.rep(" ", hang)})
+        else
+            lines = {"  " .. row[1]}
+            for _, l in ipairs(text.wrap(row[2], columns, {first = string.rep(" ", hang)})) do lines[#lines + 1] = l end
+        end
+        lines[1] = "  " .. paint("command", row[1]) .. lines[1]:sub(3 + #row[1])
+        out[#out + 1] = table.concat(lines, "\n")
+    end
+    for _, key in ipairs(require("mha.i18n").words(zh and "zh" or "en").repl.keys) do
+        local first = key[1] .. string.rep(" ", 8 - text.width(key[1]))
+        out[#out + 1] = table.concat(text.wrap(key[2], columns, {first = first, rest = string.rep(" ", 8)}), "\n")
+    end
+    return table.concat(out, "\n") .. "\n"
+end
+
 -- Every documented name and command in its group, the overviews first: a list of
 -- {title =, names =}, titles in help's language. help() lists them; tools/api_docs.lua writes
 -- docs/api.md from them.

@@ -24,12 +24,6 @@ zh.words = {
     no_docs = "（这个构建里没有帮助文档模块）",
     english = "（这一条暂无中文说明，以下为英文。）",
     commands_heading = "命令（输入不引起歧义的前缀即可，:q 即 :quit）：",
-    help_key = "帮助：", keys_key = "按键：", values_key = "值：",
-    help_line = "?名字 或 help(f) 解释一个函数（?mha.softmax），?:名字 或 :help 名字 解释一个命令（?:save）；"
-        .. "help() 列出所有主题",
-    keys_line = "Tab 补全名字、字段、方法（x:tra<Tab>）、命令和字符串里的文件名；上/下键和 Ctrl-R 查找历史；"
-        .. "Ctrl-C 停止正在运行的命令或清空当前行；空行上按 Ctrl-D 退出",
-    values_line = "表达式会打印它的值；末尾加 ; 则不打印；_ 保存上一个值",
 }
 
 -- The groups of help().

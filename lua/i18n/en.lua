@@ -208,6 +208,16 @@ en.repl = {
     save_name = ":save needs a file name: :save FILE writes FILE.lua and FILE.md",
     saved = "saved %d inputs to %s and %s",
     unknown = "unknown command :%s (? lists the commands)", could_be = ":%s could be :%s",
+    usage = "usage: %s   (%s)",   -- a command given arguments it does not take: its form, its help
+    -- what ? prints under the commands: a key and its line
+    keys = {
+        {"Help:", "?name or help(f) explains a function (?mha.softmax), ?:name or :help name a command (?:save); "
+                  .. "help() lists the topics"},
+        {"Keys:", "Tab completes names, fields, methods (x:tra<Tab>), commands and file names in strings; "
+                  .. "Up/Down and Ctrl-R search the history; Ctrl-C stops a running command or clears the line; "
+                  .. "Ctrl-D on an empty line quits"},
+        {"Values:", "an expression prints its value; a trailing ; hides it; _ holds the last value"},
+    },
     -- each line at most 80 columns, the terminal's least width (the zh line is 70)
     banner = "%s %s (%s)\ntype ? for the commands, help() for the functions, Ctrl-D to quit",
     exported = "wrote %s to %s", exported_lesson = "lesson %s", exported_session = "the session",

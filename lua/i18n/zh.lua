@@ -203,6 +203,14 @@ zh.repl = {
     save_name = ":save 需要文件名：:save FILE 写出 FILE.lua 和 FILE.md",
     saved = "已把 %d 条输入保存到 %s 和 %s",
     unknown = "没有命令 :%s（? 列出所有命令）", could_be = ":%s 可以是 :%s",
+    usage = "用法：%s（%s）",
+    keys = {
+        {"帮助：", "?名字 或 help(f) 解释一个函数（?mha.softmax），?:名字 或 :help 名字 解释一个命令（?:save）；"
+                  .. "help() 列出所有主题"},
+        {"按键：", "Tab 补全名字、字段、方法（x:tra<Tab>）、命令和字符串里的文件名；上/下键和 Ctrl-R 查找历史；"
+                  .. "Ctrl-C 停止正在运行的命令或清空当前行；空行上按 Ctrl-D 退出"},
+        {"值：", "表达式会打印它的值；末尾加 ; 则不打印；_ 保存上一个值"},
+    },
     banner = "%s %s（%s）- 输入 ? 看命令，help() 看函数，Ctrl-D 退出",
     exported = "已把%s写到 %s", exported_lesson = "第 %s 课", exported_session = "本次会话",
     export_lesson_too = "（:export lesson FILE 只写第 %d 课，从它的随机种子重新运行）",

@@ -47,6 +47,7 @@ local repl = {}
 local complete = require "mha.repl.complete"   -- the names Tab offers at a Lua prompt
 local printer = require "mha.repl.printer"     -- how a value prints
 local save = require "mha.repl.save"           -- what :save writes, and the replay of its script
+local i18n = require "mha.i18n"                -- the words of the REPL's messages
 local raise = require "mha.raise"             -- errors at the user's line
 local term_loaded, term = pcall(require, "mha.term")  -- the terminal's width, the cells text takes
 if not term_loaded then term = nil end
@@ -61,7 +62,6 @@ repl.interactive = false
 repl.clock = os.clock
 repl.show_time = false      -- :time
 
-local WIDTH = 78            -- the columns of a hint or a help list when stdout is not a terminal
 local MAX_CAPTURE = 100000  -- bytes of one input's output kept for the transcript
 
 function repl.add_command(name, spec)
@@ -560,54 +560,14 @@ local function find_command(name)
     return nil, string.format(repl.said("could_be"), name, table.concat(found, ", :"))
 end
 
--- ? : the commands, one a row with its help wrapped under its own column, then the keys. Laid out
--- for the terminal's width (mha.term.columns: $COLUMNS when stdout is not a terminal) with
--- mha.text.
-local function list_commands()
-    local text = require "mha.text"
-    -- in Chinese: the words of mha.help.zh (the commands' lines it has; the others in English)
+-- A command's one line of help in the REPL's language (in English where mha.help.zh has none).
+local function command_help(name)
     local zh = repl.lang() == "zh" and package.preload["mha.help.zh"] and require("mha.help.zh") or nil
-    local columns = math.max(30, term and term.columns() or WIDTH)
-    local rows, left_width = {}, 0
-    for _, name in ipairs(command_names()) do
-        local spec = repl.commands[name]
-        local left = ":" .. name .. ((spec.args and spec.args ~= "") and (" " .. spec.args) or "")
-        rows[#rows + 1] = {left, zh and zh.commands[name] or spec.help or ""}
-        if #left > left_width then left_width = #left end
-    end
-    -- the help column, unless that leaves too little room: then the help goes under the name
-    local hang = 2 + left_width + 2
-    if hang > columns - 24 then hang = 6 end
-    out(table.concat(text.wrap(zh and zh.words.commands_heading or "Commands (a unique prefix is enough, :q for :quit):", columns), "\n") .. "\n")
-    for _, row in ipairs(rows) do
-        local head = "  " .. row[1] .. "  "
-        local lines
-        if #head <= hang then
-            lines = text.wrap(row[2], columns, {first = head .. string.rep(" ", hang - #head), rest = string.rep(" ", hang)})
-        else
-            lines = {"  " .. row[1]}
-            for _, l in ipairs(text.wrap(row[2], columns, {first = string.rep(" ", hang)})) do lines[#lines + 1] = l end
-        end
-        lines[1] = "  " .. paint("command", row[1]) .. lines[1]:sub(3 + #row[1])
-        out(table.concat(lines, "\n") .. "\n")
-    end
-    local keys = {
-        {"Help:", "?name or help(f) explains a function (?mha.softmax), ?:name or :help name a command (?:save); "
-                  .. "help() lists the topics"},
-        {"Keys:", "Tab completes names, fields, methods (x:tra<Tab>), commands and file names in strings; "
-                  .. "Up/Down and Ctrl-R search the history; Ctrl-C stops a running command or clears the line; "
-                  .. "Ctrl-D on an empty line quits"},
-        {"Values:", "an expression prints its value; a trailing ; hides it; _ holds the last value"},
-    }
-    if zh then
-        keys = {{zh.words.help_key, zh.words.help_line}, {zh.words.keys_key, zh.words.keys_line},
-                {zh.words.values_key, zh.words.values_line}}
-    end
-    for _, key in ipairs(keys) do
-        local first = key[1] .. string.rep(" ", 8 - text.width(key[1]))
-        out(table.concat(text.wrap(key[2], columns, {first = first, rest = string.rep(" ", 8)}), "\n") .. "\n")
-    end
+    return zh and zh.commands[name] or repl.commands[name].help or ""
 end
+
+-- ? : mha.help's listing of the commands (help.commands_text), their names painted.
+local function list_commands() out(require("mha.help").commands_text(paint)) end
 
 -- Whether rest suits a command's args: "" takes nothing, FILE a word or a quoted name, EXPR or a
 -- name ending in "..." (TEXT...) anything, one placeholder ("[NAME]", "K", "en|zh") at most one
@@ -650,8 +610,8 @@ function repl.command(line)
         local spec, full = find_command(name)
         if not spec then show_error(full) full = nil
         elseif not arguments_fit(spec, rest) then
-            show_error("usage: :" .. full .. ((spec.args or "") ~= "" and " " .. spec.args or "")
-                       .. "   (" .. (spec.help or "") .. ")")
+            show_error(string.format(repl.said("usage"), ":" .. full .. ((spec.args or "") ~= "" and " " .. spec.args or ""),
+                                     command_help(full)))
         else action = run_protected(spec.run, rest) end
         command = full
     end
@@ -686,7 +646,6 @@ function repl.save(base) return save.save(repl, base) end
 -- ---------------------------------------------------------------------------------------------
 
 -- What the REPL's commands say, in the REPL's language (repl.lang()): the catalogue's room repl.
-local i18n = require "mha.i18n"
 function repl.said(word) return i18n.words(repl.lang()).repl[word] end
 
 -- The start-up line in the REPL's language (lua/repl/repl.c prints it at a terminal).

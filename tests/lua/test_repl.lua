@@ -321,7 +321,15 @@ do
     repl.lang = function() return "zh" end
     T.eq("export_report_zh", string.format(repl.said("exported"), string.format(repl.said("exported_lesson"), 3), "l3.ipynb"),
         "已把第 3 课写到 l3.ipynb")
+    -- a command given arguments it does not take says its form and its help in the REPL's language
+    local saved_stderr, said = io.stderr, {}
+    io.stderr = {write = function(_, ...) said[#said + 1] = table.concat({...}) end}
+    repl.command(":reset now")
     repl.lang = saved_lang
+    repl.command(":reset now")
+    io.stderr = saved_stderr
+    T.eq("usage_zh", said[1], "用法：:reset（重新开始：新的 Lua 状态，所有变量清空）\n")
+    T.eq("usage_en", said[2], "usage: :reset   (start afresh: a new Lua state, every variable gone)\n")
 end
 
 T.done()
