@@ -250,6 +250,27 @@ entry("MultiheadAttention:to", "module", "m:to(\"cpu\") -> m",
 
 -- ---- decoding a Transformer: the KV cache and generation (lua/nn/cache.lua, docs/modern.md) ----
 
+entry("Transformer:attention", "training", "model:attention() -> {weights, ...}",
+    "After a forward with need_weights left on (the default), each layer's attention weights, one "
+    .. "(N, H, L, L) tensor a layer: weights[n][h][i][j] is how much query i of head h of line n "
+    .. "attends to key j. Each row sums to 1. Before any forward: an error that says so.",
+    nil,
+    "m = mha.nn.Transformer{vocab = 8, d_model = 16, heads = 2, max_len = 6}\n"
+    .. "logits = m:forward({{1, 2, 3}})\n"
+    .. "w = m:attention()\n"
+    .. "print(#w, w[1]:shape(), w[1][1][1]:sum(2))",
+    {"mha.nn.Transformer", "mha.heads.detect"})
+
+entry("Transformer:config", "training", "model:config() -> options",
+    "A copy of the options that built the model (vocab, d_model, heads, layers, d_ff, max_len, norm, "
+    .. "pos...), each filled in: mha.nn.Transformer(model:config()) builds another of the same shape, "
+    .. "and mha.save_model keeps them so that mha.load_model rebuilds it.",
+    nil,
+    "m = mha.nn.Transformer{vocab = 8, d_model = 16, max_len = 6}\n"
+    .. "c = m:config()\n"
+    .. "print(c.vocab, c.d_ff, c.norm)",
+    {"mha.nn.Transformer", "mha.save_model", "mha.load_model"})
+
 entry("Transformer:new_cache", "training", "model:new_cache() -> cache",
     "An empty KV cache for this model (a causal one). model:forward(tokens, {cache = cache}) then "
     .. "takes only the new tokens: their positions continue from cache:length(), and each layer's keys "

@@ -521,7 +521,9 @@ local function resolve(name)
     end
     if method then
         local key = key_of(value)
-        -- mha.Tensor -> Tensor:view, mha.nn.Transformer -> Transformer:generate
+        -- mha.Tensor -> Tensor:view, mha.nn.Transformer -> Transformer:generate, an optimizer (its
+        -- metatable's name is its module's, mha.optim) -> Optimizer:step
+        if key == "mha.optim" then key = "Optimizer" end
         if key then return nil, (key:gsub("^mha%.nn%.", ""):gsub("^mha%.", "")) .. ":" .. method end
         return nil
     end
@@ -543,6 +545,19 @@ local function inherited_entry(d, key)
     return format_entry(inherited, d[inherited])
 end
 
+-- The entry a name without one is a part of, when that entry's text names it: mha.tasks.reverse
+-- -> mha.tasks, mha.train.loss -> mha.train, Transformer:x -> mha.nn.Transformer. nil, or its name.
+local function described_in(d, name)
+    local parent, last = name:match("^(.*)[.:]([%a_][%w_]*)$")
+    if not parent then return nil end
+    for _, p in ipairs {parent, "mha." .. parent, "mha.nn." .. parent} do
+        local e = d[p]
+        local text = e and table.concat({e.sig or "", e.doc or "", e.example or ""}, " ")
+        if text and text:find("%f[%w_]" .. last .. "%f[^%w_]") then return p end
+    end
+    return nil
+end
+
 -- Text of help for a name typed after '?' (or given as a string to help). Exact names win: a docs
 -- key, a ':' command, what the name refers to at the prompt (its entry, or Lua's manual for Lua's
 -- own), the last part of a docs key ("softmax" for mha.softmax); names that only contain the word
@@ -560,6 +575,11 @@ local function help_name(name)
         if d[fallback] then return format_entry(fallback, d[fallback]) end
     end
     local exact, partial = search(name)
+    local within = #exact == 0 and described_in(d, key or name)
+    if within then
+        return wrap(said("described_in", "%s is described under ?%s:", name, within), "", width()) .. "\n\n"
+            .. format_entry(within, d[within])
+    end
     if value ~= nil then
         local k = key_of(value)
         if k and d[k] then return format_entry(k, d[k]) end

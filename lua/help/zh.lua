@@ -13,6 +13,7 @@ zh.words = {
     no_help = "没有“%s”的帮助。help() 列出所有主题。",
     no_help_near = "没有“%s”的帮助。你是想查：",
     no_help_close = "没有“%s”的帮助。你是想查 %s 吗？",
+    described_in = "%s 的说明在 ?%s 这一条里：",
     module_holds = "%s 里有：",
     no_help_nil = "help(nil)：你问的值是 nil（名字拼错了？）。help() 列出所有主题。",
     name_of = "“%s”是以下几个条目的名字：",

@@ -86,6 +86,14 @@ model:attention() 给出每层一个 (N, H, L, L) 的权重张量。state_dict �
 window = W 让每个查询只看最近的 W 个键和开头的 sinks 个。用到其中任何一个时，注意力是 LLaMA 的写法：
 layers.0.attn.q_proj.weight、k_proj、v_proj、o_proj，没有偏置。model:new_cache() 和
 model:generate(prompt, opts) 用来逐词解码。]]
+D["Transformer:attention"] = [[
+一次前向传播（need_weights 保持默认的开）之后，每层的注意力权重，每层一个 (N, H, L, L) 张量：
+weights[n][h][i][j] 是第 n 行、第 h 个头里查询 i 对键 j 的关注程度，每行加起来是 1。还没做过前向传播时
+报错并说明原因。]]
+D["Transformer:config"] = [[
+构建这个模型的选项（vocab、d_model、heads、layers、d_ff、max_len、norm、pos……）的一份副本，每一项都已
+填好：mha.nn.Transformer(model:config()) 再建一个同样形状的模型；mha.save_model 保存它们，
+mha.load_model 据此重建模型。]]
 D["Transformer:new_cache"] = [[
 这个模型（须是因果的）的一个空 KV 缓存。之后 model:forward(tokens, {cache = cache}) 只接受新的词元：
 它们的位置从 cache:length() 接着数，每层的键和值 (N, H_kv, S, D) 接到缓存后面，于是每一步只算一个词元，

@@ -84,6 +84,20 @@ T.ok("help_transformer_function", help.text(help_test_lm.generate):find("model:g
      help.text(help_test_lm.generate))
 T.ok("help_transformer_forward", help.text(help_test_lm.forward):find("m:forward(x, ...)", 1, true),
      help.text(help_test_lm.forward))
+T.ok("help_transformer_config", help.text("help_test_lm:config"):find("model:config() -> options", 1, true),
+     help.text("help_test_lm:config"))
+T.ok("help_transformer_attention", help.text("help_test_lm:attention"):find("model:attention() -> {weights", 1, true),
+     help.text("help_test_lm:attention"))
+-- an optimizer's methods are Optimizer's
+_G.help_test_opt = mha.optim.SGD(help_test_lm:parameters(), {lr = 0.1})
+T.ok("help_optimizer_method", help.text("help_test_opt:step"):find("opt:step([closure])", 1, true),
+     help.text("help_test_opt:step"))
+-- a name without an entry of its own, described in the entry it is part of
+for name, within in pairs {["mha.tasks.reverse"] = "mha.tasks", ["mha.train.loss"] = "mha.train"} do
+    local text = help.text(name)
+    T.ok("help_described_in " .. name, text:find(name .. " is described under ?" .. within .. ":", 1, true)
+         and not text:find("No help", 1, true), text)
+end
 local m = mha.MultiheadAttention{embed_dim = 4, num_heads = 2}
 T.ok("help_module_value", help.text(m):find("PyTorch 1.13", 1, true), help.text(m))
 T.ok("help_lua_function", help.text(string.format):find("manual.html#pdf-string.format", 1, true), help.text(string.format))
