@@ -42,6 +42,10 @@ end
 -- name, so the order - and so the result - never depends on the table's iteration order).
 local function param_list(fname, params)
     if mha.is_tensor(params) then return {{"1", params}} end
+    if module.is_module(params) then   -- torch's habit: optim.Adam(model), for model.parameters()
+        raise(string.format("%s: params is a module; give it the module's parameters: %s(m:parameters(), ...)",
+                            fname, (fname:gsub("^optim", "mha.optim"))))
+    end
     if type(params) ~= "table" then
         raise(string.format("%s: params must be a list of tensors or a table name -> tensor (m:parameters()), got %s",
                             fname, type(params)))

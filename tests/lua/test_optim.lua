@@ -139,6 +139,13 @@ T.test("options are checked as torch checks them", function()
     T.raises("negative lr", function() mha.optim.Adam({p}, {lr = -0.1}) end,
              "optim.Adam: invalid learning rate: -0.1 (as torch.optim refuses it)")
     T.raises("SGD needs lr", function() mha.optim.SGD({p}) end, "optim.SGD: option lr is required")
+    -- torch's habit: the model where its parameters go
+    T.raises("a module given for its parameters", function()
+        mha.optim.Adam(mha.nn.Linear{in_features = 2, out_features = 2}, {lr = 1e-3})
+    end, "optim.Adam: params is a module; give it the module's parameters: mha.optim.Adam(m:parameters(), ...)")
+    T.raises("a MultiheadAttention too", function()
+        mha.optim.SGD(mha.MultiheadAttention{embed_dim = 4, num_heads = 2}, {lr = 0.1})
+    end, "optim.SGD: params is a module")
     T.raises("did you mean", function() mha.optim.SGD({p}, {lr = 0.1, momentun = 0.9}) end,
              "optim.SGD: unknown option 'momentun' (did you mean 'momentum'?); valid options: lr, momentum,")
     T.raises("nesterov needs momentum", function() mha.optim.SGD({p}, {lr = 0.1, nesterov = true}) end,
