@@ -458,10 +458,12 @@ function M.html_page(cells, title, lang)
 end
 
 -- Writes text to path through a temporary file beside it, renamed over it: never half a file.
+-- A failure names path, never the temporary file: "PATH: No such file or directory".
 function M.write_atomic(path, text)
     local tmp = string.format("%s.%d%d.tmp", path, os.time(), math.random(100000, 999999))
+    local function named(err) return path .. ": " .. (tostring(err):match("^.-%.tmp: (.*)$") or tostring(err)) end
     local f, err = io.open(tmp, "wb")
-    if not f then return nil, err end
+    if not f then return nil, named(err) end
     local ok, werr = f:write(text)
     local closed, cerr = f:close()
     if not ok or not closed then
@@ -469,7 +471,7 @@ function M.write_atomic(path, text)
         return nil, path .. ": " .. tostring(werr or cerr)
     end
     local renamed, rerr = os.rename(tmp, path)
-    if not renamed then os.remove(tmp) return nil, rerr end
+    if not renamed then os.remove(tmp) return nil, named(rerr) end
     return true
 end
 
