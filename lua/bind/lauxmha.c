@@ -159,7 +159,12 @@ static void check_dot_call(lua_State *L, int arg, const char *tname) {
     if (!name) return;
     const char *self = strcmp(tname, MHA_TENSOR_T) == 0 ? "x" : "m";
     const char *args = lua_gettop(L) == 0 ? "" : "...";
-    if (also_mha) { /* mha.matmul() reads the same: keep Lua's message, add the hint */
+    if (also_mha) { /* mha.matmul() reads the same: keep Lua's message, add the hint where a dot
+                       call is likely - argument 1 a number or none (x.sum(2), x.softmax()), no
+                       tensor among the others (mha.matmul(1, x), mha.softmax("x", 1): no hint) */
+        int likely = lua_type(L, 1) == LUA_TNONE || lua_type(L, 1) == LUA_TNUMBER;
+        for (int i = 2; likely && i <= lua_gettop(L); i++) likely = !luaL_testudata(L, i, MHA_TENSOR_T);
+        if (!likely) return;
         const char *got = luaL_getmetafield(L, 1, "__name") == LUA_TSTRING ? lua_tostring(L, -1) : luaL_typename(L, 1);
         luaL_error(L, "bad argument #1 to '%s' (%s expected, got %s); as a method, call it with a colon: %s:%s(%s)",
                    name, tname, got, self, name, args);

@@ -38,9 +38,12 @@ T.test("C methods called with a dot", function()
     T.raises("mha.sum(2): a number is no tensor, as torch.sum(2) refuses", function() return mha.sum(2) end,
         "(mha.Tensor expected, got number)")
     T.eq("mha.sum of a table of numbers", mha.sum({1, 2, 3}):item(), 6)
-    -- with a colon, or as mha's function with a wrong argument, Lua's message as before
-    T.raises("mha.matmul(1, x)", function() mha.matmul(1, x) end,
+    -- with a colon, or as mha's function with a wrong argument, Lua's message as before: no hint
+    -- where the call is plainly mha's (a tensor among the other arguments, a string first)
+    at_caller("mha.matmul(1, x)", function() mha.matmul(1, x) end,
         "bad argument #1 to 'matmul' (mha.Tensor expected, got number)")
+    at_caller("mha.softmax(\"x\", 1)", function() mha.softmax("x", 1) end,
+        "bad argument #1 to 'softmax' (mha.Tensor, number or table expected, got string)")
     T.eq("x:item() of a 1-element tensor", mha.tensor { 2 }:item(), 2)
 end)
 
