@@ -60,6 +60,24 @@ static void history_warn(const char *what, const char *path) {
             path, strerror(errno));
 }
 
+/* Whether the folder path would be written in is one (errno set when not: ENOENT, ENOTDIR). */
+static int folder_exists(const char *path) {
+    const char *slash = strrchr(path, '/');
+    if (!slash) return 1;   /* the working directory */
+    char folder[PATH_MAX];
+    size_t n = slash == path ? 1 : (size_t)(slash - path);
+    if (n >= sizeof folder) return 1;   /* too long to check here: the write will say */
+    memcpy(folder, path, n);
+    folder[n] = '\0';
+    struct stat st;
+    if (stat(folder, &st) != 0) return 0;
+    if (!S_ISDIR(st.st_mode)) {
+        errno = ENOTDIR;
+        return 0;
+    }
+    return 1;
+}
+
 /* One warning that the file is not used, and why: history is off for the session. */
 static void history_refuse(const char *path, const char *why) {
     if (!history_warned)
@@ -286,6 +304,12 @@ void repl_history_load(const char *program) {
     }
     struct stat st;
     int exists = lstat(history_path, &st) == 0;
+    if (!exists && !folder_exists(history_path)) {   /* said now, not after the first input */
+        history_warn("use", history_path);
+        free(history_path);
+        history_path = NULL;
+        return;
+    }
     if (exists && !S_ISREG(st.st_mode)) {  /* /dev/null: no history */
         if (S_ISDIR(st.st_mode)) {
             errno = EISDIR;

@@ -102,4 +102,17 @@ else
     fail "old_default_file_taken" "file [$(tr '\n' '|' <"$tmp/home/.mha_repl_history")], output $(printf '%s' "$out" | tr '\r\n' '  ')"
 fi
 
+# 7. a history file in a folder that does not exist: one warning at start-up, before the first
+# prompt (not after the first input), and the session works
+out=$(session "$tmp/no_such_folder/h")
+first_prompt=$(printf '%s' "$out" | sed 's/\x1b\[[0-9;?]*[a-zA-Z]//g' | tr -d '\r' | grep -n '^>' | head -1 | cut -d: -f1)
+warned_at=$(printf '%s' "$out" | sed 's/\x1b\[[0-9;?]*[a-zA-Z]//g' | tr -d '\r' | grep -n 'warning' | head -1 | cut -d: -f1)
+if [ "$(printf '%s' "$out" | grep -c warning)" = 1 ] && [ -n "$warned_at" ] && [ -n "$first_prompt" ] \
+    && [ "$warned_at" -lt "$first_prompt" ] && printf '%s' "$out" | grep -qF "$tmp/no_such_folder/h: No such file or directory" \
+    && printf '%s' "$out" | sed 's/\x1b\[[0-9;?]*[a-zA-Z]//g' | tr -d '\r' | grep -q '^42'; then
+    pass "missing_folder_warned_at_start"
+else
+    fail "missing_folder_warned_at_start" "warning at line $warned_at, first prompt at $first_prompt: $(printf '%s' "$out" | tr '\r\n' '  ')"
+fi
+
 [ "$fails" -eq 0 ]
