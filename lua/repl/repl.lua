@@ -576,9 +576,17 @@ local function arguments_fit(spec, rest)
     local args = spec.args or ""
     local words = select(2, rest:gsub("%S+", ""))
     if args == "" then return words == 0 end
-    if args == "FILE" then return words <= 1 or rest:match("^([\"'])[^\"']*%1%s*$") ~= nil end
+    if args == "FILE" then   -- one word, or one quoted name (which may hold the other quote)
+        return words <= 1 or rest:match('^"[^"]*"%s*$') ~= nil or rest:match("^'[^']*'%s*$") ~= nil
+    end
     if args:match("^%[?[%a|]+%]?$") and args ~= "EXPR" then return words <= 1 end
     return true
+end
+
+-- A FILE argument as typed, its surrounding quotes (if any) taken off: :save "my session".
+local function file_argument(arg)
+    local name = arg:match("^%s*(.-)%s*$")
+    return name:match('^"(.*)"$') or name:match("^'(.*)'$") or name
 end
 
 -- The message handler of lua/repl/repl.c (its traceback leaves out the frames of the embedded Lua
@@ -695,7 +703,7 @@ repl.add_command("reset", {args = "", help = "start afresh: a new Lua state, eve
 
 repl.add_command("save", {args = "FILE", help = "write the session as FILE.lua (a script) and FILE.md (inputs and outputs)",
     run = function(arg)
-        local name = arg:match("^%s*(.-)%s*$"):gsub("^[\"'](.*)[\"']$", "%1")
+        local name = file_argument(arg)
         if name == "" then show_error(repl.said("save_name")) return end
         local lua_path, md_path, n = repl.save(name)
         if not lua_path then show_error(":save: " .. md_path) return end
@@ -711,7 +719,7 @@ repl.add_command("export", {args = "[lesson] FILE",
     help = "write the session so far as FILE.ipynb (Jupyter) or FILE.html (one page); :export lesson FILE: the open lesson alone, run afresh from its seed",
     run = function(arg)
         local lesson_path = arg:match("^%s*lesson%s+(%S.*)$")
-        local path = (lesson_path or arg):match("^%s*[\"']?(.-)[\"']?%s*$")
+        local path = file_argument(lesson_path or arg)
         local notebook = require "mha.notebook"
         local ok, lesson_number
         if lesson_path then ok, lesson_number = notebook.export_open_lesson(path, runner, repl.lang())

@@ -176,6 +176,13 @@ local function write_file(path, text)
     return true
 end
 
+-- path as a shell reads it back: as it is when it holds only safe characters, else in single quotes
+-- (a quote inside as '\'').
+local function shell_word(path)
+    if path:match("^[%w%._/%-+=:,@]+$") then return path end
+    return "'" .. path:gsub("'", "'\\''") .. "'"
+end
+
 -- Writes base.lua and base.md from the session's transcript (repl.transcript()); returns their
 -- names and the number of inputs, or nil and a message.
 function M.save(repl, base)
@@ -183,7 +190,7 @@ function M.save(repl, base)
     base = base:gsub("%.lua$", ""):gsub("%.md$", "")
     local r = replay_name(transcript)
     local script = {
-        "-- A session of mha-repl, saved by :save. Replay it with: mha-repl " .. base .. ".lua",
+        "-- A session of mha-repl, saved by :save. Replay it with: mha-repl " .. shell_word(base .. ".lua"),
         "-- Each input runs as in the session: " .. r .. ".show prints values as the REPL did and keeps the",
         "-- first in _ (" .. r .. ".keep: a trailing ;; " .. r .. ".none: no value), "
             .. r .. ".reset() is :reset, " .. r
