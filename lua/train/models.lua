@@ -57,7 +57,8 @@ function M.save_model(path, model, extra)
             tbl[k] = v
         end
     end
-    mha.save(path, tbl)
+    local ok, err = pcall(mha.save, path, tbl)   -- its error, as save_model's
+    if not ok then raise((tostring(err):gsub("^save: ", "save_model: "))) end
 end
 
 -- Where shipped models are looked for: $MHA_MODELS, then ./models and models/ beside the real

@@ -42,6 +42,11 @@ end
 local function make_optimizer(o, params)
     local kind = o.optimizer or "adamw"
     local lr = o.lr or 1e-3
+    for _, name in ipairs {"lr", "weight_decay"} do   -- as train's options, not the optimizer's
+        if o[name] ~= nil and (type(o[name]) ~= "number" or o[name] ~= o[name] or o[name] < 0) then
+            raise(string.format("train: option %s must be a number >= 0, got %s", name, tostring(o[name])))
+        end
+    end
     if kind == "adamw" then return optim.AdamW(params, {lr = lr, weight_decay = o.weight_decay or 0.01}) end
     if kind == "adam" then return optim.Adam(params, {lr = lr, weight_decay = o.weight_decay or 0}) end
     if kind == "sgd" then return optim.SGD(params, {lr = lr, weight_decay = o.weight_decay or 0}) end

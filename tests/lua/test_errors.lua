@@ -479,7 +479,11 @@ T.test("Lua helpers' errors name the caller's line", function()
     at_caller("train(5)", function() mha.train(5) end, "train: give a table")
     at_caller("train optimizer", function() mha.train { model = model, task = mha.tasks.reverse { vocab = 6, len = 2 }, steps = 1, optimizer = "x" } end,
         'train: option optimizer must be "adamw", "adam" or "sgd", got x')
+    at_caller("train lr", function() mha.train { model = model, task = mha.tasks.reverse { vocab = 6, len = 2 }, steps = 1, lr = "fast" } end,
+        "train: option lr must be a number >= 0, got fast")
     at_caller("save_model", function() mha.save_model(5, "m.npz") end, "save_model: model must be a mha.nn.Transformer")
+    at_caller("save_model to a missing folder", function() mha.save_model("/no/such/folder/m.npz", model) end,
+        "save_model: cannot open")
     at_caller("load_model", function() mha.load_model(5) end, "load_model: give a name")
     at_caller("SGD of nothing", function() mha.optim.SGD({}, { lr = 1 }) end, "the optimizer got an empty parameter list")
     at_caller("clip_grad_norm", function() mha.clip_grad_norm({ x }, -1) end, "max_norm must be a non-negative number, got -1")
