@@ -31,7 +31,7 @@ english_only=("true = not allowed" "weights per head" "max |bool - additive|" "s
     "mean per token" "(not printed)" "seed:" "multi-head output" "scores grow with" "every key masked"
     "difference from the boolean mask" "by hand" "view without contiguous" "tensor memory" "weighted sum"
     "attention weights" "nearly one-hot" "largest weight" "rows mix tokens" "decoder states" "练习:"
-    "tutorial:" "true:" "[plot:" " series" "scale:" "(median of 5)" "heads (H, L, D)" "strides (" "contiguous false"
+    "tutorial:" "true:" "[plot:" " series" "scale:" "(median of 5)" "heads (H, L, D)" "  strides (" "contiguous false"
     "contiguous true")
 # and labels the runner and the display print, as patterns: panel titles, column chunks, error positions
 # (and mha.heads.report's kinds, layers and heads)
