@@ -112,9 +112,13 @@ local function atoms_of(text, keep_spaces, code)
     end
     local function stick_to_last(s) atoms[#atoms].text = atoms[#atoms].text .. s end
     local function can_stick() return #current == 0 and prefix == "" and #atoms > 0 and space == "" end
-    local comment, previous = false, nil
+    local comment, previous, previous_wide = false, nil, false
     for _, cp in utf8.codes(text) do
         local ch = utf8.char(cp)
+        -- an ASCII ':' right after a CJK character starts a command (；:restart), so it sticks to
+        -- what follows it, not to the character before
+        local command_colon = ch == ":" and previous_wide
+        previous_wide = is_wide(cp)
         local inside = quote ~= nil or comment   -- before ch: an opening quote itself may start a
                                                  -- line
         if code and not comment then
@@ -140,7 +144,7 @@ local function atoms_of(text, keep_spaces, code)
             if #current > 0 then current[#current + 1] = ch
             elseif can_stick() then stick_to_last(ch)
             else prefix = prefix .. ch end
-        elseif no_break_before[cp] and can_stick() then
+        elseif no_break_before[cp] and can_stick() and not command_colon then
             stick_to_last(ch)
         elseif is_wide(cp) then
             if no_break_before[cp] and #current > 0 then

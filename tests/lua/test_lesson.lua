@@ -147,6 +147,10 @@ T.eq("no_lone_last: on the first line too", L.wrap("一二三四", 8, {first = "
     {"> 一二", "  三四"})
 T.eq("no_lone_last: closing punctuation goes with it",
     L.wrap("一二三四。", 8, {first = "> ", rest = "  ", no_lone_last = true}), {"> 一二", "  三四。"})
+-- a command after Chinese text stays whole: ；:restart breaks before its colon, never after it
+T.eq("a command's colon sticks to the command",
+     L.wrap_text("本课结束。:open 6 进入下一课“掩码：因果掩码与填充掩码”；:lessons 列出所有课程；:restart 从头再来。", 80),
+     {"本课结束。:open 6 进入下一课“掩码：因果掩码与填充掩码”；:lessons 列出所有课程；", ":restart 从头再来。"})
 T.eq("no_lone_last: a word before it stays", L.wrap("一 abc 二", 8, {rest = "", no_lone_last = true}),
     {"一 abc", "二"})
 -- and never one word alone (a header at 80 columns: "...the two layouts and their" / "bug"): the word
