@@ -112,13 +112,12 @@ local function atoms_of(text, keep_spaces, code)
     end
     local function stick_to_last(s) atoms[#atoms].text = atoms[#atoms].text .. s end
     local function can_stick() return #current == 0 and prefix == "" and #atoms > 0 and space == "" end
-    local comment, previous, previous_wide = false, nil, false
+    local comment, previous = false, nil
     for _, cp in utf8.codes(text) do
         local ch = utf8.char(cp)
         -- an ASCII ':' right after a CJK character starts a command (；:restart), so it sticks to
         -- what follows it, not to the character before
-        local command_colon = ch == ":" and previous_wide
-        previous_wide = is_wide(cp)
+        local command_colon = ch == ":" and previous ~= nil and is_wide(utf8.codepoint(previous))
         local inside = quote ~= nil or comment   -- before ch: an opening quote itself may start a
                                                  -- line
         if code and not comment then
