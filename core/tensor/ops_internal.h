@@ -54,8 +54,6 @@ static inline mha_status as_float(const char *fname, mha_tensor *tmp, const mha_
     return MHA_OK;
 }
 
-static inline mha_status interrupted(const char *fname) { return mha_fail(MHA_E_INTERRUPTED, "%s: interrupted", fname); }
-
 /* Merge shape b into (ndim, shape), both right-aligned as NumPy does: sizes must be equal or one of
  * them 1 (so 1 and 0 give 0). On a conflict return false with the two sizes and the result dim
  * counted from the end (1 = the last), which reads the same to 0-based C and 1-based Lua users. */

@@ -154,7 +154,7 @@ enum { FILL_RUN = (size_t)1 << 24 };
 
 mha_status tensor_fill_runs(tensor_fill_fn fill, void *ctx, size_t n, const char *fname) {
     for (size_t first = 0; first < n; first += FILL_RUN) {
-        if (first > 0 && mha_interrupted()) return mha_fail(MHA_E_INTERRUPTED, "%s: interrupted", fname);
+        if (first > 0 && mha_interrupted()) return interrupted(fname);
         fill(ctx, first, n - first < FILL_RUN ? n - first : FILL_RUN);
     }
     return MHA_OK;

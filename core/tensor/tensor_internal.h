@@ -1,6 +1,6 @@
 /* core/tensor/tensor_internal.h - what the files of the tensor room share and no other room needs:
- * the size and name of a dtype, the element count of a shape, and the write rule every in-place
- * writer here asks first. */
+ * the size and name of a dtype, the element count of a shape, the write rule every in-place
+ * writer here asks first, and how a long write stops for Ctrl-C. */
 #ifndef MHA_TENSOR_INTERNAL_H
 #define MHA_TENSOR_INTERNAL_H
 
@@ -38,6 +38,9 @@ static inline bool shape_numel(size_t *numel, size_t ndim, const size_t *shape, 
  * write that then fails on another argument still counts: such a graph is refused rather than
  * trusted. */
 mha_status tensor_begin_write(const mha_tensor *t, const char *fname);
+
+/* The failure of fname stopped by Ctrl-C (mha_interrupted()). */
+static inline mha_status interrupted(const char *fname) { return mha_fail(MHA_E_INTERRUPTED, "%s: interrupted", fname); }
 
 /* fill(ctx, first, count) over elements [0, n) in runs, with Ctrl-C polled between them: writing a
  * tensor of gigabytes takes seconds (its pages fault in), and Ctrl-C must stop it. A run is a
