@@ -318,6 +318,12 @@ local function command_table()
     return commands
 end
 
+-- A command's one line of help in help's language (mha.help.zh's, else the command's own English).
+function help.command_help(name)
+    local zh, spec = chinese(), command_table()[name]
+    return zh and zh.commands[name] or spec and spec.help or ""
+end
+
 -- What ? prints: the commands, one a row with its help wrapped under its own column (in Chinese
 -- where mha.help.zh has a line, else in English), then the keys; laid out for the terminal's width.
 -- paint(kind, s) colours a command's name (the REPL's colours).
@@ -329,7 +335,7 @@ function help.commands_text(paint)
     for _, name in ipairs(names) do
         local spec = cmds[name]
         local left = ":" .. name .. ((spec.args and spec.args ~= "") and (" " .. spec.args) or "")
-        rows[#rows + 1] = {left, zh and zh.commands[name] or spec.help or ""}
+        rows[#rows + 1] = {left, help.command_help(name)}
         if #left > left_width then left_width = #left end
     end
     -- the help column, unless that leaves too little room: then the help goes under the name

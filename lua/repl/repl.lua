@@ -560,12 +560,6 @@ local function find_command(name)
     return nil, string.format(repl.said("could_be"), name, table.concat(found, ", :"))
 end
 
--- A command's one line of help in the REPL's language (in English where mha.help.zh has none).
-local function command_help(name)
-    local zh = repl.lang() == "zh" and package.preload["mha.help.zh"] and require("mha.help.zh") or nil
-    return zh and zh.commands[name] or repl.commands[name].help or ""
-end
-
 -- ? : mha.help's listing of the commands (help.commands_text), their names painted.
 local function list_commands() out(require("mha.help").commands_text(paint)) end
 
@@ -619,7 +613,7 @@ function repl.command(line)
         if not spec then show_error(full) full = nil
         elseif not arguments_fit(spec, rest) then
             show_error(string.format(repl.said("usage"), ":" .. full .. ((spec.args or "") ~= "" and " " .. spec.args or ""),
-                                     command_help(full)))
+                                     require("mha.help").command_help(full)))
         else action = run_protected(spec.run, rest) end
         command = full
     end
