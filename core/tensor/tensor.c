@@ -209,7 +209,7 @@ mha_status mha_arange(mha_tensor *out, double start, double stop, double step) {
     if (isinf(start) || (isinf(stop) && (stop > 0) == (step > 0)))
         return mha_fail(MHA_E_ARG, "arange: start %g, stop %g, step %g would never end", start, stop, step);
     double count = ceil((stop - start) / step);
-    if (count < 0) count = 0;
+    if (!(count >= 0)) count = 0;   /* stop behind start, or NaN (inf / -inf: a step away) */
     if (count > 1e9)
         return mha_fail(MHA_E_ARG, "arange: %g elements from start %g, stop %g, step %g is too many", count, start, stop, step);
     size_t n = (size_t)count;
