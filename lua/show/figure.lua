@@ -139,6 +139,10 @@ local function spawn()
     raise("plot: " .. err)
 end
 
+-- Every line figure.lua has gnuplot print ends in END (gnuplot's "\037"): gnuplot writes a line's
+-- newline apart from its text, and another program on its stderr (the Qt window process) may land a
+-- line of its own between the two.
+local END = "\031"
 local sync_count = 0
 local function next_marker()
     sync_count = sync_count + 1
@@ -152,10 +156,10 @@ local function terminals()
     if not proc then return nil end
     local marker = next_marker()
     local set = {}
-    if proc:send("print GPVAL_TERMINALS\nprint '" .. marker .. "'\n") then
-        local _, err, status = proc:sync(marker, 10)
+    if proc:send('print sprintf("%s\\037", GPVAL_TERMINALS)\nprint "' .. marker .. '\\037"\n') then
+        local _, err, status = proc:sync(marker .. END, 10)
         if status == "ok" then
-            for name in err:gmatch("%S+") do set[name] = true end
+            for name in err:match("[^" .. END .. "]*"):gmatch("%S+") do set[name] = true end
         end
     end
     proc:close()
@@ -466,7 +470,7 @@ end
 -- made.
 local STATUS = "mha-status"
 local function status_command()
-    return "print sprintf('" .. STATUS .. " %d %s', GPVAL_ERRNO, GPVAL_ERRMSG)\nreset errors\n"
+    return 'print sprintf("' .. STATUS .. ' %d %s\\037", GPVAL_ERRNO, GPVAL_ERRMSG)\nreset errors\n'
 end
 
 -- Runs commands on the figure's gnuplot and waits until it has done them all. Each command is
@@ -495,12 +499,12 @@ function Figure:run(fname, commands, quiet_warnings, discard_output, fix_output)
         base = next_marker()
         local parts = {}
         for i, cmd in ipairs(commands) do
-            parts[#parts + 1] = cmd .. "\n" .. status_command() .. "print '" .. base .. "-" .. i .. "'\n"
+            parts[#parts + 1] = cmd .. "\n" .. status_command() .. 'print "' .. base .. "-" .. i .. '\\037"\n'
         end
         ok, err = self.proc:send(table.concat(parts), 30)
         out, errtext, status = "", "", "ok"
         if ok then
-            out, errtext, status = self.proc:sync(base .. "-" .. #commands, 60)
+            out, errtext, status = self.proc:sync(base .. "-" .. #commands .. END, 60)
         end
         local died = (not ok and err:find("exited", 1, true)) or status == "exited"
         if not (died and attempt == 1 and not errtext:find(base, 1, true)) then break end
@@ -520,15 +524,15 @@ function Figure:run(fname, commands, quiet_warnings, discard_output, fix_output)
         })[status]
         self.proc:close()   -- its state is unknown now; the next drawing starts a fresh one
         self.proc = nil
-        local said = clean_message((errtext:gsub("mha%-sync%-[%d%-]+", ""):gsub(STATUS:gsub("%-", "%%-") .. "[^\n]*", "")))
+        local said = clean_message((errtext:gsub("mha%-sync%-[%d%-]+" .. END .. "?", ""):gsub(STATUS:gsub("%-", "%%-") .. "[^\n]*", "")))
         raise(string.format("%s: %s%s", fname, why, said ~= "" and (" (gnuplot said: " .. said .. ")") or ""))
     end
 
     -- split what gnuplot said by command: its status line, and its warnings
     local failed, warned, index = {}, {}, 1
     for line in (errtext .. "\n"):gmatch("([^\n]*)\n") do
-        local n = line:match("^" .. base:gsub("%-", "%%-") .. "%-(%d+)$")
-        local errno, message = line:match("^" .. STATUS:gsub("%-", "%%-") .. " (%-?%d+) ?(.*)$")
+        local n = line:match("^" .. base:gsub("%-", "%%-") .. "%-(%d+)" .. END)
+        local errno, message = line:match("^" .. STATUS:gsub("%-", "%%-") .. " (%-?%d+) ?([^" .. END .. "]*)" .. END)
         if n then
             index = tonumber(n) + 1
         elseif errno then

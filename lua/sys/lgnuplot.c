@@ -147,13 +147,15 @@ static void push_taken(lua_State *L, byte_buffer *buf, size_t n) {
     discard(buf, n);
 }
 
-/* Offset just past the line equal to `marker` in buf, or 0 when there is no such complete line. */
+/* Offset just past the first complete line that begins with `marker` in buf, or 0 when there is
+ * none. Begins, not equals: gnuplot writes a printed line's newline apart from its text, and
+ * another program on the same stderr (its Qt window process) may land a line of its own between. */
 static size_t find_marker_line(const byte_buffer *buf, const char *marker, size_t mlen, size_t *line_start) {
     for (size_t start = 0; start + mlen < buf->len;) {
         const char *nl = memchr(buf->data + start, '\n', buf->len - start);
         if (nl == NULL) return 0;
         size_t len = (size_t)(nl - (buf->data + start));
-        if (len == mlen && memcmp(buf->data + start, marker, mlen) == 0) {
+        if (len >= mlen && memcmp(buf->data + start, marker, mlen) == 0) {
             *line_start = start;
             return start + len + 1;
         }
@@ -427,8 +429,9 @@ static int gp_send(lua_State *L) {
 }
 
 /* process:sync(marker [, timeout]) -> stdout, stderr, status
- * Reads gnuplot's output until a line equal to marker appears on its stderr (the caller sent
- * `print "marker"` after its commands, so everything they printed is in by then). Returns all of
+ * Reads gnuplot's output until a line beginning with marker appears on its stderr (the caller sent
+ * `print "marker"` after its commands, so everything they printed is in by then; a marker ends in a
+ * character no other line has there, as figure.lua's end in \037). Returns all of
  * stdout read so far, stderr up to the marker line, and status: "ok", "exited" (gnuplot ended
  * first), "timeout" (after timeout seconds, default 10) or "interrupted" (a signal: Ctrl-C). */
 static int gp_sync(lua_State *L) {
