@@ -66,16 +66,18 @@ local ROWS = {
     {"decoding 256 tokens with the KV cache (4 layers, d_model 128)", gen.generate_cached, 0.7},
 }
 
--- The "met" cell: "yes", or what misses, with the bound where the target sits below it: the row's
--- FLOPs at the FMA peak and its softmax elements at the rate bench.c's softmax probe measured.
+-- The "met" cell: "yes", or what misses, with the bound beside it: the row's FLOPs at the FMA peak
+-- and its softmax elements at the rate bench.c's softmax probe measured. A bound above the target
+-- is what stops it; one below says the hardware allows the target and our code falls short.
 local function met(r, target, min_peak, rule, fair)
-    local misses, bound_hit = {}, nil
+    local misses, bound_hit, bound_below = {}, nil, nil
     for _, p in ipairs{{"best peer", rule}, {"fair peer", fair}} do
         local name, peer = p[1], p[2]
         if peer and r.ours / peer > target then
             misses[#misses + 1] = string.format("%s %.2f", name, r.ours / peer)
             local bound = r.gflop and r.peak and (r.gflop / r.peak * 1e3 + (r.softmax_ms or 0)) / peer
-            if bound and bound > target then bound_hit = string.format("%.2f", bound) end
+            if bound and bound > target then bound_hit = string.format("%.2f", bound)
+            elseif bound then bound_below = string.format("%.2f", bound) end
         end
     end
     if min_peak and r.of_peak and r.of_peak < min_peak then
@@ -86,6 +88,8 @@ local function met(r, target, min_peak, rule, fair)
     if bound_hit then
         cell = cell .. "; at the FMA peak" .. ((r.softmax_ms or 0) > 0 and ", the softmax at its probed rate," or "") ..
             " ours/peer ≥ " .. bound_hit .. ", above the target"
+    elseif bound_below then
+        cell = cell .. "; at the FMA peak ours/peer ≥ " .. bound_below .. ", within the target: the shortfall is ours"
     end
     return cell
 end
