@@ -671,11 +671,15 @@ repl.add_command("help", {args = "[NAME]", help = "list the commands, or explain
 if package.preload["mha.help"] then
     local ok, help = pcall(require, "mha.help")
     if ok and type(help) == "table" then
-        help.set_commands(function()
+        local runner_installed = false   -- the runner's commands, and its language (MHA_LANG...)
+        local function install_runner()
+            if runner_installed then return end
+            runner_installed = true
             local lok, lesson = pcall(require, "mha.lesson")
             if lok and type(lesson) == "table" and lesson.install then lesson.install(repl) end
-            return repl.commands
-        end)
+        end
+        help.set_commands(function() install_runner(); return repl.commands end)
+        help.set_lang(function() install_runner(); return repl.lang() end)
         repl.help = help.help
     end
 end

@@ -108,6 +108,7 @@ T.ok("zh_every_group_has_a_heading", #unnamed == 0, "no Chinese heading for: " .
 local repl = require "mha.repl"
 require("mha.lesson").install(repl)
 help.set_commands(repl.commands)
+help.set_lang(function() return "zh" end)   -- mha.repl handed help its own language (MHA_LANG's)
 local no_line, english_help = {}, {}
 for name in pairs(repl.commands) do
     if type(zh.commands[name]) ~= "string" then no_line[#no_line + 1] = name end

@@ -16,6 +16,11 @@ has "?mha.softmax explained in Chinese" "$tmp/out" "  把分数变成沿 dim 为
 has "?mha.softmax labels in Chinese" "$tmp/out" "  公式：    softmax(x)_i = exp(x_i - max x) / Σ_j exp(x_j - max x)"
 has "?mha.sofmax: did you mean, in Chinese" "$tmp/out" "没有“mha.sofmax”的帮助。你是想查 mha.softmax 吗？"
 has "help() groups in Chinese" "$tmp/out" "注意力："
+# help() in a script or -e, where the REPL never starts: the language still follows MHA_LANG
+MHA_LANG=zh COLUMNS=80 timeout 10 "$repl" -e 'help()' >"$tmp/help_e" 2>&1
+has "help() from -e in Chinese" "$tmp/help_e" "注意力："
+MHA_LANG=en COLUMNS=80 timeout 10 "$repl" -e 'help()' >"$tmp/help_e" 2>&1
+grep -q '注意力' "$tmp/help_e" && fail "help() from -e in English" "$(cat "$tmp/help_e")" || pass "help() from -e in English"
 has ":reset in Chinese" "$tmp/out" "新的状态（历史、:save 的记录和 :time 设置都保留）"
 has ":time in Chinese" "$tmp/out" "计时：开"
 grep -q 'Commands (a unique\|Formula:\|fresh state' "$tmp/out" \
