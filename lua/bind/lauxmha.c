@@ -58,14 +58,20 @@ static int starts_with_name(const char *msg, const char *fname) {
     return strncmp(msg, fname, n) == 0 && msg[n] == ':';
 }
 
+/* The name the calling Lua code called the running C function by; NULL for a call from C. */
+static const char *name_in_code(lua_State *L) {
+    lua_Debug ar;
+    if (!lua_getstack(L, 0, &ar)) return NULL;
+    return lua_getinfo(L, "n", &ar) ? ar.name : NULL;
+}
+
 /* The name the running C function was called by (as luaL_argerror finds it): from the calling code,
  * or for a call from C (pcall(mha.zeros, ...)) its key in the mha table; NULL when neither
  * knows. */
 static const char *called_name(lua_State *L) {
     lua_Debug ar;
-    if (!lua_getstack(L, 0, &ar)) return NULL;
-    if (lua_getinfo(L, "n", &ar) && ar.name) return ar.name;
-    const char *name = NULL;
+    const char *name = name_in_code(L);
+    if (name || !lua_getstack(L, 0, &ar)) return name;
     lua_getinfo(L, "f", &ar); /* pushes the function */
     if (lua_getfield(L, LUA_REGISTRYINDEX, LMHA_LIB_KEY) == LUA_TTABLE) {
         lua_pushnil(L);
@@ -79,6 +85,32 @@ static const char *called_name(lua_State *L) {
     return name;
 }
 
+const char *lmha_called_name(lua_State *L, const char *dflt) {
+    const char *name = called_name(L);
+    return name ? name : dflt;
+}
+
+/* Whether msg begins "NAME:" where NAME is another key of the mha table for the running function
+ * (the core says "sdpa:" for what was called as scaled_dot_product_attention); *len: NAME's. */
+static bool names_an_alias(lua_State *L, const char *msg, size_t *len) {
+    lua_Debug ar;
+    size_t n = strcspn(msg, ": ");
+    if (msg[n] != ':' || n == 0 || n >= 64 || !lua_getstack(L, 0, &ar)) return false;
+    char name[64];
+    memcpy(name, msg, n);
+    name[n] = '\0';
+    bool same = false;
+    lua_getinfo(L, "f", &ar); /* pushes the running function */
+    if (lua_getfield(L, LUA_REGISTRYINDEX, LMHA_LIB_KEY) == LUA_TTABLE) {
+        lua_getfield(L, -1, name);
+        same = lua_rawequal(L, -1, -3);
+        lua_pop(L, 1);
+    }
+    lua_pop(L, 2);
+    *len = n;
+    return same;
+}
+
 int lmha_fail(lua_State *L, mha_status status, const char *fname, const char *hint) {
     if (status == MHA_E_INTERRUPTED) {
         mha_interrupt_clear(); /* reported once; the next call starts afresh */
@@ -86,6 +118,10 @@ int lmha_fail(lua_State *L, mha_status status, const char *fname, const char *hi
     }
     const char *msg = mha_errmsg();
     if (!hint) hint = "";
+    const char *typed = fname ? NULL : name_in_code(L);   /* not a call from C: pcall(mha.sdpa) */
+    size_t alias_len = 0;
+    if (typed && !starts_with_name(msg, typed) && names_an_alias(L, msg, &alias_len))
+        return luaL_error(L, "%s%s%s", typed, msg + alias_len, hint);
     if (status != MHA_E_NOMEM) return luaL_error(L, "%s%s", msg, hint);
     /* refused by MHA_MAX_MEMORY, not by the machine: say which limit, so the student knows why */
     if (mha_alloc_capped() && !strstr(msg, "(MHA_MAX_MEMORY)")) {

@@ -31,8 +31,11 @@ int lmha_result(lua_State *L, mha_status status);
 /* Raises the core's message for status (never MHA_OK), then hint (or nothing when NULL). The core
  * names allocation failures by the function that allocated; an out-of-memory message that does not
  * start with fname (NULL: the name Lua called this function by) gets it in front:
- * "ones: full: out of memory ...". */
+ * "ones: full: out of memory ...". With fname NULL, a message that names the function by another of
+ * its keys in the mha table (the core's "sdpa:") names it as it was called. */
 int lmha_fail(lua_State *L, mha_status status, const char *fname, const char *hint);
+/* The name Lua called the running C function by (luaL_argerror's), else dflt. */
+const char *lmha_called_name(lua_State *L, const char *dflt);
 /* Raises an error naming fname when t has elements sharing one memory location
  * (a stride 0 along a dim of size > 1, as expand() makes): PyTorch refuses copy_ and the random
  * fills into such a tensor. */

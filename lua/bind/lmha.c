@@ -555,7 +555,7 @@ static int l_causal_mask(lua_State *L) {
  * with need_weights=false only out (and lse), through the fused kernel (no L×S matrix).
  * enable_gqa: k and v (..., H_kv, S, E) shared by groups of H/H_kv query heads. */
 static int l_sdpa(lua_State *L) {
-    static const char *const fname = "scaled_dot_product_attention";
+    const char *fname = lmha_called_name(L, "scaled_dot_product_attention");
     static const char *const options[] = {"attn_mask", "is_causal", "scale", "need_weights", "enable_gqa",
                                           "return_lse", NULL};
     mha_tensor *q = lmha_checktensor(L, 1), *k = lmha_checktensor(L, 2), *v = lmha_checktensor(L, 3);

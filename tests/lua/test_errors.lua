@@ -19,7 +19,7 @@ T.test("wrong types", function()
     T.raises("a string in a list to cat", function() mha.cat { x, "a" } end,
         "cat: element 2 of the list is a string, expected a tensor")
     T.raises("options not a table", function() mha.sdpa(q, q, q, 5) end,
-        "scaled_dot_product_attention: options must be a table, got number")
+        "sdpa: options must be a table, got number")
     T.raises("module options not a table", function() mha.MultiheadAttention(4) end,
         "MultiheadAttention takes a table: mha.MultiheadAttention{embed_dim = 4, num_heads = H} (got number)")
     -- the PyTorch habit MultiheadAttention(embed_dim, num_heads): the named form with its numbers
@@ -115,20 +115,27 @@ end)
 
 T.test("bad options and values", function()
     T.raises("unknown sdpa option", function() mha.sdpa(q, q, q, { causal = true }) end,
-        "scaled_dot_product_attention: unknown option 'causal' (did you mean 'is_causal'?); valid options: attn_mask, is_causal, scale, need_weights")
+        "sdpa: unknown option 'causal' (did you mean 'is_causal'?); valid options: attn_mask, is_causal, scale, need_weights")
     T.raises("sdpa mask for attn_mask", function() mha.sdpa(q, q, q, { mask = q }) end,
-        "scaled_dot_product_attention: unknown option 'mask' (did you mean 'attn_mask'?)")
+        "sdpa: unknown option 'mask' (did you mean 'attn_mask'?)")
     T.raises("module num_head for num_heads", function() mha.MultiheadAttention { embed_dim = 4, num_head = 2 } end,
         "MultiheadAttention: unknown option 'num_head' (did you mean 'num_heads'?); valid options: embed_dim, num_heads")
     T.raises("option of the wrong type", function() mha.sdpa(q, q, q, { is_causal = 1 }) end,
-        "scaled_dot_product_attention: option is_causal must be a boolean, got number")
+        "sdpa: option is_causal must be a boolean, got number")
     T.raises("a mask that is not a tensor", function() mha.sdpa(q, q, q, { attn_mask = { 1 } }) end,
-        "scaled_dot_product_attention: option attn_mask must be a mha.Tensor, got table")
+        "sdpa: option attn_mask must be a mha.Tensor, got table")
     T.raises("a negative scale", function() mha.sdpa(q, q, q, { scale = -1 }) end,
         "option scale must be a positive number, got -1")
     -- one reader (lmha_optpositive) for sdpa's scale and sdpa_backward's: both refuse inf
     T.raises("an infinite scale", function() mha.sdpa(q, q, q, { scale = math.huge }) end,
-        "scaled_dot_product_attention: option scale must be a positive number, got inf")
+        "sdpa: option scale must be a positive number, got inf")
+    -- the two names of one function: an error says the one the student typed, the core's and the
+    -- options' alike
+    T.raises("the long name's shape error", function() mha.scaled_dot_product_attention(q, mha.zeros(3, 5), q) end,
+        "scaled_dot_product_attention: q")
+    T.raises("the long name's option error", function() mha.scaled_dot_product_attention(q, q, q, { causal = 1 }) end,
+        "scaled_dot_product_attention: unknown option 'causal'")
+    T.raises("the short name's shape error", function() mha.sdpa(q, mha.zeros(3, 5), q) end, "sdpa: q")
     T.raises("an infinite scale in sdpa_backward", function()
         mha.sdpa_backward(q, q, q, q, { scale = 1 / 0, out = q }) end,
         "sdpa_backward: option scale must be a positive number, got inf")
