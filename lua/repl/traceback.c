@@ -59,6 +59,23 @@ typedef struct frame {
     int hidden;
 } frame;
 
+/* Adds a frame to b, a function of the C core named as the student knows it: Lua names a C
+ * function by the first loaded module it finds it in, and "mha.core" (whose functions lua/mha.lua
+ * copies into mha) may come first: "in function 'mha.core.matmul'" reads "'mha.matmul'". */
+static void add_frame(luaL_Buffer *b, const frame *f) {
+    static const char core[] = "'mha.core.";
+    const char *at = NULL;
+    for (size_t i = 0; !at && i + sizeof core - 1 <= f->len; i++)
+        if (memcmp(f->text + i, core, sizeof core - 1) == 0) at = f->text + i;
+    if (!at) {
+        luaL_addlstring(b, f->text, f->len);
+        return;
+    }
+    size_t head = (size_t)(at - f->text) + strlen("'mha."), skip = strlen("core.");
+    luaL_addlstring(b, f->text, head);
+    luaL_addlstring(b, f->text + head + skip, f->len - head - skip);
+}
+
 /* Splits traceback tb into frames, marking those the reader does not need. Returns their number. */
 static int split_traceback(frame *frames, const char *tb) {
     int n = 0;
@@ -154,7 +171,7 @@ void repl_traceback(lua_State *L, const char *msg, int level) {
         innermost = 0;
         if (!raiser && !trivial_frame(frames[i].text, frames[i].len)) useful = 1;
         luaL_addchar(&b, '\n');
-        luaL_addlstring(&b, frames[i].text, frames[i].len);
+        add_frame(&b, &frames[i]);
     }
     luaL_pushresult(&b);
     if (useful) {

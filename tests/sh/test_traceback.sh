@@ -33,6 +33,12 @@ grep -qF "$tmp/deep.lua:2: in " "$tmp/err" && grep -qF "$tmp/deep.lua:3: in main
     && pass "operator error inside functions keeps the traceback" \
     || fail "operator error inside functions keeps the traceback" "$(cat "$tmp/err")"
 
+# a C function inside the student's function is named as they know it, mha.matmul, not mha.core.matmul
+printf 'local function f(a) return a:matmul(mha.zeros(5,5)) end\nf(mha.zeros(2,3))\n' >"$tmp/core.lua"
+NO_COLOR=1 timeout 10 "$repl" "$tmp/core.lua" >"$tmp/out" 2>"$tmp/err"
+grep -qxF "	[C]: in function 'mha.matmul'" "$tmp/err" && ! grep -q "mha\.core" "$tmp/err" \
+    && pass "a core function's frame says mha.matmul" || fail "a core function's frame says mha.matmul" "$(cat "$tmp/err")"
+
 # a library error raised without a position (error(msg, 0) in lua/nn/transformer.lua) gets the script's line
 printf 'local a = 1\nlocal m = mha.nn.Transformer{vocab = 5, d_model = 5, heads = 2, max_len = 4}\n' >"$tmp/lib.lua"
 NO_COLOR=1 timeout 10 "$repl" "$tmp/lib.lua" >"$tmp/out" 2>"$tmp/err"
