@@ -34,13 +34,13 @@ local function rows_of(s)
 end
 
 -- The pause between two screens: at a terminal it waits for a key, taken as it is pressed
--- (mha.term's key): Space shows the next screen, Enter the next line, q or Ctrl-C quits (the rest
--- is not shown; the code that writes it still runs). The pause line is then erased, so the next
--- line or the prompt takes its row. On a screen that is only counted (a replay at a given size) it
--- writes the pause line and goes on. Lines typed or pasted ahead are inputs for the prompt, never
--- the pause's keys: while any wait unread, the output goes on without a pause, and the REPL runs
--- them after it.
-local quit_keys = {q = true, Q = true, ["\3"] = true}
+-- (mha.term's key): Space shows the next screen, Enter the next line, q, Ctrl-C or Ctrl-D quits
+-- (the rest is not shown; the code that writes it still runs). The pause line is then erased, so
+-- the next line or the prompt takes its row. On a screen that is only counted (a replay at a given
+-- size) it writes the pause line and goes on. Lines typed or pasted ahead are inputs for the
+-- prompt, never the pause's keys: while any wait unread, the output goes on without a pause, and
+-- the REPL runs them after it.
+local quit_keys = {q = true, Q = true, ["\3"] = true, ["\4"] = true}
 local function pause()
     -- the pause line and its erasing are no output: past a recorder of what is printed, when there
     -- is one (the REPL's transcript for :save)

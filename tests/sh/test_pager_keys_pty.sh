@@ -79,6 +79,23 @@ elif grep -qE 'interrupted|\^C' "$tmp/lines"; then
 elif grep -qF -- "$pause" "$tmp/lines"; then fail pager_keys_pty_ctrl_c "a pause line is left on the screen"
 else pass pager_keys_pty_ctrl_c; fi
 
+# Ctrl-D at the pause: quits the pager, not the REPL (it is the key that ends things elsewhere)
+(unset MHA_LANG; pty_run 40 80 "$repl" >"$tmp/shown" 2>"$tmp/err") <<STEPS
+patience 4
+expect > 
+send help()\r
+expect $pause
+send \x04
+expect > 
+send print(66666)\r
+expect 66666\r
+send \x04
+STEPS
+screen "$tmp/shown" "$tmp/lines"
+if ! grep -qx 66666 "$tmp/lines"; then fail pager_keys_pty_ctrl_d "print(66666) did not run after Ctrl-D at the pause"
+elif grep -qF -- "$pause" "$tmp/lines"; then fail pager_keys_pty_ctrl_d "a pause line is left on the screen"
+else pass pager_keys_pty_ctrl_d; fi
+
 # :lessons at 40 rows: the list (about 60 rows) pauses with the first 39 lines on the screen
 (unset MHA_LANG; pty_run 40 80 "$repl" >"$tmp/shown" 2>"$tmp/err") <<STEPS
 patience 4
