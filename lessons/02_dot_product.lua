@@ -95,7 +95,7 @@ show(out, {title = "out = w·V"})]],
 With one query per token, stack the queries as the rows of Q (L×d). Then all the scores are one matrix
 product and all the outputs another:
 
-    S = Q·Kᵀ            (L×S: row i holds query i's scores against every key)
+    S = Q·Kᵀ            (L×L: row i holds query i's scores against every key)
     W = softmax(S) along dim 2, the keys: each ROW sums to 1
     out = W·V           (L×d_v)
 
@@ -105,7 +105,7 @@ unscaled form; the Transformer also divides the scores by √d_k (lesson 4).]],
             zh = [[
 每个词元一个查询，把查询叠成 Q 的各行（L×d）。于是所有分数是一次矩阵乘法，所有输出是另一次：
 
-    S = Q·Kᵀ            （L×S：第 i 行是查询 i 对每个键的分数）
+    S = Q·Kᵀ            （L×L：第 i 行是查询 i 对每个键的分数）
     W = 沿第 2 维（键）做 softmax：每一*行*的和为 1
     out = W·V           （L×d_v）
 
