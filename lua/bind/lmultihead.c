@@ -354,13 +354,14 @@ static int m_gc(lua_State *L) {
     return 0;
 }
 
-/* Like PyTorch's repr, with the options shown (PyTorch's shows only the out_proj line). */
+/* Like PyTorch's repr, with the options shown on a line of their own, as PyTorch prints a module's
+ * extra_repr beside its children (PyTorch's MultiheadAttention shows only the out_proj line). */
 static int m_tostring(lua_State *L) {
     mha_multihead *m = tomultihead(L);
     if (!m->out_proj_weight.storage) { lua_pushliteral(L, "MultiheadAttention(closed)"); return 1; }
     luaL_Buffer b;
     luaL_buffinit(L, &b);
-    lua_pushfstring(L, "MultiheadAttention(embed_dim=%I, num_heads=%I, head_dim=%I", (LUAI_UACINT)m->embed_dim,
+    lua_pushfstring(L, "MultiheadAttention(\n  embed_dim=%I, num_heads=%I, head_dim=%I", (LUAI_UACINT)m->embed_dim,
                     (LUAI_UACINT)m->num_heads, (LUAI_UACINT)m->head_dim);
     luaL_addvalue(&b);
     if (!m->same_embed_dim) {
@@ -370,7 +371,7 @@ static int m_tostring(lua_State *L) {
     if (!m->bias) luaL_addstring(&b, ", bias=false");
     if (m->add_bias_kv) luaL_addstring(&b, ", add_bias_kv=true");
     if (m->add_zero_attn) luaL_addstring(&b, ", add_zero_attn=true");
-    lua_pushfstring(L, ")(\n  (out_proj): NonDynamicallyQuantizableLinear(in_features=%I, out_features=%I, bias=%s)\n)",
+    lua_pushfstring(L, "\n  (out_proj): NonDynamicallyQuantizableLinear(in_features=%I, out_features=%I, bias=%s)\n)",
                     (LUAI_UACINT)m->embed_dim, (LUAI_UACINT)m->embed_dim, m->bias ? "True" : "False");
     luaL_addvalue(&b);
     luaL_pushresult(&b);

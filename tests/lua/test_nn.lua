@@ -107,6 +107,10 @@ T.test("composites: PyTorch's keys", function()
     T.eq("a module with children and extra_repr: its first lines", text:match("^[^\n]*\n[^\n]*"),
          "Transformer(\n  " .. lm:extra_repr())
     T.eq("and its last", text:sub(-2), "\n)")
+    T.eq("MultiheadAttention (C) prints its options as a Lua module its extra_repr",
+         tostring(mha.MultiheadAttention{embed_dim = 8, num_heads = 2}),
+         "MultiheadAttention(\n  embed_dim=8, num_heads=2, head_dim=4\n"
+             .. "  (out_proj): NonDynamicallyQuantizableLinear(in_features=8, out_features=8, bias=True)\n)")
     local seq = nn.Sequential(nn.Linear{in_features = 4, out_features = 3}, nn.LayerNorm{normalized_shape = 3})
     T.eq("Sequential keys", seq:parameter_names(), {"0.weight", "0.bias", "1.weight", "1.bias"})
     local x = mha.randn(2, 4)
