@@ -388,15 +388,28 @@ function Transformer:run_with_cache(tokens, opts) return hooks().run_with_cache(
 function Transformer:run_with_hooks(tokens, fns) return hooks().run_with_hooks(self, tokens, fns) end
 function Transformer:hook_names() return hooks().names(self) end
 
+-- The options, on lines of at most 76 columns: printed under "Transformer(" with two spaces before
+-- them, they fit an 80-column terminal (a projector's).
 function Transformer:extra_repr()
     local c = rawget(self, "_config")
-    local more = {}
-    for _, k in ipairs({"kv_heads", "rope_layout", "rope_base", "window", "sinks"}) do
-        if c[k] ~= nil then more[#more + 1] = string.format(", %s=%s", k, tostring(c[k])) end
+    local items = {}
+    for _, k in ipairs({"vocab", "d_model", "heads", "layers", "d_ff", "max_len", "causal"}) do
+        items[#items + 1] = k .. "=" .. tostring(self[k])
     end
-    return string.format("vocab=%d, d_model=%d, heads=%d, layers=%d, d_ff=%d, max_len=%d, causal=%s, norm=%s, pos=%s",
-                         self.vocab, self.d_model, self.heads, self.layers, self.d_ff, self.max_len,
-                         tostring(self.causal), c.norm, c.pos) .. table.concat(more)
+    for _, k in ipairs({"norm", "pos", "kv_heads", "rope_layout", "rope_base", "window", "sinks"}) do
+        if c[k] ~= nil then items[#items + 1] = k .. "=" .. tostring(c[k]) end
+    end
+    local lines, line = {}, items[1]
+    for i = 2, #items do
+        if #line + 2 + #items[i] + 1 > 76 then   -- the line, ", ", the item and its comma
+            lines[#lines + 1] = line .. ","
+            line = items[i]
+        else
+            line = line .. ", " .. items[i]
+        end
+    end
+    lines[#lines + 1] = line
+    return table.concat(lines, "\n")
 end
 
 -- model:new_cache() -> an empty KV cache for this model (lua/nn/cache.lua), for model:forward.

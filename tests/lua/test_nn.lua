@@ -105,7 +105,16 @@ T.test("composites: PyTorch's keys", function()
     local lm = mha.nn.Transformer { vocab = 5, d_model = 8, heads = 2, layers = 1, max_len = 4 }
     local text = tostring(lm)
     T.eq("a module with children and extra_repr: its first lines", text:match("^[^\n]*\n[^\n]*"),
-         "Transformer(\n  " .. lm:extra_repr())
+         "Transformer(\n  " .. lm:extra_repr():match("^[^\n]*"))
+    local long = mha.nn.Transformer { vocab = 65, d_model = 128, heads = 4, kv_heads = 2, layers = 4,
+                                      max_len = 64, norm = "pre", pos = "rope", window = 16 }
+    local extra = long:extra_repr()
+    local widest = 0
+    for l in extra:gmatch("[^\n]+") do widest = math.max(widest, #l) end
+    T.ok("a long extra_repr keeps to 76 columns, for an 80-column screen", widest <= 76, extra)
+    T.eq("and says every option", (extra:gsub(",?\n", ", ")),
+         "vocab=65, d_model=128, heads=4, layers=4, d_ff=512, max_len=64, causal=true, norm=pre, "
+             .. "pos=rope, kv_heads=2, rope_layout=" .. tostring(long._config.rope_layout) .. ", rope_base=10000, window=16, sinks=0")
     T.eq("and its last", text:sub(-2), "\n)")
     T.eq("MultiheadAttention (C) prints its options as a Lua module its extra_repr",
          tostring(mha.MultiheadAttention{embed_dim = 8, num_heads = 2}),
