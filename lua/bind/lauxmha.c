@@ -86,7 +86,7 @@ static const char *called_name(lua_State *L) {
 }
 
 const char *lmha_called_name(lua_State *L, const char *dflt) {
-    const char *name = called_name(L);
+    const char *name = name_in_code(L);   /* on every call: never the walk of the mha table */
     return name ? name : dflt;
 }
 
@@ -95,15 +95,12 @@ const char *lmha_called_name(lua_State *L, const char *dflt) {
 static bool names_an_alias(lua_State *L, const char *msg, size_t *len) {
     lua_Debug ar;
     size_t n = strcspn(msg, ": ");
-    if (msg[n] != ':' || n == 0 || n >= 64 || !lua_getstack(L, 0, &ar)) return false;
-    char name[64];
-    memcpy(name, msg, n);
-    name[n] = '\0';
+    if (msg[n] != ':' || n == 0 || !lua_getstack(L, 0, &ar)) return false;
     bool same = false;
     lua_getinfo(L, "f", &ar); /* pushes the running function */
     if (lua_getfield(L, LUA_REGISTRYINDEX, LMHA_LIB_KEY) == LUA_TTABLE) {
-        lua_getfield(L, -1, name);
-        same = lua_rawequal(L, -1, -3);
+        lua_pushlstring(L, msg, n);
+        same = lua_rawget(L, -2) != LUA_TNIL && lua_rawequal(L, -1, -3);
         lua_pop(L, 1);
     }
     lua_pop(L, 2);
@@ -120,8 +117,10 @@ int lmha_fail(lua_State *L, mha_status status, const char *fname, const char *hi
     if (!hint) hint = "";
     const char *typed = fname ? NULL : name_in_code(L);   /* not a call from C: pcall(mha.sdpa) */
     size_t alias_len = 0;
-    if (typed && !starts_with_name(msg, typed) && names_an_alias(L, msg, &alias_len))
-        return luaL_error(L, "%s%s%s", typed, msg + alias_len, hint);
+    if (typed && !starts_with_name(msg, typed) && names_an_alias(L, msg, &alias_len)) {
+        lua_pushfstring(L, "%s%s", typed, msg + alias_len);
+        msg = lua_tostring(L, -1);
+    }
     if (status != MHA_E_NOMEM) return luaL_error(L, "%s%s", msg, hint);
     /* refused by MHA_MAX_MEMORY, not by the machine: say which limit, so the student knows why */
     if (mha_alloc_capped() && !strstr(msg, "(MHA_MAX_MEMORY)")) {

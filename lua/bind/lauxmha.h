@@ -34,7 +34,8 @@ int lmha_result(lua_State *L, mha_status status);
  * "ones: full: out of memory ...". With fname NULL, a message that names the function by another of
  * its keys in the mha table (the core's "sdpa:") names it as it was called. */
 int lmha_fail(lua_State *L, mha_status status, const char *fname, const char *hint);
-/* The name Lua called the running C function by (luaL_argerror's), else dflt. */
+/* The name the calling Lua code called the running C function by, else dflt (a call from C, a
+ * tail call). Cheap enough for every call: no search of the mha table. */
 const char *lmha_called_name(lua_State *L, const char *dflt);
 /* Raises an error naming fname when t has elements sharing one memory location
  * (a stride 0 along a dim of size > 1, as expand() makes): PyTorch refuses copy_ and the random

@@ -93,6 +93,12 @@ printf '\nmha.printoptions{precision = "x"}\n' >"$tmp/popt.lua"
 run '' "$tmp/popt.lua"
 [ "$rc" -eq 1 ] && [ "$err" = "$repl: $tmp/popt.lua:2: printoptions: option precision must be an integer 0..16, got x" ]
 check script_printoptions_error_at_script_line $? "rc $rc err [$err]"
+# a function called by its long name: the core's "sdpa:" says that name, and over MHA_MAX_MEMORY the
+# limit is still named
+err_capped=$(MHA_MAX_MEMORY=10 "$repl" -e 'local q = mha.zeros(2000, 8); mha.scaled_dot_product_attention(q, q, q)' 2>&1)
+has "$err_capped" "(command line):1: scaled_dot_product_attention: out of memory allocating 16000000 bytes" \
+    && has "$err_capped" "tensor memory limit of 10 MB reached (MHA_MAX_MEMORY)"
+check alias_name_keeps_the_memory_limit $? "[$err_capped]"
 # help() outside the interactive REPL lists every REPL command, not only the four with a docs entry
 run '' -e 'help()'
 cmds=$(printf '%s\n' "$out" | sed -n '/^REPL commands:/,/^[^ ]/p')
