@@ -143,6 +143,8 @@ end
 -- newline apart from its text, and another program on its stderr (the Qt window process) may land a
 -- line of its own between the two.
 local END = "\031"
+-- The gnuplot command that prints string expression expr with END after it.
+local function print_ended(expr) return 'print sprintf("%s\\037", ' .. expr .. ')\n' end
 local sync_count = 0
 local function next_marker()
     sync_count = sync_count + 1
@@ -156,7 +158,7 @@ local function terminals()
     if not proc then return nil end
     local marker = next_marker()
     local set = {}
-    if proc:send('print sprintf("%s\\037", GPVAL_TERMINALS)\nprint "' .. marker .. '\\037"\n') then
+    if proc:send(print_ended("GPVAL_TERMINALS") .. print_ended("'" .. marker .. "'")) then
         local _, err, status = proc:sync(marker .. END, 10)
         if status == "ok" then
             for name in err:match("[^" .. END .. "]*"):gmatch("%S+") do set[name] = true end
@@ -470,7 +472,7 @@ end
 -- made.
 local STATUS = "mha-status"
 local function status_command()
-    return 'print sprintf("' .. STATUS .. ' %d %s\\037", GPVAL_ERRNO, GPVAL_ERRMSG)\nreset errors\n'
+    return print_ended("sprintf('" .. STATUS .. " %d %s', GPVAL_ERRNO, GPVAL_ERRMSG)") .. "reset errors\n"
 end
 
 -- Runs commands on the figure's gnuplot and waits until it has done them all. Each command is
@@ -499,7 +501,7 @@ function Figure:run(fname, commands, quiet_warnings, discard_output, fix_output)
         base = next_marker()
         local parts = {}
         for i, cmd in ipairs(commands) do
-            parts[#parts + 1] = cmd .. "\n" .. status_command() .. 'print "' .. base .. "-" .. i .. '\\037"\n'
+            parts[#parts + 1] = cmd .. "\n" .. status_command() .. print_ended("'" .. base .. "-" .. i .. "'")
         end
         ok, err = self.proc:send(table.concat(parts), 30)
         out, errtext, status = "", "", "ok"
